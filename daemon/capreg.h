@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The capture registry: ids, the list the daemon serves, forward
+ * recordings (a timer per open window), persistence through worker jobs,
+ * and reload of the state directory at start. Lives on the loop thread.
+ *
+ * Memory: a ready capture is kept only as its summary (struct capture with
+ * the data arrays freed); users of its data load it from disk in a job.
+ */
+#ifndef GPUPROF_CAPREG_H
+#define GPUPROF_CAPREG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "capture/capture.h"
+
+struct gpd;
+struct rpc_req;
+struct capreg;
+
+struct capentry {
+	struct capentry *next;
+	struct capreg *reg;
+	uint64_t id;
+	struct capture *sum; /* header fields and counts; data arrays only while in flight */
+	uint64_t by_type[STORE_REC_TYPE_MAX];
+	uint64_t duration_ns; /* requested forward window */
+	struct capture_filter filter;
+	int32_t filter_pids[CAPTURE_MAX_PIDS];
+	uv_timer_t *timer; /* while recording */
+	bool persisting;
+	bool deleted; /* delete requested while persisting */
+	struct rpc_req *waiters; /* replied with the info once ready */
+	int users; /* jobs reading the file */
+};
+
+struct capreg_start {
+	const int32_t *pids;
+	size_t npids;
+	uint64_t duration_ms, last_ms;
+	const char *name;
+	uint32_t owner_uid;
+	bool uid_filter; /* restrict records to owner_uid (unprivileged peer) */
+};
+
+/*
+ * Called in a worker before a capture is persisted (symbolization), and the
+ * argument it gets. May be NULL.
+ */
+typedef void (*capreg_prepare_fn)(void *arg, struct capture *c);
+
+int capreg_new(struct gpd *g, struct capreg **ret);
+void capreg_set_prepare(struct capreg *r, capreg_prepare_fn fn, void *arg);
+/* Stop timers, fail waiters; call before the loop's final run. */
+void capreg_close(struct capreg *r);
+void capreg_free(struct capreg *r);
+int capreg_dirfd(const struct capreg *r);
+
+/* Start a capture; *ret is its entry (state RECORDING until ready). */
+int capreg_start(struct capreg *r, const struct capreg_start *o, struct capentry **ret);
+/* End a forward window now (no-op unless recording). */
+void capreg_stop(struct capentry *e);
+/* Queue req to be answered with the capture's info when it is ready. */
+void capreg_wait(struct capentry *e, struct rpc_req *req);
+/* Remove the capture and its file. */
+int capreg_delete(struct capentry *e);
+
+/* Add a finished capture made elsewhere (imports): persists it in a job and
+ * takes ownership of c; *ret as for capreg_start. */
+int capreg_add(struct capreg *r, struct capture *c, struct capentry **ret);
+
+struct capentry *capreg_find(struct capreg *r, uint64_t id);
+struct capentry *capreg_first(struct capreg *r);
+bool capreg_visible(const struct capentry *e, uid_t uid, bool privileged);
+size_t capreg_count(const struct capreg *r);
+uint64_t capreg_bytes(const struct capreg *r);
+
+/* The capture's info object (docs/protocol.md, capture.info). */
+cJSON *capreg_info(const struct capentry *e);
+
+#endif

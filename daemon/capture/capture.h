@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A capture: a window of the store (or an imported trace) plus the filters
+ * that cut it and its owner. Self-contained once taken: it holds copies of
+ * the records, strings and stacks it uses, with ids renumbered locally, and
+ * never points into the ring. Immutable once complete, so analyses may read
+ * it from worker threads.
+ *
+ * On disk (docs/capture-format.md): "GPUPROFC" magic, version, then typed
+ * sections each with its own length and CRC-32; written to a temporary file,
+ * fsync()ed, renamed into place and the directory fsync()ed.
+ */
+#ifndef GPUPROF_CAPTURE_H
+#define GPUPROF_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+#define CAPTURE_FORMAT_VERSION 1
+#define CAPTURE_MAX_PIDS 64
+#define CAPTURE_NAME_MAX 128
+
+enum capture_kind {
+	CAPTURE_LIVE = 0, /* cut from the store */
+	CAPTURE_IMPORT = 1, /* created from a trace file */
+};
+
+enum capture_state {
+	CAPTURE_RECORDING = 0, /* forward window still open (in memory only) */
+	CAPTURE_READY = 1, /* complete and persisted */
+	CAPTURE_DAMAGED = 2, /* persisted file failed validation */
+};
+
+/* Section types of the file format. Unknown types found on load are kept
+ * as opaque extra sections and written back unchanged. */
+enum capture_section_type {
+	CAPSEC_META = 1, /* fixed little-endian header fields, see capfile.c */
+	CAPSEC_STRINGS = 2,
+	CAPSEC_STACKS = 3,
+	CAPSEC_RECORDS = 4,
+	CAPSEC_SYMBOLS = 5, /* reserved: resolved frames (CPU-stacks issue) */
+	CAPSEC_TIMELINE = 6, /* reserved: imported timeline (trace-import issue) */
+	CAPSEC_TYPE_MAX = 0x10000,
+};
+
+struct capture_extra {
+	uint32_t type;
+	void *data; /* owned */
+	size_t len;
+};
+
+struct capture_str {
+	uint32_t off; /* into capture.str_blob */
+	uint32_t len;
+};
+
+struct capture_stack {
+	uint32_t off; /* into capture.ips */
+	uint16_t nuser, nkernel;
+};
+
+struct capture {
+	uint64_t id;
+	uint32_t owner_uid;
+	enum capture_kind kind;
+	enum capture_state state;
+	char name[CAPTURE_NAME_MAX]; /* user label, NUL-terminated, may be "" */
+	char damage[256]; /* why, when state == CAPTURE_DAMAGED */
+
+	uint64_t created_realtime_ns; /* CLOCK_REALTIME when taken */
+	uint64_t t0_ns, t1_ns; /* window, CLOCK_MONOTONIC */
+	int64_t mono_to_realtime_ns; /* add to a monotonic ts for wall time */
+
+	/* filters */
+	int32_t pids[CAPTURE_MAX_PIDS];
+	uint32_t npids; /* 0 = all processes the owner may see */
+	bool uid_filter; /* only records with rec.uid == filter_uid */
+	uint32_t filter_uid;
+
+	/* counters */
+	uint64_t store_evicted_in_window; /* records the ring lost before the cut */
+	uint64_t warnings;
+
+	/* data; string/stack ids in records index these tables (id - 1) */
+	char *str_blob;
+	size_t str_blob_len;
+	struct capture_str *strs;
+	uint32_t nstrs;
+	uint64_t *ips;
+	size_t nips;
+	struct capture_stack *stacks;
+	uint32_t nstacks;
+	struct store_rec *recs;
+	size_t nrecs;
+
+	struct capture_extra *extras;
+	size_t nextras;
+
+	/* not persisted */
+	size_t file_bytes;
+};
+
+/* Filters applied by capture_take(). */
+struct capture_filter {
+	const int32_t *pids;
+	size_t npids; /* 0 = all */
+	bool uid_filter;
+	uint32_t uid;
+};
+
+/* Empty capture (for imports and tests). */
+int capture_new(struct capture **ret);
+void capture_free(struct capture *c);
+
+/*
+ * Copy the records in [t0_ns, t1_ns] matching f out of the store, with the
+ * strings and stacks they use. Leaves id/owner/name to the caller.
+ */
+int capture_take(const struct store *s, const struct capture_filter *f, uint64_t t0_ns,
+		 uint64_t t1_ns, struct capture **ret);
+
+/* Lookups into a capture's own tables (NULL / 0 frames for id 0 or bad id). */
+const char *capture_str(const struct capture *c, uint32_t id, size_t *len);
+const uint64_t *capture_stack(const struct capture *c, uint32_t id, uint16_t *nuser,
+			      uint16_t *nkernel);
+
+/* Add an opaque extra section; data is copied. */
+int capture_add_extra(struct capture *c, uint32_t type, const void *data, size_t len);
+const struct capture_extra *capture_find_extra(const struct capture *c, uint32_t type);
+
+/*
+ * Persist atomically as "<id>.gpc" in dirfd: write "<id>.gpc.tmp"
+ * (O_NOFOLLOW), fsync, renameat, fsync(dirfd). Sets c->file_bytes.
+ * Returns 0 or -errno (-ENOSPC on a full disk; no partial file is left).
+ */
+int capture_save(struct capture *c, int dirfd);
+
+/*
+ * Load "<id>.gpc" from dirfd (never following symlinks). Returns 0, or
+ * -EBADMSG with *ret holding a capture in state CAPTURE_DAMAGED (id, and
+ * whatever header fields could be read, plus the reason in ->damage) when
+ * the file fails validation, or another -errno with *ret untouched.
+ */
+int capture_load(int dirfd, uint64_t id, struct capture **ret);
+
+/* Decode a capture from memory (the loader's core, also fuzzed). */
+int capture_decode(const void *buf, size_t len, struct capture **ret, char *why, size_t whylen);
+/* Encode to a malloc()ed buffer. */
+int capture_encode(const struct capture *c, void **buf, size_t *len);
+
+/* Unlink "<id>.gpc" from dirfd. */
+int capture_unlink(int dirfd, uint64_t id);
+
+/* Remove leftover "*.gpc.tmp" files (after a crash). Returns how many. */
+int capture_clean_tmp(int dirfd);
+
+#endif

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Collectors are a table of ops walked by one registry (collect/registry.c),
+ * the way seatd walks its backends. Each runs on the daemon's event loop and
+ * must never block it or allocate per event on its hot path.
+ */
+#ifndef GPUPROF_COLLECTOR_H
+#define GPUPROF_COLLECTOR_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+struct gpd;
+
+enum collector_state {
+	COLLECTOR_OFF = 0, /* not opened yet / stopped */
+	COLLECTOR_ATTACHED, /* running */
+	COLLECTOR_UNAVAILABLE, /* cannot run on this host: reason says why */
+	COLLECTOR_BUSY, /* a resource is held by someone else, retrying */
+	COLLECTOR_PAUSED, /* released on request */
+	COLLECTOR_FAILED, /* ran, then broke: reason says why */
+};
+
+struct collector;
+
+struct collector_ops {
+	const char *name;
+	/* Probe and set up; on a host that cannot support it, set state
+	 * UNAVAILABLE with a reason and return 0 (not an error). */
+	int (*open)(struct collector *c);
+	int (*start)(struct collector *c);
+	void (*stop)(struct collector *c);
+	/* Add collector-specific members to its status object. May be NULL. */
+	void (*status)(struct collector *c, cJSON *obj);
+	/* Release everything; handles closed through the loop. */
+	void (*free)(struct collector *c);
+};
+
+struct collector {
+	const struct collector_ops *ops;
+	struct gpd *gpd; /* daemon context: loop, store, config */
+	enum collector_state state;
+	char reason[256];
+	uint64_t events; /* records delivered to the store */
+	uint64_t drops; /* records lost (ring buffer full, tables full, ...) */
+	void *priv;
+};
+
+const char *collector_state_name(enum collector_state st);
+/* printf-style helper to set state and reason; logs once at info level. */
+void collector_set_state(struct collector *c, enum collector_state st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

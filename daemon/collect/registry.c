@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+#include "registry.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector.h"
+#include "gpd.h"
+#include "log.h"
+
+#ifdef HAVE_CPU_COLLECTOR
+extern const struct collector_ops cpu_collector_ops;
+#endif
+
+static const struct collector_ops *const collector_table[] = {
+#ifdef HAVE_CPU_COLLECTOR
+	&cpu_collector_ops,
+#endif
+	NULL,
+};
+
+const char *collector_state_name(enum collector_state st)
+{
+	switch (st) {
+	case COLLECTOR_OFF:
+		return "off";
+	case COLLECTOR_ATTACHED:
+		return "attached";
+	case COLLECTOR_UNAVAILABLE:
+		return "unavailable";
+	case COLLECTOR_BUSY:
+		return "busy";
+	case COLLECTOR_PAUSED:
+		return "paused";
+	case COLLECTOR_FAILED:
+		return "failed";
+	}
+	return "unknown";
+}
+
+void collector_set_state(struct collector *c, enum collector_state st, const char *fmt, ...)
+{
+	c->state = st;
+	c->reason[0] = '\0';
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(c->reason, sizeof(c->reason), fmt, ap);
+		va_end(ap);
+	}
+	if (st == COLLECTOR_ATTACHED)
+		log_info("collector %s: attached", c->ops->name);
+	else
+		log_info("collector %s: %s%s%s", c->ops->name, collector_state_name(st),
+			 c->reason[0] ? ": " : "", c->reason);
+}
+
+static bool enabled(const struct gpd *g, const char *name)
+{
+	if (!strcmp(name, "cpu"))
+		return g->cfg.cpu_sampling;
+	return true;
+}
+
+int collectors_open(struct gpd *g)
+{
+	for (size_t i = 0; collector_table[i] && g->ncollectors < GPD_MAX_COLLECTORS; i++) {
+		const struct collector_ops *ops = collector_table[i];
+		struct collector *c = calloc(1, sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		c->ops = ops;
+		c->gpd = g;
+		g->collectors[g->ncollectors++] = c;
+		if (!enabled(g, ops->name)) {
+			collector_set_state(c, COLLECTOR_OFF, "disabled in configuration");
+			continue;
+		}
+		int r = ops->open(c);
+		if (r < 0 && c->state != COLLECTOR_UNAVAILABLE)
+			collector_set_state(c, COLLECTOR_FAILED, "open: %s", strerror(-r));
+	}
+	return 0;
+}
+
+void collectors_start(struct gpd *g)
+{
+	for (unsigned i = 0; i < g->ncollectors; i++) {
+		struct collector *c = g->collectors[i];
+		if (c->state != COLLECTOR_OFF || !enabled(g, c->ops->name) || c->reason[0])
+			continue;
+		int r = c->ops->start(c);
+		if (r < 0 && c->state != COLLECTOR_UNAVAILABLE)
+			collector_set_state(c, COLLECTOR_FAILED, "start: %s", strerror(-r));
+	}
+}
+
+void collectors_stop(struct gpd *g)
+{
+	for (unsigned i = 0; i < g->ncollectors; i++) {
+		struct collector *c = g->collectors[i];
+		if (c->ops->stop)
+			c->ops->stop(c);
+	}
+}
+
+void collectors_free(struct gpd *g)
+{
+	for (unsigned i = 0; i < g->ncollectors; i++) {
+		struct collector *c = g->collectors[i];
+		if (c->ops->free)
+			c->ops->free(c);
+		free(c);
+		g->collectors[i] = NULL;
+	}
+	g->ncollectors = 0;
+}
+
+cJSON *collectors_status(struct gpd *g)
+{
+	cJSON *arr = cJSON_CreateArray();
+	for (unsigned i = 0; arr && i < g->ncollectors; i++) {
+		struct collector *c = g->collectors[i];
+		cJSON *o = cJSON_CreateObject();
+		if (!o)
+			break;
+		cJSON_AddStringToObject(o, "name", c->ops->name);
+		cJSON_AddStringToObject(o, "state", collector_state_name(c->state));
+		cJSON_AddStringToObject(o, "reason", c->reason);
+		cJSON_AddNumberToObject(o, "events", (double)c->events);
+		cJSON_AddNumberToObject(o, "drops", (double)c->drops);
+		if (c->ops->status)
+			c->ops->status(c, o);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
+
+struct collector *collectors_find(struct gpd *g, const char *name)
+{
+	for (unsigned i = 0; i < g->ncollectors; i++)
+		if (!strcmp(g->collectors[i]->ops->name, name))
+			return g->collectors[i];
+	return NULL;
+}

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuprof-build.h"
+#include "duration.h"
+
+void config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->socket_path, sizeof(cfg->socket_path), "%s", GPUPROF_DEFAULT_SOCKET);
+	cfg->socket_mode = 0660;
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", GPUPROF_DEFAULT_STATE_DIR);
+	cfg->store_budget_bytes = 64u << 20;
+	cfg->capture_max_bytes = 256u << 20;
+	cfg->captures_max = 256;
+	cfg->sample_freq_hz = 49;
+	cfg->cpu_sampling = true;
+	cfg->max_msg_bytes = 1u << 20;
+	cfg->max_conn_out_bytes = 4u << 20;
+	cfg->max_nesting = 32;
+	cfg->max_clients = 64;
+	cfg->idle_timeout_ms = 60000;
+	cfg->request_timeout_ms = 10000;
+	cfg->io_timeout_ms = 30000;
+	cfg->max_jobs = 4;
+	cfg->import_max_bytes = (size_t)8 << 30;
+	cfg->verbosity = 0;
+}
+
+int config_parse_size(const char *text, size_t *out)
+{
+	if (!text || !isdigit((unsigned char)*text))
+		return -EINVAL;
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	unsigned shift = 0;
+	switch (toupper((unsigned char)*end)) {
+	case '\0':
+		break;
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end == 'i' || *end == 'I')
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end != '\0')
+		return -EINVAL;
+	if (shift && v > (SIZE_MAX >> shift))
+		return -ERANGE;
+	*out = (size_t)(v << shift);
+	return 0;
+}
+
+static int parse_uint(const char *v, unsigned long long max, unsigned long long *out)
+{
+	if (!isdigit((unsigned char)*v))
+		return -EINVAL;
+	errno = 0;
+	char *end;
+	unsigned long long n = strtoull(v, &end, 0);
+	if (errno == ERANGE || n > max)
+		return -ERANGE;
+	if (*end)
+		return -EINVAL;
+	*out = n;
+	return 0;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+	if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "on") || !strcmp(v, "1"))
+		*out = true;
+	else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "off") || !strcmp(v, "0"))
+		*out = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_ms(const char *v, unsigned *out)
+{
+	uint64_t ms;
+	int r = duration_parse_ms(v, &ms);
+	if (r < 0)
+		return r;
+	if (ms > UINT32_MAX)
+		return -ERANGE;
+	*out = (unsigned)ms;
+	return 0;
+}
+
+static int set_key(struct config *cfg, const char *key, const char *v)
+{
+	unsigned long long n;
+	int r;
+
+	if (!strcmp(key, "socket")) {
+		if (strlen(v) >= sizeof(cfg->socket_path) || v[0] != '/')
+			return -EINVAL;
+		strcpy(cfg->socket_path, v);
+		return 0;
+	}
+	if (!strcmp(key, "socket_mode")) {
+		char *end;
+		errno = 0;
+		long m = strtol(v, &end, 8);
+		if (*end || m < 0 || m > 0777)
+			return -EINVAL;
+		cfg->socket_mode = (unsigned)m;
+		return 0;
+	}
+	if (!strcmp(key, "state_dir")) {
+		if (strlen(v) >= sizeof(cfg->state_dir) || v[0] != '/')
+			return -EINVAL;
+		strcpy(cfg->state_dir, v);
+		return 0;
+	}
+	if (!strcmp(key, "memory.store_budget")) {
+		r = config_parse_size(v, &cfg->store_budget_bytes);
+		if (r == 0 && cfg->store_budget_bytes < (64u << 10))
+			return -ERANGE;
+		return r;
+	}
+	if (!strcmp(key, "memory.capture_max"))
+		return config_parse_size(v, &cfg->capture_max_bytes);
+	if (!strcmp(key, "limits.captures")) {
+		r = parse_uint(v, 1000000, &n);
+		cfg->captures_max = r ? cfg->captures_max : (size_t)n;
+		return r;
+	}
+	if (!strcmp(key, "sampling.cpu"))
+		return parse_bool(v, &cfg->cpu_sampling);
+	if (!strcmp(key, "sampling.cpu_frequency")) {
+		r = parse_uint(v, 100000, &n);
+		if (r == 0 && n == 0)
+			return -ERANGE;
+		cfg->sample_freq_hz = r ? cfg->sample_freq_hz : (uint32_t)n;
+		return r;
+	}
+	if (!strcmp(key, "limits.max_message")) {
+		r = config_parse_size(v, &cfg->max_msg_bytes);
+		if (r == 0 && (cfg->max_msg_bytes < 1024 || cfg->max_msg_bytes > (1u << 20)))
+			return -ERANGE;
+		return r;
+	}
+	if (!strcmp(key, "limits.max_output_buffer"))
+		return config_parse_size(v, &cfg->max_conn_out_bytes);
+	if (!strcmp(key, "limits.max_nesting")) {
+		r = parse_uint(v, 32, &n);
+		if (r == 0 && n < 2)
+			return -ERANGE;
+		cfg->max_nesting = r ? cfg->max_nesting : (int)n;
+		return r;
+	}
+	if (!strcmp(key, "limits.max_clients")) {
+		r = parse_uint(v, 4096, &n);
+		if (r == 0 && n == 0)
+			return -ERANGE;
+		cfg->max_clients = r ? cfg->max_clients : (unsigned)n;
+		return r;
+	}
+	if (!strcmp(key, "limits.idle_timeout"))
+		return parse_ms(v, &cfg->idle_timeout_ms);
+	if (!strcmp(key, "limits.request_timeout"))
+		return parse_ms(v, &cfg->request_timeout_ms);
+	if (!strcmp(key, "limits.io_timeout"))
+		return parse_ms(v, &cfg->io_timeout_ms);
+	if (!strcmp(key, "limits.max_jobs")) {
+		r = parse_uint(v, 64, &n);
+		if (r == 0 && n == 0)
+			return -ERANGE;
+		cfg->max_jobs = r ? cfg->max_jobs : (unsigned)n;
+		return r;
+	}
+	if (!strcmp(key, "limits.import_max"))
+		return config_parse_size(v, &cfg->import_max_bytes);
+	if (!strcmp(key, "log.verbosity")) {
+		r = parse_uint(v, 2, &n);
+		cfg->verbosity = r ? cfg->verbosity : (int)n;
+		return r;
+	}
+	return -ENOKEY;
+}
+
+static char *trim(char *s)
+{
+	while (isspace((unsigned char)*s))
+		s++;
+	char *e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+int config_load(struct config *cfg, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		int r = -errno;
+		if (err)
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return r;
+	}
+	char line[8192];
+	unsigned lineno = 0;
+	int r = 0;
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(err, errlen, "%s:%u: line too long", path, lineno);
+			r = -EINVAL;
+			break;
+		}
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		char *s = trim(line);
+		if (!*s)
+			continue;
+		char *eq = strchr(s, '=');
+		if (!eq) {
+			if (err)
+				snprintf(err, errlen, "%s:%u: expected 'key = value'", path, lineno);
+			r = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		char *key = trim(s), *val = trim(eq + 1);
+		r = set_key(cfg, key, val);
+		if (r < 0) {
+			if (err)
+				snprintf(err, errlen, "%s:%u: %s '%s'", path, lineno,
+					 r == -ENOKEY ? "unknown key" : "bad value for", key);
+			r = -EINVAL;
+			break;
+		}
+	}
+	fclose(f);
+	return r;
+}

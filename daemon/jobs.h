@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Worker jobs: work that may take long (persisting, importing, analysing,
+ * writing to a client's fd) runs on libuv's thread pool, at most
+ * limits.max_jobs at once, never on the loop thread. done() runs on the
+ * loop thread. Plus fd I/O helpers for workers that bound every wait on a
+ * client-passed descriptor by limits.io_timeout.
+ */
+#ifndef GPUPROF_JOBS_H
+#define GPUPROF_JOBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct gpd;
+
+/* Returns 0, or -EBUSY when max_jobs are running, -ESHUTDOWN when stopping. */
+int job_submit(struct gpd *g, void (*work)(void *arg), void (*done)(void *arg), void *arg);
+
+/* Check a client fd's access mode (O_WRONLY/O_RDWR for output, O_RDONLY/O_RDWR
+ * for input) and switch pipes and sockets to O_NONBLOCK. -EBADF otherwise. */
+int fdio_prepare(int fd, bool for_write);
+
+/* A buffered writer on a client fd, for renderers running in a job. */
+struct fdout {
+	int fd;
+	int timeout_ms;
+	int err; /* first error, sticky (negative errno) */
+	uint64_t total; /* bytes written */
+	size_t len;
+	char buf[1 << 16];
+};
+
+void fdout_init(struct fdout *o, int fd, int timeout_ms);
+/* Append bytes; flushes when the buffer fills. Returns o->err. */
+int fdout_write(struct fdout *o, const void *p, size_t n);
+int fdout_printf(struct fdout *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int fdout_flush(struct fdout *o);
+
+/* Write all of buf, waiting at most timeout_ms for each bit of progress. */
+int fdio_write_all(int fd, const void *buf, size_t len, int timeout_ms);
+/* Read up to len bytes, waiting at most timeout_ms for data: bytes, 0 at EOF, -errno. */
+ssize_t fdio_read(int fd, void *buf, size_t len, int timeout_ms);
+
+#endif

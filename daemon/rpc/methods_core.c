@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+/* version, status */
+#include <unistd.h>
+
+#include "capreg.h"
+#include "collect/registry.h"
+#include "gpd.h"
+#include "json.h"
+#include "gpuprof-build.h"
+#include "methods.h"
+#include "store/store.h"
+
+static const char *const no_params[] = {NULL};
+
+void method_version(struct rpc_req *req, const cJSON *params)
+{
+	if (!params_only(req, params, no_params))
+		return;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "version", GPUPROF_VERSION);
+	cJSON_AddNumberToObject(o, "protocol", GPUPROF_PROTOCOL_VERSION);
+	rpc_reply(req, o);
+}
+
+void method_status(struct rpc_req *req, const cJSON *params)
+{
+	if (!params_only(req, params, no_params))
+		return;
+	struct gpd *g = req->gpd;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "version", GPUPROF_VERSION);
+	cJSON_AddNumberToObject(o, "pid", getpid());
+	cJSON_AddNumberToObject(o, "uptime_s", (double)(gpd_now_ns() - g->start_mono_ns) / 1e9);
+
+	struct store_stats st;
+	store_get_stats(g->store, &st);
+	cJSON *s = cJSON_AddObjectToObject(o, "store");
+	json_add_u64(s, "budget_bytes", (uint64_t)st.budget_bytes);
+	json_add_u64(s, "capacity", (uint64_t)st.capacity);
+	json_add_u64(s, "records", (uint64_t)st.records);
+	json_add_u64(s, "appended", (uint64_t)st.appended);
+	json_add_u64(s, "dropped", (uint64_t)st.dropped);
+	json_add_u64(s, "evicted", (uint64_t)st.evicted);
+	json_add_u64(s, "strings", (uint64_t)st.strings);
+	json_add_u64(s, "stacks", (uint64_t)st.stacks);
+	json_add_u64(s, "table_bytes", (uint64_t)st.table_bytes);
+	json_add_u64(s, "table_budget_bytes", (uint64_t)st.table_budget);
+	json_add_u64(s, "oldest_ns", (uint64_t)st.oldest_ts_ns);
+	json_add_u64(s, "newest_ns", (uint64_t)st.newest_ts_ns);
+
+	cJSON_AddItemToObject(o, "collectors", collectors_status(g));
+
+	cJSON *cl = cJSON_AddObjectToObject(o, "clients");
+	cJSON_AddNumberToObject(cl, "connected", rpc_server_clients(g->rpc));
+	cJSON_AddNumberToObject(cl, "max", g->cfg.max_clients);
+	cJSON_AddBoolToObject(cl, "privileged", req->privileged);
+
+	cJSON *cp = cJSON_AddObjectToObject(o, "captures");
+	json_add_u64(cp, "count", (uint64_t)capreg_count(g->captures));
+	json_add_u64(cp, "bytes", (uint64_t)capreg_bytes(g->captures));
+
+	cJSON *j = cJSON_AddObjectToObject(o, "jobs");
+	cJSON_AddNumberToObject(j, "running", g->jobs_running);
+	cJSON_AddNumberToObject(j, "max", g->cfg.max_jobs);
+	rpc_reply(req, o);
+}

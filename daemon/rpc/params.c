@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+/* Parameter validation shared by the handlers. */
+#include <math.h>
+#include <string.h>
+
+#include "methods.h"
+
+bool param_u64(struct rpc_req *req, const cJSON *params, const char *key, bool required,
+	       uint64_t max, uint64_t *out)
+{
+	const cJSON *v = cJSON_IsObject(params) ? cJSON_GetObjectItemCaseSensitive(params, key)
+						: NULL;
+	if (!v) {
+		if (required) {
+			rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "missing parameter \"%s\"",
+				  key);
+			return false;
+		}
+		return true;
+	}
+	double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+	if (!cJSON_IsNumber(v) || !isfinite(d) || d < 0 || d != floor(d) || d > (double)max) {
+		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,
+			  "\"%s\" must be an integer between 0 and %llu", key,
+			  (unsigned long long)max);
+		return false;
+	}
+	*out = (uint64_t)d;
+	return true;
+}
+
+bool param_bool(struct rpc_req *req, const cJSON *params, const char *key, bool *out)
+{
+	const cJSON *v = cJSON_IsObject(params) ? cJSON_GetObjectItemCaseSensitive(params, key)
+						: NULL;
+	if (!v)
+		return true;
+	if (!cJSON_IsBool(v)) {
+		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "\"%s\" must be true or false",
+			  key);
+		return false;
+	}
+	*out = cJSON_IsTrue(v);
+	return true;
+}
+
+bool param_str(struct rpc_req *req, const cJSON *params, const char *key, size_t maxlen,
+	       const char **out)
+{
+	const cJSON *v = cJSON_IsObject(params) ? cJSON_GetObjectItemCaseSensitive(params, key)
+						: NULL;
+	if (!v)
+		return true;
+	if (!cJSON_IsString(v) || strlen(v->valuestring) > maxlen) {
+		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,
+			  "\"%s\" must be a string of at most %zu bytes", key, maxlen);
+		return false;
+	}
+	*out = v->valuestring;
+	return true;
+}
+
+bool params_only(struct rpc_req *req, const cJSON *params, const char *const *allowed)
+{
+	if (!params)
+		return true;
+	if (!cJSON_IsObject(params)) {
+		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "params must be an object");
+		return false;
+	}
+	const cJSON *it;
+	cJSON_ArrayForEach(it, params)
+	{
+		bool ok = false;
+		for (size_t i = 0; allowed[i]; i++)
+			if (!strcmp(it->string, allowed[i]))
+				ok = true;
+		if (!ok) {
+			rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "unknown parameter \"%.64s\"",
+				  it->string);
+			return false;
+		}
+	}
+	return true;
+}

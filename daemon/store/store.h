@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The store: a ring of fixed-size, arrival-ordered records under a fixed
+ * memory budget, with interned strings and deduplicated stacks that are
+ * reference-counted by the records holding them and reclaimed as those
+ * records fall out of the ring. Single-threaded: owned by the event loop.
+ *
+ * Budget split (documented in docs/architecture.md): half of budget_bytes
+ * is the record ring (budget/2 / sizeof(struct store_rec) slots, fixed at
+ * creation); the other half bounds the string and stack tables (their
+ * entries, hash buckets and payload bytes). When a table would exceed its
+ * half, the oldest records are evicted until enough entries are released;
+ * if the tables still cannot fit the new entry, the intern call fails and
+ * the store counts a drop.
+ */
+#ifndef GPUPROF_STORE_H
+#define GPUPROF_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum store_rec_type {
+	STORE_REC_CPU_SAMPLE = 1, /* stack = user+kernel stack, aux32 = weight (1) */
+	STORE_REC_GPU_LAUNCH = 2, /* name = kernel, aux[0] = queue, aux[1] = correlation */
+	STORE_REC_GPU_INTERVAL = 3, /* dur_ns valid, name = kernel/engine, aux[0] = context */
+	STORE_REC_MARK = 4, /* name = annotation, dur_ns valid */
+	STORE_REC_TYPE_MAX,
+};
+
+/* 64 bytes, fixed. Ids are 0 for "none". */
+struct store_rec {
+	uint64_t ts_ns; /* CLOCK_MONOTONIC, as bpf_ktime_get_ns() */
+	uint64_t dur_ns;
+	uint32_t pid, tid; /* tgid and thread id, init namespace */
+	uint32_t uid; /* real uid of the task: authorization filter */
+	uint32_t comm; /* string id */
+	uint32_t stack; /* stack id */
+	uint32_t name; /* string id */
+	uint16_t type; /* enum store_rec_type */
+	uint16_t cpu;
+	uint32_t aux32; /* type-specific */
+	uint64_t aux[2]; /* type-specific */
+};
+
+_Static_assert(sizeof(struct store_rec) == 64, "store_rec must stay 64 bytes");
+
+#define STORE_MAX_FRAMES 127 /* per user or kernel stack (BPF's limit) */
+
+struct store_config {
+	size_t budget_bytes; /* total; minimum 64 KiB */
+};
+
+struct store_stats {
+	uint64_t appended; /* records ever appended */
+	uint64_t dropped; /* records refused (tables full even when empty) */
+	uint64_t evicted; /* records pushed out of the ring */
+	size_t records; /* records held now */
+	size_t capacity; /* ring slots */
+	size_t strings, stacks; /* live table entries */
+	size_t table_bytes, table_budget;
+	size_t budget_bytes;
+	uint64_t oldest_ts_ns, newest_ts_ns; /* 0 when empty */
+};
+
+struct store;
+
+int store_new(const struct store_config *cfg, struct store **ret);
+void store_free(struct store *s);
+
+/*
+ * Intern a string (need not be NUL-terminated; at most 4095 bytes are
+ * kept). Returns a non-zero id carrying one reference owned by the caller,
+ * or 0 when the tables cannot hold it. Hand the reference to a record via
+ * store_append(), or give it back with store_str_unref().
+ */
+uint32_t store_str_intern(struct store *s, const char *str, size_t len);
+void store_str_unref(struct store *s, uint32_t id);
+
+/*
+ * Intern a stack: ips[0..nuser) are user frames, then ips[nuser..nuser+nkernel)
+ * kernel frames, each leaf first. Same reference contract as strings.
+ */
+uint32_t store_stack_intern(struct store *s, const uint64_t *ips, uint16_t nuser,
+			    uint16_t nkernel);
+void store_stack_unref(struct store *s, uint32_t id);
+
+/*
+ * Append a record. The references held by rec->comm, rec->stack and
+ * rec->name move into the store (the caller must not unref them). May evict
+ * the oldest record. Returns 0.
+ */
+int store_append(struct store *s, const struct store_rec *rec);
+
+/* Look-ups; pointers stay valid until the entry is reclaimed, i.e. until
+ * the next store_append/intern call. NULL / 0 for an unknown id. */
+const char *store_str(const struct store *s, uint32_t id, size_t *len);
+const uint64_t *store_stack(const struct store *s, uint32_t id, uint16_t *nuser,
+			    uint16_t *nkernel);
+
+/* Records oldest first: i in [0, stats.records). */
+size_t store_count(const struct store *s);
+const struct store_rec *store_at(const struct store *s, size_t i);
+
+void store_get_stats(const struct store *s, struct store_stats *st);
+
+/*
+ * Every string or stack id now live is < store_id_limit(s): size a
+ * per-id map with it (capture_take renumbers through one). Strings and
+ * stacks share the id space, so one map covers both.
+ */
+uint32_t store_id_limit(const struct store *s);
+
+/*
+ * Estimate of how many records with ts_ns >= ts the ring has evicted: 0
+ * exactly when no evicted record was that new, otherwise an upper bound
+ * within about capacity/32 records (see docs/store.md).
+ */
+uint64_t store_evicted_since(const struct store *s, uint64_t ts_ns);
+
+#endif
