@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/* gpuprofctl internals: the command table, option parsing and printing. */
+#ifndef GPUPROFCTL_CLI_H
+#define GPUPROFCTL_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <gpuprof/client.h>
+
+/* Exit statuses, documented in `gpuprofctl --help` and docs/cli.md. */
+enum {
+	EXIT_OK = 0,
+	EXIT_REMOTE = 1, /* the daemon answered with an error, or the request broke */
+	EXIT_USAGE = 2,
+	EXIT_CONNECT = 3, /* cannot connect to the daemon */
+	EXIT_LOCAL_IO = 4, /* cannot open/read/write a local file */
+};
+
+/* cli_parse() result meaning "go on with the command". */
+#define CLI_CONTINUE (-1)
+
+struct cli {
+	const char *socket; /* --socket, else $GPUPROF_SOCKET, else the default */
+	bool json;
+	int timeout_ms;
+	const char *cmd; /* name of the running command, for messages */
+	struct gpuprof_client *client;
+};
+
+struct command {
+	const char *name;
+	int (*run)(struct cli *cli, int argc, char **argv);
+	const char *summary; /* one line for `gpuprofctl help` */
+	const char *usage; /* the command's manual: synopsis, options, examples */
+};
+
+/*
+ * getopt_long over a command's argv (argv[0] is the command) with the global
+ * options mixed in. handle() gets every command option; it returns
+ * CLI_CONTINUE or an exit status. Returns CLI_CONTINUE with *first set to
+ * the first operand, or an exit status (EXIT_OK after --help).
+ */
+int cli_parse(struct cli *cli, int argc, char **argv, const char *shortopts,
+	      const struct option *opts,
+	      int (*handle)(struct cli *cli, int opt, const char *arg, void *ctx), void *ctx,
+	      int *first);
+
+/* Print "gpuprofctl: CMD: message" and a pointer to help; returns EXIT_USAGE. */
+int cli_usage_error(struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Print "gpuprofctl: message"; returns status. */
+int cli_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Connect once (cli->client). Returns EXIT_OK or EXIT_CONNECT (message printed). */
+int cli_connect(struct cli *cli);
+/* Report a failed library call on method; returns the exit status. */
+int cli_call_failed(struct cli *cli, const char *method, int err);
+
+/* Parse a capture id / a positive integer; false if invalid. */
+bool cli_parse_u64(const char *s, uint64_t *v);
+
+/*
+ * Parse "key=value" into params: value is taken as JSON when it parses as
+ * such (numbers, true, [1,2], "quoted"), else as a string.
+ */
+bool cli_add_kv_param(cJSON *params, const char *kv);
+
+/* Print JSON text pretty to stdout (--json). Returns an exit status. */
+int print_json_text(const char *json);
+/* Print any JSON result for humans: key: value lines, tables for lists. */
+void print_json_human(const cJSON *item, int indent);
+
+/* "12.3 MiB", "512 B". buf must hold 32 bytes. */
+const char *fmt_bytes(char *buf, double bytes);
+/* "1.50s", "250ms", "2m05s", "1h02m". buf must hold 32 bytes. */
+const char *fmt_duration_ns(char *buf, double ns);
+
+/* Aligned text tables. A header starting with '>' is right-aligned. */
+struct table;
+struct table *table_new(size_t ncols, const char *const *headers);
+void table_add(struct table *t, ...); /* exactly ncols const char * cells */
+void table_print(const struct table *t);
+void table_free(struct table *t);
+
+/* JSON member lookups that tolerate absent members. */
+double json_num(const cJSON *obj, const char *key, double dflt);
+const char *json_str(const cJSON *obj, const char *key, const char *dflt);
+
+/* Commands, one handler each (cmd_*.c). */
+int cmd_status(struct cli *cli, int argc, char **argv);
+int cmd_version(struct cli *cli, int argc, char **argv);
+int cmd_capture(struct cli *cli, int argc, char **argv);
+int cmd_list(struct cli *cli, int argc, char **argv);
+int cmd_info(struct cli *cli, int argc, char **argv);
+int cmd_delete(struct cli *cli, int argc, char **argv);
+int cmd_folded(struct cli *cli, int argc, char **argv);
+int cmd_flamegraph(struct cli *cli, int argc, char **argv);
+int cmd_analyze(struct cli *cli, int argc, char **argv);
+int cmd_import(struct cli *cli, int argc, char **argv);
+
+/* Shared by capture --out and folded: run capture.folded into out_fd. */
+int cli_write_folded(struct cli *cli, uint64_t id, int out_fd, cJSON *params);
+/* Print one capture's info as "key: value" lines. */
+void print_capture_info(const cJSON *info);
+
+#endif

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: MIT
+/* gpuprofctl capture / list / info / delete. */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_PIDS 64
+
+static const char *owner_name(char *buf, double uid)
+{
+	struct passwd *pw = getpwuid((uid_t)uid);
+
+	if (pw)
+		return pw->pw_name;
+	snprintf(buf, 32, "%.0f", uid);
+	return buf;
+}
+
+void print_capture_info(const cJSON *info)
+{
+	const cJSON *win = cJSON_GetObjectItemCaseSensitive(info, "window");
+	const cJSON *pids = cJSON_GetObjectItemCaseSensitive(info, "pids");
+	const cJSON *by_type = cJSON_GetObjectItemCaseSensitive(info, "by_type");
+	const cJSON *c;
+	char b[32];
+
+	printf("id:                %.0f\n", json_num(info, "id", 0));
+	printf("name:              %s\n", json_str(info, "name", ""));
+	printf("kind:              %s\n", json_str(info, "kind", "?"));
+	printf("state:             %s\n", json_str(info, "state", "?"));
+	if (cJSON_GetObjectItemCaseSensitive(info, "damage"))
+		printf("damage:            %s\n", json_str(info, "damage", "?"));
+	printf("owner:             %s\n", owner_name(b, json_num(info, "owner_uid", 0)));
+	printf("created:           %s\n", json_str(info, "created", "?"));
+	if (win) {
+		printf("window:            %.0f .. %.0f ns\n", json_num(win, "start_ns", 0),
+		       json_num(win, "end_ns", 0));
+		printf("duration:          %s\n",
+		       fmt_duration_ns(b, json_num(win, "duration_ns", 0)));
+	}
+	printf("pids:             ");
+	if (cJSON_GetArraySize(pids) == 0)
+		printf(" all");
+	cJSON_ArrayForEach(c, pids)
+		printf(" %.0f", c->valuedouble);
+	putchar('\n');
+	printf("records:           %.0f\n", json_num(info, "records", 0));
+	cJSON_ArrayForEach(c, by_type)
+		printf("  %-16s %.0f\n", c->string, c->valuedouble);
+	printf("strings:           %.0f\n", json_num(info, "strings", 0));
+	printf("stacks:            %.0f\n", json_num(info, "stacks", 0));
+	printf("size:              %s\n", fmt_bytes(b, json_num(info, "file_bytes", 0)));
+	printf("evicted in window: %.0f\n", json_num(info, "evicted_in_window", 0));
+	printf("warnings:          %.0f\n", json_num(info, "warnings", 0));
+}
+
+int cli_write_folded(struct cli *cli, uint64_t id, int out_fd, cJSON *params)
+{
+	char *text;
+	int r;
+
+	cJSON_DeleteItemFromObjectCaseSensitive(params, "id");
+	cJSON_AddNumberToObject(params, "id", (double)id);
+	text = cJSON_PrintUnformatted(params);
+	if (!text)
+		return cli_fail(EXIT_LOCAL_IO, "out of memory");
+	r = gpuprof_call_with_output(cli->client, "capture.folded", text, out_fd, NULL);
+	free(text);
+	return r < 0 ? cli_call_failed(cli, "capture.folded", r) : EXIT_OK;
+}
+
+struct capture_args {
+	int32_t pids[MAX_PIDS];
+	size_t npids;
+	uint64_t duration_ms, last_ms;
+	const char *name, *out;
+	bool no_wait;
+};
+
+enum { OPT_NO_WAIT = 0x200 };
+
+static int capture_opt(struct cli *cli, int opt, const char *arg, void *ctx)
+{
+	struct capture_args *a = ctx;
+	uint64_t v;
+
+	switch (opt) {
+	case 'p':
+		if (!cli_parse_u64(arg, &v) || v == 0 || v > INT32_MAX)
+			return cli_usage_error(cli, "invalid pid '%s'", arg);
+		if (a->npids == MAX_PIDS)
+			return cli_usage_error(cli, "at most %d --pid", MAX_PIDS);
+		a->pids[a->npids++] = (int32_t)v;
+		break;
+	case 'd':
+	case 'l':
+		if (gpuprof_parse_duration_ms(arg, &v) < 0 || v == 0)
+			return cli_usage_error(cli, "invalid duration '%s' (e.g. 500ms, 10s, 2m)",
+					       arg);
+		*(opt == 'd' ? &a->duration_ms : &a->last_ms) = v;
+		break;
+	case 'n':
+		a->name = arg;
+		break;
+	case 'o':
+		a->out = arg;
+		break;
+	case OPT_NO_WAIT:
+		a->no_wait = true;
+		break;
+	default:
+		return cli_usage_error(cli, "unexpected option");
+	}
+	return CLI_CONTINUE;
+}
+
+int cmd_capture(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"pid", required_argument, NULL, 'p'},
+		{"duration", required_argument, NULL, 'd'},
+		{"last", required_argument, NULL, 'l'},
+		{"name", required_argument, NULL, 'n'},
+		{"out", required_argument, NULL, 'o'},
+		{"no-wait", no_argument, NULL, OPT_NO_WAIT},
+		{},
+	};
+	struct capture_args a = {0};
+	int first, out_fd = -1, r;
+	char *res = NULL;
+
+	r = cli_parse(cli, argc, argv, "p:d:l:n:o:", opts, capture_opt, &a, &first);
+	if (r != CLI_CONTINUE)
+		return r;
+	if (first < argc)
+		return cli_usage_error(cli, "unexpected argument '%s'", argv[first]);
+	if (a.npids == 0)
+		return cli_usage_error(cli, "--pid PID is required");
+	if (!a.duration_ms == !a.last_ms)
+		return cli_usage_error(cli, "give exactly one of --duration and --last");
+	if (a.out && a.no_wait)
+		return cli_usage_error(cli, "--out needs the finished capture: drop --no-wait");
+	/* Open the output before a long recording, so a bad path fails fast. */
+	if (a.out) {
+		out_fd = open(a.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (out_fd < 0)
+			return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", a.out, strerror(errno));
+	}
+	r = cli_connect(cli);
+	if (r)
+		goto out;
+
+	cJSON *p = cJSON_CreateObject(), *pids = cJSON_AddArrayToObject(p, "pids");
+	for (size_t i = 0; i < a.npids; i++)
+		cJSON_AddItemToArray(pids, cJSON_CreateNumber(a.pids[i]));
+	cJSON_AddNumberToObject(p, a.duration_ms ? "duration_ms" : "last_ms",
+				(double)(a.duration_ms ? a.duration_ms : a.last_ms));
+	cJSON_AddBoolToObject(p, "wait", !a.no_wait);
+	if (a.name)
+		cJSON_AddStringToObject(p, "name", a.name);
+	char *params = cJSON_PrintUnformatted(p);
+	cJSON_Delete(p);
+	r = gpuprof_client_call(cli->client, "capture.start", params, NULL, 0, &res);
+	free(params);
+	if (r < 0) {
+		r = cli_call_failed(cli, "capture.start", r);
+		goto out;
+	}
+	cJSON *info = cJSON_Parse(res);
+	uint64_t id = (uint64_t)json_num(info, "id", 0);
+	if (cli->json)
+		print_json_text(res);
+	else
+		print_capture_info(info);
+	cJSON_Delete(info);
+	r = EXIT_OK;
+	if (out_fd >= 0) {
+		cJSON *fp = cJSON_CreateObject();
+		cJSON_AddBoolToObject(fp, "kernel", true);
+		cJSON_AddBoolToObject(fp, "pid", false);
+		cJSON_AddBoolToObject(fp, "tid", false);
+		r = cli_write_folded(cli, id, out_fd, fp);
+		cJSON_Delete(fp);
+	}
+out:
+	if (out_fd >= 0 && close(out_fd) < 0 && r == EXIT_OK)
+		r = cli_fail(EXIT_LOCAL_IO, "writing %s: %s", a.out, strerror(errno));
+	free(res);
+	return r;
+}
+
+int cmd_list(struct cli *cli, int argc, char **argv)
+{
+	static const char *const hdr[] = {">ID",      "NAME",     "KIND",     "STATE", "OWNER",
+					  "CREATED", ">DURATION", ">RECORDS", ">SIZE"};
+	char *res = NULL;
+	int first, r;
+
+	r = cli_parse(cli, argc, argv, "", NULL, NULL, NULL, &first);
+	if (r != CLI_CONTINUE)
+		return r;
+	if (first < argc)
+		return cli_usage_error(cli, "unexpected argument '%s'", argv[first]);
+	r = cli_connect(cli);
+	if (r)
+		return r;
+	r = gpuprof_capture_list(cli->client, &res);
+	if (r < 0)
+		return cli_call_failed(cli, "capture.list", r);
+	if (cli->json) {
+		print_json_text(res);
+		free(res);
+		return EXIT_OK;
+	}
+	cJSON *root = cJSON_Parse(res), *c;
+	struct table *t = table_new(9, hdr);
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(root, "captures"))
+	{
+		char id[32], own[32], dur[32], rec[32], size[32];
+		const cJSON *win = cJSON_GetObjectItemCaseSensitive(c, "window");
+		snprintf(id, sizeof(id), "%.0f", json_num(c, "id", 0));
+		snprintf(rec, sizeof(rec), "%.0f", json_num(c, "records", 0));
+		table_add(t, id, json_str(c, "name", ""), json_str(c, "kind", "?"),
+			  json_str(c, "state", "?"), owner_name(own, json_num(c, "owner_uid", 0)),
+			  json_str(c, "created", "?"),
+			  fmt_duration_ns(dur, json_num(win, "duration_ns", 0)), rec,
+			  fmt_bytes(size, json_num(c, "file_bytes", 0)));
+	}
+	table_print(t);
+	table_free(t);
+	cJSON_Delete(root);
+	free(res);
+	return EXIT_OK;
+}
+
+/* info and delete: one or more capture ids as operands. */
+static int for_each_id(struct cli *cli, int argc, char **argv, bool one, bool del)
+{
+	int first, r;
+
+	r = cli_parse(cli, argc, argv, "", NULL, NULL, NULL, &first);
+	if (r != CLI_CONTINUE)
+		return r;
+	if (first >= argc)
+		return cli_usage_error(cli, "missing capture ID");
+	if (one && argc - first > 1)
+		return cli_usage_error(cli, "unexpected argument '%s'", argv[first + 1]);
+	for (int i = first; i < argc; i++) {
+		uint64_t id;
+		if (!cli_parse_u64(argv[i], &id) || id == 0)
+			return cli_usage_error(cli, "invalid capture ID '%s'", argv[i]);
+	}
+	r = cli_connect(cli);
+	if (r)
+		return r;
+	for (int i = first; i < argc; i++) {
+		uint64_t id;
+		char *res = NULL;
+		cli_parse_u64(argv[i], &id);
+		r = del ? gpuprof_capture_delete(cli->client, id)
+			: gpuprof_capture_info(cli->client, id, &res);
+		if (r < 0)
+			return cli_call_failed(cli, del ? "capture.delete" : "capture.info", r);
+		if (del) {
+			if (!cli->json)
+				printf("deleted capture %" PRIu64 "\n", id);
+		} else if (cli->json) {
+			print_json_text(res);
+		} else {
+			cJSON *info = cJSON_Parse(res);
+			print_capture_info(info);
+			cJSON_Delete(info);
+		}
+		free(res);
+	}
+	return EXIT_OK;
+}
+
+int cmd_info(struct cli *cli, int argc, char **argv)
+{
+	return for_each_id(cli, argc, argv, true, false);
+}
+
+int cmd_delete(struct cli *cli, int argc, char **argv)
+{
+	return for_each_id(cli, argc, argv, false, true);
+}

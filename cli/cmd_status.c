@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+/* gpuprofctl status / version. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gpuprof-build.h"
+
+/* Commands without options or operands share this. */
+static int no_operands(struct cli *cli, int argc, char **argv)
+{
+	int first, r = cli_parse(cli, argc, argv, "", NULL, NULL, NULL, &first);
+
+	if (r != CLI_CONTINUE)
+		return r;
+	if (first < argc)
+		return cli_usage_error(cli, "unexpected argument '%s'", argv[first]);
+	return CLI_CONTINUE;
+}
+
+static void print_status(const cJSON *st)
+{
+	const cJSON *store = cJSON_GetObjectItemCaseSensitive(st, "store");
+	const cJSON *clients = cJSON_GetObjectItemCaseSensitive(st, "clients");
+	const cJSON *caps = cJSON_GetObjectItemCaseSensitive(st, "captures");
+	const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(st, "jobs");
+	const cJSON *cols = cJSON_GetObjectItemCaseSensitive(st, "collectors");
+	char b1[32], b2[32], b3[32];
+
+	printf("daemon:     gpuprofd %s, pid %.0f, up %s\n", json_str(st, "version", "?"),
+	       json_num(st, "pid", 0), fmt_duration_ns(b1, json_num(st, "uptime_s", 0) * 1e9));
+	if (store) {
+		double newest = json_num(store, "newest_ns", 0), oldest = json_num(store, "oldest_ns", 0);
+		printf("store:      %.0f of %.0f records, budget %s; tables %s of %s\n",
+		       json_num(store, "records", 0), json_num(store, "capacity", 0),
+		       fmt_bytes(b1, json_num(store, "budget_bytes", 0)),
+		       fmt_bytes(b2, json_num(store, "table_bytes", 0)),
+		       fmt_bytes(b3, json_num(store, "table_budget_bytes", 0)));
+		printf("            %.0f appended, %.0f dropped, %.0f evicted, %.0f strings, "
+		       "%.0f stacks, spans %s\n",
+		       json_num(store, "appended", 0), json_num(store, "dropped", 0),
+		       json_num(store, "evicted", 0), json_num(store, "strings", 0),
+		       json_num(store, "stacks", 0),
+		       fmt_duration_ns(b1, newest > oldest ? newest - oldest : 0));
+	}
+	if (clients)
+		printf("clients:    %.0f of %.0f connected%s\n", json_num(clients, "connected", 0),
+		       json_num(clients, "max", 0),
+		       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(clients, "privileged"))
+			       ? " (you are privileged)"
+			       : "");
+	if (caps)
+		printf("captures:   %.0f, %s on disk\n", json_num(caps, "count", 0),
+		       fmt_bytes(b1, json_num(caps, "bytes", 0)));
+	if (jobs)
+		printf("jobs:       %.0f of %.0f running\n", json_num(jobs, "running", 0),
+		       json_num(jobs, "max", 0));
+	if (!cJSON_IsArray(cols))
+		return;
+	static const char *const hdr[] = {"NAME", "STATE", ">EVENTS", ">DROPS", "REASON"};
+	struct table *t = table_new(5, hdr);
+	const cJSON *c;
+	cJSON_ArrayForEach(c, cols)
+	{
+		snprintf(b1, sizeof(b1), "%.0f", json_num(c, "events", 0));
+		snprintf(b2, sizeof(b2), "%.0f", json_num(c, "drops", 0));
+		table_add(t, json_str(c, "name", "?"), json_str(c, "state", "?"), b1, b2,
+			  json_str(c, "reason", ""));
+	}
+	putchar('\n');
+	table_print(t);
+	table_free(t);
+}
+
+int cmd_status(struct cli *cli, int argc, char **argv)
+{
+	char *res = NULL;
+	int r = no_operands(cli, argc, argv);
+
+	if (r != CLI_CONTINUE)
+		return r;
+	r = cli_connect(cli);
+	if (r)
+		return r;
+	r = gpuprof_status(cli->client, &res);
+	if (r < 0)
+		return cli_call_failed(cli, "status", r);
+	if (cli->json) {
+		print_json_text(res);
+	} else {
+		cJSON *st = cJSON_Parse(res);
+		print_status(st);
+		cJSON_Delete(st);
+	}
+	free(res);
+	return EXIT_OK;
+}
+
+int cmd_version(struct cli *cli, int argc, char **argv)
+{
+	char *res = NULL;
+	int r = no_operands(cli, argc, argv);
+
+	if (r != CLI_CONTINUE)
+		return r;
+	r = cli_connect(cli);
+	if (r)
+		return r;
+	r = gpuprof_version(cli->client, &res);
+	if (r < 0)
+		return cli_call_failed(cli, "version", r);
+	if (cli->json) {
+		print_json_text(res);
+	} else {
+		cJSON *v = cJSON_Parse(res);
+		printf("gpuprofctl %s (protocol %d)\n", GPUPROF_VERSION, GPUPROF_PROTOCOL_VERSION);
+		printf("gpuprofd   %s (protocol %.0f)\n", json_str(v, "version", "?"),
+		       json_num(v, "protocol", 0));
+		cJSON_Delete(v);
+	}
+	free(res);
+	return EXIT_OK;
+}

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/* The command table and the manual text of gpuprofctl. */
+#ifndef GPUPROFCTL_HELP_H
+#define GPUPROFCTL_HELP_H
+
+#include <stdio.h>
+
+#include "cli.h"
+
+/* The command called name, or NULL. */
+const struct command *help_find(const char *name);
+/* The overview (cmd NULL) or one command's manual. */
+void help_print(FILE *f, const char *cmd);
+
+#endif
