@@ -1,0 +1,22 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Install what gpuprof needs to build and test, from Debian 12 packages.
+# Idempotent: does nothing (and needs no network) when all are present.
+set -eu
+PKGS="gcc make meson ninja-build pkg-config clang llvm bpftool binutils
+libbpf-dev libelf-dev libdw-dev libdrm-dev libsystemd-dev libcjson-dev libuv1-dev
+zlib1g-dev libsqlite3-dev systemtap-sdt-dev systemd util-linux python3 procps"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "gpuprof: missing packages:$missing (run as root to install them)" >&2
+	exit 1
+fi
+echo "gpuprof: installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >&2
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >&2

@@ -1,0 +1,17 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Install what is missing, build with AddressSanitizer + UBSan, run every test
+# suite (unit, bpf, integration). Usage: scripts/test.sh [meson test args...]
+set -eu
+cd "$(dirname "$0")/.."
+sh scripts/deps.sh
+BUILD=${GPUPROF_TEST_BUILD:-build-test}
+if [ ! -f "$BUILD/build.ninja" ]; then
+	meson setup "$BUILD" -Db_sanitize=address,undefined -Db_lundef=false \
+		-Dbuildtype=debugoptimized >/dev/null
+fi
+ninja -C "$BUILD"
+rc=0
+meson test -C "$BUILD" --print-errorlogs --num-processes 2 "$@" || rc=$?
+python3 scripts/test-summary.py "$BUILD/meson-logs/testlog.json"
+exit $rc

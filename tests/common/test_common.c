@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: MIT
+/* Framing, nesting pre-check, fd passing, durations and config parsing. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "duration.h"
+#include <gpuprof/protocol.h>
+#include "framing.h"
+#include "test.h"
+
+static void feed(struct frame_buf *fb, const char *s)
+{
+	size_t n = strlen(s);
+	while (n) {
+		char *p;
+		size_t avail;
+		CHECK_EQ_INT(frame_buf_reserve(fb, &p, &avail), 0);
+		size_t k = n < avail ? n : avail;
+		memcpy(p, s, k);
+		frame_buf_commit(fb, k);
+		s += k;
+		n -= k;
+	}
+}
+
+static void test_split_messages(void)
+{
+	struct frame_buf fb;
+	frame_buf_init(&fb, 64);
+	feed(&fb, "{\"a\":1}\n{\"b\"");
+	char *m;
+	size_t len;
+	CHECK_EQ_INT(frame_buf_next(&fb, &m, &len), 1);
+	CHECK_STREQ(m, "{\"a\":1}");
+	CHECK_EQ_INT(len, 7);
+	CHECK_EQ_INT(frame_buf_next(&fb, &m, &len), 0);
+	CHECK_EQ_INT(frame_buf_pending(&fb), 4);
+	feed(&fb, ":2}\n\n");
+	CHECK_EQ_INT(frame_buf_next(&fb, &m, &len), 1);
+	CHECK_STREQ(m, "{\"b\":2}");
+	CHECK_EQ_INT(frame_buf_next(&fb, &m, &len), 1); /* empty line is a message */
+	CHECK_EQ_INT(len, 0);
+	CHECK_EQ_INT(frame_buf_next(&fb, &m, &len), 0);
+	CHECK_EQ_INT(frame_buf_pending(&fb), 0);
+	frame_buf_finish(&fb);
+}
+
+static void test_byte_at_a_time(void)
+{
+	struct frame_buf fb;
+	frame_buf_init(&fb, 1024);
+	const char *msg = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}\n";
+	int got = 0;
+	for (int rep = 0; rep < 3; rep++) {
+		for (const char *p = msg; *p; p++) {
+			char one[2] = {*p, 0};
+			feed(&fb, one);
+			char *m;
+			size_t len;
+			int r;
+			while ((r = frame_buf_next(&fb, &m, &len)) == 1) {
+				CHECK_EQ_INT(len, strlen(msg) - 1);
+				got++;
+			}
+			CHECK_EQ_INT(r, 0);
+		}
+	}
+	CHECK_EQ_INT(got, 3);
+	frame_buf_finish(&fb);
+}
+
+static void test_oversized(void)
+{
+	struct frame_buf fb;
+	frame_buf_init(&fb, 16);
+	feed(&fb, "0123456789abcdef");
+	char *m;
+	size_t len;
+	CHECK_EQ_INT(frame_buf_next(&fb, &m, &len), 0); /* exactly max, no newline yet */
+	feed(&fb, "X");
+	CHECK_EQ_INT(frame_buf_next(&fb, &m, &len), -EMSGSIZE);
+	frame_buf_finish(&fb);
+
+	/* a complete but oversized message is refused too */
+	frame_buf_init(&fb, 4);
+	feed(&fb, "12345\n");
+	CHECK_EQ_INT(frame_buf_next(&fb, &m, &len), -EMSGSIZE);
+	frame_buf_finish(&fb);
+
+	/* the buffer never grows far past max: reserve refuses once full */
+	frame_buf_init(&fb, 100);
+	int refused = 0;
+	for (int i = 0; i < 100000 && !refused; i++) {
+		char *p;
+		size_t avail;
+		if (frame_buf_reserve(&fb, &p, &avail) < 0) {
+			refused = 1;
+			break;
+		}
+		memset(p, 'x', avail);
+		frame_buf_commit(&fb, avail);
+	}
+	CHECK(refused);
+	CHECK(fb.cap <= 100 + 1 + 65536);
+	frame_buf_finish(&fb);
+}
+
+static void test_nesting(void)
+{
+	CHECK(json_nesting_ok("{\"a\":[1,{\"b\":2}]}", 17, 3));
+	CHECK(!json_nesting_ok("{\"a\":[1,{\"b\":2}]}", 17, 2));
+	/* brackets inside strings do not count, escaped quotes do not end them */
+	const char *s = "{\"a\":\"[[[[[[\\\"[[[[\"}";
+	CHECK(json_nesting_ok(s, strlen(s), 1));
+	char deep[200];
+	memset(deep, '[', 100);
+	memset(deep + 100, ']', 100);
+	CHECK(!json_nesting_ok(deep, 200, 32));
+	CHECK(json_nesting_ok(deep, 200, 100));
+}
+
+static void test_fd_passing(void)
+{
+	int sv[2];
+	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	int pfd[2];
+	CHECK_EQ_INT(pipe(pfd), 0);
+	int fds[2] = {pfd[0], pfd[1]};
+	CHECK_EQ_INT(fd_send(sv[0], "hi\n", 3, fds, 2, 0), 3);
+	char buf[16];
+	int got[8];
+	size_t n = 0;
+	bool trunc = false;
+	CHECK_EQ_INT(fd_recv(sv[1], buf, sizeof(buf), got, &n, 1, &trunc, 0), 3);
+	CHECK_EQ_INT(n, 1); /* one accepted, the other closed */
+	CHECK(trunc);
+	struct stat a, b;
+	CHECK_EQ_INT(fstat(got[0], &a), 0);
+	CHECK_EQ_INT(fstat(pfd[0], &b), 0);
+	CHECK_EQ_U64(a.st_ino, b.st_ino);
+	CHECK(fcntl(got[0], F_GETFD) & FD_CLOEXEC);
+	CHECK_EQ_INT(fd_send(sv[0], "x", 1, fds, GPUPROF_MAX_FDS_PER_MSG + 1, 0), -EINVAL);
+	close(got[0]);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void test_durations(void)
+{
+	static const struct {
+		const char *in;
+		int r;
+		uint64_t ms;
+	} cases[] = {
+		{"500ms", 0, 500},   {"5s", 0, 5000},	    {"2m", 0, 120000},   {"1h", 0, 3600000},
+		{"7", 0, 7000},	     {"0", 0, 0},	    {"250us", 0, 1},	 {"1500us", 0, 2},
+		{"", -EINVAL, 0},    {"s", -EINVAL, 0},	    {"5 s", -EINVAL, 0}, {"-5s", -EINVAL, 0},
+		{"5x", -EINVAL, 0},  {"99999999999999999999", -ERANGE, 0},
+		{"999999999999999999h", -ERANGE, 0},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t ms = 12345;
+		int r = duration_parse_ms(cases[i].in, &ms);
+		if (r != cases[i].r)
+			TEST_FAIL_AT("duration \"%s\": %d, expected %d", cases[i].in, r, cases[i].r);
+		else if (r == 0 && ms != cases[i].ms)
+			TEST_FAIL_AT("duration \"%s\": %llu ms", cases[i].in, (unsigned long long)ms);
+	}
+}
+
+static const char *write_tmp(const char *text)
+{
+	static char path[] = "/tmp/gpuprof-conf-XXXXXX";
+	strcpy(path, "/tmp/gpuprof-conf-XXXXXX");
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	CHECK_EQ_INT(write(fd, text, strlen(text)), (long long)strlen(text));
+	close(fd);
+	return path;
+}
+
+static void test_config(void)
+{
+	struct config c;
+	char err[256];
+	config_defaults(&c);
+	CHECK_EQ_INT(c.sample_freq_hz, 49);
+	CHECK_EQ_INT(c.max_clients, 64);
+	const char *p = write_tmp("# comment\n  memory.store_budget = 16M  # trailing\n"
+				  "sampling.cpu_frequency=99\nlimits.idle_timeout = 1500ms\n"
+				  "sampling.cpu = off\nsocket = /tmp/x.sock\nsocket_mode = 0600\n\n");
+	CHECK_EQ_INT(config_load(&c, p, err, sizeof(err)), 0);
+	CHECK_EQ_U64(c.store_budget_bytes, 16u << 20);
+	CHECK_EQ_INT(c.sample_freq_hz, 99);
+	CHECK_EQ_INT(c.idle_timeout_ms, 1500);
+	CHECK(!c.cpu_sampling);
+	CHECK_STREQ(c.socket_path, "/tmp/x.sock");
+	CHECK_EQ_INT(c.socket_mode, 0600);
+	unlink(p);
+
+	static const char *const bad[] = {
+		"nokey\n",
+		"unknown.key = 1\n",
+		"limits.max_clients = lots\n",
+		"limits.max_clients = 0\n",
+		"memory.store_budget = 1K\n",
+		"limits.max_message = 2G\n",
+		"limits.max_nesting = 99\n",
+		"socket = relative/path\n",
+		"sampling.cpu = maybe\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		config_defaults(&c);
+		p = write_tmp(bad[i]);
+		err[0] = '\0';
+		int r = config_load(&c, p, err, sizeof(err));
+		if (r != -EINVAL)
+			TEST_FAIL_AT("config \"%s\" accepted", bad[i]);
+		CHECK(strstr(err, ":1:") != NULL);
+		unlink(p);
+	}
+	CHECK_EQ_INT(config_load(&c, "/nonexistent/gpuprofd.conf", err, sizeof(err)), -ENOENT);
+
+	size_t sz;
+	CHECK_EQ_INT(config_parse_size("4KiB", &sz), 0);
+	CHECK_EQ_U64(sz, 4096);
+	CHECK_EQ_INT(config_parse_size("1G", &sz), 0);
+	CHECK_EQ_U64(sz, 1u << 30);
+	CHECK_EQ_INT(config_parse_size("1T", &sz), -EINVAL);
+}
+
+int main(void)
+{
+	RUN(test_split_messages);
+	RUN(test_byte_at_a_time);
+	RUN(test_oversized);
+	RUN(test_nesting);
+	RUN(test_fd_passing);
+	RUN(test_durations);
+	RUN(test_config);
+	return test_summary();
+}

@@ -1,0 +1,236 @@
+# SPDX-License-Identifier: MIT
+"""Helpers for integration tests: a real gpuprofd on a private socket and
+state directory, the real gpuprofctl, and raw protocol access."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+BUILD = os.environ.get("GPUPROF_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+SOURCE = os.environ.get("GPUPROF_SOURCE", os.path.join(os.path.dirname(__file__), "..", ".."))
+SHARED = os.environ.get("GPUPROF_SHARED", os.path.join(SOURCE, "..", "shared"))
+GPUPROFD = os.path.join(BUILD, "daemon", "gpuprofd")
+GPUPROFCTL = os.path.join(BUILD, "cli", "gpuprofctl")
+
+
+class Daemon:
+    """gpuprofd in the foreground with its own socket, state dir and config."""
+
+    def __init__(self, config="", state_dir=None, extra_args=(), wrapper=(), env=None):
+        self.tmp = tempfile.mkdtemp(prefix="gpd-it-")
+        os.chmod(self.tmp, 0o755)
+        self.sock = os.path.join(self.tmp, "gpuprofd.sock")
+        self.state = state_dir or os.path.join(self.tmp, "state")
+        self.conf = os.path.join(self.tmp, "gpuprofd.conf")
+        with open(self.conf, "w") as f:
+            f.write(config)
+        self.log = os.path.join(self.tmp, "gpuprofd.log")
+        self.extra_args = list(extra_args)
+        self.wrapper = list(wrapper)
+        self.env = dict(os.environ)
+        self.env.pop("NOTIFY_SOCKET", None)
+        self.env.pop("LISTEN_FDS", None)
+        if env:
+            self.env.update(env)
+        self.proc = None
+
+    def start(self, wait=True):
+        args = self.wrapper + [GPUPROFD, "--foreground", "-v", "--socket", self.sock,
+                               "--state-dir", self.state, "--config", self.conf] + self.extra_args
+        self.logf = open(self.log, "ab")
+        self.proc = subprocess.Popen(args, stdout=self.logf, stderr=self.logf, env=self.env)
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=15):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("gpuprofd exited early (%d):\n%s" % (self.proc.returncode, self.read_log()))
+            try:
+                r = self.call("version")
+                if "result" in r:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("gpuprofd did not answer in time:\n" + self.read_log())
+
+    def read_log(self):
+        try:
+            with open(self.log, "rb") as f:
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if not self.proc or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+            raise RuntimeError("gpuprofd did not stop in %ds" % timeout)
+        self.logf.close()
+        return rc
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.logf.close()
+
+    def cleanup(self):
+        try:
+            self.stop()
+        except Exception:
+            pass
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def connect(self):
+        return Conn(self.sock)
+
+    def call(self, method, params=None):
+        with self.connect() as c:
+            return c.call(method, params)
+
+    def ctl(self, *args, input=None, user=None, check=None, timeout=60):
+        cmd = [GPUPROFCTL, "--socket", self.sock] + list(args)
+        if user is not None:
+            cmd = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups"] + cmd
+        p = subprocess.run(cmd, input=input, capture_output=True, timeout=timeout)
+        if check is not None and p.returncode != check:
+            raise AssertionError("gpuprofctl %s: exit %d, expected %d\nstdout: %s\nstderr: %s" % (
+                " ".join(args), p.returncode, check, p.stdout.decode(errors="replace"),
+                p.stderr.decode(errors="replace")))
+        return p
+
+    def ctl_json(self, *args, **kw):
+        p = self.ctl("--json", *args, check=0, **kw)
+        return json.loads(p.stdout)
+
+
+class Conn:
+    """A raw JSON-RPC connection: one message per line."""
+
+    def __init__(self, path, timeout=20):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.settimeout(timeout)
+        self.s.connect(path)
+        self.buf = b""
+        self.next_id = 1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+
+    def close(self):
+        self.s.close()
+
+    def send_raw(self, data, fds=None):
+        if fds:
+            self.s.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(
+                __import__("array").array("i", fds)))])
+        else:
+            self.s.sendall(data)
+
+    def read_line(self):
+        while b"\n" not in self.buf:
+            chunk = self.s.recv(65536)
+            if not chunk:
+                raise ConnectionResetError("daemon closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def request(self, method, params=None, fds=None):
+        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        self.next_id += 1
+        if params is not None:
+            msg["params"] = params
+        self.send_raw((json.dumps(msg) + "\n").encode(), fds)
+        return msg["id"]
+
+    def call(self, method, params=None, fds=None):
+        rid = self.request(method, params, fds)
+        r = self.read_line()
+        assert r.get("id") == rid, "reply id %r for request %r" % (r.get("id"), rid)
+        return r
+
+    def closed_by_peer(self, timeout=5):
+        """True when the daemon has closed this connection (EOF) within timeout."""
+        self.s.settimeout(timeout)
+        try:
+            while True:
+                d = self.s.recv(65536)
+                if not d:
+                    return True
+                self.buf += d
+        except socket.timeout:
+            return False
+        except ConnectionResetError:
+            return True
+
+
+def error_code(reply):
+    return reply.get("error", {}).get("code")
+
+
+# --- a tiny runner that prints the summary line CI reads -------------------
+
+_tests = []
+
+
+def test(fn):
+    _tests.append(fn)
+    return fn
+
+
+def main():
+    only = sys.argv[1:]
+    passed = failed = skipped = 0
+    for fn in _tests:
+        if only and fn.__name__ not in only:
+            continue
+        t0 = time.time()
+        try:
+            fn()
+            passed += 1
+            print("ok   %s (%.1fs)" % (fn.__name__, time.time() - t0), flush=True)
+        except Skip as e:
+            skipped += 1
+            print("skip %s: %s" % (fn.__name__, e), flush=True)
+        except Exception:
+            failed += 1
+            print("FAIL %s" % fn.__name__, flush=True)
+            traceback.print_exc()
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+    if failed:
+        sys.exit(1)
+    if passed == 0 and skipped:
+        sys.exit(77)
+
+
+class Skip(Exception):
+    pass
+
+
+def expect(cond, msg="", *args):
+    if not cond:
+        raise AssertionError(msg % args if args else msg)
+
+
+def eq(a, b, what=""):
+    if a != b:
+        raise AssertionError("%s: %r != %r" % (what, a, b))
