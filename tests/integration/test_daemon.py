@@ -256,6 +256,17 @@ def max_clients(d):
 
 @test
 @with_daemon()
+def library_client(d):
+    p = subprocess.run([os.path.join(os.environ.get("GPUPROF_BUILD", "build"), "tests",
+                                     "integration", "lib_client"), d.sock],
+                       capture_output=True, timeout=60)
+    out = p.stdout.decode() + p.stderr.decode()
+    eq(p.returncode, 0, "lib_client:\n" + out)
+    expect("2 passed, 0 failed" in out, out)
+
+
+@test
+@with_daemon()
 def concurrent_clients(d):
     errors = []
 
