@@ -192,6 +192,7 @@ static void fail_waiters(struct capentry *e, int err, const char *what)
 
 static void reload(struct capreg *r)
 {
+	unlinkat(r->dirfd, "next-id.tmp", 0);
 	int n = capture_clean_tmp(r->dirfd);
 	if (n > 0)
 		log_info("removed %d unfinished capture file(s)", n);

@@ -161,18 +161,18 @@ static void daemonize(void)
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t watchdog_timer, status_timer;
 
-static void notify_status(struct gpd *g)
+static void notify_status(struct gpd *g, const char *extra)
 {
 	unsigned attached = 0;
 	for (unsigned i = 0; i < g->ncollectors; i++)
 		attached += g->collectors[i]->state == COLLECTOR_ATTACHED;
-	sd_notifyf(0, "STATUS=%u/%u collectors attached, %zu captures, %u clients", attached,
+	sd_notifyf(0, "%sSTATUS=%u/%u collectors attached, %zu captures, %u clients", extra, attached,
 		   g->ncollectors, capreg_count(g->captures), rpc_server_clients(g->rpc));
 }
 
 static void on_status_timer(uv_timer_t *t)
 {
-	notify_status(t->data);
+	notify_status(t->data, "");
 }
 
 static void on_watchdog(uv_timer_t *t)
@@ -298,8 +298,7 @@ int main(int argc, char **argv)
 		log_info("watchdog: pinging every %llu ms", (unsigned long long)(ms ? ms : 1));
 	}
 	uv_timer_start(&status_timer, on_status_timer, 10000, 10000);
-	sd_notify(0, "READY=1");
-	notify_status(&g);
+	notify_status(&g, "READY=1\n");
 	log_info("ready (gpuprofd %s, pid %d)", GPUPROF_VERSION, (int)getpid());
 
 	uv_run(g.loop, UV_RUN_DEFAULT);

@@ -266,8 +266,13 @@ void rpc_dispatch(struct rpc_conn *conn, char *msg, size_t len)
 		req->nfds = rpc_conn_take_fds(conn, req->fds, nfds);
 
 	if (!m) {
-		rpc_error(req, GPUPROF_ERR_METHOD_NOT_FOUND, NULL, "method not found: %.64s",
-			  method->valuestring);
+		/* Echo only printable ASCII: replies must stay valid UTF-8. */
+		char shown[65];
+		size_t k = 0;
+		for (const char *p = method->valuestring; *p && k < sizeof(shown) - 1; p++)
+			shown[k++] = (*p >= 0x20 && *p < 0x7f && *p != '\\') ? *p : '?';
+		shown[k] = '\0';
+		rpc_error(req, GPUPROF_ERR_METHOD_NOT_FOUND, NULL, "method not found: %s", shown);
 	} else if (fr < 0) {
 		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,
 			  "\"fd\"/\"fds\" must be indexes below %d", RPC_MAX_REQ_FDS);
