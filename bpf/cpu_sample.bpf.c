@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0-only)
+/*
+ * Always-on CPU stack sampler. Runs on a per-CPU software cpu-clock perf
+ * event (PERF_COUNT_SW_CPU_CLOCK, freq mode) opened by daemon/collect/cpu.c
+ * and sends each sample -- task identity plus raw user and kernel stacks --
+ * through one BPF ring buffer. Raw stacks instead of a BPF_MAP_TYPE_STACK_TRACE
+ * id: no hash-bucket collisions silently dropping or mixing stacks, no map to
+ * clear while sampling runs; the store deduplicates stacks in userspace
+ * (docs/collectors.md, "CPU sampling").
+ */
+#include "vmlinux.h"
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "cpu_sample.h"
+
+/* bpf_get_stack() is gpl_only; "Dual MIT/GPL" is GPL-compatible for the
+ * kernel's license_is_gpl_compatible(). */
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Load-time knobs (rodata), set between cpu_sample_bpf__open() and __load(). */
+const volatile __u32 self_tgid = 0;	  /* non-zero: never sample this process */
+const volatile bool include_idle = false; /* sample the per-CPU idle task (pid 0) */
+/* 0: let the kernel wake the reader for each record it finds caught up (the
+ * ring buffer's default adaptive notification). Otherwise: commit without a
+ * wake-up until this many bytes wait; userspace drains on a timer meanwhile,
+ * so a mostly idle host pays for a few wake-ups a second, not one per sample. */
+const volatile __u64 wakeup_bytes = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	/* Resized from userspace (bpf_map__set_max_entries) before load. */
+	__uint(max_entries, CPU_SAMPLE_DEFAULT_RINGBUF_BYTES);
+} samples SEC(".maps");
+
+/* Per-CPU staging area: a full record (about 2 KiB) is too big for the
+ * 512-byte BPF stack, and staging lets us send only the captured frames. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_sample_rec);
+} scratch SEC(".maps");
+
+/* Samples lost because the ring buffer was full; userspace sums the CPUs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+SEC("perf_event")
+int cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	__u32 zero = 0;
+	struct cpu_sample_rec *r;
+	__u64 flags = 0, size, *dropped, nu, nk;
+	long ret;
+
+	if (tgid == 0 && !include_idle)
+		return 0;
+	if (self_tgid && tgid == self_tgid)
+		return 0;
+
+	r = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r)
+		return 0;
+
+	r->type = CPU_SAMPLE_REC_TYPE;
+	r->version = CPU_SAMPLE_REC_VERSION;
+	r->pid = tgid;
+	r->tid = (__u32)id;
+	r->uid = (__u32)bpf_get_current_uid_gid();
+	r->cpu = bpf_get_smp_processor_id();
+	r->ts_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+
+	/*
+	 * User stack first. In a perf_event program the helper unwinds from
+	 * the interrupted registers; when the interrupt hit kernel mode, the
+	 * user part starts from task_pt_regs() (get_perf_callchain()). Frame
+	 * pointers only: code built without them yields a short stack.
+	 */
+	ret = bpf_get_stack(ctx, r->ips, CPU_SAMPLE_MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
+	/* Byte count -> frames (BPF has no signed division). */
+	nu = ret > 0 ? (__u64)ret / sizeof(__u64) : 0;
+	/* Explicit clamp so the verifier can bound the kernel stack's offset. */
+	if (nu > CPU_SAMPLE_MAX_FRAMES)
+		nu = CPU_SAMPLE_MAX_FRAMES;
+	/* Kernel stack right behind the user frames; empty when the sample hit
+	 * user mode. */
+	ret = bpf_get_stack(ctx, &r->ips[nu], CPU_SAMPLE_MAX_FRAMES * sizeof(__u64), 0);
+	nk = ret > 0 ? (__u64)ret / sizeof(__u64) : 0;
+	if (nk > CPU_SAMPLE_MAX_FRAMES)
+		nk = CPU_SAMPLE_MAX_FRAMES;
+	r->nuser = nu;
+	r->nkernel = nk;
+
+	size = CPU_SAMPLE_HDR_BYTES + (nu + nk) * sizeof(__u64);
+	if (wakeup_bytes)
+		flags = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes
+			    ? BPF_RB_FORCE_WAKEUP
+			    : BPF_RB_NO_WAKEUP;
+	/* bpf_ringbuf_output() copies from the staging area: one copy of only
+	 * the captured bytes, where reserve-then-fill would reserve the full
+	 * 2 KiB for every sample. */
+	if (bpf_ringbuf_output(&samples, r, size, flags)) {
+		dropped = bpf_map_lookup_elem(&drops, &zero);
+		if (dropped)
+			*dropped += 1;
+	}
+	return 0;
+}

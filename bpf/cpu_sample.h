@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CPU sampler's ring-buffer record, shared by cpu_sample.bpf.c and
+ * daemon/collect/cpu.c. Limits and fixed-width types only: this header is
+ * compiled both against vmlinux.h (BPF) and against <linux/types.h>.
+ */
+#ifndef GPUPROF_BPF_CPU_SAMPLE_H
+#define GPUPROF_BPF_CPU_SAMPLE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define CPU_SAMPLE_REC_TYPE 0x4350 /* "CP" */
+#define CPU_SAMPLE_REC_VERSION 1
+
+/* bpf_get_stack() takes at most sysctl_perf_event_max_stack (127 by
+ * default) frames per stack; we ask for user and kernel separately. */
+#define CPU_SAMPLE_MAX_FRAMES 127
+#define CPU_SAMPLE_COMM_LEN 16 /* TASK_COMM_LEN */
+
+#define CPU_SAMPLE_DEFAULT_RINGBUF_BYTES (4u << 20)
+
+/*
+ * One sample. Only the header and the nuser + nkernel frames that were
+ * captured are sent (the ring record is variable-length): ips[0, nuser) are
+ * user frames, then ips[nuser, nuser + nkernel) kernel frames, each leaf
+ * first -- the order store_stack_intern() takes.
+ */
+struct cpu_sample_rec {
+	__u16 type;    /* CPU_SAMPLE_REC_TYPE */
+	__u16 version; /* CPU_SAMPLE_REC_VERSION */
+	__u32 pid;     /* tgid */
+	__u32 tid;
+	__u32 uid; /* real uid, init user namespace */
+	__u32 cpu;
+	__u16 nuser;
+	__u16 nkernel;
+	__u64 ts_ns; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	char comm[CPU_SAMPLE_COMM_LEN];
+	__u64 ips[2 * CPU_SAMPLE_MAX_FRAMES];
+};
+
+#define CPU_SAMPLE_HDR_BYTES 48 /* offsetof(struct cpu_sample_rec, ips) */
+
+_Static_assert(__builtin_offsetof(struct cpu_sample_rec, ips) == CPU_SAMPLE_HDR_BYTES,
+	       "cpu_sample_rec header layout changed: bump CPU_SAMPLE_REC_VERSION");
+
+#endif

@@ -1,0 +1,649 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The always-on CPU stack sampler (userspace half of bpf/cpu_sample.bpf.c).
+ *
+ * One software cpu-clock perf event per online CPU (pid -1, cpu N), each
+ * running the BPF program, which writes variable-length records to one BPF
+ * ring buffer. The ring buffer's epoll fd sits on a uv_poll_t; a uv_timer_t
+ * drains what the program committed without a wake-up and rescans the
+ * online CPUs for hotplug. Each record becomes one STORE_REC_CPU_SAMPLE.
+ */
+#include "cpu.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "cpu_sample.h"
+#include "cpu_sample.skel.h"
+#include "gpd.h"
+#include "log.h"
+#include "store/store.h"
+
+#define CPU_DEFAULT_FREQ_HZ 49
+/* Drain period. The program wakes us only once a quarter of the ring is
+ * pending, so at ordinary rates this timer is what delivers records: 4
+ * wake-ups a second however many CPUs sample. */
+#define CPU_TICK_MS 250
+#define CPU_HOTPLUG_TICKS 20 /* rescan online CPUs every 5 s */
+/* Records handled per poll/timer callback, so a flooded ring cannot hold
+ * the loop; the epoll fd stays readable and we come back next iteration. */
+#define CPU_DRAIN_BUDGET 4096
+#define CPU_PIDSET_SLOTS 1024 /* power of two */
+#define CPU_PIDSET_PROBE 8
+#define CPU_ONLINE_PATH "/sys/devices/system/cpu/online"
+
+/* Returned by the ring buffer callback to stop libbpf's loop once the budget
+ * is spent; the record it was called with has been consumed already. */
+#define DRAIN_STOP (-EAGAIN)
+
+struct cpu_priv {
+	struct collector *c;
+	struct cpu_sample *skel; /* loaded by open, NULL when unavailable */
+	struct ring_buffer *rb;	 /* between start and stop */
+	uv_poll_t *poll;	 /* heap: freed by its close callback */
+	uv_timer_t *timer;	 /* heap: freed by its close callback */
+
+	int ncpus;		 /* possible CPUs: sizes the arrays below */
+	struct bpf_link **links; /* per CPU; a link owns its perf event fd */
+	bool *online;		 /* scratch for rescans */
+	uint64_t *percpu;	 /* scratch for reading the drops map */
+	unsigned nattached;
+
+	uint32_t freq_hz;
+	size_t ringbuf_bytes;
+	bool skip_self;
+
+	unsigned budget; /* records left in the current drain */
+	unsigned ticks;
+	uint64_t lost;		/* ring buffer full in BPF (per-CPU map, summed) */
+	uint64_t local_drops;	/* tables full, malformed records */
+	uint64_t attach_errors; /* per-CPU open/attach failures, cumulative */
+
+	void (*pid_hook)(void *arg, uint32_t pid);
+	void *pid_hook_arg;
+	uint32_t pids[CPU_PIDSET_SLOTS]; /* recently seen pids, 0 = empty */
+};
+
+static struct cpu_priv *priv_get(struct collector *c)
+{
+	struct cpu_priv *p = c->priv;
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->c = c;
+	p->ringbuf_bytes = CPU_SAMPLE_DEFAULT_RINGBUF_BYTES;
+	c->priv = p;
+	return p;
+}
+
+int cpu_collector_set_pid_hook(struct collector *c, void (*fn)(void *arg, uint32_t pid), void *arg)
+{
+	struct cpu_priv *p = priv_get(c);
+
+	if (!p)
+		return -ENOMEM;
+	p->pid_hook = fn;
+	p->pid_hook_arg = arg;
+	memset(p->pids, 0, sizeof(p->pids));
+	return 0;
+}
+
+int cpu_collector_configure(struct collector *c, size_t ringbuf_bytes, bool skip_self)
+{
+	struct cpu_priv *p = priv_get(c);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), sz = page;
+
+	if (!p)
+		return -ENOMEM;
+	if (ringbuf_bytes) {
+		/* BPF_MAP_TYPE_RINGBUF: a power-of-two multiple of the page
+		 * size (ringbuf_map_alloc() rejects anything else). */
+		while (sz < ringbuf_bytes && sz < ((size_t)1 << 30))
+			sz <<= 1;
+		p->ringbuf_bytes = sz;
+	}
+	p->skip_self = skip_self;
+	return 0;
+}
+
+int cpu_parse_cpulist(const char *s, bool *mask, int n)
+{
+	int count = 0;
+
+	for (int i = 0; i < n; i++)
+		mask[i] = false;
+	while (*s && *s != '\n') {
+		char *end;
+		unsigned long lo, hi;
+
+		errno = 0;
+		lo = strtoul(s, &end, 10);
+		if (end == s || errno)
+			return -EINVAL;
+		hi = lo;
+		s = end;
+		if (*s == '-') {
+			s++;
+			hi = strtoul(s, &end, 10);
+			if (end == s || errno || hi < lo)
+				return -EINVAL;
+			s = end;
+		}
+		for (unsigned long cpu = lo; cpu <= hi && cpu < (unsigned long)n; cpu++) {
+			if (!mask[cpu])
+				count++;
+			mask[cpu] = true;
+		}
+		if (*s == ',')
+			s++;
+		else if (*s && *s != '\n')
+			return -EINVAL;
+	}
+	return count;
+}
+
+static int read_online(struct cpu_priv *p)
+{
+	char buf[4096];
+	ssize_t len;
+	int fd = open(CPU_ONLINE_PATH, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	len = read(fd, buf, sizeof(buf) - 1);
+	if (len < 0)
+		len = -errno;
+	close(fd);
+	if (len < 0)
+		return (int)len;
+	buf[len] = '\0';
+	return cpu_parse_cpulist(buf, p->online, p->ncpus);
+}
+
+static int read_sysctl_int(const char *path, long *val)
+{
+	FILE *f = fopen(path, "re");
+	int r = 0;
+
+	if (!f)
+		return -errno;
+	if (fscanf(f, "%ld", val) != 1)
+		r = -EINVAL;
+	fclose(f);
+	return r;
+}
+
+static int open_cpu_event(uint32_t freq_hz, int cpu)
+{
+	/* Software cpu-clock: an hrtimer per CPU, present on every kernel and
+	 * VM (no PMU needed). With freq set the kernel turns sample_freq into
+	 * a fixed period (perf_swevent_init_hrtimer()). Opened disabled:
+	 * bpf_program__attach_perf_event() enables it once the program is
+	 * set, so no sample fires into an event without one. */
+	struct perf_event_attr attr = {
+	    .type = PERF_TYPE_SOFTWARE,
+	    .size = sizeof(attr),
+	    .config = PERF_COUNT_SW_CPU_CLOCK,
+	    .sample_freq = freq_hz,
+	    .freq = 1,
+	    .disabled = 1,
+	};
+	long fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* Turn a perf_event_open() failure into a reason a reader can act on. */
+static void perf_open_reason(struct cpu_priv *p, int err, char *buf, size_t len)
+{
+	long val;
+
+	if ((err == -EACCES || err == -EPERM) &&
+	    !read_sysctl_int("/proc/sys/kernel/perf_event_paranoid", &val))
+		snprintf(buf, len, "perf_event_open: %s (kernel.perf_event_paranoid=%ld)",
+			 strerror(-err), val);
+	else if (err == -EINVAL &&
+		 !read_sysctl_int("/proc/sys/kernel/perf_event_max_sample_rate", &val) &&
+		 (long)p->freq_hz > val)
+		snprintf(buf, len,
+			 "perf_event_open: %s (sampling.cpu_frequency %" PRIu32
+			 " Hz above kernel.perf_event_max_sample_rate=%ld)",
+			 strerror(-err), p->freq_hz, val);
+	else
+		snprintf(buf, len, "perf_event_open(cpu-clock, %" PRIu32 " Hz): %s", p->freq_hz,
+			 strerror(-err));
+}
+
+static int attach_cpu(struct cpu_priv *p, int cpu)
+{
+	struct bpf_link *link;
+	int fd = open_cpu_event(p->freq_hz, cpu);
+
+	if (fd < 0)
+		return fd;
+	link = bpf_program__attach_perf_event(p->skel->progs.cpu_sample, fd);
+	if (!link) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	p->links[cpu] = link;
+	p->nattached++;
+	return 0;
+}
+
+static void detach_cpu(struct cpu_priv *p, int cpu)
+{
+	if (!p->links[cpu])
+		return;
+	/* libbpf's perf link disables the event and closes its fd
+	 * (bpf_link_perf_detach()), so no close() of our own. */
+	bpf_link__destroy(p->links[cpu]);
+	p->links[cpu] = NULL;
+	p->nattached--;
+}
+
+/* Attach to CPUs that are online and not attached, detach from CPUs that
+ * went away. A CPU that fails is counted and retried at the next rescan. */
+static int sync_cpus(struct cpu_priv *p)
+{
+	int r = read_online(p), first_err = 0;
+
+	if (r < 0)
+		return r;
+	for (int cpu = 0; cpu < p->ncpus; cpu++) {
+		if (p->online[cpu] && !p->links[cpu]) {
+			r = attach_cpu(p, cpu);
+			if (r < 0) {
+				p->attach_errors++;
+				if (!first_err)
+					first_err = r;
+				log_debug("cpu: attach to CPU %d: %s", cpu, strerror(-r));
+			}
+		} else if (!p->online[cpu] && p->links[cpu]) {
+			/* An offlined CPU's event is kept by the kernel but
+			 * stays off when the CPU returns; reopen then. */
+			detach_cpu(p, cpu);
+		}
+	}
+	return first_err;
+}
+
+static void read_lost(struct cpu_priv *p)
+{
+	uint32_t key = 0;
+	uint64_t sum = 0;
+
+	if (!p->skel || bpf_map__lookup_elem(p->skel->maps.drops, &key, sizeof(key), p->percpu,
+					     sizeof(uint64_t) * (size_t)p->ncpus, 0))
+		return;
+	for (int i = 0; i < p->ncpus; i++)
+		sum += p->percpu[i];
+	p->lost = sum;
+	p->c->drops = p->lost + p->local_drops;
+}
+
+static void note_pid(struct cpu_priv *p, uint32_t pid)
+{
+	uint32_t h = (pid * 2654435761u) & (CPU_PIDSET_SLOTS - 1);
+
+	/* Slots are only ever overwritten, never emptied, so an empty slot
+	 * ends the probe. A pid pushed out is reported again when seen next:
+	 * harmless for a symbolizer that caches per pid. */
+	for (unsigned i = 0; i < CPU_PIDSET_PROBE; i++) {
+		uint32_t *slot = &p->pids[(h + i) & (CPU_PIDSET_SLOTS - 1)];
+
+		if (*slot == pid)
+			return;
+		if (!*slot) {
+			*slot = pid;
+			goto report;
+		}
+	}
+	p->pids[h] = pid;
+report:
+	p->pid_hook(p->pid_hook_arg, pid);
+}
+
+static int on_sample(void *ctx, void *data, size_t size)
+{
+	struct cpu_priv *p = ctx;
+	struct collector *c = p->c;
+	struct store *s = c->gpd->store;
+	const struct cpu_sample_rec *r = data;
+	uint32_t comm, stack;
+	struct store_rec rec;
+
+	if (size < CPU_SAMPLE_HDR_BYTES || r->type != CPU_SAMPLE_REC_TYPE ||
+	    r->version != CPU_SAMPLE_REC_VERSION || r->nuser > CPU_SAMPLE_MAX_FRAMES ||
+	    r->nkernel > CPU_SAMPLE_MAX_FRAMES ||
+	    size < CPU_SAMPLE_HDR_BYTES + ((size_t)r->nuser + r->nkernel) * sizeof(uint64_t)) {
+		p->local_drops++;
+		goto out;
+	}
+
+	comm = store_str_intern(s, r->comm, strnlen(r->comm, sizeof(r->comm)));
+	stack = store_stack_intern(s, (const uint64_t *)r->ips, r->nuser, r->nkernel);
+	if (!comm || !stack) {
+		if (comm)
+			store_str_unref(s, comm);
+		if (stack)
+			store_stack_unref(s, stack);
+		p->local_drops++;
+		goto out;
+	}
+
+	rec = (struct store_rec){
+	    .ts_ns = r->ts_ns,
+	    .pid = r->pid,
+	    .tid = r->tid,
+	    .uid = r->uid,
+	    .comm = comm,
+	    .stack = stack,
+	    .type = STORE_REC_CPU_SAMPLE,
+	    .cpu = (uint16_t)r->cpu,
+	    .aux32 = 1,
+	};
+	store_append(s, &rec);
+	c->events++;
+	if (p->pid_hook)
+		note_pid(p, r->pid);
+out:
+	c->drops = p->lost + p->local_drops;
+	return --p->budget ? 0 : DRAIN_STOP;
+}
+
+static void drain(struct cpu_priv *p)
+{
+	int r;
+
+	if (!p->rb)
+		return;
+	p->budget = CPU_DRAIN_BUDGET;
+	r = ring_buffer__consume(p->rb);
+	if (r < 0 && r != DRAIN_STOP)
+		log_debug("cpu: ring_buffer__consume: %s", strerror(-r));
+}
+
+static void on_poll(uv_poll_t *h, int status, int events)
+{
+	struct cpu_priv *p = h->data;
+
+	if (status < 0) {
+		/* Only happens if the epoll fd itself broke: nothing will
+		 * arrive any more, say so rather than look attached. */
+		uv_poll_stop(h);
+		collector_set_state(p->c, COLLECTOR_FAILED, "ring buffer poll: %s",
+				    uv_strerror(status));
+		return;
+	}
+	drain(p);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct cpu_priv *p = t->data;
+
+	drain(p);
+	if (++p->ticks % CPU_HOTPLUG_TICKS == 0) {
+		read_lost(p);
+		sync_cpus(p);
+	}
+}
+
+static void free_handle(uv_handle_t *h)
+{
+	free(h);
+}
+
+static void close_handles(struct cpu_priv *p)
+{
+	if (p->poll) {
+		/* uv_poll_stop() removes the fd from the loop's epoll set at
+		 * once, so ring_buffer__free() may close it afterwards. */
+		uv_poll_stop(p->poll);
+		uv_close((uv_handle_t *)p->poll, free_handle);
+		p->poll = NULL;
+	}
+	if (p->timer) {
+		uv_timer_stop(p->timer);
+		uv_close((uv_handle_t *)p->timer, free_handle);
+		p->timer = NULL;
+	}
+}
+
+static void release_bpf(struct cpu_priv *p)
+{
+	cpu_sample__destroy(p->skel);
+	p->skel = NULL;
+	free(p->links);
+	free(p->online);
+	free(p->percpu);
+	p->links = NULL;
+	p->online = NULL;
+	p->percpu = NULL;
+}
+
+static int cpu_open(struct collector *c)
+{
+	struct cpu_priv *p = priv_get(c);
+	char why[200];
+	int r, probe_cpu = -1;
+
+	if (!p)
+		return -ENOMEM;
+	if (p->skel)
+		return 0;
+	p->freq_hz = c->gpd->cfg.sample_freq_hz ? c->gpd->cfg.sample_freq_hz : CPU_DEFAULT_FREQ_HZ;
+
+	/* A kernel without BPF or without perf_event programs: say so and let
+	 * the daemon run without CPU samples. */
+	r = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL);
+	if (r <= 0) {
+		collector_set_state(c, COLLECTOR_UNAVAILABLE,
+				    "BPF not supported: perf_event programs %s",
+				    r == 0 ? "are not available in this kernel" : strerror(-r));
+		return 0;
+	}
+
+	r = libbpf_num_possible_cpus();
+	if (r <= 0) {
+		collector_set_state(c, COLLECTOR_UNAVAILABLE, "cannot count CPUs: %s",
+				    strerror(r ? -r : EINVAL));
+		return 0;
+	}
+	p->ncpus = r;
+	p->links = calloc((size_t)p->ncpus, sizeof(*p->links));
+	p->online = calloc((size_t)p->ncpus, sizeof(*p->online));
+	p->percpu = calloc((size_t)p->ncpus, sizeof(*p->percpu));
+	if (!p->links || !p->online || !p->percpu) {
+		r = -ENOMEM;
+		goto err;
+	}
+
+	/* One trial event before loading anything: permission (paranoid
+	 * level, missing CAP_PERFMON) and frequency limits show up here, with
+	 * a reason that names the knob. */
+	r = read_online(p);
+	for (int cpu = 0; r > 0 && cpu < p->ncpus && probe_cpu < 0; cpu++)
+		if (p->online[cpu])
+			probe_cpu = cpu;
+	if (probe_cpu < 0) {
+		collector_set_state(c, COLLECTOR_UNAVAILABLE, "no online CPU in %s: %s",
+				    CPU_ONLINE_PATH, r < 0 ? strerror(-r) : "empty");
+		release_bpf(p);
+		return 0;
+	}
+	r = open_cpu_event(p->freq_hz, probe_cpu);
+	if (r < 0) {
+		perf_open_reason(p, r, why, sizeof(why));
+		collector_set_state(c, COLLECTOR_UNAVAILABLE, "%s", why);
+		release_bpf(p);
+		return 0;
+	}
+	close(r);
+
+	p->skel = cpu_sample__open();
+	if (!p->skel) {
+		collector_set_state(c, COLLECTOR_UNAVAILABLE, "BPF open failed: %s",
+				    strerror(errno));
+		release_bpf(p);
+		return 0;
+	}
+	p->skel->rodata->self_tgid = p->skip_self ? (uint32_t)getpid() : 0;
+	p->skel->rodata->wakeup_bytes = p->ringbuf_bytes / 4;
+	r = bpf_map__set_max_entries(p->skel->maps.samples, (uint32_t)p->ringbuf_bytes);
+	if (!r)
+		r = cpu_sample__load(p->skel);
+	if (r) {
+		collector_set_state(c, COLLECTOR_UNAVAILABLE, "BPF load failed: %s",
+				    strerror(r < 0 ? -r : errno));
+		release_bpf(p);
+		return 0;
+	}
+	log_info("cpu: perf_event program loaded: cpu-clock at %" PRIu32
+		 " Hz, %d possible CPUs, ring buffer %zu bytes",
+		 p->freq_hz, p->ncpus, p->ringbuf_bytes);
+	return 0;
+err:
+	release_bpf(p);
+	return r;
+}
+
+static void cpu_stop(struct collector *c);
+
+static int cpu_start(struct collector *c)
+{
+	struct cpu_priv *p = c->priv;
+	uv_loop_t *loop = c->gpd->loop;
+	int r;
+
+	if (!p || !p->skel)
+		return 0; /* unavailable: open said why */
+	if (p->rb)
+		return 0;
+
+	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.samples), on_sample, p, NULL);
+	if (!p->rb) {
+		r = -errno;
+		collector_set_state(c, COLLECTOR_FAILED, "ring_buffer__new: %s", strerror(-r));
+		return 0;
+	}
+	p->poll = malloc(sizeof(*p->poll));
+	p->timer = malloc(sizeof(*p->timer));
+	if (!p->poll || !p->timer) {
+		free(p->poll);
+		free(p->timer);
+		p->poll = NULL;
+		p->timer = NULL;
+		r = -ENOMEM;
+		goto err;
+	}
+	r = uv_poll_init(loop, p->poll, ring_buffer__epoll_fd(p->rb));
+	if (r < 0) {
+		free(p->poll);
+		p->poll = NULL;
+		uv_timer_init(loop, p->timer); /* cannot fail on Linux */
+		goto err;
+	}
+	uv_timer_init(loop, p->timer);
+	p->poll->data = p;
+	p->timer->data = p;
+	r = uv_poll_start(p->poll, UV_READABLE, on_poll);
+	if (r < 0)
+		goto err;
+	uv_timer_start(p->timer, on_tick, CPU_TICK_MS, CPU_TICK_MS);
+
+	r = sync_cpus(p);
+	if (!p->nattached) {
+		char why[200];
+
+		perf_open_reason(p, r ? r : -ENODEV, why, sizeof(why));
+		collector_set_state(c, COLLECTOR_FAILED, "no CPU attached: %s", why);
+		cpu_stop(c);
+		return 0;
+	}
+	if (r < 0)
+		log_warn("cpu: attached to %u CPUs; some failed: %s", p->nattached, strerror(-r));
+	collector_set_state(c, COLLECTOR_ATTACHED, NULL);
+	return 0;
+err:
+	close_handles(p);
+	ring_buffer__free(p->rb);
+	p->rb = NULL;
+	/* libuv's codes are negative errno values on Linux. */
+	collector_set_state(c, COLLECTOR_FAILED, "ring buffer on event loop: %s", strerror(-r));
+	return 0;
+}
+
+static void cpu_stop(struct collector *c)
+{
+	struct cpu_priv *p = c->priv;
+
+	if (!p || !p->skel)
+		return;
+	for (int cpu = 0; p->links && cpu < p->ncpus; cpu++)
+		detach_cpu(p, cpu);
+	close_handles(p);
+	/* Deliver what was committed before the detach. */
+	while (p->rb) {
+		drain(p);
+		if (p->budget)
+			break;
+	}
+	read_lost(p);
+	ring_buffer__free(p->rb);
+	p->rb = NULL;
+	/* Back to "off" with no reason: the registry may start it again. */
+	if (c->state == COLLECTOR_ATTACHED)
+		collector_set_state(c, COLLECTOR_OFF, NULL);
+}
+
+static void cpu_status(struct collector *c, cJSON *obj)
+{
+	struct cpu_priv *p = c->priv;
+
+	if (!p)
+		return;
+	read_lost(p);
+	cJSON_AddNumberToObject(obj, "frequency_hz", p->freq_hz);
+	cJSON_AddNumberToObject(obj, "cpus", p->nattached);
+	cJSON_AddNumberToObject(obj, "ringbuf_bytes", (double)p->ringbuf_bytes);
+	cJSON_AddNumberToObject(obj, "lost", (double)p->lost);
+	cJSON_AddNumberToObject(obj, "attach_errors", (double)p->attach_errors);
+}
+
+static void cpu_free(struct collector *c)
+{
+	struct cpu_priv *p = c->priv;
+
+	if (!p)
+		return;
+	cpu_stop(c);
+	release_bpf(p);
+	free(p);
+	c->priv = NULL;
+}
+
+const struct collector_ops cpu_collector_ops = {
+    .name = "cpu",
+    .open = cpu_open,
+    .start = cpu_start,
+    .stop = cpu_stop,
+    .status = cpu_status,
+    .free = cpu_free,
+};
