@@ -4,12 +4,14 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <bpf/libbpf.h>
 #include <systemd/sd-daemon.h>
 #include <uv.h>
 
@@ -158,6 +160,20 @@ static void daemonize(void)
 	}
 }
 
+/* libbpf's own messages go through our log (and its priorities). */
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && log_verbosity < 2)
+		return 0;
+	char buf[512];
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	size_t n = strlen(buf);
+	while (n && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	log_msg(level == LIBBPF_WARN ? 4 : level == LIBBPF_INFO ? 6 : 7, "libbpf: %s", buf);
+	return 0;
+}
+
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t watchdog_timer, status_timer;
 
@@ -253,6 +269,7 @@ int main(int argc, char **argv)
 	if (build_config(&o, &g.cfg) < 0)
 		return 1;
 	log_verbosity = g.cfg.verbosity;
+	libbpf_set_print(libbpf_log);
 	signal(SIGPIPE, SIG_IGN);
 	bool under_systemd = getenv("NOTIFY_SOCKET") || getenv("LISTEN_FDS");
 	if (!o.foreground && !under_systemd)

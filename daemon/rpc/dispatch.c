@@ -22,6 +22,7 @@ static const struct rpc_method methods[] = {
 	{"capture.list", method_capture_list},
 	{"capture.info", method_capture_info},
 	{"capture.delete", method_capture_delete},
+	{"capture.folded", method_capture_folded},
 	METHODS_EXTRA
 };
 

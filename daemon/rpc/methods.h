@@ -17,6 +17,8 @@ void method_capture_delete(struct rpc_req *req, const cJSON *params);
  * error (not found / damaged unless allow_damaged). */
 struct capentry *capture_for_req(struct rpc_req *req, const cJSON *params, bool allow_damaged);
 
+void method_capture_folded(struct rpc_req *req, const cJSON *params);
+
 /* Methods of later components, added to the table when they are built. */
 #define METHODS_EXTRA
 

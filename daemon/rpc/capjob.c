@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+#include "capjob.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpd.h"
+
+void capjob_fail(struct capjob *j, int err, int code, const char *fmt, ...)
+{
+	j->err = err ? err : -EIO;
+	j->code = code;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(j->msg, sizeof(j->msg), fmt, ap);
+	va_end(ap);
+}
+
+static void capjob_work(void *arg)
+{
+	struct capjob *j = arg;
+	struct capture *c = NULL;
+	int r = capture_load(j->dirfd, j->id, &c);
+	if (r == -EBADMSG) {
+		capjob_fail(j, r, GPUPROF_ERR_DAMAGED, "capture %llu is damaged: %s",
+			    (unsigned long long)j->id, c ? c->damage : "");
+	} else if (r == -ENOENT) {
+		capjob_fail(j, r, GPUPROF_ERR_NOT_FOUND, "capture %llu was deleted",
+			    (unsigned long long)j->id);
+	} else if (r < 0) {
+		capjob_fail(j, r, GPUPROF_ERR_IO, "loading capture %llu: %s",
+			    (unsigned long long)j->id, strerror(-r));
+	} else {
+		j->run(j, c);
+	}
+	capture_free(c);
+}
+
+static void capjob_done(void *arg)
+{
+	struct capjob *j = arg;
+	if (j->fd >= 0)
+		close(j->fd); /* before replying: the client waits for EOF on pipes */
+	j->fd = -1;
+	if (j->err) {
+		if (j->code)
+			rpc_error(j->req, j->code, NULL, "%s", j->msg);
+		else
+			rpc_error_errno(j->req, j->err, j->msg[0] ? j->msg : "capture job");
+		cJSON_Delete(j->result);
+	} else {
+		rpc_reply(j->req, j->result);
+	}
+	if (j->free_opts)
+		j->free_opts(j->opts);
+	free(j);
+}
+
+void capjob_submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for_write,
+		   void (*run)(struct capjob *, struct capture *), void *opts,
+		   void (*free_opts)(void *))
+{
+	struct gpd *g = req->gpd;
+	struct capjob *j = calloc(1, sizeof(*j));
+	if (!j) {
+		if (free_opts)
+			free_opts(opts);
+		rpc_error(req, GPUPROF_ERR_INTERNAL, NULL, "out of memory");
+		return;
+	}
+	j->req = req;
+	j->id = e->id;
+	j->dirfd = capreg_dirfd(g->captures);
+	j->io_timeout_ms = (int)g->cfg.io_timeout_ms;
+	j->fd = -1;
+	j->run = run;
+	j->opts = opts;
+	j->free_opts = free_opts;
+	if (e->sum->state == CAPTURE_RECORDING) {
+		capjob_fail(j, -EAGAIN, GPUPROF_ERR_BUSY, "capture %llu is still recording",
+			    (unsigned long long)e->id);
+		capjob_done(j);
+		return;
+	}
+	if (fd_idx >= 0) {
+		j->fd = rpc_req_take_fd(req, (size_t)fd_idx);
+		int r = j->fd < 0 ? -EBADF : fdio_prepare(j->fd, for_write);
+		if (r < 0) {
+			capjob_fail(j, r, GPUPROF_ERR_BAD_FD,
+				    "\"fd\" must be a descriptor open for %s",
+				    for_write ? "writing" : "reading");
+			capjob_done(j);
+			return;
+		}
+	}
+	int r = job_submit(g, capjob_work, capjob_done, j);
+	if (r < 0) {
+		capjob_fail(j, r, r == -EBUSY ? GPUPROF_ERR_BUSY : 0,
+			    r == -EBUSY ? "too many jobs running (limits.max_jobs); retry later"
+					: "starting the job");
+		capjob_done(j);
+	}
+}

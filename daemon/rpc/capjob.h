@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A request that reads a persisted capture in a worker job and answers with
+ * a result (and optionally bulk output on a client-passed fd): outputs,
+ * renderers and analyses all go through here, so the event loop never
+ * touches capture data.
+ */
+#ifndef GPUPROF_RPC_CAPJOB_H
+#define GPUPROF_RPC_CAPJOB_H
+
+#include "capreg.h"
+#include "jobs.h"
+#include "rpc.h"
+
+struct capjob {
+	struct rpc_req *req;
+	uint64_t id;
+	int dirfd;
+	int fd; /* client fd for output/input, -1 if none */
+	int io_timeout_ms;
+	/* set by run() */
+	int err; /* negative errno, or 0 */
+	int code; /* JSON-RPC code when err != 0 (0: derived from err) */
+	char msg[512];
+	cJSON *result;
+	void *opts; /* owned by the method; freed by free_opts */
+	void (*run)(struct capjob *j, struct capture *c);
+	void (*free_opts)(void *opts);
+};
+
+/*
+ * Load capture e in a job and call run(); then reply with j->result or the
+ * error. fd_idx >= 0 takes that fd from the request (checked writable when
+ * for_write, readable otherwise). On failure to submit, the request is
+ * answered here. Returns nothing: the request is always completed.
+ */
+void capjob_submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for_write,
+		   void (*run)(struct capjob *, struct capture *), void *opts,
+		   void (*free_opts)(void *));
+
+/* Helper for run(): set an error with a message. */
+void capjob_fail(struct capjob *j, int err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+#endif

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+/* capture.folded: folded stacks of a capture, written to a client fd. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capjob.h"
+#include "json.h"
+#include "methods.h"
+#include "render/folded.h"
+
+struct folded_req {
+	struct folded_opts o;
+	uint32_t pids[CAPTURE_MAX_PIDS];
+	uint32_t tids[CAPTURE_MAX_PIDS];
+	char comm[64];
+};
+
+/* An array of at most max ids (1..2^22) into out; answers the error itself. */
+static bool param_ids(struct rpc_req *req, const cJSON *params, const char *key, uint32_t *out,
+		      size_t max, size_t *n)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(params, key);
+	*n = 0;
+	if (!a)
+		return true;
+	if (!cJSON_IsArray(a) || (size_t)cJSON_GetArraySize(a) > max) {
+		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,
+			  "\"%s\" must be an array of at most %zu ids", key, max);
+		return false;
+	}
+	const cJSON *it;
+	cJSON_ArrayForEach(it, a)
+	{
+		double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
+		if (d < 1 || d > 4194304 || d != (double)(uint32_t)d) {
+			rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,
+				  "\"%s\" must hold ids between 1 and 4194304", key);
+			return false;
+		}
+		out[(*n)++] = (uint32_t)d;
+	}
+	return true;
+}
+
+static int fdout_cb(void *ctx, const void *buf, size_t len)
+{
+	return fdout_write(ctx, buf, len);
+}
+
+static void folded_run(struct capjob *j, struct capture *c)
+{
+	struct folded_req *f = j->opts;
+	struct fdout *out = malloc(sizeof(*out));
+	if (!out) {
+		capjob_fail(j, -ENOMEM, 0, "out of memory");
+		return;
+	}
+	fdout_init(out, j->fd, j->io_timeout_ms);
+	struct folded_totals t = {0};
+	int r = folded_write(c, &f->o, fdout_cb, out, &t);
+	if (r == 0)
+		r = fdout_flush(out);
+	if (r < 0) {
+		capjob_fail(j, r, r == -ENOMEM ? 0 : GPUPROF_ERR_IO, "writing folded stacks: %s",
+			    strerror(-r));
+	} else {
+		j->result = cJSON_CreateObject();
+		json_add_u64(j->result, "stacks", t.stacks);
+		json_add_u64(j->result, "samples", t.samples);
+		json_add_u64(j->result, "weight", t.weight);
+		json_add_u64(j->result, "bytes", out->total);
+		cJSON_AddBoolToObject(j->result, "symbolized", t.symbolized);
+	}
+	free(out);
+}
+
+void method_capture_folded(struct rpc_req *req, const cJSON *params)
+{
+	static const char *const allowed[] = {"id",   "fd",   "kernel",	  "pid",      "tid",
+					      "lines", "comm", "pids",	  "tids",     "start_ns",
+					      "end_ns", NULL};
+	if (!params_only(req, params, allowed))
+		return;
+	struct folded_req *f = calloc(1, sizeof(*f));
+	if (!f) {
+		rpc_error(req, GPUPROF_ERR_INTERNAL, NULL, "out of memory");
+		return;
+	}
+	bool kernel = true;
+	const char *comm = NULL;
+	uint64_t fdi = 0;
+	if (!param_u64(req, params, "fd", true, RPC_MAX_REQ_FDS - 1, &fdi) ||
+	    !param_bool(req, params, "kernel", &kernel) ||
+	    !param_bool(req, params, "pid", &f->o.pid) ||
+	    !param_bool(req, params, "tid", &f->o.tid) ||
+	    !param_bool(req, params, "lines", &f->o.lines) ||
+	    !param_str(req, params, "comm", sizeof(f->comm) - 1, &comm) ||
+	    !param_u64(req, params, "start_ns", false, UINT64_MAX >> 11, &f->o.start_ns) ||
+	    !param_u64(req, params, "end_ns", false, UINT64_MAX >> 11, &f->o.end_ns) ||
+	    !param_ids(req, params, "pids", f->pids, CAPTURE_MAX_PIDS, &f->o.npids) ||
+	    !param_ids(req, params, "tids", f->tids, CAPTURE_MAX_PIDS, &f->o.ntids)) {
+		free(f);
+		return;
+	}
+	f->o.no_kernel = !kernel;
+	f->o.pids = f->pids;
+	f->o.tids = f->tids;
+	if (comm) {
+		strcpy(f->comm, comm);
+		f->o.comm = f->comm;
+	}
+	struct capentry *e = capture_for_req(req, params, false);
+	if (!e) {
+		free(f);
+		return;
+	}
+	capjob_submit(req, e, (int)fdi, true, folded_run, f, free);
+}
