@@ -5,7 +5,7 @@
  * reference-counted by the records holding them and reclaimed as those
  * records fall out of the ring. Single-threaded: owned by the event loop.
  *
- * Budget split (documented in docs/architecture.md): half of budget_bytes
+ * Budget split (documented in docs/store.md): half of budget_bytes
  * is the record ring (budget/2 / sizeof(struct store_rec) slots, fixed at
  * creation); the other half bounds the string and stack tables (their
  * entries, hash buckets and payload bytes). When a table would exceed its
@@ -84,6 +84,14 @@ void store_str_unref(struct store *s, uint32_t id);
 uint32_t store_stack_intern(struct store *s, const uint64_t *ips, uint16_t nuser,
 			    uint16_t nkernel);
 void store_stack_unref(struct store *s, uint32_t id);
+
+/*
+ * Take one more reference on a live id (O(1), no hashing): for callers
+ * that cache ids, e.g. a comm per pid, and hand one reference to each
+ * record. Returns id, or 0 for an unknown id or a saturated count.
+ */
+uint32_t store_str_ref(struct store *s, uint32_t id);
+uint32_t store_stack_ref(struct store *s, uint32_t id);
 
 /*
  * Append a record. The references held by rec->comm, rec->stack and
