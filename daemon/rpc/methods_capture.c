@@ -87,6 +87,15 @@ void method_capture_start(struct rpc_req *req, const cJSON *params)
 			int32_t pid = (int32_t)d;
 			uid_t owner;
 			if (pid_uid(pid, &owner) < 0) {
+				/* A process that has exited is fine for a window in
+				 * the past (the flight-recorder case): an unprivileged
+				 * peer's capture is limited to its own uid anyway. A
+				 * forward window on a process that does not exist is
+				 * a mistake. */
+				if (o.last_ms) {
+					pids[o.npids++] = pid;
+					continue;
+				}
 				rpc_error(req, GPUPROF_ERR_NOT_FOUND, NULL, "no process %d", pid);
 				return;
 			}

@@ -102,7 +102,7 @@ def durations_and_usage_errors(d):
     eq(d.ctl("frobnicate").returncode, 2, "unknown command")
     p = d.ctl("capture", "--pid", "999999999", "--last", "1s")
     eq(p.returncode, 2 if b"pid" in p.stderr and p.returncode == 2 else 1, "bogus pid rejected")
-    p = d.ctl("capture", "--pid", "4000000", "--last", "1s")
+    p = d.ctl("capture", "--pid", "4000000", "--duration", "1s")
     eq(p.returncode, 1, "nonexistent pid is a daemon error")
     expect(b"no process" in p.stderr, "message names the problem: %r" % p.stderr)
     p = subprocess.run([GPUPROFCTL, "--socket", d.sock + ".nope", "status"], capture_output=True)
@@ -130,7 +130,7 @@ BAD_REQUESTS = [
     (b'{"jsonrpc":"2.0","id":1,"method":"capture.start","params":{"last_ms":1e300}}\n', -32602, True),
     (b'{"jsonrpc":"2.0","id":1,"method":"capture.start","params":{"last_ms":100,"pids":["x"]}}\n', -32602, True),
     (b'{"jsonrpc":"2.0","id":1,"method":"capture.start","params":{"last_ms":100,"pids":[0]}}\n', -32602, True),
-    (b'{"jsonrpc":"2.0","id":1,"method":"capture.start","params":{"last_ms":100,"pids":[4000000]}}\n', -32003, True),
+    (b'{"jsonrpc":"2.0","id":1,"method":"capture.start","params":{"duration_ms":100,"pids":[4000000]}}\n', -32003, True),
     (b'{"jsonrpc":"2.0","id":1,"method":"capture.info","params":{"id":"1"}}\n', -32602, True),
     (b'{"jsonrpc":"2.0","id":1,"method":"capture.info","params":{"id":424242}}\n', -32003, True),
     (b'{"jsonrpc":"2.0","id":1,"method":"capture.delete","params":{"id":1.5}}\n', -32602, True),
