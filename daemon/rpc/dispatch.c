@@ -14,6 +14,29 @@
 #include "log.h"
 #include "methods.h"
 
+/*
+ * Components add their methods by providing methods_<area>.h with a
+ * METHODS_<AREA> list of table entries; dispatch.c stays the one table.
+ */
+#if __has_include("methods_render.h")
+#include "methods_render.h"
+#endif
+#if __has_include("methods_gpu.h")
+#include "methods_gpu.h"
+#endif
+#if __has_include("methods_import.h")
+#include "methods_import.h"
+#endif
+#ifndef METHODS_RENDER
+#define METHODS_RENDER
+#endif
+#ifndef METHODS_GPU
+#define METHODS_GPU
+#endif
+#ifndef METHODS_IMPORT
+#define METHODS_IMPORT
+#endif
+
 static const struct rpc_method methods[] = {
 	{"version", method_version},
 	{"status", method_status},
@@ -23,7 +46,7 @@ static const struct rpc_method methods[] = {
 	{"capture.info", method_capture_info},
 	{"capture.delete", method_capture_delete},
 	{"capture.folded", method_capture_folded},
-	METHODS_EXTRA
+	METHODS_RENDER METHODS_GPU METHODS_IMPORT
 };
 
 static void send_json(struct rpc_conn *conn, cJSON *msg)

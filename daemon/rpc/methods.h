@@ -19,8 +19,6 @@ struct capentry *capture_for_req(struct rpc_req *req, const cJSON *params, bool 
 
 void method_capture_folded(struct rpc_req *req, const cJSON *params);
 
-/* Methods of later components, added to the table when they are built. */
-#define METHODS_EXTRA
 
 /* Param helpers: each answers -32602 itself and returns false on error. */
 struct rpc_req;
