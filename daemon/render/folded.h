@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Folded stacks ("comm;root;...;leaf count" per line), the input of
+ * flamegraph.pl, speedscope, inferno and most flame-graph tools.
+ *
+ * One line per unique (comm[, pid][, tid], resolved frames), counts summed
+ * (a sample's count is its weight, aux32, or 1), lines sorted bytewise.
+ * Only STORE_REC_CPU_SAMPLE records count.
+ *
+ *   comm           "python3"; "python3-4242" with pid; "python3-4242/4250"
+ *                  with tid (stackcollapse-perf.pl --pid / --tid style)
+ *   user frames    root first
+ *   "-"            between user and kernel frames, when the sample has both
+ *                  and kernel frames are shown (bcc profile -d style)
+ *   kernel frames  root first
+ *
+ * Frame names come from the capture's CAPSEC_SYMBOLS section (symtab.h);
+ * frames it does not cover print as raw "0x7f12..." addresses. In names,
+ * ';' becomes ':' and control characters become ' ' so that every line
+ * keeps its shape; the count always follows the line's last space, so
+ * names may contain spaces.
+ */
+#ifndef GPUPROF_FOLDED_H
+#define GPUPROF_FOLDED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct capture;
+
+struct folded_opts {
+	bool no_kernel; /* leave kernel frames out (default: shown) */
+	bool pid;	/* "comm-PID" root frames; samples of each pid apart */
+	bool tid;	/* "comm-PID/TID" (implies pid) */
+	bool lines;	/* "func (file.c:12)" where the section has lines */
+	/* filters; empty = all */
+	const uint32_t *pids;
+	size_t npids;
+	const uint32_t *tids;
+	size_t ntids;
+	const char *comm;	   /* exact match */
+	uint64_t start_ns, end_ns; /* record ts in [start, end]; 0 = open end */
+};
+
+struct folded_totals {
+	uint64_t stacks;  /* lines written */
+	uint64_t samples; /* records that matched the filters */
+	uint64_t weight;  /* sum of the counts written */
+	bool symbolized;  /* the capture had a usable CAPSEC_SYMBOLS section */
+};
+
+/* Receives the output in chunks of up to 1 MiB; returns 0 or -errno
+ * (which stops the rendering and is returned). */
+typedef int (*folded_write_fn)(void *ctx, const void *buf, size_t len);
+
+/*
+ * Render c. totals may be NULL. Returns 0, -EINVAL for bad arguments,
+ * -ENOMEM, or the writer's error. A damaged symbols section is ignored
+ * (raw addresses are printed) and totals->symbolized says so.
+ * Pure: reads c only, so it may run on a worker thread.
+ */
+int folded_write(const struct capture *c, const struct folded_opts *o, folded_write_fn fn,
+		 void *ctx, struct folded_totals *totals);
+
+/* Same, to a file descriptor (a client-passed one: EINTR, short writes and
+ * a non-blocking fd are handled; a reader stalled 30 s gives -ETIMEDOUT). */
+int folded_write_fd(const struct capture *c, const struct folded_opts *o, int fd,
+		    struct folded_totals *totals);
+
+#endif

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+/* Snapshots of a process's executable mappings (/proc/PID/maps). */
+#include "sym_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int sym_read_all(int fd, size_t max, char **buf, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *b = malloc(cap + 1);
+	if (!b)
+		return -ENOMEM;
+	for (;;) {
+		if (n == cap) {
+			if (cap >= max) {
+				free(b);
+				return -EFBIG;
+			}
+			cap = cap * 2 > max ? max : cap * 2;
+			char *nb = realloc(b, cap + 1);
+			if (!nb) {
+				free(b);
+				return -ENOMEM;
+			}
+			b = nb;
+		}
+		ssize_t r = read(fd, b + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = -errno;
+			free(b);
+			return e;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+static int map_cmp(const void *a, const void *b)
+{
+	const struct sym_map *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int add_map(struct sym_maps *ms, size_t *cap, size_t *pcap, const struct sym_map *m,
+		   const char *path, size_t plen)
+{
+	if (ms->n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct sym_map *nm = realloc(ms->m, nc * sizeof(*nm));
+		if (!nm)
+			return -ENOMEM;
+		ms->m = nm;
+		*cap = nc;
+	}
+	if (ms->paths_len + plen + 1 > *pcap) {
+		size_t nc = *pcap ? *pcap : 1024;
+		while (nc < ms->paths_len + plen + 1)
+			nc *= 2;
+		char *np = realloc(ms->paths, nc);
+		if (!np)
+			return -ENOMEM;
+		ms->paths = np;
+		*pcap = nc;
+	}
+	ms->m[ms->n] = *m;
+	ms->m[ms->n].path = (uint32_t)ms->paths_len;
+	memcpy(ms->paths + ms->paths_len, path, plen);
+	ms->paths[ms->paths_len + plen] = '\0';
+	ms->paths_len += plen + 1;
+	ms->n++;
+	return 0;
+}
+
+int procmaps_parse(const char *text, size_t len, uint32_t pid, struct sym_maps **ret)
+{
+	struct sym_maps *ms = calloc(1, sizeof(*ms));
+	size_t cap = 0, pcap = 0;
+	const char *p = text, *end = text + len;
+	char line[4352];
+	int r;
+
+	if (!ms)
+		return -ENOMEM;
+	ms->pid = pid;
+	while (p < end && ms->n < SYM_MAX_MAPPINGS) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		if (ll >= sizeof(line))
+			ll = sizeof(line) - 1; /* PATH_MAX-bounded by the kernel anyway */
+		memcpy(line, p, ll);
+		line[ll] = '\0';
+		p = nl ? nl + 1 : end;
+
+		uint64_t start, stop, off, ino;
+		unsigned maj, min;
+		char perms[8];
+		int n = -1;
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n",
+			   &start, &stop, perms, &off, &maj, &min, &ino, &n) < 7 ||
+		    n < 0)
+			continue;
+		if (strlen(perms) < 3 || perms[2] != 'x' || stop <= start)
+			continue;
+		const char *path = line + n;
+		size_t plen = strlen(path);
+		struct sym_map m = {
+		    .start = start,
+		    .end = stop,
+		    .off = off,
+		    .ino = ino,
+		    .dev_major = maj,
+		    .dev_minor = min,
+		};
+		static const char del[] = " (deleted)";
+		if (plen > sizeof(del) - 1 && !strcmp(path + plen - (sizeof(del) - 1), del)) {
+			plen -= sizeof(del) - 1;
+			m.deleted = true;
+		}
+		if (!plen || strncmp(path, "[anon", 5) == 0)
+			m.kind = SYM_MAP_ANON;
+		else if (path[0] == '[')
+			m.kind = SYM_MAP_SPECIAL;
+		else if (path[0] != '/')
+			m.kind = SYM_MAP_ANON; /* "memfd:..." has no usable path */
+		else
+			m.kind = SYM_MAP_FILE;
+		r = add_map(ms, &cap, &pcap, &m, path, plen);
+		if (r < 0)
+			goto fail;
+	}
+	if (ms->n)
+		qsort(ms->m, ms->n, sizeof(*ms->m), map_cmp);
+	*ret = ms;
+	return 0;
+fail:
+	procmaps_free(ms);
+	return r;
+}
+
+int procmaps_read(const char *proc_dir, uint32_t pid, struct sym_maps **ret)
+{
+	char path[256], *buf;
+	size_t len;
+	int fd, r;
+
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", proc_dir, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = sym_read_all(fd, SYM_MAX_MAPS_BYTES, &buf, &len);
+	close(fd);
+	if (r < 0)
+		return r;
+	if (len == 0) { /* a zombie, or a kernel thread: nothing to keep */
+		free(buf);
+		return -ESRCH;
+	}
+	r = procmaps_parse(buf, len, pid, ret);
+	free(buf);
+	return r;
+}
+
+void procmaps_free(struct sym_maps *m)
+{
+	if (!m)
+		return;
+	free(m->m);
+	free(m->paths);
+	free(m);
+}
+
+const struct sym_map *procmaps_find(const struct sym_maps *ms, uint64_t addr)
+{
+	size_t lo = 0, hi = ms ? ms->n : 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ms->m[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= ms->m[lo - 1].end)
+		return NULL;
+	return &ms->m[lo - 1];
+}

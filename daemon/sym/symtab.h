@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CAPSEC_SYMBOLS section: the resolved frames of a capture, one entry
+ * per (pid, stack id) pair its records use. Written by the symbolizer, read
+ * by the renderers; survives restarts inside the capture file.
+ *
+ * Layout, version 1, all integers little-endian (docs/symbolization.md):
+ *
+ *   header, 32 bytes
+ *     u32 magic   "GPSY" (0x59535047)
+ *     u16 version 1
+ *     u16 flags   bit 0 SYMTAB_F_LINES: a line array follows the frame array
+ *     u32 nnames, nentries, nrefs, blob_len
+ *     u32 reserved[2] (0; ignored on read)
+ *   names    nnames   x { u32 off, u32 len }       into blob
+ *   entries  nentries x { u32 pid, u32 stack, u32 ref, u16 nuser, u16 nkernel }
+ *            strictly ascending by (pid, stack)
+ *   frames   nrefs    x u32 name index             per entry: refs[ref ..
+ *                                                  ref + nuser + nkernel),
+ *                                                  same order as the stack
+ *   lines    nrefs    x u32 name index (0: none)   only with SYMTAB_F_LINES
+ *   blob     blob_len bytes of name text (not NUL-terminated)
+ *
+ * Name 0 is always the empty string. The decoder checks every count, offset,
+ * index and the ordering, and rejects trailing bytes: it is fuzzed.
+ */
+#ifndef GPUPROF_SYMTAB_H
+#define GPUPROF_SYMTAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SYMTAB_MAGIC 0x59535047u
+#define SYMTAB_VERSION 1
+#define SYMTAB_F_LINES 0x1
+#define SYMTAB_MAX_NAME 4096 /* longer names are cut by the builder */
+
+/* ---- reading ---- */
+
+struct sym_table;
+
+struct sym_frames {
+	const uint32_t *names; /* nuser + nkernel name indices, stack order */
+	const uint32_t *lines; /* same length, or NULL without lines */
+	uint16_t nuser, nkernel;
+};
+
+/* Decode (copies; buf may be freed after). Returns 0, -EBADMSG with a
+ * reason in why (if non-NULL), or -ENOMEM. */
+int sym_table_decode(const void *buf, size_t len, struct sym_table **ret, char *why, size_t whylen);
+void sym_table_free(struct sym_table *t);
+
+/* Frames of (pid, stack); false when the table has no such entry. The
+ * pointers live as long as t. O(log n). */
+bool sym_table_find(const struct sym_table *t, uint32_t pid, uint32_t stack,
+		    struct sym_frames *out);
+/* Name text (not NUL-terminated) and its length; "" for a bad index. */
+const char *sym_table_name(const struct sym_table *t, uint32_t idx, size_t *len);
+size_t sym_table_entries(const struct sym_table *t);
+bool sym_table_has_lines(const struct sym_table *t);
+
+/* ---- writing ---- */
+
+struct sym_table_builder;
+
+int sym_tb_new(bool lines, struct sym_table_builder **ret);
+void sym_tb_free(struct sym_table_builder *b);
+/* Intern a name (cut at SYMTAB_MAX_NAME bytes); *idx receives its index.
+ * "" is always index 0. Returns 0 or -ENOMEM / -E2BIG (table full). */
+int sym_tb_name(struct sym_table_builder *b, const char *s, size_t len, uint32_t *idx);
+/* Add the frames of (pid, stack); lines may be NULL (then all 0). Each
+ * (pid, stack) may be added once; entries may come in any order. */
+int sym_tb_add(struct sym_table_builder *b, uint32_t pid, uint32_t stack, const uint32_t *names,
+	       const uint32_t *lines, uint16_t nuser, uint16_t nkernel);
+/* Encode into a malloc()ed buffer the caller frees. Returns 0, -EEXIST
+ * when a (pid, stack) pair was added twice, or -ENOMEM. */
+int sym_tb_encode(struct sym_table_builder *b, void **buf, size_t *len);
+
+#endif

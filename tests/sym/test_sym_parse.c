@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The symbolizer's parsers on hostile input: malformed ELF files (truncated,
+ * garbage section and program headers, random corruption), maps and
+ * perf-map text, kallsyms text, and the CAPSEC_SYMBOLS codec (round trip,
+ * then every truncation and many mutations of a valid section).
+ *
+ * argv: libsymtest.so
+ */
+#include "test.h"
+
+#include "sym/sym_internal.h"
+#include "sym/symtab.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *lib_path;
+static char tmpdir[] = "/tmp/gpuprof-symparse-XXXXXX";
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *buf = NULL;
+	if (fd < 0 || sym_read_all(fd, 64u << 20, &buf, len) < 0)
+		buf = NULL;
+	if (fd >= 0)
+		close(fd);
+	return (unsigned char *)buf;
+}
+
+/* Write bytes to a file and run the loader on it; lookups on a success. */
+static int load_bytes(const unsigned char *b, size_t len)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/obj", tmpdir);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, b, len) != (ssize_t)len)
+		return -EIO;
+	struct symobj_opts op = {.max_symbols = 1000, .lines = true, .debug_dir = tmpdir};
+	struct sym_obj *o = NULL;
+	uint8_t id[SYM_BUILD_ID_MAX];
+	size_t idlen;
+	symobj_read_build_id(fd, id, &idlen);
+	int r = symobj_load(fd, &op, &o);
+	if (r == 0) {
+		for (uint64_t a = 0; a < 0x4000; a += 0x40) {
+			uint64_t va;
+			char line[256];
+			if (symobj_file_to_vaddr(o, a, &va))
+				symobj_lookup(o, va);
+			symobj_lookup(o, a);
+			symobj_srcline(o, a, line, sizeof(line));
+		}
+		symobj_free(o);
+	}
+	close(fd);
+	unlink(path);
+	return r;
+}
+
+static void test_malformed_elf(void)
+{
+	size_t len;
+	unsigned char *orig = slurp(lib_path, &len);
+	CHECK(orig && len > 1024);
+	if (!orig)
+		return;
+	unsigned char *b = malloc(len);
+	CHECK_EQ_INT(load_bytes(orig, len), 0);
+	/* truncated anywhere */
+	for (size_t cut = 0; cut < len; cut += cut < 256 ? 7 : len / 61)
+		load_bytes(orig, cut);
+	CHECK_EQ_INT(load_bytes(orig, 3), -ENOEXEC);
+	CHECK_EQ_INT(load_bytes((const unsigned char *)"not an elf file at all", 22), -ENOEXEC);
+	/* garbage section header table: offset, count, entry size, strndx */
+	static const size_t fields[] = {0x28, 0x3c, 0x3a, 0x3e, 0x20, 0x38, 0x36};
+	for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++)
+		for (int k = 0; k < 8; k++) {
+			memcpy(b, orig, len);
+			uint64_t v = next_rand();
+			memcpy(b + fields[f], &v, fields[f] == 0x28 || fields[f] == 0x20 ? 8 : 2);
+			load_bytes(b, len);
+		}
+	/* garbage inside the section headers and anywhere */
+	uint64_t shoff;
+	memcpy(&shoff, orig + 0x28, 8);
+	for (int k = 0; k < 2000; k++) {
+		memcpy(b, orig, len);
+		size_t n = 1 + next_rand() % 16;
+		for (size_t i = 0; i < n; i++) {
+			size_t at = k % 2 && shoff < len ? shoff + next_rand() % (len - shoff)
+							 : next_rand() % len;
+			b[at] = (unsigned char)next_rand();
+		}
+		load_bytes(b, len);
+	}
+	free(b);
+	free(orig);
+}
+
+static void test_maps_parse(void)
+{
+	static const char text[] =
+	    "55d4c4a0e000-55d4c4a10000 r--p 00000000 08:01 1234 /usr/bin/cat\n"
+	    "55d4c4a10000-55d4c4a15000 r-xp 00002000 08:01 1234 /usr/bin/cat\n"
+	    "7f0000000000-7f0000001000 r-xp 00000000 00:00 0 \n"
+	    "7f0000002000-7f0000003000 r-xp 00001000 fd:02 77 /opt/my lib.so (deleted)\n"
+	    "7ffc00000000-7ffc00002000 r-xp 00000000 00:00 0                  [vdso]\n"
+	    "garbage\n"
+	    "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]";
+	struct sym_maps *m;
+	CHECK_EQ_INT(procmaps_parse(text, sizeof(text) - 1, 1, &m), 0);
+	CHECK_EQ_INT(m->n, 5);
+	const struct sym_map *x = procmaps_find(m, 0x55d4c4a10010);
+	CHECK(x && x->kind == SYM_MAP_FILE && x->off == 0x2000 && x->ino == 1234);
+	CHECK_STREQ(x ? sym_map_path(m, x) : NULL, "/usr/bin/cat");
+	CHECK(procmaps_find(m, 0x55d4c4a0e010) == NULL); /* not executable */
+	x = procmaps_find(m, 0x7f0000000800);
+	CHECK(x && x->kind == SYM_MAP_ANON);
+	x = procmaps_find(m, 0x7f0000002000);
+	CHECK(x && x->deleted && x->dev_major == 0xfd);
+	CHECK_STREQ(x ? sym_map_path(m, x) : NULL, "/opt/my lib.so");
+	x = procmaps_find(m, 0x7ffc00000001);
+	CHECK(x && x->kind == SYM_MAP_SPECIAL);
+	CHECK(procmaps_find(m, 0x7ffc00002000) == NULL);
+	procmaps_free(m);
+	CHECK_EQ_INT(procmaps_read("/nonexistent", 1, &m), -ENOENT);
+}
+
+static void test_jitmap_parse(void)
+{
+	static const char text[] = "1000 100 first\n"
+				   "0x1000 10 second name with spaces\r\n"
+				   "zzz 10 bad\n"
+				   "2000 0 empty\n"
+				   "ffffffffffffffff 10 wraps\n"
+				   "11112222333344445 10 toolong\n"
+				   "3000 10 last";
+	struct jitmap *j;
+	CHECK_EQ_INT(jitmap_parse(text, sizeof(text) - 1, &j), 0);
+	CHECK_EQ_INT(j->n, 3);
+	CHECK_STREQ(jitmap_lookup(j, 0x1005), "second name with spaces"); /* later wins */
+	CHECK_STREQ(jitmap_lookup(j, 0x1050), "first");
+	CHECK(jitmap_lookup(j, 0x1100) == NULL);
+	CHECK_STREQ(jitmap_lookup(j, 0x3000), "last");
+	CHECK(jitmap_lookup(j, 0x2000) == NULL);
+	jitmap_free(j);
+}
+
+static void test_kallsyms_parse(void)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/kallsyms", tmpdir);
+	FILE *f = fopen(path, "w");
+	fputs("ffffffff81000000 T _stext\n"
+	      "ffffffff81000000 T _text\n"
+	      "ffffffff81001000 t helper\n"
+	      "ffffffff81002000 D some_data\n"
+	      "ffffffff81003000 W weak_fn\n"
+	      "bogus line\n"
+	      "ffffffffc0001000 t mod_fn\t[mymod]\n",
+	      f);
+	fclose(f);
+	struct ksyms *k;
+	const char *mod;
+	CHECK_EQ_INT(ksyms_load(path, &k), 0);
+	CHECK_EQ_INT(k->n, 5);
+	CHECK_STREQ(ksyms_lookup(k, 0xffffffff81000010, NULL), "_stext");
+	CHECK_STREQ(ksyms_lookup(k, 0xffffffff81002010, NULL), "helper"); /* data skipped */
+	CHECK_STREQ(ksyms_lookup(k, 0xffffffffc0001004, &mod), "mod_fn");
+	CHECK_STREQ(mod, "mymod");
+	CHECK(ksyms_lookup(k, 0xffffffff80000000, NULL) == NULL);
+	CHECK(ksyms_lookup(k, 0xffffffffc1000000, NULL) == NULL); /* far past the last */
+	ksyms_free(k);
+
+	f = fopen(path, "w");
+	fputs("0000000000000000 T _stext\n0000000000000000 t helper\n", f);
+	fclose(f);
+	CHECK_EQ_INT(ksyms_load(path, &k), 0);
+	CHECK(k->restricted);
+	CHECK(ksyms_lookup(k, 0xffffffff81000010, NULL) == NULL);
+	ksyms_free(k);
+	unlink(path);
+	CHECK_EQ_INT(ksyms_modules_hash("/nonexistent"), 0);
+}
+
+static void build_table(void **buf, size_t *len, bool lines)
+{
+	struct sym_table_builder *b;
+	uint32_t n[4], l[4];
+	CHECK_EQ_INT(sym_tb_new(lines, &b), 0);
+	sym_tb_name(b, "main", 4, &n[0]);
+	sym_tb_name(b, "work", 4, &n[1]);
+	sym_tb_name(b, "main", 4, &n[2]);
+	sym_tb_name(b, "x.c:3", 5, &l[0]);
+	CHECK_EQ_U64(n[0], n[2]);
+	l[1] = l[2] = 0;
+	uint32_t f1[] = {n[1], n[0]}, f2[] = {n[0]};
+	CHECK_EQ_INT(sym_tb_add(b, 7, 2, f1, l, 2, 0), 0);
+	CHECK_EQ_INT(sym_tb_add(b, 5, 9, f2, NULL, 0, 1), 0);
+	CHECK_EQ_INT(sym_tb_add(b, 7, 1, f2, NULL, 1, 0), 0);
+	CHECK_EQ_INT(sym_tb_encode(b, buf, len), 0);
+	sym_tb_free(b);
+}
+
+static void test_symtab_roundtrip(void)
+{
+	void *buf;
+	size_t len, nl;
+	struct sym_table *t;
+	struct sym_frames f;
+	build_table(&buf, &len, true);
+	CHECK_EQ_INT(sym_table_decode(buf, len, &t, NULL, 0), 0);
+	CHECK_EQ_INT(sym_table_entries(t), 3);
+	CHECK(sym_table_has_lines(t));
+	CHECK(sym_table_find(t, 7, 2, &f));
+	CHECK_EQ_INT(f.nuser, 2);
+	const char *s = sym_table_name(t, f.names[0], &nl);
+	CHECK(nl == 4 && !memcmp(s, "work", 4));
+	s = sym_table_name(t, f.lines[0], &nl);
+	CHECK(nl == 5 && !memcmp(s, "x.c:3", 5));
+	CHECK(sym_table_find(t, 5, 9, &f) && f.nkernel == 1);
+	CHECK(!sym_table_find(t, 5, 8, &f));
+	s = sym_table_name(t, 999, &nl);
+	CHECK(nl == 0 && s);
+	sym_table_free(t);
+
+	struct sym_table_builder *b;
+	uint32_t x = 0;
+	sym_tb_new(false, &b);
+	sym_tb_add(b, 1, 1, &x, NULL, 1, 0);
+	sym_tb_add(b, 1, 1, &x, NULL, 1, 0);
+	void *dup;
+	size_t duplen;
+	CHECK_EQ_INT(sym_tb_encode(b, &dup, &duplen), -EEXIST);
+	sym_tb_free(b);
+	free(buf);
+}
+
+static void test_symtab_hostile(void)
+{
+	void *buf;
+	size_t len;
+	char why[128];
+	struct sym_table *t;
+	build_table(&buf, &len, true);
+	for (size_t cut = 0; cut < len; cut++)
+		CHECK_EQ_INT(sym_table_decode(buf, cut, &t, why, sizeof(why)), -EBADMSG);
+	unsigned char *m = malloc(len + 8);
+	int ok = 0;
+	for (int k = 0; k < 20000; k++) {
+		memcpy(m, buf, len);
+		size_t n = 1 + next_rand() % 4;
+		for (size_t i = 0; i < n; i++)
+			m[next_rand() % len] = (unsigned char)next_rand();
+		if (sym_table_decode(m, len, &t, why, sizeof(why)) == 0) {
+			struct sym_frames f;
+			size_t nl;
+			ok++;
+			for (uint32_t pid = 0; pid < 9; pid++)
+				for (uint32_t st = 0; st < 10; st++)
+					if (sym_table_find(t, pid, st, &f))
+						for (size_t i = 0; i < (size_t)f.nuser + f.nkernel;
+						     i++)
+							sym_table_name(t, f.names[i], &nl);
+			sym_table_free(t);
+		}
+	}
+	fprintf(stderr, "  %d of 20000 mutations still decoded\n", ok);
+	CHECK_EQ_INT(sym_table_decode(NULL, 0, &t, why, sizeof(why)), -EBADMSG);
+	free(m);
+	free(buf);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		TEST_SKIP("usage: %s libsymtest.so", argv[0]);
+	lib_path = argv[1];
+	if (!mkdtemp(tmpdir))
+		TEST_SKIP("cannot create a temporary directory");
+	RUN(test_malformed_elf);
+	RUN(test_maps_parse);
+	RUN(test_jitmap_parse);
+	RUN(test_kallsyms_parse);
+	RUN(test_symtab_roundtrip);
+	RUN(test_symtab_hostile);
+	rmdir(tmpdir);
+	return test_summary();
+}

@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The symbolizer against a real child process: a PIE executable that
+ * dlopen()s a test library (with or without .symtab), an anonymous
+ * executable page described by a perf map, an exited process, the kernel,
+ * and a whole capture rendered as folded stacks.
+ *
+ * argv: symtest_exe libsymtest.so libsymtest-stripped.so
+ */
+#include "test.h"
+#include "capbuild.h"
+
+#include "render/folded.h"
+#include "sym/sym.h"
+#include "sym/sym_internal.h"
+#include "sym/symtab.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *exe_path, *lib_path, *stripped_path;
+
+struct child {
+	pid_t pid;
+	int in_w;
+	uint64_t exe_func, exe_static, lib_exported, lib_static, anon;
+};
+
+static int child_start(struct child *ch, const char *lib)
+{
+	int in[2], out[2];
+	char line[256];
+	memset(ch, 0, sizeof(*ch));
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
+		return -errno;
+	ch->pid = fork();
+	if (ch->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		execl(exe_path, exe_path, lib, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	ch->in_w = in[1];
+	FILE *f = fdopen(out[0], "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char name[64];
+		unsigned long long v = 0;
+		if (!strcmp(line, "ready\n"))
+			break;
+		if (sscanf(line, "%63s %llx", name, &v) != 2)
+			continue;
+		if (!strcmp(name, "exe_func"))
+			ch->exe_func = v;
+		else if (!strcmp(name, "exe_static"))
+			ch->exe_static = v;
+		else if (!strcmp(name, "lib_exported"))
+			ch->lib_exported = v;
+		else if (!strcmp(name, "lib_static"))
+			ch->lib_static = v;
+		else if (!strcmp(name, "anon"))
+			ch->anon = v;
+	}
+	if (f)
+		fclose(f);
+	return ch->exe_func && ch->lib_exported && ch->lib_static ? 0 : -EIO;
+}
+
+static void child_stop(struct child *ch)
+{
+	int st;
+	if (ch->in_w >= 0)
+		close(ch->in_w);
+	ch->in_w = -1;
+	waitpid(ch->pid, &st, 0);
+}
+
+static char name[4200], line[1024];
+
+static const char *res(struct symbolizer *s, uint32_t pid, uint64_t addr)
+{
+	sym_resolve(s, pid, addr, false, name, sizeof(name), line, sizeof(line));
+	return name;
+}
+
+static void test_user_pie(void)
+{
+	struct symbolizer *s;
+	struct child ch;
+	CHECK_EQ_INT(sym_new(NULL, &s), 0);
+	CHECK_EQ_INT(child_start(&ch, lib_path), 0);
+	sym_note_pid(s, (uint32_t)ch.pid);
+	CHECK_STREQ(res(s, ch.pid, ch.exe_func), "exe_func");
+	CHECK_STREQ(res(s, ch.pid, ch.exe_func + 3), "exe_func");
+	CHECK_STREQ(res(s, ch.pid, ch.exe_static), "exe_static");
+	CHECK_STREQ(res(s, ch.pid, ch.lib_exported), "symtest_lib_exported");
+	CHECK_STREQ(res(s, ch.pid, ch.lib_static + 1), "lib_static_fn");
+	CHECK_EQ_INT(sym_resolve(s, ch.pid, 0x10, false, name, sizeof(name), NULL, 0), -ENOENT);
+	CHECK_STREQ(name, "[unknown]");
+	struct sym_stats st;
+	sym_get_stats(s, &st);
+	CHECK_EQ_INT(st.procs, 1);
+	CHECK(st.objects >= 2); /* the executable and the library, at least */
+	child_stop(&ch);
+	sym_free(s);
+}
+
+/* vaddr of a function in the unstripped library, read with the same
+ * loader: the stripped copy's fallback must print exactly this. */
+static uint64_t lib_vaddr_of(const char *fn)
+{
+	struct symobj_opts op = {0};
+	struct sym_obj *o;
+	uint64_t v = 0;
+	int fd = open(lib_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || symobj_load(fd, &op, &o) < 0)
+		return 0;
+	for (size_t i = 0; i < o->nsyms; i++)
+		if (!strcmp(o->strs + o->syms[i].name, fn))
+			v = o->syms[i].addr;
+	symobj_free(o);
+	close(fd);
+	return v;
+}
+
+static void test_stripped_lib(void)
+{
+	struct symbolizer *s;
+	struct child ch;
+	char want[128];
+	uint64_t va = lib_vaddr_of("lib_static_fn");
+	CHECK(va != 0);
+	CHECK_EQ_INT(sym_new(NULL, &s), 0);
+	CHECK_EQ_INT(child_start(&ch, stripped_path), 0);
+	CHECK_STREQ(res(s, ch.pid, ch.lib_exported + 2), "symtest_lib_exported"); /* .dynsym */
+	snprintf(want, sizeof(want), "libsymtest-stripped.so+0x%llx", (unsigned long long)va + 1);
+	CHECK_STREQ(res(s, ch.pid, ch.lib_static + 1), want);
+	CHECK_STREQ(res(s, ch.pid, ch.exe_static), "exe_static");
+	child_stop(&ch);
+	sym_free(s);
+}
+
+static void test_jit_map(void)
+{
+	char dir[] = "/tmp/gpuprof-symtest-XXXXXX", path[256];
+	struct sym_opts o = {.jit_dir = dir};
+	struct symbolizer *s;
+	struct child ch;
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK_EQ_INT(sym_new(&o, &s), 0);
+	CHECK_EQ_INT(child_start(&ch, lib_path), 0);
+	CHECK(ch.anon != 0);
+	snprintf(path, sizeof(path), "%s/perf-%d.map", dir, (int)ch.pid);
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fprintf(f, "garbage line\n%llx 40 py::old:x.py\n", (unsigned long long)ch.anon);
+		fprintf(f, "%llx 40 py::jitted_fn:/app/x.py\n", (unsigned long long)ch.anon);
+		fclose(f);
+	}
+	CHECK_STREQ(res(s, ch.pid, ch.anon + 0x10), "py::jitted_fn:/app/x.py");
+	CHECK_STREQ(res(s, ch.pid, ch.anon + 0x50), "[unknown]");
+	child_stop(&ch);
+	unlink(path);
+	rmdir(dir);
+	sym_free(s);
+}
+
+static void test_exited_process(void)
+{
+	struct symbolizer *s;
+	struct child ch;
+	CHECK_EQ_INT(sym_new(NULL, &s), 0);
+	CHECK_EQ_INT(child_start(&ch, lib_path), 0);
+	sym_note_pid(s, (uint32_t)ch.pid);
+	child_stop(&ch);
+	CHECK(kill(ch.pid, 0) < 0);
+	CHECK_STREQ(res(s, ch.pid, ch.exe_func), "exe_func");
+	CHECK_STREQ(res(s, ch.pid, ch.lib_static), "lib_static_fn");
+	sym_free(s);
+}
+
+static void test_lines(void)
+{
+	struct sym_opts o = {.lines = true};
+	struct symbolizer *s;
+	struct child ch;
+	CHECK_EQ_INT(sym_new(&o, &s), 0);
+	CHECK_EQ_INT(child_start(&ch, lib_path), 0);
+	CHECK_STREQ(res(s, ch.pid, ch.exe_static + 1), "exe_static");
+	CHECK(strstr(line, "symtest_exe.c:") != NULL);
+	if (!strstr(line, "symtest_exe.c:"))
+		fprintf(stderr, "line: \"%s\"\n", line);
+	child_stop(&ch);
+	sym_free(s);
+}
+
+/* The first text symbol at the address of a well-known syscall entry, as
+ * the symbolizer's alias rule picks it; 0 when kallsyms hides addresses. */
+static uint64_t kernel_symbol(char *want, size_t len)
+{
+	static const char *const cands[] = {"__x64_sys_getpid", "__arm64_sys_getpid", "do_sys_open",
+					    "schedule"};
+	char buf[512], nm[256];
+	uint64_t target = 0;
+	for (size_t c = 0; c < sizeof(cands) / sizeof(cands[0]) && !target; c++) {
+		FILE *f = fopen("/proc/kallsyms", "re");
+		unsigned long long a;
+		char t;
+		while (f && fgets(buf, sizeof(buf), f))
+			if (sscanf(buf, "%llx %c %255s", &a, &t, nm) == 3 &&
+			    !strcmp(nm, cands[c])) {
+				target = a;
+				break;
+			}
+		if (f)
+			fclose(f);
+	}
+	if (!target)
+		return 0;
+	FILE *f = fopen("/proc/kallsyms", "re");
+	while (f && fgets(buf, sizeof(buf), f)) {
+		unsigned long long a;
+		char t;
+		if (sscanf(buf, "%llx %c %255s", &a, &t, nm) == 3 && a == target &&
+		    strchr("tTwW", t)) {
+			snprintf(want, len, "%s", nm);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return target;
+}
+
+static void test_kernel(void)
+{
+	struct symbolizer *s;
+	char want[256];
+	uint64_t a = kernel_symbol(want, sizeof(want));
+	CHECK_EQ_INT(sym_new(NULL, &s), 0);
+	if (!a) {
+		fprintf(stderr, "note: kallsyms hides addresses here; checking [unknown] only\n");
+		CHECK_EQ_INT(
+		    sym_resolve(s, 0, 0xffffffff81000000ull, true, name, sizeof(name), NULL, 0),
+		    -ENOENT);
+		CHECK_STREQ(name, "[unknown]");
+	} else {
+		CHECK_EQ_INT(sym_resolve(s, 0, a, true, name, sizeof(name), NULL, 0), 0);
+		CHECK_STREQ(name, want);
+		CHECK_EQ_INT(sym_resolve(s, 0, a + 1, true, name, sizeof(name), NULL, 0), 0);
+		CHECK_STREQ(name, want);
+	}
+	sym_free(s);
+}
+
+struct membuf {
+	char *p;
+	size_t len;
+};
+
+static int mem_write(void *ctx, const void *buf, size_t len)
+{
+	struct membuf *m = ctx;
+	m->p = realloc(m->p, m->len + len + 1);
+	memcpy(m->p + m->len, buf, len);
+	m->len += len;
+	m->p[m->len] = '\0';
+	return 0;
+}
+
+/* A capture of the child's stacks, symbolized after the child exited (its
+ * snapshot from first sight is what resolves), then rendered. */
+static void test_capture_folded(void)
+{
+	struct symbolizer *s;
+	struct capture *c;
+	struct child ch;
+	char want[256], expect[1024];
+	uint64_t ka = kernel_symbol(want, sizeof(want));
+
+	CHECK_EQ_INT(sym_new(NULL, &s), 0);
+	CHECK_EQ_INT(capture_new(&c), 0);
+	CHECK_EQ_INT(child_start(&ch, lib_path), 0);
+	sym_note_pid(s, (uint32_t)ch.pid);
+	child_stop(&ch);
+
+	uint32_t comm = cb_str(c, "symtest_exe");
+	/* leaf first; non-leaf frames are return addresses (+4) */
+	uint64_t ips[] = {ch.exe_static, ch.lib_exported + 4, ch.exe_func + 4, ka};
+	uint32_t st1 = cb_stack(c, ips, 3, ka ? 1 : 0);
+	uint64_t bad[] = {0x1234};
+	uint32_t st2 = cb_stack(c, bad, 1, 0);
+	cb_rec(c, 100, (uint32_t)ch.pid, (uint32_t)ch.pid, comm, st1);
+	cb_rec(c, 200, (uint32_t)ch.pid, (uint32_t)ch.pid + 1, comm, st1);
+	cb_rec(c, 300, 0x7ffffff0, 0x7ffffff0, comm, st2);
+
+	CHECK_EQ_INT(sym_symbolize_capture(s, c), 0);
+	const struct capture_extra *ex = capture_find_extra(c, CAPSEC_SYMBOLS);
+	CHECK(ex != NULL);
+	struct sym_table *t = NULL;
+	CHECK_EQ_INT(ex ? sym_table_decode(ex->data, ex->len, &t, NULL, 0) : -1, 0);
+	CHECK_EQ_INT(sym_table_entries(t), 2);
+	sym_table_free(t);
+	/* a second pass replaces the section */
+	CHECK_EQ_INT(sym_symbolize_capture(s, c), 0);
+	size_t nsym = 0;
+	for (size_t i = 0; i < c->nextras; i++)
+		nsym += c->extras[i].type == CAPSEC_SYMBOLS;
+	CHECK_EQ_INT(nsym, 1);
+
+	struct membuf m = {0};
+	struct folded_totals tot;
+	CHECK_EQ_INT(folded_write(c, NULL, mem_write, &m, &tot), 0);
+	snprintf(expect, sizeof(expect),
+		 "symtest_exe;[unknown] 1\n"
+		 "symtest_exe;exe_func;symtest_lib_exported;exe_static%s%s 2\n",
+		 ka ? ";-;" : "", ka ? want : "");
+	CHECK_STREQ(m.p, expect);
+	CHECK_EQ_INT(tot.samples, 3);
+	CHECK_EQ_INT(tot.stacks, 2);
+	CHECK(tot.symbolized);
+	free(m.p);
+	capture_free(c);
+	sym_free(s);
+}
+
+struct thr {
+	struct symbolizer *s;
+	struct child *ch;
+	int bad;
+};
+
+static void *resolver(void *arg)
+{
+	struct thr *t = arg;
+	char buf[256];
+	for (int i = 0; i < 200; i++) {
+		sym_resolve(t->s, t->ch->pid, t->ch->lib_static, false, buf, sizeof(buf), NULL, 0);
+		t->bad += strcmp(buf, "lib_static_fn") != 0;
+		sym_note_pid(t->s, (uint32_t)t->ch->pid + (uint32_t)(i % 3));
+	}
+	return NULL;
+}
+
+/* Worker threads resolving while others note pids: run under ASan here,
+ * and meant for TSan too. Small caches force eviction races. */
+static void test_threads(void)
+{
+	struct sym_opts o = { .max_objects = 1, .refresh_ns = 1 };
+	struct symbolizer *s;
+	struct child ch;
+	pthread_t th[4];
+	struct thr t[4];
+	CHECK_EQ_INT(sym_new(&o, &s), 0);
+	CHECK_EQ_INT(child_start(&ch, lib_path), 0);
+	for (int i = 0; i < 4; i++) {
+		t[i] = (struct thr){ s, &ch, 0 };
+		pthread_create(&th[i], NULL, resolver, &t[i]);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		CHECK_EQ_INT(t[i].bad, 0);
+	}
+	child_stop(&ch);
+	sym_free(s);
+}
+
+/* Python 3.12+ writes /tmp/perf-PID.map with -X perf. */
+static void test_python_perf_map(void)
+{
+	if (system("python3 -c 'import sys; sys.exit(sys.version_info < (3, 12))' "
+		   ">/dev/null 2>&1") != 0) {
+		fprintf(stderr, "skip: python3 >= 3.12 with -X perf is not available "
+				"(Debian 12 has 3.11); the perf-map path is covered by "
+				"test_jit_map\n");
+		return;
+	}
+	FILE *p = popen("python3 -X perf -c 'import sys\n"
+			"def gpuprof_marker():\n"
+			"    return sys._getframe()\n"
+			"for i in range(2000): gpuprof_marker()\n"
+			"import os, time; print(os.getpid(), flush=True); time.sleep(60)'",
+			"r");
+	int pid = 0;
+	CHECK(p && fscanf(p, "%d", &pid) == 1);
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", pid);
+	FILE *f = fopen(path, "r");
+	unsigned long long a = 0, sz;
+	while (f && fgets(buf, sizeof(buf), f))
+		if (strstr(buf, "gpuprof_marker") && sscanf(buf, "%llx %llx", &a, &sz) == 2)
+			break;
+	if (f)
+		fclose(f);
+	CHECK(a != 0);
+	struct symbolizer *s;
+	CHECK_EQ_INT(sym_new(NULL, &s), 0);
+	if (a)
+		CHECK(strstr(res(s, (uint32_t)pid, a), "gpuprof_marker") != NULL);
+	sym_free(s);
+	if (pid)
+		kill(pid, SIGTERM);
+	if (p)
+		pclose(p);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4)
+		TEST_SKIP("usage: %s symtest_exe libsymtest.so libsymtest-stripped.so", argv[0]);
+	exe_path = argv[1];
+	lib_path = argv[2];
+	stripped_path = argv[3];
+	RUN(test_user_pie);
+	RUN(test_stripped_lib);
+	RUN(test_jit_map);
+	RUN(test_exited_process);
+	RUN(test_lines);
+	RUN(test_kernel);
+	RUN(test_capture_folded);
+	RUN(test_threads);
+	RUN(test_python_perf_map);
+	return test_summary();
+}
