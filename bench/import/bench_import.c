@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_import: import throughput (MB/s of uncompressed JSON, one thread)
+ * and peak RSS (getrusage ru_maxrss) on
+ *   1. the largest reference trace (or --trace FILE), and
+ *   2. a generated trace of --size bytes (default 1G), written to a
+ *      temporary file first (the generator streams; it adds no RSS).
+ *   bench_import [--size 1G] [--trace FILE] [--tmpdir DIR] [--skip-gen]
+ */
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gen.h"
+#include "timeline/timeline.h"
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec / 1e6;
+}
+
+static long maxrss_kb(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+static int bench_file(const char *label, const char *path)
+{
+	struct import_result res;
+	struct timeline *tl;
+	double t0, t1, c0, c1;
+	long rss0 = maxrss_kb();
+	int fd = open(path, O_RDONLY), err;
+
+	if (fd < 0) {
+		perror(path);
+		return 1;
+	}
+	timeline_new(&tl);
+	c0 = cpu_s();
+	t0 = now();
+	err = timeline_import_fd(fd, NULL, tl, &res);
+	t1 = now();
+	c1 = cpu_s();
+	close(fd);
+	if (err < 0) {
+		fprintf(stderr, "%s: import failed: %s\n", path, res.error_msg);
+		timeline_free(tl);
+		return 1;
+	}
+	printf("%-10s %s\n", label, path);
+	printf("  json %.1f MB%s, %llu events kept (%llu raw), %llu warnings\n",
+	       res.bytes_json / 1e6, res.gzip ? " (gzip)" : "",
+	       (unsigned long long)res.events_kept, (unsigned long long)res.events_raw,
+	       (unsigned long long)res.warnings_total);
+	printf("  cpu %.3f s  throughput per CPU-second %.1f MB/s\n", c1 - c0,
+	       res.bytes_json / 1e6 / (c1 - c0));
+	printf("  time %.3f s  throughput %.1f MB/s  peak RSS %.1f MB (before %.1f MB)"
+	       "  RSS/json %.2f\n",
+	       t1 - t0, res.bytes_json / 1e6 / (t1 - t0), maxrss_kb() / 1024.0, rss0 / 1024.0,
+	       maxrss_kb() * 1024.0 / (double)res.bytes_json);
+	timeline_free(tl);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "size", required_argument, NULL, 's' }, { "trace", required_argument, NULL, 't' },
+		{ "tmpdir", required_argument, NULL, 'd' }, { "skip-gen", no_argument, NULL, 'n' },
+		{ 0 }
+	};
+	const char *sh = getenv("GPUPROF_SHARED"), *trace = NULL, *tmpdir = "/tmp";
+	struct gen_opts o = { .size = 1ull << 30, .streams = 3, .world = 8 };
+	char ref[1024], gpath[1100];
+	bool gen = true;
+	int c, rc = 0;
+
+	while ((c = getopt_long(argc, argv, "s:t:d:n", lo, NULL)) != -1) {
+		switch (c) {
+		case 's': o.size = gen_parse_size(optarg); break;
+		case 't': trace = optarg; break;
+		case 'd': tmpdir = optarg; break;
+		case 'n': gen = false; break;
+		default:
+			fprintf(stderr, "usage: %s [--size 1G] [--trace FILE] [--tmpdir DIR] "
+					"[--skip-gen]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (!trace) {
+		snprintf(ref, sizeof(ref), "%s/reference/hta/traces/nccl_parser_config/nccl_data.json.gz",
+			 sh ? sh : "../shared");
+		trace = ref;
+	}
+	if (access(trace, R_OK) == 0)
+		rc |= bench_file("reference", trace);
+	else
+		fprintf(stderr, "skipping reference trace %s (not readable)\n", trace);
+	if (gen && o.size) {
+		FILE *f;
+		double t0 = now();
+		uint64_t n;
+
+		snprintf(gpath, sizeof(gpath), "%s/bench_import_%d.json", tmpdir, (int)getpid());
+		f = fopen(gpath, "w");
+		if (!f) {
+			perror(gpath);
+			return 1;
+		}
+		n = gen_kineto_write(f, &o, 0);
+		fclose(f);
+		fprintf(stderr, "generated %.1f MB in %.1f s\n", n / 1e6, now() - t0);
+		rc |= bench_file("generated", gpath);
+		unlink(gpath);
+	}
+	return rc;
+}

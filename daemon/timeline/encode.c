@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Binary encoding of a timeline (the CAPSEC_TIMELINE capture section), and
+ * timeline_equal(). Layout (all little-endian, docs/import.md):
+ *
+ *   "GPTL" u32 version u32 nstrs u32 nranks
+ *   nstrs-1 × { u32 len, bytes }            (id 0 is "" and not stored)
+ *   nranks × { rank header, events, args, flows, meta, devices }
+ *
+ * Indexes are not stored; decode rebuilds them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "timeline_int.h"
+
+static int wb_reserve(struct wbuf *w, size_t n)
+{
+	if (w->err)
+		return w->err;
+	if (w->len + n > w->cap) {
+		size_t nc = w->cap ? w->cap * 2 : 4096;
+		uint8_t *p;
+
+		while (nc < w->len + n)
+			nc *= 2;
+		p = realloc(w->buf, nc);
+		if (!p)
+			return w->err = -ENOMEM;
+		w->buf = p;
+		w->cap = nc;
+	}
+	return 0;
+}
+
+void wb_u32(struct wbuf *w, uint32_t v)
+{
+	if (wb_reserve(w, 4))
+		return;
+	for (int i = 0; i < 4; i++)
+		w->buf[w->len++] = (uint8_t)(v >> (8 * i));
+}
+
+void wb_i64(struct wbuf *w, int64_t v)
+{
+	uint64_t u = (uint64_t)v;
+
+	if (wb_reserve(w, 8))
+		return;
+	for (int i = 0; i < 8; i++)
+		w->buf[w->len++] = (uint8_t)(u >> (8 * i));
+}
+
+static void wb_bytes(struct wbuf *w, const void *p, size_t n)
+{
+	if (wb_reserve(w, n))
+		return;
+	memcpy(w->buf + w->len, p, n);
+	w->len += n;
+}
+
+static void enc_event(struct wbuf *w, const struct tl_event *e)
+{
+	wb_i64(w, e->ts_ns);
+	wb_i64(w, e->dur_ns);
+	wb_i64(w, e->hta_ts_us);
+	wb_i64(w, e->hta_end_us);
+	wb_i64(w, e->pid);
+	wb_i64(w, e->tid);
+	wb_i64(w, e->stream);
+	wb_i64(w, e->correlation);
+	wb_i64(w, e->external_id);
+	wb_i64(w, e->index_correlation);
+	wb_u32(w, e->index);
+	wb_u32(w, e->name);
+	wb_u32(w, e->cat);
+	wb_u32(w, e->args);
+	wb_u32(w, e->flags);
+	wb_u32(w, (uint32_t)e->device);
+	wb_u32(w, (uint32_t)e->kind | (uint32_t)e->sync << 8);
+}
+
+static void enc_args(struct wbuf *w, const struct tl_args *a)
+{
+	const int64_t n[] = { a->wait_on_stream, a->wait_on_event_record_corr,
+			      a->wait_on_event_id, a->queued, a->bytes, a->in_msg_nelems,
+			      a->out_msg_nelems, a->group_size, a->context };
+	const uint32_t s[] = { a->collective_name, a->dtype, a->pg_name, a->pg_desc,
+			       a->pg_ranks, a->in_split, a->out_split };
+
+	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
+		wb_i64(w, n[i]);
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+		wb_u32(w, s[i]);
+	for (int i = 0; i < 3; i++)
+		wb_u32(w, (uint32_t)a->grid[i]);
+	for (int i = 0; i < 3; i++)
+		wb_u32(w, (uint32_t)a->block[i]);
+}
+
+static void enc_rank(struct wbuf *w, const struct tl_rank *r)
+{
+	wb_u32(w, (uint32_t)r->rank);
+	wb_u32(w, r->flags & ~TL_RANK_FINALIZED);
+	wb_u32(w, r->raw_events);
+	wb_u32(w, r->parsed_events);
+	wb_i64(w, r->min_ts_ns);
+	wb_i64(w, r->hta_min_ts_us);
+	wb_i64(w, r->step_cutoff_hta_us);
+	wb_i64(w, r->step_cutoff_ns);
+	wb_u32(w, r->trace_name);
+	wb_i64(w, r->base_time_ns);
+	wb_u32(w, r->nev);
+	wb_u32(w, r->nargs);
+	wb_u32(w, r->nflows);
+	wb_u32(w, r->nmeta);
+	wb_u32(w, r->ndevices);
+	for (uint32_t i = 0; i < r->nev; i++)
+		enc_event(w, &r->ev[i]);
+	for (uint32_t i = 0; i < r->nargs; i++)
+		enc_args(w, &r->args[i]);
+	for (uint32_t i = 0; i < r->nflows; i++) {
+		const struct tl_flow *f = &r->flows[i];
+
+		wb_i64(w, f->id);
+		wb_i64(w, f->ts_ns);
+		wb_i64(w, f->pid);
+		wb_i64(w, f->tid);
+		wb_u32(w, f->index);
+		wb_u32(w, f->cat);
+		wb_u32(w, (uint32_t)f->ph | (uint32_t)f->bp_enclosing << 8);
+	}
+	for (uint32_t i = 0; i < r->nmeta; i++) {
+		wb_i64(w, r->meta[i].pid);
+		wb_i64(w, r->meta[i].tid);
+		wb_u32(w, r->meta[i].kind);
+		wb_u32(w, r->meta[i].value);
+	}
+	for (uint32_t i = 0; i < r->ndevices; i++) {
+		const struct tl_device *d = &r->devices[i];
+
+		wb_i64(w, d->total_global_mem);
+		wb_u32(w, (uint32_t)d->id);
+		wb_u32(w, d->name);
+		wb_u32(w, (uint32_t)d->compute_major);
+		wb_u32(w, (uint32_t)d->compute_minor);
+		wb_u32(w, (uint32_t)d->num_sms);
+		wb_u32(w, (uint32_t)d->warp_size);
+		wb_u32(w, (uint32_t)d->max_threads_per_block);
+		wb_u32(w, (uint32_t)d->max_threads_per_sm);
+		wb_u32(w, (uint32_t)d->regs_per_block);
+		wb_u32(w, (uint32_t)d->shared_mem_per_block);
+	}
+}
+
+int timeline_encode(const struct timeline *tl, void **buf, size_t *len)
+{
+	struct wbuf w = { 0 };
+
+	for (uint32_t i = 0; i < tl->nranks; i++)
+		if (!(tl->ranks[i]->flags & TL_RANK_FINALIZED))
+			return -EINVAL;
+	wb_bytes(&w, TL_ENC_MAGIC, 4);
+	wb_u32(&w, TIMELINE_ENC_VERSION);
+	wb_u32(&w, tl->st.n);
+	wb_u32(&w, tl->nranks);
+	for (uint32_t id = 1; id < tl->st.n; id++) {
+		wb_u32(&w, tl->st.len[id]);
+		wb_bytes(&w, tl->st.blob + tl->st.off[id], tl->st.len[id]);
+	}
+	for (uint32_t i = 0; i < tl->nranks; i++)
+		enc_rank(&w, tl->ranks[i]);
+	if (w.err) {
+		free(w.buf);
+		return w.err;
+	}
+	*buf = w.buf;
+	*len = w.len;
+	return 0;
+}
+
+static bool args_eq(const struct tl_args *a, const struct tl_args *b)
+{
+	return a->wait_on_stream == b->wait_on_stream &&
+	       a->wait_on_event_record_corr == b->wait_on_event_record_corr &&
+	       a->wait_on_event_id == b->wait_on_event_id && a->queued == b->queued &&
+	       a->bytes == b->bytes && a->in_msg_nelems == b->in_msg_nelems &&
+	       a->out_msg_nelems == b->out_msg_nelems && a->group_size == b->group_size &&
+	       a->context == b->context && a->collective_name == b->collective_name &&
+	       a->dtype == b->dtype && a->pg_name == b->pg_name && a->pg_desc == b->pg_desc &&
+	       a->pg_ranks == b->pg_ranks && a->in_split == b->in_split &&
+	       a->out_split == b->out_split && !memcmp(a->grid, b->grid, sizeof(a->grid)) &&
+	       !memcmp(a->block, b->block, sizeof(a->block));
+}
+
+static bool rank_eq(const struct tl_rank *a, const struct tl_rank *b)
+{
+	if (a->rank != b->rank || a->flags != b->flags || a->nev != b->nev ||
+	    a->nargs != b->nargs || a->nflows != b->nflows || a->nmeta != b->nmeta ||
+	    a->ndevices != b->ndevices || a->raw_events != b->raw_events ||
+	    a->parsed_events != b->parsed_events || a->min_ts_ns != b->min_ts_ns ||
+	    a->hta_min_ts_us != b->hta_min_ts_us || a->step_cutoff_ns != b->step_cutoff_ns ||
+	    a->step_cutoff_hta_us != b->step_cutoff_hta_us || a->trace_name != b->trace_name ||
+	    a->base_time_ns != b->base_time_ns || a->nstreams != b->nstreams ||
+	    a->nthreads != b->nthreads)
+		return false;
+	if (a->nev && memcmp(a->ev, b->ev, a->nev * sizeof(*a->ev)))
+		return false;
+	for (uint32_t i = 0; i < a->nargs; i++)
+		if (!args_eq(&a->args[i], &b->args[i]))
+			return false;
+	for (uint32_t i = 0; i < a->nflows; i++) {
+		const struct tl_flow *x = &a->flows[i], *y = &b->flows[i];
+
+		if (x->id != y->id || x->ts_ns != y->ts_ns || x->pid != y->pid ||
+		    x->tid != y->tid || x->index != y->index || x->cat != y->cat ||
+		    x->ph != y->ph || x->bp_enclosing != y->bp_enclosing)
+			return false;
+	}
+	for (uint32_t i = 0; i < a->nmeta; i++)
+		if (memcmp(&a->meta[i], &b->meta[i], sizeof(a->meta[i])))
+			return false;
+	for (uint32_t i = 0; i < a->ndevices; i++)
+		if (memcmp(&a->devices[i], &b->devices[i], sizeof(a->devices[i])))
+			return false;
+	return true;
+}
+
+bool timeline_equal(const struct timeline *a, const struct timeline *b)
+{
+	if (a->st.n != b->st.n || a->nranks != b->nranks)
+		return false;
+	for (uint32_t id = 0; id < a->st.n; id++)
+		if (a->st.len[id] != b->st.len[id] ||
+		    memcmp(a->st.blob + a->st.off[id], b->st.blob + b->st.off[id], a->st.len[id]))
+			return false;
+	for (uint32_t i = 0; i < a->nranks; i++)
+		if (!rank_eq(a->ranks[i], b->ranks[i]))
+			return false;
+	return true;
+}

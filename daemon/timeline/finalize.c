@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Finalize: HTA's correlation link (SPEC 4.5), ProfilerStep filter (4.8),
+ * row order (4.9), then the indexes: per stream, per thread, per
+ * correlation. Sorting is a merge sort over positions that first checks
+ * whether the input is already in order (Kineto mostly writes it so).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "timeline_int.h"
+
+int tl_cmp_ts(const struct tl_event *ev, uint32_t a, uint32_t b)
+{
+	if (ev[a].ts_ns != ev[b].ts_ns)
+		return ev[a].ts_ns < ev[b].ts_ns ? -1 : 1;
+	return ev[a].index < ev[b].index ? -1 : ev[a].index > ev[b].index;
+}
+
+int tl_cmp_corr(const struct tl_event *ev, uint32_t a, uint32_t b)
+{
+	if (ev[a].correlation != ev[b].correlation)
+		return ev[a].correlation < ev[b].correlation ? -1 : 1;
+	return ev[a].index < ev[b].index ? -1 : ev[a].index > ev[b].index;
+}
+
+/* Stable merge sort of positions p[0..n) by cmp; tmp has room for n. */
+void tl_msort(uint32_t *p, uint32_t *tmp, uint32_t n, const struct tl_event *ev, tl_cmp_fn cmp)
+{
+	uint32_t i, w;
+
+	for (i = 1; i < n && cmp(ev, p[i - 1], p[i]) <= 0; i++)
+		;
+	if (i >= n)
+		return;
+	for (w = 1; w < n; w *= 2) {
+		for (i = 0; i < n; i += 2 * w) {
+			uint32_t lo = i, mid = i + w < n ? i + w : n;
+			uint32_t hi = i + 2 * w < n ? i + 2 * w : n, a = lo, b = mid, k = lo;
+
+			if (mid >= hi || cmp(ev, p[mid - 1], p[mid]) <= 0) {
+				memcpy(tmp + lo, p + lo, (hi - lo) * sizeof(*p));
+				continue;
+			}
+			while (a < mid && b < hi)
+				tmp[k++] = cmp(ev, p[b], p[a]) < 0 ? p[b++] : p[a++];
+			while (a < mid)
+				tmp[k++] = p[a++];
+			while (b < hi)
+				tmp[k++] = p[b++];
+		}
+		memcpy(p, tmp, n * sizeof(*p));
+	}
+}
+
+/* HTA 4.5 over the rank's (unfiltered) rows: index_correlation. Several
+ * partners: the last one (highest index) wins. */
+static int corr_link(struct tl_rank *r)
+{
+	uint32_t *p = malloc((size_t)r->nev * sizeof(*p) + 1), *tmp, n = 0;
+
+	tmp = malloc((size_t)r->nev * sizeof(*tmp) + 1);
+	if (!p || !tmp) {
+		free(p);
+		free(tmp);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < r->nev; i++)
+		if (r->ev[i].correlation != -1)
+			p[n++] = i;
+	tl_msort(p, tmp, n, r->ev, tl_cmp_corr);
+	for (uint32_t g = 0; g < n;) {
+		uint32_t e = g;
+		int64_t last_gpu = -1, last_cpu = -1;
+
+		while (e < n && r->ev[p[e]].correlation == r->ev[p[g]].correlation)
+			e++;
+		for (uint32_t i = g; i < e; i++) {
+			if (r->ev[p[i]].flags & TL_EV_GPU_KERNEL_FILTER)
+				last_gpu = r->ev[p[i]].index;
+			else
+				last_cpu = r->ev[p[i]].index;
+		}
+		for (uint32_t i = g; i < e && last_gpu >= 0 && last_cpu >= 0; i++) {
+			struct tl_event *ev = &r->ev[p[i]];
+
+			ev->index_correlation =
+				(ev->flags & TL_EV_GPU_KERNEL_FILTER) ? last_cpu : last_gpu;
+		}
+		g = e;
+	}
+	free(p);
+	free(tmp);
+	return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* HTA 4.8, one rank. Ranks without any ProfilerStep row are left alone
+ * (HTA would compare against NaN and drop every row; docs/import.md). */
+static int step_filter(struct tl_rank *r)
+{
+	int64_t cutoff = INT64_MIN, cutoff_ns = -1, *corrs;
+	uint32_t ncorr = 0, n = 0, nargs = 0;
+	struct tl_args *args;
+
+	for (uint32_t i = 0; i < r->nev; i++) {
+		const struct tl_event *e = &r->ev[i];
+
+		if ((e->flags & TL_EV_PROFILER_STEP) && !(e->flags & TL_EV_GPU_KERNEL_FILTER) &&
+		    e->hta_ts_us > cutoff) {
+			cutoff = e->hta_ts_us;
+			cutoff_ns = e->ts_ns;
+		}
+	}
+	if (cutoff == INT64_MIN)
+		return 0;
+	corrs = malloc((size_t)r->nev * sizeof(*corrs) + 1);
+	args = malloc((size_t)r->nargs * sizeof(*args) + 1);
+	if (!corrs || !args) {
+		free(corrs);
+		free(args);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < r->nev; i++)
+		if (!(r->ev[i].flags & TL_EV_GPU_KERNEL_FILTER) && r->ev[i].hta_ts_us < cutoff)
+			corrs[ncorr++] = r->ev[i].correlation;
+	qsort(corrs, ncorr, sizeof(*corrs), cmp_i64);
+	for (uint32_t i = 0; i < r->nev; i++) {
+		struct tl_event e = r->ev[i];
+		bool keep;
+
+		if (e.flags & TL_EV_GPU_KERNEL_FILTER)
+			keep = bsearch(&e.correlation, corrs, ncorr, sizeof(*corrs), cmp_i64);
+		else
+			keep = e.hta_ts_us < cutoff;
+		if (!keep)
+			continue;
+		if (e.args != TL_NO_ARGS) {
+			args[nargs] = r->args[e.args];
+			e.args = nargs++;
+		}
+		r->ev[n++] = e;
+	}
+	free(corrs);
+	free(r->args);
+	r->args = args;
+	r->nargs = nargs;
+	r->nev = n;
+	r->step_cutoff_hta_us = cutoff;
+	r->step_cutoff_ns = cutoff_ns;
+	r->flags |= TL_RANK_STEP_FILTERED;
+	return 0;
+}
+
+static uint32_t step_names(struct timeline *tl, uint32_t *ids, uint32_t cap)
+{
+	uint32_t n = 0;
+
+	for (uint32_t ri = 0; ri < tl->nranks; ri++) {
+		const struct tl_rank *r = tl->ranks[ri];
+
+		for (uint32_t i = 0; i < r->nev && n < cap; i++) {
+			uint32_t j;
+
+			if (!(r->ev[i].flags & TL_EV_PROFILER_STEP))
+				continue;
+			for (j = 0; j < n && ids[j] != r->ev[i].name; j++)
+				;
+			if (j == n)
+				ids[n++] = r->ev[i].name;
+		}
+	}
+	return n;
+}
+
+int timeline_finalize(struct timeline *tl, unsigned flags)
+{
+	uint32_t ids[2];
+	bool filter;
+	int err;
+
+	for (uint32_t i = 0; i < tl->nranks; i++) {
+		struct tl_rank *r = tl->ranks[i];
+
+		if (!(r->flags & TL_RANK_FINALIZED) && (err = corr_link(r)) < 0)
+			return err;
+	}
+	filter = !(flags & TL_FIN_NO_STEP_FILTER) && step_names(tl, ids, 2) >= 2;
+	for (uint32_t i = 0; i < tl->nranks; i++) {
+		struct tl_rank *r = tl->ranks[i];
+
+		if (r->flags & TL_RANK_FINALIZED)
+			continue;
+		if (filter && (err = step_filter(r)) < 0)
+			return err;
+		if ((err = tl_rank_index(r)) < 0)
+			return err;
+	}
+	return 0;
+}

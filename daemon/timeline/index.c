@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Per-rank indexes, built once: HTA row order, per correlation (+ links),
+ * per GPU stream and per thread (each sorted by time), and the duplicate
+ * marking done at import.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "timeline_int.h"
+
+/* Group key: (f, a, b) with f = string flags; streams use (0, stream, pid). */
+struct gkey {
+	uint32_t f;
+	int64_t a, b;
+	uint32_t count, first;
+};
+
+static int cmp_gkey(const void *x, const void *y)
+{
+	const struct gkey *p = x, *q = y;
+
+	if ((p->f & TL_EV_PID_STR) != (q->f & TL_EV_PID_STR))
+		return (p->f & TL_EV_PID_STR) ? 1 : -1;
+	if (p->a != q->a)
+		return p->a < q->a ? -1 : 1;
+	if (p->f != q->f)
+		return p->f < q->f ? -1 : 1;
+	return p->b < q->b ? -1 : p->b > q->b;
+}
+
+static uint64_t gkey_hash(uint32_t f, int64_t a, int64_t b)
+{
+	uint64_t h = ((uint64_t)a * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)b + f);
+
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 31);
+}
+
+/*
+ * Group the selected events by key with a counting sort (few distinct
+ * keys: threads, streams), keep index order inside a group, then sort each
+ * group by (ts, index) — O(n) when already in time order. out[] gets the
+ * positions; *keys_out the groups in key order (caller frees).
+ */
+static int group_sort(struct tl_rank *r, bool streams, uint32_t *out, uint32_t *tmp,
+		      uint32_t *nout, struct gkey **keys_out, uint32_t *nkeys_out)
+{
+	uint32_t nslots = 64, nkeys = 0, cap = 0, n = 0, *slots, *gid = tmp, *rank_of;
+	struct gkey *keys = NULL;
+	int err = -ENOMEM;
+
+	slots = calloc(nslots, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < r->nev; i++) {
+		const struct tl_event *e = &r->ev[i];
+		uint32_t f = streams ? 0 : e->flags & (TL_EV_PID_STR | TL_EV_TID_STR);
+		int64_t a = streams ? e->stream : e->pid, b = streams ? e->pid : e->tid;
+		uint64_t s;
+
+		if (streams && !(e->flags & TL_EV_GPU_SIDE)) {
+			gid[i] = UINT32_MAX;
+			continue;
+		}
+		for (s = gkey_hash(f, a, b) & (nslots - 1); slots[s]; s = (s + 1) & (nslots - 1)) {
+			struct gkey *k = &keys[slots[s] - 1];
+
+			if (k->f == f && k->a == a && k->b == b)
+				break;
+		}
+		if (!slots[s]) {
+			if (tl_grow((void **)&keys, &cap, nkeys + 1, sizeof(*keys)) < 0)
+				goto out;
+			keys[nkeys] = (struct gkey){ .f = f, .a = a, .b = b };
+			slots[s] = ++nkeys;
+			if (nkeys * 2 > nslots) { /* rehash */
+				uint32_t *ns = calloc(nslots * 2, sizeof(*ns));
+
+				if (!ns)
+					goto out;
+				free(slots);
+				slots = ns;
+				nslots *= 2;
+				for (uint32_t k = 0; k < nkeys; k++) {
+					uint64_t t = gkey_hash(keys[k].f, keys[k].a, keys[k].b) &
+						     (nslots - 1);
+
+					while (slots[t])
+						t = (t + 1) & (nslots - 1);
+					slots[t] = k + 1;
+				}
+				for (s = 0; slots[s] != nkeys; s++)
+					;
+			}
+		}
+		gid[i] = slots[s] - 1;
+		keys[gid[i]].count++;
+		n++;
+	}
+	/* key order, then offsets; count[] doubles as the running cursor */
+	rank_of = malloc((nkeys + 1) * sizeof(*rank_of));
+	if (!rank_of)
+		goto out;
+	for (uint32_t k = 0; k < nkeys; k++)
+		keys[k].first = k; /* remember the original id */
+	if (nkeys)
+		qsort(keys, nkeys, sizeof(*keys), cmp_gkey);
+	for (uint32_t k = 0, off = 0; k < nkeys; k++) {
+		rank_of[keys[k].first] = k;
+		keys[k].first = off;
+		off += keys[k].count;
+		keys[k].count = 0;
+	}
+	for (uint32_t i = 0; i < r->nev; i++) {
+		struct gkey *k;
+
+		if (gid[i] == UINT32_MAX)
+			continue;
+		k = &keys[rank_of[gid[i]]];
+		out[k->first + k->count++] = i;
+	}
+	free(rank_of);
+	for (uint32_t k = 0; k < nkeys; k++)
+		tl_msort(out + keys[k].first, tmp, keys[k].count, r->ev, tl_cmp_ts);
+	*nout = n;
+	*keys_out = keys;
+	*nkeys_out = nkeys;
+	keys = NULL;
+	err = 0;
+out:
+	free(keys);
+	free(slots);
+	return err;
+}
+
+static void build_links(struct tl_rank *r)
+{
+	for (uint32_t g = 0; g < r->nby_corr;) {
+		uint32_t e = g;
+		int32_t gpu = -1, cpu = -1;
+
+		while (e < r->nby_corr &&
+		       r->ev[r->by_corr[e]].correlation == r->ev[r->by_corr[g]].correlation)
+			e++;
+		for (uint32_t i = g; i < e; i++) {
+			if (r->ev[r->by_corr[i]].flags & TL_EV_GPU_KERNEL_FILTER)
+				gpu = (int32_t)r->by_corr[i];
+			else
+				cpu = (int32_t)r->by_corr[i];
+		}
+		for (uint32_t i = g; i < e; i++) {
+			struct tl_event *ev = &r->ev[r->by_corr[i]];
+
+			ev->link = (ev->flags & TL_EV_GPU_KERNEL_FILTER) ? cpu : gpu;
+		}
+		g = e;
+	}
+}
+
+int tl_rank_index(struct tl_rank *r)
+{
+	uint32_t *tmp, n;
+	size_t sz = (size_t)r->nev * sizeof(uint32_t) + 4;
+
+	tl_rank_drop_indexes(r);
+	tmp = malloc(sz);
+	r->by_corr = malloc(sz);
+	r->by_stream = malloc(sz);
+	r->by_thread = malloc(sz);
+	if (r->flags & TL_RANK_STEP_FILTERED)
+		r->hta_order = malloc(sz);
+	if (!tmp || !r->by_corr || !r->by_stream || !r->by_thread ||
+	    ((r->flags & TL_RANK_STEP_FILTERED) && !r->hta_order))
+		goto nomem;
+
+	if (r->hta_order) { /* 4.9: GPUKernelFilter rows first, then the rest */
+		n = 0;
+		for (uint32_t i = 0; i < r->nev; i++)
+			if (r->ev[i].flags & TL_EV_GPU_KERNEL_FILTER)
+				r->hta_order[n++] = i;
+		for (uint32_t i = 0; i < r->nev; i++)
+			if (!(r->ev[i].flags & TL_EV_GPU_KERNEL_FILTER))
+				r->hta_order[n++] = i;
+	}
+
+	n = 0;
+	for (uint32_t i = 0; i < r->nev; i++) {
+		r->ev[i].link = -1;
+		if (r->ev[i].correlation != -1)
+			r->by_corr[n++] = i;
+	}
+	r->nby_corr = n;
+	tl_msort(r->by_corr, tmp, n, r->ev, tl_cmp_corr);
+	build_links(r);
+
+	{
+		struct gkey *keys;
+		uint32_t nkeys;
+
+		if (group_sort(r, true, r->by_stream, tmp, &r->nby_stream, &keys, &nkeys) < 0)
+			goto nomem;
+		r->streams = calloc(nkeys + 1, sizeof(*r->streams));
+		for (uint32_t k = 0; r->streams && k < nkeys; k++)
+			r->streams[k] = (struct tl_stream){ .stream = keys[k].a, .pid = keys[k].b,
+							    .first = keys[k].first,
+							    .count = keys[k].count };
+		r->nstreams = nkeys;
+		free(keys);
+		if (!r->streams)
+			goto nomem;
+		if (group_sort(r, false, r->by_thread, tmp, &n, &keys, &nkeys) < 0)
+			goto nomem;
+		r->threads = calloc(nkeys + 1, sizeof(*r->threads));
+		for (uint32_t k = 0; r->threads && k < nkeys; k++)
+			r->threads[k] = (struct tl_thread){ .pid = keys[k].a, .tid = keys[k].b,
+							    .first = keys[k].first,
+							    .count = keys[k].count,
+							    .flags = keys[k].f };
+		r->nthreads = nkeys;
+		free(keys);
+		if (!r->threads)
+			goto nomem;
+	}
+	free(tmp);
+	r->flags |= TL_RANK_FINALIZED;
+	return 0;
+nomem:
+	free(tmp);
+	tl_rank_drop_indexes(r);
+	return -ENOMEM;
+}
+
+static uint64_t ev_hash(const struct tl_event *e)
+{
+	uint64_t h = (uint64_t)e->ts_ns * 0x9e3779b97f4a7c15ull;
+
+	h ^= (uint64_t)e->dur_ns + 0x7f4a7c15ull + (h << 6) + (h >> 2);
+	h ^= ((uint64_t)e->name << 32 | e->cat) + (h << 6) + (h >> 2);
+	h ^= (uint64_t)e->pid * 31 + (uint64_t)e->tid + (h << 6) + (h >> 2);
+	h ^= (uint64_t)e->correlation + (h << 6) + (h >> 2);
+	return h * 0xbf58476d1ce4e5b9ull;
+}
+
+static bool ev_same(const struct tl_event *a, const struct tl_event *b)
+{
+	return a->ts_ns == b->ts_ns && a->dur_ns == b->dur_ns && a->name == b->name &&
+	       a->cat == b->cat && a->pid == b->pid && a->tid == b->tid &&
+	       a->stream == b->stream && a->correlation == b->correlation &&
+	       a->external_id == b->external_id &&
+	       (a->flags & (TL_EV_PID_STR | TL_EV_TID_STR)) ==
+		       (b->flags & (TL_EV_PID_STR | TL_EV_TID_STR));
+}
+
+int64_t tl_rank_mark_duplicates(struct tl_rank *r)
+{
+	uint64_t nslots = 16;
+	uint32_t *slots;
+	int64_t dups = 0;
+
+	while (nslots < (uint64_t)r->nev * 2)
+		nslots *= 2;
+	slots = calloc(nslots, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < r->nev; i++) {
+		uint64_t s = ev_hash(&r->ev[i]) & (nslots - 1);
+
+		for (; slots[s]; s = (s + 1) & (nslots - 1)) {
+			if (ev_same(&r->ev[slots[s] - 1], &r->ev[i])) {
+				r->ev[i].flags |= TL_EV_DUPLICATE;
+				dups++;
+				break;
+			}
+		}
+		if (!slots[s])
+			slots[s] = i + 1;
+	}
+	free(slots);
+	return dups;
+}

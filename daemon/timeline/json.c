@@ -1,0 +1,589 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Incremental JSON tokenizer. The hot paths are the string scan (a table
+ * lookup per byte, zero-copy when a string lies inside one chunk) and the
+ * whitespace skip; everything else is a small state machine that can stop
+ * at any byte and resume with the next chunk (tests feed 1-byte chunks).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+enum {
+	ST_VALUE, /* a value must come */
+	ST_VALUE_OR_CLOSE, /* after '[' */
+	ST_KEY_OR_CLOSE, /* after '{' */
+	ST_KEY, /* after ',' in an object */
+	ST_COLON,
+	ST_COMMA_OR_CLOSE,
+	ST_DONE,
+};
+
+enum { T_NONE, T_STR, T_STR_ESC, T_STR_U, T_NUM, T_WORD };
+
+#define NUM_MAX 320
+
+/* 1 = byte that ends the fast string scan: '"', '\\', control, non-ASCII. */
+static const uint8_t str_stop[256] = {
+	[0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x80 ... 0xff] = 1,
+};
+
+static int fail(struct json_tok *t, uint64_t off, int err, const char *what)
+{
+	snprintf(t->err, sizeof(t->err), "%s at byte %llu", what, (unsigned long long)off);
+	t->err_offset = off;
+	return err;
+}
+
+void json_tok_init(struct json_tok *t, const struct json_sax *sax, void *ctx,
+		   uint32_t max_depth, uint32_t max_string)
+{
+	memset(t, 0, sizeof(*t));
+	t->sax = sax;
+	t->ctx = ctx;
+	t->max_depth = max_depth && max_depth < JSON_MAX_DEPTH_HARD ? max_depth : 64;
+	t->max_string = max_string ? max_string : 65536;
+	t->state = ST_VALUE;
+}
+
+void json_tok_finish(struct json_tok *t)
+{
+	free(t->buf);
+	t->buf = NULL;
+	t->bcap = t->blen = 0;
+}
+
+static int buf_put(struct json_tok *t, const char *s, size_t n)
+{
+	if (!n)
+		return 0;
+	if (t->blen + n > t->max_string + (size_t)NUM_MAX) {
+		t->tok_trunc = true;
+		return 0;
+	}
+	if (t->blen + n > t->bcap) {
+		size_t nc = t->bcap ? t->bcap * 2 : 256;
+		char *b;
+
+		while (nc < t->blen + n)
+			nc *= 2;
+		b = realloc(t->buf, nc);
+		if (!b)
+			return -ENOMEM;
+		t->buf = b;
+		t->bcap = nc;
+	}
+	memcpy(t->buf + t->blen, s, n);
+	t->blen += n;
+	return 0;
+}
+
+/* Append string content, honouring the max_string cap. */
+static int str_put(struct json_tok *t, const char *s, size_t n)
+{
+	if (t->blen + n > t->max_string) {
+		size_t room = t->max_string > t->blen ? t->max_string - t->blen : 0;
+
+		t->tok_trunc = true;
+		return room ? buf_put(t, s, room) : 0;
+	}
+	return buf_put(t, s, n);
+}
+
+static int put_cp(struct json_tok *t, uint32_t c)
+{
+	char u[4];
+	size_t n;
+
+	if (c < 0x80) {
+		u[0] = (char)c;
+		n = 1;
+	} else if (c < 0x800) {
+		u[0] = (char)(0xc0 | (c >> 6));
+		u[1] = (char)(0x80 | (c & 0x3f));
+		n = 2;
+	} else if (c < 0x10000) {
+		u[0] = (char)(0xe0 | (c >> 12));
+		u[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+		u[2] = (char)(0x80 | (c & 0x3f));
+		n = 3;
+	} else {
+		u[0] = (char)(0xf0 | (c >> 18));
+		u[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+		u[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+		u[3] = (char)(0x80 | (c & 0x3f));
+		n = 4;
+	}
+	return str_put(t, u, n);
+}
+
+static int bad_utf8(struct json_tok *t)
+{
+	t->tok_bad = true;
+	t->utf8_need = t->utf8_have = 0;
+	return put_cp(t, 0xfffd);
+}
+
+/* One non-ASCII byte of a string: validate UTF-8 incrementally. */
+static int utf8_byte(struct json_tok *t, uint8_t c)
+{
+	if (!t->utf8_need) {
+		if (c >= 0xc2 && c <= 0xdf)
+			t->utf8_need = 1;
+		else if (c >= 0xe0 && c <= 0xef)
+			t->utf8_need = 2;
+		else if (c >= 0xf0 && c <= 0xf4)
+			t->utf8_need = 3;
+		else
+			return bad_utf8(t);
+		t->utf8_seq[0] = c;
+		t->utf8_have = 1;
+		return 0;
+	}
+	if ((c & 0xc0) != 0x80) {
+		int err = bad_utf8(t);
+
+		return err < 0 ? err : utf8_byte(t, c); /* c may start a new one */
+	}
+	if (t->utf8_have == 1) {
+		uint8_t b0 = t->utf8_seq[0];
+
+		if ((b0 == 0xe0 && c < 0xa0) || (b0 == 0xed && c > 0x9f) ||
+		    (b0 == 0xf0 && c < 0x90) || (b0 == 0xf4 && c > 0x8f))
+			return bad_utf8(t);
+	}
+	t->utf8_seq[t->utf8_have++] = c;
+	if (--t->utf8_need)
+		return 0;
+	return str_put(t, (const char *)t->utf8_seq, t->utf8_have);
+}
+
+static int emit_value(struct json_tok *t, const struct jv *v)
+{
+	t->state = t->depth ? ST_COMMA_OR_CLOSE : ST_DONE;
+	return t->sax->value ? t->sax->value(t->ctx, v) : 0;
+}
+
+static int emit_string(struct json_tok *t, const char *s, size_t n, uint64_t off)
+{
+	int err;
+
+	if (t->utf8_need) { /* string ended inside a sequence */
+		err = bad_utf8(t);
+		if (err < 0)
+			return err;
+		s = t->buf;
+		n = t->blen;
+	}
+	if (t->in_key) {
+		t->state = ST_COLON;
+		err = t->sax->key ? t->sax->key(t->ctx, s, n, t->tok_trunc) : 0;
+	} else {
+		struct jv v = { .type = JV_STRING, .s = s, .n = n, .truncated = t->tok_trunc,
+				.bad_utf8 = t->tok_bad };
+
+		err = emit_value(t, &v);
+	}
+	t->tstate = T_NONE;
+	t->blen = 0;
+	t->tok_trunc = t->tok_bad = false;
+	if (err < 0 && !t->err[0])
+		fail(t, off, err, "rejected by the consumer");
+	return err;
+}
+
+static bool num_valid(const char *s, size_t n)
+{
+	size_t i = 0;
+
+	if (i < n && s[i] == '-')
+		i++;
+	if (i >= n)
+		return false;
+	if (s[i] == '0') {
+		i++;
+	} else if (s[i] >= '1' && s[i] <= '9') {
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++;
+	} else {
+		return false;
+	}
+	if (i < n && s[i] == '.') {
+		size_t d = ++i;
+
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++;
+		if (i == d)
+			return false;
+	}
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		size_t d;
+
+		i++;
+		if (i < n && (s[i] == '+' || s[i] == '-'))
+			i++;
+		d = i;
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++;
+		if (i == d)
+			return false;
+	}
+	return i == n;
+}
+
+static int emit_scalar(struct json_tok *t, const char *s, size_t n, uint64_t off)
+{
+	struct jv v = { .s = s, .n = n };
+	int err;
+
+	t->tstate = T_NONE;
+	t->blen = 0;
+	if (t->tok_trunc)
+		return fail(t, off, -EBADMSG, "number or literal too long");
+	if (t->in_key)
+		return fail(t, off, -EBADMSG, "object key is not a string");
+	if (n && (s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) &&
+	    !(n == 9 && !memcmp(s, "-Infinity", 9))) {
+		if (!num_valid(s, n))
+			return fail(t, off, -EBADMSG, "invalid number");
+		v.type = JV_NUMBER;
+		v.is_float = t->tok_float;
+	} else if (n == 4 && !memcmp(s, "true", 4)) {
+		v.type = JV_TRUE;
+	} else if (n == 5 && !memcmp(s, "false", 5)) {
+		v.type = JV_FALSE;
+	} else if (n == 4 && !memcmp(s, "null", 4)) {
+		v.type = JV_NULL;
+	} else if ((n == 3 && !memcmp(s, "NaN", 3)) || (n == 8 && !memcmp(s, "Infinity", 8)) ||
+		   (n == 9 && !memcmp(s, "-Infinity", 9))) {
+		v.type = JV_NUMBER;
+		v.special = v.is_float = true;
+	} else {
+		return fail(t, off, -EBADMSG, "invalid literal");
+	}
+	t->tok_float = false;
+	err = emit_value(t, &v);
+	if (err < 0 && !t->err[0])
+		fail(t, off, err, "rejected by the consumer");
+	return err;
+}
+
+static inline bool is_ws(char c)
+{
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+static inline bool is_numch(char c)
+{
+	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
+static inline bool is_wordch(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Continue a string token in the slow path (escapes, UTF-8, chunk edges).
+ * Returns bytes consumed or < 0; sets *done when the closing quote was seen. */
+static long str_slow(struct json_tok *t, const char *p, const char *end, uint64_t base,
+		     bool *done)
+{
+	const char *s = p;
+	int err = 0;
+
+	*done = false;
+	while (p < end) {
+		uint8_t c = (uint8_t)*p;
+
+		if (t->tstate == T_STR_ESC) {
+			static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+			const char *k = c ? strchr(from, c) : NULL;
+
+			if (c == 'u') {
+				p++;
+				t->tstate = T_STR_U;
+				t->uesc = 0;
+				t->ucode = 0;
+				continue;
+			}
+			if (!k)
+				return fail(t, base + (uint64_t)(p - s), -EBADMSG,
+					    "invalid string escape");
+			p++;
+			if (t->hi_surrogate) {
+				t->hi_surrogate = 0;
+				err = bad_utf8(t);
+			}
+			if (!err)
+				err = str_put(t, &to[k - from], 1);
+			t->tstate = T_STR;
+		} else if (t->tstate == T_STR_U) {
+			int h = hexval((char)c);
+
+			if (h < 0)
+				return fail(t, base + (uint64_t)(p - s), -EBADMSG, "invalid \\u escape");
+			p++;
+			t->ucode = t->ucode << 4 | (uint32_t)h;
+			if (++t->uesc < 4)
+				continue;
+			t->tstate = T_STR;
+			if (t->ucode >= 0xd800 && t->ucode <= 0xdbff) {
+				if (t->hi_surrogate)
+					err = bad_utf8(t);
+				t->hi_surrogate = t->ucode;
+			} else if (t->ucode >= 0xdc00 && t->ucode <= 0xdfff) {
+				if (t->hi_surrogate)
+					err = put_cp(t, 0x10000 + ((t->hi_surrogate - 0xd800) << 10) +
+							       (t->ucode - 0xdc00));
+				else
+					err = bad_utf8(t); /* lone low surrogate */
+				t->hi_surrogate = 0;
+			} else {
+				if (t->hi_surrogate)
+					err = bad_utf8(t);
+				t->hi_surrogate = 0;
+				if (!err)
+					err = put_cp(t, t->ucode);
+			}
+		} else if (c == '\\') {
+			if (t->utf8_need)
+				err = bad_utf8(t);
+			p++;
+			t->tstate = T_STR_ESC;
+		} else if (c == '"') {
+			if (t->hi_surrogate) {
+				t->hi_surrogate = 0;
+				err = bad_utf8(t);
+			}
+			p++;
+			*done = true;
+			return err < 0 ? err : p - s;
+		} else if (c >= 0x80) {
+			p++;
+			err = utf8_byte(t, c);
+		} else {
+			const char *q = p;
+
+			if (t->hi_surrogate) {
+				t->hi_surrogate = 0;
+				err = bad_utf8(t);
+			}
+			if (t->utf8_need && !err)
+				err = bad_utf8(t);
+			/* Control characters pass through: Python's strict mode
+			 * would reject them; we are lenient. */
+			while (q < end && (!str_stop[(uint8_t)*q] || (uint8_t)*q < 0x20))
+				q++;
+			if (!err)
+				err = str_put(t, p, q - p);
+			p = q;
+		}
+		if (err < 0)
+			return err;
+	}
+	return p - s;
+}
+
+static inline void scan_float(struct json_tok *t, const char *p, const char *q)
+{
+	for (; p < q; p++)
+		if (*p == '.' || *p == 'e' || *p == 'E')
+			t->tok_float = true;
+}
+
+int json_tok_feed(struct json_tok *t, const char *p, size_t n)
+{
+	const char *start = p, *end = p + n;
+	int err = 0;
+
+#define OFF() (t->offset + (uint64_t)(p - start))
+	if (t->err[0])
+		return -EBADMSG;
+	while (p < end) {
+		/* Inside a number/literal carried over from an earlier chunk? */
+		if (t->tstate == T_NUM || t->tstate == T_WORD) {
+			const char *q = p;
+
+			if (t->tstate == T_NUM && t->blen == 1 && t->buf[0] == '-' && *p == 'I')
+				t->tstate = T_WORD; /* -Infinity */
+			while (q < end && (t->tstate == T_NUM ? is_numch(*q) : is_wordch(*q)))
+				q++;
+			if (t->tstate == T_NUM)
+				scan_float(t, p, q);
+			if (t->blen + (size_t)(q - p) > NUM_MAX)
+				return fail(t, OFF(), -EBADMSG, "number or literal too long");
+			if ((err = buf_put(t, p, q - p)) < 0)
+				goto out;
+			p = q;
+			if (p == end)
+				break;
+			if ((err = emit_scalar(t, t->buf, t->blen, OFF())) < 0)
+				goto out;
+			continue;
+		}
+		if (t->tstate != T_NONE) {
+			bool done;
+			long k = str_slow(t, p, end, OFF(), &done);
+
+			if (k < 0) {
+				err = (int)k;
+				goto out;
+			}
+			p += k;
+			if (done && (err = emit_string(t, t->buf, t->blen, OFF())) < 0)
+				goto out;
+			continue;
+		}
+
+		char c = *p;
+
+		if (is_ws(c)) {
+			p++;
+			while (p < end && is_ws(*p))
+				p++;
+			continue;
+		}
+		switch (t->state) {
+		case ST_COLON:
+			if (c != ':')
+				return fail(t, OFF(), -EBADMSG, "expected ':'");
+			p++;
+			t->state = ST_VALUE;
+			continue;
+		case ST_COMMA_OR_CLOSE:
+			if (c == ',') {
+				p++;
+				t->state = t->stack[t->depth - 1] == '{' ? ST_KEY : ST_VALUE;
+				continue;
+			}
+			if (c != '}' && c != ']')
+				return fail(t, OFF(), -EBADMSG, "expected ',' or a closing bracket");
+			goto close;
+		case ST_DONE:
+			return fail(t, OFF(), -EBADMSG, "trailing data after the JSON document");
+		case ST_KEY_OR_CLOSE:
+			if (c == '}')
+				goto close;
+			/* fall through */
+		case ST_KEY:
+			if (c != '"')
+				return fail(t, OFF(), -EBADMSG, "expected a string key");
+			break;
+		case ST_VALUE_OR_CLOSE:
+			if (c == ']')
+				goto close;
+			break;
+		default:
+			break;
+		}
+		/* A value (or key) starts here. */
+		t->in_key = t->state == ST_KEY || t->state == ST_KEY_OR_CLOSE;
+		if (c == '"') {
+			const char *s0 = ++p, *q = p;
+
+			while (q < end && !str_stop[(uint8_t)*q])
+				q++;
+			if (q < end && *q == '"') { /* whole ASCII string in this chunk */
+				size_t len = q - s0;
+
+				if (len > t->max_string) {
+					len = t->max_string;
+					t->tok_trunc = true;
+				}
+				p = q + 1;
+				if ((err = emit_string(t, s0, len, OFF())) < 0)
+					goto out;
+				continue;
+			}
+			t->tstate = T_STR;
+			t->blen = 0;
+			if ((err = str_put(t, s0, q - s0)) < 0)
+				goto out;
+			p = q;
+			continue;
+		}
+		if (c == '{' || c == '[') {
+			if (t->depth >= t->max_depth)
+				return fail(t, OFF(), -ELOOP, "nesting too deep");
+			t->stack[t->depth++] = (uint8_t)c;
+			t->state = c == '{' ? ST_KEY_OR_CLOSE : ST_VALUE_OR_CLOSE;
+			p++;
+			if (t->sax->begin && (err = t->sax->begin(t->ctx, c)) < 0) {
+				fail(t, OFF(), err, "rejected by the consumer");
+				goto out;
+			}
+			continue;
+		}
+		if (is_numch(c) || is_wordch(c)) {
+			const char *q = p;
+
+			t->tstate = (is_numch(c) && c != 'e' && c != 'E') ? T_NUM : T_WORD;
+			t->tok_float = false;
+			t->blen = 0;
+			if (c == '-' && p + 1 < end && p[1] == 'I')
+				t->tstate = T_WORD, q = p + 1;
+			while (q < end && (t->tstate == T_NUM ? is_numch(*q) : is_wordch(*q)))
+				q++;
+			if (q < end && q - p <= NUM_MAX) { /* whole token in this chunk */
+				const char *s0 = p;
+
+				if (t->tstate == T_NUM)
+					scan_float(t, p, q);
+				p = q;
+				if ((err = emit_scalar(t, s0, q - s0, OFF())) < 0)
+					goto out;
+			}
+			continue; /* else the carry-over path above gathers it */
+		}
+		return fail(t, OFF(), -EBADMSG, "unexpected character");
+close:
+		if (!t->depth || t->stack[t->depth - 1] != (uint8_t)(c == '}' ? '{' : '['))
+			return fail(t, OFF(), -EBADMSG, "mismatched closing bracket");
+		t->depth--;
+		p++;
+		t->state = t->depth ? ST_COMMA_OR_CLOSE : ST_DONE;
+		if (t->sax->end && (err = t->sax->end(t->ctx, c == '}' ? '{' : '[')) < 0) {
+			fail(t, OFF(), err, "rejected by the consumer");
+			goto out;
+		}
+	}
+out:
+	t->offset += (uint64_t)(p - start);
+	if (err < 0 && !t->err[0])
+		fail(t, t->offset, err, "parse error");
+	return err;
+#undef OFF
+}
+
+int json_tok_end(struct json_tok *t)
+{
+	int err;
+
+	if (t->err[0])
+		return -EBADMSG;
+	if (t->tstate == T_NUM || t->tstate == T_WORD) {
+		err = emit_scalar(t, t->buf, t->blen, t->offset);
+		if (err < 0)
+			return err;
+	}
+	if (t->tstate != T_NONE)
+		return fail(t, t->offset, -EBADMSG, "unterminated string at end of input");
+	if (t->state != ST_DONE)
+		return fail(t, t->offset, -EBADMSG,
+			    t->offset ? "unexpected end of input" : "empty input");
+	return 0;
+}

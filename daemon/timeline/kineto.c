@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Kineto / Chrome-trace semantics as SAX callbacks: which fields are kept
+ * and how (SPEC §4.1-4.3). Containers are tracked by role; anything we do
+ * not need is tokenized and dropped without being stored.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kineto.h"
+#include "num.h"
+
+struct key_row {
+	uint8_t role;
+	uint8_t key;
+	uint8_t len;
+	const char *s;
+};
+
+static const struct key_row keys[] = {
+	{ R_TOP, K_TRACE_EVENTS, sizeof("traceEvents") - 1, "traceEvents" }, { R_TOP, K_DIST, sizeof("distributedInfo") - 1, "distributedInfo" },
+	{ R_TOP, K_DEVPROPS, sizeof("deviceProperties") - 1, "deviceProperties" }, { R_TOP, K_TRACE_NAME, sizeof("traceName") - 1, "traceName" },
+	{ R_TOP, K_BASE_TIME, sizeof("baseTimeNanoseconds") - 1, "baseTimeNanoseconds" }, { R_DIST, K_RANK, sizeof("rank") - 1, "rank" },
+	{ R_EVENT, K_PH, sizeof("ph") - 1, "ph" }, { R_EVENT, K_CAT, sizeof("cat") - 1, "cat" }, { R_EVENT, K_NAME, sizeof("name") - 1, "name" },
+	{ R_EVENT, K_TS, sizeof("ts") - 1, "ts" }, { R_EVENT, K_DUR, sizeof("dur") - 1, "dur" }, { R_EVENT, K_PID, sizeof("pid") - 1, "pid" },
+	{ R_EVENT, K_TID, sizeof("tid") - 1, "tid" }, { R_EVENT, K_ARGS, sizeof("args") - 1, "args" }, { R_EVENT, K_ID, sizeof("id") - 1, "id" },
+	{ R_EVENT, K_BP, sizeof("bp") - 1, "bp" },
+	{ R_ARGS, K_STREAM, sizeof("stream") - 1, "stream" }, { R_ARGS, K_CORR, sizeof("correlation") - 1, "correlation" },
+	{ R_ARGS, K_EXT_ID, sizeof("External id") - 1, "External id" }, { R_ARGS, K_DEVICE, sizeof("device") - 1, "device" },
+	{ R_ARGS, K_CONTEXT, sizeof("context") - 1, "context" }, { R_ARGS, K_QUEUED, sizeof("queued") - 1, "queued" },
+	{ R_ARGS, K_BYTES, sizeof("bytes") - 1, "bytes" }, { R_ARGS, K_WAIT_STREAM, sizeof("wait_on_stream") - 1, "wait_on_stream" },
+	{ R_ARGS, K_WAIT_CORR, sizeof("wait_on_cuda_event_record_corr_id") - 1, "wait_on_cuda_event_record_corr_id" },
+	{ R_ARGS, K_WAIT_EVID, sizeof("wait_on_cuda_event_id") - 1, "wait_on_cuda_event_id" },
+	{ R_ARGS, K_COLL, sizeof("Collective name") - 1, "Collective name" }, { R_ARGS, K_DTYPE, sizeof("dtype") - 1, "dtype" },
+	{ R_ARGS, K_IN_NEL, sizeof("In msg nelems") - 1, "In msg nelems" }, { R_ARGS, K_OUT_NEL, sizeof("Out msg nelems") - 1, "Out msg nelems" },
+	{ R_ARGS, K_GROUP_SIZE, sizeof("Group size") - 1, "Group size" }, { R_ARGS, K_PG_NAME, sizeof("Process Group Name") - 1, "Process Group Name" },
+	{ R_ARGS, K_PG_DESC, sizeof("Process Group Description") - 1, "Process Group Description" },
+	{ R_ARGS, K_PG_RANKS, sizeof("Process Group Ranks") - 1, "Process Group Ranks" }, { R_ARGS, K_IN_SPLIT, sizeof("In split size") - 1, "In split size" },
+	{ R_ARGS, K_OUT_SPLIT, sizeof("Out split size") - 1, "Out split size" }, { R_ARGS, K_GRID, sizeof("grid") - 1, "grid" },
+	{ R_ARGS, K_BLOCK, sizeof("block") - 1, "block" }, { R_ARGS, K_META_NAME, sizeof("name") - 1, "name" },
+	{ R_ARGS, K_LABELS, sizeof("labels") - 1, "labels" },
+	{ R_DEV, K_D_ID, sizeof("id") - 1, "id" }, { R_DEV, K_D_NAME, sizeof("name") - 1, "name" }, { R_DEV, K_D_MEM, sizeof("totalGlobalMem") - 1, "totalGlobalMem" },
+	{ R_DEV, K_D_MAJOR, sizeof("computeMajor") - 1, "computeMajor" }, { R_DEV, K_D_MINOR, sizeof("computeMinor") - 1, "computeMinor" },
+	{ R_DEV, K_D_SMS, sizeof("numSms") - 1, "numSms" }, { R_DEV, K_D_WARP, sizeof("warpSize") - 1, "warpSize" },
+	{ R_DEV, K_D_TPB, sizeof("maxThreadsPerBlock") - 1, "maxThreadsPerBlock" }, { R_DEV, K_D_TPSM, sizeof("maxThreadsPerMultiprocessor") - 1, "maxThreadsPerMultiprocessor" },
+	{ R_DEV, K_D_REGS, sizeof("regsPerBlock") - 1, "regsPerBlock" }, { R_DEV, K_D_SHMEM, sizeof("sharedMemPerBlock") - 1, "sharedMemPerBlock" },
+};
+
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+/* Per (role, length mod 32): chain of key rows (1-based), built once. The
+ * tables are read-only afterwards, so imports on several threads share them. */
+static uint8_t key_index[R_DEV + 1][32][1];
+static uint8_t key_next[NKEYS];
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static void key_index_build(void)
+{
+	for (size_t i = NKEYS; i-- > 0;) {
+		uint8_t *head = key_index[keys[i].role][keys[i].len & 31];
+
+		key_next[i] = head[0];
+		head[0] = (uint8_t)(i + 1);
+	}
+}
+
+void kimp_warn(struct kimp *k, enum import_warn w)
+{
+	k->res->warnings[w]++;
+	k->res->warnings_total++;
+}
+
+int kimp_oom(struct kimp *k, int err)
+{
+	snprintf(k->err, sizeof(k->err), "%s", err == -E2BIG ? "too many strings" : "out of memory");
+	return err;
+}
+
+int kimp_intern(struct kimp *k, const struct jv *v, uint32_t *id)
+{
+	int64_t r = strtab_intern(k->st, v->s, v->n);
+
+	if (r < 0)
+		return kimp_oom(k, (int)r);
+	*id = (uint32_t)r;
+	return 0;
+}
+
+/* Numeric value of a JSON number, or of a string holding a decimal
+ * integer (pandas' to_numeric). false = not a usable number. */
+bool kimp_get_i64(struct kimp *k, const struct jv *v, int64_t *out, bool quiet_str)
+{
+	if (v->type == JV_NUMBER) {
+		if (v->special || num_to_i64(v->s, v->n, out) < 0) {
+			kimp_warn(k, IMPORT_W_BAD_NUMBER);
+			return false;
+		}
+		return true;
+	}
+	if (v->type == JV_STRING) {
+		if (num_str_to_i64(v->s, v->n, out) == 0)
+			return true;
+		if (!quiet_str)
+			kimp_warn(k, IMPORT_W_BAD_FIELD);
+		return false;
+	}
+	if (v->type != JV_NULL)
+		kimp_warn(k, IMPORT_W_BAD_FIELD);
+	return false;
+}
+
+int kimp_set_time(struct kimp *k, const struct jv *v, int64_t *ns, double *d, bool *bad)
+{
+	*bad = true;
+	if (v->type != JV_NUMBER) {
+		if (v->type != JV_NULL)
+			kimp_warn(k, IMPORT_W_BAD_FIELD);
+		return 0;
+	}
+	if (v->special || num_time(v->s, v->n, ns, d) < 0) {
+		kimp_warn(k, IMPORT_W_BAD_NUMBER);
+		return 0;
+	}
+	if (!(fabs(*d) < 9.0e15 * 1000)) { /* keeps ceil/floor results in int64 */
+		kimp_warn(k, IMPORT_W_BAD_NUMBER);
+		return 0;
+	}
+	*bad = false;
+	return 0;
+}
+
+static void ev_reset(struct kimp *k)
+{
+	struct kev *e = &k->e;
+
+	memset(e, 0, sizeof(*e));
+	e->index = k->r->raw_events;
+	e->pid = e->tid = e->flow_id = -1;
+	e->stream = e->correlation = e->external_id = e->device = -1;
+	e->a.wait_on_stream = e->a.wait_on_event_record_corr = e->a.wait_on_event_id = -1;
+	e->a.queued = e->a.bytes = e->a.in_msg_nelems = e->a.out_msg_nelems = -1;
+	e->a.group_size = e->a.context = -1;
+	for (int i = 0; i < 3; i++)
+		e->a.grid[i] = e->a.block[i] = -1;
+}
+
+static int on_begin(void *ctx, char type)
+{
+	struct kimp *k = ctx;
+	uint32_t d = k->depth;
+	uint8_t parent = d ? k->role[d < 16 ? d : 15] : R_SKIP, pkey = d && d < 16 ? k->key[d] : 0;
+	uint8_t role = R_SKIP;
+
+	if (d == 0)
+		role = type == '{' ? R_TOP : R_EVENTS; /* a bare array is also a Chrome trace */
+	else if (d >= 15)
+		role = R_SKIP;
+	else if (parent == R_TOP)
+		role = (pkey == K_TRACE_EVENTS && type == '[') ? R_EVENTS :
+		       (pkey == K_DIST && type == '{')	       ? R_DIST :
+		       (pkey == K_DEVPROPS && type == '[')     ? R_DEVS :
+								 R_SKIP;
+	else if (parent == R_EVENTS) {
+		if (type == '{') {
+			role = R_EVENT;
+			ev_reset(k);
+		} else {
+			kimp_warn(k, IMPORT_W_BAD_FIELD);
+		}
+		k->r->raw_events++;
+	} else if (parent == R_EVENT && pkey == K_ARGS && type == '{')
+		role = R_ARGS;
+	else if (parent == R_ARGS && (pkey == K_GRID || pkey == K_BLOCK) && type == '[') {
+		role = R_ARGS_ARR;
+		k->arr_elem = 0;
+	} else if (parent == R_DEVS && type == '{') {
+		role = R_DEV;
+		memset(&k->dev, 0, sizeof(k->dev));
+		k->dev.id = -1;
+	}
+	k->depth = d + 1;
+	if (k->depth < 16) {
+		k->role[k->depth] = role;
+		k->key[k->depth] = K_NONE;
+	}
+	return 0;
+}
+
+static int on_key(void *ctx, const char *s, size_t n, bool truncated)
+{
+	struct kimp *k = ctx;
+	uint8_t role = k->depth < 16 ? k->role[k->depth] : R_SKIP;
+
+	if (truncated)
+		kimp_warn(k, IMPORT_W_STR_TRUNC);
+	if (k->depth >= 16)
+		return 0;
+	k->key[k->depth] = K_NONE;
+	if (role == R_SKIP || role == R_EVENTS || role == R_DEVS || role == R_ARGS_ARR || truncated)
+		return 0;
+	if (n == 0 || n > 40)
+		return 0;
+	pthread_once(&key_once, key_index_build);
+	for (uint8_t i = key_index[role][n & 31][0]; i; i = key_next[i - 1]) {
+		const struct key_row *kr = &keys[i - 1];
+
+		if (kr->len == n && kr->s[0] == s[0] && !memcmp(kr->s, s, n)) {
+			k->key[k->depth] = kr->key;
+			break;
+		}
+	}
+	return 0;
+}
+
+
+const struct json_sax kineto_sax = {
+	.begin = on_begin,
+	.end = kimp_on_end,
+	.key = on_key,
+	.value = kimp_on_value,
+};
+
+int kimp_init(struct kimp *k, struct strtab *st, struct tl_rank *r, struct import_result *res,
+	      uint32_t max_events)
+{
+	memset(k, 0, sizeof(*k));
+	k->st = st;
+	k->r = r;
+	k->res = res;
+	k->max_events = max_events;
+	return 0;
+}
+
+void kimp_finish(struct kimp *k)
+{
+	free(k->cat_kind);
+	free(k->name_flags);
+	k->cat_kind = NULL;
+	k->name_flags = NULL;
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/* Kineto semantics on top of the JSON tokenizer: builds one tl_rank. */
+#ifndef GPUPROF_TIMELINE_KINETO_H
+#define GPUPROF_TIMELINE_KINETO_H
+
+#include "json.h"
+#include "timeline_int.h"
+
+enum role { R_SKIP, R_TOP, R_EVENTS, R_EVENT, R_ARGS, R_ARGS_ARR, R_DIST, R_DEVS, R_DEV };
+
+enum key {
+	K_NONE,
+	/* top */
+	K_TRACE_EVENTS, K_DIST, K_DEVPROPS, K_TRACE_NAME, K_BASE_TIME, K_RANK,
+	/* event */
+	K_PH, K_CAT, K_NAME, K_TS, K_DUR, K_PID, K_TID, K_ARGS, K_ID, K_BP,
+	/* args */
+	K_STREAM, K_CORR, K_EXT_ID, K_DEVICE, K_CONTEXT, K_QUEUED, K_BYTES, K_WAIT_STREAM,
+	K_WAIT_CORR, K_WAIT_EVID, K_COLL, K_DTYPE, K_IN_NEL, K_OUT_NEL, K_GROUP_SIZE,
+	K_PG_NAME, K_PG_DESC, K_PG_RANKS, K_IN_SPLIT, K_OUT_SPLIT, K_GRID, K_BLOCK,
+	K_META_NAME, K_LABELS,
+	/* deviceProperties[] */
+	K_D_ID, K_D_NAME, K_D_MEM, K_D_MAJOR, K_D_MINOR, K_D_SMS, K_D_WARP, K_D_TPB,
+	K_D_TPSM, K_D_REGS, K_D_SHMEM,
+};
+
+enum { KF_TS = 1, KF_DUR = 2, KF_CAT = 4, KF_PH = 8, KF_ID = 16, KF_NAME = 32 };
+#define NAME_DONE 0x80000000u
+
+/* Scratch for the event being parsed. */
+struct kev {
+	uint32_t index;
+	uint32_t have; /* KF_* bits */
+	char ph;
+	bool ts_float, dur_bad, ts_bad;
+	uint32_t name, cat;
+	bool cat_trace;
+	int64_t ts_ns, dur_ns;
+	double ts_d, dur_d;
+	int64_t pid, tid;
+	uint32_t pidtid_flags;
+	int64_t flow_id;
+	bool bp_e;
+	int64_t stream, correlation, external_id, device;
+	uint32_t meta_value;
+	bool has_args;
+	struct tl_args a;
+};
+
+struct kimp {
+	struct strtab *st;
+	struct tl_rank *r;
+	struct tl_build cap;
+	struct import_result *res;
+	uint32_t max_events;
+
+	uint8_t *cat_kind; /* per string id: kind + 1, 0 = not computed */
+	uint32_t ncat_kind;
+	uint32_t *name_flags; /* per string id: flags | NAME_DONE */
+	uint32_t nname_flags;
+
+	uint32_t depth;
+	uint8_t role[16];
+	uint8_t key[16];
+	uint32_t arr_elem;
+
+	struct kev e;
+	struct tl_device dev;
+
+	bool have_rank;
+	int64_t rank;
+	bool rounding;
+	char err[200];
+};
+
+extern const struct json_sax kineto_sax;
+
+/* Shared by kineto.c (containers, keys) and kineto_event.c (values). */
+void kimp_warn(struct kimp *k, enum import_warn w);
+int kimp_oom(struct kimp *k, int err);
+int kimp_intern(struct kimp *k, const struct jv *v, uint32_t *id);
+bool kimp_get_i64(struct kimp *k, const struct jv *v, int64_t *out, bool quiet_str);
+int kimp_set_time(struct kimp *k, const struct jv *v, int64_t *ns, double *d, bool *bad);
+int kimp_on_value(void *ctx, const struct jv *v);
+int kimp_on_end(void *ctx, char type);
+uint8_t kimp_cat_kind(struct kimp *k, uint32_t cat);
+uint32_t kimp_name_flags(struct kimp *k, uint32_t name);
+
+/* r must be allocated; kimp_finish frees caches, not r. */
+int kimp_init(struct kimp *k, struct strtab *st, struct tl_rank *r, struct import_result *res,
+	      uint32_t max_events);
+void kimp_finish(struct kimp *k);
+
+#endif /* GPUPROF_TIMELINE_KINETO_H */

@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Timeline core: string table (interning with an open-addressing hash),
+ * rank bookkeeping and the read accessors.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "timeline_int.h"
+
+#define STRTAB_MAX_IDS (UINT32_MAX / 2)
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+	/* 8 bytes at a time, multiply-xorshift mix: fast on long kernel names. */
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (n * 0xff51afd7ed558ccdull);
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, s + i, 8);
+		h ^= w;
+		h *= 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 31;
+	}
+	if (i < n) {
+		uint64_t w = 0;
+
+		memcpy(&w, s + i, n - i);
+		h ^= w;
+		h *= 0x94d049bb133111ebull;
+		h ^= h >> 29;
+	}
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return h;
+}
+
+int tl_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)
+{
+	uint64_t ncap;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? (uint64_t)*cap * 2 : 64;
+	while (ncap < need)
+		ncap *= 2;
+	if (ncap > UINT32_MAX)
+		ncap = UINT32_MAX;
+	if (ncap < need)
+		return -E2BIG;
+	p = realloc(*arr, ncap * sz);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = (uint32_t)ncap;
+	return 0;
+}
+
+static int strtab_rehash(struct strtab *st, uint32_t nslots)
+{
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t id = 1; id < st->n; id++) {
+		uint32_t i = st->hashes[id] & (nslots - 1);
+
+		while (slots[i])
+			i = (i + 1) & (nslots - 1);
+		slots[i] = id + 1;
+	}
+	free(st->slots);
+	st->slots = slots;
+	st->nslots = nslots;
+	return 0;
+}
+
+int strtab_init(struct strtab *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (strtab_intern(st, "", 0) < 0) {
+		strtab_finish(st);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void strtab_finish(struct strtab *st)
+{
+	free(st->blob);
+	free(st->off);
+	free(st->len);
+	free(st->slots);
+	free(st->hashes);
+	memset(st, 0, sizeof(*st));
+}
+
+uint32_t strtab_find(const struct strtab *st, const char *s, size_t len)
+{
+	uint32_t h, i;
+
+	if (!len || !st->nslots)
+		return 0;
+	h = (uint32_t)hash_bytes(s, len);
+	for (i = h & (st->nslots - 1); st->slots[i]; i = (i + 1) & (st->nslots - 1)) {
+		uint32_t id = st->slots[i] - 1;
+
+		if (st->hashes[id] == h && st->len[id] == len &&
+		    !memcmp(st->blob + st->off[id], s, len))
+			return id;
+	}
+	return 0;
+}
+
+int64_t strtab_intern(struct strtab *st, const char *s, size_t len)
+{
+	uint32_t h, i, id;
+	int err;
+
+	if (len > UINT32_MAX - 1)
+		return -E2BIG;
+	if (st->n && !len)
+		return 0;
+	h = (uint32_t)hash_bytes(s, len);
+	if (st->nslots) {
+		for (i = h & (st->nslots - 1); st->slots[i]; i = (i + 1) & (st->nslots - 1)) {
+			id = st->slots[i] - 1;
+			if (st->hashes[id] == h && st->len[id] == len &&
+			    !memcmp(st->blob + st->off[id], s, len))
+				return id;
+		}
+	}
+	if (st->n >= STRTAB_MAX_IDS)
+		return -E2BIG;
+	if (st->n == st->cap) {
+		uint32_t ncap = st->cap ? st->cap * 2 : 256;
+		uint64_t *off = realloc(st->off, ncap * sizeof(*off));
+
+		if (!off)
+			return -ENOMEM;
+		st->off = off;
+		uint32_t *l = realloc(st->len, ncap * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		st->len = l;
+		uint32_t *hs = realloc(st->hashes, ncap * sizeof(*hs));
+		if (!hs)
+			return -ENOMEM;
+		st->hashes = hs;
+		st->cap = ncap;
+	}
+	if (st->blob_len + len + 1 > st->blob_cap) {
+		size_t ncap = st->blob_cap ? st->blob_cap * 2 : 4096;
+		char *b;
+
+		while (ncap < st->blob_len + len + 1)
+			ncap *= 2;
+		b = realloc(st->blob, ncap);
+		if (!b)
+			return -ENOMEM;
+		st->blob = b;
+		st->blob_cap = ncap;
+	}
+	id = st->n;
+	st->off[id] = st->blob_len;
+	st->len[id] = (uint32_t)len;
+	st->hashes[id] = h;
+	if (len)
+		memcpy(st->blob + st->blob_len, s, len);
+	st->blob[st->blob_len + len] = '\0';
+	st->blob_len += len + 1;
+	st->n++;
+	if (id == 0)
+		return 0; /* "" is never hashed */
+	if ((uint64_t)st->n * 2 > st->nslots) {
+		err = strtab_rehash(st, st->nslots ? st->nslots * 2 : 1024);
+		if (err < 0) {
+			st->n--;
+			st->blob_len -= len + 1;
+			return err;
+		}
+		return id;
+	}
+	for (i = h & (st->nslots - 1); st->slots[i]; i = (i + 1) & (st->nslots - 1))
+		;
+	st->slots[i] = id + 1;
+	return id;
+}
+
+/* ---- ranks ------------------------------------------------------------ */
+
+struct tl_rank *tl_rank_alloc(int32_t rank)
+{
+	struct tl_rank *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->rank = rank;
+	r->min_ts_ns = INT64_MAX;
+	r->hta_min_ts_us = INT64_MAX;
+	r->step_cutoff_hta_us = -1;
+	r->step_cutoff_ns = -1;
+	r->base_time_ns = -1;
+	return r;
+}
+
+void tl_rank_drop_indexes(struct tl_rank *r)
+{
+	free(r->hta_order);
+	free(r->by_stream);
+	free(r->streams);
+	free(r->by_thread);
+	free(r->threads);
+	free(r->by_corr);
+	r->hta_order = r->by_stream = r->by_thread = r->by_corr = NULL;
+	r->streams = NULL;
+	r->threads = NULL;
+	r->nstreams = r->nby_stream = r->nthreads = r->nby_corr = 0;
+	r->flags &= ~TL_RANK_FINALIZED;
+}
+
+void tl_rank_free(struct tl_rank *r)
+{
+	if (!r)
+		return;
+	tl_rank_drop_indexes(r);
+	free(r->ev);
+	free(r->args);
+	free(r->flows);
+	free(r->meta);
+	free(r->devices);
+	free(r);
+}
+
+int tl_insert_rank(struct timeline *tl, struct tl_rank *r)
+{
+	uint32_t i;
+	int err;
+
+	for (i = 0; i < tl->nranks && tl->ranks[i]->rank < r->rank; i++)
+		;
+	if (i < tl->nranks && tl->ranks[i]->rank == r->rank)
+		return -EEXIST;
+	err = tl_grow((void **)&tl->ranks, &tl->cap, tl->nranks + 1, sizeof(*tl->ranks));
+	if (err < 0)
+		return err;
+	memmove(tl->ranks + i + 1, tl->ranks + i, (tl->nranks - i) * sizeof(*tl->ranks));
+	tl->ranks[i] = r;
+	tl->nranks++;
+	return 0;
+}
+
+int timeline_new(struct timeline **ret)
+{
+	struct timeline *tl = calloc(1, sizeof(*tl));
+
+	if (!tl)
+		return -ENOMEM;
+	if (strtab_init(&tl->st) < 0) {
+		free(tl);
+		return -ENOMEM;
+	}
+	*ret = tl;
+	return 0;
+}
+
+void timeline_free(struct timeline *tl)
+{
+	if (!tl)
+		return;
+	for (uint32_t i = 0; i < tl->nranks; i++)
+		tl_rank_free(tl->ranks[i]);
+	free(tl->ranks);
+	strtab_finish(&tl->st);
+	free(tl);
+}
+
+uint32_t timeline_nranks(const struct timeline *tl)
+{
+	return tl->nranks;
+}
+
+const struct tl_rank *timeline_rank_at(const struct timeline *tl, uint32_t i)
+{
+	return i < tl->nranks ? tl->ranks[i] : NULL;
+}
+
+const struct tl_rank *timeline_rank(const struct timeline *tl, int32_t rank)
+{
+	for (uint32_t i = 0; i < tl->nranks; i++)
+		if (tl->ranks[i]->rank == rank)
+			return tl->ranks[i];
+	return NULL;
+}
+
+const char *timeline_str(const struct timeline *tl, uint32_t id, size_t *len)
+{
+	return strtab_get(&tl->st, id, len);
+}
+
+uint32_t timeline_nstrs(const struct timeline *tl)
+{
+	return tl->st.n;
+}
+
+uint32_t timeline_str_find(const struct timeline *tl, const char *s, size_t len)
+{
+	return strtab_find(&tl->st, s, len);
+}
+
+int64_t timeline_min_ts_ns(const struct timeline *tl)
+{
+	int64_t m = INT64_MAX;
+
+	for (uint32_t i = 0; i < tl->nranks; i++)
+		if (tl->ranks[i]->min_ts_ns < m)
+			m = tl->ranks[i]->min_ts_ns;
+	return m == INT64_MAX ? 0 : m;
+}
+
+int64_t timeline_hta_min_ts_us(const struct timeline *tl)
+{
+	int64_t m = INT64_MAX;
+
+	for (uint32_t i = 0; i < tl->nranks; i++)
+		if (tl->ranks[i]->hta_min_ts_us < m)
+			m = tl->ranks[i]->hta_min_ts_us;
+	return m == INT64_MAX ? 0 : m;
+}
+
+uint32_t tl_rank_corr(const struct tl_rank *r, int64_t correlation, uint32_t *first)
+{
+	uint32_t lo = 0, hi = r->nby_corr, start;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (r->ev[r->by_corr[mid]].correlation < correlation)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	start = lo;
+	while (lo < r->nby_corr && r->ev[r->by_corr[lo]].correlation == correlation)
+		lo++;
+	if (first)
+		*first = start;
+	return lo - start;
+}
+
+const struct tl_stream *tl_rank_stream(const struct tl_rank *r, int64_t stream, int64_t pid)
+{
+	uint32_t lo = 0, hi = r->nstreams;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct tl_stream *s = &r->streams[mid];
+
+		if (s->stream < stream || (s->stream == stream && pid >= 0 && s->pid < pid))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < r->nstreams && r->streams[lo].stream == stream &&
+	    (pid < 0 || r->streams[lo].pid == pid))
+		return &r->streams[lo];
+	return NULL;
+}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals shared by the timeline files: the string table, the timeline
+ * struct, growable arrays and the per-rank builder the importer fills.
+ */
+#ifndef GPUPROF_TIMELINE_INT_H
+#define GPUPROF_TIMELINE_INT_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "timeline.h"
+
+/* Interned strings: ids 0..n-1, id 0 is "". Every string is NUL-terminated
+ * inside blob, so timeline_str() can return a C string. */
+struct strtab {
+	char *blob;
+	size_t blob_len, blob_cap;
+	uint64_t *off; /* per id: offset into blob */
+	uint32_t *len; /* per id */
+	uint32_t n, cap;
+	uint32_t *slots; /* open addressing: id + 1, 0 = empty */
+	uint32_t *hashes; /* per id, low 32 bits of the hash */
+	uint32_t nslots; /* power of two */
+};
+
+int strtab_init(struct strtab *st);
+void strtab_finish(struct strtab *st);
+/* Intern s[0..len): returns the id (> 0 unless len == 0), or -ENOMEM /
+ * -E2BIG when the table is full. */
+int64_t strtab_intern(struct strtab *st, const char *s, size_t len);
+/* Existing id or 0. */
+uint32_t strtab_find(const struct strtab *st, const char *s, size_t len);
+static inline const char *strtab_get(const struct strtab *st, uint32_t id, size_t *len)
+{
+	if (id >= st->n) {
+		if (len)
+			*len = 0;
+		return "";
+	}
+	if (len)
+		*len = st->len[id];
+	return st->blob + st->off[id];
+}
+
+struct timeline {
+	struct strtab st;
+	struct tl_rank **ranks; /* ascending rank; pointers stay put */
+	uint32_t nranks, cap;
+};
+
+/* Grow *arr (element size sz) so that it can hold need elements. */
+int tl_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
+
+/* Allocate an empty rank (not yet in a timeline). */
+struct tl_rank *tl_rank_alloc(int32_t rank);
+void tl_rank_free(struct tl_rank *r);
+/* Insert r into tl in rank order; -EEXIST if the rank is present. */
+int tl_insert_rank(struct timeline *tl, struct tl_rank *r);
+/* Drop a rank's indexes (before rebuilding). */
+void tl_rank_drop_indexes(struct tl_rank *r);
+/* Build indexes and links of one rank (finalize.c). */
+int tl_rank_index(struct tl_rank *r);
+/* Name-derived flags/kinds, needs the string (kineto_tables.c). */
+uint8_t tl_kind_from_cat(const char *s, size_t n);
+uint32_t tl_flags_from_name(const char *s, size_t n);
+uint8_t tl_sync_from_name(const char *s, size_t n);
+
+/* Sorting positions into ev[] (finalize.c). */
+typedef int (*tl_cmp_fn)(const struct tl_event *ev, uint32_t a, uint32_t b);
+int tl_cmp_ts(const struct tl_event *ev, uint32_t a, uint32_t b);
+int tl_cmp_corr(const struct tl_event *ev, uint32_t a, uint32_t b);
+/* Stable merge sort of p[0..n) (tmp: room for n); O(n) if already sorted. */
+void tl_msort(uint32_t *p, uint32_t *tmp, uint32_t n, const struct tl_event *ev, tl_cmp_fn cmp);
+/* Mark exact duplicates (TL_EV_DUPLICATE); returns how many, or -ENOMEM. */
+int64_t tl_rank_mark_duplicates(struct tl_rank *r);
+
+/* Capacities tracked next to the public arrays while building. */
+struct tl_build {
+	uint32_t ev_cap, args_cap, flows_cap, meta_cap, dev_cap;
+};
+
+#endif /* GPUPROF_TIMELINE_INT_H */

@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Hostile and odd inputs, all built here: each must give a sensible import
+ * with warning counts, or a clear error naming the byte offset — never a
+ * crash (run under ASan/UBSan). Also: HTA time semantics on small traces,
+ * rank selection, gzip edge cases, and decode of damaged encodings.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "test.h"
+#include "timeline/timeline.h"
+
+static int imp(const char *s, size_t len, const struct import_opts *o, struct import_result *res,
+	       struct timeline **out)
+{
+	struct timeline *tl;
+	int err;
+
+	timeline_new(&tl);
+	err = timeline_import_buf(s, len, o, tl, res);
+	if (out)
+		*out = tl;
+	else
+		timeline_free(tl);
+	return err;
+}
+
+#define IMP(str, o, res, out) imp(str, strlen(str), o, res, out)
+
+static void wrap(char *buf, size_t cap, const char *events)
+{
+	snprintf(buf, cap, "{\"traceEvents\": [%s]}", events);
+}
+
+static void test_empty_and_garbage(void)
+{
+	struct import_result res;
+
+	CHECK_EQ_INT(imp("", 0, NULL, &res, NULL), -EBADMSG);
+	CHECK(strstr(res.error_msg, "empty input") != NULL);
+	CHECK_EQ_INT(IMP("{\"traceEvents\": [", NULL, &res, NULL), -EBADMSG);
+	CHECK(strstr(res.error_msg, "end of input") != NULL);
+	CHECK_EQ_U64(res.error_offset, 17);
+	CHECK_EQ_INT(IMP("{\"a\": tru}", NULL, &res, NULL), -EBADMSG);
+	CHECK(strstr(res.error_msg, "byte") != NULL);
+	CHECK_EQ_INT(IMP("{\"a\": 1} x", NULL, &res, NULL), -EBADMSG);
+	CHECK_EQ_U64(res.error_offset, 9);
+	CHECK_EQ_INT(IMP("{\"a\" 1}", NULL, &res, NULL), -EBADMSG);
+	CHECK_EQ_INT(IMP("{\"a\": 01}", NULL, &res, NULL), -EBADMSG);
+	CHECK_EQ_INT(IMP("{\"a\": \"\\q\"}", NULL, &res, NULL), -EBADMSG);
+	CHECK_EQ_INT(IMP("{\"a\": [1}", NULL, &res, NULL), -EBADMSG);
+	CHECK_EQ_INT(IMP("{\"a\": \"abc", NULL, &res, NULL), -EBADMSG);
+	CHECK_EQ_INT(IMP("{}", NULL, &res, NULL), 0);
+	CHECK_EQ_U64(res.events_kept, 0);
+}
+
+static void test_deep_nesting(void)
+{
+	struct import_result res;
+	char *s = malloc(200001);
+
+	memset(s, '[', 200000);
+	s[200000] = '\0';
+	CHECK_EQ_INT(IMP(s, NULL, &res, NULL), -ELOOP);
+	CHECK_EQ_U64(res.error_offset, 64);
+	CHECK(strstr(res.error_msg, "too deep at byte 64") != NULL);
+	free(s);
+}
+
+static void test_numbers(void)
+{
+	char buf[2048];
+	struct import_result res;
+	struct timeline *tl;
+	const struct tl_rank *r;
+
+	wrap(buf, sizeof(buf),
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\",\"pid\":1,\"tid\":1,\"ts\":NaN,\"dur\":1},"
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"b\",\"pid\":1,\"tid\":1,\"ts\":1e400,\"dur\":1},"
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"c\",\"pid\":1,\"tid\":1,\"ts\":5,\"dur\":-Infinity},"
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"d\",\"pid\":1,\"tid\":1,\"dur\":3},"
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"e\",\"pid\":99999999999999999999999,\"tid\":1,\"ts\":7,\"dur\":-2},"
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"f\",\"pid\":1,\"tid\":1,\"ts\":10.0005,\"dur\":0.0015}");
+	CHECK_EQ_INT(IMP(buf, NULL, &res, &tl), 0);
+	CHECK_EQ_U64(res.warnings[IMPORT_W_BAD_NUMBER], 4); /* NaN, 1e400, -Inf, huge pid */
+	CHECK_EQ_U64(res.warnings[IMPORT_W_MISSING_TS], 3); /* a, b, d */
+	CHECK_EQ_U64(res.warnings[IMPORT_W_NEG_DUR], 1);
+	r = timeline_rank(tl, 0);
+	CHECK_EQ_INT(r->nev, 2);
+	CHECK(r->flags & TL_RANK_HTA_ROUNDING);
+	CHECK_EQ_INT(r->ev[0].dur_ns, -2000);
+	CHECK(r->ev[0].flags & TL_EV_DUR_NEG);
+	/* 10.0005 µs = 10000.5 ns → half-even 10000; HTA: ceil 11, floor(10.002) 10 → -1 */
+	CHECK_EQ_INT(r->ev[1].ts_ns, 10000);
+	CHECK_EQ_INT(r->ev[1].dur_ns, 2);
+	CHECK_EQ_INT(tl_hta_ts(r, &r->ev[1]), 11);
+	CHECK_EQ_INT((int)tl_hta_dur(r, &r->ev[1]), -1);
+	CHECK(r->ev[1].flags & TL_EV_HTA_DUR_NEG);
+	timeline_free(tl);
+}
+
+static void test_strings(void)
+{
+	char buf[4096];
+	struct import_result res;
+	struct timeline *tl;
+	struct import_opts o = { .rank = -1, .max_string = 16 };
+	const struct tl_rank *r;
+	size_t len;
+
+	wrap(buf, sizeof(buf),
+	     "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"bad\xff\xfe utf\xc3\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":1,"
+	     "\"args\":{\"stream\":7,\"correlation\":5,\"unknown\":{\"x\":[1,2,{\"y\":null}]}}},"
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a very long name that is truncated\",\"pid\":1,\"tid\":1,\"ts\":2,\"dur\":1},"
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"\\ud83d\\ude00 \\u00e9\\ud800\",\"pid\":1,\"tid\":1,\"ts\":3,\"dur\":1}");
+	CHECK_EQ_INT(IMP(buf, &o, &res, &tl), 0);
+	CHECK_EQ_U64(res.warnings[IMPORT_W_BAD_UTF8], 2);
+	CHECK_EQ_U64(res.warnings[IMPORT_W_STR_TRUNC], 1);
+	r = timeline_rank(tl, 0);
+	CHECK_EQ_INT(r->nev, 3);
+	CHECK_STREQ(timeline_str(tl, r->ev[0].name, NULL), "bad\xef\xbf\xbd\xef\xbf\xbd utf\xef\xbf\xbd");
+	timeline_str(tl, r->ev[1].name, &len);
+	CHECK_EQ_INT(len, 16);
+	CHECK_STREQ(timeline_str(tl, r->ev[2].name, NULL), "\xf0\x9f\x98\x80 \xc3\xa9\xef\xbf\xbd");
+	CHECK(r->ev[0].flags & TL_EV_GPU_SIDE);
+	CHECK_EQ_INT(r->ev[0].kind, TL_K_KERNEL);
+	timeline_free(tl);
+}
+
+static void test_odd_events(void)
+{
+	char buf[4096];
+	struct import_result res;
+	struct timeline *tl;
+	const struct tl_rank *r;
+
+	wrap(buf, sizeof(buf),
+	     "1, \"x\", [1], null,"
+	     "{\"ph\":\"Q\",\"cat\":\"cpu_op\",\"name\":\"unk\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1},"
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"dup\",\"pid\":1,\"tid\":1,\"ts\":2,\"dur\":1},"
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"dup\",\"pid\":1,\"tid\":1,\"ts\":2,\"dur\":1},"
+	     "{\"ph\":\"X\",\"cat\":\"Trace\",\"name\":\"t\",\"pid\":\"Spans\",\"tid\":\"x\",\"ts\":2,\"dur\":1},"
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"strpid\",\"pid\":\"Spans\",\"tid\":\"x\",\"ts\":2,\"dur\":1},"
+	     "{\"ph\":\"i\",\"name\":\"inst\",\"pid\":1,\"tid\":1,\"ts\":2},"
+	     "{\"ph\":\"s\",\"cat\":\"ac2g\",\"id\":9,\"pid\":1,\"tid\":1,\"ts\":2},"
+	     "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"main\"}},"
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"nodur\",\"pid\":1,\"tid\":1,\"ts\":2,\"dur\":null},"
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"strts\",\"pid\":1,\"tid\":1,\"ts\":\"5\",\"dur\":1}");
+	CHECK_EQ_INT(IMP(buf, NULL, &res, &tl), 0);
+	CHECK_EQ_U64(res.events_raw, 14);
+	CHECK_EQ_U64(res.warnings[IMPORT_W_UNKNOWN_PH], 1);
+	CHECK_EQ_U64(res.warnings[IMPORT_W_DUPLICATE], 1);
+	CHECK_EQ_U64(res.warnings[IMPORT_W_BAD_FIELD], 5); /* 4 non-objects + string ts */
+	CHECK_EQ_U64(res.warnings[IMPORT_W_MISSING_TS], 1);
+	r = timeline_rank(tl, 0);
+	CHECK_EQ_INT(r->nev, 4); /* unk, dup, dup, strpid */
+	CHECK_EQ_INT(r->ev[0].index, 4);
+	CHECK(r->ev[0].flags & TL_EV_NOT_X);
+	CHECK(r->ev[2].flags & TL_EV_DUPLICATE);
+	CHECK(r->ev[3].flags & TL_EV_PID_STR);
+	CHECK_STREQ(timeline_str(tl, (uint32_t)r->ev[3].pid, NULL), "Spans");
+	CHECK_EQ_INT(r->nflows, 1);
+	CHECK_EQ_INT(r->nmeta, 1);
+	CHECK_EQ_INT(r->nthreads, 2);
+	timeline_free(tl);
+}
+
+static void test_rank_and_caps(void)
+{
+	struct import_result res;
+	struct timeline *tl;
+	struct import_opts o = { .rank = 5 };
+	const char *a = "{\"distributedInfo\": {\"rank\": 3}, \"traceEvents\": []}";
+	const char *b = "{\"traceEvents\": []}";
+	char big[600];
+
+	timeline_new(&tl);
+	CHECK_EQ_INT(timeline_import_buf(a, strlen(a), &o, tl, &res), 0);
+	CHECK_EQ_INT(res.rank, 3);
+	CHECK_EQ_INT(timeline_import_buf(b, strlen(b), &o, tl, &res), 0);
+	CHECK_EQ_INT(res.rank, 5);
+	CHECK_EQ_INT(timeline_import_buf(a, strlen(a), &o, tl, &res), -EEXIST);
+	CHECK_EQ_INT(timeline_nranks(tl), 2);
+	timeline_free(tl);
+
+	memset(big, ' ', sizeof(big));
+	memcpy(big, "{\"a\":1}", 7);
+	big[sizeof(big) - 1] = '\0';
+	o.max_bytes = 100;
+	CHECK_EQ_INT(IMP(big, &o, &res, NULL), -EFBIG);
+	CHECK(strstr(res.error_msg, "import cap") != NULL);
+}
+
+static void test_gzip(void)
+{
+	const char *doc = "{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\","
+			  "\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1}]}";
+	unsigned char gz[512];
+	z_stream zs = { 0 };
+	struct import_result res;
+	size_t n;
+
+	deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+	zs.next_in = (unsigned char *)doc;
+	zs.avail_in = (uInt)strlen(doc);
+	zs.next_out = gz;
+	zs.avail_out = sizeof(gz);
+	deflate(&zs, Z_FINISH);
+	n = sizeof(gz) - zs.avail_out;
+	deflateEnd(&zs);
+	CHECK_EQ_INT(imp((char *)gz, n, NULL, &res, NULL), 0);
+	CHECK(res.gzip);
+	CHECK_EQ_U64(res.events_kept, 1);
+	for (size_t cut = 2; cut < n; cut += 7) {
+		CHECK_EQ_INT(imp((char *)gz, cut, NULL, &res, NULL), -EBADMSG);
+		CHECK(res.error_msg[0] != '\0');
+	}
+	CHECK_EQ_INT(imp((char *)gz, n - 1, NULL, &res, NULL), -EBADMSG);
+	CHECK(strstr(res.error_msg, "truncated gzip") != NULL);
+	gz[n / 2] ^= 0x55; /* corrupt the deflate data or the CRC */
+	CHECK(imp((char *)gz, n, NULL, &res, NULL) < 0);
+	CHECK(res.error_msg[0] != '\0');
+}
+
+static void test_decode_hostile(void)
+{
+	const char *doc = "{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\","
+			  "\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":1,\"args\":{\"stream\":7,"
+			  "\"correlation\":3,\"grid\":[1,2,3]}},{\"ph\":\"X\",\"cat\":\"cuda_runtime\","
+			  "\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":1,"
+			  "\"args\":{\"correlation\":3}},{\"ph\":\"f\",\"cat\":\"ac2g\",\"id\":3,"
+			  "\"pid\":0,\"tid\":7,\"ts\":1,\"bp\":\"e\"}], \"deviceProperties\":[{\"id\":0,"
+			  "\"name\":\"gpu\"}]}";
+	struct timeline *tl, *d;
+	void *enc;
+	size_t len;
+	char why[128];
+	uint8_t *copy;
+	unsigned seed = 1;
+	const struct tl_rank *r;
+
+	CHECK_EQ_INT(IMP(doc, NULL, NULL, &tl), 0);
+	r = timeline_rank(tl, 0);
+	CHECK_EQ_INT(r->ev[0].link, 1);
+	CHECK_EQ_INT(r->ev[1].link, 0);
+	CHECK_EQ_INT(r->ev[1].index_correlation, 0); /* partner is event 0: HTA's quirk */
+	CHECK(r->ev[1].flags & TL_EV_LAUNCH_STATS);
+	CHECK_EQ_INT(tl_event_args(r, &r->ev[0])->grid[2], 3);
+	CHECK_EQ_INT(r->ndevices, 1);
+	CHECK_EQ_INT(timeline_encode(tl, &enc, &len), 0);
+	copy = malloc(len);
+	for (size_t cut = 0; cut < len; cut++) {
+		CHECK(timeline_decode(enc, cut, &d, why, sizeof(why)) < 0);
+	}
+	for (int i = 0; i < 20000; i++) {
+		memcpy(copy, enc, len);
+		for (int k = 0; k < 1 + i % 4; k++) {
+			seed = seed * 1103515245u + 12345u;
+			copy[(seed >> 8) % len] ^= (uint8_t)(seed >> 20) | 1;
+		}
+		d = NULL;
+		if (timeline_decode(copy, len, &d, why, sizeof(why)) == 0)
+			timeline_free(d);
+	}
+	CHECK_EQ_INT(timeline_decode(enc, len, &d, why, sizeof(why)), 0);
+	CHECK(timeline_equal(tl, d));
+	timeline_free(d);
+	free(copy);
+	free(enc);
+	timeline_free(tl);
+}
+
+int main(void)
+{
+	RUN(test_empty_and_garbage);
+	RUN(test_deep_nesting);
+	RUN(test_numbers);
+	RUN(test_strings);
+	RUN(test_odd_events);
+	RUN(test_rank_and_caps);
+	RUN(test_gzip);
+	RUN(test_decode_hostile);
+	return test_summary();
+}
