@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Timeline analyses with HTA parity (reference/hta/SPEC.md §6.1-6.7): pure
+ * functions from a finalized timeline to a cJSON tree. No I/O, no RPC, no
+ * global state; any number of threads may run analyses on the same
+ * (immutable) timeline at once.
+ *
+ * Every result states its units in itself: times are microseconds as JSON
+ * numbers (keys end in `_us`, and the root carries "unit": "us"),
+ * percentages end in `_pctg` and are not rounded. docs/analyses.md documents
+ * each tree and every deliberate difference from HTA.
+ */
+#ifndef GPUPROF_ANALYSIS_H
+#define GPUPROF_ANALYSIS_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+struct timeline;
+
+/*
+ * Errors analysis_run() returns, and what the RPC layer answers for them
+ * (analysis_rpc_code() does the mapping so the two cannot drift apart):
+ *   -EINVAL  bad params (type, range, unknown key, absent rank) → -32602
+ *   -ENODATA no GPU activity in the selected ranks               → -32010
+ *   -ENOENT  no analysis of that name                            → -32601
+ *   -ENOMEM                                                      → -32603
+ */
+#define ANALYSIS_RPC_INVALID_PARAMS (-32602)
+#define ANALYSIS_RPC_NO_DATA (-32010)
+#define ANALYSIS_RPC_NO_METHOD (-32601)
+#define ANALYSIS_RPC_INTERNAL (-32603)
+
+struct analysis_desc {
+	const char *name; /* "temporal", ... */
+	const char *summary; /* one line for --help */
+	const char *params; /* accepted params, one line for --help */
+};
+
+/* The table of analyses, terminated by an entry whose name is NULL. */
+extern const struct analysis_desc analysis_table[];
+
+/*
+ * Run analysis `name` on the finalized timeline `tl`. `params` is a JSON
+ * object or NULL (all defaults). On success returns 0 and *result is a new
+ * cJSON tree the caller deletes with cJSON_Delete(). On failure returns a
+ * negative errno (above), leaves *result NULL and writes a one-line reason
+ * into err (if err and errlen > 0), e.g. "rank 3 is not in this capture
+ * (ranks: 0, 1)" or "no GPU activity in this capture".
+ */
+int analysis_run(const char *name, const struct timeline *tl, const cJSON *params,
+		 cJSON **result, char *err, size_t errlen);
+
+/* JSON-RPC error code for a negative errno from analysis_run(). */
+int analysis_rpc_code(int err);
+
+#endif /* GPUPROF_ANALYSIS_H */

@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Helpers shared by the analyses: kernel types, interval union, statistics,
+ * params and JSON building.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+const char *const ktype_name[KT_COUNT] = { "COMPUTATION", "COMMUNICATION", "MEMORY", "OTHER" };
+
+static bool starts(const char *s, const char *p)
+{
+	return strncmp(s, p, strlen(p)) == 0;
+}
+
+/*
+ * SPEC 4.10: HTA's anchored re.match rules, in order. Note that "hipMemcpy"
+ * is COMMUNICATION (the ^hip rule comes first), and that a compute kernel
+ * whose name contains "Sync" or "dma" is OTHER: both copied on purpose.
+ */
+static enum ktype classify(const char *n)
+{
+	static const char *const not_comp_prefix[] = {
+		"nccl", "Stream Wait Event", "runFunction", "hip", "job_exe", "packet", "pe_exe",
+		"cpum_exe_subgraph", "hccl", "collective_subgraph_execution", NULL
+	};
+	static const char *const not_comp_sub[] = { "Memcpy", "Memset", "dma", "Sync", NULL };
+
+	if (starts(n, "nccl") || starts(n, "hip") || starts(n, "hccl") || strstr(n, "ncclKernel"))
+		return KT_COMMUNICATION;
+	if (starts(n, "Memcpy") || starts(n, "Memset") || starts(n, "hipMemcpy") ||
+	    starts(n, "hipMemset") || starts(n, "dma"))
+		return KT_MEMORY;
+	for (int i = 0; not_comp_prefix[i]; i++)
+		if (starts(n, not_comp_prefix[i]))
+			return KT_OTHER;
+	for (int i = 0; not_comp_sub[i]; i++)
+		if (strstr(n, not_comp_sub[i]))
+			return KT_OTHER;
+	if (starts(n, "cuda") && strstr(n + 4, "LaunchKernel"))
+		return KT_OTHER;
+	return KT_COMPUTATION;
+}
+
+enum ktype ktype_of(struct actx *c, uint32_t name)
+{
+	if (!c->ktype) {
+		c->nstrs = timeline_nstrs(c->tl);
+		c->ktype = calloc(c->nstrs ? c->nstrs : 1, 1);
+		if (!c->ktype)
+			return classify(timeline_str(c->tl, name, NULL));
+	}
+	if (name >= c->nstrs)
+		return classify(timeline_str(c->tl, name, NULL));
+	if (!c->ktype[name])
+		c->ktype[name] = (uint8_t)(classify(timeline_str(c->tl, name, NULL)) + 1);
+	return (enum ktype)(c->ktype[name] - 1);
+}
+
+bool rank_selected(const struct actx *c, const struct tl_rank *r)
+{
+	return !c->has_rank || r->rank == c->rank;
+}
+
+int require_gpu(struct actx *c)
+{
+	uint32_t n = timeline_nranks(c->tl);
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct tl_rank *r = timeline_rank_at(c->tl, i);
+
+		if (rank_selected(c, r) && rank_has_gpu(r))
+			return 0;
+	}
+	return aerr(c, -ENODATA, "no GPU activity in this capture");
+}
+
+int aerr(struct actx *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->err && c->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(c->err, c->errlen, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+/* ---- params --------------------------------------------------------- */
+
+int param_keys(struct actx *c, const char *const *allowed)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, c->params)
+	{
+		bool ok = false;
+
+		for (int i = 0; allowed[i]; i++)
+			ok |= strcmp(it->string, allowed[i]) == 0;
+		if (!ok)
+			return aerr(c, -EINVAL, "unknown parameter '%s'", it->string);
+	}
+	return 0;
+}
+
+int param_num(struct actx *c, const char *key, double def, double lo, double hi, double *out)
+{
+	const cJSON *v = c->params ? cJSON_GetObjectItemCaseSensitive(c->params, key) : NULL;
+
+	*out = def;
+	if (!v)
+		return 0;
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+		return aerr(c, -EINVAL, "parameter '%s' must be a number", key);
+	if (v->valuedouble < lo || v->valuedouble > hi)
+		return aerr(c, -EINVAL, "parameter '%s' = %g is out of range [%g, %g]", key,
+			    v->valuedouble, lo, hi);
+	*out = v->valuedouble;
+	return 0;
+}
+
+int param_int(struct actx *c, const char *key, int64_t def, int64_t lo, int64_t hi, int64_t *out)
+{
+	const cJSON *v = c->params ? cJSON_GetObjectItemCaseSensitive(c->params, key) : NULL;
+
+	*out = def;
+	if (!v)
+		return 0;
+	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
+		return aerr(c, -EINVAL, "parameter '%s' must be an integer", key);
+	if (v->valuedouble < (double)lo || v->valuedouble > (double)hi)
+		return aerr(c, -EINVAL, "parameter '%s' = %.0f is out of range [%lld, %lld]", key,
+			    v->valuedouble, (long long)lo, (long long)hi);
+	*out = (int64_t)v->valuedouble;
+	return 0;
+}
+
+int param_bool(struct actx *c, const char *key, bool def, bool *out)
+{
+	const cJSON *v = c->params ? cJSON_GetObjectItemCaseSensitive(c->params, key) : NULL;
+
+	*out = def;
+	if (!v)
+		return 0;
+	if (!cJSON_IsBool(v))
+		return aerr(c, -EINVAL, "parameter '%s' must be true or false", key);
+	*out = cJSON_IsTrue(v);
+	return 0;
+}
+
+int param_str(struct actx *c, const char *key, const char **out)
+{
+	const cJSON *v = c->params ? cJSON_GetObjectItemCaseSensitive(c->params, key) : NULL;
+
+	if (!v)
+		return aerr(c, -EINVAL, "parameter '%s' is required", key);
+	if (!cJSON_IsString(v) || !v->valuestring[0])
+		return aerr(c, -EINVAL, "parameter '%s' must be a non-empty string", key);
+	*out = v->valuestring;
+	return 0;
+}
+
+/* ---- intervals ------------------------------------------------------ */
+
+static int ival_cmp(const void *a, const void *b)
+{
+	const struct ival *x = a, *y = b;
+
+	return (x->s > y->s) - (x->s < y->s);
+}
+
+size_t ival_merge(struct ival *v, size_t n)
+{
+	size_t k = 0;
+
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), ival_cmp);
+	/* A row opens a new group only when it starts after every earlier end:
+	 * touching intervals merge, and the result ignores tie order (4.12). */
+	for (size_t i = 1; i < n; i++) {
+		if (v[i].s <= v[k].e) {
+			if (v[i].e > v[k].e)
+				v[k].e = v[i].e;
+		} else {
+			v[++k] = v[i];
+		}
+	}
+	return k + 1;
+}
+
+int64_t ival_total(const struct ival *v, size_t n)
+{
+	int64_t t = 0;
+
+	for (size_t i = 0; i < n; i++)
+		t += v[i].e - v[i].s;
+	return t;
+}
+
+int64_t ival_overlap(const struct ival *a, size_t na, const struct ival *b, size_t nb)
+{
+	size_t i = 0, j = 0;
+	int64_t t = 0;
+
+	while (i < na && j < nb) {
+		int64_t s = a[i].s > b[j].s ? a[i].s : b[j].s;
+		int64_t e = a[i].e < b[j].e ? a[i].e : b[j].e;
+
+		if (e > s)
+			t += e - s;
+		if (a[i].e < b[j].e)
+			i++;
+		else
+			j++;
+	}
+	return t;
+}
+
+/* ---- statistics ----------------------------------------------------- */
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+double quantile_sorted(const double *v, size_t n, double q)
+{
+	double pos, frac;
+	size_t lo;
+
+	if (!n)
+		return NAN;
+	pos = q * (double)(n - 1);
+	lo = (size_t)floor(pos);
+	frac = pos - (double)lo;
+	if (lo + 1 >= n)
+		return v[n - 1];
+	/* numpy 1.24 _lerp: from the upper end when frac >= 0.5, so the
+	 * last bits match pandas' describe() */
+	if (frac >= 0.5)
+		return v[lo + 1] - (v[lo + 1] - v[lo]) * (1.0 - frac);
+	return v[lo] + (v[lo + 1] - v[lo]) * frac;
+}
+
+void dstats_compute(double *v, size_t n, struct dstats *s)
+{
+	double sum = 0, ss = 0;
+
+	s->count = n;
+	s->mean = s->std = s->min = s->q25 = s->q50 = s->q75 = s->max = NAN;
+	if (!n)
+		return;
+	for (size_t i = 0; i < n; i++)
+		sum += v[i];
+	s->mean = sum / (double)n;
+	for (size_t i = 0; i < n; i++)
+		ss += (v[i] - s->mean) * (v[i] - s->mean);
+	if (n > 1)
+		s->std = sqrt(ss / (double)(n - 1));
+	qsort(v, n, sizeof(*v), dbl_cmp);
+	s->min = v[0];
+	s->max = v[n - 1];
+	s->q25 = quantile_sorted(v, n, 0.25);
+	s->q50 = quantile_sorted(v, n, 0.5);
+	s->q75 = quantile_sorted(v, n, 0.75);
+}
+
+void dstats_json(struct actx *c, cJSON *o, const struct dstats *s, const char *suffix)
+{
+	static const char *const k[] = { "mean", "std", "min", "p25", "p50", "p75", "max" };
+	const double v[] = { s->mean, s->std, s->min, s->q25, s->q50, s->q75, s->max };
+	char key[32];
+
+	jint(c, o, "count", (int64_t)s->count);
+	for (int i = 0; i < 7; i++) {
+		snprintf(key, sizeof(key), "%s%s", k[i], suffix);
+		jnum(c, o, key, v[i]);
+	}
+}
+
+/* ---- JSON ----------------------------------------------------------- */
+
+static cJSON *track(struct actx *c, cJSON *x)
+{
+	if (!x)
+		c->oom = true;
+	return x;
+}
+
+cJSON *jobj(struct actx *c, cJSON *parent, const char *key)
+{
+	cJSON *o = track(c, cJSON_CreateObject());
+
+	if (o && parent && !cJSON_AddItemToObject(parent, key, o)) {
+		cJSON_Delete(o);
+		c->oom = true;
+		return NULL;
+	}
+	return o;
+}
+
+cJSON *jarr(struct actx *c, cJSON *parent, const char *key)
+{
+	cJSON *a = track(c, cJSON_CreateArray());
+
+	if (a && parent && !cJSON_AddItemToObject(parent, key, a)) {
+		cJSON_Delete(a);
+		c->oom = true;
+		return NULL;
+	}
+	return a;
+}
+
+void jnum(struct actx *c, cJSON *o, const char *key, double v)
+{
+	if (!o)
+		return;
+	if (!isfinite(v))
+		track(c, cJSON_AddNullToObject(o, key));
+	else
+		track(c, cJSON_AddNumberToObject(o, key, v));
+}
+
+void jint(struct actx *c, cJSON *o, const char *key, int64_t v)
+{
+	jnum(c, o, key, (double)v);
+}
+
+void jstr(struct actx *c, cJSON *o, const char *key, const char *s)
+{
+	if (o)
+		track(c, cJSON_AddStringToObject(o, key, s));
+}
+
+void jbool(struct actx *c, cJSON *o, const char *key, bool v)
+{
+	if (o)
+		track(c, cJSON_AddBoolToObject(o, key, v));
+}
+
+void jpush(struct actx *c, cJSON *arr, cJSON *item)
+{
+	if (!item) {
+		c->oom = true;
+		return;
+	}
+	if (!arr || !cJSON_AddItemToArray(arr, item)) {
+		cJSON_Delete(item);
+		c->oom = true;
+	}
+}
+
+void jpush_num(struct actx *c, cJSON *arr, double v)
+{
+	jpush(c, arr, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
+}
+
+cJSON *jroot(struct actx *c, const char *name, cJSON **ranks)
+{
+	cJSON *root = jobj(c, NULL, NULL);
+
+	jstr(c, root, "analysis", name);
+	jstr(c, root, "unit", "us");
+	if (ranks)
+		*ranks = jarr(c, root, "ranks");
+	return root;
+}

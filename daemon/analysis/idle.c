@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Idle-time breakdown per stream (SPEC 6.3): each gap before a kernel /
+ * memcpy / memset on a stream is host wait (the launch came after the
+ * previous row ended), kernel wait (a gap under the threshold, negative
+ * ones included) or other. Streams are not merged, and the gap is measured
+ * from the *previous row's* end, not a running max (Q7): both copied.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum { IC_HOST, IC_KERNEL, IC_OTHER, IC_COUNT };
+static const char *const ic_name[IC_COUNT] = { "host_wait", "kernel_wait", "other" };
+
+struct krow {
+	int64_t stream, ts, end;
+	uint32_t index, pos;
+};
+
+static int krow_cmp(const void *a, const void *b)
+{
+	const struct krow *x = a, *y = b;
+
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return (x->index > y->index) - (x->index < y->index);
+}
+
+/*
+ * ts of the row whose event index is this row's index_correlation. 0 means
+ * "no partner" in HTA but is looked up as event 0 all the same (Q6): copied,
+ * the kept event 0 (if any) answers.
+ */
+static bool runtime_ts(const struct tl_rank *r, const struct tl_event *e, int64_t *ts)
+{
+	int64_t ic = e->index_correlation;
+	uint32_t lo = 0, hi = r->nev;
+
+	if (ic < 0)
+		return false;
+	if (e->link >= 0 && r->ev[e->link].index == ic) {
+		*ts = ev_ts(r, &r->ev[e->link]);
+		return true;
+	}
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (r->ev[mid].index < ic)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < r->nev && r->ev[lo].index == ic) {
+		*ts = ev_ts(r, &r->ev[lo]);
+		return true;
+	}
+	return false;
+}
+
+static bool is_idle_row(const struct tl_event *e, uint32_t mtia_cat)
+{
+	if (!ev_gpu(e))
+		return false;
+	return e->kind == TL_K_KERNEL || e->kind == TL_K_MEMCPY || e->kind == TL_K_MEMSET ||
+	       (mtia_cat && e->cat == mtia_cat);
+}
+
+static void emit_stream(struct actx *c, cJSON *streams, int64_t stream, const int64_t sum[IC_COUNT],
+			const bool seen[IC_COUNT], double *vals[IC_COUNT], const size_t nvals[IC_COUNT],
+			bool stats)
+{
+	cJSON *s = cJSON_CreateObject(), *cats;
+	int64_t total = 0;
+
+	jpush(c, streams, s);
+	jint(c, s, "stream", stream);
+	cats = jarr(c, s, "categories");
+	for (int k = 0; k < IC_COUNT; k++)
+		if (seen[k])
+			total += sum[k];
+	for (int k = 0; k < IC_COUNT; k++) {
+		cJSON *o;
+
+		if (!seen[k])
+			continue;
+		o = cJSON_CreateObject();
+		jpush(c, cats, o);
+		jstr(c, o, "idle_category", ic_name[k]);
+		jnum(c, o, "idle_time_us", us(sum[k]));
+		jnum(c, o, "idle_time_ratio", total ? (double)sum[k] / (double)total : NAN);
+		if (stats) {
+			struct dstats d;
+
+			dstats_compute(vals[k], nvals[k], &d);
+			dstats_json(c, jobj(c, o, "interval_stats"), &d, "_us");
+		}
+	}
+}
+
+static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t delay, bool stats,
+		    uint32_t mtia_cat)
+{
+	struct krow *k = malloc((r->nby_stream + 1) * sizeof(*k));
+	double *vals[IC_COUNT] = { NULL };
+	size_t n = 0;
+	int err = -ENOMEM;
+	cJSON *o, *streams;
+
+	if (!k)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < r->nby_stream; i++) {
+		const struct tl_event *e = &r->ev[r->by_stream[i]];
+
+		if (is_idle_row(e, mtia_cat))
+			k[n++] = (struct krow){ e->stream, ev_ts(r, e), ev_end(r, e), e->index,
+						r->by_stream[i] };
+	}
+	for (int j = 0; j < IC_COUNT; j++) {
+		vals[j] = malloc((n + 1) * sizeof(double));
+		if (!vals[j])
+			goto out;
+	}
+	qsort(k, n, sizeof(*k), krow_cmp);
+
+	o = cJSON_CreateObject();
+	jpush(c, out, o);
+	jint(c, o, "rank", r->rank);
+	streams = jarr(c, o, "streams");
+	for (size_t a = 0, b; a < n; a = b) {
+		int64_t sum[IC_COUNT] = { 0 };
+		bool seen[IC_COUNT] = { false };
+		size_t nvals[IC_COUNT] = { 0 };
+
+		for (b = a; b < n && k[b].stream == k[a].stream; b++) {
+			const struct tl_event *e = &r->ev[k[b].pos];
+			int64_t rt, gap = 0;
+			bool first = b == a;
+			int cat;
+
+			if (!first)
+				gap = k[b].ts - k[b - 1].end;
+			if (!first && runtime_ts(r, e, &rt) && rt > k[b - 1].end)
+				cat = IC_HOST;
+			else if (!first && gap < delay)
+				cat = IC_KERNEL;
+			else
+				cat = IC_OTHER; /* the first row's gap is NaN: counted, adds 0 */
+			seen[cat] = true;
+			if (!first) {
+				sum[cat] += gap;
+				vals[cat][nvals[cat]++] = us(gap);
+			}
+		}
+		emit_stream(c, streams, k[a].stream, sum, seen, vals, nvals, stats);
+	}
+	err = 0;
+out:
+	for (int j = 0; j < IC_COUNT; j++)
+		free(vals[j]);
+	free(k);
+	return err;
+}
+
+int analysis_idle(struct actx *c, cJSON **out)
+{
+	static const char *const keys[] = { "rank", "consecutive_kernel_delay_us", "interval_stats",
+					    NULL };
+	double delay_us;
+	bool stats;
+	uint32_t mtia;
+	cJSON *root, *ranks;
+	int err;
+
+	err = param_keys(c, keys);
+	if (!err)
+		err = param_num(c, "consecutive_kernel_delay_us", 30, 0, 1e12, &delay_us);
+	if (!err)
+		err = param_bool(c, "interval_stats", false, &stats);
+	if (!err)
+		err = require_gpu(c);
+	if (err)
+		return err;
+	mtia = timeline_str_find(c->tl, "mtia_ccp_events", strlen("mtia_ccp_events"));
+	root = jroot(c, "idle", &ranks);
+	jnum(c, root, "consecutive_kernel_delay_us", delay_us);
+	for (uint32_t i = 0; !err && i < timeline_nranks(c->tl); i++) {
+		const struct tl_rank *r = timeline_rank_at(c->tl, i);
+
+		if (rank_selected(c, r))
+			err = one_rank(c, r, ranks, (int64_t)llround(delay_us * 1000.0), stats,
+				       mtia);
+	}
+	if (!err && c->oom)
+		err = -ENOMEM;
+	if (err) {
+		cJSON_Delete(root);
+		return err;
+	}
+	*out = root;
+	return 0;
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared by the analyses only: the per-call context, HTA's time grid, kernel
+ * types (SPEC 4.10), interval union (4.12), describe()-style statistics and
+ * small JSON/param helpers.
+ */
+#ifndef GPUPROF_ANALYSIS_INTERNAL_H
+#define GPUPROF_ANALYSIS_INTERNAL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "analysis.h"
+#include "timeline/timeline.h"
+
+/* One analysis call. Owned by analysis_run(); lives for the call only. */
+struct actx {
+	const struct timeline *tl;
+	const cJSON *params; /* object or NULL */
+	char *err;
+	size_t errlen;
+	bool has_rank; /* params.rank given */
+	int32_t rank;
+	bool oom; /* a cJSON allocation failed somewhere: report -ENOMEM */
+	uint8_t *ktype; /* per string id: enum ktype + 1, 0 = not yet classified */
+	uint32_t nstrs;
+};
+
+enum ktype { KT_COMPUTATION = 0, KT_COMMUNICATION, KT_MEMORY, KT_OTHER, KT_COUNT };
+extern const char *const ktype_name[KT_COUNT];
+
+/* Kernel type of a name (SPEC 4.10), cached per string id. */
+enum ktype ktype_of(struct actx *c, uint32_t name);
+
+/*
+ * HTA's time grid in integer ns: where HTA rounds a trace to µs (SPEC 4.2)
+ * we take its rounded ts/end times 1000, so every sum matches HTA's exactly;
+ * elsewhere the exact ns from the file (whole µs on every reference trace).
+ */
+static inline int64_t ev_ts(const struct tl_rank *r, const struct tl_event *e)
+{
+	return (r->flags & TL_RANK_HTA_ROUNDING) ? e->hta_ts_us * 1000 : e->ts_ns;
+}
+
+static inline int64_t ev_dur(const struct tl_rank *r, const struct tl_event *e)
+{
+	return (r->flags & TL_RANK_HTA_ROUNDING) ? (e->hta_end_us - e->hta_ts_us) * 1000
+						 : e->dur_ns;
+}
+
+static inline int64_t ev_end(const struct tl_rank *r, const struct tl_event *e)
+{
+	return ev_ts(r, e) + ev_dur(r, e);
+}
+
+static inline bool ev_gpu(const struct tl_event *e)
+{
+	return e->flags & TL_EV_GPU_SIDE;
+}
+
+static inline double us(int64_t ns)
+{
+	return (double)ns / 1000.0;
+}
+
+/* Rank selection: params.rank when given, else every rank. */
+bool rank_selected(const struct actx *c, const struct tl_rank *r);
+/* GPU-side events in this rank? */
+static inline bool rank_has_gpu(const struct tl_rank *r)
+{
+	return r->nby_stream > 0;
+}
+/* -ENODATA with the standard message when no selected rank has GPU events. */
+int require_gpu(struct actx *c);
+
+/* Error with a message in c->err; returns err. */
+int aerr(struct actx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Params: each returns 0 (default when absent) or -EINVAL with a message. */
+int param_keys(struct actx *c, const char *const *allowed);
+int param_int(struct actx *c, const char *key, int64_t def, int64_t lo, int64_t hi, int64_t *out);
+int param_num(struct actx *c, const char *key, double def, double lo, double hi, double *out);
+int param_bool(struct actx *c, const char *key, bool def, bool *out);
+int param_str(struct actx *c, const char *key, const char **out); /* required */
+
+/* Half-open intervals [s, e) in ns. */
+struct ival {
+	int64_t s, e;
+};
+/* HTA's union (4.12): sort by start, merge touching/overlapping. In place. */
+size_t ival_merge(struct ival *v, size_t n);
+int64_t ival_total(const struct ival *v, size_t n);
+/* Measure of the intersection of two merged (sorted, disjoint) unions. */
+int64_t ival_overlap(const struct ival *a, size_t na, const struct ival *b, size_t nb);
+
+/* pandas describe(): sample std (ddof 1), linear quantiles; NaN = absent. */
+struct dstats {
+	size_t count;
+	double mean, std, min, q25, q50, q75, max;
+};
+void dstats_compute(double *v, size_t n, struct dstats *out); /* sorts v */
+double quantile_sorted(const double *v, size_t n, double q);
+/* Adds count/mean/std/min/25%/50%/75%/max to obj; NaN → null. */
+void dstats_json(struct actx *c, cJSON *obj, const struct dstats *s, const char *suffix);
+
+/* cJSON helpers that record allocation failure in c->oom. */
+cJSON *jobj(struct actx *c, cJSON *parent, const char *key);
+cJSON *jarr(struct actx *c, cJSON *parent, const char *key);
+void jnum(struct actx *c, cJSON *obj, const char *key, double v); /* NaN/inf → null */
+void jint(struct actx *c, cJSON *obj, const char *key, int64_t v);
+void jstr(struct actx *c, cJSON *obj, const char *key, const char *s);
+void jbool(struct actx *c, cJSON *obj, const char *key, bool v);
+void jpush_num(struct actx *c, cJSON *arr, double v);
+void jpush(struct actx *c, cJSON *arr, cJSON *item);
+/* New root {"analysis": name, "unit": "us", "ranks": []}; *ranks gets the array. */
+cJSON *jroot(struct actx *c, const char *name, cJSON **ranks);
+
+/* The analyses (each parses its own params from c->params). */
+int analysis_temporal(struct actx *c, cJSON **out);
+int analysis_idle(struct actx *c, cJSON **out);
+int analysis_kernels(struct actx *c, cJSON **out);
+int analysis_overlap(struct actx *c, cJSON **out);
+int analysis_launch(struct actx *c, cJSON **out);
+int analysis_queue(struct actx *c, cJSON **out);
+int analysis_sequences(struct actx *c, cJSON **out);
+
+/* numpy 1.24's introsort argsort of int64 keys (queue.c needs its tie order). */
+void np_argsort_i64(const int64_t *v, uint32_t *idx, size_t n);
+
+#endif /* GPUPROF_ANALYSIS_INTERNAL_H */

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: MIT
+/*
+ * GPU kernel breakdown (SPEC 6.4): exclusive time per combination of kernel
+ * types ("COMPUTATION overlapping COMMUNICATION" ...), summed over ranks, and
+ * per-kernel statistics per rank and type with HTA's "others" folding.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct bit_ev {
+	int64_t t;
+	int delta; /* +bit / -bit */
+};
+
+static int bit_ev_cmp(const void *a, const void *b)
+{
+	const struct bit_ev *x = a, *y = b;
+
+	return (x->t > y->t) - (x->t < y->t);
+}
+
+/*
+ * Exclusive time per mask of types. HTA re-sorts after adding each type
+ * and gives every row's segment to its running mask; applying all changes
+ * at one instant first gives the same sums, except that HTA may also list
+ * a label with sum 0 from zero-length segments (tie order; never on the
+ * reference traces): we list only labels with time > 0.
+ */
+static int type_masks(struct actx *c, const struct tl_rank *r, int ntypes, int64_t sum[8],
+		      bool seen[8])
+{
+	struct ival *v = malloc((r->nby_stream + 1) * sizeof(*v));
+	struct bit_ev *ev = malloc((2 * (size_t)r->nby_stream + 1) * sizeof(*ev));
+	size_t nev = 0;
+	int mask = 0;
+
+	if (!v || !ev) {
+		free(v);
+		free(ev);
+		return -ENOMEM;
+	}
+	for (int t = 0; t < ntypes; t++) {
+		size_t n = 0;
+
+		for (uint32_t i = 0; i < r->nby_stream; i++) {
+			const struct tl_event *e = &r->ev[r->by_stream[i]];
+
+			if ((int)ktype_of(c, e->name) == t)
+				v[n++] = (struct ival){ ev_ts(r, e), ev_end(r, e) };
+		}
+		n = ival_merge(v, n);
+		for (size_t i = 0; i < n; i++) {
+			ev[nev++] = (struct bit_ev){ v[i].s, 1 << t };
+			ev[nev++] = (struct bit_ev){ v[i].e, -(1 << t) };
+		}
+	}
+	qsort(ev, nev, sizeof(*ev), bit_ev_cmp);
+	for (size_t i = 0; i < nev;) {
+		int64_t t = ev[i].t;
+
+		while (i < nev && ev[i].t == t)
+			mask += ev[i++].delta;
+		if (i < nev && mask > 0 && ev[i].t > t) {
+			sum[mask & 7] += ev[i].t - t;
+			seen[mask & 7] = true;
+		}
+	}
+	free(v);
+	free(ev);
+	return 0;
+}
+
+struct kstat {
+	const char *name;
+	uint32_t name_id;
+	int32_t rank;
+	uint8_t type;
+	size_t n;
+	double sum, max, min, mean, std;
+};
+
+struct kvec {
+	struct kstat *v;
+	size_t n, cap;
+};
+
+static struct kstat *kvec_add(struct kvec *k)
+{
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 64;
+		struct kstat *nv = realloc(k->v, cap * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		k->v = nv;
+		k->cap = cap;
+	}
+	memset(&k->v[k->n], 0, sizeof(k->v[0]));
+	return &k->v[k->n++];
+}
+
+struct namedur {
+	uint32_t name;
+	double dur;
+};
+
+static int namedur_cmp(const void *a, const void *b)
+{
+	const struct namedur *x = a, *y = b;
+
+	return (x->name > y->name) - (x->name < y->name);
+}
+
+/* Sum descending; HTA's reverse + quicksort + reverse keeps small tie
+ * groups in name order, so names break ties. */
+static int by_sum_desc(const void *a, const void *b)
+{
+	const struct kstat *x = a, *y = b;
+
+	if (x->sum != y->sum)
+		return x->sum < y->sum ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static int by_type_name_rank(const void *a, const void *b)
+{
+	const struct kstat *x = a, *y = b;
+	int d = strcmp(ktype_name[x->type], ktype_name[y->type]);
+
+	if (d)
+		return d;
+	d = strcmp(x->name, y->name);
+	if (d)
+		return d;
+	return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static void stats_of(struct kstat *s, const double *v, size_t n)
+{
+	double ss = 0;
+
+	s->n = n;
+	s->sum = 0;
+	s->max = -INFINITY;
+	s->min = INFINITY;
+	for (size_t i = 0; i < n; i++) {
+		s->sum += v[i];
+		s->max = v[i] > s->max ? v[i] : s->max;
+		s->min = v[i] < s->min ? v[i] : s->min;
+	}
+	s->mean = s->sum / (double)n;
+	for (size_t i = 0; i < n; i++)
+		ss += (v[i] - s->mean) * (v[i] - s->mean);
+	s->std = n > 1 ? sqrt(ss / (double)(n - 1)) : 0; /* NaN → 0 as HTA */
+}
+
+/* One rank, one type: group by name, then fold the tail into "others". */
+static int kernel_stats(struct actx *c, const struct tl_rank *r, int type, int64_t num_kernels,
+			double ratio, struct kvec *out)
+{
+	struct namedur *nd = malloc((r->nby_stream + 1) * sizeof(*nd));
+	double *vals = malloc((r->nby_stream + 1) * sizeof(*vals));
+	size_t n = 0, first = out->n, ng;
+	int err = -ENOMEM;
+
+	if (!nd || !vals)
+		goto out;
+	for (uint32_t i = 0; i < r->nby_stream; i++) {
+		const struct tl_event *e = &r->ev[r->by_stream[i]];
+
+		if ((int)ktype_of(c, e->name) == type)
+			nd[n++] = (struct namedur){ e->name, us(ev_dur(r, e)) };
+	}
+	qsort(nd, n, sizeof(*nd), namedur_cmp);
+	for (size_t a = 0, b; a < n; a = b) {
+		struct kstat *s = kvec_add(out);
+
+		if (!s)
+			goto out;
+		for (b = a; b < n && nd[b].name == nd[a].name; b++)
+			vals[b - a] = nd[b].dur;
+		stats_of(s, vals, b - a);
+		s->name_id = nd[a].name;
+		s->name = timeline_str(c->tl, nd[a].name, NULL);
+		s->rank = r->rank;
+		s->type = (uint8_t)type;
+	}
+	ng = out->n - first;
+	qsort(out->v + first, ng, sizeof(*out->v), by_sum_desc);
+	if ((int64_t)ng > num_kernels) {
+		struct kstat *g = out->v + first, others = { .name = "others" };
+		double cum = 0, q;
+		size_t nothers = 0, keep = 0;
+
+		/* q = linear quantile of the running sums; everything after q, or
+		 * past the first num_kernels, becomes "others" (6.4) */
+		for (size_t i = 0; i < ng; i++)
+			vals[i] = (cum += g[i].sum);
+		q = quantile_sorted(vals, ng, ratio);
+		for (size_t i = 0; i < ng; i++) {
+			if (vals[i] > q || (int64_t)i >= num_kernels) {
+				vals[nothers++] = g[i].sum;
+				continue;
+			}
+			/* Q8: HTA regroups on the sum column alone, so a kept
+			 * name's max/min/mean become its sum and std 0. */
+			g[keep] = g[i];
+			g[keep].max = g[keep].min = g[keep].mean = g[keep].sum;
+			g[keep].std = 0;
+			keep++;
+		}
+		stats_of(&others, vals, nothers);
+		others.rank = r->rank;
+		others.type = (uint8_t)type;
+		g[keep++] = others;
+		out->n = first + keep;
+	}
+	err = 0;
+out:
+	free(nd);
+	free(vals);
+	return err;
+}
+
+struct label_sum {
+	int mask;
+	int64_t sum;
+	char label[96];
+};
+
+static int label_cmp(const void *a, const void *b)
+{
+	const struct label_sum *x = a, *y = b;
+
+	if (x->sum != y->sum)
+		return x->sum < y->sum ? 1 : -1;
+	return strcmp(x->label, y->label);
+}
+
+static void emit(struct actx *c, cJSON *root, const int64_t sum[8], const bool seen[8],
+		 const struct kvec *k)
+{
+	struct label_sum ls[8];
+	int64_t total = 0;
+	int nl = 0;
+	cJSON *types = jarr(c, root, "kernel_types"), *ks = jarr(c, root, "kernels");
+
+	for (int m = 1; m < 8; m++) {
+		if (!seen[m])
+			continue;
+		ls[nl].mask = m;
+		ls[nl].sum = sum[m];
+		ls[nl].label[0] = 0;
+		for (int t = 0; t < 3; t++) {
+			if (!(m & (1 << t)))
+				continue;
+			if (ls[nl].label[0])
+				strcat(ls[nl].label, " overlapping ");
+			strcat(ls[nl].label, ktype_name[t]);
+		}
+		total += sum[m];
+		nl++;
+	}
+	qsort(ls, nl, sizeof(ls[0]), label_cmp);
+	for (int i = 0; i < nl; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		jpush(c, types, o);
+		jstr(c, o, "kernel_type", ls[i].label);
+		jnum(c, o, "sum_us", us(ls[i].sum));
+		jnum(c, o, "percentage", total ? 100.0 * (double)ls[i].sum / (double)total : NAN);
+	}
+	for (size_t i = 0; i < k->n; i++) {
+		const struct kstat *s = &k->v[i];
+		cJSON *o = cJSON_CreateObject();
+
+		jpush(c, ks, o);
+		jstr(c, o, "name", s->name);
+		jstr(c, o, "kernel_type", ktype_name[s->type]);
+		jint(c, o, "rank", s->rank);
+		jint(c, o, "count", (int64_t)s->n);
+		jnum(c, o, "sum_us", s->sum);
+		jnum(c, o, "max_us", s->max);
+		jnum(c, o, "min_us", s->min);
+		jnum(c, o, "mean_us", s->mean);
+		jnum(c, o, "stddev_us", s->std);
+	}
+}
+
+int analysis_kernels(struct actx *c, cJSON **out)
+{
+	static const char *const keys[] = { "rank", "include_memory", "num_kernels",
+					    "duration_ratio", NULL };
+	int64_t sum[8] = { 0 }, num_kernels;
+	bool seen[8] = { false }, mem;
+	double ratio;
+	struct kvec k = { 0 };
+	cJSON *root = NULL;
+	int err, ntypes;
+
+	err = param_keys(c, keys);
+	if (!err)
+		err = param_bool(c, "include_memory", true, &mem);
+	if (!err)
+		err = param_int(c, "num_kernels", 10, 1, 1000000, &num_kernels);
+	if (!err)
+		err = param_num(c, "duration_ratio", 0.8, 0, 1, &ratio);
+	if (!err)
+		err = require_gpu(c);
+	if (err)
+		return err;
+	ntypes = mem ? 3 : 2; /* COMPUTATION, COMMUNICATION[, MEMORY]: OTHER never */
+	for (uint32_t i = 0; !err && i < timeline_nranks(c->tl); i++) {
+		const struct tl_rank *r = timeline_rank_at(c->tl, i);
+
+		if (!rank_selected(c, r))
+			continue;
+		err = type_masks(c, r, ntypes, sum, seen);
+		for (int t = 0; !err && t < ntypes; t++)
+			err = kernel_stats(c, r, t, num_kernels, ratio, &k);
+	}
+	if (!err) {
+		qsort(k.v, k.n, sizeof(*k.v), by_type_name_rank);
+		root = jroot(c, "kernels", NULL);
+		jbool(c, root, "include_memory", mem);
+		emit(c, root, sum, seen, &k);
+		if (c->oom)
+			err = -ENOMEM;
+	}
+	free(k.v);
+	if (err) {
+		cJSON_Delete(root);
+		return err;
+	}
+	*out = root;
+	return 0;
+}

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Communication / computation overlap per rank (SPEC 6.2): the share of the
+ * union of communication rows that the union of computation rows covers.
+ * HTA gets it from a +1/+2 sweep; the measure of C ∩ P is the same number
+ * and does not depend on tie order, so we intersect the two merged unions.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
+{
+	struct ival *comm, *comp;
+	size_t ncomm = 0, ncomp = 0;
+	int64_t total, both;
+	cJSON *o;
+
+	comm = malloc((r->nby_stream + 1) * sizeof(*comm));
+	comp = malloc((r->nby_stream + 1) * sizeof(*comp));
+	if (!comm || !comp) {
+		free(comm);
+		free(comp);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < r->nby_stream; i++) {
+		const struct tl_event *e = &r->ev[r->by_stream[i]];
+		struct ival v = { ev_ts(r, e), ev_end(r, e) };
+		enum ktype t = ktype_of(c, e->name);
+
+		if (t == KT_COMMUNICATION)
+			comm[ncomm++] = v;
+		else if (t == KT_COMPUTATION)
+			comp[ncomp++] = v;
+	}
+	ncomm = ival_merge(comm, ncomm);
+	ncomp = ival_merge(comp, ncomp);
+	total = ival_total(comm, ncomm);
+	both = ival_overlap(comm, ncomm, comp, ncomp);
+	free(comm);
+	free(comp);
+
+	o = cJSON_CreateObject();
+	jpush(c, out, o);
+	jint(c, o, "rank", r->rank);
+	jnum(c, o, "communication_time_us", us(total));
+	jnum(c, o, "overlap_time_us", us(both));
+	/* null without communication (HTA: NaN) */
+	jnum(c, o, "comp_comm_overlap_pctg",
+	     ncomm && total ? 100.0 * (double)both / (double)total : NAN);
+	return 0;
+}
+
+int analysis_overlap(struct actx *c, cJSON **out)
+{
+	static const char *const keys[] = { "rank", NULL };
+	cJSON *root, *ranks;
+	int err;
+
+	err = param_keys(c, keys);
+	if (err)
+		return err;
+	err = require_gpu(c);
+	if (err)
+		return err;
+	root = jroot(c, "overlap", &ranks);
+	for (uint32_t i = 0; !err && i < timeline_nranks(c->tl); i++) {
+		const struct tl_rank *r = timeline_rank_at(c->tl, i);
+
+		if (rank_selected(c, r))
+			err = one_rank(c, r, ranks);
+	}
+	if (!err && c->oom)
+		err = -ENOMEM;
+	if (err) {
+		cJSON_Delete(root);
+		return err;
+	}
+	*out = root;
+	return 0;
+}

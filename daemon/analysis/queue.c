@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Queue length per stream (SPEC 6.6): +1 at every launch call (counted on
+ * the stream of its GPU row), -1 when that GPU row starts. The series has a
+ * row per change; the summary is pandas' describe() over those rows (not
+ * time-weighted, as HTA); time blocked on a full queue sums the time spent
+ * at or above max_queue_length.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+struct qrow {
+	int64_t ts, stream, pid, tid;
+	int delta;
+};
+
+/* Is this event one of HTA's launch rows R (6.6)? */
+static bool is_launch(const struct tl_event *e)
+{
+	return (e->flags & TL_EV_LAUNCH_QUEUE) && e->index_correlation > 0;
+}
+
+/* First GPU-side row with this correlation, or NULL. */
+static const struct tl_event *gpu_of(const struct tl_rank *r, int64_t corr)
+{
+	uint32_t first, n = tl_rank_corr(r, corr, &first);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (ev_gpu(&r->ev[r->by_corr[first + i]]))
+			return &r->ev[r->by_corr[first + i]];
+	return NULL;
+}
+
+static bool corr_has_launch(const struct tl_rank *r, int64_t corr)
+{
+	uint32_t first, n = tl_rank_corr(r, corr, &first);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (is_launch(&r->ev[r->by_corr[first + i]]))
+			return true;
+	return false;
+}
+
+struct order_key {
+	int64_t stream;
+	uint32_t pos; /* position after the ts argsort */
+	uint32_t row;
+};
+
+static int order_cmp(const void *a, const void *b)
+{
+	const struct order_key *x = a, *y = b;
+
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static void emit_stream(struct actx *c, cJSON *streams, const struct qrow *q,
+			const struct order_key *k, size_t n, const int64_t *ql, int64_t maxq,
+			int64_t trace_dur, int64_t t0, bool series, int64_t *hta_stream)
+{
+	cJSON *s = cJSON_CreateObject(), *sum, *blk;
+	double *vals = malloc((n + 1) * sizeof(double));
+	int64_t blocked = 0;
+	bool qualifies = false;
+	struct dstats d;
+
+	jpush(c, streams, s);
+	jint(c, s, "stream", k[0].stream);
+	if (!vals) {
+		c->oom = true;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		vals[i] = (double)ql[i];
+		if (ql[i] >= maxq) {
+			qualifies = true;
+			if (i + 1 < n) /* the last row's duration is NaN */
+				blocked += q[k[i + 1].row].ts - q[k[i].row].ts;
+		}
+	}
+	if (series) {
+		cJSON *se = jobj(c, s, "series"), *ts = jarr(c, se, "ts_us"),
+		      *len = jarr(c, se, "queue_length");
+
+		for (size_t i = 0; i < n; i++) {
+			jpush_num(c, ts, us(q[k[i].row].ts - t0));
+			jpush_num(c, len, (double)ql[i]);
+		}
+	}
+	dstats_compute(vals, n, &d);
+	free(vals);
+	sum = jobj(c, s, "summary");
+	dstats_json(c, sum, &d, "");
+	blk = jobj(c, s, "blocked_on_full_queue");
+	jbool(c, blk, "reached", qualifies);
+	jnum(c, blk, "duration_at_max_queue_length_us", us(blocked));
+	jnum(c, blk, "relative_duration_at_max_queue_length",
+	     trace_dur ? (double)blocked / (double)trace_dur : 0);
+	if (qualifies)
+		*hta_stream = k[0].stream;
+}
+
+static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t maxq,
+		    bool series, int64_t t0)
+{
+	struct qrow *q = malloc(((size_t)r->nev + 1) * sizeof(*q));
+	int64_t *keys = malloc(((size_t)r->nev + 1) * sizeof(*keys));
+	uint32_t *idx = malloc(((size_t)r->nev + 1) * sizeof(*idx));
+	struct order_key *k = malloc(((size_t)r->nev + 1) * sizeof(*k));
+	int64_t *ql = malloc(((size_t)r->nev + 1) * sizeof(*ql));
+	int64_t tmin = INT64_MAX, tmax = INT64_MIN, hta_stream = TL_NONE;
+	size_t n = 0;
+	cJSON *o, *streams;
+	int err = -ENOMEM;
+
+	if (!q || !keys || !idx || !k || !ql)
+		goto out;
+	/* [R in row order, then GPU rows in row order] (6.6), the input order
+	 * numpy's argsort sees */
+	for (uint32_t p = 0; p < r->nev; p++) {
+		const struct tl_event *e = &r->ev[p], *g;
+
+		if (!is_launch(e) || !(g = gpu_of(r, e->correlation)))
+			continue;
+		q[n++] = (struct qrow){ ev_ts(r, e), g->stream, g->pid, g->tid, +1 };
+	}
+	for (uint32_t p = 0; p < r->nev; p++) {
+		const struct tl_event *e = &r->ev[p];
+		int64_t ts = ev_ts(r, e);
+
+		tmin = ts < tmin ? ts : tmin;
+		tmax = ts > tmax ? ts : tmax;
+		if (!ev_gpu(e) || e->correlation == TL_NONE || !corr_has_launch(r, e->correlation))
+			continue;
+		q[n++] = (struct qrow){ ts, e->stream, e->pid, e->tid, -1 };
+	}
+	for (size_t i = 0; i < n; i++)
+		keys[i] = q[i].ts;
+	np_argsort_i64(keys, idx, n);
+	for (size_t i = 0; i < n; i++)
+		k[i] = (struct order_key){ q[idx[i]].stream, (uint32_t)i, idx[i] };
+	/* groupby(stream) keeps the sorted order inside each stream */
+	qsort(k, n, sizeof(*k), order_cmp);
+
+	o = cJSON_CreateObject();
+	jpush(c, out, o);
+	jint(c, o, "rank", r->rank);
+	jnum(c, o, "trace_duration_us", r->nev ? us(tmax - tmin) : 0);
+	streams = jarr(c, o, "streams");
+	for (size_t a = 0, b; a < n; a = b) {
+		int64_t run = 0;
+
+		for (b = a; b < n && k[b].stream == k[a].stream; b++)
+			ql[b] = run += q[k[b].row].delta;
+		emit_stream(c, streams, q, k + a, b - a, ql + a, maxq, tmax - tmin, t0, series,
+			    &hta_stream);
+	}
+	/* Q10: HTA keeps one row per rank, the last stream that reached the
+	 * threshold; we report every stream and name the one HTA would. */
+	jnum(c, o, "hta_blocked_stream", hta_stream == TL_NONE ? NAN : (double)hta_stream);
+	err = 0;
+out:
+	free(q);
+	free(keys);
+	free(idx);
+	free(k);
+	free(ql);
+	return err;
+}
+
+int analysis_queue(struct actx *c, cJSON **out)
+{
+	static const char *const keys[] = { "rank", "max_queue_length", "series", NULL };
+	int64_t maxq, t0;
+	bool series;
+	cJSON *root, *ranks;
+	int err;
+
+	err = param_keys(c, keys);
+	if (!err)
+		err = param_int(c, "max_queue_length", 1024, 1, INT32_MAX, &maxq);
+	if (!err)
+		err = param_bool(c, "series", false, &series);
+	if (!err)
+		err = require_gpu(c);
+	if (err)
+		return err;
+	/* series times are relative to HTA's alignment origin (4.6) */
+	t0 = timeline_hta_min_ts_us(c->tl) * 1000;
+	root = jroot(c, "queue", &ranks);
+	jint(c, root, "max_queue_length", maxq);
+	for (uint32_t i = 0; !err && i < timeline_nranks(c->tl); i++) {
+		const struct tl_rank *r = timeline_rank_at(c->tl, i);
+
+		if (rank_selected(c, r))
+			err = one_rank(c, r, ranks, maxq, series, t0);
+	}
+	if (!err && c->oom)
+		err = -ENOMEM;
+	if (err) {
+		cJSON_Delete(root);
+		return err;
+	}
+	*out = root;
+	return 0;
+}

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Small hand-built timelines (Kineto JSON text through the importer) whose
+ * numbers are worked out below, plus params and error handling.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "test.h"
+#include "timeline/timeline.h"
+
+#define K(name, cat, ts, dur, stream, corr)                                                        \
+	"{\"ph\":\"X\",\"cat\":\"" cat "\",\"name\":\"" name "\",\"pid\":0,\"tid\":" #stream        \
+	",\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"stream\":" #stream ",\"correlation\":" #corr "}}"
+#define L(name, ts, dur, corr)                                                                     \
+	"{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"" name "\",\"pid\":1,\"tid\":1,\"ts\":" #ts \
+	",\"dur\":" #dur ",\"args\":{\"correlation\":" #corr "}}"
+#define OP(name, ts, dur)                                                                          \
+	"{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" name "\",\"pid\":1,\"tid\":1,\"ts\":" #ts      \
+	",\"dur\":" #dur "}"
+
+static struct timeline *load(const char *json)
+{
+	struct timeline *tl = NULL;
+	struct import_result res;
+
+	if (timeline_new(&tl))
+		return NULL;
+	if (timeline_import_buf(json, strlen(json), NULL, tl, &res)) {
+		fprintf(stderr, "import: %s\n", res.error_msg);
+		timeline_free(tl);
+		return NULL;
+	}
+	return tl;
+}
+
+static cJSON *run(const struct timeline *tl, const char *name, const char *params)
+{
+	cJSON *p = params ? cJSON_Parse(params) : NULL, *res = NULL;
+	char err[200];
+	int rc = analysis_run(name, tl, p, &res, err, sizeof(err));
+
+	cJSON_Delete(p);
+	if (rc)
+		fprintf(stderr, "%s: %d %s\n", name, rc, err);
+	return res;
+}
+
+static double num(const cJSON *o, const char *path)
+{
+	char key[64];
+	const char *dot;
+
+	while ((dot = strchr(path, '.'))) {
+		snprintf(key, sizeof(key), "%.*s", (int)(dot - path), path);
+		o = key[0] >= '0' && key[0] <= '9' ? cJSON_GetArrayItem(o, atoi(key))
+						   : cJSON_GetObjectItemCaseSensitive(o, key);
+		path = dot + 1;
+	}
+	o = cJSON_GetObjectItemCaseSensitive(o, path);
+	return cJSON_IsNumber(o) ? o->valuedouble : NAN;
+}
+
+/* compute [0,100] s7, nccl [50,150] s8, memcpy [200,250] s7 */
+static const char *mix = "{\"traceEvents\":[" K("gemm", "kernel", 0, 100, 7, 1) ","
+	K("ncclKernel_AllReduce", "kernel", 50, 100, 8, 2) ","
+	K("Memcpy HtoD", "gpu_memcpy", 200, 50, 7, 3) "]}";
+
+static void test_temporal_split(void)
+{
+	struct timeline *tl = load(mix);
+	cJSON *r = run(tl, "temporal", NULL);
+
+	CHECK(r);
+	/* span 250, busy 200 → idle 50; compute 100; non-compute 100 */
+	CHECK_NEAR(num(r, "ranks.0.kernel_time_us"), 250, 0);
+	CHECK_NEAR(num(r, "ranks.0.idle_time_us"), 50, 0);
+	CHECK_NEAR(num(r, "ranks.0.compute_time_us"), 100, 0);
+	CHECK_NEAR(num(r, "ranks.0.non_compute_time_us"), 100, 0);
+	CHECK_NEAR(num(r, "ranks.0.idle_time_pctg"), 20, 1e-12);
+	/* compute wins [50,100]; communication keeps [100,150]; memory [200,250] */
+	CHECK_NEAR(num(r, "ranks.0.non_compute_split.communication_time_us"), 50, 0);
+	CHECK_NEAR(num(r, "ranks.0.non_compute_split.memory_time_us"), 50, 0);
+	CHECK_NEAR(num(r, "ranks.0.non_compute_split.other_time_us"), 0, 0);
+	CHECK_NEAR(num(r, "ranks.0.non_compute_split.memory_time_pctg"), 20, 1e-12);
+	cJSON_Delete(r);
+	r = run(tl, "overlap", NULL);
+	CHECK_NEAR(num(r, "ranks.0.comp_comm_overlap_pctg"), 50, 1e-12);
+	cJSON_Delete(r);
+	r = run(tl, "kernels", NULL);
+	/* four labels of 50 µs each: 25 % apiece, ties in label order */
+	CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r, "kernel_types")), 4);
+	CHECK_STREQ(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "kernel_types"), 0),
+					"kernel_type")->valuestring,
+		    "COMMUNICATION");
+	CHECK_NEAR(num(r, "kernel_types.1.percentage"), 25, 1e-12);
+	CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r, "kernels")), 3);
+	cJSON_Delete(r);
+	timeline_free(tl);
+}
+
+/*
+ * Stream 7: K1 [100,110] K2 [115,125] K3 [200,210] K4 [300,310], launched at
+ * 90 (dur 2), 105 (20), 150 (60), 120 (2).
+ */
+static const char *idle_tl = "{\"traceEvents\":[" L("cudaLaunchKernel", 90, 2, 1) ","
+	L("cudaLaunchKernel", 105, 20, 2) "," L("cudaLaunchKernel", 120, 2, 4) ","
+	L("cudaLaunchKernel", 150, 60, 3) "," K("k1", "kernel", 100, 10, 7, 1) ","
+	K("k2", "kernel", 115, 10, 7, 2) "," K("k3", "kernel", 200, 10, 7, 3) ","
+	K("k4", "kernel", 300, 10, 7, 4) "]}";
+
+static void test_idle(void)
+{
+	struct timeline *tl = load(idle_tl);
+	cJSON *r = run(tl, "idle", "{\"interval_stats\": true}");
+
+	CHECK(r);
+	/* K2: launch 105 < prev end 110, gap 5 < 30 → kernel wait 5;
+	 * K3: launch 150 > 125 → host wait 75; K4: gap 90 → other 90 */
+	CHECK_NEAR(num(r, "ranks.0.streams.0.categories.0.idle_time_us"), 75, 0);
+	CHECK_NEAR(num(r, "ranks.0.streams.0.categories.1.idle_time_us"), 5, 0);
+	CHECK_NEAR(num(r, "ranks.0.streams.0.categories.2.idle_time_us"), 90, 0);
+	CHECK_NEAR(num(r, "ranks.0.streams.0.categories.0.idle_time_ratio"), 75.0 / 170, 1e-12);
+	CHECK_EQ_INT(num(r, "ranks.0.streams.0.categories.2.interval_stats.count"), 1);
+	cJSON_Delete(r);
+	/* a 100 µs threshold makes K4's 90 µs gap kernel wait */
+	r = run(tl, "idle", "{\"consecutive_kernel_delay_us\": 100}");
+	CHECK_NEAR(num(r, "ranks.0.streams.0.categories.1.idle_time_us"), 95, 0);
+	cJSON_Delete(r);
+	timeline_free(tl);
+}
+
+static void test_launch(void)
+{
+	struct timeline *tl = load(idle_tl);
+	cJSON *r = run(tl, "launch", NULL);
+
+	CHECK_EQ_INT(num(r, "ranks.0.count"), 4);
+	/* rows in launch-call order: corr 1, 2, 4, 3 */
+	CHECK_EQ_INT(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+		cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ranks"), 0), "launches"),
+		"launch_delay_us"), 0)->valuedouble, 8);
+	CHECK_EQ_INT(num(r, "ranks.0.short_gpu_kernels.count"), 1); /* corr 2: 10 < 20 */
+	CHECK_EQ_INT(num(r, "ranks.0.runtime_outliers.count"), 1); /* corr 3: 60 > 50 */
+	CHECK_EQ_INT(num(r, "ranks.0.launch_delay_outliers.count"), 1); /* corr 4: 178 */
+	cJSON_Delete(r);
+	r = run(tl, "launch", "{\"launch_delay_cutoff_us\": 5}");
+	CHECK_EQ_INT(num(r, "ranks.0.launch_delay_outliers.count"), 2);
+	cJSON_Delete(r);
+	timeline_free(tl);
+}
+
+static void test_queue(void)
+{
+	struct timeline *tl = load(idle_tl);
+	cJSON *r = run(tl, "queue", "{\"series\": true, \"max_queue_length\": 2}");
+
+	/* 90+ 100- 105+ 115- 120+ 150+ 200- 300- → 1 0 1 0 1 2 1 0 */
+	CHECK_EQ_INT(num(r, "ranks.0.streams.0.summary.count"), 8);
+	CHECK_NEAR(num(r, "ranks.0.streams.0.summary.mean"), 0.75, 1e-12);
+	CHECK_NEAR(num(r, "ranks.0.streams.0.summary.max"), 2, 0);
+	/* at 2 from 150 to 200; trace spans 90..300 (starts) */
+	CHECK_NEAR(num(r, "ranks.0.streams.0.blocked_on_full_queue.duration_at_max_queue_length_us"),
+		   50, 0);
+	CHECK_NEAR(num(r, "ranks.0.streams.0.blocked_on_full_queue."
+			  "relative_duration_at_max_queue_length"),
+		   50.0 / 210, 1e-12);
+	CHECK_NEAR(num(r, "ranks.0.hta_blocked_stream"), 7, 0);
+	cJSON_Delete(r);
+	timeline_free(tl);
+}
+
+/* Two aten::linear ops each launching k_a, k_b, k_c; a sub-µs op inside the
+ * second one rounds to dur -1 (4.2), where HTA raises and we do not. */
+static const char *seq_tl = "{\"traceEvents\":[" OP("aten::linear", 0, 100) ","
+	L("cudaLaunchKernel", 10, 2, 1) "," L("cudaLaunchKernel", 20, 2, 2) ","
+	L("cudaLaunchKernel", 30, 2, 3) "," OP("aten::linear", 200, 100) ","
+	L("cudaLaunchKernel", 210, 2, 4) "," L("cudaLaunchKernel", 220, 2, 5) ","
+	L("cudaLaunchKernel", 230, 2, 6) "," OP("tiny", 250.5, 0.2) ","
+	K("k_a", "kernel", 50, 10, 7, 1) "," K("k_b", "kernel", 61, 9, 7, 2) ","
+	K("k_c", "kernel", 71, 9, 7, 3) "," K("k_a", "kernel", 250, 10, 7, 4) ","
+	K("k_b", "kernel", 261, 9, 7, 5) "," K("k_c", "kernel", 271, 9, 7, 6) "]}";
+
+static void test_sequences(void)
+{
+	struct timeline *tl = load(seq_tl);
+	cJSON *r = run(tl, "sequences", "{\"operator\": \"linear\"}");
+	const cJSON *p;
+
+	CHECK(r);
+	p = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ranks"),
+								      0),
+						  "patterns"),
+			       0);
+	CHECK(p);
+	if (p) {
+		CHECK_STREQ(cJSON_GetObjectItem(p, "pattern")->valuestring,
+			    "aten::linear|k_a|k_b|k_c");
+		CHECK_NEAR(num(p, "count"), 2, 0);
+		CHECK_NEAR(num(p, "gpu_kernel_duration_us"), 56, 0);
+		CHECK_NEAR(num(p, "cpu_op_duration_us"), 200, 0);
+	}
+	cJSON_Delete(r);
+	r = run(tl, "sequences", "{\"operator\": \"linear\", \"min_pattern_len\": 4}");
+	CHECK_NEAR(num(r, "ranks.0.patterns_total"), 0, 0);
+	cJSON_Delete(r);
+	timeline_free(tl);
+}
+
+static void test_errors(void)
+{
+	struct timeline *cpu = load("{\"traceEvents\":[" OP("aten::mm", 0, 10) "]}");
+	struct timeline *tl = load(mix);
+	cJSON *r = NULL, *p;
+	char err[200];
+
+	for (int i = 0; analysis_table[i].name; i++) {
+		p = strcmp(analysis_table[i].name, "sequences") ? NULL
+								: cJSON_Parse("{\"operator\": \"mm\"}");
+		CHECK_EQ_INT(analysis_run(analysis_table[i].name, cpu, p, &r, err, sizeof(err)),
+			     -ENODATA);
+		cJSON_Delete(p);
+		CHECK(!r);
+		CHECK_STREQ(err, "no GPU activity in this capture");
+	}
+	CHECK_EQ_INT(analysis_rpc_code(-ENODATA), -32010);
+	CHECK_EQ_INT(analysis_rpc_code(-EINVAL), -32602);
+	CHECK_EQ_INT(analysis_run("nope", tl, NULL, &r, err, sizeof(err)), -ENOENT);
+	CHECK_EQ_INT(analysis_rpc_code(-ENOENT), -32601);
+	p = cJSON_Parse("{\"rank\": 3}");
+	CHECK_EQ_INT(analysis_run("temporal", tl, p, &r, err, sizeof(err)), -EINVAL);
+	CHECK_STREQ(err, "rank 3 is not in this capture (ranks: 0)");
+	cJSON_Delete(p);
+	p = cJSON_Parse("{\"treshold\": 3}");
+	CHECK_EQ_INT(analysis_run("idle", tl, p, &r, err, sizeof(err)), -EINVAL);
+	CHECK_STREQ(err, "unknown parameter 'treshold'");
+	cJSON_Delete(p);
+	p = cJSON_Parse("{\"top_k\": -1, \"operator\": \"x\"}");
+	CHECK_EQ_INT(analysis_run("sequences", tl, p, &r, err, sizeof(err)), -EINVAL);
+	cJSON_Delete(p);
+	CHECK_EQ_INT(analysis_run("sequences", tl, NULL, &r, err, sizeof(err)), -EINVAL);
+	CHECK_STREQ(err, "parameter 'operator' is required");
+	p = cJSON_Parse("{\"interval_stats\": 1}");
+	CHECK_EQ_INT(analysis_run("idle", tl, p, &r, err, sizeof(err)), -EINVAL);
+	cJSON_Delete(p);
+	timeline_free(cpu);
+	timeline_free(tl);
+}
+
+int main(void)
+{
+	RUN(test_temporal_split);
+	RUN(test_idle);
+	RUN(test_launch);
+	RUN(test_queue);
+	RUN(test_sequences);
+	RUN(test_errors);
+	return test_summary();
+}
