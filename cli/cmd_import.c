@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * gpuprofctl import: pass each trace file's open descriptor to
- * capture.import. On a terminal, progress comes from the file offset: the
+ * gpuprofctl import: pass the trace files' open descriptors to one
+ * capture.import (one capture, one rank per file). On a terminal, progress comes from the file offset: the
  * daemon reads through the same open file description, so lseek(fd, 0,
  * SEEK_CUR) on our copy shows how far it got.
  */
@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,31 +51,34 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void show_progress(const char *path, int fd, off_t total)
+static void show_progress(const int *fds, size_t n, off_t total)
 {
 	char b1[32], b2[32];
-	off_t pos = lseek(fd, 0, SEEK_CUR);
-
-	if (pos < 0)
-		pos = 0;
-	fprintf(stderr, "\r\033[Kimporting %s: %s / %s (%d%%)", path, fmt_bytes(b1, (double)pos),
-		fmt_bytes(b2, (double)total), total ? (int)(100.0 * (double)pos / (double)total) : 0);
+	off_t pos = 0;
+	for (size_t i = 0; i < n; i++) {
+		off_t p = lseek(fds[i], 0, SEEK_CUR);
+		pos += p > 0 ? p : 0;
+	}
+	fprintf(stderr, "\r\033[Kimporting %zu file%s: %s / %s (%d%%)", n, n == 1 ? "" : "s",
+		fmt_bytes(b1, (double)pos), fmt_bytes(b2, (double)total),
+		total ? (int)(100.0 * (double)pos / (double)total) : 0);
 }
 
 /*
  * capture.import through the event-loop API so we can draw progress while
  * waiting. Returns 0 with *res set, or a negative errno (-EREMOTEIO: the
- * error was printed here, *status set).
+ * error was printed here).
  */
-static int import_with_progress(struct cli *cli, const char *path, int fd, off_t total,
+static int import_with_progress(struct cli *cli, const int *fds, size_t n, off_t total,
 				const char *params, char **res)
 {
 	struct gpuprof_client *c = cli->client;
 	int64_t deadline = cli->timeout_ms ? now_ms() + cli->timeout_ms : -1;
+	bool tty = isatty(STDERR_FILENO);
 	uint64_t id, rid;
 	int r;
 
-	r = gpuprof_client_send(c, "capture.import", params, &fd, 1, &id);
+	r = gpuprof_client_send(c, "capture.import", params, fds, n, &id);
 	if (r < 0)
 		return r;
 	for (;;) {
@@ -84,7 +88,8 @@ static int import_with_progress(struct cli *cli, const char *path, int fd, off_t
 
 		if (gpuprof_client_pending_output(c))
 			pfd.events |= POLLOUT;
-		show_progress(path, fd, total);
+		if (tty)
+			show_progress(fds, n, total);
 		if (deadline >= 0 && now_ms() >= deadline)
 			return -ETIMEDOUT;
 		if (poll(&pfd, 1, 200) < 0 && errno != EINTR)
@@ -105,10 +110,11 @@ static int import_with_progress(struct cli *cli, const char *path, int fd, off_t
 				free(msg);
 				continue;
 			}
-			fputc('\n', stderr);
+			if (tty)
+				fputc('\n', stderr);
 			if (code) {
-				fprintf(stderr, "gpuprofctl: capture.import: %s: %s (code %d)\n", path,
-					msg, code);
+				fprintf(stderr, "gpuprofctl: capture.import: %s (code %d)\n", msg,
+					code);
 				free(msg);
 				return -EREMOTEIO;
 			}
@@ -118,64 +124,96 @@ static int import_with_progress(struct cli *cli, const char *path, int fd, off_t
 	}
 }
 
-static int import_one(struct cli *cli, const char *path, const struct import_args *a,
-		      int64_t rank)
+static void print_import(struct cli *cli, const char *res)
 {
-	struct stat st;
-	char *res = NULL;
-	int fd, r, status = EXIT_OK;
+	if (cli->json) {
+		print_json_text(res);
+		return;
+	}
+	cJSON *info = cJSON_Parse(res);
+	cJSON *imp = cJSON_GetObjectItem(info, "import");
+	cJSON *ranks = cJSON_GetObjectItem(imp, "ranks");
+	printf("capture %.0f: %d rank%s, %.0f events, %.0f warnings\n", json_num(info, "id", 0),
+	       cJSON_GetArraySize(ranks), cJSON_GetArraySize(ranks) == 1 ? "" : "s",
+	       json_num(imp, "events", 0), json_num(info, "warnings", 0));
+	cJSON_Delete(info);
+}
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		status = cli_fail(EXIT_LOCAL_IO, "cannot stat %s: %s", path, strerror(errno));
+/* All files in one request: one capture holding every rank. */
+static int import_all(struct cli *cli, char **paths, size_t n, const struct import_args *a)
+{
+	int fds[GPUPROF_MAX_FDS_PER_MSG];
+	size_t nopen = 0;
+	off_t total = 0;
+	bool all_regular = true;
+	char *res = NULL, *params = NULL;
+	int r, status = EXIT_OK;
+
+	if (n > GPUPROF_MAX_FDS_PER_MSG)
+		return cli_usage_error(cli, "at most %d files per import", GPUPROF_MAX_FDS_PER_MSG);
+	for (; nopen < n; nopen++) {
+		struct stat st;
+		const char *path = paths[nopen];
+		fds[nopen] = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : dup(STDIN_FILENO);
+		if (fds[nopen] < 0) {
+			status = cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (fstat(fds[nopen], &st) < 0) {
+			nopen++;
+			status = cli_fail(EXIT_LOCAL_IO, "cannot stat %s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (S_ISREG(st.st_mode))
+			total += st.st_size;
+		else
+			all_regular = false;
+	}
+	if (!all_regular && n > 1) {
+		status = cli_usage_error(cli, "a pipe can only be imported on its own");
 		goto out;
 	}
 	cJSON *p = cJSON_CreateObject();
-	if (rank >= 0)
-		cJSON_AddNumberToObject(p, "rank", (double)rank);
+	if (a->rank >= 0) {
+		cJSON *ranks = cJSON_AddArrayToObject(p, "ranks");
+		for (size_t i = 0; i < n; i++)
+			cJSON_AddItemToArray(ranks, cJSON_CreateNumber((double)(a->rank + (int64_t)i)));
+	}
 	if (a->name)
 		cJSON_AddStringToObject(p, "name", a->name);
-	char *params = cJSON_PrintUnformatted(p);
+	if (all_regular) {
+		cJSON *idx = cJSON_AddArrayToObject(p, "fds");
+		for (size_t i = 0; i < n; i++)
+			cJSON_AddItemToArray(idx, cJSON_CreateNumber((double)i));
+	}
+	params = cJSON_PrintUnformatted(p);
 	cJSON_Delete(p);
-
-	if (S_ISREG(st.st_mode) && isatty(STDERR_FILENO)) {
-		cJSON *withfd = cJSON_Parse(params);
-		cJSON_AddNumberToObject(withfd, "fd", 0);
-		char *text = cJSON_PrintUnformatted(withfd);
-		cJSON_Delete(withfd);
-		r = import_with_progress(cli, path, fd, st.st_size, text, &res);
-		free(text);
+	if (all_regular) {
+		r = import_with_progress(cli, fds, n, total, params, &res);
 		if (r == -EREMOTEIO)
 			status = EXIT_REMOTE;
 		else if (r < 0)
 			status = cli_call_failed(cli, "capture.import", r);
 	} else {
-		r = gpuprof_call_with_input(cli->client, "capture.import", params, fd, &res);
-		if (r < 0) {
-			if (r == -EREMOTEIO)
-				fprintf(stderr, "gpuprofctl: capture.import: %s: %s (code %d)\n", path,
-					gpuprof_client_error_message(cli->client),
-					gpuprof_client_error_code(cli->client));
-			status = r == -EREMOTEIO ? EXIT_REMOTE
-						 : cli_call_failed(cli, "capture.import", r);
+		/* a pipe: the library relays it, the daemon never sees ours */
+		r = gpuprof_call_with_input(cli->client, "capture.import", params, fds[0], &res);
+		if (r == -EREMOTEIO) {
+			fprintf(stderr, "gpuprofctl: capture.import: %s (code %d)\n",
+				gpuprof_client_error_message(cli->client),
+				gpuprof_client_error_code(cli->client));
+			status = EXIT_REMOTE;
+		} else if (r < 0) {
+			status = cli_call_failed(cli, "capture.import", r);
 		}
 	}
-	free(params);
-	if (status != EXIT_OK)
-		goto out;
-	if (cli->json) {
-		print_json_text(res);
-	} else {
-		cJSON *info = cJSON_Parse(res);
-		printf("%s: capture %.0f, %.0f records\n", path, json_num(info, "id", 0),
-		       json_num(info, "records", 0));
-		cJSON_Delete(info);
-	}
+	if (status == EXIT_OK)
+		print_import(cli, res);
 out:
+	free(params);
 	free(res);
-	close(fd);
+	for (size_t i = 0; i < nopen; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	return status;
 }
 
@@ -197,11 +235,5 @@ int cmd_import(struct cli *cli, int argc, char **argv)
 	r = cli_connect(cli);
 	if (r)
 		return r;
-	for (int i = first; i < argc; i++) {
-		int64_t rank = a.rank >= 0 ? a.rank + (i - first) : -1;
-		r = import_one(cli, argv[i], &a, rank);
-		if (r != EXIT_OK)
-			return r;
-	}
-	return EXIT_OK;
+	return import_all(cli, argv + first, (size_t)(argc - first), &a);
 }

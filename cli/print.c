@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,14 +140,60 @@ void table_free(struct table *t)
 	free(t);
 }
 
+/*
+ * Pretty-print JSON text without parsing its numbers: the daemon writes
+ * 64-bit integers (nanosecond timestamps) exactly, and a round trip through
+ * cJSON's doubles would round them. Only whitespace is added.
+ */
 int print_json_text(const char *json)
 {
-	cJSON *v = cJSON_Parse(json);
-	char *pretty = v ? cJSON_Print(v) : NULL;
-
-	puts(pretty ? pretty : json);
-	free(pretty);
-	cJSON_Delete(v);
+	int depth = 0;
+	bool in_str = false;
+	for (const char *p = json; *p; p++) {
+		char ch = *p;
+		if (in_str) {
+			putchar(ch);
+			if (ch == '\\' && p[1])
+				putchar(*++p);
+			else if (ch == '"')
+				in_str = false;
+			continue;
+		}
+		switch (ch) {
+		case '"':
+			in_str = true;
+			putchar(ch);
+			break;
+		case '{':
+		case '[':
+			putchar(ch);
+			if (p[1] == (ch == '{' ? '}' : ']')) {
+				putchar(*++p);
+				break;
+			}
+			printf("\n%*s", 2 * ++depth, "");
+			break;
+		case '}':
+		case ']':
+			depth--;
+			printf("\n%*s%c", 2 * (depth > 0 ? depth : 0), "", ch);
+			break;
+		case ',':
+			printf(",\n%*s", 2 * depth, "");
+			break;
+		case ':':
+			fputs(": ", stdout);
+			break;
+		case ' ':
+		case '\t':
+		case '\n':
+		case '\r':
+			break;
+		default:
+			putchar(ch);
+		}
+	}
+	putchar('\n');
 	return EXIT_OK;
 }
 

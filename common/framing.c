@@ -119,6 +119,76 @@ bool json_nesting_ok(const char *text, size_t len, int max_depth)
 	return true;
 }
 
+/* Index just past the JSON value starting at i (whitespace skipped first). */
+static size_t skip_value(const char *t, size_t len, size_t i)
+{
+	while (i < len && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r'))
+		i++;
+	int depth = 0;
+	bool in_str = false;
+	for (; i < len; i++) {
+		char c = t[i];
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"') {
+				in_str = false;
+				if (depth == 0)
+					return i + 1;
+			}
+			continue;
+		}
+		if (c == '"') {
+			in_str = true;
+		} else if (c == '{' || c == '[') {
+			depth++;
+		} else if (c == '}' || c == ']') {
+			if (depth == 0)
+				return i; /* end of the enclosing container */
+			if (--depth == 0)
+				return i + 1;
+		} else if (depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' ||
+					  c == '\r')) {
+			return i;
+		}
+	}
+	return i;
+}
+
+bool json_member_span(const char *t, size_t len, const char *key, size_t *start, size_t *span)
+{
+	size_t klen = strlen(key), i = 0;
+	while (i < len && t[i] != '{')
+		i++;
+	i++;
+	while (i < len) {
+		while (i < len && t[i] != '"' && t[i] != '}')
+			i++;
+		if (i >= len || t[i] == '}')
+			return false;
+		size_t kstart = i + 1;
+		size_t kend = skip_value(t, len, i) - 1; /* the closing quote */
+		i = kend + 1;
+		while (i < len && t[i] != ':')
+			i++;
+		i++;
+		while (i < len && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r'))
+			i++;
+		size_t vend = skip_value(t, len, i);
+		if (kend - kstart == klen && !memcmp(t + kstart, key, klen)) {
+			*start = i;
+			*span = vend - i;
+			return true;
+		}
+		i = vend;
+		while (i < len && t[i] != ',' && t[i] != '}')
+			i++;
+		if (i < len && t[i] == ',')
+			i++;
+	}
+	return false;
+}
+
 ssize_t fd_send(int sock, const void *buf, size_t len, const int *fds, size_t nfds, int flags)
 {
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
@@ -155,7 +225,7 @@ ssize_t fd_recv(int sock, void *buf, size_t len, int *fds, size_t *nfds, size_t 
 		/* Room for more than we accept so excess fds are received
 		 * (and closed) rather than silently leaked by the kernel's
 		 * truncation. */
-		char buf[CMSG_SPACE(sizeof(int) * 32)];
+		char buf[CMSG_SPACE(sizeof(int) * (GPUPROF_MAX_FDS_PER_MSG + 8))];
 		struct cmsghdr align;
 	} u;
 	struct msghdr mh = {
@@ -176,9 +246,9 @@ ssize_t fd_recv(int sock, void *buf, size_t len, int *fds, size_t *nfds, size_t 
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
 		size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		int got[32];
-		if (n > 32)
-			n = 32;
+		int got[GPUPROF_MAX_FDS_PER_MSG + 8];
+		if (n > GPUPROF_MAX_FDS_PER_MSG + 8)
+			n = GPUPROF_MAX_FDS_PER_MSG + 8;
 		memcpy(got, CMSG_DATA(cm), n * sizeof(int));
 		for (size_t i = 0; i < n; i++) {
 			if (*nfds < maxfds) {

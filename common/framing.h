@@ -51,6 +51,15 @@ size_t frame_buf_pending(const struct frame_buf *fb);
 bool json_nesting_ok(const char *text, size_t len, int max_depth);
 
 /*
+ * Find the value of top-level member `key` of the JSON object `text` (which
+ * must already be known to be valid JSON) and return its byte span, so it
+ * can be handed on verbatim: re-printing through cJSON would round 64-bit
+ * integers. Returns true when found.
+ */
+bool json_member_span(const char *text, size_t len, const char *key, size_t *start,
+		      size_t *span);
+
+/*
  * sendmsg() with optional fds as SCM_RIGHTS and MSG_NOSIGNAL | flags.
  * Returns bytes sent or -errno.
  */

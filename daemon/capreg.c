@@ -107,6 +107,19 @@ static void count_types(struct capentry *e)
 	}
 }
 
+/* Keep the import summary (shown by capture.info) before the data goes. */
+static void keep_info(struct capentry *e)
+{
+	const struct capture_extra *x = capture_find_extra(e->sum, CAPSEC_IMPORT_INFO);
+	if (!x || e->info_json || x->len > 65536)
+		return;
+	e->info_json = malloc(x->len + 1);
+	if (e->info_json) {
+		memcpy(e->info_json, x->data, x->len);
+		e->info_json[x->len] = '\0';
+	}
+}
+
 /* Keep the header and counts, drop the data. */
 static void strip(struct capture *c)
 {
@@ -178,6 +191,7 @@ static void entry_unlink_free(struct capentry *e)
 		uv_close((uv_handle_t *)e->timer, timer_closed);
 	}
 	capture_free(e->sum);
+	free(e->info_json);
 	free(e);
 }
 
@@ -232,6 +246,7 @@ static void reload(struct capreg *r)
 		} else {
 			c->state = CAPTURE_READY;
 			count_types(e);
+			keep_info(e);
 			strip(c);
 		}
 		if (id >= r->next_id)
@@ -314,6 +329,7 @@ static void persist_done(void *arg)
 		entry_unlink_free(e);
 	} else {
 		e->sum->state = CAPTURE_READY;
+		keep_info(e);
 		strip(e->sum);
 		while (e->waiters) {
 			struct rpc_req *q = e->waiters;
@@ -586,5 +602,8 @@ cJSON *capreg_info(const struct capentry *e)
 	json_add_u64(o, "file_bytes", (uint64_t)c->file_bytes);
 	json_add_u64(o, "evicted_in_window", (uint64_t)c->store_evicted_in_window);
 	json_add_u64(o, "warnings", (uint64_t)c->warnings);
+	cJSON *imp = e->info_json ? cJSON_Parse(e->info_json) : NULL;
+	if (imp)
+		cJSON_AddItemToObject(o, "import", imp);
 	return o;
 }

@@ -36,7 +36,7 @@ struct capentry {
 	bool persisting;
 	bool deleted; /* delete requested while persisting */
 	struct rpc_req *waiters; /* replied with the info once ready */
-	int users; /* jobs reading the file */
+	char *info_json; /* CAPSEC_IMPORT_INFO text kept past strip(), or NULL */
 };
 
 struct capreg_start {

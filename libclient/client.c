@@ -4,6 +4,7 @@
  * both the event-loop API and the blocking calls (call.c) are built on.
  */
 #include "client-private.h"
+#include "framing.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -345,7 +346,13 @@ static int parse_reply(struct gpuprof_client *c, const char *text, size_t len)
 			goto out;
 		}
 	} else if (result) {
-		r->result = cJSON_PrintUnformatted(result);
+		/* Hand the result on verbatim: a cJSON round trip would round
+		 * 64-bit integers such as nanosecond timestamps. */
+		size_t start, span;
+		if (json_member_span(text, len, "result", &start, &span))
+			r->result = strndup(text + start, span);
+		else
+			r->result = cJSON_PrintUnformatted(result);
 		if (!r->result) {
 			err = -ENOMEM;
 			goto out;

@@ -54,7 +54,7 @@ static int parse_rank(struct actx *c)
 
 	if (!c->params || !cJSON_GetObjectItemCaseSensitive(c->params, "rank"))
 		return 0;
-	err = param_int(c, "rank", 0, 0, INT32_MAX, &rank);
+	err = an_param_int(c, "rank", 0, 0, INT32_MAX, &rank);
 	if (err)
 		return err;
 	c->has_rank = true;

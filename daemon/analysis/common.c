@@ -94,7 +94,7 @@ int aerr(struct actx *c, int err, const char *fmt, ...)
 
 /* ---- params --------------------------------------------------------- */
 
-int param_keys(struct actx *c, const char *const *allowed)
+int an_param_keys(struct actx *c, const char *const *allowed)
 {
 	const cJSON *it;
 
@@ -110,7 +110,7 @@ int param_keys(struct actx *c, const char *const *allowed)
 	return 0;
 }
 
-int param_num(struct actx *c, const char *key, double def, double lo, double hi, double *out)
+int an_param_num(struct actx *c, const char *key, double def, double lo, double hi, double *out)
 {
 	const cJSON *v = c->params ? cJSON_GetObjectItemCaseSensitive(c->params, key) : NULL;
 
@@ -126,7 +126,7 @@ int param_num(struct actx *c, const char *key, double def, double lo, double hi,
 	return 0;
 }
 
-int param_int(struct actx *c, const char *key, int64_t def, int64_t lo, int64_t hi, int64_t *out)
+int an_param_int(struct actx *c, const char *key, int64_t def, int64_t lo, int64_t hi, int64_t *out)
 {
 	const cJSON *v = c->params ? cJSON_GetObjectItemCaseSensitive(c->params, key) : NULL;
 
@@ -142,7 +142,7 @@ int param_int(struct actx *c, const char *key, int64_t def, int64_t lo, int64_t 
 	return 0;
 }
 
-int param_bool(struct actx *c, const char *key, bool def, bool *out)
+int an_param_bool(struct actx *c, const char *key, bool def, bool *out)
 {
 	const cJSON *v = c->params ? cJSON_GetObjectItemCaseSensitive(c->params, key) : NULL;
 
@@ -155,7 +155,7 @@ int param_bool(struct actx *c, const char *key, bool def, bool *out)
 	return 0;
 }
 
-int param_str(struct actx *c, const char *key, const char **out)
+int an_param_str(struct actx *c, const char *key, const char **out)
 {
 	const cJSON *v = c->params ? cJSON_GetObjectItemCaseSensitive(c->params, key) : NULL;
 

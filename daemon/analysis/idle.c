@@ -176,11 +176,11 @@ int analysis_idle(struct actx *c, cJSON **out)
 	cJSON *root, *ranks;
 	int err;
 
-	err = param_keys(c, keys);
+	err = an_param_keys(c, keys);
 	if (!err)
-		err = param_num(c, "consecutive_kernel_delay_us", 30, 0, 1e12, &delay_us);
+		err = an_param_num(c, "consecutive_kernel_delay_us", 30, 0, 1e12, &delay_us);
 	if (!err)
-		err = param_bool(c, "interval_stats", false, &stats);
+		err = an_param_bool(c, "interval_stats", false, &stats);
 	if (!err)
 		err = require_gpu(c);
 	if (err)

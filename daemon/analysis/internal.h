@@ -80,11 +80,11 @@ int require_gpu(struct actx *c);
 int aerr(struct actx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Params: each returns 0 (default when absent) or -EINVAL with a message. */
-int param_keys(struct actx *c, const char *const *allowed);
-int param_int(struct actx *c, const char *key, int64_t def, int64_t lo, int64_t hi, int64_t *out);
-int param_num(struct actx *c, const char *key, double def, double lo, double hi, double *out);
-int param_bool(struct actx *c, const char *key, bool def, bool *out);
-int param_str(struct actx *c, const char *key, const char **out); /* required */
+int an_param_keys(struct actx *c, const char *const *allowed);
+int an_param_int(struct actx *c, const char *key, int64_t def, int64_t lo, int64_t hi, int64_t *out);
+int an_param_num(struct actx *c, const char *key, double def, double lo, double hi, double *out);
+int an_param_bool(struct actx *c, const char *key, bool def, bool *out);
+int an_param_str(struct actx *c, const char *key, const char **out); /* required */
 
 /* Half-open intervals [s, e) in ns. */
 struct ival {

@@ -302,13 +302,13 @@ int analysis_kernels(struct actx *c, cJSON **out)
 	cJSON *root = NULL;
 	int err, ntypes;
 
-	err = param_keys(c, keys);
+	err = an_param_keys(c, keys);
 	if (!err)
-		err = param_bool(c, "include_memory", true, &mem);
+		err = an_param_bool(c, "include_memory", true, &mem);
 	if (!err)
-		err = param_int(c, "num_kernels", 10, 1, 1000000, &num_kernels);
+		err = an_param_int(c, "num_kernels", 10, 1, 1000000, &num_kernels);
 	if (!err)
-		err = param_num(c, "duration_ratio", 0.8, 0, 1, &ratio);
+		err = an_param_num(c, "duration_ratio", 0.8, 0, 1, &ratio);
 	if (!err)
 		err = require_gpu(c);
 	if (err)

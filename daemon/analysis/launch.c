@@ -139,15 +139,15 @@ int analysis_launch(struct actx *c, cJSON **out)
 	cJSON *root, *ranks;
 	int err;
 
-	err = param_keys(c, keys);
+	err = an_param_keys(c, keys);
 	if (!err)
-		err = param_num(c, "runtime_cutoff_us", 50, 0, 1e12, &rt_cut);
+		err = an_param_num(c, "runtime_cutoff_us", 50, 0, 1e12, &rt_cut);
 	if (!err)
-		err = param_num(c, "launch_delay_cutoff_us", 100, 0, 1e12, &delay_cut);
+		err = an_param_num(c, "launch_delay_cutoff_us", 100, 0, 1e12, &delay_cut);
 	if (!err)
-		err = param_bool(c, "include_memory", true, &mem);
+		err = an_param_bool(c, "include_memory", true, &mem);
 	if (!err)
-		err = param_bool(c, "extended", false, &ext);
+		err = an_param_bool(c, "extended", false, &ext);
 	if (!err)
 		err = require_gpu(c);
 	if (err)

@@ -180,11 +180,11 @@ int analysis_queue(struct actx *c, cJSON **out)
 	cJSON *root, *ranks;
 	int err;
 
-	err = param_keys(c, keys);
+	err = an_param_keys(c, keys);
 	if (!err)
-		err = param_int(c, "max_queue_length", 1024, 1, INT32_MAX, &maxq);
+		err = an_param_int(c, "max_queue_length", 1024, 1, INT32_MAX, &maxq);
 	if (!err)
-		err = param_bool(c, "series", false, &series);
+		err = an_param_bool(c, "series", false, &series);
 	if (!err)
 		err = require_gpu(c);
 	if (err)

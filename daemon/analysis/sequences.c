@@ -521,13 +521,13 @@ int analysis_sequences(struct actx *c, cJSON **out)
 	cJSON *root, *ranks;
 	int err;
 
-	err = param_keys(c, keys);
+	err = an_param_keys(c, keys);
 	if (!err)
-		err = param_str(c, "operator", &op);
+		err = an_param_str(c, "operator", &op);
 	if (!err)
-		err = param_int(c, "top_k", 5, 0, INT32_MAX, &top_k);
+		err = an_param_int(c, "top_k", 5, 0, INT32_MAX, &top_k);
 	if (!err)
-		err = param_int(c, "min_pattern_len", 3, 1, INT32_MAX, &min_len);
+		err = an_param_int(c, "min_pattern_len", 3, 1, INT32_MAX, &min_len);
 	if (!err)
 		err = require_gpu(c);
 	if (err)

@@ -136,7 +136,7 @@ int analysis_temporal(struct actx *c, cJSON **out)
 	cJSON *root, *ranks;
 	int err;
 
-	err = param_keys(c, keys);
+	err = an_param_keys(c, keys);
 	if (err)
 		return err;
 	err = require_gpu(c);

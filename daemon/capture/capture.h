@@ -42,7 +42,8 @@ enum capture_section_type {
 	CAPSEC_STACKS = 3,
 	CAPSEC_RECORDS = 4,
 	CAPSEC_SYMBOLS = 5, /* reserved: resolved frames (CPU-stacks issue) */
-	CAPSEC_TIMELINE = 6, /* reserved: imported timeline (trace-import issue) */
+	CAPSEC_TIMELINE = 6, /* imported timeline (timeline_encode) */
+	CAPSEC_IMPORT_INFO = 7, /* JSON text: what an import read (files, ranks, warnings) */
 	CAPSEC_TYPE_MAX = 0x10000,
 };
 

@@ -22,7 +22,7 @@
 #include "gpd.h"
 #include "log.h"
 
-#define FDQ_MAX 16
+#define FDQ_MAX (2 * GPUPROF_MAX_FDS_PER_MSG)
 #define READ_BUDGET (256 * 1024) /* bytes per readable callback, for fairness */
 
 struct rpc_conn {

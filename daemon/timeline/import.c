@@ -6,6 +6,7 @@
  * chunk, the tokenizer's scratch, and the events kept.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@ struct src {
 	bool gz, gz_started, gz_done;
 	z_stream zs;
 	uint64_t bytes_in;
+	uint32_t io_timeout_ms;
 };
 
 static ssize_t src_raw(struct src *s, uint8_t *buf, size_t n)
@@ -44,6 +46,19 @@ static ssize_t src_raw(struct src *s, uint8_t *buf, size_t n)
 
 		if (r < 0 && errno == EINTR)
 			continue;
+		if (r < 0 && errno == EAGAIN) {
+			/* A client's pipe, switched to O_NONBLOCK by the daemon:
+			 * wait for data, but never longer than io_timeout_ms. */
+			struct pollfd p = {.fd = s->fd, .events = POLLIN};
+			int pr = poll(&p, 1, s->io_timeout_ms > 0 ? (int)s->io_timeout_ms : -1);
+			if (pr < 0 && errno == EINTR)
+				continue;
+			if (pr == 0)
+				return -ETIMEDOUT;
+			if (pr < 0)
+				return -errno;
+			continue;
+		}
 		if (r > 0)
 			s->bytes_in += (uint64_t)r;
 		return r < 0 ? -errno : r;
@@ -255,7 +270,7 @@ out:
 int timeline_import_fd(int fd, const struct import_opts *o, struct timeline *tl,
 		       struct import_result *res)
 {
-	struct src s = { .fd = fd };
+	struct src s = { .fd = fd, .io_timeout_ms = o ? o->io_timeout_ms : 0 };
 
 	return import_src(&s, o, tl, res);
 }

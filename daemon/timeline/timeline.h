@@ -343,6 +343,9 @@ struct import_opts {
 	uint32_t chunk_size; /* read() size; 0 = 256 KiB (tests use 1) */
 	unsigned finalize_flags; /* passed to timeline_finalize() */
 	bool no_finalize; /* multi-rank: import all, then timeline_finalize() once */
+	/* A non-blocking fd (a client's pipe): longest wait for data, ms;
+	 * 0 = wait forever. Past it the import fails with -ETIMEDOUT. */
+	uint32_t io_timeout_ms;
 	/* Optional progress callback: uncompressed bytes parsed so far. */
 	void (*progress)(void *arg, uint64_t bytes);
 	void *progress_arg;

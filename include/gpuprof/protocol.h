@@ -18,7 +18,7 @@
 /* Hard caps; the daemon may be configured lower, never higher. */
 #define GPUPROF_MAX_MSG_SIZE (1024 * 1024)
 #define GPUPROF_MAX_NESTING 32
-#define GPUPROF_MAX_FDS_PER_MSG 4
+#define GPUPROF_MAX_FDS_PER_MSG 64 /* e.g. one trace per rank */
 
 /* Environment variable naming the socket (client and daemon). */
 #define GPUPROF_SOCKET_ENV "GPUPROF_SOCKET"

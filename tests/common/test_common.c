@@ -125,6 +125,33 @@ static void test_nesting(void)
 	CHECK(json_nesting_ok(deep, 200, 100));
 }
 
+static void span_is(const char *json, const char *key, const char *want)
+{
+	size_t st = 0, n = 0;
+	bool found = json_member_span(json, strlen(json), key, &st, &n);
+	if (!want) {
+		if (found)
+			TEST_FAIL_AT("\"%s\" found in %s", key, json);
+		return;
+	}
+	if (!found || n != strlen(want) || memcmp(json + st, want, n) != 0)
+		TEST_FAIL_AT("member \"%s\" of %s: got \"%.*s\", want \"%s\"", key, json,
+			     found ? (int)n : 0, found ? json + st : "", want);
+}
+
+static void test_member_span(void)
+{
+	span_is("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":1795317132742946687}}", "result",
+		"{\"t\":1795317132742946687}");
+	span_is("{\"result\":18446744073709551615,\"id\":2}", "result", "18446744073709551615");
+	span_is("{ \"id\" : 3 , \"result\" : [1, \"a]}\\\"\", {\"x\": []}] }", "result",
+		"[1, \"a]}\\\"\", {\"x\": []}]");
+	span_is("{\"a\":{\"result\":1},\"result\":\"top\"}", "result", "\"top\"");
+	span_is("{\"a\":{\"result\":1}}", "result", NULL);
+	span_is("{\"res\\\"ult\":1,\"result\":null}", "result", "null");
+	span_is("{}", "result", NULL);
+}
+
 static void test_fd_passing(void)
 {
 	int sv[2];
@@ -243,6 +270,7 @@ int main(void)
 	RUN(test_byte_at_a_time);
 	RUN(test_oversized);
 	RUN(test_nesting);
+	RUN(test_member_span);
 	RUN(test_fd_passing);
 	RUN(test_durations);
 	RUN(test_config);

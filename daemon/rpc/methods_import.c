@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: MIT
+/*
+ * capture.import: trace files (one per rank) read from client fds into one
+ * capture holding a timeline; analyze.<name>: the timeline analyses on a
+ * capture. Both run in worker jobs.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/analysis.h"
+#include "capjob.h"
+#include "gpd.h"
+#include "json.h"
+#include "methods.h"
+#include "methods_import.h"
+#include "timeline/timeline.h"
+
+struct import_job {
+	struct rpc_req *req;
+	struct gpd *g;
+	int fds[RPC_MAX_REQ_FDS];
+	int32_t ranks[RPC_MAX_REQ_FDS];
+	size_t nfds;
+	char name[CAPTURE_NAME_MAX];
+	uint64_t max_bytes;
+	uint32_t io_timeout_ms;
+	/* results */
+	struct capture *cap;
+	int err, code;
+	char msg[512];
+	cJSON *data;
+};
+
+static void import_fail(struct import_job *j, int err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void import_fail(struct import_job *j, int err, int code, const char *fmt, ...)
+{
+	j->err = err;
+	j->code = code;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(j->msg, sizeof(j->msg), fmt, ap);
+	va_end(ap);
+}
+
+static cJSON *warnings_json(const uint64_t *w)
+{
+	cJSON *o = cJSON_CreateObject();
+	for (int k = 0; k < IMPORT_W_COUNT; k++)
+		if (w[k])
+			json_add_u64(o, import_warn_name(k), w[k]);
+	return o;
+}
+
+static void import_work(void *arg)
+{
+	struct import_job *j = arg;
+	struct timeline *tl = NULL;
+	void *enc = NULL;
+	size_t enclen = 0;
+	char *info_text = NULL;
+	uint64_t warnings = 0, events = 0;
+	cJSON *info = cJSON_CreateObject();
+	cJSON *files = cJSON_AddArrayToObject(info, "files");
+
+	if (timeline_new(&tl) < 0) {
+		import_fail(j, -ENOMEM, 0, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < j->nfds; i++) {
+		struct import_opts o = {
+			.rank = j->ranks[i],
+			.max_bytes = j->max_bytes,
+			.no_finalize = j->nfds > 1,
+			.io_timeout_ms = j->io_timeout_ms,
+		};
+		struct import_result res;
+		memset(&res, 0, sizeof(res));
+		int r = timeline_import_fd(j->fds[i], &o, tl, &res);
+		if (r < 0) {
+			if (r == -ETIMEDOUT) {
+				import_fail(j, r, GPUPROF_ERR_IO,
+					    "file %zu: no data for %u ms (limits.io_timeout)", i,
+					    j->io_timeout_ms);
+			} else if (r == -ENOMEM) {
+				import_fail(j, r, 0, "file %zu: out of memory", i);
+			} else {
+				import_fail(j, r, GPUPROF_ERR_BAD_INPUT, "file %zu: %s", i,
+					    res.error_msg[0] ? res.error_msg : strerror(-r));
+				j->data = cJSON_CreateObject();
+				json_add_u64(j->data, "file", i);
+				json_add_u64(j->data, "offset", res.error_offset);
+			}
+			goto out;
+		}
+		cJSON *f = cJSON_CreateObject();
+		cJSON_AddNumberToObject(f, "rank", res.rank);
+		cJSON_AddBoolToObject(f, "gzip", res.gzip);
+		json_add_u64(f, "bytes", res.bytes_in);
+		json_add_u64(f, "json_bytes", res.bytes_json);
+		json_add_u64(f, "events_raw", res.events_raw);
+		cJSON_AddItemToObject(f, "warnings", warnings_json(res.warnings));
+		cJSON_AddItemToArray(files, f);
+		warnings += res.warnings_total;
+	}
+	if (j->nfds > 1 && timeline_finalize(tl, 0) < 0) {
+		import_fail(j, -EINVAL, GPUPROF_ERR_BAD_INPUT, "merging the ranks failed");
+		goto out;
+	}
+	cJSON *ranks = cJSON_AddArrayToObject(info, "ranks");
+	for (uint32_t i = 0; i < timeline_nranks(tl); i++) {
+		const struct tl_rank *rk = timeline_rank_at(tl, i);
+		cJSON_AddItemToArray(ranks, cJSON_CreateNumber(rk->rank));
+		events += rk->nev;
+	}
+	json_add_u64(info, "events", events);
+	if (timeline_encode(tl, &enc, &enclen) < 0) {
+		import_fail(j, -ENOMEM, 0, "encoding the timeline: out of memory");
+		goto out;
+	}
+	if (enclen > j->g->cfg.capture_max_bytes) {
+		import_fail(j, -EFBIG, GPUPROF_ERR_TOO_LARGE,
+			    "imported timeline (%zu bytes) exceeds memory.capture_max", enclen);
+		goto out;
+	}
+	info_text = cJSON_PrintUnformatted(info);
+	struct capture *c;
+	if (!info_text || capture_new(&c) < 0) {
+		import_fail(j, -ENOMEM, 0, "out of memory");
+		goto out;
+	}
+	c->kind = CAPTURE_IMPORT;
+	c->owner_uid = j->req->uid;
+	memcpy(c->name, j->name, sizeof(c->name));
+	c->created_realtime_ns = gpd_now_ns() + (uint64_t)gpd_mono_to_realtime_ns();
+	c->warnings = warnings;
+	int64_t t0 = timeline_min_ts_ns(tl);
+	c->t0_ns = c->t1_ns = t0 > 0 ? (uint64_t)t0 : 0;
+	for (uint32_t i = 0; i < timeline_nranks(tl); i++) {
+		const struct tl_rank *rk = timeline_rank_at(tl, i);
+		for (uint32_t k = 0; k < rk->nev; k++) {
+			int64_t end = rk->ev[k].ts_ns + (rk->ev[k].dur_ns > 0 ? rk->ev[k].dur_ns : 0);
+			if (end > 0 && (uint64_t)end > c->t1_ns)
+				c->t1_ns = (uint64_t)end;
+		}
+	}
+	if (capture_add_extra(c, CAPSEC_TIMELINE, enc, enclen) < 0 ||
+	    capture_add_extra(c, CAPSEC_IMPORT_INFO, info_text, strlen(info_text)) < 0) {
+		capture_free(c);
+		import_fail(j, -ENOMEM, 0, "out of memory");
+		goto out;
+	}
+	j->cap = c;
+out:
+	free(enc);
+	free(info_text);
+	cJSON_Delete(info);
+	timeline_free(tl);
+}
+
+static void import_done(void *arg)
+{
+	struct import_job *j = arg;
+	for (size_t i = 0; i < j->nfds; i++)
+		close(j->fds[i]);
+	if (j->err) {
+		if (j->code)
+			rpc_error(j->req, j->code, j->data, "%s", j->msg);
+		else
+			rpc_error_errno(j->req, j->err, j->msg);
+		j->data = NULL;
+	} else {
+		struct capentry *e;
+		int r = capreg_add(j->g->captures, j->cap, &e);
+		if (r < 0) {
+			capture_free(j->cap);
+			if (r == -EBUSY)
+				rpc_error(j->req, GPUPROF_ERR_BUSY, NULL,
+					  "too many captures or jobs; retry later");
+			else
+				rpc_error_errno(j->req, r, "storing the capture");
+		} else {
+			capreg_wait(e, j->req); /* answered with the info once persisted */
+		}
+	}
+	cJSON_Delete(j->data);
+	free(j);
+}
+
+void method_capture_import(struct rpc_req *req, const cJSON *params)
+{
+	static const char *const allowed[] = {"fd", "fds", "rank", "ranks", "name", NULL};
+	if (!params_only(req, params, allowed))
+		return;
+	struct import_job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		rpc_error(req, GPUPROF_ERR_INTERNAL, NULL, "out of memory");
+		return;
+	}
+	const char *name = NULL;
+	uint64_t rank = UINT64_MAX;
+	if (!param_str(req, params, "name", CAPTURE_NAME_MAX - 1, &name) ||
+	    !param_u64(req, params, "rank", false, INT32_MAX, &rank)) {
+		free(j);
+		return;
+	}
+	snprintf(j->name, sizeof(j->name), "%s", name ? name : "");
+	if (req->nfds == 0) {
+		free(j);
+		rpc_error(req, GPUPROF_ERR_BAD_FD, NULL,
+			  "pass the trace as a descriptor: \"fd\": 0 or \"fds\": [0, ...]");
+		return;
+	}
+	const cJSON *jr = cJSON_GetObjectItemCaseSensitive(params, "ranks");
+	if (jr && (!cJSON_IsArray(jr) || (size_t)cJSON_GetArraySize(jr) != req->nfds)) {
+		free(j);
+		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,
+			  "\"ranks\" must give one rank per descriptor");
+		return;
+	}
+	for (size_t i = 0; i < req->nfds; i++) {
+		j->ranks[i] = rank == UINT64_MAX ? -1 : (int32_t)(rank + i);
+		if (jr) {
+			const cJSON *it = cJSON_GetArrayItem(jr, (int)i);
+			double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
+			if (d < 0 || d > INT32_MAX || d != (double)(int32_t)d) {
+				for (size_t k = 0; k < j->nfds; k++)
+					close(j->fds[k]);
+				free(j);
+				rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,
+					  "\"ranks\" must hold integers >= 0");
+				return;
+			}
+			j->ranks[i] = (int32_t)d;
+		}
+		j->fds[i] = rpc_req_take_fd(req, i);
+		j->nfds++;
+		if (j->fds[i] < 0 || fdio_prepare(j->fds[i], false) < 0) {
+			for (size_t k = 0; k < j->nfds; k++)
+				if (j->fds[k] >= 0)
+					close(j->fds[k]);
+			free(j);
+			rpc_error(req, GPUPROF_ERR_BAD_FD, NULL,
+				  "descriptor %zu must be open for reading", i);
+			return;
+		}
+	}
+	j->req = req;
+	j->g = req->gpd;
+	j->max_bytes = req->gpd->cfg.import_max_bytes;
+	j->io_timeout_ms = req->gpd->cfg.io_timeout_ms;
+	int r = job_submit(req->gpd, import_work, import_done, j);
+	if (r < 0) {
+		for (size_t k = 0; k < j->nfds; k++)
+			close(j->fds[k]);
+		free(j);
+		if (r == -EBUSY)
+			rpc_error(req, GPUPROF_ERR_BUSY, NULL,
+				  "too many jobs running (limits.max_jobs); retry later");
+		else
+			rpc_error_errno(req, r, "starting the import");
+	}
+}
+
+/* ---- analyze.<name> ---------------------------------------------------- */
+
+static void analyze_run(struct capjob *j, struct capture *c)
+{
+	cJSON *params = j->opts;
+	const char *name = cJSON_GetObjectItemCaseSensitive(params, "__analysis")->valuestring;
+	const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
+	if (!x) {
+		capjob_fail(j, -ENODATA, GPUPROF_ERR_NO_DATA,
+			    "capture %llu has no timeline: analyses need an imported trace",
+			    (unsigned long long)j->id);
+		return;
+	}
+	struct timeline *tl = NULL;
+	char why[256] = "";
+	int r = timeline_decode(x->data, x->len, &tl, why, sizeof(why));
+	if (r < 0) {
+		capjob_fail(j, r, r == -ENOMEM ? 0 : GPUPROF_ERR_DAMAGED,
+			    "capture %llu: timeline section: %s", (unsigned long long)j->id,
+			    why[0] ? why : strerror(-r));
+		return;
+	}
+	cJSON *aparams = cJSON_Duplicate(params, 1);
+	cJSON_DeleteItemFromObjectCaseSensitive(aparams, "__analysis");
+	char err[512] = "";
+	cJSON *result = NULL;
+	r = analysis_run(name, tl, aparams, &result, err, sizeof(err));
+	cJSON_Delete(aparams);
+	timeline_free(tl);
+	if (r < 0) {
+		capjob_fail(j, r, analysis_rpc_code(r), "%s", err[0] ? err : strerror(-r));
+		cJSON_Delete(result);
+		return;
+	}
+	j->result = result;
+}
+
+static void free_json(void *p)
+{
+	cJSON_Delete(p);
+}
+
+void method_analyze(struct rpc_req *req, const cJSON *params)
+{
+	const char *name = req->method + strlen("analyze.");
+	const struct analysis_desc *d = analysis_table;
+	while (d->name && strcmp(d->name, name) != 0)
+		d++;
+	if (!d->name) {
+		rpc_error(req, GPUPROF_ERR_METHOD_NOT_FOUND, NULL,
+			  "no analysis \"%.40s\" (analyze.list names them)", name);
+		return;
+	}
+	if (params && !cJSON_IsObject(params)) {
+		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "params must be an object");
+		return;
+	}
+	struct capentry *e = capture_for_req(req, params, false);
+	if (!e)
+		return;
+	/* The analysis validates its own parameters; pass all but "id". */
+	cJSON *p = cJSON_Duplicate(params, 1);
+	cJSON_DeleteItemFromObjectCaseSensitive(p, "id");
+	cJSON_AddStringToObject(p, "__analysis", name);
+	capjob_submit(req, e, -1, false, analyze_run, p, free_json);
+}
+
+void method_analyze_list(struct rpc_req *req, const cJSON *params)
+{
+	static const char *const allowed[] = {NULL};
+	if (!params_only(req, params, allowed))
+		return;
+	cJSON *o = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(o, "analyses");
+	for (const struct analysis_desc *d = analysis_table; d->name; d++) {
+		cJSON *a = cJSON_CreateObject();
+		cJSON_AddStringToObject(a, "name", d->name);
+		cJSON_AddStringToObject(a, "summary", d->summary);
+		if (d->params)
+			cJSON_AddStringToObject(a, "params", d->params);
+		cJSON_AddItemToArray(arr, a);
+	}
+	rpc_reply(req, o);
+}

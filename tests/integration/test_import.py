@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Trace import and analyses through the real daemon and gpuprofctl: every
+reference trace imports, analyses answer with HTA's numbers, hostile files
+get clear errors, and the daemon and its stored captures carry on."""
+
+import glob
+import gzip
+import json
+import os
+import subprocess
+import time
+
+from gpd import GPUPROFCTL, SHARED, Daemon, Conn, eq, error_code, expect, main, test
+
+TRACES = os.path.join(SHARED, "reference", "hta", "traces")
+OUTPUTS = os.path.join(SHARED, "reference", "hta", "outputs")
+ANALYSES = ["temporal", "idle", "kernels", "overlap", "launch", "queue", "sequences"]
+
+
+def trace_files(name):
+    return sorted(glob.glob(os.path.join(TRACES, name, "*")))
+
+
+def hta(name, analysis):
+    with open(os.path.join(OUTPUTS, name, analysis + ".json")) as f:
+        return json.load(f)
+
+
+@test
+def every_reference_trace_imports_and_analyses_answer():
+    d = Daemon().start()
+    try:
+        names = sorted(os.listdir(TRACES))
+        expect(len(names) >= 10, "reference traces present: %r" % names)
+        with d.connect() as c:
+            listed = [a["name"] for a in c.call("analyze.list")["result"]["analyses"]]
+        eq(sorted(listed), sorted(ANALYSES), "analyze.list names every analysis")
+        for name in names:
+            files = trace_files(name)
+            info = d.ctl_json("import", *files, "--name", name)
+            eq(info["kind"], "import", name)
+            eq(info["state"], "ready", name)
+            eq(len(info["import"]["ranks"]), len(files), name + ": one rank per file")
+            gpu = name not in ("cupti_profiler", "rank_non_gpu")
+            for a in ANALYSES:
+                extra = ["operator=aten::linear"] if a == "sequences" else []
+                p = d.ctl("--json", "analyze", a, str(info["id"]), *extra)
+                if gpu:
+                    eq(p.returncode, 0, "%s %s: %s" % (name, a, p.stderr.decode()))
+                    json.loads(p.stdout)
+                else:
+                    eq(p.returncode, 1, "%s %s on a CPU-only trace fails" % (name, a))
+                    expect(b"no GPU activity" in p.stderr, p.stderr.decode())
+                    expect(b"-32010" in p.stderr, "code -32010: " + p.stderr.decode())
+        eq(d.stop(), 0, "clean stop")
+    finally:
+        d.cleanup()
+
+
+@test
+def temporal_matches_hta_through_the_daemon():
+    """The RPC path gives HTA's numbers (the unit parity test covers every
+    analysis; this checks nothing is lost between the analysis and the CLI)."""
+    d = Daemon().start()
+    try:
+        for name in ("alexnet", "trace_filter", "nccl_parser_config"):
+            info = d.ctl_json("import", *trace_files(name))
+            ours = d.ctl_json("analyze", "temporal", str(info["id"]))
+            eq(ours["unit"], "us", "units stated")
+            ref = {r["rank"]: r for r in hta(name, "temporal_breakdown")["result"]["records"]}
+            eq(sorted(r["rank"] for r in ours["ranks"]), sorted(ref), name + ": ranks")
+            for r in ours["ranks"]:
+                h = ref[r["rank"]]
+                for ours_k, hta_k in (("idle_time_us", "idle_time(us)"),
+                                      ("compute_time_us", "compute_time(us)"),
+                                      ("non_compute_time_us", "non_compute_time(us)"),
+                                      ("kernel_time_us", "kernel_time(us)")):
+                    eq(r[ours_k], h[hta_k], "%s rank %d %s" % (name, r["rank"], ours_k))
+                for k in ("idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"):
+                    expect(abs(r[k] - h[k]) <= 0.01, "%s rank %d %s: %r vs HTA %r"
+                           % (name, r["rank"], k, r[k], h[k]))
+        eq(d.stop(), 0, "clean stop")
+    finally:
+        d.cleanup()
+
+
+def import_bytes(d, data, name="x"):
+    path = os.path.join(d.tmp, name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return d.ctl("--json", "import", path)
+
+
+@test
+def hostile_trace_files():
+    d = Daemon().start()
+    try:
+        keep = d.ctl_json("import", *trace_files("alexnet"))
+        good = gzip.decompress(open(trace_files("alexnet")[0], "rb").read())
+        cases = {
+            "empty": b"",
+            "garbage": b"\x00\x01\x02 not json at all",
+            "truncated_json": good[: len(good) // 2],
+            "truncated_gzip": gzip.compress(good)[:5000],
+            "deep": b'{"traceEvents":[' + b"[" * 100000 + b"]" * 100000 + b"]}",
+            "not_utf8": b'{"traceEvents":[{"name":"\xff\xfe","ph":"X","ts":1,"dur":2,"cat":"kernel"}]}',
+            "huge_number": b'{"traceEvents":[{"name":"k","ph":"X","ts":1e999,"dur":-5,"cat":"kernel"}]}',
+        }
+        for label, data in cases.items():
+            p = import_bytes(d, data, label)
+            if p.returncode == 0:
+                info = json.loads(p.stdout)
+                expect(info["state"] == "ready", label)
+            else:
+                eq(p.returncode, 1, "%s: daemon error, not a crash: %s" % (label, p.stderr))
+                expect(b"-32009" in p.stderr or b"-32001" in p.stderr,
+                       "%s: bad-input error: %s" % (label, p.stderr.decode()))
+                if label in ("truncated_json", "garbage", "deep"):
+                    expect(b"byte" in p.stderr or b"offset" in p.stderr,
+                           "%s: error names the byte offset: %s" % (label, p.stderr.decode()))
+        # the daemon and the earlier capture are untouched
+        again = d.ctl_json("analyze", "temporal", str(keep["id"]))
+        expect(again["ranks"], "earlier capture still analyses")
+        eq(d.ctl_json("info", str(keep["id"]))["state"], "ready", "earlier capture intact")
+        eq(d.stop(), 0, "clean stop")
+    finally:
+        d.cleanup()
+
+
+@test
+def import_from_a_pipe_and_a_stalled_pipe():
+    d = Daemon("limits.io_timeout = 1s\n").start()
+    try:
+        f = trace_files("simple_add")[0]
+        p = subprocess.run("gzip -dc %s | %s --socket %s --json import -" % (f, GPUPROFCTL, d.sock),
+                           shell=True, capture_output=True)
+        eq(p.returncode, 0, "import from stdin: %s" % p.stderr.decode())
+        eq(json.loads(p.stdout)["state"], "ready", "pipe import")
+        # a client passes a pipe and never writes to it: the job times out
+        r, w = os.pipe()
+        with Conn(d.sock) as c:
+            t0 = time.time()
+            rep = c.call("capture.import", {"fd": 0}, fds=[r])
+            expect(error_code(rep) in (-32005, -32011), "stalled input fails: %r" % rep)
+            expect(time.time() - t0 < 10, "within the io timeout")
+        os.close(r)
+        os.close(w)
+        # a write-only fd is refused as input
+        wo = os.open(os.path.join(d.tmp, "wo"), os.O_WRONLY | os.O_CREAT)
+        with Conn(d.sock) as c:
+            rep = c.call("capture.import", {"fd": 0}, fds=[wo])
+        os.close(wo)
+        eq(error_code(rep), -32006, "wrong-mode fd")
+        with Conn(d.sock) as c:
+            eq(error_code(c.call("capture.import", {})), -32006, "no fd at all")
+        eq(d.stop(), 0, "clean stop")
+    finally:
+        d.cleanup()
+
+
+@test
+def imported_captures_survive_restart():
+    d = Daemon().start()
+    try:
+        info = d.ctl_json("import", *trace_files("trace_filter"), "--name", "two-ranks")
+        before = d.ctl_json("analyze", "idle", str(info["id"]))
+        eq(d.stop(), 0, "stop")
+        d.start()
+        after_info = d.ctl_json("info", str(info["id"]))
+        eq(after_info["import"]["ranks"], info["import"]["ranks"], "ranks kept")
+        eq(d.ctl_json("analyze", "idle", str(info["id"])), before, "same analysis after restart")
+        # analysis parameters are validated
+        p = d.ctl("analyze", "idle", str(info["id"]), "rank=7")
+        eq(p.returncode, 1, "unknown rank")
+        expect(b"-32602" in p.stderr, p.stderr.decode())
+        eq(d.stop(), 0, "clean stop")
+    finally:
+        d.cleanup()
+
+
+if __name__ == "__main__":
+    main()
