@@ -462,12 +462,13 @@ static void test_invalid_params(void)
 	struct srv s;
 	struct gpuprof_client *c = start(&s, NULL);
 	static const char *const bad[] = {"", "[1,", "42", "\"str\"", "{} x", "null", "{\"a\":}"};
-	int fds[5] = {0, 0, 0, 0, 0};
+	int fds[GPUPROF_MAX_FDS_PER_MSG + 1] = {0};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		CHECK_EQ_INT(gpuprof_client_call(c, "m", bad[i], NULL, 0, NULL), -EINVAL);
 	CHECK_EQ_INT(gpuprof_client_call(c, NULL, NULL, NULL, 0, NULL), -EINVAL);
-	CHECK_EQ_INT(gpuprof_client_send(c, "m", NULL, fds, 5, NULL), -EINVAL);
+	CHECK_EQ_INT(gpuprof_client_send(c, "m", NULL, fds, GPUPROF_MAX_FDS_PER_MSG + 1, NULL),
+		     -EINVAL);
 	CHECK_EQ_INT(gpuprof_client_send(c, "m", NULL, NULL, 1, NULL), -EINVAL);
 	struct gpuprof_capture_opts o = {.duration_ms = 1, .last_ms = 1};
 	CHECK_EQ_INT(gpuprof_capture_start(c, &o, NULL), -EINVAL);
