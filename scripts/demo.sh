@@ -10,7 +10,8 @@ secs=${1:-3}
 sh scripts/deps.sh
 BUILD=${GPUPROF_DEMO_BUILD:-build}
 [ -f "$BUILD/build.ninja" ] || meson setup "$BUILD" -Dbuildtype=release >/dev/null
-ninja -C "$BUILD" daemon/gpuprofd cli/gpuprofctl tests/workloads/demo_workload >/dev/null
+ninja -C "$BUILD" daemon/gpuprofd cli/gpuprofctl tests/workloads/demo_workload \
+	bench/import/gen_kineto >/dev/null
 
 work=$(mktemp -d /tmp/gpuprof-demo.XXXXXX)
 sock="$work/gpuprofd.sock"
@@ -64,6 +65,18 @@ if [ -s "$work/folded.txt" ]; then
 else
 	echo "(no samples: is the CPU collector attached? see the status above)"
 fi
+
+step "Distributed training trace: 4 ranks of PyTorch-profiler (Kineto) JSON from bench/import/gen_kineto"
+"$BUILD/bench/import/gen_kineto" --iters 20 --ranks 4 -o "$work/rank" >/dev/null
+ls "$work"/rank*
+$ctl import "$work"/rank* --name demo-4-ranks
+trace_id=$($ctl --json list | awk -F': ' '/"id"/ { gsub(",", "", $2); id = $2 } END { print id }')
+
+step "Temporal breakdown (HTA semantics): gpuprofctl analyze temporal $trace_id"
+$ctl analyze temporal "$trace_id"
+
+step "Idle time per stream: gpuprofctl analyze idle $trace_id"
+$ctl analyze idle "$trace_id" | head -30
 
 step "Captures held by the daemon"
 $ctl list
