@@ -72,6 +72,8 @@ bool cli_add_kv_param(cJSON *params, const char *kv);
 int print_json_text(const char *json);
 /* Print any JSON result for humans: key: value lines, tables for lists. */
 void print_json_human(const cJSON *item, int indent);
+/* Nested results (analyses) as key: value lines and tables (print_tables.c). */
+void print_result_tables(const cJSON *root);
 
 /* "12.3 MiB", "512 B". buf must hold 32 bytes. */
 const char *fmt_bytes(char *buf, double bytes);

@@ -271,7 +271,7 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 		print_json_text(res);
 	} else {
 		cJSON *v = cJSON_Parse(res);
-		print_json_human(v, 0);
+		print_result_tables(v);
 		cJSON_Delete(v);
 	}
 	r = EXIT_OK;
