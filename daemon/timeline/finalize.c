@@ -2,8 +2,11 @@
 /*
  * Finalize: HTA's correlation link (SPEC 4.5), ProfilerStep filter (4.8),
  * row order (4.9), then the indexes: per stream, per thread, per
- * correlation. Sorting is a merge sort over positions that first checks
- * whether the input is already in order (Kineto mostly writes it so).
+ * correlation. Sorting copies (key, position) pairs out of ev[] once and
+ * sorts those (no comparator calls, no random reads of 112-byte events):
+ * an order check, then an insertion sort with a move budget (Kineto
+ * writes mostly in time order, the disorder is local: enclosing ops come
+ * after their children), then a merge sort when the budget runs out.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -54,13 +57,96 @@ void tl_msort(uint32_t *p, uint32_t *tmp, uint32_t n, const struct tl_event *ev,
 	}
 }
 
+static inline bool kp_lt(const struct tl_kp *a, const struct tl_kp *b)
+{
+	return a->key < b->key || (a->key == b->key && a->pos < b->pos);
+}
+
+/* Bottom-up merge sort of a[0..n) (after insertion-sorted runs of 32). */
+static int kp_msort(struct tl_kp *a, uint32_t n)
+{
+	struct tl_kp *tmp = malloc((size_t)n * sizeof(*tmp)), *src = a, *dst = tmp, *t;
+
+	if (!tmp)
+		return -ENOMEM;
+	for (uint32_t lo = 0; lo < n; lo += 32) {
+		uint32_t hi = n - lo < 32 ? n : lo + 32;
+
+		for (uint32_t i = lo + 1; i < hi; i++) {
+			struct tl_kp x = a[i];
+			uint32_t j = i;
+
+			for (; j > lo && kp_lt(&x, &a[j - 1]); j--)
+				a[j] = a[j - 1];
+			a[j] = x;
+		}
+	}
+	for (uint32_t w = 32; w < n; w *= 2) {
+		for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+			uint32_t mid = n - lo < w ? n : lo + w;
+			uint32_t hi = n - lo < 2 * w ? n : lo + 2 * w, i = lo, j = mid, k = lo;
+
+			if (mid >= hi || !kp_lt(&src[mid], &src[mid - 1])) {
+				memcpy(dst + lo, src + lo, (hi - lo) * sizeof(*src));
+				continue;
+			}
+			while (i < mid && j < hi)
+				dst[k++] = kp_lt(&src[j], &src[i]) ? src[j++] : src[i++];
+			while (i < mid)
+				dst[k++] = src[i++];
+			while (j < hi)
+				dst[k++] = src[j++];
+		}
+		t = src, src = dst, dst = t;
+	}
+	if (src != a)
+		memcpy(a, src, (size_t)n * sizeof(*a));
+	free(tmp);
+	return 0;
+}
+
+int tl_sort_pos(uint32_t *p, uint32_t n, const struct tl_event *ev, bool by_corr, struct tl_kp *a)
+{
+	int64_t budget = 32 * (int64_t)n + 4096;
+	uint32_t i;
+	int err = 0;
+
+	if (n < 2)
+		return 0;
+	for (i = 0; i < n; i++)
+		a[i] = (struct tl_kp){ .key = by_corr ? ev[p[i]].correlation : ev[p[i]].ts_ns,
+				       .pos = p[i] };
+	for (i = 1; i < n && !kp_lt(&a[i], &a[i - 1]); i++)
+		;
+	if (i >= n)
+		return 0; /* already in order: the common case for GPU streams */
+	for (; i < n; i++) {
+		struct tl_kp x = a[i];
+		uint32_t j = i;
+
+		for (; j > 0 && kp_lt(&x, &a[j - 1]); j--)
+			a[j] = a[j - 1];
+		a[j] = x;
+		budget -= i - j;
+		if (budget < 0) { /* far from sorted (two interleaved runs, ...) */
+			err = kp_msort(a, n);
+			break;
+		}
+	}
+	if (err < 0)
+		return err;
+	for (i = 0; i < n; i++)
+		p[i] = a[i].pos;
+	return 0;
+}
+
 /* HTA 4.5 over the rank's (unfiltered) rows: index_correlation. Several
  * partners: the last one (highest index) wins. */
 static int corr_link(struct tl_rank *r)
 {
-	uint32_t *p = malloc((size_t)r->nev * sizeof(*p) + 1), *tmp, n = 0;
+	uint32_t *p = malloc((size_t)r->nev * sizeof(*p) + 1), n = 0;
+	struct tl_kp *tmp = malloc((size_t)r->nev * sizeof(*tmp) + 1);
 
-	tmp = malloc((size_t)r->nev * sizeof(*tmp) + 1);
 	if (!p || !tmp) {
 		free(p);
 		free(tmp);
@@ -69,7 +155,11 @@ static int corr_link(struct tl_rank *r)
 	for (uint32_t i = 0; i < r->nev; i++)
 		if (r->ev[i].correlation != -1)
 			p[n++] = i;
-	tl_msort(p, tmp, n, r->ev, tl_cmp_corr);
+	if (tl_sort_pos(p, n, r->ev, true, tmp) < 0) {
+		free(p);
+		free(tmp);
+		return -ENOMEM;
+	}
 	for (uint32_t g = 0; g < n;) {
 		uint32_t e = g;
 		int64_t last_gpu = -1, last_cpu = -1;
@@ -102,13 +192,49 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Correlation ids of CPU-side rows come mostly in increasing order:
+ * insertion sort while that stays cheap, else qsort(). */
+static void sort_i64(int64_t *a, uint32_t n)
+{
+	int64_t budget = 16 * (int64_t)n + 4096;
+
+	for (uint32_t i = 1; i < n; i++) {
+		int64_t x = a[i];
+		uint32_t j = i;
+
+		for (; j > 0 && x < a[j - 1]; j--)
+			a[j] = a[j - 1];
+		a[j] = x;
+		budget -= i - j;
+		if (budget < 0) {
+			qsort(a, n, sizeof(*a), cmp_i64);
+			return;
+		}
+	}
+}
+
+static bool has_i64(const int64_t *a, uint32_t n, int64_t x)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (a[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && a[lo] == x;
+}
+
 /* HTA 4.8, one rank. Ranks without any ProfilerStep row are left alone
  * (HTA would compare against NaN and drop every row; docs/import.md). */
 static int step_filter(struct tl_rank *r)
 {
 	int64_t cutoff = INT64_MIN, cutoff_ns = -1, *corrs;
 	uint32_t ncorr = 0, n = 0, nargs = 0;
-	struct tl_args *args;
+	bool neg1 = false;
 
 	for (uint32_t i = 0; i < r->nev; i++) {
 		const struct tl_event *e = &r->ev[i];
@@ -122,35 +248,39 @@ static int step_filter(struct tl_rank *r)
 	if (cutoff == INT64_MIN)
 		return 0;
 	corrs = malloc((size_t)r->nev * sizeof(*corrs) + 1);
-	args = malloc((size_t)r->nargs * sizeof(*args) + 1);
-	if (!corrs || !args) {
-		free(corrs);
-		free(args);
+	if (!corrs)
 		return -ENOMEM;
-	}
+	/* -1 (no correlation, most CPU ops) is kept out of the array as a
+	 * flag: it would break the mostly increasing order */
 	for (uint32_t i = 0; i < r->nev; i++)
-		if (!(r->ev[i].flags & TL_EV_GPU_KERNEL_FILTER) && r->ev[i].hta_ts_us < cutoff)
-			corrs[ncorr++] = r->ev[i].correlation;
-	qsort(corrs, ncorr, sizeof(*corrs), cmp_i64);
+		if (!(r->ev[i].flags & TL_EV_GPU_KERNEL_FILTER) && r->ev[i].hta_ts_us < cutoff) {
+			if (r->ev[i].correlation == -1)
+				neg1 = true;
+			else
+				corrs[ncorr++] = r->ev[i].correlation;
+		}
+	sort_i64(corrs, ncorr);
 	for (uint32_t i = 0; i < r->nev; i++) {
-		struct tl_event e = r->ev[i];
+		struct tl_event *e = &r->ev[i];
 		bool keep;
 
-		if (e.flags & TL_EV_GPU_KERNEL_FILTER)
-			keep = bsearch(&e.correlation, corrs, ncorr, sizeof(*corrs), cmp_i64);
+		if (e->flags & TL_EV_GPU_KERNEL_FILTER)
+			keep = e->correlation == -1 ? neg1 : has_i64(corrs, ncorr, e->correlation);
 		else
-			keep = e.hta_ts_us < cutoff;
+			keep = e->hta_ts_us < cutoff;
 		if (!keep)
 			continue;
-		if (e.args != TL_NO_ARGS) {
-			args[nargs] = r->args[e.args];
-			e.args = nargs++;
+		if (e->args != TL_NO_ARGS) { /* in place: nargs <= e->args */
+			if (nargs != e->args)
+				r->args[nargs] = r->args[e->args];
+			e->args = nargs++;
 		}
-		r->ev[n++] = e;
+		/* most rows stay where they are: no 112-byte rewrite for them */
+		if (n != i)
+			r->ev[n] = *e;
+		n++;
 	}
 	free(corrs);
-	free(r->args);
-	r->args = args;
 	r->nargs = nargs;
 	r->nev = n;
 	r->step_cutoff_hta_us = cutoff;

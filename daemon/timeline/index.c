@@ -45,7 +45,8 @@ static uint64_t gkey_hash(uint32_t f, int64_t a, int64_t b)
  * positions; *keys_out the groups in key order (caller frees).
  */
 static int group_sort(struct tl_rank *r, bool streams, uint32_t *out, uint32_t *tmp,
-		      uint32_t *nout, struct gkey **keys_out, uint32_t *nkeys_out)
+		      struct tl_kp *kp, uint32_t *nout, struct gkey **keys_out,
+		      uint32_t *nkeys_out)
 {
 	uint32_t nslots = 64, nkeys = 0, cap = 0, n = 0, *slots, *gid = tmp, *rank_of;
 	struct gkey *keys = NULL;
@@ -123,7 +124,8 @@ static int group_sort(struct tl_rank *r, bool streams, uint32_t *out, uint32_t *
 	}
 	free(rank_of);
 	for (uint32_t k = 0; k < nkeys; k++)
-		tl_msort(out + keys[k].first, tmp, keys[k].count, r->ev, tl_cmp_ts);
+		if (tl_sort_pos(out + keys[k].first, keys[k].count, r->ev, false, kp) < 0)
+			goto out;
 	*nout = n;
 	*keys_out = keys;
 	*nkeys_out = nkeys;
@@ -163,43 +165,53 @@ int tl_rank_index(struct tl_rank *r)
 {
 	uint32_t *tmp, n;
 	size_t sz = (size_t)r->nev * sizeof(uint32_t) + 4;
+	struct tl_kp *kp;
 
 	tl_rank_drop_indexes(r);
 	tmp = malloc(sz);
+	kp = malloc((size_t)r->nev * sizeof(*kp) + 1);
 	r->by_corr = malloc(sz);
 	r->by_stream = malloc(sz);
 	r->by_thread = malloc(sz);
 	if (r->flags & TL_RANK_STEP_FILTERED)
 		r->hta_order = malloc(sz);
-	if (!tmp || !r->by_corr || !r->by_stream || !r->by_thread ||
+	if (!tmp || !kp || !r->by_corr || !r->by_stream || !r->by_thread ||
 	    ((r->flags & TL_RANK_STEP_FILTERED) && !r->hta_order))
 		goto nomem;
 
-	if (r->hta_order) { /* 4.9: GPUKernelFilter rows first, then the rest */
-		n = 0;
-		for (uint32_t i = 0; i < r->nev; i++)
-			if (r->ev[i].flags & TL_EV_GPU_KERNEL_FILTER)
-				r->hta_order[n++] = i;
-		for (uint32_t i = 0; i < r->nev; i++)
-			if (!(r->ev[i].flags & TL_EV_GPU_KERNEL_FILTER))
-				r->hta_order[n++] = i;
-	}
-
+	/* One pass over the events: link reset, correlation candidates and
+	 * (4.9) HTA's order, GPUKernelFilter rows first (the others go to tmp
+	 * and are appended after). */
 	n = 0;
-	for (uint32_t i = 0; i < r->nev; i++) {
-		r->ev[i].link = -1;
-		if (r->ev[i].correlation != -1)
-			r->by_corr[n++] = i;
+	{
+		uint32_t ng = 0, nc = 0;
+
+		for (uint32_t i = 0; i < r->nev; i++) {
+			struct tl_event *e = &r->ev[i];
+
+			e->link = -1;
+			if (e->correlation != -1)
+				r->by_corr[n++] = i;
+			if (r->hta_order) {
+				if (e->flags & TL_EV_GPU_KERNEL_FILTER)
+					r->hta_order[ng++] = i;
+				else
+					tmp[nc++] = i;
+			}
+		}
+		if (r->hta_order)
+			memcpy(r->hta_order + ng, tmp, (size_t)nc * sizeof(*tmp));
 	}
 	r->nby_corr = n;
-	tl_msort(r->by_corr, tmp, n, r->ev, tl_cmp_corr);
+	if (tl_sort_pos(r->by_corr, n, r->ev, true, kp) < 0)
+		goto nomem;
 	build_links(r);
 
 	{
 		struct gkey *keys;
 		uint32_t nkeys;
 
-		if (group_sort(r, true, r->by_stream, tmp, &r->nby_stream, &keys, &nkeys) < 0)
+		if (group_sort(r, true, r->by_stream, tmp, kp, &r->nby_stream, &keys, &nkeys) < 0)
 			goto nomem;
 		r->streams = calloc(nkeys + 1, sizeof(*r->streams));
 		for (uint32_t k = 0; r->streams && k < nkeys; k++)
@@ -210,7 +222,7 @@ int tl_rank_index(struct tl_rank *r)
 		free(keys);
 		if (!r->streams)
 			goto nomem;
-		if (group_sort(r, false, r->by_thread, tmp, &n, &keys, &nkeys) < 0)
+		if (group_sort(r, false, r->by_thread, tmp, kp, &n, &keys, &nkeys) < 0)
 			goto nomem;
 		r->threads = calloc(nkeys + 1, sizeof(*r->threads));
 		for (uint32_t k = 0; r->threads && k < nkeys; k++)
@@ -224,10 +236,12 @@ int tl_rank_index(struct tl_rank *r)
 			goto nomem;
 	}
 	free(tmp);
+	free(kp);
 	r->flags |= TL_RANK_FINALIZED;
 	return 0;
 nomem:
 	free(tmp);
+	free(kp);
 	tl_rank_drop_indexes(r);
 	return -ENOMEM;
 }
@@ -253,29 +267,54 @@ static bool ev_same(const struct tl_event *a, const struct tl_event *b)
 		       (b->flags & (TL_EV_PID_STR | TL_EV_TID_STR));
 }
 
+/*
+ * Open addressing over (hash tag << 32 | position + 1) slots: the tag
+ * rejects almost every occupied slot without reading the event, and the
+ * hashes are computed PF events ahead so the slot can be prefetched (on
+ * large traces the table is far bigger than the caches).
+ */
 int64_t tl_rank_mark_duplicates(struct tl_rank *r)
 {
-	uint64_t nslots = 16;
-	uint32_t *slots;
+	enum { PF = 16 };
+	uint64_t nslots = 16, mask, *slots, ring[PF];
 	int64_t dups = 0;
 
 	while (nslots < (uint64_t)r->nev * 2)
 		nslots *= 2;
+	mask = nslots - 1;
 	slots = calloc(nslots, sizeof(*slots));
 	if (!slots)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < r->nev; i++) {
-		uint64_t s = ev_hash(&r->ev[i]) & (nslots - 1);
+	{
+		/* every page gets written (random slots): one madvise instead
+		 * of a fault per page */
+		size_t done = 0, bytes = nslots * sizeof(*slots);
 
-		for (; slots[s]; s = (s + 1) & (nslots - 1)) {
-			if (ev_same(&r->ev[slots[s] - 1], &r->ev[i])) {
+		tl_prefault(slots, bytes, &done, bytes);
+	}
+	for (uint32_t i = 0; i < PF && i < r->nev; i++) {
+		ring[i] = ev_hash(&r->ev[i]);
+		__builtin_prefetch(&slots[ring[i] & mask]);
+	}
+	for (uint32_t i = 0; i < r->nev; i++) {
+		uint64_t h = ring[i % PF], tag = h >> 32 << 32, s = h & mask;
+
+		if (i + PF < r->nev) {
+			uint64_t h2 = ev_hash(&r->ev[i + PF]);
+
+			ring[i % PF] = h2;
+			__builtin_prefetch(&slots[h2 & mask]);
+		}
+		for (; slots[s]; s = (s + 1) & mask) {
+			if ((slots[s] & ~0xffffffffull) == tag &&
+			    ev_same(&r->ev[(uint32_t)slots[s] - 1], &r->ev[i])) {
 				r->ev[i].flags |= TL_EV_DUPLICATE;
 				dups++;
 				break;
 			}
 		}
 		if (!slots[s])
-			slots[s] = i + 1;
+			slots[s] = tag | (i + 1ull);
 	}
 	free(slots);
 	return dups;

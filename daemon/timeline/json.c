@@ -1,14 +1,21 @@
 // SPDX-License-Identifier: MIT
 /*
- * Incremental JSON tokenizer. The hot paths are the string scan (a table
- * lookup per byte, zero-copy when a string lies inside one chunk) and the
- * whitespace skip; everything else is a small state machine that can stop
- * at any byte and resume with the next chunk (tests feed 1-byte chunks).
+ * Incremental JSON tokenizer. The hot paths are the string scan (16 bytes
+ * at a time with SSE2 where the target has it, a table lookup per byte
+ * otherwise; zero-copy when a string lies inside one chunk), the number
+ * scan (one class-table lookup per byte, then one pass that validates and
+ * converts) and the whitespace skip; everything else is a small state
+ * machine that can stop at any byte and resume with the next chunk (tests
+ * feed 1-byte chunks).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "json.h"
 
@@ -31,6 +38,40 @@ static const uint8_t str_stop[256] = {
 	[0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x80 ... 0xff] = 1,
 };
 
+/* Byte classes: one load per byte instead of a chain of compares. */
+enum { C_NUM = 1, C_WORD = 2, C_WS = 4 };
+static const uint8_t cls[256] = {
+	['0' ... '9'] = C_NUM, ['-'] = C_NUM, ['+'] = C_NUM, ['.'] = C_NUM,
+	['a' ... 'd'] = C_WORD, ['e'] = C_NUM | C_WORD, ['f' ... 'z'] = C_WORD,
+	['A' ... 'D'] = C_WORD, ['E'] = C_NUM | C_WORD, ['F' ... 'Z'] = C_WORD,
+	[' '] = C_WS, ['\n'] = C_WS, ['\r'] = C_WS, ['\t'] = C_WS,
+};
+
+/* First byte in [q, end) that stops the fast string scan, or end. */
+static inline const char *str_scan(const char *q, const char *end)
+{
+#if defined(__SSE2__)
+	/* '"', '\\', and (signed) < 0x20: control bytes and every byte >= 0x80 */
+	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+	const __m128i lim = _mm_set1_epi8(0x20);
+
+	while (end - q >= 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)q);
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote),
+						      _mm_cmpeq_epi8(x, bslash)),
+					 _mm_cmplt_epi8(x, lim));
+		unsigned bits = (unsigned)_mm_movemask_epi8(m);
+
+		if (bits)
+			return q + __builtin_ctz(bits);
+		q += 16;
+	}
+#endif
+	while (q < end && !str_stop[(uint8_t)*q])
+		q++;
+	return q;
+}
+
 static int fail(struct json_tok *t, uint64_t off, int err, const char *what)
 {
 	snprintf(t->err, sizeof(t->err), "%s at byte %llu", what, (unsigned long long)off);
@@ -47,6 +88,7 @@ void json_tok_init(struct json_tok *t, const struct json_sax *sax, void *ctx,
 	t->max_depth = max_depth && max_depth < JSON_MAX_DEPTH_HARD ? max_depth : 64;
 	t->max_string = max_string ? max_string : 65536;
 	t->state = ST_VALUE;
+	t->fast = sax->begin && sax->end && sax->key && sax->value;
 }
 
 void json_tok_finish(struct json_tok *t)
@@ -195,33 +237,46 @@ static int emit_string(struct json_tok *t, const char *s, size_t n, uint64_t off
 	return err;
 }
 
-static bool num_valid(const char *s, size_t n)
+/*
+ * Validate JSON number text and convert it in the same pass: is_float,
+ * and the exact (mant, exp10) fast-path fields of struct jv.
+ */
+static bool num_parse(const char *s, size_t n, struct jv *v)
 {
-	size_t i = 0;
+	size_t i = 0, d;
+	uint64_t m = 0;
+	unsigned nd = 0;
+	int32_t fd = 0;
+	bool exp = false;
 
 	if (i < n && s[i] == '-')
 		i++;
+	v->neg = i;
 	if (i >= n)
 		return false;
 	if (s[i] == '0') {
 		i++;
+		nd = 1;
 	} else if (s[i] >= '1' && s[i] <= '9') {
-		while (i < n && s[i] >= '0' && s[i] <= '9')
-			i++;
+		while (i < n && s[i] >= '0' && s[i] <= '9') {
+			m = m * 10 + (uint64_t)(s[i++] - '0');
+			nd++;
+		}
 	} else {
 		return false;
 	}
 	if (i < n && s[i] == '.') {
-		size_t d = ++i;
-
-		while (i < n && s[i] >= '0' && s[i] <= '9')
-			i++;
+		d = ++i;
+		while (i < n && s[i] >= '0' && s[i] <= '9') {
+			m = m * 10 + (uint64_t)(s[i++] - '0');
+			nd++;
+		}
 		if (i == d)
 			return false;
+		fd = (int32_t)(i - d);
+		v->is_float = true;
 	}
 	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-		size_t d;
-
 		i++;
 		if (i < n && (s[i] == '+' || s[i] == '-'))
 			i++;
@@ -230,7 +285,13 @@ static bool num_valid(const char *s, size_t n)
 			i++;
 		if (i == d)
 			return false;
+		v->is_float = exp = true;
 	}
+	/* m wrapped when nd > 19: then simple is false and m is unused */
+	v->simple = !exp && nd <= 19;
+	v->ndig = (uint8_t)(nd < 255 ? nd : 255);
+	v->mant = m;
+	v->exp10 = -fd;
 	return i == n;
 }
 
@@ -247,10 +308,9 @@ static int emit_scalar(struct json_tok *t, const char *s, size_t n, uint64_t off
 		return fail(t, off, -EBADMSG, "object key is not a string");
 	if (n && (s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) &&
 	    !(n == 9 && !memcmp(s, "-Infinity", 9))) {
-		if (!num_valid(s, n))
+		if (!num_parse(s, n, &v))
 			return fail(t, off, -EBADMSG, "invalid number");
 		v.type = JV_NUMBER;
-		v.is_float = t->tok_float;
 	} else if (n == 4 && !memcmp(s, "true", 4)) {
 		v.type = JV_TRUE;
 	} else if (n == 5 && !memcmp(s, "false", 5)) {
@@ -264,7 +324,6 @@ static int emit_scalar(struct json_tok *t, const char *s, size_t n, uint64_t off
 	} else {
 		return fail(t, off, -EBADMSG, "invalid literal");
 	}
-	t->tok_float = false;
 	err = emit_value(t, &v);
 	if (err < 0 && !t->err[0])
 		fail(t, off, err, "rejected by the consumer");
@@ -273,17 +332,17 @@ static int emit_scalar(struct json_tok *t, const char *s, size_t n, uint64_t off
 
 static inline bool is_ws(char c)
 {
-	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+	return cls[(uint8_t)c] & C_WS;
 }
 
 static inline bool is_numch(char c)
 {
-	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+	return cls[(uint8_t)c] & C_NUM;
 }
 
 static inline bool is_wordch(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+	return cls[(uint8_t)c] & C_WORD;
 }
 
 static int hexval(char c)
@@ -398,11 +457,170 @@ static long str_slow(struct json_tok *t, const char *p, const char *end, uint64_
 	return p - s;
 }
 
-static inline void scan_float(struct json_tok *t, const char *p, const char *q)
+/*
+ * Scalar (number or literal) text [s, s+n) → v; false when invalid (the
+ * generic path then reports the error). Same rules as emit_scalar().
+ */
+static inline bool scalar_classify(const char *s, size_t n, struct jv *v)
 {
-	for (; p < q; p++)
-		if (*p == '.' || *p == 'e' || *p == 'E')
-			t->tok_float = true;
+	v->s = s;
+	v->n = n;
+	if (s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) {
+		v->type = JV_NUMBER;
+		return num_parse(s, n, v); /* "-Infinity" never gets here */
+	}
+	if (n == 4 && !memcmp(s, "true", 4))
+		v->type = JV_TRUE;
+	else if (n == 5 && !memcmp(s, "false", 5))
+		v->type = JV_FALSE;
+	else if (n == 4 && !memcmp(s, "null", 4))
+		v->type = JV_NULL;
+	else
+		return false; /* NaN, Infinity: rare, left to the generic path */
+	return true;
+}
+
+/*
+ * Fast path for the common case: between tokens, whole tokens inside this
+ * chunk, ASCII strings without escapes, valid grammar. State lives in
+ * locals; anything else (a token crossing the chunk end, escapes, UTF-8,
+ * over-long strings, any grammar error) stops it *before* that token, with
+ * nothing consumed, and the generic loop below takes over from exactly the
+ * same position, so errors, offsets and limits are those of the generic
+ * code. Returns where it stopped; a consumer error is returned in *errp
+ * with the position after the token, as the generic path would report it.
+ */
+static const char *feed_fast(struct json_tok *t, const char *p, const char *end, int *errp)
+{
+	const struct json_sax *sax = t->sax;
+	void *ctx = t->ctx;
+	int state = t->state, err = 0;
+	uint32_t depth = t->depth;
+	const char *s0, *q;
+	char c;
+
+	for (;;) {
+		while (p < end && (cls[(uint8_t)*p] & C_WS))
+			p++;
+		if (p == end)
+			break;
+		c = *p;
+		switch (state) {
+		case ST_COLON:
+			if (c != ':')
+				goto stop;
+			p++;
+			state = ST_VALUE;
+			continue;
+		case ST_COMMA_OR_CLOSE:
+			if (c == ',') {
+				p++;
+				state = t->stack[depth - 1] == '{' ? ST_KEY : ST_VALUE;
+				continue;
+			}
+			if (c == '}' || c == ']')
+				goto close;
+			goto stop;
+		case ST_KEY_OR_CLOSE:
+			if (c == '}')
+				goto close;
+			/* fall through */
+		case ST_KEY:
+			if (c != '"')
+				goto stop;
+			goto key;
+		case ST_VALUE_OR_CLOSE:
+			if (c == ']')
+				goto close;
+			goto value;
+		case ST_VALUE:
+			goto value;
+		default:
+			goto stop;
+		}
+key:
+		s0 = p + 1;
+		q = str_scan(s0, end);
+		if (q == end || *q != '"' || (size_t)(q - s0) > t->max_string)
+			goto stop;
+		p = q + 1;
+		state = ST_COLON;
+		if ((err = sax->key(ctx, s0, (size_t)(q - s0), false)) < 0)
+			goto out;
+		/* Kineto writes `"key": value`: skip the state round trip */
+		if (end - p > 2 && p[0] == ':' && p[1] == ' ' && !(cls[(uint8_t)p[2]] & C_WS)) {
+			p += 2;
+			c = *p;
+			state = ST_VALUE;
+			goto value;
+		}
+		continue;
+value:
+		if (c == '"') {
+			struct jv v;
+
+			s0 = p + 1;
+			q = str_scan(s0, end);
+			if (q == end || *q != '"' || (size_t)(q - s0) > t->max_string)
+				goto stop;
+			v = (struct jv){ .type = JV_STRING, .s = s0, .n = (size_t)(q - s0) };
+			p = q + 1;
+			state = depth ? ST_COMMA_OR_CLOSE : ST_DONE;
+			if ((err = sax->value(ctx, &v)) < 0)
+				goto out;
+			goto next_member;
+		}
+		if (c == '{' || c == '[') {
+			if (depth >= t->max_depth)
+				goto stop;
+			t->stack[depth++] = (uint8_t)c;
+			state = c == '{' ? ST_KEY_OR_CLOSE : ST_VALUE_OR_CLOSE;
+			p++;
+			if ((err = sax->begin(ctx, c)) < 0)
+				goto out;
+			continue;
+		}
+		{
+			uint8_t k = cls[(uint8_t)c] & C_WORD ? C_WORD : C_NUM;
+			struct jv v = { 0 };
+
+			q = p + 1;
+			if (!(c == '-' || (c >= '0' && c <= '9') || k == C_WORD) ||
+			    (c == '-' && q < end && *q == 'I'))
+				goto stop;
+			while (q < end && (cls[(uint8_t)*q] & k))
+				q++;
+			if (q == end || q - p > NUM_MAX || !scalar_classify(p, (size_t)(q - p), &v))
+				goto stop;
+			p = q;
+			state = depth ? ST_COMMA_OR_CLOSE : ST_DONE;
+			if ((err = sax->value(ctx, &v)) < 0)
+				goto out;
+		}
+next_member:
+		/* `, "key"` inside an object: straight to the next key */
+		if (end - p > 2 && p[0] == ',' && p[1] == ' ' && p[2] == '"' && depth &&
+		    t->stack[depth - 1] == '{') {
+			p += 2;
+			state = ST_KEY;
+			goto key;
+		}
+		continue;
+close:
+		if (!depth || t->stack[depth - 1] != (uint8_t)(c == '}' ? '{' : '['))
+			goto stop;
+		depth--;
+		p++;
+		state = depth ? ST_COMMA_OR_CLOSE : ST_DONE;
+		if ((err = sax->end(ctx, c == '}' ? '{' : '[')) < 0)
+			goto out;
+	}
+stop:
+out:
+	t->state = state;
+	t->depth = depth;
+	*errp = err;
+	return p;
 }
 
 int json_tok_feed(struct json_tok *t, const char *p, size_t n)
@@ -414,6 +632,15 @@ int json_tok_feed(struct json_tok *t, const char *p, size_t n)
 	if (t->err[0])
 		return -EBADMSG;
 	while (p < end) {
+		if (t->tstate == T_NONE && t->fast) {
+			p = feed_fast(t, p, end, &err);
+			if (err < 0) {
+				fail(t, OFF(), err, "rejected by the consumer");
+				goto out;
+			}
+			if (p == end)
+				break;
+		}
 		/* Inside a number/literal carried over from an earlier chunk? */
 		if (t->tstate == T_NUM || t->tstate == T_WORD) {
 			const char *q = p;
@@ -422,8 +649,6 @@ int json_tok_feed(struct json_tok *t, const char *p, size_t n)
 				t->tstate = T_WORD; /* -Infinity */
 			while (q < end && (t->tstate == T_NUM ? is_numch(*q) : is_wordch(*q)))
 				q++;
-			if (t->tstate == T_NUM)
-				scan_float(t, p, q);
 			if (t->blen + (size_t)(q - p) > NUM_MAX)
 				return fail(t, OFF(), -EBADMSG, "number or literal too long");
 			if ((err = buf_put(t, p, q - p)) < 0)
@@ -493,10 +718,8 @@ int json_tok_feed(struct json_tok *t, const char *p, size_t n)
 		/* A value (or key) starts here. */
 		t->in_key = t->state == ST_KEY || t->state == ST_KEY_OR_CLOSE;
 		if (c == '"') {
-			const char *s0 = ++p, *q = p;
+			const char *s0 = ++p, *q = str_scan(p, end);
 
-			while (q < end && !str_stop[(uint8_t)*q])
-				q++;
 			if (q < end && *q == '"') { /* whole ASCII string in this chunk */
 				size_t len = q - s0;
 
@@ -532,7 +755,6 @@ int json_tok_feed(struct json_tok *t, const char *p, size_t n)
 			const char *q = p;
 
 			t->tstate = (is_numch(c) && c != 'e' && c != 'E') ? T_NUM : T_WORD;
-			t->tok_float = false;
 			t->blen = 0;
 			if (c == '-' && p + 1 < end && p[1] == 'I')
 				t->tstate = T_WORD, q = p + 1;
@@ -541,8 +763,6 @@ int json_tok_feed(struct json_tok *t, const char *p, size_t n)
 			if (q < end && q - p <= NUM_MAX) { /* whole token in this chunk */
 				const char *s0 = p;
 
-				if (t->tstate == T_NUM)
-					scan_float(t, p, q);
 				p = q;
 				if ((err = emit_scalar(t, s0, q - s0, OFF())) < 0)
 					goto out;

@@ -24,6 +24,16 @@ struct jv {
 	bool is_float; /* number: has '.', 'e' or 'E' (or special) */
 	bool truncated; /* string longer than max_string */
 	bool bad_utf8; /* invalid UTF-8 replaced by U+FFFD */
+	/* Number fast path, filled while validating: when `simple` (no
+	 * exponent, at most 19 digits in all), the value is
+	 * (neg ? -1 : 1) * mant * 10^exp10 exactly, exp10 = -(fraction digits),
+	 * ndig = digits counted (leading zeros included). Consumers skip a
+	 * second parse of the text; the text stays authoritative. */
+	bool simple;
+	bool neg;
+	uint8_t ndig;
+	int32_t exp10;
+	uint64_t mant;
 };
 
 /* Callbacks return 0 to go on, < 0 to stop the parse with that error. */
@@ -48,11 +58,12 @@ struct json_tok {
 	int state; /* expectation between tokens */
 	int tstate; /* inside a token */
 	bool in_key; /* the current string token is a key */
+	bool fast; /* every callback set: feed_fast() may run */
 
 	/* Token in progress across chunks / with escapes. */
 	char *buf;
 	size_t blen, bcap;
-	bool tok_trunc, tok_bad, tok_float;
+	bool tok_trunc, tok_bad;
 	uint32_t uesc; /* \u hex digits gathered */
 	uint32_t ucode; /* code point being gathered */
 	uint32_t hi_surrogate; /* pending high surrogate, 0 = none */

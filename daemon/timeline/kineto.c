@@ -50,19 +50,38 @@ static const struct key_row keys[] = {
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
-/* Per (role, length mod 32): chain of key rows (1-based), built once. The
- * tables are read-only afterwards, so imports on several threads share them. */
-static uint8_t key_index[R_DEV + 1][32][1];
+#define KH_BITS 7
+/*
+ * Key lookup: per (role, hash of length, first and last byte), a chain of
+ * key rows (1-based), built once. Each row also holds the key's first and
+ * last 8 bytes (fewer for short keys) as integers, so a candidate is
+ * checked with two compares and no memcmp() for keys of up to 16 bytes; an
+ * unknown key (most args keys) usually hits an empty slot. The tables are
+ * read-only after the pthread_once, so imports on several threads share
+ * them.
+ */
+static uint8_t key_index[R_DEV + 1][1u << KH_BITS];
 static uint8_t key_next[NKEYS];
+static uint64_t key_w[NKEYS][2];
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+/* roles whose keys are looked up */
+static const bool key_role[R_DEV + 1] = {
+	[R_TOP] = true, [R_EVENT] = true, [R_ARGS] = true, [R_DIST] = true, [R_DEV] = true,
+};
+
+static inline unsigned key_hash(const char *s, size_t n)
+{
+	return ((unsigned)n * 5 + (uint8_t)s[0] * 3 + (uint8_t)s[n - 1]) & ((1u << KH_BITS) - 1);
+}
 
 static void key_index_build(void)
 {
 	for (size_t i = NKEYS; i-- > 0;) {
-		uint8_t *head = key_index[keys[i].role][keys[i].len & 31];
+		uint8_t *head = &key_index[keys[i].role][key_hash(keys[i].s, keys[i].len)];
 
-		key_next[i] = head[0];
-		head[0] = (uint8_t)(i + 1);
+		key_words(keys[i].s, keys[i].len, &key_w[i][0], &key_w[i][1]);
+		key_next[i] = *head;
+		*head = (uint8_t)(i + 1);
 	}
 }
 
@@ -78,13 +97,34 @@ int kimp_oom(struct kimp *k, int err)
 	return err;
 }
 
+/*
+ * Names and categories repeat on almost every event: a small direct-mapped
+ * cache (length + first/last 8 bytes → id) in front of the string table
+ * skips hashing the whole string and probing. Up to 16 bytes those words
+ * are the string; longer ones are checked against the interned copy.
+ */
 int kimp_intern(struct kimp *k, const struct jv *v, uint32_t *id)
 {
-	int64_t r = strtab_intern(k->st, v->s, v->n);
+	struct kimp_sc *c = NULL;
+	uint64_t a, b;
+	int64_t r;
 
+	if (v->n && v->n <= UINT32_MAX - 1) {
+		key_words(v->s, v->n, &a, &b);
+		c = &k->sc[((a ^ (b * 0x9e3779b97f4a7c15ull) ^ v->n) * 0xbf58476d1ce4e5b9ull) >>
+			   (64 - KIMP_SC_BITS)];
+		if (c->id && c->len == v->n && c->a == a && c->b == b &&
+		    (v->n <= 16 || !memcmp(strtab_get(k->st, c->id, NULL) + 8, v->s + 8, v->n - 16))) {
+			*id = c->id;
+			return 0;
+		}
+	}
+	r = strtab_intern(k->st, v->s, v->n);
 	if (r < 0)
 		return kimp_oom(k, (int)r);
 	*id = (uint32_t)r;
+	if (c)
+		*c = (struct kimp_sc){ .a = a, .b = b, .len = (uint32_t)v->n, .id = (uint32_t)r };
 	return 0;
 }
 
@@ -93,6 +133,12 @@ int kimp_intern(struct kimp *k, const struct jv *v, uint32_t *id)
 bool kimp_get_i64(struct kimp *k, const struct jv *v, int64_t *out, bool quiet_str)
 {
 	if (v->type == JV_NUMBER) {
+		/* plain integer of at most 18 digits: the tokenizer's value is
+		 * exactly what num_to_i64() would compute */
+		if (v->simple && !v->is_float && v->ndig <= 18) {
+			*out = v->neg ? -(int64_t)v->mant : (int64_t)v->mant;
+			return true;
+		}
 		if (v->special || num_to_i64(v->s, v->n, out) < 0) {
 			kimp_warn(k, IMPORT_W_BAD_NUMBER);
 			return false;
@@ -119,7 +165,8 @@ int kimp_set_time(struct kimp *k, const struct jv *v, int64_t *ns, double *d, bo
 			kimp_warn(k, IMPORT_W_BAD_FIELD);
 		return 0;
 	}
-	if (v->special || num_time(v->s, v->n, ns, d) < 0) {
+	if (v->special || (v->simple ? num_time_dec(v->neg, v->mant, v->exp10, v->s, v->n, ns, d) :
+				       num_time(v->s, v->n, ns, d)) < 0) {
 		kimp_warn(k, IMPORT_W_BAD_NUMBER);
 		return 0;
 	}
@@ -191,29 +238,28 @@ static int on_begin(void *ctx, char type)
 static int on_key(void *ctx, const char *s, size_t n, bool truncated)
 {
 	struct kimp *k = ctx;
-	uint8_t role = k->depth < 16 ? k->role[k->depth] : R_SKIP;
+	uint32_t d = k->depth;
+	uint64_t a, b;
 
 	if (truncated)
 		kimp_warn(k, IMPORT_W_STR_TRUNC);
-	if (k->depth >= 16)
+	if (d >= 16)
 		return 0;
-	k->key[k->depth] = K_NONE;
-	if (role == R_SKIP || role == R_EVENTS || role == R_DEVS || role == R_ARGS_ARR || truncated)
+	k->key[d] = K_NONE;
+	if (!key_role[k->role[d]] || truncated || n == 0 || n > 40)
 		return 0;
-	if (n == 0 || n > 40)
-		return 0;
-	pthread_once(&key_once, key_index_build);
-	for (uint8_t i = key_index[role][n & 31][0]; i; i = key_next[i - 1]) {
+	key_words(s, n, &a, &b);
+	for (uint8_t i = key_index[k->role[d]][key_hash(s, n)]; i; i = key_next[i - 1]) {
 		const struct key_row *kr = &keys[i - 1];
 
-		if (kr->len == n && kr->s[0] == s[0] && !memcmp(kr->s, s, n)) {
-			k->key[k->depth] = kr->key;
+		if (kr->len == n && key_w[i - 1][0] == a && key_w[i - 1][1] == b &&
+		    (n <= 16 || !memcmp(kr->s + 8, s + 8, n - 16))) {
+			k->key[d] = kr->key;
 			break;
 		}
 	}
 	return 0;
 }
-
 
 const struct json_sax kineto_sax = {
 	.begin = on_begin,
@@ -225,6 +271,7 @@ const struct json_sax kineto_sax = {
 int kimp_init(struct kimp *k, struct strtab *st, struct tl_rank *r, struct import_result *res,
 	      uint32_t max_events)
 {
+	pthread_once(&key_once, key_index_build);
 	memset(k, 0, sizeof(*k));
 	k->st = st;
 	k->r = r;

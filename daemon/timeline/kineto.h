@@ -3,6 +3,8 @@
 #ifndef GPUPROF_TIMELINE_KINETO_H
 #define GPUPROF_TIMELINE_KINETO_H
 
+#include <string.h>
+
 #include "json.h"
 #include "timeline_int.h"
 
@@ -47,6 +49,34 @@ struct kev {
 	struct tl_args a;
 };
 
+#define KIMP_SC_BITS 8
+/* kimp_intern() cache entry: id 0 = empty. */
+struct kimp_sc {
+	uint64_t a, b;
+	uint32_t len, id;
+};
+
+/* Two words that, with the length, identify s[0..n) when n <= 16; n >= 1.
+ * Overlapping loads: no byte beyond s[n - 1] is read. */
+static inline void key_words(const char *s, size_t n, uint64_t *a, uint64_t *b)
+{
+	if (n >= 8) {
+		memcpy(a, s, 8);
+		memcpy(b, s + n - 8, 8);
+	} else if (n >= 4) {
+		uint32_t x, y;
+
+		memcpy(&x, s, 4);
+		memcpy(&y, s + n - 4, 4);
+		*a = x;
+		*b = y;
+	} else {
+		*a = (uint64_t)(uint8_t)s[0] | (uint64_t)(uint8_t)s[n / 2] << 8 |
+		     (uint64_t)(uint8_t)s[n - 1] << 16;
+		*b = 0;
+	}
+}
+
 struct kimp {
 	struct strtab *st;
 	struct tl_rank *r;
@@ -71,6 +101,7 @@ struct kimp {
 	int64_t rank;
 	bool rounding;
 	char err[200];
+	struct kimp_sc sc[1u << KIMP_SC_BITS];
 };
 
 extern const struct json_sax kineto_sax;

@@ -124,8 +124,11 @@ static int event_value(struct kimp *k, uint8_t key, const struct jv *v)
 				return err;
 			*dst = id;
 			e->pidtid_flags |= flag;
-		} else {
-			kimp_get_i64(k, v, dst, false);
+		} else if (kimp_get_i64(k, v, dst, false)) {
+			/* A repeated key wins with its number: a string flag left
+			 * from an earlier "pid": "x" would make this number a
+			 * string id, out of range once encoded. */
+			e->pidtid_flags &= ~flag;
 		}
 		return 0;
 	}
@@ -234,11 +237,16 @@ int kimp_on_value(void *ctx, const struct jv *v)
 	}
 	if (k->depth >= 16)
 		return 0;
-	role = k->role[k->depth];
+	/* A key is only ever set from its own role's table: the key alone
+	 * picks the handler of the two hot roles (one branch, not two
+	 * indirect jumps). K_NONE in R_EVENT / R_ARGS: nothing to do. */
 	key = k->key[k->depth];
+	if (key >= K_PH && key <= K_BP)
+		return event_value(k, key, v);
+	if (key >= K_STREAM && key <= K_LABELS)
+		return args_value(k, key, v);
+	role = k->role[k->depth];
 	switch (role) {
-	case R_EVENT: return event_value(k, key, v);
-	case R_ARGS: return args_value(k, key, v);
 	case R_EVENTS:
 		k->r->raw_events++;
 		kimp_warn(k, IMPORT_W_BAD_FIELD);

@@ -175,6 +175,20 @@ int num_time(const char *s, size_t n, int64_t *ns, double *d)
 	return 0;
 }
 
+int num_time_dec(bool neg, uint64_t mant, int32_t exp10, const char *s, size_t n, int64_t *ns,
+		 double *d)
+{
+	/* What dec_parse() gives for such text: every digit accumulated,
+	 * one exponent step per fraction digit, nothing dropped. */
+	struct dec dd = { .neg = neg, .mant = mant, .exp10 = exp10 };
+	int err;
+
+	if ((err = dec_scaled(&dd, 3, ns)) < 0)
+		return err;
+	*d = dec_double(&dd, s, n);
+	return 0;
+}
+
 int num_to_i64(const char *s, size_t n, int64_t *out)
 {
 	/* fast path: short plain integers (pids, ids, correlations) */

@@ -19,6 +19,11 @@ int num_str_to_i64(const char *s, size_t n, int64_t *out);
 double num_to_double(const char *s, size_t n);
 /* µs text → exact ns and Python's double, one parse. 0, -ERANGE, -EINVAL. */
 int num_time(const char *s, size_t n, int64_t *ns, double *d);
+/* num_time() for text the tokenizer already split into an exact
+ * (neg, mant, exp10) with at most 19 digits and no exponent (struct jv's
+ * `simple`); s/n is still needed for the rare strtod() fallback. */
+int num_time_dec(bool neg, uint64_t mant, int32_t exp10, const char *s, size_t n, int64_t *ns,
+		 double *d);
 /* Truncating conversion; false when out of int64 range or NaN. */
 bool dbl_to_i64(double v, int64_t *out);
 

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "timeline_int.h"
 
@@ -37,6 +39,31 @@ static uint64_t hash_bytes(const char *s, size_t n)
 	h *= 0xbf58476d1ce4e5b9ull;
 	h ^= h >> 32;
 	return h;
+}
+
+void tl_prefault(void *base, size_t alloc, size_t *done, size_t upto)
+{
+	/* One madvise per 4 MiB instead of a page fault per 4 KiB: the
+	 * faults on the growing event array were ~10 % of a 1 GB import.
+	 * Only pages about to be written are populated (RSS unchanged); an
+	 * old kernel without MADV_POPULATE_WRITE just faults as before. */
+#ifdef MADV_POPULATE_WRITE
+	const size_t step = 4u << 20;
+	uintptr_t pg = 4096, a, e;
+
+	if (upto <= *done || alloc < 4 * step)
+		return;
+	a = ((uintptr_t)base + *done + pg - 1) & ~(pg - 1);
+	*done = upto + step < alloc ? upto + step : alloc;
+	e = ((uintptr_t)base + *done) & ~(pg - 1);
+	if (e > a)
+		madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#else
+	(void)base;
+	(void)alloc;
+	(void)done;
+	(void)upto;
+#endif
 }
 
 int tl_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)

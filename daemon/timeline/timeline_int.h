@@ -6,6 +6,7 @@
 #ifndef GPUPROF_TIMELINE_INT_H
 #define GPUPROF_TIMELINE_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -49,6 +50,9 @@ struct timeline {
 	uint32_t nranks, cap;
 };
 
+/* Populate the pages of base[*done .. upto + a few MiB) (within alloc
+ * bytes) ahead of sequential writes; *done tracks the progress. */
+void tl_prefault(void *base, size_t alloc, size_t *done, size_t upto);
 /* Grow *arr (element size sz) so that it can hold need elements. */
 int tl_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
 
@@ -72,12 +76,24 @@ int tl_cmp_ts(const struct tl_event *ev, uint32_t a, uint32_t b);
 int tl_cmp_corr(const struct tl_event *ev, uint32_t a, uint32_t b);
 /* Stable merge sort of p[0..n) (tmp: room for n); O(n) if already sorted. */
 void tl_msort(uint32_t *p, uint32_t *tmp, uint32_t n, const struct tl_event *ev, tl_cmp_fn cmp);
+/* (key, position) pair for tl_sort_pos(). */
+struct tl_kp {
+	int64_t key;
+	uint32_t pos;
+};
+/* Sort positions p[0..n) by (ts_ns, index) or, with by_corr,
+ * (correlation, index): ev[] is in ascending index order, so ties are
+ * broken by position. Same result as tl_msort() with tl_cmp_ts /
+ * tl_cmp_corr. a: room for n pairs. 0 or -ENOMEM (p unchanged then). */
+int tl_sort_pos(uint32_t *p, uint32_t n, const struct tl_event *ev, bool by_corr,
+		struct tl_kp *a);
 /* Mark exact duplicates (TL_EV_DUPLICATE); returns how many, or -ENOMEM. */
 int64_t tl_rank_mark_duplicates(struct tl_rank *r);
 
 /* Capacities tracked next to the public arrays while building. */
 struct tl_build {
 	uint32_t ev_cap, args_cap, flows_cap, meta_cap, dev_cap;
+	size_t ev_pop, args_pop, flows_pop; /* bytes prefaulted (tl_prefault) */
 };
 
 #endif /* GPUPROF_TIMELINE_INT_H */
