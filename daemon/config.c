@@ -196,6 +196,12 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 	}
 	if (!strcmp(key, "limits.import_max"))
 		return config_parse_size(v, &cfg->import_max_bytes);
+	if (!strcmp(key, "comm.params")) { /* checked as JSON by analyze.comm */
+		if (strlen(v) >= sizeof(cfg->comm_params) || v[0] != '{')
+			return -EINVAL;
+		strcpy(cfg->comm_params, v);
+		return 0;
+	}
 	if (!strcmp(key, "log.verbosity")) {
 		r = parse_uint(v, 2, &n);
 		cfg->verbosity = r ? cfg->verbosity : (int)n;

@@ -30,6 +30,9 @@ struct config {
 	unsigned max_jobs; /* limits.max_jobs: concurrent worker jobs */
 	size_t import_max_bytes; /* limits.import_max: uncompressed trace bytes */
 	int verbosity; /* 0 = warnings, 1 = info, 2 = debug */
+	/* comm.params: JSON object of analyze.comm defaults (link_bandwidth,
+	 * tags, tp/pp/dp/ep, iteration); request params win. "" = none. */
+	char comm_params[4096];
 };
 
 void config_defaults(struct config *cfg);

@@ -364,7 +364,12 @@ struct import_result {
 	int error; /* 0 or negative errno (also the return value) */
 	uint64_t error_offset; /* byte offset in the uncompressed JSON */
 	char error_msg[256]; /* "" or e.g. "nesting deeper than 64 at byte 1234" */
+	/* Added for the Nsight Systems importer (zero for Kineto JSON). */
+	uint32_t format; /* enum import_format */
+	uint32_t nranks; /* ranks added: an nsys export may hold several (rank..rank+n-1) */
 };
+
+enum import_format { IMPORT_FMT_KINETO = 0, IMPORT_FMT_NSYS = 1 };
 
 /*
  * Import one trace file (one rank) from fd (read until EOF; the fd is not
@@ -382,5 +387,30 @@ int timeline_import_buf(const void *buf, size_t len, const struct import_opts *o
 			struct timeline *tl, struct import_result *res);
 
 const char *import_warn_name(enum import_warn w);
+
+/* ---- import (Nsight Systems SQLite export, nsys.c) --------------------- */
+
+/*
+ * `nsys export --type sqlite` files into the same model (docs/import.md):
+ * one rank per (process, CUDA device) with GPU work, numbered from o->rank,
+ * or when that is < 0 from one past the highest rank already in tl; kernels,
+ * memcpy/memset, CUDA syncs, runtime/driver calls, NVTX ranges; NCCL kernels
+ * get the collective args (name, bytes as "Byte" elements, group size,
+ * communicator id as pg_name) from NCCL's NVTX ranges and payloads.
+ * Times are absolute: session start (utcEpochNs) + start. The file is read
+ * into memory (o->max_bytes cap) and opened read-only with
+ * sqlite3_deserialize. Errors as timeline_import_fd (-EBADMSG: not SQLite or
+ * corrupt, -EFBIG, -EEXIST, -ETIMEDOUT, -ENOMEM); tl unchanged on failure.
+ */
+int timeline_import_nsys_fd(int fd, const struct import_opts *o, struct timeline *tl,
+			    struct import_result *res);
+int timeline_import_nsys_buf(const void *buf, size_t len, const struct import_opts *o,
+			     struct timeline *tl, struct import_result *res);
+/* buf starts with the SQLite magic "SQLite format 3\0". */
+bool timeline_is_sqlite(const void *buf, size_t len);
+/* Detect the format from the first bytes without consuming them (pread on a
+ * file, MSG_PEEK on a socket, tee(2) on a pipe), then import nsys or JSON. */
+int timeline_import_any_fd(int fd, const struct import_opts *o, struct timeline *tl,
+			   struct import_result *res);
 
 #endif /* GPUPROF_TIMELINE_H */

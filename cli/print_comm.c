@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gpuprofctl analyze comm ID [--rank R] [--svg FILE] [KEY=VALUE]...:
+ * communication metrics as tables (breakdown per rank, bandwidth per tag,
+ * phase windows, groups, stragglers), --json for the raw result, and an
+ * SVG (stacked bars + phase-window CDF) the daemon writes to FILE.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gpuprof/client.h>
+
+static const char *const tags[] = { "DP", "TP", "PP", "EP", "OTHER" };
+
+static const cJSON *path(const cJSON *o, const char *a, const char *b, const char *c)
+{
+	o = cJSON_GetObjectItemCaseSensitive(o, a);
+	if (b)
+		o = cJSON_GetObjectItemCaseSensitive(o, b);
+	if (c)
+		o = cJSON_GetObjectItemCaseSensitive(o, c);
+	return o;
+}
+
+static const char *pct(char *buf, const cJSON *v)
+{
+	if (!cJSON_IsNumber(v))
+		return "-";
+	snprintf(buf, 32, "%.1f%%", 100 * v->valuedouble);
+	return buf;
+}
+
+static const char *num(char *buf, const cJSON *v, double scale, int decimals)
+{
+	if (!cJSON_IsNumber(v))
+		return "-";
+	snprintf(buf, 32, "%.*f", decimals, v->valuedouble * scale);
+	return buf;
+}
+
+static void breakdown_row(struct table *t, const char *who, const cJSON *b, const cJSON *ov)
+{
+	const cJSON *u = path(b, "union", "ratios", NULL), *cm = path(u, "comm", NULL, NULL);
+	char c[10][32];
+
+	table_add(t, who, num(c[0], path(b, "union", "iteration_time_us", NULL), 1e-3, 3),
+		  pct(c[1], path(u, "compute", NULL, NULL)), pct(c[2], path(cm, "DP", NULL, NULL)),
+		  pct(c[3], path(cm, "TP", NULL, NULL)), pct(c[4], path(cm, "PP", NULL, NULL)),
+		  pct(c[5], path(cm, "EP", NULL, NULL)), pct(c[6], path(cm, "OTHER", NULL, NULL)),
+		  pct(c[7], path(u, "memory", NULL, NULL)), pct(c[8], path(u, "idle", NULL, NULL)),
+		  pct(c[9], ov));
+}
+
+void print_comm(const cJSON *r)
+{
+	static const char *const bh[] = { "RANK",  ">ITER ms", ">COMPUTE", ">DP",   ">TP",    ">PP",
+					  ">EP",   ">OTHER",   ">MEMORY",  ">IDLE", ">OVERLAP" };
+	static const char *const wh[] = { "TAG",	  ">EVENTS", ">NO SIZE", ">BYTES",
+					  ">TIME ms",	  ">ALGBW GB/s", ">BUSBW GB/s",
+					  ">AVG UTIL",	  ">P95 UTIL", ">GLOBAL UTIL" };
+	static const char *const ph[] = { "FROM", "TO", ">COUNT", ">MEAN us", ">P50 us", ">P95 us" };
+	static const char *const gh[] = { "GROUP", "DESC", ">SIZE", "TAG", "SOURCE", ">EVENTS" };
+	static const char *const sh[] = { "GROUP", ">INSTANCES", ">P50 us", ">P95 us", ">MAX us",
+					  "LAST ARRIVALS (rank:count)" };
+	const cJSON *it = path(r, "iterations", NULL, NULL), *x;
+	struct table *t;
+	char c[12][32];
+
+	printf("ranks: %d   iterations: %d (%s)   iteration time mean %s ms, p99 %s ms\n",
+	       (int)json_num(r, "nranks", 0), (int)json_num(it, "count", 0),
+	       json_str(it, "source", "?"),
+	       num(c[0], path(it, "time_mean_us", NULL, NULL), 1e-3, 3),
+	       num(c[1], path(it, "time_p99_us", NULL, NULL), 1e-3, 3));
+	printf("link bandwidth: %s GB/s (%s)\n\n",
+	       num(c[2], path(r, "link_bandwidth_Bps", NULL, NULL), 1e-9, 1),
+	       json_str(r, "link_bandwidth_source", "?"));
+
+	printf("Time breakdown (exact interval union; shares of iteration time):\n");
+	t = table_new(11, bh);
+	cJSON_ArrayForEach(x, path(r, "ranks", NULL, NULL)) {
+		char who[24];
+
+		snprintf(who, sizeof(who), "%d", (int)json_num(x, "rank", -1));
+		breakdown_row(t, who, path(x, "breakdown", NULL, NULL), path(x, "overlap_ratio", NULL, NULL));
+	}
+	breakdown_row(t, "all", path(r, "breakdown", NULL, NULL),
+		      path(r, "overlap", "average_overlap_ratio", NULL));
+	table_print(t);
+	table_free(t);
+	{
+		const cJSON *s = path(r, "breakdown", "sum", "ratios"), *cm = path(s, "comm", NULL, NULL);
+
+		printf("simple sums (specification): compute %s", pct(c[0], path(s, "compute", NULL, NULL)));
+		for (int k = 0; k < 5; k++)
+			printf(", %s %s", tags[k], pct(c[1], path(cm, tags[k], NULL, NULL)));
+		printf(", memory %s, idle %s\n\n", pct(c[2], path(s, "memory", NULL, NULL)),
+		       pct(c[3], path(s, "idle", NULL, NULL)));
+	}
+
+	printf("Bandwidth and volume per parallelism:\n");
+	t = table_new(10, wh);
+	for (int k = 0; k < 5; k++) {
+		const cJSON *b = path(r, "bandwidth", tags[k], NULL);
+
+		if (json_num(b, "events", 0) == 0)
+			continue;
+		table_add(t, tags[k], num(c[0], path(b, "events", NULL, NULL), 1, 0),
+			  num(c[1], path(b, "events_bytes_unknown", NULL, NULL), 1, 0),
+			  fmt_bytes(c[2], json_num(b, "total_bytes", 0)),
+			  num(c[3], path(b, "time_us", NULL, NULL), 1e-3, 3),
+			  num(c[4], path(b, "algbw_Bps", NULL, NULL), 1e-9, 2),
+			  num(c[5], path(b, "busbw_Bps", NULL, NULL), 1e-9, 2),
+			  pct(c[6], path(b, "avg_util", NULL, NULL)),
+			  pct(c[7], path(b, "p95_util", NULL, NULL)),
+			  pct(c[8], path(b, "global_avg_util", NULL, NULL)));
+	}
+	table_print(t);
+	table_free(t);
+
+	printf("\nPhase windows (next phase start - previous phase end; < 0 = overlap):\n");
+	t = table_new(6, ph);
+	cJSON_ArrayForEach(x, path(r, "phase_windows", NULL, NULL))
+		table_add(t, json_str(x, "from", "?"), json_str(x, "to", "?"),
+			  num(c[0], path(x, "count", NULL, NULL), 1, 0),
+			  num(c[1], path(x, "mean_us", NULL, NULL), 1, 3),
+			  num(c[2], path(x, "p50_us", NULL, NULL), 1, 3),
+			  num(c[3], path(x, "p95_us", NULL, NULL), 1, 3));
+	table_print(t);
+	table_free(t);
+
+	printf("\nProcess groups:\n");
+	t = table_new(6, gh);
+	cJSON_ArrayForEach(x, path(r, "groups", NULL, NULL))
+		table_add(t, json_str(x, "key", ""), json_str(x, "desc", ""),
+			  num(c[0], path(x, "size", NULL, NULL), 1, 0), json_str(x, "tag", ""),
+			  json_str(x, "tag_source", ""), num(c[1], path(x, "events", NULL, NULL), 1, 0));
+	table_print(t);
+	table_free(t);
+	if (cJSON_GetArraySize(path(r, "unmapped_groups", NULL, NULL)) > 0)
+		printf("unmapped groups are OTHER: map them with tags='[{\"match\":\"REGEX\",\"tag\":\"TP\"}]'\n");
+
+	if (cJSON_GetArraySize(path(r, "straggler", "groups", NULL)) > 0) {
+		printf("\nStragglers (start spread of one collective across ranks):\n");
+		t = table_new(6, sh);
+		cJSON_ArrayForEach(x, path(r, "straggler", "groups", NULL)) {
+			char last[256] = "";
+			size_t n = 0;
+			const cJSON *l;
+
+			cJSON_ArrayForEach(l, path(x, "last_arrivals", NULL, NULL))
+				if (n < sizeof(last) - 24)
+					n += (size_t)snprintf(last + n, sizeof(last) - n, "%s%d:%d",
+							      n ? " " : "", (int)json_num(l, "rank", -1),
+							      (int)json_num(l, "count", 0));
+			table_add(t, json_str(x, "group", ""),
+				  num(c[0], path(x, "instances", NULL, NULL), 1, 0),
+				  num(c[1], path(x, "spread_p50_us", NULL, NULL), 1, 1),
+				  num(c[2], path(x, "spread_p95_us", NULL, NULL), 1, 1),
+				  num(c[3], path(x, "spread_max_us", NULL, NULL), 1, 1), last);
+		}
+		table_print(t);
+		table_free(t);
+	}
+	x = path(r, "reconciliation", NULL, NULL);
+	printf("\nreconciliation: comm kernel time %s ms = in iterations %s + outside %s; union %s ms "
+	       "(<= sum: %s); ratios sum to %s\n",
+	       num(c[0], path(x, "comm_kernel_time_us", NULL, NULL), 1e-3, 3),
+	       num(c[1], path(x, "comm_time_in_iterations_us", NULL, NULL), 1e-3, 3),
+	       num(c[2], path(x, "comm_time_outside_iterations_us", NULL, NULL), 1e-3, 3),
+	       num(c[3], path(x, "comm_union_us", NULL, NULL), 1e-3, 3),
+	       cJSON_IsTrue(path(x, "union_le_sum", NULL, NULL)) ? "yes" : "NO",
+	       num(c[4], path(x, "union_ratio_sum", NULL, NULL), 1, 6));
+}
+
+struct comm_args {
+	int64_t rank;
+	const char *svg;
+};
+
+static int comm_opt(struct cli *cli, int opt, const char *arg, void *ctx)
+{
+	struct comm_args *a = ctx;
+	uint64_t v;
+
+	switch (opt) {
+	case 'r':
+		if (!cli_parse_u64(arg, &v) || v > INT32_MAX)
+			return cli_usage_error(cli, "invalid rank '%s'", arg);
+		a->rank = (int64_t)v;
+		break;
+	case 's':
+		a->svg = arg;
+		break;
+	default:
+		return cli_usage_error(cli, "unexpected option");
+	}
+	return CLI_CONTINUE;
+}
+
+/* argv: analyze's, without the "comm" operand (cmd_analyze hands it over). */
+int cmd_analyze_comm(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "rank", required_argument, NULL, 'r' },
+		{ "svg", required_argument, NULL, 's' },
+		{},
+	};
+	struct comm_args a = { .rank = -1 };
+	char *params = NULL, *res = NULL;
+	int first, r, fd = -1;
+	uint64_t id;
+	cJSON *p;
+
+	r = cli_parse(cli, argc, argv, "r:", opts, comm_opt, &a, &first);
+	if (r != CLI_CONTINUE)
+		return r;
+	if (first >= argc || !cli_parse_u64(argv[first], &id) || !id)
+		return cli_usage_error(cli, "analyze comm needs a capture ID");
+	p = cJSON_CreateObject();
+	for (int i = first + 1; i < argc; i++)
+		if (!cli_add_kv_param(p, argv[i])) {
+			cJSON_Delete(p);
+			return cli_usage_error(cli, "expected KEY=VALUE, got '%s'", argv[i]);
+		}
+	cJSON_DeleteItemFromObjectCaseSensitive(p, "id");
+	cJSON_AddNumberToObject(p, "id", (double)id);
+	if (a.rank >= 0) {
+		cJSON_DeleteItemFromObjectCaseSensitive(p, "rank");
+		cJSON_AddNumberToObject(p, "rank", (double)a.rank);
+	}
+	params = cJSON_PrintUnformatted(p);
+	cJSON_Delete(p);
+	r = cli_connect(cli);
+	if (r)
+		goto out;
+	if (a.svg) {
+		fd = open(a.svg, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			r = cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", a.svg, strerror(errno));
+			goto out;
+		}
+		r = gpuprof_call_with_output(cli->client, "analyze.comm", params, fd, &res);
+	} else {
+		r = gpuprof_client_call(cli->client, "analyze.comm", params, NULL, 0, &res);
+	}
+	if (r < 0) {
+		r = cli_call_failed(cli, "analyze.comm", r);
+		goto out;
+	}
+	if (cli->json) {
+		r = print_json_text(res);
+	} else {
+		cJSON *v = cJSON_Parse(res);
+
+		print_comm(v);
+		cJSON_Delete(v);
+		r = EXIT_OK;
+	}
+out:
+	if (fd >= 0 && close(fd) < 0 && r == EXIT_OK)
+		r = cli_fail(EXIT_LOCAL_IO, "writing %s: %s", a.svg, strerror(errno));
+	free(res);
+	free(params);
+	return r;
+}

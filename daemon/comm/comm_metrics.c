@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Metrics 0-5 of the specification for every (iteration, rank), accumulated
+ * for the per-rank and the global report. GPU intervals belong to the
+ * iteration their start falls in; the simple sums use whole durations (as
+ * the specification writes them), the union metrics clip at the iteration's
+ * end so that they partition iteration_time exactly.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm_acc.h"
+
+int dvec_push(struct dvec *d, double x)
+{
+	if (d->n == d->cap) {
+		size_t nc = d->cap ? d->cap * 2 : 64;
+		double *p = realloc(d->v, nc * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		d->v = p;
+		d->cap = nc;
+	}
+	d->v[d->n++] = x;
+	return 0;
+}
+
+void dvec_free(struct dvec *d)
+{
+	free(d->v);
+	memset(d, 0, sizeof(*d));
+}
+
+void bwacc_free(struct bwacc *b)
+{
+	dvec_free(&b->bw);
+	dvec_free(&b->util);
+	dvec_free(&b->busbw);
+}
+
+/* Scratch reused across iterations of one rank. */
+struct scratch {
+	struct ival *cu, *tu[TAG_N], *co, *me, *tmp; /* merged unions, clipped */
+	uint32_t ncu, ntu[TAG_N], nco, nme;
+	struct bnd {
+		int64_t t;
+		int32_t d; /* +1 start, -1 end */
+		uint32_t tag;
+	} *b;
+	uint32_t cap;
+};
+
+static int scratch_room(struct scratch *s, uint32_t n)
+{
+	if (n <= s->cap)
+		return 0;
+	n = n < 256 ? 256 : n * 2;
+	free(s->cu), free(s->co), free(s->me), free(s->tmp), free(s->b);
+	s->cu = malloc(n * sizeof(*s->cu));
+	s->co = malloc(n * sizeof(*s->co));
+	s->me = malloc(n * sizeof(*s->me));
+	s->tmp = malloc(2 * (size_t)n * sizeof(*s->tmp));
+	s->b = malloc(2 * (size_t)n * sizeof(*s->b));
+	for (int t = 0; t < TAG_N; t++) {
+		free(s->tu[t]);
+		s->tu[t] = malloc(n * sizeof(*s->tu[t]));
+		if (!s->tu[t])
+			return -ENOMEM;
+	}
+	s->cap = n;
+	return s->cu && s->co && s->me && s->tmp && s->b ? 0 : -ENOMEM;
+}
+
+static void scratch_free(struct scratch *s)
+{
+	free(s->cu), free(s->co), free(s->me), free(s->tmp), free(s->b);
+	for (int t = 0; t < TAG_N; t++)
+		free(s->tu[t]);
+}
+
+static void heap_push(struct bnd *h, uint32_t *n, struct bnd x)
+{
+	uint32_t i = (*n)++;
+
+	while (i && h[(i - 1) / 2].t > x.t) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = x;
+}
+
+static struct bnd heap_pop(struct bnd *h, uint32_t *n)
+{
+	struct bnd top = h[0], x = h[--(*n)];
+	uint32_t i = 0;
+
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && h[c + 1].t < h[c].t)
+			c++;
+		if (h[c].t >= x.t)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = x;
+	return top;
+}
+
+/* Split the comm union among the tags active in each elementary segment,
+ * equally: an exact partition of |∪ comm| whatever overlaps. Starts come
+ * sorted; a min-heap of the active intervals' ends gives the rest in
+ * O(n log active), no sort of 2n boundaries. */
+static void tag_shares(struct scratch *s, const struct cev *v, uint32_t n, int64_t lo, int64_t hi,
+		       double *share)
+{
+	uint32_t act[TAG_N] = { 0 }, k = 0, nh = 0, i = 0;
+	int64_t prev = 0;
+
+	for (;;) {
+		int64_t a = 0, b = 0;
+		bool start;
+
+		while (i < n) { /* next non-empty clipped interval */
+			a = v[i].s > lo ? v[i].s : lo;
+			b = v[i].e < hi ? v[i].e : hi;
+			if (b > a)
+				break;
+			i++;
+		}
+		if (i >= n && !nh)
+			break;
+		start = i < n && (!nh || a < s->b[0].t);
+		int64_t t = start ? a : s->b[0].t;
+
+		if (k && t > prev) {
+			double part = (double)(t - prev) / k;
+
+			for (int g = 0; g < TAG_N; g++)
+				if (act[g])
+					share[g] += part;
+		}
+		prev = t;
+		if (start) {
+			k += !act[v[i].tag]++;
+			heap_push(s->b, &nh, (struct bnd){ b, -1, v[i].tag });
+			i++;
+		} else {
+			struct bnd x = heap_pop(s->b, &nh);
+
+			k -= !--act[x.tag];
+		}
+	}
+}
+
+/* Clip [s, e) to [lo, hi) into the sorted list (starts are sorted). */
+static uint32_t clip_push(struct ival *u, uint32_t n, int64_t s, int64_t e, int64_t lo, int64_t hi)
+{
+	if (s < lo)
+		s = lo;
+	if (e > hi)
+		e = hi;
+	if (e > s)
+		u[n++] = (struct ival){ s, e };
+	return n;
+}
+
+static int bw_event(struct bwacc *b, const struct cev *v, double link_bw)
+{
+	double dur = (double)(v->e - v->s), bw, f;
+	int err = 0;
+
+	b->events++;
+	b->time_ns += dur;
+	if (v->bytes < 0) {
+		b->unknown++;
+		return 0;
+	}
+	b->bytes += (double)v->bytes;
+	b->known_time_ns += dur;
+	if (dur <= 0)
+		return 0;
+	bw = (double)v->bytes / (dur * 1e-9);
+	f = busbw_factor(v->type, v->n);
+	err = dvec_push(&b->bw, bw);
+	if (!err && link_bw > 0)
+		err = dvec_push(&b->util, bw / link_bw);
+	if (!err && isfinite(f)) {
+		b->bus_bytes += (double)v->bytes * f;
+		b->bus_time_ns += dur;
+		err = dvec_push(&b->busbw, bw * f);
+	}
+	return err;
+}
+
+static void brk_add(struct brk *d, const struct brk *s)
+{
+	d->T += s->T;
+	for (int t = 0; t < TAG_N; t++)
+		d->sum_comm[t] += s->sum_comm[t], d->u_comm[t] += s->u_comm[t];
+	d->sum_comp += s->sum_comp, d->sum_mem += s->sum_mem, d->sum_idle += s->sum_idle;
+	d->u_comp += s->u_comp, d->u_mem += s->u_mem, d->u_idle += s->u_idle;
+	d->comm_union += s->comm_union;
+}
+
+/* One (iteration, rank): ev[0..n) are its comm events (by start). */
+static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct cev *ev,
+		    uint32_t n, uint32_t *ci, uint32_t *mi, struct scratch *s, struct cacc *a,
+		    struct rankacc *ra)
+{
+	int64_t lo = cr->iters[it].s, hi = cr->iters[it].e;
+	struct brk b = { .T = (double)(hi - lo) };
+	double bytes = 0, ov, u_all;
+	uint32_t nall, c0 = *ci, m0 = *mi, nunk = 0;
+	int64_t known_union;
+	int err;
+
+	/* compute / memory intervals starting in this iteration */
+	while (*ci < cr->ncomp && cr->comp[*ci].s < hi)
+		(*ci)++;
+	while (*mi < cr->nmem && cr->mem[*mi].s < hi)
+		(*mi)++;
+	if ((err = scratch_room(s, n + (*ci - c0) + (*mi - m0) + 1)))
+		return err;
+	s->ncu = s->nco = s->nme = 0;
+	for (int t = 0; t < TAG_N; t++)
+		s->ntu[t] = 0;
+	for (uint32_t i = c0; i < *ci; i++) {
+		if (cr->comp[i].s < lo)
+			continue;
+		b.sum_comp += (double)(cr->comp[i].e - cr->comp[i].s);
+		s->nco = clip_push(s->co, s->nco, cr->comp[i].s, cr->comp[i].e, lo, hi);
+	}
+	for (uint32_t i = m0; i < *mi; i++) {
+		if (cr->mem[i].s < lo)
+			continue;
+		b.sum_mem += (double)(cr->mem[i].e - cr->mem[i].s);
+		s->nme = clip_push(s->me, s->nme, cr->mem[i].s, cr->mem[i].e, lo, hi);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		b.sum_comm[ev[i].tag] += (double)(ev[i].e - ev[i].s);
+		s->ncu = clip_push(s->cu, s->ncu, ev[i].s, ev[i].e, lo, hi);
+		s->ntu[ev[i].tag] = clip_push(s->tu[ev[i].tag], s->ntu[ev[i].tag], ev[i].s, ev[i].e, lo, hi);
+		if ((err = bw_event(&ra->bw[ev[i].tag], &ev[i], cr->link_bw)))
+			return err;
+		if (ev[i].bytes >= 0)
+			bytes += (double)ev[i].bytes;
+		else
+			nunk++;
+	}
+	s->ncu = ival_merge_sorted(s->cu, s->ncu);
+	s->nco = ival_merge_sorted(s->co, s->nco);
+	s->nme = ival_merge_sorted(s->me, s->nme);
+	for (int t = 0; t < TAG_N; t++)
+		s->ntu[t] = ival_merge_sorted(s->tu[t], s->ntu[t]);
+
+	/* exact partition: comm, then compute outside comm, then memory */
+	b.comm_union = (double)ival_sum(s->cu, s->ncu);
+	ov = (double)ival_inter(s->cu, s->ncu, s->co, s->nco);
+	b.u_comp = (double)ival_sum(s->co, s->nco) - ov;
+	nall = ival_union2(s->cu, s->ncu, s->co, s->nco, s->tmp);
+	b.u_mem = (double)(ival_sum(s->me, s->nme) - ival_inter(s->me, s->nme, s->tmp, nall));
+	u_all = b.comm_union + b.u_comp + b.u_mem;
+	b.u_idle = b.T - u_all;
+	tag_shares(s, ev, n, lo, hi, b.u_comm);
+	b.sum_idle = b.T - b.sum_comp - b.sum_mem;
+	for (int t = 0; t < TAG_N; t++)
+		b.sum_idle -= b.sum_comm[t];
+	brk_add(&ra->b, &b);
+	if ((err = dvec_push(&a->iter_time, b.T)))
+		return err;
+
+	/* overlap ratio (metric 5), overall and per tag */
+	if (b.comm_union > 0) {
+		a->ov_sum += ov / b.comm_union, a->ov_n++;
+		ra->ov_sum += ov / b.comm_union, ra->ov_n++;
+	}
+	for (int t = 0; t < TAG_N; t++) {
+		double tu = (double)ival_sum(s->tu[t], s->ntu[t]);
+
+		if (tu > 0) {
+			a->ov_tag_sum[t] += (double)ival_inter(s->tu[t], s->ntu[t], s->co, s->nco) / tu;
+			a->ov_tag_n[t]++;
+		}
+	}
+
+	/* phase windows (metric 2): runs of one tag in start order */
+	for (uint32_t i = 0; i < n;) {
+		uint32_t j = i;
+		int64_t end = ev[i].e;
+
+		while (j + 1 < n && ev[j + 1].tag == ev[i].tag)
+			end = ev[++j].e > end ? ev[j].e : end;
+		if (j + 1 < n &&
+		    (err = dvec_push(&a->win[ev[i].tag][ev[j + 1].tag], (double)(ev[j + 1].s - end))))
+			return err;
+		i = j + 1;
+	}
+
+	/* per-iteration bandwidth over the (unclipped) union of sized events */
+	{
+		uint32_t k = 0;
+
+		for (uint32_t i = 0; i < n; i++)
+			if (ev[i].bytes >= 0)
+				s->tmp[k++] = (struct ival){ ev[i].s, ev[i].e };
+		k = ival_merge_sorted(s->tmp, k);
+		known_union = ival_sum(s->tmp, k);
+	}
+	if (ra->iters) {
+		cJSON *o = cj_obj(c, ra->iters, NULL);
+		double bw = known_union > 0 ? bytes / ((double)known_union * 1e-9) : NAN;
+
+		cj_num(c, o, "index", it);
+		cj_num(c, o, "start_us", ns_us((double)lo));
+		cj_num(c, o, "time_us", ns_us(b.T));
+		cj_num(c, o, "comm_union_us", ns_us(b.comm_union));
+		cj_num(c, o, "comm_bytes", bytes);
+		cj_num(c, o, "events", n);
+		cj_num(c, o, "events_bytes_unknown", nunk);
+		cj_num(c, o, "bw_Bps", bw);
+		cj_num(c, o, "util", cr->link_bw > 0 ? bw / cr->link_bw : NAN);
+		cj_num(c, o, "overlap_ratio", b.comm_union > 0 ? ov / b.comm_union : NAN);
+	}
+	return 0;
+}
+
+static int bw_merge(struct bwacc *d, const struct bwacc *s)
+{
+	int err = 0;
+
+	d->events += s->events, d->unknown += s->unknown, d->time_ns += s->time_ns;
+	d->known_time_ns += s->known_time_ns, d->bytes += s->bytes;
+	d->bus_bytes += s->bus_bytes, d->bus_time_ns += s->bus_time_ns;
+	for (size_t i = 0; !err && i < s->bw.n; i++)
+		err = dvec_push(&d->bw, s->bw.v[i]);
+	for (size_t i = 0; !err && i < s->util.n; i++)
+		err = dvec_push(&d->util, s->util.v[i]);
+	for (size_t i = 0; !err && i < s->busbw.n; i++)
+		err = dvec_push(&d->busbw, s->busbw.v[i]);
+	return err;
+}
+
+static int one_rank(struct cctx *c, struct crank *cr, struct cacc *a, cJSON *ranks)
+{
+	struct scratch s = { 0 };
+	struct rankacc ra = { 0 };
+	uint32_t i = 0, ci = 0, mi = 0;
+	cJSON *o = cj_obj(c, ranks, NULL);
+	int err = 0;
+
+	ra.iters = cJSON_CreateArray();
+	for (uint32_t it = 0; it < cr->niters && !err; it++) {
+		uint32_t j;
+
+		while (i < cr->nev && cr->ev[i].iter < (int32_t)it)
+			i++;
+		for (j = i; j < cr->nev && cr->ev[j].iter == (int32_t)it; j++)
+			;
+		/* compute/memory intervals before this window are skipped */
+		while (ci < cr->ncomp && cr->comp[ci].s < cr->iters[it].s)
+			ci++;
+		while (mi < cr->nmem && cr->mem[mi].s < cr->iters[it].s)
+			mi++;
+		err = one_iter(c, cr, it, cr->ev + i, j - i, &ci, &mi, &s, a, &ra);
+		i = j;
+	}
+	for (uint32_t k = 0; k < cr->nev; k++)
+		if (cr->ev[k].iter < 0)
+			a->outside_ns += (double)(cr->ev[k].e - cr->ev[k].s), a->outside_events++;
+	a->comm_total_ns += (double)cr->comm_total_ns;
+	a->rank_iters += cr->niters;
+	if (cr->niters > a->max_iters)
+		a->max_iters = cr->niters;
+	brk_add(&a->all, &ra.b);
+	for (int t = 0; t < TAG_N && !err; t++)
+		err = bw_merge(&a->bw[t], &ra.bw[t]);
+	if (!err) {
+		cj_num(c, o, "rank", cr->r->rank);
+		cj_num(c, o, "iterations", cr->niters);
+		cj_num(c, o, "link_bandwidth_Bps", cr->link_bw > 0 ? cr->link_bw : NAN);
+		cj_num(c, o, "comm_events", cr->nev);
+		report_breakdown(c, cj_obj(c, o, "breakdown"), &ra.b);
+		report_bandwidth(c, cj_obj(c, o, "bandwidth"), ra.bw, cr->link_bw);
+		cj_num(c, o, "overlap_ratio", ra.ov_n ? ra.ov_sum / ra.ov_n : NAN);
+		if (ra.iters && o && cJSON_AddItemToObject(o, "iteration_list", ra.iters))
+			ra.iters = NULL;
+	}
+	cJSON_Delete(ra.iters);
+	for (int t = 0; t < TAG_N; t++)
+		bwacc_free(&ra.bw[t]);
+	scratch_free(&s);
+	return err;
+}
+
+int comm_metrics(struct cctx *c, cJSON *root)
+{
+	struct cacc a;
+	cJSON *ranks = cj_arr(c, root, "ranks");
+	int err = 0;
+
+	memset(&a, 0, sizeof(a));
+	for (uint32_t r = 0; r < c->nranks && !err; r++)
+		err = one_rank(c, &c->ranks[r], &a, ranks);
+	if (!err)
+		err = comm_report(c, root, &a);
+	dvec_free(&a.iter_time);
+	for (int t = 0; t < TAG_N; t++) {
+		bwacc_free(&a.bw[t]);
+		for (int u = 0; u < TAG_N; u++)
+			dvec_free(&a.win[t][u]);
+	}
+	return err;
+}

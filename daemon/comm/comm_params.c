@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Parameters (request over config defaults), the parallelism mapping rules
+ * and the default tag inference, the link-bandwidth table, JSON helpers.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm_int.h"
+
+const char *const tag_name[TAG_N] = { "DP", "TP", "PP", "EP", "OTHER" };
+
+int cerr(struct cctx *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->err && c->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(c->err, c->errlen, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+const cJSON *cparam(const struct cctx *c, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->params, key);
+
+	return v ? v : cJSON_GetObjectItemCaseSensitive(c->defaults, key);
+}
+
+static int tag_from_text(const char *s)
+{
+	for (int t = 0; t < TAG_N; t++)
+		if (!strcasecmp(s, tag_name[t]))
+			return t;
+	return -1;
+}
+
+static int parse_rule(struct cctx *c, const cJSON *o, struct crule *r)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "match");
+	const cJSON *rk = cJSON_GetObjectItemCaseSensitive(o, "ranks");
+	const cJSON *co = cJSON_GetObjectItemCaseSensitive(o, "collective");
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "tag");
+	int tag;
+
+	if (!cJSON_IsObject(o) || !cJSON_IsString(t) || (tag = tag_from_text(t->valuestring)) < 0)
+		return cerr(c, -EINVAL, "each \"tags\" rule needs \"tag\": DP, TP, PP, EP or OTHER");
+	if (!m && !rk && !co)
+		return cerr(c, -EINVAL, "a \"tags\" rule needs \"match\", \"ranks\" or \"collective\"");
+	r->tag = (uint8_t)tag;
+	if (m) {
+		if (!cJSON_IsString(m) || strlen(m->valuestring) > 256 ||
+		    regcomp(&r->re, m->valuestring, REG_EXTENDED | REG_ICASE | REG_NOSUB))
+			return cerr(c, -EINVAL, "\"match\" must be a POSIX extended regex (≤ 256 bytes)");
+		r->has_re = true;
+	}
+	if (co) {
+		if (!cJSON_IsString(co) || strlen(co->valuestring) > 256 ||
+		    regcomp(&r->coll, co->valuestring, REG_EXTENDED | REG_ICASE | REG_NOSUB))
+			return cerr(c, -EINVAL, "\"collective\" must be a POSIX extended regex");
+		r->has_coll = true;
+	}
+	if (rk) {
+		int n = cJSON_GetArraySize(rk);
+
+		if (!cJSON_IsArray(rk) || n < 1 || n > 65536)
+			return cerr(c, -EINVAL, "\"ranks\" must be a non-empty array of ranks");
+		r->ranks = calloc((size_t)n, sizeof(*r->ranks));
+		if (!r->ranks)
+			return -ENOMEM;
+		for (int i = 0; i < n; i++) {
+			const cJSON *x = cJSON_GetArrayItem(rk, i);
+
+			if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > INT32_MAX ||
+			    x->valuedouble != floor(x->valuedouble))
+				return cerr(c, -EINVAL, "\"ranks\" must hold integers >= 0");
+			r->ranks[r->nranks++] = (int32_t)x->valuedouble;
+		}
+	}
+	return 0;
+}
+
+static int num_param(struct cctx *c, const char *key, double lo, double hi, bool integer,
+		     double *out)
+{
+	const cJSON *v = cparam(c, key);
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
+	    (integer && v->valuedouble != floor(v->valuedouble)))
+		return cerr(c, -EINVAL, "\"%s\" must be a%s number in [%g, %g]", key,
+			    integer ? "n integer" : "", lo, hi);
+	*out = v->valuedouble;
+	return 0;
+}
+
+int comm_parse_params(struct cctx *c)
+{
+	static const char *const keys[] = { "rank", "link_bandwidth", "iteration", "tags", "tp",
+					    "pp", "dp", "ep", "windows", "top", NULL };
+	static const char *const sizes[TAG_N] = { "dp", "tp", "pp", "ep", NULL };
+	const cJSON *objs[2] = { c->params, c->defaults }, *it, *v;
+	double d;
+	int err;
+
+	for (int k = 0; k < 2; k++) {
+		if (objs[k] && !cJSON_IsObject(objs[k]))
+			return cerr(c, -EINVAL, "params must be an object");
+		cJSON_ArrayForEach(it, objs[k]) {
+			size_t i;
+
+			for (i = 0; keys[i] && strcmp(keys[i], it->string); i++)
+				;
+			if (!keys[i])
+				return cerr(c, -EINVAL, "unknown parameter \"%s\" (accepted: rank, "
+					    "link_bandwidth, iteration, tags, tp, pp, dp, ep, windows, top)",
+					    it->string);
+		}
+	}
+	d = -1;
+	if ((err = num_param(c, "rank", 0, INT32_MAX, true, &d)))
+		return err;
+	c->has_rank = d >= 0;
+	c->rank = (int32_t)d;
+	if ((err = num_param(c, "link_bandwidth", 1, 1e15, false, &c->link_bw)))
+		return err;
+	for (int t = 0; t < TAG_N; t++) {
+		d = 0;
+		if (sizes[t] && (err = num_param(c, sizes[t], 1, 1 << 24, true, &d)))
+			return err;
+		c->size[t] = (int64_t)d;
+	}
+	d = 10;
+	if ((err = num_param(c, "top", 0, 10000, true, &d)))
+		return err;
+	c->top = (int64_t)d;
+	if ((v = cparam(c, "windows"))) {
+		if (!cJSON_IsBool(v))
+			return cerr(c, -EINVAL, "\"windows\" must be true or false");
+		c->windows = cJSON_IsTrue(v);
+	}
+	if ((v = cparam(c, "iteration"))) {
+		size_t n;
+
+		if (!cJSON_IsString(v) || !(n = strlen(v->valuestring)) || n > 256)
+			return cerr(c, -EINVAL, "\"iteration\" must be an annotation name");
+		c->iter_name = v->valuestring;
+		c->iter_prefix = v->valuestring[n - 1] == '*';
+	}
+	if ((v = cparam(c, "tags"))) {
+		int n = cJSON_GetArraySize(v);
+
+		if (!cJSON_IsArray(v) || n > 256)
+			return cerr(c, -EINVAL, "\"tags\" must be an array of at most 256 rules");
+		c->rules = calloc((size_t)n + 1, sizeof(*c->rules));
+		if (!c->rules)
+			return -ENOMEM;
+		for (int i = 0; i < n; i++) {
+			err = parse_rule(c, cJSON_GetArrayItem(v, i), &c->rules[c->nrules++]);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+void comm_free_rules(struct cctx *c)
+{
+	for (uint32_t i = 0; i < c->nrules; i++) {
+		if (c->rules[i].has_re)
+			regfree(&c->rules[i].re);
+		if (c->rules[i].has_coll)
+			regfree(&c->rules[i].coll);
+		free(c->rules[i].ranks);
+	}
+	free(c->rules);
+}
+
+/* "[0, 1, 2]" → ranks (at most cap); count, -1 if truncated ("...") or bad. */
+static int parse_ranks(const char *s, int32_t *out, int cap)
+{
+	int n = 0;
+
+	if (!s || *s != '[')
+		return -1;
+	for (s++; *s;) {
+		char *end;
+		long v;
+
+		while (*s == ' ' || *s == ',')
+			s++;
+		if (*s == ']')
+			return n;
+		v = strtol(s, &end, 10);
+		if (end == s || v < 0 || n >= cap)
+			return -1; /* "..." of a truncated list, or too long */
+		out[n++] = (int32_t)v;
+		s = end;
+	}
+	return -1;
+}
+
+/* Case-insensitive token of a name split at non-alphanumerics ("mesh_tp"). */
+static bool has_token(const char *s, const char *tok)
+{
+	size_t n = strlen(tok);
+
+	for (const char *p = s; *p; p++) {
+		if (p != s && isalnum((unsigned char)p[-1]))
+			continue;
+		if (!strncasecmp(p, tok, n) && !isalnum((unsigned char)p[n]))
+			return true;
+	}
+	return false;
+}
+
+static bool has_sub(const char *s, const char *sub)
+{
+	return strcasestr(s, sub) != NULL;
+}
+
+/* Names: torch DeviceMesh "mesh_<dim>", Megatron "*_PARALLEL_GROUP", ... */
+static int tag_from_name(const char *s)
+{
+	if (!*s)
+		return -1;
+	if (has_sub(s, "expert") && has_sub(s, "data"))
+		return TAG_DP; /* EXPERT_DATA_PARALLEL_GROUP replicates experts */
+	if (has_sub(s, "expert") || has_token(s, "ep") || has_token(s, "moe"))
+		return TAG_EP;
+	if (has_sub(s, "pipeline") || has_token(s, "pp"))
+		return TAG_PP;
+	if (has_sub(s, "tensor") || has_token(s, "tp"))
+		return TAG_TP;
+	if (has_sub(s, "data_parallel") || has_sub(s, "data-parallel") || has_token(s, "dp") ||
+	    has_token(s, "data") || has_token(s, "fsdp") || has_token(s, "hsdp") ||
+	    has_token(s, "ddp") || has_token(s, "efsdp"))
+		return TAG_DP;
+	return -1;
+}
+
+static bool rule_ranks_match(const struct crule *r, const int32_t *rk, int n)
+{
+	if (n != (int)r->nranks)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (rk[i] != r->ranks[i])
+			return false;
+	return true;
+}
+
+/* Megatron order (TP fastest, then DP, then PP); EP groups are carved out
+ * of DP with TP's stride. Returns -1 unless exactly one reading fits. */
+static int tag_from_stride(const struct cctx *c, int32_t n, int32_t stride)
+{
+	int64_t tp = c->size[TAG_TP] ? c->size[TAG_TP] : 1, dp = c->size[TAG_DP];
+	int64_t pp = c->size[TAG_PP], ep = c->size[TAG_EP];
+	int hit = -1, nhit = 0;
+
+	if (n <= 1)
+		return -1;
+	if (c->size[TAG_TP] == n && (stride == 1 || stride < 0))
+		hit = TAG_TP, nhit++;
+	if (dp == n && (stride == tp || stride < 0))
+		hit = TAG_DP, nhit++;
+	if (pp == n && (stride == tp * (dp ? dp : 1) || stride < 0))
+		hit = TAG_PP, nhit++;
+	if (ep == n && ep != dp && (stride == tp || stride < 0))
+		hit = TAG_EP, nhit++;
+	return nhit == 1 ? hit : -1;
+}
+
+void comm_tag_group(struct cctx *c, struct cgroup *g, uint8_t type)
+{
+	const char *name = timeline_str(c->tl, g->name, NULL);
+	const char *desc = timeline_str(c->tl, g->desc, NULL);
+	const char *rtext = timeline_str(c->tl, g->ranks_text, NULL);
+	int32_t rk[1024];
+	int n = parse_ranks(rtext, rk, 1024), t;
+
+	for (uint32_t i = 0; i < c->nrules; i++) {
+		const struct crule *r = &c->rules[i];
+
+		if (r->has_re && regexec(&r->re, desc, 0, NULL, 0) &&
+		    regexec(&r->re, name, 0, NULL, 0))
+			continue;
+		if (r->has_coll && regexec(&r->coll, ctype_name[type], 0, NULL, 0))
+			continue;
+		if (r->nranks && !rule_ranks_match(r, rk, n))
+			continue;
+		g->tag = r->tag;
+		g->source = "mapping";
+		return;
+	}
+	if ((t = tag_from_name(desc)) >= 0 || (t = tag_from_name(name)) >= 0) {
+		g->tag = (uint8_t)t;
+		g->source = "name";
+		return;
+	}
+	if (n >= 2 || g->size > 1) {
+		int32_t size = n >= 2 ? n : g->size, stride = n >= 2 ? rk[1] - rk[0] : -1;
+
+		for (int i = 2; i < n && stride > 0; i++)
+			if (rk[i] - rk[i - 1] != stride)
+				stride = 0; /* irregular: no stride reading */
+		if (stride != 0 && (t = tag_from_stride(c, size, stride)) >= 0) {
+			g->tag = (uint8_t)t;
+			g->source = "sizes";
+			return;
+		}
+	}
+	if (!strcmp(desc, "default_pg") && !c->size[TAG_TP] && !c->size[TAG_PP] &&
+	    !c->size[TAG_EP]) {
+		g->tag = TAG_DP; /* the world group without model parallelism: DDP */
+		g->source = "default_pg";
+		return;
+	}
+	g->tag = TAG_OTHER;
+	g->source = "unmapped";
+}
+
+/* Per-GPU, per-direction aggregate NVLink (or PCIe x16) bandwidth, bytes/s:
+ * what NCCL's bus bandwidth approaches inside a node. First match wins. */
+static const struct {
+	const char *sub;
+	double bw;
+} link_table[] = {
+	{ "H100 PCIe", 64e9 },	{ "H100 NVL", 300e9 }, { "H800", 200e9 },  { "H100", 450e9 },
+	{ "H200", 450e9 },	{ "GH200", 450e9 },    { "B200", 900e9 },  { "GB200", 900e9 },
+	{ "B100", 900e9 },	{ "A100-PCIE", 32e9 }, { "A100 PCIe", 32e9 }, { "A800", 200e9 },
+	{ "A100", 300e9 },	{ "V100-PCIE", 16e9 }, { "V100", 150e9 },  { "MI300", 448e9 },
+	{ "MI250", 400e9 },	{ "L40", 32e9 },	{ "L4", 32e9 },	   { "A10", 32e9 },
+};
+
+double comm_link_bw_for_device(const char *name)
+{
+	if (!name)
+		return 0;
+	for (size_t i = 0; i < sizeof(link_table) / sizeof(link_table[0]); i++)
+		if (strcasestr(name, link_table[i].sub))
+			return link_table[i].bw;
+	return 0;
+}
+
+/* ---- JSON ------------------------------------------------------------- */
+
+static void track(struct cctx *c, const void *p)
+{
+	if (!p)
+		c->oom = true;
+}
+
+cJSON *cj_obj(struct cctx *c, cJSON *parent, const char *key)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	track(c, o);
+	if (o && parent && !(key ? cJSON_AddItemToObject(parent, key, o)
+				 : cJSON_AddItemToArray(parent, o))) {
+		cJSON_Delete(o);
+		c->oom = true;
+		return NULL;
+	}
+	return o;
+}
+
+cJSON *cj_arr(struct cctx *c, cJSON *parent, const char *key)
+{
+	cJSON *o = cJSON_CreateArray();
+
+	track(c, o);
+	if (o && parent && !cJSON_AddItemToObject(parent, key, o)) {
+		cJSON_Delete(o);
+		c->oom = true;
+		return NULL;
+	}
+	return o;
+}
+
+void cj_num(struct cctx *c, cJSON *o, const char *key, double v)
+{
+	if (!o)
+		return;
+	track(c, isfinite(v) ? cJSON_AddNumberToObject(o, key, v) : cJSON_AddNullToObject(o, key));
+}
+
+void cj_str(struct cctx *c, cJSON *o, const char *key, const char *s)
+{
+	if (o)
+		track(c, cJSON_AddStringToObject(o, key, s ? s : ""));
+}
+
+void cj_bool(struct cctx *c, cJSON *o, const char *key, bool v)
+{
+	if (o)
+		track(c, cJSON_AddBoolToObject(o, key, v));
+}
+
+void cj_push(struct cctx *c, cJSON *arr, cJSON *item)
+{
+	if (!item || !arr || !cJSON_AddItemToArray(arr, item)) {
+		cJSON_Delete(item);
+		c->oom = true;
+	}
+}

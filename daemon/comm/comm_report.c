@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: MIT
+/*
+ * JSON of the accumulated metrics (schema: docs/analyses.md, "Communication
+ * metrics"). Times in µs, bytes in bytes, bandwidths in bytes/s (_Bps),
+ * utilisations as fractions of link_bandwidth_Bps.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm_acc.h"
+
+static double ratio(double x, double T)
+{
+	return T > 0 ? x / T : NAN;
+}
+
+static void one_side(struct cctx *c, cJSON *o, double T, double comp, const double *comm,
+		     double mem, double idle)
+{
+	cJSON *cm = cj_obj(c, o, "comm_us"), *r = cj_obj(c, o, "ratios"), *rc;
+	double all = 0;
+
+	cj_num(c, o, "iteration_time_us", ns_us(T));
+	cj_num(c, o, "compute_us", ns_us(comp));
+	for (int t = 0; t < TAG_N; t++) {
+		cj_num(c, cm, tag_name[t], ns_us(comm[t]));
+		all += comm[t];
+	}
+	cj_num(c, o, "all_comm_us", ns_us(all));
+	cj_num(c, o, "memory_us", ns_us(mem));
+	cj_num(c, o, "idle_us", ns_us(idle));
+	cj_num(c, r, "compute", ratio(comp, T));
+	rc = cj_obj(c, r, "comm");
+	for (int t = 0; t < TAG_N; t++)
+		cj_num(c, rc, tag_name[t], ratio(comm[t], T));
+	cj_num(c, r, "memory", ratio(mem, T));
+	cj_num(c, r, "idle", ratio(idle, T));
+	cj_num(c, r, "total", ratio(comp + all + mem + idle, T));
+}
+
+void report_breakdown(struct cctx *c, cJSON *o, const struct brk *b)
+{
+	one_side(c, cj_obj(c, o, "union"), b->T, b->u_comp, b->u_comm, b->u_mem, b->u_idle);
+	one_side(c, cj_obj(c, o, "sum"), b->T, b->sum_comp, b->sum_comm, b->sum_mem, b->sum_idle);
+	cj_num(c, o, "comm_union_us", ns_us(b->comm_union));
+}
+
+static double mean(const struct dvec *d)
+{
+	double s = 0;
+
+	for (size_t i = 0; i < d->n; i++)
+		s += d->v[i];
+	return d->n ? s / (double)d->n : NAN;
+}
+
+void report_bandwidth(struct cctx *c, cJSON *o, struct bwacc *bw, double link_bw)
+{
+	for (int t = 0; t < TAG_N; t++) {
+		struct bwacc *b = &bw[t];
+		cJSON *x = cj_obj(c, o, tag_name[t]);
+		double alg = b->known_time_ns > 0 ? b->bytes / (b->known_time_ns * 1e-9) : NAN;
+
+		cj_num(c, x, "events", (double)b->events);
+		cj_num(c, x, "events_bytes_unknown", (double)b->unknown);
+		cj_num(c, x, "time_us", ns_us(b->time_ns));
+		cj_num(c, x, "total_bytes", b->bytes);
+		cj_num(c, x, "avg_bw_Bps", mean(&b->bw));
+		cj_num(c, x, "avg_busbw_Bps", mean(&b->busbw));
+		cj_num(c, x, "algbw_Bps", alg);
+		cj_num(c, x, "busbw_Bps",
+		       b->bus_time_ns > 0 ? b->bus_bytes / (b->bus_time_ns * 1e-9) : NAN);
+		cj_num(c, x, "avg_util", link_bw > 0 ? mean(&b->util) : NAN);
+		cj_num(c, x, "p95_util", link_bw > 0 ? pctl_unsorted(b->util.v, b->util.n, 95) : NAN);
+		cj_num(c, x, "global_avg_util", link_bw > 0 ? alg / link_bw : NAN);
+	}
+}
+
+static void windows(struct cctx *c, cJSON *root, struct cacc *a)
+{
+	cJSON *arr = cj_arr(c, root, "phase_windows");
+
+	for (int f = 0; f < TAG_N; f++) {
+		for (int t = 0; t < TAG_N; t++) {
+			struct dvec *d = &a->win[f][t];
+			cJSON *o;
+
+			if (!d->n)
+				continue;
+			qsort(d->v, d->n, sizeof(double), cmp_double);
+			o = cj_obj(c, arr, NULL);
+			cj_str(c, o, "from", tag_name[f]);
+			cj_str(c, o, "to", tag_name[t]);
+			cj_num(c, o, "count", (double)d->n);
+			cj_num(c, o, "mean_us", ns_us(mean(d)));
+			cj_num(c, o, "p50_us", ns_us(pctl(d->v, d->n, 50)));
+			cj_num(c, o, "p95_us", ns_us(pctl(d->v, d->n, 95)));
+			cj_num(c, o, "min_us", ns_us(d->v[0]));
+			cj_num(c, o, "max_us", ns_us(d->v[d->n - 1]));
+			if (c->windows) {
+				cJSON *w = cj_arr(c, o, "windows_us");
+
+				for (size_t i = 0; w && i < d->n; i++)
+					cj_push(c, w, cJSON_CreateNumber(ns_us(d->v[i])));
+			}
+		}
+	}
+}
+
+static void volume(struct cctx *c, cJSON *root, const struct cacc *a)
+{
+	cJSON *o = cj_obj(c, root, "volume");
+
+	for (int t = 0; t < TAG_N; t++) {
+		cJSON *x = cj_obj(c, o, tag_name[t]);
+		const struct bwacc *b = &a->bw[t];
+
+		cj_num(c, x, "bytes", b->bytes);
+		cj_num(c, x, "events", (double)b->events);
+		cj_num(c, x, "events_bytes_unknown", (double)b->unknown);
+		cj_num(c, x, "bytes_per_iteration", a->max_iters ? b->bytes / a->max_iters : NAN);
+		cj_num(c, x, "bytes_per_step_per_gpu",
+		       a->rank_iters ? b->bytes / (double)a->rank_iters : NAN);
+	}
+}
+
+static void groups(struct cctx *c, cJSON *root)
+{
+	cJSON *arr = cj_arr(c, root, "groups"), *un = cj_arr(c, root, "unmapped_groups");
+
+	for (uint32_t i = 0; i < c->ngroups; i++) {
+		const struct cgroup *g = &c->groups[i];
+		cJSON *o = cj_obj(c, arr, NULL);
+		const char *key = g->key ? timeline_str(c->tl, g->key, NULL) : "(unknown)";
+
+		cj_str(c, o, "key", key);
+		cj_str(c, o, "name", timeline_str(c->tl, g->name, NULL));
+		cj_str(c, o, "desc", timeline_str(c->tl, g->desc, NULL));
+		cj_str(c, o, "ranks", timeline_str(c->tl, g->ranks_text, NULL));
+		cj_num(c, o, "size", g->size > 0 ? g->size : NAN);
+		cj_str(c, o, "tag", tag_name[g->tag]);
+		cj_str(c, o, "tag_source", g->source);
+		cj_num(c, o, "events", (double)g->events);
+		if (g->tag == TAG_OTHER && un)
+			cj_push(c, un, cJSON_CreateString(key));
+	}
+}
+
+static void reconcile(struct cctx *c, cJSON *root, const struct cacc *a)
+{
+	cJSON *o = cj_obj(c, root, "reconciliation");
+	const struct brk *b = &a->all;
+	double sum = 0, u = 0, rs, ru;
+
+	for (int t = 0; t < TAG_N; t++)
+		sum += b->sum_comm[t], u += b->u_comm[t];
+	rs = (b->sum_comp + sum + b->sum_mem + b->sum_idle) / b->T;
+	ru = (b->u_comp + u + b->u_mem + b->u_idle) / b->T;
+	cj_num(c, o, "comm_kernel_time_us", ns_us(a->comm_total_ns));
+	cj_num(c, o, "comm_time_in_iterations_us", ns_us(sum));
+	cj_num(c, o, "comm_time_outside_iterations_us", ns_us(a->outside_ns));
+	cj_num(c, o, "events_outside_iterations", (double)a->outside_events);
+	/* Σ per-tag sums + what fell outside every iteration = all comm time */
+	cj_bool(c, o, "tags_sum_to_total", fabs(sum + a->outside_ns - a->comm_total_ns) < 0.5);
+	cj_num(c, o, "comm_union_us", ns_us(b->comm_union));
+	cj_bool(c, o, "union_le_sum", b->comm_union <= sum + 0.5);
+	cj_num(c, o, "union_ratio_sum", b->T > 0 ? ru : NAN);
+	cj_num(c, o, "sum_ratio_sum", b->T > 0 ? rs : NAN);
+}
+
+int comm_report(struct cctx *c, cJSON *root, struct cacc *a)
+{
+	cJSON *it = cj_obj(c, root, "iterations"), *ov;
+	const char *src;
+
+	if (a->iter_time.n)
+		qsort(a->iter_time.v, a->iter_time.n, sizeof(double), cmp_double);
+	src = !c->iter_marks ? "none: each rank's GPU span is one iteration"
+	      : c->iter_name ? "annotation" : "ProfilerStep#N";
+	cj_str(c, it, "source", src);
+	if (c->iter_marks && c->iter_name)
+		cj_str(c, it, "annotation", c->iter_name);
+	cj_num(c, it, "count", a->max_iters);
+	cj_num(c, it, "rank_iterations", (double)a->rank_iters);
+	cj_num(c, it, "time_mean_us", ns_us(mean(&a->iter_time)));
+	cj_num(c, it, "time_p99_us", ns_us(pctl(a->iter_time.v, a->iter_time.n, 99)));
+
+	report_breakdown(c, cj_obj(c, root, "breakdown"), &a->all);
+	windows(c, root, a);
+	report_bandwidth(c, cj_obj(c, root, "bandwidth"), a->bw,
+			 c->nranks ? c->ranks[0].link_bw : 0);
+	volume(c, root, a);
+	ov = cj_obj(c, root, "overlap");
+	cj_num(c, ov, "average_overlap_ratio", a->ov_n ? a->ov_sum / a->ov_n : NAN);
+	{
+		cJSON *pt = cj_obj(c, ov, "per_tag");
+
+		for (int t = 0; t < TAG_N; t++)
+			cj_num(c, pt, tag_name[t],
+			       a->ov_tag_n[t] ? a->ov_tag_sum[t] / a->ov_tag_n[t] : NAN);
+	}
+	groups(c, root);
+	reconcile(c, root, a);
+	return c->oom ? -ENOMEM : 0;
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Communication metrics through the real daemon and gpuprofctl: the 2-rank
+Kineto trace_filter, nccl_parser_config and the nsys exports import (nsys by
+magic), analyze comm reconciles with the raw kernel times, --svg writes an
+SVG through a client fd, config defaults and params reach the analysis."""
+
+import glob
+import os
+import sqlite3
+import tempfile
+import xml.etree.ElementTree as ET
+
+from gpd import SHARED, Daemon, eq, expect, main, test
+
+REF = os.path.join(SHARED, "reference")
+TRACES = os.path.join(REF, "hta", "traces")
+NSYS = os.path.join(REF, "nsys", "mfu_2gpu_before.sqlite")
+
+
+def nsys_comm_kernel_us(path):
+    """Σ NCCL kernel time straight from the export, per device."""
+    db = sqlite3.connect(path)
+    rows = db.execute(
+        "SELECT k.deviceId, SUM(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+        "JOIN StringIds s ON s.id = k.demangledName WHERE s.value LIKE 'nccl%' "
+        "GROUP BY k.deviceId ORDER BY k.deviceId").fetchall()
+    db.close()
+    return [ns / 1000.0 for _, ns in rows]
+
+
+def check_reconciled(res, what):
+    rec = res["reconciliation"]
+    expect(rec["tags_sum_to_total"], what + ": per-tag sums add up: %r" % rec)
+    expect(rec["union_le_sum"], what + ": union <= sum")
+    expect(abs(rec["union_ratio_sum"] - 1) < 1e-9, what + ": union ratios sum to 1")
+    expect(abs(rec["sum_ratio_sum"] - 1) < 1e-9, what + ": sum ratios sum to 1")
+    total = sum(res["bandwidth"][t]["time_us"] for t in ("DP", "TP", "PP", "EP", "OTHER"))
+    expect(abs(total - rec["comm_time_in_iterations_us"]) < 1e-3, what + ": bandwidth times")
+    for r in res["ranks"]:
+        u = r["breakdown"]["union"]
+        s = sum(u["comm_us"].values()) + u["compute_us"] + u["memory_us"] + u["idle_us"]
+        expect(abs(s - u["iteration_time_us"]) < 1e-3, what + ": union partitions time")
+
+
+@test
+def kineto_two_ranks_and_svg():
+    d = Daemon().start()
+    try:
+        files = sorted(glob.glob(os.path.join(TRACES, "trace_filter", "*")))
+        info = d.ctl_json("import", *files)
+        eq(len(info["import"]["ranks"]), 2, "two ranks")
+        res = d.ctl_json("analyze", "comm", str(info["id"]))
+        eq(res["analysis"], "comm")
+        eq(res["nranks"], 2)
+        check_reconciled(res, "trace_filter")
+        # 5 SendRecv kernels per rank, no collective args: sizes unknown
+        eq(res["bandwidth"]["OTHER"]["events"], 10)
+        eq(res["bandwidth"]["OTHER"]["events_bytes_unknown"], 10)
+        eq(res["unmapped_groups"], ["(unknown)"])
+        eq(res["iterations"]["source"], "ProfilerStep#N")
+        eq(len(res["straggler"]["groups"]), 1, "one group matched across ranks")
+        with tempfile.TemporaryDirectory() as tmp:
+            svg = os.path.join(tmp, "comm.svg")
+            p = d.ctl("analyze", "comm", str(info["id"]), "--svg", svg)
+            eq(p.returncode, 0, p.stderr.decode())
+            out = p.stdout.decode()
+            expect("Time breakdown" in out and "Bandwidth" in out and "Phase windows" in out,
+                   "human tables: " + out)
+            root = ET.parse(svg).getroot()
+            expect(root.tag.endswith("svg"), "an SVG document")
+            expect(len(root.findall(".//{http://www.w3.org/2000/svg}rect")) > 2, "bars drawn")
+        # params reach the analysis: a mapping rule turns OTHER into PP
+        res = d.ctl_json("analyze", "comm", str(info["id"]),
+                         'tags=[{"collective":"SendRecv","tag":"PP"}]', "link_bandwidth=50e9")
+        eq(res["bandwidth"]["PP"]["events"], 10, "mapped by collective")
+        eq(res["link_bandwidth_source"], "param")
+        p = d.ctl("analyze", "comm", str(info["id"]), "bogus=1")
+        eq(p.returncode, 1, "unknown param rejected")
+        expect(b"-32602" in p.stderr, p.stderr.decode())
+        eq(d.stop(), 0, "clean stop")
+    finally:
+        d.cleanup()
+
+
+@test
+def nccl_args_give_bytes_and_tags():
+    d = Daemon(config='comm.params = {"link_bandwidth": 100e9}\n').start()
+    try:
+        files = sorted(glob.glob(os.path.join(TRACES, "nccl_parser_config", "*")))
+        info = d.ctl_json("import", *files)
+        res = d.ctl_json("analyze", "comm", str(info["id"]))
+        check_reconciled(res, "nccl_parser_config")
+        dp = res["bandwidth"]["DP"]
+        eq(dp["events_bytes_unknown"], 0, "every kernel sized from its args")
+        expect(dp["events"] > 0 and dp["total_bytes"] > 0, "DP traffic: %r" % dp)
+        eq(res["groups"][0]["desc"], "default_pg")
+        eq(res["link_bandwidth_source"], "config")
+        eq(res["link_bandwidth_Bps"], 100e9)
+        expect(abs(dp["global_avg_util"] - dp["algbw_Bps"] / 100e9) < 1e-12, "util")
+    finally:
+        d.cleanup()
+
+
+@test
+def nsys_export_imports_by_magic():
+    d = Daemon().start()
+    try:
+        info = d.ctl_json("import", NSYS)
+        eq(info["import"]["ranks"], [0, 1], "one rank per process/device")
+        eq(info["import"]["files"][0]["format"], "nsys")
+        res = d.ctl_json("analyze", "comm", str(info["id"]))
+        check_reconciled(res, "nsys")
+        want = nsys_comm_kernel_us(NSYS)
+        got = res["reconciliation"]["comm_kernel_time_us"]
+        expect(abs(got - sum(want)) < 1e-3, "nsys comm time %r vs sqlite %r" % (got, want))
+        for r, w in zip(res["ranks"], want):
+            t = sum(r["bandwidth"][k]["time_us"] for k in r["bandwidth"])
+            expect(abs(t - w) < 1e-3, "rank %d: %r vs %r" % (r["rank"], t, w))
+        eq(res["iterations"]["source"], "none: each rank's GPU span is one iteration")
+        # PyTorch's nccl:all_to_all range names the SendRecv kernels
+        types = {i["type"] for i in res["straggler"]["top_instances"]}
+        eq(types, {"AllToAll"})
+        # other analyses run on nsys captures too
+        t = d.ctl_json("analyze", "temporal", str(info["id"]))
+        eq(len(t["ranks"]), 2)
+    finally:
+        d.cleanup()
+
+
+if __name__ == "__main__":
+    main()
