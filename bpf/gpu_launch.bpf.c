@@ -1,0 +1,654 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0-only)
+/*
+ * GPU launch probes on stock runtimes (docs/collectors.md, "GPU launches").
+ *
+ * Two halves:
+ *  - the library watcher: tp_btf programs on sys_exit (mmap of a watched
+ *    runtime library with PROT_EXEC), sched_process_exec/exit/fork. They
+ *    keep a set of tracked processes in BPF, so only processes that map a
+ *    runtime produce events; userspace attaches uprobes per library file.
+ *  - the probes themselves: uprobes on launch entry points (Level Zero,
+ *    CUDA driver, HIP), on the calls that name kernels (handle -> name, kept
+ *    here in an LRU map keyed by (pid, handle)) and NEO's USDT launch probe.
+ *    One program per argument shape; which entry point fired comes from the
+ *    attach cookie (enum gpu_api).
+ * Records go through one ring buffer (gpu_launch.h).
+ */
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
+
+#include "gpu_launch.h"
+
+/* bpf_get_stack() and bpf_probe_read_user*() are gpl_only. */
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#define PROT_EXEC 0x4
+
+#if defined(__TARGET_ARCH_x86)
+#define NR_MMAP 9
+#define SYSCALL_NR(regs) BPF_CORE_READ(regs, orig_ax)
+#elif defined(__TARGET_ARCH_arm64)
+#define NR_MMAP 222
+#define SYSCALL_NR(regs) BPF_CORE_READ(regs, syscallno)
+#else
+#define NR_MMAP (-1)
+#define SYSCALL_NR(regs) (-2)
+#endif
+
+/* libbpf 1.1's BPF_KPROBE stops at five arguments. */
+#if defined(__TARGET_ARCH_x86)
+#define ARG6(ctx) ((ctx)->r9)
+#elif defined(__TARGET_ARCH_arm64)
+#define ARG6(ctx) ((ctx)->regs[5])
+#else
+#define ARG6(ctx) 0
+#endif
+
+/* Load-time knobs, set between gpu_launch_bpf__open() and __load(). */
+const volatile char watch[GPU_WATCH_MAX][GPU_WATCH_LEN] = {};
+/* See cpu_sample.bpf.c: 0 = wake the reader per record; else batch. */
+const volatile __u64 wakeup_bytes = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, GPU_LAUNCH_DEFAULT_RINGBUF_BYTES);
+} events SEC(".maps");
+
+/* (pid, handle) -> kernel name. LRU: a process that exits leaves its
+ * entries behind (nothing here can enumerate them), they age out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, GPU_LAUNCH_NAMES_MAX);
+	__type(key, struct gpu_name_key);
+	__type(value, struct gpu_name_val);
+} names SEC(".maps");
+
+enum pending_kind { PENDING_NAME = 1, PENDING_ALIAS = 2 };
+
+/* A naming call in flight on one thread: what its return probe needs. */
+struct pending {
+	__u64 out; /* user pointer the callee writes the handle to */
+	__u64 src; /* ALIAS: the handle whose name the new one takes */
+	__u32 kind;
+	__u32 pad;
+	char name[GPU_LAUNCH_NAME_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GPU_LAUNCH_PENDING_MAX);
+	__type(key, __u32); /* tid */
+	__type(value, struct pending);
+} pending SEC(".maps");
+
+/* Processes mapping a watched library: the watcher reports their exec,
+ * exit and fork. Filled here (mmap) and by userspace's initial scan. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GPU_LAUNCH_TRACKED_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} tracked SEC(".maps");
+
+/* Processes whose NEO carries the level_zero:launch_kernel USDT (userspace
+ * fills it): there the USDT reports launches and the loader's entry
+ * probes only hand it the queue and group counts, so no launch counts twice. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GPU_LAUNCH_TRACKED_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} usdt_pids SEC(".maps");
+
+struct ze_inflight {
+	__u64 queue;
+	__u64 group_counts; /* user pointer, 0 = none */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GPU_LAUNCH_PENDING_MAX);
+	__type(key, __u32); /* tid */
+	__type(value, struct ze_inflight);
+} ze_inflight SEC(".maps");
+
+/* Per-CPU staging: records and map values are too big for the stack. */
+struct scratch {
+	struct gpu_launch_rec rec;
+	struct pending pend;
+	struct gpu_name_val val;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+/* Records lost because the ring buffer was full (per CPU, summed by
+ * userspace); [1]: launches whose kernel name was unknown. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+__u64 correlation = 0;
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline __u64 rb_flags(void)
+{
+	if (!wakeup_bytes)
+		return 0;
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes
+		       ? BPF_RB_FORCE_WAKEUP
+		       : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline struct scratch *get_scratch(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&scratch, &zero);
+}
+
+/* ------------------------------------------------------------------ */
+/* Library watcher                                                     */
+
+struct vma_match {
+	__u64 ino;
+	char file[GPU_WATCH_LEN];
+	int hit;
+};
+
+static long vma_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct vma_match *m = data;
+	struct file *f = BPF_CORE_READ(vma, vm_file);
+	const unsigned char *name;
+
+	if (!f)
+		return 0;
+	name = BPF_CORE_READ(f, f_path.dentry, d_name.name);
+	if (bpf_probe_read_kernel_str(m->file, sizeof(m->file), name) <= 0)
+		return 0;
+	/* A prefix match: the mapped file is the real one behind the soname
+	 * link ("libcuda.so.550.54.14", "libze_loader.so.1.21.9"). */
+	for (int i = 0; i < GPU_WATCH_MAX; i++) {
+		if (!watch[i][0])
+			continue;
+		for (int j = 0; j < GPU_WATCH_LEN; j++) {
+			if (!watch[i][j]) {
+				m->hit = 1;
+				m->ino = BPF_CORE_READ(f, f_inode, i_ino);
+				return 0;
+			}
+			if (m->file[j] != watch[i][j])
+				break;
+		}
+	}
+	return 0;
+}
+
+static __always_inline void proc_event(__u32 ev, __u32 pid, __u32 ppid, struct vma_match *m)
+{
+	struct gpu_proc_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+	if (!r) {
+		count(0);
+		return;
+	}
+	r->type = GPU_PROC_REC_TYPE;
+	r->version = GPU_LAUNCH_REC_VERSION;
+	r->event = ev;
+	r->pid = pid;
+	r->ppid = ppid;
+	r->ino = m ? m->ino : 0;
+	if (m)
+		__builtin_memcpy(r->file, m->file, sizeof(r->file));
+	else
+		__builtin_memset(r->file, 0, sizeof(r->file));
+	/* Process events are rare and userspace acts on them: wake it. */
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+}
+
+/*
+ * The dynamic loader (and dlopen) map a library's text with
+ * mmap(PROT_EXEC, fd); no tracepoint marks a new file mapping, so filter
+ * the generic syscall exit down to successful executable file mmaps before
+ * any work is done.
+ */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(gl_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct vma_match m = {};
+	__u32 tgid, one = 1;
+	long nr = SYSCALL_NR(regs);
+
+	if (nr != NR_MMAP || (ret < 0 && ret > -4096))
+		return 0;
+	if (!(PT_REGS_PARM3_CORE_SYSCALL(regs) & PROT_EXEC))
+		return 0;
+	if ((int)PT_REGS_PARM5_CORE_SYSCALL(regs) < 0)
+		return 0;
+	bpf_find_vma(bpf_get_current_task_btf(), (__u64)ret, vma_cb, &m, 0);
+	if (!m.hit)
+		return 0;
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	bpf_map_update_elem(&tracked, &tgid, &one, BPF_ANY);
+	proc_event(GPU_PROC_MMAP, tgid, 0, &m);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(gl_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+
+	if (!bpf_map_lookup_elem(&tracked, &tgid))
+		return 0;
+	bpf_map_delete_elem(&tracked, &tgid);
+	bpf_map_delete_elem(&usdt_pids, &tgid);
+	proc_event(GPU_PROC_EXEC, tgid, 0, NULL);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(gl_exit, struct task_struct *p, bool group_dead)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+
+	if (!group_dead || !bpf_map_lookup_elem(&tracked, &tgid))
+		return 0;
+	bpf_map_delete_elem(&tracked, &tgid);
+	bpf_map_delete_elem(&usdt_pids, &tgid);
+	proc_event(GPU_PROC_EXIT, tgid, 0, NULL);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(gl_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+	__u32 one = 1, *u;
+
+	/* A new thread shares the parent's mappings: nothing changes. */
+	if (ctgid == ptgid || !bpf_map_lookup_elem(&tracked, &ptgid))
+		return 0;
+	bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY);
+	u = bpf_map_lookup_elem(&usdt_pids, &ptgid);
+	if (u)
+		bpf_map_update_elem(&usdt_pids, &ctgid, &one, BPF_ANY);
+	proc_event(GPU_PROC_FORK, ctgid, ptgid, NULL);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Kernel naming                                                       */
+
+static __always_inline int name_entry(__u64 out, const char *name_ptr, __u64 src, __u32 kind)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct scratch *s = get_scratch();
+
+	if (!s)
+		return 0;
+	s->pend.out = out;
+	s->pend.src = src;
+	s->pend.kind = kind;
+	s->pend.name[0] = '\0';
+	if (kind == PENDING_NAME &&
+	    bpf_probe_read_user_str(s->pend.name, sizeof(s->pend.name), name_ptr) <= 0)
+		return 0;
+	bpf_map_update_elem(&pending, &tid, &s->pend, BPF_ANY);
+	return 0;
+}
+
+/* zeKernelCreate(hModule, const ze_kernel_desc_t *desc, ze_kernel_handle_t *phKernel) */
+SEC("uprobe")
+int BPF_KPROBE(gl_ze_kernel_create, void *module, const void *desc, void *phkernel)
+{
+	const char *name = NULL;
+
+	/* ze_kernel_desc_t.pKernelName at offset 24 (x86-64 layout). */
+	if (bpf_probe_read_user(&name, sizeof(name), desc + 24))
+		return 0;
+	return name_entry((__u64)phkernel, name, 0, PENDING_NAME);
+}
+
+/* cuModuleGetFunction(CUfunction *, CUmodule, const char *name),
+ * cuLibraryGetKernel(CUkernel *, CUlibrary, const char *name),
+ * hipModuleGetFunction(hipFunction_t *, hipModule_t, const char *name) */
+SEC("uprobe")
+int BPF_KPROBE(gl_name_out1_name3, void *out, void *module, const char *name)
+{
+	return name_entry((__u64)out, name, 0, PENDING_NAME);
+}
+
+/* cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) */
+SEC("uprobe")
+int BPF_KPROBE(gl_cu_kernel_get_function, void *out, void *kernel)
+{
+	return name_entry((__u64)out, NULL, (__u64)kernel, PENDING_ALIAS);
+}
+
+/* The return probe of every naming call above: read the handle the callee
+ * wrote and remember its name. */
+SEC("uretprobe")
+int BPF_KRETPROBE(gl_name_ret, long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct gpu_name_key k = {.pid = id >> 32};
+	struct gpu_name_key src = {.pid = id >> 32};
+	struct gpu_name_val *from;
+	struct pending *p = bpf_map_lookup_elem(&pending, &tid);
+	struct scratch *s = get_scratch();
+
+	if (!p)
+		return 0;
+	/* All three runtimes return 0 for success (ZE_RESULT_SUCCESS,
+	 * CUDA_SUCCESS, hipSuccess); the result is an int-sized enum. */
+	if ((int)ret != 0 || !s || bpf_probe_read_user(&k.handle, sizeof(k.handle), (void *)p->out))
+		goto out;
+	if (p->kind == PENDING_ALIAS) {
+		src.handle = p->src;
+		from = bpf_map_lookup_elem(&names, &src);
+		if (from) {
+			__builtin_memcpy(&s->val, from, sizeof(s->val));
+			bpf_map_update_elem(&names, &k, &s->val, BPF_ANY);
+		}
+		goto out;
+	}
+	__builtin_memset(&s->val, 0, sizeof(s->val) - sizeof(s->val.name));
+	__builtin_memcpy(s->val.name, p->name, sizeof(s->val.name));
+	bpf_map_update_elem(&names, &k, &s->val, BPF_ANY);
+out:
+	bpf_map_delete_elem(&pending, &tid);
+	return 0;
+}
+
+/* __hipRegisterFunction(void **modules, const void *hostFunction,
+ *                       char *deviceFunction, const char *deviceName, ...):
+ * hipLaunchKernel is given the host stub; this is where its name is. */
+SEC("uprobe")
+int BPF_KPROBE(gl_hip_register_function, void *modules, void *host_fn, const char *dev_fn,
+	       const char *dev_name)
+{
+	struct gpu_name_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .handle = (__u64)host_fn};
+	struct scratch *s = get_scratch();
+
+	if (!s)
+		return 0;
+	__builtin_memset(&s->val, 0, sizeof(s->val) - sizeof(s->val.name));
+	if (bpf_probe_read_user_str(s->val.name, sizeof(s->val.name), dev_name ?: dev_fn) <= 0)
+		return 0;
+	bpf_map_update_elem(&names, &k, &s->val, BPF_ANY);
+	return 0;
+}
+
+/* zeKernelSetGroupSize(hKernel, x, y, z): the block size of later launches. */
+SEC("uprobe")
+int BPF_KPROBE(gl_ze_set_group_size, void *kernel, __u32 x, __u32 y, __u32 z)
+{
+	struct gpu_name_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .handle = (__u64)kernel};
+	struct gpu_name_val *v = bpf_map_lookup_elem(&names, &k);
+
+	if (!v)
+		return 0;
+	v->block[0] = x;
+	v->block[1] = y;
+	v->block[2] = z;
+	v->has_block = 1;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Launches                                                            */
+
+static __always_inline struct gpu_launch_rec *launch_begin(__u16 api, __u64 handle, __u64 queue)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct gpu_name_key k = {.pid = id >> 32, .handle = handle};
+	struct scratch *s = get_scratch();
+	struct gpu_launch_rec *r;
+	struct gpu_name_val *v;
+
+	if (!s)
+		return NULL;
+	r = &s->rec;
+	r->type = GPU_LAUNCH_REC_TYPE;
+	r->version = GPU_LAUNCH_REC_VERSION;
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	r->uid = (__u32)bpf_get_current_uid_gid();
+	r->api = api;
+	r->flags = 0;
+	r->cpu = (__u16)bpf_get_smp_processor_id();
+	r->ts_ns = bpf_ktime_get_ns();
+	r->correlation = __sync_fetch_and_add(&correlation, 1) + 1;
+	r->queue = queue;
+	r->handle = handle;
+	r->gpu_addr = 0;
+	r->caller = 0;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	v = handle ? bpf_map_lookup_elem(&names, &k) : NULL;
+	if (v && v->name[0]) {
+		/* Map value to record: a bounded copy of the whole buffer is
+		 * cheaper for the verifier than a string copy. */
+		__builtin_memcpy(r->name, v->name, sizeof(r->name));
+		r->flags |= GPU_LAUNCH_F_NAME;
+	} else {
+		r->name[0] = '\0';
+	}
+	if (v && v->has_block) {
+		r->block[0] = v->block[0];
+		r->block[1] = v->block[1];
+		r->block[2] = v->block[2];
+		r->flags |= GPU_LAUNCH_F_BLOCK;
+	}
+	return r;
+}
+
+static __always_inline int launch_send(struct pt_regs *ctx, struct gpu_launch_rec *r)
+{
+	long ret;
+	__u64 n;
+
+	if (r->api != GPU_API_ZE_USDT)
+		bpf_probe_read_user(&r->caller, sizeof(r->caller), (void *)PT_REGS_SP(ctx));
+
+	if (!(r->flags & GPU_LAUNCH_F_NAME))
+		count(1);
+	/* At a function-entry uprobe the caller's frame is found from the
+	 * return address at the stack pointer (x86: kernel >= 6.11 adds it
+	 * when the probe sits on the push of %rbp). */
+	ret = bpf_get_stack(ctx, r->ips, sizeof(r->ips), BPF_F_USER_STACK);
+	n = ret > 0 ? (__u64)ret / sizeof(__u64) : 0;
+	if (n > GPU_LAUNCH_MAX_FRAMES)
+		n = GPU_LAUNCH_MAX_FRAMES;
+	r->nuser = n;
+	if (bpf_ringbuf_output(&events, r, GPU_LAUNCH_HDR_BYTES + n * sizeof(__u64), rb_flags()))
+		count(0);
+	return 0;
+}
+
+static __always_inline void set_grid(struct gpu_launch_rec *r, __u32 x, __u32 y, __u32 z)
+{
+	r->grid[0] = x;
+	r->grid[1] = y;
+	r->grid[2] = z;
+	r->flags |= GPU_LAUNCH_F_GRID;
+}
+
+static __always_inline void set_block(struct gpu_launch_rec *r, __u32 x, __u32 y, __u32 z)
+{
+	r->block[0] = x;
+	r->block[1] = y;
+	r->block[2] = z;
+	r->flags |= GPU_LAUNCH_F_BLOCK;
+}
+
+/* With NEO's USDT attached for this process, leave the launch to it. */
+static __always_inline bool ze_defer_to_usdt(__u64 queue, __u64 group_counts)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct ze_inflight in = {.queue = queue, .group_counts = group_counts};
+
+	if (!bpf_map_lookup_elem(&usdt_pids, &tgid))
+		return false;
+	bpf_map_update_elem(&ze_inflight, &tid, &in, BPF_ANY);
+	return true;
+}
+
+/* zeCommandListAppendLaunchKernel / ...Cooperative / ...WithParameters:
+ * (hCommandList, hKernel, const ze_group_count_t *, ...) */
+SEC("uprobe")
+int BPF_KPROBE(gl_ze_launch, void *cmdlist, void *kernel, const __u32 *group_counts)
+{
+	struct gpu_launch_rec *r;
+	__u32 gc[3];
+
+	if (ze_defer_to_usdt((__u64)cmdlist, (__u64)group_counts))
+		return 0;
+	r = launch_begin((__u16)bpf_get_attach_cookie(ctx), (__u64)kernel, (__u64)cmdlist);
+	if (!r)
+		return 0;
+	if (group_counts && !bpf_probe_read_user(gc, sizeof(gc), group_counts))
+		set_grid(r, gc[0], gc[1], gc[2]);
+	return launch_send(ctx, r);
+}
+
+/* zeCommandListAppendLaunchKernelIndirect: the counts live in device
+ * memory (pLaunchArgumentsBuffer), not readable here. */
+SEC("uprobe")
+int BPF_KPROBE(gl_ze_launch_indirect, void *cmdlist, void *kernel)
+{
+	struct gpu_launch_rec *r;
+
+	if (ze_defer_to_usdt((__u64)cmdlist, 0))
+		return 0;
+	r = launch_begin(GPU_API_ZE_INDIRECT, (__u64)kernel, (__u64)cmdlist);
+	if (!r)
+		return 0;
+	return launch_send(ctx, r);
+}
+
+/* zeCommandListAppendLaunchKernelWithArguments(hCommandList, hKernel,
+ * ze_group_count_t groupCounts, ze_group_size_t groupSizes, ...): each
+ * 12-byte struct by value takes two integer registers (SysV x86-64). */
+SEC("uprobe")
+int BPF_KPROBE(gl_ze_launch_args, void *cmdlist, void *kernel, __u64 gxy, __u64 gz, __u64 bxy)
+{
+	__u64 bz = ARG6(ctx);
+	struct gpu_launch_rec *r;
+
+	if (ze_defer_to_usdt((__u64)cmdlist, 0))
+		return 0;
+	r = launch_begin(GPU_API_ZE_WITH_ARGS, (__u64)kernel, (__u64)cmdlist);
+	if (!r)
+		return 0;
+	set_grid(r, (__u32)gxy, (__u32)(gxy >> 32), (__u32)gz);
+	set_block(r, (__u32)bxy, (__u32)(bxy >> 32), (__u32)bz);
+	return launch_send(ctx, r);
+}
+
+/* level_zero:launch_kernel(u64 iba, u64 gpu_addr, u64 size, char *name),
+ * fired inside NEO's appendLaunchKernelWithParams. */
+SEC("usdt")
+int BPF_USDT(gl_ze_usdt_launch, __u64 iba, __u64 gpu_addr, __u64 size, const char *name)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct ze_inflight *in = bpf_map_lookup_elem(&ze_inflight, &tid);
+	struct gpu_launch_rec *r;
+	__u32 gc[3];
+
+	r = launch_begin(GPU_API_ZE_USDT, 0, in ? in->queue : 0);
+	if (!r)
+		return 0;
+	r->gpu_addr = gpu_addr;
+	if (name && bpf_probe_read_user_str(r->name, sizeof(r->name), name) > 0)
+		r->flags |= GPU_LAUNCH_F_NAME;
+	if (in) {
+		if (in->group_counts &&
+		    !bpf_probe_read_user(gc, sizeof(gc), (void *)in->group_counts))
+			set_grid(r, gc[0], gc[1], gc[2]);
+		bpf_map_delete_elem(&ze_inflight, &tid);
+	}
+	return launch_send(ctx, r);
+}
+
+/* cuLaunchKernel[_ptsz] / cuLaunchCooperativeKernel / hipModuleLaunchKernel:
+ * (f, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMem, stream, ...).
+ * Arguments 7.. are on the stack above the return address (SysV x86-64). */
+SEC("uprobe")
+int BPF_KPROBE(gl_cu_launch, void *f, __u32 gx, __u32 gy, __u32 gz, __u32 bx)
+{
+	__u32 by = (__u32)ARG6(ctx);
+	struct gpu_launch_rec *r;
+	__u64 stk[3] = {}; /* blockDimZ, sharedMemBytes, hStream */
+
+	bpf_probe_read_user(stk, sizeof(stk), (void *)(PT_REGS_SP(ctx) + 8));
+	r = launch_begin((__u16)bpf_get_attach_cookie(ctx), (__u64)f, stk[2]);
+	if (!r)
+		return 0;
+	set_grid(r, gx, gy, gz);
+	set_block(r, bx, by, (__u32)stk[0]);
+	return launch_send(ctx, r);
+}
+
+/* cuLaunchKernelEx[_ptsz](const CUlaunchConfig *config, CUfunction f, ...) */
+SEC("uprobe")
+int BPF_KPROBE(gl_cu_launch_ex, const __u32 *config, void *f)
+{
+	struct gpu_launch_rec *r;
+	__u32 cfg[10] = {}; /* grid[3], block[3], sharedMem, pad, hStream @32 */
+
+	if (bpf_probe_read_user(cfg, sizeof(cfg), config))
+		return 0;
+	r = launch_begin(GPU_API_CU_LAUNCH_EX, (__u64)f, (__u64)cfg[8] | (__u64)cfg[9] << 32);
+	if (!r)
+		return 0;
+	set_grid(r, cfg[0], cfg[1], cfg[2]);
+	set_block(r, cfg[3], cfg[4], cfg[5]);
+	return launch_send(ctx, r);
+}
+
+/* hipLaunchKernel[_spt] / hipExtLaunchKernel(const void *host_stub,
+ * dim3 numBlocks, dim3 dimBlocks, void **args, size_t shmem, hipStream_t):
+ * each dim3 by value in two registers, shmem and stream on the stack. */
+SEC("uprobe")
+int BPF_KPROBE(gl_hip_launch, void *fn, __u64 gxy, __u64 gz, __u64 bxy, __u64 bz)
+{
+	struct gpu_launch_rec *r;
+	__u64 stk[2] = {}; /* sharedMemBytes, stream */
+
+	bpf_probe_read_user(stk, sizeof(stk), (void *)(PT_REGS_SP(ctx) + 8));
+	r = launch_begin((__u16)bpf_get_attach_cookie(ctx), (__u64)fn, stk[1]);
+	if (!r)
+		return 0;
+	set_grid(r, (__u32)gxy, (__u32)(gxy >> 32), (__u32)gz);
+	set_block(r, (__u32)bxy, (__u32)(bxy >> 32), (__u32)bz);
+	return launch_send(ctx, r);
+}
+
+/* Tells userspace that uprobes can be attached at all (see gpu_launch.c). */
+SEC("uprobe")
+int BPF_KPROBE(gl_selftest)
+{
+	return 0;
+}

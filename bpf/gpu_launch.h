@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU launch probes: the ring-buffer records shared by gpu_launch.bpf.c and
+ * daemon/collect/gpu_launch.c. Limits and fixed-width types only: compiled
+ * both against vmlinux.h (BPF) and against <linux/types.h>.
+ */
+#ifndef GPUPROF_BPF_GPU_LAUNCH_H
+#define GPUPROF_BPF_GPU_LAUNCH_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define GPU_LAUNCH_REC_TYPE 0x474c /* "GL": one kernel launch */
+#define GPU_PROC_REC_TYPE 0x4750   /* "GP": process event of the library watcher */
+#define GPU_LAUNCH_REC_VERSION 1
+
+#define GPU_LAUNCH_MAX_FRAMES 127 /* bpf_get_stack()'s default ceiling */
+#define GPU_LAUNCH_COMM_LEN 16
+/* Kernel names longer than this are cut (mangled C++ templates can be). */
+#define GPU_LAUNCH_NAME_LEN 256
+/* File names the mmap watcher compares against (basename prefixes). */
+#define GPU_WATCH_MAX 8
+#define GPU_WATCH_LEN 32
+
+#define GPU_LAUNCH_DEFAULT_RINGBUF_BYTES (8u << 20)
+#define GPU_LAUNCH_NAMES_MAX 16384  /* (pid, handle) -> name, LRU */
+#define GPU_LAUNCH_PENDING_MAX 4096 /* threads inside a naming call */
+#define GPU_LAUNCH_TRACKED_MAX 8192 /* processes mapping a runtime */
+
+/* Which entry point produced a launch (store_rec.aux32 of a launch). */
+enum gpu_api {
+	GPU_API_UNKNOWN = 0,
+	GPU_API_ZE_APPEND = 1,	      /* zeCommandListAppendLaunchKernel */
+	GPU_API_ZE_COOPERATIVE = 2,   /* ...AppendLaunchCooperativeKernel */
+	GPU_API_ZE_INDIRECT = 3,      /* ...AppendLaunchKernelIndirect */
+	GPU_API_ZE_WITH_PARAMS = 4,   /* ...AppendLaunchKernelWithParameters */
+	GPU_API_ZE_WITH_ARGS = 5,     /* ...AppendLaunchKernelWithArguments */
+	GPU_API_ZE_USDT = 6,	      /* NEO's level_zero:launch_kernel USDT */
+	GPU_API_CU_LAUNCH = 7,	      /* cuLaunchKernel[_ptsz] */
+	GPU_API_CU_LAUNCH_EX = 8,     /* cuLaunchKernelEx[_ptsz] */
+	GPU_API_CU_COOPERATIVE = 9,   /* cuLaunchCooperativeKernel */
+	GPU_API_HIP_LAUNCH = 10,      /* hipLaunchKernel[_spt] */
+	GPU_API_HIP_MODULE_LAUNCH = 11, /* hipModuleLaunchKernel */
+	GPU_API_HIP_EXT_LAUNCH = 12,  /* hipExtLaunchKernel */
+	GPU_API_MAX,
+};
+
+/* gpu_launch_rec.flags */
+#define GPU_LAUNCH_F_GRID 0x1  /* grid[] valid */
+#define GPU_LAUNCH_F_BLOCK 0x2 /* block[] valid */
+#define GPU_LAUNCH_F_NAME 0x4  /* name[] valid (else only handle is known) */
+
+/*
+ * One launch. Sent variable-length: the header, the fixed name buffer, then
+ * only the nuser captured user frames (leaf first: ips[0] is the probed
+ * entry point itself; userspace trims runtime-library frames).
+ */
+struct gpu_launch_rec {
+	__u16 type;    /* GPU_LAUNCH_REC_TYPE */
+	__u16 version; /* GPU_LAUNCH_REC_VERSION */
+	__u32 pid;     /* tgid */
+	__u32 tid;
+	__u32 uid;
+	__u16 api; /* enum gpu_api */
+	__u16 flags;
+	__u16 nuser;
+	__u16 cpu;
+	__u64 ts_ns;
+	__u64 correlation; /* per-launch counter, unique while the daemon runs */
+	__u64 queue;	   /* command list / stream handle (0 = default stream) */
+	__u64 handle;	   /* kernel / function handle or host stub address */
+	__u64 gpu_addr;	   /* kernel ISA GPU VA (USDT only), else 0 */
+	/* Entry probes: the return address at the stack pointer, i.e. the
+	 * call site. Frame-pointer unwinding from a function's first
+	 * instruction skips it unless the kernel adds it (x86, 6.11+, only
+	 * when the probed function starts with push %rbp); userspace puts it
+	 * back when ips[1] lacks it. 0 for USDT (mid-function). */
+	__u64 caller;
+	__u32 grid[3];
+	__u32 block[3];
+	char comm[GPU_LAUNCH_COMM_LEN];
+	char name[GPU_LAUNCH_NAME_LEN]; /* NUL-terminated when F_NAME */
+	__u64 ips[GPU_LAUNCH_MAX_FRAMES];
+};
+
+#define GPU_LAUNCH_HDR_BYTES (112 + GPU_LAUNCH_NAME_LEN) /* offsetof(ips) */
+
+_Static_assert(__builtin_offsetof(struct gpu_launch_rec, ips) == GPU_LAUNCH_HDR_BYTES,
+	       "gpu_launch_rec layout changed: bump GPU_LAUNCH_REC_VERSION");
+
+enum gpu_proc_event {
+	GPU_PROC_MMAP = 1, /* mapped a watched library executable */
+	GPU_PROC_EXEC = 2, /* a tracked process exec'd: its old mappings are gone */
+	GPU_PROC_EXIT = 3, /* a tracked process exited (whole thread group) */
+	GPU_PROC_FORK = 4, /* a tracked process forked: the child inherits maps */
+};
+
+struct gpu_proc_rec {
+	__u16 type;    /* GPU_PROC_REC_TYPE */
+	__u16 version; /* GPU_LAUNCH_REC_VERSION */
+	__u32 event;   /* enum gpu_proc_event */
+	__u32 pid;
+	__u32 ppid; /* FORK: the parent */
+	__u64 ino;  /* MMAP: inode of the mapped file */
+	char file[GPU_WATCH_LEN]; /* MMAP: its basename (maybe cut) */
+};
+
+/* Key of the name map: the runtime's handle within one process. */
+struct gpu_name_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 handle;
+};
+
+/* Value of the name map. zeKernelSetGroupSize fills block[]. */
+struct gpu_name_val {
+	__u32 block[3];
+	__u32 has_block;
+	char name[GPU_LAUNCH_NAME_LEN];
+};
+
+#endif

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The GPU launch collector against the real kernel (suite 'bpf'): real
+ * library watcher, real uprobes on the fake libcuda.so.1 (tests/gpu), a
+ * real store. gpu_app launches known kernels a known number of times; the
+ * store must hold exactly those launches with names, geometry, stream,
+ * API, correlation ids and one call site per launching function; when
+ * gpu_app exits the library's probes must come off.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "collect/collector.h"
+#include "collect/gpu_launch.h"
+#include "gpd.h"
+#include "gpu_launch.h" /* bpf/: enum gpu_api */
+#include "store/store.h"
+#include "test.h"
+
+#define N 50
+
+struct harness {
+	uv_loop_t loop;
+	struct gpd g;
+	struct collector c;
+};
+
+static cJSON *status(struct harness *h)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	h->c.ops->status(&h->c, o);
+	return o;
+}
+
+static int probed_libraries(struct harness *h)
+{
+	cJSON *o = status(h), *l;
+	int n = 0;
+
+	cJSON_ArrayForEach(l, cJSON_GetObjectItem(o, "libraries"))
+		n += cJSON_GetObjectItem(l, "probes")->valueint > 0;
+	cJSON_Delete(o);
+	return n;
+}
+
+/* Run the loop in slices until cond() holds or ms pass. */
+static bool run_until(struct harness *h, bool (*cond)(struct harness *), int ms)
+{
+	for (int i = 0; i < ms / 10; i++) {
+		uv_run(&h->loop, UV_RUN_NOWAIT);
+		if (cond(h))
+			return true;
+		usleep(10000);
+	}
+	return cond(h);
+}
+
+static bool have_lib(struct harness *h)
+{
+	return probed_libraries(h) > 0;
+}
+
+static bool no_lib(struct harness *h)
+{
+	return probed_libraries(h) == 0;
+}
+
+static bool all_launches(struct harness *h)
+{
+	return h->c.events >= N + 2 * N + 3;
+}
+
+int main(void)
+{
+	const char *app = getenv("GPU_APP"), *lib = getenv("FAKE_CUDA");
+	struct store_config sc = {.budget_bytes = 64u << 20};
+	int in[2], out[2], r;
+	struct harness h;
+	char line[64];
+	pid_t pid;
+	FILE *from;
+
+	if (geteuid() != 0)
+		TEST_SKIP("needs root for BPF and uprobes");
+	CHECK(app && lib);
+	memset(&h, 0, sizeof(h));
+	CHECK_EQ_INT(uv_loop_init(&h.loop), 0);
+	config_defaults(&h.g.cfg);
+	h.g.loop = &h.loop;
+	CHECK_EQ_INT(store_new(&sc, &h.g.store), 0);
+	h.c.ops = &gpu_launch_collector_ops;
+	h.c.gpd = &h.g;
+
+	CHECK_EQ_INT(h.c.ops->open(&h.c), 0);
+	if (h.c.state == COLLECTOR_UNAVAILABLE)
+		TEST_SKIP("%s", h.c.reason);
+	CHECK_EQ_INT(h.c.ops->start(&h.c), 0);
+	if (h.c.state == COLLECTOR_UNAVAILABLE && strstr(h.c.reason, "uprobe"))
+		TEST_SKIP("%s", h.c.reason);
+	CHECK_EQ_INT(h.c.state, COLLECTOR_ATTACHED);
+
+	/* gpu_app starts after the collector: the mmap watcher finds it. */
+	CHECK_EQ_INT(pipe(in), 0);
+	CHECK_EQ_INT(pipe(out), 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execl(app, app, "cuda", lib, "50", "--hold", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	from = fdopen(out[0], "r");
+	CHECK(fgets(line, sizeof(line), from) && !strncmp(line, "ready", 5));
+	CHECK(run_until(&h, have_lib, 5000));
+	CHECK_EQ_INT((int)write(in[1], "go\n", 3), 3);
+	CHECK(fgets(line, sizeof(line), from) && !strncmp(line, "done", 4));
+	CHECK(run_until(&h, all_launches, 5000));
+	CHECK_EQ_U64(h.c.events, (uint64_t)(N + 2 * N + 3));
+
+	/* What the store holds. */
+	unsigned saxpy = 0, reduce = 0, reduce_ex = 0;
+	uint64_t last_corr = 0, saxpy_site = 0, reduce_sites[2] = {0};
+	for (size_t i = 0; i < store_count(h.g.store); i++) {
+		const struct store_rec *rec = store_at(h.g.store, i);
+		size_t len, klen;
+		const char *s;
+		uint16_t nu = 0, nk = 0;
+		const uint64_t *ips;
+
+		if (rec->type != STORE_REC_GPU_LAUNCH)
+			continue;
+		CHECK_EQ_INT((int)rec->pid, (int)pid);
+		CHECK(rec->aux[1] > last_corr); /* correlation ids increase */
+		last_corr = rec->aux[1];
+		s = store_str(h.g.store, rec->name, &len);
+		CHECK(s);
+		klen = gpu_launch_name_len(s, len);
+		ips = store_stack(h.g.store, rec->stack, &nu, &nk);
+		CHECK(ips && nu >= 3 && nk == 0);
+		if (klen == 16 && !memcmp(s, "gpuprof_cu_saxpy", 16)) {
+			saxpy++;
+			CHECK_STREQ(s + klen + 1, "grid=128,2,1 block=256,1,1");
+			CHECK_EQ_U64(rec->aux[0], 0x5eedull);
+			CHECK_EQ_INT(rec->aux32, GPU_API_CU_LAUNCH);
+			if (!saxpy_site)
+				saxpy_site = ips[0];
+			CHECK_EQ_U64(ips[0], saxpy_site); /* one call site */
+		} else if (klen == 17 && !memcmp(s, "gpuprof_cu_reduce", 17)) {
+			reduce++;
+			if (rec->aux32 == GPU_API_CU_LAUNCH_EX) {
+				reduce_ex++;
+				CHECK_STREQ(s + klen + 1, "grid=40,30,20 block=8,8,4");
+				CHECK_EQ_U64(rec->aux[0], 0xabcull);
+			}
+			if (!reduce_sites[0] || reduce_sites[0] == ips[0])
+				reduce_sites[0] = ips[0];
+			else if (!reduce_sites[1] || reduce_sites[1] == ips[0])
+				reduce_sites[1] = ips[0];
+			else
+				TEST_FAIL_AT("a third call site for reduce: %#lx", (unsigned long)ips[0]);
+		} else {
+			TEST_FAIL_AT("unexpected kernel '%.*s'", (int)klen, s);
+		}
+	}
+	CHECK_EQ_INT(saxpy, N);
+	CHECK_EQ_INT(reduce, 2 * N + 3);
+	CHECK_EQ_INT(reduce_ex, 2 * N);
+	CHECK(reduce_sites[1] && reduce_sites[0] != saxpy_site && reduce_sites[1] != saxpy_site);
+
+	/* Exit: the library's last user is gone, so are its probes. */
+	close(in[1]);
+	CHECK_EQ_INT(waitpid(pid, &r, 0), pid);
+	CHECK(WIFEXITED(r) && WEXITSTATUS(r) == 0);
+	fclose(from);
+	CHECK(run_until(&h, no_lib, 5000));
+	CHECK(strstr(h.c.reason, "idle") != NULL);
+
+	h.c.ops->free(&h.c);
+	for (int i = 0; i < 200 && (r = uv_loop_close(&h.loop)) == UV_EBUSY; i++) {
+		uv_run(&h.loop, UV_RUN_NOWAIT);
+		usleep(10000);
+	}
+	CHECK_EQ_INT(r, 0);
+	store_free(h.g.store);
+	printf("ok: %u launches, 3 call sites, probes removed on exit\n", saxpy + reduce);
+	return 0;
+}
