@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Intel Xe EU-stall commands (docs/xe.md):
+ *   flamescope CAPTURE [-i 100ms] [-p PID] [-o FILE]   per-interval breakdown (TSV)
+ *   xe folded|iaprof CAPTURE [-p PID] [--cgroup] [-o FILE]
+ *   xe pause [SECONDS] | xe resume                     release the GTs for other tools
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct xe_args {
+	const char *out;
+	uint64_t interval_ms, pid;
+	bool cgroup;
+};
+
+enum { OPT_CGROUP = 0x300 };
+
+static int xe_opt(struct cli *cli, int opt, const char *arg, void *ctx)
+{
+	struct xe_args *a = ctx;
+
+	switch (opt) {
+	case 'o':
+		a->out = arg;
+		break;
+	case 'i':
+		if (gpuprof_parse_duration_ms(arg, &a->interval_ms) < 0 || !a->interval_ms)
+			return cli_usage_error(cli, "invalid interval '%s' (e.g. 100ms, 1s)", arg);
+		break;
+	case 'p':
+		if (!cli_parse_u64(arg, &a->pid) || !a->pid || a->pid > UINT32_MAX)
+			return cli_usage_error(cli, "invalid pid '%s'", arg);
+		break;
+	case OPT_CGROUP:
+		a->cgroup = true;
+		break;
+	default:
+		return cli_usage_error(cli, "unexpected option");
+	}
+	return CLI_CONTINUE;
+}
+
+/* Run an xe output method on CAPTURE into -o FILE or stdout. */
+static int run_output(struct cli *cli, const char *method, int argc, char **argv, bool scope)
+{
+	static const struct option opts[] = {
+	    {"out", required_argument, NULL, 'o'},
+	    {"interval", required_argument, NULL, 'i'},
+	    {"pid", required_argument, NULL, 'p'},
+	    {"cgroup", no_argument, NULL, OPT_CGROUP},
+	    {},
+	};
+	struct xe_args a = {.interval_ms = 100};
+	uint64_t id;
+	char *text = NULL, *result = NULL;
+	int first, fd, r;
+	cJSON *p;
+
+	r = cli_parse(cli, argc, argv, "o:i:p:", opts, xe_opt, &a, &first);
+	if (r != CLI_CONTINUE)
+		return r;
+	if (first >= argc)
+		return cli_usage_error(cli, "missing capture id");
+	if (!cli_parse_u64(argv[first], &id))
+		return cli_usage_error(cli, "invalid capture id '%s'", argv[first]);
+	if (argc - first > 1)
+		return cli_usage_error(cli, "unexpected argument '%s'", argv[first + 1]);
+	r = cli_connect(cli);
+	if (r)
+		return r;
+	fd = a.out ? open(a.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : STDOUT_FILENO;
+	if (fd < 0)
+		return cli_fail(EXIT_LOCAL_IO, "%s: %s", a.out, strerror(errno));
+	p = cJSON_CreateObject();
+	cJSON_AddNumberToObject(p, "id", (double)id);
+	if (a.pid)
+		cJSON_AddNumberToObject(p, "pid", (double)a.pid);
+	if (scope)
+		cJSON_AddNumberToObject(p, "interval_ms", (double)a.interval_ms);
+	else if (a.cgroup)
+		cJSON_AddBoolToObject(p, "cgroup", true);
+	text = cJSON_PrintUnformatted(p);
+	cJSON_Delete(p);
+	r = text ? gpuprof_call_with_output(cli->client, method, text, fd, &result) : -ENOMEM;
+	free(text);
+	if (a.out && close(fd) < 0 && r >= 0)
+		r = cli_fail(EXIT_LOCAL_IO, "%s: %s", a.out, strerror(errno));
+	if (r < 0) {
+		free(result);
+		return cli_call_failed(cli, method, r);
+	}
+	if (result && cli->json)
+		print_json_text(result);
+	else if (result)
+		fprintf(stderr, "%s\n", result);
+	free(result);
+	return r > 0 ? r : EXIT_OK;
+}
+
+int cmd_flamescope(struct cli *cli, int argc, char **argv)
+{
+	return run_output(cli, "xe.flamescope", argc, argv, true);
+}
+
+int cmd_xe(struct cli *cli, int argc, char **argv)
+{
+	char *result = NULL, params[64];
+	const char *sub = argc > 1 ? argv[1] : NULL;
+	int r;
+
+	if (!sub)
+		return cli_usage_error(cli, "missing subcommand (folded, iaprof, pause, resume)");
+	if (!strcmp(sub, "folded"))
+		return run_output(cli, "xe.folded", argc - 1, argv + 1, false);
+	if (!strcmp(sub, "iaprof"))
+		return run_output(cli, "xe.iaprof", argc - 1, argv + 1, false);
+	if (strcmp(sub, "pause") && strcmp(sub, "resume"))
+		return cli_usage_error(cli, "unknown subcommand '%s'", sub);
+	if (!strcmp(sub, "pause")) {
+		uint64_t secs = 60;
+
+		if (argc > 2 && (!cli_parse_u64(argv[2], &secs) || secs > 86400))
+			return cli_usage_error(cli, "invalid seconds '%s'", argv[2]);
+		snprintf(params, sizeof(params), "{\"seconds\":%llu}", (unsigned long long)secs);
+	} else {
+		snprintf(params, sizeof(params), "{}");
+	}
+	r = cli_connect(cli);
+	if (r)
+		return r;
+	r = gpuprof_client_call(cli->client, !strcmp(sub, "pause") ? "xe.pause" : "xe.resume",
+				params, NULL, 0, &result);
+	if (r < 0)
+		return cli_call_failed(cli, sub, r);
+	if (cli->json) {
+		r = print_json_text(result);
+	} else {
+		cJSON *o = cJSON_Parse(result);
+
+		printf("xe: %s\n", json_str(o, "state", "?"));
+		cJSON_Delete(o);
+		r = EXIT_OK;
+	}
+	free(result);
+	return r;
+}

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The xe collector: one stream per EU-stall-capable main GT of every xe
+ * device, all feeding one attribution core. A host without any is
+ * "unavailable" with the reason the probe found (no DRM node, no xe
+ * driver, kernel < 6.15, no permission...), and nothing else changes.
+ */
+#include "xe_collector.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "capture/capture.h"
+#include "device.h"
+#include "gpd.h"
+#include "log.h"
+#include "oa.h"
+
+#define XE_MAX_DEVICES 8
+#define XE_MAX_STREAMS 32
+#define XE_TICK_MS 1000 /* ages deferred samples */
+
+struct xe_src {
+	struct xe_coll *p;
+	struct xe_stream *s;
+	struct xe_oa_state oa;
+};
+
+struct xe_coll {
+	struct collector *c;
+	struct xe *x;
+	struct xe_device devs[XE_MAX_DEVICES];
+	int ndevs;
+	struct xe_src src[XE_MAX_STREAMS];
+	unsigned nsrc;
+	uv_timer_t *tick;
+	char probe_why[200];
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct xe_coll *coll_get(struct collector *c)
+{
+	struct xe_coll *p = c->priv;
+
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return NULL;
+		p->c = c;
+		c->priv = p;
+	}
+	return p;
+}
+
+static void sink(void *arg, struct xe_stream *s, const uint8_t *buf, size_t len, uint64_t now)
+{
+	struct xe_src *src = arg;
+	const struct xe_stream_cfg *cfg = xe_stream_cfg(s);
+	struct collector *c = src->p->c;
+
+	if (!cfg->oa) {
+		c->events += xe_ingest(src->p->x, cfg->dec, buf, len, cfg->record_size, now);
+		return;
+	}
+	for (size_t off = 0; off + cfg->record_size <= len; off += cfg->record_size) {
+		struct xe_oa_sample o;
+		uint64_t mhz, busy;
+
+		if (!xe_oa_parse(buf + off, cfg->record_size, &o)) {
+			c->drops++;
+			continue;
+		}
+		if (xe_oa_step(&src->oa, &o, &mhz, &busy) && c->gpd && c->gpd->store)
+			c->events += (uint64_t)xe_oa_store(c->gpd->store, now, cfg->gt_id, mhz, busy);
+	}
+}
+
+/* The collector's state is the best of its streams'. */
+static void on_state(void *arg, struct xe_stream *s)
+{
+	struct xe_src *src = arg;
+	struct xe_coll *p = src->p;
+	int best = -1;
+	const char *why = "";
+	static const int rank[] = {[XS_RUNNING] = 5, [XS_PAUSED] = 4, [XS_BUSY] = 3,
+				   [XS_RESET] = 2, [XS_OFF] = 1, [XS_FAILED] = 0};
+	enum xe_stream_state bst = XS_OFF;
+
+	(void)s;
+	for (unsigned i = 0; i < p->nsrc; i++) {
+		enum xe_stream_state st = xe_stream_state(p->src[i].s);
+
+		if (rank[st] > best) {
+			best = rank[st];
+			bst = st;
+			why = xe_stream_reason(p->src[i].s);
+		}
+	}
+	switch (bst) {
+	case XS_RUNNING:
+	case XS_RESET: /* reopening by itself: still ours */
+		if (p->c->state != COLLECTOR_ATTACHED)
+			collector_set_state(p->c, COLLECTOR_ATTACHED, NULL);
+		break;
+	case XS_PAUSED:
+		collector_set_state(p->c, COLLECTOR_PAUSED, "%s", why);
+		break;
+	case XS_BUSY:
+		collector_set_state(p->c, COLLECTOR_BUSY, "%s", why);
+		break;
+	case XS_FAILED:
+		collector_set_state(p->c, COLLECTOR_FAILED, "%s", why);
+		break;
+	case XS_OFF:
+		break;
+	}
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct xe_coll *p = t->data;
+
+	if (p->x)
+		xe_retry_deferred(p->x, mono_ns(), false);
+}
+
+static void free_handle(uv_handle_t *h)
+{
+	free(h);
+}
+
+int xe_collector_add_stream(struct collector *c, const struct xe_stream_cfg *cfg,
+			    const struct xe_obs_ops *ops, void *ops_ctx)
+{
+	struct xe_coll *p = coll_get(c);
+	struct xe_src *src;
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	if (p->nsrc == XE_MAX_STREAMS)
+		return -ENOSPC;
+	if (!p->x) {
+		r = xe_new(NULL, mono_ns(), &p->x);
+		if (r < 0)
+			return r;
+	}
+	if (!p->tick) {
+		p->tick = malloc(sizeof(*p->tick));
+		if (!p->tick)
+			return -ENOMEM;
+		uv_timer_init(c->gpd->loop, p->tick);
+		p->tick->data = p;
+	}
+	src = &p->src[p->nsrc];
+	memset(src, 0, sizeof(*src));
+	src->p = p;
+	if (cfg->oa)
+		src->oa.ts_freq_hz = cfg->rate; /* OA: rate carries the timestamp clock */
+	r = xe_stream_new(c->gpd->loop, cfg, ops, ops_ctx, sink, on_state, src, &src->s);
+	if (r < 0)
+		return r;
+	p->nsrc++;
+	if (c->state == COLLECTOR_UNAVAILABLE)
+		collector_set_state(c, COLLECTOR_OFF, NULL);
+	return 0;
+}
+
+static int xe_open(struct collector *c)
+{
+	struct xe_coll *p = coll_get(c);
+	int n;
+
+	if (!p)
+		return -ENOMEM;
+	if (p->nsrc)
+		return 0;
+	n = xe_devices_probe(p->devs, XE_MAX_DEVICES, 0, p->probe_why, sizeof(p->probe_why));
+	p->ndevs = n;
+	for (int i = 0; i < n; i++) {
+		for (unsigned g = 0; g < p->devs[i].ngts; g++) {
+			int r = xe_collector_add_stream(c, &p->devs[i].gts[g].cfg, &xe_device_ops,
+							NULL);
+
+			if (r < 0)
+				log_warn("xe %s: %s", p->devs[i].gts[g].cfg.name, strerror(-r));
+		}
+	}
+	if (!p->nsrc)
+		collector_set_state(c, COLLECTOR_UNAVAILABLE, "%s", p->probe_why);
+	return 0;
+}
+
+static int xe_start(struct collector *c)
+{
+	struct xe_coll *p = c->priv;
+
+	if (!p || !p->nsrc)
+		return 0;
+	uv_timer_start(p->tick, on_tick, XE_TICK_MS, XE_TICK_MS);
+	for (unsigned i = 0; i < p->nsrc; i++)
+		xe_stream_start(p->src[i].s);
+	on_state(&p->src[0], p->src[0].s);
+	return 0;
+}
+
+static void xe_stop(struct collector *c)
+{
+	struct xe_coll *p = c->priv;
+
+	if (!p || !p->nsrc)
+		return;
+	for (unsigned i = 0; i < p->nsrc; i++)
+		xe_stream_stop(p->src[i].s);
+	uv_timer_stop(p->tick);
+	if (c->state == COLLECTOR_ATTACHED || c->state == COLLECTOR_BUSY ||
+	    c->state == COLLECTOR_PAUSED)
+		collector_set_state(c, COLLECTOR_OFF, NULL);
+}
+
+int xe_collector_pause(struct collector *c, uint64_t seconds)
+{
+	struct xe_coll *p = c->priv;
+
+	if (!p || !p->nsrc)
+		return -ENODEV;
+	for (unsigned i = 0; i < p->nsrc; i++)
+		xe_stream_pause(p->src[i].s, seconds * 1000);
+	return 0;
+}
+
+int xe_collector_resume(struct collector *c)
+{
+	struct xe_coll *p = c->priv;
+
+	if (!p || !p->nsrc)
+		return -ENODEV;
+	for (unsigned i = 0; i < p->nsrc; i++)
+		xe_stream_resume(p->src[i].s);
+	return 0;
+}
+
+struct xe *xe_collector_core(struct collector *c)
+{
+	struct xe_coll *p = c ? c->priv : NULL;
+
+	return p && p->nsrc ? p->x : NULL;
+}
+
+int xe_collector_attach_capture(struct collector *c, struct capture *cap)
+{
+	struct xe_coll *p = c ? c->priv : NULL;
+	struct xe_export_filter f = {
+	    .pids = cap->pids, .npids = cap->npids,
+	    .uid_filter = cap->uid_filter, .uid = cap->filter_uid,
+	};
+	void *buf;
+	size_t len;
+	int r;
+
+	if (!p || !p->x || cap->kind != CAPTURE_LIVE || capture_find_extra(cap, CAPSEC_XE_EU_STALL))
+		return 0;
+	r = xe_export(p->x, cap->t0_ns, cap->t1_ns, &f, &buf, &len);
+	if (r < 0 || !len)
+		return r;
+	r = capture_add_extra(cap, CAPSEC_XE_EU_STALL, buf, len);
+	free(buf);
+	return r;
+}
+
+static void xe_status(struct collector *c, cJSON *o)
+{
+	struct xe_coll *p = c->priv;
+	struct xe_stats st;
+	cJSON *arr;
+
+	if (!p || !p->x)
+		return;
+	xe_get_stats(p->x, &st);
+	cJSON_AddNumberToObject(o, "records", (double)st.records);
+	cJSON_AddNumberToObject(o, "attributed", (double)st.attributed);
+	cJSON_AddNumberToObject(o, "deferred", (double)st.deferred_now);
+	cJSON_AddNumberToObject(o, "late_attributed", (double)st.late_attributed);
+	cJSON_AddNumberToObject(o, "unattributed", (double)st.unattributed);
+	cJSON_AddNumberToObject(o, "rows", (double)st.rows);
+	cJSON_AddNumberToObject(o, "rows_evicted", (double)st.rows_evicted);
+	cJSON_AddNumberToObject(o, "kernels", (double)st.kernels);
+	cJSON_AddNumberToObject(o, "kernels_refused", (double)st.kernels_full);
+	arr = cJSON_AddArrayToObject(o, "streams");
+	for (unsigned i = 0; arr && i < p->nsrc; i++) {
+		cJSON *s = cJSON_CreateObject();
+		struct xe_stream_stats ss;
+
+		if (!s)
+			break;
+		xe_stream_status(p->src[i].s, s);
+		xe_stream_get_stats(p->src[i].s, &ss);
+		cJSON_AddItemToArray(arr, s);
+	}
+}
+
+static void xe_coll_free(struct collector *c)
+{
+	struct xe_coll *p = c->priv;
+
+	if (!p)
+		return;
+	for (unsigned i = 0; i < p->nsrc; i++)
+		xe_stream_free(p->src[i].s);
+	if (p->tick) {
+		uv_timer_stop(p->tick);
+		uv_close((uv_handle_t *)p->tick, free_handle);
+	}
+	for (int i = 0; i < p->ndevs; i++)
+		xe_device_close(&p->devs[i]);
+	xe_free(p->x);
+	free(p);
+	c->priv = NULL;
+}
+
+const struct collector_ops xe_collector_ops = {
+    .name = "xe",
+    .open = xe_open,
+    .start = xe_start,
+    .stop = xe_stop,
+    .status = xe_status,
+    .free = xe_coll_free,
+};
