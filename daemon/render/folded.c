@@ -24,7 +24,15 @@
 
 struct agg {
 	uint32_t stack, pid, tid, comm;
+	uint32_t name; /* GPU kernel string id, 0 for CPU samples */
 	uint64_t count; /* 0: empty slot */
+};
+
+/* (pid, correlation) -> launch record index, for gpu-time weights. */
+struct corr_slot {
+	uint32_t pid;
+	uint64_t corr; /* 0: empty */
+	size_t idx;
 };
 
 struct line {
@@ -46,12 +54,15 @@ struct ctx {
 	uint8_t *comm_ok; /* per string id: 0 unknown, 1 no, 2 yes */
 	uint32_t *pids, *tids;
 	struct arena a;
+	struct corr_slot *corr;
+	size_t ncorr; /* slots, a power of two */
 };
 
 static uint64_t key_hash(const struct agg *k)
 {
 	uint64_t h = ((uint64_t)k->stack << 32 | k->pid) * 0x9E3779B97F4A7C15ull;
 	h ^= ((uint64_t)k->tid << 32 | k->comm) * 0xC2B2AE3D27D4EB4Full;
+	h ^= (uint64_t)k->name * 0x165667B19E3779F9ull;
 	return h ^ (h >> 29);
 }
 
@@ -88,7 +99,7 @@ static int agg_add(struct ctx *x, const struct agg *k)
 			return 0;
 		}
 		if (a->stack == k->stack && a->pid == k->pid && a->tid == k->tid &&
-		    a->comm == k->comm) {
+		    a->comm == k->comm && a->name == k->name) {
 			a->count += k->count;
 			return 0;
 		}
@@ -133,12 +144,64 @@ static bool comm_matches(struct ctx *x, uint32_t id)
 	return x->comm_ok[id] == 2;
 }
 
+static size_t corr_hash(uint32_t pid, uint64_t corr)
+{
+	uint64_t h = (corr ^ ((uint64_t)pid << 40)) * 0x9E3779B97F4A7C15ull;
+	return (size_t)(h ^ (h >> 31));
+}
+
+/* Index the launches by (pid, correlation) so intervals find theirs. */
+static int corr_index(struct ctx *x)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < x->c->nrecs; i++)
+		n += x->c->recs[i].type == STORE_REC_GPU_LAUNCH && x->c->recs[i].aux[1];
+	if (!n)
+		return 0;
+	x->ncorr = 16;
+	while (x->ncorr < n * 2)
+		x->ncorr *= 2;
+	x->corr = calloc(x->ncorr, sizeof(*x->corr));
+	if (!x->corr)
+		return -ENOMEM;
+	for (size_t i = 0; i < x->c->nrecs; i++) {
+		const struct store_rec *r = &x->c->recs[i];
+		if (r->type != STORE_REC_GPU_LAUNCH || !r->aux[1])
+			continue;
+		size_t s = corr_hash(r->pid, r->aux[1]) & (x->ncorr - 1);
+		while (x->corr[s].corr && !(x->corr[s].corr == r->aux[1] && x->corr[s].pid == r->pid))
+			s = (s + 1) & (x->ncorr - 1);
+		x->corr[s] = (struct corr_slot){r->pid, r->aux[1], i};
+	}
+	return 0;
+}
+
+static const struct store_rec *corr_find(const struct ctx *x, uint32_t pid, uint64_t corr)
+{
+	if (!x->ncorr || !corr)
+		return NULL;
+	for (size_t s = corr_hash(pid, corr) & (x->ncorr - 1); x->corr[s].corr;
+	     s = (s + 1) & (x->ncorr - 1))
+		if (x->corr[s].corr == corr && x->corr[s].pid == pid)
+			return &x->c->recs[x->corr[s].idx];
+	return NULL;
+}
+
 static int aggregate(struct ctx *x, struct folded_totals *t)
 {
 	const struct folded_opts *o = x->o;
+	static const uint16_t counted[] = {
+		[FOLDED_WEIGHT_SAMPLES] = STORE_REC_CPU_SAMPLE,
+		[FOLDED_WEIGHT_LAUNCHES] = STORE_REC_GPU_LAUNCH,
+		[FOLDED_WEIGHT_GPU_TIME] = STORE_REC_GPU_INTERVAL,
+	};
+	uint16_t want = counted[o->weight];
+
+	if (o->weight == FOLDED_WEIGHT_GPU_TIME && corr_index(x) < 0)
+		return -ENOMEM;
 	for (size_t i = 0; i < x->c->nrecs; i++) {
 		const struct store_rec *r = &x->c->recs[i];
-		if (r->type != STORE_REC_CPU_SAMPLE)
+		if (r->type != want)
 			continue;
 		if ((o->start_ns && r->ts_ns < o->start_ns) || (o->end_ns && r->ts_ns > o->end_ns))
 			continue;
@@ -147,8 +210,23 @@ static int aggregate(struct ctx *x, struct folded_totals *t)
 			continue;
 		/* the pid stays in the key even without o->pid: symbols are
 		 * per (pid, stack); equal lines merge in the second pass */
-		struct agg k = {r->stack, r->pid, o->tid ? r->tid : 0, r->comm,
+		struct agg k = {r->stack, r->pid, o->tid ? r->tid : 0, r->comm, 0,
 				r->aux32 ? r->aux32 : 1};
+		if (o->weight == FOLDED_WEIGHT_LAUNCHES) {
+			k.name = r->name;
+			k.count = 1;
+		} else if (o->weight == FOLDED_WEIGHT_GPU_TIME) {
+			const struct store_rec *l = r->stack ? NULL : corr_find(x, r->pid, r->aux[1]);
+			if (!r->dur_ns)
+				continue;
+			k.name = r->name ? r->name : (l ? l->name : 0);
+			if (l) {
+				k.stack = l->stack;
+				if (!k.comm)
+					k.comm = l->comm;
+			}
+			k.count = r->dur_ns;
+		}
 		if (agg_add(x, &k) < 0)
 			return -ENOMEM;
 		t->samples++;
@@ -249,13 +327,24 @@ static int build_line(struct ctx *x, const struct agg *k)
 	for (size_t i = nu; i-- > 0;)
 		if (put_raw(&x->a, ";", 1) < 0 || put_frame(x, f, i, ips[i]) < 0)
 			return -ENOMEM;
-	if (o->no_kernel || !nk)
-		return 0;
-	if (nu && put_raw(&x->a, ";-", 2) < 0)
-		return -ENOMEM;
-	for (size_t i = (size_t)nu + nk; i-- > nu;)
-		if (put_raw(&x->a, ";", 1) < 0 || put_frame(x, f, i, ips[i]) < 0)
+	if (!o->no_kernel && nk) {
+		if (nu && put_raw(&x->a, ";-", 2) < 0)
 			return -ENOMEM;
+		for (size_t i = (size_t)nu + nk; i-- > nu;)
+			if (put_raw(&x->a, ";", 1) < 0 || put_frame(x, f, i, ips[i]) < 0)
+				return -ENOMEM;
+	}
+	if (!k->name)
+		return 0;
+	/* The GPU frame: the kernel name, up to the NUL that separates the
+	 * launch geometry a launch collector may have appended. */
+	const char *kn = capture_str(x->c, k->name, &len);
+	const char *nul = kn ? memchr(kn, '\0', len) : NULL;
+	if (nul)
+		len = (size_t)(nul - kn);
+	if (put_raw(&x->a, ";", 1) < 0 || put_name(&x->a, kn ? kn : "", kn ? len : 0) < 0 ||
+	    put_raw(&x->a, "_[G]", 4) < 0)
+		return -ENOMEM;
 	return 0;
 }
 
@@ -319,7 +408,8 @@ int folded_write(const struct capture *c, const struct folded_opts *opts, folded
 	size_t nlines = 0;
 	int r = -EINVAL;
 
-	if (!c || !fn || (x.o->npids && !x.o->pids) || (x.o->ntids && !x.o->tids))
+	if (!c || !fn || (x.o->npids && !x.o->pids) || (x.o->ntids && !x.o->tids) ||
+	    (unsigned)x.o->weight > FOLDED_WEIGHT_GPU_TIME)
 		goto out;
 	const struct capture_extra *ex = capture_find_extra(c, CAPSEC_SYMBOLS);
 	if (ex && sym_table_decode(ex->data, ex->len, &x.syms, NULL, 0) == 0)
@@ -354,6 +444,7 @@ out:
 	free(x.comm_ok);
 	free(x.pids);
 	free(x.tids);
+	free(x.corr);
 	sym_table_free(x.syms);
 	return r;
 }

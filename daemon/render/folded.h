@@ -5,7 +5,17 @@
  *
  * One line per unique (comm[, pid][, tid], resolved frames), counts summed
  * (a sample's count is its weight, aux32, or 1), lines sorted bytewise.
- * Only STORE_REC_CPU_SAMPLE records count.
+ * Which records count is folded_opts.weight:
+ *   samples   STORE_REC_CPU_SAMPLE, each its aux32 weight (the default)
+ *   launches  STORE_REC_GPU_LAUNCH, 1 each, the launching user stack with
+ *             the kernel as a GPU frame on top: "comm;main;...;site;kern_[G]"
+ *   gpu-time  STORE_REC_GPU_INTERVAL, weighted by dur_ns; an interval with
+ *             no stack of its own takes the stack (and, if it has none, the
+ *             name) of the launch with the same pid and correlation id
+ *             (aux[1] of both)
+ * Annotation suffixes as iaprof's flame graphs use them: "_[G]" a GPU
+ * kernel (or GPU file), "_[g]" an instruction-level GPU frame (none yet),
+ * "_[k]" is not used (kernel frames follow the "-" separator instead).
  *
  *   comm           "python3"; "python3-4242" with pid; "python3-4242/4250"
  *                  with tid (stackcollapse-perf.pl --pid / --tid style)
@@ -29,6 +39,12 @@
 
 struct capture;
 
+enum folded_weight {
+	FOLDED_WEIGHT_SAMPLES = 0,
+	FOLDED_WEIGHT_LAUNCHES = 1,
+	FOLDED_WEIGHT_GPU_TIME = 2,
+};
+
 struct folded_opts {
 	bool no_kernel; /* leave kernel frames out (default: shown) */
 	bool pid;	/* "comm-PID" root frames; samples of each pid apart */
@@ -41,6 +57,7 @@ struct folded_opts {
 	size_t ntids;
 	const char *comm;	   /* exact match */
 	uint64_t start_ns, end_ns; /* record ts in [start, end]; 0 = open end */
+	enum folded_weight weight; /* what counts; default CPU samples */
 };
 
 struct folded_totals {

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* Internals shared by the renderers (not used outside daemon/render). */
+#ifndef GPUPROF_RENDER_INT_H
+#define GPUPROF_RENDER_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flamegraph.h"
+#include "folded.h"
+
+struct capture;
+struct sym_table;
+
+/* One accepted folded line: the stack text (without the count) in text[]. */
+struct fline {
+	uint64_t off;
+	uint32_t len;
+	uint32_t depth;
+	uint8_t side;
+	uint64_t count;
+};
+
+struct fold_set {
+	char *text;
+	size_t tlen, tcap;
+	struct fline *lines;
+	size_t n, cap;
+	char *part; /* a line split across feeds, FOLD_MAX_LINE bytes */
+	size_t plen;
+	bool skipping; /* inside a line already counted as too long */
+	uint64_t max_bytes;
+	struct fold_stats st;
+};
+
+static inline uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* Frame-wise sort of the lines (foldedin.c). */
+void fold_set_sort(struct fold_set *s);
+
+/* A buffered writer over a folded_write_fn (svg.c). */
+struct wbuf {
+	folded_write_fn fn;
+	void *ctx;
+	int err;
+	uint64_t total;
+	size_t len;
+	char buf[1 << 16];
+};
+
+void wb_init(struct wbuf *w, folded_write_fn fn, void *ctx);
+int wb_put(struct wbuf *w, const void *p, size_t n);
+int wb_puts(struct wbuf *w, const char *s);
+int wb_printf(struct wbuf *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int wb_flush(struct wbuf *w);
+/* Text made safe for XML character data and attribute values: markup
+ * characters escaped, invalid UTF-8 bytes and control characters replaced
+ * by U+FFFD / ' '. max_chars > 0 truncates to that many characters, ending
+ * in "..". */
+int wb_xml(struct wbuf *w, const char *s, size_t len, size_t max_chars);
+/* Same for a JSON string body (no quotes added). */
+int wb_json(struct wbuf *w, const char *s, size_t len);
+/* Length of the longest valid UTF-8 character at s (1..4), 0 if invalid. */
+size_t utf8_char(const unsigned char *s, size_t len);
+
+/* FNV-1a: deterministic colours and hashing of names. */
+static inline uint64_t name_hash(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* Fill colour of a frame (the GPU palette), "rgb(r,g,b)" into out[24]. */
+void palette_color(const char *name, size_t len, bool kernel, char out[24]);
+
+/*
+ * Resolved frames of one (pid, stack) of a capture, root first: names from
+ * the CAPSEC_SYMBOLS section, or "0x..." for frames it does not cover.
+ * Kernel frames follow user frames (kernel[i] tells which).
+ */
+struct capframes {
+	const struct capture *c;
+	struct sym_table *syms; /* NULL without a usable section */
+	size_t n;
+	const char *name[2 * 127 + 2];
+	size_t len[2 * 127 + 2];
+	uint64_t ip[2 * 127 + 2];
+	bool kernel[2 * 127 + 2];
+	char raw[2 * 127 + 2][20];
+};
+
+void capframes_init(struct capframes *f, const struct capture *c);
+void capframes_finish(struct capframes *f);
+/* Resolve; returns the number of frames (0 for no/unknown stack). */
+size_t capframes_get(struct capframes *f, uint32_t pid, uint32_t stack);
+
+/*
+ * Interning map from byte strings to dense ids 1..n (keys are copied).
+ * For the exports' tables: strings, functions, locations, stack frames.
+ */
+struct bmap {
+	uint32_t *slots; /* ids, 0 = empty */
+	size_t cap;
+	uint64_t *offs; /* per id - 1: key offset in arena (len in lens) */
+	uint32_t *lens;
+	uint64_t *hashes;
+	size_t n, ncap;
+	char *arena;
+	size_t alen, acap;
+};
+
+void bmap_init(struct bmap *m);
+void bmap_finish(struct bmap *m);
+/* Id of key, adding it when new (*added set). 0 on -ENOMEM. */
+uint32_t bmap_intern(struct bmap *m, const void *key, size_t len, bool *added);
+const char *bmap_key(const struct bmap *m, uint32_t id, size_t *len);
+
+#endif

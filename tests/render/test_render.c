@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+/* Renderers: the folded reader's bounds, flame/diff layout facts, the heat
+ * map's grid, and the Chrome export read back by our own trace importer. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flamegraph.h"
+#include "synth.h"
+#include "test.h"
+#include "timeline/timeline.h"
+
+struct membuf {
+	char *p;
+	size_t len;
+	int fail_after; /* > 0: fail the call after that many */
+};
+
+static int mem_cb(void *ctx, const void *buf, size_t len)
+{
+	struct membuf *m = ctx;
+	if (m->fail_after && --m->fail_after == 0)
+		return -EPIPE;
+	m->p = realloc(m->p, m->len + len + 1);
+	memcpy(m->p + m->len, buf, len);
+	m->len += len;
+	m->p[m->len] = '\0';
+	return 0;
+}
+
+static size_t count_str(const char *h, const char *n)
+{
+	size_t k = 0;
+	for (const char *p = h; (p = strstr(p, n)); p += strlen(n))
+		k++;
+	return k;
+}
+
+static struct fold_set *feed(const char *text, size_t chunk)
+{
+	struct fold_set *s;
+	CHECK_EQ_INT(fold_set_new(0, &s), 0);
+	size_t len = strlen(text);
+	for (size_t i = 0; i < len; i += chunk)
+		CHECK_EQ_INT(fold_set_feed(s, 0, text + i, len - i < chunk ? len - i : chunk), 0);
+	CHECK_EQ_INT(fold_set_end(s, 0), 0);
+	return s;
+}
+
+static void test_reader_bounds(void)
+{
+	static const char text[] = "a;b 3\r\n"
+				   "\n"
+				   "no_count_here\n"
+				   " 5\n"
+				   "a;c 1.6\n"
+				   "x;y 99999999999999999999999\n"
+				   "name with spaces;f 2\n"
+				   "tail 4";
+	for (size_t chunk = 1; chunk <= sizeof(text); chunk += chunk < 8 ? 1 : 13) {
+		struct fold_set *s = feed(text, chunk);
+		const struct fold_stats *st = fold_set_stats(s);
+		CHECK_EQ_U64(st->lines[0], 5);
+		CHECK_EQ_U64(st->malformed, 2);
+		CHECK_EQ_U64(st->saturated, 1);
+		CHECK_EQ_U64(st->total[0], 3 + 2 + FOLD_COUNT_MAX + 2 + 4);
+		fold_set_free(s);
+	}
+	/* an over-long line is skipped whole, the next one still read */
+	size_t n = FOLD_MAX_LINE + 100;
+	char *big = malloc(n + 32);
+	memset(big, 'z', n);
+	strcpy(big + n, " 1\nok 2\n");
+	struct fold_set *s = feed(big, 4096);
+	CHECK_EQ_U64(fold_set_stats(s)->too_long, 1);
+	CHECK_EQ_U64(fold_set_stats(s)->lines[0], 1);
+	CHECK_EQ_U64(fold_set_stats(s)->total[0], 2);
+	fold_set_free(s);
+	free(big);
+	/* too deep */
+	char *deep = malloc(FOLD_MAX_DEPTH * 2 + 16);
+	size_t k = 0;
+	for (unsigned i = 0; i <= FOLD_MAX_DEPTH; i++)
+		deep[k++] = 'a', deep[k++] = ';';
+	strcpy(deep + k - 1, " 1\n");
+	s = feed(deep, 100);
+	CHECK_EQ_U64(fold_set_stats(s)->malformed, 1);
+	fold_set_free(s);
+	free(deep);
+	/* the byte budget */
+	CHECK_EQ_INT(fold_set_new(16, &s), 0);
+	CHECK_EQ_INT(fold_set_feed(s, 0, "aaaaaaaaaaaa 1\nbbbbbbbbbbbb 1\n", 30), -EFBIG);
+	fold_set_free(s);
+}
+
+static void test_flame_layout(void)
+{
+	/* unsorted input, a frame that is a prefix of another name, and a
+	 * stack whose parent also has self samples */
+	struct fold_set *s = feed("d 2\na;c 1\na b;q 5\na;b 3\na 1\na;b 1\n", 7);
+	struct membuf m = {0};
+	struct flame_totals t;
+	CHECK_EQ_INT(flame_render(s, NULL, mem_cb, &m, &t), 0);
+	/* all, a, a;b, a;c, "a b", "a b;q", d */
+	CHECK_EQ_U64(t.frames, 7);
+	CHECK_EQ_U64(t.total, 13);
+	CHECK_EQ_INT(t.depth, 2);
+	CHECK(strstr(m.p, "<title>a (6 samples, 46.15%)</title>"));
+	CHECK(strstr(m.p, "<title>b (4 samples, 30.77%)</title>"));
+	CHECK(strstr(m.p, "<title>all (13 samples, 100.00%)</title>"));
+	CHECK_EQ_INT(count_str(m.p, "<g><title>"), 7);
+	fold_set_free(s);
+	free(m.p);
+
+	/* pruning: one wide frame and 1000 that are 1/2000 of the width each */
+	s = feed("wide 2000000\n", 64);
+	for (int i = 0; i < 1000; i++) {
+		char line[32];
+		int n = snprintf(line, sizeof(line), "n%d 1\n", i);
+		fold_set_feed(s, 0, line, (size_t)n);
+	}
+	m = (struct membuf){0};
+	CHECK_EQ_INT(flame_render(s, NULL, mem_cb, &m, &t), 0);
+	CHECK_EQ_U64(t.frames, 2);
+	CHECK_EQ_U64(t.pruned, 1000);
+	free(m.p);
+	/* the writer's error comes back */
+	m = (struct membuf){.fail_after = 1};
+	CHECK_EQ_INT(flame_render(s, NULL, mem_cb, &m, &t), -EPIPE);
+	free(m.p);
+	fold_set_free(s);
+
+	CHECK_EQ_INT(fold_set_new(0, &s), 0);
+	CHECK_EQ_INT(flame_render(s, NULL, mem_cb, &m, &t), -ENODATA);
+	fold_set_free(s);
+}
+
+static void test_diff(void)
+{
+	struct fold_set *s;
+	CHECK_EQ_INT(fold_set_new(0, &s), 0);
+	const char *a = "m;grow 4\nm;shrink 4\nm;gone 2\n", *b = "m;grow 6\nm;shrink 2\n";
+	fold_set_feed(s, 0, a, strlen(a));
+	fold_set_feed(s, 1, b, strlen(b));
+	struct flame_opts o = {.diff = true};
+	struct membuf m = {0};
+	struct flame_totals t;
+	CHECK_EQ_INT(flame_render(s, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_U64(t.total, 8);
+	CHECK_EQ_U64(t.frames, 4); /* all, m, grow, shrink: "gone" has no width in B */
+	char *g = strstr(m.p, "<title>grow "), *sh = strstr(m.p, "<title>shrink ");
+	CHECK(g && strstr(g, "fill=\"rgb(255,") &&
+	      strstr(g, "fill=\"rgb(255,") < strstr(g, "</g>"));
+	CHECK(sh && strstr(sh, ",255)\"") && strstr(sh, ",255)\"") < strstr(sh, "</g>"));
+	CHECK(strstr(m.p, "<title>grow (6 samples, 75.00%; A 4, +2 (+50.00%))"));
+	free(m.p);
+	/* normalized: A (10) scaled to B (8): grow 3.2 -> 6 */
+	o.normalize = true;
+	m = (struct membuf){0};
+	CHECK_EQ_INT(flame_render(s, &o, mem_cb, &m, &t), 0);
+	CHECK(strstr(m.p, "<title>grow (6 samples, 75.00%; A 3.20, +2.80"));
+	free(m.p);
+	fold_set_free(s);
+}
+
+static void test_heatmap(void)
+{
+	struct capture *c = synth_capture();
+	struct heatmap_opts o = {.capture_id = 7};
+	struct heatmap_totals t;
+	struct membuf m = {0};
+	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_U64(t.samples, 100);
+	CHECK_EQ_U64(t.columns, 3);
+	CHECK_EQ_U64(t.rows, 50);
+	CHECK_EQ_INT(count_str(m.p, "hm:s=\""), 150);
+	/* the first cell covers [t0, t0 + 20 ms) */
+	CHECK(strstr(m.p, "hm:s=\"1000000000000\" hm:e=\"1000019999999\""));
+	free(m.p);
+	o.bucket_ns = 7000000; /* does not divide a second */
+	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), -EINVAL);
+	capture_free(c);
+}
+
+static void test_chrome_roundtrip(void)
+{
+	struct capture *c = synth_capture();
+	struct membuf m = {0};
+	struct export_totals t;
+	CHECK_EQ_INT(chrome_export(c, mem_cb, &m, &t), 0);
+	CHECK_EQ_U64(t.events, 103);
+	CHECK(strstr(m.p, "\"stackFrames\""));
+	CHECK(strstr(m.p, "\"name\":\"bad<&>\\ufffd\""));
+	struct timeline *tl;
+	struct import_result res;
+	CHECK_EQ_INT(timeline_new(&tl), 0);
+	int r = timeline_import_buf(m.p, m.len, NULL, tl, &res);
+	CHECK_EQ_INT(r, 0);
+	if (r == 0) {
+		const struct tl_rank *rk = timeline_rank_at(tl, 0);
+		/* kept = events with a dur: launch, GPU interval, mark */
+		CHECK_EQ_INT(rk->nev, 3);
+		CHECK_EQ_U64(res.events_raw, 103 + 5); /* + 3 thread, 2 process names */
+		bool kern = false, launch = false;
+		for (uint32_t i = 0; i < rk->nev; i++) {
+			size_t len;
+			const char *n = timeline_str(tl, rk->ev[i].name, &len);
+			if (rk->ev[i].kind == TL_K_KERNEL && rk->ev[i].dur_ns == 12345 &&
+			    len == 11 && !memcmp(n, "gemm<float>", 11) && rk->ev[i].stream == 3)
+				kern = true;
+			if (rk->ev[i].correlation == 42 &&
+			    rk->ev[i].ts_ns == (int64_t)SYNTH_T0 + 5000)
+				launch = true;
+		}
+		CHECK(kern);
+		CHECK(launch);
+	} else {
+		fprintf(stderr, "import: %s\n", res.error_msg);
+	}
+	timeline_free(tl);
+	free(m.p);
+	capture_free(c);
+}
+
+int main(void)
+{
+	RUN(test_reader_bounds);
+	RUN(test_flame_layout);
+	RUN(test_diff);
+	RUN(test_heatmap);
+	RUN(test_chrome_roundtrip);
+	return test_summary();
+}
