@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "framing.h"
 #include "gpd.h"
 #include "log.h"
 #include "methods.h"
+#include "request.h"
 
 /*
  * Components add their methods by providing methods_<area>.h with a
@@ -187,128 +187,53 @@ void rpc_error_errno(struct rpc_req *req, int err, const char *what)
 	rpc_error(req, code, NULL, "%s: %s", what, strerror(-err));
 }
 
-/* Indexes of fds a request names: "fd": N or "fds": [N, ...]. */
-static int fds_named(const cJSON *params, size_t *count)
-{
-	*count = 0;
-	if (!cJSON_IsObject(params))
-		return 0;
-	const cJSON *fd = cJSON_GetObjectItemCaseSensitive(params, "fd");
-	const cJSON *fds = cJSON_GetObjectItemCaseSensitive(params, "fds");
-	long max = -1;
-	if (fd) {
-		if (!cJSON_IsNumber(fd) || fd->valuedouble != (double)(long)fd->valuedouble ||
-		    fd->valuedouble < 0 || fd->valuedouble >= RPC_MAX_REQ_FDS)
-			return -EINVAL;
-		max = (long)fd->valuedouble;
-	}
-	if (fds) {
-		const cJSON *it;
-		if (!cJSON_IsArray(fds))
-			return -EINVAL;
-		cJSON_ArrayForEach(it, fds)
-		{
-			if (!cJSON_IsNumber(it) || it->valuedouble < 0 ||
-			    it->valuedouble >= RPC_MAX_REQ_FDS ||
-			    it->valuedouble != (double)(long)it->valuedouble)
-				return -EINVAL;
-			if ((long)it->valuedouble > max)
-				max = (long)it->valuedouble;
-		}
-	}
-	*count = (size_t)(max + 1);
-	return 0;
-}
-
 void rpc_dispatch(struct rpc_conn *conn, char *msg, size_t len)
 {
 	struct gpd *g = rpc_conn_gpd(conn);
-	if (!json_nesting_ok(msg, len, g->cfg.max_nesting)) {
-		rpc_send_error_line(conn, NULL, GPUPROF_ERR_TOO_LARGE,
-				    "message nested too deeply");
-		return;
-	}
-	cJSON *root = cJSON_ParseWithLength(msg, len);
-	if (!root) {
-		rpc_send_error_line(conn, NULL, GPUPROF_ERR_PARSE, "parse error: invalid JSON");
-		return;
-	}
-	if (!cJSON_IsObject(root)) {
-		rpc_send_error_line(conn, NULL, GPUPROF_ERR_INVALID_REQUEST,
-				    cJSON_IsArray(root) ? "batches are not supported"
-							: "request must be an object");
-		cJSON_Delete(root);
-		return;
-	}
-	const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "jsonrpc");
-	const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
-	const cJSON *method = cJSON_GetObjectItemCaseSensitive(root, "method");
-	const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	const cJSON *reply_id = id && (cJSON_IsNumber(id) || cJSON_IsString(id)) ? id : NULL;
-
+	struct rpc_request rq;
 	const char *bad = NULL;
-	if (!cJSON_IsString(ver) || strcmp(ver->valuestring, "2.0") != 0)
-		bad = "\"jsonrpc\" must be \"2.0\"";
-	else if (id && !cJSON_IsNumber(id) && !cJSON_IsString(id) && !cJSON_IsNull(id))
-		bad = "\"id\" must be a number, a string or null";
-	else if (!cJSON_IsString(method))
-		bad = "\"method\" must be a string";
-	else if (params && !cJSON_IsObject(params) && !cJSON_IsArray(params))
-		bad = "\"params\" must be an object or an array";
-	if (bad) {
-		rpc_send_error_line(conn, reply_id, GPUPROF_ERR_INVALID_REQUEST, bad);
-		cJSON_Delete(root);
+	int code = rpc_request_parse(msg, len, g->cfg.max_nesting, methods,
+				     sizeof(methods) / sizeof(methods[0]), &rq, &bad);
+	if (code) {
+		rpc_send_error_line(conn, rq.reply_id, code, bad);
+		rpc_request_finish(&rq);
 		return;
 	}
-
-	const struct rpc_method *m = NULL;
-	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
-		if (methods[i].name && !strcmp(methods[i].name, method->valuestring)) {
-			m = &methods[i];
-			break;
-		}
-	}
-	size_t nfds = 0;
-	int fr = fds_named(params, &nfds);
 
 	struct rpc_req *req = calloc(1, sizeof(*req));
 	if (!req) {
-		rpc_send_error_line(conn, reply_id, GPUPROF_ERR_INTERNAL, "out of memory");
-		cJSON_Delete(root);
+		rpc_send_error_line(conn, rq.reply_id, GPUPROF_ERR_INTERNAL, "out of memory");
+		rpc_request_finish(&rq);
 		return;
 	}
 	req->conn = conn;
 	rpc_conn_ref(conn);
 	rpc_conn_inflight(conn, 1);
 	req->gpd = g;
-	req->id = id && !cJSON_IsNull(id) ? cJSON_Duplicate(id, 1) : NULL;
-	snprintf(req->method, sizeof(req->method), "%s", method->valuestring);
+	req->id = rq.notification ? NULL : cJSON_Duplicate(rq.reply_id, 1);
+	snprintf(req->method, sizeof(req->method), "%s", rq.method_name);
 	rpc_conn_peer(conn, &req->uid, &req->pid, &req->privileged);
 	for (size_t i = 0; i < RPC_MAX_REQ_FDS; i++)
 		req->fds[i] = -1;
-	if (fr == 0 && nfds > 0)
-		req->nfds = rpc_conn_take_fds(conn, req->fds, nfds);
+	if (rq.fd_err == 0 && rq.nfds > 0)
+		req->nfds = rpc_conn_take_fds(conn, req->fds, rq.nfds);
 
-	if (!m) {
-		/* Echo only printable ASCII: replies must stay valid UTF-8. */
+	if (!rq.method) {
 		char shown[65];
-		size_t k = 0;
-		for (const char *p = method->valuestring; *p && k < sizeof(shown) - 1; p++)
-			shown[k++] = (*p >= 0x20 && *p < 0x7f && *p != '\\') ? *p : '?';
-		shown[k] = '\0';
+		rpc_method_shown(rq.method_name, shown, sizeof(shown));
 		rpc_error(req, GPUPROF_ERR_METHOD_NOT_FOUND, NULL, "method not found: %s", shown);
-	} else if (fr < 0) {
+	} else if (rq.fd_err < 0) {
 		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,
 			  "\"fd\"/\"fds\" must be indexes below %d", RPC_MAX_REQ_FDS);
-	} else if (req->nfds < nfds) {
+	} else if (req->nfds < rq.nfds) {
 		rpc_error(req, GPUPROF_ERR_BAD_FD, NULL,
-			  "request names %zu file descriptor(s) but %zu arrived with it", nfds,
+			  "request names %zu file descriptor(s) but %zu arrived with it", rq.nfds,
 			  req->nfds);
 	} else if (g->stopping) {
 		rpc_error(req, GPUPROF_ERR_SHUTTING_DOWN, NULL, "daemon is stopping");
 	} else {
-		log_debug("uid=%u pid=%d: %s", (unsigned)req->uid, (int)req->pid, m->name);
-		m->fn(req, params);
+		log_debug("uid=%u pid=%d: %s", (unsigned)req->uid, (int)req->pid, rq.method->name);
+		rq.method->fn(req, rq.params);
 	}
-	cJSON_Delete(root);
+	rpc_request_finish(&rq);
 }

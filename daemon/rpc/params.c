@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "methods.h"
+#include "request.h"
 
 bool param_u64(struct rpc_req *req, const cJSON *params, const char *key, bool required,
 	       uint64_t max, uint64_t *out)
@@ -76,8 +77,13 @@ bool params_only(struct rpc_req *req, const cJSON *params, const char *const *al
 			if (!strcmp(it->string, allowed[i]))
 				ok = true;
 		if (!ok) {
-			rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "unknown parameter \"%.64s\"",
-				  it->string);
+			/* The name is the client's bytes: echo printable ASCII
+			 * only, or a reply could carry invalid UTF-8 (cJSON
+			 * passes it through) and break the client's decoder. */
+			char shown[65];
+			rpc_method_shown(it->string, shown, sizeof(shown));
+			rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "unknown parameter \"%s\"",
+				  shown);
 			return false;
 		}
 	}

@@ -1,0 +1,72 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Build the libFuzzer harnesses (clang, -Dfuzz=true) and run each for a
+# bounded time. Fails (non-zero) on the first finding; crash/leak/timeout
+# inputs are kept under $GPUPROF_FUZZ_OUT/<harness>/ (default
+# build-fuzz/fuzz-out). See docs/fuzzing.md.
+#
+#   scripts/fuzz.sh                  # every harness, 60 s each (CI)
+#   scripts/fuzz.sh 3600 import rpc  # an hour each on two of them
+#   FUZZ_JOBS=8 scripts/fuzz.sh 0    # until the first finding, 8 workers each
+set -eu
+cd "$(dirname "$0")/.."
+SECONDS_EACH=${1:-60}
+[ $# -gt 0 ] && shift
+BUILD=${GPUPROF_FUZZ_BUILD:-build-fuzz}
+OUT=${GPUPROF_FUZZ_OUT:-$BUILD/fuzz-out}
+JOBS=${FUZZ_JOBS:-1}
+ALL="rpc capture symtab timeline import"
+[ -f daemon/render/foldedin.c ] && ALL="$ALL foldedin"
+HARNESSES=${*:-$ALL}
+
+command -v clang >/dev/null || { echo "fuzz.sh: clang is required" >&2; exit 1; }
+if ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
+	echo "fuzz.sh: libFuzzer missing: apt-get install libclang-rt-14-dev" >&2
+	exit 1
+fi
+if [ ! -f "$BUILD/build.ninja" ]; then
+	CC=clang meson setup "$BUILD" -Dfuzz=true -Dbuildtype=debugoptimized >/dev/null
+fi
+targets=""
+for h in $HARNESSES; do
+	targets="$targets tests/fuzz/fuzz_$h"
+done
+ninja -C "$BUILD" $targets
+
+# Per input: 1 MiB max (the protocol's message cap; traces stay small so
+# each run is fast), 10 s is a hang, 2 GiB RSS is a leak or a bomb.
+rc=0
+for h in $HARNESSES; do
+	corpus=tests/fuzz/corpus/$h
+	work=$OUT/$h/corpus
+	art=$OUT/$h/
+	mkdir -p "$work" "$art"
+	dict=""
+	[ -f tests/fuzz/dict/$h.dict ] && dict="-dict=tests/fuzz/dict/$h.dict"
+	case $h in
+	rpc) max_len=65536 ;;
+	*) max_len=262144 ;;
+	esac
+	time_opt="-max_total_time=$SECONDS_EACH"
+	par=""
+	# -jobs spawns children logging to ./fuzz-N.log: only when asked for.
+	[ "$JOBS" -gt 1 ] && par="-jobs=$JOBS -workers=$JOBS"
+	[ "$SECONDS_EACH" = 0 ] && time_opt=""
+	echo "== fuzz_$h: ${SECONDS_EACH}s, $JOBS job(s), artifacts in $art"
+	# New coverage goes to the work dir; the committed corpus is only read.
+	if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:symbolize=1 \
+	     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	     "$BUILD/tests/fuzz/fuzz_$h" $time_opt -max_len=$max_len -timeout=10 \
+		-rss_limit_mb=2048 -malloc_limit_mb=2048 -print_final_stats=1 \
+		$par $dict -artifact_prefix="$art" \
+		"$work" "$corpus" tests/fuzz/regressions/$h >"$OUT/$h/log" 2>&1; then
+		echo "fuzz_$h: FINDING (log: $OUT/$h/log)" >&2
+		tail -40 "$OUT/$h/log" >&2
+		ls "$art" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' >&2 || true
+		rc=1
+	else
+		grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' "$OUT/$h/log" | tail -2
+		echo "fuzz_$h: ok"
+	fi
+done
+exit $rc
