@@ -99,9 +99,18 @@ int cmd_list(struct cli *cli, int argc, char **argv);
 int cmd_info(struct cli *cli, int argc, char **argv);
 int cmd_delete(struct cli *cli, int argc, char **argv);
 int cmd_folded(struct cli *cli, int argc, char **argv);
-int cmd_flamegraph(struct cli *cli, int argc, char **argv);
+int cmd_flamegraph(struct cli *cli, int argc, char **argv); /* cmd_render.c */
+int cmd_heatmap(struct cli *cli, int argc, char **argv);
+int cmd_diff(struct cli *cli, int argc, char **argv);
+int cmd_export(struct cli *cli, int argc, char **argv);
 int cmd_analyze(struct cli *cli, int argc, char **argv);
+/* analyze comm (print_comm.c): analyze's argv without the "comm" operand. */
+int cmd_analyze_comm(struct cli *cli, int argc, char **argv);
+void print_comm(const cJSON *result);
 int cmd_import(struct cli *cli, int argc, char **argv);
+int cmd_flamescope(struct cli *cli, int argc, char **argv); /* cmd_xe.c */
+int cmd_xe(struct cli *cli, int argc, char **argv);
+int cmd_gpu_top(struct cli *cli, int argc, char **argv);
 
 /* Shared by capture --out and folded: run capture.folded into out_fd. */
 int cli_write_folded(struct cli *cli, uint64_t id, int out_fd, cJSON *params);

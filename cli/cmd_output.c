@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* gpuprofctl folded / flamegraph / analyze: results on fds and in JSON. */
+/* gpuprofctl folded / analyze: results on fds and in JSON (renderers: cmd_render.c). */
 #include "cli.h"
 
 #include <ctype.h>
@@ -37,13 +37,21 @@ static int close_out(int fd, const char *path, int status)
 }
 
 struct folded_args {
-	const char *out, *comm;
+	const char *out, *comm, *weight;
 	bool kernel, pid, tid;
 	int64_t tids[MAX_TIDS];
 	size_t ntids;
 };
 
-enum { OPT_KERNEL = 0x200, OPT_NO_KERNEL, OPT_PID_FRAMES, OPT_TID_FRAMES, OPT_COMM, OPT_TID };
+enum {
+	OPT_KERNEL = 0x200,
+	OPT_NO_KERNEL,
+	OPT_PID_FRAMES,
+	OPT_TID_FRAMES,
+	OPT_COMM,
+	OPT_TID,
+	OPT_WEIGHT,
+};
 
 static int folded_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 {
@@ -66,6 +74,12 @@ static int folded_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 		break;
 	case OPT_COMM:
 		a->comm = arg;
+		break;
+	case OPT_WEIGHT:
+		if (strcmp(arg, "samples") && strcmp(arg, "launches") && strcmp(arg, "gpu-time"))
+			return cli_usage_error(cli, "--weight is samples, launches or gpu-time, not '%s'",
+					       arg);
+		a->weight = arg;
 		break;
 	case OPT_TID:
 		if (!cli_parse_u64(arg, &v) || v == 0 || v > INT32_MAX)
@@ -100,6 +114,7 @@ int cmd_folded(struct cli *cli, int argc, char **argv)
 		{"tid-frames", no_argument, NULL, OPT_TID_FRAMES},
 		{"comm", required_argument, NULL, OPT_COMM},
 		{"tid", required_argument, NULL, OPT_TID},
+		{"weight", required_argument, NULL, OPT_WEIGHT},
 		{},
 	};
 	struct folded_args a = {.kernel = true};
@@ -127,6 +142,8 @@ int cmd_folded(struct cli *cli, int argc, char **argv)
 	cJSON_AddBoolToObject(p, "tid", a.tid);
 	if (a.comm)
 		cJSON_AddStringToObject(p, "comm", a.comm);
+	if (a.weight)
+		cJSON_AddStringToObject(p, "weight", a.weight);
 	if (a.ntids) {
 		cJSON *tids = cJSON_AddArrayToObject(p, "tids");
 		for (size_t i = 0; i < a.ntids; i++)
@@ -137,16 +154,59 @@ int cmd_folded(struct cli *cli, int argc, char **argv)
 	return close_out(fd, a.out, r);
 }
 
-/* Options of flamegraph and analyze: --out, --rank, then KEY=VALUE operands. */
+/* Options of analyze: --rank, the critical-path options, then KEY=VALUE. */
 struct render_args {
 	const char *out;
 	int64_t rank;
+	const char *annotation, *instance, *overlay, *trace;
+	bool all_events;
+	cJSON *edits; /* --edit, as edit objects */
 };
+
+enum { OPT_ANNOTATION = 0x300, OPT_INSTANCE, OPT_OVERLAY, OPT_TRACE, OPT_EDIT, OPT_ALL_EVENTS };
+
+/*
+ * --edit SPEC: [kind:KIND | match:REGEX | REGEX] then *FACTOR or =MICROSECONDS
+ * at the end, e.g. "kind:comm*0.5", "kind:launch_delay=5", "^aten::mm$*0.8".
+ * The last '*' or '=' followed by a number splits it, so regexes may hold both.
+ */
+static cJSON *parse_edit(const char *spec)
+{
+	const char *op = NULL;
+	char *end, *sel;
+	double v = 0;
+	cJSON *e;
+
+	for (const char *q = spec; *q; q++) {
+		if (*q != '*' && *q != '=')
+			continue;
+		v = strtod(q + 1, &end);
+		if (end != q + 1 && !*end)
+			op = q;
+	}
+	if (!op || op == spec)
+		return NULL;
+	sel = strndup(spec, (size_t)(op - spec));
+	e = cJSON_CreateObject();
+	if (!sel || !e) {
+		free(sel);
+		cJSON_Delete(e);
+		return NULL;
+	}
+	if (!strncmp(sel, "kind:", 5))
+		cJSON_AddStringToObject(e, "kind", sel + 5);
+	else
+		cJSON_AddStringToObject(e, "match", strncmp(sel, "match:", 6) ? sel : sel + 6);
+	cJSON_AddNumberToObject(e, *op == '*' ? "scale" : "set_us", v);
+	free(sel);
+	return e;
+}
 
 static int render_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 {
 	struct render_args *a = ctx;
 	uint64_t v;
+	cJSON *e;
 
 	switch (opt) {
 	case 'o':
@@ -157,10 +217,56 @@ static int render_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 			return cli_usage_error(cli, "invalid rank '%s'", arg);
 		a->rank = (int64_t)v;
 		break;
+	case OPT_ANNOTATION:
+		a->annotation = arg;
+		break;
+	case OPT_INSTANCE:
+		a->instance = arg;
+		break;
+	case OPT_OVERLAY:
+		a->overlay = arg;
+		break;
+	case OPT_TRACE:
+		a->trace = arg;
+		break;
+	case OPT_ALL_EVENTS:
+		a->all_events = true;
+		break;
+	case OPT_EDIT:
+		e = parse_edit(arg);
+		if (!e)
+			return cli_usage_error(cli, "invalid --edit '%s' (SELECTOR*FACTOR or "
+						    "SELECTOR=MICROSECONDS)", arg);
+		if (!a->edits)
+			a->edits = cJSON_CreateArray();
+		cJSON_AddItemToArray(a->edits, e);
+		break;
 	default:
 		return cli_usage_error(cli, "unexpected option");
 	}
 	return CLI_CONTINUE;
+}
+
+/* --instance I or I:J into params.instance. */
+static bool add_instance(cJSON *p, const char *s)
+{
+	uint64_t a, b;
+	const char *colon = strchr(s, ':');
+	char first[32];
+
+	if (!colon)
+		return cli_parse_u64(s, &a) && a < 1000000000 &&
+		       cJSON_AddNumberToObject(p, "instance", (double)a);
+	if ((size_t)(colon - s) >= sizeof(first))
+		return false;
+	memcpy(first, s, (size_t)(colon - s));
+	first[colon - s] = 0;
+	if (!cli_parse_u64(first, &a) || !cli_parse_u64(colon + 1, &b) || b < a || b >= 1000000000)
+		return false;
+	cJSON *arr = cJSON_AddArrayToObject(p, "instance");
+	cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)a));
+	cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)b));
+	return true;
 }
 
 /* {"id": ID, KEY: VALUE...} from the operands after the id; NULL on a bad pair. */
@@ -180,64 +286,42 @@ static cJSON *id_and_extras(struct cli *cli, uint64_t id, int argc, char **argv,
 	return p;
 }
 
-int cmd_flamegraph(struct cli *cli, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{"out", required_argument, NULL, 'o'},
-		{},
-	};
-	struct render_args a = {.rank = -1};
-	uint64_t id;
-	int first, fd, r;
-
-	r = cli_parse(cli, argc, argv, "o:", opts, render_opt, &a, &first);
-	if (r != CLI_CONTINUE)
-		return r;
-	r = one_id(cli, argc, argv, first, &id);
-	if (r != CLI_CONTINUE)
-		return r;
-	if (!a.out)
-		return cli_usage_error(cli, "--out FILE is required ('-' for stdout)");
-	cJSON *p = id_and_extras(cli, id, argc, argv, first + 1);
-	if (!p)
-		return EXIT_USAGE;
-	cJSON_DeleteItemFromObjectCaseSensitive(p, "fd");
-	char *params = cJSON_PrintUnformatted(p);
-	cJSON_Delete(p);
-	r = cli_connect(cli);
-	if (r)
-		goto out;
-	fd = open_out(a.out);
-	if (fd < 0) {
-		r = EXIT_LOCAL_IO;
-		goto out;
-	}
-	char *res = NULL;
-	r = gpuprof_call_with_output(cli->client, "capture.flamegraph", params, fd, &res);
-	r = r < 0 ? cli_call_failed(cli, "capture.flamegraph", r) : EXIT_OK;
-	if (r == EXIT_OK && cli->json && fd != STDOUT_FILENO)
-		print_json_text(res);
-	free(res);
-	r = close_out(fd, a.out, r);
-out:
-	free(params);
-	return r;
-}
-
 int cmd_analyze(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"rank", required_argument, NULL, 'r'},
+		{"annotation", required_argument, NULL, OPT_ANNOTATION},
+		{"instance", required_argument, NULL, OPT_INSTANCE},
+		{"overlay", required_argument, NULL, OPT_OVERLAY},
+		{"trace", required_argument, NULL, OPT_TRACE},
+		{"overlay-all-events", no_argument, NULL, OPT_ALL_EVENTS},
+		{"edit", required_argument, NULL, OPT_EDIT},
 		{},
 	};
 	struct render_args a = {.rank = -1};
 	char method[96];
 	uint64_t id;
-	int first, r;
+	int first, r, fds[2] = {-1, -1};
+	size_t nfds = 0;
+
+	/* analyze comm has its own options (--svg FILE) and tables */
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-') {
+			i += !strcmp(argv[i], "-r") || !strcmp(argv[i], "--rank");
+			continue;
+		}
+		if (!strcmp(argv[i], "comm")) { /* same argv without the name */
+			memmove(argv + i, argv + i + 1, (size_t)(argc - i) * sizeof(*argv));
+			return cmd_analyze_comm(cli, argc - 1, argv);
+		}
+		break;
+	}
 
 	r = cli_parse(cli, argc, argv, "r:", opts, render_opt, &a, &first);
-	if (r != CLI_CONTINUE)
+	if (r != CLI_CONTINUE) {
+		cJSON_Delete(a.edits);
 		return r;
+	}
 	if (first >= argc)
 		return cli_usage_error(cli, "missing analysis NAME");
 	const char *name = argv[first];
@@ -247,12 +331,68 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 	if (!*name || strlen(name) > 64)
 		return cli_usage_error(cli, "invalid analysis name '%s'", name);
 	snprintf(method, sizeof(method), "analyze.%s", name);
+	/* "critical-path" and "critical_path" both name analyze.critical_path */
+	for (char *m = method; *m; m++)
+		if (*m == '-')
+			*m = '_';
+	if ((a.annotation || a.instance || a.overlay || a.trace || a.edits || a.all_events) &&
+	    strcmp(method, "analyze.critical_path") != 0) {
+		cJSON_Delete(a.edits);
+		return cli_usage_error(cli, "--annotation, --instance, --overlay, --trace and "
+					    "--edit are critical-path options");
+	}
+	if (!a.overlay != !a.trace) {
+		cJSON_Delete(a.edits);
+		return cli_usage_error(cli, "--overlay FILE needs --trace ORIGINAL (the imported "
+					    "trace file, streamed through the daemon)");
+	}
 	r = one_id(cli, argc, argv, first + 1, &id);
 	if (r != CLI_CONTINUE)
 		return r;
 	cJSON *p = id_and_extras(cli, id, argc, argv, first + 2);
-	if (!p)
+	if (!p) {
+		cJSON_Delete(a.edits);
 		return EXIT_USAGE;
+	}
+	if (a.annotation) {
+		cJSON_DeleteItemFromObjectCaseSensitive(p, "annotation");
+		cJSON_AddStringToObject(p, "annotation", a.annotation);
+	}
+	if (a.instance) {
+		cJSON_DeleteItemFromObjectCaseSensitive(p, "instance");
+		if (!add_instance(p, a.instance)) {
+			cJSON_Delete(p);
+			cJSON_Delete(a.edits);
+			return cli_usage_error(cli, "invalid --instance '%s' (I or I:J)", a.instance);
+		}
+	}
+	if (a.edits) {
+		cJSON_DeleteItemFromObjectCaseSensitive(p, "edits");
+		cJSON_AddItemToObject(p, "edits", a.edits);
+		a.edits = NULL;
+	}
+	if (a.all_events)
+		cJSON_AddBoolToObject(p, "overlay_all_events", true);
+	if (a.overlay) {
+		cJSON_DeleteItemFromObjectCaseSensitive(p, "overlay");
+		cJSON_AddBoolToObject(p, "overlay", true);
+		cJSON_DeleteItemFromObjectCaseSensitive(p, "fds");
+		cJSON *fa = cJSON_AddArrayToObject(p, "fds");
+		cJSON_AddItemToArray(fa, cJSON_CreateNumber(0));
+		cJSON_AddItemToArray(fa, cJSON_CreateNumber(1));
+		fds[0] = open(a.trace, O_RDONLY | O_CLOEXEC);
+		if (fds[0] < 0) {
+			cJSON_Delete(p);
+			return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", a.trace, strerror(errno));
+		}
+		fds[1] = open_out(a.overlay);
+		if (fds[1] < 0) {
+			close(fds[0]);
+			cJSON_Delete(p);
+			return EXIT_LOCAL_IO;
+		}
+		nfds = 2;
+	}
 	if (a.rank >= 0) {
 		cJSON_DeleteItemFromObjectCaseSensitive(p, "rank");
 		cJSON_AddNumberToObject(p, "rank", (double)a.rank);
@@ -262,7 +402,7 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 	r = cli_connect(cli);
 	if (r)
 		goto out;
-	r = gpuprof_client_call(cli->client, method, params, NULL, 0, &res);
+	r = gpuprof_client_call(cli->client, method, params, nfds ? fds : NULL, nfds, &res);
 	if (r < 0) {
 		r = cli_call_failed(cli, method, r);
 		goto out;
@@ -276,6 +416,10 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 	}
 	r = EXIT_OK;
 out:
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (nfds)
+		r = close_out(fds[1], a.overlay, r);
 	free(res);
 	free(params);
 	return r;

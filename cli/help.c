@@ -62,7 +62,8 @@ static const struct command commands[] = {
 	 "discarded.\n"},
 	{"folded", cmd_folded, "write a capture's folded stacks",
 	 "gpuprofctl folded ID [--out FILE] [--kernel|--no-kernel] [--pid-frames]\n"
-	 "                  [--tid-frames] [--comm NAME] [--tid TID]...\n\n"
+	 "                  [--tid-frames] [--comm NAME] [--tid TID]...\n"
+	 "                  [--weight samples|launches|gpu-time]\n\n"
 	 "Write the capture's samples as folded stacks (one \"frame;frame;... count\"\n"
 	 "line per stack, the input of flamegraph.pl and speedscope) to FILE or,\n"
 	 "without --out, to stdout.\n"
@@ -74,9 +75,30 @@ static const struct command commands[] = {
 	 "      --tid-frames   start each stack with a frame naming the thread\n"
 	 "      --comm NAME    keep only threads whose command name is NAME\n"
 	 "      --tid TID      keep only this thread (repeat for more)\n"
+	 "      --weight W     what a count is: samples (CPU samples, default),\n"
+	 "                     launches (GPU kernel launches: the launching stack\n"
+	 "                     topped by a KERNEL_[G] frame), gpu-time (ns of GPU\n"
+	 "                     intervals, when the capture has them)\n"
 	 "\nEXAMPLES\n"
 	 "  gpuprofctl folded 3 | flamegraph.pl > cpu.svg\n"
+	 "  gpuprofctl folded 3 --weight launches | flamegraph.pl --colors=gpu > launches.svg\n"
 	 "  gpuprofctl folded 3 --no-kernel --tid-frames --out app.folded\n"},
+	{"top", cmd_gpu_top, "live table of the hottest GPU kernels and their call sites",
+	 "gpuprofctl top [--pid PID]... [--window DURATION] [--interval DURATION]\n"
+	 "               [--limit N] [--count N] [--json]\n\n"
+	 "Show the GPU kernels launched most in the last --window (default 5s),\n"
+	 "from the daemon's always-on store, with launches per second and the\n"
+	 "call sites that launch them; redraws every --interval (default 1s) like\n"
+	 "top(1) until interrupted. With --json: one snapshot, as JSON.\n"
+	 "\nOPTIONS\n"
+	 "  -p, --pid PID        only this process (repeat for more)\n"
+	 "  -w, --window DUR     how far back to count (\"5s\", \"500ms\")\n"
+	 "  -i, --interval DUR   time between refreshes\n"
+	 "  -n, --limit N        kernels shown (default 20)\n"
+	 "  -c, --count N        stop after N refreshes\n"
+	 "\nEXAMPLES\n"
+	 "  gpuprofctl top --pid 4242\n"
+	 "  gpuprofctl --json top --pid 4242 --window 10s\n"},
 	{"import", cmd_import, "import trace files as captures",
 	 "gpuprofctl import FILE... [--rank N] [--name NAME]\n\n"
 	 "Hand trace files (PyTorch profiler / Kineto or Chrome trace JSON, plain\n"
@@ -98,15 +120,88 @@ static const struct command commands[] = {
 	 "otherwise.\n"
 	 "\nOPTIONS\n"
 	 "  -r, --rank R   analyse only rank R of a multi-rank capture\n"
+	 "\nCRITICAL-PATH OPTIONS (analyze critical-path)\n"
+	 "  --annotation NAME     window: instances of annotations whose name contains NAME\n"
+	 "  --instance I[:J]      which instance(s), 0-based, inclusive (default 0)\n"
+	 "  --edit SEL*X|SEL=US   what-if: scale, or set in µs, the events or delays\n"
+	 "                        SEL: kind:cpu|gpu|kernel|comm|memory|launch_delay|\n"
+	 "                        kernel_kernel_delay|all, match:REGEX or REGEX\n"
+	 "                        (repeatable, applied in order)\n"
+	 "  --overlay FILE        write the trace with the critical path marked (Perfetto,\n"
+	 "                        chrome://tracing); needs --trace\n"
+	 "  --trace ORIGINAL      the trace file that was imported (streamed through)\n"
+	 "  --overlay-all-events  keep non-critical events in the overlay\n"
 	 "\nEXAMPLES\n"
 	 "  gpuprofctl analyze idle 7 --rank 0\n"
-	 "  gpuprofctl analyze kernels 7 top=20 --json\n"},
-	{"flamegraph", cmd_flamegraph, "render a capture as a flame graph SVG",
-	 "gpuprofctl flamegraph ID --out FILE [KEY=VALUE]...\n\n"
-	 "Render the capture's stacks as an interactive flame graph SVG into FILE\n"
-	 "('-' for stdout). KEY=VALUE pairs are passed as extra params.\n"
+	 "  gpuprofctl analyze kernels 7 top=20 --json\n"
+	 "  gpuprofctl analyze critical-path 7 --rank 0 --annotation ProfilerStep --instance 1\n"
+	 "  gpuprofctl analyze critical-path 7 --edit 'kind:comm*0.5' --edit 'kind:launch_delay=5'\n"
+	 "  gpuprofctl analyze critical-path 7 --overlay cp.json --trace rank0.json.gz\n"},
+	{"flamegraph", cmd_flamegraph, "render a flame graph SVG (or a heat map)",
+	 "gpuprofctl flamegraph (ID | --folded FILE) --out FILE [OPTIONS] [KEY=VALUE]...\n"
+	 "gpuprofctl flamegraph ID --heatmap --out FILE [--bucket-ms N]\n\n"
+	 "Render an interactive flame graph SVG (click to zoom, Ctrl-F to search,\n"
+	 "tooltips) in the daemon from a capture's CPU samples, or from any\n"
+	 "folded-stack file (--folded; '-' reads stdin). Frames are coloured by\n"
+	 "kind: CPU warm, kernel orange, NAME_[G] GPU blue, NAME_[g] light blue,\n"
+	 "'-' separators grey; the colour of a name is the same in every graph.\n"
+	 "\nOPTIONS\n"
+	 "  -o, --out FILE        write the SVG to FILE ('-' for stdout)\n"
+	 "      --folded FILE     read folded stacks from FILE instead of a capture\n"
+	 "      --title T, --subtitle S, --countname NAME (default \"samples\")\n"
+	 "      --minwidth PX     prune frames narrower than PX (default 0.1)\n"
+	 "      --width PX        image width (default 1200)\n"
+	 "      --icicle          top-down: the root at the top\n"
+	 "      --no-kernel       leave kernel frames out\n"
+	 "      --pid-frames, --tid-frames, --comm NAME   as for folded\n"
+	 "      --start-ns A, --end-ns B   only samples in [A, B] (monotonic ns,\n"
+	 "                        as the heat map's cells show them)\n"
+	 "      --heatmap         a sub-second heat map instead (seconds across,\n"
+	 "                        --bucket-ms rows down, default 20)\n"
 	 "\nEXAMPLES\n"
-	 "  gpuprofctl flamegraph 3 --out cpu.svg\n"},
+	 "  gpuprofctl flamegraph 3 --out cpu.svg --title 'step 42'\n"
+	 "  gpuprofctl flamegraph --folded app.folded --icicle --out app.svg\n"
+	 "  gpuprofctl flamegraph 3 --heatmap --out heat.svg\n"},
+	{"heatmap", cmd_heatmap, "render a sub-second heat map SVG",
+	 "gpuprofctl heatmap ID --out FILE [--bucket-ms N] [--title T]\n\n"
+	 "Same as flamegraph --heatmap: one column per second, one row per\n"
+	 "bucket (20 ms), colour by samples. Click two cells to get the command\n"
+	 "rendering the flame graph of that time range.\n"},
+	{"diff", cmd_diff, "render a differential flame graph of two profiles",
+	 "gpuprofctl diff A B --out FILE [--normalize] [flamegraph options]\n\n"
+	 "A and B are capture IDs or folded-stack files. Widths are B's; red\n"
+	 "frames grew from A to B, blue ones shrank (deeper colour, larger change).\n"
+	 "--normalize scales A's total to B's first, for profiles of different\n"
+	 "lengths.\n"
+	 "\nEXAMPLES\n"
+	 "  gpuprofctl diff 3 4 --normalize --out diff.svg\n"
+	 "  gpuprofctl diff before.folded after.folded --out diff.svg\n"},
+	{"export", cmd_export, "export a capture as Chrome trace JSON or pprof",
+	 "gpuprofctl export ID --format chrome|pprof --out FILE [--period-ns N]\n\n"
+	 "chrome: Trace Event JSON (CPU samples with stackFrames, launches, GPU\n"
+	 "intervals, annotations) for ui.perfetto.dev and chrome://tracing.\n"
+	 "pprof: gzipped profile.proto for go tool pprof, Pyroscope and Parca;\n"
+	 "cpu/nanoseconds = samples x the sampling period (default: the\n"
+	 "daemon's sampling.cpu_frequency; --period-ns overrides).\n"
+	 "\nEXAMPLES\n"
+	 "  gpuprofctl export 3 --format chrome --out trace.json\n"
+	 "  gpuprofctl export 3 --format pprof --out cpu.pb.gz && go tool pprof -top cpu.pb.gz\n"},
+	{"flamescope", cmd_flamescope, "per-interval EU-stall breakdown of a capture (Intel Xe)",
+	 "gpuprofctl flamescope ID [-i 100ms] [-p PID] [-o FILE]\n\n"
+	 "Write the capture's EU-stall samples cut into intervals, one TSV line per\n"
+	 "interval: t_ms, total, the ten stall reasons by name, the top kernel.\n"
+	 "\nOPTIONS\n"
+	 "  -i, --interval DUR    interval width (default 100ms)\n"
+	 "  -p, --pid PID         only that process's kernels\n"
+	 "  -o, --out FILE        write to FILE (default stdout)\n" COMMON_FOOTER},
+	{"xe", cmd_xe, "Intel Xe EU stalls: folded / iaprof output, pause / resume",
+	 "gpuprofctl xe folded ID [-p PID] [--cgroup] [-o FILE]\n"
+	 "gpuprofctl xe iaprof ID [-p PID] [-o FILE]\n"
+	 "gpuprofctl xe pause [SECONDS] | gpuprofctl xe resume\n\n"
+	 "folded: instruction-level folded stacks (comm;pid;cpu frames;-;file_[G];\n"
+	 "kernel_[G];insn_[g];stall_reason_[g];0xoffset_[g] count); iaprof: iaprof's\n"
+	 "tab-separated format. pause releases the EU-stall streams (default 60 s)\n"
+	 "so VTune or unitrace can use the GPU; resume takes them back.\n" COMMON_FOOTER},
 	{"help", cmd_help, "show help for a command",
 	 "gpuprofctl help [COMMAND]\n\n"
 	 "Show the overview, or the manual of COMMAND.\n"},

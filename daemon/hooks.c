@@ -12,8 +12,15 @@
 #ifdef HAVE_CPU_COLLECTOR
 #include "collect/cpu.h"
 #endif
+#ifdef HAVE_GPU_LAUNCH_COLLECTOR
+#include "collect/gpu_launch.h"
+#endif
 
 static struct symbolizer *symbolizer;
+#ifdef HAVE_XE_COLLECTOR
+#include "xe_collector.h"
+static struct collector *xe_coll; /* EU-stall profile joins each capture */
+#endif
 
 static void note_pid(void *arg, uint32_t pid)
 {
@@ -22,6 +29,10 @@ static void note_pid(void *arg, uint32_t pid)
 
 static void symbolize(void *arg, struct capture *c)
 {
+#ifdef HAVE_XE_COLLECTOR
+	if (xe_coll && xe_collector_attach_capture(xe_coll, c) < 0)
+		log_warn("capture %llu: EU-stall profile not attached", (unsigned long long)c->id);
+#endif
 	int r = sym_symbolize_capture(arg, c);
 	if (r < 0)
 		log_warn("capture %llu: symbolization failed: %s", (unsigned long long)c->id,
@@ -35,6 +46,9 @@ void hooks_init(struct gpd *g)
 		return;
 	}
 	capreg_set_prepare(g->captures, symbolize, symbolizer);
+#ifdef HAVE_XE_COLLECTOR
+	xe_coll = collectors_find(g, "xe");
+#endif
 #ifdef HAVE_CPU_COLLECTOR
 	struct collector *cpu = collectors_find(g, "cpu");
 	if (cpu)
@@ -42,6 +56,18 @@ void hooks_init(struct gpd *g)
 #else
 	(void)note_pid;
 #endif
+#ifdef HAVE_GPU_LAUNCH_COLLECTOR
+	/* Launching processes may never be sampled on CPU: snapshot their
+	 * maps when they are found, so launch stacks resolve after exit. */
+	struct collector *gpu = collectors_find(g, "gpu");
+	if (gpu)
+		gpu_launch_set_pid_hook(gpu, note_pid, symbolizer);
+#endif
+}
+
+struct symbolizer *hooks_symbolizer(void)
+{
+	return symbolizer;
 }
 
 void hooks_finish(struct gpd *g)

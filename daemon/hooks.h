@@ -11,5 +11,8 @@ struct gpd;
 
 void hooks_init(struct gpd *g);
 void hooks_finish(struct gpd *g);
+/* The daemon's symbolizer (NULL when it could not be created); lives from
+ * hooks_init() to hooks_finish(). For RPC handlers that name addresses. */
+struct symbolizer *hooks_symbolizer(void);
 
 #endif

@@ -5,8 +5,11 @@
 set -eu
 PKGS="gcc make meson ninja-build pkg-config clang llvm bpftool binutils
 libbpf-dev libelf-dev libdw-dev libdrm-dev libsystemd-dev libcjson-dev libuv1-dev
-zlib1g-dev libsqlite3-dev systemtap-sdt-dev systemd util-linux python3 procps"
+zlib1g-dev libsqlite3-dev systemtap-sdt-dev systemd util-linux python3 procps
+libclang-rt-14-dev chromium chromium-driver"
 missing=""
+# The browser tests need node and npm; any node will do (Debian's or another).
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Print one closing line for a meson test run: 'N passed, N failed, N skipped'."""
+"""Print one closing line for a meson test run: 'N passed, N failed, N skipped'.
+--fuzz=pass|fail counts the libFuzzer run (scripts/fuzz.sh) as one more test."""
 import json
 import sys
 
@@ -15,4 +16,9 @@ with open(sys.argv[1]) as f:
             skipped += 1
         else:
             failed += 1
+for arg in sys.argv[2:]:
+    if arg == "--fuzz=pass":
+        passed += 1
+    elif arg == "--fuzz=fail":
+        failed += 1
 print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))

@@ -13,5 +13,16 @@ fi
 ninja -C "$BUILD"
 rc=0
 meson test -C "$BUILD" --print-errorlogs --num-processes 2 "$@" || rc=$?
-python3 scripts/test-summary.py "$BUILD/meson-logs/testlog.json"
+fuzz=""
+# Every libFuzzer harness for a bounded time (docs/fuzzing.md); the corpora
+# and regressions are also replayed by the fuzz-replay-* tests above.
+if [ $# -eq 0 ] && [ "${GPUPROF_SKIP_FUZZ:-0}" = 0 ]; then
+	if sh scripts/fuzz.sh "${GPUPROF_FUZZ_SECONDS:-60}"; then
+		fuzz=--fuzz=pass
+	else
+		fuzz=--fuzz=fail
+		rc=1
+	fi
+fi
+python3 scripts/test-summary.py "$BUILD/meson-logs/testlog.json" $fuzz
 exit $rc

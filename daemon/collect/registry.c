@@ -14,10 +14,22 @@
 #ifdef HAVE_CPU_COLLECTOR
 extern const struct collector_ops cpu_collector_ops;
 #endif
+#ifdef HAVE_GPU_LAUNCH_COLLECTOR
+extern const struct collector_ops gpu_launch_collector_ops;
+#endif
+#ifdef HAVE_XE_COLLECTOR
+extern const struct collector_ops xe_collector_ops;
+#endif
 
 static const struct collector_ops *const collector_table[] = {
 #ifdef HAVE_CPU_COLLECTOR
 	&cpu_collector_ops,
+#endif
+#ifdef HAVE_GPU_LAUNCH_COLLECTOR
+	&gpu_launch_collector_ops,
+#endif
+#ifdef HAVE_XE_COLLECTOR
+	&xe_collector_ops,
 #endif
 	NULL,
 };

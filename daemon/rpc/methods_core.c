@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* version, status */
+#include <malloc.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "capreg.h"
@@ -58,6 +60,19 @@ void method_status(struct rpc_req *req, const cJSON *params)
 	cJSON *cp = cJSON_AddObjectToObject(o, "captures");
 	json_add_u64(cp, "count", (uint64_t)capreg_count(g->captures));
 	json_add_u64(cp, "bytes", (uint64_t)capreg_bytes(g->captures));
+
+	/* The daemon's own memory: resident set and the allocator's view
+	 * (bytes in use vs held), so growth can be told from fragmentation. */
+	cJSON *mem = cJSON_AddObjectToObject(o, "memory");
+	struct mallinfo2 mi = mallinfo2();
+	json_add_u64(mem, "heap_in_use_bytes", mi.uordblks + mi.hblkhd);
+	json_add_u64(mem, "heap_free_bytes", mi.fordblks);
+	FILE *f = fopen("/proc/self/statm", "re");
+	unsigned long pages_total, pages_rss;
+	if (f && fscanf(f, "%lu %lu", &pages_total, &pages_rss) == 2)
+		json_add_u64(mem, "rss_bytes", (uint64_t)pages_rss * (uint64_t)sysconf(_SC_PAGESIZE));
+	if (f)
+		fclose(f);
 
 	cJSON *j = cJSON_AddObjectToObject(o, "jobs");
 	cJSON_AddNumberToObject(j, "running", g->jobs_running);

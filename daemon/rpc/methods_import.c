@@ -83,7 +83,8 @@ static void import_work(void *arg)
 		};
 		struct import_result res;
 		memset(&res, 0, sizeof(res));
-		int r = timeline_import_fd(j->fds[i], &o, tl, &res);
+		/* Kineto JSON (plain/gzip) or an nsys SQLite export, by magic */
+		int r = timeline_import_any_fd(j->fds[i], &o, tl, &res);
 		if (r < 0) {
 			if (r == -ETIMEDOUT) {
 				import_fail(j, r, GPUPROF_ERR_IO,
@@ -103,6 +104,9 @@ static void import_work(void *arg)
 		cJSON *f = cJSON_CreateObject();
 		cJSON_AddNumberToObject(f, "rank", res.rank);
 		cJSON_AddBoolToObject(f, "gzip", res.gzip);
+		cJSON_AddStringToObject(f, "format", res.format == IMPORT_FMT_NSYS ? "nsys" : "kineto");
+		if (res.format == IMPORT_FMT_NSYS)
+			cJSON_AddNumberToObject(f, "nranks", res.nranks);
 		json_add_u64(f, "bytes", res.bytes_in);
 		json_add_u64(f, "json_bytes", res.bytes_json);
 		json_add_u64(f, "events_raw", res.events_raw);

@@ -79,7 +79,7 @@ void method_capture_folded(struct rpc_req *req, const cJSON *params)
 {
 	static const char *const allowed[] = {"id",   "fd",   "kernel",	  "pid",      "tid",
 					      "lines", "comm", "pids",	  "tids",     "start_ns",
-					      "end_ns", NULL};
+					      "end_ns", "weight", NULL};
 	if (!params_only(req, params, allowed))
 		return;
 	struct folded_req *f = calloc(1, sizeof(*f));
@@ -88,7 +88,7 @@ void method_capture_folded(struct rpc_req *req, const cJSON *params)
 		return;
 	}
 	bool kernel = true;
-	const char *comm = NULL;
+	const char *comm = NULL, *weight = NULL;
 	uint64_t fdi = 0;
 	if (!param_u64(req, params, "fd", true, RPC_MAX_REQ_FDS - 1, &fdi) ||
 	    !param_bool(req, params, "kernel", &kernel) ||
@@ -99,7 +99,22 @@ void method_capture_folded(struct rpc_req *req, const cJSON *params)
 	    !param_u64(req, params, "start_ns", false, UINT64_MAX >> 11, &f->o.start_ns) ||
 	    !param_u64(req, params, "end_ns", false, UINT64_MAX >> 11, &f->o.end_ns) ||
 	    !param_ids(req, params, "pids", f->pids, CAPTURE_MAX_PIDS, &f->o.npids) ||
-	    !param_ids(req, params, "tids", f->tids, CAPTURE_MAX_PIDS, &f->o.ntids)) {
+	    !param_ids(req, params, "tids", f->tids, CAPTURE_MAX_PIDS, &f->o.ntids) ||
+	    !param_str(req, params, "weight", 16, &weight)) {
+		free(f);
+		return;
+	}
+	/* What the counts are: CPU samples (default), GPU launches, or GPU
+	 * time (ns) from intervals (render/folded.h). */
+	if (!weight || !strcmp(weight, "samples")) {
+		f->o.weight = FOLDED_WEIGHT_SAMPLES;
+	} else if (!strcmp(weight, "launches")) {
+		f->o.weight = FOLDED_WEIGHT_LAUNCHES;
+	} else if (!strcmp(weight, "gpu-time")) {
+		f->o.weight = FOLDED_WEIGHT_GPU_TIME;
+	} else {
+		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,
+			  "\"weight\" must be \"samples\", \"launches\" or \"gpu-time\"");
 		free(f);
 		return;
 	}

@@ -25,6 +25,8 @@ enum store_rec_type {
 	STORE_REC_GPU_LAUNCH = 2, /* name = kernel, aux[0] = queue, aux[1] = correlation */
 	STORE_REC_GPU_INTERVAL = 3, /* dur_ns valid, name = kernel/engine, aux[0] = context */
 	STORE_REC_MARK = 4, /* name = annotation, dur_ns valid */
+	STORE_REC_GPU_METRIC = 5, /* name = metric ("frequency-MHz", "busy-percent"),
+				   * aux[0] = value, cpu = GT id (xe OA, docs/xe.md) */
 	STORE_REC_TYPE_MAX,
 };
 
