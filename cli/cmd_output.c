@@ -41,6 +41,9 @@ struct folded_args {
 	bool kernel, pid, tid;
 	int64_t tids[MAX_TIDS];
 	size_t ntids;
+	int64_t pids[MAX_TIDS];
+	size_t npids;
+	uint64_t from_ms, to_ms;
 };
 
 enum {
@@ -51,6 +54,9 @@ enum {
 	OPT_COMM,
 	OPT_TID,
 	OPT_WEIGHT,
+	OPT_PID,
+	OPT_FROM,
+	OPT_TO,
 };
 
 static int folded_opt(struct cli *cli, int opt, const char *arg, void *ctx)
@@ -88,6 +94,18 @@ static int folded_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 			return cli_usage_error(cli, "at most %d --tid", MAX_TIDS);
 		a->tids[a->ntids++] = (int64_t)v;
 		break;
+	case OPT_PID:
+		if (!cli_parse_u64(arg, &v) || v == 0 || v > INT32_MAX)
+			return cli_usage_error(cli, "invalid pid '%s'", arg);
+		if (a->npids == MAX_TIDS)
+			return cli_usage_error(cli, "at most %d --pid", MAX_TIDS);
+		a->pids[a->npids++] = (int64_t)v;
+		break;
+	case OPT_FROM:
+	case OPT_TO:
+		if (gpuprof_parse_duration_ms(arg, opt == OPT_FROM ? &a->from_ms : &a->to_ms) < 0)
+			return cli_usage_error(cli, "invalid duration '%s'", arg);
+		break;
 	default:
 		return cli_usage_error(cli, "unexpected option");
 	}
@@ -115,6 +133,9 @@ int cmd_folded(struct cli *cli, int argc, char **argv)
 		{"comm", required_argument, NULL, OPT_COMM},
 		{"tid", required_argument, NULL, OPT_TID},
 		{"weight", required_argument, NULL, OPT_WEIGHT},
+		{"pid", required_argument, NULL, OPT_PID},
+		{"from", required_argument, NULL, OPT_FROM},
+		{"to", required_argument, NULL, OPT_TO},
 		{},
 	};
 	struct folded_args a = {.kernel = true};
@@ -149,6 +170,15 @@ int cmd_folded(struct cli *cli, int argc, char **argv)
 		for (size_t i = 0; i < a.ntids; i++)
 			cJSON_AddItemToArray(tids, cJSON_CreateNumber((double)a.tids[i]));
 	}
+	if (a.npids) {
+		cJSON *pids = cJSON_AddArrayToObject(p, "pids");
+		for (size_t i = 0; i < a.npids; i++)
+			cJSON_AddItemToArray(pids, cJSON_CreateNumber((double)a.pids[i]));
+	}
+	if (a.from_ms)
+		cJSON_AddNumberToObject(p, "from_ns", (double)a.from_ms * 1e6);
+	if (a.to_ms)
+		cJSON_AddNumberToObject(p, "to_ns", (double)a.to_ms * 1e6);
 	r = cli_write_folded(cli, id, fd, p);
 	cJSON_Delete(p);
 	return close_out(fd, a.out, r);

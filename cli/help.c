@@ -62,7 +62,8 @@ static const struct command commands[] = {
 	 "discarded.\n"},
 	{"folded", cmd_folded, "write a capture's folded stacks",
 	 "gpuprofctl folded ID [--out FILE] [--kernel|--no-kernel] [--pid-frames]\n"
-	 "                  [--tid-frames] [--comm NAME] [--tid TID]...\n"
+	 "                  [--tid-frames] [--comm NAME] [--tid TID]... [--pid PID]...\n"
+	 "                  [--from DUR] [--to DUR]\n"
 	 "                  [--weight samples|launches|gpu-time]\n\n"
 	 "Write the capture's samples as folded stacks (one \"frame;frame;... count\"\n"
 	 "line per stack, the input of flamegraph.pl and speedscope) to FILE or,\n"
@@ -75,6 +76,9 @@ static const struct command commands[] = {
 	 "      --tid-frames   start each stack with a frame naming the thread\n"
 	 "      --comm NAME    keep only threads whose command name is NAME\n"
 	 "      --tid TID      keep only this thread (repeat for more)\n"
+	 "      --pid PID      keep only this process (repeat for more)\n"
+	 "      --from DUR     skip samples before DUR into the capture (e.g. 1500ms)\n"
+	 "      --to DUR       skip samples after DUR into the capture\n"
 	 "      --weight W     what a count is: samples (CPU samples, default),\n"
 	 "                     launches (GPU kernel launches: the launching stack\n"
 	 "                     topped by a KERNEL_[G] frame), gpu-time (ns of GPU\n"

@@ -14,6 +14,7 @@ struct folded_req {
 	uint32_t pids[CAPTURE_MAX_PIDS];
 	uint32_t tids[CAPTURE_MAX_PIDS];
 	char comm[64];
+	uint64_t from_ns, to_ns; /* offsets into the capture's window; 0 = none */
 };
 
 /* An array of at most max ids (1..2^22) into out; answers the error itself. */
@@ -51,6 +52,12 @@ static int fdout_cb(void *ctx, const void *buf, size_t len)
 static void folded_run(struct capjob *j, struct capture *c)
 {
 	struct folded_req *f = j->opts;
+	/* A sub-window given relative to the capture's start (the CLI's
+	 * --from/--to): only the loaded capture knows that start exactly. */
+	if (f->from_ns)
+		f->o.start_ns = c->t0_ns + f->from_ns;
+	if (f->to_ns)
+		f->o.end_ns = c->t0_ns + f->to_ns;
 	struct fdout *out = malloc(sizeof(*out));
 	if (!out) {
 		capjob_fail(j, -ENOMEM, 0, "out of memory");
@@ -79,7 +86,7 @@ void method_capture_folded(struct rpc_req *req, const cJSON *params)
 {
 	static const char *const allowed[] = {"id",   "fd",   "kernel",	  "pid",      "tid",
 					      "lines", "comm", "pids",	  "tids",     "start_ns",
-					      "end_ns", "weight", NULL};
+					      "end_ns", "weight", "from_ns", "to_ns", NULL};
 	if (!params_only(req, params, allowed))
 		return;
 	struct folded_req *f = calloc(1, sizeof(*f));
@@ -98,6 +105,8 @@ void method_capture_folded(struct rpc_req *req, const cJSON *params)
 	    !param_str(req, params, "comm", sizeof(f->comm) - 1, &comm) ||
 	    !param_u64(req, params, "start_ns", false, UINT64_MAX >> 11, &f->o.start_ns) ||
 	    !param_u64(req, params, "end_ns", false, UINT64_MAX >> 11, &f->o.end_ns) ||
+	    !param_u64(req, params, "from_ns", false, UINT64_MAX >> 11, &f->from_ns) ||
+	    !param_u64(req, params, "to_ns", false, UINT64_MAX >> 11, &f->to_ns) ||
 	    !param_ids(req, params, "pids", f->pids, CAPTURE_MAX_PIDS, &f->o.npids) ||
 	    !param_ids(req, params, "tids", f->tids, CAPTURE_MAX_PIDS, &f->o.ntids) ||
 	    !param_str(req, params, "weight", 16, &weight)) {

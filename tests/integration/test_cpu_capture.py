@@ -76,6 +76,17 @@ def folded_call_chain_and_counts():
         eq(sum(no_k.values()), total, "same total without kernel frames")
         with_pid = parse_folded(d.ctl("folded", str(info["id"]), "--pid-frames", check=0).stdout.decode())
         expect(all(k.startswith("demo_workload-%d;" % pid) for k in with_pid), "comm-PID root frames")
+        # filters: pid, comm, and a time sub-window into the capture
+        eq(sum(parse_folded(d.ctl("folded", str(info["id"]), "--pid", str(pid), check=0)
+                            .stdout.decode()).values()), total, "--pid of the captured process")
+        eq(d.ctl("folded", str(info["id"]), "--pid", "1", check=0).stdout, b"", "--pid of another")
+        eq(d.ctl("folded", str(info["id"]), "--comm", "nope", check=0).stdout, b"", "--comm filter")
+        first = sum(parse_folded(d.ctl("folded", str(info["id"]), "--to", "750ms", check=0)
+                                 .stdout.decode()).values())
+        second = sum(parse_folded(d.ctl("folded", str(info["id"]), "--from", "750ms", check=0)
+                                  .stdout.decode()).values())
+        expect(0 < first < total and 0 < second < total, "halves: %d + %d of %d" % (first, second, total))
+        expect(abs(first + second - total) <= 2, "the halves add up: %d + %d vs %d" % (first, second, total))
         # folded to a pipe (stdout of gpuprofctl piped into another process)
         p = subprocess.run("%s --socket %s folded %d | wc -l" % (os.path.join(BUILD, "cli", "gpuprofctl"),
                                                                 d.sock, info["id"]),
