@@ -118,6 +118,12 @@ def capture_flamegraph_heatmap_exports():
         t = json.load(open(tj))
         eq(len([e for e in t["traceEvents"] if e.get("cat") == "cpu"]), nsamp, "instants")
         expect(t["stackFrames"], "stackFrames")
+        # round trip: our own importer takes the export back as a capture
+        back = d.ctl_json("import", tj, "--name", "round-trip")
+        eq(back["state"], "ready", "exported trace imports")
+        eq(back["import"]["files"][0]["events_raw"], len(t["traceEvents"]),
+           "every exported event read back")
+        eq(sum(back["import"]["files"][0]["warnings"].values()), 0, "without warnings")
         pp = os.path.join(tmp, "cpu.pb.gz")
         res = d.ctl_json("export", cid, "--format", "pprof", "--out", pp)
         raw = gzip.decompress(open(pp, "rb").read())
