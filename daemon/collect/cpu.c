@@ -9,6 +9,7 @@
  * online CPUs for hotplug. Each record becomes one STORE_REC_CPU_SAMPLE.
  */
 #include "cpu.h"
+#include "rbloop.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,16 +43,10 @@
 #define CPU_PIDSET_PROBE 8
 #define CPU_ONLINE_PATH "/sys/devices/system/cpu/online"
 
-/* Returned by the ring buffer callback to stop libbpf's loop once the budget
- * is spent; the record it was called with has been consumed already. */
-#define DRAIN_STOP (-EAGAIN)
-
 struct cpu_priv {
 	struct collector *c;
 	struct cpu_sample *skel; /* loaded by open, NULL when unavailable */
-	struct ring_buffer *rb;	 /* between start and stop */
-	uv_poll_t *poll;	 /* heap: freed by its close callback */
-	uv_timer_t *timer;	 /* heap: freed by its close callback */
+	struct rbloop rbl;	 /* the ring buffer on the loop, between start and stop */
 
 	int ncpus;		 /* possible CPUs: sizes the arrays below */
 	struct bpf_link **links; /* per CPU; a link owns its perf event fd */
@@ -63,7 +58,6 @@ struct cpu_priv {
 	size_t ringbuf_bytes;
 	bool skip_self;
 
-	unsigned budget; /* records left in the current drain */
 	unsigned ticks;
 	uint64_t lost;		/* ring buffer full in BPF (per-CPU map, summed) */
 	uint64_t local_drops;	/* tables full, malformed records */
@@ -364,65 +358,17 @@ static int on_sample(void *ctx, void *data, size_t size)
 		note_pid(p, r->pid);
 out:
 	c->drops = p->lost + p->local_drops;
-	return --p->budget ? 0 : DRAIN_STOP;
+	return rbloop_took(&p->rbl);
 }
 
-static void drain(struct cpu_priv *p)
+/* Timer housekeeping, after each timer drain (rbloop). */
+static void on_tick(void *arg)
 {
-	int r;
+	struct cpu_priv *p = arg;
 
-	if (!p->rb)
-		return;
-	p->budget = CPU_DRAIN_BUDGET;
-	r = ring_buffer__consume(p->rb);
-	if (r < 0 && r != DRAIN_STOP)
-		log_debug("cpu: ring_buffer__consume: %s", strerror(-r));
-}
-
-static void on_poll(uv_poll_t *h, int status, int events)
-{
-	struct cpu_priv *p = h->data;
-
-	if (status < 0) {
-		/* Only happens if the epoll fd itself broke: nothing will
-		 * arrive any more, say so rather than look attached. */
-		uv_poll_stop(h);
-		collector_set_state(p->c, COLLECTOR_FAILED, "ring buffer poll: %s",
-				    uv_strerror(status));
-		return;
-	}
-	drain(p);
-}
-
-static void on_tick(uv_timer_t *t)
-{
-	struct cpu_priv *p = t->data;
-
-	drain(p);
 	if (++p->ticks % CPU_HOTPLUG_TICKS == 0) {
 		read_lost(p);
 		sync_cpus(p);
-	}
-}
-
-static void free_handle(uv_handle_t *h)
-{
-	free(h);
-}
-
-static void close_handles(struct cpu_priv *p)
-{
-	if (p->poll) {
-		/* uv_poll_stop() removes the fd from the loop's epoll set at
-		 * once, so ring_buffer__free() may close it afterwards. */
-		uv_poll_stop(p->poll);
-		uv_close((uv_handle_t *)p->poll, free_handle);
-		p->poll = NULL;
-	}
-	if (p->timer) {
-		uv_timer_stop(p->timer);
-		uv_close((uv_handle_t *)p->timer, free_handle);
-		p->timer = NULL;
 	}
 }
 
@@ -529,44 +475,15 @@ static void cpu_stop(struct collector *c);
 static int cpu_start(struct collector *c)
 {
 	struct cpu_priv *p = c->priv;
-	uv_loop_t *loop = c->gpd->loop;
 	int r;
 
 	if (!p || !p->skel)
 		return 0; /* unavailable: open said why */
-	if (p->rb)
+	if (rbloop_running(&p->rbl))
 		return 0;
-
-	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.samples), on_sample, p, NULL);
-	if (!p->rb) {
-		r = -errno;
-		collector_set_state(c, COLLECTOR_FAILED, "ring_buffer__new: %s", strerror(-r));
-		return 0;
-	}
-	p->poll = malloc(sizeof(*p->poll));
-	p->timer = malloc(sizeof(*p->timer));
-	if (!p->poll || !p->timer) {
-		free(p->poll);
-		free(p->timer);
-		p->poll = NULL;
-		p->timer = NULL;
-		r = -ENOMEM;
-		goto err;
-	}
-	r = uv_poll_init(loop, p->poll, ring_buffer__epoll_fd(p->rb));
-	if (r < 0) {
-		free(p->poll);
-		p->poll = NULL;
-		uv_timer_init(loop, p->timer); /* cannot fail on Linux */
-		goto err;
-	}
-	uv_timer_init(loop, p->timer);
-	p->poll->data = p;
-	p->timer->data = p;
-	r = uv_poll_start(p->poll, UV_READABLE, on_poll);
-	if (r < 0)
-		goto err;
-	uv_timer_start(p->timer, on_tick, CPU_TICK_MS, CPU_TICK_MS);
+	if (rbloop_start(&p->rbl, c, "cpu", bpf_map__fd(p->skel->maps.samples), on_sample, p,
+			 CPU_DRAIN_BUDGET, CPU_TICK_MS, on_tick, p) < 0)
+		return 0; /* the collector says why */
 
 	r = sync_cpus(p);
 	if (!p->nattached) {
@@ -581,13 +498,6 @@ static int cpu_start(struct collector *c)
 		log_warn("cpu: attached to %u CPUs; some failed: %s", p->nattached, strerror(-r));
 	collector_set_state(c, COLLECTOR_ATTACHED, NULL);
 	return 0;
-err:
-	close_handles(p);
-	ring_buffer__free(p->rb);
-	p->rb = NULL;
-	/* libuv's codes are negative errno values on Linux. */
-	collector_set_state(c, COLLECTOR_FAILED, "ring buffer on event loop: %s", strerror(-r));
-	return 0;
 }
 
 static void cpu_stop(struct collector *c)
@@ -598,16 +508,8 @@ static void cpu_stop(struct collector *c)
 		return;
 	for (int cpu = 0; p->links && cpu < p->ncpus; cpu++)
 		detach_cpu(p, cpu);
-	close_handles(p);
-	/* Deliver what was committed before the detach. */
-	while (p->rb) {
-		drain(p);
-		if (p->budget)
-			break;
-	}
+	rbloop_stop(&p->rbl); /* delivers what was committed before the detach */
 	read_lost(p);
-	ring_buffer__free(p->rb);
-	p->rb = NULL;
 	/* Back to "off" with no reason: the registry may start it again. */
 	if (c->state == COLLECTOR_ATTACHED)
 		collector_set_state(c, COLLECTOR_OFF, NULL);

@@ -14,6 +14,7 @@
  * the runtime's own frames.
  */
 #include "gpu_launch.h"
+#include "rbloop.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -42,7 +43,6 @@
 #define GL_PROC_BUCKETS 256
 #define GL_MAX_LIBS_PER_PROC 8
 #define GL_MAX_LINKS 24
-#define DRAIN_STOP (-EAGAIN)
 
 /* One runtime library file (dev, ino) with probes on it. */
 struct gl_lib {
@@ -74,9 +74,7 @@ struct gl_priv {
 	struct collector *c;
 	struct gpu_launch_bpf *skel;
 	struct bpf_link *watch_links[4];
-	struct ring_buffer *rb;
-	uv_poll_t *poll;
-	uv_timer_t *timer;
+	struct rbloop rbl; /* the ring buffer on the loop, between start and stop */
 	size_t ringbuf_bytes;
 	int ncpus;
 	uint64_t *percpu;
@@ -86,7 +84,6 @@ struct gl_priv {
 	struct gl_proc *procs[GL_PROC_BUCKETS];
 	unsigned nprocs;
 
-	unsigned budget;
 	uint64_t lost, unnamed, local_drops, attach_errors, proc_events;
 
 	void (*pid_hook)(void *arg, uint32_t pid);
@@ -326,7 +323,7 @@ static void detach_done(uv_work_t *w, int status)
  * pool, not on the loop; synchronously only when there is no loop. */
 static void lib_detach(struct gl_priv *p, struct gl_lib *l)
 {
-	struct detach_work *d = p->c->gpd && p->c->gpd->loop && p->rb ? malloc(sizeof(*d)) : NULL;
+	struct detach_work *d = p->c->gpd && p->c->gpd->loop && rbloop_running(&p->rbl) ? malloc(sizeof(*d)) : NULL;
 
 	if (d) {
 		d->n = l->nlinks;
@@ -698,40 +695,13 @@ static int on_event(void *ctx, void *data, size_t size)
 	else
 		p->local_drops++;
 	p->c->drops = p->lost + p->local_drops;
-	return --p->budget ? 0 : DRAIN_STOP;
+	return rbloop_took(&p->rbl);
 }
 
-static void drain(struct gl_priv *p)
+/* Timer housekeeping, after each timer drain (rbloop). */
+static void on_tick(void *arg)
 {
-	int r;
-
-	if (!p->rb)
-		return;
-	p->budget = GL_DRAIN_BUDGET;
-	r = ring_buffer__consume(p->rb);
-	if (r < 0 && r != DRAIN_STOP)
-		log_debug("gpu: ring_buffer__consume: %s", strerror(-r));
-}
-
-static void on_poll(uv_poll_t *h, int status, int events)
-{
-	struct gl_priv *p = h->data;
-
-	if (status < 0) {
-		uv_poll_stop(h);
-		collector_set_state(p->c, COLLECTOR_FAILED, "ring buffer poll: %s",
-				    uv_strerror(status));
-		return;
-	}
-	drain(p);
-}
-
-static void on_tick(uv_timer_t *t)
-{
-	struct gl_priv *p = t->data;
-
-	drain(p);
-	read_counters(p);
+	read_counters(arg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -859,35 +829,15 @@ static int gl_open(struct collector *c)
 	return 0;
 }
 
-static void free_handle(uv_handle_t *h)
-{
-	free(h);
-}
-
-static void close_handles(struct gl_priv *p)
-{
-	if (p->poll) {
-		uv_poll_stop(p->poll);
-		uv_close((uv_handle_t *)p->poll, free_handle);
-		p->poll = NULL;
-	}
-	if (p->timer) {
-		uv_timer_stop(p->timer);
-		uv_close((uv_handle_t *)p->timer, free_handle);
-		p->timer = NULL;
-	}
-}
-
 static void gl_stop(struct collector *c);
 
 static int gl_start(struct collector *c)
 {
 	struct gl_priv *p = c->priv;
 	struct bpf_program *watchers[4];
-	uv_loop_t *loop = c->gpd->loop;
 	int r;
 
-	if (!p || !p->skel || p->rb)
+	if (!p || !p->skel || rbloop_running(&p->rbl))
 		return 0;
 	r = uprobe_selftest(p);
 	if (r < 0) {
@@ -910,44 +860,15 @@ static int gl_start(struct collector *c)
 			return 0;
 		}
 	}
-	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.events), on_event, p, NULL);
-	if (!p->rb) {
-		r = -errno;
-		collector_set_state(c, COLLECTOR_FAILED, "ring_buffer__new: %s", strerror(-r));
-		gl_stop(c);
+	if (rbloop_start(&p->rbl, c, "gpu", bpf_map__fd(p->skel->maps.events), on_event, p,
+			 GL_DRAIN_BUDGET, GL_TICK_MS, on_tick, p) < 0) {
+		gl_stop(c); /* the collector says why */
 		return 0;
 	}
-	p->poll = malloc(sizeof(*p->poll));
-	p->timer = malloc(sizeof(*p->timer));
-	if (!p->poll || !p->timer) {
-		free(p->poll);
-		free(p->timer);
-		p->poll = NULL;
-		p->timer = NULL;
-		r = -ENOMEM;
-		goto err;
-	}
-	uv_timer_init(loop, p->timer);
-	p->timer->data = p;
-	r = uv_poll_init(loop, p->poll, ring_buffer__epoll_fd(p->rb));
-	if (r < 0) {
-		free(p->poll);
-		p->poll = NULL;
-		goto err;
-	}
-	p->poll->data = p;
-	r = uv_poll_start(p->poll, UV_READABLE, on_poll);
-	if (r < 0)
-		goto err;
-	uv_timer_start(p->timer, on_tick, GL_TICK_MS, GL_TICK_MS);
 	collector_set_state(c, COLLECTOR_ATTACHED, NULL);
 	/* After the watcher is on, so no process falls in between. */
 	initial_scan(p);
 	state_update(p);
-	return 0;
-err:
-	collector_set_state(c, COLLECTOR_FAILED, "ring buffer on event loop: %s", strerror(-r));
-	gl_stop(c);
 	return 0;
 }
 
@@ -961,15 +882,8 @@ static void gl_stop(struct collector *c)
 		bpf_link__destroy(p->watch_links[i]);
 		p->watch_links[i] = NULL;
 	}
-	close_handles(p);
-	while (p->rb) {
-		drain(p);
-		if (p->budget)
-			break;
-	}
+	rbloop_stop(&p->rbl); /* delivers what was committed before the detach */
 	read_counters(p);
-	ring_buffer__free(p->rb);
-	p->rb = NULL;
 	for (unsigned b = 0; b < GL_PROC_BUCKETS; b++)
 		while (p->procs[b])
 			proc_drop(p, p->procs[b]->pid);
