@@ -41,6 +41,12 @@ for h in $HARNESSES; do
 	work=$OUT/$h/corpus
 	art=$OUT/$h/
 	mkdir -p "$work" "$art"
+	# git does not keep empty directories: pass only the seed dirs a clean
+	# checkout has (libFuzzer exits on a missing one).
+	seeds=""
+	for dir in "$corpus" tests/fuzz/regressions/$h; do
+		[ -d "$dir" ] && seeds="$seeds $dir"
+	done
 	dict=""
 	[ -f tests/fuzz/dict/$h.dict ] && dict="-dict=tests/fuzz/dict/$h.dict"
 	case $h in
@@ -59,7 +65,7 @@ for h in $HARNESSES; do
 	     "$BUILD/tests/fuzz/fuzz_$h" $time_opt -max_len=$max_len -timeout=10 \
 		-rss_limit_mb=2048 -malloc_limit_mb=2048 -print_final_stats=1 \
 		$par $dict -artifact_prefix="$art" \
-		"$work" "$corpus" tests/fuzz/regressions/$h >"$OUT/$h/log" 2>&1; then
+		"$work" $seeds >"$OUT/$h/log" 2>&1; then
 		echo "fuzz_$h: FINDING (log: $OUT/$h/log)" >&2
 		tail -40 "$OUT/$h/log" >&2
 		ls "$art" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' >&2 || true
