@@ -17,6 +17,8 @@ OUT=${GPUPROF_FUZZ_OUT:-$BUILD/fuzz-out}
 JOBS=${FUZZ_JOBS:-1}
 ALL="rpc capture symtab timeline import"
 [ -f daemon/render/foldedin.c ] && ALL="$ALL foldedin"
+[ -f daemon/xe/section.c ] && ALL="$ALL xe_decode xe_section"
+[ -f daemon/timeline/nsys.c ] && ALL="$ALL nsys"
 HARNESSES=${*:-$ALL}
 
 command -v clang >/dev/null || { echo "fuzz.sh: clang is required" >&2; exit 1; }
@@ -51,6 +53,11 @@ for h in $HARNESSES; do
 	[ -f tests/fuzz/dict/$h.dict ] && dict="-dict=tests/fuzz/dict/$h.dict"
 	case $h in
 	rpc) max_len=65536 ;;
+	# SQLite pages: seeds are a few KB, 64 KiB leaves room for a dozen
+	# tables without making every exec a large deserialize.
+	nsys) max_len=65536 ;;
+	# 24-byte kernels + 64-byte records, sections of a few KB.
+	xe_decode | xe_section) max_len=65536 ;;
 	*) max_len=262144 ;;
 	esac
 	time_opt="-max_total_time=$SECONDS_EACH"

@@ -71,10 +71,12 @@ int xe_sec_decode(const void *buf, size_t len, struct xe_capdata *out, char *why
 			goto fail_kernel;
 	}
 	for (uint32_t i = 0; i < h->nrows; i++) {
-		if (out->rows[i].kid && !xe_sec_kernel(out, out->rows[i].kid)) {
+		uint32_t kid = out->rows[i].kid;
+
+		if (kid && !xe_sec_kernel(out, kid)) {
+			/* kid read first: finish frees the rows and clears out */
 			xe_sec_finish(out);
-			return bad(why, whylen, "row %u names unknown kernel %u", i,
-				   out->rows[i].kid);
+			return bad(why, whylen, "row %u names unknown kernel %u", i, kid);
 		}
 	}
 	return 0;
