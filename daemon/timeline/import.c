@@ -281,7 +281,10 @@ static int pump(struct importer *im, struct src *s)
 
 	r = src_raw(s, s->in, s->chunk, &in);
 	if (r == 1) { /* tiny chunks: make sure the magic is visible */
-		ssize_t r2 = src_raw(s, s->in + 1, 1, &in2); /* memory: in2 == in + 1 */
+		/* Memory and mapped sources read in place and have no buffer
+		 * (s->in is NULL: no pointer arithmetic on it); either way
+		 * in2 == in + 1. */
+		ssize_t r2 = src_raw(s, s->in ? s->in + 1 : NULL, 1, &in2);
 
 		r = r2 < 0 ? r2 : 1 + r2;
 	}
