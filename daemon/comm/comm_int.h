@@ -32,9 +32,9 @@ struct cev {
 	int32_t iter; /* iteration on its rank, -1 outside every iteration */
 };
 
-struct ival {
-	int64_t s, e;
-};
+/* struct ival, ival_total() and ival_overlap() come from the timeline
+ * analyses (one implementation of interval sums and intersections). */
+#include "analysis/internal.h"
 
 /* A process group (or NCCL communicator) seen in the capture. */
 struct cgroup {
@@ -120,8 +120,6 @@ double busbw_factor(uint8_t type, int32_t n);
 void sort_cev(struct cev *v, uint32_t n, struct cev *tmp); /* by start, stable */
 void sort_ival(struct ival *v, uint32_t n, struct ival *tmp);
 uint32_t ival_merge_sorted(struct ival *v, uint32_t n); /* in place, sorted input */
-int64_t ival_sum(const struct ival *v, uint32_t n);
-int64_t ival_inter(const struct ival *a, uint32_t na, const struct ival *b, uint32_t nb);
 /* Union of two merged lists into out (room for na + nb); returns count. */
 uint32_t ival_union2(const struct ival *a, uint32_t na, const struct ival *b, uint32_t nb,
 		     struct ival *out);

@@ -261,11 +261,11 @@ static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct 
 		s->ntu[t] = ival_merge_sorted(s->tu[t], s->ntu[t]);
 
 	/* exact partition: comm, then compute outside comm, then memory */
-	b.comm_union = (double)ival_sum(s->cu, s->ncu);
-	ov = (double)ival_inter(s->cu, s->ncu, s->co, s->nco);
-	b.u_comp = (double)ival_sum(s->co, s->nco) - ov;
+	b.comm_union = (double)ival_total(s->cu, s->ncu);
+	ov = (double)ival_overlap(s->cu, s->ncu, s->co, s->nco);
+	b.u_comp = (double)ival_total(s->co, s->nco) - ov;
 	nall = ival_union2(s->cu, s->ncu, s->co, s->nco, s->tmp);
-	b.u_mem = (double)(ival_sum(s->me, s->nme) - ival_inter(s->me, s->nme, s->tmp, nall));
+	b.u_mem = (double)(ival_total(s->me, s->nme) - ival_overlap(s->me, s->nme, s->tmp, nall));
 	u_all = b.comm_union + b.u_comp + b.u_mem;
 	b.u_idle = b.T - u_all;
 	tag_shares(s, ev, n, lo, hi, b.u_comm);
@@ -282,10 +282,10 @@ static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct 
 		ra->ov_sum += ov / b.comm_union, ra->ov_n++;
 	}
 	for (int t = 0; t < TAG_N; t++) {
-		double tu = (double)ival_sum(s->tu[t], s->ntu[t]);
+		double tu = (double)ival_total(s->tu[t], s->ntu[t]);
 
 		if (tu > 0) {
-			a->ov_tag_sum[t] += (double)ival_inter(s->tu[t], s->ntu[t], s->co, s->nco) / tu;
+			a->ov_tag_sum[t] += (double)ival_overlap(s->tu[t], s->ntu[t], s->co, s->nco) / tu;
 			a->ov_tag_n[t]++;
 		}
 	}
@@ -311,7 +311,7 @@ static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct 
 			if (ev[i].bytes >= 0)
 				s->tmp[k++] = (struct ival){ ev[i].s, ev[i].e };
 		k = ival_merge_sorted(s->tmp, k);
-		known_union = ival_sum(s->tmp, k);
+		known_union = ival_total(s->tmp, k);
 	}
 	if (ra->iters) {
 		cJSON *o = cj_obj(c, ra->iters, NULL);

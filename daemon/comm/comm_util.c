@@ -58,34 +58,6 @@ uint32_t ival_merge_sorted(struct ival *v, uint32_t n)
 	return k;
 }
 
-int64_t ival_sum(const struct ival *v, uint32_t n)
-{
-	int64_t t = 0;
-
-	for (uint32_t i = 0; i < n; i++)
-		t += v[i].e - v[i].s;
-	return t;
-}
-
-int64_t ival_inter(const struct ival *a, uint32_t na, const struct ival *b, uint32_t nb)
-{
-	uint32_t i = 0, j = 0;
-	int64_t t = 0;
-
-	while (i < na && j < nb) {
-		int64_t s = a[i].s > b[j].s ? a[i].s : b[j].s;
-		int64_t e = a[i].e < b[j].e ? a[i].e : b[j].e;
-
-		if (e > s)
-			t += e - s;
-		if (a[i].e < b[j].e)
-			i++;
-		else
-			j++;
-	}
-	return t;
-}
-
 uint32_t ival_union2(const struct ival *a, uint32_t na, const struct ival *b, uint32_t nb,
 		     struct ival *out)
 {
