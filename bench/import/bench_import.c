@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * bench_import: import throughput (MB/s of uncompressed JSON, one thread)
+ * bench_import: import throughput (MB/s of uncompressed JSON, wall clock and
+ * per CPU-second of all threads)
  * and peak RSS (getrusage ru_maxrss) on
  *   1. the largest reference trace (or --trace FILE), and
  *   2. a generated trace of --size bytes (default 1G), written to a
@@ -8,7 +9,9 @@
  *      fsync'ed, so the kernel's write-back does not run during the import.
  * --runs N imports each file N times (peak RSS is the process's, so it is
  * that of the largest run) and prints the best and the range.
- *   bench_import [--size 1G] [--trace FILE] [--tmpdir DIR] [--skip-gen] [--runs N]
+ * A gzip trace is inflated on a second thread (the importer's default)
+ * unless --serial.
+ *   bench_import [--size 1G] [--trace FILE] [--tmpdir DIR] [--skip-gen] [--runs N] [--serial]
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -48,6 +51,7 @@ static long maxrss_kb(void)
 }
 
 static int runs = 1;
+static bool serial; /* --serial: inflate on the parsing thread */
 
 static int bench_one(const char *label, const char *path, double *cpu_mbs);
 
@@ -82,7 +86,8 @@ static int bench_one(const char *label, const char *path, double *cpu_mbs)
 	timeline_new(&tl);
 	c0 = cpu_s();
 	t0 = now();
-	err = timeline_import_fd(fd, NULL, tl, &res);
+	err = timeline_import_fd(fd, &(struct import_opts){ .rank = -1, .no_inflate_thread = serial },
+				 tl, &res);
 	t1 = now();
 	c1 = cpu_s();
 	close(fd);
@@ -112,7 +117,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "size", required_argument, NULL, 's' }, { "trace", required_argument, NULL, 't' },
 		{ "tmpdir", required_argument, NULL, 'd' }, { "skip-gen", no_argument, NULL, 'n' },
-		{ "runs", required_argument, NULL, 'r' }, { 0 }
+		{ "runs", required_argument, NULL, 'r' }, { "serial", no_argument, NULL, 'S' }, { 0 }
 	};
 	const char *sh = getenv("GPUPROF_SHARED"), *trace = NULL, *tmpdir = "/tmp";
 	struct gen_opts o = { .size = 1ull << 30, .streams = 3, .world = 8 };
@@ -120,16 +125,17 @@ int main(int argc, char **argv)
 	bool gen = true;
 	int c, rc = 0;
 
-	while ((c = getopt_long(argc, argv, "s:t:d:nr:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:t:d:nr:S", lo, NULL)) != -1) {
 		switch (c) {
 		case 's': o.size = gen_parse_size(optarg); break;
 		case 't': trace = optarg; break;
 		case 'd': tmpdir = optarg; break;
 		case 'n': gen = false; break;
 		case 'r': runs = atoi(optarg) > 0 ? atoi(optarg) : 1; break;
+		case 'S': serial = true; break;
 		default:
 			fprintf(stderr, "usage: %s [--size 1G] [--trace FILE] [--tmpdir DIR] "
-					"[--skip-gen] [--runs N]\n", argv[0]);
+					"[--skip-gen] [--runs N] [--serial]\n", argv[0]);
 			return 2;
 		}
 	}

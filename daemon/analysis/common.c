@@ -169,20 +169,13 @@ int an_param_str(struct actx *c, const char *key, const char **out)
 
 /* ---- intervals ------------------------------------------------------ */
 
-static int ival_cmp(const void *a, const void *b)
-{
-	const struct ival *x = a, *y = b;
-
-	return (x->s > y->s) - (x->s < y->s);
-}
-
 size_t ival_merge(struct ival *v, size_t n)
 {
 	size_t k = 0;
 
 	if (!n)
 		return 0;
-	qsort(v, n, sizeof(*v), ival_cmp);
+	ival_sort(v, n);
 	/* A row opens a new group only when it starts after every earlier end:
 	 * touching intervals merge, and the result ignores tie order (4.12). */
 	for (size_t i = 1; i < n; i++) {
@@ -226,13 +219,6 @@ int64_t ival_overlap(const struct ival *a, size_t na, const struct ival *b, size
 
 /* ---- statistics ----------------------------------------------------- */
 
-static int dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 double quantile_sorted(const double *v, size_t n, double q)
 {
 	double pos, frac;
@@ -267,7 +253,7 @@ void dstats_compute(double *v, size_t n, struct dstats *s)
 		ss += (v[i] - s->mean) * (v[i] - s->mean);
 	if (n > 1)
 		s->std = sqrt(ss / (double)(n - 1));
-	qsort(v, n, sizeof(*v), dbl_cmp);
+	dstats_sort(v, n);
 	s->min = v[0];
 	s->max = v[n - 1];
 	s->q25 = quantile_sorted(v, n, 0.25);

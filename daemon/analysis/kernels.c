@@ -11,18 +11,6 @@
 
 #include "internal.h"
 
-struct bit_ev {
-	int64_t t;
-	int delta; /* +bit / -bit */
-};
-
-static int bit_ev_cmp(const void *a, const void *b)
-{
-	const struct bit_ev *x = a, *y = b;
-
-	return (x->t > y->t) - (x->t < y->t);
-}
-
 /*
  * Exclusive time per mask of types. HTA re-sorts after adding each type
  * and gives every row's segment to its running mask; applying all changes
@@ -34,7 +22,7 @@ static int type_masks(struct actx *c, const struct tl_rank *r, int ntypes, int64
 		      bool seen[8])
 {
 	struct ival *v = malloc((r->nby_stream + 1) * sizeof(*v));
-	struct bit_ev *ev = malloc((2 * (size_t)r->nby_stream + 1) * sizeof(*ev));
+	struct sweep_ev *ev = malloc((2 * (size_t)r->nby_stream + 1) * sizeof(*ev));
 	size_t nev = 0;
 	int mask = 0;
 
@@ -54,11 +42,12 @@ static int type_masks(struct actx *c, const struct tl_rank *r, int ntypes, int64
 		}
 		n = ival_merge(v, n);
 		for (size_t i = 0; i < n; i++) {
-			ev[nev++] = (struct bit_ev){ v[i].s, 1 << t };
-			ev[nev++] = (struct bit_ev){ v[i].e, -(1 << t) };
+			/* delta: +bit / -bit (ntypes <= 3) */
+			ev[nev++] = (struct sweep_ev){ v[i].s, (int8_t)(1 << t), 0 };
+			ev[nev++] = (struct sweep_ev){ v[i].e, (int8_t)-(1 << t), 0 };
 		}
 	}
-	qsort(ev, nev, sizeof(*ev), bit_ev_cmp);
+	sweep_sort(ev, nev);
 	for (size_t i = 0; i < nev;) {
 		int64_t t = ev[i].t;
 

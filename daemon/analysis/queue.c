@@ -43,21 +43,6 @@ static bool corr_has_launch(const struct tl_rank *r, int64_t corr)
 	return false;
 }
 
-struct order_key {
-	int64_t stream;
-	uint32_t pos; /* position after the ts argsort */
-	uint32_t row;
-};
-
-static int order_cmp(const void *a, const void *b)
-{
-	const struct order_key *x = a, *y = b;
-
-	if (x->stream != y->stream)
-		return x->stream < y->stream ? -1 : 1;
-	return (x->pos > y->pos) - (x->pos < y->pos);
-}
-
 static void emit_stream(struct actx *c, cJSON *streams, const struct qrow *q,
 			const struct order_key *k, size_t n, const int64_t *ql, int64_t maxq,
 			int64_t trace_dur, int64_t t0, bool series, int64_t *hta_stream)
@@ -143,8 +128,9 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 	np_argsort_i64(keys, idx, n);
 	for (size_t i = 0; i < n; i++)
 		k[i] = (struct order_key){ q[idx[i]].stream, (uint32_t)i, idx[i] };
-	/* groupby(stream) keeps the sorted order inside each stream */
-	qsort(k, n, sizeof(*k), order_cmp);
+	/* groupby(stream) keeps the sorted order inside each stream: k is in
+	 * pos order, so a stable sort by stream gives (stream, pos) */
+	order_sort(k, n);
 
 	o = cJSON_CreateObject();
 	jpush(c, out, o);

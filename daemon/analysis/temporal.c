@@ -15,19 +15,6 @@
 
 #include "internal.h"
 
-struct sweep_ev {
-	int64_t t;
-	int8_t delta;
-	uint8_t type;
-};
-
-static int sweep_cmp(const void *a, const void *b)
-{
-	const struct sweep_ev *x = a, *y = b;
-
-	return (x->t > y->t) - (x->t < y->t);
-}
-
 /* time[type] = time during which `type` is the highest-priority active type. */
 static int priority_split(const struct tl_rank *r, struct actx *c, int64_t time[KT_COUNT])
 {
@@ -47,7 +34,7 @@ static int priority_split(const struct tl_rank *r, struct actx *c, int64_t time[
 		ev[n++] = (struct sweep_ev){ s, 1, t };
 		ev[n++] = (struct sweep_ev){ s + d, -1, t };
 	}
-	qsort(ev, n, sizeof(*ev), sweep_cmp);
+	sweep_sort(ev, n);
 	for (size_t i = 0; i < n;) {
 		int64_t t = ev[i].t;
 

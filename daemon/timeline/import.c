@@ -1,231 +1,26 @@
 // SPDX-License-Identifier: MIT
 /*
- * Import driver: the fd's bytes (or a memory buffer), transparent gzip
- * (zlib inflate, detected by the 1f 8b magic, multi-member), fed to the
- * JSON tokenizer chunk by chunk. Memory: one input and one output chunk,
- * the tokenizer's scratch, and the events kept.
- *
- * A regular file is mapped (read-only, MAP_PRIVATE) a window at a time
- * instead of read(): the copy out of the page cache was ~10 % of the
- * import. The data is still fed in chunk_size pieces, so offsets, caps and
- * results are those of the read() path. The fd is a client's, and a file
- * truncated under a mapping raises SIGBUS on the next access; so mapping
- * is only used when this process leaves SIGBUS at its default, in which
- * case a handler is installed once: a fault inside the window this thread
- * is reading gets the rest of the window replaced by zero pages (the read
- * then sees zeros, nothing jumps out of half-done work) and the import
- * fails with -EIO "trace file shrank during import" (also when the file
- * ends up shorter than what was read from the mapping: the tail of its last
- * page reads as zeros without a fault); any other SIGBUS gets
- * the default action as before. Everything else (pipes, sockets, a SIGBUS
- * handler of the application's own, mmap failing) uses read(). After the
- * size seen at the start, reading continues with read(), so a file still
- * growing is read as before.
+ * Import driver: the source's bytes (src.c: memory, a mapped regular file
+ * or read()), transparent gzip (zlib inflate, detected by the 1f 8b magic,
+ * multi-member), fed to the JSON tokenizer chunk by chunk. Memory: one
+ * input and one output chunk, the tokenizer's scratch, and the events kept.
+ * A large gzip file or buffer is inflated on a second thread (gunzip.c),
+ * pipelined with the parse through a few bounded chunks.
  */
 #include <errno.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
+#include "gunzip.h"
 #include "kineto.h"
+#include "src.h"
 
 #define DEF_CHUNK (256u * 1024)
 #define DEF_MAX_BYTES (64ull << 30)
-#define MAP_WIN (16u << 20) /* bytes mapped at a time: bounds the RSS it adds */
-
-/* This thread's mapped window, for the SIGBUS handler (initial-exec TLS:
- * no allocation on access from a signal handler). */
-static __thread uint8_t *guard_lo __attribute__((tls_model("initial-exec")));
-static __thread uint8_t *guard_hi __attribute__((tls_model("initial-exec")));
-static __thread volatile sig_atomic_t guard_hit __attribute__((tls_model("initial-exec")));
-static struct sigaction bus_old;
-static bool bus_ok; /* our handler is installed */
-static long page_size;
-static pthread_once_t bus_once = PTHREAD_ONCE_INIT;
-
-static void on_sigbus(int sig, siginfo_t *si, void *uc)
-{
-	uint8_t *a = si->si_addr, *lo = guard_lo, *hi = guard_hi;
-
-	if (lo && a >= lo && a < hi) {
-		uint8_t *start = (uint8_t *)((uintptr_t)a & ~(uintptr_t)(page_size - 1));
-
-		if (mmap(start, (size_t)(hi - start), PROT_READ,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
-			guard_hit = 1;
-			return; /* the faulting read is retried and sees zeros */
-		}
-	}
-	/* not ours: back to the previous (default) action */
-	sigaction(SIGBUS, &bus_old, NULL);
-	if (si->si_code <= 0) /* sent, not a fault: deliver it again */
-		raise(sig);
-	(void)uc;
-}
-
-static void bus_install(void)
-{
-	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
-
-	page_size = sysconf(_SC_PAGESIZE);
-	if (page_size <= 0 || (page_size & (page_size - 1)))
-		return;
-	if (sigaction(SIGBUS, NULL, &bus_old) < 0 || (bus_old.sa_flags & SA_SIGINFO) ||
-	    bus_old.sa_handler != SIG_DFL)
-		return; /* the application handles SIGBUS itself: use read() */
-	sigemptyset(&sa.sa_mask);
-	bus_ok = sigaction(SIGBUS, &sa, NULL) == 0;
-}
-
-struct src {
-	int fd; /* -1: memory */
-	const uint8_t *mem;
-	size_t mem_len, mem_off;
-	/* mapped regular file: window [win, win + win_len) at file offset
-	 * win_off; pos = next byte in it; map_end = size seen at the start */
-	bool mapped;
-	uint8_t *win;
-	size_t win_len, pos;
-	uint64_t win_off, map_end;
-	uint64_t map_hi; /* file offset up to which mapped bytes were fed */
-	uint8_t *in, *out;
-	size_t chunk;
-	bool gz, gz_started, gz_done;
-	z_stream zs;
-	uint64_t bytes_in;
-	uint32_t io_timeout_ms;
-};
-
-static void src_unmap(struct src *s)
-{
-	if (s->win) {
-		guard_lo = guard_hi = NULL;
-		munmap(s->win, s->win_len);
-		s->win = NULL;
-	}
-}
-
-/* Regular file, SIGBUS handled, mmap works: map its first window. */
-static void src_map_start(struct src *s)
-{
-	struct sigaction cur_sa;
-	struct stat st;
-	off_t cur;
-
-	pthread_once(&bus_once, bus_install);
-	/* still ours? (the application may have installed its own since) */
-	if (!bus_ok || sigaction(SIGBUS, NULL, &cur_sa) < 0 || !(cur_sa.sa_flags & SA_SIGINFO) ||
-	    cur_sa.sa_sigaction != on_sigbus)
-		return;
-	if (fstat(s->fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return;
-	cur = lseek(s->fd, 0, SEEK_CUR);
-	if (cur < 0 || st.st_size <= cur + 4096) /* small files: read() is as good */
-		return;
-	s->map_end = (uint64_t)st.st_size;
-	s->win_off = (uint64_t)cur; /* first window starts here (page-aligned below) */
-	s->win_len = s->pos = 0;
-	s->mapped = true;
-}
-
-/* Next piece of a mapped file; 0 with s->mapped cleared at map_end or
- * when mmap fails (the file offset is then set there for read()). */
-static ssize_t src_map(struct src *s, size_t n, const uint8_t **at)
-{
-	size_t k;
-
-	if (s->pos == s->win_len) {
-		uint64_t off = s->win_off + s->win_len, base, len;
-		struct stat st;
-		void *m;
-
-		src_unmap(s);
-		/* a file that shrank since: map only what is left, so a plain
-		 * truncation reads like read() would (end of input) */
-		if (fstat(s->fd, &st) == 0 && (uint64_t)st.st_size < s->map_end)
-			s->map_end = (uint64_t)st.st_size;
-		if (off >= s->map_end) {
-			s->mapped = false;
-			if (lseek(s->fd, (off_t)off, SEEK_SET) < 0)
-				return -errno;
-			return 0;
-		}
-		base = off & ~(uint64_t)(page_size - 1);
-		len = s->map_end - base < MAP_WIN ? s->map_end - base : MAP_WIN;
-		m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, s->fd, (off_t)base);
-		if (m == MAP_FAILED) { /* e.g. an address-space limit: read() */
-			s->mapped = false;
-			if (lseek(s->fd, (off_t)off, SEEK_SET) < 0)
-				return -errno;
-			return 0;
-		}
-		madvise(m, len, MADV_SEQUENTIAL);
-		s->win = m;
-		s->win_len = len;
-		s->win_off = base;
-		s->pos = off - base;
-		guard_lo = s->win;
-		guard_hi = s->win + len;
-	}
-	k = s->win_len - s->pos < n ? s->win_len - s->pos : n;
-	*at = s->win + s->pos;
-	s->pos += k;
-	s->map_hi = s->win_off + s->pos;
-	s->bytes_in += k;
-	return (ssize_t)k;
-}
-
-/* Next piece of raw input, at most n bytes: *at points into the caller's
- * buffer for a memory source (no copy), else at buf after a read(). */
-static ssize_t src_raw(struct src *s, uint8_t *buf, size_t n, const uint8_t **at)
-{
-	if (s->fd < 0) {
-		size_t k = s->mem_len - s->mem_off;
-
-		if (k > n)
-			k = n;
-		*at = s->mem + s->mem_off;
-		s->mem_off += k;
-		s->bytes_in += k;
-		return (ssize_t)k;
-	}
-	if (s->mapped) {
-		ssize_t k = src_map(s, n, at);
-
-		if (k != 0 || s->mapped)
-			return k;
-		/* past the size seen at the start: read() whatever followed */
-	}
-	*at = buf;
-	for (;;) {
-		ssize_t r = read(s->fd, buf, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 && errno == EAGAIN) {
-			/* A client's pipe, switched to O_NONBLOCK by the daemon:
-			 * wait for data, but never longer than io_timeout_ms. */
-			struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
-			int pr = poll(&pfd, 1, s->io_timeout_ms > 0 ? (int)s->io_timeout_ms : -1);
-			if (pr < 0 && errno == EINTR)
-				continue;
-			if (pr == 0)
-				return -ETIMEDOUT;
-			if (pr < 0)
-				return -errno;
-			continue;
-		}
-		if (r > 0)
-			s->bytes_in += (uint64_t)r;
-		return r < 0 ? -errno : r;
-	}
-}
+#define PIPE_MIN_IN (64u * 1024) /* compressed bytes worth a thread */
 
 struct importer {
 	struct json_tok tok;
@@ -233,6 +28,8 @@ struct importer {
 	struct import_result *res;
 	const struct import_opts *o;
 	uint64_t max_bytes;
+	struct src *s;
+	bool guard_hit; /* the inflate thread's mapped window faulted */
 };
 
 static int set_err(struct importer *im, int err, uint64_t off, const char *msg)
@@ -272,12 +69,62 @@ static int feed(struct importer *im, const uint8_t *p, size_t n)
 	return 0;
 }
 
+static uint8_t *serial_out(void *arg)
+{
+	return ((struct importer *)arg)->s->out;
+}
+
+static int serial_put(void *arg, uint8_t *buf, size_t n)
+{
+	return n ? feed(arg, buf, n) : 0;
+}
+
+/* Worth a second thread: a large gzip input that cannot block forever
+ * (gunzip.c), fed in chunks big enough that handing them over is cheap,
+ * and a second CPU this process may run on. */
+static bool use_pipe(const struct importer *im, const struct src *s)
+{
+	cpu_set_t cpus;
+
+	if ((im->o && im->o->no_inflate_thread) || s->chunk < 4096)
+		return false;
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < 2)
+		return false;
+	if (s->fd < 0)
+		return s->mem_len >= PIPE_MIN_IN;
+	return s->regular && s->file_size >= PIPE_MIN_IN;
+}
+
+/* The gzip stream after its first r bytes at in, inflated serially or on
+ * a second thread; every piece goes to feed() in order. */
+static int pump_gz(struct importer *im, struct src *s, const uint8_t *in, ssize_t r)
+{
+	struct gz_io io = { .out = serial_out, .put = serial_put, .arg = im };
+	struct gz_pipe *g;
+	const uint8_t *p;
+	char msg[200];
+	ssize_t n;
+	int err;
+
+	if (!use_pipe(im, s) || gz_pipe_start(s, in, r, &g) < 0) {
+		err = gz_inflate_src(s, in, r, &io, msg, sizeof(msg));
+		return err < 0 && msg[0] ? set_err(im, err, im->tok.offset, msg) : err;
+	}
+	while ((n = gz_pipe_next(g, &p, msg, sizeof(msg))) > 0)
+		if ((err = feed(im, p, (size_t)n)) < 0)
+			break;
+	if (n <= 0)
+		err = n < 0 ? set_err(im, (int)n, im->tok.offset, msg) : 0;
+	im->guard_hit |= gz_pipe_stop(g);
+	return err;
+}
+
 /* Pump the whole source through the tokenizer. */
 static int pump(struct importer *im, struct src *s)
 {
 	const uint8_t *in, *in2;
 	ssize_t r;
-	int err, zr;
+	int err;
 
 	r = src_raw(s, s->in, s->chunk, &in);
 	if (r == 1) { /* tiny chunks: make sure the magic is visible */
@@ -296,52 +143,17 @@ static int pump(struct importer *im, struct src *s)
 			return set_err(im, -ENOMEM, 0, "zlib init failed");
 		s->gz_started = true;
 	}
-	while (r > 0) {
-		if (!s->gz) {
-			if ((err = feed(im, in, (size_t)r)) < 0)
-				return err;
-		} else {
-			s->zs.next_in = (Bytef *)(uintptr_t)in; /* zlib only reads it */
-			s->zs.avail_in = (uInt)r;
-			while (s->zs.avail_in) {
-				if (s->gz_done) { /* another gzip member follows */
-					if (inflateReset(&s->zs) != Z_OK)
-						return set_err(im, -EBADMSG, im->tok.offset,
-							       "gzip reset failed");
-					s->gz_done = false;
-				}
-				s->zs.next_out = s->out;
-				s->zs.avail_out = (uInt)s->chunk;
-				zr = inflate(&s->zs, Z_NO_FLUSH);
-				if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) {
-					char m[200];
-
-					snprintf(m, sizeof(m),
-						 "corrupt gzip data (%s) at compressed byte %llu",
-						 s->zs.msg ? s->zs.msg : "inflate error",
-						 (unsigned long long)(s->bytes_in - s->zs.avail_in));
-					return set_err(im, -EBADMSG, im->tok.offset, m);
-				}
-				size_t got = s->chunk - s->zs.avail_out;
-
-				if (got && (err = feed(im, s->out, got)) < 0)
-					return err;
-				if (zr == Z_STREAM_END)
-					s->gz_done = true;
-				else if (zr == Z_BUF_ERROR && !got)
-					break;
-			}
-		}
+	if (s->gz) {
+		err = pump_gz(im, s, in, r);
+		if (err < 0)
+			return err;
+	}
+	while (!s->gz && r > 0) {
+		if ((err = feed(im, in, (size_t)r)) < 0)
+			return err;
 		r = src_raw(s, s->in, s->chunk, &in);
 		if (r < 0)
 			return set_err(im, (int)r, im->tok.offset, "read error");
-	}
-	if (s->gz && !s->gz_done) {
-		char m[200];
-
-		snprintf(m, sizeof(m), "truncated gzip stream after %llu compressed bytes",
-			 (unsigned long long)s->bytes_in);
-		return set_err(im, -EBADMSG, im->tok.offset, m);
 	}
 	if ((err = json_tok_end(&im->tok)) < 0)
 		return set_err(im, err, im->tok.err_offset, im->tok.err);
@@ -375,7 +187,8 @@ static int import_src(struct src *s, const struct import_opts *o, struct timelin
 		  o && o->max_events && o->max_events < UINT32_MAX - 1 ? o->max_events :
 									 UINT32_MAX - 1);
 	json_tok_init(&im.tok, &kineto_sax, &im.k, o ? o->max_depth : 0, o ? o->max_string : 0);
-	guard_hit = 0;
+	im.s = s;
+	src_guard_take(); /* clear this thread's flag */
 	if (s->fd >= 0)
 		src_map_start(s);
 	err = pump(&im, s);
@@ -386,12 +199,11 @@ static int import_src(struct src *s, const struct import_opts *o, struct timelin
 		struct stat st;
 
 		if (fstat(s->fd, &st) == 0 && (uint64_t)st.st_size < s->map_hi)
-			guard_hit = 1;
+			im.guard_hit = true;
 	}
-	if (guard_hit) {
+	if (src_guard_take() || im.guard_hit) {
 		res->error_msg[0] = '\0';
 		err = set_err(&im, -EIO, im.tok.offset, "trace file shrank during import");
-		guard_hit = 0;
 	}
 	res->bytes_in = s->bytes_in;
 	res->bytes_json = im.tok.offset;

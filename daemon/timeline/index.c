@@ -205,6 +205,10 @@ int tl_rank_index(struct tl_rank *r)
 	r->nby_corr = n;
 	if (tl_sort_pos(r->by_corr, n, r->ev, true, kp) < 0)
 		goto nomem;
+	if (!(r->corr_keys = malloc((size_t)n * sizeof(*r->corr_keys) + 1)))
+		goto nomem;
+	for (uint32_t i = 0; i < n; i++)
+		r->corr_keys[i] = r->ev[r->by_corr[i]].correlation;
 	build_links(r);
 
 	{

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+/*
+ * LSD radix sorts for the large sorts whose result does not depend on the
+ * order of equal keys (interval unions, sweep events grouped by time,
+ * quantiles of doubles), or where stability gives the required order (the
+ * queue rows, already in argsort order, grouped by stream): 8 passes of 8 bits over an order-preserving
+ * unsigned key, skipping the passes where every element has the same byte
+ * (the high bytes of timestamps in one trace), one scratch array of the
+ * same size. qsort (glibc: a merge sort calling a comparator per step) was
+ * the largest single cost of several analyses on big traces. Small arrays,
+ * or no memory for the scratch, fall back to qsort: same order of keys.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define RADIX_MIN 256 /* below: qsort is as fast */
+
+/* Ascending unsigned order = ascending signed order. */
+static inline uint64_t key_i64(int64_t v)
+{
+	return (uint64_t)v ^ (1ull << 63);
+}
+
+/* Ascending unsigned order = ascending IEEE order (-0 before +0; callers
+ * have no NaN: dstats_sort checks). */
+static inline uint64_t key_f64(double d)
+{
+	uint64_t u;
+
+	memcpy(&u, &d, sizeof(u));
+	return u >> 63 ? ~u : u | (1ull << 63);
+}
+
+/*
+ * One sort per element type: T the element, KEY(elem) its unsigned key.
+ * Counts for all 8 bytes come from one pass; a byte whose histogram has a
+ * single bucket is skipped. Stable per pass, so the whole sort is stable.
+ */
+#define DEFINE_RADIX(fn, T, KEY)                                                                   \
+	static bool fn(T *v, size_t n)                                                             \
+	{                                                                                          \
+		size_t(*cnt)[256] = calloc(8, sizeof(*cnt));                                       \
+		T *tmp = malloc(n * sizeof(T)), *src = v, *dst = tmp;                              \
+                                                                                                   \
+		if (!cnt || !tmp) {                                                                \
+			free(cnt);                                                                 \
+			free(tmp);                                                                 \
+			return false;                                                              \
+		}                                                                                  \
+		for (size_t i = 0; i < n; i++) {                                                   \
+			uint64_t k = KEY(v[i]);                                                    \
+			for (int b = 0; b < 8; b++)                                                \
+				cnt[b][(k >> (8 * b)) & 0xff]++;                                   \
+		}                                                                                  \
+		for (int b = 0; b < 8; b++) {                                                      \
+			size_t sum = 0, *c = cnt[b];                                               \
+                                                                                                   \
+			if (c[(KEY(v[0]) >> (8 * b)) & 0xff] == n)                                 \
+				continue; /* every element has this byte */                        \
+			for (int d = 0; d < 256; d++) {                                            \
+				size_t t = c[d];                                                   \
+				c[d] = sum;                                                        \
+				sum += t;                                                          \
+			}                                                                          \
+			for (size_t i = 0; i < n; i++)                                             \
+				dst[c[(KEY(src[i]) >> (8 * b)) & 0xff]++] = src[i];                \
+			T *t = src;                                                                \
+			src = dst;                                                                 \
+			dst = t;                                                                   \
+		}                                                                                  \
+		if (src != v)                                                                      \
+			memcpy(v, src, n * sizeof(T));                                             \
+		free(tmp);                                                                         \
+		free(cnt);                                                                         \
+		return true;                                                                       \
+	}
+
+#define IVAL_KEY(x) key_i64((x).s)
+#define F64_KEY(x) key_f64(x)
+DEFINE_RADIX(radix_ival, struct ival, IVAL_KEY)
+DEFINE_RADIX(radix_f64, double, F64_KEY)
+
+static int ival_cmp(const void *a, const void *b)
+{
+	const struct ival *x = a, *y = b;
+
+	return (x->s > y->s) - (x->s < y->s);
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+void ival_sort(struct ival *v, size_t n)
+{
+	if (n < RADIX_MIN || !radix_ival(v, n))
+		qsort(v, n, sizeof(*v), ival_cmp);
+}
+
+void dstats_sort(double *v, size_t n)
+{
+	bool nan = false;
+
+	for (size_t i = 0; i < n; i++)
+		nan |= v[i] != v[i];
+	if (nan || n < RADIX_MIN || !radix_f64(v, n))
+		qsort(v, n, sizeof(*v), dbl_cmp);
+}
+
+/* Sweep events (temporal.c) sort on their int64 time; the rest rides along. */
+#define SWEEP_KEY(x) key_i64((x).t)
+DEFINE_RADIX(radix_sweep, struct sweep_ev, SWEEP_KEY)
+
+static int sweep_cmp(const void *a, const void *b)
+{
+	const struct sweep_ev *x = a, *y = b;
+
+	return (x->t > y->t) - (x->t < y->t);
+}
+
+void sweep_sort(struct sweep_ev *v, size_t n)
+{
+	if (n < RADIX_MIN || !radix_sweep(v, n))
+		qsort(v, n, sizeof(*v), sweep_cmp);
+}
+
+#define ORDER_KEY(x) key_i64((x).stream)
+DEFINE_RADIX(radix_order, struct order_key, ORDER_KEY)
+
+static int order_cmp(const void *a, const void *b)
+{
+	const struct order_key *x = a, *y = b;
+
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+void order_sort(struct order_key *k, size_t n)
+{
+	/* stable by stream on pos-ordered input = (stream, pos) order */
+	if (n < RADIX_MIN || !radix_order(k, n))
+		qsort(k, n, sizeof(*k), order_cmp);
+}

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gzip input: one inflate loop (gz_inflate_src) used two ways. Serially,
+ * each output chunk is parsed as soon as it is inflated. Pipelined
+ * (gz_pipe_*), a second thread inflates into NSLOT chunk buffers while the
+ * importer's thread parses them in order: on a gzip trace zlib's inflate +
+ * CRC were about a third of the import, and they now run beside the parse
+ * on the second core. Memory stays bounded: NSLOT chunks (768 KiB at the
+ * default 256 KiB), and the thread never runs more than NSLOT chunks ahead.
+ *
+ * Results are those of the serial path: pieces arrive in order and the
+ * thread's error (corrupt / truncated gzip, read error) is delivered only
+ * after every piece inflated before it, so a JSON error earlier in the
+ * stream still wins, at the same offset; the byte counts a failed import
+ * reports are those recorded with the last piece the parser took.
+ *
+ * Only sources that cannot block forever are read on the thread (memory,
+ * regular files): a parse error must be able to stop it, and a thread
+ * waiting on a client's pipe could not be stopped.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gunzip.h"
+
+int gz_inflate_src(struct src *s, const uint8_t *in, ssize_t r, const struct gz_io *io,
+		   char *msg, size_t msg_len)
+{
+	int err, zr;
+
+	msg[0] = '\0';
+	while (r > 0) {
+		s->zs.next_in = (Bytef *)(uintptr_t)in; /* zlib only reads it */
+		s->zs.avail_in = (uInt)r;
+		while (s->zs.avail_in) {
+			uint8_t *out;
+			size_t got;
+
+			if (s->gz_done) { /* another gzip member follows */
+				if (inflateReset(&s->zs) != Z_OK) {
+					snprintf(msg, msg_len, "gzip reset failed");
+					return -EBADMSG;
+				}
+				s->gz_done = false;
+			}
+			if (!(out = io->out(io->arg)))
+				return -ECANCELED;
+			s->zs.next_out = out;
+			s->zs.avail_out = (uInt)s->chunk;
+			zr = inflate(&s->zs, Z_NO_FLUSH);
+			got = s->chunk - s->zs.avail_out;
+			if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) {
+				snprintf(msg, msg_len, "corrupt gzip data (%s) at compressed byte %llu",
+					 s->zs.msg ? s->zs.msg : "inflate error",
+					 (unsigned long long)(s->bytes_in - s->zs.avail_in));
+				io->put(io->arg, out, 0); /* what it holds is not handed on */
+				return -EBADMSG;
+			}
+			if ((err = io->put(io->arg, out, got)) < 0)
+				return err;
+			if (zr == Z_STREAM_END)
+				s->gz_done = true;
+			else if (zr == Z_BUF_ERROR && !got)
+				break;
+		}
+		r = src_raw(s, s->in, s->chunk, &in);
+		if (r < 0) {
+			snprintf(msg, msg_len, "read error");
+			return (int)r;
+		}
+	}
+	if (!s->gz_done) {
+		snprintf(msg, msg_len, "truncated gzip stream after %llu compressed bytes",
+			 (unsigned long long)s->bytes_in);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+#define NSLOT 3
+
+struct gz_pipe {
+	struct src *s;
+	const uint8_t *in0;
+	ssize_t r0;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv_full, cv_free;
+	uint8_t *buf[NSLOT];
+	size_t len[NSLOT];
+	uint64_t bytes_in[NSLOT], map_hi[NSLOT]; /* source counters after the piece */
+	unsigned head, tail, nfull; /* nfull counts the piece the parser holds */
+	bool holding; /* the parser holds buf[head] */
+	bool took_any;
+	uint64_t took_bytes_in, took_map_hi;
+	bool cancel, done, guard_hit;
+	int err;
+	char msg[200];
+};
+
+static uint8_t *pipe_out(void *arg)
+{
+	struct gz_pipe *g = arg;
+	uint8_t *b;
+
+	pthread_mutex_lock(&g->mu);
+	while (g->nfull == NSLOT && !g->cancel)
+		pthread_cond_wait(&g->cv_free, &g->mu);
+	b = g->cancel ? NULL : g->buf[g->tail];
+	pthread_mutex_unlock(&g->mu);
+	return b;
+}
+
+static int pipe_put(void *arg, uint8_t *buf, size_t n)
+{
+	struct gz_pipe *g = arg;
+	int err = 0;
+
+	(void)buf; /* always buf[tail]: pipe_out handed it out */
+	if (!n)
+		return 0;
+	pthread_mutex_lock(&g->mu);
+	if (g->cancel) {
+		err = -ECANCELED;
+	} else {
+		g->len[g->tail] = n;
+		g->bytes_in[g->tail] = g->s->bytes_in;
+		g->map_hi[g->tail] = g->s->map_hi;
+		g->tail = (g->tail + 1) % NSLOT;
+		g->nfull++;
+		pthread_cond_signal(&g->cv_full);
+	}
+	pthread_mutex_unlock(&g->mu);
+	return err;
+}
+
+static void *pipe_main(void *arg)
+{
+	struct gz_pipe *g = arg;
+	struct gz_io io = { .out = pipe_out, .put = pipe_put, .arg = g };
+	char msg[sizeof(g->msg)];
+	int err;
+
+	src_guard_own(g->s, true); /* the window the importer's thread mapped */
+	err = gz_inflate_src(g->s, g->in0, g->r0, &io, msg, sizeof(msg));
+	src_unmap(g->s); /* the window and its guard are this thread's */
+	pthread_mutex_lock(&g->mu);
+	g->guard_hit = src_guard_take();
+	g->err = err;
+	memcpy(g->msg, msg, sizeof(msg));
+	g->done = true;
+	pthread_cond_signal(&g->cv_full);
+	pthread_mutex_unlock(&g->mu);
+	return NULL;
+}
+
+static void pipe_free(struct gz_pipe *g)
+{
+	for (int i = 0; i < NSLOT; i++)
+		free(g->buf[i]);
+	pthread_mutex_destroy(&g->mu);
+	pthread_cond_destroy(&g->cv_full);
+	pthread_cond_destroy(&g->cv_free);
+	free(g);
+}
+
+int gz_pipe_start(struct src *s, const uint8_t *in, ssize_t r, struct gz_pipe **ret)
+{
+	struct gz_pipe *g = calloc(1, sizeof(*g));
+	sigset_t all, old;
+	int err;
+
+	if (!g)
+		return -ENOMEM;
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->cv_full, NULL);
+	pthread_cond_init(&g->cv_free, NULL);
+	for (int i = 0; i < NSLOT; i++)
+		if (!(g->buf[i] = malloc(s->chunk))) {
+			pipe_free(g);
+			return -ENOMEM;
+		}
+	g->s = s;
+	g->in0 = in;
+	g->r0 = r;
+	/* The thread takes no asynchronous signals (they stay the
+	 * application's threads'); faults (SIGBUS on a shrunk mapping) are
+	 * synchronous and must stay deliverable to it. */
+	src_guard_own(s, false); /* this thread reads no more of s */
+	sigfillset(&all);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGILL);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	err = pthread_create(&g->th, NULL, pipe_main, g);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		src_guard_own(s, true); /* serial after all */
+		pipe_free(g);
+		return -err;
+	}
+	*ret = g;
+	return 0;
+}
+
+ssize_t gz_pipe_next(struct gz_pipe *g, const uint8_t **p, char *msg, size_t msg_len)
+{
+	ssize_t n;
+
+	pthread_mutex_lock(&g->mu);
+	if (g->holding) { /* the previous piece is parsed: its buffer is free */
+		g->head = (g->head + 1) % NSLOT;
+		g->nfull--;
+		g->holding = false;
+		pthread_cond_signal(&g->cv_free);
+	}
+	while (!g->nfull && !g->done)
+		pthread_cond_wait(&g->cv_full, &g->mu);
+	if (g->nfull) {
+		*p = g->buf[g->head];
+		n = (ssize_t)g->len[g->head];
+		g->took_bytes_in = g->bytes_in[g->head];
+		g->took_map_hi = g->map_hi[g->head];
+		g->took_any = g->holding = true;
+	} else {
+		n = g->err;
+		snprintf(msg, msg_len, "%s", g->msg);
+	}
+	pthread_mutex_unlock(&g->mu);
+	return n;
+}
+
+bool gz_pipe_stop(struct gz_pipe *g)
+{
+	bool early, hit;
+
+	pthread_mutex_lock(&g->mu);
+	early = !g->done || g->nfull;
+	g->cancel = true;
+	pthread_cond_signal(&g->cv_free);
+	pthread_mutex_unlock(&g->mu);
+	pthread_join(g->th, NULL);
+	if (early && g->took_any) { /* as far as a serial import would have read */
+		g->s->bytes_in = g->took_bytes_in;
+		g->s->map_hi = g->took_map_hi;
+	}
+	hit = g->guard_hit;
+	pipe_free(g);
+	return hit;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gzip input of the importer (gunzip.c): the inflate loop shared by the
+ * serial path and the pipelined one, where a second thread inflates into
+ * a few bounded chunks while the caller's thread parses.
+ */
+#ifndef GPUPROF_TIMELINE_GUNZIP_H
+#define GPUPROF_TIMELINE_GUNZIP_H
+
+#include "src.h"
+
+/* Where inflated bytes go: out() gives the next output buffer (s->chunk
+ * bytes; NULL: stop with -ECANCELED), put() takes it back with n bytes in
+ * it (n may be 0) and returns 0, or < 0 to stop with that error. */
+struct gz_io {
+	uint8_t *(*out)(void *arg);
+	int (*put)(void *arg, uint8_t *buf, size_t n);
+	void *arg;
+};
+
+/*
+ * Inflate s (already gzip-initialised; its first r bytes are at in) to the
+ * end of its input, multi-member. Returns 0; or < 0 with msg set for a
+ * gzip or read error ("corrupt gzip data (...) at compressed byte N",
+ * "truncated gzip stream after N compressed bytes", "read error"); or the
+ * error put() returned, msg left empty.
+ */
+int gz_inflate_src(struct src *s, const uint8_t *in, ssize_t r, const struct gz_io *io,
+		   char *msg, size_t msg_len);
+
+struct gz_pipe;
+
+/* Inflate s on a new thread (s belongs to it until gz_pipe_stop). Fails
+ * with -errno (e.g. no thread could be made): then nothing was read. */
+int gz_pipe_start(struct src *s, const uint8_t *in, ssize_t r, struct gz_pipe **ret);
+/* The next inflated piece, in order: > 0 bytes at *p (valid until the next
+ * call); 0 at the end of the stream; < 0 the error gz_inflate_src gave,
+ * msg set. */
+ssize_t gz_pipe_next(struct gz_pipe *g, const uint8_t **p, char *msg, size_t msg_len);
+/* Stop (early: the thread is told to quit after its current chunk), join
+ * and free. s->bytes_in / s->map_hi are left as a serial import would have
+ * them at the last piece taken. Returns whether a mapped window the thread
+ * read faulted (see src_guard_take). */
+bool gz_pipe_stop(struct gz_pipe *g);
+
+#endif /* GPUPROF_TIMELINE_GUNZIP_H */

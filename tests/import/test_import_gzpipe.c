@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The pipelined gunzip (daemon/timeline/gunzip.c: inflate on a second
+ * thread) gives exactly what the serial path gives: the same timeline on
+ * success, and on failure the same error, offset, message and byte counts
+ * — for truncated and corrupted gzip, multi-member streams, a JSON error
+ * mid-stream and the size cap, from memory and from a regular file, at
+ * several chunk sizes. A progress callback counts this process's threads
+ * to check that the second thread really ran (and did not for serial).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "test.h"
+#include "timeline/timeline.h"
+
+static int max_threads;
+
+static int count_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* A joined thread can linger in /proc/self/task for a moment: wait for the
+ * previous import's inflate thread to be gone (at most 2 s). */
+static void settle(void)
+{
+	for (int i = 0; i < 2000 && count_threads() > 1; i++)
+		usleep(1000);
+}
+
+/* The importer inflates on a second thread only with 2 CPUs to run on. */
+static bool two_cpus(void)
+{
+	cpu_set_t cpus;
+
+	return sched_getaffinity(0, sizeof(cpus), &cpus) != 0 || CPU_COUNT(&cpus) >= 2;
+}
+
+static void on_progress(void *arg, uint64_t bytes)
+{
+	int n = count_threads();
+
+	(void)arg;
+	(void)bytes;
+	max_threads = n > max_threads ? n : max_threads;
+}
+
+/* A Kineto-like document of about `events` events whose numbers vary
+ * enough that its gzip is well over the 64 KiB the pipe needs. */
+static char *make_doc(int events, size_t *len)
+{
+	size_t cap = (size_t)events * 220 + 256, n = 0;
+	char *s = malloc(cap);
+	unsigned seed = 7;
+
+	n += (size_t)snprintf(s + n, cap - n, "{\"traceEvents\": [\n");
+	for (int i = 0; i < events; i++) {
+		seed = seed * 1103515245u + 12345u;
+		n += (size_t)snprintf(s + n, cap - n,
+				      "%s{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"op%u\",\"pid\":%d,"
+				      "\"tid\":%d,\"ts\":%d.%03u,\"dur\":%u,\"args\":{"
+				      "\"correlation\":%d,\"stream\":7}}\n",
+				      i ? "," : "", i % 2 ? "kernel" : "cuda_runtime",
+				      (seed >> 8) % 97, i % 2 ? 0 : 1, i % 2 ? 7 : 11, 1000 + i * 3,
+				      (seed >> 12) % 1000, (seed >> 16) % 50 + 1, i / 2 + 1);
+	}
+	n += (size_t)snprintf(s + n, cap - n, "]}\n");
+	*len = n;
+	return s;
+}
+
+/* gzip of doc in `members` members, appended to *gz. */
+static size_t gzip_members(const char *doc, size_t len, int members, unsigned char **gz)
+{
+	size_t cap = len + 4096 * (size_t)members, out = 0, part = len / (size_t)members;
+
+	*gz = malloc(cap);
+	for (int m = 0; m < members; m++) {
+		size_t off = part * (size_t)m, n = m == members - 1 ? len - off : part;
+		z_stream zs = { 0 };
+
+		deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+		zs.next_in = (unsigned char *)(uintptr_t)(doc + off);
+		zs.avail_in = (uInt)n;
+		zs.next_out = *gz + out;
+		zs.avail_out = (uInt)(cap - out);
+		CHECK_EQ_INT(deflate(&zs, Z_FINISH), Z_STREAM_END);
+		out = cap - zs.avail_out;
+		deflateEnd(&zs);
+	}
+	return out;
+}
+
+struct run {
+	int err;
+	struct import_result res;
+	struct timeline *tl;
+	int threads;
+};
+
+/* Import from memory, or through a temporary regular file when path. */
+static void run_one(const unsigned char *gz, size_t n, uint32_t chunk, uint64_t max_bytes,
+		    bool serial, const char *path, struct run *r)
+{
+	struct import_opts o = { .rank = -1, .chunk_size = chunk, .max_bytes = max_bytes,
+				 .no_inflate_thread = serial, .progress = on_progress };
+
+	timeline_new(&r->tl);
+	settle();
+	max_threads = 0;
+	if (path) {
+		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+		CHECK(fd >= 0);
+		CHECK_EQ_U64((uint64_t)write(fd, gz, n), n);
+		lseek(fd, 0, SEEK_SET);
+		r->err = timeline_import_fd(fd, &o, r->tl, &r->res);
+		close(fd);
+	} else {
+		r->err = timeline_import_buf(gz, n, &o, r->tl, &r->res);
+	}
+	r->threads = max_threads;
+}
+
+static void same(const unsigned char *gz, size_t n, uint32_t chunk, uint64_t max_bytes,
+		 const char *path, bool expect_pipe)
+{
+	struct run a, b;
+
+	run_one(gz, n, chunk, max_bytes, false, path, &a);
+	run_one(gz, n, chunk, max_bytes, true, path, &b);
+	CHECK_EQ_INT(a.err, b.err);
+	CHECK_EQ_U64(a.res.error_offset, b.res.error_offset);
+	CHECK_STREQ(a.res.error_msg, b.res.error_msg);
+	CHECK_EQ_U64(a.res.bytes_in, b.res.bytes_in);
+	CHECK_EQ_U64(a.res.bytes_json, b.res.bytes_json);
+	CHECK_EQ_U64(a.res.events_kept, b.res.events_kept);
+	CHECK_EQ_U64(a.res.warnings_total, b.res.warnings_total);
+	CHECK_EQ_INT(a.res.gzip, b.res.gzip);
+	CHECK(timeline_equal(a.tl, b.tl));
+	CHECK_EQ_INT(b.threads, 1); /* serial: this thread only */
+	/* Past 5 chunks of output (the pipe holds 3) the inflate thread
+	 * was still waiting for a free chunk at the first progress call. */
+	if (expect_pipe && two_cpus() && a.res.bytes_json > 5ull * (chunk ? chunk : 256 * 1024))
+		CHECK(a.threads >= 2);
+	timeline_free(a.tl);
+	timeline_free(b.tl);
+}
+
+static void cases(const unsigned char *gz, size_t n, size_t doc_len, const char *path)
+{
+	static const uint32_t chunks[] = { 4096, 65536, 0 };
+
+	for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
+		same(gz, n, chunks[c], 0, path, true); /* whole */
+		for (int k = 1; k <= 3; k++) /* truncated */
+			same(gz, n - n * (size_t)k / 4 + 64 * 1024 * (k == 3), chunks[c], 0, path,
+			     true);
+		same(gz, n - 1, chunks[c], 0, path, true);
+		for (int k = 1; k <= 3; k++) { /* corrupted: deflate data or CRC */
+			unsigned char *bad = malloc(n);
+			size_t at = k == 3 ? n - 6 : n * (size_t)k / 3;
+
+			memcpy(bad, gz, n);
+			bad[at] ^= 0x55;
+			same(bad, n, chunks[c], 0, path, true);
+			free(bad);
+		}
+		same(gz, n, chunks[c], doc_len / 2, path, true); /* import cap */
+	}
+}
+
+static char *doc, path[] = "/tmp/gpuprof-gzpipe-XXXXXX";
+static size_t doc_len;
+
+static void test_one_member(void)
+{
+	unsigned char *gz;
+	size_t n = gzip_members(doc, doc_len, 1, &gz);
+
+	CHECK(n > 128 * 1024); /* well past the pipe's minimum */
+	cases(gz, n, doc_len, NULL);
+	cases(gz, n, doc_len, path);
+	free(gz);
+}
+
+static void test_three_members(void)
+{
+	unsigned char *gz;
+	size_t n = gzip_members(doc, doc_len, 3, &gz);
+
+	cases(gz, n, doc_len, NULL);
+	free(gz);
+}
+
+static void test_json_error(void)
+{
+	unsigned char *gz;
+	size_t n;
+
+	doc[doc_len / 2] = '#';
+	n = gzip_members(doc, doc_len, 1, &gz);
+	doc[doc_len / 2] = ' ';
+	cases(gz, n, doc_len, NULL);
+	cases(gz, n, doc_len, path);
+	free(gz);
+}
+
+static void test_small_is_serial(void)
+{
+	unsigned char *gz;
+	size_t n = gzip_members(doc, 20000, 1, &gz); /* under 64 KiB compressed */
+	struct run r;
+
+	same(gz, n, 0, 0, NULL, false);
+	run_one(gz, n, 0, 0, false, NULL, &r);
+	CHECK_EQ_INT(r.threads, 1);
+	timeline_free(r.tl);
+	free(gz);
+}
+
+static int shrink_fd = -1;
+
+static void shrink_once(void *arg, uint64_t bytes)
+{
+	(void)arg;
+	(void)bytes;
+	if (shrink_fd >= 0 && ftruncate(shrink_fd, 100) == 0)
+		shrink_fd = -1;
+}
+
+/* The file is cut to 100 bytes after the first parsed piece, while the
+ * inflate thread reads it (mapped, SIGBUS-guarded, in a build without a
+ * sanitizer's own SIGBUS handler; read() otherwise): the import fails
+ * cleanly, the same way with and without the thread. */
+static void test_file_shrinks(void)
+{
+	unsigned char *gz;
+	size_t n = gzip_members(doc, doc_len, 1, &gz);
+	int errs[2];
+
+	for (int serial = 0; serial < 2; serial++) {
+		/* 4 KiB chunks: read() must not have the whole file already */
+		struct import_opts o = { .rank = -1, .chunk_size = 4096,
+					 .no_inflate_thread = serial, .progress = shrink_once };
+		struct import_result res;
+		struct timeline *tl;
+		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+		CHECK(fd >= 0);
+		CHECK_EQ_U64((uint64_t)write(fd, gz, n), n);
+		lseek(fd, 0, SEEK_SET);
+		shrink_fd = fd;
+		timeline_new(&tl);
+		errs[serial] = timeline_import_fd(fd, &o, tl, &res);
+		CHECK(errs[serial] == -EIO || errs[serial] == -EBADMSG);
+		CHECK(res.error_msg[0] != '\0');
+		CHECK_EQ_INT(timeline_nranks(tl), 0); /* left unchanged */
+		timeline_free(tl);
+		close(fd);
+	}
+	CHECK_EQ_INT(errs[0], errs[1]);
+	free(gz);
+}
+
+int main(void)
+{
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		return 1;
+	close(fd);
+	doc = make_doc(20000, &doc_len);
+	RUN(test_one_member);
+	RUN(test_three_members);
+	RUN(test_json_error);
+	RUN(test_small_is_serial);
+	RUN(test_file_shrinks);
+	unlink(path);
+	free(doc);
+	return test_summary();
+}
