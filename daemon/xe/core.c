@@ -76,6 +76,7 @@ void xe_free(struct xe *x)
 	free(x->idx);
 	free(x->d);
 	free(x->rows);
+	free(x->hot);
 	free(x);
 }
 
@@ -334,11 +335,18 @@ void xe_retry_deferred(struct xe *x, uint64_t now_ns, bool give_up)
 	pthread_mutex_unlock(&x->lock);
 }
 
+/* Records go through in chunks: decode a chunk (one loop per layout),
+ * attribute it while prefetching each sample's hot-cache line, then add
+ * the counters, by which time the lines have arrived. */
+#define XE_CHUNK 64
+
 size_t xe_ingest(struct xe *x, const struct xe_decoder *d, const uint8_t *buf, size_t len,
 		 size_t rec_size, uint64_t now_ns)
 {
 	size_t n = rec_size ? len / rec_size : 0;
-	struct xe_sample s;
+	struct xe_sample s[XE_CHUNK];
+	uint32_t kid[XE_CHUNK], off[XE_CHUNK], home[XE_CHUNK];
+	uint8_t which[XE_CHUNK];
 	uint32_t iv;
 
 	if (!n)
@@ -347,23 +355,34 @@ size_t xe_ingest(struct xe *x, const struct xe_decoder *d, const uint8_t *buf, s
 	iv = xe_iv(x, now_ns);
 	if (iv > x->max_iv)
 		x->max_iv = iv;
-	for (size_t i = 0; i < n; i++, buf += rec_size) {
-		struct xe_kent *e;
-		uint64_t addr;
+	xe_hot_begin(x, iv);
+	for (size_t i = 0; i < n; i += XE_CHUNK) {
+		unsigned m = n - i < XE_CHUNK ? (unsigned)(n - i) : XE_CHUNK, na = 0;
 
-		d->decode(buf, &s);
-		if (!xe_sample_total(&s)) {
-			x->st.empty++;
-			continue;
-		}
-		e = xe_kfind(x, s.ip, &addr);
-		if (e) {
+		d->decode_n(buf + i * rec_size, m, rec_size, s);
+		for (unsigned j = 0; j < m; j++) {
+			struct xe_kent *e;
+			uint64_t addr;
+
+			if (!xe_sample_total(&s[j])) {
+				x->st.empty++;
+				continue;
+			}
+			e = xe_kfind(x, s[j].ip, &addr);
+			if (!e) {
+				defer(x, &s[j], iv);
+				continue;
+			}
 			e->last_iv = iv;
-			xe_rows_add(x, iv, e->id, (uint32_t)(addr - e->start), s.cnt);
-			x->st.attributed++;
-		} else {
-			defer(x, &s, iv);
+			kid[na] = e->id;
+			off[na] = (uint32_t)(addr - e->start);
+			home[na] = xe_hot_hash(kid[na], off[na]);
+			__builtin_prefetch(&x->hot[home[na]], 1);
+			which[na++] = (uint8_t)j;
 		}
+		for (unsigned j = 0; j < na; j++)
+			xe_hot_add(x, home[j], kid[j], off[j], s[which[j]].cnt);
+		x->st.attributed += na;
 	}
 	x->st.records += n;
 	/* Age the waiters from the head (oldest first): every kernel add has
@@ -384,6 +403,7 @@ size_t xe_ingest(struct xe *x, const struct xe_decoder *d, const uint8_t *buf, s
 void xe_get_stats(struct xe *x, struct xe_stats *st)
 {
 	pthread_mutex_lock(&x->lock);
+	xe_rows_flush(x);
 	x->st.rows = x->nrows;
 	x->st.deferred_now = x->dn;
 	*st = x->st;

@@ -40,7 +40,7 @@ static inline void decode_mid(uint64_t w0, uint64_t w1, struct xe_sample *s)
 }
 
 /* PVC: active at 29-36, no tdr, no ex_id/end_flag. */
-static void decode_pvc(const uint8_t *rec, struct xe_sample *s)
+static inline void decode_pvc(const uint8_t *rec, struct xe_sample *s)
 {
 	uint64_t w0 = le64(rec), w1 = le64(rec + 8);
 
@@ -53,7 +53,7 @@ static void decode_pvc(const uint8_t *rec, struct xe_sample *s)
 }
 
 /* Xe2 (20..34): tdr takes PVC's active bits, active moves to 101-108. */
-static void decode_xe2(const uint8_t *rec, struct xe_sample *s)
+static inline void decode_xe2(const uint8_t *rec, struct xe_sample *s)
 {
 	uint64_t w0 = le64(rec), w1 = le64(rec + 8);
 
@@ -66,7 +66,7 @@ static void decode_xe2(const uint8_t *rec, struct xe_sample *s)
 }
 
 /* Xe3p (>= 35): a 61-bit IP shifts every counter up by 32 bits. */
-static void decode_xe3p(const uint8_t *rec, struct xe_sample *s)
+static inline void decode_xe3p(const uint8_t *rec, struct xe_sample *s)
 {
 	uint64_t w0 = le64(rec), w1 = le64(rec + 8), w2 = le64(rec + 16);
 
@@ -85,13 +85,23 @@ static void decode_xe3p(const uint8_t *rec, struct xe_sample *s)
 	s->end_flag = (uint8_t)((w2 >> 16) & 1);
 }
 
+#define DECODE_N(name)                                                                     \
+	static void name##_n(const uint8_t *buf, size_t n, size_t stride, struct xe_sample *out) \
+	{                                                                                  \
+		for (size_t i = 0; i < n; i++, buf += stride)                              \
+			name(buf, &out[i]);                                                \
+	}
+DECODE_N(decode_pvc)
+DECODE_N(decode_xe2)
+DECODE_N(decode_xe3p)
+
 /* PVC is graphics IP 12.60; 12.55/12.70/12.71 (DG2, MTL, ARL) have no
  * EU-stall stream (the kernel supports XE_PVC and GRAPHICS_VER >= 20
  * only, facts §1.5). Xe3 (30.xx) keeps the Xe2 layout. */
 static const struct xe_decoder decoders[] = {
-    {"pvc", 1260, 1260, 29, decode_pvc},
-    {"xe2", 2000, 3499, 29, decode_xe2},
-    {"xe3p", 3500, 9999, 61, decode_xe3p},
+    {"pvc", 1260, 1260, 29, decode_pvc, decode_pvc_n},
+    {"xe2", 2000, 3499, 29, decode_xe2, decode_xe2_n},
+    {"xe3p", 3500, 9999, 61, decode_xe3p, decode_xe3p_n},
 };
 
 const struct xe_decoder *xe_decoder_find(unsigned ver_major, unsigned ver_minor)

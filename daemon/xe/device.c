@@ -14,6 +14,8 @@
 
 #include <xf86drm.h>
 
+#include "oa.h"
+#include "oa_open.h"
 #include "xe_uapi.h"
 
 bool xe_kernel_release_ok(const char *rel)
@@ -33,6 +35,8 @@ uint64_t xe_pick_rate(const uint64_t *rates, unsigned n, uint64_t want)
 		return 0;
 	if (!want)
 		return rates[n - 1]; /* sorted fastest to slowest (facts §1.4) */
+	if (want == UINT64_MAX)
+		return rates[0];
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t dd = rates[i] > want ? rates[i] - want : want - rates[i];
 
@@ -53,7 +57,7 @@ static int xioctl(int fd, unsigned long req, void *arg)
 }
 
 /* Two-call query protocol (facts §1.4): size first, then data. */
-static int query(int fd, uint32_t what, void **out)
+int xe_device_query(int fd, uint32_t what, void **out)
 {
 	struct xe_device_query q = {.query = what};
 	void *buf;
@@ -80,14 +84,12 @@ static int dev_open(void *ctx, const struct xe_stream_cfg *cfg)
 {
 	/* SAMPLE_RATE, WAIT_NUM_REPORTS and GT_ID, linked by next_extension;
 	 * param points at the first (facts §1.5). */
-	struct xe_ext_set_property p[3] = {
-	    {.name = XE_EXT_SET_PROPERTY, .property = XE_EU_STALL_PROP_SAMPLE_RATE,
-	     .value = cfg->rate},
-	    {.name = XE_EXT_SET_PROPERTY, .property = XE_EU_STALL_PROP_WAIT_NUM_REPORTS,
-	     .value = cfg->wait_num_reports ? cfg->wait_num_reports : 1},
-	    {.name = XE_EXT_SET_PROPERTY, .property = XE_EU_STALL_PROP_GT_ID,
-	     .value = cfg->gt_id},
+	const struct xe_prop kv[3] = {
+	    {XE_EU_STALL_PROP_SAMPLE_RATE, cfg->rate},
+	    {XE_EU_STALL_PROP_WAIT_NUM_REPORTS, cfg->wait_num_reports ? cfg->wait_num_reports : 1},
+	    {XE_EU_STALL_PROP_GT_ID, cfg->gt_id},
 	};
+	struct xe_ext_set_property p[3];
 	struct xe_observation_param op = {
 	    .observation_type = XE_OBS_TYPE_EU_STALL,
 	    .observation_op = XE_OBS_OP_STREAM_OPEN,
@@ -95,11 +97,9 @@ static int dev_open(void *ctx, const struct xe_stream_cfg *cfg)
 	};
 	int fd;
 
-	(void)ctx;
 	if (cfg->oa)
-		return -EOPNOTSUPP; /* OA streams need a metric set: see oa.c */
-	p[0].next_extension = (uintptr_t)&p[1];
-	p[1].next_extension = (uintptr_t)&p[2];
+		return xe_oa_stream_open(cfg, ctx ? &((struct xe_oa_desc *)ctx)->oa_buf_size : NULL);
+	xe_props_chain(p, kv, 3);
 	fd = xioctl(cfg->drm_fd, XE_IOCTL_OBSERVATION, &op);
 	if (fd < 0)
 		return fd;
@@ -151,7 +151,7 @@ static int probe_gts(struct xe_device *d, uint64_t want_rate, char *why, size_t 
 	struct xe_query_eu_stall *es = NULL;
 	int r;
 
-	r = query(d->fd, XE_QUERY_EU_STALL, (void **)&es);
+	r = xe_device_query(d->fd, XE_QUERY_EU_STALL, (void **)&es);
 	if (r < 0) {
 		/* -EINVAL: the kernel predates the EU_STALL query (< 6.15);
 		 * -ENODEV: a platform without EU stall (facts §1.5). */
@@ -164,7 +164,7 @@ static int probe_gts(struct xe_device *d, uint64_t want_rate, char *why, size_t 
 		r = -EPROTO;
 		goto out;
 	}
-	r = query(d->fd, XE_QUERY_GT_LIST, (void **)&gl);
+	r = xe_device_query(d->fd, XE_QUERY_GT_LIST, (void **)&gl);
 	if (r < 0) {
 		snprintf(why, whylen, "%s: GT list query: %s", d->node, strerror(-r));
 		goto out;
@@ -205,6 +205,46 @@ out:
 	free(gl);
 	free(es);
 	return r;
+}
+
+int xe_device_probe_oa(struct xe_device *d, uint64_t period_ns, const char *sysfs_drm)
+{
+	struct xe_oa_desc *o = &d->oa;
+	struct xe_oa_unit_info u;
+	uint64_t set;
+	void *buf = NULL;
+	int r;
+
+	memset(o, 0, sizeof(*o));
+	r = xe_device_query(d->fd, XE_QUERY_OA_UNITS, &buf);
+	if (r >= 0)
+		r = xe_oa_find_oag(buf, (size_t)r, &u);
+	free(buf);
+	if (r < 0) {
+		snprintf(o->why, sizeof(o->why), "unavailable: %s: OA unit query: %s", d->node,
+			 r == -ENOENT ? "no OAG unit" : strerror(-r));
+		return r;
+	}
+	/* The register list of the metric set is not documented here, so
+	 * only a set the kernel already has (sysfs) is used: no ADD_CONFIG. */
+	r = xe_oa_metric_set_id(sysfs_drm ? sysfs_drm : "/sys/class/drm", strrchr(d->node, '/') + 1,
+				XE_OA_METRIC_UUID, &set);
+	if (r < 0) {
+		snprintf(o->why, sizeof(o->why), "unavailable: metric set %s not registered",
+			 XE_OA_METRIC_UUID);
+		return r;
+	}
+	snprintf(o->cfg.name, sizeof(o->cfg.name), "%s/oa%u", strrchr(d->node, '/') + 1, u.id);
+	o->cfg.drm_fd = d->fd;
+	o->cfg.gt_id = d->ngts ? d->gts[0].cfg.gt_id : 0;
+	o->cfg.oa = true;
+	o->cfg.rate = u.ts_freq;
+	o->cfg.oa_unit = u.id;
+	o->cfg.oa_metric_set = set;
+	o->cfg.oa_exponent = xe_oa_exponent(u.ts_freq, period_ns);
+	o->cfg.record_size = XE_OA_PEC_REPORT_BYTES;
+	o->ok = true;
+	return 0;
 }
 
 int xe_devices_probe(struct xe_device *devs, int max, uint64_t rate, char *why, size_t whylen)

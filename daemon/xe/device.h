@@ -20,16 +20,38 @@ struct xe_gt_desc {
 	unsigned nrates;
 };
 
+/* The device's OA stream (facts §1.10), filled by xe_device_probe_oa. */
+struct xe_oa_desc {
+	bool ok;		 /* cfg is ready for xe_stream_new */
+	struct xe_stream_cfg cfg; /* oa = true; rate = OA timestamp Hz */
+	uint64_t oa_buf_size;	 /* from IOCTL_INFO at the last open; 0 unknown */
+	char why[200];		 /* !ok: "unavailable: ..." */
+};
+
 struct xe_device {
 	char node[64]; /* /dev/dri/renderD128 */
 	int fd;
 	uint16_t devid;
 	unsigned ngts;
 	struct xe_gt_desc gts[XE_MAX_GTS];
+	struct xe_oa_desc oa;
 };
 
-/* The ioctl-backed ops; ctx unused (NULL). */
+/* The ioctl-backed ops. ctx: NULL for EU stall; for an OA stream the
+ * device's struct xe_oa_desc (open stores oa_buf_size there). */
 extern const struct xe_obs_ops xe_device_ops;
+
+/* DRM_XE_DEVICE_QUERY two-call protocol: *out malloc()ed; returns its
+ * size or -errno (-ENODATA for an empty reply). */
+int xe_device_query(int fd, uint32_t what, void **out);
+
+/*
+ * Prepare d's OA stream: first OAG unit of the OA_UNITS query, metric set
+ * XE_OA_METRIC_UUID registered in sysfs_drm (NULL: /sys/class/drm), period
+ * exponent for period_ns (0: iaprof's, about 1 s). Sets d->oa (ok, or why
+ * "unavailable: ...") and returns 0 or -errno.
+ */
+int xe_device_probe_oa(struct xe_device *d, uint64_t period_ns, const char *sysfs_drm);
 
 /*
  * Find xe devices and their EU-stall-capable main GTs. rate 0 picks the
@@ -42,7 +64,8 @@ void xe_device_close(struct xe_device *d);
 
 /* Pure helpers, tested: kernel release "6.15.0-rc1" >= 6.15? */
 bool xe_kernel_release_ok(const char *release);
-/* Choose a rate: the advertised one nearest to want (0: slowest). */
+/* Choose a rate: the advertised one nearest to want (0: slowest,
+ * UINT64_MAX: fastest). */
 uint64_t xe_pick_rate(const uint64_t *rates, unsigned n, uint64_t want);
 
 #endif

@@ -31,6 +31,15 @@ bool xe_oa_parse(const uint8_t *rec, size_t len, struct xe_oa_sample *s)
 	return true;
 }
 
+/* iaprof's ((dt*100)/(freq/100000))*100 keeps dt*100 in range for any
+ * span of a few seconds; same here, with a guard for low freqs. */
+static uint64_t ticks_to_ns(uint64_t dt, uint64_t freq)
+{
+	if (freq >= 100000)
+		return ((dt * 100) / (freq / 100000)) * 100;
+	return freq ? dt * 1000000000ull / freq : 0;
+}
+
 bool xe_oa_step(struct xe_oa_state *st, const struct xe_oa_sample *cur, uint64_t *mhz,
 		uint64_t *busy_pct)
 {
@@ -46,12 +55,7 @@ bool xe_oa_step(struct xe_oa_state *st, const struct xe_oa_sample *cur, uint64_t
 	dt = (cur->time - prev.time) & ((1ull << 56) - 1);
 	dticks = (cur->ticks - prev.ticks) & 0xFFFFFFFFull;
 	dbusy = cur->busy - prev.busy;
-	/* iaprof's ((dt*100)/(freq/100000))*100 keeps dt*100 in range for
-	 * any span of a few seconds; same here, with a guard for low freqs. */
-	if (st->ts_freq_hz >= 100000)
-		dns = ((dt * 100) / (st->ts_freq_hz / 100000)) * 100;
-	else
-		dns = dt * 1000000000ull / st->ts_freq_hz;
+	dns = ticks_to_ns(dt, st->ts_freq_hz);
 	if (!dns || !dticks)
 		return false;
 	*mhz = dticks * 1000 / dns;
@@ -78,4 +82,29 @@ int xe_oa_store(struct store *s, uint64_t ts_ns, uint16_t gt, uint64_t mhz, uint
 		n++;
 	}
 	return n;
+}
+
+int xe_oa_ingest(struct xe_oa_state *st, struct store *s, uint16_t gt, const uint8_t *buf,
+		 size_t len, size_t stride, uint64_t now_ns, uint64_t *bad)
+{
+	struct xe_oa_sample o, last;
+	size_t n = stride ? len / stride : 0;
+	int added = 0;
+
+	if (!n || !xe_oa_parse(buf + (n - 1) * stride, stride, &last)) {
+		*bad += n;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t mhz, busy, back;
+
+		if (!xe_oa_parse(buf + i * stride, stride, &o)) {
+			(*bad)++;
+			continue;
+		}
+		back = ticks_to_ns((last.time - o.time) & ((1ull << 56) - 1), st->ts_freq_hz);
+		if (xe_oa_step(st, &o, &mhz, &busy) && s)
+			added += xe_oa_store(s, back < now_ns ? now_ns - back : 0, gt, mhz, busy);
+	}
+	return added;
 }

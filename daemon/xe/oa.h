@@ -37,4 +37,14 @@ struct store;
 /* Append both metrics at ts_ns for a GT; returns records appended. */
 int xe_oa_store(struct store *s, uint64_t ts_ns, uint16_t gt, uint64_t mhz, uint64_t busy_pct);
 
+/*
+ * The OA stream's sink: the whole stride-byte reports of one read at
+ * now_ns (CLOCK_MONOTONIC). Each report's time is now_ns minus its OA
+ * timestamp's distance to the newest report of the read, so the series
+ * keeps the hardware's spacing. Returns records appended to s; *bad
+ * counts reports too short to parse.
+ */
+int xe_oa_ingest(struct xe_oa_state *st, struct store *s, uint16_t gt, const uint8_t *buf,
+		 size_t len, size_t stride, uint64_t now_ns, uint64_t *bad);
+
 #endif

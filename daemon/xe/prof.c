@@ -23,6 +23,12 @@ int xe_rows_init(struct xe *x)
 	x->rows = calloc(cap, sizeof(*x->rows));
 	if (!x->rows)
 		return -ENOMEM;
+	x->hot = calloc(1u << XE_HOT_BITS, sizeof(*x->hot));
+	if (!x->hot) {
+		free(x->rows);
+		x->rows = NULL;
+		return -ENOMEM;
+	}
 	x->rcap = cap;
 	x->min_iv = UINT32_MAX;
 	return 0;
@@ -49,41 +55,59 @@ static struct xe_row *slot_for(struct xe_row *rows, uint32_t cap, uint32_t iv, u
 	}
 }
 
-/* Drop the oldest quarter of the retained intervals (at least one) and
- * rehash the survivors into a fresh table. */
+/* Empty slot i of the linear-probing table by shifting later members of
+ * its cluster back (Knuth's algorithm R): no tombstones, no rehash, so an
+ * eviction neither allocates nor faults in a fresh 32 MiB table. */
+static void row_delete(struct xe_row *rows, uint32_t mask, uint32_t i)
+{
+	uint32_t j = i;
+
+	for (;;) {
+		rows[i].used = 0; /* counters stay: row_get clears a row it reuses */
+		for (;;) {
+			uint32_t k;
+
+			j = (j + 1) & mask;
+			if (!rows[j].used)
+				return;
+			k = row_hash(rows[j].iv, rows[j].kid, rows[j].off) & mask;
+			/* rows[j] stays when its home lies cyclically in (i, j] */
+			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+				continue;
+			break;
+		}
+		rows[i] = rows[j];
+		i = j;
+	}
+}
+
+/* Drop the oldest quarter of the retained intervals (at least one), in
+ * place. A slot refilled by a shifted row is looked at again; rows that
+ * wrap from the table's start to its end were looked at already. */
 static void evict_oldest(struct xe *x)
 {
 	uint32_t span = x->max_iv - x->min_iv + 1, cut = x->min_iv + (span / 4 ? span / 4 : 1);
-	struct xe_row *old = x->rows, *nrows = calloc(x->rcap, sizeof(*nrows));
-	uint32_t kept = 0, min = UINT32_MAX;
+	uint32_t min = UINT32_MAX, mask = x->rcap - 1;
 
-	if (!nrows) {
-		/* No memory for the rehash: clear instead, still bounded. */
-		x->st.rows_evicted += x->nrows;
-		memset(x->rows, 0, sizeof(*x->rows) * x->rcap);
-		x->nrows = 0;
-		x->min_iv = UINT32_MAX;
-		return;
-	}
-	for (uint32_t i = 0; i < x->rcap; i++) {
-		if (!old[i].used)
-			continue;
-		if (old[i].iv < cut) {
+	for (uint32_t i = 0; i < x->rcap;) {
+		struct xe_row *r = &x->rows[i];
+
+		if (r->used && r->iv < cut) {
+			row_delete(x->rows, mask, i);
 			x->st.rows_evicted++;
+			x->nrows--;
 			continue;
 		}
-		*slot_for(nrows, x->rcap, old[i].iv, old[i].kid, old[i].off) = old[i];
-		kept++;
-		if (old[i].iv < min)
-			min = old[i].iv;
+		if (r->used && r->iv < min)
+			min = r->iv;
+		i++;
 	}
-	free(old);
-	x->rows = nrows;
-	x->nrows = kept;
 	x->min_iv = min;
 }
 
-void xe_rows_add(struct xe *x, uint32_t iv, uint32_t kid, uint32_t off, const uint8_t *cnt)
+/* The row of (iv, kid, off), created when new; NULL when iv is older than
+ * every retained interval after an eviction (counted in rows_evicted). */
+static struct xe_row *row_get(struct xe *x, uint32_t iv, uint32_t kid, uint32_t off)
 {
 	struct xe_row *r = slot_for(x->rows, x->rcap, iv, kid, off);
 
@@ -93,22 +117,48 @@ void xe_rows_add(struct xe *x, uint32_t iv, uint32_t kid, uint32_t off, const ui
 			if (iv < x->min_iv && x->nrows) {
 				/* A late sample older than all we keep. */
 				x->st.rows_evicted++;
-				return;
+				return NULL;
 			}
 			r = slot_for(x->rows, x->rcap, iv, kid, off);
 		}
-		r->used = 1;
-		r->iv = iv;
-		r->kid = kid;
-		r->off = off;
+		/* a slot emptied by row_delete keeps its old counters */
+		*r = (struct xe_row){.iv = iv, .kid = kid, .off = off, .used = 1};
 		x->nrows++;
 		if (iv < x->min_iv)
 			x->min_iv = iv;
 		if (iv > x->max_iv)
 			x->max_iv = iv;
 	}
-	for (int i = 0; i < XE_NREASONS; i++)
-		r->cnt[i] += cnt[i];
+	return r;
+}
+
+void xe_rows_add(struct xe *x, uint32_t iv, uint32_t kid, uint32_t off, const uint8_t *cnt)
+{
+	struct xe_row *r = row_get(x, iv, kid, off);
+
+	if (r)
+		for (int i = 0; i < XE_NREASONS; i++)
+			r->cnt[i] += cnt[i];
+}
+
+/* ---- hot cache (xe_int.h) ---- */
+
+void xe_hot_merge(struct xe *x, struct xe_hot *h)
+{
+	struct xe_row *r = row_get(x, x->hot_iv, h->kid, h->off);
+
+	if (r)
+		for (int i = 0; i < XE_NREASONS; i++)
+			r->cnt[i] += h->cnt[i];
+	memset(h, 0, sizeof(*h));
+	x->nhot--;
+}
+
+void xe_rows_flush(struct xe *x)
+{
+	for (uint32_t i = 0; x->nhot && i < (1u << XE_HOT_BITS); i++)
+		if (x->hot[i].nadd)
+			xe_hot_merge(x, &x->hot[i]);
 }
 
 /* ---- export ---- */
@@ -163,6 +213,7 @@ int xe_export(struct xe *x, uint64_t t0_ns, uint64_t t1_ns, const struct xe_expo
 	*len = 0;
 	pthread_mutex_lock(&x->lock);
 	xe_retry_locked(x, iv1 > x->max_iv ? iv1 : x->max_iv, false);
+	xe_rows_flush(x);
 	used = calloc(x->kcap + 1, 1);
 	rows = malloc(sizeof(*rows) * (x->nrows ? x->nrows : 1));
 	if (!used || !rows)

@@ -354,6 +354,12 @@ void xe_stream_status(const struct xe_stream *s, cJSON *o)
 	if (!s->cfg.oa) {
 		cJSON_AddStringToObject(o, "layout", s->cfg.dec->name);
 		cJSON_AddNumberToObject(o, "sample_rate_cycles", (double)s->cfg.rate);
+		cJSON_AddNumberToObject(o, "wait_num_reports", (double)s->cfg.wait_num_reports);
+	} else {
+		cJSON_AddNumberToObject(o, "oa_unit", (double)s->cfg.oa_unit);
+		cJSON_AddNumberToObject(o, "oa_metric_set", (double)s->cfg.oa_metric_set);
+		cJSON_AddNumberToObject(o, "oa_timestamp_hz", (double)s->cfg.rate);
+		cJSON_AddNumberToObject(o, "oa_period_exponent", (double)s->cfg.oa_exponent);
 	}
 	cJSON_AddNumberToObject(o, "records", (double)s->st.records);
 	cJSON_AddNumberToObject(o, "bytes", (double)s->st.bytes);

@@ -33,7 +33,11 @@ struct xe_stream_cfg {
 	int drm_fd;	  /* owned by the device, not the stream */
 	uint16_t gt_id;
 	bool oa;	  /* OA stream (sink decides), else EU stall */
-	uint64_t rate;	  /* EU stall: sampling rate in GPU cycles (facts §1.4) */
+	uint64_t rate;	  /* EU stall: sampling rate in GPU cycles (facts §1.4);
+			   * OA: the OA timestamp frequency in Hz */
+	uint32_t oa_unit;	/* OA: unit id (an OAG unit) */
+	uint32_t oa_exponent;	/* OA: period = 2^(exponent + 1) timestamp ticks */
+	uint64_t oa_metric_set; /* OA: metric-set (config) id */
 	uint32_t wait_num_reports;
 	size_t record_size; /* stride: the query's record_size (64 today) */
 	size_t read_bytes;  /* per read(); default 256 KiB */

@@ -98,10 +98,40 @@ struct xe_query_config {
 	uint64_t info[];
 };
 
+/* DRM_XE_DEVICE_QUERY_OA_UNITS reply (xe_drm.h; facts §1.10 names the
+ * fields but not the layout): a 16-byte header, then variable-size units of
+ * 72 bytes plus num_engines 8-byte engine_class_instance entries. Newer
+ * headers split reserved[0] into gt_id + reserved1[3]; older leave it 0. */
+struct xe_query_oa_units {
+	uint64_t extensions;
+	uint32_t num_oa_units, pad;
+	/* units follow */
+};
+
+struct xe_oa_unit {
+	uint64_t extensions;
+	uint32_t oa_unit_id, oa_unit_type;
+	uint64_t capabilities;
+	uint64_t oa_timestamp_freq;
+	uint64_t reserved[4];
+	uint64_t num_engines;
+	/* num_engines x { u16 engine_class, engine_instance, gt_id, pad } */
+};
+
+/* DRM_XE_OBSERVATION_IOCTL_INFO (facts §1.2) */
+struct xe_oa_stream_info {
+	uint64_t extensions;
+	uint64_t oa_buf_size;
+	uint64_t reserved[3];
+};
+
 _Static_assert(sizeof(struct xe_observation_param) == 32, "facts 1.4");
 _Static_assert(sizeof(struct xe_ext_set_property) == 48, "facts 1.4");
 _Static_assert(sizeof(struct xe_device_query) == 40, "facts 1.4");
 _Static_assert(sizeof(struct xe_query_gt) == 96, "facts 1.4");
 _Static_assert(sizeof(struct xe_query_eu_stall) == 80, "facts 1.4");
+_Static_assert(sizeof(struct xe_query_oa_units) == 16, "xe_drm.h");
+_Static_assert(sizeof(struct xe_oa_unit) == 72, "xe_drm.h");
+_Static_assert(sizeof(struct xe_oa_stream_info) == 40, "facts 1.2");
 
 #endif
