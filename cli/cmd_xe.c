@@ -4,6 +4,8 @@
  *   flamescope CAPTURE [-i 100ms] [-p PID] [-o FILE]   per-interval breakdown (TSV)
  *   xe folded|iaprof CAPTURE [-p PID] [--cgroup] [-o FILE]
  *   xe pause [SECONDS] | xe resume                     release the GTs for other tools
+ *   xe batch FILE|-                                    a batch-buffer dump to the
+ *                                                      host parser (docs/gpu-cs.md)
  */
 #include "cli.h"
 
@@ -109,6 +111,49 @@ int cmd_flamescope(struct cli *cli, int argc, char **argv)
 	return run_output(cli, "xe.flamescope", argc, argv, true);
 }
 
+/* A batch-buffer dump (docs/gpu-cs.md) to the daemon's host parser. */
+static int run_batch(struct cli *cli, int argc, char **argv)
+{
+	const char *path = argc == 3 ? argv[2] : NULL;
+	char *result = NULL;
+	cJSON *o, *b, *ends;
+	int fd, r;
+
+	if (!path)
+		return cli_usage_error(cli, "expected one dump FILE (or - for stdin)");
+	fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : dup(STDIN_FILENO);
+	if (fd < 0)
+		return cli_fail(EXIT_LOCAL_IO, "%s: %s", path, strerror(errno));
+	r = cli_connect(cli);
+	if (r) {
+		close(fd);
+		return r;
+	}
+	r = gpuprof_call_with_input(cli->client, "xe.batch", "{}", fd, &result);
+	close(fd);
+	if (r < 0)
+		return cli_call_failed(cli, "batch", r);
+	if (cli->json) {
+		r = print_json_text(result);
+		free(result);
+		return r;
+	}
+	o = cJSON_Parse(result);
+	b = cJSON_GetObjectItemCaseSensitive(o, "batch_parser");
+	ends = cJSON_GetObjectItemCaseSensitive(b, "ends");
+	printf("submissions: %.0f (path %s: %s)\n", json_num(o, "submits", 0),
+	       json_str(b, "path", "?"), json_str(b, "reason", ""));
+	printf("ends:");
+	for (const cJSON *e = ends ? ends->child : NULL; e; e = e->next)
+		printf(" %s %.0f", e->string, e->valuedouble);
+	printf("\nksps: %.0f, sips: %.0f, kernels added: %.0f, waiting for memory: %.0f\n",
+	       json_num(b, "ksps", 0), json_num(b, "sips", 0), json_num(b, "kernels_added", 0),
+	       json_num(b, "retry_waiting", 0));
+	cJSON_Delete(o);
+	free(result);
+	return EXIT_OK;
+}
+
 int cmd_xe(struct cli *cli, int argc, char **argv)
 {
 	char *result = NULL, params[64];
@@ -116,11 +161,13 @@ int cmd_xe(struct cli *cli, int argc, char **argv)
 	int r;
 
 	if (!sub)
-		return cli_usage_error(cli, "missing subcommand (folded, iaprof, pause, resume)");
+		return cli_usage_error(cli, "missing subcommand (folded, iaprof, pause, resume, batch)");
 	if (!strcmp(sub, "folded"))
 		return run_output(cli, "xe.folded", argc - 1, argv + 1, false);
 	if (!strcmp(sub, "iaprof"))
 		return run_output(cli, "xe.iaprof", argc - 1, argv + 1, false);
+	if (!strcmp(sub, "batch"))
+		return run_batch(cli, argc, argv);
 	if (strcmp(sub, "pause") && strcmp(sub, "resume"))
 		return cli_usage_error(cli, "unknown subcommand '%s'", sub);
 	if (!strcmp(sub, "pause")) {

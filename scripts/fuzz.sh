@@ -34,6 +34,7 @@ ALL="rpc capture symtab timeline import"
 [ -f daemon/render/foldedin.c ] && ALL="$ALL foldedin"
 [ -f daemon/xe/section.c ] && ALL="$ALL xe_decode xe_section"
 [ -f daemon/timeline/nsys.c ] && ALL="$ALL nsys"
+[ -f daemon/xe/cs.c ] && ALL="$ALL gpu_cs"
 HARNESSES=${*:-$ALL}
 
 command -v clang >/dev/null || { echo "fuzz.sh: clang is required" >&2; exit 1; }
@@ -73,6 +74,8 @@ for h in $HARNESSES; do
 	nsys) max_len=65536 ;;
 	# 24-byte kernels + 64-byte records, sections of a few KB.
 	xe_decode | xe_section) max_len=65536 ;;
+	# a dump of a few batch buffers (the parser reads at most 4 MiB)
+	gpu_cs) max_len=65536 ;;
 	*) max_len=262144 ;;
 	esac
 	par=""
@@ -89,6 +92,7 @@ for h in $HARNESSES; do
 		xe_decode) runs=70000 ;;
 		xe_section) runs=35000 ;;
 		nsys) runs=45000 ;;
+		gpu_cs) runs=80000 ;;
 		*) runs=100000 ;;
 		esac
 		time_opt="-seed=1 -runs=$runs"
