@@ -3,16 +3,22 @@
  * GPU launch probes on stock runtimes (docs/collectors.md, "GPU launches").
  *
  * Two halves:
- *  - the library watcher: tp_btf programs on sys_exit (mmap of a watched
- *    runtime library with PROT_EXEC), sched_process_exec/exit/fork. They
- *    keep a set of tracked processes in BPF, so only processes that map a
- *    runtime produce events; userspace attaches uprobes per library file.
+ *  - the library watcher: a tp_btf program that sees each executable file
+ *    mmap of a watched runtime library (on mmap_lock_released, i.e. once per
+ *    mmap/munmap/mprotect-like call, or the older sys_exit program that
+ *    runs on every syscall exit, kept as the fallback), and
+ *    sched_process_exec/exit/fork. They keep a set of tracked processes in
+ *    BPF, so only processes that map a runtime produce events; userspace
+ *    attaches uprobes per library file.
  *  - the probes themselves: uprobes on launch entry points (Level Zero,
  *    CUDA driver, HIP), on the calls that name kernels (handle -> name, kept
  *    here in an LRU map keyed by (pid, handle)) and NEO's USDT launch probe.
  *    One program per argument shape; which entry point fired comes from the
  *    attach cookie (enum gpu_api).
- * Records go through one ring buffer (gpu_launch.h).
+ * Records go through one ring buffer (gpu_launch.h). The user stack is
+ * taken for one launch in stack_sample per (thread, kernel, call site);
+ * the others go out without one (GPU_LAUNCH_F_NOSTACK) and userspace gives
+ * them the stack last seen there, so counts stay exact.
  */
 #include "vmlinux.h"
 
@@ -27,6 +33,8 @@
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define PROT_EXEC 0x4
+#define MAP_ANONYMOUS 0x20 /* the fd is ignored */
+#define PF_KTHREAD 0x00200000
 
 #if defined(__TARGET_ARCH_x86)
 #define NR_MMAP 9
@@ -52,6 +60,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 const volatile char watch[GPU_WATCH_MAX][GPU_WATCH_LEN] = {};
 /* See cpu_sample.bpf.c: 0 = wake the reader per record; else batch. */
 const volatile __u64 wakeup_bytes = 0;
+/* Take the user stack for 1 launch in N per call site (1 = every one). */
+const volatile __u32 stack_sample = 1;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -116,6 +126,15 @@ struct {
 	__type(value, struct ze_inflight);
 } ze_inflight SEC(".maps");
 
+/* Launches per (thread, kernel, call site) since its last stack: which
+ * launches take one. LRU: a forgotten site just takes a stack again. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, GPU_LAUNCH_SITES_MAX);
+	__type(key, struct gpu_site_key);
+	__type(value, __u64);
+} sites SEC(".maps");
+
 /* Per-CPU staging: records and map values are too big for the stack. */
 struct scratch {
 	struct gpu_launch_rec rec;
@@ -174,13 +193,12 @@ struct vma_match {
 	int hit;
 };
 
-static long vma_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+/* Is f a watched runtime library? Sets m->hit, m->ino and m->file. */
+static __always_inline int file_match(struct file *f, struct vma_match *m)
 {
-	struct vma_match *m = data;
-	struct file *f = BPF_CORE_READ(vma, vm_file);
 	const unsigned char *name;
 
-	if (!f)
+	if (!f || !m)
 		return 0;
 	name = BPF_CORE_READ(f, f_path.dentry, d_name.name);
 	if (bpf_probe_read_kernel_str(m->file, sizeof(m->file), name) <= 0)
@@ -200,6 +218,12 @@ static long vma_cb(struct task_struct *task, struct vm_area_struct *vma, void *d
 				break;
 		}
 	}
+	return 0;
+}
+
+static long vma_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	file_match(BPF_CORE_READ(vma, vm_file), data);
 	return 0;
 }
 
@@ -225,17 +249,63 @@ static __always_inline void proc_event(__u32 ev, __u32 pid, __u32 ppid, struct v
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 }
 
+static __always_inline void mapped(struct vma_match *m)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, one = 1;
+
+	bpf_map_update_elem(&tracked, &tgid, &one, BPF_ANY);
+	proc_event(GPU_PROC_MMAP, tgid, 0, m);
+}
+
 /*
  * The dynamic loader (and dlopen) map a library's text with
- * mmap(PROT_EXEC, fd); no tracepoint marks a new file mapping, so filter
- * the generic syscall exit down to successful executable file mmaps before
- * any work is done.
+ * mmap(PROT_EXEC, fd); no tracepoint marks a new file mapping. The narrow
+ * hook: mmap_lock_released fires when a write lock on an address space is
+ * dropped (mmap, munmap, mprotect, brk, ...; read unlocks are rare next to
+ * syscalls and return at once), not on every syscall. When the current
+ * task's own syscall is an executable mmap of a file, that mmap has just
+ * finished (vm_mmap_pgoff unlocks after do_mmap): the mapped file is its
+ * fd's, and /proc/PID/maps shows it by the time userspace reads it. A
+ * failed mmap only costs userspace a rescan.
  */
+SEC("tp_btf/mmap_lock_released")
+int BPF_PROG(gl_mmap_unlock, struct mm_struct *mm, bool write)
+{
+	struct task_struct *task;
+	struct vma_match m = {};
+	struct pt_regs *regs;
+	struct fdtable *fdt;
+	struct file **fds, *f = NULL;
+	int fd;
+
+	if (!write)
+		return 0;
+	task = bpf_get_current_task_btf();
+	if ((task->flags & PF_KTHREAD) || task->mm != mm)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (SYSCALL_NR(regs) != NR_MMAP || !(PT_REGS_PARM3_CORE_SYSCALL(regs) & PROT_EXEC) ||
+	    (PT_REGS_PARM4_CORE_SYSCALL(regs) & MAP_ANONYMOUS))
+		return 0;
+	fd = (int)PT_REGS_PARM5_CORE_SYSCALL(regs);
+	fdt = BPF_CORE_READ(task, files, fdt);
+	if (fd < 0 || !fdt || (unsigned)fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), fds + fd) || !f)
+		return 0;
+	file_match(f, &m);
+	if (m.hit)
+		mapped(&m);
+	return 0;
+}
+
+/* The fallback: filter the generic syscall exit down to successful
+ * executable file mmaps before any work is done. */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(gl_sys_exit, struct pt_regs *regs, long ret)
 {
 	struct vma_match m = {};
-	__u32 tgid, one = 1;
 	long nr = SYSCALL_NR(regs);
 
 	if (nr != NR_MMAP || (ret < 0 && ret > -4096))
@@ -245,11 +315,8 @@ int BPF_PROG(gl_sys_exit, struct pt_regs *regs, long ret)
 	if ((int)PT_REGS_PARM5_CORE_SYSCALL(regs) < 0)
 		return 0;
 	bpf_find_vma(bpf_get_current_task_btf(), (__u64)ret, vma_cb, &m, 0);
-	if (!m.hit)
-		return 0;
-	tgid = bpf_get_current_pid_tgid() >> 32;
-	bpf_map_update_elem(&tracked, &tgid, &one, BPF_ANY);
-	proc_event(GPU_PROC_MMAP, tgid, 0, &m);
+	if (m.hit)
+		mapped(&m);
 	return 0;
 }
 
@@ -463,6 +530,26 @@ static __always_inline struct gpu_launch_rec *launch_begin(__u16 api, __u64 hand
 	return r;
 }
 
+/* Whether this launch skips the stack walk: a call site seen before on
+ * this thread for this kernel, and not its stack_sample'th launch since. */
+static __always_inline bool stack_skip(const struct gpu_launch_rec *r)
+{
+	struct gpu_site_key k = {.tid = r->tid, .handle = r->handle, .caller = r->caller};
+	__u64 one = 1, *n;
+
+	/* USDT launches have no call site to key on: always walked. */
+	if (stack_sample <= 1 || !r->caller)
+		return false;
+	n = bpf_map_lookup_elem(&sites, &k);
+	if (!n) {
+		bpf_map_update_elem(&sites, &k, &one, BPF_ANY);
+		return false;
+	}
+	/* Per-thread key: no other CPU updates it concurrently. */
+	*n += 1;
+	return *n % stack_sample != 0;
+}
+
 static __always_inline int launch_send(struct pt_regs *ctx, struct gpu_launch_rec *r)
 {
 	long ret;
@@ -473,6 +560,13 @@ static __always_inline int launch_send(struct pt_regs *ctx, struct gpu_launch_re
 
 	if (!(r->flags & GPU_LAUNCH_F_NAME))
 		count(1);
+	if (stack_skip(r)) {
+		r->flags |= GPU_LAUNCH_F_NOSTACK;
+		r->nuser = 0;
+		if (bpf_ringbuf_output(&events, r, GPU_LAUNCH_HDR_BYTES, rb_flags()))
+			count(0);
+		return 0;
+	}
 	/* At a function-entry uprobe the caller's frame is found from the
 	 * return address at the stack pointer (x86: kernel >= 6.11 adds it
 	 * when the probe sits on the push of %rbp). */

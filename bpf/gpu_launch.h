@@ -27,6 +27,7 @@
 #define GPU_LAUNCH_NAMES_MAX 16384  /* (pid, handle) -> name, LRU */
 #define GPU_LAUNCH_PENDING_MAX 4096 /* threads inside a naming call */
 #define GPU_LAUNCH_TRACKED_MAX 8192 /* processes mapping a runtime */
+#define GPU_LAUNCH_SITES_MAX 16384  /* (tid, kernel, call site) stack sampling, LRU */
 
 /* Which entry point produced a launch (store_rec.aux32 of a launch). */
 enum gpu_api {
@@ -50,6 +51,9 @@ enum gpu_api {
 #define GPU_LAUNCH_F_GRID 0x1  /* grid[] valid */
 #define GPU_LAUNCH_F_BLOCK 0x2 /* block[] valid */
 #define GPU_LAUNCH_F_NAME 0x4  /* name[] valid (else only handle is known) */
+/* Stack not taken (stack sampling): nuser is 0, the stack is the one last
+ * seen for (tid, handle, caller). */
+#define GPU_LAUNCH_F_NOSTACK 0x8
 
 /*
  * One launch. Sent variable-length: the header, the fixed name buffer, then
@@ -111,6 +115,14 @@ struct gpu_name_key {
 	__u32 pid;
 	__u32 pad;
 	__u64 handle;
+};
+
+/* Key of the stack-sampling map: one call site of one kernel on one thread. */
+struct gpu_site_key {
+	__u32 tid;
+	__u32 pad;
+	__u64 handle;
+	__u64 caller;
 };
 
 /* Value of the name map. zeKernelSetGroupSize fills block[]. */

@@ -4,11 +4,14 @@
 # cuLaunchKernel calls into the fake libcuda.so.1, first with no daemon,
 # then with gpuprofd running (the launch uprobe attached, records going to
 # the store). Prints ns per launch for both and the difference. Needs root.
-#   bench/gpu/run.sh BUILD_DIR [N] [RUNTIME]
+# CONFIG: daemon config lines, e.g. "gpu.stack_sample = 1" (walk every
+# launch's stack; the default walks 1 in 32 per call site).
+#   bench/gpu/run.sh BUILD_DIR [N] [RUNTIME] [CONFIG]
 set -eu
-build=${1:?usage: run.sh BUILD_DIR [N] [RUNTIME]}
+build=${1:?usage: run.sh BUILD_DIR [N] [RUNTIME] [CONFIG]}
 n=${2:-1000000}
 rt=${3:-cuda}
+conf=${4:-}
 case $rt in
 cuda) lib=$build/tests/gpu/cuda/libcuda.so.1 ;;
 ze) lib=$build/tests/gpu/ze/libze_loader.so.1 ;;
@@ -20,12 +23,13 @@ tmp=$(mktemp -d)
 trap 'kill "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null; rm -rf "$tmp"' EXIT
 dpid=
 
-one() { # prints ns per launch
-	echo go | "$app" "$rt" "$lib" "$n" --bench | sed -n 's/^ns_per_launch //p'
-}
+# "WALL CPU": ns per launch, wall clock and the launching thread's CPU time
+# (the uprobe and its BPF program run on it; steadier on a busy machine).
+figures() { sed -n 's/^ns_per_launch //p; s/^cpu_ns_per_launch //p' | tr '\n' ' '; }
 
-base=$(one)
-: > "$tmp/conf"
+set -- $(echo go | "$app" "$rt" "$lib" "$n" --bench | figures)
+base=$1 base_cpu=$2
+printf '%s\n' "$conf" > "$tmp/conf"
 "$build/daemon/gpuprofd" --foreground --socket "$tmp/sock" --state-dir "$tmp/state" \
 	--config "$tmp/conf" 2> "$tmp/log" &
 dpid=$!
@@ -35,10 +39,11 @@ until "$build/cli/gpuprofctl" --socket "$tmp/sock" status > /dev/null 2>&1; do
 done
 # The probes attach when the library is mapped; gpu_app waits for "go"
 # 1 s after start so they are on before the timed loop.
-probed=$( (sleep 1; echo go) | "$app" "$rt" "$lib" "$n" --bench | sed -n 's/^ns_per_launch //p')
+set -- $( (sleep 1; echo go) | "$app" "$rt" "$lib" "$n" --bench | figures)
+probed=$1 probed_cpu=$2
 state=$("$build/cli/gpuprofctl" --socket "$tmp/sock" --json status |
-	python3 -c 'import json,sys; g=[c for c in json.load(sys.stdin)["collectors"] if c["name"]=="gpu"][0]; print(g["state"], g["events"], g["drops"], g.get("lost"))')
-echo "runtime $rt, $n launches"
-echo "without daemon: $base ns/launch"
-echo "with daemon:    $probed ns/launch (gpu collector: state events drops lost = $state)"
-python3 -c "print('added:          %.1f ns/launch' % ($probed - $base))"
+	python3 -c 'import json,sys; g=[c for c in json.load(sys.stdin)["collectors"] if c["name"]=="gpu"][0]; print(g["state"], g["events"], g["drops"], g.get("lost"), g.get("stack_sample"), g.get("stacks_taken"))')
+echo "runtime $rt, $n launches${conf:+, config: $conf}"
+echo "without daemon: $base ns/launch (thread CPU $base_cpu)"
+echo "with daemon:    $probed ns/launch (thread CPU $probed_cpu; gpu collector: state events drops lost stack_sample stacks_walked = $state)"
+python3 -c "print('added:          %.1f ns/launch wall, %.1f ns/launch thread CPU' % ($probed - $base, $probed_cpu - $base_cpu))"

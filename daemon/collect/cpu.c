@@ -279,15 +279,8 @@ static int sync_cpus(struct cpu_priv *p)
 
 static void read_lost(struct cpu_priv *p)
 {
-	uint32_t key = 0;
-	uint64_t sum = 0;
-
-	if (!p->skel || bpf_map__lookup_elem(p->skel->maps.drops, &key, sizeof(key), p->percpu,
-					     sizeof(uint64_t) * (size_t)p->ncpus, 0))
+	if (!p->skel || rbloop_percpu_sum(p->skel->maps.drops, 0, p->percpu, p->ncpus, &p->lost))
 		return;
-	for (int i = 0; i < p->ncpus; i++)
-		sum += p->percpu[i];
-	p->lost = sum;
 	p->c->drops = p->lost + p->local_drops;
 }
 

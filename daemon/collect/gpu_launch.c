@@ -7,11 +7,14 @@
  * /proc scan at start finds those already running. Each process's maps
  * name the library file; probes go on the file (pid -1: a uprobe on an
  * inode fires in every process that maps it), once per file, and come off
- * when the last process mapping it is gone.
+ * when the last process mapping it is gone (gpu_attach.c, on the thread
+ * pool).
  *
  * Launch records become STORE_REC_GPU_LAUNCH (gpu_launch.h has the field
  * convention); their stacks are trimmed to start at the call site, outside
- * the runtime's own frames.
+ * the runtime's own frames. With gpu.stack_sample N > 1 the BPF side walks
+ * the stack of 1 launch in N per call site; the others get the stack last
+ * seen there (gpu_sites.h).
  */
 #include "gpu_launch.h"
 #include "rbloop.h"
@@ -27,6 +30,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 /* bpf/gpu_launch.h: the record layout. Spelled with its directory because
@@ -34,61 +38,12 @@
 #include "../../bpf/gpu_launch.h"
 #include "gpd.h"
 #include "gpu_launch.skel.h"
+#include "gpu_sites.h"
 #include "libscan.h"
 #include "log.h"
 #include "store/store.h"
 
-#define GL_TICK_MS 200
-#define GL_DRAIN_BUDGET 8192
-#define GL_PROC_BUCKETS 256
-#define GL_MAX_LIBS_PER_PROC 8
-#define GL_MAX_LINKS 24
-
-/* One runtime library file (dev, ino) with probes on it. */
-struct gl_lib {
-	struct gl_lib *next;
-	dev_t dev;
-	ino_t ino;
-	enum gpu_runtime rt;
-	char path[PATH_MAX];
-	struct bpf_link *links[GL_MAX_LINKS];
-	unsigned nlinks;
-	unsigned nprocs; /* processes mapping it: the probes' refcount */
-	bool usdt;	 /* NEO's launch USDT attached */
-	char err[160];	 /* why some or all probes are missing */
-};
-
-struct gl_proc {
-	struct gl_proc *next;
-	uint32_t pid;
-	bool launched; /* pid hook called after the first launch */
-	unsigned nlibs;
-	struct gl_lib *libs[GL_MAX_LIBS_PER_PROC];
-	unsigned nranges; /* executable ranges of those libraries */
-	struct {
-		uint64_t lo, hi;
-	} ranges[GL_MAX_LIBS_PER_PROC * 2];
-};
-
-struct gl_priv {
-	struct collector *c;
-	struct gpu_launch_bpf *skel;
-	struct bpf_link *watch_links[4];
-	struct rbloop rbl; /* the ring buffer on the loop, between start and stop */
-	size_t ringbuf_bytes;
-	int ncpus;
-	uint64_t *percpu;
-
-	struct gl_lib *libs;
-	unsigned nlibs;
-	struct gl_proc *procs[GL_PROC_BUCKETS];
-	unsigned nprocs;
-
-	uint64_t lost, unnamed, local_drops, attach_errors, proc_events;
-
-	void (*pid_hook)(void *arg, uint32_t pid);
-	void *pid_hook_arg;
-};
+#include "gpu_launch_int.h"
 
 static struct gl_priv *priv_get(struct collector *c)
 {
@@ -117,268 +72,6 @@ int gpu_launch_set_pid_hook(struct collector *c, void (*fn)(void *arg, uint32_t 
 }
 
 /* ------------------------------------------------------------------ */
-/* Probes per library                                                  */
-
-struct probe_spec {
-	const char *sym;
-	int prog; /* index into progs() below */
-	bool ret; /* also the naming return probe */
-	uint16_t cookie;
-};
-
-enum {
-	P_ZE_CREATE,
-	P_ZE_GS,
-	P_ZE_LAUNCH,
-	P_ZE_INDIRECT,
-	P_ZE_ARGS,
-	P_NAME13,
-	P_CU_KGF,
-	P_CU_LAUNCH,
-	P_CU_EX,
-	P_HIP_REG,
-	P_HIP_LAUNCH,
-};
-
-static struct bpf_program *prog_of(struct gpu_launch_bpf *s, int which)
-{
-	switch (which) {
-	case P_ZE_CREATE:
-		return s->progs.gl_ze_kernel_create;
-	case P_ZE_GS:
-		return s->progs.gl_ze_set_group_size;
-	case P_ZE_LAUNCH:
-		return s->progs.gl_ze_launch;
-	case P_ZE_INDIRECT:
-		return s->progs.gl_ze_launch_indirect;
-	case P_ZE_ARGS:
-		return s->progs.gl_ze_launch_args;
-	case P_NAME13:
-		return s->progs.gl_name_out1_name3;
-	case P_CU_KGF:
-		return s->progs.gl_cu_kernel_get_function;
-	case P_CU_LAUNCH:
-		return s->progs.gl_cu_launch;
-	case P_CU_EX:
-		return s->progs.gl_cu_launch_ex;
-	case P_HIP_REG:
-		return s->progs.gl_hip_register_function;
-	case P_HIP_LAUNCH:
-		return s->progs.gl_hip_launch;
-	}
-	return NULL;
-}
-
-static const struct probe_spec ze_probes[] = {
-	{"zeKernelCreate", P_ZE_CREATE, true, 0},
-	{"zeKernelSetGroupSize", P_ZE_GS, false, 0},
-	{"zeCommandListAppendLaunchKernel", P_ZE_LAUNCH, false, GPU_API_ZE_APPEND},
-	{"zeCommandListAppendLaunchCooperativeKernel", P_ZE_LAUNCH, false, GPU_API_ZE_COOPERATIVE},
-	{"zeCommandListAppendLaunchKernelWithParameters", P_ZE_LAUNCH, false,
-	 GPU_API_ZE_WITH_PARAMS},
-	{"zeCommandListAppendLaunchKernelIndirect", P_ZE_INDIRECT, false, GPU_API_ZE_INDIRECT},
-	{"zeCommandListAppendLaunchKernelWithArguments", P_ZE_ARGS, false, GPU_API_ZE_WITH_ARGS},
-};
-
-static const struct probe_spec cuda_probes[] = {
-	{"cuModuleGetFunction", P_NAME13, true, 0},
-	{"cuLibraryGetKernel", P_NAME13, true, 0},
-	{"cuKernelGetFunction", P_CU_KGF, true, 0},
-	{"cuLaunchKernel", P_CU_LAUNCH, false, GPU_API_CU_LAUNCH},
-	{"cuLaunchKernel_ptsz", P_CU_LAUNCH, false, GPU_API_CU_LAUNCH},
-	{"cuLaunchCooperativeKernel", P_CU_LAUNCH, false, GPU_API_CU_COOPERATIVE},
-	{"cuLaunchKernelEx", P_CU_EX, false, GPU_API_CU_LAUNCH_EX},
-	{"cuLaunchKernelEx_ptsz", P_CU_EX, false, GPU_API_CU_LAUNCH_EX},
-};
-
-static const struct probe_spec hip_probes[] = {
-	{"__hipRegisterFunction", P_HIP_REG, false, 0},
-	{"hipModuleGetFunction", P_NAME13, true, 0},
-	{"hipLaunchKernel", P_HIP_LAUNCH, false, GPU_API_HIP_LAUNCH},
-	{"hipLaunchKernel_spt", P_HIP_LAUNCH, false, GPU_API_HIP_LAUNCH},
-	{"hipExtLaunchKernel", P_HIP_LAUNCH, false, GPU_API_HIP_EXT_LAUNCH},
-	{"hipModuleLaunchKernel", P_CU_LAUNCH, false, GPU_API_HIP_MODULE_LAUNCH},
-};
-
-static bool add_link(struct gl_lib *l, struct bpf_link *link)
-{
-	if (l->nlinks == GL_MAX_LINKS) {
-		bpf_link__destroy(link);
-		return false;
-	}
-	l->links[l->nlinks++] = link;
-	return true;
-}
-
-static int attach_uprobe(struct gl_priv *p, struct gl_lib *l, const char *path,
-			 const struct probe_spec *ps)
-{
-	LIBBPF_OPTS(bpf_uprobe_opts, o, .func_name = ps->sym, .bpf_cookie = ps->cookie);
-	struct bpf_link *link;
-
-	link = bpf_program__attach_uprobe_opts(prog_of(p->skel, ps->prog), -1, path, 0, &o);
-	if (!link)
-		return -errno;
-	add_link(l, link);
-	if (!ps->ret)
-		return 0;
-	LIBBPF_OPTS(bpf_uprobe_opts, ro, .func_name = ps->sym, .retprobe = true);
-	link = bpf_program__attach_uprobe_opts(p->skel->progs.gl_name_ret, -1, path, 0, &ro);
-	if (!link)
-		return -errno;
-	add_link(l, link);
-	return 0;
-}
-
-/* Put the runtime's probes on l's file, reached through pid's root (the
- * path in its maps is in its own mount namespace). Missing entry points are
- * skipped: runtimes differ by version. */
-static void lib_attach(struct gl_priv *p, struct gl_lib *l, uint32_t pid)
-{
-	const struct probe_spec *specs = NULL;
-	size_t n = 0, launches = 0;
-	char path[PATH_MAX + 64];
-	const char *names[16];
-	bool present[16];
-	bool has_sdt = false;
-	int r, first_err = 0;
-
-	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/root%s", pid, l->path);
-	switch (l->rt) {
-	case GPU_RT_ZE:
-		specs = ze_probes, n = sizeof(ze_probes) / sizeof(ze_probes[0]);
-		break;
-	case GPU_RT_CUDA:
-		specs = cuda_probes, n = sizeof(cuda_probes) / sizeof(cuda_probes[0]);
-		break;
-	case GPU_RT_HIP:
-		specs = hip_probes, n = sizeof(hip_probes) / sizeof(hip_probes[0]);
-		break;
-	default:
-		break;
-	}
-	for (size_t i = 0; i < n; i++)
-		names[i] = specs[i].sym;
-	r = libscan_symbols(path, names, n, present, l->rt == GPU_RT_NEO ? "level_zero" : NULL,
-			    "launch_kernel", &has_sdt);
-	if (r < 0) {
-		snprintf(l->err, sizeof(l->err), "reading the library: %s", strerror(-r));
-		p->attach_errors++;
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!present[i])
-			continue;
-		r = attach_uprobe(p, l, path, &specs[i]);
-		if (r < 0) {
-			p->attach_errors++;
-			if (!first_err)
-				first_err = r;
-			log_debug("gpu: uprobe %s in %s: %s", specs[i].sym, l->path, strerror(-r));
-			continue;
-		}
-		if (specs[i].cookie)
-			launches++;
-	}
-	if (l->rt == GPU_RT_NEO && has_sdt) {
-		struct bpf_link *link = bpf_program__attach_usdt(
-			p->skel->progs.gl_ze_usdt_launch, -1, path, "level_zero", "launch_kernel", NULL);
-		if (link && add_link(l, link)) {
-			l->usdt = true;
-			launches++;
-		} else if (!link) {
-			first_err = -errno;
-			p->attach_errors++;
-		}
-	}
-	if (first_err)
-		snprintf(l->err, sizeof(l->err), "some probes refused: %s", strerror(-first_err));
-	else if (!launches && l->rt != GPU_RT_NEO)
-		snprintf(l->err, sizeof(l->err), "no launch entry point found");
-	log_info("gpu: %s %s: %u probes%s%s", libscan_runtime_name(l->rt), l->path, l->nlinks,
-		 l->usdt ? " (USDT launch_kernel)" : "", l->err[0] ? "; " : "");
-}
-
-struct detach_work {
-	uv_work_t w;
-	unsigned n;
-	struct bpf_link *links[GL_MAX_LINKS];
-};
-
-static void detach_run(uv_work_t *w)
-{
-	struct detach_work *d = (struct detach_work *)w;
-
-	for (unsigned i = 0; i < d->n; i++)
-		bpf_link__destroy(d->links[i]);
-}
-
-static void detach_done(uv_work_t *w, int status)
-{
-	free(w);
-}
-
-/* Removing a uprobe waits for an RCU grace period per probe (tens of ms
- * each on this kernel), so a library's links are destroyed on the thread
- * pool, not on the loop; synchronously only when there is no loop. */
-static void lib_detach(struct gl_priv *p, struct gl_lib *l)
-{
-	struct detach_work *d = p->c->gpd && p->c->gpd->loop && rbloop_running(&p->rbl) ? malloc(sizeof(*d)) : NULL;
-
-	if (d) {
-		d->n = l->nlinks;
-		memcpy(d->links, l->links, l->nlinks * sizeof(l->links[0]));
-		if (uv_queue_work(p->c->gpd->loop, &d->w, detach_run, detach_done) == 0) {
-			l->nlinks = 0;
-			return;
-		}
-		free(d);
-	}
-	for (unsigned i = 0; i < l->nlinks; i++)
-		bpf_link__destroy(l->links[i]);
-	l->nlinks = 0;
-}
-
-static struct gl_lib *lib_get(struct gl_priv *p, const struct libscan_hit *h, uint32_t pid)
-{
-	struct gl_lib *l;
-
-	for (l = p->libs; l; l = l->next)
-		if (l->dev == h->dev && l->ino == h->ino)
-			return l;
-	l = calloc(1, sizeof(*l));
-	if (!l)
-		return NULL;
-	l->dev = h->dev;
-	l->ino = h->ino;
-	l->rt = h->rt;
-	snprintf(l->path, sizeof(l->path), "%s", h->path);
-	lib_attach(p, l, pid);
-	l->next = p->libs;
-	p->libs = l;
-	p->nlibs++;
-	return l;
-}
-
-static void lib_put(struct gl_priv *p, struct gl_lib *l)
-{
-	struct gl_lib **pp;
-
-	if (--l->nprocs)
-		return;
-	log_info("gpu: %s %s: no process maps it any more, probes removed",
-		 libscan_runtime_name(l->rt), l->path);
-	lib_detach(p, l);
-	for (pp = &p->libs; *pp; pp = &(*pp)->next)
-		if (*pp == l) {
-			*pp = l->next;
-			break;
-		}
-	p->nlibs--;
-	free(l);
-}
-
-/* ------------------------------------------------------------------ */
 /* Processes                                                           */
 
 static struct gl_proc **proc_slot(struct gl_priv *p, uint32_t pid)
@@ -398,7 +91,8 @@ static void proc_drop(struct gl_priv *p, uint32_t pid)
 		return;
 	*pp = pr->next;
 	for (unsigned i = 0; i < pr->nlibs; i++)
-		lib_put(p, pr->libs[i]);
+		gl_lib_put(p, pr->libs[i]);
+	gpu_sites_drop_pid(&p->sites, p->c->gpd->store, pid);
 	if (p->skel) {
 		bpf_map__delete_elem(p->skel->maps.usdt_pids, &pid, sizeof(pid), 0);
 		bpf_map__delete_elem(p->skel->maps.tracked, &pid, sizeof(pid), 0);
@@ -407,7 +101,6 @@ static void proc_drop(struct gl_priv *p, uint32_t pid)
 	free(pr);
 }
 
-static void state_update(struct gl_priv *p);
 
 /* (Re)read pid's maps and make its set of libraries match them. */
 static void proc_scan(struct gl_priv *p, uint32_t pid)
@@ -435,7 +128,7 @@ static void proc_scan(struct gl_priv *p, uint32_t pid)
 	}
 	pr->pid = pid;
 	for (int i = 0; i < n; i++) {
-		struct gl_lib *l = lib_get(p, &hits[i], pid);
+		struct gl_lib *l = gl_lib_get(p, &hits[i], pid);
 
 		if (!l)
 			continue;
@@ -459,7 +152,7 @@ static void proc_scan(struct gl_priv *p, uint32_t pid)
 		pr->next = old->next;
 		*pp = pr;
 		for (unsigned i = 0; i < old->nlibs; i++)
-			lib_put(p, old->libs[i]);
+			gl_lib_put(p, old->libs[i]);
 		free(old);
 	} else {
 		pr->next = NULL;
@@ -474,7 +167,7 @@ static void proc_scan(struct gl_priv *p, uint32_t pid)
 				     BPF_ANY);
 out:
 	free(hits);
-	state_update(p);
+	gl_state_update(p);
 }
 
 static void proc_fork(struct gl_priv *p, uint32_t child, uint32_t parent)
@@ -500,7 +193,7 @@ static void proc_fork(struct gl_priv *p, uint32_t child, uint32_t parent)
 	p->nprocs++;
 	if (p->pid_hook)
 		p->pid_hook(p->pid_hook_arg, child);
-	state_update(p);
+	gl_state_update(p);
 }
 
 static void initial_scan(struct gl_priv *p)
@@ -580,6 +273,23 @@ static void on_launch(struct gl_priv *p, const struct gpu_launch_rec *r, size_t 
 		p->local_drops++;
 		return;
 	}
+	pr = *proc_slot(p, r->pid);
+	if (r->flags & GPU_LAUNCH_F_NOSTACK) {
+		stack = gpu_sites_get(&p->sites, s, r->pid, r->tid, r->handle, r->caller);
+		if (!stack) {
+			/* Nothing remembered (a record lost, a slot reused):
+			 * the call site alone, and the next launch there takes
+			 * a full stack again. */
+			struct gpu_site_key k = {.tid = r->tid, .handle = r->handle,
+						 .caller = r->caller};
+
+			bpf_map__delete_elem(p->skel->maps.sites, &k, sizeof(k), 0);
+			ips[0] = r->caller;
+			stack = store_stack_intern(s, ips, 1, 0);
+		}
+		goto append;
+	}
+	p->sites.taken++;
 	memcpy(ips, r->ips, n * sizeof(uint64_t));
 	/* At an entry probe the call site is the return address at the
 	 * stack pointer; frame-pointer unwinding from the first instruction
@@ -591,23 +301,22 @@ static void on_launch(struct gl_priv *p, const struct gpu_launch_rec *r, size_t 
 	}
 	if (n > GPU_LAUNCH_MAX_FRAMES)
 		n = GPU_LAUNCH_MAX_FRAMES;
-	pr = *proc_slot(p, r->pid);
-	if (pr) {
-		while (skip < n && in_runtime(pr, ips[skip]))
-			skip++;
-		if (!pr->launched) {
-			pr->launched = true;
-			if (p->pid_hook)
-				p->pid_hook(p->pid_hook_arg, r->pid);
-		}
-	}
+	while (pr && skip < n && in_runtime(pr, ips[skip]))
+		skip++;
 	if (!skip && n)
 		skip = 1; /* at least the probed entry point itself */
-
-	comm = store_str_intern(s, r->comm, strnlen(r->comm, sizeof(r->comm)));
 	stack = n > skip ? store_stack_intern(s, ips + skip, (uint16_t)(n - skip), 0) : 0;
+	if (stack && p->stack_sample > 1 && r->caller)
+		gpu_sites_put(&p->sites, s, r->pid, r->tid, r->handle, r->caller, stack);
+append:
+	if (pr && !pr->launched) {
+		pr->launched = true;
+		if (p->pid_hook)
+			p->pid_hook(p->pid_hook_arg, r->pid);
+	}
+	comm = store_str_intern(s, r->comm, strnlen(r->comm, sizeof(r->comm)));
 	name = intern_name(s, r);
-	if (!comm || !name || (n > skip && !stack)) {
+	if (!comm || !name || (n > skip && !stack) || ((r->flags & GPU_LAUNCH_F_NOSTACK) && !stack)) {
 		if (comm)
 			store_str_unref(s, comm);
 		if (name)
@@ -645,11 +354,11 @@ static void on_proc(struct gl_priv *p, const struct gpu_proc_rec *r)
 		/* The old image's mappings are gone; the new one's
 		 * libraries arrive as mmap events of their own. */
 		proc_drop(p, r->pid);
-		state_update(p);
+		gl_state_update(p);
 		break;
 	case GPU_PROC_EXIT:
 		proc_drop(p, r->pid);
-		state_update(p);
+		gl_state_update(p);
 		break;
 	case GPU_PROC_FORK:
 		proc_fork(p, r->pid, r->ppid);
@@ -661,23 +370,10 @@ static void on_proc(struct gl_priv *p, const struct gpu_proc_rec *r)
 
 static void read_counters(struct gl_priv *p)
 {
-	uint64_t lost = 0, unnamed = 0;
-	uint32_t k;
-
 	if (!p->skel || !p->percpu)
 		return;
-	k = 0;
-	if (!bpf_map__lookup_elem(p->skel->maps.counters, &k, sizeof(k), p->percpu,
-				  sizeof(uint64_t) * (size_t)p->ncpus, 0))
-		for (int i = 0; i < p->ncpus; i++)
-			lost += p->percpu[i];
-	k = 1;
-	if (!bpf_map__lookup_elem(p->skel->maps.counters, &k, sizeof(k), p->percpu,
-				  sizeof(uint64_t) * (size_t)p->ncpus, 0))
-		for (int i = 0; i < p->ncpus; i++)
-			unnamed += p->percpu[i];
-	p->lost = lost;
-	p->unnamed = unnamed;
+	rbloop_percpu_sum(p->skel->maps.counters, 0, p->percpu, p->ncpus, &p->lost);
+	rbloop_percpu_sum(p->skel->maps.counters, 1, p->percpu, p->ncpus, &p->unnamed);
 	p->c->drops = p->lost + p->local_drops;
 }
 
@@ -707,7 +403,7 @@ static void on_tick(void *arg)
 /* ------------------------------------------------------------------ */
 /* Lifecycle                                                           */
 
-static void state_update(struct gl_priv *p)
+void gl_state_update(struct gl_priv *p)
 {
 	char watching[160] = "";
 	size_t off = 0;
@@ -717,13 +413,18 @@ static void state_update(struct gl_priv *p)
 	for (int i = 0; i < GPU_RT_COUNT && off < sizeof(watching); i++)
 		off += (size_t)snprintf(watching + off, sizeof(watching) - off, "%s%s*",
 					i ? ", " : "", libscan_prefix(i));
+	/* The costly fallback is worth a word in the one-line status. */
+	const char *wide = p->mmap_hook && strstr(p->mmap_hook, "sys_exit")
+				   ? "; mmap watcher on sys_exit (see mmap_hook_note)"
+				   : "";
+
 	if (!p->nlibs)
 		snprintf(p->c->reason, sizeof(p->c->reason),
-			 "idle: no process maps a GPU runtime; watching %s", watching);
+			 "idle: no process maps a GPU runtime; watching %s%s", watching, wide);
 	else
 		snprintf(p->c->reason, sizeof(p->c->reason),
-			 "probing %u runtime librar%s in %u process%s", p->nlibs,
-			 p->nlibs == 1 ? "y" : "ies", p->nprocs, p->nprocs == 1 ? "" : "es");
+			 "probing %u runtime librar%s in %u process%s%s", p->nlibs,
+			 p->nlibs == 1 ? "y" : "ies", p->nprocs, p->nprocs == 1 ? "" : "es", wide);
 }
 
 /* Something for the self-test uprobe to sit on. */
@@ -767,6 +468,15 @@ static int uprobe_selftest(struct gl_priv *p)
 		return -errno;
 	bpf_link__destroy(link);
 	return 0;
+}
+
+static bool btf_has_type(const char *name, int kind)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool r = btf && btf__find_by_name_kind(btf, name, kind) > 0;
+
+	btf__free(btf);
+	return r;
 }
 
 static void release_bpf(struct gl_priv *p)
@@ -816,6 +526,13 @@ static int gl_open(struct collector *c)
 		snprintf((char *)p->skel->rodata->watch[i], GPU_WATCH_LEN, "%s",
 			 libscan_prefix(i));
 	p->skel->rodata->wakeup_bytes = p->ringbuf_bytes / 8;
+	p->stack_sample = c->gpd ? c->gpd->cfg.gpu_stack_sample : 1;
+	p->skel->rodata->stack_sample = p->stack_sample;
+	/* The narrow mmap hook needs its tracepoint (5.11+) and
+	 * bpf_task_pt_regs() (5.15+); without them only the fallback loads. */
+	if (!btf_has_type("btf_trace_mmap_lock_released", BTF_KIND_TYPEDEF) ||
+	    !libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACING, BPF_FUNC_task_pt_regs, NULL))
+		bpf_program__set_autoload(p->skel->progs.gl_mmap_unlock, false);
 	r = bpf_map__set_max_entries(p->skel->maps.events, (uint32_t)p->ringbuf_bytes);
 	if (!r)
 		r = gpu_launch_bpf__load(p->skel);
@@ -831,6 +548,37 @@ static int gl_open(struct collector *c)
 
 static void gl_stop(struct collector *c);
 
+/* Attach the watcher's mmap program: the narrow hook unless configured
+ * off or refused, else the sys_exit one. Returns the program attached
+ * (watch_links[0] set) or the one that failed. */
+static struct bpf_program *watcher_mmap(struct gl_priv *p)
+{
+	struct bpf_program *narrow = p->skel->progs.gl_mmap_unlock;
+	int err;
+
+	p->mmap_hook_note[0] = '\0';
+	if (p->c->gpd && p->c->gpd->cfg.gpu_watcher == CONFIG_GPU_WATCHER_SYS_EXIT) {
+		snprintf(p->mmap_hook_note, sizeof(p->mmap_hook_note),
+			 "gpu.watcher = sys_exit in the configuration");
+	} else if (!bpf_program__autoload(narrow)) {
+		snprintf(p->mmap_hook_note, sizeof(p->mmap_hook_note),
+			 "kernel lacks the mmap_lock_released tracepoint or bpf_task_pt_regs()");
+	} else {
+		p->watch_links[0] = bpf_program__attach(narrow);
+		if (p->watch_links[0]) {
+			p->mmap_hook = "tp_btf/mmap_lock_released";
+			return narrow;
+		}
+		err = errno;
+		snprintf(p->mmap_hook_note, sizeof(p->mmap_hook_note),
+			 "tp_btf/mmap_lock_released refused: %s", strerror(err));
+		log_warn("gpu: %s; falling back to tp_btf/sys_exit", p->mmap_hook_note);
+	}
+	p->watch_links[0] = bpf_program__attach(p->skel->progs.gl_sys_exit);
+	p->mmap_hook = p->watch_links[0] ? "tp_btf/sys_exit" : NULL;
+	return p->skel->progs.gl_sys_exit;
+}
+
 static int gl_start(struct collector *c)
 {
 	struct gl_priv *p = c->priv;
@@ -845,12 +593,13 @@ static int gl_start(struct collector *c)
 				    strerror(-r));
 		return 0;
 	}
-	watchers[0] = p->skel->progs.gl_sys_exit;
+	watchers[0] = watcher_mmap(p);
 	watchers[1] = p->skel->progs.gl_exec;
 	watchers[2] = p->skel->progs.gl_exit;
 	watchers[3] = p->skel->progs.gl_fork;
 	for (int i = 0; i < 4; i++) {
-		p->watch_links[i] = bpf_program__attach(watchers[i]);
+		if (i) /* [0] is attached by watcher_mmap() */
+			p->watch_links[i] = bpf_program__attach(watchers[i]);
 		if (!p->watch_links[i]) {
 			r = -errno;
 			collector_set_state(c, COLLECTOR_UNAVAILABLE,
@@ -868,8 +617,21 @@ static int gl_start(struct collector *c)
 	collector_set_state(c, COLLECTOR_ATTACHED, NULL);
 	/* After the watcher is on, so no process falls in between. */
 	initial_scan(p);
-	state_update(p);
+	gl_state_update(p);
 	return 0;
+}
+
+/* Stop: the stacks remembered per call site go, on both sides, so a restart
+ * does not send stackless launches for sites userspace no longer knows. */
+static void sites_forget(struct gl_priv *p)
+{
+	struct gpu_site_key k;
+
+	if (p->c->gpd)
+		gpu_sites_clear(&p->sites, p->c->gpd->store);
+	while (p->skel && !bpf_map__get_next_key(p->skel->maps.sites, NULL, &k, sizeof(k)))
+		if (bpf_map__delete_elem(p->skel->maps.sites, &k, sizeof(k), 0))
+			break;
 }
 
 static void gl_stop(struct collector *c)
@@ -887,6 +649,8 @@ static void gl_stop(struct collector *c)
 	for (unsigned b = 0; b < GL_PROC_BUCKETS; b++)
 		while (p->procs[b])
 			proc_drop(p, p->procs[b]->pid);
+	sites_forget(p);
+	p->mmap_hook = NULL;
 	if (c->state == COLLECTOR_ATTACHED)
 		collector_set_state(c, COLLECTOR_OFF, NULL);
 }
@@ -914,6 +678,8 @@ static void gl_status(struct collector *c, cJSON *obj)
 		cJSON_AddNumberToObject(o, "processes", l->nprocs);
 		cJSON_AddNumberToObject(o, "probes", l->nlinks);
 		cJSON_AddBoolToObject(o, "usdt", l->usdt);
+		if (l->attaching)
+			cJSON_AddBoolToObject(o, "attaching", true);
 		if (l->err[0])
 			cJSON_AddStringToObject(o, "error", l->err);
 		cJSON_AddItemToArray(libs, o);
@@ -924,6 +690,19 @@ static void gl_status(struct collector *c, cJSON *obj)
 	cJSON_AddNumberToObject(obj, "unnamed_launches", (double)p->unnamed);
 	cJSON_AddNumberToObject(obj, "attach_errors", (double)p->attach_errors);
 	cJSON_AddNumberToObject(obj, "process_events", (double)p->proc_events);
+	cJSON_AddStringToObject(obj, "mmap_hook", p->mmap_hook ? p->mmap_hook : "none");
+	if (p->mmap_hook_note[0])
+		cJSON_AddStringToObject(obj, "mmap_hook_note", p->mmap_hook_note);
+	cJSON_AddNumberToObject(obj, "stack_sample", p->stack_sample);
+	cJSON_AddNumberToObject(obj, "stacks_taken", (double)p->sites.taken);
+	cJSON_AddNumberToObject(obj, "stacks_reused", (double)p->sites.reused);
+	cJSON_AddNumberToObject(obj, "stack_misses", (double)p->sites.misses);
+}
+
+void gl_priv_release(struct gl_priv *p)
+{
+	release_bpf(p);
+	free(p);
 }
 
 static void gl_free(struct collector *c)
@@ -933,9 +712,14 @@ static void gl_free(struct collector *c)
 	if (!p)
 		return;
 	gl_stop(c);
-	release_bpf(p);
-	free(p);
 	c->priv = NULL;
+	if (p->inflight) {
+		/* Attach jobs still use the programs: the last one frees. */
+		p->c = NULL;
+		p->freeing = true;
+		return;
+	}
+	gl_priv_release(p);
 }
 
 const struct collector_ops gpu_launch_collector_ops = {

@@ -87,7 +87,10 @@ int libscan_pid(const char *proc_dir, uint32_t pid, struct libscan_hit *hits, si
 		if (i == n) {
 			if (n == max)
 				continue;
-			memset(&hits[n], 0, sizeof(hits[n]) - sizeof(hits[n].path));
+			/* All of it: nranges and ranges[] follow path (leaving
+			 * them as malloc left them trimmed whole stacks away in
+			 * release builds). */
+			memset(&hits[n], 0, sizeof(hits[n]));
 			hits[n].rt = rt;
 			hits[n].dev = makedev(maj, mnr);
 			hits[n].ino = ino;

@@ -128,3 +128,18 @@ void rbloop_stop(struct rbloop *l)
 	ring_buffer__free(l->rb);
 	l->rb = NULL;
 }
+
+int rbloop_percpu_sum(const struct bpf_map *map, uint32_t key, uint64_t *buf, int ncpus,
+		      uint64_t *sum)
+{
+	uint64_t t = 0;
+
+	if (!map || !buf || ncpus <= 0)
+		return -EINVAL;
+	if (bpf_map__lookup_elem(map, &key, sizeof(key), buf, sizeof(uint64_t) * (size_t)ncpus, 0))
+		return -errno;
+	for (int i = 0; i < ncpus; i++)
+		t += buf[i];
+	*sum = t;
+	return 0;
+}

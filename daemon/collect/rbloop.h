@@ -54,6 +54,14 @@ void rbloop_drain(struct rbloop *l);
  * committed, free the ring buffer. Safe to call when not started. */
 void rbloop_stop(struct rbloop *l);
 
+/*
+ * Sum one key of a BPF per-CPU array of u64 counters (the collectors' loss
+ * counters); buf has room for ncpus values. 0 and *sum set, or -errno and
+ * *sum untouched.
+ */
+int rbloop_percpu_sum(const struct bpf_map *map, uint32_t key, uint64_t *buf, int ncpus,
+		      uint64_t *sum);
+
 static inline bool rbloop_running(const struct rbloop *l)
 {
 	return l->rb != NULL;

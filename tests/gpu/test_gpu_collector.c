@@ -5,7 +5,10 @@
  * real store. gpu_app launches known kernels a known number of times; the
  * store must hold exactly those launches with names, geometry, stream,
  * API, correlation ids and one call site per launching function; when
- * gpu_app exits the library's probes must come off.
+ * gpu_app exits the library's probes must come off. Twice: with stack
+ * sampling (gpu.stack_sample 32, the narrow mmap hook when the kernel has
+ * it: every launch still has its full stack) and without (every stack
+ * walked, the sys_exit watcher).
  */
 #include <errno.h>
 #include <signal.h>
@@ -79,7 +82,47 @@ static bool all_launches(struct harness *h)
 	return h->c.events >= N + 2 * N + 3;
 }
 
-int main(void)
+static double num(cJSON *o, const char *key)
+{
+	cJSON *v = cJSON_GetObjectItem(o, key);
+
+	CHECK(cJSON_IsNumber(v));
+	return v->valuedouble;
+}
+
+/* The watcher and stack-sampling figures of status. */
+static void check_status(struct harness *h, unsigned watcher)
+{
+	cJSON *o = status(h);
+	const char *hook = cJSON_GetStringValue(cJSON_GetObjectItem(o, "mmap_hook"));
+	double taken = num(o, "stacks_taken"), reused = num(o, "stacks_reused");
+
+	CHECK(hook);
+	if (watcher == CONFIG_GPU_WATCHER_SYS_EXIT) {
+		CHECK_STREQ(hook, "tp_btf/sys_exit");
+		CHECK(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(o, "mmap_hook_note")),
+			     "configuration"));
+	} else if (strcmp(hook, "tp_btf/mmap_lock_released")) {
+		/* Fallen back: status says why. */
+		CHECK_STREQ(hook, "tp_btf/sys_exit");
+		CHECK(cJSON_GetObjectItem(o, "mmap_hook_note"));
+	}
+	CHECK_EQ_U64((uint64_t)num(o, "stack_sample"), h->g.cfg.gpu_stack_sample);
+	CHECK_EQ_U64((uint64_t)(taken + reused), h->c.events);
+	CHECK_EQ_U64((uint64_t)num(o, "stack_misses"), 0);
+	if (h->g.cfg.gpu_stack_sample == 1) {
+		CHECK_EQ_U64((uint64_t)reused, 0);
+	} else {
+		/* 3 call sites, first launch and every 32nd at each walked:
+		 * saxpy 50 -> 2, reduce-ex 100 -> 4, reduce 3 -> 1. */
+		CHECK_EQ_U64((uint64_t)taken, 2 + 4 + 1);
+	}
+	printf("mmap hook %s, stack_sample %u: %.0f stacks walked, %.0f reused\n", hook,
+	       h->g.cfg.gpu_stack_sample, taken, reused);
+	cJSON_Delete(o);
+}
+
+static void run(uint32_t stack_sample, unsigned watcher)
 {
 	const char *app = getenv("GPU_APP"), *lib = getenv("FAKE_CUDA");
 	struct store_config sc = {.budget_bytes = 64u << 20};
@@ -89,12 +132,12 @@ int main(void)
 	pid_t pid;
 	FILE *from;
 
-	if (geteuid() != 0)
-		TEST_SKIP("needs root for BPF and uprobes");
 	CHECK(app && lib);
 	memset(&h, 0, sizeof(h));
 	CHECK_EQ_INT(uv_loop_init(&h.loop), 0);
 	config_defaults(&h.g.cfg);
+	h.g.cfg.gpu_stack_sample = stack_sample;
+	h.g.cfg.gpu_watcher = watcher;
 	h.g.loop = &h.loop;
 	CHECK_EQ_INT(store_new(&sc, &h.g.store), 0);
 	h.c.ops = &gpu_launch_collector_ops;
@@ -180,6 +223,7 @@ int main(void)
 	CHECK_EQ_INT(reduce, 2 * N + 3);
 	CHECK_EQ_INT(reduce_ex, 2 * N);
 	CHECK(reduce_sites[1] && reduce_sites[0] != saxpy_site && reduce_sites[1] != saxpy_site);
+	check_status(&h, watcher);
 
 	/* Exit: the library's last user is gone, so are its probes. */
 	close(in[1]);
@@ -197,5 +241,97 @@ int main(void)
 	CHECK_EQ_INT(r, 0);
 	store_free(h.g.store);
 	printf("ok: %u launches, 3 call sites, probes removed on exit\n", saxpy + reduce);
-	return 0;
+}
+
+static bool attaching(struct harness *h)
+{
+	cJSON *o = status(h), *l;
+	bool r = false;
+
+	cJSON_ArrayForEach(l, cJSON_GetObjectItem(o, "libraries"))
+		r |= cJSON_IsTrue(cJSON_GetObjectItem(l, "attaching"));
+	cJSON_Delete(o);
+	return r;
+}
+
+/* Probes attach on the thread pool: the collector freed while a library's
+ * attach is in flight must leave neither a leak nor a use after free
+ * (ASan) once that job ends. Returns whether the window was caught. */
+static bool free_while_attaching(void)
+{
+	const char *app = getenv("GPU_APP"), *lib = getenv("FAKE_CUDA");
+	struct store_config sc = {.budget_bytes = 16u << 20};
+	struct harness h;
+	bool caught = false;
+	int in[2], r;
+	pid_t pid;
+
+	memset(&h, 0, sizeof(h));
+	CHECK_EQ_INT(uv_loop_init(&h.loop), 0);
+	config_defaults(&h.g.cfg);
+	h.g.loop = &h.loop;
+	CHECK_EQ_INT(store_new(&sc, &h.g.store), 0);
+	h.c.ops = &gpu_launch_collector_ops;
+	h.c.gpd = &h.g;
+	CHECK_EQ_INT(h.c.ops->open(&h.c), 0);
+	CHECK_EQ_INT(h.c.ops->start(&h.c), 0);
+	CHECK_EQ_INT(h.c.state, COLLECTOR_ATTACHED);
+	CHECK_EQ_INT(pipe(in), 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		close(in[1]);
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(127);
+		execl(app, app, "cuda", lib, "1", "--hold", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	/* No sleeping between turns: the attach takes milliseconds. */
+	for (int i = 0; i < 2000000 && !caught && !probed_libraries(&h); i++) {
+		uv_run(&h.loop, UV_RUN_NOWAIT);
+		caught = attaching(&h);
+	}
+	h.c.ops->free(&h.c);
+	for (int i = 0; i < 500 && (r = uv_loop_close(&h.loop)) == UV_EBUSY; i++) {
+		uv_run(&h.loop, UV_RUN_NOWAIT);
+		usleep(10000);
+	}
+	CHECK_EQ_INT(r, 0);
+	close(in[1]);
+	CHECK_EQ_INT(waitpid(pid, &r, 0), pid);
+	store_free(h.g.store);
+	printf("collector freed %s an attach in flight\n", caught ? "with" : "without");
+	return caught;
+}
+
+static void sampled_stacks_narrow_watcher(void)
+{
+	run(32, CONFIG_GPU_WATCHER_AUTO);
+}
+
+static void every_stack_sys_exit_watcher(void)
+{
+	run(1, CONFIG_GPU_WATCHER_SYS_EXIT);
+}
+
+static void freed_while_attaching(void)
+{
+	bool caught = false;
+
+	/* The window is milliseconds wide; a loaded machine may need tries. */
+	for (int i = 0; i < 5 && !caught; i++)
+		caught = free_while_attaching();
+	CHECK(caught);
+}
+
+int main(void)
+{
+	if (geteuid() != 0)
+		TEST_SKIP("needs root for BPF and uprobes");
+	RUN(sampled_stacks_narrow_watcher);
+	RUN(every_stack_sys_exit_watcher);
+	RUN(freed_while_attaching);
+	return test_summary();
 }

@@ -67,13 +67,15 @@ class App:
         self.pid = self.p.pid
 
     def wait_probed(self, d, timeout=10):
-        """Until the daemon has probes on our library with us among its users."""
+        """Until the daemon has probes on our library with us among its users,
+        and no library's attach is still running on the thread pool (NEO's
+        USDT attaches beside the loader's probes)."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             g = gpu_status(d)
             libs = [l for l in g["libraries"] if os.path.samefile(l["path"], self.lib)
                     and l["processes"] >= 1 and l["probes"] >= 1]
-            if libs:
+            if libs and not any(l.get("attaching") for l in g["libraries"]):
                 return libs[0]
             time.sleep(0.05)
         raise AssertionError("library %s never probed: %r" % (self.lib, gpu_status(d)))
