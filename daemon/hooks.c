@@ -9,6 +9,7 @@
 #include "gpd.h"
 #include "log.h"
 #include "sym.h"
+#include "timeline/live.h"
 #ifdef HAVE_CPU_COLLECTOR
 #include "collect/cpu.h"
 #endif
@@ -33,7 +34,12 @@ static void symbolize(void *arg, struct capture *c)
 	if (xe_coll && xe_collector_attach_capture(xe_coll, c) < 0)
 		log_warn("capture %llu: EU-stall profile not attached", (unsigned long long)c->id);
 #endif
-	int r = sym_symbolize_capture(arg, c);
+	/* GPU job intervals -> the timeline the analyses read (timeline/live.h) */
+	int r = timeline_live_attach(c);
+	if (r < 0)
+		log_warn("capture %llu: no timeline from the GPU job intervals: %s",
+			 (unsigned long long)c->id, strerror(-r));
+	r = sym_symbolize_capture(arg, c);
 	if (r < 0)
 		log_warn("capture %llu: symbolization failed: %s", (unsigned long long)c->id,
 			 strerror(-r));

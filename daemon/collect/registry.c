@@ -20,6 +20,9 @@ extern const struct collector_ops gpu_launch_collector_ops;
 #ifdef HAVE_XE_COLLECTOR
 extern const struct collector_ops xe_collector_ops;
 #endif
+#ifdef HAVE_GPU_JOB_COLLECTOR
+extern const struct collector_ops gpu_job_collector_ops;
+#endif
 
 static const struct collector_ops *const collector_table[] = {
 #ifdef HAVE_CPU_COLLECTOR
@@ -30,6 +33,9 @@ static const struct collector_ops *const collector_table[] = {
 #endif
 #ifdef HAVE_XE_COLLECTOR
 	&xe_collector_ops,
+#endif
+#ifdef HAVE_GPU_JOB_COLLECTOR
+	&gpu_job_collector_ops,
 #endif
 	NULL,
 };

@@ -244,6 +244,8 @@ void tl_rank_drop_indexes(struct tl_rank *r)
 	free(r->by_thread);
 	free(r->threads);
 	free(r->by_corr);
+	free(r->corr_keys);
+	r->corr_keys = NULL;
 	r->hta_order = r->by_stream = r->by_thread = r->by_corr = NULL;
 	r->streams = NULL;
 	r->threads = NULL;
@@ -362,18 +364,21 @@ int64_t timeline_hta_min_ts_us(const struct timeline *tl)
 
 uint32_t tl_rank_corr(const struct tl_rank *r, int64_t correlation, uint32_t *first)
 {
+	const int64_t *k = r->corr_keys;
 	uint32_t lo = 0, hi = r->nby_corr, start;
 
+	if (!k) /* not indexed */
+		hi = 0;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (r->ev[r->by_corr[mid]].correlation < correlation)
+		if (k[mid] < correlation)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	start = lo;
-	while (lo < r->nby_corr && r->ev[r->by_corr[lo]].correlation == correlation)
+	while (k && lo < r->nby_corr && k[lo] == correlation)
 		lo++;
 	if (first)
 		*first = start;
@@ -397,4 +402,33 @@ const struct tl_stream *tl_rank_stream(const struct tl_rank *r, int64_t stream, 
 	    (pid < 0 || r->streams[lo].pid == pid))
 		return &r->streams[lo];
 	return NULL;
+}
+
+int tl_rank_push(struct tl_rank *r, struct tl_build *cap, const struct tl_event *e,
+		 const struct tl_args *a)
+{
+	struct tl_event *ev;
+
+	if (tl_grow((void **)&r->ev, &cap->ev_cap, r->nev + 1, sizeof(*r->ev)) ||
+	    (a && tl_grow((void **)&r->args, &cap->args_cap, r->nargs + 1, sizeof(*r->args))))
+		return -ENOMEM;
+	ev = &r->ev[r->nev++];
+	*ev = *e;
+	/* µs grid for HTA-style consumers: ceil(ts), floor(end) as kineto does */
+	ev->hta_ts_us = e->ts_ns >= 0 ? (e->ts_ns + 999) / 1000 : e->ts_ns / 1000;
+	ev->hta_end_us = (e->ts_ns + e->dur_ns) / 1000;
+	ev->link = -1;
+	ev->index_correlation = e->correlation == -1 ? -1 : 0;
+	ev->args = TL_NO_ARGS;
+	if (a) {
+		ev->args = r->nargs;
+		r->args[r->nargs++] = *a;
+	}
+	if (e->dur_ns < 0)
+		ev->flags |= TL_EV_DUR_NEG;
+	if (e->ts_ns < r->min_ts_ns)
+		r->min_ts_ns = e->ts_ns;
+	if (ev->hta_ts_us < r->hta_min_ts_us)
+		r->hta_min_ts_us = ev->hta_ts_us;
+	return 0;
 }

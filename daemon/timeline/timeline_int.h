@@ -96,4 +96,13 @@ struct tl_build {
 	size_t ev_pop, args_pop, flows_pop; /* bytes prefaulted (tl_prefault) */
 };
 
+/*
+ * Append a copy of e (and of a, if not NULL) to r for importers that build
+ * events field by field (nsys.c, live.c): fills HTA's µs grid (ceil(ts),
+ * floor(end)), link -1, index_correlation, args, TL_EV_DUR_NEG and the
+ * rank's minimum times. 0 or -ENOMEM.
+ */
+int tl_rank_push(struct tl_rank *r, struct tl_build *cap, const struct tl_event *e,
+		 const struct tl_args *a);
+
 #endif /* GPUPROF_TIMELINE_INT_H */

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What the driver-side GPU job path costs on the CPU, per job:
+ *  - the pairer (daemon/collect/gpu_job_pair.c): submit + start + end of
+ *    N jobs over 64 contexts with K in flight, table of 4096;
+ *  - a live capture of N intervals and N launches: the launch <-> interval
+ *    match, the timeline build + encode (timeline/live.c), the temporal
+ *    analysis on it, and `folded --weight gpu-time`.
+ * Usage: bench_gpu_job [N (default 1000000)] [in-flight K (default 256)]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "analysis/analysis.h"
+#include "capture/capture.h"
+#include "capture/gpumatch.h"
+#include "collect/gpu_job_pair.h"
+#include "folded.h"
+#include "sym/capbuild.h"
+#include "timeline.h"
+#include "timeline/live.h"
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t emitted;
+
+static void on_emit(void *arg, const struct gj_interval *iv)
+{
+	(void)arg;
+	emitted += iv->end_ns - iv->start_ns > 0;
+}
+
+static int sink(void *ctx, const void *buf, size_t len)
+{
+	(void)buf;
+	*(size_t *)ctx += len;
+	return 0;
+}
+
+static void bench_pair(uint64_t n, uint64_t k)
+{
+	struct gj_pair *p;
+	if (gj_pair_new(4096, &(struct gj_pair_ops){on_emit, NULL, NULL}, &p) < 0)
+		exit(1);
+	double t0 = now();
+	for (uint64_t i = 0; i < n + k; i++) {
+		if (i < n) {
+			struct gj_event e = {.ev = GJ_SUBMIT,
+					     .ts_ns = 10 * i,
+					     .ctx = i % 64 + 1,
+					     .seqno = i / 64,
+					     .pid = 1};
+			gj_pair_feed(p, &e);
+			e.ev = GJ_START;
+			e.ts_ns += 3;
+			gj_pair_feed(p, &e);
+		}
+		if (i >= k) {
+			uint64_t j = i - k;
+			struct gj_event e = {
+			    .ev = GJ_END, .ts_ns = 10 * i + 5, .ctx = j % 64 + 1, .seqno = j / 64};
+			gj_pair_feed(p, &e);
+		}
+	}
+	double dt = now() - t0;
+	struct gj_stats st;
+	gj_pair_stats(p, &st);
+	printf("pairer: %llu jobs (3 events each, %llu in flight): %.1f ns/event, %llu intervals, "
+	       "%llu evicted\n",
+	       (unsigned long long)n, (unsigned long long)k, dt * 1e9 / (double)(3 * n),
+	       (unsigned long long)st.intervals, (unsigned long long)st.evicted);
+	gj_pair_free(p);
+}
+
+static void bench_live(uint64_t n)
+{
+	struct capture *c;
+	if (capture_new(&c) < 0)
+		exit(1);
+	c->kind = CAPTURE_LIVE;
+	uint32_t comm = cb_str(c, "app"), ccs = cb_str(c, "xe/ccs");
+	uint32_t names[16];
+	for (int i = 0; i < 16; i++) {
+		char b[32];
+		snprintf(b, sizeof(b), "kernel_%d", i);
+		names[i] = cb_str(c, b);
+	}
+	uint64_t ips[4] = {0x1004, 0x1003, 0x1002, 0x1001};
+	uint32_t stacks[16];
+	for (int i = 0; i < 16; i++) {
+		ips[0] = 0x2000 + (uint64_t)i;
+		stacks[i] = cb_stack(c, ips, 4, 0);
+	}
+	c->recs = malloc(2 * n * sizeof(*c->recs));
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t t = 1000000000000ull + i * 10000;
+		uint32_t pid = 100 + (uint32_t)(i % 4);
+		c->recs[c->nrecs++] = (struct store_rec){.ts_ns = t,
+							 .pid = pid,
+							 .tid = pid,
+							 .comm = comm,
+							 .stack = stacks[i % 16],
+							 .name = names[i % 16],
+							 .type = STORE_REC_GPU_LAUNCH,
+							 .aux32 = 7,
+							 .aux = {0, i + 1}};
+		c->recs[c->nrecs++] = (struct store_rec){.ts_ns = t + 2000,
+							 .dur_ns = 6000,
+							 .pid = pid,
+							 .tid = pid,
+							 .comm = comm,
+							 .name = ccs,
+							 .type = STORE_REC_GPU_INTERVAL,
+							 .cpu = 5,
+							 .aux32 = 1000,
+							 .aux = {7 + pid, 0}};
+	}
+	double t0 = now();
+	struct gpu_match m;
+	if (gpu_match_build(c, &m) < 0)
+		exit(1);
+	double t1 = now();
+	size_t matched = m.nmatched;
+	gpu_match_finish(&m);
+	if (timeline_live_attach(c) < 0)
+		exit(1);
+	double t2 = now();
+	const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
+	struct timeline *tl;
+	char why[64];
+	if (!x || timeline_decode(x->data, x->len, &tl, why, sizeof(why)) < 0)
+		exit(1);
+	double t3 = now();
+	cJSON *res = NULL;
+	char err[128];
+	if (analysis_run("temporal", tl, NULL, &res, err, sizeof(err)) < 0)
+		exit(1);
+	double t4 = now();
+	struct folded_opts o = {.weight = FOLDED_WEIGHT_GPU_TIME};
+	size_t bytes = 0;
+	if (folded_write(c, &o, sink, &bytes, NULL) < 0)
+		exit(1);
+	double t5 = now();
+	printf("live capture: %llu intervals + %llu launches, %zu matched\n", (unsigned long long)n,
+	       (unsigned long long)n, matched);
+	printf(
+	    "  match %.0f ms (%.0f ns/interval); timeline build+encode %.0f ms (%.0f ns/interval, "
+	    "%zu bytes); decode %.0f ms; temporal %.0f ms; folded gpu-time %.0f ms\n",
+	    (t1 - t0) * 1e3, (t1 - t0) * 1e9 / (double)n, (t2 - t1) * 1e3,
+	    (t2 - t1) * 1e9 / (double)n, x->len, (t3 - t2) * 1e3, (t4 - t3) * 1e3, (t5 - t4) * 1e3);
+	cJSON_Delete(res);
+	timeline_free(tl);
+	capture_free(c);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
+	uint64_t k = argc > 2 ? strtoull(argv[2], NULL, 10) : 256;
+	if (!n || k > 4000) {
+		fprintf(stderr, "usage: bench_gpu_job [N] [in-flight K <= 4000]\n");
+		return 2;
+	}
+	bench_pair(n, k);
+	bench_live(n);
+	return 0;
+}
