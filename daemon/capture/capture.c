@@ -35,6 +35,9 @@ void capture_free_data(struct capture *c)
 	free(c->ips);
 	free(c->stacks);
 	free(c->recs);
+	free(c->stackrefs);
+	c->stackrefs = NULL;
+	c->nstackrefs = 0;
 	c->extras = NULL;
 	c->nextras = 0;
 	c->str_blob = NULL;

@@ -63,6 +63,19 @@ struct capture_stack {
 	uint16_t nuser, nkernel;
 };
 
+/* A stack a section other than RECORDS refers to, with the process it was
+ * taken in (the EU-stall profile's kernel launch stacks). */
+struct capture_stackref {
+	uint32_t pid, uid, stack;
+};
+
+/* Input of capture_add_stacks(): frames leaf first, user then kernel. */
+struct capture_newstack {
+	uint32_t pid, uid;
+	const uint64_t *ips;
+	uint16_t nuser, nkernel;
+};
+
 struct capture {
 	uint64_t id;
 	uint32_t owner_uid;
@@ -102,6 +115,10 @@ struct capture {
 
 	/* not persisted */
 	size_t file_bytes;
+	/* capture_add_stacks()'s references, for the symbolizer, which runs
+	 * before the capture is saved (a loaded capture has none) */
+	struct capture_stackref *stackrefs;
+	size_t nstackrefs;
 };
 
 /* Filters applied by capture_take(). */
@@ -127,6 +144,15 @@ int capture_take(const struct store *s, const struct capture_filter *f, uint64_t
 const char *capture_str(const struct capture *c, uint32_t id, size_t *len);
 const uint64_t *capture_stack(const struct capture *c, uint32_t id, uint16_t *nuser,
 			      uint16_t *nkernel);
+
+/*
+ * Give n stacks that a section refers to an id in c's stack table (an equal
+ * stack already there is reused; ids[i] receives stack i's id) and note each
+ * (pid, uid, id) in c->stackrefs, so that the symbolizer resolves them like
+ * the records' stacks. Returns 0, -ENOMEM or -E2BIG (c unchanged then).
+ */
+int capture_add_stacks(struct capture *c, const struct capture_newstack *in, size_t n,
+		       uint32_t *ids);
 
 /* Add an opaque extra section; data is copied. */
 int capture_add_extra(struct capture *c, uint32_t type, const void *data, size_t len);

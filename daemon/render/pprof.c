@@ -6,16 +6,19 @@
  *
  *   sample types   samples/count, cpu/nanoseconds (count x period) and,
  *                  when the capture has them, launches/count, gpu/nanoseconds
+ *                  and one REASON/samples per EU-stall reason (pprof_xe.c)
  *   samples        one per (pid, stack, comm), leaf location first, labels
  *                  "comm" and "pid"; GPU kernels as one-frame "NAME_[G]"
- *                  stacks under their process
- *   locations      one per (address, function); mapping 1 = user space,
- *                  2 = [kernel.kallsyms] (the symbols section has no
- *                  module or build-id information to do better)
+ *                  stacks under their process; EU stalls as (kernel,
+ *                  offset) locations on top of the launching CPU stack
+ *   locations      one per (address, function, mapping)
+ *   mappings       [kernel.kallsyms]; per process the file mappings the
+ *                  symbols section records (path, range, offset, GNU build
+ *                  id); per GPU kernel its address range
  * The string table starts with "" (index 0), as the format requires.
  */
 #include "flamegraph.h"
-#include "render_int.h"
+#include "pprof_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -23,12 +26,9 @@
 #include <zlib.h>
 
 #include "capture/capture.h"
-
-struct pb {
-	uint8_t *p;
-	size_t len, cap;
-	int err;
-};
+#include "section.h"
+#include "symtab.h"
+#include "xe.h"
 
 static void pb_raw(struct pb *b, const void *p, size_t n)
 {
@@ -62,7 +62,7 @@ static void pb_varint(struct pb *b, uint64_t v)
 }
 
 /* varint field; proto3 leaves zeros out */
-static void pb_u64(struct pb *b, unsigned field, uint64_t v)
+void pb_u64(struct pb *b, unsigned field, uint64_t v)
 {
 	if (!v)
 		return;
@@ -70,7 +70,7 @@ static void pb_u64(struct pb *b, unsigned field, uint64_t v)
 	pb_varint(b, v);
 }
 
-static void pb_bytes(struct pb *b, unsigned field, const void *p, size_t n)
+void pb_bytes(struct pb *b, unsigned field, const void *p, size_t n)
 {
 	pb_varint(b, (uint64_t)field << 3 | 2);
 	pb_varint(b, n);
@@ -113,15 +113,9 @@ static int agg_add(struct agg *a, const void *key, size_t len, uint64_t n, uint6
 	return 0;
 }
 
-struct pprof {
-	struct bmap strs, funcs, locs;
-	struct pb tmp, msg;
-	uint64_t locv[2 * STORE_MAX_FRAMES + 2];
-};
-
 /* Index in the string table; protobuf strings must be UTF-8, so invalid
  * bytes (comm and symbol names are arbitrary) become U+FFFD. */
-static uint64_t str_idx(struct pprof *x, const char *s, size_t len)
+uint64_t pprof_str(struct pprof *x, const char *s, size_t len)
 {
 	char fixed[4096 * 3];
 	size_t i = 0, n = 0;
@@ -147,17 +141,41 @@ static uint64_t str_idx(struct pprof *x, const char *s, size_t len)
 	return id ? id - 1 : 0;
 }
 
-static uint64_t loc_id(struct pprof *x, const char *name, size_t len, uint64_t ip, bool kernel)
+uint32_t pprof_map(struct pprof *x, enum pprof_map_kind kind, uint32_t idx)
+{
+	uint32_t key[2] = {kind, idx};
+	uint32_t id = bmap_intern(&x->maps, key, sizeof(key), NULL);
+	if (!id)
+		x->msg.err = -ENOMEM;
+	return id;
+}
+
+uint64_t pprof_loc(struct pprof *x, const char *name, size_t len, uint64_t ip, uint32_t map)
 {
 	uint32_t fid = bmap_intern(&x->funcs, name, len, NULL);
-	uint8_t key[13];
+	uint8_t key[16];
 	memcpy(key, &ip, 8);
 	memcpy(key + 8, &fid, 4);
-	key[12] = kernel;
+	memcpy(key + 12, &map, 4);
 	uint32_t id = fid ? bmap_intern(&x->locs, key, sizeof(key), NULL) : 0;
 	if (!id)
 		x->msg.err = -ENOMEM;
 	return id;
+}
+
+size_t pprof_frames(struct pprof *x, const struct capframes *f, size_t at)
+{
+	size_t n = f->n;
+	for (size_t i = 0; i < n; i++) { /* leaf first */
+		size_t k = n - 1 - i;
+		/* sections before version 2 record no mappings: kernel frames
+		 * then share a [kernel.kallsyms] mapping without build id */
+		uint32_t map = f->map[k]      ? pprof_map(x, PMAP_FILE, f->map[k])
+			       : f->kernel[k] ? pprof_map(x, PMAP_KERNEL, 0)
+					      : 0;
+		x->locv[at + i] = pprof_loc(x, f->name[k], f->len[k], f->ip[k], map);
+	}
+	return at + n;
 }
 
 static void value_type(struct pprof *x, struct pb *out, unsigned field, const char *type,
@@ -165,27 +183,25 @@ static void value_type(struct pprof *x, struct pb *out, unsigned field, const ch
 {
 	struct pb *m = &x->msg;
 	m->len = 0;
-	pb_u64(m, 1, str_idx(x, type, strlen(type)));
-	pb_u64(m, 2, str_idx(x, unit, strlen(unit)));
+	pb_u64(m, 1, pprof_str(x, type, strlen(type)));
+	pb_u64(m, 2, pprof_str(x, unit, strlen(unit)));
 	pb_bytes(out, field, m->p, m->len);
 }
 
-static void sample(struct pprof *x, struct pb *out, const struct capture *c, size_t nloc,
-		   const uint64_t *vals, size_t nvals, uint32_t pid, uint32_t comm)
+void pprof_sample(struct pprof *x, struct pb *out, size_t nloc, const uint64_t *vals, size_t nvals,
+		  uint32_t pid, const char *comm, size_t commlen)
 {
 	struct pb *m = &x->msg;
-	size_t len;
-	const char *cs = capture_str(c, comm, &len);
 	m->len = 0;
 	pb_packed(m, &x->tmp, 1, x->locv, nloc);
 	pb_packed(m, &x->tmp, 2, vals, nvals);
-	/* labels: built after the packed fields, so into tmp and copied */
+	/* labels: built after the packed fields, so into their own buffer */
 	struct pb lab = {0};
-	pb_u64(&lab, 1, str_idx(x, "comm", 4));
-	pb_u64(&lab, 2, str_idx(x, cs ? cs : "", cs ? len : 0));
+	pb_u64(&lab, 1, pprof_str(x, "comm", 4));
+	pb_u64(&lab, 2, pprof_str(x, comm ? comm : "", comm ? commlen : 0));
 	pb_bytes(m, 3, lab.p, lab.len);
 	lab.len = 0;
-	pb_u64(&lab, 1, str_idx(x, "pid", 3));
+	pb_u64(&lab, 1, pprof_str(x, "pid", 3));
 	pb_u64(&lab, 3, pid);
 	pb_bytes(m, 3, lab.p, lab.len);
 	if (lab.err)
@@ -194,6 +210,85 @@ static void sample(struct pprof *x, struct pb *out, const struct capture *c, siz
 	pb_bytes(out, 2, m->p, m->len);
 	if (m->err)
 		out->err = m->err;
+}
+
+static void cap_sample(struct pprof *x, struct pb *out, const struct capture *c, size_t nloc,
+		       const uint64_t *vals, size_t nvals, uint32_t pid, uint32_t comm)
+{
+	size_t len;
+	const char *cs = capture_str(c, comm, &len);
+	pprof_sample(x, out, nloc, vals, nvals, pid, cs, cs ? len : 0);
+}
+
+/* The Mapping messages, for the keys pprof_map() handed out. */
+static void mappings(struct pprof *x, struct pb *out)
+{
+	const struct sym_table *t = x->f->syms;
+	for (uint32_t id = 1; id <= x->maps.n; id++) {
+		size_t kl, fl = 0, bl = 0;
+		uint32_t key[2];
+		uint64_t start = 0, limit = UINT64_MAX, off = 0;
+		const char *file = "[kernel.kallsyms]", *bid = "";
+		bool funcs = true;
+		memcpy(key, bmap_key(&x->maps, id, &kl), sizeof(key));
+		fl = strlen(file);
+		if (key[0] == PMAP_FILE) {
+			const struct sym_mapping *m = sym_table_map(t, key[1]);
+			start = m->start, limit = m->limit, off = m->offset;
+			file = sym_table_name(t, m->file, &fl);
+			bid = sym_table_name(t, m->build_id, &bl);
+			funcs = m->flags & SYMTAB_MAPF_SYMBOLS;
+		} else if (key[0] == PMAP_GPU) {
+			const struct xe_sec_kernel *k = xe_sec_kernel(x->xe, key[1]);
+			start = k->start, limit = k->start + k->size;
+			file = xe_sec_str(x->xe, k->file, &fl);
+			if (!fl)
+				file = xe_sec_str(x->xe, k->name, &fl);
+		}
+		x->msg.len = 0;
+		pb_u64(&x->msg, 1, id);
+		pb_u64(&x->msg, 2, start);
+		pb_u64(&x->msg, 3, limit);
+		pb_u64(&x->msg, 4, off);
+		pb_u64(&x->msg, 5, pprof_str(x, file, fl));
+		pb_u64(&x->msg, 6, pprof_str(x, bid, bl));
+		pb_u64(&x->msg, 7, funcs); /* has_functions */
+		pb_bytes(out, 3, x->msg.p, x->msg.len);
+	}
+}
+
+static void locations_functions(struct pprof *x, struct pb *out)
+{
+	for (uint32_t id = 1; id <= x->locs.n; id++) {
+		size_t kl;
+		const uint8_t *k = (const uint8_t *)bmap_key(&x->locs, id, &kl);
+		uint64_t ip;
+		uint32_t fid, map;
+		memcpy(&ip, k, 8);
+		memcpy(&fid, k + 8, 4);
+		memcpy(&map, k + 12, 4);
+		struct pb line = {0};
+		pb_u64(&line, 1, fid);
+		x->msg.len = 0;
+		pb_u64(&x->msg, 1, id);
+		pb_u64(&x->msg, 2, map);
+		pb_u64(&x->msg, 3, ip);
+		pb_bytes(&x->msg, 4, line.p, line.len);
+		if (line.err)
+			out->err = line.err;
+		free(line.p);
+		pb_bytes(out, 4, x->msg.p, x->msg.len);
+	}
+	for (uint32_t id = 1; id <= x->funcs.n; id++) {
+		size_t kl;
+		const char *k = bmap_key(&x->funcs, id, &kl);
+		uint64_t si = pprof_str(x, k, kl);
+		x->msg.len = 0;
+		pb_u64(&x->msg, 1, id);
+		pb_u64(&x->msg, 2, si);
+		pb_u64(&x->msg, 3, si);
+		pb_bytes(out, 5, x->msg.p, x->msg.len);
+	}
 }
 
 static int gzip_out(const struct pb *b, folded_write_fn fn, void *ctx, uint64_t *bytes)
@@ -229,6 +324,34 @@ static int gzip_out(const struct pb *b, folded_write_fn fn, void *ctx, uint64_t 
 	return r;
 }
 
+/* Aggregate CPU samples by (pid, comm, stack) and GPU launches/intervals
+ * by (pid, comm, name). */
+static int aggregate(const struct capture *c, struct agg *cpu, struct agg *gpu, bool *has_launch,
+		     bool *has_gpu)
+{
+	for (size_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *rec = &c->recs[i];
+		uint32_t key[3] = {rec->pid, rec->comm, 0};
+		int r;
+		if (rec->type == STORE_REC_CPU_SAMPLE) {
+			key[2] = rec->stack;
+			r = agg_add(cpu, key, sizeof(key), rec->aux32 ? rec->aux32 : 1, 0);
+		} else if (rec->type == STORE_REC_GPU_LAUNCH ||
+			   rec->type == STORE_REC_GPU_INTERVAL) {
+			bool launch = rec->type == STORE_REC_GPU_LAUNCH;
+			*has_launch |= launch;
+			*has_gpu |= !launch;
+			key[2] = rec->name;
+			r = agg_add(gpu, key, sizeof(key), launch, launch ? 0 : rec->dur_ns);
+		} else {
+			continue;
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int pprof_export(const struct capture *c, uint64_t period_ns, folded_write_fn fn, void *ctx,
 		 struct export_totals *t)
 {
@@ -237,6 +360,7 @@ int pprof_export(const struct capture *c, uint64_t period_ns, folded_write_fn fn
 	struct capframes *f = malloc(sizeof(*f));
 	struct agg cpu = {0}, gpu = {0};
 	struct pb out = {0};
+	struct xe_capdata xd = {0};
 	bool has_launch = false, has_gpu = false;
 	int r = -ENOMEM;
 	if (!x || !f)
@@ -244,60 +368,51 @@ int pprof_export(const struct capture *c, uint64_t period_ns, folded_write_fn fn
 	bmap_init(&x->strs);
 	bmap_init(&x->funcs);
 	bmap_init(&x->locs);
+	bmap_init(&x->maps);
 	bmap_init(&cpu.keys);
 	bmap_init(&gpu.keys);
 	capframes_init(f, c);
+	x->f = f;
+	/* a damaged EU-stall section is left out, as capture.xe outputs refuse it */
+	const struct capture_extra *xs = capture_find_extra(c, CAPSEC_XE_EU_STALL);
+	if (xs && xe_sec_decode(xs->data, xs->len, &xd, NULL, 0) == 0 && xd.h->nrows)
+		x->xe = &xd;
 
-	for (size_t i = 0; i < c->nrecs; i++) {
-		const struct store_rec *rec = &c->recs[i];
-		uint32_t key[3] = {rec->pid, rec->comm, 0};
-		if (rec->type == STORE_REC_CPU_SAMPLE) {
-			key[2] = rec->stack;
-			r = agg_add(&cpu, key, sizeof(key), rec->aux32 ? rec->aux32 : 1, 0);
-		} else if (rec->type == STORE_REC_GPU_LAUNCH ||
-			   rec->type == STORE_REC_GPU_INTERVAL) {
-			bool launch = rec->type == STORE_REC_GPU_LAUNCH;
-			has_launch |= launch;
-			has_gpu |= !launch;
-			key[2] = rec->name;
-			r = agg_add(&gpu, key, sizeof(key), launch, launch ? 0 : rec->dur_ns);
-		} else {
-			continue;
-		}
-		if (r < 0)
-			goto out_f;
-	}
+	r = aggregate(c, &cpu, &gpu, &has_launch, &has_gpu);
+	if (r < 0)
+		goto out_f;
 	r = -ENODATA;
-	if (!cpu.keys.n && !gpu.keys.n)
+	if (!cpu.keys.n && !gpu.keys.n && !x->xe)
 		goto out_f;
 
-	str_idx(x, "", 0); /* index 0 */
+	pprof_str(x, "", 0); /* index 0 */
 	size_t nv = 1;
 	value_type(x, &out, 1, "samples", "count");
 	if (period_ns)
 		value_type(x, &out, 1, "cpu", "nanoseconds"), nv++;
-	size_t iv_launch = nv, iv_gpu;
+	size_t iv_launch = nv, iv_gpu, iv_xe;
 	if (has_launch)
 		value_type(x, &out, 1, "launches", "count"), nv++;
 	iv_gpu = nv;
 	if (has_gpu)
 		value_type(x, &out, 1, "gpu", "nanoseconds"), nv++;
+	iv_xe = nv;
+	for (int i = 0; x->xe && i < XE_NREASONS; i++)
+		value_type(x, &out, 1, xe_reason_names[i], "samples"), nv++;
 
-	uint64_t vals[4];
+	uint64_t vals[4 + XE_NREASONS];
 	for (uint32_t id = 1; id <= cpu.keys.n; id++) {
 		size_t kl;
 		uint32_t k[3];
 		memcpy(k, bmap_key(&cpu.keys, id, &kl), sizeof(k));
-		size_t n = capframes_get(f, k[0], k[2]);
-		for (size_t i = 0; i < n; i++) /* leaf first */
-			x->locv[i] = loc_id(x, f->name[n - 1 - i], f->len[n - 1 - i],
-					    f->ip[n - 1 - i], f->kernel[n - 1 - i]);
+		capframes_get(f, k[0], k[2]);
+		size_t n = pprof_frames(x, f, 0);
 		memset(vals, 0, sizeof(vals));
 		vals[0] = cpu.v[id - 1][0];
 		if (period_ns)
 			vals[1] =
 			    vals[0] > UINT64_MAX / period_ns ? UINT64_MAX : vals[0] * period_ns;
-		sample(x, &out, c, n, vals, nv, k[0], k[1]);
+		cap_sample(x, &out, c, n, vals, nv, k[0], k[1]);
 		tt.events++;
 	}
 	for (uint32_t id = 1; id <= gpu.keys.n; id++) {
@@ -312,55 +427,21 @@ int pprof_export(const struct capture *c, uint64_t period_ns, folded_write_fn fn
 			nl = sizeof(name) - 5;
 		memcpy(name, s, nl);
 		memcpy(name + nl, "_[G]", 4);
-		x->locv[0] = loc_id(x, name, nl + 4, 0, false);
+		x->locv[0] = pprof_loc(x, name, nl + 4, 0, 0);
 		memset(vals, 0, sizeof(vals));
 		if (has_launch)
 			vals[iv_launch] = gpu.v[id - 1][0];
 		if (has_gpu)
 			vals[iv_gpu] = gpu.v[id - 1][1];
-		sample(x, &out, c, 1, vals, nv, k[0], k[1]);
+		cap_sample(x, &out, c, 1, vals, nv, k[0], k[1]);
 		tt.events++;
 	}
-	/* mappings */
-	static const char *const mapname[] = {"[user]", "[kernel.kallsyms]"};
-	for (unsigned i = 0; i < 2; i++) {
-		x->msg.len = 0;
-		pb_u64(&x->msg, 1, i + 1);
-		pb_u64(&x->msg, 3, UINT64_MAX);
-		pb_u64(&x->msg, 5, str_idx(x, mapname[i], strlen(mapname[i])));
-		pb_u64(&x->msg, 7, 1); /* has_functions */
-		pb_bytes(&out, 3, x->msg.p, x->msg.len);
-	}
-	for (uint32_t id = 1; id <= x->locs.n; id++) {
-		size_t kl;
-		const uint8_t *k = (const uint8_t *)bmap_key(&x->locs, id, &kl);
-		uint64_t ip;
-		uint32_t fid;
-		memcpy(&ip, k, 8);
-		memcpy(&fid, k + 8, 4);
-		struct pb line = {0};
-		pb_u64(&line, 1, fid);
-		x->msg.len = 0;
-		pb_u64(&x->msg, 1, id);
-		pb_u64(&x->msg, 2, k[12] ? 2 : 1);
-		pb_u64(&x->msg, 3, ip);
-		pb_bytes(&x->msg, 4, line.p, line.len);
-		if (line.err)
-			out.err = line.err;
-		free(line.p);
-		pb_bytes(&out, 4, x->msg.p, x->msg.len);
-	}
-	for (uint32_t id = 1; id <= x->funcs.n; id++) {
-		size_t kl;
-		const char *k = bmap_key(&x->funcs, id, &kl);
-		uint64_t si = str_idx(x, k, kl);
-		x->msg.len = 0;
-		pb_u64(&x->msg, 1, id);
-		pb_u64(&x->msg, 2, si);
-		pb_u64(&x->msg, 3, si);
-		pb_bytes(&out, 5, x->msg.p, x->msg.len);
-	}
-	/* time_nanos etc. intern nothing: the string table can be closed now */
+	if (x->xe && (r = pprof_xe_samples(x, &out, iv_xe, nv, &tt.events)) < 0)
+		goto out_f;
+	mappings(x, &out);
+	locations_functions(x, &out);
+	/* time_nanos etc. intern nothing new (period_type's strings are the
+	 * cpu sample type's): the string table can be closed now */
 	for (uint32_t id = 1; id <= x->strs.n; id++) {
 		size_t kl;
 		const char *k = bmap_key(&x->strs, id, &kl);
@@ -370,8 +451,8 @@ int pprof_export(const struct capture *c, uint64_t period_ns, folded_write_fn fn
 	pb_u64(&out, 10, c->t1_ns > c->t0_ns ? c->t1_ns - c->t0_ns : 0);
 	if (period_ns) {
 		x->msg.len = 0;
-		pb_u64(&x->msg, 1, str_idx(x, "cpu", 3)); /* already interned: no new entry */
-		pb_u64(&x->msg, 2, str_idx(x, "nanoseconds", 11));
+		pb_u64(&x->msg, 1, pprof_str(x, "cpu", 3));
+		pb_u64(&x->msg, 2, pprof_str(x, "nanoseconds", 11));
 		pb_bytes(&out, 11, x->msg.p, x->msg.len);
 		pb_u64(&out, 12, period_ns);
 	}
@@ -386,11 +467,13 @@ out_f:
 	bmap_finish(&x->strs);
 	bmap_finish(&x->funcs);
 	bmap_finish(&x->locs);
+	bmap_finish(&x->maps);
 	free(x->tmp.p);
 	free(x->msg.p);
 out:
 	if (t)
 		*t = tt;
+	xe_sec_finish(&xd);
 	bmap_finish(&cpu.keys);
 	bmap_finish(&gpu.keys);
 	free(cpu.v);

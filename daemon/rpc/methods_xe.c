@@ -13,6 +13,7 @@
 #include "json.h"
 #include "methods.h"
 #include "output.h"
+#include "symtab.h"
 #include "xe_collector.h"
 
 static struct collector *xe_coll(struct rpc_req *req)
@@ -89,6 +90,9 @@ static void out_run(struct capjob *j, struct capture *c)
 {
 	struct xe_out_req *q = j->opts;
 	const struct capture_extra *x = capture_find_extra(c, CAPSEC_XE_EU_STALL);
+	const struct capture_extra *sx = capture_find_extra(c, CAPSEC_SYMBOLS);
+	struct xe_out_opts o = q->o;
+	struct sym_table *syms = NULL;
 	struct xe_capdata d;
 	struct xe_out_totals t = {0};
 	struct fdout *out;
@@ -113,12 +117,17 @@ static void out_run(struct capjob *j, struct capture *c)
 		return;
 	}
 	fdout_init(out, j->fd, j->io_timeout_ms);
+	/* CPU frames named as in capture.folded; a damaged section: addresses */
+	if (sx && sym_table_decode(sx->data, sx->len, &syms, NULL, 0) < 0)
+		syms = NULL;
+	o.syms = syms;
 	if (q->kind == XO_FOLDED)
-		r = xe_write_folded(&d, &q->o, NULL, NULL, fd_cb, out, &t);
+		r = xe_write_folded(&d, &o, NULL, NULL, fd_cb, out, &t);
 	else if (q->kind == XO_IAPROF)
-		r = xe_write_iaprof(&d, &q->o, NULL, NULL, fd_cb, out, &t);
+		r = xe_write_iaprof(&d, &o, NULL, NULL, fd_cb, out, &t);
 	else
-		r = xe_write_flamescope(&d, &q->o, fd_cb, out, &t);
+		r = xe_write_flamescope(&d, &o, fd_cb, out, &t);
+	sym_table_free(syms);
 	if (r == 0)
 		r = fdout_flush(out);
 	if (r < 0) {

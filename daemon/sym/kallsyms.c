@@ -191,3 +191,39 @@ uint64_t ksyms_modules_hash(const char *path)
 	free(buf);
 	return h | 1;
 }
+
+size_t ksyms_notes_build_id(const uint8_t *p, size_t n, uint8_t *id)
+{
+	/* Elf_Nhdr list: namesz, descsz, type, then name and desc, each padded
+	 * to 4 bytes (the kernel's notes use 4-byte alignment) */
+	for (size_t off = 0; n - off >= 12;) {
+		uint32_t h[3];
+		memcpy(h, p + off, 12);
+		size_t nsz = ((size_t)h[0] + 3) & ~(size_t)3, dsz = ((size_t)h[1] + 3) & ~(size_t)3;
+		off += 12;
+		if (h[0] > n || h[1] > n || nsz > n - off || dsz > n - off - nsz)
+			return 0;
+		if (h[2] == 3 /* NT_GNU_BUILD_ID */ && h[0] == 4 && !memcmp(p + off, "GNU", 4) &&
+		    h[1] && h[1] <= SYM_BUILD_ID_MAX) {
+			memcpy(id, p + off + nsz, h[1]);
+			return h[1];
+		}
+		off += nsz + dsz;
+	}
+	return 0;
+}
+
+int ksyms_build_id(const char *notes_path, uint8_t *id, size_t *len)
+{
+	uint8_t buf[4096];
+	size_t got = 0;
+	int fd = open(notes_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	*len = 0;
+	if (fd < 0)
+		return -errno;
+	for (ssize_t r; got < sizeof(buf) && (r = read(fd, buf + got, sizeof(buf) - got)) > 0;)
+		got += (size_t)r;
+	close(fd);
+	*len = ksyms_notes_build_id(buf, got, id);
+	return 0;
+}

@@ -87,6 +87,7 @@ int sym_new(const struct sym_opts *opts, struct symbolizer **ret)
 	set_path(s->modules_path, sizeof(s->modules_path), o.modules_path, s->proc_dir, "/modules");
 	set_path(s->debug_dir, sizeof(s->debug_dir), o.debug_dir, "/usr/lib/debug", "");
 	set_path(s->jit_dir, sizeof(s->jit_dir), o.jit_dir, "/tmp", "");
+	set_path(s->notes_path, sizeof(s->notes_path), o.kernel_notes, "/sys/kernel/notes", "");
 	s->lru.lprev = s->lru.lnext = &s->lru;
 	pthread_mutex_init(&s->lock, NULL);
 	*ret = s;

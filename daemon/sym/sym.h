@@ -55,6 +55,7 @@ struct sym_opts {
 	const char *modules_path;  /* "<proc_dir>/modules" */
 	const char *debug_dir;	   /* "/usr/lib/debug" */
 	const char *jit_dir;	   /* "/tmp" (perf-PID.map) */
+	const char *kernel_notes;  /* "/sys/kernel/notes" (the kernel's build id) */
 };
 
 struct sym_stats {

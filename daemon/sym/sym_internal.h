@@ -47,6 +47,12 @@ const char *ksyms_lookup(const struct ksyms *k, uint64_t addr, const char **mod)
 /* Cheap fingerprint of /proc/modules (FNV-1a of its content); 0 when the
  * file is absent (a kernel without modules never reloads). */
 uint64_t ksyms_modules_hash(const char *path);
+/* The GNU build id in an ELF note list such as /sys/kernel/notes (the
+ * running kernel's); 0 with *len = 0 when there is none, -errno when the
+ * file cannot be read. id holds SYM_BUILD_ID_MAX bytes. */
+int ksyms_build_id(const char *notes_path, uint8_t *id, size_t *len);
+/* Same over a buffer (for tests). */
+size_t ksyms_notes_build_id(const uint8_t *p, size_t n, uint8_t *id);
 
 /* ---- procmaps.c ---- */
 

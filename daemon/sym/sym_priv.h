@@ -21,6 +21,7 @@ struct symbolizer {
 	uint64_t exited_ttl_ns, refresh_ns;
 	bool lines;
 	char proc_dir[256], kallsyms_path[288], modules_path[288], debug_dir[256], jit_dir[256];
+	char notes_path[256];
 
 	pthread_mutex_t lock; /* everything below */
 	struct sym_proc **buckets;
@@ -68,9 +69,11 @@ void sym_kernel_put(struct symbolizer *s, struct ksyms *k);
 int sym_pctx_begin(struct symbolizer *s, uint32_t pid, int64_t uid, struct sym_pctx *pc);
 void sym_pctx_end(struct sym_pctx *pc);
 /* Resolve a user address; lookups use addr - adj (1 for return addresses),
- * fallback names show addr. 0 when a symbol was found, else -ENOENT. */
+ * fallback names show addr. *mapi (may be NULL) receives the index of the
+ * file mapping in pc->maps it fell into, SIZE_MAX for none. 0 when a symbol
+ * was found, else -ENOENT. */
 int sym_resolve_user(struct sym_pctx *pc, uint64_t addr, unsigned adj, char *buf, size_t len,
-		     char *line, size_t linelen);
+		     char *line, size_t linelen, size_t *mapi);
 int sym_resolve_kernel(const struct ksyms *k, uint64_t addr, unsigned adj, char *buf, size_t len);
 /* Release unreferenced objects beyond the cache limits. */
 void sym_objs_trim(struct symbolizer *s);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * Symbolize a capture: every (record pid, stack id) pair it uses, once,
- * into a CAPSEC_SYMBOLS section. The same user address means different
- * things in different processes, so user frames are resolved per pid;
- * kernel frames are the same everywhere but stored per entry too, which
- * keeps the reader a single look-up per line.
+ * Symbolize a capture: every (record pid, stack id) pair it uses, and the
+ * pairs sections refer to (capture.stackrefs), once, into a CAPSEC_SYMBOLS
+ * section, with the file mapping (path, range, build id) of each frame.
+ * The same user address means different things in different processes, so
+ * user frames are resolved per pid; kernel frames are the same everywhere
+ * but stored per entry too, which keeps the reader a single look-up per
+ * line.
  */
 #include "sym_priv.h"
 #include "symtab.h"
@@ -12,6 +14,7 @@
 #include "capture/capture.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,15 +30,21 @@ static int pair_cmp(const void *a, const void *b)
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-/* The unique (pid, stack) pairs of c's records, sorted, with a uid each. */
+/* The unique (pid, stack) pairs of c's records and stackrefs, sorted,
+ * with a uid each. */
 static int collect_pairs(const struct capture *c, struct pair **ret, size_t *n)
 {
-	struct pair *p = malloc((c->nrecs ? c->nrecs : 1) * sizeof(*p));
+	struct pair *p = malloc((c->nrecs + c->nstackrefs + 1) * sizeof(*p));
 	size_t k = 0;
 	if (!p)
 		return -ENOMEM;
 	for (size_t i = 0; i < c->nrecs; i++) {
 		const struct store_rec *r = &c->recs[i];
+		if (r->stack && r->stack <= c->nstacks)
+			p[k++] = (struct pair){r->pid, r->stack, r->uid, 0};
+	}
+	for (size_t i = 0; i < c->nstackrefs; i++) {
+		const struct capture_stackref *r = &c->stackrefs[i];
 		if (r->stack && r->stack <= c->nstacks)
 			p[k++] = (struct pair){r->pid, r->stack, r->uid, 0};
 	}
@@ -55,15 +64,69 @@ struct pass {
 	const struct capture *c;
 	struct sym_table_builder *tb;
 	struct ksyms *ks;
-	uint32_t *names, *lines;
+	uint32_t *names, *lines, *fmaps;
+	uint32_t *mapids; /* per mapping of the current pid: table index, 0 = not yet */
+	uint32_t kmap;	  /* the kernel's mapping, 0 = not yet */
 	char buf[SYMTAB_MAX_NAME + 1], line[1024];
 };
+
+static int add_map(struct pass *ps, struct sym_mapping *sm, const char *path, const uint8_t *bid,
+		   size_t bidlen, uint32_t *id)
+{
+	char hex[2 * SYM_BUILD_ID_MAX + 1];
+	size_t n = 0;
+	for (size_t k = 0; k < bidlen && k < SYM_BUILD_ID_MAX; k++)
+		n += (size_t)snprintf(hex + n, sizeof(hex) - n, "%02x", bid[k]);
+	int r = sym_tb_name(ps->tb, path, strlen(path), &sm->file);
+	if (r == 0)
+		r = sym_tb_name(ps->tb, hex, n, &sm->build_id);
+	if (r == 0)
+		r = sym_tb_map(ps->tb, sm, id);
+	return r;
+}
+
+/* The kernel's mapping (every kernel frame's), with the running kernel's
+ * build id, added on first use. */
+static int kernel_map(struct pass *ps, uint32_t *id)
+{
+	uint8_t bid[SYM_BUILD_ID_MAX];
+	size_t len = 0;
+	struct sym_mapping sm = {.limit = UINT64_MAX};
+	int r = 0;
+	if (!ps->kmap) {
+		ksyms_build_id(ps->s->notes_path, bid, &len);
+		if (ps->ks && ps->ks->n && !ps->ks->restricted)
+			sm.flags |= SYMTAB_MAPF_SYMBOLS;
+		r = add_map(ps, &sm, "[kernel.kallsyms]", bid, len, &ps->kmap);
+	}
+	*id = ps->kmap;
+	return r;
+}
+
+/* The table's mapping for pc->maps->m[i], added on first use. */
+static int map_id(struct pass *ps, struct sym_pctx *pc, size_t i, uint32_t *id)
+{
+	if (ps->mapids[i]) {
+		*id = ps->mapids[i];
+		return 0;
+	}
+	const struct sym_map *m = &pc->maps->m[i];
+	const struct sym_obj *o = pc->objs && pc->objs[i] != SYM_OBJ_NONE ? pc->objs[i] : NULL;
+	struct sym_mapping sm = {
+	    .start = m->start, .limit = m->end, .offset = m->off, .pid = pc->pid};
+	if (o && o->nsyms)
+		sm.flags |= SYMTAB_MAPF_SYMBOLS;
+	int r = add_map(ps, &sm, sym_map_path(pc->maps, m), o ? o->build_id : NULL,
+			o ? o->build_id_len : 0, &ps->mapids[i]);
+	*id = ps->mapids[i];
+	return r;
+}
 
 static int add_stack(struct pass *ps, struct sym_pctx *pc, uint32_t pid, uint32_t stack)
 {
 	uint16_t nu, nk;
 	const uint64_t *ips = capture_stack(ps->c, stack, &nu, &nk);
-	int r;
+	int r = 0;
 
 	if (!ips)
 		nu = nk = 0;
@@ -72,12 +135,20 @@ static int add_stack(struct pass *ps, struct sym_pctx *pc, uint32_t pid, uint32_
 		/* Below the leaf, frames are return addresses: look up ip - 1
 		 * so a call that ends a function names that function. */
 		unsigned adj = (user ? i : i - nu) ? 1 : 0;
+		size_t mi = SIZE_MAX;
 		ps->line[0] = '\0';
+		ps->fmaps[i] = 0;
 		if (user)
 			sym_resolve_user(pc, ips[i], adj, ps->buf, sizeof(ps->buf),
-					 ps->lines ? ps->line : NULL, sizeof(ps->line));
+					 ps->lines ? ps->line : NULL, sizeof(ps->line), &mi);
 		else
 			sym_resolve_kernel(ps->ks, ips[i], adj, ps->buf, sizeof(ps->buf));
+		if (!user)
+			r = kernel_map(ps, &ps->fmaps[i]);
+		else if (mi != SIZE_MAX)
+			r = map_id(ps, pc, mi, &ps->fmaps[i]);
+		if (r < 0)
+			return r;
 		r = sym_tb_name(ps->tb, ps->buf, strlen(ps->buf), &ps->names[i]);
 		if (r < 0)
 			return r;
@@ -87,7 +158,7 @@ static int add_stack(struct pass *ps, struct sym_pctx *pc, uint32_t pid, uint32_
 				return r;
 		}
 	}
-	return sym_tb_add(ps->tb, pid, stack, ps->names, ps->lines, nu, nk);
+	return sym_tb_add_maps(ps->tb, pid, stack, ps->names, ps->lines, ps->fmaps, nu, nk);
 }
 
 /* Replace an older symbols section, else add one (capture_add_extra copies). */
@@ -128,7 +199,8 @@ int sym_symbolize_capture(struct symbolizer *s, struct capture *c)
 	}
 	r = -ENOMEM;
 	ps.names = malloc(maxframes * sizeof(*ps.names));
-	if (!ps.names || sym_tb_new(s->lines, &ps.tb) < 0)
+	ps.fmaps = malloc(maxframes * sizeof(*ps.fmaps));
+	if (!ps.names || !ps.fmaps || sym_tb_new(s->lines, &ps.tb) < 0)
 		goto out;
 	if (s->lines && !(ps.lines = malloc(maxframes * sizeof(*ps.lines))))
 		goto out;
@@ -141,11 +213,12 @@ int sym_symbolize_capture(struct symbolizer *s, struct capture *c)
 		r = sym_pctx_begin(s, pid, pairs[i].uid, &pc);
 		if (r < 0)
 			goto out;
-		for (; i < npairs && pairs[i].pid == pid; i++) {
+		size_t nmaps = pc.maps ? pc.maps->n : 0;
+		ps.mapids = calloc(nmaps ? nmaps : 1, sizeof(*ps.mapids));
+		for (r = ps.mapids ? 0 : -ENOMEM; r == 0 && i < npairs && pairs[i].pid == pid; i++)
 			r = add_stack(&ps, &pc, pid, pairs[i].stack);
-			if (r < 0)
-				break;
-		}
+		free(ps.mapids);
+		ps.mapids = NULL;
 		sym_pctx_end(&pc);
 		if (r < 0)
 			goto out;
@@ -167,6 +240,7 @@ out:
 	sym_kernel_put(s, ps.ks);
 	sym_tb_free(ps.tb);
 	free(ps.names);
+	free(ps.fmaps);
 	free(ps.lines);
 	free(pairs);
 	return r;

@@ -275,12 +275,14 @@ static const char *base_name(const char *path)
 }
 
 int sym_resolve_user(struct sym_pctx *pc, uint64_t addr, unsigned adj, char *buf, size_t len,
-		     char *line, size_t linelen)
+		     char *line, size_t linelen, size_t *mapi)
 {
 	uint64_t look = addr - adj;
 	const struct sym_map *m = procmaps_find(pc->maps, look);
 	if (line && linelen)
 		line[0] = '\0';
+	if (mapi)
+		*mapi = m && m->kind == SYM_MAP_FILE ? (size_t)(m - pc->maps->m) : SIZE_MAX;
 	if (!m || m->kind == SYM_MAP_ANON) {
 		const char *n = jitmap_lookup(get_jit(pc), look);
 		copy_name(buf, len, n ? n : "[unknown]");
@@ -339,7 +341,7 @@ int sym_resolve(struct symbolizer *s, uint32_t pid, uint64_t addr, bool kernel, 
 	r = sym_pctx_begin(s, pid, stat(p, &st) == 0 ? (int64_t)st.st_uid : -1, &pc);
 	if (r < 0)
 		return r;
-	r = sym_resolve_user(&pc, addr, 0, buf, len, line, linelen);
+	r = sym_resolve_user(&pc, addr, 0, buf, len, line, linelen, NULL);
 	sym_pctx_end(&pc);
 	return r;
 }

@@ -21,6 +21,7 @@ _Static_assert(sizeof(struct st_name) == 8, "wire layout");
 _Static_assert(sizeof(struct st_entry) == 16, "wire layout");
 
 #define HDR_LEN 32
+#define MAP_LEN 40
 
 struct sym_table {
 	void *buf; /* owned copy; the arrays below point into it */
@@ -28,7 +29,9 @@ struct sym_table {
 	uint32_t nnames, nentries, nrefs, blob_len;
 	const struct st_name *names;
 	const struct st_entry *entries;
-	const uint32_t *refs, *lines;
+	const uint32_t *refs, *lines, *fmaps;
+	struct sym_mapping *maps; /* decoded (the wire entries are not u64-aligned) */
+	uint32_t nmaps;
 	const char *blob;
 };
 
@@ -37,6 +40,13 @@ static uint32_t rd32(const unsigned char *p)
 	uint32_t v;
 	memcpy(&v, p, 4);
 	return le32toh(v);
+}
+
+static uint64_t rd64(const unsigned char *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return le64toh(v);
 }
 
 static uint16_t rd16(const unsigned char *p)
@@ -51,7 +61,7 @@ static void swap_arrays(struct sym_table *t)
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 	struct st_name *n = (struct st_name *)t->names;
 	struct st_entry *e = (struct st_entry *)t->entries;
-	uint32_t *r = (uint32_t *)t->refs;
+	uint32_t *r = (uint32_t *)t->refs, *fm = (uint32_t *)t->fmaps;
 	uint64_t nr = (uint64_t)t->nrefs * (t->lines ? 2 : 1);
 	for (uint32_t i = 0; i < t->nnames; i++) {
 		n[i].off = le32toh(n[i].off);
@@ -66,6 +76,8 @@ static void swap_arrays(struct sym_table *t)
 	}
 	for (uint64_t i = 0; i < nr; i++)
 		r[i] = le32toh(r[i]);
+	for (uint32_t i = 0; fm && i < t->nrefs; i++)
+		fm[i] = le32toh(fm[i]);
 #else
 	(void)t;
 #endif
@@ -99,6 +111,14 @@ static int validate(const struct sym_table *t, char *why, size_t whylen)
 		if (i && (e[-1].pid > e->pid || (e[-1].pid == e->pid && e[-1].stack >= e->stack)))
 			BAD("entry %u out of order", i);
 	}
+	for (uint32_t i = 0; i < t->nmaps; i++) {
+		const struct sym_mapping *m = &t->maps[i];
+		if (m->file >= t->nnames || m->build_id >= t->nnames || m->start > m->limit)
+			BAD("mapping %u: bad name index or range", i);
+	}
+	for (uint32_t i = 0; t->fmaps && i < t->nrefs; i++)
+		if (t->fmaps[i] > t->nmaps)
+			BAD("frame %u names mapping %u of %u", i, t->fmaps[i], t->nmaps);
 	return 0;
 bad:
 	return -EBADMSG;
@@ -114,15 +134,18 @@ int sym_table_decode(const void *buf, size_t len, struct sym_table **ret, char *
 		BAD("section too short (%zu bytes)", len);
 	if (rd32(p) != SYMTAB_MAGIC)
 		BAD("bad magic");
-	if (rd16(p + 4) != SYMTAB_VERSION)
-		BAD("unsupported version %u", rd16(p + 4));
+	uint16_t version = rd16(p + 4);
+	if (version != 1 && version != SYMTAB_VERSION)
+		BAD("unsupported version %u", version);
 	uint32_t flags = rd16(p + 6);
-	if (flags & ~SYMTAB_F_LINES)
+	if (flags & ~(SYMTAB_F_LINES | (version >= 2 ? SYMTAB_F_MAPS : 0)))
 		BAD("unknown flags 0x%x", flags);
 	uint32_t nnames = rd32(p + 8), nentries = rd32(p + 12), nrefs = rd32(p + 16);
-	uint32_t blob_len = rd32(p + 20);
+	uint32_t blob_len = rd32(p + 20), nmaps = (flags & SYMTAB_F_MAPS) ? rd32(p + 24) : 0;
 	uint64_t need = HDR_LEN + (uint64_t)nnames * 8 + (uint64_t)nentries * 16 +
 			(uint64_t)nrefs * 4 * ((flags & SYMTAB_F_LINES) ? 2 : 1) + blob_len;
+	if (flags & SYMTAB_F_MAPS)
+		need += (uint64_t)nmaps * MAP_LEN + (uint64_t)nrefs * 4;
 	if (need != len)
 		BAD("section is %zu bytes, counts say %llu", len, (unsigned long long)need);
 	if (nnames == 0)
@@ -152,6 +175,18 @@ int sym_table_decode(const void *buf, size_t len, struct sym_table **ret, char *
 		t->lines = (const uint32_t *)q;
 		q += (size_t)nrefs * 4;
 	}
+	if (flags & SYMTAB_F_MAPS) {
+		t->nmaps = nmaps;
+		t->maps = malloc((nmaps ? nmaps : 1) * sizeof(*t->maps));
+		if (!t->maps)
+			goto fail;
+		for (uint32_t i = 0; i < nmaps; i++, q += MAP_LEN)
+			t->maps[i] = (struct sym_mapping){rd64(q), rd64(q + 8), rd64(q + 16),
+							  rd32(q + 24), rd32(q + 28), rd32(q + 32),
+							  rd32(q + 36)};
+		t->fmaps = (const uint32_t *)q;
+		q += (size_t)nrefs * 4;
+	}
 	t->blob = (const char *)q;
 	swap_arrays(t);
 	r = validate(t, why, whylen);
@@ -171,6 +206,7 @@ void sym_table_free(struct sym_table *t)
 	if (!t)
 		return;
 	free(t->buf);
+	free(t->maps);
 	free(t);
 }
 
@@ -185,6 +221,7 @@ bool sym_table_find(const struct sym_table *t, uint32_t pid, uint32_t stack, str
 		if (k == key) {
 			out->names = t->refs + e->ref;
 			out->lines = t->lines ? t->lines + e->ref : NULL;
+			out->maps = t->fmaps ? t->fmaps + e->ref : NULL;
 			out->nuser = e->nuser;
 			out->nkernel = e->nkernel;
 			return true;
@@ -217,6 +254,16 @@ bool sym_table_has_lines(const struct sym_table *t)
 	return t && t->lines;
 }
 
+size_t sym_table_nmaps(const struct sym_table *t)
+{
+	return t ? t->nmaps : 0;
+}
+
+const struct sym_mapping *sym_table_map(const struct sym_table *t, uint32_t idx)
+{
+	return t && idx && idx <= t->nmaps ? &t->maps[idx - 1] : NULL;
+}
+
 /* ---- builder ---- */
 
 struct sym_table_builder {
@@ -229,8 +276,10 @@ struct sym_table_builder {
 	uint32_t hash_cap; /* power of two */
 	struct st_entry *entries;
 	size_t nentries, entries_cap;
-	uint32_t *refs, *lrefs;
-	size_t nrefs, refs_cap, lrefs_cap;
+	uint32_t *refs, *lrefs, *mrefs;
+	size_t nrefs, refs_cap, lrefs_cap, mrefs_cap;
+	struct sym_mapping *maps;
+	size_t nmaps, maps_cap;
 };
 
 static uint32_t fnv1a(const char *s, size_t len)
@@ -298,6 +347,8 @@ void sym_tb_free(struct sym_table_builder *b)
 	free(b->entries);
 	free(b->refs);
 	free(b->lrefs);
+	free(b->mrefs);
+	free(b->maps);
 	free(b);
 }
 
@@ -333,15 +384,41 @@ int sym_tb_name(struct sym_table_builder *b, const char *s, size_t len, uint32_t
 int sym_tb_add(struct sym_table_builder *b, uint32_t pid, uint32_t stack, const uint32_t *names,
 	       const uint32_t *lines, uint16_t nuser, uint16_t nkernel)
 {
+	return sym_tb_add_maps(b, pid, stack, names, lines, NULL, nuser, nkernel);
+}
+
+int sym_tb_map(struct sym_table_builder *b, const struct sym_mapping *m, uint32_t *idx)
+{
+	if (b->nmaps >= UINT32_MAX / 64)
+		return -E2BIG;
+	if (grow((void **)&b->maps, &b->maps_cap, b->nmaps + 1, sizeof(*b->maps)) < 0)
+		return -ENOMEM;
+	b->maps[b->nmaps] = *m;
+	if (m->file >= b->nnames)
+		b->maps[b->nmaps].file = 0;
+	if (m->build_id >= b->nnames)
+		b->maps[b->nmaps].build_id = 0;
+	if (m->limit < m->start)
+		b->maps[b->nmaps].limit = m->start;
+	*idx = (uint32_t)++b->nmaps;
+	return 0;
+}
+
+int sym_tb_add_maps(struct sym_table_builder *b, uint32_t pid, uint32_t stack,
+		    const uint32_t *names, const uint32_t *lines, const uint32_t *maps,
+		    uint16_t nuser, uint16_t nkernel)
+{
 	size_t n = (size_t)nuser + nkernel;
 	if (b->nrefs + n > UINT32_MAX || b->nentries >= UINT32_MAX / 32)
 		return -E2BIG;
 	if (grow((void **)&b->entries, &b->entries_cap, b->nentries + 1, sizeof(*b->entries)) < 0 ||
 	    grow((void **)&b->refs, &b->refs_cap, b->nrefs + n, 4) < 0 ||
+	    grow((void **)&b->mrefs, &b->mrefs_cap, b->nrefs + n, 4) < 0 ||
 	    (b->lines && grow((void **)&b->lrefs, &b->lrefs_cap, b->nrefs + n, 4) < 0))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		b->refs[b->nrefs + i] = names[i] < b->nnames ? names[i] : 0;
+		b->mrefs[b->nrefs + i] = maps && maps[i] <= b->nmaps ? maps[i] : 0;
 		if (b->lines)
 			b->lrefs[b->nrefs + i] = lines && lines[i] < b->nnames ? lines[i] : 0;
 	}
@@ -365,6 +442,13 @@ static unsigned char *put32(unsigned char *p, uint32_t v)
 	return p + 4;
 }
 
+static unsigned char *put64(unsigned char *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+	return p + 8;
+}
+
 static unsigned char *put16(unsigned char *p, uint16_t v)
 {
 	v = htole16(v);
@@ -379,19 +463,24 @@ int sym_tb_encode(struct sym_table_builder *b, void **buf, size_t *len)
 	for (size_t i = 1; i < b->nentries; i++)
 		if (entry_cmp(&b->entries[i - 1], &b->entries[i]) == 0)
 			return -EEXIST;
+	/* Without mappings the section is written as version 1, which older
+	 * readers still take. */
+	bool maps = b->nmaps > 0;
 	size_t n = HDR_LEN + (size_t)b->nnames * 8 + b->nentries * 16 +
 		   b->nrefs * 4 * (b->lines ? 2 : 1) + b->blob_len;
+	if (maps)
+		n += b->nmaps * MAP_LEN + b->nrefs * 4;
 	unsigned char *out = malloc(n), *p = out;
 	if (!out)
 		return -ENOMEM;
 	p = put32(p, SYMTAB_MAGIC);
-	p = put16(p, SYMTAB_VERSION);
-	p = put16(p, b->lines ? SYMTAB_F_LINES : 0);
+	p = put16(p, maps ? SYMTAB_VERSION : 1);
+	p = put16(p, (b->lines ? SYMTAB_F_LINES : 0) | (maps ? SYMTAB_F_MAPS : 0));
 	p = put32(p, b->nnames);
 	p = put32(p, (uint32_t)b->nentries);
 	p = put32(p, (uint32_t)b->nrefs);
 	p = put32(p, (uint32_t)b->blob_len);
-	p = put32(p, 0);
+	p = put32(p, (uint32_t)b->nmaps);
 	p = put32(p, 0);
 	for (uint32_t i = 0; i < b->nnames; i++) {
 		p = put32(p, b->names[i].off);
@@ -409,6 +498,18 @@ int sym_tb_encode(struct sym_table_builder *b, void **buf, size_t *len)
 		p = put32(p, b->refs[i]);
 	for (size_t i = 0; b->lines && i < b->nrefs; i++)
 		p = put32(p, b->lrefs[i]);
+	for (size_t i = 0; maps && i < b->nmaps; i++) {
+		const struct sym_mapping *m = &b->maps[i];
+		p = put64(p, m->start);
+		p = put64(p, m->limit);
+		p = put64(p, m->offset);
+		p = put32(p, m->pid);
+		p = put32(p, m->file);
+		p = put32(p, m->build_id);
+		p = put32(p, m->flags);
+	}
+	for (size_t i = 0; maps && i < b->nrefs; i++)
+		p = put32(p, b->mrefs[i]);
 	if (b->blob_len)
 		memcpy(p, b->blob, b->blob_len);
 	*buf = out;

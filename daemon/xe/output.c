@@ -2,6 +2,8 @@
 /* The folded, iaprof and flamescope writers (output.h). */
 #include "output.h"
 
+#include "symtab.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -68,6 +70,24 @@ static void wb_frame(struct wb *w, const char *s, size_t len, const char *dflt)
 	}
 }
 
+/* CPU frame i (leaf first, as stored) of k: its name from the capture's
+ * symbols when they cover the kernel's launch stack, else "0x..." in raw. */
+static const char *cpu_frame(const struct xe_capdata *d, const struct xe_sec_kernel *k,
+			     const struct xe_out_opts *o, uint16_t i, char raw[24], size_t *len)
+{
+	struct sym_frames fr;
+	const char *s;
+
+	if (o && o->syms && k->stack && sym_table_find(o->syms, k->pid, k->stack, &fr) &&
+	    fr.nuser == k->nips && fr.nkernel == 0) {
+		s = sym_table_name(o->syms, fr.names[i], len);
+		if (*len)
+			return s;
+	}
+	*len = (size_t)snprintf(raw, 24, "0x%" PRIx64, d->ips[k->ips_off + i]);
+	return raw;
+}
+
 static bool want(const struct xe_out_opts *o, const struct xe_sec_kernel *k)
 {
 	return !o || !o->pid || (k && k->pid == o->pid);
@@ -124,8 +144,13 @@ static void folded_prefix(struct wb *w, const struct xe_capdata *d, const struct
 	wb_frame(w, s, len, "[unknown]");
 	wb_printf(w, ";%" PRIu32 ";", k->pid);
 	/* CPU frames root first: the stack is stored leaf first. */
-	for (uint16_t i = k->nips; i-- > 0;)
-		wb_printf(w, "0x%" PRIx64 ";", d->ips[k->ips_off + i]);
+	for (uint16_t i = k->nips; i-- > 0;) {
+		char raw[24];
+
+		s = cpu_frame(d, k, o, i, raw, &len);
+		wb_frame(w, s, len, "[unknown]");
+		wb_put(w, ";", 1);
+	}
 	wb_put(w, "-;", 2);
 	s = xe_sec_str(d, k->file, &len);
 	wb_frame(w, s, len, "[unknown file]");
@@ -247,6 +272,33 @@ static uint32_t str_id(struct strids *t, struct wb *w, const char *s, size_t len
 	return t->next;
 }
 
+/* k's CPU stack for iaprof, outermost frame first, ';'-joined (facts
+ * §6.1); ';' inside a name becomes ':' so the frames stay apart. "" for
+ * no kernel. malloc()ed; NULL on -ENOMEM. */
+static char *stack_text(const struct xe_capdata *d, const struct xe_sec_kernel *k,
+			const struct xe_out_opts *o)
+{
+	size_t cap = 1, n = 0, len;
+	char raw[24], *t;
+	const char *s;
+
+	for (uint16_t f = k ? k->nips : 0; f-- > 0;) {
+		cpu_frame(d, k, o, f, raw, &len);
+		cap += len + 1;
+	}
+	t = malloc(cap);
+	for (uint16_t f = k ? k->nips : 0; t && f-- > 0;) {
+		s = cpu_frame(d, k, o, f, raw, &len);
+		if (n)
+			t[n++] = ';';
+		for (size_t i = 0; i < len; i++)
+			t[n++] = s[i] == ';' ? ':' : s[i];
+	}
+	if (t)
+		t[n] = '\0';
+	return t;
+}
+
 static int cmp_iv(const void *a, const void *b)
 {
 	const struct xe_row *x = a, *y = b;
@@ -313,18 +365,8 @@ int xe_write_iaprof(const struct xe_capdata *d, const struct xe_out_opts *o, xe_
 			size_t len;
 			uint32_t comm, stack, file, sym;
 
-			if (!stack_txt[kpos]) {
-				/* outermost frame first, ';'-joined (facts §6.1) */
-				size_t cap = (k ? k->nips : 0) * 20 + 1;
-
-				stack_txt[kpos] = calloc(1, cap);
-				if (!stack_txt[kpos])
-					goto out;
-				for (uint16_t f = k ? k->nips : 0; f-- > 0;)
-					snprintf(stack_txt[kpos] + strlen(stack_txt[kpos]), 20,
-						 "%s0x%" PRIx64, f + 1 == k->nips ? "" : ";",
-						 d->ips[k->ips_off + f]);
-			}
+			if (!stack_txt[kpos] && !(stack_txt[kpos] = stack_text(d, k, o)))
+				goto out;
 			s = k ? xe_sec_str(d, k->comm, &len) : "[unattributed]";
 			comm = str_id(&st, w, s, k ? len : strlen(s));
 			stack = str_id(&st, w, stack_txt[kpos], strlen(stack_txt[kpos]));

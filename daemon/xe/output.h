@@ -21,6 +21,8 @@
 
 #include "section.h"
 
+struct sym_table;
+
 /* Receives output in chunks; returns 0 or -errno (stops the writer). */
 typedef int (*xe_write_fn)(void *ctx, const void *buf, size_t len);
 
@@ -28,6 +30,11 @@ struct xe_out_opts {
 	bool cgroup;	  /* folded: the owner's cgroup path as the root frame */
 	uint32_t pid;	  /* only this process's kernels; 0 = all */
 	uint64_t bucket_ns; /* flamescope bucket; 0 = 100 ms */
+	/* The capture's decoded CAPSEC_SYMBOLS section (symtab.h), or NULL:
+	 * CPU frames of kernels whose launch stack it covers (by the kernel's
+	 * pid and stack id, as the folded renderer looks records up) print
+	 * as names, the others as 0x addresses. */
+	const struct sym_table *syms;
 };
 
 struct xe_out_totals {

@@ -5,7 +5,10 @@
  * version 1 (docs/xe.md):
  *
  *   header   64 B   struct xe_sec_hdr
- *   kernels  nkernels x struct xe_sec_kernel (80 B), ascending id
+ *   kernels  nkernels x struct xe_sec_kernel (80 B), ascending id; stack:
+ *            the launch stack's id in the capture's stack table
+ *            (xe_sec_link_stacks), 0 = none (also sections written before
+ *            the field: it was padding, written 0)
  *   rows     nrows    x struct xe_row (64 B): iv, kid, off, 0, cnt[10], 0, 0
  *   ips      nips     x u64: launch stacks, leaf first (kernel.ips_off/nips)
  *   blob     blob_len bytes of string text (offsets/lengths in kernels)
@@ -42,7 +45,8 @@ struct xe_sec_kernel {
 	uint32_t id, pid, uid, ips_off;
 	uint64_t start, size, iba;
 	struct xe_sec_str name, file, comm, cgroup;
-	uint16_t nips, pad[3];
+	uint16_t nips, pad;
+	uint32_t stack; /* capture stack id of the launch stack; 0 = none */
 };
 
 _Static_assert(sizeof(struct xe_sec_hdr) == 64, "section header");

@@ -2,7 +2,8 @@
 /*
  * The CAPSEC_SYMBOLS decoder, sym_table_decode(). A table that decodes is
  * then read the way the folded renderer reads it: lookups of (pid, stack)
- * pairs taken from the input itself, every frame's name and line text.
+ * pairs taken from the input itself, every frame's name and line text, and
+ * (version 2) its mapping's file and build id.
  */
 #include "fuzz.h"
 #include <errno.h>
@@ -49,6 +50,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			touch(t, f.names[i]);
 			if (f.lines)
 				touch(t, f.lines[i]);
+			const struct sym_mapping *m = f.maps ? sym_table_map(t, f.maps[i]) : NULL;
+			if (m) {
+				touch(t, m->file);
+				touch(t, m->build_id);
+			}
 		}
 		if (!!f.lines != sym_table_has_lines(t))
 			abort();
@@ -56,6 +62,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	touch(t, 0);
 	touch(t, UINT32_MAX);
 	(void)sym_table_entries(t);
+	for (uint32_t i = 0; i <= sym_table_nmaps(t) + 1; i++)
+		if (sym_table_map(t, i) && (!i || i > sym_table_nmaps(t)))
+			abort();
 	sym_table_free(t);
 	return 0;
 }

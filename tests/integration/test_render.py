@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -26,11 +27,63 @@ def frames(svg_bytes):
     return root, {g[0].text.split(" (")[0]: g for g in root.find(SVG + "g[@id='frames']")}
 
 
+def heat_data(page):
+    """A heat map page's embedded data (a JSON object literal)."""
+    text = page.decode("utf-8")
+    a = text.index("var HMD=") + len("var HMD=")
+    return json.loads(text[a:text.index(";\n]]></script>", a)])
+
+
+def embedded_frames(data, lo, hi):
+    """Frame name -> count over cells lo..hi, as the page's script sums
+    them (frames of equal names added up)."""
+    par = [None] + data["nodes"][0::2]
+    nm = [0] + data["nodes"][1::2]
+    tot = [0] * len(par)
+    c, i = data["cells"], 0
+    while i < len(c):
+        cell, k = c[i], c[i + 1]
+        if lo <= cell <= hi:
+            for j in range(k):
+                tot[c[i + 2 + 2 * j]] += c[i + 3 + 2 * j]
+        i += 2 + 2 * k
+    for n in range(len(par) - 1, 0, -1):
+        tot[par[n]] += tot[n]
+    out = {}
+    for n in range(len(par)):
+        if tot[n]:
+            name = data["names"][nm[n]]
+            out[name] = out.get(name, 0) + tot[n]
+    return out
+
+
 def tmpfile(data):
     f = tempfile.NamedTemporaryFile("wb", suffix=".folded", delete=False)
     f.write(data)
     f.close()
     return f.name
+
+
+def go_pprof_check(pp, tmp):
+    """`go tool pprof` (when installed) reads a real capture's export: the
+    workload's frames sit in its own mapping, with its GNU build id."""
+    go = shutil.which("go")
+    if not go:
+        print("note: go not installed; pprof not checked with go tool pprof")
+        return
+    env = dict(os.environ, HOME=tmp, GOCACHE=os.path.join(tmp, "gocache"))
+    p = subprocess.run([go, "tool", "pprof", "-raw", "-symbolize=none", pp],
+                       capture_output=True, env=env, timeout=300)
+    expect(p.returncode == 0, "go tool pprof: " + p.stderr.decode(errors="replace"))
+    text = p.stdout.decode(errors="replace")
+    note = subprocess.run(["readelf", "-n", WORKLOAD], capture_output=True).stdout.decode()
+    bid = re.search(r"Build ID: ([0-9a-f]+)", note)
+    expect(bid, "the workload has a build id:\n" + note)
+    maps = re.findall(r"^\d+: 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S+) ?(\S*)", text, re.M)
+    mine = [m for m in maps if m[0].endswith("/demo_workload")]
+    expect(mine and mine[0][1] == bid.group(1),
+           "demo_workload mapped with build id %s:\n%s" % (bid.group(1), text))
+    expect(re.search(r" M=\d+ matmul_tile ", text), "matmul_tile located in a mapping")
 
 
 @test
@@ -108,6 +161,19 @@ def capture_flamegraph_heatmap_exports():
         want = sum(int(c.get(HM + "n")) for c in first)
         res = d.ctl_json("flamegraph", cid, "--start-ns", str(s), "--end-ns", str(e), "--out", svg)
         eq(res["total"], want, "range flame graph = the cells' samples")
+        # the page's embedded stacks: the cells' counts again, and the
+        # range's frames are the range flame graph's
+        data = heat_data(open(heat, "rb").read())
+        emb = embedded_frames(data, 0, data["rows"] - 1)
+        _, fr = frames(open(svg, "rb").read())
+        eq(emb.get("all"), want, "embedded first second = its samples")
+        eq(set(emb), set(fr), "embedded frames = the range flame graph's")
+        # bounded: a small --heatmap-max-bytes coarsens or merges, and says so
+        small = os.path.join(tmp, "small.svg")
+        res = d.ctl_json("heatmap", cid, "--out", small, "--heatmap-max-bytes", "1000")
+        expect(res["data_bytes"] <= 1000 or res["nodes"] == 1, "bound kept: %r" % res)
+        expect(res["bucket_ns"] > 20000000 or res["min_count"] > 0, "bounded: %r" % res)
+        expect(b"To fit the page's data bound" in open(small, "rb").read(), "the page says so")
         # diff of the capture against itself: nothing changed
         res = d.ctl_json("diff", cid, cid, "--out", svg)
         _, fr = frames(open(svg, "rb").read())
@@ -129,6 +195,7 @@ def capture_flamegraph_heatmap_exports():
         raw = gzip.decompress(open(pp, "rb").read())
         expect(b"matmul_tile" in raw and b"samples" in raw, "pprof strings")
         expect(res["events"] > 0, "pprof samples")
+        go_pprof_check(pp, tmp)
     finally:
         subprocess.run(["rm", "-rf", tmp])
         d.cleanup()

@@ -196,6 +196,36 @@ static void test_kallsyms_parse(void)
 	CHECK_EQ_INT(ksyms_modules_hash("/nonexistent"), 0);
 }
 
+/* The GNU build id among ELF notes (/sys/kernel/notes' layout): found
+ * after another note, absent, and a truncated list. */
+static void test_notes_build_id(void)
+{
+	uint8_t buf[128], id[SYM_BUILD_ID_MAX];
+	uint32_t h[3] = {6, 4, 1}; /* "Linux\0" (padded to 8), desc 4 bytes, type 1 */
+	size_t n = 0;
+	memcpy(buf, h, 12);
+	memcpy(buf + 12, "Linux\0\0\0", 8);
+	memcpy(buf + 20, "\x01\x02\x03\x04", 4);
+	n = 24;
+	CHECK_EQ_INT(ksyms_notes_build_id(buf, n, id), 0);
+	uint32_t g[3] = {4, 20, 3}; /* NT_GNU_BUILD_ID */
+	memcpy(buf + n, g, 12);
+	memcpy(buf + n + 12, "GNU", 4);
+	for (int i = 0; i < 20; i++)
+		buf[n + 16 + i] = (uint8_t)(0xa0 + i);
+	n += 36;
+	CHECK_EQ_INT(ksyms_notes_build_id(buf, n, id), 20);
+	CHECK(id[0] == 0xa0 && id[19] == 0xb3);
+	for (size_t cut = 0; cut < n; cut++)
+		CHECK_EQ_INT(ksyms_notes_build_id(buf, cut, id), 0);
+	g[1] = 0xffffffff;
+	memcpy(buf + 24, g, 12);
+	CHECK_EQ_INT(ksyms_notes_build_id(buf, n, id), 0);
+	size_t len = 99;
+	CHECK_EQ_INT(ksyms_build_id("/nonexistent/notes", id, &len), -ENOENT);
+	CHECK_EQ_INT(len, 0);
+}
+
 static void build_table(void **buf, size_t *len, bool lines)
 {
 	struct sym_table_builder *b;
@@ -249,13 +279,80 @@ static void test_symtab_roundtrip(void)
 	free(buf);
 }
 
-static void test_symtab_hostile(void)
+/* Version 2: mappings per frame. A table without any is still written as
+ * version 1 (older readers take it); both decode. */
+static void build_maps(void **buf, size_t *len)
+{
+	struct sym_table_builder *b;
+	uint32_t n[2], mi[2];
+	struct sym_mapping m = {.start = 0x400000, .limit = 0x401000, .offset = 0x1000,
+				.pid = 7, .flags = SYMTAB_MAPF_SYMBOLS};
+	CHECK_EQ_INT(sym_tb_new(false, &b), 0);
+	sym_tb_name(b, "main", 4, &n[0]);
+	sym_tb_name(b, "vfs_read", 8, &n[1]);
+	sym_tb_name(b, "/usr/bin/app", 12, &m.file);
+	sym_tb_name(b, "0123abcd", 8, &m.build_id);
+	CHECK_EQ_INT(sym_tb_map(b, &m, &mi[0]), 0);
+	CHECK_EQ_INT(mi[0], 1);
+	mi[1] = 0; /* kernel frame: no mapping */
+	CHECK_EQ_INT(sym_tb_add_maps(b, 7, 1, n, NULL, mi, 1, 1), 0);
+	CHECK_EQ_INT(sym_tb_encode(b, buf, len), 0);
+	sym_tb_free(b);
+}
+
+static void test_symtab_maps(void)
 {
 	void *buf;
-	size_t len;
+	size_t len, nl;
+	struct sym_table *t;
+	struct sym_frames f;
+	char why[128];
+	build_maps(&buf, &len);
+	CHECK_EQ_INT(((unsigned char *)buf)[4], 2);
+	CHECK_EQ_INT(sym_table_decode(buf, len, &t, why, sizeof(why)), 0);
+	CHECK_EQ_INT(sym_table_nmaps(t), 1);
+	CHECK(sym_table_find(t, 7, 1, &f) && f.maps);
+	const struct sym_mapping *m = f.maps ? sym_table_map(t, f.maps[0]) : NULL;
+	CHECK(m && m->start == 0x400000 && m->limit == 0x401000 && m->offset == 0x1000);
+	CHECK(m && m->pid == 7 && m->flags == SYMTAB_MAPF_SYMBOLS);
+	const char *s = m ? sym_table_name(t, m->build_id, &nl) : "";
+	CHECK(nl == 8 && !memcmp(s, "0123abcd", 8));
+	s = m ? sym_table_name(t, m->file, &nl) : "";
+	CHECK(nl == 12 && !memcmp(s, "/usr/bin/app", 12));
+	CHECK(f.maps && f.maps[1] == 0);
+	CHECK(sym_table_map(t, 0) == NULL && sym_table_map(t, 2) == NULL);
+	sym_table_free(t);
+	/* the frame-mapping array is last before the blob; name a mapping
+	 * that does not exist, then take the flag away (sizes disagree) */
+	unsigned char *q = buf;
+	size_t fm = len - (4 + 8 + 12 + 8) - 8; /* blob: main vfs_read /usr/bin/app 0123abcd */
+	q[fm] = 2;
+	CHECK_EQ_INT(sym_table_decode(buf, len, &t, why, sizeof(why)), -EBADMSG);
+	CHECK(strstr(why, "mapping 2 of 1") != NULL);
+	q[fm] = 1;
+	q[6] &= (unsigned char)~SYMTAB_F_MAPS;
+	CHECK_EQ_INT(sym_table_decode(buf, len, &t, why, sizeof(why)), -EBADMSG);
+	/* a version 1 header may not claim mappings */
+	q[6] |= SYMTAB_F_MAPS;
+	q[4] = 1;
+	CHECK_EQ_INT(sym_table_decode(buf, len, &t, why, sizeof(why)), -EBADMSG);
+	free(buf);
+	/* no mappings: version 1, and frames report none */
+	build_table(&buf, &len, false);
+	CHECK_EQ_INT(((unsigned char *)buf)[4], 1);
+	CHECK_EQ_INT(sym_table_decode(buf, len, &t, NULL, 0), 0);
+	CHECK(sym_table_find(t, 7, 2, &f) && f.maps == NULL);
+	CHECK_EQ_INT(sym_table_nmaps(t), 0);
+	sym_table_free(t);
+	free(buf);
+}
+
+/* Every truncation and 20000 random mutations of buf (freed) decode or
+ * are refused cleanly. */
+static void hostile(void *buf, size_t len)
+{
 	char why[128];
 	struct sym_table *t;
-	build_table(&buf, &len, true);
 	for (size_t cut = 0; cut < len; cut++)
 		CHECK_EQ_INT(sym_table_decode(buf, cut, &t, why, sizeof(why)), -EBADMSG);
 	unsigned char *m = malloc(len + 8);
@@ -273,8 +370,14 @@ static void test_symtab_hostile(void)
 				for (uint32_t st = 0; st < 10; st++)
 					if (sym_table_find(t, pid, st, &f))
 						for (size_t i = 0; i < (size_t)f.nuser + f.nkernel;
-						     i++)
+						     i++) {
 							sym_table_name(t, f.names[i], &nl);
+							const struct sym_mapping *mp =
+							    f.maps ? sym_table_map(t, f.maps[i])
+								   : NULL;
+							if (mp)
+								sym_table_name(t, mp->file, &nl);
+						}
 			sym_table_free(t);
 		}
 	}
@@ -282,6 +385,16 @@ static void test_symtab_hostile(void)
 	CHECK_EQ_INT(sym_table_decode(NULL, 0, &t, why, sizeof(why)), -EBADMSG);
 	free(m);
 	free(buf);
+}
+
+static void test_symtab_hostile(void)
+{
+	void *buf;
+	size_t len;
+	build_table(&buf, &len, true);
+	hostile(buf, len);
+	build_maps(&buf, &len);
+	hostile(buf, len);
 }
 
 int main(int argc, char **argv)
@@ -295,7 +408,9 @@ int main(int argc, char **argv)
 	RUN(test_maps_parse);
 	RUN(test_jitmap_parse);
 	RUN(test_kallsyms_parse);
+	RUN(test_notes_build_id);
 	RUN(test_symtab_roundtrip);
+	RUN(test_symtab_maps);
 	RUN(test_symtab_hostile);
 	rmdir(tmpdir);
 	return test_summary();

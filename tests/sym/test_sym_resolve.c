@@ -300,13 +300,81 @@ static void test_capture_folded(void)
 	cb_rec(c, 100, (uint32_t)ch.pid, (uint32_t)ch.pid, comm, st1);
 	cb_rec(c, 200, (uint32_t)ch.pid, (uint32_t)ch.pid + 1, comm, st1);
 	cb_rec(c, 300, 0x7ffffff0, 0x7ffffff0, comm, st2);
+	/* a section's stacks (an EU-stall launch stack): an equal one reuses
+	 * st1, a new one joins the table; both are symbolized for their pid */
+	uint64_t launch[] = {ch.lib_exported + 4, ch.exe_func + 4};
+	struct capture_newstack ns[] = {
+	    {(uint32_t)ch.pid, 0, ips, 3, ka ? 1 : 0},
+	    {(uint32_t)ch.pid, 0, launch, 2, 0},
+	};
+	uint32_t ids[2];
+	CHECK_EQ_INT(capture_add_stacks(c, ns, 2, ids), 0);
+	CHECK_EQ_INT(ids[0], st1);
+	CHECK_EQ_INT(ids[1], 3);
+	CHECK_EQ_INT(c->nstacks, 3);
+	CHECK_EQ_INT(c->nstackrefs, 2);
 
 	CHECK_EQ_INT(sym_symbolize_capture(s, c), 0);
 	const struct capture_extra *ex = capture_find_extra(c, CAPSEC_SYMBOLS);
 	CHECK(ex != NULL);
 	struct sym_table *t = NULL;
 	CHECK_EQ_INT(ex ? sym_table_decode(ex->data, ex->len, &t, NULL, 0) : -1, 0);
-	CHECK_EQ_INT(sym_table_entries(t), 2);
+	CHECK_EQ_INT(sym_table_entries(t), 3);
+	struct sym_frames fr;
+	size_t len;
+	CHECK(sym_table_find(t, (uint32_t)ch.pid, ids[1], &fr));
+	CHECK_EQ_INT(fr.nuser, 2);
+	const char *nm = sym_table_name(t, fr.names[0], &len);
+	CHECK(len == strlen("symtest_lib_exported") && !memcmp(nm, "symtest_lib_exported", len));
+	/* user frames carry their file mapping: path, range and build id */
+	CHECK(fr.maps != NULL);
+	const struct sym_mapping *lm = fr.maps ? sym_table_map(t, fr.maps[0]) : NULL;
+	const struct sym_mapping *em = fr.maps ? sym_table_map(t, fr.maps[1]) : NULL;
+	CHECK(lm && em && lm != em);
+	if (lm && em) {
+		uint8_t id[SYM_BUILD_ID_MAX];
+		size_t idlen = 0;
+		char hex[2 * SYM_BUILD_ID_MAX + 1] = "";
+		int fd = open(lib_path, O_RDONLY | O_CLOEXEC);
+		CHECK_EQ_INT(fd >= 0 ? symobj_read_build_id(fd, id, &idlen) : -1, 0);
+		if (fd >= 0)
+			close(fd);
+		for (size_t i = 0; i < idlen; i++)
+			snprintf(hex + 2 * i, 3, "%02x", id[i]);
+		CHECK(idlen >= 16); /* Debian's gcc links with --build-id */
+		nm = sym_table_name(t, lm->build_id, &len);
+		CHECK(len == strlen(hex) && !memcmp(nm, hex, len));
+		nm = sym_table_name(t, lm->file, &len);
+		CHECK(len > 13 && !memcmp(nm + len - 13, "libsymtest.so", 13));
+		CHECK(lm->start <= ch.lib_exported && ch.lib_exported < lm->limit);
+		CHECK_EQ_INT(lm->pid, (uint32_t)ch.pid);
+		CHECK(lm->flags & SYMTAB_MAPF_SYMBOLS);
+		nm = sym_table_name(t, em->file, &len);
+		CHECK(len > 11 && !memcmp(nm + len - 11, "symtest_exe", 11));
+		CHECK(em->start <= ch.exe_func && ch.exe_func < em->limit);
+	}
+	/* kernel frames: one [kernel.kallsyms] mapping with the kernel's build id */
+	CHECK(sym_table_find(t, (uint32_t)ch.pid, st1, &fr));
+	if (ka && fr.maps && fr.nkernel == 1) {
+		const struct sym_mapping *km = sym_table_map(t, fr.maps[3]);
+		uint8_t kid[SYM_BUILD_ID_MAX];
+		size_t kidlen = 0;
+		char khex[2 * SYM_BUILD_ID_MAX + 1] = "";
+		ksyms_build_id("/sys/kernel/notes", kid, &kidlen);
+		for (size_t i = 0; i < kidlen; i++)
+			snprintf(khex + 2 * i, 3, "%02x", kid[i]);
+		CHECK(km != NULL);
+		nm = km ? sym_table_name(t, km->file, &len) : "";
+		CHECK(len == 17 && !memcmp(nm, "[kernel.kallsyms]", 17));
+		nm = km ? sym_table_name(t, km->build_id, &len) : "";
+		CHECK(len == strlen(khex) && !memcmp(nm, khex, len));
+		CHECK(km && km->pid == 0 && km->start == 0 && km->limit == UINT64_MAX);
+		if (!kidlen)
+			fprintf(stderr, "note: no /sys/kernel/notes build id here\n");
+	}
+	/* st2's address is in no mapping of an unknown pid */
+	CHECK(sym_table_find(t, 0x7ffffff0, st2, &fr));
+	CHECK(fr.maps && fr.maps[0] == 0);
 	sym_table_free(t);
 	/* a second pass replaces the section */
 	CHECK_EQ_INT(sym_symbolize_capture(s, c), 0);
