@@ -40,6 +40,8 @@ enum {
 	OPT_NORMALIZE,
 	OPT_FORMAT,
 	OPT_PERIOD,
+	OPT_HEAT_MAX,
+	OPT_WEIGHT,
 };
 
 static const struct option flame_opts[] = {
@@ -62,6 +64,8 @@ static const struct option flame_opts[] = {
     {"normalize", no_argument, NULL, OPT_NORMALIZE},
     {"format", required_argument, NULL, OPT_FORMAT},
     {"period-ns", required_argument, NULL, OPT_PERIOD},
+    {"heatmap-max-bytes", required_argument, NULL, OPT_HEAT_MAX},
+    {"weight", required_argument, NULL, OPT_WEIGHT},
     {},
 };
 
@@ -109,6 +113,11 @@ static int render_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 		return num_opt(cli, p, "bucket_ns", arg, 1e6);
 	case OPT_PERIOD:
 		return num_opt(cli, p, "period_ns", arg, 1);
+	case OPT_HEAT_MAX:
+		return num_opt(cli, p, "max_bytes", arg, 1);
+	case OPT_WEIGHT:
+		cJSON_AddStringToObject(p, "weight", arg);
+		return CLI_CONTINUE;
 	case OPT_ICICLE:
 		cJSON_AddTrueToObject(p, "icicle");
 		return CLI_CONTINUE;
@@ -272,8 +281,9 @@ int cmd_flamegraph(struct cli *cli, int argc, char **argv)
 	if (a.heatmap) {
 		/* only the heat map's own params apply */
 		cJSON *h = cJSON_CreateObject();
-		static const char *const keep[] = {"id", "bucket_ns", "title"};
-		for (size_t i = 0; i < 3; i++) {
+		static const char *const keep[] = {"id",     "bucket_ns", "title",
+						   "weight", "kernel",	  "max_bytes"};
+		for (size_t i = 0; i < sizeof(keep) / sizeof(*keep); i++) {
 			cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(a.p, keep[i]);
 			if (v)
 				cJSON_AddItemToObject(h, keep[i], v);

@@ -3,10 +3,16 @@
  * Folded output speed: 1,000,000 samples over 10,000 unique stacks (depth
  * 10-40, 64 processes), symbols pre-resolved in a CAPSEC_SYMBOLS section,
  * rendered to /dev/null. Prints the time and samples/s (target < 0.5 s).
+ * With --heatmap, the same samples spread over SPAN seconds (default 60)
+ * render the interactive heat map instead (its grid and embedded per-cell
+ * stacks, heatmap.c; target well under 1 s), with its data bound (bytes,
+ * default the daemon's 4 MiB) and what bounding it did.
  *
  *   bench_folded [samples] [stacks]
+ *   bench_folded --heatmap [samples] [stacks] [span_s] [max_bytes]
  */
 #include "capture/capture.h"
+#include "render/flamegraph.h"
 #include "render/folded.h"
 #include "symtab.h"
 
@@ -43,8 +49,54 @@ static void *xmalloc(size_t n)
 	return p;
 }
 
+static uint64_t out_bytes;
+static int sink(void *ctx, const void *buf, size_t len)
+{
+	(void)ctx, (void)buf;
+	out_bytes += len;
+	return 0;
+}
+
+static int bench_heatmap(const struct capture *c, uint64_t max_bytes)
+{
+	struct heatmap_opts o = {.capture_id = 1, .max_bytes = max_bytes};
+	struct heatmap_totals t;
+	double best = 1e9, best_cpu = 1e9;
+	for (int run = 0; run < 5; run++) {
+		struct timespec c0, c1;
+		double t0 = now();
+		out_bytes = 0;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+		if (heatmap_render(c, &o, sink, NULL, &t) < 0) {
+			fprintf(stderr, "heatmap_render failed\n");
+			return 1;
+		}
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+		double dt = now() - t0, cpu = (double)(c1.tv_sec - c0.tv_sec) +
+						(double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+		best = dt < best ? dt : best;
+		best_cpu = cpu < best_cpu ? cpu : best_cpu;
+	}
+	printf("heatmap: %llu samples, %llu x %llu cells (bucket %llu ms) -> %llu bytes, "
+	       "stacks %llu bytes (bound %llu; %llu nodes, %llu names, min count %llu, "
+	       "%llu pruned) in %.3f s (best of 5; CPU time %.3f s), %.1f M samples/s\n",
+	       (unsigned long long)t.samples, (unsigned long long)t.columns,
+	       (unsigned long long)t.rows, (unsigned long long)(t.bucket_ns / 1000000),
+	       (unsigned long long)out_bytes, (unsigned long long)t.data_bytes,
+	       (unsigned long long)(max_bytes ? max_bytes : 4u << 20),
+	       (unsigned long long)t.nodes, (unsigned long long)t.names,
+	       (unsigned long long)t.min_count, (unsigned long long)t.pruned, best, best_cpu,
+	       (double)t.samples / best / 1e6);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	bool heat = argc > 1 && !strcmp(argv[1], "--heatmap");
+	if (heat)
+		argc--, argv++;
+	uint64_t span_ns = (argc > 3 ? strtoull(argv[3], NULL, 0) : 60) * 1000000000ull;
+	uint64_t max_bytes = argc > 4 ? strtoull(argv[4], NULL, 0) : 0;
 	size_t nsamples = argc > 1 ? strtoull(argv[1], NULL, 0) : 1000000;
 	uint32_t nstacks = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 0) : 10000;
 	const uint32_t npids = 64, nfuncs = 5000;
@@ -100,7 +152,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < nsamples; i++) {
 		uint64_t r = rnd();
 		uint32_t s = (uint32_t)(r % 4 ? (r >> 8) % (nstacks / 20 + 1) : (r >> 8) % nstacks);
-		c->recs[i] = (struct store_rec){.ts_ns = i * 1000,
+		c->recs[i] = (struct store_rec){.ts_ns = heat ? span_ns / nsamples * i : i * 1000,
 						.pid = stack_pid[s],
 						.tid = stack_pid[s] + (uint32_t)(r >> 40) % 4,
 						.comm = stack_pid[s] - 1000 + 1,
@@ -110,6 +162,13 @@ int main(int argc, char **argv)
 	}
 	c->nrecs = nsamples;
 
+	if (heat) {
+		int r = bench_heatmap(c, max_bytes);
+		free(fname);
+		free(stack_pid);
+		capture_free(c);
+		return r;
+	}
 	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	struct folded_totals t;
 	double best = 1e9;

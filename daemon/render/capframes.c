@@ -46,6 +46,7 @@ static void push(struct capframes *f, const struct sym_frames *fr, const uint64_
 	f->len[k] = len;
 	f->ip[k] = ips[i];
 	f->kernel[k] = kernel;
+	f->map[k] = fr && fr->maps ? fr->maps[i] : 0;
 }
 
 size_t capframes_get(struct capframes *f, uint32_t pid, uint32_t stack)
@@ -68,6 +69,14 @@ size_t capframes_get(struct capframes *f, uint32_t pid, uint32_t stack)
 		push(f, pf, ips, i, false);
 	for (size_t i = (size_t)nu + nk; i-- > (size_t)nu + nk - ck;)
 		push(f, pf, ips, i, true);
+	return f->n;
+}
+
+size_t capframes_raw(struct capframes *f, const uint64_t *ips, size_t n)
+{
+	f->n = 0;
+	for (size_t i = n; i-- > (n > STORE_MAX_FRAMES ? n - STORE_MAX_FRAMES : 0);)
+		push(f, NULL, ips, i, false);
 	return f->n;
 }
 

@@ -81,15 +81,28 @@ int flame_render(struct fold_set *s, const struct flame_opts *o, folded_write_fn
 
 /* ---- sub-second heat map ------------------------------------------------- */
 
+/*
+ * An interactive SVG: the heat map (columns = seconds, rows = buckets, colour
+ * = count), and, embedded, each cell's stacks, so choosing a range of cells
+ * draws its flame graph in the page (heatmap.c, heatdata.c).
+ */
 struct heatmap_opts {
-	uint64_t bucket_ns;  /* rows; 0: 20 ms */
-	uint64_t capture_id; /* for the command line shown on selection */
+	uint64_t bucket_ns;	   /* rows; 0: 20 ms; must divide a second */
+	uint64_t capture_id;	   /* for the command line shown on selection */
 	const char *title;
-	/* filters as folded_opts (pids, comm are not applied here) */
+	enum folded_weight weight; /* what a cell counts (CPU samples by default) */
+	bool no_kernel;		   /* leave kernel frames out of the stacks */
+	uint64_t max_bytes;	   /* bound on the embedded stack data; 0: 4 MiB */
+	bool eu_stall;		   /* count the EU-stall section's rows instead */
 };
 
 struct heatmap_totals {
 	uint64_t samples, columns, rows, max_cell;
+	uint64_t bucket_ns;		/* the rows' bucket, after any coarsening */
+	uint64_t min_count, pruned;	/* frames under min_count in all merged into callers
+					   (0: none), how many */
+	uint64_t nodes, names;		/* stack and string table entries written */
+	uint64_t data_bytes;		/* bytes of the embedded data */
 };
 
 int heatmap_render(const struct capture *c, const struct heatmap_opts *o, folded_write_fn fn,

@@ -8,8 +8,10 @@
  *      through a 1 MiB buffer.
  */
 #include "folded.h"
+#include "folded_int.h"
 
 #include "capture/capture.h"
+#include "capture/gpumatch.h"
 #include "symtab.h"
 
 #include <errno.h>
@@ -22,40 +24,9 @@
 
 #define OUTBUF (1u << 20)
 
-struct agg {
-	uint32_t stack, pid, tid, comm;
-	uint32_t name; /* GPU kernel string id, 0 for CPU samples */
-	uint64_t count; /* 0: empty slot */
-};
-
-/* (pid, correlation) -> launch record index, for gpu-time weights. */
-struct corr_slot {
-	uint32_t pid;
-	uint64_t corr; /* 0: empty */
-	size_t idx;
-};
-
 struct line {
 	size_t off, len;
 	uint64_t count;
-};
-
-struct arena {
-	char *p;
-	size_t len, cap;
-};
-
-struct ctx {
-	const struct capture *c;
-	const struct folded_opts *o;
-	struct sym_table *syms;
-	struct agg *slots;
-	size_t cap, used;
-	uint8_t *comm_ok; /* per string id: 0 unknown, 1 no, 2 yes */
-	uint32_t *pids, *tids;
-	struct arena a;
-	struct corr_slot *corr;
-	size_t ncorr; /* slots, a power of two */
 };
 
 static uint64_t key_hash(const struct agg *k)
@@ -144,89 +115,86 @@ static bool comm_matches(struct ctx *x, uint32_t id)
 	return x->comm_ok[id] == 2;
 }
 
-static size_t corr_hash(uint32_t pid, uint64_t corr)
+/* gpu-time: each record's ns (ctx.share), from the launch <-> interval
+ * match; NULL share (launches count 1) when there are no intervals. */
+static int gpu_shares(struct ctx *x)
 {
-	uint64_t h = (corr ^ ((uint64_t)pid << 40)) * 0x9E3779B97F4A7C15ull;
-	return (size_t)(h ^ (h >> 31));
-}
-
-/* Index the launches by (pid, correlation) so intervals find theirs. */
-static int corr_index(struct ctx *x)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < x->c->nrecs; i++)
-		n += x->c->recs[i].type == STORE_REC_GPU_LAUNCH && x->c->recs[i].aux[1];
-	if (!n)
+	struct gpu_match m;
+	int err = gpu_match_build(x->c, &m);
+	if (err < 0)
+		return err;
+	if (!m.nintervals) {
+		x->gpu_fallback = true;
+		gpu_match_finish(&m);
 		return 0;
-	x->ncorr = 16;
-	while (x->ncorr < n * 2)
-		x->ncorr *= 2;
-	x->corr = calloc(x->ncorr, sizeof(*x->corr));
-	if (!x->corr)
+	}
+	x->share = calloc(x->c->nrecs + 1, sizeof(*x->share));
+	if (!x->share) {
+		gpu_match_finish(&m);
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < x->c->nrecs; i++) {
 		const struct store_rec *r = &x->c->recs[i];
-		if (r->type != STORE_REC_GPU_LAUNCH || !r->aux[1])
+		uint32_t n = m.count[i];
+		if (r->type != STORE_REC_GPU_INTERVAL)
 			continue;
-		size_t s = corr_hash(r->pid, r->aux[1]) & (x->ncorr - 1);
-		while (x->corr[s].corr && !(x->corr[s].corr == r->aux[1] && x->corr[s].pid == r->pid))
-			s = (s + 1) & (x->ncorr - 1);
-		x->corr[s] = (struct corr_slot){r->pid, r->aux[1], i};
+		if (!n) {
+			x->share[i] += r->dur_ns;
+			continue;
+		}
+		/* even split; the remainder ns go to the first launches so
+		 * that the total stays exact */
+		for (uint32_t k = 0; k < n; k++)
+			x->share[m.launch[m.first[i] + k]] += r->dur_ns / n + (k < r->dur_ns % n);
 	}
+	gpu_match_finish(&m);
 	return 0;
 }
 
-static const struct store_rec *corr_find(const struct ctx *x, uint32_t pid, uint64_t corr)
+/* Whether r counts (type, window, filters); its key and weight in *k. */
+static bool record_key(struct ctx *x, const struct store_rec *r, struct agg *k)
 {
-	if (!x->ncorr || !corr)
-		return NULL;
-	for (size_t s = corr_hash(pid, corr) & (x->ncorr - 1); x->corr[s].corr;
-	     s = (s + 1) & (x->ncorr - 1))
-		if (x->corr[s].corr == corr && x->corr[s].pid == pid)
-			return &x->c->recs[x->corr[s].idx];
-	return NULL;
+	const struct folded_opts *o = x->o;
+	static const uint16_t counted[] = {
+	    [FOLDED_WEIGHT_SAMPLES] = STORE_REC_CPU_SAMPLE,
+	    [FOLDED_WEIGHT_LAUNCHES] = STORE_REC_GPU_LAUNCH,
+	    [FOLDED_WEIGHT_GPU_TIME] = STORE_REC_GPU_INTERVAL,
+	};
+	if (o->weight == FOLDED_WEIGHT_GPU_TIME) {
+		/* launches carry the matched time; intervals only their own
+		 * unmatched time (0 when their launches took it) */
+		if (r->type != STORE_REC_GPU_LAUNCH && r->type != STORE_REC_GPU_INTERVAL)
+			return false;
+		if (x->share ? !x->share[r - x->c->recs] : r->type != STORE_REC_GPU_LAUNCH)
+			return false;
+	} else if (r->type != counted[o->weight]) {
+		return false;
+	}
+	if ((o->start_ns && r->ts_ns < o->start_ns) || (o->end_ns && r->ts_ns > o->end_ns))
+		return false;
+	if (!in_set(x->pids, o->npids, r->pid) || !in_set(x->tids, o->ntids, r->tid) ||
+	    !comm_matches(x, r->comm))
+		return false;
+	/* the pid stays in the key even without o->pid: symbols are
+	 * per (pid, stack); equal lines merge in the second pass */
+	*k = (struct agg){r->stack, r->pid, o->tid ? r->tid : 0, r->comm, 0,
+			  r->aux32 ? r->aux32 : 1};
+	if (o->weight == FOLDED_WEIGHT_LAUNCHES) {
+		k->name = r->name;
+		k->count = 1;
+	} else if (o->weight == FOLDED_WEIGHT_GPU_TIME) {
+		k->name = r->name;
+		k->count = x->share ? x->share[r - x->c->recs] : 1;
+	}
+	return true;
 }
 
 static int aggregate(struct ctx *x, struct folded_totals *t)
 {
-	const struct folded_opts *o = x->o;
-	static const uint16_t counted[] = {
-		[FOLDED_WEIGHT_SAMPLES] = STORE_REC_CPU_SAMPLE,
-		[FOLDED_WEIGHT_LAUNCHES] = STORE_REC_GPU_LAUNCH,
-		[FOLDED_WEIGHT_GPU_TIME] = STORE_REC_GPU_INTERVAL,
-	};
-	uint16_t want = counted[o->weight];
-
-	if (o->weight == FOLDED_WEIGHT_GPU_TIME && corr_index(x) < 0)
-		return -ENOMEM;
 	for (size_t i = 0; i < x->c->nrecs; i++) {
-		const struct store_rec *r = &x->c->recs[i];
-		if (r->type != want)
+		struct agg k;
+		if (!record_key(x, &x->c->recs[i], &k))
 			continue;
-		if ((o->start_ns && r->ts_ns < o->start_ns) || (o->end_ns && r->ts_ns > o->end_ns))
-			continue;
-		if (!in_set(x->pids, o->npids, r->pid) || !in_set(x->tids, o->ntids, r->tid) ||
-		    !comm_matches(x, r->comm))
-			continue;
-		/* the pid stays in the key even without o->pid: symbols are
-		 * per (pid, stack); equal lines merge in the second pass */
-		struct agg k = {r->stack, r->pid, o->tid ? r->tid : 0, r->comm, 0,
-				r->aux32 ? r->aux32 : 1};
-		if (o->weight == FOLDED_WEIGHT_LAUNCHES) {
-			k.name = r->name;
-			k.count = 1;
-		} else if (o->weight == FOLDED_WEIGHT_GPU_TIME) {
-			const struct store_rec *l = r->stack ? NULL : corr_find(x, r->pid, r->aux[1]);
-			if (!r->dur_ns)
-				continue;
-			k.name = r->name ? r->name : (l ? l->name : 0);
-			if (l) {
-				k.stack = l->stack;
-				if (!k.comm)
-					k.comm = l->comm;
-			}
-			k.count = r->dur_ns;
-		}
 		if (agg_add(x, &k) < 0)
 			return -ENOMEM;
 		t->samples++;
@@ -234,118 +202,37 @@ static int aggregate(struct ctx *x, struct folded_totals *t)
 	return 0;
 }
 
-static int reserve(struct arena *a, size_t n)
+/* Symbols, filter sets and the launch index for c and o (ctx_finish()
+ * frees them, also after a failure). */
+static int ctx_init(struct ctx *x, const struct capture *c, const struct folded_opts *o,
+		    bool *symbolized)
 {
-	if (a->len + n <= a->cap)
-		return 0;
-	size_t nc = a->cap ? a->cap : (1u << 20);
-	while (nc < a->len + n)
-		nc *= 2;
-	char *np = realloc(a->p, nc);
-	if (!np)
+	*x = (struct ctx){.c = c, .o = o};
+	if (!c || (o->npids && !o->pids) || (o->ntids && !o->tids) ||
+	    (unsigned)o->weight > FOLDED_WEIGHT_GPU_TIME)
+		return -EINVAL;
+	const struct capture_extra *ex = capture_find_extra(c, CAPSEC_SYMBOLS);
+	if (ex && sym_table_decode(ex->data, ex->len, &x->syms, NULL, 0) == 0)
+		*symbolized = true;
+	if (sorted_copy(o->pids, o->npids, &x->pids) < 0 ||
+	    sorted_copy(o->tids, o->ntids, &x->tids) < 0)
 		return -ENOMEM;
-	a->p = np;
-	a->cap = nc;
-	return 0;
-}
-
-/* Append a name, sanitized; "[unknown]" for an empty one. */
-static int put_name(struct arena *a, const char *s, size_t len)
-{
-	if (!len) {
-		s = "[unknown]";
-		len = 9;
-	}
-	if (reserve(a, len) < 0)
+	if (o->comm && !(x->comm_ok = calloc((size_t)c->nstrs + 1, 1)))
 		return -ENOMEM;
-	char *d = a->p + a->len;
-	for (size_t i = 0; i < len; i++) {
-		char ch = s[i];
-		d[i] = ch == ';' ? ':' : ((unsigned char)ch < 0x20 || ch == 0x7f) ? ' ' : ch;
-	}
-	a->len += len;
-	return 0;
-}
-
-static int put_raw(struct arena *a, const char *s, size_t len)
-{
-	if (reserve(a, len) < 0)
-		return -ENOMEM;
-	memcpy(a->p + a->len, s, len);
-	a->len += len;
-	return 0;
-}
-
-static int put_frame(struct ctx *x, const struct sym_frames *f, size_t i, uint64_t ip)
-{
-	char tmp[32];
-	size_t len;
-	int r;
-	if (!f) {
-		int n = snprintf(tmp, sizeof(tmp), "0x%" PRIx64, ip);
-		return put_raw(&x->a, tmp, (size_t)n);
-	}
-	const char *s = sym_table_name(x->syms, f->names[i], &len);
-	r = put_name(&x->a, s, len);
-	if (r < 0 || !x->o->lines || !f->lines || !f->lines[i])
-		return r;
-	s = sym_table_name(x->syms, f->lines[i], &len);
-	if (put_raw(&x->a, " (", 2) < 0 || put_name(&x->a, s, len) < 0 || put_raw(&x->a, ")", 1))
+	if (o->weight == FOLDED_WEIGHT_GPU_TIME && gpu_shares(x) < 0)
 		return -ENOMEM;
 	return 0;
 }
 
-/* The line of one key, without its count, appended to the arena. */
-static int build_line(struct ctx *x, const struct agg *k)
+static void ctx_finish(struct ctx *x)
 {
-	const struct folded_opts *o = x->o;
-	char tmp[48];
-	size_t len;
-	uint16_t nu = 0, nk = 0;
-	struct sym_frames fr, *f = NULL;
-	int n, r;
-
-	const char *comm = capture_str(x->c, k->comm, &len);
-	r = put_name(&x->a, comm ? comm : "", comm ? len : 0);
-	if (r < 0)
-		return r;
-	if (o->tid)
-		n = snprintf(tmp, sizeof(tmp), "-%" PRIu32 "/%" PRIu32, k->pid, k->tid);
-	else if (o->pid)
-		n = snprintf(tmp, sizeof(tmp), "-%" PRIu32, k->pid);
-	else
-		n = 0;
-	if (n > 0 && put_raw(&x->a, tmp, (size_t)n) < 0)
-		return -ENOMEM;
-
-	const uint64_t *ips = k->stack ? capture_stack(x->c, k->stack, &nu, &nk) : NULL;
-	if (!ips)
-		nu = nk = 0;
-	if (ips && sym_table_find(x->syms, k->pid, k->stack, &fr) && fr.nuser == nu &&
-	    fr.nkernel == nk)
-		f = &fr;
-	for (size_t i = nu; i-- > 0;)
-		if (put_raw(&x->a, ";", 1) < 0 || put_frame(x, f, i, ips[i]) < 0)
-			return -ENOMEM;
-	if (!o->no_kernel && nk) {
-		if (nu && put_raw(&x->a, ";-", 2) < 0)
-			return -ENOMEM;
-		for (size_t i = (size_t)nu + nk; i-- > nu;)
-			if (put_raw(&x->a, ";", 1) < 0 || put_frame(x, f, i, ips[i]) < 0)
-				return -ENOMEM;
-	}
-	if (!k->name)
-		return 0;
-	/* The GPU frame: the kernel name, up to the NUL that separates the
-	 * launch geometry a launch collector may have appended. */
-	const char *kn = capture_str(x->c, k->name, &len);
-	const char *nul = kn ? memchr(kn, '\0', len) : NULL;
-	if (nul)
-		len = (size_t)(nul - kn);
-	if (put_raw(&x->a, ";", 1) < 0 || put_name(&x->a, kn ? kn : "", kn ? len : 0) < 0 ||
-	    put_raw(&x->a, "_[G]", 4) < 0)
-		return -ENOMEM;
-	return 0;
+	free(x->a.p);
+	free(x->slots);
+	free(x->comm_ok);
+	free(x->pids);
+	free(x->tids);
+	free(x->share);
+	sym_table_free(x->syms);
 }
 
 static int line_cmp(const void *a, const void *b, void *arena)
@@ -403,23 +290,17 @@ int folded_write(const struct capture *c, const struct folded_opts *opts, folded
 {
 	static const struct folded_opts defaults;
 	struct folded_totals t = {0};
-	struct ctx x = {.c = c, .o = opts ? opts : &defaults};
+	struct ctx x;
 	struct line *lines = NULL;
 	size_t nlines = 0;
-	int r = -EINVAL;
+	int r = ctx_init(&x, c, opts ? opts : &defaults, &t.symbolized);
 
-	if (!c || !fn || (x.o->npids && !x.o->pids) || (x.o->ntids && !x.o->tids) ||
-	    (unsigned)x.o->weight > FOLDED_WEIGHT_GPU_TIME)
+	t.gpu_time_fallback = x.gpu_fallback;
+	if (r == 0 && !fn)
+		r = -EINVAL;
+	if (r < 0)
 		goto out;
-	const struct capture_extra *ex = capture_find_extra(c, CAPSEC_SYMBOLS);
-	if (ex && sym_table_decode(ex->data, ex->len, &x.syms, NULL, 0) == 0)
-		t.symbolized = true;
 	r = -ENOMEM;
-	if (sorted_copy(x.o->pids, x.o->npids, &x.pids) < 0 ||
-	    sorted_copy(x.o->tids, x.o->ntids, &x.tids) < 0)
-		goto out;
-	if (x.o->comm && !(x.comm_ok = calloc((size_t)c->nstrs + 1, 1)))
-		goto out;
 	if (aggregate(&x, &t) < 0)
 		goto out;
 	lines = malloc((x.used ? x.used : 1) * sizeof(*lines));
@@ -429,7 +310,7 @@ int folded_write(const struct capture *c, const struct folded_opts *opts, folded
 		if (!x.slots[i].count)
 			continue;
 		size_t off = x.a.len;
-		if (build_line(&x, &x.slots[i]) < 0)
+		if (folded_build_line(&x, &x.slots[i]) < 0)
 			goto out;
 		lines[nlines++] = (struct line){off, x.a.len - off, x.slots[i].count};
 	}
@@ -439,13 +320,62 @@ out:
 	if (totals)
 		*totals = t;
 	free(lines);
-	free(x.a.p);
-	free(x.slots);
-	free(x.comm_ok);
-	free(x.pids);
-	free(x.tids);
-	free(x.corr);
-	sym_table_free(x.syms);
+	ctx_finish(&x);
+	return r;
+}
+
+/* ---- per-record lines ---------------------------------------------------- */
+
+struct folded_liner {
+	struct ctx x;
+	struct folded_opts o;
+};
+
+int folded_liner_new(const struct capture *c, const struct folded_opts *o,
+		     struct folded_liner **ret)
+{
+	static const struct folded_opts defaults;
+	struct folded_liner *l = malloc(sizeof(*l));
+	bool sym = false;
+	if (!l)
+		return -ENOMEM;
+	l->o = o ? *o : defaults;
+	int r = ctx_init(&l->x, c, &l->o, &sym);
+	if (r < 0) {
+		folded_liner_free(l);
+		return r;
+	}
+	*ret = l;
+	return 0;
+}
+
+void folded_liner_free(struct folded_liner *l)
+{
+	if (!l)
+		return;
+	ctx_finish(&l->x);
+	free(l);
+}
+
+bool folded_liner_match(struct folded_liner *l, const struct store_rec *r, struct folded_key *key,
+			uint64_t *count)
+{
+	struct agg k;
+	if (!record_key(&l->x, r, &k))
+		return false;
+	*key = (struct folded_key){k.stack, k.pid, k.tid, k.comm, k.name};
+	*count = k.count;
+	return true;
+}
+
+int folded_liner_line(struct folded_liner *l, const struct folded_key *key, const char **text,
+		      size_t *len)
+{
+	struct agg k = {key->stack, key->pid, key->tid, key->comm, key->name, 1};
+	l->x.a.len = 0;
+	int r = folded_build_line(&l->x, &k);
+	*text = l->x.a.p;
+	*len = r < 0 ? 0 : l->x.a.len;
 	return r;
 }
 

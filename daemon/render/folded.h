@@ -9,10 +9,14 @@
  *   samples   STORE_REC_CPU_SAMPLE, each its aux32 weight (the default)
  *   launches  STORE_REC_GPU_LAUNCH, 1 each, the launching user stack with
  *             the kernel as a GPU frame on top: "comm;main;...;site;kern_[G]"
- *   gpu-time  STORE_REC_GPU_INTERVAL, weighted by dur_ns; an interval with
- *             no stack of its own takes the stack (and, if it has none, the
- *             name) of the launch with the same pid and correlation id
- *             (aux[1] of both)
+ *   gpu-time  GPU time in ns of STORE_REC_GPU_INTERVAL records on launch
+ *             stacks: each interval's duration is split evenly over the
+ *             launches matched to it (capture/gpumatch.h: by correlation,
+ *             else by pid and submission order), each drawn as for
+ *             "launches"; an interval with no launch keeps its own
+ *             submission stack topped by its engine ("xe/ccs_[G]"). A
+ *             capture without intervals counts launches instead, 1 each
+ *             (folded_totals.gpu_time_fallback)
  * Annotation suffixes as iaprof's flame graphs use them: "_[G]" a GPU
  * kernel (or GPU file), "_[g]" an instruction-level GPU frame (none yet),
  * "_[k]" is not used (kernel frames follow the "-" separator instead).
@@ -65,6 +69,7 @@ struct folded_totals {
 	uint64_t samples; /* records that matched the filters */
 	uint64_t weight;  /* sum of the counts written */
 	bool symbolized;  /* the capture had a usable CAPSEC_SYMBOLS section */
+	bool gpu_time_fallback; /* gpu-time asked, no intervals: launches counted */
 };
 
 /* Receives the output in chunks of up to 1 MiB; returns 0 or -errno
@@ -79,6 +84,33 @@ typedef int (*folded_write_fn)(void *ctx, const void *buf, size_t len);
  */
 int folded_write(const struct capture *c, const struct folded_opts *o, folded_write_fn fn,
 		 void *ctx, struct folded_totals *totals);
+
+/*
+ * Per-record lines, for renderers that need each record's stack with its
+ * time (the heat map): the filters, weights, symbols and text of
+ * folded_write(), one record at a time. Records with equal keys have equal
+ * lines, so a caller resolves each key once. Not thread-safe; one liner per
+ * thread.
+ */
+struct store_rec;
+struct folded_liner;
+struct folded_key {
+	uint32_t stack, pid, tid, comm, name;
+};
+
+/* o is copied, but its pids/tids/comm must outlive the liner. -EINVAL for
+ * bad options, -ENOMEM. */
+int folded_liner_new(const struct capture *c, const struct folded_opts *o,
+		     struct folded_liner **ret);
+void folded_liner_free(struct folded_liner *l);
+/* Whether r counts (its type per o->weight, window, filters); if so, its
+ * key and its count (weight). */
+bool folded_liner_match(struct folded_liner *l, const struct store_rec *r, struct folded_key *key,
+			uint64_t *count);
+/* The line of key without its count ("comm;main;...;leaf"); *text is valid
+ * until the next call. 0 or -ENOMEM. */
+int folded_liner_line(struct folded_liner *l, const struct folded_key *key, const char **text,
+		      size_t *len);
 
 /* Same, to a file descriptor (a client-passed one: EINTR, short writes and
  * a non-blocking fd are handled; a reader stalled 30 s gives -ETIMEDOUT). */

@@ -2,13 +2,16 @@
 /*
  * FlameScope-style sub-second heat map (flamegraph.h): one column per
  * second of the capture, one row per bucket (20 ms) within that second,
- * colour by the CPU samples that fell there. Every cell carries its time
- * range (hm:s, hm:e: inclusive monotonic ns, the folded renderer's
- * start_ns/end_ns), so a selection maps to
- * `gpuprofctl flamegraph ID --start-ns S --end-ns E`.
+ * colour by the count that fell there. Every cell carries its time range
+ * (hm:s, hm:e: inclusive monotonic ns, the folded renderer's
+ * start_ns/end_ns) and its count (hm:n), and the page embeds each cell's
+ * stacks (heatdata.c), so choosing a start and an end cell draws the flame
+ * graph of that range in place, with the same script as our flame graphs
+ * (svg_js.h), and shows `gpuprofctl flamegraph ID --start-ns S --end-ns E`
+ * for the same picture outside the page.
  */
 #include "flamegraph.h"
-#include "render_int.h"
+#include "heatmap_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -19,121 +22,240 @@
 #include "svg_js.h"
 
 #define NS_PER_S 1000000000ull
-#define MAX_CELLS (4u << 20)
 #define CELL_W 12
 #define CELL_H 8
 #define LEFT 60
 #define TOP 50
+#define FLAME_W 1200
+#define FLAME_XPAD 10
 
-int heatmap_render(const struct capture *c, const struct heatmap_opts *o, folded_write_fn fn,
-		   void *ctx, struct heatmap_totals *t)
+int hm_js_str(struct wbuf *w, const char *s, size_t len)
 {
-	uint64_t bucket = o && o->bucket_ns ? o->bucket_ns : 20000000ull;
-	struct heatmap_totals tt = {0};
-	uint64_t *cells = NULL, t0 = UINT64_MAX, t1 = 0;
-	struct wbuf *w = NULL;
-	int r = -EINVAL;
-
-	if (bucket < 1000000 || bucket > NS_PER_S || NS_PER_S % bucket)
-		goto out; /* rows must tile a second: 1 ms .. 1 s, dividing it */
-	for (size_t i = 0; i < c->nrecs; i++) {
-		const struct store_rec *rec = &c->recs[i];
-		if (rec->type != STORE_REC_CPU_SAMPLE)
+	size_t from = 0;
+	for (size_t i = 0; i < len && !w->err; i++) {
+		char ch = s[i];
+		if (ch != '<' && ch != '>' && ch != '&')
 			continue;
-		if (rec->ts_ns < t0)
-			t0 = rec->ts_ns;
-		if (rec->ts_ns > t1)
-			t1 = rec->ts_ns;
+		wb_json(w, s + from, i - from);
+		wb_printf(w, "\\u%04x", (unsigned)ch);
+		from = i + 1;
 	}
-	r = -ENODATA;
-	if (t0 == UINT64_MAX)
-		goto out;
-	/* columns start at the capture's window so seconds line up with it */
-	if (c->t0_ns && c->t0_ns <= t0)
-		t0 = c->t0_ns;
-	uint64_t rows = NS_PER_S / bucket, cols = (t1 - t0) / NS_PER_S + 1;
-	r = -E2BIG;
-	if (cols > MAX_CELLS / rows)
-		goto out;
-	r = -ENOMEM;
-	if (!(cells = calloc(rows * cols, sizeof(*cells))) || !(w = malloc(sizeof(*w))))
-		goto out;
-	for (size_t i = 0; i < c->nrecs; i++) {
-		const struct store_rec *rec = &c->recs[i];
-		if (rec->type != STORE_REC_CPU_SAMPLE)
-			continue;
-		uint64_t d = rec->ts_ns - t0, k = d / NS_PER_S * rows + d % NS_PER_S / bucket;
-		cells[k] = sat_add(cells[k], rec->aux32 ? rec->aux32 : 1);
-		tt.samples++;
-	}
-	for (size_t k = 0; k < rows * cols; k++)
-		if (cells[k] > tt.max_cell)
-			tt.max_cell = cells[k];
-	tt.rows = rows;
-	tt.columns = cols;
+	return wb_json(w, s + from, len - from);
+}
 
-	unsigned width = (unsigned)(LEFT + cols * CELL_W + 20),
-		 height = (unsigned)(TOP + rows * CELL_H + 40);
-	if (width < 720)
-		width = 720; /* room for the title and the selection's command line */
-	char cmd[96];
-	snprintf(cmd, sizeof(cmd), "gpuprofctl flamegraph %llu --out range.svg",
-		 (unsigned long long)(o ? o->capture_id : 0));
-	wb_init(w, fn, ctx);
+/* sep (if not 0) and v in decimal: the data's numbers, without printf. */
+static void put_num(struct wbuf *w, char sep, uint64_t v)
+{
+	char buf[24], *e = buf + sizeof(buf), *p = e;
+	do
+		*--p = (char)('0' + v % 10);
+	while (v /= 10);
+	if (sep)
+		*--p = sep;
+	wb_put(w, p, (size_t)(e - p));
+}
+
+static const char *count_name(const struct heatmap_opts *o)
+{
+	if (o->eu_stall)
+		return "stall samples";
+	return o->weight == FOLDED_WEIGHT_LAUNCHES   ? "launches"
+	       : o->weight == FOLDED_WEIGHT_GPU_TIME ? "ns"
+						     : "samples";
+}
+
+/* var HMD = {...}: the cells' stacks (heatmap_int.h has the layout). */
+static void write_data(struct wbuf *w, const struct heatdata *d, const struct heatmap_opts *o)
+{
 	wb_printf(w,
-		  "<?xml version=\"1.0\" standalone=\"no\"?>\n"
-		  "<svg version=\"1.1\" width=\"%u\" height=\"%u\" viewBox=\"0 0 %u %u\" "
-		  "onload=\"init(evt)\" xmlns=\"http://www.w3.org/2000/svg\" "
-		  "xmlns:hm=\"urn:gpuprof:heatmap\" hm:cmd=\"%s\" hm:t0=\"%llu\" "
-		  "hm:bucket=\"%llu\">\n",
-		  width, height, width, height, cmd, (unsigned long long)t0,
-		  (unsigned long long)bucket);
-	wb_puts(w, "<style type=\"text/css\">" SVG_CSS "</style>\n<script type=\"text/ecmascript\">"
-		   "<![CDATA[" SVG_HEAT_JS "]]></script>\n");
+		  "<script type=\"text/ecmascript\"><![CDATA[\nvar HMD={\"t0\":\"%llu\","
+		  "\"bucket\":%llu,\"rows\":%llu,\"cols\":%llu,\"count\":\"%s\",\"min\":%llu,"
+		  "\"pruned\":%llu,\n\"names\":[",
+		  (unsigned long long)d->t0, (unsigned long long)d->bucket,
+		  (unsigned long long)d->rows, (unsigned long long)d->cols, count_name(o),
+		  (unsigned long long)d->min_count, (unsigned long long)d->pruned);
+	for (size_t i = 0; i < d->nnames; i++) {
+		size_t len;
+		const char *s = bmap_key(&d->names, d->nameseq[i], &len);
+		wb_puts(w, i ? ",\"" : "\"");
+		hm_js_str(w, s + 1, len - 1);
+		wb_puts(w, "\"");
+	}
+	wb_puts(w, "],\n\"colors\":[");
+	for (size_t i = 0; i < d->nnames; i++) {
+		size_t len;
+		const char *s = bmap_key(&d->names, d->nameseq[i], &len);
+		char fill[24];
+		palette_color(s + 1, len - 1, s[0], fill);
+		wb_printf(w, "%s\"%s\"", i ? "," : "", fill);
+	}
+	wb_puts(w, "],\n\"nodes\":[");
+	for (size_t k = 1; k < d->nseq && !w->err; k++) {
+		const struct hd_node *n = &d->node[d->seq[k]];
+		put_num(w, k > 1 ? ',' : 0, d->newid[n->parent]);
+		put_num(w, ',', d->newname[n->name] - 1);
+	}
+	wb_puts(w, "],\n\"cells\":[");
+	for (size_t i = 0, first = 1; i < d->npairs && !w->err; first = 0) {
+		uint64_t cell = d->pairs[i].key >> 32;
+		size_t j = i;
+		while (j < d->npairs && d->pairs[j].key >> 32 == cell)
+			j++;
+		wb_puts(w, first ? "\n" : ",\n");
+		put_num(w, 0, cell);
+		put_num(w, ',', j - i);
+		for (; i < j; i++) {
+			put_num(w, ',', d->newid[d->pairs[i].key & 0xffffffffu]);
+			put_num(w, ',', d->pairs[i].count);
+		}
+	}
+	wb_puts(w, "]};\n]]></script>\n");
+}
+
+/* The flame graph's controls, filled and placed by the script. */
+static void write_flame_frame(struct wbuf *w, const char *countname)
+{
 	wb_printf(w,
-		  "<rect width=\"%u\" height=\"%u\" fill=\"white\"/>\n<text id=\"title\" "
-		  "x=\"%u\" y=\"24\">",
-		  width, height, width / 2);
-	const char *title = o && o->title && *o->title ? o->title : "Sub-second heat map";
-	wb_xml(w, title, strlen(title), 0);
-	wb_printf(w,
-		  "</text>\n<text x=\"%d\" y=\"%d\">ms</text><text id=\"sel\" x=\"%d\" "
-		  "y=\"%u\">click a start cell, then an end cell</text>\n",
-		  4, TOP - 4, LEFT, height - 12);
-	for (uint64_t row = 0; row < rows; row += rows / 5 ? rows / 5 : 1)
+		  "<g id=\"flame\" class=\"hide\" width=\"%d\" fg:total=\"0\" fg:xpad=\"%d\" "
+		  "fg:icicle=\"0\" fg:countname=\"%s\">\n"
+		  "<text id=\"back\" x=\"%d\" y=\"24\">&#8592; Back to heat map</text>\n"
+		  "<text id=\"unzoom\" class=\"hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n"
+		  "<text id=\"search\" x=\"%d\" y=\"24\">Search</text>\n"
+		  "<text id=\"details\" x=\"%d\" y=\"0\"> </text>\n"
+		  "<text id=\"matched\" x=\"%d\" y=\"0\"> </text>\n"
+		  "<g id=\"frames\"></g>\n</g>\n",
+		  FLAME_W, FLAME_XPAD, countname, FLAME_XPAD, FLAME_XPAD + 170,
+		  FLAME_W - FLAME_XPAD - 100, FLAME_XPAD, FLAME_W - FLAME_XPAD - 100);
+}
+
+static void write_note(struct wbuf *w, const struct heatdata *d, unsigned y)
+{
+	char a[64] = "", b[160] = "";
+	if (d->bucket != d->bucket0)
+		snprintf(a, sizeof(a), "buckets coarsened from %llu to %llu ms",
+			 (unsigned long long)(d->bucket0 / 1000000),
+			 (unsigned long long)(d->bucket / 1000000));
+	if (d->pruned)
+		snprintf(b, sizeof(b),
+			 "%s%llu frames with less than %llu in all merged into their callers",
+			 *a ? "; " : "", (unsigned long long)d->pruned,
+			 (unsigned long long)d->min_count);
+	wb_printf(w, "<text id=\"note\" x=\"%d\" y=\"%u\">", LEFT, y);
+	if (*a || *b)
+		wb_printf(w, "To fit the page's data bound: %s%s", a, b);
+	wb_puts(w, "</text>\n");
+}
+
+static void write_grid(struct wbuf *w, const struct heatdata *d, uint64_t max_cell,
+		       const char *countname)
+{
+	for (uint64_t row = 0; row < d->rows; row += d->rows / 5 ? d->rows / 5 : 1)
 		wb_printf(w, "<text x=\"4\" y=\"%llu\">%llu</text>\n",
 			  (unsigned long long)(TOP + row * CELL_H + CELL_H),
-			  (unsigned long long)(row * bucket / 1000000));
-	for (uint64_t col = 0; col < cols; col += 10)
+			  (unsigned long long)(row * d->bucket / 1000000));
+	for (uint64_t col = 0; col < d->cols; col += 10)
 		wb_printf(w, "<text x=\"%llu\" y=\"%d\">%llus</text>\n",
 			  (unsigned long long)(LEFT + col * CELL_W), TOP - 4,
 			  (unsigned long long)col);
 	wb_puts(w, "<g id=\"cells\">\n");
-	for (uint64_t col = 0; col < cols && !w->err; col++) {
-		for (uint64_t row = 0; row < rows; row++) {
-			uint64_t n = cells[col * rows + row];
-			uint64_t s = t0 + col * NS_PER_S + row * bucket;
-			double v = tt.max_cell ? (double)n / (double)tt.max_cell : 0;
+	for (uint64_t col = 0; col < d->cols && !w->err; col++) {
+		for (uint64_t row = 0; row < d->rows; row++) {
+			uint64_t n = d->cells[col * d->rows + row];
+			uint64_t s = d->t0 + col * NS_PER_S + row * d->bucket;
+			double v = max_cell ? (double)n / (double)max_cell : 0;
 			int g = n ? (int)(235 - 200 * v) : 245;
 			wb_printf(
 			    w,
 			    "<rect x=\"%llu\" y=\"%llu\" width=\"%d\" height=\"%d\" "
 			    "fill=\"rgb(%d,%d,%d)\" hm:s=\"%llu\" hm:e=\"%llu\" hm:n=\"%llu\">"
-			    "<title>%llus +%llums: %llu samples</title></rect>\n",
+			    "<title>%llus +%llums: %llu %s</title></rect>\n",
 			    (unsigned long long)(LEFT + col * CELL_W),
 			    (unsigned long long)(TOP + row * CELL_H), CELL_W - 1, CELL_H - 1,
 			    n ? 255 : 245, g, g, (unsigned long long)s,
-			    (unsigned long long)(s + bucket - 1), (unsigned long long)n,
-			    (unsigned long long)col, (unsigned long long)(row * bucket / 1000000),
-			    (unsigned long long)n);
+			    (unsigned long long)(s + d->bucket - 1), (unsigned long long)n,
+			    (unsigned long long)col,
+			    (unsigned long long)(row * d->bucket / 1000000), (unsigned long long)n,
+			    countname);
 		}
 	}
-	wb_puts(w, "</g>\n</svg>\n");
+	wb_puts(w, "</g>\n");
+}
+
+int heatmap_render(const struct capture *c, const struct heatmap_opts *opts, folded_write_fn fn,
+		   void *ctx, struct heatmap_totals *t)
+{
+	static const struct heatmap_opts defaults;
+	const struct heatmap_opts *o = opts ? opts : &defaults;
+	struct heatmap_totals tt = {0};
+	struct heatdata *d = NULL;
+	struct wbuf *w = NULL;
+	int r = heatdata_build(c, o, &d);
+	if (r < 0)
+		goto out;
+	r = -ENOMEM;
+	if (!(w = malloc(sizeof(*w))))
+		goto out;
+	for (uint64_t k = 0; k < d->rows * d->cols; k++)
+		if (d->cells[k] > tt.max_cell)
+			tt.max_cell = d->cells[k];
+	tt.samples = d->records;
+	tt.rows = d->rows;
+	tt.columns = d->cols;
+	tt.bucket_ns = d->bucket;
+	tt.min_count = d->min_count;
+	tt.pruned = d->pruned;
+	tt.nodes = d->nseq;
+	tt.names = d->nnames;
+
+	const char *countname = count_name(o);
+	unsigned width = (unsigned)(LEFT + d->cols * CELL_W + 20),
+		 height = (unsigned)(TOP + d->rows * CELL_H + 56);
+	if (width < 720)
+		width = 720; /* room for the title and the selection's command line */
+	/* the command drawing a range's graph (none for EU stalls yet: the
+	 * page then shows the range in ns) */
+	static const char *const wopt[] = {"", " --weight launches", " --weight gpu-time"};
+	char cmd[128] = "";
+	if (!o->eu_stall)
+		snprintf(cmd, sizeof(cmd), "gpuprofctl flamegraph %llu --out range.svg%s%s",
+			 (unsigned long long)o->capture_id, o->no_kernel ? " --no-kernel" : "",
+			 (unsigned)o->weight < 3 ? wopt[o->weight] : "");
+	wb_init(w, fn, ctx);
+	wb_printf(w,
+		  "<?xml version=\"1.0\" standalone=\"no\"?>\n"
+		  "<svg version=\"1.1\" width=\"%u\" height=\"%u\" viewBox=\"0 0 %u %u\" "
+		  "onload=\"init(evt)\" xmlns=\"http://www.w3.org/2000/svg\" "
+		  "xmlns:hm=\"urn:gpuprof:heatmap\" xmlns:fg=\"urn:gpuprof:flame\" hm:cmd=\"%s\" "
+		  "hm:t0=\"%llu\" hm:bucket=\"%llu\">\n",
+		  width, height, width, height, cmd, (unsigned long long)d->t0,
+		  (unsigned long long)d->bucket);
+	wb_puts(w, "<style type=\"text/css\">" SVG_CSS SVG_HEAT_CSS
+		   "</style>\n<script type=\"text/ecmascript\"><![CDATA[" SVG_FG_JS SVG_HEAT_JS
+		   "]]></script>\n");
+	uint64_t before = w->total;
+	write_data(w, d, o);
+	tt.data_bytes = w->total - before;
+	wb_printf(w,
+		  "<rect id=\"bg\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+		  "<text id=\"title\" x=\"%u\" y=\"24\">",
+		  width / 2);
+	const char *title = o->title && *o->title ? o->title : "Sub-second heat map";
+	wb_xml(w, title, strlen(title), 0);
+	wb_puts(w, "</text>\n<g id=\"heat\">\n");
+	wb_printf(w, "<text x=\"4\" y=\"%d\">ms</text>\n", TOP - 4);
+	write_grid(w, d, tt.max_cell, countname);
+	write_note(w, d, (unsigned)(TOP + d->rows * CELL_H + 20));
+	wb_puts(w, "</g>\n");
+	write_flame_frame(w, countname);
+	wb_printf(
+	    w, "<text id=\"sel\" x=\"%d\" y=\"%u\">click a start cell, then an end cell</text>\n",
+	    LEFT, height - 12);
+	wb_puts(w, "</svg>\n");
 	r = wb_flush(w);
 out:
 	if (t)
 		*t = tt;
-	free(cells);
+	heatdata_free(d);
 	free(w);
 	return r;
 }

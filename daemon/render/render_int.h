@@ -82,7 +82,8 @@ void palette_color(const char *name, size_t len, bool kernel, char out[24]);
 /*
  * Resolved frames of one (pid, stack) of a capture, root first: names from
  * the CAPSEC_SYMBOLS section, or "0x..." for frames it does not cover.
- * Kernel frames follow user frames (kernel[i] tells which).
+ * Kernel frames follow user frames (kernel[i] tells which); map[i] is the
+ * section's mapping of a user frame (sym_table_map), 0 when unknown.
  */
 struct capframes {
 	const struct capture *c;
@@ -92,6 +93,7 @@ struct capframes {
 	size_t len[2 * 127 + 2];
 	uint64_t ip[2 * 127 + 2];
 	bool kernel[2 * 127 + 2];
+	uint32_t map[2 * 127 + 2];
 	char raw[2 * 127 + 2][20];
 };
 
@@ -99,6 +101,9 @@ void capframes_init(struct capframes *f, const struct capture *c);
 void capframes_finish(struct capframes *f);
 /* Resolve; returns the number of frames (0 for no/unknown stack). */
 size_t capframes_get(struct capframes *f, uint32_t pid, uint32_t stack);
+/* Unresolved user frames (leaf first, as stacks are stored) as "0x..." names,
+ * root first; for stacks that are not in the capture's table. */
+size_t capframes_raw(struct capframes *f, const uint64_t *ips, size_t n);
 
 /*
  * Interning map from byte strings to dense ids 1..n (keys are copied).

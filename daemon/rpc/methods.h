@@ -3,6 +3,7 @@
 #ifndef GPUPROF_RPC_METHODS_H
 #define GPUPROF_RPC_METHODS_H
 
+#include "render/folded.h"
 #include "rpc.h"
 
 void method_version(struct rpc_req *req, const cJSON *params);
@@ -27,6 +28,9 @@ bool param_u64(struct rpc_req *req, const cJSON *params, const char *key, bool r
 bool param_bool(struct rpc_req *req, const cJSON *params, const char *key, bool *out);
 bool param_str(struct rpc_req *req, const cJSON *params, const char *key, size_t maxlen,
 	       const char **out);
+/* "weight": "samples" (default, *out untouched when absent), "launches" or
+ * "gpu-time" (render/folded.h). */
+bool param_weight(struct rpc_req *req, const cJSON *params, enum folded_weight *out);
 /* Reject members not in the NULL-terminated list (typos are errors). */
 bool params_only(struct rpc_req *req, const cJSON *params, const char *const *allowed);
 

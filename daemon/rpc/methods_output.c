@@ -78,6 +78,8 @@ static void folded_run(struct capjob *j, struct capture *c)
 		json_add_u64(j->result, "weight", t.weight);
 		json_add_u64(j->result, "bytes", out->total);
 		cJSON_AddBoolToObject(j->result, "symbolized", t.symbolized);
+		if (t.gpu_time_fallback) /* no GPU job intervals: launches were counted */
+			cJSON_AddStringToObject(j->result, "weighted_by", "launches");
 	}
 	free(out);
 }
@@ -95,7 +97,7 @@ void method_capture_folded(struct rpc_req *req, const cJSON *params)
 		return;
 	}
 	bool kernel = true;
-	const char *comm = NULL, *weight = NULL;
+	const char *comm = NULL;
 	uint64_t fdi = 0;
 	if (!param_u64(req, params, "fd", true, RPC_MAX_REQ_FDS - 1, &fdi) ||
 	    !param_bool(req, params, "kernel", &kernel) ||
@@ -109,21 +111,9 @@ void method_capture_folded(struct rpc_req *req, const cJSON *params)
 	    !param_u64(req, params, "to_ns", false, UINT64_MAX >> 11, &f->to_ns) ||
 	    !param_ids(req, params, "pids", f->pids, CAPTURE_MAX_PIDS, &f->o.npids) ||
 	    !param_ids(req, params, "tids", f->tids, CAPTURE_MAX_PIDS, &f->o.ntids) ||
-	    !param_str(req, params, "weight", 16, &weight)) {
-		free(f);
-		return;
-	}
-	/* What the counts are: CPU samples (default), GPU launches, or GPU
-	 * time (ns) from intervals (render/folded.h). */
-	if (!weight || !strcmp(weight, "samples")) {
-		f->o.weight = FOLDED_WEIGHT_SAMPLES;
-	} else if (!strcmp(weight, "launches")) {
-		f->o.weight = FOLDED_WEIGHT_LAUNCHES;
-	} else if (!strcmp(weight, "gpu-time")) {
-		f->o.weight = FOLDED_WEIGHT_GPU_TIME;
-	} else {
-		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,
-			  "\"weight\" must be \"samples\", \"launches\" or \"gpu-time\"");
+	    /* what the counts are: CPU samples (default), GPU launches, or
+	     * GPU time (ns) from intervals (render/folded.h) */
+	    !param_weight(req, params, &f->o.weight)) {
 		free(f);
 		return;
 	}

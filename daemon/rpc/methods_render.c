@@ -24,6 +24,7 @@
 #include "render/flamegraph.h"
 
 #define MAX_FOLDED_INPUT (256ull << 20) /* bytes of folded text per request */
+#define MAX_HEATMAP_DATA (256ull << 20) /* the most a heat map's max_bytes may ask */
 
 enum rkind { R_FLAME, R_DIFF, R_HEAT, R_CHROME, R_PPROF };
 
@@ -151,6 +152,12 @@ static void render_run(struct capjob *j, struct capture *c)
 		json_add_u64(res, "columns", ht.columns);
 		json_add_u64(res, "rows", ht.rows);
 		json_add_u64(res, "max_cell", ht.max_cell);
+		json_add_u64(res, "bucket_ns", ht.bucket_ns);
+		json_add_u64(res, "min_count", ht.min_count);
+		json_add_u64(res, "pruned", ht.pruned);
+		json_add_u64(res, "nodes", ht.nodes);
+		json_add_u64(res, "names", ht.names);
+		json_add_u64(res, "data_bytes", ht.data_bytes);
 	} else {
 		json_add_u64(res, "events", et.events);
 		json_add_u64(res, "frames", et.frames);
@@ -264,7 +271,8 @@ static bool flame_params(struct rpc_req *req, const cJSON *params, struct ropts 
 	    !param_bool(req, params, "pid", &o->fold.pid) ||
 	    !param_bool(req, params, "tid", &o->fold.tid) ||
 	    !param_u64(req, params, "start_ns", false, UINT64_MAX >> 11, &o->fold.start_ns) ||
-	    !param_u64(req, params, "end_ns", false, UINT64_MAX >> 11, &o->fold.end_ns))
+	    !param_u64(req, params, "end_ns", false, UINT64_MAX >> 11, &o->fold.end_ns) ||
+	    !param_weight(req, params, &o->fold.weight))
 		return false;
 	if (width && width < 100) {
 		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "\"width\" must be at least 100");
@@ -373,7 +381,7 @@ static struct ropts *ropts_new(struct rpc_req *req, enum rkind kind)
 
 #define FLAME_KEYS                                                                                 \
 	"fd", "fds", "title", "subtitle", "countname", "comm", "minwidth", "width", "icicle",      \
-	    "kernel", "pid", "tid", "start_ns", "end_ns"
+	    "kernel", "pid", "tid", "start_ns", "end_ns", "weight"
 
 void method_capture_flamegraph(struct rpc_req *req, const cJSON *params)
 {
@@ -411,15 +419,19 @@ void method_capture_diff(struct rpc_req *req, const cJSON *params)
 
 void method_capture_heatmap(struct rpc_req *req, const cJSON *params)
 {
-	static const char *const allowed[] = {"id", "fd", "bucket_ns", "title", NULL};
+	static const char *const allowed[] = {"id",	"fd",	  "bucket_ns", "title",
+					      "weight", "kernel", "max_bytes", NULL};
 	static const char *const keys[] = {"id"};
 	if (!params_only(req, params, allowed))
 		return;
 	struct ropts *o = ropts_new(req, R_HEAT);
 	const char *title = NULL;
+	bool kernel = true;
 	if (!o)
 		return;
 	if (!param_u64(req, params, "bucket_ns", false, 1000000000, &o->ho.bucket_ns) ||
+	    !param_u64(req, params, "max_bytes", false, MAX_HEATMAP_DATA, &o->ho.max_bytes) ||
+	    !param_bool(req, params, "kernel", &kernel) ||
 	    !copy_str(req, params, "title", o->title, sizeof(o->title), &title) ||
 	    !param_u64(req, params, "id", true, UINT64_MAX >> 11, &o->ho.capture_id)) {
 		ropts_free(o);
@@ -432,6 +444,16 @@ void method_capture_heatmap(struct rpc_req *req, const cJSON *params)
 		return;
 	}
 	o->ho.title = title;
+	o->ho.no_kernel = !kernel;
+	/* what the cells count: the weights of capture.folded, or the rows
+	 * of the EU-stall section */
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(params, "weight");
+	if (cJSON_IsString(w) && !strcmp(w->valuestring, "eu-stall")) {
+		o->ho.eu_stall = true;
+	} else if (!param_weight(req, params, &o->ho.weight)) {
+		ropts_free(o);
+		return;
+	}
 	submit_sources(req, params, o, 1, keys);
 }
 

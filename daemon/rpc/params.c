@@ -61,6 +61,27 @@ bool param_str(struct rpc_req *req, const cJSON *params, const char *key, size_t
 	return true;
 }
 
+bool param_weight(struct rpc_req *req, const cJSON *params, enum folded_weight *out)
+{
+	const char *w = NULL;
+	if (!param_str(req, params, "weight", 16, &w))
+		return false;
+	if (!w)
+		return true;
+	if (!strcmp(w, "samples")) {
+		*out = FOLDED_WEIGHT_SAMPLES;
+	} else if (!strcmp(w, "launches")) {
+		*out = FOLDED_WEIGHT_LAUNCHES;
+	} else if (!strcmp(w, "gpu-time")) {
+		*out = FOLDED_WEIGHT_GPU_TIME;
+	} else {
+		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,
+			  "\"weight\" must be \"samples\", \"launches\" or \"gpu-time\"");
+		return false;
+	}
+	return true;
+}
+
 bool params_only(struct rpc_req *req, const cJSON *params, const char *const *allowed)
 {
 	if (!params)

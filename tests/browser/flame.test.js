@@ -2,32 +2,15 @@
 // The flame graph SVG in headless Chromium: it loads without script errors,
 // a click zooms (the clicked frame then spans the full width), Ctrl-F search
 // highlights the expected frames and shows the match percentage, reset
-// restores the layout. Screenshots go to the artifacts directory.
-//   node flame.test.js FLAME.svg DIFF.svg HEAT.svg ARTIFACTS_DIR
+// restores the layout. Screenshots go to the artifacts directory. The heat
+// map has its own test (heatmap.test.js).
+//   node flame.test.js FLAME.svg DIFF.svg ARTIFACTS_DIR
 'use strict';
 const fs = require('fs');
-const os = require('os');
 const path = require('path');
-const { chromium } = require('playwright-core');
+const { check, run, open, finish } = require('./lib');
 
-const [flameSvg, diffSvg, heatSvg, artifacts] = process.argv.slice(2);
-let passed = 0, failed = 0;
-
-function check(cond, msg) {
-	if (cond) return;
-	throw new Error(msg);
-}
-
-async function run(name, fn) {
-	try {
-		await fn();
-		passed++;
-		console.log('ok   ' + name);
-	} catch (e) {
-		failed++;
-		console.log('FAIL ' + name + ': ' + (e && e.stack || e));
-	}
-}
+const [flameSvg, diffSvg, artifacts] = process.argv.slice(2);
 
 // Geometry of the frame whose name is `name` (first one found).
 async function frame(page, name) {
@@ -47,20 +30,8 @@ async function frame(page, name) {
 
 (async () => {
 	fs.mkdirSync(artifacts, { recursive: true });
-	const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpd-chromium-'));
-	// a fresh profile directory: playwright passes it as --user-data-dir
-	const browser = await chromium.launchPersistentContext(userDir, {
-		executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-		headless: true,
-		viewport: { width: 1220, height: 700 },
-		args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
-		       '--no-first-run', '--disable-background-networking',
-		       '--disable-component-update', '--disable-sync'],
-	});
-	const page = await browser.newPage();
-	const errors = [];
-	page.on('pageerror', (e) => errors.push(String(e)));
-	page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+	const b = await open();
+	const page = b.page, errors = page.errors;
 
 	await run('loads without script errors', async () => {
 		await page.goto('file://' + path.resolve(flameSvg));
@@ -110,23 +81,13 @@ async function frame(page, name) {
 		check((await frame(page, 'matmul_tile')).fill !== 'rgb(230,0,230)', 'Escape clears');
 	});
 
-	await run('diff and heat map load', async () => {
+	await run('diff loads', async () => {
 		await page.goto('file://' + path.resolve(diffSvg));
 		await page.waitForFunction(() => window.FG && FG.frames);
 		await page.screenshot({ path: path.join(artifacts, 'diff.png') });
-		await page.goto('file://' + path.resolve(heatSvg));
-		await page.waitForFunction(() => window.HM && HM.sel);
-		const cells = await page.$$('#cells rect');
-		await cells[0].click();
-		await cells[60].click();
-		const sel = await page.textContent('#sel');
-		check(/--start-ns \d+ --end-ns \d+/.test(sel), 'selection command: ' + sel);
-		await page.screenshot({ path: path.join(artifacts, 'heatmap.png') });
 		check(errors.length === 0, 'script errors: ' + errors.join('; '));
 	});
 
-	await browser.close();
-	fs.rmSync(userDir, { recursive: true, force: true });
-	console.log(`${passed} passed, ${failed} failed`);
-	process.exit(failed ? 1 : 0);
+	await b.close();
+	finish();
 })().catch((e) => { console.log('FAIL setup: ' + (e && e.stack || e)); process.exit(1); });

@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Browser test of the SVGs: headless Chromium driven by playwright-core.
+# Browser tests of the SVGs (flame graph, diff, interactive heat map):
+# headless Chromium driven by playwright-core.
 #   run.sh RENDER_TOOL ARTIFACTS_DIR
 # Skips (77) only when Chromium is missing and cannot be installed.
 set -eu
@@ -39,6 +40,13 @@ EOT
 "$tool" flame --title "Browser test" --subtitle "gpuprof" "$work/a.folded" > "$work/flame.svg"
 "$tool" diff "$work/b.folded" "$work/a.folded" > "$work/diff.svg"
 "$tool" synth heat > "$work/heat.svg"
+"$tool" synth heat --weight launches > "$work/heat-gpu.svg"
+"$tool" synth heat --weight eu-stall > "$work/heat-eu.svg"
+"$tool" synth heat --max-bytes 700 > "$work/heat-bounded.svg"
 mkdir -p "$artifacts"
-cp "$work/flame.svg" "$work/diff.svg" "$work/heat.svg" "$artifacts/"
-node flame.test.js "$work/flame.svg" "$work/diff.svg" "$work/heat.svg" "$artifacts"
+cp "$work"/*.svg "$artifacts/"
+rc=0
+node flame.test.js "$work/flame.svg" "$work/diff.svg" "$artifacts" || rc=1
+node heatmap.test.js "$work/heat.svg" "$work/heat-gpu.svg" "$work/heat-eu.svg" "$work/heat-bounded.svg" \
+	"$artifacts" || rc=1
+exit $rc

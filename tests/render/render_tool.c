@@ -4,7 +4,9 @@
  * hand (no daemon):
  *   render_tool flame [--icicle] [--minwidth PX] [--title T] FILE|-
  *   render_tool diff [--normalize] A B
- *   render_tool synth folded|flame|heat|chrome|pprof
+ *   render_tool synth folded|flame|heat|chrome|pprof|pprof-xe
+ *   render_tool synth heat [--weight samples|launches|gpu-time|eu-stall] [--max-bytes N]
+ *                          [--bucket-ms N] [--no-kernel]
  * Output on stdout; a "key=value ..." summary on stderr.
  */
 #include <errno.h>
@@ -83,7 +85,34 @@ static int flame(int argc, char **argv, bool diff)
 	return r < 0 ? 1 : 0;
 }
 
-static int synth(const char *what)
+static int heat_args(int argc, char **argv, struct heatmap_opts *o)
+{
+	for (int i = 3; i < argc; i++) {
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(argv[i], "--no-kernel")) {
+			o->no_kernel = true;
+			continue;
+		}
+		if (!v)
+			return -EINVAL;
+		if (!strcmp(argv[i], "--max-bytes"))
+			o->max_bytes = strtoull(v, NULL, 0);
+		else if (!strcmp(argv[i], "--bucket-ms"))
+			o->bucket_ns = strtoull(v, NULL, 0) * 1000000;
+		else if (!strcmp(argv[i], "--weight") && !strcmp(v, "launches"))
+			o->weight = FOLDED_WEIGHT_LAUNCHES;
+		else if (!strcmp(argv[i], "--weight") && !strcmp(v, "gpu-time"))
+			o->weight = FOLDED_WEIGHT_GPU_TIME;
+		else if (!strcmp(argv[i], "--weight") && !strcmp(v, "eu-stall"))
+			o->eu_stall = true;
+		else if (strcmp(argv[i], "--weight") || strcmp(v, "samples"))
+			return -EINVAL;
+		i++;
+	}
+	return 0;
+}
+
+static int synth(const char *what, int argc, char **argv)
 {
 	struct capture *c = synth_capture();
 	struct export_totals et = {0};
@@ -99,13 +128,24 @@ static int synth(const char *what)
 	} else if (!strcmp(what, "heat")) {
 		struct heatmap_opts o = {.capture_id = c->id};
 		struct heatmap_totals t;
-		r = heatmap_render(c, &o, out_cb, NULL, &t);
-		fprintf(stderr, "r=%d samples=%llu columns=%llu rows=%llu max_cell=%llu\n", r,
-			(unsigned long long)t.samples, (unsigned long long)t.columns,
-			(unsigned long long)t.rows, (unsigned long long)t.max_cell);
+		if ((r = heat_args(argc, argv, &o)) == 0 && o.eu_stall)
+			synth_add_xe(c);
+		if (r == 0)
+			r = heatmap_render(c, &o, out_cb, NULL, &t);
+		fprintf(stderr,
+			"r=%d samples=%llu columns=%llu rows=%llu max_cell=%llu bucket_ns=%llu "
+			"min_count=%llu pruned=%llu nodes=%llu names=%llu data_bytes=%llu\n",
+			r, (unsigned long long)t.samples, (unsigned long long)t.columns,
+			(unsigned long long)t.rows, (unsigned long long)t.max_cell,
+			(unsigned long long)t.bucket_ns, (unsigned long long)t.min_count,
+			(unsigned long long)t.pruned, (unsigned long long)t.nodes,
+			(unsigned long long)t.names, (unsigned long long)t.data_bytes);
 	} else if (!strcmp(what, "chrome")) {
 		r = chrome_export(c, out_cb, NULL, &et);
 	} else if (!strcmp(what, "pprof")) {
+		r = pprof_export(c, 10000000, out_cb, NULL, &et);
+	} else if (!strcmp(what, "pprof-xe")) { /* with an EU-stall section */
+		synth_add_xe(c);
 		r = pprof_export(c, 10000000, out_cb, NULL, &et);
 	}
 	if (r < 0)
@@ -122,7 +162,7 @@ int main(int argc, char **argv)
 		return flame(argc, argv, false);
 	if (!strcmp(argv[1], "diff"))
 		return flame(argc, argv, true);
-	if (!strcmp(argv[1], "synth") && argc == 3)
-		return synth(argv[2]);
+	if (!strcmp(argv[1], "synth") && (argc == 3 || (argc > 3 && !strcmp(argv[2], "heat"))))
+		return synth(argv[2], argc, argv);
 	return usage();
 }

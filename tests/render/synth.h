@@ -4,22 +4,44 @@
  * renderer tests: pid 10 "app" samples main;run;compute (and a syscall
  * path with kernel frames), pid 20 "bad<&>\xff" samples one stack, a GPU
  * launch and interval of "gemm<float>" and a mark, spread over 2.5 s.
+ * User frames carry file mappings with build ids (SYNTH_BID_APP, _BAD).
+ * synth_add_xe() adds an EU-stall section whose kernel was launched from
+ * pid 10's main;run;compute stack.
  */
 #ifndef GPUPROF_TESTS_RENDER_SYNTH_H
 #define GPUPROF_TESTS_RENDER_SYNTH_H
 
 #include "../sym/capbuild.h"
+#include "section.h"
 #include "symtab.h"
+#include "xe.h"
 
 #define SYNTH_T0 1000000000000ull
+#define SYNTH_BID_APP "a1b2c3d4e5f60718293a4b5c6d7e8f9001122334"
+#define SYNTH_BID_BAD "ffeeddccbbaa99887766554433221100"
 
+/* user frames all in mapping map (0: none), kernel frames in none */
 static void synth_syms(struct sym_table_builder *b, uint32_t pid, uint32_t stack,
-		       const char *const *names, uint16_t nu, uint16_t nk)
+		       const char *const *names, uint16_t nu, uint16_t nk, uint32_t map)
 {
-	uint32_t idx[16];
-	for (size_t i = 0; i < (size_t)nu + nk; i++)
+	uint32_t idx[16], maps[16];
+	for (size_t i = 0; i < (size_t)nu + nk; i++) {
 		sym_tb_name(b, names[i], strlen(names[i]), &idx[i]);
-	sym_tb_add(b, pid, stack, idx, NULL, nu, nk);
+		maps[i] = i < nu ? map : 0;
+	}
+	sym_tb_add_maps(b, pid, stack, idx, NULL, maps, nu, nk);
+}
+
+static uint32_t synth_map(struct sym_table_builder *b, uint32_t pid, uint64_t start, uint64_t limit,
+			  const char *path, const char *bid)
+{
+	struct sym_mapping m = {.start = start, .limit = limit, .offset = 0x1000, .pid = pid,
+				.flags = SYMTAB_MAPF_SYMBOLS};
+	uint32_t idx;
+	sym_tb_name(b, path, strlen(path), &m.file);
+	sym_tb_name(b, bid, strlen(bid), &m.build_id);
+	sym_tb_map(b, &m, &idx);
+	return idx;
 }
 
 static struct capture *synth_capture(void)
@@ -44,9 +66,11 @@ static struct capture *synth_capture(void)
 	static const char *const n1[] = {"compute", "run", "main"};
 	static const char *const n2[] = {"write_log", "run", "main", "vfs_write", "do_syscall_64"};
 	static const char *const n3[] = {"f\"q'<x>&y", "main"};
-	synth_syms(b, 10, s1, n1, 3, 0);
-	synth_syms(b, 10, s2, n2, 3, 2);
-	synth_syms(b, 20, s3, n3, 2, 0);
+	uint32_t mapp = synth_map(b, 10, 0x1000, 0x2000, "/usr/bin/app", SYNTH_BID_APP);
+	uint32_t mbad = synth_map(b, 20, 0x2000, 0x3000, "/opt/bad/libbad.so", SYNTH_BID_BAD);
+	synth_syms(b, 10, s1, n1, 3, 0, mapp);
+	synth_syms(b, 10, s2, n2, 3, 2, mapp);
+	synth_syms(b, 20, s3, n3, 2, 0, mbad);
 	if (sym_tb_encode(b, &buf, &len) < 0 || capture_add_extra(c, CAPSEC_SYMBOLS, buf, len) < 0)
 		abort();
 	free(buf);
@@ -83,6 +107,47 @@ static struct capture *synth_capture(void)
 						   .name = step,
 						   .type = STORE_REC_MARK};
 	return c;
+}
+
+/*
+ * An EU-stall section (daemon/xe/section.h) built by hand: kernel 1
+ * "gemm<float>" of pid 10 at 0xff000000, launched from stack 1 (main;run;
+ * compute); rows (interval, offset: counts) 0 0x40: send 5 active 2,
+ * 1 0x40: send 3, 1 0x80: sync 7, and an unattributed 0x1230: other 4.
+ */
+static inline void synth_add_xe(struct capture *c)
+{
+	static const char blob[] = "gemm<float>model.zebinapp";
+	const uint64_t ips[] = {0x1003, 0x1002, 0x1001};
+	struct {
+		struct xe_sec_hdr h;
+		struct xe_sec_kernel k;
+		struct xe_row rows[4];
+		uint64_t ips[3];
+		char blob[sizeof(blob) - 1];
+	} __attribute__((packed)) sec;
+	_Static_assert(sizeof(sec) == 64 + 80 + 4 * 64 + 24 + sizeof(blob) - 1, "layout");
+	memset(&sec, 0, sizeof(sec));
+	sec.h = (struct xe_sec_hdr){.magic = XE_SEC_MAGIC, .version = XE_SEC_VERSION,
+				    .nkernels = 1, .nrows = 4, .nips = 3,
+				    .blob_len = sizeof(blob) - 1, .interval_ns = 100000000,
+				    .epoch_ns = SYNTH_T0};
+	sec.k = (struct xe_sec_kernel){.id = 1, .pid = 10, .start = 0xff000000, .size = 0x1000,
+				       .iba = 0xfe000000, .name = {0, 11}, .file = {11, 11},
+				       .comm = {22, 3}, .nips = 3, .stack = 1};
+	sec.rows[0] = (struct xe_row){.iv = 0, .kid = 0, .off = 0x1230};
+	sec.rows[0].cnt[XE_R_OTHER] = 4;
+	sec.rows[1] = (struct xe_row){.iv = 0, .kid = 1, .off = 0x40};
+	sec.rows[1].cnt[XE_R_SEND] = 5;
+	sec.rows[1].cnt[XE_R_ACTIVE] = 2;
+	sec.rows[2] = (struct xe_row){.iv = 1, .kid = 1, .off = 0x40};
+	sec.rows[2].cnt[XE_R_SEND] = 3;
+	sec.rows[3] = (struct xe_row){.iv = 1, .kid = 1, .off = 0x80};
+	sec.rows[3].cnt[XE_R_SYNC] = 7;
+	memcpy(sec.ips, ips, sizeof(ips));
+	memcpy(sec.blob, blob, sizeof(sec.blob));
+	if (capture_add_extra(c, CAPSEC_XE_EU_STALL, &sec, sizeof(sec)) < 0)
+		abort();
 }
 
 #endif

@@ -164,6 +164,33 @@ static void test_diff(void)
 	fold_set_free(s);
 }
 
+/* The embedded data's "cells" array: each cell's (node, count) pairs sum to
+ * the cell; returns the total, -1 when malformed. */
+static long long cells_total(const char *page, uint64_t ncells, uint64_t nodes)
+{
+	const char *p = strstr(page, "\"cells\":[");
+	long long total = 0;
+	if (!p)
+		return -1;
+	p += 9;
+	while (*p != ']') {
+		char *e;
+		unsigned long long cell = strtoull(p, &e, 10), k = strtoull(e + 1, &e, 10);
+		if (cell >= ncells || *e != ',')
+			return -1;
+		for (unsigned long long i = 0; i < k; i++) {
+			unsigned long long node = strtoull(e + 1, &e, 10), n = strtoull(e + 1, &e, 10);
+			if (node >= nodes || !n)
+				return -1;
+			total += (long long)n;
+		}
+		p = e + (*e == ',');
+		while (*p == '\n')
+			p++;
+	}
+	return total;
+}
+
 static void test_heatmap(void)
 {
 	struct capture *c = synth_capture();
@@ -174,12 +201,98 @@ static void test_heatmap(void)
 	CHECK_EQ_U64(t.samples, 100);
 	CHECK_EQ_U64(t.columns, 3);
 	CHECK_EQ_U64(t.rows, 50);
+	CHECK_EQ_U64(t.bucket_ns, 20000000);
 	CHECK_EQ_INT(count_str(m.p, "hm:s=\""), 150);
 	/* the first cell covers [t0, t0 + 20 ms) */
 	CHECK(strstr(m.p, "hm:s=\"1000000000000\" hm:e=\"1000019999999\""));
+	/* the stack table: all, app, main, run, compute, write_log, -, two
+	 * kernel frames, bad, its main, its leaf; names once each */
+	CHECK_EQ_U64(t.nodes, 12);
+	CHECK_EQ_U64(t.names, 11);
+	CHECK_EQ_U64(t.min_count, 0);
+	CHECK_EQ_INT(cells_total(m.p, 150, t.nodes), 100);
+	/* XML-hostile names: JSON-escaped, markup as \u00XX, invalid UTF-8 as
+	 * U+FFFD, so the script's CDATA holds no markup and no "]]>" */
+	CHECK(strstr(m.p, "\"bad\\u003c\\u0026\\u003e\\ufffd\""));
+	CHECK(strstr(m.p, "\"f\\\"q'\\u003cx\\u003e\\u0026y\""));
+	CHECK(!strstr(m.p, "<x>"));
+	CHECK_EQ_INT(count_str(m.p, "]]>"), 2); /* the two scripts' ends */
+	/* the separator grey, the page's data size as counted */
+	CHECK(strstr(m.p, "\"rgb(200,200,200)\""));
+	const char *d0 = strstr(m.p, "<script type=\"text/ecmascript\"><![CDATA[\nvar HMD=");
+	const char *d1 = d0 ? strstr(d0, "</script>\n") : NULL;
+	CHECK(d0 && d1 && (uint64_t)(d1 + 10 - d0) == t.data_bytes);
 	free(m.p);
+	m = (struct membuf){0};
+
+	/* bounded: coarsened to 200 ms; and more: narrow frames merged */
+	o.max_bytes = 1000;
+	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_U64(t.bucket_ns, 200000000);
+	CHECK_EQ_U64(t.rows, 5);
+	CHECK_EQ_U64(t.min_count, 0);
+	CHECK(t.data_bytes <= 1000);
+	CHECK_EQ_INT(count_str(m.p, "hm:s=\""), 15);
+	CHECK_EQ_INT(cells_total(m.p, 15, t.nodes), 100);
+	CHECK(strstr(m.p, "buckets coarsened from 20 to 200 ms"));
+	free(m.p);
+	m = (struct membuf){0};
+	o.max_bytes = 700;
+	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	/* bad's 10 samples are under 32: its 3 frames, and the 4 of the
+	 * syscall path (30) go; app, main, run, compute (60) stay */
+	CHECK_EQ_U64(t.min_count, 32);
+	CHECK_EQ_U64(t.pruned, 7);
+	CHECK_EQ_U64(t.nodes, 5);
+	CHECK(t.data_bytes <= 700);
+	CHECK_EQ_INT(cells_total(m.p, 15, t.nodes), 100); /* merging keeps the sums */
+	CHECK(strstr(m.p, "7 frames with less than 32 in all merged into their callers"));
+	free(m.p);
+	m = (struct membuf){0};
+	o.max_bytes = 1; /* cannot fit: everything merged into the root */
+	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_U64(t.nodes, 1);
+	CHECK_EQ_INT(cells_total(m.p, 15, t.nodes), 100);
+	free(m.p);
+	m = (struct membuf){0};
+
+	/* GPU launches: the kernel as a NAME_[G] frame in the GPU palette */
+	o = (struct heatmap_opts){.capture_id = 7, .weight = FOLDED_WEIGHT_LAUNCHES};
+	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_U64(t.samples, 1);
+	CHECK(strstr(m.p, "\"gemm\\u003cfloat\\u003e_[G]\""));
+	CHECK(strstr(m.p, "--weight launches"));
+	free(m.p);
+	m = (struct membuf){0};
+	/* EU stalls: the section's rows, 21 stall samples in two cells, as
+	 * comm;launch stack;kernel_[G];reason_[g];0xoffset_[g] */
+	o = (struct heatmap_opts){.capture_id = 7, .eu_stall = true};
+	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), -ENODATA); /* no section */
+	synth_add_xe(c);
+	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_U64(t.samples, 5);
+	CHECK_EQ_U64(t.max_cell, 11);
+	CHECK_EQ_U64(t.nodes, 16);
+	CHECK_EQ_INT(cells_total(m.p, 150, t.nodes), 21);
+	CHECK(strstr(m.p, "\"compute\",\"gemm\\u003cfloat\\u003e_[G]\",\"active_[g]\",\"0x40_[g]\""));
+	CHECK(strstr(m.p, "\"[unattributed]_[G]\""));
+	CHECK(strstr(m.p, "hm:cmd=\"\""));
+	free(m.p);
+	m = (struct membuf){0};
+	/* no kernel frames: no separator, fewer nodes */
+	o = (struct heatmap_opts){.capture_id = 7, .no_kernel = true};
+	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_U64(t.nodes, 9);
+	CHECK(!strstr(m.p, "\"-\""));
+	free(m.p);
+	m = (struct membuf){0};
+
 	o.bucket_ns = 7000000; /* does not divide a second */
 	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), -EINVAL);
+	o = (struct heatmap_opts){.weight = FOLDED_WEIGHT_GPU_TIME, .bucket_ns = 1000000};
+	c->nrecs = 0;
+	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), -ENODATA);
+	free(m.p);
 	capture_free(c);
 }
 

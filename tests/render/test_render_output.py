@@ -286,6 +286,61 @@ def heatmap_cells():
         expect(int(c.get(HM + "e")) - int(c.get(HM + "s")) == 20000000 - 1, "20 ms cells")
 
 
+def heat_data(page):
+    """The page's embedded data (a JSON object literal in its own script)."""
+    text = page.decode("utf-8")
+    a = text.index("var HMD=") + len("var HMD=")
+    return json.loads(text[a:text.index(";\n]]></script>", a)])
+
+
+@test
+def heatmap_embedded_stacks():
+    """Every cell's embedded stacks add up to its hm:n; the stack table is
+    depth-first with siblings in byte order; each node's path is a line of
+    the capture's folded output, with the counts the folded renderer gives."""
+    page, _ = run("synth", "heat")
+    root = ET.fromstring(page)
+    d = heat_data(page)
+    HM = "{urn:gpuprof:heatmap}"
+    cells = root.findall(".//" + SVG + "g[@id='cells']/" + SVG + "rect")
+    eq(len(cells), d["rows"] * d["cols"], "grid = data shape")
+    par = [None] + d["nodes"][0::2]
+    nm = [0] + d["nodes"][1::2]
+    eq(len(d["names"]), len(d["colors"]), "a colour per name")
+    eq(d["names"][0], "all", "root")
+    for i in range(1, len(par)):
+        expect(par[i] < i, "parents first: %d" % i)
+    sums = [0] * len(cells)
+    paths = {}
+    c = d["cells"]
+    i = 0
+    while i < len(c):
+        cell, k = c[i], c[i + 1]
+        for j in range(k):
+            node, n = c[i + 2 + 2 * j], c[i + 3 + 2 * j]
+            sums[cell] += n
+            names = []
+            while node:
+                names.append(d["names"][nm[node]])
+                node = par[node]
+            key = ";".join(reversed(names))
+            paths[key] = paths.get(key, 0) + n
+        i += 2 + 2 * k
+    eq(sums, [int(x.get(HM + "n")) for x in cells], "cells = their stacks")
+    folded, _ = run("synth", "folded")
+    want = {}
+    for l in folded.decode("utf-8", "surrogateescape").splitlines():
+        stack, n = l.rsplit(" ", 1)
+        want[stack.encode("utf-8", "surrogateescape").decode("utf-8", "replace")] = int(n)
+    eq(paths, want, "stacks = the folded output")
+    # siblings in byte order (the flame graph's frame-wise order)
+    kids = {}
+    for i in range(1, len(par)):
+        kids.setdefault(par[i], []).append(d["names"][nm[i]].encode())
+    for p, ks in kids.items():
+        eq(ks, sorted(ks), "siblings of %d sorted" % p)
+
+
 @test
 def folded_from_capture_is_the_flame_input():
     folded, _ = run("synth", "folded")
