@@ -105,8 +105,15 @@ static void import_work(void *arg)
 		cJSON_AddNumberToObject(f, "rank", res.rank);
 		cJSON_AddBoolToObject(f, "gzip", res.gzip);
 		cJSON_AddStringToObject(f, "format", res.format == IMPORT_FMT_NSYS ? "nsys" : "kineto");
-		if (res.format == IMPORT_FMT_NSYS)
+		if (res.format == IMPORT_FMT_NSYS) {
+			cJSON *nc = cJSON_AddObjectToObject(f, "nccl");
+
 			cJSON_AddNumberToObject(f, "nranks", res.nranks);
+			/* what the export does not say about its NCCL kernels */
+			cJSON_AddNumberToObject(nc, "kernels", res.nccl_kernels);
+			cJSON_AddNumberToObject(nc, "bytes_unknown", res.nccl_no_bytes);
+			cJSON_AddNumberToObject(nc, "communicator_unknown", res.nccl_no_comm);
+		}
 		json_add_u64(f, "bytes", res.bytes_in);
 		json_add_u64(f, "json_bytes", res.bytes_json);
 		json_add_u64(f, "events_raw", res.events_raw);
@@ -282,7 +289,8 @@ static void analyze_run(struct capjob *j, struct capture *c)
 	const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
 	if (!x) {
 		capjob_fail(j, -ENODATA, GPUPROF_ERR_NO_DATA,
-			    "capture %llu has no timeline: analyses need an imported trace",
+			    "capture %llu has no timeline: analyses need an imported trace or "
+			    "GPU job intervals (gpu_jobs collector)",
 			    (unsigned long long)j->id);
 		return;
 	}

@@ -249,7 +249,6 @@ int nsys_push(struct nsys_imp *m, struct nsys_rank *nr, const struct tl_event *e
 	      const struct tl_args *a)
 {
 	struct tl_rank *r = nr->r;
-	struct tl_event *ev;
 
 	r->raw_events++;
 	r->parsed_events++;
@@ -258,30 +257,12 @@ int nsys_push(struct nsys_imp *m, struct nsys_rank *nr, const struct tl_event *e
 		m->res->warnings_total++;
 		return 0;
 	}
-	if (tl_grow((void **)&r->ev, &nr->cap.ev_cap, r->nev + 1, sizeof(*r->ev)) ||
-	    (a && tl_grow((void **)&r->args, &nr->cap.args_cap, r->nargs + 1, sizeof(*r->args))))
+	if (tl_rank_push(r, &nr->cap, e, a))
 		return nsys_fail(m, -ENOMEM, "out of memory");
-	ev = &r->ev[r->nev++];
-	*ev = *e;
-	/* µs grid for HTA-style consumers: ceil(ts), floor(end) as kineto does */
-	ev->hta_ts_us = e->ts_ns >= 0 ? (e->ts_ns + 999) / 1000 : e->ts_ns / 1000;
-	ev->hta_end_us = (e->ts_ns + e->dur_ns) / 1000;
-	ev->link = -1;
-	ev->index_correlation = e->correlation == -1 ? -1 : 0;
-	ev->args = TL_NO_ARGS;
-	if (a) {
-		ev->args = r->nargs;
-		r->args[r->nargs++] = *a;
-	}
 	if (e->dur_ns < 0) {
-		ev->flags |= TL_EV_DUR_NEG;
 		m->res->warnings[IMPORT_W_NEG_DUR]++;
 		m->res->warnings_total++;
 	}
-	if (e->ts_ns < r->min_ts_ns)
-		r->min_ts_ns = e->ts_ns;
-	if (ev->hta_ts_us < r->hta_min_ts_us)
-		r->hta_min_ts_us = ev->hta_ts_us;
 	return 0;
 }
 
@@ -339,6 +320,7 @@ static void imp_free(struct nsys_imp *m)
 	free(m->comm);
 	free(m->sch);
 	free(m->init);
+	free(m->mem);
 	if (m->db)
 		sqlite3_close(m->db);
 }
@@ -400,10 +382,13 @@ static int import_db(void *buf, size_t len, const struct import_opts *o, struct 
 	res->format = IMPORT_FMT_NSYS;
 	if ((err = open_db(&m, buf, len)) || (err = session_epoch(&m)) ||
 	    (err = load_strings(&m)) || (err = nsys_read_schemas(&m)) ||
-	    (err = nsys_read_ranks(&m)) || (err = nsys_read_gpu(&m)) ||
-	    (err = nsys_read_runtime(&m)) || (err = nsys_read_nvtx(&m)) || (err = nsys_enrich(&m)))
+	    (err = nsys_read_ranks(&m)) || (err = nsys_read_devices(&m)) ||
+	    (err = nsys_read_gpu(&m)) ||
+	    (err = nsys_read_runtime(&m)) || (err = nsys_read_nvtx(&m)))
 		goto out;
-	base = o && o->rank >= 0 ? o->rank : next_free_rank(tl);
+	m.base = base = o && o->rank >= 0 ? o->rank : next_free_rank(tl);
+	if ((err = nsys_enrich(&m)))
+		goto out;
 	for (uint32_t i = 0; i < m.nranks; i++)
 		if (timeline_rank(tl, base + (int32_t)i)) {
 			err = nsys_fail(&m, -EEXIST, "rank %d is already in the timeline",

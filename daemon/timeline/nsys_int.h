@@ -36,7 +36,7 @@ struct nsys_range {
 	int64_t gtid, start, end;
 	uint64_t hash; /* NCCL communicator id, when has_hash */
 	int64_t bytes; /* payload message size, -1 unknown */
-	int32_t nranks, crank; /* CommInit payload, -1 unknown */
+	int32_t nranks, crank, cudadev; /* CommInit payload, -1 unknown */
 	uint32_t name; /* NOP_TORCH: interned collective name */
 	uint8_t op; /* enum nsys_op */
 	bool has_hash;
@@ -52,7 +52,13 @@ struct nsys_comm {
 /* Payload schema entries that matter, per (domainId, schemaId). */
 struct nsys_schema {
 	int64_t domain, schema;
-	int32_t off_hash, off_size, off_nranks, off_rank; /* -1 absent */
+	int32_t off_hash, off_size, off_nranks, off_rank, off_dev; /* -1 absent */
+};
+
+/* A communicator's members text (string id, 0 = incomplete), per comm id. */
+struct nsys_members {
+	uint64_t hash;
+	int64_t id;
 };
 
 struct nsys_imp {
@@ -81,6 +87,9 @@ struct nsys_imp {
 	struct nsys_schema *sch;
 	uint32_t nsch, sch_cap;
 	uint32_t ids_byte; /* interned "Byte" */
+	int32_t base; /* timeline rank of ranks[0] (ranks[i] is base + i) */
+	struct nsys_members *mem;
+	uint32_t nmem, mem_cap;
 	char err[256];
 };
 
@@ -112,6 +121,9 @@ int nsys_read_ranks(struct nsys_imp *m);
 int nsys_read_gpu(struct nsys_imp *m);
 int nsys_read_runtime(struct nsys_imp *m);
 int nsys_read_nvtx(struct nsys_imp *m);
+
+/* nsys_devices.c: each rank's device (name, SMs, memory) from TARGET_INFO_GPU */
+int nsys_read_devices(struct nsys_imp *m);
 
 /* nsys_nccl.c */
 int nsys_read_schemas(struct nsys_imp *m);

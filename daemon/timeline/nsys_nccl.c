@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nsys_int.h"
@@ -93,7 +94,7 @@ int nsys_read_schemas(struct nsys_imp *m)
 				return nsys_fail(m, -ENOMEM, "out of memory");
 			}
 			x = &m->sch[m->nsch++];
-			*x = (struct nsys_schema){ d, id, -1, -1, -1, -1 };
+			*x = (struct nsys_schema){ d, id, -1, -1, -1, -1, -1 };
 		}
 		name = name ? name : "";
 		/* by entry type and name, never by schema id: ids move across
@@ -106,6 +107,8 @@ int nsys_read_schemas(struct nsys_imp *m)
 			x->off_nranks = (int32_t)off;
 		else if (!strcmp(name, "Rank"))
 			x->off_rank = (int32_t)off;
+		else if (!strcmp(name, "CUDA device"))
+			x->off_dev = (int32_t)off;
 	}
 	sqlite3_finalize(s);
 	return rc < 0 ? rc : 0;
@@ -130,7 +133,7 @@ void nsys_decode_payload(struct nsys_imp *m, struct nsys_range *g, const void *b
 	const uint8_t *b = blob;
 	uint64_t dom, sid, psize, poff, v;
 	const struct nsys_schema *x = NULL;
-	struct nsys_schema fb = { 0, 0, 0, 8, -1, -1 };
+	struct nsys_schema fb = { 0, 0, 0, 8, -1, -1, -1 };
 
 	if (!b || len < 32)
 		return;
@@ -146,7 +149,7 @@ void nsys_decode_payload(struct nsys_imp *m, struct nsys_range *g, const void *b
 			x = &m->sch[i];
 	if (!x) {
 		if (g->op == NOP_COMM_INIT)
-			fb = (struct nsys_schema){ 0, 0, 0, -1, 8, 12 };
+			fb = (struct nsys_schema){ 0, 0, 0, -1, 8, 12, 16 };
 		x = &fb;
 	}
 	if (rd(b, psize, x->off_hash, 8, &v))
@@ -157,6 +160,8 @@ void nsys_decode_payload(struct nsys_imp *m, struct nsys_range *g, const void *b
 		g->nranks = (int32_t)v;
 	if (rd(b, psize, x->off_rank, 4, &v))
 		g->crank = (int32_t)v;
+	if (rd(b, psize, x->off_dev, 4, &v))
+		g->cudadev = (int32_t)v;
 }
 
 static int cmp_rng(const void *a, const void *b)
@@ -187,17 +192,77 @@ static uint32_t upper(const struct nsys_imp *m, int64_t gtid, int64_t t)
 	return lo;
 }
 
-/* Communicator size from CommInit payloads of the same process. */
+/* Communicator size from the CommInit payloads (every member's carries it;
+ * the same process's first). */
 static int32_t comm_size(const struct nsys_imp *m, uint64_t pid, uint64_t hash)
 {
+	int32_t any = -1;
+
 	for (uint32_t i = 0; i < m->ninit; i++) {
 		const struct nsys_range *g = &m->rng[m->init[i]];
 
-		if (g->op == NOP_COMM_INIT && g->has_hash && g->hash == hash &&
-		    NSYS_PID(g->gtid) == pid && g->nranks > 0)
+		if (!g->has_hash || g->hash != hash || g->nranks <= 0)
+			continue;
+		if (NSYS_PID(g->gtid) == pid)
 			return g->nranks;
+		if (any < 0)
+			any = g->nranks;
 	}
-	return -1;
+	return any;
+}
+
+/*
+ * The communicator's members as timeline ranks, in communicator-rank order
+ * ("[3, 1]": communicator rank 0 is timeline rank 3), when every member's
+ * CommInit is in this export: the process and CUDA device of each CommInit
+ * range give the timeline rank. 0 otherwise (membership incomplete: one
+ * export per process, or no payloads). Cached per communicator.
+ */
+static int64_t comm_members(struct nsys_imp *m, uint64_t hash, int32_t n)
+{
+	int32_t *at = NULL;
+	char *txt = NULL;
+	size_t k = 0, cap = (size_t)(n > 0 ? n : 0) * 13 + 4; /* ", " + 10 digits + 1 each */
+	int64_t id = 0;
+
+	for (uint32_t i = 0; i < m->nmem; i++)
+		if (m->mem[i].hash == hash)
+			return m->mem[i].id;
+	if (n > 0 && (uint32_t)n <= m->nranks) { /* more members than ranks: incomplete */
+		if (!(at = malloc((size_t)n * sizeof(*at))) || !(txt = malloc(cap)))
+			goto oom;
+		for (int32_t i = 0; i < n; i++)
+			at[i] = -1;
+		for (uint32_t i = 0; i < m->ninit; i++) {
+			const struct nsys_range *g = &m->rng[m->init[i]];
+			struct nsys_rank *nr;
+
+			if (!g->has_hash || g->hash != hash || g->crank < 0 || g->crank >= n)
+				continue;
+			nr = nsys_rank_of(m, g->gtid, g->cudadev);
+			if (!nr && g->cudadev >= 0)
+				nr = nsys_rank_of(m, g->gtid, -1);
+			if (nr)
+				at[g->crank] = m->base + (int32_t)(nr - m->ranks);
+		}
+		for (int32_t i = 0; i < n && at[i] >= 0; i++)
+			k += (size_t)snprintf(txt + k, cap - k, "%s%d", i ? ", " : "[", at[i]);
+		if (n && at[n - 1] >= 0) {
+			k += (size_t)snprintf(txt + k, cap - k, "]");
+			if ((id = nsys_intern(m, txt, k)) < 0)
+				goto out;
+		}
+	}
+	if (tl_grow((void **)&m->mem, &m->mem_cap, m->nmem + 1, sizeof(*m->mem)))
+		goto oom;
+	m->mem[m->nmem++] = (struct nsys_members){ hash, id };
+	goto out;
+oom:
+	id = nsys_fail(m, -ENOMEM, "out of memory");
+out:
+	free(at);
+	free(txt);
+	return id;
 }
 
 struct acc {
@@ -282,8 +347,11 @@ static int enrich_one(struct nsys_imp *m, const struct nsys_comm *c)
 	const char *coll = NULL;
 	uint32_t tn;
 
-	if (!a || c->gtid < 0)
+	m->res->nccl_kernels++;
+	if (!a || c->gtid < 0) {
+		m->res->nccl_no_bytes++, m->res->nccl_no_comm++; /* launch not found */
 		return 0;
+	}
 	collect_ops(m, c->gtid, c->launch, &x);
 	tn = torch_name(m, c->gtid, c->launch);
 	if (x.op == 255)
@@ -294,18 +362,25 @@ static int enrich_one(struct nsys_imp *m, const struct nsys_comm *c)
 		name = tn;
 	else if (coll && (name = nsys_intern(m, coll, strlen(coll))) < 0)
 		return (int)name;
-	if (!name && !x.nops)
+	if (!name && !x.nops) {
+		m->res->nccl_no_bytes++, m->res->nccl_no_comm++; /* no NCCL range around it */
 		return 0;
+	}
 	a->collective_name = (uint32_t)name;
 	if (x.has_hash) {
 		char h[24];
-		int64_t id;
+		int64_t id, mem;
 
 		n = comm_size(m, (uint64_t)c->pid, x.hash);
 		snprintf(h, sizeof(h), "0x%016" PRIx64, x.hash);
 		if ((id = nsys_intern(m, h, strlen(h))) < 0)
 			return (int)id;
+		if ((mem = comm_members(m, x.hash, n)) < 0)
+			return (int)mem;
 		a->pg_name = (uint32_t)id;
+		a->pg_ranks = (uint32_t)mem;
+	} else {
+		m->res->nccl_no_comm++;
 	}
 	a->group_size = n;
 	/* S as nccl-tests counts it (facts §5): the payload is per rank for
@@ -315,8 +390,10 @@ static int enrich_one(struct nsys_imp *m, const struct nsys_comm *c)
 		bytes = -1; /* unknown, or p2p mixed with collectives in one kernel */
 	else if (x.nother)
 		bytes = x.other;
-	if (!x.nops || bytes < 0)
-		return 0; /* size unknown: comm reports "bytes unknown" */
+	if (!x.nops || bytes < 0) {
+		m->res->nccl_no_bytes++; /* never guessed: comm counts "bytes unknown" */
+		return 0;
+	}
 	in = out = bytes;
 	if (x.op == NOP_ALLGATHER)
 		out = n > 0 ? bytes * n : -1;

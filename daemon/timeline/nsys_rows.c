@@ -428,7 +428,7 @@ static int keep_range(struct nsys_imp *m, int64_t gtid, int64_t start, int64_t e
 	g->op = (uint8_t)op;
 	g->name = name;
 	g->bytes = -1;
-	g->nranks = g->crank = -1;
+	g->nranks = g->crank = g->cudadev = -1;
 	if (s && sqlite3_column_type(s, 6) != SQLITE_NULL)
 		nsys_decode_payload(m, g, sqlite3_column_blob(s, 6), sqlite3_column_bytes(s, 6));
 	return 0;

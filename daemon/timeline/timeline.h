@@ -232,6 +232,9 @@ struct tl_rank {
 	uint32_t nthreads;
 	uint32_t *by_corr; /* events with correlation != -1, sorted by (correlation, index) */
 	uint32_t nby_corr;
+	/* corr_keys[i] = ev[by_corr[i]].correlation: tl_rank_corr() searches
+	 * this contiguous copy instead of reading an event per step */
+	int64_t *corr_keys;
 };
 
 struct timeline; /* opaque: string table + ranks */
@@ -343,6 +346,10 @@ struct import_opts {
 	uint32_t chunk_size; /* read() size; 0 = 256 KiB (tests use 1) */
 	unsigned finalize_flags; /* passed to timeline_finalize() */
 	bool no_finalize; /* multi-rank: import all, then timeline_finalize() once */
+	/* gzip input of 64 KiB or more from memory or a regular file is
+	 * inflated on a second thread, pipelined with the parse; true: inflate
+	 * on the calling thread (same results either way). */
+	bool no_inflate_thread;
 	/* A non-blocking fd (a client's pipe): longest wait for data, ms;
 	 * 0 = wait forever. Past it the import fails with -ETIMEDOUT. */
 	uint32_t io_timeout_ms;
@@ -367,6 +374,10 @@ struct import_result {
 	/* Added for the Nsight Systems importer (zero for Kineto JSON). */
 	uint32_t format; /* enum import_format */
 	uint32_t nranks; /* ranks added: an nsys export may hold several (rank..rank+n-1) */
+	/* nsys: NCCL kernels, and those whose message size / communicator id
+	 * the export does not give (no NVTX payload: exported without
+	 * --include-blobs, NCCL < 2.25, NCCL NVTX off); never guessed */
+	uint32_t nccl_kernels, nccl_no_bytes, nccl_no_comm;
 };
 
 enum import_format { IMPORT_FMT_KINETO = 0, IMPORT_FMT_NSYS = 1 };

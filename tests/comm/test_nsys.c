@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
  * nsys importer + comm metrics on exports built here with the real table
- * and column names (nsys 3.25 schema subset), real NCCL kernel names, two
- * processes on two devices and two communicators whose NVTX payloads
- * (blob header + NCCL 2.25+ layout) carry the sizes; numbers worked out in
- * the comments. Also: import through a pipe (format peek with tee), a
+ * and column names (tests/common/nsys_builder.c), real NCCL kernel names,
+ * two processes on two devices and two communicators whose NVTX payloads
+ * (blob header + NCCL 2.25+ layout) carry the sizes; four processes whose
+ * communicators are matched across them and whose devices come from
+ * TARGET_INFO_GPU; numbers worked out in the comments. Also: import through a pipe (format peek with tee), a
  * non-SQLite file, and the real reference exports' totals.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,97 +18,12 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "common/nsys_builder.h"
 #include "test.h"
 #include "timeline/timeline.h"
 
-#define GPID(p) ((1ll << 48) | ((long long)(p) << 24))
-#define GTID(p) (GPID(p) | (p))
 #define TP_HASH 0xAAAAull
 #define DP_HASH 0xBBBBull
-
-static const char *schema =
-	"CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
-	"CREATE TABLE TARGET_INFO_SESSION_START_TIME(utcEpochNs INTEGER, utcTime TEXT, localTime TEXT);"
-	"CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER NOT NULL, end INTEGER NOT NULL,"
-	" deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL,"
-	" correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL,"
-	" shortName INTEGER NOT NULL, gridX INTEGER, gridY INTEGER, gridZ INTEGER,"
-	" blockX INTEGER, blockY INTEGER, blockZ INTEGER);"
-	"CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(start INTEGER NOT NULL, end INTEGER NOT NULL,"
-	" eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER,"
-	" nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL);"
-	"CREATE TABLE NVTX_EVENTS(start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,"
-	" rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER,"
-	" endGlobalTid INTEGER, textId INTEGER, domainId INTEGER, jsonText TEXT, binaryData TEXT);"
-	"CREATE TABLE NVTX_PAYLOAD_SCHEMA_ENTRIES(domainId INTEGER NOT NULL, schemaId INTEGER NOT NULL,"
-	" idx INTEGER NOT NULL, flags INTEGER, type INTEGER, name TEXT, description TEXT,"
-	" arrayOrUnionDetail INTEGER, offset INTEGER);"
-	"INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES(1000000000, '', '');"
-	"INSERT INTO StringIds VALUES(1, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL'),"
-	" (2, 'ncclDevKernel_AllGather_RING_LL'), (3, 'ncclDevKernel_SendRecv'), (4, 'gemm'),"
-	" (5, 'cuLaunchKernelEx'), (6, 'cudaLaunchKernel_v7000'), (7, 'ncclAllReduce'),"
-	" (8, 'ncclAllGather'), (9, 'ncclGroupStart'), (10, 'ncclSend'), (11, 'ncclRecv'),"
-	" (12, 'ncclGroupEnd'), (13, 'ncclCommInitRank');"
-	/* NCCL 2.25+ entries: comm id first, size at 8; CommInitRank nranks at 8 */
-	"INSERT INTO NVTX_PAYLOAD_SCHEMA_ENTRIES VALUES"
-	" (1, 16777221, 0, 0, 18, 'NCCL communicator ID', '', NULL, NULL),"
-	" (1, 16777221, 1, 0, 22, 'Message size [bytes]', '', NULL, 8),"
-	" (1, 16777220, 0, 0, 18, 'NCCL communicator ID', '', NULL, NULL),"
-	" (1, 16777220, 1, 0, 22, 'Message size [bytes]', '', NULL, 8),"
-	" (1, 16777225, 0, 0, 18, 'NCCL communicator ID', '', NULL, NULL),"
-	" (1, 16777225, 1, 0, 22, 'Message size [bytes]', '', NULL, 8),"
-	" (1, 16777226, 0, 0, 18, 'NCCL communicator ID', '', NULL, NULL),"
-	" (1, 16777226, 1, 0, 22, 'Message size [bytes]', '', NULL, 8),"
-	" (1, 16777216, 0, 0, 18, 'NCCL communicator ID', '', NULL, NULL),"
-	" (1, 16777216, 1, 0, 5, 'No. of ranks', '', NULL, 8),"
-	" (1, 16777216, 2, 0, 5, 'Rank', '', NULL, 12);";
-
-static sqlite3_stmt *ins_k, *ins_r, *ins_n;
-
-static void kernel(int pid, int dev, int64_t s, int64_t e, int stream, int corr, int name)
-{
-	sqlite3_bind_int64(ins_k, 1, s);
-	sqlite3_bind_int64(ins_k, 2, e);
-	sqlite3_bind_int(ins_k, 3, dev);
-	sqlite3_bind_int(ins_k, 4, stream);
-	sqlite3_bind_int(ins_k, 5, corr);
-	sqlite3_bind_int64(ins_k, 6, GPID(pid));
-	sqlite3_bind_int(ins_k, 7, name);
-	sqlite3_step(ins_k);
-	sqlite3_reset(ins_k);
-	sqlite3_bind_int64(ins_r, 1, s - 50);
-	sqlite3_bind_int64(ins_r, 2, s - 40);
-	sqlite3_bind_int(ins_r, 3, name == 4 ? 0 : 1);
-	sqlite3_bind_int64(ins_r, 4, GTID(pid));
-	sqlite3_bind_int(ins_r, 5, corr);
-	sqlite3_bind_int(ins_r, 6, name == 4 ? 6 : 5);
-	sqlite3_step(ins_r);
-	sqlite3_reset(ins_r);
-}
-
-/* An NCCL-domain range; payload: blob header + (hash, u64/ints). */
-static void range(int pid, int64_t s, int64_t e, int name, int64_t schema_id, uint64_t hash,
-		  uint64_t v8, int32_t v12)
-{
-	uint8_t blob[32 + 24] = { 0 };
-	uint64_t h[4] = { 1, (uint64_t)schema_id, 24, 32 };
-
-	memcpy(blob, h, 32);
-	memcpy(blob + 32, &hash, 8);
-	memcpy(blob + 40, &v8, 8);
-	if (v12 >= 0)
-		memcpy(blob + 44, &v12, 4); /* CommInitRank: nranks at 8, rank at 12 */
-	sqlite3_bind_int64(ins_n, 1, s);
-	sqlite3_bind_int64(ins_n, 2, e);
-	sqlite3_bind_int64(ins_n, 3, GTID(pid));
-	sqlite3_bind_int(ins_n, 4, name);
-	if (schema_id)
-		sqlite3_bind_blob(ins_n, 5, blob, sizeof(blob), SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(ins_n, 5);
-	sqlite3_step(ins_n);
-	sqlite3_reset(ins_n);
-}
 
 /*
  * Two processes (pid 100 on device 0, pid 101 on device 1), times relative
@@ -120,38 +35,27 @@ static void range(int pid, int64_t s, int64_t e, int name, int64_t schema_id, ui
  */
 static int build(const char *path)
 {
-	sqlite3 *db;
+	struct nsysb b;
 
-	if (sqlite3_open(path, &db) != SQLITE_OK || sqlite3_exec(db, schema, 0, 0, 0) != SQLITE_OK)
+	if (nsysb_open(&b, path, false))
 		return -1;
-	sqlite3_prepare_v2(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES(?1,?2,?3,1,?4,?5,?6,?7,?7,"
-			       "32,1,1,640,1,1)", -1, &ins_k, 0);
-	sqlite3_prepare_v2(db, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES(?1,?2,?3,?4,?5,?6,0)", -1,
-			   &ins_r, 0);
-	sqlite3_prepare_v2(db, "INSERT INTO NVTX_EVENTS(start,end,eventType,globalTid,textId,domainId,"
-			       "binaryData) VALUES(?1,?2,59,?3,?4,1,?5)", -1, &ins_n, 0);
-	sqlite3_exec(db, "BEGIN", 0, 0, 0);
 	for (int p = 0; p < 2; p++) {
 		int pid = 100 + p, d = 20 * p, c = 10 * p;
 
-		range(pid, 100, 200, 13, 16777216, TP_HASH, 2, p);
-		range(pid, 300, 400, 13, 16777216, DP_HASH, 2, p);
-		kernel(pid, p, 0, 15000, 7, c + 1, 4);
-		range(pid, 9900 + d, 9990 + d, 7, 16777221, TP_HASH, 1000, -1);
-		kernel(pid, p, 10000 + d, 11000 + d, 13, c + 2, 1);
-		range(pid, 19900 + d, 19990 + d, 8, 16777220, DP_HASH, 512, -1);
-		kernel(pid, p, 20000 + d, 22000, 13, c + 3, 2);
-		range(pid, 29800, 29850, 9, 0, 0, 0, -1);
-		range(pid, 29860, 29870, 10, 16777225, TP_HASH, 256, -1);
-		range(pid, 29880, 29890, 11, 16777226, TP_HASH, 256, -1);
-		range(pid, 29900, 29990, 12, 0, 0, 0, -1);
-		kernel(pid, p, 30000, 31000, 13, c + 4, 3);
+		nsysb_range(&b, pid, 100, 200, 13, NSYSB_SCH_INIT, TP_HASH, 2, p, p);
+		nsysb_range(&b, pid, 300, 400, 13, NSYSB_SCH_INIT, DP_HASH, 2, p, p);
+		nsysb_kernel(&b, pid, p, 0, 15000, 7, c + 1, 4);
+		nsysb_range(&b, pid, 9900 + d, 9990 + d, 7, NSYSB_SCH_ALLREDUCE, TP_HASH, 1000, -1, -1);
+		nsysb_kernel(&b, pid, p, 10000 + d, 11000 + d, 13, c + 2, 1);
+		nsysb_range(&b, pid, 19900 + d, 19990 + d, 8, NSYSB_SCH_ALLGATHER, DP_HASH, 512, -1, -1);
+		nsysb_kernel(&b, pid, p, 20000 + d, 22000, 13, c + 3, 2);
+		nsysb_range(&b, pid, 29800, 29850, 9, 0, 0, 0, -1, -1);
+		nsysb_range(&b, pid, 29860, 29870, 10, NSYSB_SCH_SEND, TP_HASH, 256, -1, -1);
+		nsysb_range(&b, pid, 29880, 29890, 11, NSYSB_SCH_RECV, TP_HASH, 256, -1, -1);
+		nsysb_range(&b, pid, 29900, 29990, 12, 0, 0, 0, -1, -1);
+		nsysb_kernel(&b, pid, p, 30000, 31000, 13, c + 4, 3);
 	}
-	sqlite3_exec(db, "COMMIT", 0, 0, 0);
-	sqlite3_finalize(ins_k);
-	sqlite3_finalize(ins_r);
-	sqlite3_finalize(ins_n);
-	return sqlite3_close(db) == SQLITE_OK ? 0 : -1;
+	return nsysb_close(&b, false);
 }
 
 static double num(const cJSON *o, const char *path)
@@ -170,6 +74,28 @@ static double num(const cJSON *o, const char *path)
 }
 
 static char dbpath[64];
+
+/* The entry of array `arr` of r whose "key"/"group" string is key. */
+static const cJSON *find(const cJSON *r, const char *arr, const char *field, const char *key)
+{
+	const cJSON *x;
+
+	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(r, arr))
+	{
+		const cJSON *k = cJSON_GetObjectItemCaseSensitive(x, field);
+
+		if (cJSON_IsString(k) && !strcmp(k->valuestring, key))
+			return x;
+	}
+	return NULL;
+}
+
+static const char *str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
 
 static void check_metrics(struct timeline *tl)
 {
@@ -211,6 +137,10 @@ static void check_metrics(struct timeline *tl)
 	 * 20000 - 11000 = 9 us; rank 1: 30000 - 22000 and 20020 - 11020 */
 	CHECK_NEAR(num(r, "phase_windows.0.mean_us"), 8, 1e-9);
 	CHECK_NEAR(num(r, "phase_windows.1.mean_us"), 9, 1e-9);
+	/* both processes' CommInitRank ranges are in the export: members in
+	 * communicator-rank order, as timeline ranks */
+	CHECK(!strcmp(str(find(r, "groups", "key", "0x000000000000aaaa"), "ranks"), "[0, 1]"));
+	CHECK_NEAR(num(find(r, "groups", "key", "0x000000000000bbbb"), "size"), 2, 0);
 	/* stragglers: TP allreduce seq 0 spread 20 ns, rank 1 last */
 	CHECK_NEAR(num(r, "straggler.top_instances.0.spread_us"), 0.02, 1e-9);
 	CHECK_NEAR(num(r, "straggler.top_instances.0.last_rank"), 1, 0);
@@ -232,6 +162,10 @@ static void test_file_and_pipe(void)
 	CHECK_EQ_INT(timeline_import_any_fd(fd, &o, tl, &res), 0);
 	CHECK_EQ_INT(res.format, IMPORT_FMT_NSYS);
 	CHECK_EQ_INT(res.nranks, 2);
+	/* every NCCL kernel's size and communicator came from a payload */
+	CHECK_EQ_INT(res.nccl_kernels, 6);
+	CHECK_EQ_INT(res.nccl_no_bytes, 0);
+	CHECK_EQ_INT(res.nccl_no_comm, 0);
 	close(fd);
 	check_metrics(tl);
 	timeline_free(tl);
@@ -299,6 +233,12 @@ static void test_reference(void)
 	CHECK(!timeline_new(&tl));
 	CHECK_EQ_INT(timeline_import_any_fd(fd, NULL, tl, &res), 0);
 	close(fd);
+	/* exported without --include-blobs: no payload, so no size or
+	 * communicator for any of its 66 NCCL kernels, and no TARGET_INFO_GPU */
+	CHECK_EQ_INT(res.nccl_kernels, 66);
+	CHECK_EQ_INT(res.nccl_no_bytes, 66);
+	CHECK_EQ_INT(res.nccl_no_comm, 66);
+	CHECK_EQ_INT(timeline_rank(tl, 0)->ndevices, 0);
 	CHECK_EQ_INT(comm_analyze(tl, NULL, NULL, &r, err, sizeof(err)), 0);
 	/* sqlite: SELECT sum(end-start) over nccl% kernels = 25401752 ns, 66 kernels */
 	CHECK_NEAR(num(r, "reconciliation.comm_kernel_time_us"), 25401.752, 1e-6);
@@ -308,11 +248,132 @@ static void test_reference(void)
 	timeline_free(tl);
 }
 
+/*
+ * Four processes (pids 200..203, one GPU each, CUDA ordinal 0 in every
+ * process; TARGET_INFO_CUDA_DEVICE maps (pid, 0) to GPUs 0..3: two H100s,
+ * two A100s), so four ranks 0..3 in pid order, and four 2-rank
+ * communicators across them, each member's CommInitRank in the export:
+ *   TP 0x1111 = [0, 1], TP 0x2222 = [2, 3] (crank in pid order),
+ *   DP 0x3333 = [0, 2], DP 0x4444 = [3, 1] (pid 203 is crank 0).
+ * Process p (q = p·p): allreduce 4096 B on its TP comm at 10000 + 100q for
+ * 1000 ns; all-gather 1000 B/rank on its DP comm at 20000 + 50q for 2000 ns;
+ * pid 203 also runs an allreduce kernel with no NCCL range around its
+ * launch (30000 .. 30500): size and communicator unknown.
+ */
+static int build_multi(const char *path)
+{
+	static const uint64_t tp[4] = { 0x1111, 0x1111, 0x2222, 0x2222 };
+	static const uint64_t dp[4] = { 0x3333, 0x4444, 0x3333, 0x4444 };
+	static const int dp_rank[4] = { 0, 1, 1, 0 };
+	struct nsysb b;
+
+	if (nsysb_open(&b, path, false) ||
+	    nsysb_exec(&b, "INSERT INTO TARGET_INFO_GPU(vmId, id, name, totalMemory, smCount,"
+			   " computeMajor, computeMinor) VALUES"
+			   " (1, 0, 'NVIDIA H100 80GB HBM3', 85899345920, 132, 9, 0),"
+			   " (1, 1, 'NVIDIA H100 80GB HBM3', 85899345920, 132, 9, 0),"
+			   " (1, 2, 'NVIDIA A100-SXM4-80GB', 85899345920, 108, 8, 0),"
+			   " (1, 3, 'NVIDIA A100-SXM4-80GB', 85899345920, 108, 8, 0);"
+			   "INSERT INTO TARGET_INFO_CUDA_DEVICE(gpuId, cudaId, pid) VALUES"
+			   " (0, 0, 200), (1, 0, 201), (2, 0, 202), (3, 0, 203);"))
+		return -1;
+	for (int p = 0; p < 4; p++) {
+		int pid = 200 + p, q = p * p, c = 10 * p;
+
+		nsysb_range(&b, pid, 100, 200, NSYSB_S_COMM_INIT, NSYSB_SCH_INIT, tp[p], 2, p % 2, 0);
+		nsysb_range(&b, pid, 300, 400, NSYSB_S_COMM_INIT, NSYSB_SCH_INIT, dp[p], 2, dp_rank[p],
+			    0);
+		nsysb_range(&b, pid, 9900 + 100 * q, 9990 + 100 * q, NSYSB_S_ALLREDUCE,
+			    NSYSB_SCH_ALLREDUCE, tp[p], 4096, -1, -1);
+		nsysb_kernel(&b, pid, 0, 10000 + 100 * q, 11000 + 100 * q, 13, c + 1,
+			     NSYSB_S_ALLREDUCE_K);
+		nsysb_range(&b, pid, 19900 + 50 * q, 19990 + 50 * q, NSYSB_S_ALLGATHER,
+			    NSYSB_SCH_ALLGATHER, dp[p], 1000, -1, -1);
+		nsysb_kernel(&b, pid, 0, 20000 + 50 * q, 22000 + 50 * q, 13, c + 2,
+			     NSYSB_S_ALLGATHER_K);
+	}
+	nsysb_kernel(&b, 203, 0, 30000, 30500, 13, 99, NSYSB_S_ALLREDUCE_K);
+	return nsysb_close(&b, false);
+}
+
+static void test_multi(void)
+{
+	const char *params = "{\"tags\":[{\"match\":\"(1111|2222)$\",\"tag\":\"TP\"},"
+			     "{\"match\":\"(3333|4444)$\",\"tag\":\"DP\"}]}";
+	struct import_opts o = { .rank = -1 };
+	struct import_result res;
+	struct timeline *tl = NULL;
+	cJSON *p = cJSON_Parse(params), *r = NULL;
+	char err[200];
+	int fd;
+
+	CHECK(build_multi(dbpath) == 0);
+	fd = open(dbpath, O_RDONLY);
+	CHECK(fd >= 0 && !timeline_new(&tl));
+	CHECK_EQ_INT(timeline_import_any_fd(fd, &o, tl, &res), 0);
+	close(fd);
+	CHECK_EQ_INT(res.nranks, 4);
+	CHECK_EQ_INT(res.nccl_kernels, 9);
+	CHECK_EQ_INT(res.nccl_no_bytes, 1);
+	CHECK_EQ_INT(res.nccl_no_comm, 1);
+	/* the device of rank 3 is GPU 3 (pid 203's ordinal 0), an A100 */
+	CHECK(timeline_rank(tl, 3)->ndevices == 1 &&
+	      !strcmp(timeline_str(tl, timeline_rank(tl, 3)->devices[0].name, NULL),
+		      "NVIDIA A100-SXM4-80GB") &&
+	      timeline_rank(tl, 3)->devices[0].num_sms == 108);
+	CHECK_EQ_INT(comm_analyze(tl, p, NULL, &r, err, sizeof(err)), 0);
+	if (!r) {
+		fprintf(stderr, "%s\n", err);
+		goto out;
+	}
+	/* B_hw from the device names (docs/analyses.md table): H100 450 GB/s,
+	 * A100 300 GB/s */
+	CHECK(!strcmp(str(r, "link_bandwidth_source"), "device name"));
+	CHECK_NEAR(num(r, "ranks.1.link_bandwidth_Bps"), 450e9, 0);
+	CHECK_NEAR(num(r, "ranks.2.link_bandwidth_Bps"), 300e9, 0);
+	/* communicators matched across the processes, members in crank order */
+	CHECK(!strcmp(str(find(r, "groups", "key", "0x0000000000002222"), "ranks"), "[2, 3]"));
+	CHECK(!strcmp(str(find(r, "groups", "key", "0x0000000000003333"), "ranks"), "[0, 2]"));
+	CHECK(!strcmp(str(find(r, "groups", "key", "0x0000000000004444"), "ranks"), "[3, 1]"));
+	CHECK_NEAR(num(find(r, "groups", "key", "0x0000000000004444"), "size"), 2, 0);
+	/* TP: 4 allreduces of 4096 B in 1 us, busbw factor 2(2-1)/2 = 1 */
+	CHECK_NEAR(num(r, "bandwidth.TP.events"), 4, 0);
+	CHECK_NEAR(num(r, "bandwidth.TP.total_bytes"), 4 * 4096, 0);
+	CHECK_NEAR(num(r, "bandwidth.TP.busbw_Bps"), 4.096e9, 1e-3);
+	/* utilisation per rank against its own B_hw: rank 0 H100, rank 2 A100 */
+	CHECK_NEAR(num(r, "ranks.0.bandwidth.TP.avg_util"), 4.096e9 / 450e9, 1e-12);
+	CHECK_NEAR(num(r, "ranks.2.bandwidth.TP.avg_util"), 4.096e9 / 300e9, 1e-12);
+	/* DP all-gather: S = 1000 B × 2 ranks in 2 us; busbw factor 1/2 */
+	CHECK_NEAR(num(r, "bandwidth.DP.total_bytes"), 4 * 2000, 0);
+	CHECK_NEAR(num(r, "bandwidth.DP.busbw_Bps"), 0.5e9, 1e-3);
+	/* the kernel without a range: counted, its bytes unknown, not guessed */
+	CHECK_NEAR(num(r, "bandwidth.OTHER.events"), 1, 0);
+	CHECK_NEAR(num(r, "bandwidth.OTHER.events_bytes_unknown"), 1, 0);
+	/* stragglers, per communicator across processes: spreads 100 (0x1111:
+	 * 10000 / 10100), 500 (0x2222: 10400 / 10900), 200 (0x3333: 20000 /
+	 * 20200), 400 ns (0x4444: 20050 / 20450) */
+	CHECK_NEAR(num(r, "straggler.top_instances.0.spread_us"), 0.5, 1e-12);
+	CHECK_NEAR(num(r, "straggler.top_instances.0.last_rank"), 3, 0);
+	CHECK(!strcmp(str(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+				  cJSON_GetObjectItemCaseSensitive(r, "straggler"), "top_instances"), 1),
+			  "group"), "0x0000000000004444"));
+	CHECK_NEAR(num(r, "straggler.top_instances.2.spread_us"), 0.2, 1e-12);
+	CHECK_NEAR(num(r, "straggler.top_instances.2.last_rank"), 2, 0);
+	CHECK_NEAR(num(r, "straggler.top_instances.3.spread_us"), 0.1, 1e-12);
+	CHECK_NEAR(num(find(cJSON_GetObjectItemCaseSensitive(r, "straggler"), "groups", "group",
+			    "0x0000000000001111"), "instances"), 1, 0);
+out:
+	cJSON_Delete(r);
+	cJSON_Delete(p);
+	timeline_free(tl);
+}
+
 int main(void)
 {
 	snprintf(dbpath, sizeof(dbpath), "/tmp/gpuprof-nsys-test-%d.sqlite", (int)getpid());
 	RUN(test_file_and_pipe);
 	RUN(test_bad_input);
+	RUN(test_multi);
 	RUN(test_reference);
 	unlink(dbpath);
 	return test_summary();
