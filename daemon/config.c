@@ -21,6 +21,9 @@ void config_defaults(struct config *cfg)
 	cfg->captures_max = 256;
 	cfg->sample_freq_hz = 49;
 	cfg->cpu_sampling = true;
+	cfg->gpu_jobs_pending = 4096;
+	cfg->gpu_stack_sample = 32;
+	cfg->gpu_watcher = CONFIG_GPU_WATCHER_AUTO;
 	cfg->max_msg_bytes = 1u << 20;
 	cfg->max_conn_out_bytes = 4u << 20;
 	cfg->max_nesting = 32;
@@ -31,6 +34,11 @@ void config_defaults(struct config *cfg)
 	cfg->max_jobs = 4;
 	cfg->import_max_bytes = (size_t)8 << 30;
 	cfg->verbosity = 0;
+	cfg->xe.rows = 1u << 18;
+	cfg->xe.deferred = 65536;
+	cfg->xe.kernels = 65536;
+	cfg->xe.interval_ns = 100000000ull;
+	cfg->xe.oa = true;
 }
 
 int config_parse_size(const char *text, size_t *out)
@@ -111,6 +119,65 @@ static int parse_ms(const char *v, unsigned *out)
 	return 0;
 }
 
+/* xe.* keys (docs/operations.md); the ranges keep tables allocatable. */
+static int set_xe_key(struct config_xe *x, const char *key, const char *v)
+{
+	unsigned long long n;
+	uint64_t ms;
+	int r;
+
+	if (!strcmp(key, "xe.sample_rate")) {
+		if (!strcmp(v, "slowest") || !strcmp(v, "fastest")) {
+			x->sample_rate = v[0] == 's' ? CONFIG_XE_RATE_SLOWEST : CONFIG_XE_RATE_FASTEST;
+			return 0;
+		}
+		/* GPU cycles between samples: the kernel takes 251 x 1..7 */
+		r = parse_uint(v, 1757, &n);
+		if (r == 0 && n < 251)
+			return -ERANGE;
+		x->sample_rate = r ? x->sample_rate : n;
+		return r;
+	}
+	if (!strcmp(key, "xe.wait_num_reports")) {
+		if (!strcmp(v, "auto")) {
+			x->wait_num_reports = 0;
+			return 0;
+		}
+		r = parse_uint(v, 1u << 24, &n);
+		if (r == 0 && n == 0)
+			return -ERANGE;
+		x->wait_num_reports = r ? x->wait_num_reports : (uint32_t)n;
+		return r;
+	}
+	if (!strcmp(key, "xe.rows") || !strcmp(key, "xe.deferred") || !strcmp(key, "xe.kernels")) {
+		uint32_t *dst = key[3] == 'r' ? &x->rows : key[3] == 'd' ? &x->deferred : &x->kernels;
+
+		r = parse_uint(v, 1u << 22, &n);
+		if (r == 0 && n < 16)
+			return -ERANGE;
+		*dst = r ? *dst : (uint32_t)n;
+		return r;
+	}
+	if (!strcmp(key, "xe.interval") || !strcmp(key, "xe.oa_period")) {
+		bool iv = key[3] == 'i';
+
+		if (!iv && !strcmp(v, "auto")) {
+			x->oa_period_ns = 0;
+			return 0;
+		}
+		r = duration_parse_ms(v, &ms);
+		if (r < 0)
+			return r;
+		if (ms < 1 || ms > 10000)
+			return -ERANGE;
+		*(iv ? &x->interval_ns : &x->oa_period_ns) = ms * 1000000ull;
+		return 0;
+	}
+	if (!strcmp(key, "xe.oa"))
+		return parse_bool(v, &x->oa);
+	return -ENOKEY;
+}
+
 static int set_key(struct config *cfg, const char *key, const char *v)
 {
 	unsigned long long n;
@@ -152,12 +219,36 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 	}
 	if (!strcmp(key, "sampling.cpu"))
 		return parse_bool(v, &cfg->cpu_sampling);
+	if (!strcmp(key, "gpu_jobs.pending")) {
+		r = parse_uint(v, 1u << 24, &n);
+		if (r == 0 && n == 0)
+			return -ERANGE;
+		cfg->gpu_jobs_pending = r ? cfg->gpu_jobs_pending : (size_t)n;
+		return r;
+	}
 	if (!strcmp(key, "sampling.cpu_frequency")) {
 		r = parse_uint(v, 100000, &n);
 		if (r == 0 && n == 0)
 			return -ERANGE;
 		cfg->sample_freq_hz = r ? cfg->sample_freq_hz : (uint32_t)n;
 		return r;
+	}
+	if (!strcmp(key, "gpu.stack_sample")) {
+		r = parse_uint(v, 1000000, &n);
+		if (r == 0 && n == 0)
+			return -ERANGE;
+		if (r == 0)
+			cfg->gpu_stack_sample = (uint32_t)n;
+		return r;
+	}
+	if (!strcmp(key, "gpu.watcher")) {
+		if (!strcmp(v, "auto"))
+			cfg->gpu_watcher = CONFIG_GPU_WATCHER_AUTO;
+		else if (!strcmp(v, "sys_exit"))
+			cfg->gpu_watcher = CONFIG_GPU_WATCHER_SYS_EXIT;
+		else
+			return -EINVAL;
+		return 0;
 	}
 	if (!strcmp(key, "limits.max_message")) {
 		r = config_parse_size(v, &cfg->max_msg_bytes);
@@ -202,6 +293,8 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 		strcpy(cfg->comm_params, v);
 		return 0;
 	}
+	if (!strncmp(key, "xe.", 3))
+		return set_xe_key(&cfg->xe, key, v);
 	if (!strcmp(key, "log.verbosity")) {
 		r = parse_uint(v, 2, &n);
 		cfg->verbosity = r ? cfg->verbosity : (int)n;

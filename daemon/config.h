@@ -20,6 +20,11 @@ struct config {
 	size_t captures_max; /* limits.captures: persisted captures kept */
 	uint32_t sample_freq_hz; /* sampling.cpu_frequency */
 	bool cpu_sampling; /* sampling.cpu */
+	size_t gpu_jobs_pending; /* gpu_jobs.pending: GPU jobs awaiting completion */
+	/* gpu.stack_sample: the GPU launch probes walk the user stack for 1
+	 * launch in N per (thread, kernel, call site); 1 = every launch. */
+	uint32_t gpu_stack_sample;
+	unsigned gpu_watcher; /* gpu.watcher: CONFIG_GPU_WATCHER_* */
 	size_t max_msg_bytes; /* limits.max_message */
 	size_t max_conn_out_bytes; /* limits.max_output_buffer: per-client pending replies */
 	int max_nesting; /* limits.max_nesting */
@@ -33,7 +38,26 @@ struct config {
 	/* comm.params: JSON object of analyze.comm defaults (link_bandwidth,
 	 * tags, tp/pp/dp/ep, iteration); request params win. "" = none. */
 	char comm_params[4096];
+	/* xe.*: the Intel Xe EU-stall / OA collector (docs/xe.md) */
+	struct config_xe {
+		uint64_t sample_rate; /* xe.sample_rate: GPU cycles, the advertised rate
+				       * nearest is used; CONFIG_XE_RATE_SLOWEST/_FASTEST */
+		uint32_t wait_num_reports; /* xe.wait_num_reports; 0 = a quarter XeCore buffer */
+		uint32_t rows;		   /* xe.rows: aggregation rows */
+		uint32_t deferred;	   /* xe.deferred: samples waiting for their kernel */
+		uint32_t kernels;	   /* xe.kernels: kernel table entries */
+		uint64_t interval_ns;	   /* xe.interval */
+		bool oa;		   /* xe.oa: OA frequency / busy metrics */
+		uint64_t oa_period_ns;	   /* xe.oa_period; 0 = 2^log2(OA clock) ticks (~1 s) */
+	} xe;
 };
+
+#define CONFIG_XE_RATE_SLOWEST 0
+#define CONFIG_XE_RATE_FASTEST UINT64_MAX
+
+/* gpu.watcher: how the GPU launch collector sees new library mappings. */
+#define CONFIG_GPU_WATCHER_AUTO 0     /* "auto": the narrow hook, else sys_exit */
+#define CONFIG_GPU_WATCHER_SYS_EXIT 1 /* "sys_exit": every syscall exit */
 
 void config_defaults(struct config *cfg);
 

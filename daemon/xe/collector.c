@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "capture/capture.h"
+#include "cs.h"
 #include "device.h"
 #include "gpd.h"
 #include "log.h"
@@ -37,6 +38,7 @@ struct xe_coll {
 	unsigned nsrc;
 	uv_timer_t *tick;
 	char probe_why[200];
+	struct xe_cs *cs; /* host batch-buffer parser (docs/gpu-cs.md) */
 };
 
 static uint64_t mono_ns(void)
@@ -55,6 +57,10 @@ static struct xe_coll *coll_get(struct collector *c)
 		p = calloc(1, sizeof(*p));
 		if (!p)
 			return NULL;
+		if (xe_cs_new(NULL, &p->cs) < 0) {
+			free(p);
+			return NULL;
+		}
 		p->c = c;
 		c->priv = p;
 	}
@@ -71,17 +77,8 @@ static void sink(void *arg, struct xe_stream *s, const uint8_t *buf, size_t len,
 		c->events += xe_ingest(src->p->x, cfg->dec, buf, len, cfg->record_size, now);
 		return;
 	}
-	for (size_t off = 0; off + cfg->record_size <= len; off += cfg->record_size) {
-		struct xe_oa_sample o;
-		uint64_t mhz, busy;
-
-		if (!xe_oa_parse(buf + off, cfg->record_size, &o)) {
-			c->drops++;
-			continue;
-		}
-		if (xe_oa_step(&src->oa, &o, &mhz, &busy) && c->gpd && c->gpd->store)
-			c->events += (uint64_t)xe_oa_store(c->gpd->store, now, cfg->gt_id, mhz, busy);
-	}
+	c->events += (uint64_t)xe_oa_ingest(&src->oa, c->gpd ? c->gpd->store : NULL, cfg->gt_id,
+					    buf, len, cfg->record_size, now, &c->drops);
 }
 
 /* The collector's state is the best of its streams'. */
@@ -131,6 +128,7 @@ static void on_tick(uv_timer_t *t)
 
 	if (p->x)
 		xe_retry_deferred(p->x, mono_ns(), false);
+	xe_cs_retry(p->cs, xe_collector_core(p->c));
 }
 
 static void free_handle(uv_handle_t *h)
@@ -150,7 +148,13 @@ int xe_collector_add_stream(struct collector *c, const struct xe_stream_cfg *cfg
 	if (p->nsrc == XE_MAX_STREAMS)
 		return -ENOSPC;
 	if (!p->x) {
-		r = xe_new(NULL, mono_ns(), &p->x);
+		const struct config_xe *xc = &c->gpd->cfg.xe;
+		struct xe_config cfg_core = {
+		    .interval_ns = xc->interval_ns, .max_rows = xc->rows,
+		    .max_kernels = xc->kernels, .max_deferred = xc->deferred,
+		};
+
+		r = xe_new(&cfg_core, mono_ns(), &p->x);
 		if (r < 0)
 			return r;
 	}
@@ -184,16 +188,31 @@ static int xe_open(struct collector *c)
 		return -ENOMEM;
 	if (p->nsrc)
 		return 0;
-	n = xe_devices_probe(p->devs, XE_MAX_DEVICES, 0, p->probe_why, sizeof(p->probe_why));
+	const struct config_xe *xc = &c->gpd->cfg.xe;
+
+	n = xe_devices_probe(p->devs, XE_MAX_DEVICES, xc->sample_rate, p->probe_why,
+			     sizeof(p->probe_why));
 	p->ndevs = n;
 	for (int i = 0; i < n; i++) {
-		for (unsigned g = 0; g < p->devs[i].ngts; g++) {
-			int r = xe_collector_add_stream(c, &p->devs[i].gts[g].cfg, &xe_device_ops,
-							NULL);
+		struct xe_device *d = &p->devs[i];
+		int r;
 
+		for (unsigned g = 0; g < d->ngts; g++) {
+			if (xc->wait_num_reports)
+				d->gts[g].cfg.wait_num_reports = xc->wait_num_reports;
+			r = xe_collector_add_stream(c, &d->gts[g].cfg, &xe_device_ops, NULL);
 			if (r < 0)
-				log_warn("xe %s: %s", p->devs[i].gts[g].cfg.name, strerror(-r));
+				log_warn("xe %s: %s", d->gts[g].cfg.name, strerror(-r));
 		}
+		if (!xc->oa) {
+			snprintf(d->oa.why, sizeof(d->oa.why), "off (xe.oa = false)");
+			continue;
+		}
+		/* OA is extra: without it the EU-stall profile still stands */
+		if (xe_device_probe_oa(d, xc->oa_period_ns, NULL) < 0)
+			log_info("xe %s: OA %s", d->node, d->oa.why);
+		else if ((r = xe_collector_add_stream(c, &d->oa.cfg, &xe_device_ops, &d->oa)) < 0)
+			log_warn("xe %s: %s", d->oa.cfg.name, strerror(-r));
 	}
 	if (!p->nsrc)
 		collector_set_state(c, COLLECTOR_UNAVAILABLE, "%s", p->probe_why);
@@ -249,6 +268,13 @@ int xe_collector_resume(struct collector *c)
 	return 0;
 }
 
+struct xe_cs *xe_collector_cs(struct collector *c)
+{
+	struct xe_coll *p = c ? coll_get(c) : NULL;
+
+	return p ? p->cs : NULL;
+}
+
 struct xe *xe_collector_core(struct collector *c)
 {
 	struct xe_coll *p = c ? c->priv : NULL;
@@ -272,9 +298,53 @@ int xe_collector_attach_capture(struct collector *c, struct capture *cap)
 	r = xe_export(p->x, cap->t0_ns, cap->t1_ns, &f, &buf, &len);
 	if (r < 0 || !len)
 		return r;
+	/* without the stacks linked the profile still stands: CPU frames
+	 * then print as addresses */
+	if ((r = xe_sec_link_stacks(cap, buf, len)) < 0)
+		log_warn("capture %llu: EU-stall launch stacks not linked: %s",
+			 (unsigned long long)cap->id, strerror(-r));
 	r = capture_add_extra(cap, CAPSEC_XE_EU_STALL, buf, len);
 	free(buf);
 	return r;
+}
+
+/* The xe.* keys in force, and why a device has no OA stream. */
+static void xe_status_config(struct xe_coll *p, cJSON *o)
+{
+	const struct config_xe *xc;
+	cJSON *cf;
+
+	if (!p->c->gpd)
+		return;
+	xc = &p->c->gpd->cfg.xe;
+	cf = cJSON_AddObjectToObject(o, "config");
+
+	if (cf) {
+		cJSON_AddStringToObject(cf, "sample_rate",
+					xc->sample_rate == CONFIG_XE_RATE_SLOWEST   ? "slowest"
+					: xc->sample_rate == CONFIG_XE_RATE_FASTEST ? "fastest"
+										     : "cycles");
+		if (xc->sample_rate != CONFIG_XE_RATE_SLOWEST &&
+		    xc->sample_rate != CONFIG_XE_RATE_FASTEST)
+			cJSON_AddNumberToObject(cf, "sample_rate_cycles", (double)xc->sample_rate);
+		cJSON_AddNumberToObject(cf, "wait_num_reports", (double)xc->wait_num_reports);
+		cJSON_AddNumberToObject(cf, "rows", (double)xc->rows);
+		cJSON_AddNumberToObject(cf, "deferred", (double)xc->deferred);
+		cJSON_AddNumberToObject(cf, "kernels", (double)xc->kernels);
+		cJSON_AddNumberToObject(cf, "interval_ms", (double)(xc->interval_ns / 1000000));
+		cJSON_AddBoolToObject(cf, "oa", xc->oa);
+		cJSON_AddNumberToObject(cf, "oa_period_ms", (double)(xc->oa_period_ns / 1000000));
+	}
+	for (int i = 0; i < p->ndevs; i++) {
+		cJSON *a = cJSON_GetObjectItem(o, "oa_unavailable");
+
+		if (p->devs[i].oa.ok)
+			continue;
+		if (!a)
+			a = cJSON_AddArrayToObject(o, "oa_unavailable");
+		if (a)
+			cJSON_AddItemToArray(a, cJSON_CreateString(p->devs[i].oa.why));
+	}
 }
 
 static void xe_status(struct collector *c, cJSON *o)
@@ -283,6 +353,10 @@ static void xe_status(struct collector *c, cJSON *o)
 	struct xe_stats st;
 	cJSON *arr;
 
+	if (p)
+		xe_cs_status(p->cs, o);
+	if (p)
+		xe_status_config(p, o); /* also when unavailable: what it would use */
 	if (!p || !p->x)
 		return;
 	xe_get_stats(p->x, &st);
@@ -304,6 +378,10 @@ static void xe_status(struct collector *c, cJSON *o)
 			break;
 		xe_stream_status(p->src[i].s, s);
 		xe_stream_get_stats(p->src[i].s, &ss);
+		for (int d = 0; xe_stream_cfg(p->src[i].s)->oa && d < p->ndevs; d++)
+			if (!strcmp(p->devs[d].oa.cfg.name, xe_stream_cfg(p->src[i].s)->name))
+				cJSON_AddNumberToObject(s, "oa_buf_size",
+							(double)p->devs[d].oa.oa_buf_size);
 		cJSON_AddItemToArray(arr, s);
 	}
 }
@@ -323,6 +401,7 @@ static void xe_coll_free(struct collector *c)
 	for (int i = 0; i < p->ndevs; i++)
 		xe_device_close(&p->devs[i]);
 	xe_free(p->x);
+	xe_cs_free(p->cs);
 	free(p);
 	c->priv = NULL;
 }

@@ -20,6 +20,7 @@
 #include "xe.h"
 
 struct capture;
+struct xe_cs;
 
 extern const struct collector_ops xe_collector_ops;
 
@@ -43,5 +44,16 @@ int xe_collector_resume(struct collector *c);
  * CAPSEC_XE_EU_STALL section), honouring its pid / uid filters. Any
  * thread. Returns 0 (also when there is nothing to add) or -errno. */
 int xe_collector_attach_capture(struct collector *c, struct capture *cap);
+
+/* The host batch-buffer parser (cs.h, docs/gpu-cs.md): feed it dumps with
+ * xe_cs_load(..., xe_collector_core(c), ...). NULL only when out of
+ * memory. Lives until the collector is freed. Loop thread. */
+struct xe_cs *xe_collector_cs(struct collector *c);
+
+/* Put the launch stacks of an encoded section's kernels into cap's stack
+ * table (capture_add_stacks: the symbolizer then resolves them with the
+ * kernel's pid) and write their ids into the kernels' stack fields, in
+ * place. Returns 0, -EBADMSG for a section that does not decode, -ENOMEM. */
+int xe_sec_link_stacks(struct capture *cap, void *buf, size_t len);
 
 #endif

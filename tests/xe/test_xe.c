@@ -23,6 +23,10 @@
 #include "section.h"
 #include "stream.h"
 #include "xe.h"
+#include "xe_collector.h"
+
+#include "capture/capture.h"
+#include "symtab.h"
 
 /* Set bits [lo, lo + width) of a 64-byte record to v, one bit at a time. */
 static void put_bits(uint8_t *rec, unsigned lo, unsigned width, uint64_t v)
@@ -246,6 +250,96 @@ static void test_attribution(void)
 	CHECK_EQ_INT(xe_sec_decode(buf, len, &cd, why, sizeof(why)), -EBADMSG);
 	free(buf);
 	xe_free(x);
+}
+
+/* A live capture's EU-stall section: the launch stacks join the capture's
+ * stack table (xe_sec_link_stacks), the symbols section names them for the
+ * kernel's pid, and folded / iaprof print those names. */
+static void test_symbolized_frames(void)
+{
+	const struct xe_decoder *d = xe_decoder_by_name("xe2");
+	uint64_t stack[3] = {0x401010, 0x402020, 0x403030}; /* leaf first */
+	struct xe_kernel_info k1 = {.gpu_addr = IBA + 0x10000, .size = 0x1000, .iba = IBA,
+				    .pid = 42, .uid = 1000, .name = "gemm_kernel",
+				    .file = "model.zebin", .comm = "python3",
+				    .ustack = stack, .nustack = 3};
+	struct xe_kernel_info k2 = {.gpu_addr = IBA + 0x20000, .size = 0x800, .iba = IBA,
+				    .pid = 43, .name = "softmax", .comm = "bench",
+				    .ustack = stack, .nustack = 2};
+	struct xe *x;
+	uint8_t rec[64];
+	void *buf, *sbuf;
+	size_t len, slen;
+	struct capture *c;
+	struct xe_capdata cd;
+	char *out = NULL;
+	struct xe_out_totals t;
+
+	CHECK_EQ_INT(xe_new(&(struct xe_config){0}, 0, &x), 0);
+	CHECK_EQ_INT(xe_ktab_add(x, &k1), 0);
+	CHECK_EQ_INT(xe_ktab_add(x, &k2), 0);
+	xe2_rec(rec, 0x10040 >> 3, XE_R_SEND, 5);
+	xe_ingest(x, d, rec, 64, 64, 1);
+	xe2_rec(rec, 0x20010 >> 3, XE_R_ACTIVE, 2);
+	xe_ingest(x, d, rec, 64, 64, 2);
+	CHECK_EQ_INT(xe_export(x, 0, NS_IV, NULL, &buf, &len), 0);
+	xe_free(x);
+
+	/* the capture already holds k1's stack (a launch record's): reused */
+	CHECK_EQ_INT(capture_new(&c), 0);
+	CHECK_EQ_INT(capture_add_stacks(c, &(struct capture_newstack){42, 1000, stack, 3, 0}, 1,
+					&(uint32_t){0}),
+		     0);
+	c->nstackrefs = 0;
+	CHECK_EQ_INT(xe_sec_link_stacks(c, buf, len), 0);
+	CHECK_EQ_INT(c->nstacks, 2);
+	CHECK_EQ_INT(c->nstackrefs, 2);
+	CHECK_EQ_INT(xe_sec_decode(buf, len, &cd, NULL, 0), 0);
+	CHECK_EQ_INT(cd.h->nkernels, 2);
+	CHECK_EQ_INT(cd.k[0].stack, 1);
+	CHECK_EQ_INT(cd.k[1].stack, 2);
+	CHECK(c->stackrefs[0].pid == 42 && c->stackrefs[0].uid == 1000 &&
+	      c->stackrefs[0].stack == 1);
+
+	/* what the symbolizer would write: pid 42's stack only (pid 43's
+	 * stack is left out, so its frames stay addresses) */
+	struct sym_table_builder *b;
+	struct sym_table *syms;
+	uint32_t idx[3];
+	CHECK_EQ_INT(sym_tb_new(false, &b), 0);
+	sym_tb_name(b, "launch;site", 11, &idx[0]); /* ';' must not split a frame */
+	sym_tb_name(b, "forward", 7, &idx[1]);
+	sym_tb_name(b, "main", 4, &idx[2]);
+	CHECK_EQ_INT(sym_tb_add(b, 42, 1, idx, NULL, 3, 0), 0);
+	CHECK_EQ_INT(sym_tb_encode(b, &sbuf, &slen), 0);
+	sym_tb_free(b);
+	CHECK_EQ_INT(sym_table_decode(sbuf, slen, &syms, NULL, 0), 0);
+
+	struct xe_out_opts o = {.syms = syms};
+	CHECK_EQ_INT(xe_write_folded(&cd, &o, NULL, NULL, sink_buf, &out, &t), 0);
+	CHECK(out && strstr(out, "python3;42;main;forward;launch:site;-;model.zebin_[G];"
+				 "gemm_kernel_[G];0x40_[g];send_[g];0x40_[g] 5\n"));
+	CHECK(out && strstr(out, "bench;43;0x402020;0x401010;-;[unknown file]_[G];softmax_[G];"));
+	free(out);
+	out = NULL;
+	CHECK_EQ_INT(xe_write_iaprof(&cd, &o, NULL, NULL, sink_buf, &out, &t), 0);
+	CHECK(out && strstr(out, "\tmain;forward;launch:site\n"));
+	CHECK(out && strstr(out, "\t0x402020;0x401010\n"));
+	free(out);
+	out = NULL;
+	/* without symbols: addresses, as before */
+	CHECK_EQ_INT(xe_write_folded(&cd, NULL, NULL, NULL, sink_buf, &out, &t), 0);
+	CHECK(out && strstr(out, "python3;42;0x403030;0x402020;0x401010;-;"));
+	free(out);
+	sym_table_free(syms);
+	free(sbuf);
+	xe_sec_finish(&cd);
+	/* a damaged section is refused and left alone */
+	((struct xe_sec_hdr *)buf)->nrows = 9;
+	CHECK_EQ_INT(xe_sec_link_stacks(c, buf, len), -EBADMSG);
+	CHECK_EQ_INT(c->nstacks, 2);
+	capture_free(c);
+	free(buf);
 }
 
 static void test_interval_table(void)
@@ -509,6 +603,7 @@ static void test_probe(void)
 	CHECK(!xe_kernel_release_ok("6.14.9-arch1"));
 	CHECK_EQ_U64(xe_pick_rate(rates, 7, 0), 1757); /* default: the slowest */
 	CHECK_EQ_U64(xe_pick_rate(rates, 7, 500), 502);
+	CHECK_EQ_U64(xe_pick_rate(rates, 7, UINT64_MAX), 251); /* xe.sample_rate = fastest */
 }
 
 int main(void)
@@ -516,6 +611,7 @@ int main(void)
 	RUN(test_probe);
 	RUN(test_decoders);
 	RUN(test_attribution);
+	RUN(test_symbolized_frames);
 	RUN(test_interval_table);
 	RUN(test_stream);
 	RUN(test_oa);
