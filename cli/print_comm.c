@@ -219,6 +219,7 @@ int cmd_analyze_comm(struct cli *cli, int argc, char **argv)
 	uint64_t id;
 	cJSON *p;
 
+	cli->cmd = "analyze comm"; /* --help prints this subcommand's manual */
 	r = cli_parse(cli, argc, argv, "r:", opts, comm_opt, &a, &first);
 	if (r != CLI_CONTINUE)
 		return r;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* comm_analyze(): params, extraction, metrics, straggler view, one result. */
+/* comm_analyze(): params, the ranks, then each rank's extraction and metrics,
+ * the straggler view; one result. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,17 +10,21 @@
 static void ctx_free(struct cctx *c)
 {
 	for (uint32_t i = 0; i < c->nranks; i++) {
-		free(c->ranks[i].ev);
-		free(c->ranks[i].comp);
-		free(c->ranks[i].mem);
 		free(c->ranks[i].iters);
 	}
+	for (uint32_t g = 0; g < c->nsg; g++)
+		free(c->sg[g].v);
+	free(c->sg);
+	cbuf_free(&c->buf);
+	free(c->buf.gpu);
 	free(c->ranks);
 	free(c->sclass);
 	free(c->group_of);
 	free(c->coll_type);
 	free(c->el_size);
+	free(c->iter_mark);
 	free(c->groups);
+	free(c->gcount);
 	comm_free_rules(c);
 }
 
@@ -51,7 +56,7 @@ int comm_analyze(const struct timeline *tl, const cJSON *params, const cJSON *de
 	if (err && errlen)
 		err[0] = '\0';
 	*result = NULL;
-	if ((rc = comm_parse_params(&c)) || (rc = comm_extract(&c)))
+	if ((rc = comm_parse_params(&c)) || (rc = comm_select(&c)))
 		goto out;
 	root = cJSON_CreateObject();
 	if (!root) {

@@ -27,7 +27,11 @@ struct bwacc {
 	double time_ns; /* Σ duration, every event */
 	double known_time_ns, bytes; /* over events with a size */
 	double bus_bytes, bus_time_ns; /* Σ bytes·factor, Σ duration where the factor is known */
-	struct dvec bw, util, busbw; /* per event, for means and percentiles */
+	double bw_sum, busbw_sum, util_sum; /* Σ per-event values, summed in event order */
+	uint64_t bw_n, busbw_n;
+	/* per-event utilisations, for the percentile; a rank's is a view into
+	 * the global one's storage */
+	struct dvec util;
 };
 
 struct cacc {

@@ -1,31 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * From the timeline to communication events: which kernels communicate,
- * their collective type, bytes and process group (from the kernel's args or
- * its launching record_param_comms op), the group's parallelism tag, and
- * each rank's compute/memory intervals and iteration windows.
+ * From the timeline to communication events, one rank at a time: which
+ * kernels communicate, their collective type, bytes and process group (from
+ * the kernel's args or its launching record_param_comms op), the group's
+ * parallelism tag, and the rank's compute/memory intervals and iteration
+ * windows.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm_int.h"
 
-const char *const ctype_name[CT_N] = { "AllReduce", "AllGather", "ReduceScatter", "AllToAll",
-				       "SendRecv",  "Send",	 "Recv",	  "Broadcast",
-				       "Reduce",    "Gather",	 "Scatter",	  "Barrier",
-				       "Unknown" };
-
 enum { SC_UNSEEN = 0, SC_COMM, SC_COMPUTE, SC_OTHER };
-
-/* NCCL/RCCL (nccl*, rccl*, ncclKernel), HCCL, oneCCL and DeepEP kernels. */
-static bool comm_name(const char *s)
-{
-	return !strncmp(s, "nccl", 4) || !strncmp(s, "rccl", 4) || !strncmp(s, "hccl", 4) ||
-	       strstr(s, "ncclKernel") || strstr(s, "ncclDevKernel") || strstr(s, "oneccl") ||
-	       strstr(s, "deep_ep::") || strstr(s, "deepep");
-}
 
 static uint8_t sclass(struct cctx *c, uint32_t name)
 {
@@ -36,138 +23,8 @@ static uint8_t sclass(struct cctx *c, uint32_t name)
 	if (c->sclass[name])
 		return c->sclass[name];
 	s = timeline_str(c->tl, name, NULL);
-	c->sclass[name] = comm_name(s) ? SC_COMM : SC_COMPUTE;
+	c->sclass[name] = comm_kernel_name(s) ? SC_COMM : SC_COMPUTE;
 	return c->sclass[name];
-}
-
-static const struct {
-	const char *name;
-	uint8_t type;
-} coll_names[] = {
-	{ "allreduce", CT_ALLREDUCE },	{ "allreduce_coalesced", CT_ALLREDUCE },
-	{ "all_reduce", CT_ALLREDUCE }, { "all_gather", CT_ALLGATHER },
-	{ "_allgather_base", CT_ALLGATHER }, { "allgather", CT_ALLGATHER },
-	{ "allgather_into_tensor_coalesced", CT_ALLGATHER }, { "allgather_coalesced", CT_ALLGATHER },
-	{ "all_gather_into_tensor", CT_ALLGATHER }, { "reduce_scatter", CT_REDUCESCATTER },
-	{ "_reduce_scatter_base", CT_REDUCESCATTER },
-	{ "reduce_scatter_tensor_coalesced", CT_REDUCESCATTER },
-	{ "reduce_scatter_tensor", CT_REDUCESCATTER }, { "all_to_all", CT_ALLTOALL },
-	{ "all_to_allv", CT_ALLTOALL }, { "alltoall", CT_ALLTOALL }, { "alltoall_base", CT_ALLTOALL },
-	{ "send", CT_SEND }, { "recv", CT_RECV }, { "sendrecv", CT_SENDRECV },
-	{ "broadcast", CT_BROADCAST }, { "reduce", CT_REDUCE }, { "gather", CT_GATHER },
-	{ "scatter", CT_SCATTER }, { "barrier", CT_BARRIER },
-};
-
-static int type_from_coll(const char *s)
-{
-	for (size_t i = 0; i < sizeof(coll_names) / sizeof(coll_names[0]); i++)
-		if (!strcmp(s, coll_names[i].name))
-			return coll_names[i].type;
-	return -1;
-}
-
-/* ^(nccl|rccl)(Dev|SymDev|SymkDev)?Kernel_<Coll>; DeepEP dispatch/combine
- * are all-to-alls. The algo/proto/dtype in the name are not what ran. */
-static uint8_t type_from_kernel(const char *s)
-{
-	static const struct {
-		const char *p;
-		uint8_t t;
-	} k[] = { { "AllReduce", CT_ALLREDUCE },       { "AllGather", CT_ALLGATHER },
-		  { "ReduceScatter", CT_REDUCESCATTER }, { "Broadcast", CT_BROADCAST },
-		  { "Reduce", CT_REDUCE },	       { "SendRecv", CT_SENDRECV },
-		  { "AllToAll", CT_ALLTOALL },	       { "AlltoAll", CT_ALLTOALL } };
-	const char *u = strstr(s, "Kernel_");
-
-	if (strstr(s, "deep_ep::") || strstr(s, "deepep"))
-		return CT_ALLTOALL;
-	if (!u)
-		return CT_UNKNOWN;
-	u += 7;
-	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
-		size_t n = strlen(k[i].p);
-
-		if (!strncmp(u, k[i].p, n) && (u[n] == '_' || u[n] == '(' || !u[n] || u[n] == 'V'))
-			return k[i].t;
-	}
-	return CT_UNKNOWN;
-}
-
-/* c10 ScalarType names and a few numpy-style spellings (facts §4.2). */
-int64_t dtype_size(const char *s)
-{
-	static const struct {
-		const char *n;
-		int8_t b;
-	} t[] = {
-		{ "Byte", 1 },	    { "Char", 1 },	   { "Short", 2 },	    { "Int", 4 },
-		{ "Long", 8 },	    { "Half", 2 },	   { "Float", 4 },	    { "Double", 8 },
-		{ "ComplexHalf", 4 }, { "ComplexFloat", 8 }, { "ComplexDouble", 16 }, { "Bool", 1 },
-		{ "QInt8", 1 },	    { "QUInt8", 1 },	   { "QInt32", 4 },	    { "BFloat16", 2 },
-		{ "QUInt4x2", 1 },  { "QUInt2x4", 1 },	   { "Bits1x8", 1 },	    { "Bits2x4", 1 },
-		{ "Bits4x2", 1 },   { "Bits8", 1 },	   { "Bits16", 2 },	    { "UInt16", 2 },
-		{ "UInt32", 4 },    { "UInt64", 8 },	   { "Float8_e5m2", 1 },    { "Float8_e4m3fn", 1 },
-		{ "Float8_e5m2fnuz", 1 }, { "Float8_e4m3fnuz", 1 }, { "Float8_e8m0fnu", 1 },
-		{ "Float4_e2m1fn_x2", 1 }, { "float32", 4 }, { "float16", 2 }, { "bfloat16", 2 },
-		{ "float64", 8 },   { "int64", 8 },	   { "int32", 4 },	    { "uint8", 1 },
-		{ "int8", 1 },
-	};
-
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-		if (!strcmp(s, t[i].n))
-			return t[i].b;
-	if ((!strncmp(s, "UInt", 4) || !strncmp(s, "Int", 3)) && strlen(s) <= 5)
-		return 1; /* UInt1..7 / Int1..7 placeholders */
-	return -1;
-}
-
-/* nccl-tests' busBW factor (facts §5); NaN when n is needed but unknown. */
-double busbw_factor(uint8_t type, int32_t n)
-{
-	switch (type) {
-	case CT_ALLREDUCE:
-		return n > 0 ? 2.0 * (n - 1) / n : NAN;
-	case CT_ALLGATHER:
-	case CT_REDUCESCATTER:
-	case CT_ALLTOALL:
-	case CT_GATHER:
-	case CT_SCATTER:
-		return n > 0 ? (double)(n - 1) / n : NAN;
-	case CT_BROADCAST:
-	case CT_REDUCE:
-	case CT_SENDRECV:
-	case CT_SEND:
-	case CT_RECV:
-		return 1.0;
-	default:
-		return NAN;
-	}
-}
-
-/* S per collective (documented in docs/analyses.md): the total buffer. */
-static int64_t bytes_of(uint8_t type, const struct tl_args *a, int64_t el)
-{
-	int64_t in = a->in_msg_nelems, out = a->out_msg_nelems, nel;
-
-	switch (type) {
-	case CT_ALLGATHER:
-	case CT_RECV:
-		nel = out >= 0 ? out : -1;
-		break;
-	case CT_ALLREDUCE:
-	case CT_REDUCESCATTER:
-	case CT_BROADCAST:
-	case CT_REDUCE:
-	case CT_SEND:
-	case CT_BARRIER:
-		nel = in;
-		break;
-	default: /* all-to-all(v), send/recv pairs, gather/scatter, unknown */
-		nel = in > out ? in : out;
-	}
-	if (nel < 0 || el <= 0 || nel > INT64_MAX / el)
-		return -1;
-	return nel * el;
 }
 
 /* Per string id caches: one strcmp walk per distinct name, not per event. */
@@ -208,32 +65,98 @@ static int cmp_xarg(const void *a, const void *b)
 	return x->ext < y->ext ? -1 : x->ext > y->ext;
 }
 
-static int rpc_args(struct cctx *c, const struct tl_rank *r, struct xarg **out, uint32_t *n)
+/* Append to a growable array of elements of size sz (doubling). */
+static int grow(void *pv, uint32_t n, uint32_t *cap, size_t sz)
 {
-	uint32_t rpc = timeline_str_find(c->tl, "record_param_comms", 18), cap = 0;
+	void **v = pv, *p;
+	uint32_t nc;
 
-	*out = NULL;
-	*n = 0;
-	if (!rpc)
+	if (n < *cap)
 		return 0;
+	nc = *cap ? *cap * 2 : 256;
+	if (!(p = realloc(*v, (size_t)nc * sz)))
+		return -ENOMEM;
+	*v = p;
+	*cap = nc;
+	return 0;
+}
+
+static bool named_iter_mark(struct cctx *c, const struct tl_event *e)
+{
+	const char *name;
+	size_t n;
+
+	if (e->name < c->nstrs && c->iter_mark[e->name])
+		return c->iter_mark[e->name] == 1;
+	name = timeline_str(c->tl, e->name, NULL);
+	n = strlen(c->iter_name);
+	bool m = c->iter_prefix ? !strncmp(name, c->iter_name, n - 1) : !strcmp(name, c->iter_name);
+
+	if (e->name < c->nstrs)
+		c->iter_mark[e->name] = m ? 1 : 2;
+	return m;
+}
+
+/* Inline: it runs on every event, and without iter_name it is one flag. */
+static inline bool is_iter_mark(struct cctx *c, const struct tl_event *e)
+{
+	return c->iter_name ? named_iter_mark(c, e) : e->flags & TL_EV_PROFILER_STEP;
+}
+
+/* Iteration marks (CPU-side; GPU-side ones for when there are none) and
+ * record_param_comms args. */
+struct marks {
+	struct xarg *x;
+	uint32_t nx, capx;
+	uint32_t *gpu; /* positions of GPU-side marks */
+	uint32_t ngpu, capgpu, capcpu;
+};
+
+static int add_mark(struct crank *cr, uint32_t *cap, const struct tl_event *e)
+{
+	if (grow(&cr->iters, cr->niters, cap, sizeof(*cr->iters)))
+		return -ENOMEM;
+	cr->iters[cr->niters++] = (struct ival){ e->ts_ns, e->ts_ns + e->dur_ns };
+	return 0;
+}
+
+/* The rank's CPU-side events, in order: the GPU-side ones (bits set from
+ * by_stream) are skipped without being read, since the pass over by_stream
+ * reads them anyway. */
+static int scan_cpu(struct cctx *c, struct crank *cr, struct marks *m)
+{
+	const struct tl_rank *r = cr->r;
+	const uint64_t *gpu = c->buf.gpu;
+	uint32_t rpc = timeline_str_find(c->tl, "record_param_comms", 18);
+
 	for (uint32_t i = 0; i < r->nev; i++) {
-		const struct tl_event *e = &r->ev[i];
+		const struct tl_event *e;
 
-		if (e->name != rpc || e->external_id < 0 || e->args == TL_NO_ARGS)
+		if (gpu[i / 64] == ~0ull) {
+			i |= 63;
 			continue;
-		if (*n == cap) {
-			struct xarg *p;
-
-			cap = cap ? cap * 2 : 64;
-			if (!(p = realloc(*out, cap * sizeof(*p))))
-				return -ENOMEM;
-			*out = p;
 		}
-		(*out)[*n].ext = e->external_id;
-		(*out)[(*n)++].a = &r->args[e->args];
+		if (gpu[i / 64] >> (i % 64) & 1)
+			continue;
+		e = &r->ev[i];
+		if (rpc && e->name == rpc && e->external_id >= 0 && e->args != TL_NO_ARGS) {
+			if (grow(&m->x, m->nx, &m->capx, sizeof(*m->x)))
+				return -ENOMEM;
+			m->x[m->nx].ext = e->external_id;
+			m->x[m->nx++].a = &r->args[e->args];
+		}
+		if (e->dur_ns > 0 && is_iter_mark(c, e) && e->kind != TL_K_GPU_USER_ANNOTATION &&
+		    add_mark(cr, &m->capcpu, e))
+			return -ENOMEM;
+		if (e->dur_ns > 0 && e->kind == TL_K_GPU_USER_ANNOTATION && is_iter_mark(c, e) &&
+		    !cr->niters) {
+			if (grow(&m->gpu, m->ngpu, &m->capgpu, sizeof(*m->gpu)))
+				return -ENOMEM;
+			m->gpu[m->ngpu++] = i;
+		}
 	}
-	if (*n)
-		qsort(*out, *n, sizeof(**out), cmp_xarg);
+	if (m->nx)
+		qsort(m->x, m->nx, sizeof(*m->x), cmp_xarg);
 	return 0;
 }
 
@@ -270,6 +193,7 @@ static int group_for(struct cctx *c, const struct tl_args *a, uint8_t type, uint
 {
 	uint32_t key = a ? (a->pg_name ? a->pg_name : a->pg_desc ? a->pg_desc : a->pg_ranks) : 0;
 	struct cgroup *g;
+	uint32_t *pc;
 
 	if (key < c->nstrs && c->group_of[key]) {
 		*out = c->group_of[key] - 1;
@@ -285,8 +209,12 @@ static int group_for(struct cctx *c, const struct tl_args *a, uint8_t type, uint
 		if (!p)
 			return -ENOMEM;
 		c->groups = p;
+		if (!(pc = realloc(c->gcount, cap * sizeof(*pc))))
+			return -ENOMEM;
+		c->gcount = pc;
 		c->groups_cap = cap;
 	}
+	c->gcount[c->ngroups] = 0;
 	g = &c->groups[c->ngroups];
 	memset(g, 0, sizeof(*g));
 	g->key = key;
@@ -301,61 +229,33 @@ static int group_for(struct cctx *c, const struct tl_args *a, uint8_t type, uint
 	return 0;
 }
 
-static int add_ival(struct ival **v, uint32_t *n, uint32_t *cap, int64_t s, int64_t e)
+static int cmp_u32(const void *a, const void *b)
 {
-	if (*n == *cap) {
-		uint32_t nc = *cap ? *cap * 2 : 256;
-		struct ival *p = realloc(*v, nc * sizeof(*p));
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
-		if (!p)
-			return -ENOMEM;
-		*v = p;
-		*cap = nc;
-	}
-	(*v)[(*n)++] = (struct ival){ s, e };
-	return 0;
+	return x < y ? -1 : x > y;
 }
 
-static bool is_iter_mark(const struct cctx *c, const struct tl_event *e, const char *name)
+/* Iteration windows: the CPU-side marks, else the GPU-side ones (in event
+ * order, as for the CPU side), sorted and made disjoint; none → the rank's
+ * GPU span as one iteration. */
+static int iterations(struct cctx *c, struct crank *cr, struct marks *m, int64_t gmin,
+		      int64_t gmax)
 {
-	size_t n;
+	uint32_t cap = m->capcpu;
 
-	if (!c->iter_name)
-		return e->flags & TL_EV_PROFILER_STEP;
-	n = strlen(c->iter_name);
-	if (c->iter_prefix)
-		return !strncmp(name, c->iter_name, n - 1);
-	return !strcmp(name, c->iter_name);
-}
-
-/* Iteration windows: the annotations (CPU side first, else GPU side), sorted
- * and made disjoint; none → the rank's GPU span as one iteration. */
-static int iterations(struct cctx *c, struct crank *cr, int64_t gmin, int64_t gmax)
-{
-	const struct tl_rank *r = cr->r;
-	uint32_t cap = 0;
-	int err;
-
-	for (int pass = 0; pass < 2 && !cr->niters; pass++) {
-		for (uint32_t i = 0; i < r->nev; i++) {
-			const struct tl_event *e = &r->ev[i];
-
-			bool gpu = (e->flags & TL_EV_GPU_SIDE) || e->kind == TL_K_GPU_USER_ANNOTATION;
-
-			if (gpu != (pass == 1))
-				continue;
-			if (e->dur_ns <= 0 || !is_iter_mark(c, e, timeline_str(c->tl, e->name, NULL)))
-				continue;
-			if ((err = add_ival(&cr->iters, &cr->niters, &cap, e->ts_ns, e->ts_ns + e->dur_ns)))
-				return err;
-		}
+	if (!cr->niters && m->ngpu) {
+		qsort(m->gpu, m->ngpu, sizeof(*m->gpu), cmp_u32);
+		for (uint32_t i = 0; i < m->ngpu; i++)
+			if (add_mark(cr, &cap, &cr->r->ev[m->gpu[i]]))
+				return -ENOMEM;
 	}
 	if (cr->niters) {
 		struct ival *tmp = malloc(cr->niters * sizeof(*tmp));
 
 		if (!tmp)
 			return -ENOMEM;
-		sort_ival(cr->iters, cr->niters, tmp);
+		sort_ival_inplace(cr->iters, cr->niters, tmp);
 		free(tmp);
 		for (uint32_t i = 0; i + 1 < cr->niters; i++)
 			if (cr->iters[i].e > cr->iters[i + 1].s)
@@ -363,109 +263,167 @@ static int iterations(struct cctx *c, struct crank *cr, int64_t gmin, int64_t gm
 		c->iter_marks = true;
 		return 0;
 	}
-	if (gmax > gmin)
-		return add_ival(&cr->iters, &cr->niters, &cap, gmin, gmax);
+	if (gmax > gmin) {
+		if (!(cr->iters = malloc(sizeof(*cr->iters))))
+			return -ENOMEM;
+		cr->iters[cr->niters++] = (struct ival){ gmin, gmax };
+	}
 	return 0;
 }
 
-static int one_rank(struct cctx *c, struct crank *cr)
+/* One comm kernel: type, bytes, group from its args (or its launch op's). */
+static int comm_event(struct cctx *c, struct crank *cr, const struct tl_event *e,
+		      const struct marks *m, int64_t s, int64_t en)
 {
-	const struct tl_rank *r = cr->r;
-	uint32_t cap_ev = 0, cap_comp = 0, cap_mem = 0, nx = 0, it = 0;
-	int64_t gmin = INT64_MAX, gmax = INT64_MIN;
-	struct xarg *x = NULL;
-	void *tmp;
+	const struct tl_args *a = coll_args(c, cr->r, e, m->x, m->nx);
+	int t = a ? coll_type_cached(c, a->collective_name) : -1;
+	uint8_t type = (uint8_t)(t >= 0 ? t : type_from_kernel(timeline_str(c->tl, e->name, NULL)));
+	int32_t n = a && a->group_size > 0 ? (int32_t)a->group_size : -1;
+	uint32_t g;
 	int err;
 
-	if ((err = rpc_args(c, r, &x, &nx)))
+	if ((err = group_for(c, a, type, &g)))
 		return err;
-	for (uint32_t i = 0; i < r->nby_stream; i++) {
-		const struct tl_event *e = &r->ev[r->by_stream[i]];
-		int64_t s = e->ts_ns, en = e->ts_ns + (e->dur_ns > 0 ? e->dur_ns : 0);
-		bool comm;
+	if (g >= CEV_MAX_GROUPS)
+		return cerr(c, -E2BIG, "more than %u process groups", CEV_MAX_GROUPS);
+	/* built in registers, stored once (bit-fields) */
+	cr->ev[cr->nev++] = (struct cev){ .s = s, .e = en,
+					  .bytes = a ? bytes_of(type, a, el_size_cached(c, a->dtype))
+						     : -1,
+					  .n = n >= 0 ? n : c->groups[g].size, .group = g,
+					  .tag = c->groups[g].tag, .type = type };
+	c->groups[g].events++;
+	c->gcount[g]++;
+	cr->comm_total_ns += en - s;
+	return 0;
+}
 
+void cbuf_free(struct cbuf *b)
+{
+	big_free(b->ev, b->cap * sizeof(*b->ev));
+	big_free(b->tmp, b->cap * sizeof(*b->ev));
+	big_free(b->comp, b->cap * sizeof(*b->comp));
+	big_free(b->mem, b->cap * sizeof(*b->mem));
+	b->ev = b->tmp = NULL, b->comp = b->mem = NULL, b->cap = 0;
+}
+
+/* Room in the shared buffers for a rank of nev events, nby of them GPU-side. */
+static int buf_room(struct cbuf *b, uint32_t nev, uint32_t nby)
+{
+	size_t words = (size_t)nev / 64 + 1;
+
+	if (nby + 1 > b->cap) {
+		size_t cap = (size_t)nby + 1;
+
+		cbuf_free(b);
+		b->ev = big_alloc(cap * sizeof(*b->ev));
+		b->comp = big_alloc(cap * sizeof(*b->comp));
+		b->mem = big_alloc(cap * sizeof(*b->mem));
+		b->tmp = big_alloc(cap * sizeof(*b->ev));
+		b->cap = cap;
+		if (!b->ev || !b->comp || !b->mem || !b->tmp) {
+			cbuf_free(b);
+			return -ENOMEM;
+		}
+	}
+	if (words > b->gpu_words) {
+		free(b->gpu);
+		b->gpu_words = (b->gpu = malloc(words * sizeof(*b->gpu))) ? words : 0;
+		if (!b->gpu)
+			return -ENOMEM;
+	}
+	memset(b->gpu, 0, words * sizeof(*b->gpu));
+	return 0;
+}
+
+/* Bit per GPU-side position. A stream's positions rise, mostly within one
+ * word at a time: the bits gather in a register (no read-modify-write chain
+ * through memory per event). */
+static void mark_gpu(uint64_t *gpu, const uint32_t *pos, uint32_t n)
+{
+	uint32_t w = n ? pos[0] / 64 : 0;
+	uint64_t acc = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (pos[i] / 64 != w) {
+			gpu[w] |= acc;
+			w = pos[i] / 64, acc = 0;
+		}
+		acc |= 1ull << (pos[i] % 64);
+	}
+	if (n)
+		gpu[w] |= acc;
+}
+
+/*
+ * One rank: its CPU-side events in order (iteration marks, launch ops'
+ * args), then its GPU work in stream order (by_stream); each event is read
+ * once. The GPU-side events are known from by_stream's positions alone.
+ */
+int comm_extract_rank(struct cctx *c, struct crank *cr)
+{
+	const struct tl_rank *r = cr->r;
+	struct marks m = { 0 };
+	int64_t gmin = INT64_MAX, gmax = INT64_MIN;
+	int err;
+
+	cr->nev = cr->ncomp = cr->nmem = 0;
+	if (c->ngroups)
+		memset(c->gcount, 0, c->ngroups * sizeof(*c->gcount));
+	if ((err = buf_room(&c->buf, r->nev, r->nby_stream)))
+		return err;
+	cr->ev = c->buf.ev, cr->comp = c->buf.comp, cr->mem = c->buf.mem;
+	mark_gpu(c->buf.gpu, r->by_stream, r->nby_stream);
+	if ((err = scan_cpu(c, cr, &m)))
+		goto out;
+	for (uint32_t i = 0; i < r->nby_stream; i++) {
+		uint32_t p = r->by_stream[i];
+		const struct tl_event *e = &r->ev[p];
+		int64_t s = e->ts_ns, en = e->ts_ns + (e->dur_ns > 0 ? e->dur_ns : 0);
+
+		if (i + 24 < r->nby_stream) { /* an event spans two cache lines */
+			const char *ahead = (const char *)&r->ev[r->by_stream[i + 24]];
+
+			__builtin_prefetch(ahead);
+			__builtin_prefetch(ahead + sizeof(struct tl_event) - 1);
+		}
+		if (e->dur_ns > 0 && is_iter_mark(c, e)) {
+			if (grow(&m.gpu, m.ngpu, &m.capgpu, sizeof(*m.gpu))) {
+				err = -ENOMEM;
+				goto out;
+			}
+			m.gpu[m.ngpu++] = p;
+		}
 		if (e->kind != TL_K_KERNEL && e->kind != TL_K_MEMCPY && e->kind != TL_K_MEMSET)
 			continue;
 		if (s < gmin)
 			gmin = s;
 		if (en > gmax)
 			gmax = en;
-		comm = e->kind == TL_K_KERNEL && sclass(c, e->name) == SC_COMM;
-		if (!comm) {
-			err = e->kind == TL_K_KERNEL ? add_ival(&cr->comp, &cr->ncomp, &cap_comp, s, en)
-						     : add_ival(&cr->mem, &cr->nmem, &cap_mem, s, en);
-			if (err)
-				goto out;
-			continue;
-		}
-		const struct tl_args *a = coll_args(c, r, e, x, nx);
-		int t = a ? coll_type_cached(c, a->collective_name) : -1;
-		struct cev v = { .s = s, .e = en, .stream = e->stream, .iter = -1, .n = -1 };
-
-		v.type = (uint8_t)(t >= 0 ? t : type_from_kernel(timeline_str(c->tl, e->name, NULL)));
-		if (a) {
-			v.n = a->group_size > 0 ? (int32_t)a->group_size : -1;
-			v.bytes = bytes_of(v.type, a, el_size_cached(c, a->dtype));
-		} else {
-			v.bytes = -1;
-		}
-		if ((err = group_for(c, a, v.type, &v.group)))
+		if (e->kind != TL_K_KERNEL)
+			cr->mem[cr->nmem++] = (struct ival){ s, en };
+		else if (sclass(c, e->name) != SC_COMM)
+			cr->comp[cr->ncomp++] = (struct ival){ s, en };
+		else if ((err = comm_event(c, cr, e, &m, s, en)))
 			goto out;
-		v.tag = c->groups[v.group].tag;
-		if (v.n < 0)
-			v.n = c->groups[v.group].size;
-		c->groups[v.group].events++;
-		cr->comm_total_ns += en - s;
-		if (cr->nev == cap_ev) {
-			uint32_t nc = cap_ev ? cap_ev * 2 : 256;
-			struct cev *p = realloc(cr->ev, nc * sizeof(*p));
-
-			if (!p) {
-				err = -ENOMEM;
-				goto out;
-			}
-			cr->ev = p;
-			cap_ev = nc;
-		}
-		cr->ev[cr->nev++] = v;
 	}
-	{
-		uint32_t m = cr->nev > cr->ncomp ? cr->nev : cr->ncomp;
-
-		m = m > cr->nmem ? m : cr->nmem;
-		tmp = malloc((size_t)m * sizeof(struct cev) + 1);
-		if (!tmp) {
-			err = -ENOMEM;
-			goto out;
-		}
-		sort_cev(cr->ev, cr->nev, tmp);
-		sort_ival(cr->comp, cr->ncomp, tmp);
-		sort_ival(cr->mem, cr->nmem, tmp);
-		free(tmp);
-	}
-	if ((err = iterations(c, cr, gmin, gmax)))
+	cr->ev = sort_cev(cr->ev, cr->nev, c->buf.tmp);
+	if (cr->ev == c->buf.tmp) /* the sorted copy is in the scratch: swap their roles */
+		c->buf.tmp = c->buf.ev, c->buf.ev = cr->ev;
+	sort_ival_inplace(cr->comp, cr->ncomp, c->buf.tmp);
+	sort_ival_inplace(cr->mem, cr->nmem, c->buf.tmp);
+	if ((err = iterations(c, cr, &m, gmin, gmax)))
 		goto out;
-	/* an event belongs to the iteration its start falls in */
-	for (uint32_t i = 0; i < cr->nev; i++) {
-		while (it < cr->niters && cr->iters[it].e <= cr->ev[i].s)
-			it++;
-		if (it < cr->niters && cr->iters[it].s <= cr->ev[i].s)
-			cr->ev[i].iter = (int32_t)it;
-	}
-	for (uint32_t d = 0; !c->link_bw && d < r->ndevices && !cr->link_bw; d++)
-		cr->link_bw = comm_link_bw_for_device(timeline_str(c->tl, r->devices[d].name, NULL));
-	if (c->link_bw)
-		cr->link_bw = c->link_bw;
+	c->comm_events += cr->nev;
 out:
-	free(x);
+	free(m.x);
+	free(m.gpu);
 	return err;
 }
 
-int comm_extract(struct cctx *c)
+int comm_select(struct cctx *c)
 {
 	uint32_t n = timeline_nranks(c->tl);
-	uint64_t comm = 0;
-	int err;
 
 	c->nstrs = timeline_nstrs(c->tl);
 	c->wait_id = timeline_str_find(c->tl, "wait", 4);
@@ -473,18 +431,23 @@ int comm_extract(struct cctx *c)
 	c->group_of = calloc(c->nstrs + 1, sizeof(*c->group_of));
 	c->coll_type = calloc(c->nstrs + 1, 1);
 	c->el_size = calloc(c->nstrs + 1, 1);
+	c->iter_mark = c->iter_name ? calloc(c->nstrs + 1, 1) : NULL;
 	c->ranks = calloc(n + 1, sizeof(*c->ranks));
-	if (!c->sclass || !c->group_of || !c->ranks || !c->coll_type || !c->el_size)
+	if (!c->sclass || !c->group_of || !c->ranks || !c->coll_type || !c->el_size ||
+	    (c->iter_name && !c->iter_mark))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct tl_rank *r = timeline_rank_at(c->tl, i);
+		struct crank *cr = &c->ranks[c->nranks];
 
 		if (c->has_rank && r->rank != c->rank)
 			continue;
-		c->ranks[c->nranks].r = r;
-		if ((err = one_rank(c, &c->ranks[c->nranks++])))
-			return err;
-		comm += c->ranks[c->nranks - 1].nev;
+		cr->r = r;
+		for (uint32_t d = 0; !c->link_bw && d < r->ndevices && !cr->link_bw; d++)
+			cr->link_bw = comm_link_bw_for_device(timeline_str(c->tl, r->devices[d].name, NULL));
+		if (c->link_bw)
+			cr->link_bw = c->link_bw;
+		c->nranks++;
 	}
 	if (c->has_rank && !c->nranks) {
 		char list[160];
@@ -496,8 +459,5 @@ int comm_extract(struct cctx *c)
 					      timeline_rank_at(c->tl, i)->rank);
 		return cerr(c, -EINVAL, "rank %d is not in this capture (ranks: %s)", c->rank, list);
 	}
-	if (!comm)
-		return cerr(c, -ENODATA, "no communication kernels (NCCL/RCCL/oneCCL/DeepEP) in %s",
-			    c->has_rank ? "this rank" : "this capture");
 	return 0;
 }

@@ -20,16 +20,17 @@ enum ctype {
 };
 extern const char *const ctype_name[CT_N];
 
-/* One communication kernel. Times in ns (file clock). */
+/* One communication kernel (times in ns, file clock); 32 bytes, as the
+ * metrics stream millions of them. */
+#define CEV_MAX_GROUPS (1u << 25)
+_Static_assert(CT_N <= 16 && TAG_N <= 8, "struct cev's tag/type bit-fields");
 struct cev {
 	int64_t s, e;
 	int64_t bytes; /* S as nccl-tests counts it; -1 unknown */
-	int64_t stream;
 	int32_t n; /* group size, -1 unknown */
-	uint32_t group; /* index into cctx.groups */
-	uint8_t tag, type;
-	uint16_t pad;
-	int32_t iter; /* iteration on its rank, -1 outside every iteration */
+	uint32_t group : 25; /* index into cctx.groups */
+	uint32_t tag : 3; /* enum ctag */
+	uint32_t type : 4; /* enum ctype */
 };
 
 /* struct ival, ival_total() and ival_overlap() come from the timeline
@@ -57,7 +58,8 @@ struct crule {
 	uint8_t tag;
 };
 
-/* Per selected rank: its comm events (by start), other GPU work, iterations. */
+/* Per selected rank: its comm events (by start), other GPU work (in the
+ * context's shared buffers while the rank is processed), iterations. */
 struct crank {
 	const struct tl_rank *r;
 	struct cev *ev;
@@ -68,6 +70,35 @@ struct crank {
 	uint32_t niters;
 	double link_bw; /* B_hw for this rank (bytes/s), 0 unknown */
 	int64_t comm_total_ns; /* every comm kernel's duration, inside iterations or not */
+};
+
+/*
+ * Straggler view, built as the ranks go by: instance k of a process group
+ * (its k-th kernel on each rank, issue order) keeps the earliest and the
+ * latest start over the ranks so far, the rank that started last (the
+ * first of equals) and that kernel's type. Memory: one rank's events.
+ */
+struct sginst {
+	int64_t lo, hi;
+	uint32_t last; /* index into cctx.ranks */
+	uint8_t type;
+};
+
+struct sggroup {
+	struct sginst *v;
+	uint32_t n, cap;
+	uint32_t cur; /* the current rank's kernels of the group so far */
+	uint32_t with, nmin, nmax; /* ranks with kernels of the group; their min/max count */
+};
+
+/* Buffers reused from rank to rank (sized for the largest), so the pages
+ * are faulted in once per analysis, not once per rank. */
+struct cbuf {
+	struct cev *ev;
+	struct ival *comp, *mem;
+	void *tmp; /* sort scratch */
+	uint64_t *gpu; /* bit per event position: GPU-side (in by_stream) */
+	size_t cap, gpu_words;
 };
 
 struct cctx {
@@ -92,14 +123,20 @@ struct cctx {
 	uint8_t *sclass; /* per string id: 0 unseen, 1 comm kernel, 2 compute, 3 other */
 	int8_t *coll_type; /* per string id: collective type + 1, 0 unseen, -1 none */
 	int8_t *el_size; /* per string id: dtype size + 1, 0 unseen, -1 unknown */
+	uint8_t *iter_mark; /* with iter_name, per string id: 0 unseen, 1 mark, 2 not */
 	uint32_t nstrs;
 	uint32_t wait_id; /* string id of "wait", 0 if absent */
 	uint32_t *group_of; /* per string id (group key): group index + 1 */
 	struct cgroup *groups;
 	uint32_t ngroups, groups_cap;
+	uint32_t *gcount; /* per group: comm events of the rank being extracted */
+	struct sggroup *sg; /* per group */
+	uint32_t nsg;
 
 	struct crank *ranks;
 	uint32_t nranks;
+	struct cbuf buf;
+	uint64_t comm_events; /* over the ranks extracted so far */
 	bool iter_marks; /* some rank had iteration annotations */
 };
 
@@ -111,18 +148,36 @@ void comm_free_rules(struct cctx *c);
 /* Tag of group g: user rules, then names, then sizes/stride, else OTHER. */
 void comm_tag_group(struct cctx *c, struct cgroup *g, uint8_t type);
 
-/* comm_extract.c */
-int comm_extract(struct cctx *c);
+/* comm_extract.c: the selected ranks (c->ranks[].r, link_bw), then each
+ * rank's events into the shared buffers (valid until the next rank). */
+int comm_select(struct cctx *c);
+int comm_extract_rank(struct cctx *c, struct crank *cr);
+void cbuf_free(struct cbuf *b);
+
+/* comm_types.c */
+bool comm_kernel_name(const char *s);
+int type_from_coll(const char *s); /* "Collective name" → enum ctype, -1 */
+uint8_t type_from_kernel(const char *s); /* NCCL kernel name → enum ctype */
 int64_t dtype_size(const char *s);
+int64_t bytes_of(uint8_t type, const struct tl_args *a, int64_t el); /* S, -1 unknown */
 double busbw_factor(uint8_t type, int32_t n);
 
 /* comm_util.c */
-void sort_cev(struct cev *v, uint32_t n, struct cev *tmp); /* by start, stable */
-void sort_ival(struct ival *v, uint32_t n, struct ival *tmp);
-uint32_t ival_merge_sorted(struct ival *v, uint32_t n); /* in place, sorted input */
+/* n bytes, huge-page backed when large; freed with big_free(p, same n). */
+void *big_alloc(size_t n);
+void big_free(void *p, size_t n);
+/* By start, stable; the result is in v or in tmp (returned). */
+struct cev *sort_cev(struct cev *v, uint32_t n, struct cev *tmp);
+struct ival *sort_ival(struct ival *v, uint32_t n, struct ival *tmp);
+void sort_ival_inplace(struct ival *v, uint32_t n, struct ival *tmp); /* result in v */
+/* First index from i on whose start is >= t (v sorted by start; galloping). */
+uint32_t first_cev_at(const struct cev *v, uint32_t i, uint32_t n, int64_t t);
+uint32_t first_ival_at(const struct ival *v, uint32_t i, uint32_t n, int64_t t);
 /* Union of two merged lists into out (room for na + nb); returns count. */
 uint32_t ival_union2(const struct ival *a, uint32_t na, const struct ival *b, uint32_t nb,
 		     struct ival *out);
+/* ival_overlap() of a and b (each sorted, disjoint), b searched for a's span. */
+int64_t overlap_window(const struct ival *a, uint32_t na, const struct ival *b, uint32_t nb);
 int cmp_double(const void *a, const void *b);
 /* Linear interpolation between closest ranks (numpy default, type 7);
  * v sorted ascending; NaN when n == 0. */
@@ -134,7 +189,28 @@ double pctl_unsorted(double *v, size_t n, double p);
 int comm_metrics(struct cctx *c, cJSON *root);
 
 /* comm_straggler.c */
+/* Room for the rank's kernels (counts in c->gcount); then every kernel of
+ * the rank goes through sg_put() in start order; then comm_straggler_end(). */
+int comm_straggler_begin(struct cctx *c);
+void comm_straggler_end(struct cctx *c);
 int comm_straggler(struct cctx *c, cJSON *root);
+
+static inline void sg_put(struct cctx *c, uint32_t rank, const struct cev *v)
+{
+	struct sggroup *g = &c->sg[v->group];
+	uint32_t k = g->cur++;
+	struct sginst *x = &g->v[k];
+
+	if (k == g->n) {
+		g->n++;
+		*x = (struct sginst){ v->s, v->s, rank, v->type };
+		return;
+	}
+	if (v->s < x->lo)
+		x->lo = v->s;
+	if (v->s > x->hi)
+		x->hi = v->s, x->last = rank, x->type = v->type;
+}
 
 /* JSON helpers that record allocation failure. */
 cJSON *cj_obj(struct cctx *c, cJSON *parent, const char *key);

@@ -33,11 +33,28 @@ void dvec_free(struct dvec *d)
 	memset(d, 0, sizeof(*d));
 }
 
+/* The utilisation values live in big_alloc() memory (millions of them). */
 void bwacc_free(struct bwacc *b)
 {
-	dvec_free(&b->bw);
-	dvec_free(&b->util);
-	dvec_free(&b->busbw);
+	big_free(b->util.v, b->util.cap * sizeof(double));
+	memset(&b->util, 0, sizeof(b->util));
+}
+
+static int util_room(struct dvec *d, size_t need)
+{
+	size_t cap = d->cap * 2 > need ? d->cap * 2 : need;
+	double *p;
+
+	if (need <= d->cap)
+		return 0;
+	if (!(p = big_alloc(cap * sizeof(*p))))
+		return -ENOMEM;
+	if (d->n)
+		memcpy(p, d->v, d->n * sizeof(*p));
+	big_free(d->v, d->cap * sizeof(*p));
+	d->v = p;
+	d->cap = cap;
+	return 0;
 }
 
 /* Scratch reused across iterations of one rank. */
@@ -121,82 +138,110 @@ static void tag_shares(struct scratch *s, const struct cev *v, uint32_t n, int64
 		       double *share)
 {
 	uint32_t act[TAG_N] = { 0 }, k = 0, nh = 0, i = 0;
-	int64_t prev = 0;
+	unsigned mask = 0; /* the active tags (k of them), for the adds in tag order */
+	int64_t prev = 0, a = 0, b = 0;
+	bool pend = false; /* v[i] clipped to [a, b) is the next start */
 
 	for (;;) {
-		int64_t a = 0, b = 0;
 		bool start;
 
-		while (i < n) { /* next non-empty clipped interval */
+		for (; !pend && i < n; i += !pend) { /* next non-empty clipped interval */
 			a = v[i].s > lo ? v[i].s : lo;
 			b = v[i].e < hi ? v[i].e : hi;
-			if (b > a)
-				break;
-			i++;
+			pend = b > a;
 		}
-		if (i >= n && !nh)
+		if (!pend && !nh)
 			break;
-		start = i < n && (!nh || a < s->b[0].t);
+		start = pend && (!nh || a < s->b[0].t);
 		int64_t t = start ? a : s->b[0].t;
 
-		if (k && t > prev) {
+		if (k == 1 && t > prev) { /* the usual case: one tag active */
+			share[__builtin_ctz(mask)] += (double)(t - prev);
+		} else if (k && t > prev) {
 			double part = (double)(t - prev) / k;
 
-			for (int g = 0; g < TAG_N; g++)
-				if (act[g])
-					share[g] += part;
+			for (unsigned m = mask; m; m &= m - 1)
+				share[__builtin_ctz(m)] += part;
 		}
 		prev = t;
 		if (start) {
-			k += !act[v[i].tag]++;
+			if (!act[v[i].tag]++)
+				k++, mask |= 1u << v[i].tag;
 			heap_push(s->b, &nh, (struct bnd){ b, -1, v[i].tag });
 			i++;
+			pend = false;
 		} else {
 			struct bnd x = heap_pop(s->b, &nh);
 
-			k -= !--act[x.tag];
+			if (!--act[x.tag])
+				k--, mask &= ~(1u << x.tag);
 		}
 	}
 }
 
-/* Clip [s, e) to [lo, hi) into the sorted list (starts are sorted). */
+/* Clip [s, e) to [lo, hi) into the merged list u: starts come sorted, so
+ * the union (sorted, disjoint) is built as it goes. */
 static uint32_t clip_push(struct ival *u, uint32_t n, int64_t s, int64_t e, int64_t lo, int64_t hi)
 {
 	if (s < lo)
 		s = lo;
 	if (e > hi)
 		e = hi;
-	if (e > s)
-		u[n++] = (struct ival){ s, e };
-	return n;
+	if (e <= s)
+		return n;
+	if (n && s <= u[n - 1].e) {
+		if (e > u[n - 1].e)
+			u[n - 1].e = e;
+		return n;
+	}
+	u[n] = (struct ival){ s, e };
+	return n + 1;
 }
 
-static int bw_event(struct bwacc *b, const struct cev *v, double link_bw)
+/* The last (type, group size) and its bus-bandwidth factor. */
+struct bfmemo {
+	uint8_t type;
+	int32_t n;
+	double f;
+};
+
+/* One event into its rank's accumulator b and the global one g: the means'
+ * sums in event order on both, the utilisation values on g only (room
+ * reserved by one_rank()). */
+static void bw_event(struct bwacc *b, struct bwacc *g, const struct cev *v, double link_bw,
+		    struct bfmemo *memo)
 {
 	double dur = (double)(v->e - v->s), bw, f;
-	int err = 0;
 
 	b->events++;
 	b->time_ns += dur;
 	if (v->bytes < 0) {
 		b->unknown++;
-		return 0;
+		return;
 	}
 	b->bytes += (double)v->bytes;
 	b->known_time_ns += dur;
 	if (dur <= 0)
-		return 0;
+		return;
 	bw = (double)v->bytes / (dur * 1e-9);
-	f = busbw_factor(v->type, v->n);
-	err = dvec_push(&b->bw, bw);
-	if (!err && link_bw > 0)
-		err = dvec_push(&b->util, bw / link_bw);
-	if (!err && isfinite(f)) {
+	if (v->type != memo->type || v->n != memo->n) /* runs of one collective: one division */
+		*memo = (struct bfmemo){ v->type, v->n, busbw_factor(v->type, v->n) };
+	f = memo->f;
+	b->bw_sum += bw, b->bw_n++;
+	g->bw_sum += bw, g->bw_n++;
+	if (isfinite(f)) {
 		b->bus_bytes += (double)v->bytes * f;
 		b->bus_time_ns += dur;
-		err = dvec_push(&b->busbw, bw * f);
+		b->busbw_sum += bw * f, b->busbw_n++;
+		g->busbw_sum += bw * f, g->busbw_n++;
 	}
-	return err;
+	if (link_bw > 0) {
+		double u = bw / link_bw;
+
+		b->util_sum += u;
+		g->util_sum += u;
+		g->util.v[g->util.n++] = u;
+	}
 }
 
 static void brk_add(struct brk *d, const struct brk *s)
@@ -218,14 +263,16 @@ static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct 
 	struct brk b = { .T = (double)(hi - lo) };
 	double bytes = 0, ov, u_all;
 	uint32_t nall, c0 = *ci, m0 = *mi, nunk = 0;
-	int64_t known_union;
+	int64_t known_union = 0, ks = 0, ke = 0; /* sized events' union: total, open run */
+	bool kn = false;
+	struct bfmemo memo = { CT_N, 0, NAN };
+	const uint32_t rank = (uint32_t)(cr - c->ranks);
+	const double link_bw = cr->link_bw;
 	int err;
 
 	/* compute / memory intervals starting in this iteration */
-	while (*ci < cr->ncomp && cr->comp[*ci].s < hi)
-		(*ci)++;
-	while (*mi < cr->nmem && cr->mem[*mi].s < hi)
-		(*mi)++;
+	*ci = first_ival_at(cr->comp, *ci, cr->ncomp, hi);
+	*mi = first_ival_at(cr->mem, *mi, cr->nmem, hi);
 	if ((err = scratch_room(s, n + (*ci - c0) + (*mi - m0) + 1)))
 		return err;
 	s->ncu = s->nco = s->nme = 0;
@@ -244,28 +291,38 @@ static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct 
 		s->nme = clip_push(s->me, s->nme, cr->mem[i].s, cr->mem[i].e, lo, hi);
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		b.sum_comm[ev[i].tag] += (double)(ev[i].e - ev[i].s);
-		s->ncu = clip_push(s->cu, s->ncu, ev[i].s, ev[i].e, lo, hi);
-		s->ntu[ev[i].tag] = clip_push(s->tu[ev[i].tag], s->ntu[ev[i].tag], ev[i].s, ev[i].e, lo, hi);
-		if ((err = bw_event(&ra->bw[ev[i].tag], &ev[i], cr->link_bw)))
-			return err;
-		if (ev[i].bytes >= 0)
-			bytes += (double)ev[i].bytes;
-		else
+		const struct cev v = ev[i]; /* one load: the stores below may alias ev */
+
+		sg_put(c, rank, &v);
+		b.sum_comm[v.tag] += (double)(v.e - v.s);
+		s->ncu = clip_push(s->cu, s->ncu, v.s, v.e, lo, hi);
+		s->ntu[v.tag] = clip_push(s->tu[v.tag], s->ntu[v.tag], v.s, v.e, lo, hi);
+		bw_event(&ra->bw[v.tag], &a->bw[v.tag], &v, link_bw, &memo);
+		if (v.bytes < 0) {
 			nunk++;
+			continue;
+		}
+		bytes += (double)v.bytes;
+		/* the (unclipped) union of sized events, for the iteration's bandwidth */
+		if (v.e <= v.s)
+			continue;
+		if (kn && v.s <= ke) {
+			ke = v.e > ke ? v.e : ke;
+		} else {
+			known_union += ke - ks;
+			ks = v.s, ke = v.e, kn = true;
+		}
 	}
-	s->ncu = ival_merge_sorted(s->cu, s->ncu);
-	s->nco = ival_merge_sorted(s->co, s->nco);
-	s->nme = ival_merge_sorted(s->me, s->nme);
-	for (int t = 0; t < TAG_N; t++)
-		s->ntu[t] = ival_merge_sorted(s->tu[t], s->ntu[t]);
+	known_union += ke - ks;
 
 	/* exact partition: comm, then compute outside comm, then memory */
 	b.comm_union = (double)ival_total(s->cu, s->ncu);
 	ov = (double)ival_overlap(s->cu, s->ncu, s->co, s->nco);
 	b.u_comp = (double)ival_total(s->co, s->nco) - ov;
-	nall = ival_union2(s->cu, s->ncu, s->co, s->nco, s->tmp);
-	b.u_mem = (double)(ival_total(s->me, s->nme) - ival_overlap(s->me, s->nme, s->tmp, nall));
+	if (s->nme) { /* memory outside comm ∪ compute */
+		nall = ival_union2(s->cu, s->ncu, s->co, s->nco, s->tmp);
+		b.u_mem = (double)(ival_total(s->me, s->nme) - ival_overlap(s->me, s->nme, s->tmp, nall));
+	}
 	u_all = b.comm_union + b.u_comp + b.u_mem;
 	b.u_idle = b.T - u_all;
 	tag_shares(s, ev, n, lo, hi, b.u_comm);
@@ -285,7 +342,7 @@ static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct 
 		double tu = (double)ival_total(s->tu[t], s->ntu[t]);
 
 		if (tu > 0) {
-			a->ov_tag_sum[t] += (double)ival_overlap(s->tu[t], s->ntu[t], s->co, s->nco) / tu;
+			a->ov_tag_sum[t] += (double)overlap_window(s->tu[t], s->ntu[t], s->co, s->nco) / tu;
 			a->ov_tag_n[t]++;
 		}
 	}
@@ -303,16 +360,6 @@ static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct 
 		i = j + 1;
 	}
 
-	/* per-iteration bandwidth over the (unclipped) union of sized events */
-	{
-		uint32_t k = 0;
-
-		for (uint32_t i = 0; i < n; i++)
-			if (ev[i].bytes >= 0)
-				s->tmp[k++] = (struct ival){ ev[i].s, ev[i].e };
-		k = ival_merge_sorted(s->tmp, k);
-		known_union = ival_total(s->tmp, k);
-	}
 	if (ra->iters) {
 		cJSON *o = cj_obj(c, ra->iters, NULL);
 		double bw = known_union > 0 ? bytes / ((double)known_union * 1e-9) : NAN;
@@ -331,56 +378,67 @@ static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct 
 	return 0;
 }
 
-static int bw_merge(struct bwacc *d, const struct bwacc *s)
+static void bw_merge(struct bwacc *d, const struct bwacc *s)
 {
-	int err = 0;
-
 	d->events += s->events, d->unknown += s->unknown, d->time_ns += s->time_ns;
 	d->known_time_ns += s->known_time_ns, d->bytes += s->bytes;
 	d->bus_bytes += s->bus_bytes, d->bus_time_ns += s->bus_time_ns;
-	for (size_t i = 0; !err && i < s->bw.n; i++)
-		err = dvec_push(&d->bw, s->bw.v[i]);
-	for (size_t i = 0; !err && i < s->util.n; i++)
-		err = dvec_push(&d->util, s->util.v[i]);
-	for (size_t i = 0; !err && i < s->busbw.n; i++)
-		err = dvec_push(&d->busbw, s->busbw.v[i]);
-	return err;
 }
 
-static int one_rank(struct cctx *c, struct crank *cr, struct cacc *a, cJSON *ranks)
+static int one_rank(struct cctx *c, struct crank *cr, struct scratch *s, struct cacc *a,
+		    cJSON *ranks)
 {
-	struct scratch s = { 0 };
 	struct rankacc ra = { 0 };
+	size_t util0[TAG_N];
 	uint32_t i = 0, ci = 0, mi = 0;
 	cJSON *o = cj_obj(c, ranks, NULL);
-	int err = 0;
+	int err = comm_extract_rank(c, cr);
 
+	for (int t = 0; t < TAG_N; t++)
+		util0[t] = a->bw[t].util.n;
 	ra.iters = cJSON_CreateArray();
+	if (!err)
+		err = comm_straggler_begin(c);
+	if (!err && cr->link_bw > 0) { /* at most one utilisation value per event */
+		size_t per_tag[TAG_N] = { 0 };
+
+		for (uint32_t g = 0; g < c->ngroups; g++)
+			per_tag[c->groups[g].tag] += c->gcount[g];
+		for (int t = 0; t < TAG_N && !err; t++)
+			err = util_room(&a->bw[t].util, a->bw[t].util.n + per_tag[t]);
+	}
+	/* an event belongs to the iteration its start falls in (windows are
+	 * sorted and disjoint), else it is outside every iteration */
 	for (uint32_t it = 0; it < cr->niters && !err; it++) {
 		uint32_t j;
 
-		while (i < cr->nev && cr->ev[i].iter < (int32_t)it)
-			i++;
-		for (j = i; j < cr->nev && cr->ev[j].iter == (int32_t)it; j++)
-			;
+		for (; i < cr->nev && cr->ev[i].s < cr->iters[it].s; i++) {
+			a->outside_ns += (double)(cr->ev[i].e - cr->ev[i].s), a->outside_events++;
+			sg_put(c, (uint32_t)(cr - c->ranks), &cr->ev[i]);
+		}
+		j = first_cev_at(cr->ev, i, cr->nev, cr->iters[it].e);
 		/* compute/memory intervals before this window are skipped */
 		while (ci < cr->ncomp && cr->comp[ci].s < cr->iters[it].s)
 			ci++;
 		while (mi < cr->nmem && cr->mem[mi].s < cr->iters[it].s)
 			mi++;
-		err = one_iter(c, cr, it, cr->ev + i, j - i, &ci, &mi, &s, a, &ra);
+		err = one_iter(c, cr, it, cr->ev + i, j - i, &ci, &mi, s, a, &ra);
 		i = j;
 	}
-	for (uint32_t k = 0; k < cr->nev; k++)
-		if (cr->ev[k].iter < 0)
-			a->outside_ns += (double)(cr->ev[k].e - cr->ev[k].s), a->outside_events++;
+	for (; !err && i < cr->nev; i++) { /* after the last iteration */
+		a->outside_ns += (double)(cr->ev[i].e - cr->ev[i].s), a->outside_events++;
+		sg_put(c, (uint32_t)(cr - c->ranks), &cr->ev[i]);
+	}
 	a->comm_total_ns += (double)cr->comm_total_ns;
 	a->rank_iters += cr->niters;
 	if (cr->niters > a->max_iters)
 		a->max_iters = cr->niters;
 	brk_add(&a->all, &ra.b);
-	for (int t = 0; t < TAG_N && !err; t++)
-		err = bw_merge(&a->bw[t], &ra.bw[t]);
+	for (int t = 0; t < TAG_N; t++) { /* the rank's slice of the global values */
+		bw_merge(&a->bw[t], &ra.bw[t]);
+		ra.bw[t].util = (struct dvec){ a->bw[t].util.v + util0[t],
+					       a->bw[t].util.n - util0[t], 0 };
+	}
 	if (!err) {
 		cj_num(c, o, "rank", cr->r->rank);
 		cj_num(c, o, "iterations", cr->niters);
@@ -392,24 +450,28 @@ static int one_rank(struct cctx *c, struct crank *cr, struct cacc *a, cJSON *ran
 		if (ra.iters && o && cJSON_AddItemToObject(o, "iteration_list", ra.iters))
 			ra.iters = NULL;
 	}
+	comm_straggler_end(c);
 	cJSON_Delete(ra.iters);
-	for (int t = 0; t < TAG_N; t++)
-		bwacc_free(&ra.bw[t]);
-	scratch_free(&s);
+	cr->ev = NULL, cr->comp = cr->mem = NULL; /* the shared buffers move on */
 	return err;
 }
 
 int comm_metrics(struct cctx *c, cJSON *root)
 {
 	struct cacc a;
+	struct scratch s = { 0 };
 	cJSON *ranks = cj_arr(c, root, "ranks");
 	int err = 0;
 
 	memset(&a, 0, sizeof(a));
 	for (uint32_t r = 0; r < c->nranks && !err; r++)
-		err = one_rank(c, &c->ranks[r], &a, ranks);
+		err = one_rank(c, &c->ranks[r], &s, &a, ranks);
+	if (!err && !c->comm_events)
+		err = cerr(c, -ENODATA, "no communication kernels (NCCL/RCCL/oneCCL/DeepEP) in %s",
+			   c->has_rank ? "this rank" : "this capture");
 	if (!err)
 		err = comm_report(c, root, &a);
+	scratch_free(&s);
 	dvec_free(&a.iter_time);
 	for (int t = 0; t < TAG_N; t++) {
 		bwacc_free(&a.bw[t]);

@@ -66,12 +66,13 @@ void report_bandwidth(struct cctx *c, cJSON *o, struct bwacc *bw, double link_bw
 		cj_num(c, x, "events_bytes_unknown", (double)b->unknown);
 		cj_num(c, x, "time_us", ns_us(b->time_ns));
 		cj_num(c, x, "total_bytes", b->bytes);
-		cj_num(c, x, "avg_bw_Bps", mean(&b->bw));
-		cj_num(c, x, "avg_busbw_Bps", mean(&b->busbw));
+		cj_num(c, x, "avg_bw_Bps", b->bw_n ? b->bw_sum / (double)b->bw_n : NAN);
+		cj_num(c, x, "avg_busbw_Bps", b->busbw_n ? b->busbw_sum / (double)b->busbw_n : NAN);
 		cj_num(c, x, "algbw_Bps", alg);
 		cj_num(c, x, "busbw_Bps",
 		       b->bus_time_ns > 0 ? b->bus_bytes / (b->bus_time_ns * 1e-9) : NAN);
-		cj_num(c, x, "avg_util", link_bw > 0 ? mean(&b->util) : NAN);
+		cj_num(c, x, "avg_util",
+		       link_bw > 0 && b->util.n ? b->util_sum / (double)b->util.n : NAN);
 		cj_num(c, x, "p95_util", link_bw > 0 ? pctl_unsorted(b->util.v, b->util.n, 95) : NAN);
 		cj_num(c, x, "global_avg_util", link_bw > 0 ? alg / link_bw : NAN);
 	}

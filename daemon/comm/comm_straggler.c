@@ -27,11 +27,45 @@ static int cmp_inst(const void *a, const void *b)
 	return x->spread < y->spread ? 1 : x->spread > y->spread ? -1 : 0;
 }
 
-/* Positions of group g's events on each rank, in start order. */
-struct gpos {
-	uint32_t *p;
-	uint32_t n;
-};
+int comm_straggler_begin(struct cctx *c)
+{
+	if (c->ngroups > c->nsg) {
+		struct sggroup *p = realloc(c->sg, c->ngroups * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		c->sg = p;
+		for (; c->nsg < c->ngroups; c->nsg++)
+			c->sg[c->nsg] = (struct sggroup){ .nmin = UINT32_MAX };
+	}
+	for (uint32_t g = 0; g < c->ngroups; g++) {
+		struct sggroup *x = &c->sg[g];
+
+		if (c->gcount[g] > x->cap) {
+			uint32_t cap = c->gcount[g] > 2 * x->cap ? c->gcount[g] : 2 * x->cap;
+			struct sginst *p = realloc(x->v, (size_t)cap * sizeof(*p));
+
+			if (!p)
+				return -ENOMEM;
+			x->v = p, x->cap = cap;
+		}
+	}
+	return 0;
+}
+
+void comm_straggler_end(struct cctx *c)
+{
+	for (uint32_t g = 0; g < c->nsg; g++) {
+		struct sggroup *x = &c->sg[g];
+
+		if (!x->cur)
+			continue;
+		x->with++;
+		x->nmin = x->cur < x->nmin ? x->cur : x->nmin;
+		x->nmax = x->cur > x->nmax ? x->cur : x->nmax;
+		x->cur = 0;
+	}
+}
 
 /* The top K instances by spread: a min-heap on spread, root = smallest kept. */
 struct topk {
@@ -66,56 +100,36 @@ static void topk_add(struct topk *t, struct inst x)
 	t->h[i] = x;
 }
 
-static int one_group(struct cctx *c, uint32_t g, struct gpos *pos, struct topk *all,
-		     struct dvec *sp, uint64_t *last, bool *mismatch)
+static int one_group(struct cctx *c, uint32_t g, struct topk *all, struct dvec *sp,
+		     uint64_t *last, bool *mismatch)
 {
-	uint32_t nmax = 0, nmin = UINT32_MAX, with = 0;
-	int err = 0;
+	const struct sggroup *x = g < c->nsg ? &c->sg[g] : NULL;
 
-	for (uint32_t r = 0; r < c->nranks; r++) {
-		struct crank *cr = &c->ranks[r];
-
-		pos[r].n = 0;
-		for (uint32_t i = 0; i < cr->nev; i++)
-			if (cr->ev[i].group == g)
-				pos[r].p[pos[r].n++] = i;
-		if (pos[r].n) {
-			with++;
-			nmax = pos[r].n > nmax ? pos[r].n : nmax;
-			nmin = pos[r].n < nmin ? pos[r].n : nmin;
-		}
-	}
-	*mismatch = with >= 2 && nmax != nmin;
-	if (with < 2)
+	*mismatch = x && x->with >= 2 && x->nmax != x->nmin;
+	if (!x || x->with < 2)
 		return 0;
-	for (uint32_t k = 0; k < nmin && !err; k++) {
-		int64_t lo = INT64_MAX, hi = INT64_MIN;
-		uint32_t lr = 0;
-		struct inst in;
+	if (sp->cap < x->nmin) {
+		double *p = realloc(sp->v, (size_t)x->nmin * sizeof(*p));
 
-		for (uint32_t r = 0; r < c->nranks; r++) {
-			int64_t s;
-
-			if (!pos[r].n)
-				continue;
-			s = c->ranks[r].ev[pos[r].p[k]].s;
-			lo = s < lo ? s : lo;
-			if (s > hi)
-				hi = s, lr = r;
-		}
-		in = (struct inst){ (double)(hi - lo), g, k, c->ranks[lr].r->rank,
-				    c->ranks[lr].ev[pos[lr].p[k]].type };
-		last[lr]++;
-		err = dvec_push(sp, in.spread);
-		topk_add(all, in);
+		if (!p)
+			return -ENOMEM;
+		sp->v = p, sp->cap = x->nmin;
 	}
-	return err;
+	for (uint32_t k = 0; k < x->nmin; k++) {
+		const struct sginst *in = &x->v[k];
+		struct inst i = { (double)(in->hi - in->lo), g, k, c->ranks[in->last].r->rank,
+				  in->type };
+
+		last[in->last]++;
+		sp->v[sp->n++] = i.spread;
+		topk_add(all, i);
+	}
+	return 0;
 }
 
 int comm_straggler(struct cctx *c, cJSON *root)
 {
 	cJSON *o = cj_obj(c, root, "straggler"), *ga = cj_arr(c, o, "groups");
-	struct gpos *pos = calloc(c->nranks + 1, sizeof(*pos));
 	uint64_t *last = calloc(c->nranks + 1, sizeof(*last));
 	struct dvec sp = { 0 };
 	struct topk all = { calloc((size_t)c->top + 1, sizeof(struct inst)), 0, (size_t)c->top };
@@ -123,40 +137,34 @@ int comm_straggler(struct cctx *c, cJSON *root)
 
 	cj_str(c, o, "matching", "k-th kernel of a process group on each rank (issue order); "
 				 "no clock-skew correction");
-	if (!pos || !last || !all.h) {
+	if (!last || !all.h) {
 		err = -ENOMEM;
 		goto out;
 	}
-	for (uint32_t r = 0; r < c->nranks; r++)
-		if (!(pos[r].p = malloc(((size_t)c->ranks[r].nev + 1) * sizeof(uint32_t)))) {
-			err = -ENOMEM;
-			goto out;
-		}
 	for (uint32_t g = 0; g < c->ngroups && !err && c->nranks >= 2; g++) {
 		bool mismatch = false;
 		cJSON *x;
 
 		memset(last, 0, c->nranks * sizeof(*last));
 		sp.n = 0;
-		if ((err = one_group(c, g, pos, &all, &sp, last, &mismatch)) || !sp.n)
+		if ((err = one_group(c, g, &all, &sp, last, &mismatch)) || !sp.n)
 			continue;
-		qsort(sp.v, sp.n, sizeof(double), cmp_double);
 		x = cj_obj(c, ga, NULL);
 		cj_str(c, x, "group", c->groups[g].key ? timeline_str(c->tl, c->groups[g].key, NULL)
 						       : "(unknown)");
 		cj_str(c, x, "tag", tag_name[c->groups[g].tag]);
 		cj_num(c, x, "instances", (double)sp.n);
 		cj_bool(c, x, "count_mismatch", mismatch);
-		{
-			double s = 0;
+		{ /* spreads are whole ns: the sum is exact in any order */
+			double sum = 0, max = 0;
 
 			for (size_t i = 0; i < sp.n; i++)
-				s += sp.v[i];
-			cj_num(c, x, "spread_mean_us", ns_us(s / (double)sp.n));
+				sum += sp.v[i], max = sp.v[i] > max ? sp.v[i] : max;
+			cj_num(c, x, "spread_mean_us", ns_us(sum / (double)sp.n));
+			cj_num(c, x, "spread_p50_us", ns_us(pctl_unsorted(sp.v, sp.n, 50)));
+			cj_num(c, x, "spread_p95_us", ns_us(pctl_unsorted(sp.v, sp.n, 95)));
+			cj_num(c, x, "spread_max_us", ns_us(max));
 		}
-		cj_num(c, x, "spread_p50_us", ns_us(pctl(sp.v, sp.n, 50)));
-		cj_num(c, x, "spread_p95_us", ns_us(pctl(sp.v, sp.n, 95)));
-		cj_num(c, x, "spread_max_us", ns_us(sp.v[sp.n - 1]));
 		{
 			cJSON *lr = cj_arr(c, x, "last_arrivals");
 
@@ -187,10 +195,6 @@ int comm_straggler(struct cctx *c, cJSON *root)
 		}
 	}
 out:
-	if (pos)
-		for (uint32_t r = 0; r < c->nranks; r++)
-			free(pos[r].p);
-	free(pos);
 	free(last);
 	free(all.h);
 	dvec_free(&sp);

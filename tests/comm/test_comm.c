@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/comm_int.h"
 #include "test.h"
 #include "timeline/timeline.h"
 
@@ -308,11 +309,146 @@ static void test_no_comm_and_sizes(void)
 	timeline_free(tl);
 }
 
+/* Kernels starting at the same time on two streams: the order is by start,
+ * then stream (by_stream's order), whatever the file order. Here DP on
+ * stream 21 comes first in the file, TP on stream 20 starts with it: TP
+ * 100-200 (s20), DP 100-300 (s21), TP 400-500 (s20) → phases TP, DP, TP:
+ * TP→DP = 100 - 200, DP→TP = 400 - 300 (us). */
+static void test_same_start(void)
+{
+	static const char *tr =
+		"{\"distributedInfo\":{\"rank\":0},\"traceEvents\":["
+		KER("ncclDevKernel_AllGather_RING_LL", 100, 200, 21, 1, "," ARGS_DP) ","
+		KER("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 100, 100, 20, 2, "," ARGS_TP) ","
+		KER("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 400, 100, 20, 3, "," ARGS_TP) "]}";
+	struct timeline *tl = NULL;
+	struct import_result res;
+	cJSON *r;
+
+	CHECK(!timeline_new(&tl) && !timeline_import_buf(tr, strlen(tr), NULL, tl, &res));
+	r = run(tl, NULL, NULL);
+	CHECK(r != NULL);
+	CHECK_NEAR(num(window(r, "TP", "DP"), "mean_us"), -100, 1e-9);
+	CHECK_NEAR(num(window(r, "DP", "TP"), "mean_us"), 100, 1e-9);
+	CHECK_NEAR(num(window(r, "TP", "DP"), "count"), 1, 0);
+	cJSON_Delete(r);
+	timeline_free(tl);
+}
+
+/* pctl_unsorted() (radix + quickselect above 4096 values) equals pctl() on
+ * the sorted copy, exactly: duplicates, several exponents, zeros, and the
+ * percentile whose neighbour lies in the next radix bucket. */
+static void test_percentiles(void)
+{
+	static const double ps[] = { 0, 1, 50, 95, 99.9, 100 };
+	size_t sizes[] = { 17, 4097, 50000 };
+	uint64_t x = 88172645463325252ull;
+
+	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		size_t n = sizes[z];
+		double *v = malloc(n * sizeof(*v)), *w = malloc(n * sizeof(*w));
+
+		for (size_t i = 0; i < n; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			/* a third duplicates, the rest over 1e-3 .. 1e3 */
+			v[i] = i % 3 == 0 ? 0.25 * (double)(x % 4) : (double)(x % 1000000) * 1e-3 + 1e-3;
+		}
+		memcpy(w, v, n * sizeof(*v));
+		qsort(w, n, sizeof(*w), cmp_double);
+		for (size_t k = 0; k < sizeof(ps) / sizeof(ps[0]); k++) {
+			double *u = malloc(n * sizeof(*u));
+
+			memcpy(u, v, n * sizeof(*v));
+			CHECK(pctl_unsorted(u, n, ps[k]) == pctl(w, n, ps[k]));
+			free(u);
+		}
+		free(v);
+		free(w);
+	}
+	{ /* 4900 values in [1, 2), 100 in [1000, 2000): the 4900th's neighbour
+	   * is 1000 + the least of the high ones, in another bucket */
+		size_t n = 5000;
+		double *v = malloc(n * sizeof(*v)), p = 4899.5 / 4999 * 100;
+
+		for (size_t i = 0; i < n; i++)
+			v[i] = i < 4900 ? 1 + (double)i / 4900 : 1000 + (double)(n - i);
+		CHECK_NEAR(pctl_unsorted(v, n, p), ((1 + 4899.0 / 4900) + 1001) / 2, 1e-9);
+		free(v);
+	}
+}
+
+/* overlap_window() (the compute list searched for the other list's span)
+ * equals ival_overlap() on whole random lists, first_ival_at() a linear
+ * scan; big_alloc() memory, huge-page backed or not, holds what is written. */
+static void test_overlap_window_big_alloc(void)
+{
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	struct ival a[64], b[256];
+
+	for (int round = 0; round < 500; round++) {
+		uint32_t na = 0, nb = 0;
+		int64_t t = 0, u = 0;
+		uint32_t wa = 1 + round % 64, wb = round % 256;
+
+		for (uint32_t i = 0; i < wa; i++) { /* a narrow phase, somewhere */
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			t += 1 + (int64_t)(x % 50);
+			a[na++] = (struct ival){ 5000 + t, 5000 + t + 1 + (int64_t)(x >> 40) % 40 };
+			t = a[na - 1].e;
+		}
+		for (uint32_t i = 0; i < wb; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			u += 1 + (int64_t)(x % 90);
+			b[nb++] = (struct ival){ u, u + 1 + (int64_t)(x >> 40) % 80 };
+			u = b[nb - 1].e;
+		}
+		CHECK(overlap_window(a, na, b, nb) == ival_overlap(a, na, b, nb));
+		CHECK(overlap_window(b, nb, a, na) == ival_overlap(b, nb, a, na));
+	}
+	CHECK(overlap_window(a, 0, b, 3) == 0 && overlap_window(a, 3, b, 0) == 0);
+	for (uint32_t n = 0; n < 200; n += 7) { /* first_ival_at() = a linear scan */
+		int64_t t = 0;
+
+		for (uint32_t i = 0; i < n; i++) { /* sorted starts with repeats */
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			t += (int64_t)(x % 3);
+			b[i] = (struct ival){ t, t + 1 };
+		}
+		for (int64_t q = -1; q <= t + 1; q++) {
+			uint32_t from = (uint32_t)(x % (n + 1)), want = 0;
+
+			while (want < n && b[want].s < q)
+				want++;
+			if (from > want)
+				from = want;
+			CHECK(first_ival_at(b, from, n, q) == want);
+		}
+	}
+	for (size_t n = 100; n <= (size_t)5 << 20; n *= 7) { /* malloc'd, then mapped */
+		unsigned char *p = big_alloc(n);
+		size_t bad = 0;
+
+		CHECK(p != NULL);
+		if (!p)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			p[i] = (unsigned char)(i * 31);
+		for (size_t i = 0; i < n; i++)
+			bad += p[i] != (unsigned char)(i * 31);
+		CHECK(bad == 0);
+		big_free(p, n);
+	}
+	big_free(NULL, (size_t)4 << 20);
+}
+
 int main(void)
 {
 	RUN(test_breakdown);
 	RUN(test_windows_bandwidth);
 	RUN(test_params_and_single_rank);
 	RUN(test_no_comm_and_sizes);
+	RUN(test_percentiles);
+	RUN(test_same_start);
+	RUN(test_overlap_window_big_alloc);
 	return test_summary();
 }
