@@ -510,6 +510,8 @@ static __always_inline struct gpu_launch_rec *launch_begin(__u16 api, __u64 hand
 	r->queue = queue;
 	r->handle = handle;
 	r->gpu_addr = 0;
+	r->iba = 0;
+	r->isa_size = 0;
 	r->caller = 0;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	v = handle ? bpf_map_lookup_elem(&names, &k) : NULL;
@@ -675,6 +677,8 @@ int BPF_USDT(gl_ze_usdt_launch, __u64 iba, __u64 gpu_addr, __u64 size, const cha
 	if (!r)
 		return 0;
 	r->gpu_addr = gpu_addr;
+	r->iba = iba;
+	r->isa_size = size;
 	if (name && bpf_probe_read_user_str(r->name, sizeof(r->name), name) > 0)
 		r->flags |= GPU_LAUNCH_F_NAME;
 	if (in) {

@@ -13,7 +13,7 @@
 
 #define GPU_LAUNCH_REC_TYPE 0x474c /* "GL": one kernel launch */
 #define GPU_PROC_REC_TYPE 0x4750   /* "GP": process event of the library watcher */
-#define GPU_LAUNCH_REC_VERSION 1
+#define GPU_LAUNCH_REC_VERSION 2
 
 #define GPU_LAUNCH_MAX_FRAMES 127 /* bpf_get_stack()'s default ceiling */
 #define GPU_LAUNCH_COMM_LEN 16
@@ -75,6 +75,8 @@ struct gpu_launch_rec {
 	__u64 queue;	   /* command list / stream handle (0 = default stream) */
 	__u64 handle;	   /* kernel / function handle or host stub address */
 	__u64 gpu_addr;	   /* kernel ISA GPU VA (USDT only), else 0 */
+	__u64 iba;	   /* instruction base address (USDT only), else 0 */
+	__u64 isa_size;	   /* kernel ISA bytes (USDT only), 0 = unknown */
 	/* Entry probes: the return address at the stack pointer, i.e. the
 	 * call site. Frame-pointer unwinding from a function's first
 	 * instruction skips it unless the kernel adds it (x86, 6.11+, only
@@ -88,7 +90,7 @@ struct gpu_launch_rec {
 	__u64 ips[GPU_LAUNCH_MAX_FRAMES];
 };
 
-#define GPU_LAUNCH_HDR_BYTES (112 + GPU_LAUNCH_NAME_LEN) /* offsetof(ips) */
+#define GPU_LAUNCH_HDR_BYTES (128 + GPU_LAUNCH_NAME_LEN) /* offsetof(ips) */
 
 _Static_assert(__builtin_offsetof(struct gpu_launch_rec, ips) == GPU_LAUNCH_HDR_BYTES,
 	       "gpu_launch_rec layout changed: bump GPU_LAUNCH_REC_VERSION");

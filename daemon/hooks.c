@@ -28,6 +28,29 @@ static void note_pid(void *arg, uint32_t pid)
 	sym_note_pid(arg, pid);
 }
 
+#if defined(HAVE_XE_COLLECTOR) && defined(HAVE_GPU_LAUNCH_COLLECTOR)
+/* NEO's launch USDT names a kernel's GPU range: the EU-stall kernel table
+ * attributes samples to it (issue #8; batch-buffer KSPs only fill gaps). */
+static void feed_xe(void *arg, const struct gpu_launch_kernel *k)
+{
+	struct xe *x = xe_collector_core(arg);
+
+	if (x && xe_ktab_add(x, &(struct xe_kernel_info){
+				    .gpu_addr = k->gpu_addr,
+				    .size = k->size,
+				    .iba = k->iba,
+				    .pid = k->pid,
+				    .uid = k->uid,
+				    .name = k->name,
+				    .comm = k->comm,
+				    .ustack = k->ustack,
+				    .nustack = k->nustack,
+			    }) < 0)
+		log_debug("xe: kernel %s at %#llx not added to the table",
+			  k->name ? k->name : "?", (unsigned long long)k->gpu_addr);
+}
+#endif
+
 static void symbolize(void *arg, struct capture *c)
 {
 #ifdef HAVE_XE_COLLECTOR
@@ -68,6 +91,10 @@ void hooks_init(struct gpd *g)
 	struct collector *gpu = collectors_find(g, "gpu");
 	if (gpu)
 		gpu_launch_set_pid_hook(gpu, note_pid, symbolizer);
+#ifdef HAVE_XE_COLLECTOR
+	if (gpu && xe_coll)
+		gpu_launch_set_kernel_hook(gpu, feed_xe, xe_coll);
+#endif
 #endif
 }
 

@@ -235,6 +235,7 @@ out:
  * else here. */
 struct detach_work {
 	uv_work_t w;
+	struct gl_priv *p;
 	unsigned n;
 	struct bpf_link *links[GL_MAX_LINKS];
 };
@@ -247,10 +248,17 @@ static void detach_run(uv_work_t *w)
 		bpf_link__destroy(d->links[i]);
 }
 
+/* A USDT link's detach returns its spec ids to the skeleton's USDT
+ * manager: the skeleton must outlive the job (counted in inflight). */
 static void detach_done(uv_work_t *w, int status)
 {
+	struct gl_priv *p = ((struct detach_work *)w)->p;
+
 	(void)status;
 	free(w);
+	p->inflight--;
+	if (p->freeing && !p->inflight)
+		gl_priv_release(p);
 }
 
 static void links_destroy(struct gl_priv *p, struct bpf_link **links, unsigned n)
@@ -259,10 +267,13 @@ static void links_destroy(struct gl_priv *p, struct bpf_link **links, unsigned n
 	struct detach_work *d = loop && n ? malloc(sizeof(*d)) : NULL;
 
 	if (d) {
+		d->p = p;
 		d->n = n;
 		memcpy(d->links, links, n * sizeof(links[0]));
-		if (uv_queue_work(loop, &d->w, detach_run, detach_done) == 0)
+		if (uv_queue_work(loop, &d->w, detach_run, detach_done) == 0) {
+			p->inflight++;
 			return;
+		}
 		free(d);
 	}
 	for (unsigned i = 0; i < n; i++)

@@ -71,6 +71,17 @@ int gpu_launch_set_pid_hook(struct collector *c, void (*fn)(void *arg, uint32_t 
 	return 0;
 }
 
+int gpu_launch_set_kernel_hook(struct collector *c, gpu_launch_kernel_fn fn, void *arg)
+{
+	struct gl_priv *p = priv_get(c);
+
+	if (!p)
+		return -ENOMEM;
+	p->kernel_hook = fn;
+	p->kernel_hook_arg = arg;
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Processes                                                           */
 
@@ -259,6 +270,34 @@ static uint32_t intern_name(struct store *s, const struct gpu_launch_rec *r)
 	return store_str_intern(s, buf, len);
 }
 
+/* A launch that located its kernel in GPU memory (NEO's USDT): tell the
+ * kernel hook (the EU-stall kernel table), with the trimmed stack. */
+static void report_kernel(struct gl_priv *p, const struct gpu_launch_rec *r, const uint64_t *ips,
+			  uint16_t nips)
+{
+	char name[GPU_LAUNCH_NAME_LEN + 1], comm[GPU_LAUNCH_COMM_LEN + 1];
+	size_t len = strnlen(r->name, sizeof(r->name));
+
+	memcpy(name, r->name, len);
+	name[len] = '\0';
+	len = strnlen(r->comm, sizeof(r->comm));
+	memcpy(comm, r->comm, len);
+	comm[len] = '\0';
+	struct gpu_launch_kernel k = {
+		.gpu_addr = r->gpu_addr,
+		.size = r->isa_size,
+		.iba = r->iba,
+		.pid = r->pid,
+		.uid = r->uid,
+		.name = (r->flags & GPU_LAUNCH_F_NAME) && name[0] ? name : NULL,
+		.comm = comm,
+		.ustack = nips ? ips : NULL,
+		.nustack = nips,
+	};
+
+	p->kernel_hook(p->kernel_hook_arg, &k);
+}
+
 static void on_launch(struct gl_priv *p, const struct gpu_launch_rec *r, size_t size)
 {
 	struct store *s = p->c->gpd->store;
@@ -309,6 +348,8 @@ static void on_launch(struct gl_priv *p, const struct gpu_launch_rec *r, size_t 
 	if (stack && p->stack_sample > 1 && r->caller)
 		gpu_sites_put(&p->sites, s, r->pid, r->tid, r->handle, r->caller, stack);
 append:
+	if (r->gpu_addr && p->kernel_hook)
+		report_kernel(p, r, ips + skip, n > skip ? (uint16_t)(n - skip) : 0);
 	if (pr && !pr->launched) {
 		pr->launched = true;
 		if (p->pid_hook)
@@ -714,7 +755,7 @@ static void gl_free(struct collector *c)
 	gl_stop(c);
 	c->priv = NULL;
 	if (p->inflight) {
-		/* Attach jobs still use the programs: the last one frees. */
+		/* Attach / detach jobs still use the programs: the last one frees. */
 		p->c = NULL;
 		p->freeing = true;
 		return;

@@ -32,6 +32,29 @@ extern const struct collector_ops gpu_launch_collector_ops;
  */
 int gpu_launch_set_pid_hook(struct collector *c, void (*fn)(void *arg, uint32_t pid), void *arg);
 
+/* A kernel a launch located in GPU memory: NEO's level_zero:launch_kernel
+ * USDT (iba, gpu_addr, size, name). Pointers are valid during the call. */
+struct gpu_launch_kernel {
+	uint64_t gpu_addr; /* kernel ISA start, GPU VA */
+	uint64_t size;	   /* ISA bytes; 0 = unknown */
+	uint64_t iba;	   /* instruction base address */
+	uint32_t pid, uid; /* launching tgid and its uid */
+	const char *name;  /* kernel name, NULL when the probe gave none */
+	const char *comm;
+	const uint64_t *ustack; /* launch stack, leaf = call site (runtime
+				 * frames trimmed); NULL when not walked */
+	uint16_t nustack;
+};
+typedef void (*gpu_launch_kernel_fn)(void *arg, const struct gpu_launch_kernel *k);
+
+/*
+ * Called on the event loop for every such launch (repeats included: the
+ * receiver dedups), before the launch record is stored, so an EU-stall
+ * kernel table learns the kernel's address range and name. fn NULL removes
+ * the hook. Returns 0 or -ENOMEM.
+ */
+int gpu_launch_set_kernel_hook(struct collector *c, gpu_launch_kernel_fn fn, void *arg);
+
 /* Length of the kernel-name part of a launch's name string. */
 static inline size_t gpu_launch_name_len(const char *s, size_t len)
 {

@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "collector.h"
+#include "gpu_launch.h"
 #include "gpu_sites.h"
 #include "libscan.h"
 #include "rbloop.h"
@@ -70,13 +71,15 @@ struct gl_priv {
 	unsigned nlibs;
 	struct gl_proc *procs[GL_PROC_BUCKETS];
 	unsigned nprocs;
-	unsigned inflight; /* attach jobs on the thread pool */
+	unsigned inflight; /* attach and detach jobs on the thread pool */
 	bool freeing;	   /* collector freed: the last attach job frees this */
 
 	uint64_t lost, unnamed, local_drops, attach_errors, proc_events;
 
 	void (*pid_hook)(void *arg, uint32_t pid);
 	void *pid_hook_arg;
+	gpu_launch_kernel_fn kernel_hook;
+	void *kernel_hook_arg;
 };
 
 /* gpu_attach.c */

@@ -195,6 +195,21 @@ static void note_iba(struct xe *x, uint64_t iba)
 	x->st.ibas = x->nibas;
 }
 
+/* A weak add at start (pos = upper(x, start)): true when a named kernel
+ * covers start; else *end is cut back to the first named kernel inside
+ * [start, *end), so the guess fills the gap before it. */
+static bool weak_clip(const struct xe *x, uint32_t pos, uint64_t start, uint64_t *end)
+{
+	if (pos && x->k[x->idx[pos - 1]].end > start && !x->k[x->idx[pos - 1]].weak)
+		return true;
+	for (; pos < x->nidx && x->k[x->idx[pos]].start < *end; pos++)
+		if (!x->k[x->idx[pos]].weak) {
+			*end = x->k[x->idx[pos]].start;
+			break;
+		}
+	return false;
+}
+
 int xe_ktab_add(struct xe *x, const struct xe_kernel_info *k)
 {
 	uint64_t start, end, size;
@@ -213,6 +228,8 @@ int xe_ktab_add(struct xe *x, const struct xe_kernel_info *k)
 	pthread_mutex_lock(&x->lock);
 	now_iv = x->max_iv;
 	pos = upper(x, start);
+	if (k->weak && weak_clip(x, pos, start, &end))
+		goto out; /* a named kernel covers it: the name wins */
 	if (pos) {
 		e = &x->k[x->idx[pos - 1]];
 		if (e->start == start && e->end == end && e->iba == (k->iba & XE_VA_MASK) &&
@@ -244,6 +261,7 @@ int xe_ktab_add(struct xe *x, const struct xe_kernel_info *k)
 	*e = (struct xe_kent){
 	    .start = start, .end = end, .iba = k->iba & XE_VA_MASK, .id = slot + 1,
 	    .pid = k->pid, .uid = k->uid, .last_iv = now_iv, .active = true,
+	    .weak = k->weak,
 	};
 	e->name = dup_or_null(k->name);
 	e->file = dup_or_null(k->file);

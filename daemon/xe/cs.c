@@ -163,6 +163,7 @@ static void ktab(struct xe_cs *cs, struct xe *x, const struct xe_cs_submit *s, u
 				   .uid = s->uid,
 				   .name = name,
 				   .comm = s->comm,
+				   .weak = true, /* launch probes' names win */
 			       });
 
 	if (r < 0)

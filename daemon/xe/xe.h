@@ -60,6 +60,11 @@ struct xe_kernel_info {
 	const char *cgroup; /* cgroup v2 path of the owner: per-container split */
 	const uint64_t *ustack; /* launch call stack, leaf first (may be NULL) */
 	uint16_t nustack;
+	/* A guess (a batch buffer's KSP): never replaces a kernel a launch
+	 * probe named covering gpu_addr (the add is a no-op, returns 0), and
+	 * is clipped to end where such a kernel starts, so it only fills
+	 * gaps. Weak over weak and named over weak follow the VA-reuse rule. */
+	bool weak;
 };
 
 struct xe_stats {

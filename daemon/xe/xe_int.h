@@ -16,6 +16,7 @@ struct xe_kent {
 	uint32_t pid, uid;
 	uint32_t last_iv; /* newest interval it was added or hit in */
 	bool active;	  /* in the address index (not replaced, not exited) */
+	bool weak;	  /* xe_kernel_info.weak: a batch-buffer KSP, not named */
 	uint16_t nustack;
 	char *name, *file, *comm, *cgroup;
 	uint64_t *ustack;

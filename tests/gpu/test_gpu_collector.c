@@ -243,6 +243,107 @@ static void run(uint32_t stack_sample, unsigned watcher)
 	printf("ok: %u launches, 3 call sites, probes removed on exit\n", saxpy + reduce);
 }
 
+/* ---- NEO's launch USDT feeds the kernel hook (issue #8) ---- */
+
+#define ZE_LAUNCHES (N + 3 + 2 * N + 2) /* gpu_app.c run_ze */
+
+static struct {
+	unsigned calls, alpha, beta, bad;
+	uint64_t alpha_addr, beta_addr;
+	pid_t pid;
+} kh;
+
+static void kernel_hook(void *arg, const struct gpu_launch_kernel *k)
+{
+	uint64_t *addr;
+
+	(void)arg;
+	kh.calls++;
+	if (!k->name || k->size != 4096 || k->iba != 0xfe0000000000ull ||
+	    k->gpu_addr < 0xff0000000000ull || k->gpu_addr >= 0xff0001000000ull ||
+	    k->pid != (uint32_t)kh.pid || !k->comm || !k->comm[0]) {
+		kh.bad++;
+		return;
+	}
+	if (!strcmp(k->name, "gpuprof_ze_alpha"))
+		kh.alpha++, addr = &kh.alpha_addr;
+	else if (!strcmp(k->name, "gpuprof_ze_beta"))
+		kh.beta++, addr = &kh.beta_addr;
+	else
+		return (void)kh.bad++;
+	if (*addr && *addr != k->gpu_addr)
+		kh.bad++; /* one kernel, one address */
+	*addr = k->gpu_addr;
+}
+
+static bool all_ze_launches(struct harness *h)
+{
+	return h->c.events >= ZE_LAUNCHES;
+}
+
+static void usdt_kernels_reach_the_hook(void)
+{
+	const char *app = getenv("GPU_APP"), *lib = getenv("FAKE_ZE_USDT");
+	struct store_config sc = {.budget_bytes = 16u << 20};
+	struct harness h;
+	int in[2], out[2], r;
+	char line[64];
+	FILE *from;
+
+	CHECK(app && lib);
+	memset(&h, 0, sizeof(h));
+	memset(&kh, 0, sizeof(kh));
+	CHECK_EQ_INT(uv_loop_init(&h.loop), 0);
+	config_defaults(&h.g.cfg);
+	h.g.loop = &h.loop;
+	CHECK_EQ_INT(store_new(&sc, &h.g.store), 0);
+	h.c.ops = &gpu_launch_collector_ops;
+	h.c.gpd = &h.g;
+	CHECK_EQ_INT(gpu_launch_set_kernel_hook(&h.c, kernel_hook, NULL), 0);
+	CHECK_EQ_INT(h.c.ops->open(&h.c), 0);
+	CHECK_EQ_INT(h.c.ops->start(&h.c), 0);
+	CHECK_EQ_INT(h.c.state, COLLECTOR_ATTACHED);
+	CHECK_EQ_INT(pipe(in), 0);
+	CHECK_EQ_INT(pipe(out), 0);
+	kh.pid = fork();
+	CHECK(kh.pid >= 0);
+	if (kh.pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execl(app, app, "ze", lib, "50", "--hold", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	from = fdopen(out[0], "r");
+	CHECK(fgets(line, sizeof(line), from) && !strncmp(line, "ready", 5));
+	CHECK(run_until(&h, have_lib, 5000));
+	CHECK_EQ_INT((int)write(in[1], "go\n", 3), 3);
+	CHECK(fgets(line, sizeof(line), from) && !strncmp(line, "done", 4));
+	CHECK(run_until(&h, all_ze_launches, 5000));
+	CHECK_EQ_U64(h.c.events, ZE_LAUNCHES);
+	CHECK_EQ_INT(kh.bad, 0);
+	CHECK_EQ_INT(kh.calls, ZE_LAUNCHES);
+	CHECK_EQ_INT(kh.alpha, N + 3);
+	CHECK_EQ_INT(kh.beta, 2 * N + 2);
+	CHECK(kh.alpha_addr != kh.beta_addr);
+	close(in[1]);
+	CHECK_EQ_INT(waitpid(kh.pid, &r, 0), kh.pid);
+	fclose(from);
+	CHECK(run_until(&h, no_lib, 5000));
+	h.c.ops->free(&h.c);
+	for (int i = 0; i < 200 && (r = uv_loop_close(&h.loop)) == UV_EBUSY; i++) {
+		uv_run(&h.loop, UV_RUN_NOWAIT);
+		usleep(10000);
+	}
+	CHECK_EQ_INT(r, 0);
+	store_free(h.g.store);
+	printf("ok: %u USDT launches reached the kernel hook with address, size, IBA, name\n",
+	       kh.calls);
+}
+
 static bool attaching(struct harness *h)
 {
 	cJSON *o = status(h), *l;
@@ -332,6 +433,7 @@ int main(void)
 		TEST_SKIP("needs root for BPF and uprobes");
 	RUN(sampled_stacks_narrow_watcher);
 	RUN(every_stack_sys_exit_watcher);
+	RUN(usdt_kernels_reach_the_hook);
 	RUN(freed_while_attaching);
 	return test_summary();
 }

@@ -16,6 +16,7 @@
 #include "cs.h"
 #include "decode.h"
 #include "xe.h"
+#include "xe_int.h" /* xe_kfind */
 
 #define ASID 7
 
@@ -327,6 +328,49 @@ static void test_limits(void)
 	xe_cs_free(NULL);
 }
 
+/* The name of the kernel at IBA1 + off, or NULL. */
+static const char *kname_at(struct xe *x, uint64_t off)
+{
+	uint64_t a;
+	struct xe_kent *e = xe_kfind(x, off >> 3, &a);
+
+	return e ? (e->name ? e->name : "?") : NULL;
+}
+
+/* A KSP never overrides a kernel the launch probes named (weak adds). */
+static void test_ksp_keeps_probe_name(void)
+{
+	struct run t;
+	struct cs_case c = {0};
+	struct cs_buf *a = cs_new_buf(&c, VA_A);
+
+	bb_sba(a, IBA1, 0);
+	bb_walker(a, 1, 0x1000);
+	bb_walker(a, 1, 0x2000);
+	bb_end(a);
+	memset(&t, 0, sizeof(t));
+	CHECK_EQ_INT(xe_cs_new(NULL, &t.cs), 0);
+	CHECK_EQ_INT(xe_new(NULL, 0, &t.x), 0);
+	CHECK_EQ_INT(xe_ktab_add(t.x, &(struct xe_kernel_info){.gpu_addr = IBA1 + 0x2000,
+								.size = 0x400, .iba = IBA1,
+								.pid = 9, .name = "usdt_named"}),
+		     0);
+	CHECK_EQ_INT(xe_cs_add_buffer(t.cs, t.x, ASID, a->gpu, a->dw, a->n * 4), 0);
+	CHECK_EQ_INT(xe_cs_submit(t.cs, t.x,
+				  &(struct xe_cs_submit){.asid = ASID, .pid = 9, .batch = VA_A},
+				  NULL),
+		     GPU_CS_DONE);
+	CHECK_STREQ(kname_at(t.x, 0x2000), "usdt_named");
+	CHECK_STREQ(kname_at(t.x, 0x23f8), "usdt_named");
+	/* the KSP before it fills the gap, up to the named kernel */
+	const char *gap = kname_at(t.x, 0x1ff8);
+
+	CHECK(kname_at(t.x, 0x1000) == gap && gap && strcmp(gap, "usdt_named") != 0);
+	CHECK_EQ_U64(kernels(t.x), 2);
+	done(&t);
+	cs_case_free(&c);
+}
+
 /* Neighbouring kernels get the gap between them as their size, so they
  * do not take each other's range in the kernel table. */
 static void test_ktab_sizes(void)
@@ -549,6 +593,7 @@ int main(void)
 	RUN(test_retry);
 	RUN(test_limits);
 	RUN(test_ktab_sizes);
+	RUN(test_ksp_keeps_probe_name);
 	RUN(test_eu_stall_attribution);
 	RUN(test_dump);
 	RUN(test_status_json);

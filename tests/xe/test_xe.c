@@ -24,6 +24,7 @@
 #include "stream.h"
 #include "xe.h"
 #include "xe_collector.h"
+#include "xe_int.h"
 
 #include "capture/capture.h"
 #include "symtab.h"
@@ -386,6 +387,71 @@ static void test_interval_table(void)
 	xe_free(x);
 }
 
+/* The name of the kernel covering addr (iba 0), or NULL. */
+static const char *kname_at(struct xe *x, uint64_t addr)
+{
+	uint64_t a;
+	struct xe_kent *e = xe_kfind(x, addr >> 3, &a);
+
+	return e ? (e->name ? e->name : "?") : NULL;
+}
+
+/* Batch-buffer KSPs (weak) never override a kernel a launch probe named. */
+static void test_weak_add(void)
+{
+	struct xe *x;
+	struct xe_stats st;
+
+	CHECK_EQ_INT(xe_new(&(struct xe_config){0}, 0, &x), 0);
+	CHECK_EQ_INT(xe_ktab_add(x, &(struct xe_kernel_info){.gpu_addr = 0x10000, .size = 0x1000,
+							     .pid = 7, .name = "named"}),
+		     0);
+	/* a KSP inside the named kernel: no-op, the name survives */
+	CHECK_EQ_INT(xe_ktab_add(x, &(struct xe_kernel_info){.gpu_addr = 0x10400, .size = 0x100,
+							     .pid = 7, .name = "ksp_in",
+							     .weak = true}),
+		     0);
+	xe_get_stats(x, &st);
+	CHECK_EQ_U64(st.kernels, 1);
+	CHECK_STREQ(kname_at(x, 0x10400), "named");
+	CHECK_STREQ(kname_at(x, 0x10000), "named");
+	/* a KSP before it with the default 64 KiB size: clipped to the gap */
+	CHECK_EQ_INT(xe_ktab_add(x, &(struct xe_kernel_info){.gpu_addr = 0x8000, .pid = 7,
+							     .name = "ksp_gap", .weak = true}),
+		     0);
+	xe_get_stats(x, &st);
+	CHECK_EQ_U64(st.kernels, 2);
+	CHECK_STREQ(kname_at(x, 0x8000), "ksp_gap");
+	CHECK_STREQ(kname_at(x, 0xfff8), "ksp_gap");
+	CHECK_STREQ(kname_at(x, 0x10000), "named");
+	CHECK(kname_at(x, 0x11000) == NULL); /* not extended past the named one */
+	/* its repeat is a look-up, not a new entry */
+	CHECK_EQ_INT(xe_ktab_add(x, &(struct xe_kernel_info){.gpu_addr = 0x8000, .pid = 7,
+							     .name = "ksp_gap", .weak = true}),
+		     0);
+	xe_get_stats(x, &st);
+	CHECK_EQ_U64(st.kernels, 2);
+	/* weak over weak: the VA-reuse rule (the newer one takes the range) */
+	CHECK_EQ_INT(xe_ktab_add(x, &(struct xe_kernel_info){.gpu_addr = 0x9000, .size = 0x800,
+							     .pid = 7, .name = "ksp_new",
+							     .weak = true}),
+		     0);
+	CHECK_STREQ(kname_at(x, 0x9000), "ksp_new");
+	CHECK(kname_at(x, 0x8000) == NULL); /* the old guess left the index */
+	/* named over weak: replaces it */
+	CHECK_EQ_INT(xe_ktab_add(x, &(struct xe_kernel_info){.gpu_addr = 0x9000, .size = 0x100,
+							     .pid = 7, .name = "named2"}),
+		     0);
+	CHECK_STREQ(kname_at(x, 0x9000), "named2");
+	/* a weak one at a named kernel's very start is refused too */
+	CHECK_EQ_INT(xe_ktab_add(x, &(struct xe_kernel_info){.gpu_addr = 0x9000, .size = 0x100,
+							     .pid = 7, .name = "ksp_same",
+							     .weak = true}),
+		     0);
+	CHECK_STREQ(kname_at(x, 0x9000), "named2");
+	xe_free(x);
+}
+
 /* ---- stream on a pipe with an errno script ---- */
 
 struct script {
@@ -613,6 +679,7 @@ int main(void)
 	RUN(test_attribution);
 	RUN(test_symbolized_frames);
 	RUN(test_interval_table);
+	RUN(test_weak_add);
 	RUN(test_stream);
 	RUN(test_oa);
 	return test_summary();
