@@ -6,6 +6,8 @@
  *   xe pause [SECONDS] | xe resume                     release the GTs for other tools
  *   xe batch FILE|-                                    a batch-buffer dump to the
  *                                                      host parser (docs/gpu-cs.md)
+ *   xe zebin FILE|- [PID]                              a NEO debug zebin: kernels and
+ *                                                      binaries (instruction text)
  */
 #include "cli.h"
 
@@ -111,16 +113,13 @@ int cmd_flamescope(struct cli *cli, int argc, char **argv)
 	return run_output(cli, "xe.flamescope", argc, argv, true);
 }
 
-/* A batch-buffer dump (docs/gpu-cs.md) to the daemon's host parser. */
-static int run_batch(struct cli *cli, int argc, char **argv)
+/* Send the file at path ("-": stdin) to method as its descriptor. 0 with
+ * *result, else the exit code. */
+static int call_with_file(struct cli *cli, const char *method, const char *sub, const char *params,
+			  const char *path, char **result)
 {
-	const char *path = argc == 3 ? argv[2] : NULL;
-	char *result = NULL;
-	cJSON *o, *b, *ends;
 	int fd, r;
 
-	if (!path)
-		return cli_usage_error(cli, "expected one dump FILE (or - for stdin)");
 	fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : dup(STDIN_FILENO);
 	if (fd < 0)
 		return cli_fail(EXIT_LOCAL_IO, "%s: %s", path, strerror(errno));
@@ -129,10 +128,24 @@ static int run_batch(struct cli *cli, int argc, char **argv)
 		close(fd);
 		return r;
 	}
-	r = gpuprof_call_with_input(cli->client, "xe.batch", "{}", fd, &result);
+	r = gpuprof_call_with_input(cli->client, method, params, fd, result);
 	close(fd);
-	if (r < 0)
-		return cli_call_failed(cli, "batch", r);
+	return r < 0 ? cli_call_failed(cli, sub, r) : 0;
+}
+
+/* A batch-buffer dump (docs/gpu-cs.md) to the daemon's host parser. */
+static int run_batch(struct cli *cli, int argc, char **argv)
+{
+	const char *path = argc == 3 ? argv[2] : NULL;
+	char *result = NULL;
+	cJSON *o, *b, *ends;
+	int r;
+
+	if (!path)
+		return cli_usage_error(cli, "expected one dump FILE (or - for stdin)");
+	r = call_with_file(cli, "xe.batch", "batch", "{}", path, &result);
+	if (r)
+		return r;
 	if (cli->json) {
 		r = print_json_text(result);
 		free(result);
@@ -154,6 +167,50 @@ static int run_batch(struct cli *cli, int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* A NEO debug zebin (docs/xe.md): kernels and binaries to the daemon. */
+static int run_zebin(struct cli *cli, int argc, char **argv)
+{
+	const char *path = argc == 3 || argc == 4 ? argv[2] : NULL;
+	char *result = NULL, *params;
+	cJSON *p, *o;
+	uint64_t pid = 0;
+	int r;
+
+	if (!path)
+		return cli_usage_error(cli, "expected one zebin FILE (or - for stdin) [PID]");
+	if (argc == 4 && (!cli_parse_u64(argv[3], &pid) || pid > UINT32_MAX))
+		return cli_usage_error(cli, "invalid PID '%s'", argv[3]);
+	/* the path as the kernels' file frame (cJSON escapes it) */
+	p = cJSON_CreateObject();
+	cJSON_AddNumberToObject(p, "pid", (double)pid);
+	if (strcmp(path, "-"))
+		cJSON_AddStringToObject(p, "file", path);
+	params = cJSON_PrintUnformatted(p);
+	cJSON_Delete(p);
+	if (!params)
+		return cli_fail(EXIT_LOCAL_IO, "out of memory");
+	r = call_with_file(cli, "xe.zebin", "zebin", params, path, &result);
+	free(params);
+	if (r)
+		return r;
+	if (cli->json) {
+		r = print_json_text(result);
+		free(result);
+		return r;
+	}
+	o = cJSON_Parse(result);
+	printf("kernels: %.0f (%s), binaries held: %.0f (%.0f bytes, %.0f dropped)\n",
+	       json_num(o, "kernels", 0),
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "kernel_table"))
+		   ? "added to the kernel table"
+		   : "no EU-stall stream: binaries only",
+	       json_num(o, "binaries", 0), json_num(o, "binary_bytes", 0),
+	       json_num(o, "binaries_dropped", 0));
+	cJSON_Delete(o);
+	free(result);
+	return EXIT_OK;
+}
+
 int cmd_xe(struct cli *cli, int argc, char **argv)
 {
 	char *result = NULL, params[64];
@@ -161,13 +218,16 @@ int cmd_xe(struct cli *cli, int argc, char **argv)
 	int r;
 
 	if (!sub)
-		return cli_usage_error(cli, "missing subcommand (folded, iaprof, pause, resume, batch)");
+		return cli_usage_error(cli,
+				       "missing subcommand (folded, iaprof, pause, resume, batch, zebin)");
 	if (!strcmp(sub, "folded"))
 		return run_output(cli, "xe.folded", argc - 1, argv + 1, false);
 	if (!strcmp(sub, "iaprof"))
 		return run_output(cli, "xe.iaprof", argc - 1, argv + 1, false);
 	if (!strcmp(sub, "batch"))
 		return run_batch(cli, argc, argv);
+	if (!strcmp(sub, "zebin"))
+		return run_zebin(cli, argc, argv);
 	if (strcmp(sub, "pause") && strcmp(sub, "resume"))
 		return cli_usage_error(cli, "unknown subcommand '%s'", sub);
 	if (!strcmp(sub, "pause")) {

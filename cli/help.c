@@ -296,11 +296,12 @@ static const struct command commands[] = {
 	 "  -i, --interval DUR    interval width (default 100ms)\n"
 	 "  -p, --pid PID         only that process's kernels\n"
 	 "  -o, --out FILE        write to FILE (default stdout)\n" COMMON_FOOTER},
-	{"xe", cmd_xe, "Intel Xe EU stalls: folded / iaprof output, pause / resume, batch dumps",
+	{"xe", cmd_xe, "Intel Xe EU stalls: folded / iaprof output, pause / resume, batch dumps, zebins",
 	 "gpuprofctl xe folded ID [-p PID] [--cgroup] [-o FILE]\n"
 	 "gpuprofctl xe iaprof ID [-p PID] [-o FILE]\n"
 	 "gpuprofctl xe pause [SECONDS] | gpuprofctl xe resume\n"
-	 "gpuprofctl xe batch FILE|-\n\n"
+	 "gpuprofctl xe batch FILE|-\n"
+	 "gpuprofctl xe zebin FILE|- [PID]\n\n"
 	 "folded: instruction-level folded stacks (comm;pid;cpu frames;-;file_[G];\n"
 	 "kernel_[G];insn_[g];stall_reason_[g];0xoffset_[g] count), the CPU frames\n"
 	 "named from the capture's symbols; iaprof: iaprof's tab-separated format.\n"
@@ -309,7 +310,12 @@ static const struct command commands[] = {
 	 "batch sends a batch-buffer dump (GPU memory and submissions, format in\n"
 	 "docs/gpu-cs.md) to the daemon's command-stream parser, which adds the\n"
 	 "kernel start pointers it finds to the EU-stall kernel table; needs root\n"
-	 "or CAP_PERFMON.\n" COMMON_FOOTER},
+	 "or CAP_PERFMON.\n"
+	 "zebin sends a NEO debug zebin (/tmp/dumped_zebin_module*.elf) as owned\n"
+	 "by PID (default 0): its kernels join the kernel table and their binaries\n"
+	 "are kept (64 MiB, oldest dropped) so folded / iaprof print the IGA text\n"
+	 "of each instruction instead of its offset where libiga64 knows the GPU\n"
+	 "(Debian 12: up to PVC); needs root or CAP_PERFMON.\n" COMMON_FOOTER},
 	{"help", cmd_help, "show help for a command",
 	 "gpuprofctl help [COMMAND]\n\n"
 	 "Show the overview, or the manual of COMMAND.\n"},

@@ -15,6 +15,7 @@
 #include "output.h"
 #include "symtab.h"
 #include "xe_collector.h"
+#include "zebin.h"
 
 static struct collector *xe_coll(struct rpc_req *req)
 {
@@ -79,6 +80,7 @@ enum xe_out_kind { XO_FOLDED, XO_IAPROF, XO_FLAMESCOPE };
 struct xe_out_req {
 	enum xe_out_kind kind;
 	struct xe_out_opts o;
+	struct collector *xc; /* for instruction text; NULL: offsets */
 };
 
 static int fd_cb(void *ctx, const void *buf, size_t len)
@@ -93,6 +95,7 @@ static void out_run(struct capjob *j, struct capture *c)
 	const struct capture_extra *sx = capture_find_extra(c, CAPSEC_SYMBOLS);
 	struct xe_out_opts o = q->o;
 	struct sym_table *syms = NULL;
+	struct xe_insn_src *isrc = NULL;
 	struct xe_capdata d;
 	struct xe_out_totals t = {0};
 	struct fdout *out;
@@ -121,13 +124,17 @@ static void out_run(struct capjob *j, struct capture *c)
 	if (sx && sym_table_decode(sx->data, sx->len, &syms, NULL, 0) < 0)
 		syms = NULL;
 	o.syms = syms;
+	/* instruction text where the binaries and IGA are there (docs/xe.md) */
+	if (q->kind != XO_FLAMESCOPE && xe_collector_insn_src(q->xc, &isrc) < 0)
+		isrc = NULL;
 	if (q->kind == XO_FOLDED)
-		r = xe_write_folded(&d, &o, NULL, NULL, fd_cb, out, &t);
+		r = xe_write_folded(&d, &o, isrc ? xe_insn_src_text : NULL, isrc, fd_cb, out, &t);
 	else if (q->kind == XO_IAPROF)
-		r = xe_write_iaprof(&d, &o, NULL, NULL, fd_cb, out, &t);
+		r = xe_write_iaprof(&d, &o, isrc ? xe_insn_src_text : NULL, isrc, fd_cb, out, &t);
 	else
 		r = xe_write_flamescope(&d, &o, fd_cb, out, &t);
 	sym_table_free(syms);
+	xe_insn_src_free(isrc);
 	if (r == 0)
 		r = fdout_flush(out);
 	if (r < 0) {
@@ -176,6 +183,7 @@ void method_xe_output(struct rpc_req *req, const cJSON *params)
 	}
 	q->o.pid = (uint32_t)pid;
 	q->o.bucket_ns = ms * 1000000ull;
+	q->xc = collectors_find(req->gpd, "xe");
 	e = capture_for_req(req, params, false);
 	if (!e) {
 		free(q);

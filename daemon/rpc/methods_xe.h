@@ -13,10 +13,13 @@ void method_xe_output(struct rpc_req *req, const cJSON *params);
 /* xe.batch: a batch-buffer dump on an fd to the host parser (methods_xecs.c,
  * docs/gpu-cs.md). */
 void method_xe_batch(struct rpc_req *req, const cJSON *params);
+/* xe.zebin: a NEO debug zebin on an fd: kernels and binaries (docs/xe.md) */
+void method_xe_zebin(struct rpc_req *req, const cJSON *params);
 
 #define METHODS_XE                                                                                 \
 	{"xe.pause", method_xe_pause}, {"xe.resume", method_xe_resume},                            \
 		{"xe.folded", method_xe_output}, {"xe.iaprof", method_xe_output},                  \
-		{"xe.flamescope", method_xe_output}, {"xe.batch", method_xe_batch},
+		{"xe.flamescope", method_xe_output}, {"xe.batch", method_xe_batch},  \
+		{"xe.zebin", method_xe_zebin},
 
 #endif

@@ -17,7 +17,9 @@
 #include "device.h"
 #include "gpd.h"
 #include "log.h"
+#include "iga.h"
 #include "oa.h"
+#include "zebin.h"
 
 #define XE_MAX_DEVICES 8
 #define XE_MAX_STREAMS 32
@@ -39,6 +41,10 @@ struct xe_coll {
 	uv_timer_t *tick;
 	char probe_why[200];
 	struct xe_cs *cs; /* host batch-buffer parser (docs/gpu-cs.md) */
+	struct xe_kbin *kbin; /* kernel binaries (zebin.h) */
+	/* graphics IP of the first EU-stall GT (major << 16 | minor), 0 none:
+	 * set on the loop at open, read by output workers */
+	_Atomic uint32_t ip_ver;
 };
 
 static uint64_t mono_ns(void)
@@ -58,6 +64,11 @@ static struct xe_coll *coll_get(struct collector *c)
 		if (!p)
 			return NULL;
 		if (xe_cs_new(NULL, &p->cs) < 0) {
+			free(p);
+			return NULL;
+		}
+		if (xe_kbin_new(0, &p->kbin) < 0) {
+			xe_cs_free(p->cs);
 			free(p);
 			return NULL;
 		}
@@ -197,6 +208,9 @@ static int xe_open(struct collector *c)
 		struct xe_device *d = &p->devs[i];
 		int r;
 
+		if (d->ngts && !p->ip_ver)
+			p->ip_ver = (uint32_t)d->gts[0].ip_major << 16 | d->gts[0].ip_minor;
+
 		for (unsigned g = 0; g < d->ngts; g++) {
 			if (xc->wait_num_reports)
 				d->gts[g].cfg.wait_num_reports = xc->wait_num_reports;
@@ -273,6 +287,31 @@ struct xe_cs *xe_collector_cs(struct collector *c)
 	struct xe_coll *p = c ? coll_get(c) : NULL;
 
 	return p ? p->cs : NULL;
+}
+
+struct xe_kbin *xe_collector_kbin(struct collector *c)
+{
+	struct xe_coll *p = c ? coll_get(c) : NULL;
+
+	return p ? p->kbin : NULL;
+}
+
+int xe_collector_insn_src(struct collector *c, struct xe_insn_src **ret)
+{
+	struct xe_coll *p = c ? c->priv : NULL;
+	uint32_t v = p ? p->ip_ver : 0;
+	struct xe_iga *g;
+	int r;
+
+	if (!v)
+		return -ENODEV;
+	r = xe_iga_new(v >> 16, v & 0xffff, &g);
+	if (r < 0)
+		return r;
+	r = xe_insn_src_new(p->kbin, g, true, ret);
+	if (r < 0)
+		xe_iga_free(g);
+	return r;
 }
 
 struct xe *xe_collector_core(struct collector *c)
@@ -402,6 +441,7 @@ static void xe_coll_free(struct collector *c)
 		xe_device_close(&p->devs[i]);
 	xe_free(p->x);
 	xe_cs_free(p->cs);
+	xe_kbin_free(p->kbin);
 	free(p);
 	c->priv = NULL;
 }

@@ -195,6 +195,8 @@ static int probe_gts(struct xe_device *d, uint64_t want_rate, char *why, size_t 
 		o->cfg.rate = xe_pick_rate(o->rates, o->nrates, want_rate);
 		o->cfg.record_size = es->record_size;
 		o->cfg.dec = dec;
+		o->ip_major = g->ip_ver_major;
+		o->ip_minor = g->ip_ver_minor;
 		/* Wake at a quarter of one XeCore buffer, not per row: the
 		 * kernel's 5 ms poll worker is what bounds latency anyway. */
 		o->cfg.wait_num_reports = (uint32_t)(es->per_xecore_buf_size / es->record_size / 4);

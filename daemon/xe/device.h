@@ -16,6 +16,7 @@
 
 struct xe_gt_desc {
 	struct xe_stream_cfg cfg; /* ready for xe_stream_new (EU stall) */
+	uint16_t ip_major, ip_minor; /* graphics IP version (IGA platform) */
 	uint64_t rates[16];	  /* advertised rates, fastest first */
 	unsigned nrates;
 };

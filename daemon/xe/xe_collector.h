@@ -21,6 +21,8 @@
 
 struct capture;
 struct xe_cs;
+struct xe_kbin;
+struct xe_insn_src;
 
 extern const struct collector_ops xe_collector_ops;
 
@@ -49,6 +51,17 @@ int xe_collector_attach_capture(struct collector *c, struct capture *cap);
  * xe_cs_load(..., xe_collector_core(c), ...). NULL only when out of
  * memory. Lives until the collector is freed. Loop thread. */
 struct xe_cs *xe_collector_cs(struct collector *c);
+
+/* The kernel-binary store (zebin.h): xe_zebin_load(xe_collector_core(c),
+ * xe_collector_kbin(c), ...). NULL only when out of memory. Lives until
+ * the collector is freed. Loop thread. */
+struct xe_kbin *xe_collector_kbin(struct collector *c);
+
+/* Instruction text for an output run (xe_insn_src_text over the store and
+ * an IGA context for the device's graphics IP, owned by it); free it
+ * with xe_insn_src_free. -ENODEV without a device, else as xe_iga_new.
+ * Any thread, while the collector lives. */
+int xe_collector_insn_src(struct collector *c, struct xe_insn_src **ret);
 
 /* Put the launch stacks of an encoded section's kernels into cap's stack
  * table (capture_add_stacks: the symbolizer then resolves them with the
