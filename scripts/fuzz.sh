@@ -35,6 +35,7 @@ ALL="rpc capture symtab timeline import"
 [ -f daemon/xe/section.c ] && ALL="$ALL xe_decode xe_section"
 [ -f daemon/timeline/nsys.c ] && ALL="$ALL nsys"
 [ -f daemon/xe/cs.c ] && ALL="$ALL gpu_cs"
+[ -f daemon/xe/zebin.c ] && ALL="$ALL zebin"
 HARNESSES=${*:-$ALL}
 
 command -v clang >/dev/null || { echo "fuzz.sh: clang is required" >&2; exit 1; }
@@ -76,6 +77,8 @@ for h in $HARNESSES; do
 	xe_decode | xe_section) max_len=65536 ;;
 	# a dump of a few batch buffers (the parser reads at most 4 MiB)
 	gpu_cs) max_len=65536 ;;
+	# small ELF images (seeds are a few KB)
+	zebin) max_len=65536 ;;
 	*) max_len=262144 ;;
 	esac
 	par=""
@@ -93,6 +96,7 @@ for h in $HARNESSES; do
 		xe_section) runs=35000 ;;
 		nsys) runs=45000 ;;
 		gpu_cs) runs=80000 ;;
+		zebin) runs=5000000 ;;
 		*) runs=100000 ;;
 		esac
 		time_opt="-seed=1 -runs=$runs"
