@@ -181,7 +181,7 @@ static void check_trace(const char *name)
 
 	/* single-file traces: plain == gzip, and 1-byte chunks == 64 KiB */
 	if (nf == 1) {
-		size_t len;
+		size_t len = 0;
 		char *plain = gunzip(files[0], &len);
 		struct timeline *a = NULL, *b = NULL;
 		struct import_opts o1 = { .rank = -1, .chunk_size = 65536 };
