@@ -215,13 +215,9 @@ static int attach_group(struct gj_priv *p, unsigned g)
 static void read_counters(struct gj_priv *p)
 {
 	uint64_t lost = 0;
-	uint32_t k = 0;
 
-	if (p->owner && p->percpu &&
-	    !bpf_map__lookup_elem(p->owner->maps.drops, &k, sizeof(k), p->percpu,
-				  sizeof(uint64_t) * (size_t)p->ncpus, 0))
-		for (int i = 0; i < p->ncpus; i++)
-			lost += p->percpu[i];
+	if (p->owner)
+		rbloop_percpu_sum(p->owner->maps.drops, 0, p->percpu, p->ncpus, &lost);
 	p->lost = lost;
 	if (p->pair) {
 		struct gj_stats st;
