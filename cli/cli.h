@@ -61,6 +61,9 @@ int cli_call_failed(struct cli *cli, const char *method, int err);
 
 /* Parse a capture id / a positive integer; false if invalid. */
 bool cli_parse_u64(const char *s, uint64_t *v);
+/* The --rank option's value (0..INT32_MAX) into *rank: CLI_CONTINUE, or a
+ * usage error naming the value. */
+int cli_opt_rank(struct cli *cli, const char *arg, int64_t *rank);
 
 /*
  * Parse "key=value" into params: value is taken as JSON when it parses as

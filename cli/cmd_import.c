@@ -26,14 +26,10 @@ struct import_args {
 static int import_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 {
 	struct import_args *a = ctx;
-	uint64_t v;
 
 	switch (opt) {
 	case 'r':
-		if (!cli_parse_u64(arg, &v) || v > INT32_MAX)
-			return cli_usage_error(cli, "invalid rank '%s'", arg);
-		a->rank = (int64_t)v;
-		break;
+		return cli_opt_rank(cli, arg, &a->rank);
 	case 'n':
 		a->name = arg;
 		break;

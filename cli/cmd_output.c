@@ -235,7 +235,6 @@ static cJSON *parse_edit(const char *spec)
 static int render_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 {
 	struct render_args *a = ctx;
-	uint64_t v;
 	cJSON *e;
 
 	switch (opt) {
@@ -243,10 +242,7 @@ static int render_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 		a->out = arg;
 		break;
 	case 'r':
-		if (!cli_parse_u64(arg, &v) || v > INT32_MAX)
-			return cli_usage_error(cli, "invalid rank '%s'", arg);
-		a->rank = (int64_t)v;
-		break;
+		return cli_opt_rank(cli, arg, &a->rank);
 	case OPT_ANNOTATION:
 		a->annotation = arg;
 		break;

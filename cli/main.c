@@ -197,6 +197,16 @@ bool cli_parse_u64(const char *s, uint64_t *v)
 	return true;
 }
 
+int cli_opt_rank(struct cli *cli, const char *arg, int64_t *rank)
+{
+	uint64_t v;
+
+	if (!cli_parse_u64(arg, &v) || v > INT32_MAX)
+		return cli_usage_error(cli, "invalid rank '%s'", arg);
+	*rank = (int64_t)v;
+	return CLI_CONTINUE;
+}
+
 bool cli_add_kv_param(cJSON *params, const char *kv)
 {
 	const char *eq = strchr(kv, '=');

@@ -188,14 +188,10 @@ struct comm_args {
 static int comm_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 {
 	struct comm_args *a = ctx;
-	uint64_t v;
 
 	switch (opt) {
 	case 'r':
-		if (!cli_parse_u64(arg, &v) || v > INT32_MAX)
-			return cli_usage_error(cli, "invalid rank '%s'", arg);
-		a->rank = (int64_t)v;
-		break;
+		return cli_opt_rank(cli, arg, &a->rank);
 	case 's':
 		a->svg = arg;
 		break;
