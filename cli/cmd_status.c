@@ -73,7 +73,17 @@ static void print_status(const cJSON *st)
 	table_free(t);
 }
 
-int cmd_status(struct cli *cli, int argc, char **argv)
+static void print_version(const cJSON *v)
+{
+	printf("gpuprofctl %s (protocol %d)\n", GPUPROF_VERSION, GPUPROF_PROTOCOL_VERSION);
+	printf("gpuprofd   %s (protocol %.0f)\n", json_str(v, "version", "?"),
+	       json_num(v, "protocol", 0));
+}
+
+/* A call without parameters: its result as JSON (--json) or through print. */
+static int query(struct cli *cli, int argc, char **argv, const char *method,
+		 int (*call)(struct gpuprof_client *client, char **result_json),
+		 void (*print)(const cJSON *result))
 {
 	char *res = NULL;
 	int r = no_operands(cli, argc, argv);
@@ -83,42 +93,26 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 	r = cli_connect(cli);
 	if (r)
 		return r;
-	r = gpuprof_status(cli->client, &res);
+	r = call(cli->client, &res);
 	if (r < 0)
-		return cli_call_failed(cli, "status", r);
+		return cli_call_failed(cli, method, r);
 	if (cli->json) {
 		print_json_text(res);
 	} else {
-		cJSON *st = cJSON_Parse(res);
-		print_status(st);
-		cJSON_Delete(st);
+		cJSON *o = cJSON_Parse(res);
+		print(o);
+		cJSON_Delete(o);
 	}
 	free(res);
 	return EXIT_OK;
 }
 
+int cmd_status(struct cli *cli, int argc, char **argv)
+{
+	return query(cli, argc, argv, "status", gpuprof_status, print_status);
+}
+
 int cmd_version(struct cli *cli, int argc, char **argv)
 {
-	char *res = NULL;
-	int r = no_operands(cli, argc, argv);
-
-	if (r != CLI_CONTINUE)
-		return r;
-	r = cli_connect(cli);
-	if (r)
-		return r;
-	r = gpuprof_version(cli->client, &res);
-	if (r < 0)
-		return cli_call_failed(cli, "version", r);
-	if (cli->json) {
-		print_json_text(res);
-	} else {
-		cJSON *v = cJSON_Parse(res);
-		printf("gpuprofctl %s (protocol %d)\n", GPUPROF_VERSION, GPUPROF_PROTOCOL_VERSION);
-		printf("gpuprofd   %s (protocol %.0f)\n", json_str(v, "version", "?"),
-		       json_num(v, "protocol", 0));
-		cJSON_Delete(v);
-	}
-	free(res);
-	return EXIT_OK;
+	return query(cli, argc, argv, "version", gpuprof_version, print_version);
 }

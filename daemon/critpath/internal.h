@@ -61,7 +61,7 @@ struct cp_graph {
 	uint32_t warnings; /* kernels without launch/kernel-kernel edge etc. */
 };
 
-/* Build state (build.c, gpu.c). */
+/* Build state (build.c, graph.c, stacks.c, gpu.c, gpu_tables.c). */
 struct cp_build {
 	const struct timeline *tl;
 	const struct tl_rank *r;

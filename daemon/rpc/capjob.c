@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "gpd.h"
+#include "timeline/timeline.h"
 
 void capjob_fail(struct capjob *j, int err, int code, const char *fmt, ...)
 {
@@ -18,6 +19,35 @@ void capjob_fail(struct capjob *j, int err, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(j->msg, sizeof(j->msg), fmt, ap);
 	va_end(ap);
+}
+
+void capjob_fail_submit(struct capjob *j, int r)
+{
+	if (r == -EBUSY)
+		capjob_fail(j, r, GPUPROF_ERR_BUSY,
+			    "too many jobs running (limits.max_jobs); retry later");
+	else
+		capjob_fail(j, r, 0, "starting the job");
+}
+
+int capjob_timeline(struct capjob *j, struct capture *c, const char *need, struct timeline **tl)
+{
+	const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
+	char why[512] = "";
+	int r;
+
+	if (!x) {
+		capjob_fail(j, -ENODATA, GPUPROF_ERR_NO_DATA,
+			    "capture %llu has no timeline: analyses need %s",
+			    (unsigned long long)j->id, need);
+		return -ENODATA;
+	}
+	r = timeline_decode(x->data, x->len, tl, why, sizeof(why));
+	if (r < 0)
+		capjob_fail(j, r, r == -ENOMEM ? 0 : GPUPROF_ERR_DAMAGED,
+			    "capture %llu: timeline section: %s", (unsigned long long)j->id,
+			    why[0] ? why : strerror(-r));
+	return r < 0 ? r : 0;
 }
 
 static void capjob_work(void *arg)
@@ -99,9 +129,7 @@ void capjob_submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for
 	}
 	int r = job_submit(g, capjob_work, capjob_done, j);
 	if (r < 0) {
-		capjob_fail(j, r, r == -EBUSY ? GPUPROF_ERR_BUSY : 0,
-			    r == -EBUSY ? "too many jobs running (limits.max_jobs); retry later"
-					: "starting the job");
+		capjob_fail_submit(j, r);
 		capjob_done(j);
 	}
 }

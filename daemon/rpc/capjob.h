@@ -42,4 +42,16 @@ void capjob_submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for
 void capjob_fail(struct capjob *j, int err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* Helper when job_submit() failed with r: a busy or a generic error. */
+void capjob_fail_submit(struct capjob *j, int r);
+
+struct timeline;
+/*
+ * Helper for run(): decode capture c's timeline section into *tl (the caller
+ * frees it with timeline_free). Without one, or when it does not decode,
+ * fails j (need says what an analysis needs: "an imported trace") and
+ * returns a negative errno.
+ */
+int capjob_timeline(struct capjob *j, struct capture *c, const char *need, struct timeline **tl);
+
 #endif

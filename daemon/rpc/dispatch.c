@@ -96,19 +96,29 @@ int rpc_req_take_fd(struct rpc_req *req, size_t idx)
 	return fd;
 }
 
+/* The reply object with jsonrpc and the request's id (moved into it), or
+ * NULL when no reply goes out: a notification, a closed peer, no memory. */
+static cJSON *reply_envelope(struct rpc_req *req)
+{
+	cJSON *o;
+
+	if (!req->id || !rpc_conn_alive(req->conn) || !(o = cJSON_CreateObject()))
+		return NULL;
+	cJSON_AddStringToObject(o, "jsonrpc", "2.0");
+	cJSON_AddItemToObject(o, "id", req->id);
+	req->id = NULL;
+	return o;
+}
+
 void rpc_reply(struct rpc_req *req, cJSON *result)
 {
-	if (req->id && rpc_conn_alive(req->conn)) {
-		cJSON *o = cJSON_CreateObject();
-		if (o) {
-			cJSON_AddStringToObject(o, "jsonrpc", "2.0");
-			cJSON_AddItemToObject(o, "id", req->id);
-			req->id = NULL;
-			cJSON_AddItemToObject(o, "result", result ? result : cJSON_CreateNull());
-			result = NULL;
-			send_json(req->conn, o);
-			cJSON_Delete(o);
-		}
+	cJSON *o = reply_envelope(req);
+
+	if (o) {
+		cJSON_AddItemToObject(o, "result", result ? result : cJSON_CreateNull());
+		result = NULL;
+		send_json(req->conn, o);
+		cJSON_Delete(o);
 	}
 	cJSON_Delete(result);
 	req_free(req);
@@ -121,21 +131,16 @@ void rpc_error(struct rpc_req *req, int code, cJSON *data, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (req->id && rpc_conn_alive(req->conn)) {
-		cJSON *o = cJSON_CreateObject();
-		if (o) {
-			cJSON_AddStringToObject(o, "jsonrpc", "2.0");
-			cJSON_AddItemToObject(o, "id", req->id);
-			req->id = NULL;
-			cJSON *e = cJSON_AddObjectToObject(o, "error");
-			cJSON_AddNumberToObject(e, "code", code);
-			cJSON_AddStringToObject(e, "message", msg);
-			if (data)
-				cJSON_AddItemToObject(e, "data", data);
-			data = NULL;
-			send_json(req->conn, o);
-			cJSON_Delete(o);
-		}
+	cJSON *o = reply_envelope(req);
+	if (o) {
+		cJSON *e = cJSON_AddObjectToObject(o, "error");
+		cJSON_AddNumberToObject(e, "code", code);
+		cJSON_AddStringToObject(e, "message", msg);
+		if (data)
+			cJSON_AddItemToObject(e, "data", data);
+		data = NULL;
+		send_json(req->conn, o);
+		cJSON_Delete(o);
 	}
 	cJSON_Delete(data);
 	req_free(req);

@@ -44,7 +44,6 @@ static void drop_windows(cJSON *result)
 static void comm_run(struct capjob *j, struct capture *c)
 {
 	struct comm_req *q = j->opts;
-	const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
 	struct timeline *tl = NULL;
 	cJSON *result = NULL;
 	char why[512] = "";
@@ -52,19 +51,8 @@ static void comm_run(struct capjob *j, struct capture *c)
 	size_t len = 0;
 	int r;
 
-	if (!x) {
-		capjob_fail(j, -ENODATA, GPUPROF_ERR_NO_DATA,
-			    "capture %llu has no timeline: analyses need an imported trace",
-			    (unsigned long long)j->id);
+	if (capjob_timeline(j, c, "an imported trace", &tl) < 0)
 		return;
-	}
-	r = timeline_decode(x->data, x->len, &tl, why, sizeof(why));
-	if (r < 0) {
-		capjob_fail(j, r, r == -ENOMEM ? 0 : GPUPROF_ERR_DAMAGED,
-			    "capture %llu: timeline section: %s", (unsigned long long)j->id,
-			    why[0] ? why : strerror(-r));
-		return;
-	}
 	r = comm_analyze(tl, q->params, q->defaults, &result, why, sizeof(why));
 	timeline_free(tl);
 	if (r < 0) {

@@ -181,20 +181,8 @@ static struct cp_graph *graph_for(struct capjob *j, struct capture *c, struct cp
 		return (*ce)->g;
 	}
 	*cached = false;
-	ex = capture_find_extra(c, CAPSEC_TIMELINE);
-	if (!ex) {
-		capjob_fail(j, -ENODATA, GPUPROF_ERR_NO_DATA,
-			    "capture %llu has no timeline: analyses need an imported trace",
-			    (unsigned long long)j->id);
+	if (capjob_timeline(j, c, "an imported trace", &tl) < 0)
 		return NULL;
-	}
-	r = timeline_decode(ex->data, ex->len, &tl, why, sizeof(why));
-	if (r < 0) {
-		capjob_fail(j, r, r == -ENOMEM ? 0 : GPUPROF_ERR_DAMAGED,
-			    "capture %llu: timeline section: %s", (unsigned long long)j->id,
-			    why[0] ? why : strerror(-r));
-		return NULL;
-	}
 	if (x->o.rank < 0) /* default: the lowest rank, as HTA's ranks=None */
 		x->o.rank = timeline_nranks(tl) ? timeline_rank_at(tl, 0)->rank : 0;
 	r = cp_build(tl, &x->o, &g, why, sizeof(why));

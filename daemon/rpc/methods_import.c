@@ -286,28 +286,15 @@ static void analyze_run(struct capjob *j, struct capture *c)
 {
 	cJSON *params = j->opts;
 	const char *name = cJSON_GetObjectItemCaseSensitive(params, "__analysis")->valuestring;
-	const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
-	if (!x) {
-		capjob_fail(j, -ENODATA, GPUPROF_ERR_NO_DATA,
-			    "capture %llu has no timeline: analyses need an imported trace or "
-			    "GPU job intervals (gpu_jobs collector)",
-			    (unsigned long long)j->id);
-		return;
-	}
 	struct timeline *tl = NULL;
-	char why[256] = "";
-	int r = timeline_decode(x->data, x->len, &tl, why, sizeof(why));
-	if (r < 0) {
-		capjob_fail(j, r, r == -ENOMEM ? 0 : GPUPROF_ERR_DAMAGED,
-			    "capture %llu: timeline section: %s", (unsigned long long)j->id,
-			    why[0] ? why : strerror(-r));
+	if (capjob_timeline(j, c, "an imported trace or GPU job intervals (gpu_jobs collector)",
+			    &tl) < 0)
 		return;
-	}
 	cJSON *aparams = cJSON_Duplicate(params, 1);
 	cJSON_DeleteItemFromObjectCaseSensitive(aparams, "__analysis");
 	char err[512] = "";
 	cJSON *result = NULL;
-	r = analysis_run(name, tl, aparams, &result, err, sizeof(err));
+	int r = analysis_run(name, tl, aparams, &result, err, sizeof(err));
 	cJSON_Delete(aparams);
 	timeline_free(tl);
 	if (r < 0) {

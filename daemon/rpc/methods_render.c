@@ -215,9 +215,7 @@ static void fdjob_submit(struct rpc_req *req, int out_fd, struct ropts *o)
 			     .io_timeout_ms = (int)req->gpd->cfg.io_timeout_ms};
 	int r = job_submit(req->gpd, fdjob_work, fdjob_done, j);
 	if (r < 0) {
-		capjob_fail(j, r, r == -EBUSY ? GPUPROF_ERR_BUSY : 0,
-			    r == -EBUSY ? "too many jobs running (limits.max_jobs); retry later"
-					: "starting the job");
+		capjob_fail_submit(j, r);
 		fdjob_done(j);
 	}
 }

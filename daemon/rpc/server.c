@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * Connections. Sockets are raw non-blocking fds on uv_poll_t handles rather
- * than uv_pipe_t: libuv's pipe reader only surfaces SCM_RIGHTS fds it can
- * wrap as stream handles, and we accept regular files too.
+ * Connections: the listening socket, accept, peer credentials, per-connection
+ * timeouts and the close/reference lifecycle (reads and replies: conn_io.c).
+ * Sockets are raw non-blocking fds on uv_poll_t handles rather than
+ * uv_pipe_t: libuv's pipe reader only surfaces SCM_RIGHTS fds it can wrap as
+ * stream handles, and we accept regular files too.
  */
-#include "rpc.h"
+#include "server_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,49 +23,6 @@
 #include "framing.h"
 #include "gpd.h"
 #include "log.h"
-
-#define FDQ_MAX (2 * GPUPROF_MAX_FDS_PER_MSG)
-#define READ_BUDGET (256 * 1024) /* bytes per readable callback, for fairness */
-
-struct rpc_conn {
-	struct rpc_server *srv;
-	struct rpc_conn *prev, *next;
-	uv_poll_t poll;
-	uv_timer_t timer;
-	int fd;
-	int refs;
-	int handles_open;
-	bool closing; /* handles being closed */
-	bool eof; /* peer shut down its write side */
-	bool close_after_flush;
-	uid_t uid;
-	pid_t pid;
-	bool privileged;
-	struct frame_buf in;
-	int fdq[FDQ_MAX];
-	size_t nfdq;
-	char *out;
-	size_t out_len, out_off, out_cap;
-	int inflight;
-	uint64_t last_activity_ns;
-	uint64_t partial_since_ns; /* 0 = no partial message buffered */
-	uint64_t out_stalled_since_ns; /* 0 = output drained */
-	int poll_events;
-};
-
-struct rpc_server {
-	struct gpd *g;
-	uv_poll_t listen_poll;
-	int listen_fd;
-	bool listening;
-	bool owns_path;
-	char path[108];
-	struct rpc_conn *conns;
-	unsigned nconns;
-};
-
-static void conn_close(struct rpc_conn *c);
-static void conn_update_poll(struct rpc_conn *c);
 
 struct gpd *rpc_conn_gpd(const struct rpc_conn *conn)
 {
@@ -112,7 +71,7 @@ void rpc_conn_inflight(struct rpc_conn *conn, int delta)
 	conn->inflight += delta;
 	conn->last_activity_ns = gpd_now_ns();
 	if (conn->inflight == 0 && conn->eof && conn->out_len == conn->out_off)
-		conn_close(conn);
+		rpc_conn_close_now(conn);
 }
 
 unsigned rpc_server_clients(const struct rpc_server *s)
@@ -152,7 +111,7 @@ static void handle_closed(uv_handle_t *h)
 	rpc_conn_unref(c);
 }
 
-static void conn_close(struct rpc_conn *c)
+void rpc_conn_close_now(struct rpc_conn *c)
 {
 	if (c->closing)
 		return;
@@ -176,181 +135,9 @@ void rpc_conn_close_after_flush(struct rpc_conn *conn)
 {
 	conn->close_after_flush = true;
 	if (conn->out_len == conn->out_off)
-		conn_close(conn);
+		rpc_conn_close_now(conn);
 	else
-		conn_update_poll(conn);
-}
-
-static void flush_out(struct rpc_conn *c)
-{
-	while (c->out_off < c->out_len) {
-		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-				 MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				if (!c->out_stalled_since_ns)
-					c->out_stalled_since_ns = gpd_now_ns();
-				break;
-			}
-			conn_close(c);
-			return;
-		}
-		c->out_off += (size_t)n;
-		c->out_stalled_since_ns = 0;
-	}
-	if (c->out_off == c->out_len) {
-		c->out_off = c->out_len = 0;
-		c->out_stalled_since_ns = 0;
-		if (c->close_after_flush || (c->eof && c->inflight == 0)) {
-			conn_close(c);
-			return;
-		}
-	}
-	conn_update_poll(c);
-}
-
-void rpc_conn_send(struct rpc_conn *c, const char *line, size_t len)
-{
-	if (c->closing)
-		return;
-	size_t need = c->out_len - c->out_off + len + 1;
-	if (need > c->srv->g->cfg.max_conn_out_bytes + GPUPROF_MAX_MSG_SIZE) {
-		log_warn("client uid=%u pid=%d does not read its replies: disconnecting",
-			 (unsigned)c->uid, (int)c->pid);
-		conn_close(c);
-		return;
-	}
-	if (c->out_off > 0 && c->out_len + len + 1 > c->out_cap) {
-		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-		c->out_len -= c->out_off;
-		c->out_off = 0;
-	}
-	if (c->out_len + len + 1 > c->out_cap) {
-		size_t cap = c->out_cap ? c->out_cap : 4096;
-		while (cap < c->out_len + len + 1)
-			cap *= 2;
-		char *n = realloc(c->out, cap);
-		if (!n) {
-			conn_close(c);
-			return;
-		}
-		c->out = n;
-		c->out_cap = cap;
-	}
-	memcpy(c->out + c->out_len, line, len);
-	c->out[c->out_len + len] = GPUPROF_MSG_DELIM;
-	c->out_len += len + 1;
-	flush_out(c);
-}
-
-static void on_conn_event(uv_poll_t *h, int status, int events);
-
-static void conn_update_poll(struct rpc_conn *c)
-{
-	if (c->closing)
-		return;
-	int ev = UV_DISCONNECT;
-	if (!c->eof && !c->close_after_flush)
-		ev |= UV_READABLE;
-	if (c->out_off < c->out_len)
-		ev |= UV_WRITABLE;
-	if (ev != c->poll_events) {
-		c->poll_events = ev;
-		uv_poll_start(&c->poll, ev, on_conn_event);
-	}
-}
-
-static void fatal_error(struct rpc_conn *c, int code, const char *msg)
-{
-	rpc_send_error_line(c, NULL, code, msg);
-	rpc_conn_close_after_flush(c);
-}
-
-static void conn_read(struct rpc_conn *c)
-{
-	size_t budget = READ_BUDGET;
-	while (budget > 0 && !c->closing && !c->close_after_flush && !c->eof) {
-		char *p;
-		size_t avail;
-		int r = frame_buf_reserve(&c->in, &p, &avail);
-		if (r < 0) {
-			fatal_error(c, GPUPROF_ERR_TOO_LARGE, "message exceeds the maximum size");
-			return;
-		}
-		bool trunc = false;
-		ssize_t n = fd_recv(c->fd, p, avail, c->fdq, &c->nfdq, FDQ_MAX, &trunc,
-				    MSG_DONTWAIT);
-		if (n == -EAGAIN || n == -EWOULDBLOCK)
-			break;
-		if (n < 0) {
-			conn_close(c);
-			return;
-		}
-		if (trunc) {
-			fatal_error(c, GPUPROF_ERR_TOO_LARGE, "too many file descriptors queued");
-			return;
-		}
-		if (n == 0) {
-			c->eof = true;
-			break;
-		}
-		frame_buf_commit(&c->in, (size_t)n);
-		budget -= (size_t)n < budget ? (size_t)n : budget;
-		c->last_activity_ns = gpd_now_ns();
-
-		char *msg;
-		size_t len;
-		while (!c->closing && !c->close_after_flush &&
-		       (r = frame_buf_next(&c->in, &msg, &len)) == 1) {
-			rpc_conn_inflight(c, 1);
-			rpc_dispatch(c, msg, len);
-			rpc_conn_inflight(c, -1);
-		}
-		if (c->closing)
-			return;
-		if (r == -EMSGSIZE) {
-			char m[96];
-			snprintf(m, sizeof(m), "message exceeds %zu bytes",
-				 c->srv->g->cfg.max_msg_bytes);
-			fatal_error(c, GPUPROF_ERR_TOO_LARGE, m);
-			return;
-		}
-		size_t pend = frame_buf_pending(&c->in);
-		if (pend == 0) {
-			c->partial_since_ns = 0;
-			/* Descriptors that arrived with no message left to claim them. */
-			for (size_t i = 0; i < c->nfdq; i++)
-				close(c->fdq[i]);
-			c->nfdq = 0;
-		} else if (!c->partial_since_ns) {
-			c->partial_since_ns = gpd_now_ns();
-		}
-	}
-	if (c->eof && !c->closing) {
-		if (c->inflight == 0 && c->out_off == c->out_len)
-			conn_close(c);
-		else
-			conn_update_poll(c);
-	}
-}
-
-static void on_conn_event(uv_poll_t *h, int status, int events)
-{
-	struct rpc_conn *c = h->data;
-	rpc_conn_ref(c);
-	if (status < 0) {
-		conn_close(c);
-	} else {
-		if (events & UV_WRITABLE)
-			flush_out(c);
-		if (!c->closing && (events & UV_READABLE))
-			conn_read(c);
-		if (!c->closing && (events & UV_DISCONNECT) && !(events & UV_READABLE))
-			c->eof = true, conn_read(c);
-	}
-	rpc_conn_unref(c);
+		rpc_conn_update_poll(conn);
 }
 
 static void on_conn_timer(uv_timer_t *t)
@@ -361,21 +148,21 @@ static void on_conn_timer(uv_timer_t *t)
 	if (c->partial_since_ns && now - c->partial_since_ns > cfg->request_timeout_ms * 1000000ull) {
 		log_info("client uid=%u pid=%d too slow sending a request: disconnecting",
 			 (unsigned)c->uid, (int)c->pid);
-		fatal_error(c, GPUPROF_ERR_TIMEOUT, "request not completed in time");
+		rpc_conn_fatal(c, GPUPROF_ERR_TIMEOUT, "request not completed in time");
 		return;
 	}
 	if (c->out_stalled_since_ns &&
 	    now - c->out_stalled_since_ns > cfg->io_timeout_ms * 1000000ull) {
 		log_info("client uid=%u pid=%d stopped reading: disconnecting", (unsigned)c->uid,
 			 (int)c->pid);
-		conn_close(c);
+		rpc_conn_close_now(c);
 		return;
 	}
 	if (c->inflight == 0 && c->out_off == c->out_len &&
 	    now - c->last_activity_ns > cfg->idle_timeout_ms * 1000000ull) {
 		log_debug("client uid=%u pid=%d idle: disconnecting", (unsigned)c->uid,
 			  (int)c->pid);
-		fatal_error(c, GPUPROF_ERR_TIMEOUT, "idle timeout");
+		rpc_conn_fatal(c, GPUPROF_ERR_TIMEOUT, "idle timeout");
 	}
 }
 
@@ -429,7 +216,7 @@ static void conn_new(struct rpc_server *s, int fd)
 	s->nconns++;
 	log_debug("client uid=%u pid=%d connected%s", (unsigned)c->uid, (int)c->pid,
 		  c->privileged ? " (privileged)" : "");
-	conn_update_poll(c);
+	rpc_conn_update_poll(c);
 }
 
 static void on_listen(uv_poll_t *h, int status, int events)
@@ -521,7 +308,7 @@ void rpc_server_close(struct rpc_server *s)
 			unlink(s->path);
 	}
 	while (s->conns)
-		conn_close(s->conns);
+		rpc_conn_close_now(s->conns);
 }
 
 void rpc_server_free(struct rpc_server *s)

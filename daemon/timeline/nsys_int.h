@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "timeline_int.h"
 
@@ -93,7 +94,28 @@ struct nsys_imp {
 	char err[256];
 };
 
-/* nsys.c */
+static inline uint64_t nsys_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Integer column i of the current row, def when it is NULL. */
+static inline int64_t nsys_col_i64(sqlite3_stmt *s, int i, int64_t def)
+{
+	return sqlite3_column_type(s, i) == SQLITE_NULL ? def : sqlite3_column_int64(s, i);
+}
+
+/* nsys.c: import orchestration. buf is writable and owned by the caller. */
+int nsys_import_db(void *buf, size_t len, const struct import_opts *o, struct timeline *tl,
+		   struct import_result *res);
+
+/* nsys_db.c: SQLite access and StringIds */
+/* Attach buf (len bytes, must outlive m->db) read-only; starts the SQL budget. */
+int nsys_open_db(struct nsys_imp *m, void *buf, size_t len);
+int nsys_load_strings(struct nsys_imp *m);
 int nsys_fail(struct nsys_imp *m, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 bool nsys_has_table(struct nsys_imp *m, const char *table);
@@ -111,6 +133,7 @@ int64_t nsys_intern_id(struct nsys_imp *m, int64_t id, bool clean);
 int64_t nsys_intern(struct nsys_imp *m, const char *s, size_t n);
 /* Strip "_v7000" API suffixes and PyTorch ", op_id = N"/", seq = N" tails. */
 size_t nsys_clean_len(const char *s, size_t n);
+/* nsys.c: ranks and events */
 int nsys_push(struct nsys_imp *m, struct nsys_rank *nr, const struct tl_event *e,
 	      const struct tl_args *a);
 /* Rank of (globalPid, device), or of the process's first device (dev < 0). */
@@ -120,6 +143,7 @@ struct nsys_rank *nsys_rank_of(struct nsys_imp *m, int64_t gpid, int64_t dev);
 int nsys_read_ranks(struct nsys_imp *m);
 int nsys_read_gpu(struct nsys_imp *m);
 int nsys_read_runtime(struct nsys_imp *m);
+/* nsys_nvtx.c */
 int nsys_read_nvtx(struct nsys_imp *m);
 
 /* nsys_devices.c: each rank's device (name, SMs, memory) from TARGET_INFO_GPU */

@@ -98,11 +98,6 @@ static const char *sync_name(int64_t type, bool *has_stream)
 	}
 }
 
-static int64_t col_i64(sqlite3_stmt *s, int i, int64_t def)
-{
-	return sqlite3_column_type(s, i) == SQLITE_NULL ? def : sqlite3_column_int64(s, i);
-}
-
 static int comm_note(struct nsys_imp *m, struct nsys_rank *nr, int64_t corr)
 {
 	struct nsys_comm *c;
@@ -143,8 +138,8 @@ static int read_gpu_table(struct nsys_imp *m, int kind)
 	if (err)
 		return err == -ENOENT ? 0 : err;
 	while ((rc = nsys_step(m, s)) == 1) {
-		int64_t start = col_i64(s, 0, 0), end = col_i64(s, 1, start);
-		struct nsys_rank *nr = nsys_rank_of(m, col_i64(s, 2, 0), col_i64(s, 3, 0));
+		int64_t start = nsys_col_i64(s, 0, 0), end = nsys_col_i64(s, 1, start);
+		struct nsys_rank *nr = nsys_rank_of(m, nsys_col_i64(s, 2, 0), nsys_col_i64(s, 3, 0));
 		struct tl_event e = { 0 };
 		struct tl_args a;
 		bool has_args = false, has_stream = true;
@@ -156,30 +151,30 @@ static int read_gpu_table(struct nsys_imp *m, int kind)
 		memset(&a, 0, sizeof(a));
 		a.wait_on_stream = a.wait_on_event_record_corr = a.wait_on_event_id = -1;
 		a.queued = a.bytes = a.in_msg_nelems = a.out_msg_nelems = a.group_size = -1;
-		a.context = col_i64(s, 17, -1);
+		a.context = nsys_col_i64(s, 17, -1);
 		for (int k = 0; k < 3; k++)
 			a.grid[k] = a.block[k] = -1;
 		if (kind == 0) {
-			int64_t id = col_i64(s, 6, -1);
+			int64_t id = nsys_col_i64(s, 6, -1);
 
 			if (id < 0 || !nsys_text(m, id))
-				id = col_i64(s, 7, -1);
+				id = nsys_col_i64(s, 7, -1);
 			name = nsys_intern_id(m, id, false);
 			for (int k = 0; k < 3; k++) {
-				a.grid[k] = (int32_t)col_i64(s, 11 + k, -1);
-				a.block[k] = (int32_t)col_i64(s, 14 + k, -1);
+				a.grid[k] = (int32_t)nsys_col_i64(s, 11 + k, -1);
+				a.block[k] = (int32_t)nsys_col_i64(s, 14 + k, -1);
 			}
 			has_args = true;
 		} else if (kind == 1) {
-			nm = memcpy_name(col_i64(s, 9, 0));
-			a.bytes = col_i64(s, 8, -1);
+			nm = memcpy_name(nsys_col_i64(s, 9, 0));
+			a.bytes = nsys_col_i64(s, 8, -1);
 			has_args = true;
 		} else if (kind == 2) {
 			nm = "Memset (Device)";
-			a.bytes = col_i64(s, 8, -1);
+			a.bytes = nsys_col_i64(s, 8, -1);
 			has_args = true;
 		} else {
-			nm = sync_name(col_i64(s, 10, 0), &has_stream);
+			nm = sync_name(nsys_col_i64(s, 10, 0), &has_stream);
 		}
 		if (nm)
 			name = nsys_intern(m, nm, strlen(nm));
@@ -190,9 +185,9 @@ static int read_gpu_table(struct nsys_imp *m, int kind)
 		e.ts_ns = m->epoch + start;
 		e.dur_ns = end - start;
 		e.pid = nr->dev;
-		e.stream = has_stream ? col_i64(s, 4, -1) : -1;
+		e.stream = has_stream ? nsys_col_i64(s, 4, -1) : -1;
 		e.tid = e.stream;
-		e.correlation = col_i64(s, 5, -1);
+		e.correlation = nsys_col_i64(s, 5, -1);
 		e.external_id = -1;
 		e.name = (uint32_t)name;
 		e.cat = (uint32_t)cat;
@@ -328,7 +323,8 @@ int nsys_read_runtime(struct nsys_imp *m)
 		goto out;
 	}
 	while ((rc = nsys_step(m, s)) == 1) {
-		int64_t start = col_i64(s, 0, 0), gtid = col_i64(s, 2, 0), corr = col_i64(s, 3, -1);
+		int64_t start = nsys_col_i64(s, 0, 0), gtid = nsys_col_i64(s, 2, 0);
+		int64_t corr = nsys_col_i64(s, 3, -1);
 		struct nsys_rank *nr = runtime_rank(m, cm, ncm, gtid, corr);
 		struct nsys_comm *c;
 		struct tl_event e = { 0 };
@@ -336,21 +332,21 @@ int nsys_read_runtime(struct nsys_imp *m)
 
 		if (!nr) /* a process without GPU work */
 			continue;
-		name = nsys_intern_id(m, col_i64(s, 4, -1), true);
+		name = nsys_intern_id(m, nsys_col_i64(s, 4, -1), true);
 		if (name < 0) {
 			err = (int)name;
 			break;
 		}
 		e.ts_ns = m->epoch + start;
-		e.dur_ns = col_i64(s, 1, start) - start;
+		e.dur_ns = nsys_col_i64(s, 1, start) - start;
 		e.pid = (int64_t)NSYS_PID(gtid);
 		e.tid = (int64_t)NSYS_TID(gtid);
 		e.stream = -1;
 		e.correlation = corr;
 		e.external_id = -1;
 		e.name = (uint32_t)name;
-		e.cat = (uint32_t)(col_i64(s, 5, 0) == 1 ? cat_drv : cat_rt);
-		e.kind = col_i64(s, 5, 0) == 1 ? TL_K_DRIVER : TL_K_RUNTIME;
+		e.cat = (uint32_t)(nsys_col_i64(s, 5, 0) == 1 ? cat_drv : cat_rt);
+		e.kind = nsys_col_i64(s, 5, 0) == 1 ? TL_K_DRIVER : TL_K_RUNTIME;
 		e.device = -1;
 		{
 			size_t l;
@@ -368,150 +364,5 @@ int nsys_read_runtime(struct nsys_imp *m)
 	sqlite3_finalize(s);
 out:
 	free(cm);
-	return err ? err : rc < 0 ? rc : 0;
-}
-
-/* (pid, domainId) pairs whose eventType-75 row names them "NCCL" or not. */
-struct dom {
-	int64_t pid, dom;
-	bool nccl;
-};
-
-static int read_domains(struct nsys_imp *m, struct dom **out, uint32_t *n)
-{
-	static const char *const cols[] = { "globalTid", "domainId", "text", NULL };
-	uint32_t cap = 0;
-	sqlite3_stmt *s;
-	int err, rc;
-
-	err = nsys_select(m, "NVTX_EVENTS", cols, "WHERE eventType = 75", &s);
-	if (err)
-		return err == -ENOENT ? 0 : err;
-	while ((rc = nsys_step(m, s)) == 1) {
-		const char *t = (const char *)sqlite3_column_text(s, 2);
-
-		if (tl_grow((void **)out, &cap, *n + 1, sizeof(**out))) {
-			sqlite3_finalize(s);
-			return nsys_fail(m, -ENOMEM, "out of memory");
-		}
-		(*out)[*n].pid = (int64_t)NSYS_PID(col_i64(s, 0, 0));
-		(*out)[*n].dom = col_i64(s, 1, 0);
-		(*out)[(*n)++].nccl = t && !strcmp(t, "NCCL");
-	}
-	sqlite3_finalize(s);
-	return rc < 0 ? rc : 0;
-}
-
-/* A time-sliced export can lose the 75 rows: then a non-default domain
- * whose ranges are named nccl* is NCCL's (nsys-nccl-facts.md §1.4). */
-static bool is_nccl_domain(const struct dom *d, uint32_t n, int64_t pid, int64_t dom,
-			   const char *name)
-{
-	for (uint32_t i = 0; i < n; i++)
-		if (d[i].pid == pid && d[i].dom == dom)
-			return d[i].nccl;
-	return dom != 0 && !strncmp(name, "nccl", 4);
-}
-
-static int keep_range(struct nsys_imp *m, int64_t gtid, int64_t start, int64_t end,
-		      enum nsys_op op, uint32_t name, sqlite3_stmt *s)
-{
-	struct nsys_range *g;
-
-	if (tl_grow((void **)&m->rng, &m->rng_cap, m->nrng + 1, sizeof(*m->rng)))
-		return nsys_fail(m, -ENOMEM, "out of memory");
-	g = &m->rng[m->nrng++];
-	memset(g, 0, sizeof(*g));
-	g->gtid = gtid;
-	g->start = start;
-	g->end = end;
-	g->op = (uint8_t)op;
-	g->name = name;
-	g->bytes = -1;
-	g->nranks = g->crank = g->cudadev = -1;
-	if (s && sqlite3_column_type(s, 6) != SQLITE_NULL)
-		nsys_decode_payload(m, g, sqlite3_column_blob(s, 6), sqlite3_column_bytes(s, 6));
-	return 0;
-}
-
-int nsys_read_nvtx(struct nsys_imp *m)
-{
-	static const char *const cols[] = { "start", "end", "globalTid", "domainId", "text",
-					    "textId", "binaryData", NULL };
-	int64_t c_op = nsys_intern(m, "cpu_op", 6), c_ann = nsys_intern(m, "user_annotation", 15);
-	int64_t c_nccl = nsys_intern(m, "nccl_nvtx", 9);
-	struct dom *doms = NULL;
-	uint32_t ndoms = 0;
-	sqlite3_stmt *s;
-	int err, rc = 0;
-
-	if (c_op < 0 || c_ann < 0 || c_nccl < 0)
-		return -ENOMEM;
-	if ((err = read_domains(m, &doms, &ndoms)))
-		goto out;
-	/* 59 push/pop, 60 start/end ranges; marks and open ranges have no end */
-	err = nsys_select(m, "NVTX_EVENTS", cols,
-			  "WHERE eventType IN (59, 60) AND \"end\" IS NOT NULL", &s);
-	if (err) {
-		err = err == -ENOENT ? 0 : err;
-		goto out;
-	}
-	while ((rc = nsys_step(m, s)) == 1) {
-		int64_t start = col_i64(s, 0, 0), end = col_i64(s, 1, start), gtid = col_i64(s, 2, 0);
-		int64_t pid = (int64_t)NSYS_PID(gtid), name;
-		const char *t = (const char *)sqlite3_column_text(s, 4);
-		size_t len, cl;
-		bool nccl;
-		struct tl_event e = { 0 };
-
-		if (!t)
-			t = nsys_text(m, col_i64(s, 5, -1));
-		if (!t || !nsys_rank_of(m, gtid, -1))
-			continue;
-		len = strlen(t);
-		cl = nsys_clean_len(t, len);
-		nccl = is_nccl_domain(doms, ndoms, pid, col_i64(s, 3, 0), t);
-		if ((name = nsys_intern(m, t, cl)) < 0) {
-			err = (int)name;
-			break;
-		}
-		if (nccl) {
-			enum nsys_op op = nsys_op_from_name(t, cl);
-
-			if (op != NOP_NONE &&
-			    (err = keep_range(m, gtid, m->epoch + start, m->epoch + end, op, 0, s)))
-				break;
-		} else if (cl > 5 && !memcmp(t, "nccl:", 5)) {
-			/* PyTorch's own range around a collective: its real name */
-			int64_t cn = nsys_intern(m, t + 5, cl - 5);
-
-			if (cn < 0 || (err = keep_range(m, gtid, m->epoch + start, m->epoch + end,
-							 NOP_TORCH, (uint32_t)cn, NULL))) {
-				err = cn < 0 ? (int)cn : err;
-				break;
-			}
-		}
-		e.ts_ns = m->epoch + start;
-		e.dur_ns = end - start;
-		e.pid = pid;
-		e.tid = (int64_t)NSYS_TID(gtid);
-		e.stream = e.correlation = e.external_id = -1;
-		e.device = -1;
-		e.name = (uint32_t)name;
-		/* emit_nvtx ranges carry ", op_id = N": operators; the rest are the
-		 * user's annotations (ProfilerStep#N, custom iteration marks) */
-		e.kind = nccl ? TL_K_OTHER : cl < len ? TL_K_CPU_OP : TL_K_USER_ANNOTATION;
-		e.cat = (uint32_t)(nccl ? c_nccl : cl < len ? c_op : c_ann);
-		e.flags = tl_flags_from_name(t, cl) & TL_EV_PROFILER_STEP;
-		/* a process driving several devices: its CPU ranges on each rank */
-		for (uint32_t i = 0; i < m->nranks && !err; i++)
-			if (NSYS_PID(m->ranks[i].gpid) == (uint64_t)pid)
-				err = nsys_push(m, &m->ranks[i], &e, NULL);
-		if (err)
-			break;
-	}
-	sqlite3_finalize(s);
-out:
-	free(doms);
 	return err ? err : rc < 0 ? rc : 0;
 }

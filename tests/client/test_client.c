@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * libgpuprof-client against a fake daemon written here: a socketpair() whose
- * far end speaks the real framing (common/framing.h) from a thread.
+ * libgpuprof-client against a fake daemon (fake_srv.h): a socketpair() whose
+ * far end speaks the real framing (common/framing.h) from a thread. Calls,
+ * replies, ids and errors here; descriptors, size and time limits in
+ * test_client_io.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,108 +25,7 @@
 #include "framing.h"
 #include "test.h"
 
-/* ---- fake server ---- */
-
-struct srv {
-	int fd;
-	struct frame_buf fb;
-	int fds[16];
-	size_t nfds;
-	void (*script)(struct srv *s);
-	pthread_t thread;
-	char method[128];
-	int64_t id;
-	cJSON *params;
-};
-
-/* Read the next request; false at EOF. Received fds queue in s->fds. */
-static bool srv_read(struct srv *s)
-{
-	char *msg, *p;
-	size_t len, avail;
-	bool trunc = false;
-
-	cJSON_Delete(s->params);
-	s->params = NULL;
-	for (;;) {
-		if (frame_buf_next(&s->fb, &msg, &len) == 1)
-			break;
-		if (frame_buf_reserve(&s->fb, &p, &avail) < 0)
-			return false;
-		ssize_t n = fd_recv(s->fd, p, avail, s->fds, &s->nfds, 16, &trunc, 0);
-		if (n <= 0)
-			return false;
-		frame_buf_commit(&s->fb, (size_t)n);
-	}
-	cJSON *req = cJSON_Parse(msg);
-	cJSON *m = cJSON_GetObjectItem(req, "method");
-	snprintf(s->method, sizeof(s->method), "%s", cJSON_IsString(m) ? m->valuestring : "?");
-	s->id = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(req, "id"));
-	if (!cJSON_IsString(cJSON_GetObjectItem(req, "jsonrpc")))
-		s->id = -1;
-	s->params = cJSON_DetachItemFromObject(req, "params");
-	cJSON_Delete(req);
-	return true;
-}
-
-static void srv_send(struct srv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void srv_send(struct srv *s, const char *fmt, ...)
-{
-	char buf[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
-	va_end(ap);
-	buf[n++] = '\n';
-	fd_send(s->fd, buf, (size_t)n, NULL, 0, 0);
-}
-
-static int srv_take_fd(struct srv *s)
-{
-	if (!s->nfds)
-		return -1;
-	int fd = s->fds[0];
-	memmove(s->fds, s->fds + 1, --s->nfds * sizeof(int));
-	return fd;
-}
-
-static void *srv_main(void *arg)
-{
-	struct srv *s = arg;
-
-	s->script(s);
-	return NULL;
-}
-
-/* A client wired to a server running script in a thread. */
-static struct gpuprof_client *start(struct srv *s, void (*script)(struct srv *s))
-{
-	struct gpuprof_client *c = NULL;
-	int sv[2];
-
-	memset(s, 0, sizeof(*s));
-	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	s->fd = sv[1];
-	frame_buf_init(&s->fb, 1 << 20);
-	CHECK_EQ_INT(client_new_fd(sv[0], &c), 0);
-	s->script = script;
-	if (script)
-		pthread_create(&s->thread, NULL, srv_main, s);
-	return c;
-}
-
-static void stop(struct srv *s, struct gpuprof_client *c)
-{
-	gpuprof_client_free(c);
-	if (s->script)
-		pthread_join(s->thread, NULL);
-	while (s->nfds)
-		close(srv_take_fd(s));
-	cJSON_Delete(s->params);
-	frame_buf_finish(&s->fb);
-	close(s->fd);
-}
+#include "fake_srv.h"
 
 /* ---- scripts ---- */
 
@@ -293,170 +194,6 @@ static void test_error_reply(void)
 	stop(&s, c);
 }
 
-/* capture.folded-like: write to the passed fd, then reply. */
-static void output_script(struct srv *s)
-{
-	while (srv_read(s)) {
-		int fd = srv_take_fd(s);
-		struct stat st;
-		char reply[64] = "null";
-		if (fd >= 0 && fstat(fd, &st) == 0) {
-			/* As the daemon does with pipes. */
-			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-			CHECK_EQ_INT(write(fd, "a;b 1\n", 6), 6);
-			snprintf(reply, sizeof(reply), "{\"ino\":%llu,\"fifo\":%d}",
-				 (unsigned long long)st.st_ino, S_ISFIFO(st.st_mode));
-			close(fd);
-		}
-		cJSON *f = cJSON_GetObjectItem(s->params, "fd");
-		CHECK(cJSON_IsNumber(f) && f->valueint == 0);
-		srv_send(s, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":%s}", (long long)s->id,
-			 reply);
-	}
-}
-
-static void test_fd_passing(void)
-{
-	struct srv s;
-	struct gpuprof_client *c = start(&s, output_script);
-	char path[] = "/tmp/gpuprof-test-XXXXXX", buf[64] = {0}, *res = NULL;
-	int fd = mkstemp(path), p[2];
-	struct stat st;
-
-	unlink(path);
-	fstat(fd, &st);
-	/* A regular file goes to the daemon as is. */
-	CHECK_EQ_INT(gpuprof_call_with_output(c, "capture.folded", "{\"id\":1}", fd, &res), 0);
-	cJSON *r = cJSON_Parse(res);
-	CHECK_EQ_U64(cJSON_GetNumberValue(cJSON_GetObjectItem(r, "ino")), st.st_ino);
-	cJSON_Delete(r);
-	free(res);
-	res = NULL;
-	CHECK_EQ_INT(pread(fd, buf, sizeof(buf) - 1, 0), 6);
-	CHECK_STREQ(buf, "a;b 1\n");
-	close(fd);
-
-	/* A pipe is not: the daemon gets our own pipe and we copy. */
-	CHECK_EQ_INT(pipe(p), 0);
-	fstat(p[1], &st);
-	CHECK_EQ_INT(gpuprof_call_with_output(c, "capture.folded", NULL, p[1], &res), 0);
-	r = cJSON_Parse(res);
-	CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(r, "ino")) != (double)st.st_ino);
-	CHECK_EQ_INT(cJSON_GetNumberValue(cJSON_GetObjectItem(r, "fifo")), 1);
-	cJSON_Delete(r);
-	free(res);
-	memset(buf, 0, sizeof(buf));
-	CHECK_EQ_INT(read(p[0], buf, sizeof(buf) - 1), 6);
-	CHECK_STREQ(buf, "a;b 1\n");
-	CHECK_EQ_INT(fcntl(p[1], F_GETFL) & O_NONBLOCK, 0);
-	close(p[0]);
-	close(p[1]);
-
-	/* "fd" must not be in the params; arrays are refused. */
-	CHECK_EQ_INT(gpuprof_call_with_output(c, "m", "{\"fd\":3}", STDERR_FILENO, NULL), -EINVAL);
-	CHECK_EQ_INT(gpuprof_call_with_output(c, "m", "[1]", STDERR_FILENO, NULL), -EINVAL);
-	stop(&s, c);
-}
-
-/* capture.import-like: read the passed fd to EOF, reply with the size. */
-static void input_script(struct srv *s)
-{
-	while (srv_read(s)) {
-		int fd = srv_take_fd(s);
-		size_t total = 0;
-		char buf[4096];
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-		for (;;) {
-			ssize_t n = read(fd, buf, sizeof(buf));
-			if (n == 0)
-				break;
-			if (n < 0 && errno == EAGAIN) {
-				poll(&p, 1, 1000);
-				continue;
-			}
-			if (n < 0)
-				break;
-			total += (size_t)n;
-		}
-		close(fd);
-		srv_send(s, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"bytes\":%zu}}",
-			 (long long)s->id, total);
-	}
-}
-
-static void test_input_pipe(void)
-{
-	struct srv s;
-	struct gpuprof_client *c = start(&s, input_script);
-	char *res = NULL;
-	int p[2];
-
-	CHECK_EQ_INT(pipe(p), 0);
-	CHECK_EQ_INT(write(p[1], "{\"traceEvents\":[]}", 18), 18);
-	close(p[1]);
-	CHECK_EQ_INT(gpuprof_call_with_input(c, "capture.import", "{\"rank\":0}", p[0], &res), 0);
-	CHECK_STREQ(res, "{\"bytes\":18}");
-	CHECK_EQ_INT(fcntl(p[0], F_GETFL) & O_NONBLOCK, 0);
-	free(res);
-	close(p[0]);
-	stop(&s, c);
-}
-
-static void huge_script(struct srv *s)
-{
-	static char chunk[1 << 16];
-
-	memset(chunk, 'x', sizeof(chunk));
-	CHECK(srv_read(s));
-	/* 65 MiB without a delimiter; stops when the client hangs up. */
-	for (int i = 0; i < 65 * 16; i++)
-		if (send(s->fd, chunk, sizeof(chunk), MSG_NOSIGNAL) < 0)
-			break;
-}
-
-static void test_oversized_reply(void)
-{
-	struct srv s;
-	struct gpuprof_client *c = start(&s, huge_script);
-
-	CHECK_EQ_INT(gpuprof_client_call(c, "status", NULL, NULL, 0, NULL), -EMSGSIZE);
-	stop(&s, c);
-}
-
-static void close_script(struct srv *s)
-{
-	CHECK(srv_read(s));
-	shutdown(s->fd, SHUT_RDWR);
-}
-
-static void test_server_closes(void)
-{
-	struct srv s;
-	struct gpuprof_client *c = start(&s, close_script);
-
-	CHECK_EQ_INT(gpuprof_client_call(c, "status", NULL, NULL, 0, NULL), -ECONNRESET);
-	/* Sticky: the stream is gone. */
-	CHECK_EQ_INT(gpuprof_client_call(c, "status", NULL, NULL, 0, NULL), -ECONNRESET);
-	CHECK_EQ_INT(gpuprof_client_process(c), -ECONNRESET);
-	stop(&s, c);
-}
-
-static void test_timeout(void)
-{
-	struct srv s;
-	struct gpuprof_client *c = start(&s, NULL);
-	struct timespec a, b;
-
-	gpuprof_client_set_timeout(c, 100);
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	CHECK_EQ_INT(gpuprof_client_call(c, "status", NULL, NULL, 0, NULL), -ETIMEDOUT);
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
-	CHECK(ms >= 95 && ms < 5000);
-	stop(&s, c);
-}
-
 static void test_invalid_params(void)
 {
 	struct srv s;
@@ -544,11 +281,6 @@ int main(void)
 	RUN(test_async_out_of_order);
 	RUN(test_blocking_keeps_async_replies);
 	RUN(test_error_reply);
-	RUN(test_fd_passing);
-	RUN(test_input_pipe);
-	RUN(test_oversized_reply);
-	RUN(test_server_closes);
-	RUN(test_timeout);
 	RUN(test_invalid_params);
 	RUN(test_connect_path);
 	RUN(test_parse_duration);

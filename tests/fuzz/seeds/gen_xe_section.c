@@ -12,21 +12,7 @@
 
 #include "decode.h"
 #include "xe.h"
-
-#define IBA 0x800000000000ull
-#define NS_IV 100000000ull
-
-static void put_bits(uint8_t *rec, unsigned lo, unsigned width, uint64_t v)
-{
-	for (unsigned i = 0; i < width; i++) {
-		unsigned b = lo + i;
-
-		if ((v >> i) & 1)
-			rec[b / 8] |= (uint8_t)(1u << (b % 8));
-		else
-			rec[b / 8] &= (uint8_t) ~(1u << (b % 8));
-	}
-}
+#include "xe/xe_test_util.h" /* put_bits, IBA, NS_IV */
 
 /* bit of the 'send' counter and the IP width per layout */
 static const unsigned send_bit[] = {61, 61, 93}, ip_bits[] = {29, 29, 61};
