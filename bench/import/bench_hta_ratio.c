@@ -6,7 +6,8 @@
  * in $GPUPROF_SHARED/reference/hta/timings.json, times (wall clock, best of
  * N) our import of its files (timeline_import_fd, finalized once) plus the
  * analyses HTA timed on it, one call each, in one thread (a gzip trace is
- * inflated on a second thread, as the daemon does); and prints HTA's
+ * inflated on a second thread, with ISA-L where built in, as the daemon
+ * does); and prints HTA's
  * recorded load_s_best + the sum of the same analyses' analyses_s_best, and
  * the ratio. HTA's figures are *recorded* (HTA is not installed here); they
  * were taken on the same kind of 2-CPU x86_64 machine. Critical path is
@@ -342,11 +343,11 @@ int main(int argc, char **argv)
 	       "0.6.1, best of 3, on the same kind of 2-CPU x86_64 machine); HTA is not installed\n"
 	       "here and was not run. HTA load = TraceAnalysis construction; HTA an = the sum of\n"
 	       "the analysis calls it timed on that trace (critical path excluded), which are\n"
-	       "the calls we run. Ours: wall clock, best of %d, import (gzip inflated on a second\n"
-	       "thread) + finalize + those analyses on %d thread(s); a shared machine, so these\n"
-	       "are lower bounds on our speed. \"ours cpu\" is user + system time of both\n"
+	       "the calls we run. Ours: wall clock, best of %d, import (gzip inflated by %s on a\n"
+	       "second thread) + finalize + those analyses on %d thread(s); a shared machine, so\n"
+	       "these are lower bounds on our speed. \"ours cpu\" is user + system time of both\n"
 	       "threads (best run): HTA/cpu is the ratio a fully busy machine would still see.\n\n",
-	       runs, njobs);
+	       runs, import_inflate_backend(), njobs);
 	print_head();
 	cJSON_ArrayForEach(t, traces) {
 		const cJSON *files = cJSON_GetObjectItemCaseSensitive(t, "files"), *fe;

@@ -10,8 +10,9 @@
  * --runs N imports each file N times (peak RSS is the process's, so it is
  * that of the largest run) and prints the best and the range.
  * A gzip trace is inflated on a second thread (the importer's default)
- * unless --serial.
+ * unless --serial, with ISA-L where the build has it unless --zlib.
  *   bench_import [--size 1G] [--trace FILE] [--tmpdir DIR] [--skip-gen] [--runs N] [--serial]
+ *                [--zlib]
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -52,6 +53,7 @@ static long maxrss_kb(void)
 
 static int runs = 1;
 static bool serial; /* --serial: inflate on the parsing thread */
+static bool zlib; /* --zlib: inflate with zlib even where ISA-L is built in */
 
 static int bench_one(const char *label, const char *path, double *cpu_mbs);
 
@@ -86,7 +88,9 @@ static int bench_one(const char *label, const char *path, double *cpu_mbs)
 	timeline_new(&tl);
 	c0 = cpu_s();
 	t0 = now();
-	err = timeline_import_fd(fd, &(struct import_opts){ .rank = -1, .no_inflate_thread = serial },
+	err = timeline_import_fd(fd,
+				 &(struct import_opts){ .rank = -1, .no_inflate_thread = serial,
+							.inflate_zlib = zlib },
 				 tl, &res);
 	t1 = now();
 	c1 = cpu_s();
@@ -97,8 +101,9 @@ static int bench_one(const char *label, const char *path, double *cpu_mbs)
 		return 1;
 	}
 	printf("%-10s %s\n", label, path);
-	printf("  json %.1f MB%s, %llu events kept (%llu raw), %llu warnings\n",
-	       res.bytes_json / 1e6, res.gzip ? " (gzip)" : "",
+	printf("  json %.1f MB%s%s%s, %llu events kept (%llu raw), %llu warnings\n",
+	       res.bytes_json / 1e6, res.gzip ? " (gzip, inflated by " : "",
+	       res.gzip ? (zlib ? "zlib" : import_inflate_backend()) : "", res.gzip ? ")" : "",
 	       (unsigned long long)res.events_kept, (unsigned long long)res.events_raw,
 	       (unsigned long long)res.warnings_total);
 	printf("  cpu %.3f s  throughput per CPU-second %.1f MB/s\n", c1 - c0,
@@ -117,7 +122,8 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "size", required_argument, NULL, 's' }, { "trace", required_argument, NULL, 't' },
 		{ "tmpdir", required_argument, NULL, 'd' }, { "skip-gen", no_argument, NULL, 'n' },
-		{ "runs", required_argument, NULL, 'r' }, { "serial", no_argument, NULL, 'S' }, { 0 }
+		{ "runs", required_argument, NULL, 'r' }, { "serial", no_argument, NULL, 'S' },
+		{ "zlib", no_argument, NULL, 'z' }, { 0 }
 	};
 	const char *sh = getenv("GPUPROF_SHARED"), *trace = NULL, *tmpdir = "/tmp";
 	struct gen_opts o = { .size = 1ull << 30, .streams = 3, .world = 8 };
@@ -125,7 +131,7 @@ int main(int argc, char **argv)
 	bool gen = true;
 	int c, rc = 0;
 
-	while ((c = getopt_long(argc, argv, "s:t:d:nr:S", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:t:d:nr:Sz", lo, NULL)) != -1) {
 		switch (c) {
 		case 's': o.size = gen_parse_size(optarg); break;
 		case 't': trace = optarg; break;
@@ -133,9 +139,10 @@ int main(int argc, char **argv)
 		case 'n': gen = false; break;
 		case 'r': runs = atoi(optarg) > 0 ? atoi(optarg) : 1; break;
 		case 'S': serial = true; break;
+		case 'z': zlib = true; break;
 		default:
 			fprintf(stderr, "usage: %s [--size 1G] [--trace FILE] [--tmpdir DIR] "
-					"[--skip-gen] [--runs N] [--serial]\n", argv[0]);
+					"[--skip-gen] [--runs N] [--serial] [--zlib]\n", argv[0]);
 			return 2;
 		}
 	}

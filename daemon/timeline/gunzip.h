@@ -18,8 +18,24 @@ struct gz_io {
 	void *arg;
 };
 
+/* Inflate backend (gzdec.c): ISA-L where built in, else (or forced) zlib.
+ * gz_begin sets s->gzd (-ENOMEM on failure); gz_end frees it (no-op when
+ * unset). */
+int gz_begin(struct src *s, bool force_zlib);
+void gz_end(struct src *s);
+const char *gz_backend_name(bool force_zlib);
+
+enum { GZ_ERR = -1, GZ_OK = 0, GZ_END = 1 };
+
+/* One inflate call: input [*in, *in + *avail) (both advanced past what was
+ * consumed) into out (cap bytes; *got written). GZ_END: a gzip member
+ * ended (what follows is the next member's); GZ_ERR: corrupt data, *why a
+ * zlib-style reason. Resets for the next member first when s->gz_done. */
+int gz_step(struct src *s, const uint8_t **in, size_t *avail, uint8_t *out, size_t cap,
+	    size_t *got, const char **why);
+
 /*
- * Inflate s (already gzip-initialised; its first r bytes are at in) to the
+ * Inflate s (already gz_begin()'d; its first r bytes are at in) to the
  * end of its input, multi-member. Returns 0; or < 0 with msg set for a
  * gzip or read error ("corrupt gzip data (...) at compressed byte N",
  * "truncated gzip stream after N compressed bytes", "read error"); or the

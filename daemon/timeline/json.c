@@ -2,9 +2,10 @@
 /*
  * Incremental JSON tokenizer. The hot paths are the string scan (16 bytes
  * at a time with SSE2 where the target has it, a table lookup per byte
- * otherwise; zero-copy when a string lies inside one chunk), the number
- * scan (one class-table lookup per byte, then one pass that validates and
- * converts) and the whitespace skip; everything else is a small state
+ * otherwise; zero-copy when a string lies inside one chunk), numbers
+ * (json_num.h: in the fast path digit runs counted with SSE2 and converted
+ * without a per-digit loop; else one class-table lookup per byte, then one
+ * pass that validates and converts) and the whitespace skip; everything else is a small state
  * machine that can stop at any byte and resume with the next chunk (tests
  * feed 1-byte chunks).
  */
@@ -18,6 +19,7 @@
 #endif
 
 #include "json.h"
+#include "json_num.h"
 
 enum {
 	ST_VALUE, /* a value must come */
@@ -237,64 +239,6 @@ static int emit_string(struct json_tok *t, const char *s, size_t n, uint64_t off
 	return err;
 }
 
-/*
- * Validate JSON number text and convert it in the same pass: is_float,
- * and the exact (mant, exp10) fast-path fields of struct jv.
- */
-static bool num_parse(const char *s, size_t n, struct jv *v)
-{
-	size_t i = 0, d;
-	uint64_t m = 0;
-	unsigned nd = 0;
-	int32_t fd = 0;
-	bool exp = false;
-
-	if (i < n && s[i] == '-')
-		i++;
-	v->neg = i;
-	if (i >= n)
-		return false;
-	if (s[i] == '0') {
-		i++;
-		nd = 1;
-	} else if (s[i] >= '1' && s[i] <= '9') {
-		while (i < n && s[i] >= '0' && s[i] <= '9') {
-			m = m * 10 + (uint64_t)(s[i++] - '0');
-			nd++;
-		}
-	} else {
-		return false;
-	}
-	if (i < n && s[i] == '.') {
-		d = ++i;
-		while (i < n && s[i] >= '0' && s[i] <= '9') {
-			m = m * 10 + (uint64_t)(s[i++] - '0');
-			nd++;
-		}
-		if (i == d)
-			return false;
-		fd = (int32_t)(i - d);
-		v->is_float = true;
-	}
-	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-		i++;
-		if (i < n && (s[i] == '+' || s[i] == '-'))
-			i++;
-		d = i;
-		while (i < n && s[i] >= '0' && s[i] <= '9')
-			i++;
-		if (i == d)
-			return false;
-		v->is_float = exp = true;
-	}
-	/* m wrapped when nd > 19: then simple is false and m is unused */
-	v->simple = !exp && nd <= 19;
-	v->ndig = (uint8_t)(nd < 255 ? nd : 255);
-	v->mant = m;
-	v->exp10 = -fd;
-	return i == n;
-}
-
 static int emit_scalar(struct json_tok *t, const char *s, size_t n, uint64_t off)
 {
 	struct jv v = { .s = s, .n = n };
@@ -480,6 +424,7 @@ static inline bool scalar_classify(const char *s, size_t n, struct jv *v)
 	return true;
 }
 
+
 /*
  * Fast path for the common case: between tokens, whole tokens inside this
  * chunk, ASCII strings without escapes, valid grammar. State lives in
@@ -584,6 +529,16 @@ value:
 			uint8_t k = cls[(uint8_t)c] & C_WORD ? C_WORD : C_NUM;
 			struct jv v = { 0 };
 
+#if defined(__SSE2__)
+			if ((c == '-' || (c >= '0' && c <= '9')) && (q = num_fast(p, end, &v))) {
+				p = q;
+				state = depth ? ST_COMMA_OR_CLOSE : ST_DONE;
+				if ((err = sax->value(ctx, &v)) < 0)
+					goto out;
+				goto next_member;
+			}
+			v = (struct jv){ 0 };
+#endif
 			q = p + 1;
 			if (!(c == '-' || (c >= '0' && c <= '9') || k == C_WORD) ||
 			    (c == '-' && q < end && *q == 'I'))

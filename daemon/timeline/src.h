@@ -12,7 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include <zlib.h>
+
+struct gz_dec; /* gzdec.c: the inflate backend's state */
 
 struct src {
 	int fd; /* -1: memory */
@@ -29,8 +30,8 @@ struct src {
 	uint64_t map_hi; /* file offset up to which mapped bytes were fed */
 	uint8_t *in, *out;
 	size_t chunk;
-	bool gz, gz_started, gz_done;
-	z_stream zs;
+	bool gz, gz_done;
+	struct gz_dec *gzd; /* gz_begin() .. gz_end() */
 	uint64_t bytes_in;
 	uint32_t io_timeout_ms;
 };

@@ -343,13 +343,18 @@ struct import_opts {
 	uint32_t max_depth; /* JSON nesting limit; 0 = 64 */
 	uint32_t max_string; /* longest string kept, bytes; 0 = 64 KiB */
 	uint32_t max_events; /* 0 = no cap below UINT32_MAX - 1 */
-	uint32_t chunk_size; /* read() size; 0 = 256 KiB (tests use 1) */
+	uint32_t chunk_size; /* read() size; 0 = 64 KiB (tests use 1) */
 	unsigned finalize_flags; /* passed to timeline_finalize() */
 	bool no_finalize; /* multi-rank: import all, then timeline_finalize() once */
 	/* gzip input of 64 KiB or more from memory or a regular file is
 	 * inflated on a second thread, pipelined with the parse; true: inflate
 	 * on the calling thread (same results either way). */
 	bool no_inflate_thread;
+	/* gzip: inflate with zlib even in a build with ISA-L (which is ~3x
+	 * faster and the default where meson found libisal). Same timelines
+	 * and error texts; the compressed offset of a corrupt-data error and
+	 * what was parsed before a gzip error may differ. */
+	bool inflate_zlib;
 	/* A non-blocking fd (a client's pipe): longest wait for data, ms;
 	 * 0 = wait forever. Past it the import fails with -ETIMEDOUT. */
 	uint32_t io_timeout_ms;
@@ -398,6 +403,8 @@ int timeline_import_buf(const void *buf, size_t len, const struct import_opts *o
 			struct timeline *tl, struct import_result *res);
 
 const char *import_warn_name(enum import_warn w);
+/* The inflate backend a gzip import uses by default: "isa-l" or "zlib". */
+const char *import_inflate_backend(void);
 
 /* ---- import (Nsight Systems SQLite export, nsys.c) --------------------- */
 

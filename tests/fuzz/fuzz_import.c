@@ -3,8 +3,9 @@
  * The trace importer, timeline_import_buf(): Kineto / Chrome trace JSON,
  * plain or gzip (detected by its magic). Limits are small so the limit
  * paths are reached, and the read size varies with the input's length so
- * tokens split across reads are exercised. A trace that imports must
- * survive encode/decode unchanged (that is how imports are persisted).
+ * tokens split across reads are exercised (and, for gzip, which inflate
+ * backend runs). A trace that imports must survive encode/decode unchanged
+ * (that is how imports are persisted).
  */
 #include "fuzz.h"
 #include <errno.h>
@@ -24,6 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.max_string = 256,
 		.max_events = 20000,
 		.chunk_size = chunks[size % 5],
+		/* gzip: both inflate backends (ISA-L where built in, zlib) */
+		.inflate_zlib = (size / 5) % 2,
 	};
 	struct import_result res;
 	struct timeline *tl = NULL, *tl2 = NULL;

@@ -103,6 +103,67 @@ static void test_numbers(void)
 	timeline_free(tl);
 }
 
+/* The tokenizer's one-pass number parse (whole chunks, 64 bytes ahead)
+ * against its generic byte-at-a-time path (1-byte chunks): the same
+ * timeline and warnings for every number form, the same error, offset and
+ * text for every malformed one. */
+static void test_number_paths(void)
+{
+	static const char *const good[] = {
+		"0", "-0", "7", "-12", "123456789012345", "1234567890123456",
+		"12345678901234567", "4458676522690.655", "0.5", "-0.0015", "1.0000000000000001",
+		"1.000000000000001", "99999999.99999999", "12345678901.123456789", "1e3",
+		"1.5E-2", "-1.25e+2", "18446744073709551615", "9223372036854775807", "0.000",
+	};
+	static const char *const bad[] = {
+		"01", "1.", "-", "1.2.3", "--1", "1e", "1-2", "-.5", "1.e5", "00", "-01.5",
+		"1.5.", "12345678901234567.5.1",
+	};
+	size_t cap = 256 * 1024, n = 0, ng = sizeof(good) / sizeof(good[0]);
+	char *buf = malloc(cap);
+	struct import_result ra, rb;
+	struct timeline *a, *b;
+
+	n += (size_t)snprintf(buf + n, cap - n, "{\"traceEvents\": [\n");
+	for (size_t i = 0; i < ng * ng; i++) {
+		const char *x = good[i % ng], *y = good[i / ng];
+
+		n += (size_t)snprintf(buf + n, cap - n,
+				      "%s  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k%zu\", "
+				      "\"pid\": %s, \"tid\": %s, \"ts\": %s, \"dur\": %s, \"args\": "
+				      "{\"correlation\": %s, \"stream\": %s, \"External id\": %s}}\n",
+				      i ? "," : "", i % 7, x, y, x, y, y, x, x);
+	}
+	CHECK(n + 4 < cap);
+	snprintf(buf + n, cap - n, "]}\n");
+	for (int pass = 0; pass < 2; pass++) {
+		struct import_opts o = { .rank = -1, .chunk_size = pass ? 1 : 0 };
+
+		CHECK_EQ_INT(imp(buf, strlen(buf), &o, pass ? &rb : &ra, pass ? &b : &a), 0);
+	}
+	CHECK(ra.events_kept > 0);
+	CHECK_EQ_U64(ra.warnings_total, rb.warnings_total);
+	for (int w = 0; w < IMPORT_W_COUNT; w++)
+		CHECK_EQ_U64(ra.warnings[w], rb.warnings[w]);
+	CHECK(timeline_equal(a, b));
+	timeline_free(a);
+	timeline_free(b);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		n = (size_t)snprintf(buf, cap,
+				     "{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1, \"dur\": %s, "
+				     "\"name\": \"padding so that 64 bytes follow the number\"}]}",
+				     bad[i]);
+		CHECK_EQ_INT(imp(buf, n, &(struct import_opts){ .rank = -1 }, &ra, NULL), -EBADMSG);
+		CHECK_EQ_INT(imp(buf, n, &(struct import_opts){ .rank = -1, .chunk_size = 1 }, &rb,
+				 NULL),
+			     -EBADMSG);
+		CHECK_EQ_U64(ra.error_offset, rb.error_offset);
+		CHECK_STREQ(ra.error_msg, rb.error_msg);
+	}
+	free(buf);
+}
+
 static void test_strings(void)
 {
 	char buf[4096];
@@ -279,6 +340,7 @@ int main(void)
 	RUN(test_empty_and_garbage);
 	RUN(test_deep_nesting);
 	RUN(test_numbers);
+	RUN(test_number_paths);
 	RUN(test_strings);
 	RUN(test_odd_events);
 	RUN(test_rank_and_caps);
