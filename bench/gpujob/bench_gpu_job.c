@@ -5,7 +5,8 @@
  *    N jobs over 64 contexts with K in flight, table of 4096;
  *  - a live capture of N intervals and N launches: the launch <-> interval
  *    match, the timeline build + encode (timeline/live.c), the temporal
- *    analysis on it, and `folded --weight gpu-time`.
+ *    analysis on it, and `folded --weight gpu-time`; each as wall time and
+ *    as this thread's CPU time (steadier on a loaded machine).
  * Usage: bench_gpu_job [N (default 1000000)] [in-flight K (default 256)]
  */
 #include <stdio.h>
@@ -28,6 +29,15 @@ static double now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* This thread's CPU time (user + system: page faults count): on a shared,
+ * loaded machine a steadier figure than the wall clock. */
+static double cpu(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -124,39 +134,41 @@ static void bench_live(uint64_t n)
 							 .aux32 = 1000,
 							 .aux = {7 + pid, 0}};
 	}
-	double t0 = now();
+	double t[6], u[6];
+	t[0] = now(), u[0] = cpu();
 	struct gpu_match m;
 	if (gpu_match_build(c, &m) < 0)
 		exit(1);
-	double t1 = now();
+	t[1] = now(), u[1] = cpu();
 	size_t matched = m.nmatched;
 	gpu_match_finish(&m);
 	if (timeline_live_attach(c) < 0)
 		exit(1);
-	double t2 = now();
+	t[2] = now(), u[2] = cpu();
 	const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
 	struct timeline *tl;
 	char why[64];
 	if (!x || timeline_decode(x->data, x->len, &tl, why, sizeof(why)) < 0)
 		exit(1);
-	double t3 = now();
+	t[3] = now(), u[3] = cpu();
 	cJSON *res = NULL;
 	char err[128];
 	if (analysis_run("temporal", tl, NULL, &res, err, sizeof(err)) < 0)
 		exit(1);
-	double t4 = now();
+	t[4] = now(), u[4] = cpu();
 	struct folded_opts o = {.weight = FOLDED_WEIGHT_GPU_TIME};
 	size_t bytes = 0;
 	if (folded_write(c, &o, sink, &bytes, NULL) < 0)
 		exit(1);
-	double t5 = now();
-	printf("live capture: %llu intervals + %llu launches, %zu matched\n", (unsigned long long)n,
-	       (unsigned long long)n, matched);
-	printf(
-	    "  match %.0f ms (%.0f ns/interval); timeline build+encode %.0f ms (%.0f ns/interval, "
-	    "%zu bytes); decode %.0f ms; temporal %.0f ms; folded gpu-time %.0f ms\n",
-	    (t1 - t0) * 1e3, (t1 - t0) * 1e9 / (double)n, (t2 - t1) * 1e3,
-	    (t2 - t1) * 1e9 / (double)n, x->len, (t3 - t2) * 1e3, (t4 - t3) * 1e3, (t5 - t4) * 1e3);
+	t[5] = now(), u[5] = cpu();
+	printf("live capture: %llu intervals + %llu launches, %zu matched, section %zu bytes\n",
+	       (unsigned long long)n, (unsigned long long)n, matched, x->len);
+	static const char *const what[] = {"match", "timeline build+encode", "decode", "temporal",
+					   "folded gpu-time"};
+	for (int i = 0; i < 5; i++)
+		printf("  %-22s %7.0f ms wall %7.0f ns/interval, %7.0f ms CPU %7.0f ns/interval\n",
+		       what[i], (t[i + 1] - t[i]) * 1e3, (t[i + 1] - t[i]) * 1e9 / (double)n,
+		       (u[i + 1] - u[i]) * 1e3, (u[i + 1] - u[i]) * 1e9 / (double)n);
 	cJSON_Delete(res);
 	timeline_free(tl);
 	capture_free(c);

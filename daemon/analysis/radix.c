@@ -14,71 +14,12 @@
 #include <string.h>
 
 #include "internal.h"
+#include "radix.h" /* DEFINE_RADIX, shared with capture/ and timeline/ */
 
 #define RADIX_MIN 256 /* below: qsort is as fast */
 
-/* Ascending unsigned order = ascending signed order. */
-static inline uint64_t key_i64(int64_t v)
-{
-	return (uint64_t)v ^ (1ull << 63);
-}
-
-/* Ascending unsigned order = ascending IEEE order (-0 before +0; callers
- * have no NaN: dstats_sort checks). */
-static inline uint64_t key_f64(double d)
-{
-	uint64_t u;
-
-	memcpy(&u, &d, sizeof(u));
-	return u >> 63 ? ~u : u | (1ull << 63);
-}
-
-/*
- * One sort per element type: T the element, KEY(elem) its unsigned key.
- * Counts for all 8 bytes come from one pass; a byte whose histogram has a
- * single bucket is skipped. Stable per pass, so the whole sort is stable.
- */
-#define DEFINE_RADIX(fn, T, KEY)                                                                   \
-	static bool fn(T *v, size_t n)                                                             \
-	{                                                                                          \
-		size_t(*cnt)[256] = calloc(8, sizeof(*cnt));                                       \
-		T *tmp = malloc(n * sizeof(T)), *src = v, *dst = tmp;                              \
-                                                                                                   \
-		if (!cnt || !tmp) {                                                                \
-			free(cnt);                                                                 \
-			free(tmp);                                                                 \
-			return false;                                                              \
-		}                                                                                  \
-		for (size_t i = 0; i < n; i++) {                                                   \
-			uint64_t k = KEY(v[i]);                                                    \
-			for (int b = 0; b < 8; b++)                                                \
-				cnt[b][(k >> (8 * b)) & 0xff]++;                                   \
-		}                                                                                  \
-		for (int b = 0; b < 8; b++) {                                                      \
-			size_t sum = 0, *c = cnt[b];                                               \
-                                                                                                   \
-			if (c[(KEY(v[0]) >> (8 * b)) & 0xff] == n)                                 \
-				continue; /* every element has this byte */                        \
-			for (int d = 0; d < 256; d++) {                                            \
-				size_t t = c[d];                                                   \
-				c[d] = sum;                                                        \
-				sum += t;                                                          \
-			}                                                                          \
-			for (size_t i = 0; i < n; i++)                                             \
-				dst[c[(KEY(src[i]) >> (8 * b)) & 0xff]++] = src[i];                \
-			T *t = src;                                                                \
-			src = dst;                                                                 \
-			dst = t;                                                                   \
-		}                                                                                  \
-		if (src != v)                                                                      \
-			memcpy(v, src, n * sizeof(T));                                             \
-		free(tmp);                                                                         \
-		free(cnt);                                                                         \
-		return true;                                                                       \
-	}
-
-#define IVAL_KEY(x) key_i64((x).s)
-#define F64_KEY(x) key_f64(x)
+#define IVAL_KEY(x) radix_key_i64((x).s)
+#define F64_KEY(x) radix_key_f64(x)
 DEFINE_RADIX(radix_ival, struct ival, IVAL_KEY)
 DEFINE_RADIX(radix_f64, double, F64_KEY)
 
@@ -113,7 +54,7 @@ void dstats_sort(double *v, size_t n)
 }
 
 /* Sweep events (temporal.c) sort on their int64 time; the rest rides along. */
-#define SWEEP_KEY(x) key_i64((x).t)
+#define SWEEP_KEY(x) radix_key_i64((x).t)
 DEFINE_RADIX(radix_sweep, struct sweep_ev, SWEEP_KEY)
 
 static int sweep_cmp(const void *a, const void *b)
@@ -129,7 +70,7 @@ void sweep_sort(struct sweep_ev *v, size_t n)
 		qsort(v, n, sizeof(*v), sweep_cmp);
 }
 
-#define ORDER_KEY(x) key_i64((x).stream)
+#define ORDER_KEY(x) radix_key_i64((x).stream)
 DEFINE_RADIX(radix_order, struct order_key, ORDER_KEY)
 
 static int order_cmp(const void *a, const void *b)

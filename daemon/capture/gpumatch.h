@@ -78,4 +78,18 @@ struct gpu_match {
 int gpu_match_build(const struct capture *c, struct gpu_match *m);
 void gpu_match_finish(struct gpu_match *m);
 
+/* A record position with its pid and a sort key (a time, a correlation). */
+struct gpu_key {
+	uint64_t key;
+	uint32_t pid, idx;
+};
+/*
+ * Stable sort of v[0..n) by (pid, key): items put in in ascending idx order
+ * come out in (pid, key, idx) order. O(n): a check, a radix pass on the pid
+ * and, for a pid whose keys are out of order, an insertion sort while the
+ * disorder is local, else a radix sort of its run.
+ * 0 or -ENOMEM.
+ */
+int gpu_sort_pid_key(struct gpu_key *v, size_t n);
+
 #endif

@@ -35,22 +35,35 @@ static int wb_reserve(struct wbuf *w, size_t n)
 	return 0;
 }
 
+/* Little-endian stores; the compiler merges the bytes into one store. */
+static inline uint8_t *put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+	return p + 4;
+}
+
+static inline uint8_t *put_i64(uint8_t *p, int64_t v)
+{
+	uint64_t u = (uint64_t)v;
+
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(u >> (8 * i));
+	return p + 8;
+}
+
 void wb_u32(struct wbuf *w, uint32_t v)
 {
 	if (wb_reserve(w, 4))
 		return;
-	for (int i = 0; i < 4; i++)
-		w->buf[w->len++] = (uint8_t)(v >> (8 * i));
+	w->len = (size_t)(put_u32(w->buf + w->len, v) - w->buf);
 }
 
 void wb_i64(struct wbuf *w, int64_t v)
 {
-	uint64_t u = (uint64_t)v;
-
 	if (wb_reserve(w, 8))
 		return;
-	for (int i = 0; i < 8; i++)
-		w->buf[w->len++] = (uint8_t)(u >> (8 * i));
+	w->len = (size_t)(put_i64(w->buf + w->len, v) - w->buf);
 }
 
 static void wb_bytes(struct wbuf *w, const void *p, size_t n)
@@ -61,25 +74,32 @@ static void wb_bytes(struct wbuf *w, const void *p, size_t n)
 	w->len += n;
 }
 
+/* TL_ENC_EVENT bytes, one reserve: events are most of a big timeline. */
 static void enc_event(struct wbuf *w, const struct tl_event *e)
 {
-	wb_i64(w, e->ts_ns);
-	wb_i64(w, e->dur_ns);
-	wb_i64(w, e->hta_ts_us);
-	wb_i64(w, e->hta_end_us);
-	wb_i64(w, e->pid);
-	wb_i64(w, e->tid);
-	wb_i64(w, e->stream);
-	wb_i64(w, e->correlation);
-	wb_i64(w, e->external_id);
-	wb_i64(w, e->index_correlation);
-	wb_u32(w, e->index);
-	wb_u32(w, e->name);
-	wb_u32(w, e->cat);
-	wb_u32(w, e->args);
-	wb_u32(w, e->flags);
-	wb_u32(w, (uint32_t)e->device);
-	wb_u32(w, (uint32_t)e->kind | (uint32_t)e->sync << 8);
+	uint8_t *p;
+
+	if (wb_reserve(w, TL_ENC_EVENT))
+		return;
+	p = w->buf + w->len;
+	p = put_i64(p, e->ts_ns);
+	p = put_i64(p, e->dur_ns);
+	p = put_i64(p, e->hta_ts_us);
+	p = put_i64(p, e->hta_end_us);
+	p = put_i64(p, e->pid);
+	p = put_i64(p, e->tid);
+	p = put_i64(p, e->stream);
+	p = put_i64(p, e->correlation);
+	p = put_i64(p, e->external_id);
+	p = put_i64(p, e->index_correlation);
+	p = put_u32(p, e->index);
+	p = put_u32(p, e->name);
+	p = put_u32(p, e->cat);
+	p = put_u32(p, e->args);
+	p = put_u32(p, e->flags);
+	p = put_u32(p, (uint32_t)e->device);
+	p = put_u32(p, (uint32_t)e->kind | (uint32_t)e->sync << 8);
+	w->len = (size_t)(p - w->buf);
 }
 
 static void enc_args(struct wbuf *w, const struct tl_args *a)
@@ -155,13 +175,36 @@ static void enc_rank(struct wbuf *w, const struct tl_rank *r)
 	}
 }
 
-int timeline_encode(const struct timeline *tl, void **buf, size_t *len)
+/* The encoded size, give or take the rank headers (an upper bound): the
+ * buffer is allocated once. */
+static size_t enc_size(const struct timeline *tl)
+{
+	size_t n = 16;
+
+	for (uint32_t id = 1; id < tl->st.n; id++)
+		n += 4 + (size_t)tl->st.len[id];
+	for (uint32_t i = 0; i < tl->nranks; i++) {
+		const struct tl_rank *r = tl->ranks[i];
+
+		n += 128 + (size_t)r->nev * TL_ENC_EVENT + (size_t)r->nargs * TL_ENC_ARGS +
+		     (size_t)r->nflows * TL_ENC_FLOW + (size_t)r->nmeta * TL_ENC_META +
+		     (size_t)r->ndevices * TL_ENC_DEVICE;
+	}
+	return n;
+}
+
+int tl_encode(const struct timeline *tl, void **buf, size_t *len)
 {
 	struct wbuf w = { 0 };
 
-	for (uint32_t i = 0; i < tl->nranks; i++)
-		if (!(tl->ranks[i]->flags & TL_RANK_FINALIZED))
-			return -EINVAL;
+	w.cap = enc_size(tl);
+	if (!(w.buf = malloc(w.cap)))
+		return -ENOMEM;
+	{ /* written from start to (almost) end */
+		size_t done = 0;
+
+		tl_prefault(w.buf, w.cap, &done, w.cap);
+	}
 	wb_bytes(&w, TL_ENC_MAGIC, 4);
 	wb_u32(&w, TIMELINE_ENC_VERSION);
 	wb_u32(&w, tl->st.n);
@@ -179,6 +222,14 @@ int timeline_encode(const struct timeline *tl, void **buf, size_t *len)
 	*buf = w.buf;
 	*len = w.len;
 	return 0;
+}
+
+int timeline_encode(const struct timeline *tl, void **buf, size_t *len)
+{
+	for (uint32_t i = 0; i < tl->nranks; i++)
+		if (!(tl->ranks[i]->flags & TL_RANK_FINALIZED))
+			return -EINVAL;
+	return tl_encode(tl, buf, len);
 }
 
 static bool args_eq(const struct tl_args *a, const struct tl_args *b)

@@ -113,13 +113,23 @@ int tl_sort_pos(uint32_t *p, uint32_t n, const struct tl_event *ev, bool by_corr
 
 	if (n < 2)
 		return 0;
+	{ /* already in order (the common case for GPU streams): a check
+	   * that reads the keys once and leaves a[] untouched */
+		struct tl_kp prev = { by_corr ? ev[p[0]].correlation : ev[p[0]].ts_ns, p[0] }, x;
+
+		for (i = 1; i < n; i++, prev = x) {
+			x = (struct tl_kp){ by_corr ? ev[p[i]].correlation : ev[p[i]].ts_ns, p[i] };
+			if (kp_lt(&x, &prev))
+				break;
+		}
+		if (i >= n)
+			return 0;
+	}
 	for (i = 0; i < n; i++)
 		a[i] = (struct tl_kp){ .key = by_corr ? ev[p[i]].correlation : ev[p[i]].ts_ns,
 				       .pos = p[i] };
 	for (i = 1; i < n && !kp_lt(&a[i], &a[i - 1]); i++)
 		;
-	if (i >= n)
-		return 0; /* already in order: the common case for GPU streams */
 	for (; i < n; i++) {
 		struct tl_kp x = a[i];
 		uint32_t j = i;
@@ -152,10 +162,19 @@ static int corr_link(struct tl_rank *r)
 		free(tmp);
 		return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < r->nev; i++)
-		if (r->ev[i].correlation != -1)
+	bool sorted = true; /* live captures: launches and kernels in corr order */
+	int64_t prev = INT64_MIN;
+
+	for (uint32_t i = 0; i < r->nev; i++) {
+		int64_t c = r->ev[i].correlation;
+
+		if (c != -1) {
 			p[n++] = i;
-	if (tl_sort_pos(p, n, r->ev, true, tmp) < 0) {
+			sorted &= c >= prev;
+			prev = c;
+		}
+	}
+	if (!sorted && tl_sort_pos(p, n, r->ev, true, tmp) < 0) {
 		free(p);
 		free(tmp);
 		return -ENOMEM;
@@ -310,10 +329,8 @@ static uint32_t step_names(struct timeline *tl, uint32_t *ids, uint32_t cap)
 	return n;
 }
 
-int timeline_finalize(struct timeline *tl, unsigned flags)
+int tl_link_ranks(struct timeline *tl)
 {
-	uint32_t ids[2];
-	bool filter;
 	int err;
 
 	for (uint32_t i = 0; i < tl->nranks; i++) {
@@ -322,6 +339,17 @@ int timeline_finalize(struct timeline *tl, unsigned flags)
 		if (!(r->flags & TL_RANK_FINALIZED) && (err = corr_link(r)) < 0)
 			return err;
 	}
+	return 0;
+}
+
+int timeline_finalize(struct timeline *tl, unsigned flags)
+{
+	uint32_t ids[2];
+	bool filter;
+	int err;
+
+	if ((err = tl_link_ranks(tl)) < 0)
+		return err;
 	filter = !(flags & TL_FIN_NO_STEP_FILTER) && step_names(tl, ids, 2) >= 2;
 	for (uint32_t i = 0; i < tl->nranks; i++) {
 		struct tl_rank *r = tl->ranks[i];

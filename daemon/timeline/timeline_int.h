@@ -87,6 +87,13 @@ struct tl_kp {
  * tl_cmp_corr. a: room for n pairs. 0 or -ENOMEM (p unchanged then). */
 int tl_sort_pos(uint32_t *p, uint32_t n, const struct tl_event *ev, bool by_corr,
 		struct tl_kp *a);
+/* HTA's correlation link (index_correlation) of every rank not finalized,
+ * without the indexes: all that tl_encode() needs (indexes are not stored;
+ * decode rebuilds them). Idempotent. 0 or -ENOMEM. */
+int tl_link_ranks(struct timeline *tl);
+/* timeline_encode() without its check that every rank is finalized: the
+ * caller ran tl_link_ranks() or timeline_finalize(). */
+int tl_encode(const struct timeline *tl, void **buf, size_t *len);
 /* Mark exact duplicates (TL_EV_DUPLICATE); returns how many, or -ENOMEM. */
 int64_t tl_rank_mark_duplicates(struct tl_rank *r);
 
