@@ -513,6 +513,7 @@ static __always_inline struct gpu_launch_rec *launch_begin(__u16 api, __u64 hand
 	r->iba = 0;
 	r->isa_size = 0;
 	r->caller = 0;
+	r->cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	v = handle ? bpf_map_lookup_elem(&names, &k) : NULL;
 	if (v && v->name[0]) {
@@ -688,6 +689,36 @@ int BPF_USDT(gl_ze_usdt_launch, __u64 iba, __u64 gpu_addr, __u64 size, const cha
 		bpf_map_delete_elem(&ze_inflight, &tid);
 	}
 	return launch_send(ctx, r);
+}
+
+/* level_zero:compile_kernel(char *path), fired in NEO's
+ * ModuleImp::initialize() once it wrote a debug zebin to path. */
+SEC("usdt")
+int BPF_USDT(gl_ze_usdt_compile, const char *path)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct gpu_zebin_rec *r;
+
+	if (!path)
+		return 0;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count(0);
+		return 0;
+	}
+	r->type = GPU_ZEBIN_REC_TYPE;
+	r->version = GPU_LAUNCH_REC_VERSION;
+	r->pid = (__u32)(id >> 32);
+	r->tid = (__u32)id;
+	r->pad = 0;
+	r->ts_ns = bpf_ktime_get_ns();
+	if (bpf_probe_read_user_str(r->path, sizeof(r->path), path) <= 0) {
+		bpf_ringbuf_discard(r, 0);
+		return 0;
+	}
+	/* Rare, and userspace reads the file before NEO may overwrite it. */
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return 0;
 }
 
 /* cuLaunchKernel[_ptsz] / cuLaunchCooperativeKernel / hipModuleLaunchKernel:

@@ -13,7 +13,8 @@
 
 #define GPU_LAUNCH_REC_TYPE 0x474c /* "GL": one kernel launch */
 #define GPU_PROC_REC_TYPE 0x4750   /* "GP": process event of the library watcher */
-#define GPU_LAUNCH_REC_VERSION 2
+#define GPU_ZEBIN_REC_TYPE 0x475a  /* "GZ": NEO wrote a debug zebin */
+#define GPU_LAUNCH_REC_VERSION 3 /* 3: gpu_launch_rec.cgroup_id */
 
 #define GPU_LAUNCH_MAX_FRAMES 127 /* bpf_get_stack()'s default ceiling */
 #define GPU_LAUNCH_COMM_LEN 16
@@ -83,6 +84,10 @@ struct gpu_launch_rec {
 	 * when the probed function starts with push %rbp); userspace puts it
 	 * back when ips[1] lacks it. 0 for USDT (mid-function). */
 	__u64 caller;
+	/* cgroup v2 id of the launching task (bpf_get_current_cgroup_id(),
+	 * the inode number of its cgroup directory); on a cgroup v1-only
+	 * host the root's. Userspace resolves it to a path (cgpath.h). */
+	__u64 cgroup_id;
 	__u32 grid[3];
 	__u32 block[3];
 	char comm[GPU_LAUNCH_COMM_LEN];
@@ -90,7 +95,7 @@ struct gpu_launch_rec {
 	__u64 ips[GPU_LAUNCH_MAX_FRAMES];
 };
 
-#define GPU_LAUNCH_HDR_BYTES (128 + GPU_LAUNCH_NAME_LEN) /* offsetof(ips) */
+#define GPU_LAUNCH_HDR_BYTES (136 + GPU_LAUNCH_NAME_LEN) /* offsetof(ips) */
 
 _Static_assert(__builtin_offsetof(struct gpu_launch_rec, ips) == GPU_LAUNCH_HDR_BYTES,
 	       "gpu_launch_rec layout changed: bump GPU_LAUNCH_REC_VERSION");
@@ -110,6 +115,22 @@ struct gpu_proc_rec {
 	__u32 ppid; /* FORK: the parent */
 	__u64 ino;  /* MMAP: inode of the mapped file */
 	char file[GPU_WATCH_LEN]; /* MMAP: its basename (maybe cut) */
+};
+
+/* Path of a debug zebin (NEO's level_zero:compile_kernel USDT), cut here. */
+#define GPU_ZEBIN_PATH_LEN 256
+
+/* NEO's level_zero:compile_kernel(char *path) fired after a module link: it
+ * wrote a debug zebin ELF (kernel names + ISA) to path, in pid's mount
+ * namespace. Sent in full; path is NUL-terminated. */
+struct gpu_zebin_rec {
+	__u16 type;    /* GPU_ZEBIN_REC_TYPE */
+	__u16 version; /* GPU_LAUNCH_REC_VERSION */
+	__u32 pid;     /* tgid */
+	__u32 tid;
+	__u32 pad;
+	__u64 ts_ns;
+	char path[GPU_ZEBIN_PATH_LEN];
 };
 
 /* Key of the name map: the runtime's handle within one process. */

@@ -64,6 +64,9 @@ bool cli_parse_u64(const char *s, uint64_t *v);
 /* The --rank option's value (0..INT32_MAX) into *rank: CLI_CONTINUE, or a
  * usage error naming the value. */
 int cli_opt_rank(struct cli *cli, const char *arg, int64_t *rank);
+/* One more --pid value (1..INT32_MAX) into *pid, n of at most max given so
+ * far: CLI_CONTINUE, or a usage error naming the value or the limit. */
+int cli_opt_pid(struct cli *cli, const char *arg, size_t n, size_t max, int64_t *pid);
 
 /*
  * Parse "key=value" into params: value is taken as JSON when it parses as

@@ -92,13 +92,15 @@ static int capture_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 	uint64_t v;
 
 	switch (opt) {
-	case 'p':
-		if (!cli_parse_u64(arg, &v) || v == 0 || v > INT32_MAX)
-			return cli_usage_error(cli, "invalid pid '%s'", arg);
-		if (a->npids == MAX_PIDS)
-			return cli_usage_error(cli, "at most %d --pid", MAX_PIDS);
-		a->pids[a->npids++] = (int32_t)v;
+	case 'p': {
+		int64_t pid;
+		int r = cli_opt_pid(cli, arg, a->npids, MAX_PIDS, &pid);
+
+		if (r != CLI_CONTINUE)
+			return r;
+		a->pids[a->npids++] = (int32_t)pid;
 		break;
+	}
 	case 'd':
 	case 'l':
 		if (gpuprof_parse_duration_ms(arg, &v) < 0 || v == 0)

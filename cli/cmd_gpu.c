@@ -52,16 +52,17 @@ static void on_signal(int sig)
 static int top_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 {
 	struct top_args *a = ctx;
-	uint64_t v;
 
 	switch (opt) {
-	case 'p':
-		if (!cli_parse_u64(arg, &v) || v == 0 || v > INT32_MAX)
-			return cli_usage_error(cli, "invalid pid '%s'", arg);
-		if (a->npids == TOP_MAX_PIDS)
-			return cli_usage_error(cli, "at most %d --pid", TOP_MAX_PIDS);
-		a->pids[a->npids++] = (int64_t)v;
+	case 'p': {
+		int64_t pid;
+		int r = cli_opt_pid(cli, arg, a->npids, TOP_MAX_PIDS, &pid);
+
+		if (r != CLI_CONTINUE)
+			return r;
+		a->pids[a->npids++] = pid;
 		break;
+	}
 	case 'w':
 		if (parse_ms(arg, &a->window_ms) < 0 || !a->window_ms ||
 		    a->window_ms > 3600000)

@@ -38,7 +38,7 @@ static int close_out(int fd, const char *path, int status)
 
 struct folded_args {
 	const char *out, *comm, *weight;
-	bool kernel, pid, tid;
+	bool kernel, pid, tid, cgroup;
 	int64_t tids[MAX_TIDS];
 	size_t ntids;
 	int64_t pids[MAX_TIDS];
@@ -57,6 +57,7 @@ enum {
 	OPT_PID,
 	OPT_FROM,
 	OPT_TO,
+	OPT_CGROUP,
 };
 
 static int folded_opt(struct cli *cli, int opt, const char *arg, void *ctx)
@@ -77,6 +78,9 @@ static int folded_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 		break;
 	case OPT_TID_FRAMES:
 		a->tid = true;
+		break;
+	case OPT_CGROUP:
+		a->cgroup = true;
 		break;
 	case OPT_COMM:
 		a->comm = arg;
@@ -130,6 +134,7 @@ int cmd_folded(struct cli *cli, int argc, char **argv)
 		{"no-kernel", no_argument, NULL, OPT_NO_KERNEL},
 		{"pid-frames", no_argument, NULL, OPT_PID_FRAMES},
 		{"tid-frames", no_argument, NULL, OPT_TID_FRAMES},
+		{"cgroup", no_argument, NULL, OPT_CGROUP},
 		{"comm", required_argument, NULL, OPT_COMM},
 		{"tid", required_argument, NULL, OPT_TID},
 		{"weight", required_argument, NULL, OPT_WEIGHT},
@@ -161,6 +166,8 @@ int cmd_folded(struct cli *cli, int argc, char **argv)
 	cJSON_AddBoolToObject(p, "kernel", a.kernel);
 	cJSON_AddBoolToObject(p, "pid", a.pid);
 	cJSON_AddBoolToObject(p, "tid", a.tid);
+	if (a.cgroup)
+		cJSON_AddTrueToObject(p, "cgroup");
 	if (a.comm)
 		cJSON_AddStringToObject(p, "comm", a.comm);
 	if (a.weight)

@@ -62,8 +62,8 @@ static const struct command commands[] = {
 	 "discarded.\n"},
 	{"folded", cmd_folded, "write a capture's folded stacks",
 	 "gpuprofctl folded ID [--out FILE] [--kernel|--no-kernel] [--pid-frames]\n"
-	 "                  [--tid-frames] [--comm NAME] [--tid TID]... [--pid PID]...\n"
-	 "                  [--from DUR] [--to DUR]\n"
+	 "                  [--tid-frames] [--cgroup] [--comm NAME] [--tid TID]...\n"
+	 "                  [--pid PID]... [--from DUR] [--to DUR]\n"
 	 "                  [--weight samples|launches|gpu-time]\n\n"
 	 "Write the capture's samples as folded stacks (one \"frame;frame;... count\"\n"
 	 "line per stack, the input of flamegraph.pl and speedscope) to FILE or,\n"
@@ -74,6 +74,10 @@ static const struct command commands[] = {
 	 "      --no-kernel    leave kernel frames out\n"
 	 "      --pid-frames   start each stack with a frame naming the process\n"
 	 "      --tid-frames   start each stack with a frame naming the thread\n"
+	 "      --cgroup       start each stack with the launching process's cgroup v2\n"
+	 "                     path (\"/system.slice/a.service\"), before the command\n"
+	 "                     name, so a shared GPU splits by container; for\n"
+	 "                     launches and gpu-time, others read \"[no cgroup]\"\n"
 	 "      --comm NAME    keep only threads whose command name is NAME\n"
 	 "      --tid TID      keep only this thread (repeat for more)\n"
 	 "      --pid PID      keep only this process (repeat for more)\n"
@@ -91,6 +95,7 @@ static const struct command commands[] = {
 	 "  gpuprofctl folded 3 | flamegraph.pl > cpu.svg\n"
 	 "  gpuprofctl folded 3 --weight launches | flamegraph.pl --colors=gpu > launches.svg\n"
 	 "  gpuprofctl folded 3 --weight gpu-time | flamegraph.pl --colors=gpu > gputime.svg\n"
+	 "  gpuprofctl folded 3 --weight launches --cgroup   # launches per container\n"
 	 "  gpuprofctl folded 3 --no-kernel --tid-frames --out app.folded\n"},
 	{"top", cmd_gpu_top, "live table of the hottest GPU kernels and their call sites",
 	 "gpuprofctl top [--pid PID]... [--window DURATION] [--interval DURATION]\n"

@@ -207,6 +207,18 @@ int cli_opt_rank(struct cli *cli, const char *arg, int64_t *rank)
 	return CLI_CONTINUE;
 }
 
+int cli_opt_pid(struct cli *cli, const char *arg, size_t n, size_t max, int64_t *pid)
+{
+	uint64_t v;
+
+	if (!cli_parse_u64(arg, &v) || v == 0 || v > INT32_MAX)
+		return cli_usage_error(cli, "invalid pid '%s'", arg);
+	if (n == max)
+		return cli_usage_error(cli, "at most %zu --pid", max);
+	*pid = (int64_t)v;
+	return CLI_CONTINUE;
+}
+
 bool cli_add_kv_param(cJSON *params, const char *kv)
 {
 	const char *eq = strchr(kv, '=');

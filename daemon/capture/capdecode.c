@@ -34,6 +34,7 @@ struct rd {
 	size_t len;
 	char *why;
 	size_t whylen;
+	uint32_t version; /* the file's format version */
 };
 
 __attribute__((format(printf, 2, 3))) static int bad(struct rd *r, const char *fmt, ...)
@@ -216,6 +217,18 @@ static int dec_records(struct rd *r, struct capture *c, size_t off, size_t n)
 			.aux32 = get32(p + 44),
 			.aux = { get64(p + 48), get64(p + 56) },
 		};
+		if (c->recs[i].type != STORE_REC_GPU_LAUNCH)
+			continue;
+		/* v2: cgroup string id, then 4 zero bytes; v1 had a dur_ns
+		 * no launch ever set, and no cgroup */
+		if (r->version < 2) {
+			c->recs[i].dur_ns = 0;
+		} else {
+			c->recs[i].cgroup = get32(p + 8);
+			c->recs[i].cgroup_rsv = get32(p + 12);
+			if (c->recs[i].cgroup_rsv)
+				return bad(r, "record %zu: launch bytes 12..15 not zero", i);
+		}
 	}
 	c->nrecs = count;
 	return 0;
@@ -233,8 +246,9 @@ static int dec_sections(struct rd *r, struct capture *c)
 		return bad(r, "bad magic");
 	if (CRC_ENFORCED && get32(r->buf + 16) != capfile_crc(r->buf, 16))
 		return bad(r, "header crc mismatch");
-	if (get32(r->buf + 8) != CAPTURE_FORMAT_VERSION)
-		return bad(r, "unsupported format version %u", get32(r->buf + 8));
+	r->version = get32(r->buf + 8);
+	if (r->version < 1 || r->version > CAPTURE_FORMAT_VERSION)
+		return bad(r, "unsupported format version %u", r->version);
 	nsec = get32(r->buf + 12);
 	if (nsec > (r->len - CAPFILE_HDR_LEN) / CAPFILE_SEC_HDR_LEN)
 		return bad(r, "section count %u exceeds what %zu bytes can hold", nsec, r->len);
@@ -296,9 +310,13 @@ static int dec_sections(struct rd *r, struct capture *c)
 	for (size_t i = 0; i < c->nrecs; i++) {
 		const struct store_rec *rec = &c->recs[i];
 
-		if (rec->comm > c->nstrs || rec->name > c->nstrs)
+		uint32_t sid = rec->comm > rec->name ? rec->comm : rec->name;
+
+		if (store_rec_cgroup(rec) > sid)
+			sid = store_rec_cgroup(rec);
+		if (sid > c->nstrs)
 			return bad(r, "record %zu: string id %u out of range (%u strings)", i,
-				   rec->comm > c->nstrs ? rec->comm : rec->name, c->nstrs);
+				   sid, c->nstrs);
 		if (rec->stack > c->nstacks)
 			return bad(r, "record %zu: stack id %u out of range (%u stacks)", i,
 				   rec->stack, c->nstacks);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Capture file format v1, the writer (docs/capture-format.md): explicit
+ * Capture file format v2, the writer (docs/capture-format.md): explicit
  * little-endian serialisation, never raw structs, so the file does not
  * depend on padding or host byte order. The reader is capdecode.c.
  */
@@ -68,7 +68,8 @@ int capture_encode(const struct capture *c, void **buf, size_t *len)
 	for (size_t i = 0; i < c->nrecs; i++) {
 		const struct store_rec *r = &c->recs[i];
 
-		if (r->comm > c->nstrs || r->name > c->nstrs || r->stack > c->nstacks)
+		if (r->comm > c->nstrs || r->name > c->nstrs || r->stack > c->nstacks ||
+		    store_rec_cgroup(r) > c->nstrs)
 			return -EINVAL;
 	}
 	if (c->nrecs > (SIZE_MAX - 8) / CAPFILE_REC_LEN)
@@ -149,7 +150,12 @@ int capture_encode(const struct capture *c, void **buf, size_t *len)
 		const struct store_rec *r = &c->recs[i];
 
 		put64(&p, r->ts_ns);
-		put64(&p, r->dur_ns);
+		if (r->type == STORE_REC_GPU_LAUNCH) { /* explicit: byte order */
+			put32(&p, r->cgroup);
+			put32(&p, 0);
+		} else {
+			put64(&p, r->dur_ns);
+		}
 		put32(&p, r->pid);
 		put32(&p, r->tid);
 		put32(&p, r->uid);

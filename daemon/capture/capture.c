@@ -218,6 +218,8 @@ int capture_take(const struct store *s, const struct capture_filter *f, uint64_t
 		r = copy_str(&b, s, &cr->comm);
 		if (!r)
 			r = copy_str(&b, s, &cr->name);
+		if (!r && cr->type == STORE_REC_GPU_LAUNCH)
+			r = copy_str(&b, s, &cr->cgroup);
 		if (!r)
 			r = copy_stack(&b, s, &cr->stack);
 		if (r < 0)
@@ -296,8 +298,8 @@ const uint64_t *capture_stack(const struct capture *c, uint32_t id, uint16_t *nu
 
 int capture_add_extra(struct capture *c, uint32_t type, const void *data, size_t len)
 {
-	struct capture_extra *ex;
 	void *copy;
+	int err;
 
 	if (!c || (!data && len) || !capture_extra_type_ok(type))
 		return -EINVAL;
@@ -306,6 +308,18 @@ int capture_add_extra(struct capture *c, uint32_t type, const void *data, size_t
 		return -ENOMEM;
 	if (len)
 		memcpy(copy, data, len);
+	err = capture_adopt_extra(c, type, copy, len);
+	if (err < 0)
+		free(copy);
+	return err;
+}
+
+int capture_adopt_extra(struct capture *c, uint32_t type, void *data, size_t len)
+{
+	struct capture_extra *ex;
+
+	if (!c || !data || !capture_extra_type_ok(type))
+		return -EINVAL;
 	/* Capacity is implicit: grow to the next power of two (min 4) when
 	 * the count reaches one, so a file of many tiny sections decodes in
 	 * linear time. */
@@ -313,14 +327,12 @@ int capture_add_extra(struct capture *c, uint32_t type, const void *data, size_t
 		size_t ncap = c->nextras ? c->nextras * 2 : 4;
 
 		ex = ncap < SIZE_MAX / sizeof(*ex) ? realloc(c->extras, ncap * sizeof(*ex)) : NULL;
-		if (!ex) {
-			free(copy);
+		if (!ex)
 			return -ENOMEM;
-		}
 		c->extras = ex;
 	}
 	ex = c->extras;
-	ex[c->nextras++] = (struct capture_extra){ .type = type, .data = copy, .len = len };
+	ex[c->nextras++] = (struct capture_extra){ .type = type, .data = data, .len = len };
 	return 0;
 }
 

@@ -19,7 +19,9 @@
 
 #include "store/store.h"
 
-#define CAPTURE_FORMAT_VERSION 1
+/* 2: a launch record's bytes 8..15 hold its cgroup string id (was dur_ns,
+ * always 0 for launches); version 1 files still load (no cgroup). */
+#define CAPTURE_FORMAT_VERSION 2
 #define CAPTURE_MAX_PIDS 64
 #define CAPTURE_NAME_MAX 128
 
@@ -156,6 +158,9 @@ int capture_add_stacks(struct capture *c, const struct capture_newstack *in, siz
 
 /* Add an opaque extra section; data is copied. */
 int capture_add_extra(struct capture *c, uint32_t type, const void *data, size_t len);
+/* Same, taking ownership of data (malloc'd, not NULL) on success; on
+ * failure (-EINVAL, -ENOMEM) the caller still owns it. */
+int capture_adopt_extra(struct capture *c, uint32_t type, void *data, size_t len);
 const struct capture_extra *capture_find_extra(const struct capture *c, uint32_t type);
 
 /*

@@ -48,6 +48,28 @@ struct collector {
 	void *priv;
 };
 
+/* A "pid seen" hook: collectors that find processes (cpu samples, GPU
+ * launches) tell a symbolizer early, so it can snapshot their maps while
+ * they live. fn NULL: no hook. */
+typedef void (*collector_pid_fn)(void *arg, uint32_t pid);
+struct collector_pid_hook {
+	collector_pid_fn fn;
+	void *arg;
+};
+
+static inline void collector_pid_hook_set(struct collector_pid_hook *h, collector_pid_fn fn,
+					  void *arg)
+{
+	h->fn = fn;
+	h->arg = arg;
+}
+
+static inline void collector_pid_hook_call(const struct collector_pid_hook *h, uint32_t pid)
+{
+	if (h->fn)
+		h->fn(h->arg, pid);
+}
+
 const char *collector_state_name(enum collector_state st);
 /* printf-style helper to set state and reason; logs once at info level. */
 void collector_set_state(struct collector *c, enum collector_state st, const char *fmt, ...)

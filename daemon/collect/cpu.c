@@ -63,8 +63,7 @@ struct cpu_priv {
 	uint64_t local_drops;	/* tables full, malformed records */
 	uint64_t attach_errors; /* per-CPU open/attach failures, cumulative */
 
-	void (*pid_hook)(void *arg, uint32_t pid);
-	void *pid_hook_arg;
+	struct collector_pid_hook pid_hook;
 	uint32_t pids[CPU_PIDSET_SLOTS]; /* recently seen pids, 0 = empty */
 };
 
@@ -83,14 +82,13 @@ static struct cpu_priv *priv_get(struct collector *c)
 	return p;
 }
 
-int cpu_collector_set_pid_hook(struct collector *c, void (*fn)(void *arg, uint32_t pid), void *arg)
+int cpu_collector_set_pid_hook(struct collector *c, collector_pid_fn fn, void *arg)
 {
 	struct cpu_priv *p = priv_get(c);
 
 	if (!p)
 		return -ENOMEM;
-	p->pid_hook = fn;
-	p->pid_hook_arg = arg;
+	collector_pid_hook_set(&p->pid_hook, fn, arg);
 	memset(p->pids, 0, sizeof(p->pids));
 	return 0;
 }
@@ -303,7 +301,7 @@ static void note_pid(struct cpu_priv *p, uint32_t pid)
 	}
 	p->pids[h] = pid;
 report:
-	p->pid_hook(p->pid_hook_arg, pid);
+	collector_pid_hook_call(&p->pid_hook, pid);
 }
 
 static int on_sample(void *ctx, void *data, size_t size)
@@ -347,7 +345,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	};
 	store_append(s, &rec);
 	c->events++;
-	if (p->pid_hook)
+	if (p->pid_hook.fn)
 		note_pid(p, r->pid);
 out:
 	c->drops = p->lost + p->local_drops;

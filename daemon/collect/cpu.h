@@ -21,7 +21,7 @@ extern const struct collector_ops cpu_collector_ops;
  * seen pids), so a symbolizer can start reading its maps early. Set before
  * or after open; fn NULL removes the hook. Returns 0 or -ENOMEM.
  */
-int cpu_collector_set_pid_hook(struct collector *c, void (*fn)(void *arg, uint32_t pid), void *arg);
+int cpu_collector_set_pid_hook(struct collector *c, collector_pid_fn fn, void *arg);
 
 /*
  * Load-time settings; effective only when called before ops->open.

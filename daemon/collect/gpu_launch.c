@@ -1,32 +1,26 @@
 // SPDX-License-Identifier: MIT
 /*
- * GPU launch collector (userspace half of bpf/gpu_launch.bpf.c).
+ * GPU launch collector (userspace half of bpf/gpu_launch.bpf.c): the ops
+ * table, BPF load and attach, status.
  *
  * Discovery: the BPF watcher reports processes that mmap a watched runtime
  * library executable, and the exec, exit and fork of those processes; one
- * /proc scan at start finds those already running. Each process's maps
- * name the library file; probes go on the file (pid -1: a uprobe on an
- * inode fires in every process that maps it), once per file, and come off
- * when the last process mapping it is gone (gpu_attach.c, on the thread
- * pool).
- *
- * Launch records become STORE_REC_GPU_LAUNCH (gpu_launch.h has the field
- * convention); their stacks are trimmed to start at the call site, outside
- * the runtime's own frames. With gpu.stack_sample N > 1 the BPF side walks
- * the stack of 1 launch in N per call site; the others get the stack last
- * seen there (gpu_sites.h).
+ * /proc scan at start finds those already running (gpu_launch_proc.c).
+ * Each process's maps name the library file; probes go on the file (pid
+ * -1: a uprobe on an inode fires in every process that maps it), once per
+ * file, and come off when the last process mapping it is gone
+ * (gpu_attach.c, on the thread pool). Launch records become
+ * STORE_REC_GPU_LAUNCH (gpu_launch_rec.c).
  */
 #include "gpu_launch.h"
 #include "rbloop.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -56,18 +50,18 @@ static struct gl_priv *priv_get(struct collector *c)
 		return NULL;
 	p->c = c;
 	p->ringbuf_bytes = GPU_LAUNCH_DEFAULT_RINGBUF_BYTES;
+	p->cg.mnt_fd = -1;
 	c->priv = p;
 	return p;
 }
 
-int gpu_launch_set_pid_hook(struct collector *c, void (*fn)(void *arg, uint32_t pid), void *arg)
+int gpu_launch_set_pid_hook(struct collector *c, collector_pid_fn fn, void *arg)
 {
 	struct gl_priv *p = priv_get(c);
 
 	if (!p)
 		return -ENOMEM;
-	p->pid_hook = fn;
-	p->pid_hook_arg = arg;
+	collector_pid_hook_set(&p->pid_hook, fn, arg);
 	return 0;
 }
 
@@ -82,367 +76,18 @@ int gpu_launch_set_kernel_hook(struct collector *c, gpu_launch_kernel_fn fn, voi
 	return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* Processes                                                           */
-
-static struct gl_proc **proc_slot(struct gl_priv *p, uint32_t pid)
+int gpu_launch_set_zebin_hook(struct collector *c, const struct gpu_launch_zebin_hook *h)
 {
-	struct gl_proc **pp = &p->procs[(pid * 2654435761u) % GL_PROC_BUCKETS];
+	struct gl_priv *p = priv_get(c);
 
-	while (*pp && (*pp)->pid != pid)
-		pp = &(*pp)->next;
-	return pp;
-}
-
-static void proc_drop(struct gl_priv *p, uint32_t pid)
-{
-	struct gl_proc **pp = proc_slot(p, pid), *pr = *pp;
-
-	if (!pr)
-		return;
-	*pp = pr->next;
-	for (unsigned i = 0; i < pr->nlibs; i++)
-		gl_lib_put(p, pr->libs[i]);
-	gpu_sites_drop_pid(&p->sites, p->c->gpd->store, pid);
-	if (p->skel) {
-		bpf_map__delete_elem(p->skel->maps.usdt_pids, &pid, sizeof(pid), 0);
-		bpf_map__delete_elem(p->skel->maps.tracked, &pid, sizeof(pid), 0);
-	}
-	p->nprocs--;
-	free(pr);
-}
-
-
-/* (Re)read pid's maps and make its set of libraries match them. */
-static void proc_scan(struct gl_priv *p, uint32_t pid)
-{
-	struct libscan_hit *hits = malloc(GL_MAX_LIBS_PER_PROC * sizeof(*hits));
-	struct gl_proc **pp, *pr, *old;
-	uint32_t one = 1;
-	bool usdt = false;
-	int n;
-
-	if (!hits) {
-		p->local_drops++;
-		return;
-	}
-	n = libscan_pid(NULL, pid, hits, GL_MAX_LIBS_PER_PROC);
-	if (n <= 0) {
-		/* Gone already, or it unmapped the library: forget it. */
-		proc_drop(p, pid);
-		goto out;
-	}
-	pr = calloc(1, sizeof(*pr));
-	if (!pr) {
-		p->local_drops++;
-		goto out;
-	}
-	pr->pid = pid;
-	for (int i = 0; i < n; i++) {
-		struct gl_lib *l = gl_lib_get(p, &hits[i], pid);
-
-		if (!l)
-			continue;
-		l->nprocs++;
-		pr->libs[pr->nlibs++] = l;
-		usdt |= l->usdt;
-		for (unsigned k = 0; k < hits[i].nranges &&
-				     pr->nranges < sizeof(pr->ranges) / sizeof(pr->ranges[0]);
-		     k++) {
-			pr->ranges[pr->nranges].lo = hits[i].ranges[k].lo;
-			pr->ranges[pr->nranges].hi = hits[i].ranges[k].hi;
-			pr->nranges++;
-		}
-	}
-	/* Swap in the new view; references on libraries move over first
-	 * so a library mapped before and after keeps its probes. */
-	pp = proc_slot(p, pid);
-	old = *pp;
-	if (old) {
-		pr->launched = old->launched;
-		pr->next = old->next;
-		*pp = pr;
-		for (unsigned i = 0; i < old->nlibs; i++)
-			gl_lib_put(p, old->libs[i]);
-		free(old);
-	} else {
-		pr->next = NULL;
-		*pp = pr;
-		p->nprocs++;
-		if (p->pid_hook)
-			p->pid_hook(p->pid_hook_arg, pid);
-	}
-	bpf_map__update_elem(p->skel->maps.tracked, &pid, sizeof(pid), &one, sizeof(one), BPF_ANY);
-	if (usdt)
-		bpf_map__update_elem(p->skel->maps.usdt_pids, &pid, sizeof(pid), &one, sizeof(one),
-				     BPF_ANY);
-out:
-	free(hits);
-	gl_state_update(p);
-}
-
-static void proc_fork(struct gl_priv *p, uint32_t child, uint32_t parent)
-{
-	struct gl_proc *pa = *proc_slot(p, parent), *ch;
-
-	if (!pa || *proc_slot(p, child)) {
-		proc_scan(p, child);
-		return;
-	}
-	ch = malloc(sizeof(*ch));
-	if (!ch) {
-		p->local_drops++;
-		return;
-	}
-	*ch = *pa;
-	ch->pid = child;
-	ch->launched = false;
-	for (unsigned i = 0; i < ch->nlibs; i++)
-		ch->libs[i]->nprocs++;
-	ch->next = *proc_slot(p, child);
-	*proc_slot(p, child) = ch;
-	p->nprocs++;
-	if (p->pid_hook)
-		p->pid_hook(p->pid_hook_arg, child);
-	gl_state_update(p);
-}
-
-static void initial_scan(struct gl_priv *p)
-{
-	DIR *d = opendir("/proc");
-	struct libscan_hit hit;
-	struct dirent *de;
-
-	if (!d) {
-		log_warn("gpu: cannot scan /proc: %s", strerror(errno));
-		return;
-	}
-	while ((de = readdir(d))) {
-		char *end;
-		unsigned long pid = strtoul(de->d_name, &end, 10);
-
-		if (*end || !pid || pid > UINT32_MAX || pid == (unsigned long)getpid())
-			continue;
-		/* Cheap first pass (one hit, no allocation); most processes
-		 * map no runtime. */
-		if (libscan_pid(NULL, (uint32_t)pid, &hit, 1) > 0)
-			proc_scan(p, (uint32_t)pid);
-	}
-	closedir(d);
-}
-
-/* ------------------------------------------------------------------ */
-/* Records                                                             */
-
-static bool in_runtime(const struct gl_proc *pr, uint64_t ip)
-{
-	for (unsigned i = 0; i < pr->nranges; i++)
-		if (ip >= pr->ranges[i].lo && ip < pr->ranges[i].hi)
-			return true;
-	return false;
-}
-
-static uint32_t intern_name(struct store *s, const struct gpu_launch_rec *r)
-{
-	char buf[GPU_LAUNCH_NAME_LEN + 96];
-	size_t len;
-	int n;
-
-	if (r->flags & GPU_LAUNCH_F_NAME) {
-		len = strnlen(r->name, sizeof(r->name));
-		memcpy(buf, r->name, len);
-	} else {
-		len = (size_t)snprintf(buf, sizeof(buf), "0x%" PRIx64,
-				       (uint64_t)(r->handle ? r->handle : r->gpu_addr));
-	}
-	if (r->flags & (GPU_LAUNCH_F_GRID | GPU_LAUNCH_F_BLOCK)) {
-		buf[len++] = '\0';
-		n = 0;
-		if (r->flags & GPU_LAUNCH_F_GRID)
-			n = snprintf(buf + len, sizeof(buf) - len, "grid=%u,%u,%u", r->grid[0],
-				     r->grid[1], r->grid[2]);
-		if (r->flags & GPU_LAUNCH_F_BLOCK)
-			n += snprintf(buf + len + n, sizeof(buf) - len - (size_t)n,
-				      "%sblock=%u,%u,%u", n ? " " : "", r->block[0], r->block[1],
-				      r->block[2]);
-		len += (size_t)n;
-	}
-	return store_str_intern(s, buf, len);
-}
-
-/* A launch that located its kernel in GPU memory (NEO's USDT): tell the
- * kernel hook (the EU-stall kernel table), with the trimmed stack. */
-static void report_kernel(struct gl_priv *p, const struct gpu_launch_rec *r, const uint64_t *ips,
-			  uint16_t nips)
-{
-	char name[GPU_LAUNCH_NAME_LEN + 1], comm[GPU_LAUNCH_COMM_LEN + 1];
-	size_t len = strnlen(r->name, sizeof(r->name));
-
-	memcpy(name, r->name, len);
-	name[len] = '\0';
-	len = strnlen(r->comm, sizeof(r->comm));
-	memcpy(comm, r->comm, len);
-	comm[len] = '\0';
-	struct gpu_launch_kernel k = {
-		.gpu_addr = r->gpu_addr,
-		.size = r->isa_size,
-		.iba = r->iba,
-		.pid = r->pid,
-		.uid = r->uid,
-		.name = (r->flags & GPU_LAUNCH_F_NAME) && name[0] ? name : NULL,
-		.comm = comm,
-		.ustack = nips ? ips : NULL,
-		.nustack = nips,
-	};
-
-	p->kernel_hook(p->kernel_hook_arg, &k);
-}
-
-static void on_launch(struct gl_priv *p, const struct gpu_launch_rec *r, size_t size)
-{
-	struct store *s = p->c->gpd->store;
-	uint64_t ips[GPU_LAUNCH_MAX_FRAMES + 1];
-	struct gl_proc *pr;
-	unsigned n = r->nuser, skip = 0;
-	uint32_t comm, stack, name;
-	struct store_rec rec;
-
-	if (r->nuser > GPU_LAUNCH_MAX_FRAMES ||
-	    size < GPU_LAUNCH_HDR_BYTES + (size_t)r->nuser * sizeof(uint64_t)) {
-		p->local_drops++;
-		return;
-	}
-	pr = *proc_slot(p, r->pid);
-	if (r->flags & GPU_LAUNCH_F_NOSTACK) {
-		stack = gpu_sites_get(&p->sites, s, r->pid, r->tid, r->handle, r->caller);
-		if (!stack) {
-			/* Nothing remembered (a record lost, a slot reused):
-			 * the call site alone, and the next launch there takes
-			 * a full stack again. */
-			struct gpu_site_key k = {.tid = r->tid, .handle = r->handle,
-						 .caller = r->caller};
-
-			bpf_map__delete_elem(p->skel->maps.sites, &k, sizeof(k), 0);
-			ips[0] = r->caller;
-			stack = store_stack_intern(s, ips, 1, 0);
-		}
-		goto append;
-	}
-	p->sites.taken++;
-	memcpy(ips, r->ips, n * sizeof(uint64_t));
-	/* At an entry probe the call site is the return address at the
-	 * stack pointer; frame-pointer unwinding from the first instruction
-	 * skips it on kernels or functions the kernel's fix-up misses. */
-	if (r->caller && n >= 1 && (n < 2 || ips[1] != r->caller)) {
-		memmove(&ips[2], &ips[1], (n - 1) * sizeof(uint64_t));
-		ips[1] = r->caller;
-		n++;
-	}
-	if (n > GPU_LAUNCH_MAX_FRAMES)
-		n = GPU_LAUNCH_MAX_FRAMES;
-	while (pr && skip < n && in_runtime(pr, ips[skip]))
-		skip++;
-	if (!skip && n)
-		skip = 1; /* at least the probed entry point itself */
-	stack = n > skip ? store_stack_intern(s, ips + skip, (uint16_t)(n - skip), 0) : 0;
-	if (stack && p->stack_sample > 1 && r->caller)
-		gpu_sites_put(&p->sites, s, r->pid, r->tid, r->handle, r->caller, stack);
-append:
-	if (r->gpu_addr && p->kernel_hook)
-		report_kernel(p, r, ips + skip, n > skip ? (uint16_t)(n - skip) : 0);
-	if (pr && !pr->launched) {
-		pr->launched = true;
-		if (p->pid_hook)
-			p->pid_hook(p->pid_hook_arg, r->pid);
-	}
-	comm = store_str_intern(s, r->comm, strnlen(r->comm, sizeof(r->comm)));
-	name = intern_name(s, r);
-	if (!comm || !name || (n > skip && !stack) || ((r->flags & GPU_LAUNCH_F_NOSTACK) && !stack)) {
-		if (comm)
-			store_str_unref(s, comm);
-		if (name)
-			store_str_unref(s, name);
-		if (stack)
-			store_stack_unref(s, stack);
-		p->local_drops++;
-		return;
-	}
-	rec = (struct store_rec){
-		.ts_ns = r->ts_ns,
-		.pid = r->pid,
-		.tid = r->tid,
-		.uid = r->uid,
-		.comm = comm,
-		.stack = stack,
-		.name = name,
-		.type = STORE_REC_GPU_LAUNCH,
-		.cpu = r->cpu,
-		.aux32 = r->api,
-		.aux = {r->queue, r->correlation},
-	};
-	store_append(s, &rec);
-	p->c->events++;
-}
-
-static void on_proc(struct gl_priv *p, const struct gpu_proc_rec *r)
-{
-	p->proc_events++;
-	switch (r->event) {
-	case GPU_PROC_MMAP:
-		proc_scan(p, r->pid);
-		break;
-	case GPU_PROC_EXEC:
-		/* The old image's mappings are gone; the new one's
-		 * libraries arrive as mmap events of their own. */
-		proc_drop(p, r->pid);
-		gl_state_update(p);
-		break;
-	case GPU_PROC_EXIT:
-		proc_drop(p, r->pid);
-		gl_state_update(p);
-		break;
-	case GPU_PROC_FORK:
-		proc_fork(p, r->pid, r->ppid);
-		break;
-	default:
-		p->local_drops++;
-	}
-}
-
-static void read_counters(struct gl_priv *p)
-{
-	if (!p->skel || !p->percpu)
-		return;
-	rbloop_percpu_sum(p->skel->maps.counters, 0, p->percpu, p->ncpus, &p->lost);
-	rbloop_percpu_sum(p->skel->maps.counters, 1, p->percpu, p->ncpus, &p->unnamed);
-	p->c->drops = p->lost + p->local_drops;
-}
-
-static int on_event(void *ctx, void *data, size_t size)
-{
-	struct gl_priv *p = ctx;
-	const uint16_t *hdr = data;
-
-	if (size < 4 || hdr[1] != GPU_LAUNCH_REC_VERSION)
-		p->local_drops++;
-	else if (hdr[0] == GPU_LAUNCH_REC_TYPE && size >= GPU_LAUNCH_HDR_BYTES)
-		on_launch(p, data, size);
-	else if (hdr[0] == GPU_PROC_REC_TYPE && size >= sizeof(struct gpu_proc_rec))
-		on_proc(p, data);
+	if (!p)
+		return -ENOMEM;
+	if (h)
+		p->zebin_hook = *h;
 	else
-		p->local_drops++;
-	p->c->drops = p->lost + p->local_drops;
-	return rbloop_took(&p->rbl);
+		memset(&p->zebin_hook, 0, sizeof(p->zebin_hook));
+	return 0;
 }
-
-/* Timer housekeeping, after each timer drain (rbloop). */
-static void on_tick(void *arg)
-{
-	read_counters(arg);
-}
-
-/* ------------------------------------------------------------------ */
-/* Lifecycle                                                           */
 
 void gl_state_update(struct gl_priv *p)
 {
@@ -526,6 +171,7 @@ static void release_bpf(struct gl_priv *p)
 	p->skel = NULL;
 	free(p->percpu);
 	p->percpu = NULL;
+	cgpath_finish(&p->cg, NULL); /* gl_stop() dropped the cached strings */
 }
 
 static int gl_open(struct collector *c)
@@ -583,11 +229,27 @@ static int gl_open(struct collector *c)
 		release_bpf(p);
 		return 0;
 	}
+	if (cgpath_init(&p->cg, NULL) < 0) {
+		release_bpf(p);
+		return -ENOMEM;
+	}
+	if (p->cg.mnt_fd < 0)
+		log_info("gpu: %s", p->cg.reason);
+	else
+		log_info("gpu: launch cgroups resolved under %s (%s)", p->cg.mnt,
+			 p->cg.handle_type >= 0 ? "file handles, /proc/PID/cgroup fallback"
+						: "/proc/PID/cgroup only");
 	log_info("gpu: launch probes loaded, ring buffer %zu bytes", p->ringbuf_bytes);
 	return 0;
 }
 
 static void gl_stop(struct collector *c);
+
+/* Timer housekeeping, after each timer drain (rbloop). */
+static void on_tick(void *arg)
+{
+	gl_read_counters(arg);
+}
 
 /* Attach the watcher's mmap program: the narrow hook unless configured
  * off or refused, else the sys_exit one. Returns the program attached
@@ -650,14 +312,14 @@ static int gl_start(struct collector *c)
 			return 0;
 		}
 	}
-	if (rbloop_start(&p->rbl, c, "gpu", bpf_map__fd(p->skel->maps.events), on_event, p,
+	if (rbloop_start(&p->rbl, c, "gpu", bpf_map__fd(p->skel->maps.events), gl_on_event, p,
 			 GL_DRAIN_BUDGET, GL_TICK_MS, on_tick, p) < 0) {
 		gl_stop(c); /* the collector says why */
 		return 0;
 	}
 	collector_set_state(c, COLLECTOR_ATTACHED, NULL);
 	/* After the watcher is on, so no process falls in between. */
-	initial_scan(p);
+	gl_initial_scan(p);
 	gl_state_update(p);
 	return 0;
 }
@@ -686,11 +348,13 @@ static void gl_stop(struct collector *c)
 		p->watch_links[i] = NULL;
 	}
 	rbloop_stop(&p->rbl); /* delivers what was committed before the detach */
-	read_counters(p);
+	gl_read_counters(p);
 	for (unsigned b = 0; b < GL_PROC_BUCKETS; b++)
 		while (p->procs[b])
-			proc_drop(p, p->procs[b]->pid);
+			gl_proc_drop(p, p->procs[b]->pid);
 	sites_forget(p);
+	if (p->c->gpd)
+		cgpath_clear(&p->cg, p->c->gpd->store);
 	p->mmap_hook = NULL;
 	if (c->state == COLLECTOR_ATTACHED)
 		collector_set_state(c, COLLECTOR_OFF, NULL);
@@ -699,11 +363,11 @@ static void gl_stop(struct collector *c)
 static void gl_status(struct collector *c, cJSON *obj)
 {
 	struct gl_priv *p = c->priv;
-	cJSON *w, *libs;
+	cJSON *w, *libs, *cg;
 
 	if (!p)
 		return;
-	read_counters(p);
+	gl_read_counters(p);
 	w = cJSON_AddArrayToObject(obj, "watching");
 	for (int i = 0; w && i < GPU_RT_COUNT; i++)
 		cJSON_AddItemToArray(w, cJSON_CreateString(libscan_prefix(i)));
@@ -727,6 +391,7 @@ static void gl_status(struct collector *c, cJSON *obj)
 	}
 	cJSON_AddNumberToObject(obj, "processes", p->nprocs);
 	cJSON_AddNumberToObject(obj, "ringbuf_bytes", (double)p->ringbuf_bytes);
+	gl_zebin_status(p, obj);
 	cJSON_AddNumberToObject(obj, "lost", (double)p->lost);
 	cJSON_AddNumberToObject(obj, "unnamed_launches", (double)p->unnamed);
 	cJSON_AddNumberToObject(obj, "attach_errors", (double)p->attach_errors);
@@ -738,6 +403,16 @@ static void gl_status(struct collector *c, cJSON *obj)
 	cJSON_AddNumberToObject(obj, "stacks_taken", (double)p->sites.taken);
 	cJSON_AddNumberToObject(obj, "stacks_reused", (double)p->sites.reused);
 	cJSON_AddNumberToObject(obj, "stack_misses", (double)p->sites.misses);
+	cg = cJSON_AddObjectToObject(obj, "cgroups");
+	if (cg && p->cg.mnt_fd < 0) {
+		cJSON_AddStringToObject(cg, "unavailable", p->cg.reason[0] ? p->cg.reason : "not loaded");
+	} else if (cg) {
+		cJSON_AddStringToObject(cg, "mount", p->cg.mnt);
+		cJSON_AddNumberToObject(cg, "resolved", (double)p->cg.resolved);
+		cJSON_AddNumberToObject(cg, "by_file_handle", (double)p->cg.by_handle);
+		cJSON_AddNumberToObject(cg, "by_proc", (double)p->cg.by_proc);
+		cJSON_AddNumberToObject(cg, "failed", (double)p->cg.failed);
+	}
 }
 
 void gl_priv_release(struct gl_priv *p)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * GPU launch collector internals, shared by gpu_launch.c (processes,
- * records, lifecycle) and gpu_attach.c (the probes on each runtime library
- * file, attached on the thread pool).
+ * GPU launch collector internals, shared by gpu_launch.c (ops, load,
+ * attach, status), gpu_launch_proc.c (processes mapping a runtime),
+ * gpu_launch_rec.c (ring-buffer records) and gpu_attach.c (the probes on
+ * each runtime library file, attached on the thread pool).
  */
 #ifndef GPUPROF_COLLECT_GPU_LAUNCH_INT_H
 #define GPUPROF_COLLECT_GPU_LAUNCH_INT_H
@@ -14,6 +15,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "cgpath.h"
 #include "collector.h"
 #include "gpu_launch.h"
 #include "gpu_sites.h"
@@ -62,6 +64,7 @@ struct gl_priv {
 	char mmap_hook_note[160]; /* why the narrow one is not in use */
 	uint32_t stack_sample;	  /* gpu.stack_sample as loaded */
 	struct gpu_sites sites;
+	struct cgpath cg; /* launch cgroup id -> path; mnt_fd -1 until open */
 	struct rbloop rbl; /* the ring buffer on the loop, between start and stop */
 	size_t ringbuf_bytes;
 	int ncpus;
@@ -76,10 +79,15 @@ struct gl_priv {
 
 	uint64_t lost, unnamed, local_drops, attach_errors, proc_events;
 
-	void (*pid_hook)(void *arg, uint32_t pid);
-	void *pid_hook_arg;
+	struct collector_pid_hook pid_hook;
 	gpu_launch_kernel_fn kernel_hook;
 	void *kernel_hook_arg;
+
+	/* gpu_zebin.c: NEO's compile_kernel USDT -> debug zebins */
+	struct gpu_launch_zebin_hook zebin_hook; /* .load NULL: none */
+	unsigned zebins_pending;
+	uint64_t zebins_seen, zebins_loaded, zebins_failed, zebins_skipped, zebins_dropped;
+	char zebin_error[256]; /* the last failure, with its path */
 };
 
 /* gpu_attach.c */
@@ -92,6 +100,34 @@ struct gl_lib *gl_lib_get(struct gl_priv *p, const struct libscan_hit *h, uint32
 
 /* Drop one process reference; the last one takes the probes off. */
 void gl_lib_put(struct gl_priv *p, struct gl_lib *l);
+
+/* gpu_launch_proc.c */
+
+struct gpu_proc_rec;
+/* The tracked process pid, or NULL. */
+struct gl_proc *gl_proc_find(struct gl_priv *p, uint32_t pid);
+/* Forget pid: its library references, call sites and BPF map entries. */
+void gl_proc_drop(struct gl_priv *p, uint32_t pid);
+/* Find the processes already mapping a runtime (once, at start). */
+void gl_initial_scan(struct gl_priv *p);
+/* A record of the library watcher. */
+void gl_on_proc(struct gl_priv *p, const struct gpu_proc_rec *r);
+
+/* gpu_launch_rec.c */
+
+/* rbloop callback: one ring-buffer record (ctx: the gl_priv). */
+int gl_on_event(void *ctx, void *data, size_t size);
+/* Sum the BPF per-CPU counters into p (lost, unnamed) and c->drops. */
+void gl_read_counters(struct gl_priv *p);
+
+/* gpu_zebin.c */
+
+#define GL_ZEBIN_PENDING 16 /* zebin files read at once; more are dropped */
+
+struct gpu_zebin_rec;
+/* A compile_kernel record (size checked): queue its file for the hook. */
+void gl_on_zebin(struct gl_priv *p, const struct gpu_zebin_rec *r);
+void gl_zebin_status(struct gl_priv *p, cJSON *obj);
 
 /* gpu_launch.c */
 

@@ -128,11 +128,13 @@ static int write_event(struct chrome *x, const struct store_rec *r, struct expor
 			  r->aux32 ? r->aux32 : 1);
 		break;
 	case STORE_REC_GPU_LAUNCH:
+		/* no duration: the probes see the call, not its return (the
+		 * record's dur_ns bytes hold its cgroup, store.h) */
 		ev_begin(x, "X", "gpu_launch", r, tid);
 		wb_printf(x->w,
-			  ",\"dur\":%" PRIu64 ".%03u,\"args\":{\"queue\":%" PRIu64
+			  ",\"dur\":0.000,\"args\":{\"queue\":%" PRIu64
 			  ",\"correlation\":%" PRIu64 "}}",
-			  r->dur_ns / 1000, (unsigned)(r->dur_ns % 1000), r->aux[0], r->aux[1]);
+			  r->aux[0], r->aux[1]);
 		break;
 	case STORE_REC_GPU_INTERVAL:
 		tid = GPU_TID_BASE + (uint32_t)(r->aux[0] % 1000000u);

@@ -33,7 +33,7 @@ static uint64_t key_hash(const struct agg *k)
 {
 	uint64_t h = ((uint64_t)k->stack << 32 | k->pid) * 0x9E3779B97F4A7C15ull;
 	h ^= ((uint64_t)k->tid << 32 | k->comm) * 0xC2B2AE3D27D4EB4Full;
-	h ^= (uint64_t)k->name * 0x165667B19E3779F9ull;
+	h ^= ((uint64_t)k->cgroup << 32 | k->name) * 0x165667B19E3779F9ull;
 	return h ^ (h >> 29);
 }
 
@@ -70,7 +70,7 @@ static int agg_add(struct ctx *x, const struct agg *k)
 			return 0;
 		}
 		if (a->stack == k->stack && a->pid == k->pid && a->tid == k->tid &&
-		    a->comm == k->comm && a->name == k->name) {
+		    a->comm == k->comm && a->name == k->name && a->cgroup == k->cgroup) {
 			a->count += k->count;
 			return 0;
 		}
@@ -178,7 +178,7 @@ static bool record_key(struct ctx *x, const struct store_rec *r, struct agg *k)
 	/* the pid stays in the key even without o->pid: symbols are
 	 * per (pid, stack); equal lines merge in the second pass */
 	*k = (struct agg){r->stack, r->pid, o->tid ? r->tid : 0, r->comm, 0,
-			  r->aux32 ? r->aux32 : 1};
+			  r->aux32 ? r->aux32 : 1, o->cgroup ? store_rec_cgroup(r) : 0};
 	if (o->weight == FOLDED_WEIGHT_LAUNCHES) {
 		k->name = r->name;
 		k->count = 1;
@@ -363,7 +363,7 @@ bool folded_liner_match(struct folded_liner *l, const struct store_rec *r, struc
 	struct agg k;
 	if (!record_key(&l->x, r, &k))
 		return false;
-	*key = (struct folded_key){k.stack, k.pid, k.tid, k.comm, k.name};
+	*key = (struct folded_key){k.stack, k.pid, k.tid, k.comm, k.name, k.cgroup};
 	*count = k.count;
 	return true;
 }
@@ -371,7 +371,7 @@ bool folded_liner_match(struct folded_liner *l, const struct store_rec *r, struc
 int folded_liner_line(struct folded_liner *l, const struct folded_key *key, const char **text,
 		      size_t *len)
 {
-	struct agg k = {key->stack, key->pid, key->tid, key->comm, key->name, 1};
+	struct agg k = {key->stack, key->pid, key->tid, key->comm, key->name, 1, key->cgroup};
 	l->x.a.len = 0;
 	int r = folded_build_line(&l->x, &k);
 	*text = l->x.a.p;

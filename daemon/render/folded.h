@@ -21,6 +21,7 @@
  * kernel (or GPU file), "_[g]" an instruction-level GPU frame (none yet),
  * "_[k]" is not used (kernel frames follow the "-" separator instead).
  *
+ *   cgroup         with opts.cgroup only: the launch's cgroup v2 path
  *   comm           "python3"; "python3-4242" with pid; "python3-4242/4250"
  *                  with tid (stackcollapse-perf.pl --pid / --tid style)
  *   user frames    root first
@@ -54,6 +55,11 @@ struct folded_opts {
 	bool pid;	/* "comm-PID" root frames; samples of each pid apart */
 	bool tid;	/* "comm-PID/TID" (implies pid) */
 	bool lines;	/* "func (file.c:12)" where the section has lines */
+	/* the launch's cgroup path as the root frame, before comm
+	 * ("/system.slice/a.service;python3;main;...;kern_[G] 5"), so a
+	 * shared GPU splits by container; records without one (CPU samples,
+	 * launches from before cgroups were recorded) read "[no cgroup]" */
+	bool cgroup;
 	/* filters; empty = all */
 	const uint32_t *pids;
 	size_t npids;
@@ -95,7 +101,7 @@ int folded_write(const struct capture *c, const struct folded_opts *o, folded_wr
 struct store_rec;
 struct folded_liner;
 struct folded_key {
-	uint32_t stack, pid, tid, comm, name;
+	uint32_t stack, pid, tid, comm, name, cgroup;
 };
 
 /* o is copied, but its pids/tids/comm must outlive the liner. -EINVAL for

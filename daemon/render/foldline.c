@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The text of one folded line (folded.h): comm[-pid[/tid]], user frames
+ * The text of one folded line (folded.h): [cgroup;]comm[-pid[/tid]], user frames
  * root first, "-" and the kernel frames, the GPU kernel frame; names
  * sanitized so every line keeps its shape. Used by folded_write() and by
  * the per-record liner the heat map reads.
@@ -87,6 +87,16 @@ int folded_build_line(struct ctx *x, const struct agg *k)
 	struct sym_frames fr, *f = NULL;
 	int n, r;
 
+	if (o->cgroup) {
+		const char *cg = k->cgroup ? capture_str(x->c, k->cgroup, &len) : NULL;
+
+		if (!cg) {
+			cg = "[no cgroup]";
+			len = 11;
+		}
+		if (put_name(&x->a, cg, len) < 0 || put_raw(&x->a, ";", 1) < 0)
+			return -ENOMEM;
+	}
 	const char *comm = capture_str(x->c, k->comm, &len);
 	r = put_name(&x->a, comm ? comm : "", comm ? len : 0);
 	if (r < 0)

@@ -50,6 +50,7 @@ bool store_evict_one(struct store *s)
 		checkpoint_push(s);
 	store_ent_unref(s, r->comm, ENT_STR);
 	store_ent_unref(s, r->name, ENT_STR);
+	store_ent_unref(s, store_rec_cgroup(r), ENT_STR);
 	store_ent_unref(s, r->stack, ENT_STACK);
 	return true;
 }
@@ -105,6 +106,11 @@ int store_append(struct store *s, const struct store_rec *rec)
 		r->comm = 0;
 	if (r->name && !ent_ok(s, r->name, ENT_STR))
 		r->name = 0;
+	if (r->type == STORE_REC_GPU_LAUNCH) {
+		r->cgroup_rsv = 0;
+		if (r->cgroup && !ent_ok(s, r->cgroup, ENT_STR))
+			r->cgroup = 0;
+	}
 	if (r->stack && !ent_ok(s, r->stack, ENT_STACK))
 		r->stack = 0;
 	s->count++;

@@ -22,7 +22,8 @@
 
 enum store_rec_type {
 	STORE_REC_CPU_SAMPLE = 1, /* stack = user+kernel stack, aux32 = weight (1) */
-	STORE_REC_GPU_LAUNCH = 2, /* name = kernel, aux[0] = queue, aux[1] = correlation */
+	STORE_REC_GPU_LAUNCH = 2, /* name = kernel, aux[0] = queue, aux[1] = correlation,
+				   * cgroup = launcher's cgroup path (no dur_ns) */
 	STORE_REC_GPU_INTERVAL = 3, /* dur_ns valid, name = kernel/engine, aux[0] = context */
 	STORE_REC_MARK = 4, /* name = annotation, dur_ns valid */
 	STORE_REC_GPU_METRIC = 5, /* name = metric ("frequency-MHz", "busy-percent"),
@@ -33,7 +34,15 @@ enum store_rec_type {
 /* 64 bytes, fixed. Ids are 0 for "none". */
 struct store_rec {
 	uint64_t ts_ns; /* CLOCK_MONOTONIC, as bpf_ktime_get_ns() */
-	uint64_t dur_ns;
+	union {
+		uint64_t dur_ns; /* intervals and marks; launches have none */
+		/* STORE_REC_GPU_LAUNCH only (store_rec_cgroup()): string id of
+		 * the launcher's cgroup v2 path, 0 = unknown; a reference held
+		 * by the record like comm and name. cgroup_rsv is 0. */
+		struct {
+			uint32_t cgroup, cgroup_rsv;
+		};
+	};
 	uint32_t pid, tid; /* tgid and thread id, init namespace */
 	uint32_t uid; /* real uid of the task: authorization filter */
 	uint32_t comm; /* string id */
@@ -46,6 +55,13 @@ struct store_rec {
 };
 
 _Static_assert(sizeof(struct store_rec) == 64, "store_rec must stay 64 bytes");
+
+/* The cgroup string id of r: launches only (other types' dur_ns shares
+ * the bytes). */
+static inline uint32_t store_rec_cgroup(const struct store_rec *r)
+{
+	return r->type == STORE_REC_GPU_LAUNCH ? r->cgroup : 0;
+}
 
 #define STORE_MAX_FRAMES 127 /* per user or kernel stack (BPF's limit) */
 
@@ -96,8 +112,8 @@ uint32_t store_str_ref(struct store *s, uint32_t id);
 uint32_t store_stack_ref(struct store *s, uint32_t id);
 
 /*
- * Append a record. The references held by rec->comm, rec->stack and
- * rec->name move into the store (the caller must not unref them). May evict
+ * Append a record. The references held by rec->comm, rec->stack,
+ * rec->name and a launch's rec->cgroup move into the store (the caller must not unref them). May evict
  * the oldest record. Returns 0.
  */
 int store_append(struct store *s, const struct store_rec *rec);

@@ -63,6 +63,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const char *s = capture_str(c, c->recs[i].comm, &l);
 		if (s && l)
 			(void)((volatile const char *)s)[l - 1];
+		s = capture_str(c, store_rec_cgroup(&c->recs[i]), &l); /* launches */
+		if (s && l)
+			(void)((volatile const char *)s)[l - 1];
 		const uint64_t *ips = capture_stack(c, c->recs[i].stack, &nu, &nk);
 		if (ips && (nu || nk))
 			(void)((volatile const uint64_t *)ips)[nu + nk - 1];

@@ -8,7 +8,9 @@
  * gpu_app exits the library's probes must come off. Twice: with stack
  * sampling (gpu.stack_sample 32, the narrow mmap hook when the kernel has
  * it: every launch still has its full stack) and without (every stack
- * walked, the sys_exit watcher).
+ * walked, the sys_exit watcher). A third run puts gpu_app in a cgroup of its
+ * own: every launch must carry that cgroup's path (issue #8), and so must
+ * the kernels NEO's USDT reports to the kernel hook.
  */
 #include <errno.h>
 #include <signal.h>
@@ -25,8 +27,10 @@
 #include "collect/gpu_launch.h"
 #include "gpd.h"
 #include "gpu_launch.h" /* bpf/: enum gpu_api */
+#include "cgtest.h"
 #include "store/store.h"
 #include "test.h"
+#include "zebin_usdt.h"
 
 #define N 50
 
@@ -122,7 +126,28 @@ static void check_status(struct harness *h, unsigned watcher)
 	cJSON_Delete(o);
 }
 
-static void run(uint32_t stack_sample, unsigned watcher)
+/* Start app in cg (NULL: where this test runs): the child enters the
+ * cgroup before exec, so every launch happens inside it. */
+static void child_exec(const struct cgtest *cg, const char *app, const char *rt, const char *lib)
+{
+	if (cg && cgtest_enter(cg) < 0)
+		_exit(126);
+	execl(app, app, rt, lib, "50", "--hold", (char *)NULL);
+	_exit(127);
+}
+
+/* The launch's cgroup path is cg's (with cg). */
+static void check_cgroup(struct store *s, const struct store_rec *rec, const struct cgtest *cg)
+{
+	size_t len = 0;
+	const char *p = store_rec_cgroup(rec) ? store_str(s, store_rec_cgroup(rec), &len) : NULL;
+
+	if (!cg)
+		return;
+	CHECK(p && len == strlen(cg->rel) && !memcmp(p, cg->rel, len));
+}
+
+static void run(uint32_t stack_sample, unsigned watcher, const struct cgtest *cg)
 {
 	const char *app = getenv("GPU_APP"), *lib = getenv("FAKE_CUDA");
 	struct store_config sc = {.budget_bytes = 64u << 20};
@@ -161,8 +186,7 @@ static void run(uint32_t stack_sample, unsigned watcher)
 		dup2(out[1], 1);
 		close(in[1]);
 		close(out[0]);
-		execl(app, app, "cuda", lib, "50", "--hold", (char *)NULL);
-		_exit(127);
+		child_exec(cg, app, "cuda", lib);
 	}
 	close(in[0]);
 	close(out[1]);
@@ -187,6 +211,7 @@ static void run(uint32_t stack_sample, unsigned watcher)
 		if (rec->type != STORE_REC_GPU_LAUNCH)
 			continue;
 		CHECK_EQ_INT((int)rec->pid, (int)pid);
+		check_cgroup(h.g.store, rec, cg);
 		CHECK(rec->aux[1] > last_corr); /* correlation ids increase */
 		last_corr = rec->aux[1];
 		s = store_str(h.g.store, rec->name, &len);
@@ -251,6 +276,7 @@ static struct {
 	unsigned calls, alpha, beta, bad;
 	uint64_t alpha_addr, beta_addr;
 	pid_t pid;
+	const struct cgtest *cg; /* the cgroup gpu_app runs in, NULL: ours */
 } kh;
 
 static void kernel_hook(void *arg, const struct gpu_launch_kernel *k)
@@ -261,7 +287,8 @@ static void kernel_hook(void *arg, const struct gpu_launch_kernel *k)
 	kh.calls++;
 	if (!k->name || k->size != 4096 || k->iba != 0xfe0000000000ull ||
 	    k->gpu_addr < 0xff0000000000ull || k->gpu_addr >= 0xff0001000000ull ||
-	    k->pid != (uint32_t)kh.pid || !k->comm || !k->comm[0]) {
+	    k->pid != (uint32_t)kh.pid || !k->comm || !k->comm[0] ||
+	    (kh.cg && (!k->cgroup || strcmp(k->cgroup, kh.cg->rel)))) {
 		kh.bad++;
 		return;
 	}
@@ -281,7 +308,12 @@ static bool all_ze_launches(struct harness *h)
 	return h->c.events >= ZE_LAUNCHES;
 }
 
-static void usdt_kernels_reach_the_hook(void)
+static bool zebin_handled(struct harness *h)
+{
+	return zebin_usdt_done(&h->c);
+}
+
+static void usdt_kernels_reach_the_hook(const struct cgtest *cg)
 {
 	const char *app = getenv("GPU_APP"), *lib = getenv("FAKE_ZE_USDT");
 	struct store_config sc = {.budget_bytes = 16u << 20};
@@ -293,6 +325,7 @@ static void usdt_kernels_reach_the_hook(void)
 	CHECK(app && lib);
 	memset(&h, 0, sizeof(h));
 	memset(&kh, 0, sizeof(kh));
+	kh.cg = cg;
 	CHECK_EQ_INT(uv_loop_init(&h.loop), 0);
 	config_defaults(&h.g.cfg);
 	h.g.loop = &h.loop;
@@ -300,6 +333,7 @@ static void usdt_kernels_reach_the_hook(void)
 	h.c.ops = &gpu_launch_collector_ops;
 	h.c.gpd = &h.g;
 	CHECK_EQ_INT(gpu_launch_set_kernel_hook(&h.c, kernel_hook, NULL), 0);
+	CHECK_EQ_INT(zebin_usdt_setup(&h.c), 0); /* and NEO's compile_kernel USDT */
 	CHECK_EQ_INT(h.c.ops->open(&h.c), 0);
 	CHECK_EQ_INT(h.c.ops->start(&h.c), 0);
 	CHECK_EQ_INT(h.c.state, COLLECTOR_ATTACHED);
@@ -312,8 +346,7 @@ static void usdt_kernels_reach_the_hook(void)
 		dup2(out[1], 1);
 		close(in[1]);
 		close(out[0]);
-		execl(app, app, "ze", lib, "50", "--hold", (char *)NULL);
-		_exit(127);
+		child_exec(cg, app, "ze", lib);
 	}
 	close(in[0]);
 	close(out[1]);
@@ -329,6 +362,8 @@ static void usdt_kernels_reach_the_hook(void)
 	CHECK_EQ_INT(kh.alpha, N + 3);
 	CHECK_EQ_INT(kh.beta, 2 * N + 2);
 	CHECK(kh.alpha_addr != kh.beta_addr);
+	CHECK(run_until(&h, zebin_handled, 5000)); /* read while the child lives */
+	CHECK_EQ_INT(zebin_usdt_check(&h.c, (uint32_t)kh.pid), 0);
 	close(in[1]);
 	CHECK_EQ_INT(waitpid(kh.pid, &r, 0), kh.pid);
 	fclose(from);
@@ -340,8 +375,8 @@ static void usdt_kernels_reach_the_hook(void)
 	}
 	CHECK_EQ_INT(r, 0);
 	store_free(h.g.store);
-	printf("ok: %u USDT launches reached the kernel hook with address, size, IBA, name\n",
-	       kh.calls);
+	printf("ok: %u USDT launches reached the kernel hook with address, size, IBA, name%s%s\n",
+	       kh.calls, cg ? ", cgroup " : "", cg ? cg->rel : "");
 }
 
 static bool attaching(struct harness *h)
@@ -409,12 +444,34 @@ static bool free_while_attaching(void)
 
 static void sampled_stacks_narrow_watcher(void)
 {
-	run(32, CONFIG_GPU_WATCHER_AUTO);
+	run(32, CONFIG_GPU_WATCHER_AUTO, NULL);
 }
 
 static void every_stack_sys_exit_watcher(void)
 {
-	run(1, CONFIG_GPU_WATCHER_SYS_EXIT);
+	run(1, CONFIG_GPU_WATCHER_SYS_EXIT, NULL);
+}
+
+/* Launches from a cgroup of their own carry its path, CUDA entry points
+ * and NEO's USDT alike (issue #8). */
+static void launches_in_a_cgroup(void)
+{
+	struct cgtest t;
+	char why[256];
+
+	if (cgtest_make(&t, "gpu", why, sizeof(why)) < 0) {
+		printf("skipped: %s\n", why);
+		return;
+	}
+	run(1, CONFIG_GPU_WATCHER_AUTO, &t);
+	usdt_kernels_reach_the_hook(&t);
+	CHECK_EQ_INT(cgtest_remove(&t), 0);
+	printf("ok: launches in %s carried its path\n", t.rel);
+}
+
+static void usdt_kernels(void)
+{
+	usdt_kernels_reach_the_hook(NULL);
 }
 
 static void freed_while_attaching(void)
@@ -433,7 +490,8 @@ int main(void)
 		TEST_SKIP("needs root for BPF and uprobes");
 	RUN(sampled_stacks_narrow_watcher);
 	RUN(every_stack_sys_exit_watcher);
-	RUN(usdt_kernels_reach_the_hook);
+	RUN(usdt_kernels);
+	RUN(launches_in_a_cgroup);
 	RUN(freed_while_attaching);
 	return test_summary();
 }

@@ -8,9 +8,11 @@ into folded stacks with GPU frames and into `gpuprofctl top`."""
 import json
 import os
 import subprocess
+import tempfile
 import time
 
 from gpd import BUILD, Daemon, Skip, eq, expect, main, test
+from zebin_elf import zebin
 
 GPU = os.path.join(BUILD, "tests", "gpu")
 APP = os.path.join(GPU, "gpu_app")
@@ -57,11 +59,19 @@ def need_probes(d):
 class App:
     """gpu_app on one fake runtime; launches when go() is called."""
 
-    def __init__(self, kind, n=N):
+    def __init__(self, kind, n=N, cgroup=None, env=None):
+        """cgroup: a directory under the cgroup2 mount the app runs in;
+        env: extra environment variables."""
         self.kind = kind
         rt, self.lib = LIBS[kind]
+
+        def enter():
+            with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+                f.write("0\n")
         self.p = subprocess.Popen([APP, rt, self.lib, str(n), "--hold"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, **(env or {})),
+                                  preexec_fn=enter if cgroup else None)
         line = self.p.stdout.readline().split()
         expect(line and line[0] == "ready", "gpu_app started: %r" % line)
         self.pid = self.p.pid
@@ -99,9 +109,10 @@ def parse_folded(text):
     return stacks
 
 
-def check_folded(stacks, kind, n=N):
-    """Each expected chain appears exactly once, under main, with its count."""
-    want = expected(kind, n)
+def check_folded(stacks, kind, n=N, want=None):
+    """Each expected chain appears exactly once, under main, with its count
+    (want: those counts, when not expected(kind, n))."""
+    want = want or expected(kind, n)
     got = {}
     for k, v in stacks.items():
         expect(k.startswith("gpu_app;"), "comm is the root frame: %r" % k)
@@ -113,9 +124,74 @@ def check_folded(stacks, kind, n=N):
     eq(got, want, "launch counts per call site and kernel (%s)" % kind)
 
 
+def cgroup2_mount():
+    """The first cgroup2 mount point (mountinfo), or None on a v1-only host."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            if right.startswith("cgroup2 "):
+                return left.split()[4].replace("\\040", " ")
+    return None
+
+
+def fresh_cgroups(n):
+    """n new cgroups: [(absolute dir, path relative to the mount)]."""
+    mnt = cgroup2_mount()
+    if not mnt:
+        raise Skip("no cgroup2 mount (cgroup v1-only host)")
+    made = []
+    for i in range(n):
+        rel = "/gpuprof-test-%d-%d" % (os.getpid(), i)
+        try:
+            os.mkdir(mnt + rel)
+        except OSError as e:
+            for a, _ in made:
+                os.rmdir(a)
+            raise Skip("cgroup2 mount %s not writable: %s" % (mnt, e))
+        made.append((mnt + rel, rel))
+    return made
+
+
+def remove_cgroups(made):
+    for a, _ in made:
+        for _ in range(100):  # the last task's exit is noticed asynchronously
+            try:
+                os.rmdir(a)
+                break
+            except OSError:
+                time.sleep(0.01)
+
+
 def folded(d, cid, *extra):
     p = d.ctl("folded", str(cid), *extra, check=0)
     return p.stdout.decode()
+
+
+ZEBIN_COUNTERS = ("zebins_seen", "zebins_loaded", "zebins_skipped", "zebins_failed")
+
+
+def zebin_counters(d):
+    g = gpu_status(d)
+    return {k: g[k] for k in ZEBIN_COUNTERS}, g.get("zebin_error", "")
+
+
+def zebin_read_by_the_daemon(d, before, path):
+    """The daemon opened the zebin through /proc/PID/root and parsed it; the
+    kernels load where an xe kernel table exists, else are skipped. Deltas:
+    the daemon sees every process on the host."""
+    deadline = time.time() + 10
+    while True:
+        now, err = zebin_counters(d)
+        done = now["zebins_loaded"] + now["zebins_skipped"] + now["zebins_failed"] - \
+            before["zebins_loaded"] - before["zebins_skipped"] - before["zebins_failed"]
+        if done >= 1 or time.time() > deadline:
+            break
+        time.sleep(0.05)
+    expect(now["zebins_seen"] > before["zebins_seen"], "compile_kernel USDT seen: %r" % now)
+    expect(path not in err, "zebin read and parsed: %r" % err)
+    expect(now["zebins_loaded"] + now["zebins_skipped"] >
+           before["zebins_loaded"] + before["zebins_skipped"],
+           "zebin loaded or skipped (no xe): %r, %r" % (now, err))
 
 
 @test
@@ -137,8 +213,13 @@ def folded_exact_counts_every_runtime():
     d = Daemon().start()
     try:
         need_probes(d)
+        # NEO's compile_kernel USDT names this debug zebin (fake_neo.c)
+        zf = tempfile.NamedTemporaryFile(prefix="dumped_zebin_module_", suffix=".elf")
+        zf.write(zebin())
+        zf.flush()
         for kind in ("cuda", "ze", "hip", "ze_usdt"):
-            app = App(kind)
+            zbefore = zebin_counters(d)[0]
+            app = App(kind, env={"FAKE_NEO_ZEBIN": zf.name} if kind == "ze_usdt" else None)
             lib = app.wait_probed(d)
             if kind == "ze_usdt":
                 # NEO's USDT is used, and launches are not counted twice
@@ -154,7 +235,10 @@ def folded_exact_counts_every_runtime():
             check_folded(parse_folded(folded(d, info["id"], "--weight", "launches")), kind)
             # the default weight stays CPU samples: no GPU frames there
             expect("_[G]" not in folded(d, info["id"]), "no GPU frames in a CPU profile")
+            if kind == "ze_usdt":
+                zebin_read_by_the_daemon(d, zbefore, zf.name)
             app.exit()
+        zf.close()
         g = gpu_status(d)
         eq(g["lost"], 0, "no launches lost in the ring buffer")
         eq(g["unnamed_launches"], 0, "every kernel named")
@@ -203,6 +287,44 @@ def process_exits_mid_capture_and_probes_go():
         eq(gpu_status(d)["libraries"], [], "probes removed once no process maps the library")
     finally:
         d.cleanup()
+
+
+@test
+def launches_split_by_cgroup():
+    """Two containers sharing the GPU: folded --cgroup roots each launch
+    stack at its cgroup path, with exact counts per cgroup (issue #8)."""
+    d = Daemon().start()
+    made = []
+    try:
+        need_probes(d)
+        made = fresh_cgroups(2)
+        apps = [App("cuda", n=N, cgroup=made[0][0]), App("cuda", n=40, cgroup=made[1][0])]
+        for app in apps:
+            app.wait_probed(d)
+            app.go()
+        time.sleep(0.4)
+        info = d.ctl_json("capture", "--pid", str(apps[0].pid), "--pid", str(apps[1].pid),
+                          "--last", "10s")
+        stacks = parse_folded(folded(d, info["id"], "--weight", "launches", "--cgroup"))
+        per = {}
+        for k, v in stacks.items():
+            root, _, rest = k.partition(";")
+            expect(rest.startswith("gpu_app;"), "cgroup, then comm: %r" % k)
+            per.setdefault(root, {})[rest] = v
+        eq(sorted(per), sorted(rel for _, rel in made), "one root frame per cgroup")
+        check_folded(per[made[0][1]], "cuda", N)
+        check_folded(per[made[1][1]], "cuda", 40)
+        # without --cgroup the same stacks merge across the two
+        both = {k: v + expected("cuda", 40)[k] for k, v in expected("cuda", N).items()}
+        check_folded(parse_folded(folded(d, info["id"], "--weight", "launches")), "cuda",
+                     want=both)
+        cg = gpu_status(d)["cgroups"]
+        expect(cg.get("resolved", 0) >= 2 and "mount" in cg, "status cgroups: %r" % cg)
+        for app in apps:
+            app.exit()
+    finally:
+        d.cleanup()
+        remove_cgroups(made)
 
 
 @test

@@ -93,6 +93,9 @@ static inline struct capture *sample_capture(void)
 			.comm = 1, .stack = i % 3, .name = i == 3 ? 3 : 2, .type = (uint16_t)(i + 1),
 			.cpu = (uint16_t)(65535 - i), .aux32 = 0xdeadbeef,
 			.aux = { UINT64_MAX - i, 0x0102030405060708ull } };
+	/* record 1 is a launch: its dur_ns bytes hold a cgroup string id */
+	c->recs[1].dur_ns = 0;
+	c->recs[1].cgroup = 1;
 	capture_add_extra(c, CAPSEC_SYMBOLS, "sym\0bols", 8);
 	capture_add_extra(c, 4242, NULL, 0);
 	return c;

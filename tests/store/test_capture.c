@@ -6,6 +6,25 @@
 #include "test.h"
 
 #include <errno.h>
+#include <zlib.h>
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Rewrite the file header's version, header CRC included. */
+static void set_version(uint8_t *buf, uint32_t v)
+{
+	put_u32(buf + 8, v);
+	put_u32(buf + 16, (uint32_t)crc32(0, buf, 16));
+}
 
 static void test_take_window(void)
 {
@@ -184,6 +203,60 @@ static void test_decode_reasons(void)
 	capture_free(c);
 }
 
+/* Launches keep their cgroup through capture_take (renumbered like comm
+ * and name) and the file; a version 1 file loads with no cgroup, a newer
+ * version is refused. */
+static void test_launch_cgroup(void)
+{
+	struct store_config cfg = {.budget_bytes = 64 * 1024};
+	struct capture *c = NULL, *d = NULL;
+	struct store *s = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	char why[256];
+
+	CHECK_EQ_INT(store_new(&cfg, &s), 0);
+	for (uint32_t i = 0; i < 4; i++) {
+		const char *cg = i % 2 ? "/b.slice/job.scope" : "/a.slice";
+		struct store_rec r = {.ts_ns = i, .pid = 7, .type = STORE_REC_GPU_LAUNCH,
+				      .comm = store_str_intern(s, "app", 3),
+				      .name = store_str_intern(s, "k", 1)};
+
+		r.cgroup = store_str_intern(s, cg, strlen(cg));
+		store_append(s, &r);
+	}
+	CHECK_EQ_INT(capture_take(s, NULL, 0, UINT64_MAX, &c), 0);
+	CHECK(c && c->nrecs == 4 && c->nstrs == 4);
+	for (size_t i = 0; c && i < c->nrecs; i++) {
+		const char *want = i % 2 ? "/b.slice/job.scope" : "/a.slice";
+		const char *got = capture_str(c, store_rec_cgroup(&c->recs[i]), &len);
+
+		CHECK(got && len == strlen(want) && !memcmp(got, want, len));
+	}
+	CHECK_EQ_INT(capture_encode(c, (void **)&buf, &len), 0);
+	CHECK_EQ_INT(get_u32(buf + 8), CAPTURE_FORMAT_VERSION);
+	CHECK_EQ_INT(capture_decode(buf, len, &d, why, sizeof(why)), 0);
+	CHECK(d && captures_equal(c, d));
+	capture_free(d);
+	d = NULL;
+	/* version 1: the same bytes were a launch's (always 0) dur_ns */
+	set_version(buf, 1);
+	CHECK_EQ_INT(capture_decode(buf, len, &d, why, sizeof(why)), 0);
+	for (size_t i = 0; d && i < d->nrecs; i++) {
+		CHECK_EQ_INT(store_rec_cgroup(&d->recs[i]), 0);
+		CHECK_EQ_U64(d->recs[i].dur_ns, 0);
+		CHECK_EQ_INT(d->recs[i].name, c->recs[i].name);
+	}
+	capture_free(d);
+	d = NULL;
+	set_version(buf, CAPTURE_FORMAT_VERSION + 1);
+	CHECK_EQ_INT(capture_decode(buf, len, &d, why, sizeof(why)), -EBADMSG);
+	CHECK(strstr(why, "unsupported format version"));
+	free(buf);
+	capture_free(c);
+	store_free(s);
+}
+
 int main(void)
 {
 	RUN(test_take_window);
@@ -193,5 +266,6 @@ int main(void)
 	RUN(test_roundtrip);
 	RUN(test_roundtrip_empty);
 	RUN(test_decode_reasons);
+	RUN(test_launch_cgroup);
 	return test_summary();
 }

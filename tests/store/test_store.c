@@ -182,6 +182,41 @@ static void test_refs_follow_records(void)
 	store_free(s);
 }
 
+/* A launch's cgroup string is one more reference the record holds; on
+ * other record types the same bytes are dur_ns and hold nothing. */
+static void test_launch_cgroup_ref(void)
+{
+	struct store *s = mk(64 * 1024);
+	uint32_t cg = store_str_intern(s, "/system.slice/a.service", 23);
+	struct store_rec r = rec(1, 0, 0, 0);
+	struct store_stats st;
+
+	r.type = STORE_REC_GPU_LAUNCH;
+	r.cgroup = cg;
+	store_append(s, &r);
+	CHECK_EQ_INT(store_rec_cgroup(store_at(s, 0)), cg);
+	r = rec(2, 0, 0, 0);
+	r.type = STORE_REC_GPU_INTERVAL;
+	r.dur_ns = cg; /* a duration that happens to equal the id */
+	store_append(s, &r);
+	CHECK_EQ_INT(store_rec_cgroup(store_at(s, 1)), 0);
+	CHECK_EQ_U64(store_at(s, 1)->dur_ns, cg);
+	/* an unknown id is dropped, as for comm and name */
+	r = rec(3, 0, 0, 0);
+	r.type = STORE_REC_GPU_LAUNCH;
+	r.cgroup = 4242;
+	store_append(s, &r);
+	CHECK_EQ_INT(store_at(s, 2)->cgroup, 0);
+	for (size_t i = 0; i < 512; i++) {
+		struct store_rec z = rec(4 + i, 0, 0, 0);
+
+		store_append(s, &z);
+	}
+	store_get_stats(s, &st);
+	CHECK_EQ_INT(st.strings, 0); /* the launch's reference went with it */
+	store_free(s);
+}
+
 static void test_invalid_ids(void)
 {
 	struct store *s = mk(64 * 1024);
@@ -306,6 +341,7 @@ int main(void)
 	RUN(test_stack_intern);
 	RUN(test_append_evict_order);
 	RUN(test_refs_follow_records);
+	RUN(test_launch_cgroup_ref);
 	RUN(test_invalid_ids);
 	RUN(test_flat_memory);
 	RUN(test_drop_when_full);

@@ -230,6 +230,42 @@ static void test_fd(void)
 	capture_free(c);
 }
 
+/* --cgroup: each launch's cgroup path as the root frame, before comm;
+ * launches without one (and CPU samples) under "[no cgroup]". */
+static void test_cgroup(void)
+{
+	struct capture *c = make_capture();
+	uint32_t app = c->recs[0].comm, s2 = c->recs[3].stack, gemm = cb_str(c, "gemm");
+	uint32_t cga = cb_str(c, "/a.slice/x.service"), cgb = cb_str(c, "/b;c");
+	struct folded_totals t;
+
+	for (uint32_t i = 0; i < 5; i++) {
+		cb_rec(c, 900 + i, i < 3 ? 10 : 14, 10, app, s2);
+		c->recs[c->nrecs - 1].type = STORE_REC_GPU_LAUNCH;
+		c->recs[c->nrecs - 1].name = gemm;
+		c->recs[c->nrecs - 1].cgroup = i < 3 ? cga : cgb;
+	}
+	struct folded_opts o = {.weight = FOLDED_WEIGHT_LAUNCHES, .cgroup = true};
+	char *out = render(c, &o, &t);
+	CHECK_STREQ(out, "/a.slice/x.service;app;a_root;b_leaf;gemm_[G] 3\n"
+			 "/b:c;app;a_root;b_leaf;gemm_[G] 2\n"
+			 "[no cgroup];app;main;mid:fn;leaf_fn;-;entry_SYSCALL_64;do_syscall 1\n");
+	CHECK_EQ_INT(t.samples, 6);
+	CHECK_EQ_INT(t.stacks, 3);
+	free(out);
+	/* without the option the containers merge */
+	o.cgroup = false;
+	out = render(c, &o, &t);
+	CHECK(strstr(out, "app;a_root;b_leaf;gemm_[G] 5\n") != NULL);
+	free(out);
+	/* samples have no cgroup */
+	o = (struct folded_opts){.cgroup = true, .comm = "other"};
+	out = render(c, &o, &t);
+	CHECK_STREQ(out, "[no cgroup];other;do_syscall 1\n");
+	free(out);
+	capture_free(c);
+}
+
 int main(void)
 {
 	RUN(test_default);
@@ -238,5 +274,6 @@ int main(void)
 	RUN(test_filters);
 	RUN(test_weights_and_raw);
 	RUN(test_fd);
+	RUN(test_cgroup);
 	return test_summary();
 }
