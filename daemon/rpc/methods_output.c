@@ -88,7 +88,7 @@ void method_capture_folded(struct rpc_req *req, const cJSON *params)
 {
 	static const char *const allowed[] = {"id",   "fd",   "kernel",	  "pid",      "tid",
 					      "lines", "comm", "pids",	  "tids",     "start_ns",
-					      "end_ns", "weight", "from_ns", "to_ns", NULL};
+					      "end_ns", "weight", "from_ns", "to_ns", "cgroup", NULL};
 	if (!params_only(req, params, allowed))
 		return;
 	struct folded_req *f = calloc(1, sizeof(*f));
@@ -103,6 +103,7 @@ void method_capture_folded(struct rpc_req *req, const cJSON *params)
 	    !param_bool(req, params, "kernel", &kernel) ||
 	    !param_bool(req, params, "pid", &f->o.pid) ||
 	    !param_bool(req, params, "tid", &f->o.tid) ||
+	    !param_bool(req, params, "cgroup", &f->o.cgroup) ||
 	    !param_bool(req, params, "lines", &f->o.lines) ||
 	    !param_str(req, params, "comm", sizeof(f->comm) - 1, &comm) ||
 	    !param_u64(req, params, "start_ns", false, UINT64_MAX >> 11, &f->o.start_ns) ||
