@@ -222,6 +222,18 @@ static void attach_run(uv_work_t *w)
 			first_err = -errno;
 			a->errors++;
 		}
+		/* Debug zebins (kernel names + ISA); older patches lack the
+		 * probe (-ENOENT): not an error. */
+		link = bpf_program__attach_usdt(a->p->skel->progs.gl_ze_usdt_compile, -1, a->path,
+						"level_zero", "compile_kernel", NULL);
+		if (link) {
+			add_link(a, link);
+		} else if ((r = -errno) != -ENOENT) {
+			log_debug("gpu: USDT compile_kernel in %s: %s", a->lib_path, strerror(-r));
+			if (!first_err)
+				first_err = r;
+			a->errors++;
+		}
 	}
 	if (first_err)
 		snprintf(a->err, sizeof(a->err), "some probes refused: %s", strerror(-first_err));

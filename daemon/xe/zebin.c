@@ -254,6 +254,30 @@ void xe_zebin_finish(struct xe_zebin *z)
 	memset(z, 0, sizeof(*z));
 }
 
+int xe_zebin_read_new(int fd, void **state, char *why, size_t whylen)
+{
+	struct xe_zebin *z = malloc(sizeof(*z));
+	int r;
+
+	if (!z)
+		return -ENOMEM;
+	r = xe_zebin_read_fd(fd, z, why, whylen);
+	if (r < 0) {
+		free(z);
+		return r;
+	}
+	*state = z;
+	return 0;
+}
+
+void xe_zebin_free(void *state)
+{
+	if (!state)
+		return;
+	xe_zebin_finish(state);
+	free(state);
+}
+
 int xe_zebin_load(struct xe *x, struct xe_kbin *kb, const struct xe_zebin *z, const char *file,
 		  uint32_t pid, uint32_t uid)
 {

@@ -52,6 +52,10 @@ int xe_zebin_parse(const void *buf, size_t len, struct xe_zebin *z, char *why, s
  * read, or as xe_zebin_parse. */
 int xe_zebin_read_fd(int fd, struct xe_zebin *z, char *why, size_t whylen);
 void xe_zebin_finish(struct xe_zebin *z);
+/* The same on the heap, shaped for gpu_launch_zebin_hook's read / discard
+ * (collect/gpu_launch.h): *state is a malloc()ed struct xe_zebin. */
+int xe_zebin_read_new(int fd, void **state, char *why, size_t whylen);
+void xe_zebin_free(void *state);
 
 struct xe;
 struct xe_kbin;

@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * NEO debug-zebin kernels (daemon/xe/zebin.c, kbin.c): ELF files built
- * here with libelf (a symbol table with two STT_FUNC kernels in an
- * addressed .text; a variant without symbols), hostile and truncated
+ * NEO debug-zebin kernels (daemon/xe/zebin.c, kbin.c): ELF files from
+ * tests/common/zebin_builder.c (a symbol table with two STT_FUNC kernels in
+ * an addressed .text; a variant without symbols), hostile and truncated
  * files, the bounded binary store, and (where libiga64.so.1 loads; else
  * that part exits 77) the instruction text in the EU-stall folded output
  * of a synthetic PVC capture, with the encodings of test_xe_iga.c.
  */
+#include <elf.h>
 #include <errno.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,107 +22,29 @@
 #include "output.h"
 #include "section.h"
 #include "xe.h"
+#include "xe_test_util.h"
 #include "zebin.h"
-
-/* add (16|M0) r10.0<1>:f r11.0<1;1,0>:f r12.0<1;1,0>:f, then nop (XeHPC) */
-static const uint8_t isa[32] = {
-    0x40, 0x00, 0x10, 0x00, 0xa0, 0x0a, 0x05, 0x0a, 0x04, 0x0b, 0x10, 0x0a,
-    0x04, 0x0c, 0x10, 0x00, 0x60, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-};
-
-#define TEXT_VA 0xffff800000010000ull /* canonical (sign-extended) */
-#define CANON_VA 0x800000010000ull
-
-static Elf_Scn *add_scn(Elf *e, uint32_t name, uint32_t type, uint64_t addr, const void *buf,
-			size_t len, size_t entsize, uint32_t link)
-{
-	Elf_Scn *s = elf_newscn(e);
-	Elf_Data *d = elf_newdata(s);
-	GElf_Shdr sh;
-
-	d->d_buf = (void *)buf;
-	d->d_size = len;
-	d->d_type = ELF_T_BYTE;
-	d->d_align = 1;
-	gelf_getshdr(s, &sh);
-	sh.sh_name = name;
-	sh.sh_type = type;
-	sh.sh_addr = addr;
-	sh.sh_entsize = entsize;
-	sh.sh_link = link;
-	gelf_update_shdr(s, &sh);
-	return s;
-}
-
-/* A zebin-like ELF in memory (malloc()ed into *out). */
-static size_t build_elf(bool symtab, uint8_t **out)
-{
-	static const char shstr[] = "\0.text\0.symtab\0.strtab\0.shstrtab";
-	static const char strtab[] = "\0kern_a\0kern_b";
-	Elf64_Sym syms[4] = {0};
-	/* libelf writes to an fd: an unlinked temporary file */
-	char path[] = "/tmp/test_xe_zebin.XXXXXX";
-	int fd = mkstemp(path);
-	size_t len;
-	Elf *e;
-	Elf64_Ehdr *eh;
-
-	elf_version(EV_CURRENT);
-	CHECK(fd >= 0);
-	unlink(path);
-	e = elf_begin(fd, ELF_C_WRITE, NULL);
-	eh = elf64_newehdr(e);
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_type = ET_EXEC;
-	eh->e_machine = 205; /* EM_INTELGT */
-	add_scn(e, 1, SHT_PROGBITS, TEXT_VA, isa, sizeof(isa), 0, 0);
-	if (symtab) {
-		syms[1].st_name = 1;
-		syms[1].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
-		syms[1].st_shndx = 1;
-		syms[1].st_value = TEXT_VA;
-		syms[2].st_name = 8;
-		syms[2].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
-		syms[2].st_shndx = 1;
-		syms[2].st_value = TEXT_VA + 16;
-		syms[3].st_info = ELF64_ST_INFO(STB_LOCAL, STT_SECTION);
-		syms[3].st_shndx = 1;
-		Elf_Scn *s = add_scn(e, 7, SHT_SYMTAB, 0, syms, sizeof(syms), sizeof(Elf64_Sym), 3);
-		elf_getdata(s, NULL)->d_type = ELF_T_SYM;
-		add_scn(e, 15, SHT_STRTAB, 0, strtab, sizeof(strtab), 0, 0);
-		add_scn(e, 23, SHT_STRTAB, 0, shstr, sizeof(shstr), 0, 0);
-		eh->e_shstrndx = 4;
-	} else {
-		add_scn(e, 23, SHT_STRTAB, 0, shstr, sizeof(shstr), 0, 0);
-		eh->e_shstrndx = 2;
-	}
-	CHECK(elf_update(e, ELF_C_WRITE) > 0);
-	elf_end(e);
-	len = (size_t)lseek(fd, 0, SEEK_END);
-	*out = malloc(len);
-	CHECK(pread(fd, *out, len, 0) == (ssize_t)len);
-	close(fd);
-	return len;
-}
+#include "common/zebin_builder.h"
 
 static void test_parse(void)
 {
 	struct xe_zebin z;
 	char why[160];
 	uint8_t *img;
-	size_t len = build_elf(true, &img);
+	size_t len = zebin_test_build(true, &img);
 
+	CHECK(len > 0);
 	CHECK_EQ_INT(xe_zebin_parse(img, len, &z, why, sizeof(why)), 0);
 	CHECK_EQ_INT(z.nk, 2);
 	if (z.nk == 2) {
 		CHECK_STREQ(z.k[0].name, "kern_a");
-		CHECK_EQ_U64(z.k[0].gpu_va, CANON_VA);
+		CHECK_EQ_U64(z.k[0].gpu_va, ZEBIN_TEST_CANON_VA);
 		CHECK_EQ_U64(z.k[0].size, 32);
-		CHECK(memcmp(z.k[0].bytes, isa, 32) == 0);
+		CHECK(memcmp(z.k[0].bytes, zebin_test_isa, 32) == 0);
 		CHECK_STREQ(z.k[1].name, "kern_b");
-		CHECK_EQ_U64(z.k[1].gpu_va, CANON_VA + 16);
+		CHECK_EQ_U64(z.k[1].gpu_va, ZEBIN_TEST_CANON_VA + 16);
 		CHECK_EQ_U64(z.k[1].size, 16);
-		CHECK(memcmp(z.k[1].bytes, isa + 16, 16) == 0);
+		CHECK(memcmp(z.k[1].bytes, zebin_test_isa + 16, 16) == 0);
 	}
 	xe_zebin_finish(&z);
 
@@ -157,12 +78,13 @@ static void test_parse(void)
 	free(img);
 
 	/* no symbol table: the addressed PROGBITS section */
-	len = build_elf(false, &img);
+	len = zebin_test_build(false, &img);
+	CHECK(len > 0);
 	CHECK_EQ_INT(xe_zebin_parse(img, len, &z, why, sizeof(why)), 0);
 	CHECK_EQ_INT(z.nk, 1);
 	if (z.nk == 1) {
 		CHECK_STREQ(z.k[0].name, ".text");
-		CHECK_EQ_U64(z.k[0].gpu_va, CANON_VA);
+		CHECK_EQ_U64(z.k[0].gpu_va, ZEBIN_TEST_CANON_VA);
 		CHECK_EQ_U64(z.k[0].size, 32);
 	}
 	xe_zebin_finish(&z);
@@ -196,20 +118,6 @@ static void test_kbin(void)
 	xe_kbin_free(kb);
 }
 
-static int sink_buf(void *ctx, const void *buf, size_t len)
-{
-	char **s = ctx;
-	size_t have = *s ? strlen(*s) : 0;
-	char *n = realloc(*s, have + len + 1);
-
-	if (!n)
-		return -ENOMEM;
-	memcpy(n + have, buf, len);
-	n[have + len] = '\0';
-	*s = n;
-	return 0;
-}
-
 /* PVC record: ip (29 bits, 8-byte units) and an "active" count (bit 29) */
 static void pvc_rec(uint8_t *rec, uint64_t ip, unsigned active)
 {
@@ -235,7 +143,7 @@ static void test_folded_iga(void)
 	const uint64_t va = 0x10000;
 	const struct xe_decoder *d = xe_decoder_by_name("pvc");
 	struct xe_zebin z = {0};
-	struct xe_zebin_kernel zk = {.name = "kern_a", .gpu_va = va, .size = 32, .bytes = isa};
+	struct xe_zebin_kernel zk = {.name = "kern_a", .gpu_va = va, .size = 32, .bytes = zebin_test_isa};
 	struct xe_kbin *kb;
 	struct xe *x;
 	struct xe_insn_src *src;
