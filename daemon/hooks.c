@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "hooks.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "capreg.h"
@@ -20,6 +22,7 @@
 static struct symbolizer *symbolizer;
 #ifdef HAVE_XE_COLLECTOR
 #include "xe_collector.h"
+#include "zebin.h"
 static struct collector *xe_coll; /* EU-stall profile joins each capture */
 #endif
 
@@ -43,11 +46,30 @@ static void feed_xe(void *arg, const struct gpu_launch_kernel *k)
 				    .uid = k->uid,
 				    .name = k->name,
 				    .comm = k->comm,
+				    .cgroup = k->cgroup,
 				    .ustack = k->ustack,
 				    .nustack = k->nustack,
 			    }) < 0)
 		log_debug("xe: kernel %s at %#llx not added to the table",
 			  k->name ? k->name : "?", (unsigned long long)k->gpu_addr);
+}
+
+/* NEO's compile_kernel USDT: debug zebins name kernels and give their ISA
+ * (the gpu collector reads and parses the file on the thread pool with
+ * xe_zebin_read_new; loaded here, on the loop). */
+static int zebin_load(void *arg, void *state, uint32_t pid, const char *path, char *why,
+		      size_t whylen)
+{
+	struct xe *x = xe_collector_core(arg);
+	int r = -ENODEV;
+
+	if (x) {
+		r = xe_zebin_load(x, xe_collector_kbin(arg), state, path, pid, 0);
+		if (r < 0)
+			snprintf(why, whylen, "adding the kernels: %s", strerror(-r));
+	}
+	xe_zebin_free(state);
+	return r;
 }
 #endif
 
@@ -57,8 +79,13 @@ static void symbolize(void *arg, struct capture *c)
 	if (xe_coll && xe_collector_attach_capture(xe_coll, c) < 0)
 		log_warn("capture %llu: EU-stall profile not attached", (unsigned long long)c->id);
 #endif
+	/* GPU kernel names demangled first: the timeline copies them */
+	int r = sym_demangle_kernels(arg, c);
+	if (r < 0)
+		log_warn("capture %llu: GPU kernel names not demangled: %s",
+			 (unsigned long long)c->id, strerror(-r));
 	/* GPU job intervals -> the timeline the analyses read (timeline/live.h) */
-	int r = timeline_live_attach(c);
+	r = timeline_live_attach(c);
 	if (r < 0)
 		log_warn("capture %llu: no timeline from the GPU job intervals: %s",
 			 (unsigned long long)c->id, strerror(-r));
@@ -70,7 +97,8 @@ static void symbolize(void *arg, struct capture *c)
 
 void hooks_init(struct gpd *g)
 {
-	if (sym_new(NULL, &symbolizer) < 0) {
+	struct sym_opts so = {.refresh_ns = 10ull * 1000000000ull, .no_demangle = !g->cfg.demangle};
+	if (sym_new(&so, &symbolizer) < 0) {
 		log_warn("symbolizer unavailable (out of memory): frames stay raw addresses");
 		return;
 	}
@@ -92,8 +120,15 @@ void hooks_init(struct gpd *g)
 	if (gpu)
 		gpu_launch_set_pid_hook(gpu, note_pid, symbolizer);
 #ifdef HAVE_XE_COLLECTOR
-	if (gpu && xe_coll)
-		gpu_launch_set_kernel_hook(gpu, feed_xe, xe_coll);
+	if (gpu && xe_coll && (gpu_launch_set_kernel_hook(gpu, feed_xe, xe_coll) < 0 ||
+			       gpu_launch_set_zebin_hook(gpu, &(struct gpu_launch_zebin_hook){
+								   .read = xe_zebin_read_new,
+								   .load = zebin_load,
+								   .discard = xe_zebin_free,
+								   .arg = xe_coll,
+								   .max_bytes = XE_ZEBIN_MAX_FILE,
+							   }) < 0))
+		log_warn("gpu: launches and zebins do not reach the EU-stall kernel table (out of memory)");
 #endif
 #endif
 }

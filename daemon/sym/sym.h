@@ -49,6 +49,9 @@ struct sym_opts {
 	/* Record file:line (from DWARF) for each user frame. Keeps the file of
 	 * each cached object with DWARF open. Default off. */
 	bool lines;
+	/* Keep C++/Rust names mangled (config symbols.demangle = false); by
+	 * default user frames are demangled once per distinct name. */
+	bool no_demangle;
 	/* Where to look, for tests and odd hosts; NULL = the usual place. */
 	const char *proc_dir;	   /* "/proc" */
 	const char *kallsyms_path; /* "<proc_dir>/kallsyms" */
@@ -92,6 +95,15 @@ void sym_note_pid(struct symbolizer *s, uint32_t pid);
  * errors: they get the fallback names above.
  */
 int sym_symbolize_capture(struct symbolizer *s, struct capture *c);
+
+/*
+ * Demangle the GPU kernel names of c's launch and interval records in place
+ * (unless the symbolizer was made with no_demangle): once per distinct
+ * string, ids unchanged, SYCL typeinfo names without "typeinfo name for ".
+ * Run it where sym_symbolize_capture() runs, before anything copies the
+ * names (the live timeline). Returns 0 or -ENOMEM (names partly done).
+ */
+int sym_demangle_kernels(struct symbolizer *s, struct capture *c);
 
 /*
  * Resolve one address, exactly (no ip - 1), into buf (always NUL-terminated

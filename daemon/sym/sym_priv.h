@@ -19,7 +19,7 @@ struct sym_proc {
 struct symbolizer {
 	size_t max_objects, max_object_bytes, max_symbols, max_procs;
 	uint64_t exited_ttl_ns, refresh_ns;
-	bool lines;
+	bool lines, demangle;
 	char proc_dir[256], kallsyms_path[288], modules_path[288], debug_dir[256], jit_dir[256];
 	char notes_path[256];
 

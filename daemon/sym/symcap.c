@@ -10,6 +10,7 @@
  */
 #include "sym_priv.h"
 #include "symtab.h"
+#include "demangle.h"
 
 #include "capture/capture.h"
 
@@ -67,6 +68,11 @@ struct pass {
 	uint32_t *names, *lines, *fmaps;
 	uint32_t *mapids; /* per mapping of the current pid: table index, 0 = not yet */
 	uint32_t kmap;	  /* the kernel's mapping, 0 = not yet */
+	/* Demangling cache: raw user names interned in raw; dm[raw index] is
+	 * the demangled name's index in tb + 1 (0 = not yet). */
+	struct sym_table_builder *raw;
+	uint32_t *dm;
+	size_t dm_cap;
 	char buf[SYMTAB_MAX_NAME + 1], line[1024];
 };
 
@@ -122,6 +128,40 @@ static int map_id(struct pass *ps, struct sym_pctx *pc, size_t i, uint32_t *id)
 	return r;
 }
 
+/* Intern user name ps->buf into tb, demangled ("_Z..." names, once per
+ * distinct name: the demangler is slow next to a hash look-up). */
+static int user_name(struct pass *ps, uint32_t *idx)
+{
+	size_t len = strlen(ps->buf);
+	uint32_t ri;
+	if (!ps->raw || strncmp(ps->buf, "_Z", 2) != 0)
+		return sym_tb_name(ps->tb, ps->buf, len, idx);
+	int r = sym_tb_name(ps->raw, ps->buf, len, &ri);
+	if (r < 0)
+		return r;
+	if (ri >= ps->dm_cap) {
+		size_t nc = ps->dm_cap ? ps->dm_cap * 2 : 256;
+		while (nc <= ri)
+			nc *= 2;
+		uint32_t *n = realloc(ps->dm, nc * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		memset(n + ps->dm_cap, 0, (nc - ps->dm_cap) * sizeof(*n));
+		ps->dm = n;
+		ps->dm_cap = nc;
+	}
+	if (ps->dm[ri]) {
+		*idx = ps->dm[ri] - 1;
+		return 0;
+	}
+	char d[SYMTAB_MAX_NAME + 1];
+	const char *s = sym_demangle(ps->buf, d, sizeof(d)) ? d : ps->buf;
+	r = sym_tb_name(ps->tb, s, strlen(s), idx);
+	if (r == 0)
+		ps->dm[ri] = *idx + 1;
+	return r;
+}
+
 static int add_stack(struct pass *ps, struct sym_pctx *pc, uint32_t pid, uint32_t stack)
 {
 	uint16_t nu, nk;
@@ -149,7 +189,8 @@ static int add_stack(struct pass *ps, struct sym_pctx *pc, uint32_t pid, uint32_
 			r = map_id(ps, pc, mi, &ps->fmaps[i]);
 		if (r < 0)
 			return r;
-		r = sym_tb_name(ps->tb, ps->buf, strlen(ps->buf), &ps->names[i]);
+		r = user ? user_name(ps, &ps->names[i])
+			 : sym_tb_name(ps->tb, ps->buf, strlen(ps->buf), &ps->names[i]);
 		if (r < 0)
 			return r;
 		if (ps->lines) {
@@ -202,6 +243,8 @@ int sym_symbolize_capture(struct symbolizer *s, struct capture *c)
 	ps.fmaps = malloc(maxframes * sizeof(*ps.fmaps));
 	if (!ps.names || !ps.fmaps || sym_tb_new(s->lines, &ps.tb) < 0)
 		goto out;
+	if (s->demangle && sym_tb_new(false, &ps.raw) < 0)
+		goto out;
 	if (s->lines && !(ps.lines = malloc(maxframes * sizeof(*ps.lines))))
 		goto out;
 	if (kernel)
@@ -239,6 +282,8 @@ out:
 	sym_objs_trim(s);
 	sym_kernel_put(s, ps.ks);
 	sym_tb_free(ps.tb);
+	sym_tb_free(ps.raw);
+	free(ps.dm);
 	free(ps.names);
 	free(ps.fmaps);
 	free(ps.lines);

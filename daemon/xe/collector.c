@@ -163,6 +163,7 @@ int xe_collector_add_stream(struct collector *c, const struct xe_stream_cfg *cfg
 		struct xe_config cfg_core = {
 		    .interval_ns = xc->interval_ns, .max_rows = xc->rows,
 		    .max_kernels = xc->kernels, .max_deferred = xc->deferred,
+		    .demangle = c->gpd->cfg.demangle,
 		};
 
 		r = xe_new(&cfg_core, mono_ns(), &p->x);

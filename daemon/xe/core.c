@@ -7,6 +7,7 @@
  * profile) and an index of the active ones sorted by start.
  */
 #include "xe_int.h"
+#include "../sym/demangle.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -215,6 +216,7 @@ int xe_ktab_add(struct xe *x, const struct xe_kernel_info *k)
 	uint64_t start, end, size;
 	uint32_t pos, slot, now_iv;
 	struct xe_kent *e;
+	char dm[1024];
 	int r = 0;
 
 	if (!x || !k || (k->nustack && !k->ustack))
@@ -263,7 +265,10 @@ int xe_ktab_add(struct xe *x, const struct xe_kernel_info *k)
 	    .pid = k->pid, .uid = k->uid, .last_iv = now_iv, .active = true,
 	    .weak = k->weak,
 	};
-	e->name = dup_or_null(k->name);
+	if (x->cfg.demangle && k->name && sym_demangle(k->name, dm, sizeof(dm)))
+		e->name = strdup(dm); /* once per new kernel, not per launch */
+	else
+		e->name = dup_or_null(k->name);
 	e->file = dup_or_null(k->file);
 	e->comm = dup_or_null(k->comm);
 	e->cgroup = dup_or_null(k->cgroup);

@@ -40,6 +40,7 @@ struct xe_config {
 	uint32_t max_kernels;	  /* kernel table entries; default 65536 */
 	uint32_t max_deferred;	  /* samples waiting for their kernel; default 65536 */
 	uint32_t defer_intervals; /* how long a sample may wait; default 50 (5 s) */
+	bool demangle;		  /* kernel names demangled when added (symbols.demangle) */
 };
 
 /*

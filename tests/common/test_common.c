@@ -223,15 +223,18 @@ static void test_config(void)
 	CHECK_EQ_INT(c.gpu_stack_sample, 32);
 	CHECK_EQ_INT(c.gpu_watcher, CONFIG_GPU_WATCHER_AUTO);
 	CHECK_EQ_INT(c.max_clients, 64);
+	CHECK(c.demangle);
 	const char *p = write_tmp("# comment\n  memory.store_budget = 16M  # trailing\n"
 				  "sampling.cpu_frequency=99\nlimits.idle_timeout = 1500ms\n"
 				  "sampling.cpu = off\nsocket = /tmp/x.sock\nsocket_mode = 0600\n\n"
-				  "gpu.stack_sample = 8\ngpu.watcher = sys_exit\n");
+				  "gpu.stack_sample = 8\ngpu.watcher = sys_exit\n"
+				  "symbols.demangle = false\n");
 	CHECK_EQ_INT(config_load(&c, p, err, sizeof(err)), 0);
 	CHECK_EQ_U64(c.store_budget_bytes, 16u << 20);
 	CHECK_EQ_INT(c.sample_freq_hz, 99);
 	CHECK_EQ_INT(c.idle_timeout_ms, 1500);
 	CHECK(!c.cpu_sampling);
+	CHECK(!c.demangle);
 	CHECK_STREQ(c.socket_path, "/tmp/x.sock");
 	CHECK_EQ_INT(c.socket_mode, 0600);
 	CHECK_EQ_INT(c.gpu_stack_sample, 8);
@@ -248,6 +251,7 @@ static void test_config(void)
 		"limits.max_nesting = 99\n",
 		"socket = relative/path\n",
 		"sampling.cpu = maybe\n",
+		"symbols.demangle = 2\n",
 		"gpu.stack_sample = 0\n",
 		"gpu.watcher = kprobe\n",
 	};
