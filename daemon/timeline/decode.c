@@ -88,7 +88,7 @@ static int dec_rank(struct rbuf *b, uint32_t nstrs, struct tl_rank **ret, const 
 	*why = "string id out of range";
 	if (r->trace_name >= nstrs)
 		goto bad;
-	r->ev = calloc(nev ? nev : 1, sizeof(*r->ev));
+	r->ev = tl_calloc_big(nev, sizeof(*r->ev));
 	r->args = calloc(nargs ? nargs : 1, sizeof(*r->args));
 	r->flows = calloc(nflows ? nflows : 1, sizeof(*r->flows));
 	r->meta = calloc(nmeta ? nmeta : 1, sizeof(*r->meta));
