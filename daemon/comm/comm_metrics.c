@@ -61,11 +61,6 @@ static int util_room(struct dvec *d, size_t need)
 struct scratch {
 	struct ival *cu, *tu[TAG_N], *co, *me, *tmp; /* merged unions, clipped */
 	uint32_t ncu, ntu[TAG_N], nco, nme;
-	struct bnd {
-		int64_t t;
-		int32_t d; /* +1 start, -1 end */
-		uint32_t tag;
-	} *b;
 	uint32_t cap;
 };
 
@@ -74,12 +69,11 @@ static int scratch_room(struct scratch *s, uint32_t n)
 	if (n <= s->cap)
 		return 0;
 	n = n < 256 ? 256 : n * 2;
-	free(s->cu), free(s->co), free(s->me), free(s->tmp), free(s->b);
+	free(s->cu), free(s->co), free(s->me), free(s->tmp);
 	s->cu = malloc(n * sizeof(*s->cu));
 	s->co = malloc(n * sizeof(*s->co));
 	s->me = malloc(n * sizeof(*s->me));
 	s->tmp = malloc(2 * (size_t)n * sizeof(*s->tmp));
-	s->b = malloc(2 * (size_t)n * sizeof(*s->b));
 	for (int t = 0; t < TAG_N; t++) {
 		free(s->tu[t]);
 		s->tu[t] = malloc(n * sizeof(*s->tu[t]));
@@ -87,94 +81,58 @@ static int scratch_room(struct scratch *s, uint32_t n)
 			return -ENOMEM;
 	}
 	s->cap = n;
-	return s->cu && s->co && s->me && s->tmp && s->b ? 0 : -ENOMEM;
+	return s->cu && s->co && s->me && s->tmp ? 0 : -ENOMEM;
 }
 
 static void scratch_free(struct scratch *s)
 {
-	free(s->cu), free(s->co), free(s->me), free(s->tmp), free(s->b);
+	free(s->cu), free(s->co), free(s->me), free(s->tmp);
 	for (int t = 0; t < TAG_N; t++)
 		free(s->tu[t]);
 }
 
-static void heap_push(struct bnd *h, uint32_t *n, struct bnd x)
-{
-	uint32_t i = (*n)++;
-
-	while (i && h[(i - 1) / 2].t > x.t) {
-		h[i] = h[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h[i] = x;
-}
-
-static struct bnd heap_pop(struct bnd *h, uint32_t *n)
-{
-	struct bnd top = h[0], x = h[--(*n)];
-	uint32_t i = 0;
-
-	for (;;) {
-		uint32_t c = 2 * i + 1;
-
-		if (c >= *n)
-			break;
-		if (c + 1 < *n && h[c + 1].t < h[c].t)
-			c++;
-		if (h[c].t >= x.t)
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	if (*n)
-		h[i] = x;
-	return top;
-}
-
 /* Split the comm union among the tags active in each elementary segment,
- * equally: an exact partition of |∪ comm| whatever overlaps. Starts come
- * sorted; a min-heap of the active intervals' ends gives the rest in
- * O(n log active), no sort of 2n boundaries. */
-static void tag_shares(struct scratch *s, const struct cev *v, uint32_t n, int64_t lo, int64_t hi,
-		       double *share)
+ * equally: an exact partition of |∪ comm| whatever overlaps. A tag is
+ * active where its own union (s->tu[], clipped, sorted, disjoint) is, so
+ * the sweep merges at most TAG_N lists of merged intervals: far fewer
+ * boundaries than events, and no heap. */
+static void tag_shares(const struct scratch *s, double *share)
 {
-	uint32_t act[TAG_N] = { 0 }, k = 0, nh = 0, i = 0;
-	unsigned mask = 0; /* the active tags (k of them), for the adds in tag order */
-	int64_t prev = 0, a = 0, b = 0;
-	bool pend = false; /* v[i] clipped to [a, b) is the next start */
+	uint32_t pos[TAG_N] = { 0 };
+	unsigned act = 0, k = 0; /* the tags inside one of their intervals, how many */
+	int64_t prev = 0;
 
 	for (;;) {
-		bool start;
+		int64_t t = INT64_MAX;
 
-		for (; !pend && i < n; i += !pend) { /* next non-empty clipped interval */
-			a = v[i].s > lo ? v[i].s : lo;
-			b = v[i].e < hi ? v[i].e : hi;
-			pend = b > a;
+		for (int g = 0; g < TAG_N; g++) {
+			if (pos[g] < s->ntu[g]) {
+				const struct ival *x = &s->tu[g][pos[g]];
+				int64_t bnd = act >> g & 1 ? x->e : x->s;
+
+				t = bnd < t ? bnd : t;
+			}
 		}
-		if (!pend && !nh)
+		if (t == INT64_MAX)
 			break;
-		start = pend && (!nh || a < s->b[0].t);
-		int64_t t = start ? a : s->b[0].t;
-
-		if (k == 1 && t > prev) { /* the usual case: one tag active */
-			share[__builtin_ctz(mask)] += (double)(t - prev);
-		} else if (k && t > prev) {
+		if (k == 1) { /* the usual case: one tag active */
+			share[__builtin_ctz(act)] += (double)(t - prev);
+		} else if (k) {
 			double part = (double)(t - prev) / k;
 
-			for (unsigned m = mask; m; m &= m - 1)
+			for (unsigned m = act; m; m &= m - 1)
 				share[__builtin_ctz(m)] += part;
 		}
 		prev = t;
-		if (start) {
-			if (!act[v[i].tag]++)
-				k++, mask |= 1u << v[i].tag;
-			heap_push(s->b, &nh, (struct bnd){ b, -1, v[i].tag });
-			i++;
-			pend = false;
-		} else {
-			struct bnd x = heap_pop(s->b, &nh);
-
-			if (!--act[x.tag])
-				k--, mask &= ~(1u << x.tag);
+		for (int g = 0; g < TAG_N; g++) { /* every list with a boundary at t */
+			if (pos[g] >= s->ntu[g])
+				continue;
+			if (act >> g & 1) {
+				if (s->tu[g][pos[g]].e == t)
+					act &= ~(1u << g), k--, pos[g]++;
+			} else if (s->tu[g][pos[g]].s == t) {
+				act |= 1u << g, k++;
+			}
 		}
 	}
 }
@@ -325,7 +283,7 @@ static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct 
 	}
 	u_all = b.comm_union + b.u_comp + b.u_mem;
 	b.u_idle = b.T - u_all;
-	tag_shares(s, ev, n, lo, hi, b.u_comm);
+	tag_shares(s, b.u_comm);
 	b.sum_idle = b.T - b.sum_comp - b.sum_mem;
 	for (int t = 0; t < TAG_N; t++)
 		b.sum_idle -= b.sum_comm[t];
