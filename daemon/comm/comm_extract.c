@@ -381,11 +381,11 @@ int comm_extract_rank(struct cctx *c, struct crank *cr)
 		const struct tl_event *e = &r->ev[p];
 		int64_t s = e->ts_ns, en = e->ts_ns + (e->dur_ns > 0 ? e->dur_ns : 0);
 
-		if (i + 24 < r->nby_stream) { /* the fields read here: the first 48 bytes */
+		if (i + 24 < r->nby_stream) { /* an event spans two cache lines */
 			const char *ahead = (const char *)&r->ev[r->by_stream[i + 24]];
 
 			__builtin_prefetch(ahead);
-			__builtin_prefetch(ahead + 47);
+			__builtin_prefetch(ahead + sizeof(struct tl_event) - 1);
 		}
 		if (e->dur_ns > 0 && is_iter_mark(c, e)) {
 			if (grow(&m.gpu, m.ngpu, &m.capgpu, sizeof(*m.gpu))) {

@@ -122,7 +122,6 @@ int tl_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)
 	p = realloc(*arr, ncap * sz);
 	if (!p)
 		return -ENOMEM;
-	huge_hint(p, ncap * sz); /* the pages not yet touched */
 	*arr = p;
 	*cap = (uint32_t)ncap;
 	return 0;

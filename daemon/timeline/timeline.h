@@ -94,30 +94,27 @@ enum tl_event_flags {
  * int64 fields use TL_NONE (-1) for "absent", as HTA's defaults do.
  */
 struct tl_event {
-	/* The fields most passes read come first (ts..device: 48 bytes), so a
-	 * scan touches one or two cache lines per event, not three. */
 	int64_t ts_ns; /* absolute (file clock), exact from the decimal µs text */
 	int64_t dur_ns; /* may be negative when the file says so */
+	int64_t hta_ts_us; /* HTA's ts before alignment: ceil(double ts) */
+	int64_t hta_end_us; /* floor(double ts + double dur) (used when rounding) */
+	int64_t pid; /* or string id with TL_EV_PID_STR (GPU rows: device) */
+	int64_t tid; /* or string id with TL_EV_TID_STR (GPU rows: stream) */
+	int64_t stream; /* args.stream, numeric only; else -1 (4.3) */
+	int64_t correlation; /* args.correlation, -1 */
 	int64_t external_id; /* args["External id"], -1 */
+	int64_t index_correlation; /* HTA 4.5: -1 none, 0 no partner (!), else partner's index */
+	uint32_t index; /* position in the file's traceEvents array */
 	uint32_t name; /* string id (0 = "") */
+	uint32_t cat; /* string id of `cat` */
 	uint32_t args; /* index into tl_rank.args, or TL_NO_ARGS */
 	uint32_t flags; /* enum tl_event_flags */
 	int32_t link; /* position (in this rank's ev[]) of the correlated partner, -1 */
+	int32_t device; /* args.device, -1 */
 	uint8_t kind; /* enum tl_kind */
 	uint8_t sync; /* enum tl_sync */
 	uint16_t reserved;
-	int32_t device; /* args.device, -1 */
-	int64_t correlation; /* args.correlation, -1 */
-	int64_t stream; /* args.stream, numeric only; else -1 (4.3) */
-	int64_t pid; /* or string id with TL_EV_PID_STR (GPU rows: device) */
-	int64_t tid; /* or string id with TL_EV_TID_STR (GPU rows: stream) */
-	int64_t hta_ts_us; /* HTA's ts before alignment: ceil(double ts) */
-	int64_t hta_end_us; /* floor(double ts + double dur) (used when rounding) */
-	int64_t index_correlation; /* HTA 4.5: -1 none, 0 no partner (!), else partner's index */
-	uint32_t index; /* position in the file's traceEvents array */
-	uint32_t cat; /* string id of `cat` */
 };
-_Static_assert(sizeof(struct tl_event) == 112, "struct tl_event: keep it packed (hot fields first)");
 
 /* Typed args the analyses need; absent numbers are -1, absent strings 0. */
 struct tl_args {
