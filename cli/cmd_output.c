@@ -98,13 +98,14 @@ static int folded_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 			return cli_usage_error(cli, "at most %d --tid", MAX_TIDS);
 		a->tids[a->ntids++] = (int64_t)v;
 		break;
-	case OPT_PID:
-		if (!cli_parse_u64(arg, &v) || v == 0 || v > INT32_MAX)
-			return cli_usage_error(cli, "invalid pid '%s'", arg);
-		if (a->npids == MAX_TIDS)
-			return cli_usage_error(cli, "at most %d --pid", MAX_TIDS);
-		a->pids[a->npids++] = (int64_t)v;
+	case OPT_PID: {
+		int r = cli_opt_pid(cli, arg, a->npids, MAX_TIDS, &a->pids[a->npids]);
+
+		if (r != CLI_CONTINUE)
+			return r;
+		a->npids++;
 		break;
+	}
 	case OPT_FROM:
 	case OPT_TO:
 		if (gpuprof_parse_duration_ms(arg, opt == OPT_FROM ? &a->from_ms : &a->to_ms) < 0)
