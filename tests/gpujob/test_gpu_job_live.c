@@ -15,6 +15,7 @@
 #include "../sym/capbuild.h"
 #include "analysis/analysis.h"
 #include "capture/gpumatch.h"
+#include "comm/comm.h"
 #include "folded.h"
 #include "test.h"
 #include "timeline.h"
@@ -372,11 +373,71 @@ static void test_folded_gpu_time(void)
 	capture_free(c);
 }
 
+/*
+ * analyze.comm on a live capture (issue: "live captures, once GPU timelines
+ * come from collectors"). pid 100, µs from T0, no ProfilerStep marks:
+ *   gemm @0 -> [20, 120]; ncclDevKernel_AllReduce_Sum_f32_RING_LL @50 ->
+ *   [200, 250]; gemm @300 -> [310, 350] (submitted 300).
+ * One iteration = the GPU span [20, 350] = 330; compute 100 + 40 = 140;
+ * comm 50, no args (probes see no NCCL sizes or groups): OTHER, bytes
+ * unknown; idle 330 - 140 - 50 = 140; no comm/compute overlap.
+ */
+static void test_comm_live(void)
+{
+	struct capture *c;
+	if (capture_new(&c) < 0)
+		abort();
+	c->kind = CAPTURE_LIVE;
+	c->t0_ns = T0;
+	c->t1_ns = T0 + 2000 * US;
+	uint32_t app = cb_str(c, "app"), gemm = cb_str(c, "gemm");
+	uint32_t nccl = cb_str(c, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+	uint32_t ccs = cb_str(c, "xe/ccs");
+	launch(c, 0, 100, app, gemm, 0, 1);
+	launch(c, 50, 100, app, nccl, 0, 2);
+	interval(c, 10, 20, 120, 100, app, ccs, 0, 5, 7);
+	interval(c, 130, 200, 250, 100, app, ccs, 0, 5, 7);
+	launch(c, 300, 100, app, gemm, 0, 3);
+	interval(c, 300, 310, 350, 100, app, ccs, 0, 5, 7);
+	struct timeline *tl = attached(c);
+	cJSON *res = NULL;
+	char err[256] = "";
+	if (!tl)
+		goto out;
+	CHECK_EQ_INT(comm_analyze(tl, NULL, NULL, &res, err, sizeof(err)), 0);
+	if (!res) {
+		fprintf(stderr, "comm: %s\n", err);
+		goto out;
+	}
+	const cJSON *it = cJSON_GetObjectItem(res, "iterations");
+	CHECK_STREQ(cJSON_GetStringValue(cJSON_GetObjectItem(it, "source")),
+		    "none: each rank's GPU span is one iteration");
+	CHECK_NEAR(num(it, "time_mean_us"), 330, 1e-9);
+	const cJSON *u = cJSON_GetObjectItem(cJSON_GetObjectItem(res, "breakdown"), "union");
+	CHECK_NEAR(num(u, "compute_us"), 140, 1e-9);
+	CHECK_NEAR(num(u, "all_comm_us"), 50, 1e-9);
+	CHECK_NEAR(num(cJSON_GetObjectItem(u, "comm_us"), "OTHER"), 50, 1e-9);
+	CHECK_NEAR(num(cJSON_GetObjectItem(u, "comm_us"), "DP"), 0, 1e-9);
+	CHECK_NEAR(num(u, "idle_us"), 140, 1e-9);
+	const cJSON *b = cJSON_GetObjectItem(cJSON_GetObjectItem(res, "bandwidth"), "OTHER");
+	CHECK_NEAR(num(b, "events"), 1, 0);
+	CHECK_NEAR(num(b, "events_bytes_unknown"), 1, 0);
+	CHECK_NEAR(num(cJSON_GetObjectItem(res, "overlap"), "average_overlap_ratio"), 0, 1e-12);
+	const cJSON *rc = cJSON_GetObjectItem(res, "reconciliation");
+	CHECK_NEAR(num(rc, "comm_kernel_time_us"), 50, 1e-9);
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(rc, "tags_sum_to_total")));
+out:
+	cJSON_Delete(res);
+	timeline_free(tl);
+	capture_free(c);
+}
+
 int main(void)
 {
 	RUN(test_match);
 	RUN(test_timeline_model);
 	RUN(test_temporal_idle);
 	RUN(test_folded_gpu_time);
+	RUN(test_comm_live);
 	return test_summary();
 }
