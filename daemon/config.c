@@ -176,6 +176,17 @@ static int set_xe_key(struct config_xe *x, const char *key, const char *v)
 	}
 	if (!strcmp(key, "xe.oa"))
 		return parse_bool(v, &x->oa);
+	if (!strcmp(key, "xe.submit_hook")) {
+		if (!strcmp(v, "auto"))
+			x->submit_hook = CONFIG_XE_HOOK_AUTO;
+		else if (!strcmp(v, "on"))
+			x->submit_hook = CONFIG_XE_HOOK_ON;
+		else if (!strcmp(v, "off"))
+			x->submit_hook = CONFIG_XE_HOOK_OFF;
+		else
+			return -EINVAL;
+		return 0;
+	}
 	return -ENOKEY;
 }
 

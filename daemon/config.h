@@ -50,8 +50,14 @@ struct config {
 		uint64_t interval_ns;	   /* xe.interval */
 		bool oa;		   /* xe.oa: OA frequency / busy metrics */
 		uint64_t oa_period_ns;	   /* xe.oa_period; 0 = 2^log2(OA clock) ticks (~1 s) */
+		uint8_t submit_hook;	   /* xe.submit_hook: CONFIG_XE_HOOK_* */
 	} xe;
 };
+
+/* xe.submit_hook: the BPF batch-buffer parser on every xe exec. */
+#define CONFIG_XE_HOOK_AUTO 0 /* "auto": when the xe driver is loaded */
+#define CONFIG_XE_HOOK_ON 1   /* "on": always (costs a compare per syscall) */
+#define CONFIG_XE_HOOK_OFF 2  /* "off": batch buffers only from dumps */
 
 #define CONFIG_XE_RATE_SLOWEST 0
 #define CONFIG_XE_RATE_FASTEST UINT64_MAX

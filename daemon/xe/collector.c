@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "capture/capture.h"
 #include "cs.h"
+#include "cs_hook.h"
 #include "device.h"
 #include "gpd.h"
 #include "log.h"
@@ -41,6 +43,8 @@ struct xe_coll {
 	uv_timer_t *tick;
 	char probe_why[200];
 	struct xe_cs *cs; /* host batch-buffer parser (docs/gpu-cs.md) */
+	struct xe_cs_hook *hook; /* its BPF path on xe execs, NULL when off */
+	uv_poll_t *hook_poll;
 	struct xe_kbin *kbin; /* kernel binaries (zebin.h) */
 	/* graphics IP of the first EU-stall GT (major << 16 | minor), 0 none:
 	 * set on the loop at open, read by output workers */
@@ -191,6 +195,57 @@ int xe_collector_add_stream(struct collector *c, const struct xe_stream_cfg *cfg
 	return 0;
 }
 
+static void on_hook(uv_poll_t *h, int status, int events)
+{
+	struct xe_coll *p = h->data;
+
+	(void)status;
+	(void)events;
+	xe_cs_hook_consume(p->hook, p->cs, xe_collector_core(p->c));
+}
+
+/* The BPF submission hook (docs/gpu-cs.md, "Paths"), per xe.submit_hook:
+ * on its own, independent of the EU-stall streams; its KSPs wait in the
+ * counters until a stream gives them a kernel table. */
+static void hook_open(struct xe_coll *p)
+{
+	const struct config_xe *xc = &p->c->gpd->cfg.xe;
+	bool have_xe = access("/sys/module/xe", F_OK) == 0;
+	char why[256];
+	int r;
+
+	if (xc->submit_hook == CONFIG_XE_HOOK_OFF) {
+		xe_cs_set_path(p->cs, "host",
+			       "xe.submit_hook = off: batch buffers are parsed only from dumps");
+		return;
+	}
+	if (xc->submit_hook == CONFIG_XE_HOOK_AUTO && !have_xe)
+		return; /* xe_cs_path() says why */
+	r = xe_cs_hook_open(NULL, &p->hook, why, sizeof(why));
+	if (r == 0 && (p->hook_poll = malloc(sizeof(*p->hook_poll))) &&
+	    uv_poll_init(p->c->gpd->loop, p->hook_poll, xe_cs_hook_fd(p->hook)) == 0) {
+		p->hook_poll->data = p;
+		/* from now on (a collector with no EU-stall stream is never
+		 * started) until xe_stop() */
+		uv_poll_start(p->hook_poll, UV_READABLE, on_hook);
+		xe_cs_set_path(p->cs, "bpf",
+			       have_xe ? "every xe exec is parsed in BPF at submission "
+					 "(raw_tp sys_enter / sys_exit)"
+				       : "xe.submit_hook = on, but no xe driver is loaded: "
+					 "nothing to parse");
+		return;
+	}
+	if (r == 0) {
+		snprintf(why, sizeof(why), "submission hook: out of memory");
+		free(p->hook_poll);
+		p->hook_poll = NULL;
+		xe_cs_hook_free(p->hook);
+		p->hook = NULL;
+	}
+	log_warn("xe: %s; batch buffers only from dumps", why);
+	xe_cs_set_path(p->cs, "host", why);
+}
+
 static int xe_open(struct collector *c)
 {
 	struct xe_coll *p = coll_get(c);
@@ -229,6 +284,8 @@ static int xe_open(struct collector *c)
 		else if ((r = xe_collector_add_stream(c, &d->oa.cfg, &xe_device_ops, &d->oa)) < 0)
 			log_warn("xe %s: %s", d->oa.cfg.name, strerror(-r));
 	}
+	if (!p->hook && c->gpd)
+		hook_open(p);
 	if (!p->nsrc)
 		collector_set_state(c, COLLECTOR_UNAVAILABLE, "%s", p->probe_why);
 	return 0;
@@ -238,6 +295,8 @@ static int xe_start(struct collector *c)
 {
 	struct xe_coll *p = c->priv;
 
+	if (p && p->hook_poll)
+		uv_poll_start(p->hook_poll, UV_READABLE, on_hook);
 	if (!p || !p->nsrc)
 		return 0;
 	uv_timer_start(p->tick, on_tick, XE_TICK_MS, XE_TICK_MS);
@@ -251,6 +310,8 @@ static void xe_stop(struct collector *c)
 {
 	struct xe_coll *p = c->priv;
 
+	if (p && p->hook_poll) /* the loop must be free to end */
+		uv_poll_stop(p->hook_poll);
 	if (!p || !p->nsrc)
 		return;
 	for (unsigned i = 0; i < p->nsrc; i++)
@@ -395,6 +456,17 @@ static void xe_status(struct collector *c, cJSON *o)
 
 	if (p)
 		xe_cs_status(p->cs, o);
+	if (p && p->hook) {
+		static const char *const names[GPU_SUBMIT_NCOUNTERS] = {
+		    "execs", "parsed", "skipped", "binds", "unbinds", "binds_evicted",
+		    "bo_mmaps", "events_lost", "read_faults"};
+		uint64_t cnt[GPU_SUBMIT_NCOUNTERS];
+		cJSON *h = cJSON_AddObjectToObject(cJSON_GetObjectItem(o, "batch_parser"), "hook");
+
+		xe_cs_hook_counters(p->hook, cnt);
+		for (int i = 0; h && i < GPU_SUBMIT_NCOUNTERS; i++)
+			cJSON_AddNumberToObject(h, names[i], (double)cnt[i]);
+	}
 	if (p)
 		xe_status_config(p, o); /* also when unavailable: what it would use */
 	if (!p || !p->x)
@@ -438,6 +510,11 @@ static void xe_coll_free(struct collector *c)
 		uv_timer_stop(p->tick);
 		uv_close((uv_handle_t *)p->tick, free_handle);
 	}
+	if (p->hook_poll) {
+		uv_poll_stop(p->hook_poll);
+		uv_close((uv_handle_t *)p->hook_poll, free_handle);
+	}
+	xe_cs_hook_free(p->hook);
 	for (int i = 0; i < p->ndevs; i++)
 		xe_device_close(&p->devs[i]);
 	xe_free(p->x);

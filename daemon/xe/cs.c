@@ -48,6 +48,8 @@ struct xe_cs {
 	uint32_t nk;
 	struct gpu_cs *st; /* one parse at a time (loop thread) */
 	struct xe_cs_stats stats;
+	const char *path; /* xe_cs_set_path(); NULL: xe_cs_path() */
+	char why[200];
 };
 
 struct cs_reader {
@@ -337,6 +339,23 @@ int xe_cs_submit(struct xe_cs *cs, struct xe *x, const struct xe_cs_submit *s,
 	return (int)st;
 }
 
+void xe_cs_feed_result(struct xe_cs *cs, struct xe *x, const struct xe_cs_submit *s,
+		       const struct gpu_cs_result *r)
+{
+	cs->stats.submits++;
+	cs->stats.status[r->status % GPU_CS_NSTATUS]++;
+	if (r->status == GPU_CS_RETRY)
+		cs->stats.retry_unparsed++; /* the memory was in that process, at that moment */
+	else
+		feed(cs, x, s, r);
+}
+
+void xe_cs_set_path(struct xe_cs *cs, const char *path, const char *why)
+{
+	cs->path = path;
+	snprintf(cs->why, sizeof(cs->why), "%s", why ? why : "");
+}
+
 void xe_cs_retry(struct xe_cs *cs, struct xe *x)
 {
 	retry(cs, x, 0, 1, 1);
@@ -368,11 +387,13 @@ const char *xe_cs_path(char *why, size_t whylen)
 		snprintf(why, whylen,
 			 "no xe or i915 driver loaded: batch buffers are parsed "
 			 "only from dumps given to the daemon");
-	else
+	else if (!have_xe)
 		snprintf(why, whylen,
-			 "%s driver loaded, but the BPF submission hooks are not "
-			 "built yet: batch buffers are parsed only from dumps",
-			 have_xe ? "xe" : "i915");
+			 "i915 driver loaded: the BPF submission hook parses xe execs only; "
+			 "i915 batch buffers are parsed only from dumps");
+	else
+		snprintf(why, whylen, "xe driver loaded, but the submission hook is not "
+				      "attached: batch buffers are parsed only from dumps");
 	return "host";
 }
 
@@ -384,8 +405,13 @@ void xe_cs_status(const struct xe_cs *cs, cJSON *o)
 
 	if (!b)
 		return;
-	cJSON_AddStringToObject(b, "path", xe_cs_path(why, sizeof(why)));
-	cJSON_AddStringToObject(b, "reason", why);
+	if (cs && cs->path) {
+		cJSON_AddStringToObject(b, "path", cs->path);
+		cJSON_AddStringToObject(b, "reason", cs->why);
+	} else {
+		cJSON_AddStringToObject(b, "path", xe_cs_path(why, sizeof(why)));
+		cJSON_AddStringToObject(b, "reason", why);
+	}
 	if (!cs)
 		return;
 	xe_cs_get_stats(cs, &st);
@@ -401,6 +427,7 @@ void xe_cs_status(const struct xe_cs *cs, cJSON *o)
 	cJSON_AddNumberToObject(b, "retry_ok", (double)st.retry_ok);
 	cJSON_AddNumberToObject(b, "retry_given_up", (double)st.retry_given_up);
 	cJSON_AddNumberToObject(b, "retry_dropped", (double)st.retry_dropped);
+	cJSON_AddNumberToObject(b, "retry_unparsed", (double)st.retry_unparsed);
 	cJSON_AddNumberToObject(b, "buffers", (double)st.buffers);
 	cJSON_AddNumberToObject(b, "bytes", (double)st.bytes);
 	cJSON_AddNumberToObject(b, "buffers_evicted", (double)st.buffers_evicted);

@@ -49,6 +49,7 @@ struct xe_cs_stats {
 	uint64_t ksps, sips;		   /* distinct KSPs / SIPs found */
 	uint64_t ktab_added, ktab_refused; /* xe_ktab_add results */
 	uint64_t retry_now, retry_ok, retry_given_up, retry_dropped;
+	uint64_t retry_unparsed; /* BPF-path parses that ended `retry` (counted only) */
 	uint64_t buffers, bytes, buffers_evicted;
 };
 
@@ -73,6 +74,18 @@ int xe_cs_add_buffer(struct xe_cs *cs, struct xe *x, uint32_t asid, uint64_t gpu
  */
 int xe_cs_submit(struct xe_cs *cs, struct xe *x, const struct xe_cs_submit *s,
 		 struct gpu_cs_result *out);
+
+/*
+ * A parse done elsewhere (the BPF submission hook, cs_hook.h): counted as a
+ * submission, its KSPs fed to x's kernel table. A `retry` result is only
+ * counted (retry_unparsed): the memory it needed was in another process.
+ */
+void xe_cs_feed_result(struct xe_cs *cs, struct xe *x, const struct xe_cs_submit *s,
+		       const struct gpu_cs_result *r);
+
+/* What status reports as the path ("bpf" / "host") and why; by default
+ * xe_cs_path()'s answer for this machine. why is copied. */
+void xe_cs_set_path(struct xe_cs *cs, const char *path, const char *why);
 
 /* Parse every waiting submission again; one that still cannot be parsed
  * after max_attempts is given up (counted). */

@@ -224,11 +224,12 @@ static void test_config(void)
 	CHECK_EQ_INT(c.gpu_watcher, CONFIG_GPU_WATCHER_AUTO);
 	CHECK_EQ_INT(c.max_clients, 64);
 	CHECK(c.demangle);
+	CHECK_EQ_INT(c.xe.submit_hook, CONFIG_XE_HOOK_AUTO);
 	const char *p = write_tmp("# comment\n  memory.store_budget = 16M  # trailing\n"
 				  "sampling.cpu_frequency=99\nlimits.idle_timeout = 1500ms\n"
 				  "sampling.cpu = off\nsocket = /tmp/x.sock\nsocket_mode = 0600\n\n"
 				  "gpu.stack_sample = 8\ngpu.watcher = sys_exit\n"
-				  "symbols.demangle = false\n");
+				  "symbols.demangle = false\nxe.submit_hook = off\n");
 	CHECK_EQ_INT(config_load(&c, p, err, sizeof(err)), 0);
 	CHECK_EQ_U64(c.store_budget_bytes, 16u << 20);
 	CHECK_EQ_INT(c.sample_freq_hz, 99);
@@ -239,6 +240,7 @@ static void test_config(void)
 	CHECK_EQ_INT(c.socket_mode, 0600);
 	CHECK_EQ_INT(c.gpu_stack_sample, 8);
 	CHECK_EQ_INT(c.gpu_watcher, CONFIG_GPU_WATCHER_SYS_EXIT);
+	CHECK_EQ_INT(c.xe.submit_hook, CONFIG_XE_HOOK_OFF);
 	unlink(p);
 
 	static const char *const bad[] = {
@@ -254,6 +256,7 @@ static void test_config(void)
 		"symbols.demangle = 2\n",
 		"gpu.stack_sample = 0\n",
 		"gpu.watcher = kprobe\n",
+		"xe.submit_hook = maybe\n",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		config_defaults(&c);
