@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (MIT OR GPL-2.0-only)
 /*
- * The xe submission hook (docs/gpu-cs.md, "Paths"): the batch-buffer parser
- * of gpu_cs_parse.h run in BPF on every xe exec, reading the batch from the
- * submitting process at the moment it submits (runtimes reuse command
- * buffers, so a later read could see the next batch).
+ * The xe / i915 submission hook (docs/gpu-cs.md, "Paths"): the batch-buffer
+ * parser of gpu_cs_parse.h run in BPF on every xe exec and i915 execbuffer,
+ * reading the batch from the submitting process at the moment it submits
+ * (runtimes reuse command buffers, so a later read could see the next
+ * batch).
  *
  * Attached to the raw syscall tracepoints (raw_tp sys_enter / sys_exit),
  * not to xe_exec_ioctl: they need no module BTF, no kprobes and no fentry,
@@ -15,12 +16,17 @@
  *   GEM_MMAP_OFFSET      (exit) fake offset -> BO handle
  *   mmap(fd, offset)     (exit) BO handle -> user address of its mapping
  *   VM_BIND UNMAP        forgets the range
- * and at EXEC (one batch buffer) parses from the batch address, reading
- * with bpf_probe_read_user() through those ranges, and sends the result
+ * and for i915 (§3.1) GEM_USERPTR / GEM_MMAP / GEM_MMAP_OFFSET + mmap give
+ * the objects' user memory, EXECBUFFER2's exec objects their GPU VA
+ * (softpin). At EXEC (one batch buffer) / EXECBUFFER2 it parses from the
+ * batch address, reading with bpf_probe_read_user() through those ranges,
+ * and sends the result
  * (struct gpu_submit_event) to userspace, which feeds the xe kernel table
  * the way the host path does (daemon/xe/cs_hook.c).
  *
- * Cost on every other syscall: one compare of the syscall number.
+ * Cost on every other syscall: the programs return after one compare of the
+ * syscall number, but the syscall tracepoints put every syscall on the
+ * kernel's slow path (bench/gpucs/bench_submit_hook: +130 ns here).
  */
 #include "vmlinux.h"
 
@@ -55,7 +61,8 @@ const volatile __u32 target_tgid = 0; /* 0: every process */
  * tracepoints still see their arguments. Never set by the daemon. */
 const volatile __u8 accept_failed = 0;
 
-enum { PEND_MMAP_OFFSET = 1, PEND_MMAP = 2 };
+enum { PEND_MMAP_OFFSET = 1, PEND_MMAP = 2, PEND_I915_MMAP_OFFSET, PEND_I915_MMAP,
+       PEND_I915_USERPTR };
 
 struct pend {
 	__u32 what;
@@ -215,8 +222,8 @@ static __always_inline __u32 tgid_now(void)
 	return (__u32)(bpf_get_current_pid_tgid() >> 32);
 }
 
-/* Index j->op under one bucket: replace a binding of the same start, else
- * take a free slot, else evict slot (bucket % n). */
+/* Index j->op under one bucket: drop the bindings it overlaps, take a free
+ * slot, else evict slot (bucket % n). */
 static long bind_cb(__u32 i, void *arg)
 {
 	struct job *j = ((struct jctx *)arg)->j;
@@ -232,11 +239,14 @@ static long bind_cb(__u32 i, void *arg)
 		return 0;
 	}
 	for (__u32 s = 0; s < GPU_SUBMIT_BINDS; s++) {
-		if (b->b[s].kind != GPU_SUBMIT_BIND_NONE && b->b[s].gpu == j->op.gpu) {
-			slot = s;
-			break;
-		}
-		if (slot == GPU_SUBMIT_BINDS && b->b[s].kind == GPU_SUBMIT_BIND_NONE)
+		struct gpu_submit_bind *x = &b->b[s];
+
+		/* a GPU VA maps one thing at a time: what the new range overlaps
+		 * is gone (re-bound, softpinned elsewhere, or stale) */
+		if (x->kind != GPU_SUBMIT_BIND_NONE && x->gpu < j->op.gpu + j->op.len &&
+		    j->op.gpu < x->gpu + x->len)
+			x->kind = GPU_SUBMIT_BIND_NONE;
+		if (slot == GPU_SUBMIT_BINDS && x->kind == GPU_SUBMIT_BIND_NONE)
 			slot = s;
 	}
 	if (slot == GPU_SUBMIT_BINDS) {
@@ -263,6 +273,15 @@ static long unbind_cb(__u32 i, void *arg)
 		if (b->b[s].gpu >= j->op.gpu && b->b[s].gpu - j->op.gpu < j->op.len)
 			b->b[s].kind = GPU_SUBMIT_BIND_NONE;
 	return 0;
+}
+
+/* Index j->op under its buckets. */
+static __always_inline void bind_range(struct job *j)
+{
+	struct jctx jc = { j };
+
+	bpf_loop(GPU_SUBMIT_MAX_BUCKETS, bind_cb, &jc, 0);
+	count(GPU_SUBMIT_C_BINDS);
 }
 
 /* One struct drm_xe_vm_bind_op (80 B, §2.3) at user address uop. A
@@ -292,10 +311,7 @@ static __noinline void bind_op(struct job *j, const void *uop)
 	if (o.op == GPU_SUBMIT_XE_BIND_MAP || o.op == GPU_SUBMIT_XE_BIND_MAP_USERPTR) {
 		j->op.kind = o.op == GPU_SUBMIT_XE_BIND_MAP ? GPU_SUBMIT_BIND_BO
 							    : GPU_SUBMIT_BIND_USERPTR;
-		struct jctx jc = { j };
-
-		bpf_loop(GPU_SUBMIT_MAX_BUCKETS, bind_cb, &jc, 0);
-		count(GPU_SUBMIT_C_BINDS);
+		bind_range(j);
 	} else if (o.op == GPU_SUBMIT_XE_BIND_UNMAP) {
 		struct jctx jc = { j };
 
@@ -328,31 +344,16 @@ static __always_inline void vm_bind(int fd, __u64 uarg)
 	}
 }
 
-/* struct drm_xe_exec (56 B, §2.2). */
-static __always_inline void xe_exec(int fd, __u64 uarg)
+/* Parse from batch in the process's memory behind (tgid, fd) and send the
+ * result. A subprogram: the xe and i915 paths share one copy. */
+static __noinline void parse_send(struct job *j, __u64 batch, __u32 driver, __u32 queue,
+				  __u32 nbb)
 {
-	struct {
-		__u64 extensions;
-		__u32 exec_queue_id, num_syncs;
-		__u64 syncs, address;
-		__u16 num_batch_buffer, pad[3];
-	} x;
 	struct gpu_submit_event *ev;
-	struct job *j = job_get();
+	struct jctx jc = { j };
 	__u64 id = bpf_get_current_pid_tgid();
 
-	count(GPU_SUBMIT_C_EXECS);
-	if (!j || bpf_probe_read_user(&x, sizeof(x), (const void *)uarg))
-		return;
-	if (x.num_batch_buffer != 1) { /* sync-only, or parallel: an array of VAs */
-		count(GPU_SUBMIT_C_SKIPPED);
-		return;
-	}
-	j->tgid = (__u32)(id >> 32);
-	j->fd = fd;
-	struct jctx jc = { j };
-
-	gpu_cs_begin(&j->cs, x.address & GPU_CS_VA_MASK);
+	gpu_cs_begin(&j->cs, batch & GPU_CS_VA_MASK);
 	bpf_loop(GPU_CS_MAX_COMMANDS, step_cb, &jc, 0);
 	gpu_cs_finish(&j->cs);
 	count(GPU_SUBMIT_C_PARSED);
@@ -365,13 +366,120 @@ static __always_inline void xe_exec(int fd, __u64 uarg)
 	ev->pid = (__u32)(id >> 32);
 	ev->tid = (__u32)id;
 	ev->uid = (__u32)bpf_get_current_uid_gid();
-	ev->fd = fd;
-	ev->exec_queue = x.exec_queue_id;
-	ev->nbb = x.num_batch_buffer;
-	ev->batch = x.address & GPU_CS_VA_MASK;
+	ev->fd = j->fd;
+	ev->exec_queue = queue;
+	ev->driver = driver;
+	ev->nbb = nbb;
+	ev->batch = batch & GPU_CS_VA_MASK;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 	bpf_probe_read_kernel(&ev->r, sizeof(ev->r), &j->cs.r);
 	bpf_ringbuf_submit(ev, 0);
+}
+
+/* struct drm_xe_exec (56 B, §2.2). */
+static __always_inline void xe_exec(int fd, __u64 uarg)
+{
+	struct {
+		__u64 extensions;
+		__u32 exec_queue_id, num_syncs;
+		__u64 syncs, address;
+		__u16 num_batch_buffer, pad[3];
+	} x;
+	struct job *j = job_get();
+
+	count(GPU_SUBMIT_C_EXECS);
+	if (!j || bpf_probe_read_user(&x, sizeof(x), (const void *)uarg))
+		return;
+	if (x.num_batch_buffer != 1) { /* sync-only, or parallel: an array of VAs */
+		count(GPU_SUBMIT_C_SKIPPED);
+		return;
+	}
+	j->tgid = tgid_now();
+	j->fd = fd;
+	parse_send(j, x.address, GPU_SUBMIT_XE, x.exec_queue_id, x.num_batch_buffer);
+}
+
+/* One drm_i915_gem_exec_object2 (56 B, §3.1): its GPU VA range, when the
+ * object's user mapping is known, becomes a binding. Returns its offset. */
+static __noinline __u64 i915_object(struct job *j, const void *uobj)
+{
+	struct {
+		__u32 handle, relocation_count;
+		__u64 relocs_ptr, alignment, offset;
+	} o;
+	struct bokey k;
+	struct boval *bo;
+
+	if (bpf_probe_read_user(&o, sizeof(o), uobj))
+		return 0;
+	k = (struct bokey){ j->tgid, j->fd, o.handle, 0 };
+	bo = bpf_map_lookup_elem(&bos, &k);
+	if (bo && bo->len && bo->len <= GPU_CS_VA_MASK) {
+		j->op.gpu = o.offset & GPU_CS_VA_MASK;
+		j->op.len = bo->len;
+		j->op.src = 0;
+		j->op.handle = o.handle;
+		j->op.kind = GPU_SUBMIT_BIND_BO;
+		j->b0 = j->op.gpu >> GPU_SUBMIT_BUCKET_SHIFT;
+		bind_range(j);
+	}
+	return o.offset;
+}
+
+struct objs_ctx {
+	struct job *j;
+	__u64 objs;
+	__u32 n, batch_idx;
+	__u64 batch_off;
+};
+
+static long objs_cb(__u32 i, void *arg)
+{
+	struct objs_ctx *c = arg;
+	__u64 off;
+
+	if (i >= c->n)
+		return 1;
+	off = i915_object(c->j, (const void *)(c->objs + (__u64)i * 56));
+	if (i == c->batch_idx)
+		c->batch_off = off;
+	return 0;
+}
+
+/* struct drm_i915_gem_execbuffer2 (64 B, §3.1): the exec objects' offsets
+ * (softpin: the GPU VA they are at) are this process's layout; the batch
+ * is object 0 with BATCH_FIRST, else the last. */
+static __always_inline void i915_execbuffer(int fd, __u64 uarg)
+{
+	struct {
+		__u64 buffers_ptr;
+		__u32 buffer_count, batch_start_offset, batch_len, dr1, dr4, num_cliprects;
+		__u64 cliprects_ptr, flags, rsvd1, rsvd2;
+	} eb;
+	struct job *j = job_get();
+	struct objs_ctx c;
+
+	count(GPU_SUBMIT_C_EXECS);
+	if (!j || bpf_probe_read_user(&eb, sizeof(eb), (const void *)uarg))
+		return;
+	if (!eb.buffer_count) {
+		count(GPU_SUBMIT_C_SKIPPED);
+		return;
+	}
+	j->tgid = tgid_now();
+	j->fd = fd;
+	c.j = j;
+	c.objs = eb.buffers_ptr;
+	c.n = eb.buffer_count < GPU_SUBMIT_I915_OBJECTS ? eb.buffer_count : GPU_SUBMIT_I915_OBJECTS;
+	c.batch_idx = eb.flags & GPU_SUBMIT_I915_BATCH_FIRST ? 0 : eb.buffer_count - 1;
+	c.batch_off = 0;
+	if (c.batch_idx >= GPU_SUBMIT_I915_OBJECTS) { /* the batch is past what we index */
+		count(GPU_SUBMIT_C_SKIPPED);
+		return;
+	}
+	bpf_loop(GPU_SUBMIT_I915_OBJECTS, objs_cb, &c, 0);
+	parse_send(j, c.batch_off + eb.batch_start_offset, GPU_SUBMIT_I915, (__u32)eb.rsvd1,
+		   eb.buffer_count);
 }
 
 SEC("raw_tp/sys_enter")
@@ -405,8 +513,15 @@ int BPF_PROG(gpu_submit_enter, struct pt_regs *regs, long id)
 		xe_exec(fd, uarg);
 	} else if (cmd == GPU_SUBMIT_XE_VM_BIND) {
 		vm_bind(fd, uarg);
-	} else if (cmd == GPU_SUBMIT_XE_GEM_MMAP_OFFSET) {
-		struct pend p = { PEND_MMAP_OFFSET, fd, uarg, 0 };
+	} else if (cmd == GPU_SUBMIT_I915_EXECBUFFER2 || cmd == GPU_SUBMIT_I915_EXECBUFFER2_WR) {
+		i915_execbuffer(fd, uarg);
+	} else if (cmd == GPU_SUBMIT_XE_GEM_MMAP_OFFSET || cmd == GPU_SUBMIT_I915_GEM_MMAP_OFFSET ||
+		   cmd == GPU_SUBMIT_I915_GEM_MMAP || cmd == GPU_SUBMIT_I915_GEM_USERPTR) {
+		struct pend p = { cmd == GPU_SUBMIT_XE_GEM_MMAP_OFFSET	 ? PEND_MMAP_OFFSET
+				  : cmd == GPU_SUBMIT_I915_GEM_MMAP_OFFSET ? PEND_I915_MMAP_OFFSET
+				  : cmd == GPU_SUBMIT_I915_GEM_MMAP	   ? PEND_I915_MMAP
+									   : PEND_I915_USERPTR,
+				  fd, uarg, 0 };
 
 		bpf_map_update_elem(&pend, &tid, &p, BPF_ANY);
 	}
@@ -440,6 +555,39 @@ int BPF_PROG(gpu_submit_exit, struct pt_regs *regs, long ret)
 			struct okey k = { (__u32)(pt >> 32), p->fd, mo.offset };
 
 			bpf_map_update_elem(&offs, &k, &mo.handle, BPF_ANY);
+		}
+	} else if (p->what == PEND_I915_MMAP_OFFSET && nr == NR_IOCTL &&
+		   (ret == 0 || accept_failed)) {
+		struct {
+			__u32 handle, pad;
+			__u64 offset;
+		} mo;
+
+		if (!bpf_probe_read_user(&mo, sizeof(mo), (const void *)p->arg)) {
+			struct okey k = { (__u32)(pt >> 32), p->fd, mo.offset };
+
+			bpf_map_update_elem(&offs, &k, &mo.handle, BPF_ANY);
+		}
+	} else if ((p->what == PEND_I915_MMAP || p->what == PEND_I915_USERPTR) && nr == NR_IOCTL &&
+		   (ret == 0 || accept_failed)) {
+		/* drm_i915_gem_mmap {handle, pad, offset, size, addr_ptr (out)} maps
+		 * [offset, offset + size) of the object at addr_ptr;
+		 * drm_i915_gem_userptr {user_ptr, user_size, flags, handle (out)} */
+		__u64 f[5];
+		struct bokey k = { (__u32)(pt >> 32), p->fd, 0, 0 };
+		struct boval v;
+
+		if (!bpf_probe_read_user(f, p->what == PEND_I915_MMAP ? 32 : 24,
+					 (const void *)p->arg)) {
+			if (p->what == PEND_I915_MMAP) {
+				k.handle = (__u32)f[0];
+				v = (struct boval){ f[3] - f[1], f[1] + f[2] };
+			} else {
+				k.handle = (__u32)(f[2] >> 32);
+				v = (struct boval){ f[0], f[1] };
+			}
+			bpf_map_update_elem(&bos, &k, &v, BPF_ANY);
+			count(GPU_SUBMIT_C_MMAPS);
 		}
 	} else if (p->what == PEND_MMAP && nr == NR_MMAP && (unsigned long)ret < -4095UL) {
 		struct bokey k = { (__u32)(pt >> 32), p->fd, (__u32)p->arg, 0 };

@@ -21,6 +21,17 @@
 #define GPU_SUBMIT_XE_BIND_UNMAP 1u
 #define GPU_SUBMIT_XE_BIND_MAP_USERPTR 2u
 
+/* i915 uAPI (§3.1): softpinned exec objects give the GPU VA layout. */
+#define GPU_SUBMIT_I915_EXECBUFFER2 0x40406469u
+#define GPU_SUBMIT_I915_EXECBUFFER2_WR 0xc0406469u
+#define GPU_SUBMIT_I915_GEM_MMAP 0xc028645eu	    /* legacy: returns addr_ptr */
+#define GPU_SUBMIT_I915_GEM_MMAP_OFFSET 0xc0206464u /* then mmap(fd, offset) */
+#define GPU_SUBMIT_I915_GEM_USERPTR 0xc0186473u
+#define GPU_SUBMIT_I915_BATCH_FIRST (1ull << 18)
+#define GPU_SUBMIT_I915_OBJECTS 128 /* exec objects looked at per execbuffer */
+
+enum gpu_submit_driver { GPU_SUBMIT_XE = 1, GPU_SUBMIT_I915 = 2 };
+
 /*
  * A binding is indexed under every 2 MiB bucket of GPU VA it covers (the
  * first GPU_SUBMIT_MAX_BUCKETS of them: 128 MiB; batch buffers are small),
@@ -59,8 +70,9 @@ struct gpu_submit_event {
 	__u64 ts_ns;
 	__u32 pid, tid, uid;
 	__s32 fd;
-	__u32 exec_queue;
-	__u32 nbb; /* num_batch_buffer of the exec (only 1 is parsed) */
+	__u32 exec_queue; /* xe exec queue id / i915 context id */
+	__u32 driver;	  /* enum gpu_submit_driver */
+	__u32 nbb;	  /* xe num_batch_buffer / i915 buffer_count */
 	__u64 batch;
 	char comm[16];
 	struct gpu_cs_result r;
@@ -68,13 +80,13 @@ struct gpu_submit_event {
 
 /* Counters (an array map, one slot each). */
 enum gpu_submit_counter {
-	GPU_SUBMIT_C_EXECS = 0,	     /* xe exec ioctls seen */
+	GPU_SUBMIT_C_EXECS = 0,	     /* xe exec / i915 execbuffer ioctls seen */
 	GPU_SUBMIT_C_PARSED,	     /* of them parsed (one batch buffer) */
 	GPU_SUBMIT_C_SKIPPED,	     /* sync-only or parallel (width > 1) execs */
 	GPU_SUBMIT_C_BINDS,	     /* map ops recorded */
 	GPU_SUBMIT_C_UNBINDS,	     /* unmap ops */
 	GPU_SUBMIT_C_BIND_EVICTED,   /* a full bucket dropped a binding */
-	GPU_SUBMIT_C_MMAPS,	     /* BO mmaps recorded */
+	GPU_SUBMIT_C_MMAPS,	     /* BO mmaps / i915 userptr objects recorded */
 	GPU_SUBMIT_C_RINGBUF_FULL,   /* events lost */
 	GPU_SUBMIT_C_READ_FAULTS,    /* bpf_probe_read_user failures */
 	GPU_SUBMIT_NCOUNTERS

@@ -54,8 +54,9 @@ struct config {
 	} xe;
 };
 
-/* xe.submit_hook: the BPF batch-buffer parser on every xe exec. */
-#define CONFIG_XE_HOOK_AUTO 0 /* "auto": when the xe driver is loaded */
+/* xe.submit_hook: the BPF batch-buffer parser on every xe exec / i915
+ * execbuffer. */
+#define CONFIG_XE_HOOK_AUTO 0 /* "auto": when the xe or i915 driver is loaded */
 #define CONFIG_XE_HOOK_ON 1   /* "on": always (costs a compare per syscall) */
 #define CONFIG_XE_HOOK_OFF 2  /* "off": batch buffers only from dumps */
 

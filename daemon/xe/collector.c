@@ -211,6 +211,7 @@ static void hook_open(struct xe_coll *p)
 {
 	const struct config_xe *xc = &p->c->gpd->cfg.xe;
 	bool have_xe = access("/sys/module/xe", F_OK) == 0;
+	bool have_i915 = access("/sys/module/i915", F_OK) == 0;
 	char why[256];
 	int r;
 
@@ -219,7 +220,7 @@ static void hook_open(struct xe_coll *p)
 			       "xe.submit_hook = off: batch buffers are parsed only from dumps");
 		return;
 	}
-	if (xc->submit_hook == CONFIG_XE_HOOK_AUTO && !have_xe)
+	if (xc->submit_hook == CONFIG_XE_HOOK_AUTO && !have_xe && !have_i915)
 		return; /* xe_cs_path() says why */
 	r = xe_cs_hook_open(NULL, &p->hook, why, sizeof(why));
 	if (r == 0 && (p->hook_poll = malloc(sizeof(*p->hook_poll))) &&
@@ -229,10 +230,11 @@ static void hook_open(struct xe_coll *p)
 		 * started) until xe_stop() */
 		uv_poll_start(p->hook_poll, UV_READABLE, on_hook);
 		xe_cs_set_path(p->cs, "bpf",
-			       have_xe ? "every xe exec is parsed in BPF at submission "
-					 "(raw_tp sys_enter / sys_exit)"
-				       : "xe.submit_hook = on, but no xe driver is loaded: "
-					 "nothing to parse");
+			       have_xe || have_i915
+				   ? "every xe exec / i915 execbuffer is parsed in BPF at "
+				     "submission (raw_tp sys_enter / sys_exit)"
+				   : "xe.submit_hook = on, but no xe or i915 driver is loaded: "
+				     "nothing to parse");
 		return;
 	}
 	if (r == 0) {

@@ -387,13 +387,10 @@ const char *xe_cs_path(char *why, size_t whylen)
 		snprintf(why, whylen,
 			 "no xe or i915 driver loaded: batch buffers are parsed "
 			 "only from dumps given to the daemon");
-	else if (!have_xe)
-		snprintf(why, whylen,
-			 "i915 driver loaded: the BPF submission hook parses xe execs only; "
-			 "i915 batch buffers are parsed only from dumps");
 	else
-		snprintf(why, whylen, "xe driver loaded, but the submission hook is not "
-				      "attached: batch buffers are parsed only from dumps");
+		snprintf(why, whylen, "%s driver loaded, but the submission hook is not "
+				      "attached: batch buffers are parsed only from dumps",
+			 have_xe ? "xe" : "i915");
 	return "host";
 }
 

@@ -2,7 +2,7 @@
 /*
  * The BPF path of the batch-buffer parser (docs/gpu-cs.md, "Paths"):
  * bpf/gpu_submit.bpf.c on the raw syscall tracepoints parses every xe exec
- * in the submitting process's memory; its results come back through a ring
+ * and i915 execbuffer in the submitting process's memory; its results come back through a ring
  * buffer and are fed to an xe_cs (kernel table, counters) like host parses.
  */
 #ifndef GPUPROF_XE_CS_HOOK_H

@@ -3,7 +3,8 @@
  * The xe submission hook end to end (suite 'bpf'): bpf/gpu_submit.bpf.c
  * attached to the raw syscall tracepoints of this kernel, this process
  * issuing the real xe ioctls (VM_BIND with MAP_USERPTR / MAP / UNMAP,
- * GEM_MMAP_OFFSET, mmap of the BO, EXEC) with the documented structs
+ * GEM_MMAP_OFFSET, mmap of the BO, EXEC; i915 GEM_USERPTR, GEM_MMAP,
+ * EXECBUFFER2) with the documented structs
  * (intel-gpu-facts.md §2.2-2.4). There is no xe driver here, so each ioctl
  * fails (ENOTTY), but the tracepoints see its arguments; the hook is loaded
  * with accept_failed for that reason. For every named case of cs_cases.h
@@ -73,6 +74,30 @@ struct mmap_offset {
 	uint64_t reserved[2];
 };
 _Static_assert(sizeof(struct mmap_offset) == 40, "drm_xe_gem_mmap_offset is 40 bytes");
+
+/* i915 (§3.1) */
+struct i915_exec_object {
+	uint32_t handle, relocation_count;
+	uint64_t relocs_ptr, alignment, offset, flags, rsvd1, rsvd2;
+};
+_Static_assert(sizeof(struct i915_exec_object) == 56, "drm_i915_gem_exec_object2 is 56 bytes");
+
+struct i915_execbuffer {
+	uint64_t buffers_ptr;
+	uint32_t buffer_count, batch_start_offset, batch_len, dr1, dr4, num_cliprects;
+	uint64_t cliprects_ptr, flags, rsvd1, rsvd2;
+};
+_Static_assert(sizeof(struct i915_execbuffer) == 64, "drm_i915_gem_execbuffer2 is 64 bytes");
+
+struct i915_userptr {
+	uint64_t user_ptr, user_size;
+	uint32_t flags, handle;
+};
+
+struct i915_mmap {
+	uint32_t handle, pad;
+	uint64_t offset, size, addr_ptr, flags;
+};
 
 static struct xe_cs_hook *hook;
 static struct xe_cs *cs;
@@ -302,6 +327,122 @@ static void test_other_process(void)
 	CHECK_EQ_INT(nevents, before);
 }
 
+/*
+ * i915: GEM_USERPTR turns each buffer into an object (the handle is the
+ * ioctl's output: filled in here, as the driver would), EXECBUFFER2 lists
+ * the objects at their softpinned GPU VAs with the batch last, or first
+ * with BATCH_FIRST; the parse starts at batch_start_offset in it.
+ */
+static int run_i915(int fd, const struct cs_case *c, const char *name, bool first)
+{
+	struct i915_exec_object obj[CS_MAX_BUFS + 1];
+	struct i915_execbuffer eb = {0};
+	struct gpu_cs_run_args a;
+	unsigned n = 0, bi = CS_MAX_BUFS;
+
+	for (unsigned i = 0; i < c->nbufs; i++) {
+		struct i915_userptr u = {.user_ptr = (uint64_t)(uintptr_t)c->b[i].dw,
+					 .user_size = (uint64_t)c->b[i].n * 4,
+					 .handle = 100 + i};
+
+		if (!c->b[i].n)
+			continue;
+		xe_ioctl(fd, GPU_SUBMIT_I915_GEM_USERPTR, &u);
+		if (c->start >= c->b[i].gpu && c->start - c->b[i].gpu < (uint64_t)c->b[i].n * 4)
+			bi = i;
+	}
+	if (first && bi < CS_MAX_BUFS)
+		obj[n++] = (struct i915_exec_object){.handle = 100 + bi, .offset = c->b[bi].gpu};
+	for (unsigned i = 0; i < c->nbufs; i++)
+		if (c->b[i].n && i != bi)
+			obj[n++] = (struct i915_exec_object){.handle = 100 + i, .offset = c->b[i].gpu};
+	if (!first && bi < CS_MAX_BUFS)
+		obj[n++] = (struct i915_exec_object){.handle = 100 + bi, .offset = c->b[bi].gpu};
+	if (bi == CS_MAX_BUFS || !n)
+		return 1; /* the batch start is in no buffer: nothing to submit */
+	eb.buffers_ptr = (uint64_t)(uintptr_t)obj;
+	eb.buffer_count = n;
+	eb.batch_start_offset = (uint32_t)(c->start - c->b[bi].gpu);
+	eb.flags = first ? GPU_SUBMIT_I915_BATCH_FIRST : 0;
+	eb.rsvd1 = 9; /* context id */
+	cs_case_args(c, &a);
+	cs_host_run(&a, host);
+	unsigned before = nevents;
+	xe_ioctl(fd, GPU_SUBMIT_I915_EXECBUFFER2, &eb);
+	CHECK(xe_cs_hook_consume(hook, cs, NULL) >= 0);
+	if (nevents != before + 1) {
+		TEST_FAIL_AT("%s: no event from the hook", name);
+		return -1;
+	}
+	CHECK_EQ_INT(last.driver, GPU_SUBMIT_I915);
+	CHECK_EQ_INT(last.exec_queue, 9);
+	CHECK_EQ_U64(last.batch, c->start & GPU_CS_VA_MASK);
+	return same(name, &host->r, &last.r);
+}
+
+static void test_i915(void)
+{
+	/* i915 has no unbind: objects stay where they were softpinned, as in
+	 * the driver. Each case gets its own DRM fd (a fresh address space) */
+	int fds[CS_NNAMED + 50], nfd = 0, fd = open("/dev/null", O_RDWR);
+	unsigned bad = 0, runs = 0;
+
+	CHECK(fd >= 0);
+	for (size_t i = 0; i < CS_NNAMED; i++) {
+		struct cs_case c = {0};
+
+		cs_named[i].fn(&c);
+		fds[nfd] = open("/dev/null", O_RDWR);
+		int r = run_i915(fds[nfd++], &c, cs_named[i].name, i & 1);
+		bad += r < 0, runs += r == 0;
+		cs_case_free(&c);
+	}
+	for (uint64_t seed = 1; seed <= 50; seed++) {
+		struct cs_case c = {0};
+		char name[32];
+
+		cs_case_random(&c, seed);
+		snprintf(name, sizeof(name), "i915 random/%llu", (unsigned long long)seed);
+		fds[nfd] = open("/dev/null", O_RDWR);
+		int r = run_i915(fds[nfd++], &c, name, seed & 1);
+		bad += r < 0, runs += r == 0;
+		cs_case_free(&c);
+	}
+	for (int i = 0; i < nfd; i++)
+		close(fds[i]);
+	CHECK_EQ_INT(bad, 0);
+	CHECK(runs > 40);
+
+	/* legacy GEM_MMAP: addr_ptr (output) maps [offset, offset + size) */
+	struct cs_case c = {0};
+	struct i915_exec_object obj;
+	struct i915_execbuffer eb = {0};
+	struct gpu_cs_run_args a;
+
+	case_xe2_sip(&c);
+	struct i915_mmap m = {.handle = 200, .offset = 0x1000, .size = (uint64_t)c.b[0].n * 4,
+			      .addr_ptr = (uint64_t)(uintptr_t)c.b[0].dw};
+	uint64_t cnt0[GPU_SUBMIT_NCOUNTERS], cnt1[GPU_SUBMIT_NCOUNTERS];
+
+	xe_cs_hook_counters(hook, cnt0);
+	xe_ioctl(fd, GPU_SUBMIT_I915_GEM_MMAP, &m);
+	xe_cs_hook_counters(hook, cnt1);
+	CHECK_EQ_U64(cnt1[GPU_SUBMIT_C_MMAPS], cnt0[GPU_SUBMIT_C_MMAPS] + 1);
+	/* the object's byte 0x1000 is the buffer's first: softpinned 0x1000 lower */
+	obj = (struct i915_exec_object){.handle = 200, .offset = c.b[0].gpu - 0x1000};
+	eb.buffers_ptr = (uint64_t)(uintptr_t)&obj;
+	eb.buffer_count = 1;
+	eb.batch_start_offset = (uint32_t)(c.start - c.b[0].gpu + 0x1000);
+	cs_case_args(&c, &a);
+	cs_host_run(&a, host);
+	xe_ioctl(fd, GPU_SUBMIT_I915_EXECBUFFER2_WR, &eb);
+	CHECK(xe_cs_hook_consume(hook, cs, NULL) >= 0);
+	CHECK_EQ_INT(same("i915 gem_mmap", &host->r, &last.r), 0);
+	CHECK_EQ_INT(last.r.has_sip, 1);
+	cs_case_free(&c);
+	close(fd);
+}
+
 /* What reached xe_cs: submissions counted, KSPs found, path reported. */
 static void test_feed(void)
 {
@@ -348,6 +489,7 @@ int main(void)
 	RUN(test_random);
 	RUN(test_unbind_vector);
 	RUN(test_bo);
+	RUN(test_i915);
 	RUN(test_other_process);
 	RUN(test_feed);
 	xe_cs_hook_free(hook);
