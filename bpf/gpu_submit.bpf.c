@@ -131,6 +131,20 @@ struct {
 	__type(value, struct job);
 } jobs SEC(".maps");
 
+/* The submission of a process waiting for its memory (GPU_SUBMIT_MAX_ATTEMPTS). */
+struct deferred {
+	__u64 batch;
+	__s32 fd;
+	__u32 driver, queue, nbb, attempts;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, struct deferred);
+} deferred SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, GPU_SUBMIT_NCOUNTERS);
@@ -344,36 +358,75 @@ static __always_inline void vm_bind(int fd, __u64 uarg)
 	}
 }
 
-/* Parse from batch in the process's memory behind (tgid, fd) and send the
- * result. A subprogram: the xe and i915 paths share one copy. */
-static __noinline void parse_send(struct job *j, __u64 batch, __u32 driver, __u32 queue,
-				  __u32 nbb)
+/* Parse w's batch (attempt w->attempts) in the memory of process j->tgid
+ * behind DRM fd w->fd and send the result; returns the parse's status. A subprogram: the xe and i915 paths
+ * and the deferred re-parse share one copy. */
+static __noinline __u32 parse_send(struct job *j, const struct deferred *w)
 {
+	__u64 batch = w->batch;
+	__u32 attempt = w->attempts;
 	struct gpu_submit_event *ev;
 	struct jctx jc = { j };
 	__u64 id = bpf_get_current_pid_tgid();
+	__u32 st;
 
+	j->fd = w->fd;
 	gpu_cs_begin(&j->cs, batch & GPU_CS_VA_MASK);
 	bpf_loop(GPU_CS_MAX_COMMANDS, step_cb, &jc, 0);
 	gpu_cs_finish(&j->cs);
+	st = j->cs.r.status;
 	count(GPU_SUBMIT_C_PARSED);
 	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 	if (!ev) {
 		count(GPU_SUBMIT_C_RINGBUF_FULL);
-		return;
+		return st;
 	}
 	ev->ts_ns = bpf_ktime_get_ns();
 	ev->pid = (__u32)(id >> 32);
 	ev->tid = (__u32)id;
 	ev->uid = (__u32)bpf_get_current_uid_gid();
-	ev->fd = j->fd;
-	ev->exec_queue = queue;
-	ev->driver = driver;
-	ev->nbb = nbb;
+	ev->fd = w->fd;
+	ev->exec_queue = w->queue;
+	ev->driver = w->driver;
+	ev->nbb = w->nbb;
+	ev->attempt = attempt;
+	ev->final = st != GPU_CS_RETRY || attempt >= GPU_SUBMIT_MAX_ATTEMPTS;
 	ev->batch = batch & GPU_CS_VA_MASK;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 	bpf_probe_read_kernel(&ev->r, sizeof(ev->r), &j->cs.r);
 	bpf_ringbuf_submit(ev, 0);
+	return st;
+}
+
+/* At a submission of process tgid: first its waiting one, if any, again. */
+static __always_inline void retry_deferred(struct job *j, __u32 tgid)
+{
+	struct deferred *d = bpf_map_lookup_elem(&deferred, &tgid), w;
+	__u32 st;
+
+	if (!d)
+		return;
+	w = *d;
+	j->tgid = tgid;
+	w.attempts++;
+	st = parse_send(j, &w);
+	if (st != GPU_CS_RETRY || w.attempts >= GPU_SUBMIT_MAX_ATTEMPTS)
+		bpf_map_delete_elem(&deferred, &tgid);
+	else
+		bpf_map_update_elem(&deferred, &tgid, &w, BPF_ANY);
+}
+
+/* Parse this submission; a `retry` end waits for the next one. */
+static __always_inline void submit(struct job *j, int fd, __u64 batch, __u32 driver, __u32 queue,
+				   __u32 nbb)
+{
+	__u32 tgid = tgid_now();
+	struct deferred w = { batch, fd, driver, queue, nbb, 1 };
+
+	retry_deferred(j, tgid);
+	j->tgid = tgid;
+	if (parse_send(j, &w) == GPU_CS_RETRY)
+		bpf_map_update_elem(&deferred, &tgid, &w, BPF_ANY);
 }
 
 /* struct drm_xe_exec (56 B, §2.2). */
@@ -394,9 +447,7 @@ static __always_inline void xe_exec(int fd, __u64 uarg)
 		count(GPU_SUBMIT_C_SKIPPED);
 		return;
 	}
-	j->tgid = tgid_now();
-	j->fd = fd;
-	parse_send(j, x.address, GPU_SUBMIT_XE, x.exec_queue_id, x.num_batch_buffer);
+	submit(j, fd, x.address, GPU_SUBMIT_XE, x.exec_queue_id, x.num_batch_buffer);
 }
 
 /* One drm_i915_gem_exec_object2 (56 B, §3.1): its GPU VA range, when the
@@ -478,8 +529,8 @@ static __always_inline void i915_execbuffer(int fd, __u64 uarg)
 		return;
 	}
 	bpf_loop(GPU_SUBMIT_I915_OBJECTS, objs_cb, &c, 0);
-	parse_send(j, c.batch_off + eb.batch_start_offset, GPU_SUBMIT_I915, (__u32)eb.rsvd1,
-		   eb.buffer_count);
+	submit(j, fd, c.batch_off + eb.batch_start_offset, GPU_SUBMIT_I915, (__u32)eb.rsvd1,
+	       eb.buffer_count);
 }
 
 SEC("raw_tp/sys_enter")

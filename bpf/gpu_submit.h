@@ -43,6 +43,10 @@ enum gpu_submit_driver { GPU_SUBMIT_XE = 1, GPU_SUBMIT_I915 = 2 };
 #define GPU_SUBMIT_MAX_BUCKETS 64
 #define GPU_SUBMIT_BINDS 4
 #define GPU_SUBMIT_VEC_OPS 16 /* ops read from one vector VM_BIND */
+/* A parse that ends `retry` (its memory not bound or not written yet) is
+ * parsed again at the process's next submission, up to this many parses
+ * in all (iaprof: 5); one waits per process, the latest. */
+#define GPU_SUBMIT_MAX_ATTEMPTS 5
 
 enum gpu_submit_bind_kind {
 	GPU_SUBMIT_BIND_NONE = 0,
@@ -73,6 +77,8 @@ struct gpu_submit_event {
 	__u32 exec_queue; /* xe exec queue id / i915 context id */
 	__u32 driver;	  /* enum gpu_submit_driver */
 	__u32 nbb;	  /* xe num_batch_buffer / i915 buffer_count */
+	__u32 attempt;	  /* 1: at its own submission; 2..: deferred re-parses */
+	__u32 final;	  /* no further attempt follows (done, or given up) */
 	__u64 batch;
 	char comm[16];
 	struct gpu_cs_result r;

@@ -340,14 +340,18 @@ int xe_cs_submit(struct xe_cs *cs, struct xe *x, const struct xe_cs_submit *s,
 }
 
 void xe_cs_feed_result(struct xe_cs *cs, struct xe *x, const struct xe_cs_submit *s,
-		       const struct gpu_cs_result *r)
+		       const struct gpu_cs_result *r, uint32_t attempt, bool final)
 {
-	cs->stats.submits++;
 	cs->stats.status[r->status % GPU_CS_NSTATUS]++;
-	if (r->status == GPU_CS_RETRY)
-		cs->stats.retry_unparsed++; /* the memory was in that process, at that moment */
-	else
+	if (attempt <= 1)
+		cs->stats.submits++;
+	if (r->status != GPU_CS_RETRY) {
 		feed(cs, x, s, r);
+		if (attempt > 1)
+			cs->stats.retry_ok++;
+	} else if (final && attempt > 1) {
+		cs->stats.retry_given_up++;
+	}
 }
 
 void xe_cs_set_path(struct xe_cs *cs, const char *path, const char *why)
@@ -424,7 +428,6 @@ void xe_cs_status(const struct xe_cs *cs, cJSON *o)
 	cJSON_AddNumberToObject(b, "retry_ok", (double)st.retry_ok);
 	cJSON_AddNumberToObject(b, "retry_given_up", (double)st.retry_given_up);
 	cJSON_AddNumberToObject(b, "retry_dropped", (double)st.retry_dropped);
-	cJSON_AddNumberToObject(b, "retry_unparsed", (double)st.retry_unparsed);
 	cJSON_AddNumberToObject(b, "buffers", (double)st.buffers);
 	cJSON_AddNumberToObject(b, "bytes", (double)st.bytes);
 	cJSON_AddNumberToObject(b, "buffers_evicted", (double)st.buffers_evicted);

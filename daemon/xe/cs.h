@@ -17,6 +17,7 @@
 #ifndef GPUPROF_XE_CS_H
 #define GPUPROF_XE_CS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,7 +50,6 @@ struct xe_cs_stats {
 	uint64_t ksps, sips;		   /* distinct KSPs / SIPs found */
 	uint64_t ktab_added, ktab_refused; /* xe_ktab_add results */
 	uint64_t retry_now, retry_ok, retry_given_up, retry_dropped;
-	uint64_t retry_unparsed; /* BPF-path parses that ended `retry` (counted only) */
 	uint64_t buffers, bytes, buffers_evicted;
 };
 
@@ -76,12 +76,13 @@ int xe_cs_submit(struct xe_cs *cs, struct xe *x, const struct xe_cs_submit *s,
 		 struct gpu_cs_result *out);
 
 /*
- * A parse done elsewhere (the BPF submission hook, cs_hook.h): counted as a
- * submission, its KSPs fed to x's kernel table. A `retry` result is only
- * counted (retry_unparsed): the memory it needed was in another process.
+ * A parse done elsewhere (the BPF submission hook, cs_hook.h), its
+ * attempt-th (1: at the submission; later ones are the hook's deferred
+ * re-parses, final when no other follows): its KSPs to x's kernel table,
+ * the counters as for host parses (retry_ok, retry_given_up).
  */
 void xe_cs_feed_result(struct xe_cs *cs, struct xe *x, const struct xe_cs_submit *s,
-		       const struct gpu_cs_result *r);
+		       const struct gpu_cs_result *r, uint32_t attempt, bool final);
 
 /* What status reports as the path ("bpf" / "host") and why; by default
  * xe_cs_path()'s answer for this machine. why is copied. */

@@ -40,7 +40,7 @@ static int on_event(void *ctx, void *data, size_t len)
 	xe_cs_feed_result(h->cs, h->x,
 			  &(struct xe_cs_submit){.asid = ev->pid, .pid = ev->pid, .uid = ev->uid,
 						 .batch = ev->batch, .comm = comm},
-			  &ev->r);
+			  &ev->r, ev->attempt, ev->final);
 	return 0;
 }
 

@@ -102,12 +102,17 @@ struct i915_mmap {
 static struct xe_cs_hook *hook;
 static struct xe_cs *cs;
 static struct gpu_cs *host;
-static struct gpu_submit_event last;
-static unsigned nevents;
+static struct gpu_submit_event last, last_retry;
+static unsigned nevents, nretries; /* first parses / deferred re-parses */
 
 static void seen(void *arg, const struct gpu_submit_event *ev)
 {
 	(void)arg;
+	if (ev->attempt > 1) {
+		last_retry = *ev;
+		nretries++;
+		return;
+	}
 	last = *ev;
 	nevents++;
 }
@@ -443,6 +448,68 @@ static void test_i915(void)
 	close(fd);
 }
 
+/*
+ * Deferred re-parse: a batch whose chained buffer is not bound yet ends
+ * `retry` and waits; the process's next submission parses it again first
+ * (attempt 2), now complete. One that never gets its memory is given up at
+ * its GPU_SUBMIT_MAX_ATTEMPTS-th parse.
+ */
+static void test_deferred(void)
+{
+	/* an fd number no earlier test used: no bindings of theirs (i915 has
+	 * no unbind, and the hook keys bindings by process and fd number) */
+	int fd0 = open("/dev/null", O_RDWR), fd = dup2(fd0, 900);
+	struct cs_case c = {0}, other = {0};
+	struct xe_cs_stats st0, st1;
+
+	CHECK(fd == 900);
+	close(fd0);
+	case_chain(&c);
+	CHECK(c.nbufs >= 2);
+	case_xehp(&other);
+	bind_op(fd, GPU_SUBMIT_XE_BIND_MAP_USERPTR, 0, (uint64_t)(uintptr_t)c.b[0].dw, c.b[0].gpu,
+		(uint64_t)c.b[0].n * 4);
+	CHECK_EQ_INT(exec_batch(fd, c.start), 0); /* (re-parses what an earlier test left) */
+	CHECK_EQ_INT(last.r.status, GPU_CS_RETRY); /* the chain's next buffer: unbound */
+	unsigned r0 = nretries;
+	for (unsigned i = 1; i < c.nbufs; i++)
+		bind_op(fd, GPU_SUBMIT_XE_BIND_MAP_USERPTR, 0, (uint64_t)(uintptr_t)c.b[i].dw,
+			c.b[i].gpu, (uint64_t)c.b[i].n * 4);
+	/* another submission (another batch, far away in the VA space) */
+	bind_op(fd, GPU_SUBMIT_XE_BIND_MAP_USERPTR, 0, (uint64_t)(uintptr_t)other.b[0].dw,
+		0x40000000ull, (uint64_t)other.b[0].n * 4);
+	xe_cs_get_stats(cs, &st0);
+	CHECK_EQ_INT(exec_batch(fd, 0x40000000ull), 0);
+	CHECK_EQ_INT(nretries, r0 + 1);
+	CHECK_EQ_INT(last_retry.attempt, 2);
+	CHECK_EQ_INT(last_retry.final, 1);
+	CHECK_EQ_U64(last_retry.batch, c.start);
+	CHECK_EQ_INT(last_retry.r.status, GPU_CS_DONE);
+	CHECK_EQ_INT(last_retry.r.nksp, 4);
+	CHECK_EQ_INT(last.r.status, GPU_CS_DONE); /* the new submission itself */
+	xe_cs_get_stats(cs, &st1);
+	CHECK_EQ_U64(st1.retry_ok, st0.retry_ok + 1);
+
+	/* never bound: parsed at 5 submissions in all, then given up */
+	CHECK_EQ_INT(exec_batch(fd, 0x7000000000ull), 0);
+	CHECK_EQ_INT(last.r.status, GPU_CS_RETRY);
+	r0 = nretries;
+	for (int i = 0; i < GPU_SUBMIT_MAX_ATTEMPTS + 1; i++)
+		CHECK_EQ_INT(exec_batch(fd, 0x40000000ull), 0);
+	CHECK_EQ_INT(nretries, r0 + GPU_SUBMIT_MAX_ATTEMPTS - 1);
+	CHECK_EQ_INT(last_retry.attempt, GPU_SUBMIT_MAX_ATTEMPTS);
+	CHECK_EQ_INT(last_retry.final, 1);
+	CHECK_EQ_INT(last_retry.r.status, GPU_CS_RETRY);
+	xe_cs_get_stats(cs, &st0);
+	CHECK_EQ_U64(st0.retry_given_up, st1.retry_given_up + 1);
+	for (unsigned i = 0; i < c.nbufs; i++)
+		bind_op(fd, GPU_SUBMIT_XE_BIND_UNMAP, 0, 0, c.b[i].gpu, (uint64_t)c.b[i].n * 4);
+	bind_op(fd, GPU_SUBMIT_XE_BIND_UNMAP, 0, 0, 0x40000000ull, (uint64_t)other.b[0].n * 4);
+	cs_case_free(&c);
+	cs_case_free(&other);
+	close(fd);
+}
+
 /* What reached xe_cs: submissions counted, KSPs found, path reported. */
 static void test_feed(void)
 {
@@ -451,13 +518,19 @@ static void test_feed(void)
 	cJSON *o = cJSON_CreateObject();
 	const cJSON *b;
 
+	uint64_t parses = 0;
+
 	xe_cs_get_stats(cs, &st);
 	CHECK_EQ_U64(st.submits, nevents);
+	for (int i = 0; i < GPU_CS_NSTATUS; i++)
+		parses += st.status[i];
+	CHECK_EQ_U64(parses, nevents + nretries);
 	CHECK(st.ksps > 0);
 	CHECK(st.status[GPU_CS_RETRY] > 0);
-	CHECK_EQ_U64(st.retry_unparsed, st.status[GPU_CS_RETRY]);
+	CHECK(st.retry_ok > 0);
+	CHECK(st.retry_given_up > 0);
 	xe_cs_hook_counters(hook, cnt);
-	CHECK_EQ_U64(cnt[GPU_SUBMIT_C_PARSED], nevents);
+	CHECK_EQ_U64(cnt[GPU_SUBMIT_C_PARSED], nevents + nretries);
 	CHECK(cnt[GPU_SUBMIT_C_BINDS] > 0);
 	CHECK(cnt[GPU_SUBMIT_C_UNBINDS] > 0);
 	CHECK_EQ_U64(cnt[GPU_SUBMIT_C_RINGBUF_FULL], 0);
@@ -490,6 +563,7 @@ int main(void)
 	RUN(test_unbind_vector);
 	RUN(test_bo);
 	RUN(test_i915);
+	RUN(test_deferred);
 	RUN(test_other_process);
 	RUN(test_feed);
 	xe_cs_hook_free(hook);
