@@ -96,8 +96,9 @@ struct job {
 	__u64 b0;		   /* its first bucket */
 };
 
+/* LRU: a thread killed inside the syscall never reaches its exit. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, struct pend);
