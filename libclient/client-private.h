@@ -18,11 +18,10 @@
 #define GPUPROF_EXPORT __attribute__((visibility("default")))
 
 /*
- * Largest reply accepted. Replies are small JSON objects (bulk data travels
- * on fds), but a capture list or an analysis result can grow; 64 MiB is far
- * beyond anything legitimate and still bounds a misbehaving peer.
+ * Largest reply accepted: the protocol's cap (the daemon never sends more),
+ * which still bounds a misbehaving peer.
  */
-#define CLIENT_MAX_REPLY (64u * 1024 * 1024)
+#define CLIENT_MAX_REPLY GPUPROF_MAX_REPLY_SIZE
 
 /* A request not yet (fully) written to the socket. */
 struct out_msg {

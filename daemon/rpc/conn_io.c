@@ -49,8 +49,11 @@ void rpc_conn_send(struct rpc_conn *c, const char *line, size_t len)
 {
 	if (c->closing)
 		return;
-	size_t need = c->out_len - c->out_off + len + 1;
-	if (need > c->srv->g->cfg.max_conn_out_bytes + GPUPROF_MAX_MSG_SIZE) {
+	/* What the client has not read yet, before this reply: one large reply
+	 * to a client that reads is fine (up to GPUPROF_MAX_REPLY_SIZE, which
+	 * send_json() enforces); a backlog over the limit is a client that
+	 * does not read. */
+	if (c->out_len - c->out_off > c->srv->g->cfg.max_conn_out_bytes) {
 		log_warn("client uid=%u pid=%d does not read its replies: disconnecting",
 			 (unsigned)c->uid, (int)c->pid);
 		rpc_conn_close_now(c);

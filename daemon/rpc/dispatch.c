@@ -58,7 +58,19 @@ static void send_json(struct rpc_conn *conn, cJSON *msg)
 		rpc_conn_send(conn, oom, sizeof(oom) - 1);
 		return;
 	}
-	rpc_conn_send(conn, text, strlen(text));
+	size_t len = strlen(text);
+	if (len + 1 > GPUPROF_MAX_REPLY_SIZE) {
+		char m[200];
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+		snprintf(m, sizeof(m),
+			 "the reply would be %zu MiB, over the %u MiB a reply may have: "
+			 "narrow the request (rank, params)",
+			 (len + (1u << 20) - 1) >> 20, GPUPROF_MAX_REPLY_SIZE >> 20);
+		free(text);
+		rpc_send_error_line(conn, id, GPUPROF_ERR_TOO_LARGE, m);
+		return;
+	}
+	rpc_conn_send(conn, text, len);
 	free(text);
 }
 

@@ -17,6 +17,9 @@
 
 /* Hard caps; the daemon may be configured lower, never higher. */
 #define GPUPROF_MAX_MSG_SIZE (1024 * 1024)
+/* Largest reply: bulk data travels on fds, but an analysis result can grow;
+ * the daemon answers -32001 instead of sending a longer one. */
+#define GPUPROF_MAX_REPLY_SIZE (64u * 1024 * 1024)
 #define GPUPROF_MAX_NESTING 32
 #define GPUPROF_MAX_FDS_PER_MSG 64 /* e.g. one trace per rank */
 
