@@ -18,6 +18,7 @@ void config_defaults(struct config *cfg)
 	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", GPUPROF_DEFAULT_STATE_DIR);
 	cfg->store_budget_bytes = 64u << 20;
 	cfg->capture_max_bytes = 256u << 20;
+	cfg->analysis_cache_bytes = 512u << 20;
 	cfg->captures_max = 256;
 	cfg->sample_freq_hz = 49;
 	cfg->cpu_sampling = true;
@@ -224,6 +225,8 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 	}
 	if (!strcmp(key, "memory.capture_max"))
 		return config_parse_size(v, &cfg->capture_max_bytes);
+	if (!strcmp(key, "analysis.cache_bytes"))
+		return config_parse_size(v, &cfg->analysis_cache_bytes);
 	if (!strcmp(key, "limits.captures")) {
 		r = parse_uint(v, 1000000, &n);
 		cfg->captures_max = r ? cfg->captures_max : (size_t)n;

@@ -22,11 +22,14 @@ struct rpc_server;
 
 #define GPD_MAX_COLLECTORS 8
 
+struct tlcache;
+
 struct gpd {
 	uv_loop_t *loop;
 	struct config cfg;
 	struct store *store;
 	struct capreg *captures;
+	struct tlcache *tlcache; /* decoded timelines between analyses (rpc/tlcache.h) */
 	struct rpc_server *rpc;
 	struct collector *collectors[GPD_MAX_COLLECTORS];
 	unsigned ncollectors;

@@ -19,6 +19,7 @@
 #include "collect/collector.h"
 #include "collect/registry.h"
 #include "gpd.h"
+#include "rpc/tlcache.h"
 #include "gpuprof-build.h"
 #include "hooks.h"
 #include "log.h"
@@ -289,6 +290,11 @@ int main(int argc, char **argv)
 			strerror(-r));
 		return 1;
 	}
+	r = tlcache_new(g.cfg.analysis_cache_bytes, &g.tlcache);
+	if (r < 0) {
+		log_err("Failed to create the analysis cache: %s", strerror(-r));
+		return 1;
+	}
 	r = rpc_server_new(&g, &g.rpc);
 	if (r < 0 || listen_socket(&g) < 0)
 		return 1;
@@ -330,6 +336,7 @@ int main(int argc, char **argv)
 	hooks_finish(&g);
 	capreg_free(g.captures);
 	rpc_server_free(g.rpc);
+	tlcache_free(g.tlcache);
 	store_free(g.store);
 	log_info("stopped");
 	return r < 0 ? 1 : 0;

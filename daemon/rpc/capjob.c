@@ -10,6 +10,7 @@
 
 #include "gpd.h"
 #include "timeline/timeline.h"
+#include "tlcache.h"
 
 void capjob_fail(struct capjob *j, int err, int code, const char *fmt, ...)
 {
@@ -30,30 +31,73 @@ void capjob_fail_submit(struct capjob *j, int r)
 		capjob_fail(j, r, 0, "starting the job");
 }
 
-int capjob_timeline(struct capjob *j, struct capture *c, const char *need, struct timeline **tl)
+int capjob_timeline(struct capjob *j, struct capture *c, const char *need,
+		    const struct timeline **tl)
 {
-	const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
+	struct capture *own = NULL;
+	struct timeline *dec = NULL;
 	char why[512] = "";
 	int r;
 
+	if (j->tl) { /* found by capjob_work() */
+		*tl = j->tl;
+		j->tl = NULL;
+		return 0;
+	}
+	/* (capjob_work() already looked for a timeline_only job) */
+	if (j->cache && !j->timeline_only && (*tl = tlcache_get(j->cache, j->id)))
+		return 0;
+	if (!c) {
+		r = capture_load(j->dirfd, j->id, &own);
+		if (r < 0) {
+			capjob_fail(j, r, r == -ENOENT ? GPUPROF_ERR_NOT_FOUND : GPUPROF_ERR_IO,
+				    "loading capture %llu: %s", (unsigned long long)j->id,
+				    strerror(-r));
+			capture_free(own);
+			return r;
+		}
+		c = own;
+	}
+	const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
 	if (!x) {
 		capjob_fail(j, -ENODATA, GPUPROF_ERR_NO_DATA,
 			    "capture %llu has no timeline: analyses need %s",
 			    (unsigned long long)j->id, need);
+		capture_free(own);
 		return -ENODATA;
 	}
-	r = timeline_decode(x->data, x->len, tl, why, sizeof(why));
-	if (r < 0)
+	r = timeline_decode(x->data, x->len, &dec, why, sizeof(why));
+	capture_free(own);
+	if (r < 0) {
 		capjob_fail(j, r, r == -ENOMEM ? 0 : GPUPROF_ERR_DAMAGED,
 			    "capture %llu: timeline section: %s", (unsigned long long)j->id,
 			    why[0] ? why : strerror(-r));
-	return r < 0 ? r : 0;
+		return r;
+	}
+	*tl = j->cache ? tlcache_put(j->cache, j->id, dec) : dec;
+	return 0;
+}
+
+void capjob_timeline_done(struct capjob *j, const struct timeline *tl)
+{
+	if (j->cache)
+		tlcache_release(j->cache, tl);
+	else
+		timeline_free((struct timeline *)tl);
 }
 
 static void capjob_work(void *arg)
 {
 	struct capjob *j = arg;
 	struct capture *c = NULL;
+	if (j->timeline_only && j->cache && (j->tl = tlcache_get(j->cache, j->id))) {
+		j->run(j, NULL); /* cached: no need to load the capture */
+		if (j->tl) { /* run() did not take it */
+			tlcache_release(j->cache, j->tl);
+			j->tl = NULL;
+		}
+		return;
+	}
 	int r = capture_load(j->dirfd, j->id, &c);
 	if (r == -EBADMSG) {
 		capjob_fail(j, r, GPUPROF_ERR_DAMAGED, "capture %llu is damaged: %s",
@@ -90,9 +134,9 @@ static void capjob_done(void *arg)
 	free(j);
 }
 
-void capjob_submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for_write,
+static void submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for_write,
 		   void (*run)(struct capjob *, struct capture *), void *opts,
-		   void (*free_opts)(void *))
+		   void (*free_opts)(void *), bool timeline_only)
 {
 	struct gpd *g = req->gpd;
 	struct capjob *j = calloc(1, sizeof(*j));
@@ -110,6 +154,8 @@ void capjob_submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for
 	j->run = run;
 	j->opts = opts;
 	j->free_opts = free_opts;
+	j->timeline_only = timeline_only;
+	j->cache = g->tlcache;
 	if (e->sum->state == CAPTURE_RECORDING) {
 		capjob_fail(j, -EAGAIN, GPUPROF_ERR_BUSY, "capture %llu is still recording",
 			    (unsigned long long)e->id);
@@ -132,4 +178,18 @@ void capjob_submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for
 		capjob_fail_submit(j, r);
 		capjob_done(j);
 	}
+}
+
+void capjob_submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for_write,
+		   void (*run)(struct capjob *, struct capture *), void *opts,
+		   void (*free_opts)(void *))
+{
+	submit(req, e, fd_idx, for_write, run, opts, free_opts, false);
+}
+
+void capjob_submit_timeline(struct rpc_req *req, struct capentry *e, int fd_idx,
+			    bool for_write, void (*run)(struct capjob *, struct capture *),
+			    void *opts, void (*free_opts)(void *))
+{
+	submit(req, e, fd_idx, for_write, run, opts, free_opts, true);
 }

@@ -8,9 +8,12 @@
 #ifndef GPUPROF_RPC_CAPJOB_H
 #define GPUPROF_RPC_CAPJOB_H
 
+#include <stdbool.h>
 #include "capreg.h"
 #include "jobs.h"
 #include "rpc.h"
+
+struct tlcache;
 
 struct capjob {
 	struct rpc_req *req;
@@ -26,6 +29,11 @@ struct capjob {
 	void *opts; /* owned by the method; freed by free_opts */
 	void (*run)(struct capjob *j, struct capture *c);
 	void (*free_opts)(void *opts);
+	/* capjob_submit_timeline(): run() needs only the timeline, so a
+	 * cached one spares loading the capture (run gets c == NULL) */
+	bool timeline_only;
+	const struct timeline *tl; /* found in the cache before run() */
+	struct tlcache *cache;
 };
 
 /*
@@ -37,6 +45,11 @@ struct capjob {
 void capjob_submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for_write,
 		   void (*run)(struct capjob *, struct capture *), void *opts,
 		   void (*free_opts)(void *));
+/* The same for a run() that only calls capjob_timeline() on c: when the
+ * decoded timeline is cached, the capture is not loaded and c is NULL. */
+void capjob_submit_timeline(struct rpc_req *req, struct capentry *e, int fd_idx,
+			    bool for_write, void (*run)(struct capjob *, struct capture *),
+			    void *opts, void (*free_opts)(void *));
 
 /* Helper for run(): set an error with a message. */
 void capjob_fail(struct capjob *j, int err, int code, const char *fmt, ...)
@@ -47,11 +60,15 @@ void capjob_fail_submit(struct capjob *j, int r);
 
 struct timeline;
 /*
- * Helper for run(): decode capture c's timeline section into *tl (the caller
- * frees it with timeline_free). Without one, or when it does not decode,
- * fails j (need says what an analysis needs: "an imported trace") and
- * returns a negative errno.
+ * Helper for run(): capture c's decoded timeline in *tl, from the
+ * decoded-timeline cache (tlcache.h) or decoded now and offered to it (c
+ * may be NULL: then the capture is loaded here). Read-only, shared with
+ * other jobs; give it back with capjob_timeline_done(). Without a timeline
+ * section, or when it does not decode, fails j (need says what an analysis
+ * needs: "an imported trace") and returns a negative errno.
  */
-int capjob_timeline(struct capjob *j, struct capture *c, const char *need, struct timeline **tl);
+int capjob_timeline(struct capjob *j, struct capture *c, const char *need,
+		    const struct timeline **tl);
+void capjob_timeline_done(struct capjob *j, const struct timeline *tl);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "capreg.h"
 #include "gpd.h"
+#include "tlcache.h"
 #include "methods.h"
 
 /* Real uid of a process, from /proc (the pid namespace of the daemon). */
@@ -190,6 +191,7 @@ void method_capture_delete(struct rpc_req *req, const cJSON *params)
 		rpc_error_errno(req, r, "deleting the capture");
 		return;
 	}
+	tlcache_drop(req->gpd->tlcache, id); /* its decoded timeline, if kept */
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddNumberToObject(o, "id", (double)id);
 	cJSON_AddBoolToObject(o, "deleted", 1);

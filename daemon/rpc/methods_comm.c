@@ -44,7 +44,7 @@ static void drop_windows(cJSON *result)
 static void comm_run(struct capjob *j, struct capture *c)
 {
 	struct comm_req *q = j->opts;
-	struct timeline *tl = NULL;
+	const struct timeline *tl = NULL;
 	cJSON *result = NULL;
 	char why[512] = "";
 	char *svg = NULL;
@@ -54,7 +54,7 @@ static void comm_run(struct capjob *j, struct capture *c)
 	if (capjob_timeline(j, c, "an imported trace", &tl) < 0)
 		return;
 	r = comm_analyze(tl, q->params, q->defaults, &result, why, sizeof(why));
-	timeline_free(tl);
+	capjob_timeline_done(j, tl);
 	if (r < 0) {
 		capjob_fail(j, r,
 			    r == -EINVAL    ? GPUPROF_ERR_INVALID_PARAMS
@@ -130,5 +130,5 @@ void method_analyze_comm(struct rpc_req *req, const cJSON *params)
 		comm_req_free(q);
 		return;
 	}
-	capjob_submit(req, e, q->svg ? (int)fdi : -1, true, comm_run, q, comm_req_free);
+	capjob_submit_timeline(req, e, q->svg ? (int)fdi : -1, true, comm_run, q, comm_req_free);
 }

@@ -7,6 +7,7 @@
 #include "capreg.h"
 #include "collect/registry.h"
 #include "gpd.h"
+#include "tlcache.h"
 #include "json.h"
 #include "gpuprof-build.h"
 #include "methods.h"
@@ -77,5 +78,19 @@ void method_status(struct rpc_req *req, const cJSON *params)
 	cJSON *j = cJSON_AddObjectToObject(o, "jobs");
 	cJSON_AddNumberToObject(j, "running", g->jobs_running);
 	cJSON_AddNumberToObject(j, "max", g->cfg.max_jobs);
+
+	if (g->tlcache) { /* decoded timelines kept between analyses */
+		struct tlcache_stats ts;
+		cJSON *ac = cJSON_AddObjectToObject(o, "analysis_cache");
+
+		tlcache_get_stats(g->tlcache, &ts);
+		json_add_u64(ac, "entries", ts.entries);
+		json_add_u64(ac, "bytes", ts.bytes);
+		json_add_u64(ac, "budget_bytes", ts.budget);
+		json_add_u64(ac, "hits", ts.hits);
+		json_add_u64(ac, "misses", ts.misses);
+		json_add_u64(ac, "evicted", ts.evicted);
+		json_add_u64(ac, "too_large", ts.too_large);
+	}
 	rpc_reply(req, o);
 }

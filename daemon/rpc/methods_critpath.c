@@ -151,7 +151,7 @@ static struct cp_graph *graph_for(struct capjob *j, struct capture *c, struct cp
 				  struct centry **ce, bool *cached)
 {
 	const struct capture_extra *ex;
-	struct timeline *tl = NULL;
+	const struct timeline *tl = NULL;
 	struct cp_graph *g = NULL;
 	char why[512] = "";
 	int r;
@@ -186,7 +186,7 @@ static struct cp_graph *graph_for(struct capjob *j, struct capture *c, struct cp
 	if (x->o.rank < 0) /* default: the lowest rank, as HTA's ranks=None */
 		x->o.rank = timeline_nranks(tl) ? timeline_rank_at(tl, 0)->rank : 0;
 	r = cp_build(tl, &x->o, &g, why, sizeof(why));
-	timeline_free(tl);
+	capjob_timeline_done(j, tl);
 	if (r < 0) {
 		capjob_fail(j, r,
 			    r == -ENOMEM    ? 0

@@ -286,7 +286,7 @@ static void analyze_run(struct capjob *j, struct capture *c)
 {
 	cJSON *params = j->opts;
 	const char *name = cJSON_GetObjectItemCaseSensitive(params, "__analysis")->valuestring;
-	struct timeline *tl = NULL;
+	const struct timeline *tl = NULL;
 	if (capjob_timeline(j, c, "an imported trace or GPU job intervals (gpu_jobs collector)",
 			    &tl) < 0)
 		return;
@@ -296,7 +296,7 @@ static void analyze_run(struct capjob *j, struct capture *c)
 	cJSON *result = NULL;
 	int r = analysis_run(name, tl, aparams, &result, err, sizeof(err));
 	cJSON_Delete(aparams);
-	timeline_free(tl);
+	capjob_timeline_done(j, tl);
 	if (r < 0) {
 		capjob_fail(j, r, analysis_rpc_code(r), "%s", err[0] ? err : strerror(-r));
 		cJSON_Delete(result);
@@ -332,7 +332,7 @@ void method_analyze(struct rpc_req *req, const cJSON *params)
 	cJSON *p = cJSON_Duplicate(params, 1);
 	cJSON_DeleteItemFromObjectCaseSensitive(p, "id");
 	cJSON_AddStringToObject(p, "__analysis", name);
-	capjob_submit(req, e, -1, false, analyze_run, p, free_json);
+	capjob_submit_timeline(req, e, -1, false, analyze_run, p, free_json);
 }
 
 void method_analyze_list(struct rpc_req *req, const cJSON *params)

@@ -371,6 +371,27 @@ const char *timeline_str(const struct timeline *tl, uint32_t id, size_t *len)
 	return strtab_get(&tl->st, id, len);
 }
 
+size_t timeline_mem_bytes(const struct timeline *tl)
+{
+	const struct strtab *st = &tl->st;
+	size_t n = sizeof(*tl) + st->blob_cap + (size_t)st->cap * (sizeof(*st->off) +
+				  sizeof(*st->len) + sizeof(*st->hashes)) +
+		   (size_t)st->nslots * sizeof(*st->slots) + (size_t)tl->cap * sizeof(*tl->ranks);
+
+	for (uint32_t i = 0; i < tl->nranks; i++) {
+		const struct tl_rank *r = tl->ranks[i];
+
+		n += sizeof(*r) + (size_t)r->nev * (sizeof(*r->ev) + 2 * sizeof(uint32_t)) +
+		     (size_t)r->nargs * sizeof(*r->args) + (size_t)r->nflows * sizeof(*r->flows) +
+		     (size_t)r->nmeta * sizeof(*r->meta) + (size_t)r->ndevices * sizeof(*r->devices) +
+		     (size_t)r->nby_stream * sizeof(*r->by_stream) +
+		     (size_t)r->nby_corr * (sizeof(*r->by_corr) + sizeof(*r->corr_keys)) +
+		     (size_t)r->nstreams * sizeof(*r->streams) +
+		     (size_t)r->nthreads * sizeof(*r->threads);
+	}
+	return n;
+}
+
 uint32_t timeline_nstrs(const struct timeline *tl)
 {
 	return tl->st.n;

@@ -179,5 +179,69 @@ def imported_captures_survive_restart():
         d.cleanup()
 
 
+
+@test
+def decoded_timelines_are_cached_between_analyses():
+    """analysis.cache_bytes: the second analysis of a capture reuses the
+    timeline the first decoded (same numbers, a hit in status), a capture
+    too large for the budget is decoded each time, and a deleted capture's
+    timeline is dropped."""
+    d = Daemon().start()
+    try:
+        ids = [str(d.ctl_json("import", *trace_files(n))["id"]) for n in ("alexnet", "trace_filter")]
+        first = d.ctl_json("analyze", "temporal", ids[0])
+        again = d.ctl_json("analyze", "temporal", ids[0])
+        eq(again, first, "same result from the cached timeline")
+        idle1 = d.ctl_json("analyze", "idle", ids[1])
+        comm = d.ctl("analyze", "comm", ids[0], "--json", check=None)  # no NCCL: an error, still a use
+        eq(d.ctl_json("analyze", "idle", ids[1]), idle1, "idle, cached")
+        ac = d.ctl_json("status")["analysis_cache"]
+        eq(ac["entries"], 2, "two captures kept")
+        eq(ac["misses"], 2, "each decoded once")
+        eq(ac["hits"], 3, "then reused: temporal, comm, idle")
+        expect(0 < ac["bytes"] <= ac["budget_bytes"], "within budget: %r" % ac)
+        d.ctl("delete", ids[0])
+        ac = d.ctl_json("status")["analysis_cache"]
+        eq(ac["entries"], 1, "the deleted capture's timeline dropped")
+        eq(d.stop(), 0, "clean stop")
+    finally:
+        d.cleanup()
+    d = Daemon("analysis.cache_bytes = 64K\n").start()  # smaller than any timeline
+    try:
+        cid = str(d.ctl_json("import", *trace_files("alexnet"))["id"])
+        a = d.ctl_json("analyze", "kernels", cid)
+        eq(d.ctl_json("analyze", "kernels", cid), a, "same result, decoded again")
+        ac = d.ctl_json("status")["analysis_cache"]
+        eq((ac["entries"], ac["hits"], ac["misses"], ac["too_large"]), (0, 0, 2, 2),
+           "nothing kept over the budget")
+    finally:
+        d.cleanup()
+
+
+@test
+def a_large_reply_reaches_a_client_that_reads():
+    """A reply larger than limits.max_output_buffer (+ the 1 MiB message
+    size) goes to a client that reads it; the limit is for a client that
+    does not read (its backlog), not for one large answer."""
+    n = 60000
+    ev = []
+    for i in range(n):
+        t = 1000 + i * 20
+        ev.append('{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,'
+                  '"ts":%d,"dur":4,"args":{"correlation":%d}}' % (t, i + 1))
+        ev.append('{"ph":"X","cat":"kernel","name":"k%d","pid":0,"tid":7,"ts":%d,"dur":6,'
+                  '"args":{"correlation":%d,"stream":7,"device":0}}' % (i % 7, t + 9, i + 1))
+    d = Daemon("limits.max_output_buffer = 16K\n").start()
+    try:
+        cid = str(json.loads(import_bytes(d, ('{"traceEvents":[%s]}' % ",".join(ev)).encode(),
+                                          "big.json").stdout)["id"])
+        p = d.ctl("--json", "analyze", "launch", cid)
+        expect(len(p.stdout) > (1 << 20) + 16 * 1024, "reply of %d bytes" % len(p.stdout))
+        r = json.loads(p.stdout)
+        eq(len(r["ranks"][0]["launches"]["correlation"]), n, "every launch in the reply")
+        eq(d.ctl_json("version")["protocol"], 1, "the connection and daemon carry on")
+    finally:
+        d.cleanup()
+
 if __name__ == "__main__":
     main()
