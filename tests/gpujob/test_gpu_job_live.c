@@ -68,7 +68,8 @@ static void interval(struct capture *c, uint64_t submit_us, uint64_t start_us, u
  *   I4 bcs ctx 9: submitted 400, runs [400, 420] <- nothing: "Memcpy xe/bcs"
  * pid 200 "other": I5 ccs ctx 11 [1000, 1010], no launch.
  */
-static struct capture *scene(void)
+/* An empty live capture of [T0, T0 + 2 ms]. */
+static struct capture *live_capture(void)
 {
 	struct capture *c;
 	if (capture_new(&c) < 0)
@@ -76,6 +77,12 @@ static struct capture *scene(void)
 	c->kind = CAPTURE_LIVE;
 	c->t0_ns = T0;
 	c->t1_ns = T0 + 2000 * US;
+	return c;
+}
+
+static struct capture *scene(void)
+{
+	struct capture *c = live_capture();
 	uint32_t app = cb_str(c, "app"), other = cb_str(c, "other");
 	uint32_t gemm = cb_str(c, "gemm"), relu = cb_str(c, "relu");
 	/* a launch name carries its geometry after a NUL (gpu_launch.h) */
@@ -384,12 +391,7 @@ static void test_folded_gpu_time(void)
  */
 static void test_comm_live(void)
 {
-	struct capture *c;
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
-	c->t0_ns = T0;
-	c->t1_ns = T0 + 2000 * US;
+	struct capture *c = live_capture();
 	uint32_t app = cb_str(c, "app"), gemm = cb_str(c, "gemm");
 	uint32_t nccl = cb_str(c, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
 	uint32_t ccs = cb_str(c, "xe/ccs");
