@@ -16,6 +16,7 @@
 #include "analysis/analysis.h"
 #include "capjob.h"
 #include "gpd.h"
+#include "tlcache.h"
 #include "json.h"
 #include "methods.h"
 #include "methods_import.h"
@@ -32,6 +33,7 @@ struct import_job {
 	uint32_t io_timeout_ms;
 	/* results */
 	struct capture *cap;
+	struct timeline *tl; /* the imported timeline, for the analysis cache */
 	int err, code;
 	char msg[512];
 	cJSON *data;
@@ -169,6 +171,11 @@ static void import_work(void *arg)
 		goto out;
 	}
 	j->cap = c;
+	/* equal to what decoding the section gives (test_import_ref checks
+	 * the round trip): the first analysis need not decode it */
+	timeline_shrink(tl);
+	j->tl = tl;
+	tl = NULL;
 out:
 	free(enc);
 	free(info_text);
@@ -190,6 +197,10 @@ static void import_done(void *arg)
 	} else {
 		struct capentry *e;
 		int r = capreg_add(j->g->captures, j->cap, &e);
+		if (r == 0 && j->tl && j->g->tlcache) {
+			tlcache_release(j->g->tlcache, tlcache_put(j->g->tlcache, e->id, j->tl));
+			j->tl = NULL;
+		}
 		if (r < 0) {
 			capture_free(j->cap);
 			if (r == -EBUSY)
@@ -201,6 +212,7 @@ static void import_done(void *arg)
 			capreg_wait(e, j->req); /* answered with the info once persisted */
 		}
 	}
+	timeline_free(j->tl);
 	cJSON_Delete(j->data);
 	free(j);
 }

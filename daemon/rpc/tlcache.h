@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Decoded timelines kept between analysis requests (config
- * analysis.cache_bytes; docs/operations.md): the first analysis of a
- * capture loads and decodes its timeline section, the next ones on the
- * same capture reuse it. Captures never change once written, so an entry
+ * analysis.cache_bytes; docs/operations.md): an import leaves its timeline
+ * here, otherwise the first analysis of a capture loads and decodes its
+ * timeline section; the next ones on the same capture reuse it. Captures never change once written, so an entry
  * is valid until its capture is deleted. Least recently used entries go
  * first; a timeline larger than the budget is used once and not kept.
  * Entries are shared read-only by concurrent jobs (reference counts).

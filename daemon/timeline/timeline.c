@@ -371,6 +371,19 @@ const char *timeline_str(const struct timeline *tl, uint32_t id, size_t *len)
 	return strtab_get(&tl->st, id, len);
 }
 
+void timeline_shrink(struct timeline *tl)
+{
+	for (uint32_t i = 0; i < tl->nranks; i++) {
+		struct tl_rank *r = tl->ranks[i];
+		void *p;
+
+		if (r->nev && (p = realloc(r->ev, (size_t)r->nev * sizeof(*r->ev))))
+			r->ev = p;
+		if (r->nargs && (p = realloc(r->args, (size_t)r->nargs * sizeof(*r->args))))
+			r->args = p;
+	}
+}
+
 size_t timeline_mem_bytes(const struct timeline *tl)
 {
 	const struct strtab *st = &tl->st;

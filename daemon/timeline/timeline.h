@@ -269,6 +269,9 @@ const struct tl_rank *timeline_rank(const struct timeline *tl, int32_t rank);
 /* String by id ("" for 0 or an unknown id). *len optional. */
 const char *timeline_str(const struct timeline *tl, uint32_t id, size_t *len);
 uint32_t timeline_nstrs(const struct timeline *tl); /* ids are 0..n-1 */
+/* Give back the growth slack of a finished timeline's arrays (events,
+ * args), before keeping it for long. */
+void timeline_shrink(struct timeline *tl);
 /* Bytes the timeline holds (events, args, indexes, strings): what keeping
  * it costs (the decoded-timeline cache's budget). */
 size_t timeline_mem_bytes(const struct timeline *tl);
