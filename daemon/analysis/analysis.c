@@ -28,7 +28,7 @@ static const struct analysis_entry entries[] = {
 	  analysis_overlap },
 	{ { "launch", "launch call vs GPU duration and launch delay, outlier sets",
 	    "rank, runtime_cutoff_us (50), launch_delay_cutoff_us (100), include_memory (true), "
-	    "extended (false)" },
+	    "extended (false), per_launch (true)" },
 	  analysis_launch },
 	{ { "queue", "queue length per stream: summary, series, time blocked on a full queue",
 	    "rank, max_queue_length (1024), series (false)" },

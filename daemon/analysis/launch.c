@@ -48,10 +48,25 @@ struct outlier {
 	size_t n;
 };
 
-static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, double rt_cut,
-		    double delay_cut, bool mem, bool ext)
+/* Mean and max of one column, for the summary (per_launch or not). */
+struct col {
+	double sum, max;
+};
+
+static void col_add(struct col *k, double v)
 {
-	cJSON *o = cJSON_CreateObject(), *l, *corr, *cpu, *gpu, *delay, *flag = NULL;
+	k->sum += v;
+	k->max = v > k->max ? v : k->max;
+}
+
+static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, double rt_cut,
+		    double delay_cut, bool mem, bool ext, bool per_launch)
+{
+	cJSON *o = cJSON_CreateObject(), *l, *corr = NULL, *cpu = NULL, *gpu = NULL, *delay = NULL,
+	      *flag = NULL, *sum;
+	struct col cols[3] = { { 0, 0 }, { 0, 0 }, { 0, 0 } }; /* cpu, gpu, delay */
+	static const char *const col_key[3] = { "cpu_duration_us", "gpu_duration_us",
+						"launch_delay_us" };
 	struct outlier ol[3] = { { "short_gpu_kernels" },
 				 { "runtime_outliers" },
 				 { "launch_delay_outliers" } };
@@ -59,13 +74,15 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, double 
 
 	jpush(c, out, o);
 	jint(c, o, "rank", r->rank);
-	l = jobj(c, o, "launches");
-	corr = jarr(c, l, "correlation");
-	cpu = jarr(c, l, "cpu_duration_us");
-	gpu = jarr(c, l, "gpu_duration_us");
-	delay = jarr(c, l, "launch_delay_us");
-	if (ext)
-		flag = jarr(c, l, "extended");
+	if (per_launch) {
+		l = jobj(c, o, "launches");
+		corr = jarr(c, l, "correlation");
+		cpu = jarr(c, l, "cpu_duration_us");
+		gpu = jarr(c, l, "gpu_duration_us");
+		delay = jarr(c, l, "launch_delay_us");
+		if (ext)
+			flag = jarr(c, l, "extended");
+	}
 	for (int k = 0; k < 3; k++)
 		ol[k].arr = cJSON_CreateArray();
 
@@ -93,12 +110,17 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, double 
 			cd = us(ev_dur(r, e));
 			gd = us(ev_dur(r, g));
 			dd = d > 0 ? us(d) : 0;
-			jpush_num(c, corr, (double)e->correlation);
-			jpush_num(c, cpu, cd);
-			jpush_num(c, gpu, gd);
-			jpush_num(c, delay, dd);
-			if (flag)
-				jpush(c, flag, cJSON_CreateBool(kind == L_EXT));
+			if (per_launch) {
+				jpush_num(c, corr, (double)e->correlation);
+				jpush_num(c, cpu, cd);
+				jpush_num(c, gpu, gd);
+				jpush_num(c, delay, dd);
+				if (flag)
+					jpush(c, flag, cJSON_CreateBool(kind == L_EXT));
+			}
+			col_add(&cols[0], cd);
+			col_add(&cols[1], gd);
+			col_add(&cols[2], dd);
 			count++;
 			/* HTA's plot predicates (cuda_kernel_analysis.py) */
 			if (cd <= rt_cut && gd < cd) {
@@ -116,6 +138,13 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, double 
 		}
 	}
 	jint(c, o, "count", (int64_t)count);
+	sum = jobj(c, o, "summary");
+	for (int k = 0; k < 3; k++) {
+		cJSON *x = jobj(c, sum, col_key[k]);
+
+		jnum(c, x, "mean", count ? cols[k].sum / (double)count : 0);
+		jnum(c, x, "max", cols[k].max);
+	}
 	for (int k = 0; k < 3; k++) {
 		cJSON *s = jobj(c, o, ol[k].key);
 
@@ -133,9 +162,9 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, double 
 int analysis_launch(struct actx *c, cJSON **out)
 {
 	static const char *const keys[] = { "rank", "runtime_cutoff_us", "launch_delay_cutoff_us",
-					    "include_memory", "extended", NULL };
+					    "include_memory", "extended", "per_launch", NULL };
 	double rt_cut, delay_cut;
-	bool mem, ext;
+	bool mem, ext, per_launch;
 	cJSON *root, *ranks;
 	int err;
 
@@ -149,6 +178,8 @@ int analysis_launch(struct actx *c, cJSON **out)
 	if (!err)
 		err = an_param_bool(c, "extended", false, &ext);
 	if (!err)
+		err = an_param_bool(c, "per_launch", true, &per_launch);
+	if (!err)
 		err = require_gpu(c);
 	if (err)
 		return err;
@@ -157,11 +188,12 @@ int analysis_launch(struct actx *c, cJSON **out)
 	jnum(c, root, "launch_delay_cutoff_us", delay_cut);
 	jbool(c, root, "include_memory", mem);
 	jbool(c, root, "extended", ext);
+	jbool(c, root, "per_launch", per_launch);
 	for (uint32_t i = 0; !err && i < timeline_nranks(c->tl); i++) {
 		const struct tl_rank *r = timeline_rank_at(c->tl, i);
 
 		if (rank_selected(c, r))
-			err = one_rank(c, r, ranks, rt_cut, delay_cut, mem, ext);
+			err = one_rank(c, r, ranks, rt_cut, delay_cut, mem, ext, per_launch);
 	}
 	if (!err && c->oom)
 		err = -ENOMEM;

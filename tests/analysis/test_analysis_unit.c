@@ -147,6 +147,39 @@ static void test_launch(void)
 	CHECK_EQ_INT(num(r, "ranks.0.short_gpu_kernels.count"), 1); /* corr 2: 10 < 20 */
 	CHECK_EQ_INT(num(r, "ranks.0.runtime_outliers.count"), 1); /* corr 3: 60 > 50 */
 	CHECK_EQ_INT(num(r, "ranks.0.launch_delay_outliers.count"), 1); /* corr 4: 178 */
+	/* the summary is the arrays' mean and max; per_launch false drops the
+	 * arrays, keeps the counts, outlier sets and summary */
+	const cJSON *l = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ranks"), 0),
+					     "launches");
+	static const char *const cols[] = { "cpu_duration_us", "gpu_duration_us",
+					    "launch_delay_us" };
+	double mean[3], max[3];
+	for (int k = 0; k < 3; k++) {
+		const cJSON *v;
+		double s = 0, m = 0;
+		int n = 0;
+		cJSON_ArrayForEach(v, cJSON_GetObjectItem(l, cols[k]))
+		{
+			s += v->valuedouble, n++;
+			m = v->valuedouble > m ? v->valuedouble : m;
+		}
+		CHECK_EQ_INT(n, 4);
+		mean[k] = s / n, max[k] = m;
+	}
+	CHECK_NEAR(max[2], 178, 0); /* corr 4 */
+	cJSON_Delete(r);
+	r = run(tl, "launch", "{\"per_launch\": false}");
+	CHECK(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ranks"), 0),
+				  "launches") == NULL);
+	CHECK_EQ_INT(num(r, "ranks.0.count"), 4);
+	CHECK_EQ_INT(num(r, "ranks.0.launch_delay_outliers.count"), 1);
+	for (int k = 0; k < 3; k++) {
+		char key[96];
+		snprintf(key, sizeof(key), "ranks.0.summary.%s.mean", cols[k]);
+		CHECK_NEAR(num(r, key), mean[k], 1e-9);
+		snprintf(key, sizeof(key), "ranks.0.summary.%s.max", cols[k]);
+		CHECK_NEAR(num(r, key), max[k], 0);
+	}
 	cJSON_Delete(r);
 	r = run(tl, "launch", "{\"launch_delay_cutoff_us\": 5}");
 	CHECK_EQ_INT(num(r, "ranks.0.launch_delay_outliers.count"), 2);
