@@ -337,6 +337,15 @@ static uint32_t torch_name(const struct nsys_imp *m, int64_t gtid, int64_t t)
 	return 0;
 }
 
+/* bytes x n ranks, or -1 (unknown) when n is unknown or the payload's
+ * numbers overflow (a hostile or damaged export). */
+static int64_t times_n(int64_t bytes, int64_t n)
+{
+	int64_t r;
+
+	return n > 0 && !__builtin_mul_overflow(bytes, n, &r) ? r : -1;
+}
+
 static int enrich_one(struct nsys_imp *m, const struct nsys_comm *c)
 {
 	struct nsys_rank *nr = &m->ranks[c->rank];
@@ -396,11 +405,13 @@ static int enrich_one(struct nsys_imp *m, const struct nsys_comm *c)
 	}
 	in = out = bytes;
 	if (x.op == NOP_ALLGATHER)
-		out = n > 0 ? bytes * n : -1;
+		out = times_n(bytes, n);
 	else if (x.op == NOP_REDUCESCATTER)
-		in = n > 0 ? bytes * n : -1;
+		in = times_n(bytes, n);
 	else if (x.op == NOP_ALLTOALL || x.op == NOP_GATHER || x.op == NOP_SCATTER)
-		in = out = n > 0 ? bytes * n : -1;
+		in = out = times_n(bytes, n);
+	if (in < 0 || out < 0)
+		m->res->nccl_no_bytes++;
 	a->in_msg_nelems = in;
 	a->out_msg_nelems = out;
 	a->dtype = m->ids_byte;
