@@ -13,6 +13,9 @@
 #include "methods.h"
 #include "store/store.h"
 
+/* libasan's, when linked (weak: NULL otherwise). */
+extern size_t __sanitizer_get_current_allocated_bytes(void) __attribute__((weak));
+
 static const char *const no_params[] = {NULL};
 
 void method_version(struct rpc_req *req, const cJSON *params)
@@ -74,6 +77,11 @@ void method_status(struct rpc_req *req, const cJSON *params)
 		json_add_u64(mem, "rss_bytes", (uint64_t)pages_rss * (uint64_t)sysconf(_SC_PAGESIZE));
 	if (f)
 		fclose(f);
+	/* Under AddressSanitizer its allocator replaces malloc: what the
+	 * program holds is this, while RSS also counts ASan's caches. */
+	if (__sanitizer_get_current_allocated_bytes)
+		json_add_u64(mem, "asan_allocated_bytes",
+			     (uint64_t)__sanitizer_get_current_allocated_bytes());
 
 	cJSON *j = cJSON_AddObjectToObject(o, "jobs");
 	cJSON_AddNumberToObject(j, "running", g->jobs_running);

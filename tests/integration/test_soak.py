@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """A CI-sized soak (issue 10): bench/soak/soak drives 64 clients against a
 daemon with its collectors running for GPUPROF_SOAK_SECONDS (default 30):
-zero unexpected errors, no crash, RSS growth under 5% after warm-up, every
+zero unexpected errors, no crash, no growth after warm-up of what the
+daemon holds (ASan's allocated bytes, RSS as a backstop), every
 acknowledged capture reads back intact. Plus a client that passes a pipe
 as an output fd and never reads it: the job fails after limits.io_timeout
 and the other clients do not notice."""
@@ -29,15 +30,29 @@ ASAN = "detect_leaks=1:abort_on_error=1:quarantine_size_mb=8:malloc_context_size
 @test
 def soak_64_clients():
     # each client also opens raw sockets for malformed requests: room for both
-    # a small store fills (its pages touched) during warm-up: growth after
-    # it is the daemon holding on to something
-    d = Daemon("limits.max_clients = 160\nmemory.store_budget = 4M\n",
+    # a small store and a small analysis cache fill (their pages touched)
+    # during warm-up: growth after it is the daemon holding on to something
+    # (every import leaves its timeline in the cache, which then evicts)
+    d = Daemon("limits.max_clients = 160\nmemory.store_budget = 4M\n"
+               "analysis.cache_bytes = 2M\n",
                env={"ASAN_OPTIONS": ASAN}).start()
     try:
         # something to sample: the soak tool captures its own pid, which is
         # busy with 64 client threads
+        # what the daemon's allocator holds, sampled when the soak tool
+        # samples RSS as "warm" (half-way) and after it
+        held = {}
+
+        def sample(key, delay):
+            time.sleep(delay)
+            held[key] = d.ctl_json("status")["memory"].get("asan_allocated_bytes")
+
+        t = threading.Thread(target=sample, args=("warm", SECONDS / 2.0 + 1))
+        t.start()
         p = subprocess.run([SOAK, "-s", d.sock, "-c", "64", "-t", str(SECONDS), "-i", TRACE],
                            capture_output=True, timeout=SECONDS + 240)
+        t.join()
+        sample("end", 0)
         out = p.stdout.decode(errors="replace")
         print("\n".join("  " + line for line in out.splitlines() if not line.startswith("SOAK ")))
         line = [ln for ln in out.splitlines() if ln.startswith("SOAK ")]
@@ -49,8 +64,23 @@ def soak_64_clients():
         expect(s["kept"] > 0, "some captures were kept to read back")
         expect(s["requests"] > 100 * SECONDS, "a real load: %d requests" % s["requests"])
         start, warm, mid, end = s["rss_kb"]
-        expect(end <= warm * 1.05,
-               "RSS growth after warm-up under 5%%: warm %d kB, end %d kB", warm, end)
+        if held.get("warm") is not None and held.get("end") is not None:
+            # an ASan build: RSS also holds ASan's allocator caches, which
+            # creep 3-5 %% over this run with or without the daemon's
+            # allocations growing (a release build's RSS stays flat), so
+            # the leak check is on the bytes the daemon holds; RSS stays
+            # as a backstop
+            print("    daemon allocated bytes (ASan): warm %d, end %d" % (held["warm"], held["end"]))
+            expect(held["end"] <= held["warm"] * 1.05 + (1 << 20),
+                   "allocated bytes after warm-up grew over 5%%: warm %d, end %d",
+                   held["warm"], held["end"])
+            expect(end <= warm * 1.10,
+                   "RSS growth after warm-up under 10%%: warm %d kB, end %d kB", warm, end)
+        else:
+            expect(end <= warm * 1.05,
+                   "RSS growth after warm-up under 5%%: warm %d kB, end %d kB", warm, end)
+        ac = d.ctl_json("status")["analysis_cache"]
+        expect(ac["bytes"] <= ac["budget_bytes"], "the analysis cache in its budget: %r" % ac)
         eq(p.returncode, 0, "soak exit status")
         eq(d.stop(), 0, "clean exit (no leaks)")
     finally:
