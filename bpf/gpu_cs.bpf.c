@@ -19,6 +19,7 @@
 
 #include "gpu_cs_parse.h"
 #include "gpu_cs_run.h"
+#include "gpu_cs_user.h"
 
 /* bpf_probe_read_user() is gpl_only. */
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -42,7 +43,7 @@ static __always_inline int gpu_cs_read(void *rctx, __u64 addr, __u32 *dst, __u32
 	struct gpu_cs_run_args *a = rctx;
 
 	for (__u32 i = 0; i < GPU_CS_RUN_MAPS; i++) {
-		__u64 g, len, off, n;
+		__u64 g, len, off;
 
 		if (i >= a->nmaps)
 			break;
@@ -51,16 +52,7 @@ static __always_inline int gpu_cs_read(void *rctx, __u64 addr, __u32 *dst, __u32
 		if (addr < g || addr - g >= len)
 			continue;
 		off = addr - g;
-		n = (len - off) / 4;
-		if (n > max_dw)
-			n = max_dw;
-		if (n > GPU_CS_WIN_DW)
-			n = GPU_CS_WIN_DW;
-		if (!n)
-			return 0;
-		if (bpf_probe_read_user(dst, n * 4, (const void *)(a->maps[i].user + off)))
-			return -14; /* EFAULT */
-		return (int)n;
+		return gpu_cs_read_user(dst, a->maps[i].user + off, len - off, max_dw);
 	}
 	return -14;
 }

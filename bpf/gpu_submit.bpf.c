@@ -35,6 +35,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "gpu_cs_parse.h"
+#include "gpu_cs_user.h"
 #include "gpu_submit.h"
 
 /* bpf_probe_read_user() is gpl_only. */
@@ -185,7 +186,8 @@ static __always_inline int gpu_cs_read(void *rctx, __u64 addr, __u32 *dst, __u32
 		return -14; /* EFAULT: nothing bound there (yet) */
 	for (__u32 i = 0; i < GPU_SUBMIT_BINDS; i++) {
 		struct gpu_submit_bind *x = &b->b[i];
-		__u64 off, n, user, avail;
+		__u64 off, user, avail;
+		int n;
 
 		if (x->kind == GPU_SUBMIT_BIND_NONE || addr < x->gpu || addr - x->gpu >= x->len)
 			continue;
@@ -204,18 +206,10 @@ static __always_inline int gpu_cs_read(void *rctx, __u64 addr, __u32 *dst, __u32
 			if (bo->len - in_bo < avail)
 				avail = bo->len - in_bo;
 		}
-		n = avail / 4;
-		if (n > max_dw)
-			n = max_dw;
-		if (n > GPU_CS_WIN_DW)
-			n = GPU_CS_WIN_DW;
-		if (!n)
-			return 0;
-		if (bpf_probe_read_user(dst, n * 4, (const void *)user)) {
+		n = gpu_cs_read_user(dst, user, avail, max_dw);
+		if (n < 0)
 			count(GPU_SUBMIT_C_READ_FAULTS);
-			return -14;
-		}
-		return (int)n;
+		return n;
 	}
 	return -14;
 }
@@ -246,8 +240,6 @@ static long bind_cb(__u32 i, void *arg)
 	struct gpu_submit_bucket *b = bpf_map_lookup_elem(&binds, &k), fresh = {};
 	__u32 slot = GPU_SUBMIT_BINDS;
 
-	if (((j->op.gpu + j->op.len - 1) >> GPU_SUBMIT_BUCKET_SHIFT) < k.bucket)
-		return 1; /* past the binding's last bucket */
 	if (!b) {
 		fresh.b[0] = j->op;
 		bpf_map_update_elem(&binds, &k, &fresh, BPF_ANY);
@@ -277,11 +269,8 @@ static long unbind_cb(__u32 i, void *arg)
 {
 	struct job *j = ((struct jctx *)arg)->j;
 	struct gpu_submit_bkey k = { j->tgid, j->fd, j->b0 + i };
-	struct gpu_submit_bucket *b;
+	struct gpu_submit_bucket *b = bpf_map_lookup_elem(&binds, &k);
 
-	if (((j->op.gpu + j->op.len - 1) >> GPU_SUBMIT_BUCKET_SHIFT) < k.bucket)
-		return 1;
-	b = bpf_map_lookup_elem(&binds, &k);
 	if (!b)
 		return 0;
 	for (__u32 s = 0; s < GPU_SUBMIT_BINDS; s++)
@@ -290,12 +279,20 @@ static long unbind_cb(__u32 i, void *arg)
 	return 0;
 }
 
+/* The 2 MiB buckets j->op covers, from j->b0 (at most GPU_SUBMIT_MAX_BUCKETS). */
+static __always_inline __u32 op_buckets(const struct job *j)
+{
+	__u64 n = ((j->op.gpu + j->op.len - 1) >> GPU_SUBMIT_BUCKET_SHIFT) - j->b0 + 1;
+
+	return n < GPU_SUBMIT_MAX_BUCKETS ? (__u32)n : GPU_SUBMIT_MAX_BUCKETS;
+}
+
 /* Index j->op under its buckets. */
 static __always_inline void bind_range(struct job *j)
 {
 	struct jctx jc = { j };
 
-	bpf_loop(GPU_SUBMIT_MAX_BUCKETS, bind_cb, &jc, 0);
+	bpf_loop(op_buckets(j), bind_cb, &jc, 0);
 	count(GPU_SUBMIT_C_BINDS);
 }
 
@@ -330,7 +327,7 @@ static __noinline void bind_op(struct job *j, const void *uop)
 	} else if (o.op == GPU_SUBMIT_XE_BIND_UNMAP) {
 		struct jctx jc = { j };
 
-		bpf_loop(GPU_SUBMIT_MAX_BUCKETS, unbind_cb, &jc, 0);
+		bpf_loop(op_buckets(j), unbind_cb, &jc, 0);
 		count(GPU_SUBMIT_C_UNBINDS);
 	}
 }
@@ -359,9 +356,16 @@ static __always_inline void vm_bind(int fd, __u64 uarg)
 	}
 }
 
+/* No further parse of a submission follows this one. */
+static __always_inline bool final_parse(__u32 status, __u32 attempt)
+{
+	return status != GPU_CS_RETRY || attempt >= GPU_SUBMIT_MAX_ATTEMPTS;
+}
+
 /* Parse w's batch (attempt w->attempts) in the memory of process j->tgid
- * behind DRM fd w->fd and send the result; returns the parse's status. A subprogram: the xe and i915 paths
- * and the deferred re-parse share one copy. */
+ * behind DRM fd w->fd and send the result; returns the parse's status. A
+ * subprogram: the xe and i915 paths and the deferred re-parse share one
+ * copy. */
 static __noinline __u32 parse_send(struct job *j, const struct deferred *w)
 {
 	__u64 batch = w->batch;
@@ -391,7 +395,7 @@ static __noinline __u32 parse_send(struct job *j, const struct deferred *w)
 	ev->driver = w->driver;
 	ev->nbb = w->nbb;
 	ev->attempt = attempt;
-	ev->final = st != GPU_CS_RETRY || attempt >= GPU_SUBMIT_MAX_ATTEMPTS;
+	ev->final = final_parse(st, attempt);
 	ev->batch = batch & GPU_CS_VA_MASK;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 	bpf_probe_read_kernel(&ev->r, sizeof(ev->r), &j->cs.r);
@@ -411,7 +415,7 @@ static __always_inline void retry_deferred(struct job *j, __u32 tgid)
 	j->tgid = tgid;
 	w.attempts++;
 	st = parse_send(j, &w);
-	if (st != GPU_CS_RETRY || w.attempts >= GPU_SUBMIT_MAX_ATTEMPTS)
+	if (final_parse(st, w.attempts))
 		bpf_map_delete_elem(&deferred, &tgid);
 	else
 		bpf_map_update_elem(&deferred, &tgid, &w, BPF_ANY);

@@ -201,6 +201,31 @@ static void test_unbind_vector(void)
 	close(fd);
 }
 
+/* A binding of 6 MiB is indexed under the four 2 MiB buckets it covers:
+ * a batch in its last one is found, and after UNMAP nothing is. */
+static void test_multi_bucket(void)
+{
+	const size_t len = 6u << 20, at = (5u << 20) + 0x40;
+	const uint64_t va = 0x50000000ull; /* 2 MiB-aligned */
+	int fd = open("/dev/null", O_RDWR);
+	uint8_t *mem = calloc(1, len);
+	struct cs_case c = {0};
+
+	CHECK(fd >= 0 && mem != NULL);
+	case_xehp(&c);
+	memcpy(mem + at, c.b[0].dw, (size_t)c.b[0].n * 4);
+	bind_op(fd, GPU_SUBMIT_XE_BIND_MAP_USERPTR, 0, (uint64_t)(uintptr_t)mem, va, len);
+	CHECK_EQ_INT(exec_batch(fd, va + at), 0);
+	CHECK_EQ_INT(last.r.status, GPU_CS_DONE);
+	CHECK_EQ_INT(last.r.nksp, 1);
+	bind_op(fd, GPU_SUBMIT_XE_BIND_UNMAP, 0, 0, va, len);
+	CHECK_EQ_INT(exec_batch(fd, va + at), 0);
+	CHECK_EQ_INT(last.r.status, GPU_CS_RETRY);
+	cs_case_free(&c);
+	free(mem);
+	close(fd);
+}
+
 /*
  * A buffer object: GEM_MMAP_OFFSET names its fake offset, mmap() on the DRM
  * fd at that offset gives its user address, VM_BIND MAP places part of it
@@ -495,6 +520,7 @@ int main(void)
 	RUN(test_named);
 	RUN(test_random);
 	RUN(test_unbind_vector);
+	RUN(test_multi_bucket);
 	RUN(test_bo);
 	RUN(test_i915);
 	RUN(test_deferred);
