@@ -34,12 +34,11 @@ void capjob_fail_submit(struct capjob *j, int r)
 int capjob_timeline(struct capjob *j, struct capture *c, const char *need,
 		    const struct timeline **tl)
 {
-	struct capture *own = NULL;
 	struct timeline *dec = NULL;
 	char why[512] = "";
 	int r;
 
-	if (j->tl) { /* found by capjob_work() */
+	if (j->tl) { /* found by capjob_work(), which then passed no capture */
 		*tl = j->tl;
 		j->tl = NULL;
 		return 0;
@@ -47,27 +46,14 @@ int capjob_timeline(struct capjob *j, struct capture *c, const char *need,
 	/* (capjob_work() already looked for a timeline_only job) */
 	if (j->cache && !j->timeline_only && (*tl = tlcache_get(j->cache, j->id)))
 		return 0;
-	if (!c) {
-		r = capture_load(j->dirfd, j->id, &own);
-		if (r < 0) {
-			capjob_fail(j, r, r == -ENOENT ? GPUPROF_ERR_NOT_FOUND : GPUPROF_ERR_IO,
-				    "loading capture %llu: %s", (unsigned long long)j->id,
-				    strerror(-r));
-			capture_free(own);
-			return r;
-		}
-		c = own;
-	}
 	const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
 	if (!x) {
 		capjob_fail(j, -ENODATA, GPUPROF_ERR_NO_DATA,
 			    "capture %llu has no timeline: analyses need %s",
 			    (unsigned long long)j->id, need);
-		capture_free(own);
 		return -ENODATA;
 	}
 	r = timeline_decode(x->data, x->len, &dec, why, sizeof(why));
-	capture_free(own);
 	if (r < 0) {
 		capjob_fail(j, r, r == -ENOMEM ? 0 : GPUPROF_ERR_DAMAGED,
 			    "capture %llu: timeline section: %s", (unsigned long long)j->id,

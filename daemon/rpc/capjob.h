@@ -62,7 +62,8 @@ struct timeline;
 /*
  * Helper for run(): capture c's decoded timeline in *tl, from the
  * decoded-timeline cache (tlcache.h) or decoded now and offered to it (c
- * may be NULL: then the capture is loaded here). Read-only, shared with
+ * is NULL only for a capjob_submit_timeline() job whose timeline
+ * capjob_work() found cached). Read-only, shared with
  * other jobs; give it back with capjob_timeline_done(). Without a timeline
  * section, or when it does not decode, fails j (need says what an analysis
  * needs: "an imported trace") and returns a negative errno.

@@ -69,24 +69,6 @@ void tl_prefault(void *base, size_t alloc, size_t *done, size_t upto)
 #define TL_HUGE (2u << 20)
 #define TL_HUGE_MIN (4u << 20) /* smaller arrays: plain 4 KiB pages */
 
-/* Ask for transparent huge pages on the 2 MiB-aligned interior of
- * [p, p + n): the analyses walk event arrays of many MiB in stream or
- * correlation order, and a TLB miss costs a two-level page walk in a VM.
- * Advice only: with THP off ("never") nothing changes. */
-static void huge_hint(void *p, size_t n)
-{
-#ifdef MADV_HUGEPAGE
-	uintptr_t a = ((uintptr_t)p + TL_HUGE - 1) & ~(uintptr_t)(TL_HUGE - 1);
-	uintptr_t e = ((uintptr_t)p + n) & ~(uintptr_t)(TL_HUGE - 1);
-
-	if (n >= TL_HUGE_MIN && e > a)
-		madvise((void *)a, e - a, MADV_HUGEPAGE);
-#else
-	(void)p;
-	(void)n;
-#endif
-}
-
 void *tl_calloc_big(size_t n, size_t sz)
 {
 	size_t bytes, len;
@@ -100,7 +82,12 @@ void *tl_calloc_big(size_t n, size_t sz)
 	len = (bytes + TL_HUGE - 1) & ~(size_t)(TL_HUGE - 1);
 	if (posix_memalign(&p, TL_HUGE, len))
 		return NULL;
-	huge_hint(p, len);
+#ifdef MADV_HUGEPAGE
+	/* the analyses walk event arrays of many MiB in stream or correlation
+	 * order, and a TLB miss costs a two-level page walk in a VM. Advice
+	 * only: with THP off ("never") nothing changes */
+	madvise(p, len, MADV_HUGEPAGE);
+#endif
 	memset(p, 0, bytes);
 	return p;
 }
