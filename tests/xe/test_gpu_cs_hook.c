@@ -193,6 +193,15 @@ static void test_unbind_vector(void)
 					     .range = (uint64_t)c.b[i].n * 4,
 					     .addr = c.b[i].gpu,
 					     .op = GPU_SUBMIT_XE_BIND_MAP_USERPTR};
+	/* hostile arguments: a vector at an unmapped address, a huge count,
+	 * an exec struct nowhere: nothing bound, no event, the hook carries on */
+	bind_vector(fd, (const struct vm_bind_op *)(uintptr_t)0x10, 1000);
+	unsigned before = nevents;
+	xe_ioctl(fd, GPU_SUBMIT_XE_EXEC, (void *)(uintptr_t)0x10);
+	CHECK(xe_cs_hook_consume(hook, cs, NULL) >= 0);
+	CHECK_EQ_INT(nevents, before);
+	CHECK_EQ_INT(exec_batch(fd, c.start), 0);
+	CHECK_EQ_INT(last.r.status, GPU_CS_RETRY);
 	bind_vector(fd, ops, c.nbufs);
 	CHECK_EQ_INT(exec_batch(fd, c.start), 0);
 	CHECK_EQ_INT(last.r.status, GPU_CS_DONE);
