@@ -45,14 +45,28 @@ int gz_inflate_src(struct src *s, const uint8_t *in, ssize_t r, const struct gz_
 		   char *msg, size_t msg_len);
 
 struct gz_pipe;
+struct kseg;
+struct kspec_ctx;
 
-/* Inflate s on a new thread (s belongs to it until gz_pipe_stop). Fails
- * with -errno (e.g. no thread could be made): then nothing was read. */
-int gz_pipe_start(struct src *s, const uint8_t *in, ssize_t r, struct gz_pipe **ret);
+/* What the inflate thread also parses (kineto_spec.h). */
+enum gz_spec {
+	GZ_SPEC_AUTO, /* pieces inflated while the parser has a backlog */
+	GZ_SPEC_OFF,
+	GZ_SPEC_ALL, /* every piece (tests) */
+};
+
+/* Inflate s on a new thread (s belongs to it until gz_pipe_stop); plain:
+ * s is not gzip, its bytes are copied as they are. Fails with -errno (e.g.
+ * no thread could be made): then nothing was read. */
+int gz_pipe_start(struct src *s, const uint8_t *in, ssize_t r, bool plain, enum gz_spec spec,
+		  struct gz_pipe **ret);
+/* From now on the thread may parse pieces speculatively from state c. */
+void gz_pipe_spec(struct gz_pipe *g, const struct kspec_ctx *c);
 /* The next inflated piece, in order: > 0 bytes at *p (valid until the next
- * call); 0 at the end of the stream; < 0 the error gz_inflate_src gave,
- * msg set. */
-ssize_t gz_pipe_next(struct gz_pipe *g, const uint8_t **p, char *msg, size_t msg_len);
+ * call), with *seg its speculative parse or NULL; 0 at the end of the
+ * stream; < 0 the error gz_inflate_src gave, msg set. */
+ssize_t gz_pipe_next(struct gz_pipe *g, const uint8_t **p, struct kseg **seg, char *msg,
+		     size_t msg_len);
 /* Stop (early: the thread is told to quit after its current chunk), join
  * and free. s->bytes_in / s->map_hi are left as a serial import would have
  * them at the last piece taken. Returns whether a mapped window the thread

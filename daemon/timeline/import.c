@@ -16,6 +16,7 @@
 
 #include "gunzip.h"
 #include "kineto.h"
+#include "kineto_spec.h"
 #include "src.h"
 
 /* 64 KiB: a gzip piece inflated on the second thread is still in cache
@@ -24,6 +25,7 @@
 #define DEF_CHUNK (64u * 1024)
 #define DEF_MAX_BYTES (64ull << 30)
 #define PIPE_MIN_IN (64u * 1024) /* compressed bytes worth a thread */
+#define PIPE_MIN_PLAIN (1u << 20) /* plain bytes worth a thread */
 
 struct importer {
 	struct json_tok tok;
@@ -82,11 +84,14 @@ static int serial_put(void *arg, uint8_t *buf, size_t n)
 	return n ? feed(arg, buf, n) : 0;
 }
 
-/* Worth a second thread: a large gzip input that cannot block forever
+/* Worth a second thread: a large input that cannot block forever
  * (gunzip.c), fed in chunks big enough that handing them over is cheap,
- * and a second CPU this process may run on. */
+ * and a second CPU this process may run on. A gzip input inflates there
+ * from 64 KiB (compressed) on; a plain one, which the thread only copies
+ * and parses part of, from 1 MiB on. */
 static bool use_pipe(const struct importer *im, const struct src *s)
 {
+	uint64_t min = s->gz ? PIPE_MIN_IN : PIPE_MIN_PLAIN;
 	cpu_set_t cpus;
 
 	if ((im->o && im->o->no_inflate_thread) || s->chunk < 4096)
@@ -94,8 +99,60 @@ static bool use_pipe(const struct importer *im, const struct src *s)
 	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < 2)
 		return false;
 	if (s->fd < 0)
-		return s->mem_len >= PIPE_MIN_IN;
-	return s->regular && s->file_size >= PIPE_MIN_IN;
+		return s->mem_len >= min;
+	return s->regular && s->file_size >= min;
+}
+
+/* The rest of the source after its first r bytes at in, inflated or
+ * copied on a second thread that also parses whole events ahead of this
+ * one (kineto_spec.h); every piece goes to feed() in order, or is adopted.
+ * 1: no thread could be started (nothing read: go on serially). */
+static int pump_pipe(struct importer *im, struct src *s, const uint8_t *in, ssize_t r)
+{
+	struct kspec_ctx ctx;
+	struct kspec_map map = { 0 };
+	bool have_ctx = false;
+	struct kseg *seg;
+	struct gz_pipe *g;
+	const uint8_t *p;
+	char msg[200];
+	ssize_t n;
+	int err = 0;
+
+	if (gz_pipe_start(s, in, r, !s->gz, im->o ? (enum gz_spec)im->o->spec : GZ_SPEC_AUTO,
+			  &g) < 0)
+		return 1;
+	while ((n = gz_pipe_next(g, &p, &seg, msg, sizeof(msg))) > 0) {
+		size_t a, b;
+
+		/* the thread parsed whole events of this piece: feed up to
+		 * them, take them if the parse got there in the state they
+		 * assumed, feed the rest */
+		if (kseg_span(seg, &a, &b) && im->tok.offset + (uint64_t)n <= im->max_bytes) {
+			if ((err = feed(im, p, a)) < 0)
+				break;
+			if ((err = kseg_adopt(seg, &ctx, &map, &im->k, &im->tok)) < 0) {
+				set_err(im, err, im->tok.offset, "out of memory");
+				break;
+			}
+			if (err)
+				im->res->bytes_spec += b - a;
+			a = err ? b : a;
+			p += a;
+			n -= (ssize_t)a;
+		}
+		if ((err = feed(im, p, (size_t)n)) < 0)
+			break;
+		if (!have_ctx && kspec_ctx_take(&ctx, &im->k, &im->tok)) {
+			gz_pipe_spec(g, &ctx);
+			have_ctx = true;
+		}
+	}
+	if (n <= 0)
+		err = n < 0 ? set_err(im, (int)n, im->tok.offset, msg) : 0;
+	im->guard_hit |= gz_pipe_stop(g);
+	kspec_map_free(&map);
+	return err;
 }
 
 /* The gzip stream after its first r bytes at in, inflated serially or on
@@ -103,23 +160,13 @@ static bool use_pipe(const struct importer *im, const struct src *s)
 static int pump_gz(struct importer *im, struct src *s, const uint8_t *in, ssize_t r)
 {
 	struct gz_io io = { .out = serial_out, .put = serial_put, .arg = im };
-	struct gz_pipe *g;
-	const uint8_t *p;
 	char msg[200];
-	ssize_t n;
 	int err;
 
-	if (!use_pipe(im, s) || gz_pipe_start(s, in, r, &g) < 0) {
-		err = gz_inflate_src(s, in, r, &io, msg, sizeof(msg));
-		return err < 0 && msg[0] ? set_err(im, err, im->tok.offset, msg) : err;
-	}
-	while ((n = gz_pipe_next(g, &p, msg, sizeof(msg))) > 0)
-		if ((err = feed(im, p, (size_t)n)) < 0)
-			break;
-	if (n <= 0)
-		err = n < 0 ? set_err(im, (int)n, im->tok.offset, msg) : 0;
-	im->guard_hit |= gz_pipe_stop(g);
-	return err;
+	if (use_pipe(im, s) && (err = pump_pipe(im, s, in, r)) <= 0)
+		return err;
+	err = gz_inflate_src(s, in, r, &io, msg, sizeof(msg));
+	return err < 0 && msg[0] ? set_err(im, err, im->tok.offset, msg) : err;
 }
 
 /* Pump the whole source through the tokenizer. */
@@ -149,6 +196,11 @@ static int pump(struct importer *im, struct src *s)
 		err = pump_gz(im, s, in, r);
 		if (err < 0)
 			return err;
+	}
+	if (!s->gz && r > 0 && use_pipe(im, s) && (err = pump_pipe(im, s, in, r)) <= 0) {
+		if (err < 0)
+			return err;
+		r = 0; /* all of it went through the pipe */
 	}
 	while (!s->gz && r > 0) {
 		if ((err = feed(im, in, (size_t)r)) < 0)

@@ -762,3 +762,28 @@ int json_tok_end(struct json_tok *t)
 			    t->offset ? "unexpected end of input" : "empty input");
 	return 0;
 }
+
+void json_tok_resume(struct json_tok *t, const uint8_t *stack, uint32_t depth)
+{
+	memcpy(t->stack, stack, depth);
+	t->depth = depth;
+	t->state = ST_VALUE;
+}
+
+bool json_tok_at_elem(const struct json_tok *t, const uint8_t *stack, uint32_t depth)
+{
+	return !t->err[0] && t->tstate == T_NONE && t->state == ST_VALUE && t->depth == depth &&
+	       depth && !memcmp(t->stack, stack, depth) && stack[depth - 1] == '[';
+}
+
+bool json_tok_after_elem(const struct json_tok *t, uint32_t depth)
+{
+	return !t->err[0] && t->tstate == T_NONE && t->state == ST_COMMA_OR_CLOSE &&
+	       t->depth == depth && depth && t->stack[depth - 1] == '[';
+}
+
+void json_tok_skip(struct json_tok *t, uint64_t n)
+{
+	t->offset += n;
+	t->state = ST_COMMA_OR_CLOSE;
+}

@@ -83,4 +83,20 @@ int json_tok_feed(struct json_tok *t, const char *p, size_t n);
 /* End of input: errors if the document is incomplete or empty. */
 int json_tok_end(struct json_tok *t);
 
+/*
+ * Element boundaries of an array, for parsing pieces of one document on
+ * several threads (kineto_spec.c). `stack` holds the `depth` open
+ * containers ('{' or '['), the innermost an array.
+ *   json_tok_resume: a fresh tokenizer (offset 0) placed where an element
+ *     of that array starts, as right after a ','.
+ *   json_tok_at_elem: t is exactly there (nothing half-read).
+ *   json_tok_after_elem: t just finished an element of an array at depth.
+ *   json_tok_skip: t, at_elem, takes n bytes holding whole elements as
+ *     read (someone else parsed them): offset += n, now after an element.
+ */
+void json_tok_resume(struct json_tok *t, const uint8_t *stack, uint32_t depth);
+bool json_tok_at_elem(const struct json_tok *t, const uint8_t *stack, uint32_t depth);
+bool json_tok_after_elem(const struct json_tok *t, uint32_t depth);
+void json_tok_skip(struct json_tok *t, uint64_t n);
+
 #endif /* GPUPROF_TIMELINE_JSON_H */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kineto.h"
+#include "kineto_spec.h"
 #include "num.h"
 
 struct key_row {
@@ -116,7 +117,7 @@ int kimp_intern(struct kimp *k, const struct jv *v, uint32_t *id)
 		if (c->id && c->len == v->n && c->a == a && c->b == b &&
 		    (v->n <= 16 || !memcmp(strtab_get(k->st, c->id, NULL) + 8, v->s + 8, v->n - 16))) {
 			*id = c->id;
-			return 0;
+			return k->spec ? kspec_note(k, c->id) : 0;
 		}
 	}
 	r = strtab_intern(k->st, v->s, v->n);
@@ -125,7 +126,7 @@ int kimp_intern(struct kimp *k, const struct jv *v, uint32_t *id)
 	*id = (uint32_t)r;
 	if (c)
 		*c = (struct kimp_sc){ .a = a, .b = b, .len = (uint32_t)v->n, .id = (uint32_t)r };
-	return 0;
+	return k->spec ? kspec_note(k, (uint32_t)r) : 0;
 }
 
 /* Numeric value of a JSON number, or of a string holding a decimal
@@ -284,6 +285,9 @@ void kimp_finish(struct kimp *k)
 {
 	free(k->cat_kind);
 	free(k->name_flags);
+	free(k->seen_gen);
+	free(k->first);
 	k->cat_kind = NULL;
 	k->name_flags = NULL;
+	k->seen_gen = k->first = NULL;
 }

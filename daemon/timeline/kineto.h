@@ -28,6 +28,8 @@ enum key {
 
 enum { KF_TS = 1, KF_DUR = 2, KF_CAT = 4, KF_PH = 8, KF_ID = 16, KF_NAME = 32 };
 #define NAME_DONE 0x80000000u
+/* tl_flow.reserved in a speculative segment: id is -(string id) - 2 */
+#define TL_FLOW_STR_ID 1u
 
 /* Scratch for the event being parsed. */
 struct kev {
@@ -42,6 +44,7 @@ struct kev {
 	int64_t pid, tid;
 	uint32_t pidtid_flags;
 	int64_t flow_id;
+	bool flow_str; /* flow_id encodes a string id */
 	bool bp_e;
 	int64_t stream, correlation, external_id, device;
 	uint32_t meta_value;
@@ -100,6 +103,15 @@ struct kimp {
 	bool have_rank;
 	int64_t rank;
 	bool rounding;
+	/* A speculative piece parse (kineto_spec.c): stop at the end of the
+	 * events array; flows with string ids marked (TL_FLOW_STR_ID). */
+	bool spec;
+	/* spec: ids interned in this segment, in first-use order */
+	uint32_t gen; /* the segment's number, from 1 */
+	uint32_t *seen_gen; /* per id: gen of its last noted use */
+	uint32_t seen_cap;
+	uint32_t *first;
+	uint32_t nfirst, first_cap;
 	char err[200];
 	struct kimp_sc sc[1u << KIMP_SC_BITS];
 };

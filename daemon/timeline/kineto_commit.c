@@ -142,6 +142,8 @@ static int push_flow(struct kimp *k)
 	f->cat = e->cat;
 	f->ph = (uint8_t)e->ph;
 	f->bp_enclosing = e->bp_e;
+	if (k->spec && e->flow_str)
+		f->reserved = TL_FLOW_STR_ID; /* the merge maps the id's string */
 	return 0;
 }
 
@@ -210,6 +212,8 @@ int kimp_on_end(void *ctx, char type)
 	int err = 0;
 
 	(void)type;
+	if (role == R_EVENTS && k->spec)
+		return -ECANCELED; /* a piece's parse ends inside the events */
 	if (role == R_EVENT) {
 		err = commit_event(k);
 	} else if (role == R_DEV && r->ndevices < 1024) {

@@ -133,13 +133,15 @@ static int event_value(struct kimp *k, uint8_t key, const struct jv *v)
 		return 0;
 	}
 	case K_ID:
-		if (kimp_get_i64(k, v, &e->flow_id, true))
+		if (kimp_get_i64(k, v, &e->flow_id, true)) {
 			e->have |= KF_ID;
-		else if (v->type == JV_STRING) { /* "0x1a" ids: keep them distinct */
+			e->flow_str = false;
+		} else if (v->type == JV_STRING) { /* "0x1a" ids: keep them distinct */
 			if ((err = kimp_intern(k, v, &id)) < 0)
 				return err;
 			e->flow_id = -(int64_t)id - 2;
 			e->have |= KF_ID;
+			e->flow_str = true;
 		}
 		return 0;
 	case K_BP:

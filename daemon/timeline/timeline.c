@@ -12,7 +12,6 @@
 
 #include "timeline_int.h"
 
-#define STRTAB_MAX_IDS (UINT32_MAX / 2)
 
 static uint64_t hash_bytes(const char *s, size_t n)
 {
@@ -151,6 +150,15 @@ void strtab_finish(struct strtab *st)
 	free(st->slots);
 	free(st->hashes);
 	memset(st, 0, sizeof(*st));
+}
+
+void strtab_reset(struct strtab *st)
+{
+	if (st->n <= 1)
+		return;
+	st->n = 1;
+	st->blob_len = st->off[0] + st->len[0] + 1;
+	memset(st->slots, 0, (size_t)st->nslots * sizeof(*st->slots));
 }
 
 uint32_t strtab_find(const struct strtab *st, const char *s, size_t len)

@@ -361,6 +361,10 @@ struct import_opts {
 	 * and error texts; the compressed offset of a corrupt-data error and
 	 * what was parsed before a gzip error may differ. */
 	bool inflate_zlib;
+	/* With the inflate thread: 0 = it also parses whole events of the
+	 * pieces it inflates while the parser is busy (same results), 1 = it
+	 * does not, 2 = it tries every piece (tests). */
+	uint8_t spec;
 	/* A non-blocking fd (a client's pipe): longest wait for data, ms;
 	 * 0 = wait forever. Past it the import fails with -ETIMEDOUT. */
 	uint32_t io_timeout_ms;
@@ -374,6 +378,8 @@ struct import_result {
 	bool gzip;
 	uint64_t bytes_in; /* bytes read from the fd */
 	uint64_t bytes_json; /* uncompressed JSON bytes parsed */
+	/* of those, bytes whose events the inflate thread parsed */
+	uint64_t bytes_spec;
 	uint64_t events_raw; /* elements of traceEvents */
 	uint64_t events_kept; /* after the step filter (if finalized) */
 	uint64_t flows;

@@ -25,8 +25,12 @@ struct strtab {
 	uint32_t nslots; /* power of two */
 };
 
+#define STRTAB_MAX_IDS (UINT32_MAX / 2)
+
 int strtab_init(struct strtab *st);
 void strtab_finish(struct strtab *st);
+/* Back to just "" (id 0), keeping the allocations. */
+void strtab_reset(struct strtab *st);
 /* Intern s[0..len): returns the id (> 0 unless len == 0), or -ENOMEM /
  * -E2BIG when the table is full. */
 int64_t strtab_intern(struct strtab *st, const char *s, size_t len);
