@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * bench_hta_ratio [--runs N] [--size 1G|0] [--tmpdir DIR] [--jobs N]
+ * bench_hta_ratio [--runs N] [--size 1G|0] [--tmpdir DIR] [--jobs N] [--no-spec]
  *
  * Load + analyses, ours against HTA's, per reference trace. For every trace
  * in $GPUPROF_SHARED/reference/hta/timings.json, times (wall clock, best of
@@ -160,6 +160,7 @@ struct figures {
 };
 
 static int njobs = 1; /* --jobs: analyses run on this many threads at once */
+static bool no_spec; /* --no-spec: the inflate thread parses nothing (import_opts.spec) */
 
 struct pool {
 	const struct set *s;
@@ -227,7 +228,7 @@ static int run_once(char **files, int nf, const struct set *s, struct figures *f
 	if (timeline_new(&tl))
 		return -ENOMEM;
 	for (int i = 0; i < nf && !err; i++) {
-		struct import_opts o = { .rank = i, .no_finalize = true };
+		struct import_opts o = { .rank = i, .no_finalize = true, .spec = no_spec ? 1 : 0 };
 		struct import_result res;
 		int fd = open(files[i], O_RDONLY);
 
@@ -301,6 +302,7 @@ int main(int argc, char **argv)
 					    { "size", required_argument, NULL, 's' },
 					    { "tmpdir", required_argument, NULL, 'd' },
 					    { "jobs", required_argument, NULL, 'j' },
+					    { "no-spec", no_argument, NULL, 'S' },
 					    { 0 } };
 	const char *shared = getenv("GPUPROF_SHARED"), *tmpdir = "/tmp";
 	const cJSON *traces, *t, *largest = NULL;
@@ -310,7 +312,7 @@ int main(int argc, char **argv)
 	char path[4096], *text;
 	cJSON *timings;
 
-	while ((c = getopt_long(argc, argv, "r:s:d:j:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:s:d:j:S", lo, NULL)) != -1) {
 		if (c == 'r')
 			runs = atoi(optarg) > 0 ? atoi(optarg) : 1;
 		else if (c == 's')
@@ -319,8 +321,13 @@ int main(int argc, char **argv)
 			tmpdir = optarg;
 		else if (c == 'j')
 			njobs = atoi(optarg) >= 1 && atoi(optarg) <= 16 ? atoi(optarg) : 1;
+		else if (c == 'S')
+			no_spec = true;
 		else {
-			fprintf(stderr, "usage: %s [--runs N] [--size 1G|0] [--tmpdir DIR] [--jobs N]\n", argv[0]);
+			fprintf(stderr,
+				"usage: %s [--runs N] [--size 1G|0] [--tmpdir DIR] [--jobs N] "
+				"[--no-spec]\n",
+				argv[0]);
 			return 2;
 		}
 	}
