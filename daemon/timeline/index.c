@@ -161,6 +161,32 @@ static void build_links(struct tl_rank *r)
 	}
 }
 
+/* corr_start[] when the ids are dense (timeline.h); by_corr / corr_keys
+ * are sorted. */
+static int corr_dense(struct tl_rank *r)
+{
+	const int64_t *k = r->corr_keys;
+	uint32_t n = r->nby_corr, j = 0;
+	uint64_t span;
+
+	if (!n)
+		return 0;
+	span = (uint64_t)k[n - 1] - (uint64_t)k[0]; /* exact: k[n - 1] >= k[0] */
+	if (span >= 4ull * n + 64 || span >= UINT32_MAX - 1)
+		return 0;
+	span++;
+	if (!(r->corr_start = malloc(((size_t)span + 1) * sizeof(*r->corr_start))))
+		return -ENOMEM;
+	r->corr_lo = k[0];
+	r->corr_span = (uint32_t)span;
+	for (uint32_t d = 0; d <= span; d++) {
+		while (j < n && (uint64_t)k[j] - (uint64_t)k[0] < d)
+			j++;
+		r->corr_start[d] = j;
+	}
+	return 0;
+}
+
 int tl_rank_index(struct tl_rank *r)
 {
 	uint32_t *tmp, n;
@@ -209,6 +235,8 @@ int tl_rank_index(struct tl_rank *r)
 		goto nomem;
 	for (uint32_t i = 0; i < n; i++)
 		r->corr_keys[i] = r->ev[r->by_corr[i]].correlation;
+	if (corr_dense(r) < 0)
+		goto nomem;
 	build_links(r);
 
 	{

@@ -279,7 +279,10 @@ void tl_rank_drop_indexes(struct tl_rank *r)
 	free(r->threads);
 	free(r->by_corr);
 	free(r->corr_keys);
+	free(r->corr_start);
 	r->corr_keys = NULL;
+	r->corr_start = NULL;
+	r->corr_span = 0;
 	r->hta_order = r->by_stream = r->by_thread = r->by_corr = NULL;
 	r->streams = NULL;
 	r->threads = NULL;
@@ -394,6 +397,7 @@ size_t timeline_mem_bytes(const struct timeline *tl)
 		     (size_t)r->nmeta * sizeof(*r->meta) + (size_t)r->ndevices * sizeof(*r->devices) +
 		     (size_t)r->nby_stream * sizeof(*r->by_stream) +
 		     (size_t)r->nby_corr * (sizeof(*r->by_corr) + sizeof(*r->corr_keys)) +
+		     (r->corr_start ? ((size_t)r->corr_span + 1) * sizeof(*r->corr_start) : 0) +
 		     (size_t)r->nstreams * sizeof(*r->streams) +
 		     (size_t)r->nthreads * sizeof(*r->threads);
 	}
@@ -435,6 +439,18 @@ uint32_t tl_rank_corr(const struct tl_rank *r, int64_t correlation, uint32_t *fi
 	const int64_t *k = r->corr_keys;
 	uint32_t lo = 0, hi = r->nby_corr, start;
 
+	if (r->corr_start) {
+		uint64_t d = (uint64_t)correlation - (uint64_t)r->corr_lo;
+
+		if (d >= r->corr_span) {
+			if (first)
+				*first = 0;
+			return 0;
+		}
+		if (first)
+			*first = r->corr_start[d];
+		return r->corr_start[d + 1] - r->corr_start[d];
+	}
 	if (!k) /* not indexed */
 		hi = 0;
 	while (lo < hi) {

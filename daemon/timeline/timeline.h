@@ -235,6 +235,13 @@ struct tl_rank {
 	/* corr_keys[i] = ev[by_corr[i]].correlation: tl_rank_corr() searches
 	 * this contiguous copy instead of reading an event per step */
 	int64_t *corr_keys;
+	/* When the correlation ids are dense (span <= 4 x nby_corr + 64):
+	 * corr_start[c - corr_lo] .. corr_start[c - corr_lo + 1] is c's run
+	 * in by_corr (span + 1 entries), so tl_rank_corr() is O(1); else
+	 * NULL and it binary-searches corr_keys. */
+	uint32_t *corr_start;
+	int64_t corr_lo;
+	uint32_t corr_span;
 };
 
 struct timeline; /* opaque: string table + ranks */

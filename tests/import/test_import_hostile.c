@@ -230,6 +230,71 @@ static void test_odd_events(void)
 	timeline_free(tl);
 }
 
+/* tl_rank_corr() against a count over all events, for dense ids (the
+ * direct table), sparse ones (binary search), negative and extreme ids,
+ * repeats, and ids that are absent or just outside the range. */
+static void check_corr(const int64_t *ids, int n, bool dense)
+{
+	size_t cap = (size_t)n * 120 + 64, len = 0;
+	char *doc = malloc(cap);
+	struct timeline *tl;
+	struct import_result res;
+	const struct tl_rank *r;
+
+	len += (size_t)snprintf(doc + len, cap - len, "{\"traceEvents\": [");
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(doc + len, cap - len,
+					"%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\","
+					"\"pid\":0,\"tid\":7,\"ts\":%d,\"dur\":1,"
+					"\"args\":{\"correlation\":%lld}}",
+					i ? "," : "", i, (long long)ids[i]);
+	len += (size_t)snprintf(doc + len, cap - len, "]}");
+	CHECK_EQ_INT(imp(doc, len, NULL, &res, &tl), 0);
+	r = timeline_rank(tl, 0);
+	CHECK_EQ_INT(r->corr_start != NULL, dense);
+	for (int i = -1; i <= n; i++) {
+		int64_t probe[3];
+
+		if (i < 0 || i == n) {
+			probe[0] = INT64_MIN;
+			probe[1] = INT64_MAX;
+			probe[2] = 0;
+		} else {
+			probe[0] = ids[i];
+			probe[1] = ids[i] == INT64_MAX ? 0 : ids[i] + 1;
+			probe[2] = ids[i] == INT64_MIN ? 0 : ids[i] - 1;
+		}
+		for (int p = 0; p < 3; p++) {
+			uint32_t want = 0, first = 0, got = tl_rank_corr(r, probe[p], &first);
+
+			for (uint32_t e = 0; e < r->nev; e++)
+				want += r->ev[e].correlation == probe[p];
+			CHECK_EQ_INT(got, want);
+			for (uint32_t k = 0; k < got; k++)
+				CHECK(r->ev[r->by_corr[first + k]].correlation == probe[p]);
+		}
+	}
+	timeline_free(tl);
+	free(doc);
+}
+
+static void test_corr_lookup(void)
+{
+	int64_t dense[300], sparse[300];
+	static const int64_t extreme[] = { INT64_MIN, INT64_MAX, -5, 0, 7, INT64_MIN + 1,
+					   INT64_MAX - 1, 7, -2 };
+	static const int64_t neg[] = { -10, -9, -9, -7, -3, -2 };
+
+	for (int i = 0; i < 300; i++) {
+		dense[i] = 21800 + (i * 7) % 290; /* repeats, gaps */
+		sparse[i] = (int64_t)i * 1000003;
+	}
+	check_corr(dense, 300, true);
+	check_corr(sparse, 300, false);
+	check_corr(extreme, (int)(sizeof(extreme) / sizeof(extreme[0])), false);
+	check_corr(neg, (int)(sizeof(neg) / sizeof(neg[0])), true);
+}
+
 static void test_rank_and_caps(void)
 {
 	struct import_result res;
@@ -343,6 +408,7 @@ int main(void)
 	RUN(test_number_paths);
 	RUN(test_strings);
 	RUN(test_odd_events);
+	RUN(test_corr_lookup);
 	RUN(test_rank_and_caps);
 	RUN(test_gzip);
 	RUN(test_decode_hostile);
