@@ -133,7 +133,7 @@ static void bench(const char *label, const struct timeline *tl, const cJSON *bes
 			cJSON *res = NULL;
 			double t0 = now();
 
-			rc = analysis_run(jobs[j].name, tl, p, &res, NULL, 0);
+			rc = analysis_run_flags(jobs[j].name, tl, p, ANALYSIS_COMPACT, &res, NULL, 0);
 			t0 = now() - t0;
 			cJSON_Delete(res);
 			bestt = t0 < bestt ? t0 : bestt;

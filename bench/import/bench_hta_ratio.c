@@ -185,8 +185,9 @@ static void *pool_main(void *arg)
 		pthread_mutex_unlock(&p->mu);
 		if (j >= p->s->n)
 			return NULL;
-		r = analysis_run(p->s->job[j].name, p->tl, p->s->job[j].params, &out, why,
-				 sizeof(why));
+		/* as the daemon runs them (compact number arrays) */
+		r = analysis_run_flags(p->s->job[j].name, p->tl, p->s->job[j].params,
+				       ANALYSIS_COMPACT, &out, why, sizeof(why));
 		cJSON_Delete(out);
 		pthread_mutex_lock(&p->mu);
 		if (r < 0 && !p->errors++)

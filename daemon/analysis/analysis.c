@@ -71,7 +71,14 @@ static int parse_rank(struct actx *c)
 int analysis_run(const char *name, const struct timeline *tl, const cJSON *params,
 		 cJSON **result, char *err, size_t errlen)
 {
-	struct actx c = { .tl = tl, .params = params, .err = err, .errlen = errlen };
+	return analysis_run_flags(name, tl, params, 0, result, err, errlen);
+}
+
+int analysis_run_flags(const char *name, const struct timeline *tl, const cJSON *params,
+		       unsigned flags, cJSON **result, char *err, size_t errlen)
+{
+	struct actx c = { .tl = tl, .params = params, .err = err, .errlen = errlen,
+			  .compact = flags & ANALYSIS_COMPACT };
 	const struct analysis_entry *e = NULL;
 	int ret;
 
@@ -92,6 +99,12 @@ int analysis_run(const char *name, const struct timeline *tl, const cJSON *param
 	ret = parse_rank(&c);
 	if (!ret)
 		ret = e->run(&c, result);
+	jnums_finish(&c, ret == 0 && *result);
+	if (ret == 0 && c.oom) { /* a text buffer could not be made */
+		cJSON_Delete(*result);
+		*result = NULL;
+		ret = -ENOMEM;
+	}
 	if (ret == -ENOMEM && err && errlen && !err[0])
 		snprintf(err, errlen, "out of memory");
 	free(c.ktype);

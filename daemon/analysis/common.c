@@ -346,9 +346,151 @@ void jpush(struct actx *c, cJSON *arr, cJSON *item)
 	}
 }
 
+struct jnums {
+	cJSON *arr;
+	double *v;
+	size_t n, cap;
+};
+
+/* The buffer collecting arr's numbers (made on first use), or NULL. */
+static struct jnums *nums_of(struct actx *c, cJSON *arr)
+{
+	struct jnums *b;
+
+	if (c->nums_last < c->nnums && c->nums[c->nums_last].arr == arr)
+		return &c->nums[c->nums_last];
+	for (uint32_t i = c->nnums; i-- > 0;)
+		if (c->nums[i].arr == arr) {
+			c->nums_last = i;
+			return &c->nums[i];
+		}
+	if (c->nnums == c->nums_cap) {
+		uint32_t cap = c->nums_cap ? c->nums_cap * 2 : 8;
+		struct jnums *n = realloc(c->nums, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		c->nums = n;
+		c->nums_cap = cap;
+	}
+	b = &c->nums[c->nnums];
+	*b = (struct jnums){ .arr = arr };
+	c->nums_last = c->nnums++;
+	return b;
+}
+
 void jpush_num(struct actx *c, cJSON *arr, double v)
 {
-	jpush(c, arr, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
+	struct jnums *b;
+
+	if (!c->compact || !arr) {
+		jpush(c, arr, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
+		return;
+	}
+	if (!(b = nums_of(c, arr))) {
+		c->oom = true;
+		return;
+	}
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+		double *n = realloc(b->v, cap * sizeof(*n));
+
+		if (!n) {
+			c->oom = true;
+			return;
+		}
+		b->v = n;
+		b->cap = cap;
+	}
+	b->v[b->n++] = v;
+}
+
+/* Digits of x (< 10^19) at the end of out[0..20); returns the first. */
+static char *utoa_rev(uint64_t x, char *end)
+{
+	do {
+		*--end = (char)('0' + x % 10);
+		x /= 10;
+	} while (x);
+	return end;
+}
+
+size_t jfmt_num(double v, char *out)
+{
+	char tmp[24], *e = tmp + sizeof(tmp), *d;
+	size_t n = 0;
+	uint64_t m;
+
+	if (!isfinite(v)) {
+		memcpy(out, "null", 5);
+		return 4;
+	}
+	/* whole numbers and whole ns in µs (x.yyy): exact decimal text,
+	 * which parses back to the nearest double: v itself, checked */
+	if (fabs(v) < 1e12) {
+		double a = fabs(v) * 1000;
+		int frac = 3;
+
+		m = (uint64_t)llround(a);
+		if ((double)m / 1000 == fabs(v)) {
+			if (v < 0)
+				out[n++] = '-';
+			while (frac && m % 10 == 0 && m) {
+				m /= 10;
+				frac--;
+			}
+			if (!m)
+				frac = 0;
+			d = utoa_rev(m, e);
+			while (e - d <= frac) /* leading zeros of 0.00x */
+				*--d = '0';
+			memcpy(out + n, d, (size_t)(e - d) - (size_t)frac);
+			n += (size_t)(e - d) - (size_t)frac;
+			if (frac) {
+				out[n++] = '.';
+				memcpy(out + n, e - frac, (size_t)frac);
+				n += (size_t)frac;
+			}
+			out[n] = '\0';
+			return n;
+		}
+	}
+	return (size_t)snprintf(out, 32, "%.17g", v);
+}
+
+void jnums_finish(struct actx *c, bool ok)
+{
+	for (uint32_t i = 0; i < c->nnums; i++) {
+		struct jnums *b = &c->nums[i];
+		char *txt = ok ? malloc(b->n * 32 + 3) : NULL;
+		size_t n = 0;
+
+		if (ok && !txt)
+			c->oom = true;
+		if (txt && b->arr && cJSON_IsArray(b->arr) && !b->arr->child) {
+			txt[n++] = '[';
+			for (size_t k = 0; k < b->n; k++) {
+				if (k)
+					txt[n++] = ',';
+				n += jfmt_num(b->v[k], txt + n);
+			}
+			txt[n++] = ']';
+			txt[n] = '\0';
+			if (n + 1 < b->n * 32 + 3) { /* give back the room left */
+				char *t = realloc(txt, n + 1);
+
+				txt = t ? t : txt;
+			}
+			b->arr->type = cJSON_Raw;
+			b->arr->valuestring = txt;
+			txt = NULL;
+		}
+		free(txt);
+		free(b->v);
+	}
+	free(c->nums);
+	c->nums = NULL;
+	c->nnums = c->nums_cap = 0;
 }
 
 cJSON *jroot(struct actx *c, const char *name, cJSON **ranks)

@@ -27,6 +27,12 @@ struct actx {
 	bool oom; /* a cJSON allocation failed somewhere: report -ENOMEM */
 	uint8_t *ktype; /* per string id: enum ktype + 1, 0 = not yet classified */
 	uint32_t nstrs;
+	/* ANALYSIS_COMPACT: jpush_num() collects each array's numbers here;
+	 * on success they become one cJSON_Raw node of JSON text per array
+	 * (jnums_finish), not a node per number. */
+	bool compact;
+	struct jnums *nums;
+	uint32_t nnums, nums_cap, nums_last;
 };
 
 enum ktype { KT_COMPUTATION = 0, KT_COMMUNICATION, KT_MEMORY, KT_OTHER, KT_COUNT };
@@ -113,7 +119,13 @@ void jnum(struct actx *c, cJSON *obj, const char *key, double v); /* NaN/inf →
 void jint(struct actx *c, cJSON *obj, const char *key, int64_t v);
 void jstr(struct actx *c, cJSON *obj, const char *key, const char *s);
 void jbool(struct actx *c, cJSON *obj, const char *key, bool v);
-void jpush_num(struct actx *c, cJSON *arr, double v);
+void jpush_num(struct actx *c, cJSON *arr, double v); /* NaN/inf → null */
+/* After the analysis ran (ok: it succeeded, its tree is intact): turn the
+ * collected arrays into raw JSON text, or just drop them. */
+void jnums_finish(struct actx *c, bool ok);
+/* A double as JSON text that parses back to exactly v ("null" if not
+ * finite); at most 32 bytes with the NUL. Returns the length. */
+size_t jfmt_num(double v, char *out);
 void jpush(struct actx *c, cJSON *arr, cJSON *item);
 /* New root {"analysis": name, "unit": "us", "ranks": []}; *ranks gets the array. */
 cJSON *jroot(struct actx *c, const char *name, cJSON **ranks);

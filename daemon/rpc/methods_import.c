@@ -306,7 +306,9 @@ static void analyze_run(struct capjob *j, struct capture *c)
 	cJSON_DeleteItemFromObjectCaseSensitive(aparams, "__analysis");
 	char err[512] = "";
 	cJSON *result = NULL;
-	int r = analysis_run(name, tl, aparams, &result, err, sizeof(err));
+	/* the result is only printed: long number arrays as raw JSON text */
+	int r = analysis_run_flags(name, tl, aparams, ANALYSIS_COMPACT, &result, err,
+				   sizeof(err));
 	cJSON_Delete(aparams);
 	capjob_timeline_done(j, tl);
 	if (r < 0) {
