@@ -105,7 +105,7 @@ static void emit_stream(struct actx *c, cJSON *streams, int64_t stream, const in
 static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t delay, bool stats,
 		    uint32_t mtia_cat)
 {
-	struct krow *k = malloc((r->nby_stream + 1) * sizeof(*k));
+	struct krow *k = tl_malloc_big((r->nby_stream + 1) * sizeof(*k));
 	double *vals[IC_COUNT] = { NULL };
 	size_t n = 0;
 	int err = -ENOMEM;

@@ -21,8 +21,8 @@
 static int type_masks(struct actx *c, const struct tl_rank *r, int ntypes, int64_t sum[8],
 		      bool seen[8])
 {
-	struct ival *v = malloc((r->nby_stream + 1) * sizeof(*v));
-	struct sweep_ev *ev = malloc((2 * (size_t)r->nby_stream + 1) * sizeof(*ev));
+	struct ival *v = tl_malloc_big((r->nby_stream + 1) * sizeof(*v));
+	struct sweep_ev *ev = tl_malloc_big((2 * (size_t)r->nby_stream + 1) * sizeof(*ev));
 	size_t nev = 0;
 	int mask = 0;
 
@@ -151,8 +151,8 @@ static void stats_of(struct kstat *s, const double *v, size_t n)
 static int kernel_stats(struct actx *c, const struct tl_rank *r, int type, int64_t num_kernels,
 			double ratio, struct kvec *out)
 {
-	struct namedur *nd = malloc((r->nby_stream + 1) * sizeof(*nd));
-	double *vals = malloc((r->nby_stream + 1) * sizeof(*vals));
+	struct namedur *nd = tl_malloc_big((r->nby_stream + 1) * sizeof(*nd));
+	double *vals = tl_malloc_big((r->nby_stream + 1) * sizeof(*vals));
 	size_t n = 0, first = out->n, ng;
 	int err = -ENOMEM;
 

@@ -17,8 +17,8 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
 	int64_t total, both;
 	cJSON *o;
 
-	comm = malloc((r->nby_stream + 1) * sizeof(*comm));
-	comp = malloc((r->nby_stream + 1) * sizeof(*comp));
+	comm = tl_malloc_big((r->nby_stream + 1) * sizeof(*comm));
+	comp = tl_malloc_big((r->nby_stream + 1) * sizeof(*comp));
 	if (!comm || !comp) {
 		free(comm);
 		free(comp);

@@ -92,11 +92,11 @@ static void emit_stream(struct actx *c, cJSON *streams, const struct qrow *q,
 static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t maxq,
 		    bool series, int64_t t0)
 {
-	struct qrow *q = malloc(((size_t)r->nev + 1) * sizeof(*q));
-	int64_t *keys = malloc(((size_t)r->nev + 1) * sizeof(*keys));
-	uint32_t *idx = malloc(((size_t)r->nev + 1) * sizeof(*idx));
-	struct order_key *k = malloc(((size_t)r->nev + 1) * sizeof(*k));
-	int64_t *ql = malloc(((size_t)r->nev + 1) * sizeof(*ql));
+	struct qrow *q = tl_malloc_big(((size_t)r->nev + 1) * sizeof(*q));
+	int64_t *keys = tl_malloc_big(((size_t)r->nev + 1) * sizeof(*keys));
+	uint32_t *idx = tl_malloc_big(((size_t)r->nev + 1) * sizeof(*idx));
+	struct order_key *k = tl_malloc_big(((size_t)r->nev + 1) * sizeof(*k));
+	int64_t *ql = tl_malloc_big(((size_t)r->nev + 1) * sizeof(*ql));
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN, hta_stream = TL_NONE;
 	size_t n = 0;
 	cJSON *o, *streams;

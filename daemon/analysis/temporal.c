@@ -18,7 +18,7 @@
 /* time[type] = time during which `type` is the highest-priority active type. */
 static int priority_split(const struct tl_rank *r, struct actx *c, int64_t time[KT_COUNT])
 {
-	struct sweep_ev *ev = malloc(2 * (size_t)r->nby_stream * sizeof(*ev) + 1);
+	struct sweep_ev *ev = tl_malloc_big(2 * (size_t)r->nby_stream * sizeof(*ev) + 1);
 	int64_t active[KT_COUNT] = { 0 };
 	size_t n = 0;
 
@@ -63,8 +63,8 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
 	cJSON *o;
 	int err = -ENOMEM;
 
-	all = malloc((r->nby_stream + 1) * sizeof(*all));
-	comp = malloc((r->nby_stream + 1) * sizeof(*comp));
+	all = tl_malloc_big((r->nby_stream + 1) * sizeof(*all));
+	comp = tl_malloc_big((r->nby_stream + 1) * sizeof(*comp));
 	if (!all || !comp)
 		goto out;
 	for (uint32_t i = 0; i < r->nby_stream; i++) {

@@ -68,6 +68,22 @@ void tl_prefault(void *base, size_t alloc, size_t *done, size_t upto)
 #define TL_HUGE (2u << 20)
 #define TL_HUGE_MIN (4u << 20) /* smaller arrays: plain 4 KiB pages */
 
+void *tl_malloc_big(size_t bytes)
+{
+	size_t len;
+	void *p;
+
+	if (bytes < TL_HUGE_MIN)
+		return malloc(bytes ? bytes : 1);
+	len = (bytes + TL_HUGE - 1) & ~(size_t)(TL_HUGE - 1);
+	if (len < bytes || posix_memalign(&p, TL_HUGE, len))
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	madvise(p, len, MADV_HUGEPAGE);
+#endif
+	return p;
+}
+
 void *tl_calloc_big(size_t n, size_t sz)
 {
 	size_t bytes, len;

@@ -293,6 +293,10 @@ int64_t timeline_hta_min_ts_us(const struct timeline *tl);
 /* Positions (into r->ev) of events with this correlation: *first indexes
  * r->by_corr; returns the count (0 if none). */
 uint32_t tl_rank_corr(const struct tl_rank *r, int64_t correlation, uint32_t *first);
+/* malloc() for per-event scratch arrays: from 4 MiB on, 2 MiB-aligned and
+ * advised MADV_HUGEPAGE (a fault per 2 MiB written instead of 512 4 KiB
+ * ones, each costly in a VM); free() frees it. */
+void *tl_malloc_big(size_t bytes);
 /* Stream entry for (stream, pid), pid < 0 = first entry of that stream; NULL. */
 const struct tl_stream *tl_rank_stream(const struct tl_rank *r, int64_t stream, int64_t pid);
 /* Args of an event, NULL when it has none. */
