@@ -269,9 +269,9 @@ static int import_src(struct src *s, const struct import_opts *o, struct timelin
 		r->rank = (int32_t)im.k.rank, r->flags |= TL_RANK_FROM_DIST_INFO;
 	else
 		r->rank = o && o->rank >= 0 ? o->rank : 0;
-	if (im.k.rounding) {
+	if (im.k.rounding) { /* later rows were flagged as they were pushed */
 		r->flags |= TL_RANK_HTA_ROUNDING;
-		for (uint32_t i = 0; i < r->nev; i++)
+		for (uint32_t i = 0; i < im.k.rounding_from && i < r->nev; i++)
 			if (r->ev[i].hta_end_us < r->ev[i].hta_ts_us)
 				r->ev[i].flags |= TL_EV_HTA_DUR_NEG;
 	}

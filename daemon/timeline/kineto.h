@@ -103,6 +103,7 @@ struct kimp {
 	bool have_rank;
 	int64_t rank;
 	bool rounding;
+	uint32_t rounding_from; /* rows before this one were pushed before rounding */
 	/* A speculative piece parse (kineto_spec.c): stop at the end of the
 	 * events array; flows with string ids marked (TL_FLOW_STR_ID). */
 	bool spec;

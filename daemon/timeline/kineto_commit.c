@@ -85,6 +85,8 @@ static int push_row(struct kimp *k)
 	}
 	if (e->ph != 'X')
 		ev->flags |= TL_EV_NOT_X;
+	if (k->rounding && hta_end < hta_ts) /* while the row is in cache */
+		ev->flags |= TL_EV_HTA_DUR_NEG;
 	if (ev->stream != -1)
 		ev->flags |= TL_EV_GPU_SIDE;
 	{
@@ -184,8 +186,10 @@ static int commit_event(struct kimp *k)
 
 	/* HTA's ts column turns float64 (→ rounding, 4.2) when any element
 	 * has a non-integer or missing ts. */
-	if (!(e->have & KF_TS) || e->ts_float)
+	if ((!(e->have & KF_TS) || e->ts_float) && !k->rounding) {
 		k->rounding = true;
+		k->rounding_from = k->r->nev; /* earlier rows get TL_EV_HTA_DUR_NEG at the end */
+	}
 	if ((e->have & KF_PH) && !strchr(known_ph, e->ph))
 		kimp_warn(k, IMPORT_W_UNKNOWN_PH);
 	if ((e->have & KF_DUR) && (e->have & KF_CAT) && !e->cat_trace) {

@@ -379,10 +379,16 @@ int kseg_adopt(struct kseg *g, const struct kspec_ctx *c, struct kspec_map *m, s
 			sizeof(*r->meta))) < 0)
 		return kimp_oom(k, err);
 
+	if (g->rounding && !k->rounding) { /* as commit_event() would have */
+		k->rounding = true;
+		k->rounding_from = ev0;
+	}
 	for (uint32_t i = 0; i < s->nev; i++) {
 		struct tl_event *e = &r->ev[ev0 + i];
 
 		*e = s->ev[i];
+		if (k->rounding && e->hta_end_us < e->hta_ts_us)
+			e->flags |= TL_EV_HTA_DUR_NEG;
 		e->index += raw0;
 		e->name = remap(m, e->name);
 		e->cat = remap(m, e->cat);
@@ -432,7 +438,6 @@ int kseg_adopt(struct kseg *g, const struct kspec_ctx *c, struct kspec_map *m, s
 		r->min_ts_ns = s->min_ts_ns;
 	if (s->hta_min_ts_us < r->hta_min_ts_us)
 		r->hta_min_ts_us = s->hta_min_ts_us;
-	k->rounding |= g->rounding;
 	for (int w = 0; w < IMPORT_W_COUNT; w++)
 		res->warnings[w] += g->res.warnings[w];
 	res->warnings_total += g->res.warnings_total;

@@ -100,6 +100,29 @@ static void test_numbers(void)
 	CHECK_EQ_INT(tl_hta_ts(r, &r->ev[1]), 11);
 	CHECK_EQ_INT((int)tl_hta_dur(r, &r->ev[1]), -1);
 	CHECK(r->ev[1].flags & TL_EV_HTA_DUR_NEG);
+	CHECK(r->ev[0].flags & TL_EV_HTA_DUR_NEG); /* rounding applies: floor(5) < ceil(7) */
+	timeline_free(tl);
+
+	/* rounding turned on by a later row: the earlier ones are flagged too,
+	 * and without rounding nothing is */
+	wrap(buf, sizeof(buf),
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"e\",\"pid\":1,\"tid\":1,\"ts\":7,\"dur\":-2},"
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"f\",\"pid\":1,\"tid\":1,\"ts\":8,\"dur\":1},"
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"g\",\"pid\":1,\"tid\":1,\"ts\":10.5,\"dur\":-1}");
+	CHECK_EQ_INT(IMP(buf, NULL, &res, &tl), 0);
+	r = timeline_rank(tl, 0);
+	CHECK_EQ_INT(r->nev, 3);
+	CHECK(r->flags & TL_RANK_HTA_ROUNDING);
+	CHECK(r->ev[0].flags & TL_EV_HTA_DUR_NEG);
+	CHECK(!(r->ev[1].flags & TL_EV_HTA_DUR_NEG));
+	CHECK(r->ev[2].flags & TL_EV_HTA_DUR_NEG);
+	timeline_free(tl);
+	wrap(buf, sizeof(buf),
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"e\",\"pid\":1,\"tid\":1,\"ts\":7,\"dur\":-2}");
+	CHECK_EQ_INT(IMP(buf, NULL, &res, &tl), 0);
+	r = timeline_rank(tl, 0);
+	CHECK(!(r->flags & TL_RANK_HTA_ROUNDING));
+	CHECK(!(r->ev[0].flags & TL_EV_HTA_DUR_NEG));
 	timeline_free(tl);
 }
 

@@ -264,6 +264,30 @@ static void test_layouts(void)
 	}
 }
 
+/* HTA rounding switched on by a row in the second half (a float ts), with
+ * rows of negative rounded duration before it: the flag they get at the
+ * end must be the serial one whichever thread parsed the switching row. */
+static void test_late_rounding(void)
+{
+	struct buf b = { 0 };
+	unsigned char *g;
+	size_t n;
+
+	put(&b, "{\"traceEvents\": [\n");
+	for (int i = 0; i < 40000; i++)
+		put(&b, "%s{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op%d\", \"pid\": 1, "
+			"\"tid\": 1, \"ts\": %d%s, \"dur\": %d}",
+		    i ? ",\n" : "", i % 50, 1000 + i, i == 30000 ? ".5" : "", i % 7 ? 3 : -2);
+	put(&b, "]}\n");
+	n = gz(b.s, b.n, &g);
+	/* (most bytes, so most likely the switching row, in segments) */
+	CHECK(same(g, n, (struct import_opts){ 0 }) > b.n / 2 || !two_cpus());
+	CHECK(same((const unsigned char *)b.s, b.n, (struct import_opts){ 0 }) > b.n / 2 ||
+	      !two_cpus());
+	free(g);
+	free(b.s);
+}
+
 /* Caps inside segments: max_events (events, flows, metadata), max_depth. */
 static void test_caps(void)
 {
@@ -315,6 +339,7 @@ static void test_errors(void)
 int main(void)
 {
 	RUN(test_layouts);
+	RUN(test_late_rounding);
 	RUN(test_caps);
 	RUN(test_errors);
 	return test_summary();
