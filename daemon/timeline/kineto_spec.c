@@ -12,9 +12,10 @@
  *
  * What a segment may not contain, because merging could not reproduce
  * the serial result: the end of the events array (the parse stops), a
- * warning about too many events. The importer also refuses a segment that would cross its event or string
- * caps; it then parses those bytes itself and reports what a serial parse
- * reports.
+ * warning about too many events. Flow ids given as strings are marked
+ * (TL_FLOW_STR_ID) and remapped. The importer also refuses a segment that
+ * would cross its event or string caps; it then parses those bytes itself
+ * and reports what a serial parse reports.
  */
 #include <errno.h>
 #include <string.h>

@@ -336,11 +336,48 @@ static void test_errors(void)
 	free(d.s);
 }
 
+/* Random damage anywhere (bytes overwritten with structural characters,
+ * quotes, backslashes, digits, high bytes; runs deleted): serial and
+ * speculative imports still agree on everything, errors included. */
+static void test_random_damage(void)
+{
+	static const char pick[] = "{}[],:\"\\0123456789-.eE \n\xff\x80tnf";
+	struct buf d = make(12000, L_OBJECT);
+	char *m = malloc(d.n);
+	unsigned x = 2463534242u;
+
+	for (int round = 0; round < 40; round++) {
+		size_t n = d.n;
+
+		memcpy(m, d.s, d.n);
+		for (int k = 0; k < 1 + round % 5; k++) {
+			size_t at;
+
+			x ^= x << 13;
+			x ^= x >> 17;
+			x ^= x << 5;
+			at = x % n;
+			if (x & 0x10000 && n > at + 64) { /* delete a run */
+				size_t len = 1 + (x >> 20) % 48;
+
+				memmove(m + at, m + at + len, n - at - len);
+				n -= len;
+			} else {
+				m[at] = pick[(x >> 8) % (sizeof(pick) - 1)];
+			}
+		}
+		same((const unsigned char *)m, n, (struct import_opts){ .max_string = 200 });
+	}
+	free(m);
+	free(d.s);
+}
+
 int main(void)
 {
 	RUN(test_layouts);
 	RUN(test_late_rounding);
 	RUN(test_caps);
 	RUN(test_errors);
+	RUN(test_random_damage);
 	return test_summary();
 }
