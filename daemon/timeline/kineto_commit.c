@@ -26,28 +26,11 @@ static int push_row(struct kimp *k)
 		kimp_warn(k, IMPORT_W_TOO_MANY);
 		return 0;
 	}
-	if (r->nev >= k->cap.ev_cap) {
-		struct tl_event *old = r->ev;
-
-		if ((err = tl_grow((void **)&r->ev, &k->cap.ev_cap, r->nev + 1, sizeof(*r->ev))) < 0)
-			return kimp_oom(k, err);
-		if (r->ev != old) /* moved: what was populated moved with it, */
-			k->cap.ev_pop = (size_t)r->nev * sizeof(*r->ev); /* or was copied */
-	}
-	tl_prefault(r->ev, (size_t)k->cap.ev_cap * sizeof(*r->ev), &k->cap.ev_pop,
-		    (size_t)(r->nev + 1) * sizeof(*r->ev));
-	if (e->has_args && r->nargs >= k->cap.args_cap) {
-		struct tl_args *old = r->args;
-
-		if ((err = tl_grow((void **)&r->args, &k->cap.args_cap, r->nargs + 1,
-				   sizeof(*r->args))) < 0)
-			return kimp_oom(k, err);
-		if (r->args != old)
-			k->cap.args_pop = (size_t)r->nargs * sizeof(*r->args);
-	}
-	if (e->has_args)
-		tl_prefault(r->args, (size_t)k->cap.args_cap * sizeof(*r->args), &k->cap.args_pop,
-			    (size_t)(r->nargs + 1) * sizeof(*r->args));
+	if ((err = tl_grow_pop((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, r->nev, 1,
+			       sizeof(*r->ev))) < 0 ||
+	    (e->has_args && (err = tl_grow_pop((void **)&r->args, &k->cap.args_cap,
+					       &k->cap.args_pop, r->nargs, 1, sizeof(*r->args))) < 0))
+		return kimp_oom(k, err);
 
 	/* HTA 4.2 with Python floats: ts = ceil(ts), end = floor(ts + dur). */
 	end_d = e->ts_d + e->dur_d;
@@ -122,18 +105,9 @@ static int push_flow(struct kimp *k)
 		kimp_warn(k, IMPORT_W_TOO_MANY);
 		return 0;
 	}
-	if (r->nflows >= k->cap.flows_cap) {
-		struct tl_flow *old = r->flows;
-
-		err = tl_grow((void **)&r->flows, &k->cap.flows_cap, r->nflows + 1,
-			      sizeof(*r->flows));
-		if (err < 0)
-			return kimp_oom(k, err);
-		if (r->flows != old)
-			k->cap.flows_pop = (size_t)r->nflows * sizeof(*r->flows);
-	}
-	tl_prefault(r->flows, (size_t)k->cap.flows_cap * sizeof(*r->flows), &k->cap.flows_pop,
-		    (size_t)(r->nflows + 1) * sizeof(*r->flows));
+	if ((err = tl_grow_pop((void **)&r->flows, &k->cap.flows_cap, &k->cap.flows_pop, r->nflows,
+			       1, sizeof(*r->flows))) < 0)
+		return kimp_oom(k, err);
 	f = &r->flows[r->nflows++];
 	memset(f, 0, sizeof(*f));
 	f->id = e->flow_id;

@@ -311,23 +311,6 @@ static inline uint32_t remap(const struct kspec_map *m, uint32_t id)
 	return m->id[id];
 }
 
-/* Room for `add` more elements in *arr (n used), keeping the importer's
- * prefault bookkeeping as push_row() does. */
-static int grow(void **arr, uint32_t *cap, size_t *pop, uint32_t n, uint32_t add, size_t sz)
-{
-	void *old = *arr;
-	int err = tl_grow(arr, cap, n + add, sz);
-
-	if (err < 0)
-		return err;
-	if (pop) {
-		if (*arr != old)
-			*pop = (size_t)n * sz;
-		tl_prefault(*arr, (size_t)*cap * sz, pop, (size_t)(n + add) * sz);
-	}
-	return 0;
-}
-
 int kseg_adopt(struct kseg *g, const struct kspec_ctx *c, struct kspec_map *m, struct kimp *k,
 	       struct json_tok *t)
 {
@@ -370,14 +353,14 @@ int kseg_adopt(struct kseg *g, const struct kspec_ctx *c, struct kspec_map *m, s
 		m->id[x->id] = (uint32_t)id;
 	}
 
-	if ((err = grow((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, ev0, s->nev,
-			sizeof(*r->ev))) < 0 ||
-	    (err = grow((void **)&r->args, &k->cap.args_cap, &k->cap.args_pop, args0, s->nargs,
-			sizeof(*r->args))) < 0 ||
-	    (err = grow((void **)&r->flows, &k->cap.flows_cap, &k->cap.flows_pop, fl0, s->nflows,
-			sizeof(*r->flows))) < 0 ||
-	    (err = grow((void **)&r->meta, &k->cap.meta_cap, NULL, me0, s->nmeta,
-			sizeof(*r->meta))) < 0)
+	if ((err = tl_grow_pop((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, ev0, s->nev,
+			       sizeof(*r->ev))) < 0 ||
+	    (err = tl_grow_pop((void **)&r->args, &k->cap.args_cap, &k->cap.args_pop, args0,
+			       s->nargs, sizeof(*r->args))) < 0 ||
+	    (err = tl_grow_pop((void **)&r->flows, &k->cap.flows_cap, &k->cap.flows_pop, fl0,
+			       s->nflows, sizeof(*r->flows))) < 0 ||
+	    (err = tl_grow_pop((void **)&r->meta, &k->cap.meta_cap, NULL, me0, s->nmeta,
+			       sizeof(*r->meta))) < 0)
 		return kimp_oom(k, err);
 
 	if (g->rounding && !k->rounding) { /* as commit_event() would have */

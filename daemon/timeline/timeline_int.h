@@ -29,8 +29,6 @@ struct strtab {
 
 int strtab_init(struct strtab *st);
 void strtab_finish(struct strtab *st);
-/* Back to just "" (id 0), keeping the allocations. */
-void strtab_reset(struct strtab *st);
 /* Intern s[0..len): returns the id (> 0 unless len == 0), or -ENOMEM /
  * -E2BIG when the table is full. */
 int64_t strtab_intern(struct strtab *st, const char *s, size_t len);
@@ -62,6 +60,25 @@ void tl_prefault(void *base, size_t alloc, size_t *done, size_t upto);
 void *tl_calloc_big(size_t n, size_t sz);
 /* Grow *arr (element size sz) so that it can hold need elements. */
 int tl_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
+/* Room for `add` more elements after the n in *arr, for a builder that
+ * prefaults ahead of its writes (tl_prefault, *pop its bookkeeping: reset
+ * to what was copied when the array moved; NULL: no prefault). */
+static inline int tl_grow_pop(void **arr, uint32_t *cap, size_t *pop, uint32_t n, uint32_t add,
+			      size_t sz)
+{
+	if ((uint64_t)n + add > *cap) {
+		void *old = *arr;
+		int err = tl_grow(arr, cap, n + add, sz);
+
+		if (err < 0)
+			return err;
+		if (pop && *arr != old) /* moved: what was populated moved with it, */
+			*pop = (size_t)n * sz; /* or was copied */
+	}
+	if (pop)
+		tl_prefault(*arr, (size_t)*cap * sz, pop, (size_t)(n + add) * sz);
+	return 0;
+}
 
 /* Allocate an empty rank (not yet in a timeline). */
 struct tl_rank *tl_rank_alloc(int32_t rank);
