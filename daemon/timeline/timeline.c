@@ -12,7 +12,6 @@
 
 #include "timeline_int.h"
 
-
 static uint64_t hash_bytes(const char *s, size_t n)
 {
 	/* 8 bytes at a time, multiply-xorshift mix: fast on long kernel names. */
@@ -79,6 +78,9 @@ void *tl_malloc_big(size_t bytes)
 	if (len < bytes || posix_memalign(&p, TL_HUGE, len))
 		return NULL;
 #ifdef MADV_HUGEPAGE
+	/* the analyses walk event arrays of many MiB in stream or correlation
+	 * order, and a TLB miss costs a two-level page walk in a VM. Advice
+	 * only: with THP off ("never") nothing changes */
 	madvise(p, len, MADV_HUGEPAGE);
 #endif
 	return p;
@@ -86,24 +88,14 @@ void *tl_malloc_big(size_t bytes)
 
 void *tl_calloc_big(size_t n, size_t sz)
 {
-	size_t bytes, len;
 	void *p;
 
 	if (sz && n > SIZE_MAX / sz)
 		return NULL;
-	bytes = n * sz;
-	if (bytes < TL_HUGE_MIN)
+	if (n * sz < TL_HUGE_MIN)
 		return calloc(n ? n : 1, sz ? sz : 1);
-	len = (bytes + TL_HUGE - 1) & ~(size_t)(TL_HUGE - 1);
-	if (posix_memalign(&p, TL_HUGE, len))
-		return NULL;
-#ifdef MADV_HUGEPAGE
-	/* the analyses walk event arrays of many MiB in stream or correlation
-	 * order, and a TLB miss costs a two-level page walk in a VM. Advice
-	 * only: with THP off ("never") nothing changes */
-	madvise(p, len, MADV_HUGEPAGE);
-#endif
-	memset(p, 0, bytes);
+	if ((p = tl_malloc_big(n * sz))) /* recycled memory: not known to be zero */
+		memset(p, 0, n * sz);
 	return p;
 }
 
@@ -166,15 +158,6 @@ void strtab_finish(struct strtab *st)
 	free(st->slots);
 	free(st->hashes);
 	memset(st, 0, sizeof(*st));
-}
-
-void strtab_reset(struct strtab *st)
-{
-	if (st->n <= 1)
-		return;
-	st->n = 1;
-	st->blob_len = st->off[0] + st->len[0] + 1;
-	memset(st->slots, 0, (size_t)st->nslots * sizeof(*st->slots));
 }
 
 uint32_t strtab_find(const struct strtab *st, const char *s, size_t len)
