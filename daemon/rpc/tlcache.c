@@ -80,30 +80,37 @@ static void ent_forget(struct tlcache *c, struct tlent *e)
 		ent_free(c, e);
 }
 
+/* The kept entry of capture id, or NULL. Lock held. */
+static struct tlent *find_kept(struct tlcache *c, uint64_t id)
+{
+	struct tlent *e = c->head;
+
+	while (e && !(e->kept && e->id == id))
+		e = e->next;
+	return e;
+}
+
 const struct timeline *tlcache_get(struct tlcache *c, uint64_t id)
 {
 	const struct timeline *tl = NULL;
+	struct tlent *e;
 
 	pthread_mutex_lock(&c->mu);
-	for (struct tlent *e = c->head; e; e = e->next) {
-		if (e->kept && e->id == id) {
-			e->refs++;
-			e->used = ++c->tick;
-			tl = e->tl;
-			break;
-		}
-	}
-	if (tl)
+	if ((e = find_kept(c, id))) {
+		e->refs++;
+		e->used = ++c->tick;
+		tl = e->tl;
 		c->st.hits++;
-	else
+	} else {
 		c->st.misses++;
+	}
 	pthread_mutex_unlock(&c->mu);
 	return tl;
 }
 
 const struct timeline *tlcache_put(struct tlcache *c, uint64_t id, struct timeline *tl)
 {
-	struct tlent *e = calloc(1, sizeof(*e));
+	struct tlent *e = calloc(1, sizeof(*e)), *old;
 
 	if (!e) {
 		/* not tracked: the caller's release frees it as unknown */
@@ -115,11 +122,8 @@ const struct timeline *tlcache_put(struct tlcache *c, uint64_t id, struct timeli
 	e->refs = 1;
 	pthread_mutex_lock(&c->mu);
 	e->used = ++c->tick;
-	for (struct tlent *o = c->head; o; o = o->next) /* a racing decode of the same id */
-		if (o->kept && o->id == id) {
-			ent_forget(c, o);
-			break;
-		}
+	if ((old = find_kept(c, id))) /* a racing decode of the same id */
+		ent_forget(c, old);
 	if (e->bytes <= c->budget) {
 		while (c->bytes + e->bytes > c->budget) { /* least recently used first */
 			struct tlent *lru = NULL;
@@ -161,15 +165,13 @@ void tlcache_release(struct tlcache *c, const struct timeline *tl)
 
 void tlcache_drop(struct tlcache *c, uint64_t id)
 {
+	struct tlent *e;
+
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->mu);
-	for (struct tlent *e = c->head; e; e = e->next) {
-		if (e->kept && e->id == id) {
-			ent_forget(c, e);
-			break;
-		}
-	}
+	if ((e = find_kept(c, id)))
+		ent_forget(c, e);
 	pthread_mutex_unlock(&c->mu);
 }
 
