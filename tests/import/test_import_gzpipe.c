@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include "test.h"
+#include "import_test.h"
 #include "timeline/timeline.h"
 
 static int max_threads;
@@ -46,14 +47,6 @@ static void settle(void)
 {
 	for (int i = 0; i < 2000 && count_threads() > 1; i++)
 		usleep(1000);
-}
-
-/* The importer inflates on a second thread only with 2 CPUs to run on. */
-static bool two_cpus(void)
-{
-	cpu_set_t cpus;
-
-	return sched_getaffinity(0, sizeof(cpus), &cpus) != 0 || CPU_COUNT(&cpus) >= 2;
 }
 
 static void on_progress(void *arg, uint64_t bytes)
@@ -87,28 +80,6 @@ static char *make_doc(int events, size_t *len)
 	n += (size_t)snprintf(s + n, cap - n, "]}\n");
 	*len = n;
 	return s;
-}
-
-/* gzip of doc in `members` members, appended to *gz. */
-static size_t gzip_members(const char *doc, size_t len, int members, unsigned char **gz)
-{
-	size_t cap = len + 4096 * (size_t)members, out = 0, part = len / (size_t)members;
-
-	*gz = malloc(cap);
-	for (int m = 0; m < members; m++) {
-		size_t off = part * (size_t)m, n = m == members - 1 ? len - off : part;
-		z_stream zs = { 0 };
-
-		deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-		zs.next_in = (unsigned char *)(uintptr_t)(doc + off);
-		zs.avail_in = (uInt)n;
-		zs.next_out = *gz + out;
-		zs.avail_out = (uInt)(cap - out);
-		CHECK_EQ_INT(deflate(&zs, Z_FINISH), Z_STREAM_END);
-		out = cap - zs.avail_out;
-		deflateEnd(&zs);
-	}
-	return out;
 }
 
 struct run {

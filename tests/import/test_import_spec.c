@@ -23,6 +23,7 @@
 #include <zlib.h>
 
 #include "test.h"
+#include "import_test.h"
 #include "timeline/timeline.h"
 
 struct buf {
@@ -163,22 +164,6 @@ static struct buf make(int n, enum layout lay)
 	return b;
 }
 
-static size_t gz(const char *doc, size_t len, unsigned char **out)
-{
-	size_t cap = len + 4096;
-	z_stream zs = { 0 };
-
-	*out = malloc(cap);
-	deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-	zs.next_in = (unsigned char *)(uintptr_t)doc;
-	zs.avail_in = (uInt)len;
-	zs.next_out = *out;
-	zs.avail_out = (uInt)cap;
-	CHECK_EQ_INT(deflate(&zs, Z_FINISH), Z_STREAM_END);
-	deflateEnd(&zs);
-	return cap - zs.avail_out;
-}
-
 struct run {
 	int err;
 	struct import_result res;
@@ -193,13 +178,6 @@ static void run(const unsigned char *g, size_t n, struct import_opts o, bool ser
 	o.spec = spec;
 	timeline_new(&r->tl);
 	r->err = timeline_import_buf(g, n, &o, r->tl, &r->res);
-}
-
-static bool two_cpus(void)
-{
-	cpu_set_t cpus;
-
-	return sched_getaffinity(0, sizeof(cpus), &cpus) != 0 || CPU_COUNT(&cpus) >= 2;
 }
 
 /* Serial, pipelined without speculation and speculating on every piece:
@@ -243,7 +221,7 @@ static void test_layouts(void)
 	for (size_t l = 0; l < sizeof(lays) / sizeof(lays[0]); l++) {
 		struct buf d = make(30000, lays[l]);
 		unsigned char *g;
-		size_t n = gz(d.s, d.n, &g);
+		size_t n = gzip_members(d.s, d.n, 1, &g);
 		struct import_opts o = { .max_string = 200 };
 		uint64_t spec;
 
@@ -279,7 +257,7 @@ static void test_late_rounding(void)
 			"\"tid\": 1, \"ts\": %d%s, \"dur\": %d}",
 		    i ? ",\n" : "", i % 50, 1000 + i, i == 30000 ? ".5" : "", i % 7 ? 3 : -2);
 	put(&b, "]}\n");
-	n = gz(b.s, b.n, &g);
+	n = gzip_members(b.s, b.n, 1, &g);
 	/* (most bytes, so most likely the switching row, in segments) */
 	CHECK(same(g, n, (struct import_opts){ 0 }) > b.n / 2 || !two_cpus());
 	CHECK(same((const unsigned char *)b.s, b.n, (struct import_opts){ 0 }) > b.n / 2 ||
@@ -293,7 +271,7 @@ static void test_caps(void)
 {
 	struct buf d = make(30000, L_OBJECT);
 	unsigned char *g;
-	size_t n = gz(d.s, d.n, &g);
+	size_t n = gzip_members(d.s, d.n, 1, &g);
 	static const uint32_t caps[] = { 1, 777, 5000, 12000 };
 
 	for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++)
@@ -319,7 +297,7 @@ static void test_errors(void)
 		size_t n;
 
 		d.s[at] = k % 2 ? '#' : '}';
-		n = gz(d.s, d.n, &g);
+		n = gzip_members(d.s, d.n, 1, &g);
 		same(g, n, (struct import_opts){ .max_string = 200 });
 		same((const unsigned char *)d.s, d.n, (struct import_opts){ .max_string = 200 });
 		d.s[at] = was;
@@ -327,7 +305,7 @@ static void test_errors(void)
 	}
 	{
 		unsigned char *g;
-		size_t n = gz(d.s, d.n, &g);
+		size_t n = gzip_members(d.s, d.n, 1, &g);
 
 		for (int k = 1; k < 4; k++)
 			same(g, n * (size_t)k / 4, (struct import_opts){ .max_string = 200 });
