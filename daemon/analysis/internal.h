@@ -119,7 +119,9 @@ void jnum(struct actx *c, cJSON *obj, const char *key, double v); /* NaN/inf →
 void jint(struct actx *c, cJSON *obj, const char *key, int64_t v);
 void jstr(struct actx *c, cJSON *obj, const char *key, const char *s);
 void jbool(struct actx *c, cJSON *obj, const char *key, bool v);
-void jpush_num(struct actx *c, cJSON *arr, double v); /* NaN/inf → null */
+/* NaN/inf → null. An array gets jpush_num() or jpush() items, never both
+ * (in compact mode the numbers of an array that also has items are lost). */
+void jpush_num(struct actx *c, cJSON *arr, double v);
 /* After the analysis ran (ok: it succeeded, its tree is intact): turn the
  * collected arrays into raw JSON text, or just drop them. */
 void jnums_finish(struct actx *c, bool ok);

@@ -372,9 +372,10 @@ struct import_opts {
 	 * and error texts; the compressed offset of a corrupt-data error and
 	 * what was parsed before a gzip error may differ. */
 	bool inflate_zlib;
-	/* With the inflate thread: 0 = it also parses whole events of the
-	 * pieces it inflates while the parser is busy (same results), 1 = it
-	 * does not, 2 = it tries every piece (tests). */
+	/* With the second thread (gzip inflate, or copying a plain source
+	 * of 1 MiB or more): 0 = it also parses whole events of the pieces
+	 * it fills while the parser is busy (same results), 1 = it does not,
+	 * 2 = it tries every piece (tests). */
 	uint8_t spec;
 	/* A non-blocking fd (a client's pipe): longest wait for data, ms;
 	 * 0 = wait forever. Past it the import fails with -ETIMEDOUT. */
