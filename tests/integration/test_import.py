@@ -98,7 +98,15 @@ def hostile_trace_files():
     try:
         keep = d.ctl_json("import", *trace_files("alexnet"))
         good = gzip.decompress(open(trace_files("alexnet")[0], "rb").read())
+        big_gz = open(trace_files("nccl_parser_config")[0], "rb").read()
+        big = gzip.decompress(big_gz)
+        # large enough for the second thread to inflate / copy and parse
+        # ahead (kineto_spec.c): broken past the middle
+        mid = len(big) * 3 // 5
         cases = {
+            "big_truncated_gzip": big_gz[: len(big_gz) * 3 // 5],
+            "big_broken_json": big[:mid] + b"#" + big[mid + 1 :],
+            "big_truncated_json": big[:mid],
             "empty": b"",
             "garbage": b"\x00\x01\x02 not json at all",
             "truncated_json": good[: len(good) // 2],
@@ -116,7 +124,8 @@ def hostile_trace_files():
                 eq(p.returncode, 1, "%s: daemon error, not a crash: %s" % (label, p.stderr))
                 expect(b"-32009" in p.stderr or b"-32001" in p.stderr,
                        "%s: bad-input error: %s" % (label, p.stderr.decode()))
-                if label in ("truncated_json", "garbage", "deep"):
+                if label in ("truncated_json", "garbage", "deep", "big_broken_json",
+                             "big_truncated_json"):
                     expect(b"byte" in p.stderr or b"offset" in p.stderr,
                            "%s: error names the byte offset: %s" % (label, p.stderr.decode()))
         # the daemon and the earlier capture are untouched
