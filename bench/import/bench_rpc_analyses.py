@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""bench_rpc_analyses.py BUILD [--size 256M] [--cache 2G] [--keep FILE]
+"""bench_rpc_analyses.py BUILD [--size 256M] [--cache 2G] [--keep FILE] [--analyses LIST]
 
 The analyses as a user runs them: a real gpuprofd on a private socket, a
 generated Kineto trace (BUILD/bench/import/gen_kineto) imported with
@@ -9,7 +9,10 @@ gpuprofctl, each timed wall-clock (process start, RPC, the analysis, the
 JSON printed). Three rounds: right after the import (its timeline is in the
 decoded-timeline cache), after a daemon restart (the first analysis loads
 and decodes the capture, the next reuse it), and with analysis.cache_bytes
-= 0 (every request loads and decodes). Prints figures; asserts nothing.
+= 0 (every request loads and decodes). --analyses replaces the list:
+comma-separated, each NAME or NAME:KEY=VALUE[:KEY=VALUE], e.g.
+"launch,queue:series=true" (the analyses with long per-launch / per-sample
+arrays). Prints figures; asserts nothing.
 """
 
 import os
@@ -23,12 +26,18 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "integration"))
 ANALYSES = ["temporal", "idle", "kernels", "overlap", "queue", "comm"]
 
 
+def parse_analyses(v):
+    """"a,b:k=v" -> [["a"], ["b", "k=v"]]: the analysis and its KEY=VALUE args."""
+    return [x.split(":") for x in v.split(",") if x]
+
+
 def main():
     args = sys.argv[1:]
     if not args or args[0].startswith("-"):
         sys.exit(__doc__)
     build = os.path.abspath(args.pop(0))
     size, cache, keep = "256M", "2G", None
+    analyses = [[a] for a in ANALYSES]
     while args:
         k = args.pop(0)
         v = args.pop(0) if args else sys.exit(__doc__)
@@ -38,6 +47,8 @@ def main():
             cache = v
         elif k == "--keep":
             keep = v
+        elif k == "--analyses":
+            analyses = parse_analyses(v)
         else:
             sys.exit(__doc__)
     os.environ.setdefault("GPUPROF_BUILD", build)
@@ -58,12 +69,12 @@ def main():
     def run_all(d, cid, label):
         tot = 0.0
         parts = []
-        for a in ANALYSES:
+        for a in analyses:
             t = time.time()
-            d.ctl("analyze", a, cid, "--json", check=0, timeout=900)
+            d.ctl("analyze", a[0], cid, *a[1:], "--json", check=0, timeout=900)
             dt = time.time() - t
             tot += dt
-            parts.append("%s %.2f" % (a, dt))
+            parts.append("%s %.2f" % (" ".join(a), dt))
         st = d.ctl_json("status")["analysis_cache"]
         print("%-34s %6.2f s   (%s; cache hits %d, misses %d)"
               % (label, tot, ", ".join(parts), st["hits"], st["misses"]))
