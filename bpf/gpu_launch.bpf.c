@@ -77,15 +77,20 @@ struct {
 	__type(value, struct gpu_name_val);
 } names SEC(".maps");
 
-enum pending_kind { PENDING_NAME = 1, PENDING_ALIAS = 2 };
+enum pending_kind { PENDING_NAME = 1, PENDING_ALIAS = 2, PENDING_REG = 3 };
 
-/* A naming call in flight on one thread: what its return probe needs. */
+/* A naming call in flight on one thread: what its return probe needs.
+ * The name is read there, not on entry: a probe cannot fault a page in,
+ * and a string nothing has touched yet (cuBLAS names its kernels from
+ * tables in a 500 MB library) has no page table entry until the callee,
+ * looking the name up, reads it. */
 struct pending {
-	__u64 out; /* user pointer the callee writes the handle to */
-	__u64 src; /* ALIAS: the handle whose name the new one takes */
+	__u64 out; /* user pointer the callee writes the handle to;
+		    * REG: the handle itself */
+	__u64 src; /* ALIAS: the handle whose name the new one takes;
+		    * NAME, REG: the user pointer to the name */
 	__u32 kind;
 	__u32 pad;
-	char name[GPU_LAUNCH_NAME_LEN];
 };
 
 struct {
@@ -135,10 +140,9 @@ struct {
 	__type(value, __u64);
 } sites SEC(".maps");
 
-/* Per-CPU staging: records and map values are too big for the stack. */
+/* Per-CPU staging: records and names are too big for the stack. */
 struct scratch {
 	struct gpu_launch_rec rec;
-	struct pending pend;
 	struct gpu_name_val val;
 };
 
@@ -366,21 +370,15 @@ int BPF_PROG(gl_fork, struct task_struct *parent, struct task_struct *child)
 /* ------------------------------------------------------------------ */
 /* Kernel naming                                                       */
 
-static __always_inline int name_entry(__u64 out, const char *name_ptr, __u64 src, __u32 kind)
+/* src: the name's user pointer (NAME, REG) or the aliased handle (ALIAS). */
+static __always_inline int name_entry(__u64 out, __u64 src, __u32 kind)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct scratch *s = get_scratch();
+	struct pending p = {.out = out, .src = src, .kind = kind};
 
-	if (!s)
+	if (!src)
 		return 0;
-	s->pend.out = out;
-	s->pend.src = src;
-	s->pend.kind = kind;
-	s->pend.name[0] = '\0';
-	if (kind == PENDING_NAME &&
-	    bpf_probe_read_user_str(s->pend.name, sizeof(s->pend.name), name_ptr) <= 0)
-		return 0;
-	bpf_map_update_elem(&pending, &tid, &s->pend, BPF_ANY);
+	bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
 	return 0;
 }
 
@@ -393,7 +391,7 @@ int BPF_KPROBE(gl_ze_kernel_create, void *module, const void *desc, void *phkern
 	/* ze_kernel_desc_t.pKernelName at offset 24 (x86-64 layout). */
 	if (bpf_probe_read_user(&name, sizeof(name), desc + 24))
 		return 0;
-	return name_entry((__u64)phkernel, name, 0, PENDING_NAME);
+	return name_entry((__u64)phkernel, (__u64)name, PENDING_NAME);
 }
 
 /* cuModuleGetFunction(CUfunction *, CUmodule, const char *name),
@@ -402,14 +400,14 @@ int BPF_KPROBE(gl_ze_kernel_create, void *module, const void *desc, void *phkern
 SEC("uprobe")
 int BPF_KPROBE(gl_name_out1_name3, void *out, void *module, const char *name)
 {
-	return name_entry((__u64)out, name, 0, PENDING_NAME);
+	return name_entry((__u64)out, (__u64)name, PENDING_NAME);
 }
 
 /* cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) */
 SEC("uprobe")
 int BPF_KPROBE(gl_cu_kernel_get_function, void *out, void *kernel)
 {
-	return name_entry((__u64)out, NULL, (__u64)kernel, PENDING_ALIAS);
+	return name_entry((__u64)out, (__u64)kernel, PENDING_ALIAS);
 }
 
 /* The return probe of every naming call above: read the handle the callee
@@ -427,10 +425,18 @@ int BPF_KRETPROBE(gl_name_ret, long ret)
 
 	if (!p)
 		return 0;
-	/* All three runtimes return 0 for success (ZE_RESULT_SUCCESS,
-	 * CUDA_SUCCESS, hipSuccess); the result is an int-sized enum. */
-	if ((int)ret != 0 || !s || bpf_probe_read_user(&k.handle, sizeof(k.handle), (void *)p->out))
+	if (!s)
 		goto out;
+	if (p->kind == PENDING_REG) {
+		/* __hipRegisterFunction returns nothing; the handle is the host
+		 * stub launches are given. */
+		k.handle = p->out;
+	} else if ((int)ret != 0 ||
+		   bpf_probe_read_user(&k.handle, sizeof(k.handle), (void *)p->out)) {
+		/* All three runtimes return 0 for success (ZE_RESULT_SUCCESS,
+		 * CUDA_SUCCESS, hipSuccess); the result is an int-sized enum. */
+		goto out;
+	}
 	if (p->kind == PENDING_ALIAS) {
 		src.handle = p->src;
 		from = bpf_map_lookup_elem(&names, &src);
@@ -441,8 +447,8 @@ int BPF_KRETPROBE(gl_name_ret, long ret)
 		goto out;
 	}
 	__builtin_memset(&s->val, 0, sizeof(s->val) - sizeof(s->val.name));
-	__builtin_memcpy(s->val.name, p->name, sizeof(s->val.name));
-	bpf_map_update_elem(&names, &k, &s->val, BPF_ANY);
+	if (bpf_probe_read_user_str(s->val.name, sizeof(s->val.name), (void *)p->src) > 0)
+		bpf_map_update_elem(&names, &k, &s->val, BPF_ANY);
 out:
 	bpf_map_delete_elem(&pending, &tid);
 	return 0;
@@ -455,16 +461,9 @@ SEC("uprobe")
 int BPF_KPROBE(gl_hip_register_function, void *modules, void *host_fn, const char *dev_fn,
 	       const char *dev_name)
 {
-	struct gpu_name_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .handle = (__u64)host_fn};
-	struct scratch *s = get_scratch();
-
-	if (!s)
+	if (!host_fn)
 		return 0;
-	__builtin_memset(&s->val, 0, sizeof(s->val) - sizeof(s->val.name));
-	if (bpf_probe_read_user_str(s->val.name, sizeof(s->val.name), dev_name ?: dev_fn) <= 0)
-		return 0;
-	bpf_map_update_elem(&names, &k, &s->val, BPF_ANY);
-	return 0;
+	return name_entry((__u64)host_fn, (__u64)(dev_name ?: dev_fn), PENDING_REG);
 }
 
 /* zeKernelSetGroupSize(hKernel, x, y, z): the block size of later launches. */

@@ -101,7 +101,7 @@ static const struct probe_spec cuda_probes[] = {
 };
 
 static const struct probe_spec hip_probes[] = {
-	{"__hipRegisterFunction", P_HIP_REG, false, 0},
+	{"__hipRegisterFunction", P_HIP_REG, true, 0},
 	{"hipModuleGetFunction", P_NAME13, true, 0},
 	{"hipLaunchKernel", P_HIP_LAUNCH, false, GPU_API_HIP_LAUNCH},
 	{"hipLaunchKernel_spt", P_HIP_LAUNCH, false, GPU_API_HIP_LAUNCH},
