@@ -16,4 +16,14 @@
  * name, does not demangle, or memory is short. */
 bool sym_demangle(const char *name, char *buf, size_t len);
 
+/* For a mangled name that does not demangle, as one cut short is (the GPU
+ * launch probes keep 255 bytes of a kernel's name; PyTorch's templated
+ * kernels run longer): its qualified name, read up to the first template
+ * argument list ("<…>" marks one) or parameter list, anonymous namespaces
+ * shown as "(anonymous namespace)". E.g. "_ZN2at6native18elementwise_kernelILi4E"
+ * cut anywhere after "kernel" gives "at::native::elementwise_kernel<…>".
+ * True when it yields at least one name component; false (buf's content
+ * unspecified) otherwise. */
+bool sym_demangle_cut(const char *name, char *buf, size_t len);
+
 #endif

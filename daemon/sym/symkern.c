@@ -3,7 +3,9 @@
  * Demangle the GPU kernel names of a capture (SYCL "_ZTS..." typeinfo
  * names, CUDA/HIP "_Z..." function names) once per distinct string, in
  * place: the string keeps its id, its text moves to the end of the blob.
- * A launch collector's NUL-separated geometry suffix is kept.
+ * A launch collector's NUL-separated geometry suffix is kept. A name cut
+ * short by the launch probes' buffer gets its qualified name
+ * (sym_demangle_cut).
  */
 #include "sym_priv.h"
 #include "demangle.h"
@@ -52,7 +54,7 @@ static int demangle_str(const struct capture *c, uint32_t id, struct pending *pd
 	size_t nlen = nul ? (size_t)(nul - s) : len, slen = len - nlen;
 	memcpy(raw, s, nlen);
 	raw[nlen] = '\0';
-	if (!sym_demangle(raw, d, dlen))
+	if (!sym_demangle(raw, d, dlen) && !sym_demangle_cut(raw, d, dlen))
 		return 0;
 	size_t dl = strlen(d);
 	if (dl + slen >= dlen || c->str_blob_len + pd->len + dl + slen > UINT32_MAX)

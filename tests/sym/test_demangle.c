@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Demangling: sym_demangle() on C++, Rust legacy, SYCL typeinfo and plain
- * names; then a real capture of this process's own functions, named with
+ * names, sym_demangle_cut() on names cut short; then a real capture of this process's own functions, named with
  * mangled symbols, symbolized with and without demangling and rendered as
  * folded stacks.
  */
@@ -68,6 +68,57 @@ static void test_names(void)
 	CHECK(sym_demangle("_ZN3foo3barEv", small, sizeof(small)));
 	CHECK_STREQ(small, "foo::");
 	CHECK(!sym_demangle("_ZN3foo3barEv", small, 0));
+}
+
+static const char *cut(const char *in)
+{
+	return sym_demangle_cut(in, buf, sizeof(buf)) ? buf : "(none)";
+}
+
+/* A real kernel name as the launch probes kept it on an H200 (PyTorch
+ * 2.11's normal distribution kernel, cut at 255 bytes). */
+static const char torch_cut[] =
+    "_ZN2at6native54_GLOBAL__N__d8ceb000_21_DistributionNormal_cu_0c5b6e85"
+    "43distribution_elementwise_grid_stride_kernelIfLi4EZNS0_9templates4cuda"
+    "20normal_and_transformIffPNS_17CUDAGeneratorImplEZZZNS4_13normal_kernelI"
+    "S7_EEvRKNS_10TensorBaseEddT_ENKUlvE_clEvENK";
+
+static void test_cut_names(void)
+{
+	CHECK(strlen(torch_cut) == 255);
+	CHECK(!sym_demangle(torch_cut, buf, sizeof(buf)));
+	CHECK_STREQ(cut(torch_cut), "at::native::(anonymous namespace)::"
+				    "distribution_elementwise_grid_stride_kernel<\u2026>");
+	CHECK_STREQ(cut("_ZN2at6native18elementwise_kernelILi4E"),
+		    "at::native::elementwise_kernel<\u2026>");
+	CHECK_STREQ(cut("_ZNSt6vectorIiSaIiEE9push_ba"), "std::vector<\u2026>");
+	CHECK_STREQ(cut("_ZNK3foo3barEv"), "foo::bar");
+	CHECK_STREQ(cut("_ZN3foo"), "foo");
+	CHECK_STREQ(cut("_ZN3foo12ab"), "foo");   /* cut inside an identifier */
+	CHECK_STREQ(cut("_Z6vecaddPfS_"), "vecadd");
+	CHECK_STREQ(cut("_ZN12_GLOBAL__N_13fooE"), "(anonymous namespace)::foo");
+	CHECK_STREQ(cut("_ZN12ab"), "(none)");
+	CHECK_STREQ(cut("_Zbroken"), "(none)");
+	CHECK_STREQ(cut("_ZN"), "(none)");
+	CHECK_STREQ(cut("_Z"), "(none)");
+	CHECK_STREQ(cut("main"), "(none)");
+	CHECK_STREQ(cut("_ZN99999999999999999999999a"), "(none)");
+	/* cut to the buffer: whole components only */
+	char small[6];
+	CHECK(sym_demangle_cut("_ZN3foo3barEv", small, sizeof(small)));
+	CHECK_STREQ(small, "foo");
+	CHECK(!sym_demangle_cut("_ZN3foo3barEv", small, 1));
+	/* every cut of a long real name: a prefix of the same qualified name */
+	static const char full[] = "at::native::(anonymous namespace)::"
+				   "distribution_elementwise_grid_stride_kernel";
+	char name[sizeof(torch_cut)];
+	for (size_t n = 0; n <= strlen(torch_cut); n++) {
+		memcpy(name, torch_cut, n);
+		name[n] = '\0';
+		const char *r = cut(name);
+		if (strcmp(r, "(none)") != 0)
+			CHECK(!strncmp(r, full, strlen(r) < sizeof(full) - 1 ? strlen(r) : sizeof(full) - 1));
+	}
 }
 
 struct membuf {
@@ -151,6 +202,7 @@ static void test_kernels(void)
 		uint32_t cuda = cb_str(c, "_Z6vecaddPfS_S_");
 		uint32_t plain = cb_str(c, "gemm_kernel");
 		uint32_t bad = cb_str(c, "_Zbroken");
+		uint32_t trunc = cb_str(c, torch_cut);
 		/* a launch name with the collector's geometry after a NUL */
 		c->str_blob = realloc(c->str_blob, c->str_blob_len + sizeof(launch_name) - 1);
 		memcpy(c->str_blob + c->str_blob_len, launch_name, sizeof(launch_name) - 1);
@@ -159,8 +211,8 @@ static void test_kernels(void)
 		    (struct capture_str){(uint32_t)c->str_blob_len, sizeof(launch_name) - 1};
 		c->str_blob_len += sizeof(launch_name) - 1;
 		uint32_t geo = c->nstrs;
-		uint32_t ids[] = {sycl, cuda, plain, bad, geo, cuda};
-		for (size_t i = 0; i < 6; i++) {
+		uint32_t ids[] = {sycl, cuda, plain, bad, geo, cuda, trunc};
+		for (size_t i = 0; i < 7; i++) {
 			cb_rec(c, 10 + i, 7, 7, comm, 0);
 			c->recs[c->nrecs - 1].type =
 			    i % 2 ? STORE_REC_GPU_INTERVAL : STORE_REC_GPU_LAUNCH;
@@ -173,6 +225,10 @@ static void test_kernels(void)
 			    on ? "vecadd(float*, float*, float*)" : "_Z6vecaddPfS_S_");
 		CHECK_STREQ(cstr(c, plain, &len), "gemm_kernel");
 		CHECK_STREQ(cstr(c, bad, &len), "_Zbroken");
+		CHECK_STREQ(cstr(c, trunc, &len),
+			    on ? "at::native::(anonymous namespace)::"
+				 "distribution_elementwise_grid_stride_kernel<\u2026>"
+			       : torch_cut);
 		const char *g = cstr(c, geo, &len);
 		CHECK_STREQ(g, on ? "main::kernel" : "_ZTSZ4mainE6kernel");
 		CHECK(len == strlen(g) + 11 && !memcmp(g + strlen(g), "\0grid=4,1,1", 11));
@@ -190,6 +246,7 @@ static void test_kernels(void)
 int main(void)
 {
 	RUN(test_names);
+	RUN(test_cut_names);
 	RUN(test_capture);
 	RUN(test_kernels);
 	return test_summary();
