@@ -141,6 +141,13 @@ static ssize_t src_map(struct src *s, size_t n, const uint8_t **at)
 			return 0;
 		}
 		madvise(m, len, MADV_SEQUENTIAL);
+#ifdef MADV_POPULATE_READ
+		/* page tables for the whole window in one call: a fault per
+		 * 64 KiB (fault-around) was ~3 % of a 1 GB import, and an
+		 * exception is dear in a VM. Advice only: it fails (EFAULT)
+		 * where the file shrank, and those pages fault as before. */
+		madvise(m, len, MADV_POPULATE_READ);
+#endif
 		s->win = m;
 		s->win_len = len;
 		s->win_off = base;
