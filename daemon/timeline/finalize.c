@@ -65,7 +65,7 @@ static inline bool kp_lt(const struct tl_kp *a, const struct tl_kp *b)
 /* Bottom-up merge sort of a[0..n) (after insertion-sorted runs of 32). */
 static int kp_msort(struct tl_kp *a, uint32_t n)
 {
-	struct tl_kp *tmp = malloc((size_t)n * sizeof(*tmp)), *src = a, *dst = tmp, *t;
+	struct tl_kp *tmp = tl_malloc_big((size_t)n * sizeof(*tmp)), *src = a, *dst = tmp, *t;
 
 	if (!tmp)
 		return -ENOMEM;
@@ -158,8 +158,8 @@ int tl_sort_pos(uint32_t *p, uint32_t n, const struct tl_event *ev, bool by_corr
  * partners: the last one (highest index) wins. */
 static int corr_link(struct tl_rank *r)
 {
-	uint32_t *p = malloc((size_t)r->nev * sizeof(*p) + 1), n = 0;
-	struct tl_kp *tmp = malloc((size_t)r->nev * sizeof(*tmp) + 1);
+	uint32_t *p = tl_malloc_big((size_t)r->nev * sizeof(*p) + 1), n = 0;
+	struct tl_kp *tmp = tl_malloc_big((size_t)r->nev * sizeof(*tmp) + 1);
 
 	if (!p || !tmp) {
 		free(p);
@@ -270,7 +270,7 @@ static int step_filter(struct tl_rank *r)
 	}
 	if (cutoff == INT64_MIN)
 		return 0;
-	corrs = malloc((size_t)r->nev * sizeof(*corrs) + 1);
+	corrs = tl_malloc_big((size_t)r->nev * sizeof(*corrs) + 1);
 	if (!corrs)
 		return -ENOMEM;
 	/* -1 (no correlation, most CPU ops) is kept out of the array as a

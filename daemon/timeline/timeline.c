@@ -67,13 +67,16 @@ void tl_prefault(void *base, size_t alloc, size_t *done, size_t upto)
 #define TL_HUGE (2u << 20)
 #define TL_HUGE_MIN (4u << 20) /* smaller arrays: plain 4 KiB pages */
 
-void *tl_malloc_big(size_t bytes)
+/* bytes on 2 MiB-aligned huge pages (advice), the first `populate` of
+ * them populated at once: on this project's VMs a huge page that is
+ * faulted in costs about as much as the 512 small ones it replaces, while
+ * MADV_POPULATE_WRITE fills 310 MB in ~30 ms (a grow-and-fill microbench:
+ * 970 ms with 4 KiB faults, 650 ms with huge-page faults). */
+static void *huge_alloc(size_t bytes, size_t populate)
 {
 	size_t len;
 	void *p;
 
-	if (bytes < TL_HUGE_MIN)
-		return malloc(bytes ? bytes : 1);
 	len = (bytes + TL_HUGE - 1) & ~(size_t)(TL_HUGE - 1);
 	if (len < bytes || posix_memalign(&p, TL_HUGE, len))
 		return NULL;
@@ -83,7 +86,21 @@ void *tl_malloc_big(size_t bytes)
 	 * only: with THP off ("never") nothing changes */
 	madvise(p, len, MADV_HUGEPAGE);
 #endif
+#ifdef MADV_POPULATE_WRITE
+	populate = (populate + TL_HUGE - 1) & ~(size_t)(TL_HUGE - 1);
+	if (populate)
+		madvise(p, populate < len ? populate : len, MADV_POPULATE_WRITE);
+#else
+	(void)populate;
+#endif
 	return p;
+}
+
+void *tl_malloc_big(size_t bytes)
+{
+	if (bytes < TL_HUGE_MIN)
+		return malloc(bytes ? bytes : 1);
+	return huge_alloc(bytes, bytes);
 }
 
 void *tl_calloc_big(size_t n, size_t sz)
@@ -116,6 +133,37 @@ int tl_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)
 	p = realloc(*arr, ncap * sz);
 	if (!p)
 		return -ENOMEM;
+	*arr = p;
+	*cap = (uint32_t)ncap;
+	return 0;
+}
+
+int tl_grow_big(void **arr, uint32_t *cap, uint32_t n, uint32_t need, size_t sz)
+{
+	uint64_t ncap;
+	void *p = NULL;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? (uint64_t)*cap * 2 : 64;
+	while (ncap < need)
+		ncap *= 2;
+	if (ncap > UINT32_MAX)
+		ncap = UINT32_MAX;
+	if (ncap < need)
+		return -E2BIG;
+	if (ncap * sz < TL_HUGE_MIN)
+		return tl_grow(arr, cap, need, sz);
+	/* Past the doubling, room that is not written costs address space
+	 * only (populated as it fills): 4 times more room, 4 times fewer
+	 * copies. Where that much cannot be had, the doubling. */
+	if (ncap * 2 <= UINT32_MAX && (p = huge_alloc(ncap * 2 * sz, (size_t)n * sz)))
+		ncap *= 2;
+	else if (!(p = huge_alloc(ncap * sz, (size_t)n * sz)))
+		return -ENOMEM;
+	if (n)
+		memcpy(p, *arr, (size_t)n * sz);
+	free(*arr);
 	*arr = p;
 	*cap = (uint32_t)ncap;
 	return 0;
