@@ -303,49 +303,88 @@ static bool ev_same(const struct tl_event *a, const struct tl_event *b)
 }
 
 /*
- * Open addressing over (hash tag << 32 | position + 1) slots: the tag
- * rejects almost every occupied slot without reading the event, and the
- * hashes are computed PF events ahead so the slot can be prefetched (on
- * large traces the table is far bigger than the caches).
+ * Rows hashed in one sequential pass, then radix-partitioned by the hash's
+ * top bits into partitions of ~8k rows, each checked with an open-addressing
+ * table small enough for the L2 cache: (hash low 32 bits << 32 | position)
+ * entries, the 32 bits a tag that rejects almost every other row without
+ * reading it. Identical rows hash alike, so they share a partition, and a
+ * partition keeps position order: the first of identical rows stays, the
+ * later ones are marked, exactly as one table over all rows in order would
+ * do. One table over a 1 GB trace's rows (64 MiB) took a DRAM miss per
+ * row even with prefetching: ~10 % of the import.
  */
 int64_t tl_rank_mark_duplicates(struct tl_rank *r)
 {
-	enum { PF = 16 };
-	uint64_t nslots = 16, mask, *slots, ring[PF];
+	enum { PART_ROWS = 8192, MAX_BITS = 10 };
+	uint32_t n = r->nev, bits = 0, nparts, maxc = 0, *off = NULL;
+	uint64_t *h = NULL, *ent = NULL, *slots = NULL;
 	int64_t dups = 0;
 
-	while (nslots < (uint64_t)r->nev * 2)
-		nslots *= 2;
-	mask = nslots - 1;
-	/* random slots over 16 bytes per event: on huge pages from 4 MiB on
-	 * (a TLB miss per probe otherwise, and a fault per 4 KiB page) */
-	slots = tl_calloc_big(nslots, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < PF && i < r->nev; i++) {
-		ring[i] = ev_hash(&r->ev[i]);
-		__builtin_prefetch(&slots[ring[i] & mask]);
+	if (n < 2)
+		return 0;
+	while (bits < MAX_BITS && ((uint64_t)PART_ROWS << bits) < n)
+		bits++;
+	nparts = 1u << bits;
+	h = tl_malloc_big((size_t)n * sizeof(*h));
+	ent = tl_malloc_big((size_t)n * sizeof(*ent));
+	off = calloc(nparts + 1, sizeof(*off));
+	if (!h || !ent || !off)
+		goto nomem;
+	for (uint32_t i = 0; i < n; i++) {
+		h[i] = ev_hash(&r->ev[i]);
+		off[bits ? (h[i] >> (64 - bits)) + 1 : 1]++;
 	}
-	for (uint32_t i = 0; i < r->nev; i++) {
-		uint64_t h = ring[i % PF], tag = h >> 32 << 32, s = h & mask;
+	for (uint32_t p = 0; p < nparts; p++) {
+		if (off[p + 1] > maxc)
+			maxc = off[p + 1];
+		off[p + 1] += off[p];
+	}
+	for (uint32_t i = 0; i < n; i++) /* off[p]: next free entry of p */
+		ent[off[bits ? h[i] >> (64 - bits) : 0]++] = (uint64_t)(uint32_t)h[i] << 32 | i;
+	free(h);
+	h = NULL;
+	{
+		uint64_t nslots = 16, mask;
 
-		if (i + PF < r->nev) {
-			uint64_t h2 = ev_hash(&r->ev[i + PF]);
+		while (nslots < (uint64_t)maxc * 2)
+			nslots *= 2;
+		mask = nslots - 1;
+		if (!(slots = tl_malloc_big(nslots * sizeof(*slots))))
+			goto nomem;
+		/* after the scatter, off[p] is where partition p + 1 starts */
+		for (uint32_t p = 0, lo = 0; p < nparts; lo = off[p++]) {
+			uint32_t cnt = off[p] - lo;
+			uint64_t m = mask;
 
-			ring[i % PF] = h2;
-			__builtin_prefetch(&slots[h2 & mask]);
-		}
-		for (; slots[s]; s = (s + 1) & mask) {
-			if ((slots[s] & ~0xffffffffull) == tag &&
-			    ev_same(&r->ev[(uint32_t)slots[s] - 1], &r->ev[i])) {
-				r->ev[i].flags |= TL_EV_DUPLICATE;
-				dups++;
-				break;
+			if (!cnt)
+				continue;
+			while (m > 15 && m / 2 + 1 >= (uint64_t)cnt * 2)
+				m /= 2; /* a small partition clears a small table */
+			memset(slots, 0, (m + 1) * sizeof(*slots));
+			for (uint32_t k = lo; k < off[p]; k++) {
+				uint64_t e = ent[k], tag = e >> 32 << 32, s = (e >> 32) & m;
+				uint32_t i = (uint32_t)e;
+
+				for (; slots[s]; s = (s + 1) & m) {
+					if ((slots[s] & ~0xffffffffull) == tag &&
+					    ev_same(&r->ev[(uint32_t)slots[s] - 1], &r->ev[i])) {
+						r->ev[i].flags |= TL_EV_DUPLICATE;
+						dups++;
+						break;
+					}
+				}
+				if (!slots[s])
+					slots[s] = tag | (i + 1ull);
 			}
 		}
-		if (!slots[s])
-			slots[s] = tag | (i + 1ull);
 	}
 	free(slots);
+	free(ent);
+	free(off);
 	return dups;
+nomem:
+	free(h);
+	free(ent);
+	free(off);
+	return -ENOMEM;
 }

@@ -13,6 +13,7 @@
 
 #include "test.h"
 #include "timeline/timeline.h"
+#include "timeline/timeline_int.h"
 
 static int imp(const char *s, size_t len, const struct import_opts *o, struct import_result *res,
 	       struct timeline **out)
@@ -253,6 +254,117 @@ static void test_odd_events(void)
 	timeline_free(tl);
 }
 
+/* tl_rank_mark_duplicates() against a reference by sorting, on rows with
+ * exact copies, copies differing in one compared field, and values drawn
+ * from small ranges (so unrelated rows collide often): large enough for
+ * many hash partitions, and small. */
+static const struct tl_event *dup_rows;
+
+/* the fields tl_rank_mark_duplicates() compares */
+static int dup_key_cmp(const struct tl_event *x, const struct tl_event *y)
+{
+	const uint32_t fm = TL_EV_PID_STR | TL_EV_TID_STR;
+	int64_t kx[] = {x->ts_ns, x->dur_ns, x->name, x->cat, x->pid, x->tid, x->stream,
+			x->correlation, x->external_id, x->flags & fm};
+	int64_t ky[] = {y->ts_ns, y->dur_ns, y->name, y->cat, y->pid, y->tid, y->stream,
+			y->correlation, y->external_id, y->flags & fm};
+
+	for (size_t i = 0; i < sizeof(kx) / sizeof(kx[0]); i++)
+		if (kx[i] != ky[i])
+			return kx[i] < ky[i] ? -1 : 1;
+	return 0;
+}
+
+static int dup_cmp(const void *a, const void *b)
+{
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+	int c = dup_key_cmp(&dup_rows[i], &dup_rows[j]);
+
+	return c ? c : (i > j) - (i < j);
+}
+
+static void check_dups(uint32_t n, uint64_t seed)
+{
+	struct tl_rank *r = tl_rank_alloc(0);
+	uint32_t *ord = malloc((n + 1) * sizeof(*ord));
+	unsigned char *want = calloc(n + 1, 1);
+	int64_t nwant = 0, got;
+
+	CHECK(r && ord && want);
+	r->ev = calloc(n + 1, sizeof(*r->ev));
+	CHECK(r->ev != NULL);
+	r->nev = n;
+	for (uint32_t i = 0; i < n; i++) {
+		struct tl_event *e = &r->ev[i];
+		uint64_t x;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		x = seed >> 33;
+		if (i > 10 && x % 4 == 0) { /* a copy of an earlier row, maybe altered */
+			*e = r->ev[(x >> 3) % i];
+			e->index = i;
+			e->flags &= ~TL_EV_DUPLICATE;
+			switch ((x >> 20) % 14) {
+			case 0: e->ts_ns++; break;
+			case 1: e->dur_ns--; break;
+			case 2: e->name ^= 1; break;
+			case 3: e->cat ^= 1; break;
+			case 4: e->pid++; break;
+			case 5: e->tid++; break;
+			case 6: e->stream++; break;
+			case 7: e->correlation++; break;
+			case 8: e->external_id++; break;
+			case 9: e->flags ^= TL_EV_PID_STR; break;
+			case 10: e->flags ^= TL_EV_TID_STR; break;
+			case 11: e->flags ^= TL_EV_NOT_X; break; /* not compared */
+			default: break; /* exact */
+			}
+			continue;
+		}
+		e->ts_ns = (int64_t)(x % 50000) * 1000;
+		e->dur_ns = (int64_t)((x >> 16) % 3);
+		e->name = (uint32_t)((x >> 18) % 4);
+		e->cat = (uint32_t)((x >> 20) % 2);
+		e->pid = (int64_t)((x >> 21) % 2);
+		e->tid = (int64_t)((x >> 22) % 2);
+		e->stream = (x >> 23) % 2 ? -1 : 7;
+		e->correlation = (x >> 24) % 2 ? -1 : (int64_t)(x % 5);
+		e->external_id = -1;
+		e->flags = (x >> 25) % 3 == 0 ? TL_EV_PID_STR : 0;
+		e->index = i;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		ord[i] = i;
+	dup_rows = r->ev;
+	qsort(ord, n, sizeof(*ord), dup_cmp);
+	/* sorted by (compared fields, position): a row equal to the one
+	 * before it in that order has an earlier identical row */
+	for (uint32_t k = 1; k < n; k++)
+		if (!dup_key_cmp(&r->ev[ord[k - 1]], &r->ev[ord[k]])) {
+			want[ord[k]] = 1;
+			nwant++;
+		}
+	got = tl_rank_mark_duplicates(r);
+	CHECK_EQ_INT(got, nwant);
+	for (uint32_t i = 0; i < n; i++)
+		if (!!(r->ev[i].flags & TL_EV_DUPLICATE) != want[i]) {
+			CHECK(!"duplicate flag as the reference says");
+			break;
+		}
+	free(ord);
+	free(want);
+	tl_rank_free(r);
+}
+
+static void test_duplicates_many(void)
+{
+	check_dups(0, 1);
+	check_dups(1, 2);
+	check_dups(2, 3);
+	check_dups(1000, 4);
+	check_dups(300000, 5); /* 64 partitions */
+}
+
 /* tl_rank_corr() against a count over all events, for dense ids (the
  * direct table), sparse ones (binary search), negative and extreme ids,
  * repeats, and ids that are absent or just outside the range. */
@@ -432,6 +544,7 @@ int main(void)
 	RUN(test_strings);
 	RUN(test_odd_events);
 	RUN(test_corr_lookup);
+	RUN(test_duplicates_many);
 	RUN(test_rank_and_caps);
 	RUN(test_gzip);
 	RUN(test_decode_hostile);
