@@ -5,10 +5,17 @@
 // driver API (cuLaunchKernel), so gpuprofd's launch probes on the real
 // libcuda.so.1 can be checked for exact counts and kernel names.
 // Usage: launch_real N DONE_FILE
+//        launch_real N --bench: times N launches of an empty kernel through
+//        each API, 256 at a time with a stream sync between batches (not
+//        timed), so the GPU's queue never fills: prints "rt|drv ns_per_launch
+//        X cpu_ns_per_launch Y" (wall clock and this thread's CPU time, where
+//        a uprobe's trap and BPF program run)
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 extern "C" __global__ void gpuprof_real_saxpy(float a, const float *x, float *y, int n)
@@ -56,8 +63,51 @@ __attribute__((noinline)) static void drv_call_site_three(int n, CUfunction f, f
     asm volatile("" ::: "memory");
 }
 
+__global__ void gpuprof_real_empty(void)
+{
+}
+
+static double ns_of(clockid_t c)
+{
+    struct timespec t;
+    clock_gettime(c, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static void bench(int n, bool driver, bool quiet)
+{
+    CUfunction f;
+    double wall = 0, cpu = 0;
+    CK(cudaGetFuncBySymbol((cudaFunction_t *)&f, (const void *)gpuprof_real_empty));
+    for (int done = 0; done < n;) {
+        int k = n - done < 256 ? n - done : 256;
+        double w0 = ns_of(CLOCK_MONOTONIC), c0 = ns_of(CLOCK_THREAD_CPUTIME_ID);
+        for (int i = 0; i < k; i++) {
+            if (driver)
+                CKD(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, 0, NULL, 0));
+            else
+                gpuprof_real_empty<<<1, 32>>>();
+        }
+        cpu += ns_of(CLOCK_THREAD_CPUTIME_ID) - c0;
+        wall += ns_of(CLOCK_MONOTONIC) - w0;
+        CK(cudaDeviceSynchronize());
+        done += k;
+    }
+    if (!quiet)
+        printf("%s ns_per_launch %.0f cpu_ns_per_launch %.0f\n", driver ? "drv" : "rt", wall / n,
+               cpu / n);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[2], "--bench")) {
+        CK(cudaFree(0));
+        sleep(2); // the daemon's probes attach after libcuda is mapped
+        bench(1000, false, true); // warm-up
+        bench(atoi(argv[1]), false, false);
+        bench(atoi(argv[1]), true, false);
+        return 0;
+    }
     if (argc != 3) {
         fprintf(stderr, "usage: %s N DONE_FILE\n", argv[0]);
         return 2;

@@ -1,0 +1,53 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Launch overhead of the GPU launch probes on a real NVIDIA driver: times N
+# launches of an empty kernel (scripts/device/launch_real.cu --bench)
+# through cudaLaunchKernel and cuLaunchKernel without the daemon and with
+# it, alternating ROUNDS times. Wall and thread-CPU ns per launch; the
+# thread CPU is where the uprobe trap and the BPF program are paid.
+# Run from the repository root after scripts/device/bundle.sh, as root.
+# Usage: scripts/device/cuda_bench.sh [N] [ROUNDS] [CONFIG]
+set -u
+N=${1:-200000}
+ROUNDS=${2:-3}
+CONF=${3:-}
+W=$(mktemp -d /tmp/gpbench.XXXXXX)
+BUN=$PWD/.devbundle
+DPID=
+trap '[ -n "$DPID" ] && kill $DPID 2>/dev/null' EXIT
+nvcc -O2 -o "$W/launch_real" scripts/device/launch_real.cu -lcuda || exit 1
+start_daemon() {
+    printf '%s\n' "$CONF" >"$W/conf"
+    LD_LIBRARY_PATH=$BUN/lib "$BUN/bin/gpuprofd" -f -s "$W/sock" -d "$W/state" -c "$W/conf" \
+        2>>"$W/daemon.log" &
+    DPID=$!
+    for _ in $(seq 100); do [ -S "$W/sock" ] && return; sleep 0.1; done
+    echo "daemon did not start"; cat "$W/daemon.log"; exit 1
+}
+stop_daemon() { kill $DPID; wait $DPID 2>/dev/null; DPID=; rm -f "$W/sock"; }
+for r in $(seq "$ROUNDS"); do
+    "$W/launch_real" "$N" --bench | sed "s/^/without $r /"
+    start_daemon
+    "$W/launch_real" "$N" --bench | sed "s/^/with    $r /"
+    LD_LIBRARY_PATH=$BUN/lib "$BUN/bin/gpuprofctl" --socket "$W/sock" --json status |
+        python3 -c 'import json,sys; g=[c for c in json.load(sys.stdin)["collectors"] if c["name"]=="gpu"][0]; print("  gpu collector: events", g["events"], "drops", g["drops"], "lost", g.get("lost"), "stacks_taken", g.get("stacks_taken"), "unnamed", g.get("unnamed_launches"))'
+    stop_daemon
+done | tee "$W/out"
+# medians per (mode, api)
+python3 - "$W/out" "$N" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) == 7 and f[3] == "ns_per_launch":
+        rows.setdefault((f[0], f[2]), []).append((float(f[4]), float(f[6])))
+print("N =", sys.argv[2], "launches per API per run; medians over rounds")
+for api in ("rt", "drv"):
+    a, b = rows.get(("without", api)), rows.get(("with", api))
+    if not a or not b:
+        continue
+    wa, ca = statistics.median(x[0] for x in a), statistics.median(x[1] for x in a)
+    wb, cb = statistics.median(x[0] for x in b), statistics.median(x[1] for x in b)
+    print("%-4s without %6.0f ns wall %6.0f ns cpu | with %6.0f ns wall %6.0f ns cpu | added %6.0f ns wall %6.0f ns cpu"
+          % (api, wa, ca, wb, cb, wb - wa, cb - ca))
+PY
