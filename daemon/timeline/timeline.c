@@ -116,6 +116,18 @@ void *tl_calloc_big(size_t n, size_t sz)
 	return p;
 }
 
+/* The doubled capacity that holds need (0 when none fits in 32 bits). */
+static uint64_t grown_cap(uint32_t cap, uint32_t need)
+{
+	uint64_t ncap = cap ? (uint64_t)cap * 2 : 64;
+
+	while (ncap < need)
+		ncap *= 2;
+	if (ncap > UINT32_MAX)
+		ncap = UINT32_MAX;
+	return ncap < need ? 0 : ncap;
+}
+
 int tl_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)
 {
 	uint64_t ncap;
@@ -123,12 +135,7 @@ int tl_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)
 
 	if (need <= *cap)
 		return 0;
-	ncap = *cap ? (uint64_t)*cap * 2 : 64;
-	while (ncap < need)
-		ncap *= 2;
-	if (ncap > UINT32_MAX)
-		ncap = UINT32_MAX;
-	if (ncap < need)
+	if (!(ncap = grown_cap(*cap, need)))
 		return -E2BIG;
 	p = realloc(*arr, ncap * sz);
 	if (!p)
@@ -145,12 +152,7 @@ int tl_grow_big(void **arr, uint32_t *cap, uint32_t n, uint32_t need, size_t sz)
 
 	if (need <= *cap)
 		return 0;
-	ncap = *cap ? (uint64_t)*cap * 2 : 64;
-	while (ncap < need)
-		ncap *= 2;
-	if (ncap > UINT32_MAX)
-		ncap = UINT32_MAX;
-	if (ncap < need)
+	if (!(ncap = grown_cap(*cap, need)))
 		return -E2BIG;
 	if (ncap * sz < TL_HUGE_MIN)
 		return tl_grow(arr, cap, need, sz);

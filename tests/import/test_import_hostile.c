@@ -254,6 +254,45 @@ static void test_odd_events(void)
 	timeline_free(tl);
 }
 
+/* Enough rows for the event and args arrays to move to huge pages with
+ * room to spare (tl_grow_big): every row and its args kept in order
+ * across the copies, the event array 2 MiB-aligned. */
+static void test_big_arrays(void)
+{
+	enum { N = 120000 };
+	size_t cap = (size_t)N * 200 + 64, len = 0;
+	char *doc = malloc(cap);
+	struct import_result res;
+	struct timeline *tl;
+	const struct tl_rank *r;
+
+	CHECK(doc != NULL);
+	len += (size_t)snprintf(doc + len, cap - len, "{\"traceEvents\": [");
+	for (int i = 0; i < N; i++)
+		len += (size_t)snprintf(doc + len, cap - len,
+					"%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%d\",\"pid\":0,"
+					"\"tid\":7,\"ts\":%d,\"dur\":1,\"args\":{\"correlation\":%d,"
+					"\"stream\":7,\"queued\":%d}}",
+					i ? "," : "", i % 7, i, i, i);
+	len += (size_t)snprintf(doc + len, cap - len, "]}");
+	CHECK_EQ_INT(imp(doc, len, NULL, &res, &tl), 0);
+	r = timeline_rank(tl, 0);
+	CHECK_EQ_INT(r->nev, N);
+	CHECK(((uintptr_t)r->ev & ((2u << 20) - 1)) == 0);
+	CHECK_EQ_U64(res.warnings[IMPORT_W_DUPLICATE], 0);
+	for (uint32_t i = 0; i < r->nev; i++) {
+		const struct tl_event *e = &r->ev[i];
+
+		if (e->index != i || e->correlation != i || e->args == TL_NO_ARGS ||
+		    r->args[e->args].queued != i) {
+			CHECK(!"rows and args kept in order");
+			break;
+		}
+	}
+	timeline_free(tl);
+	free(doc);
+}
+
 /* tl_rank_mark_duplicates() against a reference by sorting, on rows with
  * exact copies, copies differing in one compared field, and values drawn
  * from small ranges (so unrelated rows collide often): large enough for
@@ -545,6 +584,7 @@ int main(void)
 	RUN(test_odd_events);
 	RUN(test_corr_lookup);
 	RUN(test_duplicates_many);
+	RUN(test_big_arrays);
 	RUN(test_rank_and_caps);
 	RUN(test_gzip);
 	RUN(test_decode_hostile);
