@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Trace import and analyses through the real daemon and gpuprofctl: every
-reference trace imports, analyses answer with HTA's numbers, hostile files
-get clear errors, and the daemon and its stored captures carry on."""
+reference trace and a current PyTorch's trace import, analyses answer with
+HTA's numbers, hostile files get clear errors, and the daemon and its
+stored captures carry on."""
 
 import glob
 import gzip
@@ -11,7 +12,7 @@ import os
 import subprocess
 import time
 
-from gpd import GPUPROFCTL, SHARED, Daemon, Conn, eq, error_code, expect, main, test
+from gpd import GPUPROFCTL, SHARED, SOURCE, Daemon, Conn, eq, error_code, expect, main, test
 
 TRACES = os.path.join(SHARED, "reference", "hta", "traces")
 OUTPUTS = os.path.join(SHARED, "reference", "hta", "outputs")
@@ -80,6 +81,46 @@ def temporal_matches_hta_through_the_daemon():
                 for k in ("idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"):
                     expect(abs(r[k] - h[k]) <= 0.01, "%s rank %d %s: %r vs HTA %r"
                            % (name, r["rank"], k, r[k], h[k]))
+        eq(d.stop(), 0, "clean stop")
+    finally:
+        d.cleanup()
+
+
+# A trace we made ourselves (scripts/device/torch_trace.py 3 on an H200,
+# PyTorch 2.11.0+cu130): what a current PyTorch writes, newer than the
+# reference traces. cuBLAS launches there go through cudaLaunchKernelExC.
+TORCH_211 = os.path.join(SOURCE, "tests", "data", "pytorch-2.11-h200-3steps.json.gz")
+HTA_LAUNCH = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"}
+
+
+@test
+def a_current_pytorch_trace():
+    with gzip.open(TORCH_211) as f:
+        events = json.load(f)["traceEvents"]
+    cpu = {e["args"]["correlation"]: e["name"] for e in events
+           if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    d = Daemon().start()
+    try:
+        info = d.ctl_json("import", TORCH_211)
+        f = info["import"]["files"][0]
+        eq(f["events_raw"], len(events), "every traceEvents element counted")
+        eq(f["warnings"], {}, "no warning on a current PyTorch trace")
+        cid = str(info["id"])
+        for a in ANALYSES:
+            extra = ["operator=aten::linear"] if a == "sequences" else []
+            p = d.ctl("--json", "analyze", a, cid, *extra)
+            eq(p.returncode, 0, "%s: %s" % (a, p.stderr.decode()))
+        launches = d.ctl_json("analyze", "launch", cid, "extended=true")["ranks"][0]["launches"]
+        names = [cpu.get(c) for c in launches["correlation"]]
+        for name, ext in zip(names, launches["extended"]):
+            expect(name is not None, "each launch's correlation names a runtime call")
+            eq(ext, name not in HTA_LAUNCH, "%s flagged extended iff HTA leaves it out" % name)
+        expect("cudaLaunchKernelExC" in names, "cuBLAS's cudaLaunchKernelExC launches counted")
+        expect("cuLaunchKernel" in names, "cuLaunchKernel launches there, as an extension")
+        base = d.ctl_json("analyze", "launch", cid)["ranks"][0]["count"]
+        eq(base, sum(n in HTA_LAUNCH for n in names), "HTA's launch set without the extension")
+        kernels = d.ctl_json("analyze", "kernels", cid)["kernels"]
+        expect(any("xmma_gemm" in k["name"] for k in kernels), "cuBLAS GEMM kernels by name")
         eq(d.stop(), 0, "clean stop")
     finally:
         d.cleanup()
