@@ -410,8 +410,9 @@ int BPF_KPROBE(gl_cu_kernel_get_function, void *out, void *kernel)
 	return name_entry((__u64)out, (__u64)kernel, PENDING_ALIAS);
 }
 
-/* The return probe of every naming call above: read the handle the callee
- * wrote and remember its name. */
+/* The return probe of every naming call (those above and
+ * __hipRegisterFunction below): read the handle the callee wrote, and the
+ * name now that the callee has read it, and remember them. */
 SEC("uretprobe")
 int BPF_KRETPROBE(gl_name_ret, long ret)
 {
