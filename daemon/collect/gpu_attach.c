@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <uv.h>
@@ -117,7 +118,9 @@ struct attach_work {
 	struct gl_lib *l;
 	enum gpu_runtime rt;
 	char path[PATH_MAX + 64]; /* through the mapping process's root */
-	char lib_path[PATH_MAX];  /* for log lines */
+	char lib_path[PATH_MAX];  /* as the daemon's maps view names it */
+	dev_t dev;		  /* the mapped file, from the maps line */
+	ino_t ino;
 	struct bpf_link *links[GL_MAX_LINKS];
 	unsigned nlinks, errors;
 	bool usdt;
@@ -192,6 +195,20 @@ static void attach_run(uv_work_t *w)
 		names[i] = specs[i].sym;
 	r = libscan_symbols(a->path, names, n, present, a->rt == GPU_RT_NEO ? "level_zero" : NULL,
 			    "launch_kernel", &has_sdt);
+	if (r == -ENOENT) {
+		/* The path does not resolve under the process's own root (a
+		 * chroot, a mount over its directory in its mount namespace;
+		 * or the process is gone). The daemon's own view of the path
+		 * serves when it is the same file: uprobes go on the inode. */
+		struct stat st;
+
+		if (stat(a->lib_path, &st) == 0 && st.st_dev == a->dev && st.st_ino == a->ino) {
+			snprintf(a->path, sizeof(a->path), "%s", a->lib_path);
+			r = libscan_symbols(a->path, names, n, present,
+					    a->rt == GPU_RT_NEO ? "level_zero" : NULL, "launch_kernel",
+					    &has_sdt);
+		}
+	}
 	if (r < 0) {
 		snprintf(a->err, sizeof(a->err), "reading the library: %s", strerror(-r));
 		a->errors++;
@@ -354,6 +371,8 @@ static void lib_attach(struct gl_priv *p, struct gl_lib *l, uint32_t pid)
 	a->rt = l->rt;
 	snprintf(a->path, sizeof(a->path), "/proc/%" PRIu32 "/root%s", pid, l->path);
 	snprintf(a->lib_path, sizeof(a->lib_path), "%s", l->path);
+	a->dev = l->dev;
+	a->ino = l->ino;
 	l->attaching = true;
 	if (loop && uv_queue_work(loop, &a->w, attach_run, attach_done) == 0) {
 		p->inflight++;

@@ -7,6 +7,7 @@ into folded stacks with GPU frames and into `gpuprofctl top`."""
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -244,6 +245,51 @@ def folded_exact_counts_every_runtime():
         eq(g["unnamed_launches"], 0, "every kernel named")
     finally:
         d.cleanup()
+
+
+@test
+def library_path_hidden_under_the_process_root():
+    """A process whose library path does not resolve under its own root
+    (here a tmpfs mounted over the library's directory in its private mount
+    namespace, after the dlopen; a chroot is the same case), found by the
+    daemon's start-up scan: /proc/PID/root/<path> fails, and the probes go
+    on through the daemon's own path, which names the same file."""
+    if os.geteuid() != 0:
+        raise Skip("needs root (mount namespace)")
+    tmp = tempfile.mkdtemp(prefix="gpuprof-hidden-")
+    lib = os.path.join(tmp, "libcuda.so.1")
+    shutil.copy(LIBS["cuda"][1], lib)
+    script = 'hide() { sleep 0.3; mount -t tmpfs none "$0"; }; hide "$0" & exec "$@"'
+    p = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script,
+                          tmp, APP, "cuda", lib, str(N), "--hold"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    d = None
+    try:
+        line = p.stdout.readline().split()
+        expect(line and line[0] == "ready", "gpu_app started: %r" % line)
+        deadline = time.time() + 10
+        while os.path.exists("/proc/%d/root%s" % (p.pid, lib)) and time.time() < deadline:
+            time.sleep(0.05)
+        expect(not os.path.exists("/proc/%d/root%s" % (p.pid, lib)),
+               "the library's path is hidden under the process's root")
+        d = Daemon().start()
+        need_probes(d)
+        app = App.__new__(App)
+        app.kind, app.lib, app.p, app.pid = "cuda", lib, p, p.pid
+        got = app.wait_probed(d)
+        expect(not got.get("error"), "no attach error: %r" % got)
+        app.go()
+        time.sleep(0.4)
+        info = d.ctl_json("capture", "--pid", str(p.pid), "--last", "10s")
+        check_folded(parse_folded(folded(d, info["id"], "--weight", "launches")), "cuda")
+        app.exit()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if d:
+            d.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @test
