@@ -124,7 +124,8 @@ struct attach_work {
 	struct bpf_link *links[GL_MAX_LINKS];
 	unsigned nlinks, errors;
 	bool usdt;
-	double ms; /* how long the attach took */
+	bool unread; /* the file could not be read: no probe tried */
+	double ms;   /* how long the attach took */
 	char err[160];
 };
 
@@ -212,6 +213,7 @@ static void attach_run(uv_work_t *w)
 	if (r < 0) {
 		snprintf(a->err, sizeof(a->err), "reading the library: %s", strerror(-r));
 		a->errors++;
+		a->unread = true;
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -326,6 +328,7 @@ static void attach_apply(struct attach_work *a)
 	memcpy(l->links, a->links, a->nlinks * sizeof(a->links[0]));
 	l->nlinks = a->nlinks;
 	l->usdt = a->usdt;
+	l->unread = a->unread;
 	snprintf(l->err, sizeof(l->err), "%s", a->err);
 	log_info("gpu: %s %s: %u probes in %.0f ms%s%s%s", libscan_runtime_name(l->rt), l->path,
 		 l->nlinks, a->ms, l->usdt ? " (USDT launch_kernel)" : "", l->err[0] ? "; " : "",
@@ -388,8 +391,17 @@ struct gl_lib *gl_lib_get(struct gl_priv *p, const struct libscan_hit *h, uint32
 	struct gl_lib *l;
 
 	for (l = p->libs; l; l = l->next)
-		if (l->dev == h->dev && l->ino == h->ino)
+		if (l->dev == h->dev && l->ino == h->ino) {
+			/* The process its attach went through could not show
+			 * the file (gone already, or its root hides the path):
+			 * try again through this one, by the path this one
+			 * maps it from (the old path may name another file). */
+			if (l->unread && !l->attaching) {
+				snprintf(l->path, sizeof(l->path), "%s", h->path);
+				lib_attach(p, l, pid);
+			}
 			return l;
+		}
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;

@@ -41,6 +41,8 @@ struct gl_lib {
 	bool usdt;	 /* NEO's launch USDT attached */
 	bool attaching;	 /* its probes are being attached on the thread pool */
 	bool dead;	 /* released while attaching: freed when that ends */
+	bool unread;	 /* its last attach could not read the file: the next
+			  * process seen mapping it tries again */
 	char err[160];	 /* why some or all probes are missing */
 };
 

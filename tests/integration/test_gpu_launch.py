@@ -293,6 +293,83 @@ def library_path_hidden_under_the_process_root():
 
 
 @test
+def library_unreadable_through_its_first_process():
+    """The first process seen mapping a library cannot show its file (its
+    root hides the path, and the daemon's own path names another file: a
+    bind mount over it), so that attach reads nothing. A second process
+    mapping the same file (a hard link) must get the library probed, for
+    both: the attach is tried again through it."""
+    if os.geteuid() != 0:
+        raise Skip("needs root (mount namespace, bind mount)")
+    tmp = tempfile.mkdtemp(prefix="gpuprof-unread-")
+    dird, dire = os.path.join(tmp, "d"), os.path.join(tmp, "e")
+    os.mkdir(dird)
+    os.mkdir(dire)
+    lib1, lib2 = os.path.join(dird, "libcuda.so.1"), os.path.join(dire, "libcuda.so.1")
+    other = os.path.join(tmp, "other.so")
+    shutil.copy(LIBS["cuda"][1], lib1)
+    os.link(lib1, lib2)
+    shutil.copy(LIBS["cuda"][1], other)
+    ino = os.stat(lib1).st_ino
+    script = 'hide() { sleep 0.3; mount -t tmpfs none "$0"; }; hide "$0" & exec "$@"'
+    p1 = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script,
+                           dird, APP, "cuda", lib1, str(N), "--hold"],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    d = app2 = None
+    mounted = False
+    try:
+        line = p1.stdout.readline().split()
+        expect(line and line[0] == "ready", "gpu_app started: %r" % line)
+        deadline = time.time() + 10
+        while os.path.exists("/proc/%d/root%s" % (p1.pid, lib1)) and time.time() < deadline:
+            time.sleep(0.05)
+        subprocess.run(["mount", "--bind", other, lib1], check=True)
+        mounted = True
+        d = Daemon().start()
+        need_probes(d)
+
+        def entry():
+            return [l for l in gpu_status(d)["libraries"] if l["inode"] == ino]
+        deadline = time.time() + 10
+        while not (entry() and entry()[0].get("error")) and time.time() < deadline:
+            time.sleep(0.05)
+        e = entry()
+        expect(e and e[0]["probes"] == 0 and "reading the library" in e[0].get("error", ""),
+               "the first attach read nothing: %r" % e)
+        p2 = subprocess.Popen([APP, "cuda", lib2, str(N), "--hold"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+        app2 = App.__new__(App)
+        app2.kind, app2.lib, app2.p, app2.pid = "cuda", lib2, p2, p2.pid
+        line = p2.stdout.readline().split()
+        expect(line and line[0] == "ready", "second gpu_app started: %r" % line)
+        deadline = time.time() + 10
+        while not (entry() and entry()[0]["probes"] >= 1 and entry()[0]["processes"] >= 2
+                   and not entry()[0].get("attaching")) and time.time() < deadline:
+            time.sleep(0.05)
+        e = entry()
+        expect(e and e[0]["probes"] >= 1 and not e[0].get("error"),
+               "probed through the second process: %r" % e)
+        app1 = App.__new__(App)
+        app1.kind, app1.lib, app1.p, app1.pid = "cuda", lib1, p1, p1.pid
+        for a in (app2, app1):
+            a.go()
+            time.sleep(0.4)
+            info = d.ctl_json("capture", "--pid", str(a.pid), "--last", "10s")
+            check_folded(parse_folded(folded(d, info["id"], "--weight", "launches")), "cuda")
+            a.exit()
+    finally:
+        for q in (p1, app2.p if app2 else None):
+            if q and q.poll() is None:
+                q.kill()
+                q.wait()
+        if mounted:
+            subprocess.run(["umount", lib1])
+        if d:
+            d.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@test
 def process_running_before_the_daemon():
     """Found by the initial /proc scan."""
     app = App("cuda")
