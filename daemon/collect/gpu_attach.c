@@ -166,6 +166,14 @@ static double mono_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Which of names a->path defines (and NEO's launch USDT, has_sdt). */
+static int scan(const struct attach_work *a, const char *const *names, size_t n, bool *present,
+		bool *has_sdt)
+{
+	return libscan_symbols(a->path, names, n, present, a->rt == GPU_RT_NEO ? "level_zero" : NULL,
+			       "launch_kernel", has_sdt);
+}
+
 /* Put the runtime's probes on the file. Missing entry points are skipped:
  * runtimes differ by version. Touches only a and the skeleton's programs. */
 static void attach_run(uv_work_t *w)
@@ -194,8 +202,7 @@ static void attach_run(uv_work_t *w)
 	}
 	for (size_t i = 0; i < n; i++)
 		names[i] = specs[i].sym;
-	r = libscan_symbols(a->path, names, n, present, a->rt == GPU_RT_NEO ? "level_zero" : NULL,
-			    "launch_kernel", &has_sdt);
+	r = scan(a, names, n, present, &has_sdt);
 	if (r == -ENOENT) {
 		/* The path does not resolve under the process's own root (a
 		 * chroot, a mount over its directory in its mount namespace;
@@ -205,9 +212,7 @@ static void attach_run(uv_work_t *w)
 
 		if (stat(a->lib_path, &st) == 0 && st.st_dev == a->dev && st.st_ino == a->ino) {
 			snprintf(a->path, sizeof(a->path), "%s", a->lib_path);
-			r = libscan_symbols(a->path, names, n, present,
-					    a->rt == GPU_RT_NEO ? "level_zero" : NULL, "launch_kernel",
-					    &has_sdt);
+			r = scan(a, names, n, present, &has_sdt);
 		}
 	}
 	if (r < 0) {

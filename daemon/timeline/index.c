@@ -313,6 +313,12 @@ static bool ev_same(const struct tl_event *a, const struct tl_event *b)
  * do. One table over a 1 GB trace's rows (64 MiB) took a DRAM miss per
  * row even with prefetching: ~10 % of the import.
  */
+/* The partition of hash h among 2^bits (its top bits). */
+static inline uint32_t dup_part(uint64_t h, uint32_t bits)
+{
+	return bits ? (uint32_t)(h >> (64 - bits)) : 0;
+}
+
 int64_t tl_rank_mark_duplicates(struct tl_rank *r)
 {
 	enum { PART_ROWS = 8192, MAX_BITS = 10 };
@@ -332,7 +338,7 @@ int64_t tl_rank_mark_duplicates(struct tl_rank *r)
 		goto nomem;
 	for (uint32_t i = 0; i < n; i++) {
 		h[i] = ev_hash(&r->ev[i]);
-		off[bits ? (h[i] >> (64 - bits)) + 1 : 1]++;
+		off[dup_part(h[i], bits) + 1]++;
 	}
 	for (uint32_t p = 0; p < nparts; p++) {
 		if (off[p + 1] > maxc)
@@ -340,7 +346,7 @@ int64_t tl_rank_mark_duplicates(struct tl_rank *r)
 		off[p + 1] += off[p];
 	}
 	for (uint32_t i = 0; i < n; i++) /* off[p]: next free entry of p */
-		ent[off[bits ? h[i] >> (64 - bits) : 0]++] = (uint64_t)(uint32_t)h[i] << 32 | i;
+		ent[off[dup_part(h[i], bits)]++] = (uint64_t)(uint32_t)h[i] << 32 | i;
 	free(h);
 	h = NULL;
 	{

@@ -61,8 +61,9 @@ void *tl_calloc_big(size_t n, size_t sz);
 /* Grow *arr (element size sz) so that it can hold need elements. */
 int tl_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
 /* tl_grow() for an array filled in order whose first n elements are in
- * use: from TL_HUGE_MIN bytes on, a new huge-page array (tl_malloc_big)
- * gets those n copied, instead of realloc(). realloc() moves a large
+ * use: from TL_HUGE_MIN bytes on, a new huge-page array with 4 times the
+ * room (address space only until it fills) gets those n copied, instead
+ * of realloc(). realloc() moves a large
  * block with mremap(), and on a VM with shadow page tables every 4 KiB
  * page moved then costs microseconds on its next touch: the first pass
  * over a 1 GB trace's 310 MB of events after its import took 350 ms, the
