@@ -254,27 +254,38 @@ static void test_odd_events(void)
 	timeline_free(tl);
 }
 
+/* A trace of n kernel rows, ts i, args.correlation corr[i] (i when corr
+ * is NULL) and args.queued i. Returns the text (free it), length in *len. */
+static char *kernel_rows(int n, const int64_t *corr, size_t *len)
+{
+	size_t cap = (size_t)n * 160 + 64; /* a row: at most 141 bytes */
+	char *doc = malloc(cap);
+
+	if (!doc)
+		abort();
+	*len = (size_t)snprintf(doc, cap, "{\"traceEvents\": [");
+	for (int i = 0; i < n; i++)
+		*len += (size_t)snprintf(doc + *len, cap - *len,
+					 "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\","
+					 "\"pid\":0,\"tid\":7,\"ts\":%d,\"dur\":1,"
+					 "\"args\":{\"correlation\":%lld,\"queued\":%d}}",
+					 i ? "," : "", i, (long long)(corr ? corr[i] : i), i);
+	*len += (size_t)snprintf(doc + *len, cap - *len, "]}");
+	return doc;
+}
+
 /* Enough rows for the event and args arrays to move to huge pages with
  * room to spare (tl_grow_big): every row and its args kept in order
  * across the copies, the event array 2 MiB-aligned. */
 static void test_big_arrays(void)
 {
 	enum { N = 120000 };
-	size_t cap = (size_t)N * 200 + 64, len = 0;
-	char *doc = malloc(cap);
+	size_t len;
+	char *doc = kernel_rows(N, NULL, &len);
 	struct import_result res;
 	struct timeline *tl;
 	const struct tl_rank *r;
 
-	CHECK(doc != NULL);
-	len += (size_t)snprintf(doc + len, cap - len, "{\"traceEvents\": [");
-	for (int i = 0; i < N; i++)
-		len += (size_t)snprintf(doc + len, cap - len,
-					"%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%d\",\"pid\":0,"
-					"\"tid\":7,\"ts\":%d,\"dur\":1,\"args\":{\"correlation\":%d,"
-					"\"stream\":7,\"queued\":%d}}",
-					i ? "," : "", i % 7, i, i, i);
-	len += (size_t)snprintf(doc + len, cap - len, "]}");
 	CHECK_EQ_INT(imp(doc, len, NULL, &res, &tl), 0);
 	r = timeline_rank(tl, 0);
 	CHECK_EQ_INT(r->nev, N);
@@ -409,20 +420,12 @@ static void test_duplicates_many(void)
  * repeats, and ids that are absent or just outside the range. */
 static void check_corr(const int64_t *ids, int n, bool dense)
 {
-	size_t cap = (size_t)n * 120 + 64, len = 0;
-	char *doc = malloc(cap);
+	size_t len;
+	char *doc = kernel_rows(n, ids, &len);
 	struct timeline *tl;
 	struct import_result res;
 	const struct tl_rank *r;
 
-	len += (size_t)snprintf(doc + len, cap - len, "{\"traceEvents\": [");
-	for (int i = 0; i < n; i++)
-		len += (size_t)snprintf(doc + len, cap - len,
-					"%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\","
-					"\"pid\":0,\"tid\":7,\"ts\":%d,\"dur\":1,"
-					"\"args\":{\"correlation\":%lld}}",
-					i ? "," : "", i, (long long)ids[i]);
-	len += (size_t)snprintf(doc + len, cap - len, "]}");
 	CHECK_EQ_INT(imp(doc, len, NULL, &res, &tl), 0);
 	r = timeline_rank(tl, 0);
 	CHECK_EQ_INT(r->corr_start != NULL, dense);

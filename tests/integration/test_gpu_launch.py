@@ -60,22 +60,35 @@ def need_probes(d):
 class App:
     """gpu_app on one fake runtime; launches when go() is called."""
 
-    def __init__(self, kind, n=N, cgroup=None, env=None):
+    def __init__(self, kind, n=N, cgroup=None, env=None, lib=None, hide=False):
         """cgroup: a directory under the cgroup2 mount the app runs in;
-        env: extra environment variables."""
+        env: extra environment variables; lib: the library's path, when not
+        the fake runtime's own; hide: run in a private mount namespace and
+        mount a tmpfs over the library's directory after the dlopen, so
+        that its path does not resolve under the process's root (returns
+        once it does not)."""
         self.kind = kind
         rt, self.lib = LIBS[kind]
+        self.lib = lib or self.lib
+        cmd = [APP, rt, self.lib, str(n), "--hold"]
+        if hide:
+            script = 'hide() { sleep 0.3; mount -t tmpfs none "$0"; }; hide "$0" & exec "$@"'
+            cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", script,
+                   os.path.dirname(self.lib)] + cmd
 
         def enter():
             with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
                 f.write("0\n")
-        self.p = subprocess.Popen([APP, rt, self.lib, str(n), "--hold"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True,
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                   env=dict(os.environ, **(env or {})),
                                   preexec_fn=enter if cgroup else None)
         line = self.p.stdout.readline().split()
         expect(line and line[0] == "ready", "gpu_app started: %r" % line)
         self.pid = self.p.pid
+        if hide:
+            hidden = "/proc/%d/root%s" % (self.pid, self.lib)
+            expect(wait_until(lambda: not os.path.exists(hidden)),
+                   "the library's path is hidden under the process's root")
 
     def wait_probed(self, d, timeout=10):
         """Until the daemon has probes on our library with us among its users,
@@ -99,6 +112,22 @@ class App:
     def exit(self):
         self.p.stdin.close()
         eq(self.p.wait(10), 0, "gpu_app exit status")
+
+    def kill(self):
+        """Cleanup after a failure: ends the app if still running."""
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+def wait_until(cond, timeout=10):
+    """Polls cond until it holds (True) or timeout seconds pass (False)."""
+    deadline = time.time() + timeout
+    while not cond():
+        if time.time() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def parse_folded(text):
@@ -259,34 +288,21 @@ def library_path_hidden_under_the_process_root():
     tmp = tempfile.mkdtemp(prefix="gpuprof-hidden-")
     lib = os.path.join(tmp, "libcuda.so.1")
     shutil.copy(LIBS["cuda"][1], lib)
-    script = 'hide() { sleep 0.3; mount -t tmpfs none "$0"; }; hide "$0" & exec "$@"'
-    p = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script,
-                          tmp, APP, "cuda", lib, str(N), "--hold"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    d = None
+    d = app = None
     try:
-        line = p.stdout.readline().split()
-        expect(line and line[0] == "ready", "gpu_app started: %r" % line)
-        deadline = time.time() + 10
-        while os.path.exists("/proc/%d/root%s" % (p.pid, lib)) and time.time() < deadline:
-            time.sleep(0.05)
-        expect(not os.path.exists("/proc/%d/root%s" % (p.pid, lib)),
-               "the library's path is hidden under the process's root")
+        app = App("cuda", lib=lib, hide=True)
         d = Daemon().start()
         need_probes(d)
-        app = App.__new__(App)
-        app.kind, app.lib, app.p, app.pid = "cuda", lib, p, p.pid
         got = app.wait_probed(d)
         expect(not got.get("error"), "no attach error: %r" % got)
         app.go()
         time.sleep(0.4)
-        info = d.ctl_json("capture", "--pid", str(p.pid), "--last", "10s")
+        info = d.ctl_json("capture", "--pid", str(app.pid), "--last", "10s")
         check_folded(parse_folded(folded(d, info["id"], "--weight", "launches")), "cuda")
         app.exit()
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+        if app:
+            app.kill()
         if d:
             d.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -311,46 +327,28 @@ def library_unreadable_through_its_first_process():
     os.link(lib1, lib2)
     shutil.copy(LIBS["cuda"][1], other)
     ino = os.stat(lib1).st_ino
-    script = 'hide() { sleep 0.3; mount -t tmpfs none "$0"; }; hide "$0" & exec "$@"'
-    p1 = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script,
-                           dird, APP, "cuda", lib1, str(N), "--hold"],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    d = app2 = None
+    d = app1 = app2 = None
     mounted = False
     try:
-        line = p1.stdout.readline().split()
-        expect(line and line[0] == "ready", "gpu_app started: %r" % line)
-        deadline = time.time() + 10
-        while os.path.exists("/proc/%d/root%s" % (p1.pid, lib1)) and time.time() < deadline:
-            time.sleep(0.05)
+        app1 = App("cuda", lib=lib1, hide=True)
         subprocess.run(["mount", "--bind", other, lib1], check=True)
         mounted = True
         d = Daemon().start()
         need_probes(d)
 
         def entry():
-            return [l for l in gpu_status(d)["libraries"] if l["inode"] == ino]
-        deadline = time.time() + 10
-        while not (entry() and entry()[0].get("error")) and time.time() < deadline:
-            time.sleep(0.05)
+            e = [l for l in gpu_status(d)["libraries"] if l["inode"] == ino]
+            return e[0] if e else {}
+        wait_until(lambda: entry().get("error"))
         e = entry()
-        expect(e and e[0]["probes"] == 0 and "reading the library" in e[0].get("error", ""),
+        expect(e.get("probes") == 0 and "reading the library" in e.get("error", ""),
                "the first attach read nothing: %r" % e)
-        p2 = subprocess.Popen([APP, "cuda", lib2, str(N), "--hold"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-        app2 = App.__new__(App)
-        app2.kind, app2.lib, app2.p, app2.pid = "cuda", lib2, p2, p2.pid
-        line = p2.stdout.readline().split()
-        expect(line and line[0] == "ready", "second gpu_app started: %r" % line)
-        deadline = time.time() + 10
-        while not (entry() and entry()[0]["probes"] >= 1 and entry()[0]["processes"] >= 2
-                   and not entry()[0].get("attaching")) and time.time() < deadline:
-            time.sleep(0.05)
+        app2 = App("cuda", lib=lib2)
+        wait_until(lambda: entry().get("probes", 0) >= 1 and entry()["processes"] >= 2
+                   and not entry().get("attaching"))
         e = entry()
-        expect(e and e[0]["probes"] >= 1 and not e[0].get("error"),
+        expect(e.get("probes", 0) >= 1 and not e.get("error"),
                "probed through the second process: %r" % e)
-        app1 = App.__new__(App)
-        app1.kind, app1.lib, app1.p, app1.pid = "cuda", lib1, p1, p1.pid
         for a in (app2, app1):
             a.go()
             time.sleep(0.4)
@@ -358,10 +356,9 @@ def library_unreadable_through_its_first_process():
             check_folded(parse_folded(folded(d, info["id"], "--weight", "launches")), "cuda")
             a.exit()
     finally:
-        for q in (p1, app2.p if app2 else None):
-            if q and q.poll() is None:
-                q.kill()
-                q.wait()
+        for a in (app1, app2):
+            if a:
+                a.kill()
         if mounted:
             subprocess.run(["umount", lib1])
         if d:
