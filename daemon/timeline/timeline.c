@@ -68,10 +68,7 @@ void tl_prefault(void *base, size_t alloc, size_t *done, size_t upto)
 #define TL_HUGE_MIN (4u << 20) /* smaller arrays: plain 4 KiB pages */
 
 /* bytes on 2 MiB-aligned huge pages (advice), the first `populate` of
- * them populated at once: on this project's VMs a huge page that is
- * faulted in costs about as much as the 512 small ones it replaces, while
- * MADV_POPULATE_WRITE fills 310 MB in ~30 ms (a grow-and-fill microbench:
- * 970 ms with 4 KiB faults, 650 ms with huge-page faults). */
+ * them populated at once (one madvise instead of a fault per page). */
 static void *huge_alloc(size_t bytes, size_t populate)
 {
 	size_t len;

@@ -66,9 +66,9 @@ int tl_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
  * of realloc(). realloc() moves a large
  * block with mremap(), and on a VM with shadow page tables every 4 KiB
  * page moved then costs microseconds on its next touch: the first pass
- * over a 1 GB trace's 310 MB of events after its import took 350 ms, the
- * second 11 ms. Huge pages populated ahead (tl_prefault) also make the
- * filling itself ~30 times cheaper there than 4 KiB page faults. */
+ * over 310 MB of rows after such a grow takes 350-460 ms, the second
+ * 10-14 ms (bench/import/bench_grow). The passes after an import (finalize,
+ * duplicates, indexes) find the rows unmoved and on huge pages. */
 int tl_grow_big(void **arr, uint32_t *cap, uint32_t n, uint32_t need, size_t sz);
 
 /* Room for `add` more elements after the n in *arr, for a builder that
