@@ -6,7 +6,7 @@
 # it, alternating ROUNDS times. Wall and thread-CPU ns per launch; the
 # thread CPU is where the uprobe trap and the BPF program are paid.
 # Run from the repository root after scripts/device/bundle.sh, as root.
-# Usage: scripts/device/cuda_bench.sh [N] [ROUNDS] [CONFIG]
+# Usage: bench/gpu/real_cuda.sh [N] [ROUNDS] [CONFIG]
 set -u
 N=${1:-200000}
 ROUNDS=${2:-3}
