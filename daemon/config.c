@@ -19,6 +19,7 @@ void config_defaults(struct config *cfg)
 	cfg->store_budget_bytes = 64u << 20;
 	cfg->capture_max_bytes = 256u << 20;
 	cfg->analysis_cache_bytes = 512u << 20;
+	cfg->analysis_scratch_bytes = 256u << 20; /* TL_BIG_CACHE_DEFAULT */
 	cfg->captures_max = 256;
 	cfg->sample_freq_hz = 49;
 	cfg->cpu_sampling = true;
@@ -227,6 +228,8 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 		return config_parse_size(v, &cfg->capture_max_bytes);
 	if (!strcmp(key, "analysis.cache_bytes"))
 		return config_parse_size(v, &cfg->analysis_cache_bytes);
+	if (!strcmp(key, "analysis.scratch_bytes"))
+		return config_parse_size(v, &cfg->analysis_scratch_bytes);
 	if (!strcmp(key, "limits.captures")) {
 		r = parse_uint(v, 1000000, &n);
 		cfg->captures_max = r ? cfg->captures_max : (size_t)n;

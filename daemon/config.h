@@ -18,6 +18,7 @@ struct config {
 	size_t store_budget_bytes; /* memory.store_budget */
 	size_t capture_max_bytes; /* memory.capture_max: per capture in memory / on disk */
 	size_t analysis_cache_bytes; /* analysis.cache_bytes: decoded timelines kept */
+	size_t analysis_scratch_bytes; /* analysis.scratch_bytes: freed big scratch arrays kept */
 	size_t captures_max; /* limits.captures: persisted captures kept */
 	uint32_t sample_freq_hz; /* sampling.cpu_frequency */
 	bool cpu_sampling; /* sampling.cpu */

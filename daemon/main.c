@@ -25,6 +25,7 @@
 #include "log.h"
 #include "rpc/rpc.h"
 #include "store/store.h"
+#include "timeline/timeline.h"
 
 #include <gpuprof/protocol.h>
 
@@ -190,6 +191,7 @@ static void notify_status(struct gpd *g, const char *extra)
 static void on_status_timer(uv_timer_t *t)
 {
 	notify_status(t->data, "");
+	tl_big_trim(false); /* scratch blocks unused for 10 s go back */
 }
 
 static void on_watchdog(uv_timer_t *t)
@@ -290,6 +292,7 @@ int main(int argc, char **argv)
 			strerror(-r));
 		return 1;
 	}
+	tl_big_cache_config(g.cfg.analysis_scratch_bytes, 10ull * 1000000000);
 	r = tlcache_new(g.cfg.analysis_cache_bytes, &g.tlcache);
 	if (r < 0) {
 		log_err("Failed to create the analysis cache: %s", strerror(-r));

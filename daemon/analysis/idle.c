@@ -162,7 +162,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 out:
 	for (int j = 0; j < IC_COUNT; j++)
 		free(vals[j]);
-	free(k);
+	tl_free_big(k);
 	return err;
 }
 

@@ -27,8 +27,8 @@ static int type_masks(struct actx *c, const struct tl_rank *r, int ntypes, int64
 	int mask = 0;
 
 	if (!v || !ev) {
-		free(v);
-		free(ev);
+		tl_free_big(v);
+		tl_free_big(ev);
 		return -ENOMEM;
 	}
 	for (int t = 0; t < ntypes; t++) {
@@ -58,8 +58,8 @@ static int type_masks(struct actx *c, const struct tl_rank *r, int ntypes, int64
 			seen[mask & 7] = true;
 		}
 	}
-	free(v);
-	free(ev);
+	tl_free_big(v);
+	tl_free_big(ev);
 	return 0;
 }
 
@@ -210,8 +210,8 @@ static int kernel_stats(struct actx *c, const struct tl_rank *r, int type, int64
 	}
 	err = 0;
 out:
-	free(nd);
-	free(vals);
+	tl_free_big(nd);
+	tl_free_big(vals);
 	return err;
 }
 

@@ -20,8 +20,8 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
 	comm = tl_malloc_big((r->nby_stream + 1) * sizeof(*comm));
 	comp = tl_malloc_big((r->nby_stream + 1) * sizeof(*comp));
 	if (!comm || !comp) {
-		free(comm);
-		free(comp);
+		tl_free_big(comm);
+		tl_free_big(comp);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < r->nby_stream; i++) {
@@ -38,8 +38,8 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
 	ncomp = ival_merge(comp, ncomp);
 	total = ival_total(comm, ncomm);
 	both = ival_overlap(comm, ncomm, comp, ncomp);
-	free(comm);
-	free(comp);
+	tl_free_big(comm);
+	tl_free_big(comp);
 
 	o = cJSON_CreateObject();
 	jpush(c, out, o);

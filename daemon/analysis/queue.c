@@ -150,11 +150,11 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 	jnum(c, o, "hta_blocked_stream", hta_stream == TL_NONE ? NAN : (double)hta_stream);
 	err = 0;
 out:
-	free(q);
-	free(keys);
-	free(idx);
-	free(k);
-	free(ql);
+	tl_free_big(q);
+	tl_free_big(keys);
+	tl_free_big(idx);
+	tl_free_big(k);
+	tl_free_big(ql);
 	return err;
 }
 

@@ -105,13 +105,13 @@ static int64_t pos_of_index(const struct tl_rank *r, int64_t index)
 static int nest_thread(struct cg *g, const struct tl_thread *t, uint32_t root)
 {
 	const struct tl_rank *r = g->r;
-	struct endpt *ep = malloc((2 * (size_t)t->count + 1) * sizeof(*ep));
-	uint32_t *stack = malloc(((size_t)t->count + 1) * sizeof(*stack));
+	struct endpt *ep = tl_malloc_big((2 * (size_t)t->count + 1) * sizeof(*ep));
+	uint32_t *stack = tl_malloc_big(((size_t)t->count + 1) * sizeof(*stack));
 	size_t n = 0, sp = 0;
 
 	if (!ep || !stack) {
-		free(ep);
-		free(stack);
+		tl_free_big(ep);
+		tl_free_big(stack);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < t->count; i++) {
@@ -134,8 +134,8 @@ static int nest_thread(struct cg *g, const struct tl_thread *t, uint32_t root)
 			sp--; /* HTA pops the top, whichever row ends */
 		}
 	}
-	free(ep);
-	free(stack);
+	tl_free_big(ep);
+	tl_free_big(stack);
 	return 0;
 }
 
@@ -189,9 +189,9 @@ static int build_tree(struct cg *g)
 {
 	uint32_t total = g->n + g->nroots, head = 0;
 
-	g->cfirst = calloc(total + 1, sizeof(uint32_t));
-	g->child = malloc(((size_t)g->n + 1) * sizeof(uint32_t));
-	g->order = malloc(((size_t)total + 1) * sizeof(uint32_t));
+	g->cfirst = tl_calloc_big(total + 1, sizeof(uint32_t));
+	g->child = tl_malloc_big(((size_t)g->n + 1) * sizeof(uint32_t));
+	g->order = tl_malloc_big(((size_t)total + 1) * sizeof(uint32_t));
 	if (!g->cfirst || !g->child || !g->order)
 		return -ENOMEM;
 	for (uint32_t p = 0; p < g->n; p++)
@@ -200,7 +200,7 @@ static int build_tree(struct cg *g)
 	for (uint32_t i = 0; i < total; i++)
 		g->cfirst[i + 1] += g->cfirst[i];
 	{
-		uint32_t *fill = malloc(((size_t)total + 1) * sizeof(uint32_t));
+		uint32_t *fill = tl_malloc_big(((size_t)total + 1) * sizeof(uint32_t));
 
 		if (!fill)
 			return -ENOMEM;
@@ -208,7 +208,7 @@ static int build_tree(struct cg *g)
 		for (uint32_t p = 0; p < g->n; p++)
 			if (g->parent[p] != NOT_NODE)
 				g->child[fill[g->parent[p]]++] = p;
-		free(fill);
+		tl_free_big(fill);
 	}
 	/* BFS from the roots gives depth (first level 0) and an order whose
 	 * reverse visits children before parents. */
@@ -250,10 +250,10 @@ static int call_graph(struct actx *c, struct cg *g)
 	g->n = r->nev;
 	g->nroots = r->nthreads;
 	total = g->n + g->nroots;
-	g->parent = malloc(((size_t)total + 1) * sizeof(int64_t));
-	g->depth = malloc(((size_t)total + 1) * sizeof(int32_t));
-	g->nkern = calloc(total + 1, sizeof(uint32_t));
-	g->kdur = calloc(total + 1, sizeof(int64_t));
+	g->parent = tl_malloc_big(((size_t)total + 1) * sizeof(int64_t));
+	g->depth = tl_malloc_big(((size_t)total + 1) * sizeof(int32_t));
+	g->nkern = tl_calloc_big(total + 1, sizeof(uint32_t));
+	g->kdur = tl_calloc_big(total + 1, sizeof(int64_t));
 	if (!g->parent || !g->depth || !g->nkern || !g->kdur)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < total; i++) {
@@ -306,13 +306,13 @@ static int call_graph(struct actx *c, struct cg *g)
 
 static void cg_free(struct cg *g)
 {
-	free(g->parent);
-	free(g->depth);
-	free(g->nkern);
-	free(g->kdur);
-	free(g->cfirst);
-	free(g->child);
-	free(g->order);
+	tl_free_big(g->parent);
+	tl_free_big(g->depth);
+	tl_free_big(g->nkern);
+	tl_free_big(g->kdur);
+	tl_free_big(g->cfirst);
+	tl_free_big(g->child);
+	tl_free_big(g->order);
 }
 
 struct pat {
@@ -417,9 +417,9 @@ static int seq_patterns(struct actx *c, const struct cg *g, const char *op, int6
 	const struct tl_rank *r = g->r;
 	uint32_t nstrs = timeline_nstrs(c->tl), npat = 0, ngroups = 0;
 	uint8_t *match = calloc(nstrs + 1, 1);
-	struct kref *kr = malloc(((size_t)g->n + 1) * sizeof(*kr));
-	uint32_t *stack = malloc(((size_t)g->n + g->nroots + 1) * sizeof(*stack));
-	struct pat *pats = malloc(((size_t)g->n + 1) * sizeof(*pats));
+	struct kref *kr = tl_malloc_big(((size_t)g->n + 1) * sizeof(*kr));
+	uint32_t *stack = tl_malloc_big(((size_t)g->n + g->nroots + 1) * sizeof(*stack));
+	struct pat *pats = tl_malloc_big(((size_t)g->n + 1) * sizeof(*pats));
 	uint32_t *ids = NULL;
 	size_t nids = 0, cap = 0;
 	int32_t min_depth = INT32_MAX;
@@ -493,11 +493,11 @@ out:
 	if (pats)
 		for (uint32_t i = 0; i < ngroups; i++)
 			free(pats[i].str);
-	free(pats);
+	tl_free_big(pats);
 	free(ids);
 	free(match);
-	free(kr);
-	free(stack);
+	tl_free_big(kr);
+	tl_free_big(stack);
 	return err;
 }
 

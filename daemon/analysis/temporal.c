@@ -51,7 +51,7 @@ static int priority_split(const struct tl_rank *r, struct actx *c, int64_t time[
 			}
 		}
 	}
-	free(ev);
+	tl_free_big(ev);
 	return 0;
 }
 
@@ -112,8 +112,8 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
 	}
 	err = 0;
 out:
-	free(all);
-	free(comp);
+	tl_free_big(all);
+	tl_free_big(comp);
 	return err;
 }
 

@@ -12,6 +12,7 @@
 #include "gpuprof-build.h"
 #include "methods.h"
 #include "store/store.h"
+#include "timeline/timeline.h"
 
 /* libasan's, when linked (weak: NULL otherwise). */
 extern size_t __sanitizer_get_current_allocated_bytes(void) __attribute__((weak));
@@ -86,6 +87,18 @@ void method_status(struct rpc_req *req, const cJSON *params)
 	cJSON *j = cJSON_AddObjectToObject(o, "jobs");
 	cJSON_AddNumberToObject(j, "running", g->jobs_running);
 	cJSON_AddNumberToObject(j, "max", g->cfg.max_jobs);
+
+	{ /* freed big scratch arrays kept for the next analysis */
+		struct tl_big_stats bs;
+		cJSON *sc = cJSON_AddObjectToObject(o, "analysis_scratch");
+
+		tl_big_stats(&bs);
+		json_add_u64(sc, "bytes", bs.cached);
+		json_add_u64(sc, "cap_bytes", bs.cap);
+		json_add_u64(sc, "reused", bs.reused);
+		json_add_u64(sc, "fresh", bs.fresh);
+		json_add_u64(sc, "trimmed_bytes", bs.trimmed);
+	}
 
 	if (g->tlcache) { /* decoded timelines kept between analyses */
 		struct tlcache_stats ts;

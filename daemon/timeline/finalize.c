@@ -101,7 +101,7 @@ static int kp_msort(struct tl_kp *a, uint32_t n)
 	}
 	if (src != a)
 		memcpy(a, src, (size_t)n * sizeof(*a));
-	free(tmp);
+	tl_free_big(tmp);
 	return 0;
 }
 
@@ -162,8 +162,8 @@ static int corr_link(struct tl_rank *r)
 	struct tl_kp *tmp = tl_malloc_big((size_t)r->nev * sizeof(*tmp) + 1);
 
 	if (!p || !tmp) {
-		free(p);
-		free(tmp);
+		tl_free_big(p);
+		tl_free_big(tmp);
 		return -ENOMEM;
 	}
 	bool sorted = true; /* live captures: launches and kernels in corr order */
@@ -179,8 +179,8 @@ static int corr_link(struct tl_rank *r)
 		}
 	}
 	if (!sorted && tl_sort_pos(p, n, r->ev, true, tmp) < 0) {
-		free(p);
-		free(tmp);
+		tl_free_big(p);
+		tl_free_big(tmp);
 		return -ENOMEM;
 	}
 	for (uint32_t g = 0; g < n;) {
@@ -203,8 +203,8 @@ static int corr_link(struct tl_rank *r)
 		}
 		g = e;
 	}
-	free(p);
-	free(tmp);
+	tl_free_big(p);
+	tl_free_big(tmp);
 	return 0;
 }
 
@@ -303,7 +303,7 @@ static int step_filter(struct tl_rank *r)
 			r->ev[n] = *e;
 		n++;
 	}
-	free(corrs);
+	tl_free_big(corrs);
 	r->nargs = nargs;
 	r->nev = n;
 	r->step_cutoff_hta_us = cutoff;

@@ -270,13 +270,13 @@ int tl_rank_index(struct tl_rank *r)
 		if (!r->threads)
 			goto nomem;
 	}
-	free(tmp);
-	free(kp);
+	tl_free_big(tmp);
+	tl_free_big(kp);
 	r->flags |= TL_RANK_FINALIZED;
 	return 0;
 nomem:
-	free(tmp);
-	free(kp);
+	tl_free_big(tmp);
+	tl_free_big(kp);
 	tl_rank_drop_indexes(r);
 	return -ENOMEM;
 }
@@ -347,7 +347,7 @@ int64_t tl_rank_mark_duplicates(struct tl_rank *r)
 	}
 	for (uint32_t i = 0; i < n; i++) /* off[p]: next free entry of p */
 		ent[off[dup_part(h[i], bits)]++] = (uint64_t)(uint32_t)h[i] << 32 | i;
-	free(h);
+	tl_free_big(h);
 	h = NULL;
 	{
 		uint64_t nslots = 16, mask;
@@ -384,13 +384,13 @@ int64_t tl_rank_mark_duplicates(struct tl_rank *r)
 			}
 		}
 	}
-	free(slots);
-	free(ent);
+	tl_free_big(slots);
+	tl_free_big(ent);
 	free(off);
 	return dups;
 nomem:
-	free(h);
-	free(ent);
+	tl_free_big(h);
+	tl_free_big(ent);
 	free(off);
 	return -ENOMEM;
 }

@@ -295,8 +295,27 @@ int64_t timeline_hta_min_ts_us(const struct timeline *tl);
 uint32_t tl_rank_corr(const struct tl_rank *r, int64_t correlation, uint32_t *first);
 /* malloc() for per-event scratch arrays: from 4 MiB on, 2 MiB-aligned and
  * advised MADV_HUGEPAGE (a fault per 2 MiB written instead of 512 4 KiB
- * ones, each costly in a VM); free() frees it. */
+ * ones, each costly in a VM), or a block of about that size kept by
+ * tl_free_big(); free() or tl_free_big() frees it. */
 void *tl_malloc_big(size_t bytes);
+/* free() for a tl_malloc_big() block that a later tl_malloc_big() of about
+ * the same size may reuse: from 4 MiB on it is kept, within a cap on all
+ * kept bytes, for at most an age (tl_big_cache_config); NULL is a no-op. */
+void tl_free_big(void *p);
+/* calloc() for the big arrays: tl_malloc_big(), zeroed. */
+void *tl_calloc_big(size_t n, size_t sz);
+#define TL_BIG_CACHE_DEFAULT (256u << 20)
+/* Cap on the bytes kept (0: keep none, free what is kept) and their age. */
+void tl_big_cache_config(size_t cap, uint64_t age_ns);
+/* Free kept blocks older than the age (all: every kept block); returns
+ * the bytes freed. */
+size_t tl_big_trim(bool all);
+struct tl_big_stats {
+	size_t cached, cap; /* bytes kept now, cap */
+	uint64_t reused, fresh; /* big allocations served from the cache / not */
+	uint64_t trimmed; /* bytes freed from the cache (age, room, trim) */
+};
+void tl_big_stats(struct tl_big_stats *st);
 /* Stream entry for (stream, pid), pid < 0 = first entry of that stream; NULL. */
 const struct tl_stream *tl_rank_stream(const struct tl_rank *r, int64_t stream, int64_t pid);
 /* Args of an event, NULL when it has none. */

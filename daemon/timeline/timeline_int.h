@@ -55,9 +55,6 @@ struct timeline {
 /* Populate the pages of base[*done .. upto + a few MiB) (within alloc
  * bytes) ahead of sequential writes; *done tracks the progress. */
 void tl_prefault(void *base, size_t alloc, size_t *done, size_t upto);
-/* calloc() for the big per-rank arrays: from 4 MiB on, 2 MiB-aligned and
- * backed by transparent huge pages where the kernel allows; free(). */
-void *tl_calloc_big(size_t n, size_t sz);
 /* Grow *arr (element size sz) so that it can hold need elements. */
 int tl_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
 /* tl_grow() for an array filled in order whose first n elements are in

@@ -230,7 +230,7 @@ static void test_config(void)
 				  "sampling.cpu = off\nsocket = /tmp/x.sock\nsocket_mode = 0600\n\n"
 				  "gpu.stack_sample = 8\ngpu.watcher = sys_exit\n"
 				  "symbols.demangle = false\nxe.submit_hook = off\n"
-				  "analysis.cache_bytes = 1G\n");
+				  "analysis.cache_bytes = 1G\nanalysis.scratch_bytes = 64M\n");
 	CHECK_EQ_INT(config_load(&c, p, err, sizeof(err)), 0);
 	CHECK_EQ_U64(c.store_budget_bytes, 16u << 20);
 	CHECK_EQ_INT(c.sample_freq_hz, 99);
@@ -243,6 +243,7 @@ static void test_config(void)
 	CHECK_EQ_INT(c.gpu_watcher, CONFIG_GPU_WATCHER_SYS_EXIT);
 	CHECK_EQ_INT(c.xe.submit_hook, CONFIG_XE_HOOK_OFF);
 	CHECK_EQ_U64(c.analysis_cache_bytes, 1u << 30);
+	CHECK_EQ_U64(c.analysis_scratch_bytes, 64u << 20);
 	unlink(p);
 
 	static const char *const bad[] = {

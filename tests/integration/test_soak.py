@@ -81,6 +81,9 @@ def soak_64_clients():
                    "RSS growth after warm-up under 5%%: warm %d kB, end %d kB", warm, end)
         ac = d.ctl_json("status")["analysis_cache"]
         expect(ac["bytes"] <= ac["budget_bytes"], "the analysis cache in its budget: %r" % ac)
+        sc = d.ctl_json("status")["analysis_scratch"]
+        expect(sc["bytes"] <= sc["cap_bytes"] == 256 << 20,
+               "kept scratch blocks within their cap: %r" % sc)
         eq(p.returncode, 0, "soak exit status")
         eq(d.stop(), 0, "clean exit (no leaks)")
     finally:
