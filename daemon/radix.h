@@ -37,17 +37,23 @@ static inline uint64_t radix_key_f64(double d)
 	return u >> 63 ? ~u : u | (1ull << 63);
 }
 
+/* The scratch array's allocator: a user may define these first (the
+ * analyses keep big scratch blocks for reuse, timeline.h tl_malloc_big). */
+#ifndef RADIX_ALLOC
+#define RADIX_ALLOC(bytes) malloc(bytes)
+#define RADIX_FREE(p) free(p)
+#endif
 #define DEFINE_RADIX(fn, T, KEY)                                                                   \
 	static bool fn(T *v, size_t n)                                                             \
 	{                                                                                          \
 		if (n < 2)                                                                         \
 			return true;                                                               \
 		size_t(*cnt)[256] = calloc(8, sizeof(*cnt));                                       \
-		T *tmp = malloc(n * sizeof(T)), *src = v, *dst = tmp;                              \
+		T *tmp = RADIX_ALLOC(n * sizeof(T)), *src = v, *dst = tmp;                         \
                                                                                                    \
 		if (!cnt || !tmp) {                                                                \
 			free(cnt);                                                                 \
-			free(tmp);                                                                 \
+			RADIX_FREE(tmp);                                                           \
 			return false;                                                              \
 		}                                                                                  \
 		for (size_t i = 0; i < n; i++) {                                                   \
@@ -73,7 +79,7 @@ static inline uint64_t radix_key_f64(double d)
 		}                                                                                  \
 		if (src != v)                                                                      \
 			memcpy(v, src, n * sizeof(T));                                             \
-		free(tmp);                                                                         \
+		RADIX_FREE(tmp);                                                                   \
 		free(cnt);                                                                         \
 		return true;                                                                       \
 	}

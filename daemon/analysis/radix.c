@@ -14,6 +14,9 @@
 #include <string.h>
 
 #include "internal.h"
+/* scratch arrays of many MiB on big traces: kept for the next sort */
+#define RADIX_ALLOC(bytes) tl_malloc_big(bytes)
+#define RADIX_FREE(p) tl_free_big(p)
 #include "radix.h" /* DEFINE_RADIX, shared with capture/ and timeline/ */
 
 #define RADIX_MIN 256 /* below: qsort is as fast */

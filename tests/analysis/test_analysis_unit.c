@@ -244,6 +244,72 @@ static void test_sequences(void)
 	timeline_free(tl);
 }
 
+/*
+ * End points at the same time (HTA's _less_than decides): k groups of
+ * aten::addmm listed before its parent aten::linear, both starting at the
+ * same µs, the linear one longer; a launch inside both; a zero-length op
+ * at the linear's end. The longer op opens first whatever the file order,
+ * so "aten::" roots are the linear ops, one pattern counted k times. With
+ * k = 20 a thread's end points go through qsort, with k = 300 through the
+ * radix sort by time and the comparator on runs of equal times
+ * (sequences.c endpt_sort); a radix sort alone keeps the file order and
+ * roots the addmm ops.
+ */
+static char *tie_trace(int k)
+{
+	size_t cap = (size_t)k * 700 + 64, n = 0;
+	char *s = malloc(cap);
+
+	n += (size_t)snprintf(s + n, cap - n, "{\"traceEvents\":[");
+	for (int i = 0; i < k; i++) {
+		int t = 1000 + i * 100;
+
+		n += (size_t)snprintf(
+		    s + n, cap - n,
+		    "%s{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::addmm\",\"pid\":1,"
+		    "\"tid\":1,\"ts\":%d,\"dur\":40},"
+		    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::linear\",\"pid\":1,"
+		    "\"tid\":1,\"ts\":%d,\"dur\":50},"
+		    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"mark\",\"pid\":1,"
+		    "\"tid\":1,\"ts\":%d,\"dur\":0},"
+		    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+		    "\"pid\":1,\"tid\":1,\"ts\":%d,\"dur\":5,\"args\":{\"correlation\":%d}},"
+		    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k_gemm\",\"pid\":0,"
+		    "\"tid\":7,\"ts\":%d,\"dur\":3,\"args\":{\"stream\":7,\"correlation\":%d}}",
+		    i ? "," : "", t, t, t + 50, t + 10, i + 1, t + 20, i + 1);
+	}
+	snprintf(s + n, cap - n, "]}");
+	return s;
+}
+
+static void test_sequences_tied_end_points(void)
+{
+	static const int ks[] = { 20, 300 };
+
+	for (int i = 0; i < 2; i++) {
+		char *json = tie_trace(ks[i]);
+		struct timeline *tl = load(json);
+		cJSON *r =
+		    tl ? run(tl, "sequences", "{\"operator\": \"aten::\", \"min_pattern_len\": 1}")
+		       : NULL;
+		const cJSON *p = cJSON_GetArrayItem(
+		    cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ranks"), 0),
+					"patterns"),
+		    0);
+
+		CHECK(p);
+		if (p) {
+			CHECK_STREQ(cJSON_GetObjectItem(p, "pattern")->valuestring,
+				    "aten::linear|k_gemm");
+			CHECK_NEAR(num(p, "count"), ks[i], 0);
+		}
+		CHECK_NEAR(num(r, "ranks.0.patterns_total"), 1, 0);
+		cJSON_Delete(r);
+		timeline_free(tl);
+		free(json);
+	}
+}
+
 static void test_errors(void)
 {
 	struct timeline *cpu = load("{\"traceEvents\":[" OP("aten::mm", 0, 10) "]}");
@@ -291,6 +357,7 @@ int main(void)
 	RUN(test_launch);
 	RUN(test_queue);
 	RUN(test_sequences);
+	RUN(test_sequences_tied_end_points);
 	RUN(test_errors);
 	return test_summary();
 }
