@@ -49,6 +49,29 @@ static const uint8_t cls[256] = {
 	[' '] = C_WS, ['\n'] = C_WS, ['\r'] = C_WS, ['\t'] = C_WS,
 };
 
+/* First byte in [q, end) that is not JSON whitespace, or end. */
+static inline const char *ws_skip(const char *q, const char *end)
+{
+#if defined(__SSE2__)
+	const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n');
+	const __m128i cr = _mm_set1_epi8('\r'), tb = _mm_set1_epi8('\t');
+
+	while (end - q >= 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)q);
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, sp), _mm_cmpeq_epi8(x, nl)),
+					 _mm_or_si128(_mm_cmpeq_epi8(x, cr), _mm_cmpeq_epi8(x, tb)));
+		unsigned bits = (unsigned)_mm_movemask_epi8(m) ^ 0xffffu;
+
+		if (bits)
+			return q + __builtin_ctz(bits);
+		q += 16;
+	}
+#endif
+	while (q < end && (cls[(uint8_t)*q] & C_WS))
+		q++;
+	return q;
+}
+
 /* First byte in [q, end) that stops the fast string scan, or end. */
 static inline const char *str_scan(const char *q, const char *end)
 {
@@ -445,8 +468,8 @@ static const char *feed_fast(struct json_tok *t, const char *p, const char *end,
 	char c;
 
 	for (;;) {
-		while (p < end && (cls[(uint8_t)*p] & C_WS))
-			p++;
+		if (p < end && (cls[(uint8_t)*p] & C_WS) && ++p < end && (cls[(uint8_t)*p] & C_WS))
+			p = ws_skip(p, end);
 		if (p == end)
 			break;
 		c = *p;
