@@ -132,14 +132,15 @@ static void *big_take(unsigned i)
 	return p;
 }
 
-/* Under big_mu: move blocks older than `older` (ns, 0 = all) into out[],
- * returns how many. */
-static unsigned big_expire(uint64_t older, void **out)
+/* Under big_mu: move every block (all) or those freed before now - age
+ * into out[]; returns how many. */
+static unsigned big_expire(bool all, uint64_t now, void **out)
 {
+	uint64_t older = now > big_age_ns ? now - big_age_ns : 0;
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < BIG_SLOTS; i++)
-		if (big_slot[i].p && (!older || big_slot[i].t < older)) {
+		if (big_slot[i].p && (all || big_slot[i].t < older)) {
 			big_stats.trimmed += big_slot[i].len;
 			out[n++] = big_take(i);
 		}
@@ -160,7 +161,7 @@ void tl_big_cache_config(size_t cap, uint64_t age_ns)
 	pthread_mutex_lock(&big_mu);
 	big_cap = cap;
 	big_age_ns = age_ns;
-	n = cap ? 0 : big_expire(0, out);
+	n = cap ? 0 : big_expire(true, 0, out);
 	pthread_mutex_unlock(&big_mu);
 	free_all(out, n);
 }
@@ -173,7 +174,7 @@ size_t tl_big_trim(bool all)
 
 	pthread_mutex_lock(&big_mu);
 	before = big_cached;
-	n = big_expire(all ? 0 : mono_ns() - big_age_ns, out);
+	n = big_expire(all, mono_ns(), out);
 	before -= big_cached;
 	pthread_mutex_unlock(&big_mu);
 	free_all(out, n);
@@ -197,7 +198,7 @@ static void *big_reuse(size_t len)
 	unsigned best = BIG_SLOTS, n;
 
 	pthread_mutex_lock(&big_mu);
-	n = big_expire(mono_ns() - big_age_ns, out);
+	n = big_expire(false, mono_ns(), out);
 	for (unsigned i = 0; i < BIG_SLOTS; i++)
 		if (big_slot[i].p && big_slot[i].len >= len && big_slot[i].len / 2 <= len &&
 		    (best == BIG_SLOTS || big_slot[i].len < big_slot[best].len))
@@ -230,7 +231,7 @@ void tl_free_big(void *p)
 	}
 	now = mono_ns();
 	pthread_mutex_lock(&big_mu);
-	n = big_expire(now - big_age_ns, out);
+	n = big_expire(false, now, out);
 	if (len > big_cap) {
 		out[n++] = p;
 		goto unlock;
