@@ -260,14 +260,16 @@ def decoded_timelines_are_cached_between_analyses():
         expect(first["ranks"], "temporal answered")
     finally:
         d.cleanup()
-    d = Daemon("analysis.cache_bytes = 64K\n").start()  # smaller than any timeline
-    try:
+    d = Daemon("analysis.cache_bytes = 64K\nanalysis.scratch_bytes = 0\n").start()
+    try:  # a budget smaller than any timeline; no scratch blocks kept
         cid = str(d.ctl_json("import", *trace_files("alexnet"))["id"])
         a = d.ctl_json("analyze", "kernels", cid)
         eq(d.ctl_json("analyze", "kernels", cid), a, "same result, decoded again")
         ac = d.ctl_json("status")["analysis_cache"]
         eq((ac["entries"], ac["hits"], ac["misses"], ac["too_large"]), (0, 0, 2, 3),
            "nothing kept over the budget")
+        sc = d.ctl_json("status")["analysis_scratch"]
+        eq((sc["cap_bytes"], sc["bytes"]), (0, 0), "analysis.scratch_bytes = 0: %r" % sc)
     finally:
         d.cleanup()
 
