@@ -360,7 +360,9 @@ int tl_grow_big(void **arr, uint32_t *cap, uint32_t n, uint32_t need, size_t sz)
 		return -ENOMEM;
 	if (n)
 		memcpy(p, *arr, (size_t)n * sz);
-	tl_free_big(*arr);
+	/* free(), not tl_free_big(): kept, the old arrays raised a 1 GB
+	 * import's peak RSS from 0.66 to 0.86 x its JSON (bench_import) */
+	free(*arr);
 	*arr = p;
 	*cap = (uint32_t)ncap;
 	return 0;
