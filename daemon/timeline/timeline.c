@@ -91,10 +91,8 @@ void tl_prefault(void *base, size_t alloc, size_t *done, size_t upto)
  * up to big_cap bytes in all, for a later tl_malloc_big() of about the
  * same size; blocks unused for big_age_ns are freed (tl_big_trim(), run by
  * the daemon's periodic timer, and on every call here), so an idle daemon
- * gives the memory back. On a 1 GB trace's capture the idle-time analysis
- * took 191-265 ms without it, 137-146 ms with it, and the kernel-sequence
- * one 1.29-1.80 s against 0.79-0.82 s (bench/analysis/bench_analyses
- * --size 1G --runs 3).
+ * gives the memory back (figures: docs/import.md, "Later on 2026-11-26";
+ * bench/analysis/bench_analyses --size 1G).
  */
 #define BIG_SLOTS 16
 /* glibc's largest dynamic mmap threshold (DEFAULT_MMAP_THRESHOLD_MAX on
