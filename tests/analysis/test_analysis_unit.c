@@ -134,6 +134,58 @@ static void test_idle(void)
 	timeline_free(tl);
 }
 
+/*
+ * One stream on two devices (pid 0 and 1), kernels alternating between
+ * them: 5 µs long, every 10 µs. HTA groups rows by stream only, so the
+ * stream's rows in time order leave k * 2 - 1 gaps of 5 µs (kernel wait).
+ * The by-stream index groups them per (stream, pid): idle must merge the
+ * two. k = 10: a few moves (insertion sort); k = 2000: past the move
+ * budget (idle.c krow_sort falls back to qsort).
+ */
+static char *two_device_trace(int k)
+{
+	size_t cap = (size_t)k * 2 * 160 + 64, n = 0;
+	char *s = malloc(cap);
+
+	n += (size_t)snprintf(s + n, cap - n, "{\"traceEvents\":[");
+	for (int i = 0; i < 2 * k; i++)
+		n += (size_t)snprintf(s + n, cap - n,
+				      "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":%d,"
+				      "\"tid\":7,\"ts\":%d,\"dur\":5,\"args\":{\"stream\":7,"
+				      "\"correlation\":%d}}",
+				      i ? "," : "", i % 2, 100 + 10 * i, i + 1);
+	snprintf(s + n, cap - n, "]}");
+	return s;
+}
+
+static void test_idle_stream_on_two_devices(void)
+{
+	static const int ks[] = { 10, 2000 };
+
+	for (int i = 0; i < 2; i++) {
+		char *json = two_device_trace(ks[i]);
+		struct timeline *tl = load(json);
+		cJSON *r = tl ? run(tl, "idle", "{\"interval_stats\": true}") : NULL;
+		const cJSON *cats = cJSON_GetObjectItem(
+			cJSON_GetArrayItem(
+				cJSON_GetObjectItem(
+					cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ranks"), 0), "streams"),
+				0),
+			"categories");
+
+		CHECK_EQ_INT(cJSON_GetArraySize(cats), 2); /* kernel wait, other (the first row) */
+		CHECK_STREQ(cJSON_GetObjectItem(cJSON_GetArrayItem(cats, 0), "idle_category")
+				    ->valuestring,
+			    "kernel_wait");
+		CHECK_NEAR(num(cJSON_GetArrayItem(cats, 0), "idle_time_us"), (ks[i] * 2 - 1) * 5.0, 0);
+		CHECK_NEAR(num(cJSON_GetArrayItem(cats, 0), "interval_stats.max_us"), 5, 0);
+		CHECK_NEAR(num(cJSON_GetArrayItem(cats, 0), "interval_stats.min_us"), 5, 0);
+		cJSON_Delete(r);
+		timeline_free(tl);
+		free(json);
+	}
+}
+
 static void test_launch(void)
 {
 	struct timeline *tl = load(idle_tl);
@@ -354,6 +406,7 @@ int main(void)
 {
 	RUN(test_temporal_split);
 	RUN(test_idle);
+	RUN(test_idle_stream_on_two_devices);
 	RUN(test_launch);
 	RUN(test_queue);
 	RUN(test_sequences);
