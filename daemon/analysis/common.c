@@ -357,11 +357,15 @@ static struct jnums *nums_of(struct actx *c, cJSON *arr)
 {
 	struct jnums *b;
 
-	if (c->nums_last < c->nnums && c->nums[c->nums_last].arr == arr)
-		return &c->nums[c->nums_last];
+	/* an array node's valueint (unused by cJSON for arrays) holds its
+	 * buffer's index + 1: launch and queue push to several arrays in
+	 * turn, each push found without a scan */
+	if (arr->valueint > 0 && (uint32_t)arr->valueint <= c->nnums &&
+	    c->nums[arr->valueint - 1].arr == arr)
+		return &c->nums[arr->valueint - 1];
 	for (uint32_t i = c->nnums; i-- > 0;)
 		if (c->nums[i].arr == arr) {
-			c->nums_last = i;
+			arr->valueint = (int)i + 1;
 			return &c->nums[i];
 		}
 	if (c->nnums == c->nums_cap) {
@@ -375,7 +379,7 @@ static struct jnums *nums_of(struct actx *c, cJSON *arr)
 	}
 	b = &c->nums[c->nnums];
 	*b = (struct jnums){ .arr = arr };
-	c->nums_last = c->nnums++;
+	arr->valueint = (int)++c->nnums;
 	return b;
 }
 

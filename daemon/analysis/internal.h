@@ -32,7 +32,7 @@ struct actx {
 	 * (jnums_finish), not a node per number. */
 	bool compact;
 	struct jnums *nums;
-	uint32_t nnums, nums_cap, nums_last;
+	uint32_t nnums, nums_cap;
 };
 
 enum ktype { KT_COMPUTATION = 0, KT_COMMUNICATION, KT_MEMORY, KT_OTHER, KT_COUNT };
