@@ -157,6 +157,8 @@ struct order_key {
 	int64_t stream;
 	uint32_t pos; /* position after the ts argsort */
 	uint32_t row;
+	int64_t ts; /* the row's, carried along: read in order, not gathered */
+	int32_t delta;
 };
 /* k must be in ascending pos order: then a stable sort by stream gives
  * the same order as sorting by (stream, pos). */

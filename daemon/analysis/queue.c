@@ -43,9 +43,9 @@ static bool corr_has_launch(const struct tl_rank *r, int64_t corr)
 	return false;
 }
 
-static void emit_stream(struct actx *c, cJSON *streams, const struct qrow *q,
-			const struct order_key *k, size_t n, const int64_t *ql, int64_t maxq,
-			int64_t trace_dur, int64_t t0, bool series, int64_t *hta_stream)
+static void emit_stream(struct actx *c, cJSON *streams, const struct order_key *k, size_t n,
+			const int64_t *ql, int64_t maxq, int64_t trace_dur, int64_t t0, bool series,
+			int64_t *hta_stream)
 {
 	cJSON *s = cJSON_CreateObject(), *sum, *blk;
 	double *vals = malloc((n + 1) * sizeof(double));
@@ -64,7 +64,7 @@ static void emit_stream(struct actx *c, cJSON *streams, const struct qrow *q,
 		if (ql[i] >= maxq) {
 			qualifies = true;
 			if (i + 1 < n) /* the last row's duration is NaN */
-				blocked += q[k[i + 1].row].ts - q[k[i].row].ts;
+				blocked += k[i + 1].ts - k[i].ts;
 		}
 	}
 	if (series) {
@@ -72,7 +72,7 @@ static void emit_stream(struct actx *c, cJSON *streams, const struct qrow *q,
 		      *len = jarr(c, se, "queue_length");
 
 		for (size_t i = 0; i < n; i++) {
-			jpush_num(c, ts, us(q[k[i].row].ts - t0));
+			jpush_num(c, ts, us(k[i].ts - t0));
 			jpush_num(c, len, (double)ql[i]);
 		}
 	}
@@ -127,7 +127,8 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 		keys[i] = q[i].ts;
 	np_argsort_i64(keys, idx, n);
 	for (size_t i = 0; i < n; i++)
-		k[i] = (struct order_key){ q[idx[i]].stream, (uint32_t)i, idx[i] };
+		k[i] = (struct order_key){ q[idx[i]].stream, (uint32_t)i, idx[i], q[idx[i]].ts,
+					   q[idx[i]].delta };
 	/* groupby(stream) keeps the sorted order inside each stream: k is in
 	 * pos order, so a stable sort by stream gives (stream, pos) */
 	order_sort(k, n);
@@ -141,8 +142,8 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 		int64_t run = 0;
 
 		for (b = a; b < n && k[b].stream == k[a].stream; b++)
-			ql[b] = run += q[k[b].row].delta;
-		emit_stream(c, streams, q, k + a, b - a, ql + a, maxq, tmax - tmin, t0, series,
+			ql[b] = run += k[b].delta;
+		emit_stream(c, streams, k + a, b - a, ql + a, maxq, tmax - tmin, t0, series,
 			    &hta_stream);
 	}
 	/* Q10: HTA keeps one row per rank, the last stream that reached the
