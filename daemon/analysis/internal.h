@@ -141,6 +141,13 @@ int analysis_launch(struct actx *c, cJSON **out);
 int analysis_queue(struct actx *c, cJSON **out);
 int analysis_sequences(struct actx *c, cJSON **out);
 
+/* The analyses' radix sorts (DEFINE_RADIX, daemon/radix.h) take their
+ * scratch from tl_malloc_big(), whose big blocks are kept for the next
+ * sort; below RADIX_MIN elements qsort is as fast. */
+#define RADIX_ALLOC(bytes) tl_malloc_big(bytes)
+#define RADIX_FREE(p) tl_free_big(p)
+#define RADIX_MIN 256
+
 /* Radix sorts (radix.c) for sorts whose result ignores the order of equal
  * keys: ival by start, doubles ascending (NaN: qsort as before), sweep
  * events by time. */

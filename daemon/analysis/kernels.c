@@ -106,8 +106,6 @@ static int namedur_cmp(const void *a, const void *b)
 
 /* By name, stably (the durations' order within a name is the rows', as
  * glibc's merge-sort qsort left it: the sums see the same order). */
-#define RADIX_ALLOC(bytes) tl_malloc_big(bytes)
-#define RADIX_FREE(p) tl_free_big(p)
 #include "radix.h"
 #define NAMEDUR_KEY(x) ((uint64_t)(x).name)
 DEFINE_RADIX(radix_namedur, struct namedur, NAMEDUR_KEY)
@@ -172,7 +170,7 @@ static int kernel_stats(struct actx *c, const struct tl_rank *r, int type, int64
 		if ((int)ktype_of(c, e->name) == type)
 			nd[n++] = (struct namedur){ e->name, us(ev_dur(r, e)) };
 	}
-	if (n < 256 || !radix_namedur(nd, n))
+	if (n < RADIX_MIN || !radix_namedur(nd, n))
 		qsort(nd, n, sizeof(*nd), namedur_cmp);
 	for (size_t a = 0, b; a < n; a = b) {
 		struct kstat *s = kvec_add(out);

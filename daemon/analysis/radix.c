@@ -13,13 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-/* scratch arrays of many MiB on big traces: kept for the next sort */
-#define RADIX_ALLOC(bytes) tl_malloc_big(bytes)
-#define RADIX_FREE(p) tl_free_big(p)
+#include "internal.h" /* RADIX_ALLOC / RADIX_FREE, RADIX_MIN */
 #include "radix.h" /* DEFINE_RADIX, shared with capture/ and timeline/ */
-
-#define RADIX_MIN 256 /* below: qsort is as fast */
 
 #define IVAL_KEY(x) radix_key_i64((x).s)
 #define F64_KEY(x) radix_key_f64(x)

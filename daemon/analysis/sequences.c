@@ -59,8 +59,6 @@ static int endpt_cmp(const void *a, const void *b)
 	return less_than(a, b) ? -1 : less_than(b, a) ? 1 : 0;
 }
 
-#define RADIX_ALLOC(bytes) tl_malloc_big(bytes)
-#define RADIX_FREE(p) tl_free_big(p)
 #include "radix.h"
 #define ENDPT_KEY(x) radix_key_i64((x).time)
 DEFINE_RADIX(radix_endpt, struct endpt, ENDPT_KEY)
@@ -74,7 +72,7 @@ DEFINE_RADIX(radix_endpt, struct endpt, ENDPT_KEY)
  */
 static void endpt_sort(struct endpt *ep, size_t n)
 {
-	if (n < 256 || !radix_endpt(ep, n)) {
+	if (n < RADIX_MIN || !radix_endpt(ep, n)) {
 		qsort(ep, n, sizeof(*ep), endpt_cmp);
 		return;
 	}

@@ -32,7 +32,7 @@ static int progress_cb(void *arg)
 {
 	struct nsys_imp *m = arg;
 
-	return nsys_mono_ns() > m->deadline_ns; /* non-zero interrupts the statement */
+	return tl_mono_ns() > m->deadline_ns; /* non-zero interrupts the statement */
 }
 
 bool nsys_has_table(struct nsys_imp *m, const char *table)
@@ -231,7 +231,7 @@ int nsys_open_db(struct nsys_imp *m, void *buf, size_t len)
 				SQLITE_DESERIALIZE_READONLY) != SQLITE_OK)
 		return nsys_fail(m, -EBADMSG, "not a readable SQLite database");
 	sqlite3_progress_handler(m->db, 10000, progress_cb, m);
-	m->deadline_ns = nsys_mono_ns() + SQL_BUDGET_NS;
+	m->deadline_ns = tl_mono_ns() + SQL_BUDGET_NS;
 	if (sqlite3_exec(m->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) !=
 	    SQLITE_OK)
 		return nsys_fail(m, -EBADMSG, "corrupt SQLite database: %s", sqlite3_errmsg(m->db));

@@ -135,7 +135,7 @@ static int peek_sqlite(int fd, uint32_t timeout_ms)
 	} else if (S_ISFIFO(st.st_mode)) {
 		int p[2];
 		uint64_t end =
-		    nsys_mono_ns() + (uint64_t)(timeout_ms ? timeout_ms : 30000) * 1000000ull;
+		    tl_mono_ns() + (uint64_t)(timeout_ms ? timeout_ms : 30000) * 1000000ull;
 
 		if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
 			return -errno;
@@ -149,7 +149,7 @@ static int peek_sqlite(int fd, uint32_t timeout_ms)
 			/* tee copies what is buffered now: fewer than 16 bytes means
 			 * the writer is still going (or done, with a tiny file) */
 			if (t >= (ssize_t)sizeof(h) || (t == 0 && (pf.revents & POLLHUP)) ||
-			    (t < 0 && errno != EAGAIN && errno != EINTR) || nsys_mono_ns() > end) {
+			    (t < 0 && errno != EAGAIN && errno != EINTR) || tl_mono_ns() > end) {
 				n = t > 0 ? read(p[0], h, (size_t)t) : t;
 				break;
 			}

@@ -11,7 +11,6 @@
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "timeline_int.h"
 
@@ -93,14 +92,6 @@ struct nsys_imp {
 	uint32_t nmem, mem_cap;
 	char err[256];
 };
-
-static inline uint64_t nsys_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Integer column i of the current row, def when it is NULL. */
 static inline int64_t nsys_col_i64(sqlite3_stmt *s, int i, int64_t def)

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "timeline_int.h"
@@ -111,14 +110,6 @@ static uint64_t big_age_ns = 10ull * 1000000000;
 static struct tl_big_stats big_stats;
 static pthread_mutex_t big_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Under big_mu: take slot i out; its block is the caller's to free. */
 static void *big_take(unsigned i)
 {
@@ -130,6 +121,13 @@ static void *big_take(unsigned i)
 	return p;
 }
 
+/* Under big_mu: big_take() for a block given back (not reused). */
+static void *big_drop(unsigned i)
+{
+	big_stats.trimmed += big_slot[i].len;
+	return big_take(i);
+}
+
 /* Under big_mu: move every block (all) or those freed before now - age
  * into out[]; returns how many. */
 static unsigned big_expire(bool all, uint64_t now, void **out)
@@ -138,10 +136,8 @@ static unsigned big_expire(bool all, uint64_t now, void **out)
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < BIG_SLOTS; i++)
-		if (big_slot[i].p && (all || big_slot[i].t < older)) {
-			big_stats.trimmed += big_slot[i].len;
-			out[n++] = big_take(i);
-		}
+		if (big_slot[i].p && (all || big_slot[i].t < older))
+			out[n++] = big_drop(i);
 	return n;
 }
 
@@ -172,7 +168,7 @@ size_t tl_big_trim(bool all)
 
 	pthread_mutex_lock(&big_mu);
 	before = big_cached;
-	n = big_expire(all, mono_ns(), out);
+	n = big_expire(all, tl_mono_ns(), out);
 	before -= big_cached;
 	pthread_mutex_unlock(&big_mu);
 	free_all(out, n);
@@ -196,7 +192,7 @@ static void *big_reuse(size_t len)
 	unsigned best = BIG_SLOTS, n;
 
 	pthread_mutex_lock(&big_mu);
-	n = big_expire(false, mono_ns(), out);
+	n = big_expire(false, tl_mono_ns(), out);
 	for (unsigned i = 0; i < BIG_SLOTS; i++)
 		if (big_slot[i].p && big_slot[i].len >= len && big_slot[i].len / 2 <= len &&
 		    (best == BIG_SLOTS || big_slot[i].len < big_slot[best].len))
@@ -227,7 +223,7 @@ void tl_free_big(void *p)
 		free(p);
 		return;
 	}
-	now = mono_ns();
+	now = tl_mono_ns();
 	pthread_mutex_lock(&big_mu);
 	n = big_expire(false, now, out);
 	if (len > big_cap) {
@@ -247,8 +243,7 @@ void tl_free_big(void *p)
 		}
 		if (free_slot < BIG_SLOTS && big_cached + len <= big_cap)
 			break;
-		big_stats.trimmed += big_slot[old].len;
-		out[n++] = big_take(old);
+		out[n++] = big_drop(old);
 	}
 	BIG_POISON(p, len);
 	big_slot[free_slot] = (struct big_slot){ .p = p, .len = len, .t = now };

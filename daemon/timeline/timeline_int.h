@@ -9,8 +9,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "timeline.h"
+
+/* CLOCK_MONOTONIC in ns (deadlines of the nsys reader, ages of kept
+ * blocks). */
+static inline uint64_t tl_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* Interned strings: ids 0..n-1, id 0 is "". Every string is NUL-terminated
  * inside blob, so timeline_str() can return a C string. */

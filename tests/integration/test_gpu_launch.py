@@ -197,6 +197,14 @@ def folded(d, cid, *extra):
     return p.stdout.decode()
 
 
+def launch_and_check(d, app, kind="cuda"):
+    """app launches its kernels; a capture of its pid holds exactly them."""
+    app.go()
+    time.sleep(0.4)  # the collector drains every 200 ms
+    info = d.ctl_json("capture", "--pid", str(app.pid), "--last", "10s")
+    check_folded(parse_folded(folded(d, info["id"], "--weight", "launches")), kind)
+
+
 ZEBIN_COUNTERS = ("zebins_seen", "zebins_loaded", "zebins_skipped", "zebins_failed")
 
 
@@ -295,10 +303,7 @@ def library_path_hidden_under_the_process_root():
         need_probes(d)
         got = app.wait_probed(d)
         expect(not got.get("error"), "no attach error: %r" % got)
-        app.go()
-        time.sleep(0.4)
-        info = d.ctl_json("capture", "--pid", str(app.pid), "--last", "10s")
-        check_folded(parse_folded(folded(d, info["id"], "--weight", "launches")), "cuda")
+        launch_and_check(d, app)
         app.exit()
     finally:
         if app:
@@ -350,10 +355,7 @@ def library_unreadable_through_its_first_process():
         expect(e.get("probes", 0) >= 1 and not e.get("error"),
                "probed through the second process: %r" % e)
         for a in (app2, app1):
-            a.go()
-            time.sleep(0.4)
-            info = d.ctl_json("capture", "--pid", str(a.pid), "--last", "10s")
-            check_folded(parse_folded(folded(d, info["id"], "--weight", "launches")), "cuda")
+            launch_and_check(d, a)
             a.exit()
     finally:
         for a in (app1, app2):
@@ -374,10 +376,7 @@ def process_running_before_the_daemon():
     try:
         need_probes(d)
         app.wait_probed(d)
-        app.go()
-        time.sleep(0.4)
-        info = d.ctl_json("capture", "--pid", str(app.pid), "--last", "10s")
-        check_folded(parse_folded(folded(d, info["id"], "--weight", "launches")), "cuda")
+        launch_and_check(d, app)
     finally:
         app.exit()
         d.cleanup()
