@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * bench_analyses [--trace NAME] [--size 256M] [--runs N]
+ * bench_analyses [--trace NAME|PATH] [--size 256M] [--runs N]
  *
  * Times every analysis (best of N runs, wall clock) on a reference trace
  * (default nccl_parser_config, the largest with outputs) read from
- * $GPUPROF_SHARED, prints HTA's time for the same call from timings.json and
+ * $GPUPROF_SHARED, or on the trace file PATH (a name with a '/'), prints HTA's time for the same call from timings.json and
  * the ratio; then the same on a synthetic trace written by bench/import's
  * generator (--size 0 skips it).
  */
@@ -78,6 +78,20 @@ static struct timeline *load_reference(const char *shared, const char *name)
 	DIR *dd;
 	int i = 0;
 
+	if (strchr(name, '/')) { /* a trace file of one rank */
+		struct import_opts o = { .no_finalize = true };
+		int fd = open(name, O_RDONLY);
+
+		if (fd < 0 || timeline_new(&tl))
+			return NULL;
+		if (timeline_import_fd(fd, &o, tl, NULL)) {
+			fprintf(stderr, "cannot import %s\n", name);
+			exit(1);
+		}
+		close(fd);
+		timeline_finalize(tl, 0);
+		return tl;
+	}
 	snprintf(dir, sizeof(dir), "%s/reference/hta/traces/%s", shared, name);
 	if (timeline_new(&tl) || !(dd = opendir(dir)))
 		return NULL;
@@ -177,7 +191,7 @@ int main(int argc, char **argv)
 		else if (c == 'r')
 			runs = atoi(optarg) > 0 ? atoi(optarg) : 1;
 		else {
-			fprintf(stderr, "usage: %s [--trace NAME] [--size 256M|0] [--runs N]\n",
+			fprintf(stderr, "usage: %s [--trace NAME|PATH] [--size 256M|0] [--runs N]\n",
 				argv[0]);
 			return 2;
 		}

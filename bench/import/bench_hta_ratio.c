@@ -15,10 +15,13 @@
  * analyses on N threads at once, as the daemon does for analysis requests
  * sent together (its job pool, limits.max_jobs); the default is one.
  *
- * Then the same on a generated Kineto trace of --size bytes (plain JSON,
- * written to a temporary file first), against HTA's load + analyses on the
- * largest reference trace scaled linearly by JSON bytes: an extrapolation,
- * labelled as one.
+ * Then the same on two traces of --size bytes (plain JSON, written to a
+ * temporary file first), against HTA's load + analyses on the largest
+ * reference trace scaled up: extrapolations, labelled as such.
+ *  - a generated Kineto trace (gen.c), HTA scaled by JSON bytes;
+ *  - the largest reference trace repeated with shifted timestamps and ids
+ *    (repeat.c), HTA scaled by the number of copies. Its event mix is the
+ *    reference's, so this is the fairer of the two.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -297,6 +300,70 @@ static void print_row(const char *label, const struct figures *f, int calls, dou
 	       hta / f->cpu_s, f->errors ? " (analysis errors)" : "");
 }
 
+/*
+ * A --size trace, plain JSON in tmpdir: generated (repeat NULL) or the
+ * reference trace repeat repeated (repeat.c). HTA's columns are the largest
+ * reference trace's, scaled by JSON bytes for the generated trace and by the
+ * number of repetitions for the repeated one.
+ */
+static void extrapolated(const cJSON *largest, double largest_bytes, const char *repeat,
+			 uint64_t size, const char *tmpdir, int runs)
+{
+	const cJSON *best = cJSON_GetObjectItemCaseSensitive(largest, "analyses_s_best");
+	double hl = cJSON_GetObjectItemCaseSensitive(largest, "load_s_best")->valuedouble;
+	struct gen_opts o = { .size = size, .streams = 3, .world = 8 };
+	char gpath[4200], label[64], err[4400], *fp[1] = { gpath };
+	struct figures f;
+	struct set s;
+	double scale;
+	FILE *out;
+	int reps = 0;
+
+	snprintf(gpath, sizeof(gpath), "%s/bench_hta_ratio_%d.json", tmpdir, (int)getpid());
+	if (!(out = fopen(gpath, "w"))) {
+		perror(gpath);
+		return;
+	}
+	if (repeat)
+		reps = gen_repeat_write(out, repeat, size, NULL, err, sizeof(err));
+	else
+		gen_kineto_write(out, &o, 0);
+	fflush(out);
+	fsync(fileno(out)); /* no write-back during the measurement */
+	fclose(out);
+	if (reps < 0) {
+		fprintf(stderr, "repeat: %s\n", err);
+		unlink(gpath);
+		return;
+	}
+	set_from_hta(best, &s);
+	if (best_of(fp, 1, &s, runs > 3 ? 3 : runs, &f) == 0) {
+		if (repeat) {
+			scale = reps;
+			printf("\n%s repeated %d times with shifted timestamps and ids (bench/import/"
+			       "repeat.c, plain JSON),\nthe calls HTA timed on it. HTA columns: NOT "
+			       "MEASURED, HTA's times on %s x%d\n(the number of copies; HTA's "
+			       "ProfilerStep filter drops a third of the single trace but\nonly the "
+			       "last copy's tail here, so HTA would do more than this per copy):\n\n",
+			       largest->string, reps, largest->string, reps);
+			snprintf(label, sizeof(label), "%s x%d", largest->string, reps);
+		} else {
+			scale = (double)f.json_bytes / largest_bytes;
+			printf("\nGenerated trace (bench/import/gen.c, plain JSON), the calls HTA timed "
+			       "on %s.\nHTA columns: NOT MEASURED, extrapolated linearly by JSON bytes "
+			       "from %s (x%.1f).\nThe generated trace has about 4x the reference's GPU "
+			       "kernels per byte, which HTA's\nanalyses scale with, so HTA's real "
+			       "time on it would be longer:\n\n",
+			       largest->string, largest->string, scale);
+			snprintf(label, sizeof(label), "generated %.0f MB", (double)f.json_bytes / 1e6);
+		}
+		print_head();
+		print_row(label, &f, s.n, hl * scale, s.hta_s * scale);
+	}
+	set_free(&s);
+	unlink(gpath);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = { { "runs", required_argument, NULL, 'r' },
@@ -409,38 +476,16 @@ int main(int argc, char **argv)
 		printf("\n%d traces: HTA/ours geometric mean %.1fx, lowest %.1fx\n", ntraces,
 		       exp(sum_ratio_log / ntraces), min_ratio);
 	if (size && largest) {
-		const cJSON *best = cJSON_GetObjectItemCaseSensitive(largest, "analyses_s_best");
-		double hl = cJSON_GetObjectItemCaseSensitive(largest, "load_s_best")->valuedouble;
-		struct gen_opts o = { .size = size, .streams = 3, .world = 8 };
-		char gpath[4200], label[64], *fp[1] = { gpath };
-		struct figures f;
-		struct set s;
-		double scale;
-		FILE *out;
+		/* one rank: the largest trace's first file */
+		const cJSON *fe = cJSON_GetArrayItem(
+		    cJSON_GetObjectItemCaseSensitive(largest, "files"), 0);
+		const cJSON *p = cJSON_GetObjectItemCaseSensitive(fe, "path");
+		const char *base = cJSON_IsString(p) ? strrchr(p->valuestring, '/') : NULL;
 
-		snprintf(gpath, sizeof(gpath), "%s/bench_hta_ratio_%d.json", tmpdir, (int)getpid());
-		if (!(out = fopen(gpath, "w"))) {
-			perror(gpath);
-			cJSON_Delete(timings);
-			return 1;
-		}
-		gen_kineto_write(out, &o, 0);
-		fflush(out);
-		fsync(fileno(out)); /* no write-back during the measurement */
-		fclose(out);
-		set_from_hta(best, &s);
-		if (best_of(fp, 1, &s, runs > 3 ? 3 : runs, &f) == 0) {
-			scale = (double)f.json_bytes / largest_bytes;
-			printf("\nGenerated trace (bench/import/gen.c, plain JSON), the calls HTA timed on "
-			       "%s.\nHTA columns: NOT MEASURED, extrapolated linearly by JSON bytes "
-			       "from %s (x%.1f):\n\n",
-			       largest->string, largest->string, scale);
-			print_head();
-			snprintf(label, sizeof(label), "generated %.0f MB", (double)f.json_bytes / 1e6);
-			print_row(label, &f, s.n, hl * scale, s.hta_s * scale);
-		}
-		set_free(&s);
-		unlink(gpath);
+		snprintf(path, sizeof(path), "%s/reference/hta/traces/%s/%s", shared,
+			 largest->string, base ? base + 1 : "");
+		extrapolated(largest, largest_bytes, NULL, size, tmpdir, runs);
+		extrapolated(largest, largest_bytes, path, size, tmpdir, runs);
 	}
 	cJSON_Delete(timings);
 	return 0;
