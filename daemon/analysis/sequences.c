@@ -169,24 +169,93 @@ static bool name_starts(const struct timeline *tl, uint32_t id, const char *p)
 	return strncmp(timeline_str(tl, id, NULL), p, strlen(p)) == 0;
 }
 
-/* trace_call_graph.py:_link_main_and_bwd_stacks */
-static void link_backward(struct actx *c, struct cg *g, const struct tl_thread *main_t,
-			  uint32_t bwd_root)
+struct kid {
+	int64_t ts, end;
+	uint32_t pos;
+};
+
+static int kid_cmp(const void *a, const void *b)
+{
+	const struct kid *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* Move the kids inside [ts, end] under p: those whose ts is in range (sorted
+ * by ts, durations >= 0), then the few with a negative duration. */
+static uint32_t adopt(struct cg *g, const struct kid *k, uint32_t nk, const struct kid *neg,
+		      uint32_t nneg, int64_t bwd_root, uint32_t p, int64_t ts, int64_t end)
+{
+	uint32_t lo = 0, hi = nk, moved = 0;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (k[mid].ts < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (uint32_t i = lo; i < nk && k[i].ts <= end; i++) {
+		if (k[i].end <= end && g->parent[k[i].pos] == bwd_root) {
+			g->parent[k[i].pos] = p;
+			moved++;
+		}
+	}
+	for (uint32_t i = 0; i < nneg; i++) {
+		if (neg[i].ts >= ts && neg[i].end <= end && g->parent[neg[i].pos] == bwd_root) {
+			g->parent[neg[i].pos] = p;
+			moved++;
+		}
+	}
+	return moved;
+}
+
+/*
+ * trace_call_graph.py:_link_main_and_bwd_stacks. Every first-level row of
+ * the backward thread that lies inside one of the main thread's "## backward
+ * ##" annotations (or, when it has none, ProfilerStep# annotations) moves
+ * under the first such annotation in row order. The rows are sorted by ts
+ * once, so each annotation looks only at those starting inside it: linear
+ * in the rows for disjoint annotations (a scan of every row per annotation
+ * was quadratic in the trace's length).
+ */
+static int link_backward(struct actx *c, struct cg *g, const struct tl_thread *main_t,
+			 uint32_t bwd_root)
 {
 	const struct tl_rank *r = g->r;
 	static const char *const anns[] = { "## backward ##", "ProfilerStep#" };
-	uint32_t left = 0;
+	struct kid *k, *neg;
+	uint32_t left = 0, nk = 0, nneg = 0;
 
 	for (uint32_t p = 0; p < g->n; p++)
 		left += g->parent[p] == bwd_root;
-	for (int k = 0; k < 2; k++) {
+	if (!left)
+		return 0;
+	k = tl_malloc_big((size_t)left * 2 * sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	neg = k + left;
+	for (uint32_t p = 0; p < g->n; p++) {
+		if (g->parent[p] == bwd_root) {
+			const struct tl_event *e = &r->ev[p];
+			struct kid x = { ev_ts(r, e), ev_end(r, e), p };
+
+			if (x.end >= x.ts)
+				k[nk++] = x;
+			else
+				neg[nneg++] = x;
+		}
+	}
+	qsort(k, nk, sizeof(*k), kid_cmp);
+	for (int a = 0; a < 2; a++) {
 		bool any = false;
 
 		for (uint32_t p = 0; p < r->nev && left; p++) {
-			const struct tl_event *a = &r->ev[p];
+			const struct tl_event *e = &r->ev[p];
 
-			if (a->pid != main_t->pid || a->tid != main_t->tid ||
-			    !name_starts(c->tl, a->name, anns[k]))
+			if (e->pid != main_t->pid || e->tid != main_t->tid ||
+			    !name_starts(c->tl, e->name, anns[a]))
 				continue;
 			any = true;
 			if (g->parent[p] == NOT_NODE)
@@ -195,19 +264,13 @@ static void link_backward(struct actx *c, struct cg *g, const struct tl_thread *
 			 * inside the annotation; once it has none left HTA would
 			 * start moving the main thread's rows (it re-roots), a
 			 * case we stop short of. */
-			for (uint32_t q = 0; q < g->n && left; q++) {
-				const struct tl_event *e = &r->ev[q];
-
-				if (g->parent[q] != bwd_root || ev_ts(r, e) < ev_ts(r, a) ||
-				    ev_end(r, e) > ev_end(r, a))
-					continue;
-				g->parent[q] = p;
-				left--;
-			}
+			left -= adopt(g, k, nk, neg, nneg, bwd_root, p, ev_ts(r, e), ev_end(r, e));
 		}
 		if (any)
-			return;
+			break;
 	}
+	tl_free_big(k);
+	return 0;
 }
 
 static int build_tree(struct cg *g)
@@ -324,7 +387,9 @@ static int call_graph(struct actx *c, struct cg *g)
 		/* sort_values("label"): stable, so equal labels keep thread order */
 		int bi = lab[0] <= lab[1] ? 0 : 1;
 
-		link_backward(c, g, &r->threads[labelled[1 - bi]], g->n + labelled[bi]);
+		err = link_backward(c, g, &r->threads[labelled[1 - bi]], g->n + labelled[bi]);
+		if (err)
+			return err;
 	}
 	return build_tree(g);
 }

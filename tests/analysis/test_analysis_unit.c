@@ -362,6 +362,59 @@ static void test_sequences_tied_end_points(void)
 	}
 }
 
+/*
+ * The backward thread's rows move under the main thread's ProfilerStep#
+ * annotations (SPEC 6.7, _link_main_and_bwd_stacks). Main thread (tid 1):
+ * steps 1 [0, 100] and 2 [100, 150]. Backward thread (tid 2, "autograd::"
+ * rows), each launching one kernel: A [10, 20] → step 1; C [110, 115] and B
+ * [125, 135] → step 2; D, a launch at 150.5 lasting 0.2 µs, which HTA's
+ * rounding (4.2) makes ts 151, end 150, dur -1: inside step 2 by HTA's test
+ * (ts >= start, end <= end) although it starts after the step ends; E [95,
+ * 105] crosses from step 1 into step 2 and stays where it was. A step's pattern lists
+ * the kernels of the rows it adopted. Step 3 [200, 250] is there for HTA's
+ * ProfilerStep filter (4.8), which drops the last step onwards.
+ */
+#define BW(name, ts, dur)                                                                          \
+	"{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" name "\",\"pid\":1,\"tid\":2,\"ts\":" #ts      \
+	",\"dur\":" #dur "}"
+#define LB(ts, dur, corr)                                                                          \
+	"{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":2,"  \
+	"\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"correlation\":" #corr "}}"
+static const char *bwd_tl = "{\"traceEvents\":[" OP("ProfilerStep#1", 0, 100) ","
+	OP("ProfilerStep#2", 100, 50) "," OP("ProfilerStep#3", 200, 50) "," BW("autograd::A", 10, 10) "," LB(12, 2, 1) ","
+	BW("autograd::C", 110, 5) "," LB(111, 2, 3) "," BW("autograd::B", 125, 10) ","
+	LB(126, 2, 2) "," LB(150.5, 0.2, 4) "," BW("autograd::E", 95, 10) "," LB(96, 2, 5) ","
+	K("k_a", "kernel", 30, 5, 7, 1) "," K("k_c", "kernel", 116, 2, 7, 3) ","
+	K("k_b", "kernel", 136, 2, 7, 2) "," K("k_d", "kernel", 152, 2, 7, 4) ","
+	K("k_e", "kernel", 106, 2, 7, 5) "]}";
+
+static void test_sequences_backward_link(void)
+{
+	struct timeline *tl = load(bwd_tl);
+	cJSON *r = run(tl, "sequences", "{\"operator\": \"ProfilerStep#\", \"min_pattern_len\": 1}");
+	const cJSON *pats = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ranks"),
+								   0),
+						"patterns"),
+		    *p;
+	int seen = 0;
+
+	CHECK(r);
+	CHECK_EQ_INT(cJSON_GetArraySize(pats), 2);
+	cJSON_ArrayForEach(p, pats) {
+		const char *s = cJSON_GetObjectItem(p, "pattern")->valuestring;
+
+		if (!strcmp(s, "ProfilerStep#1|k_a"))
+			seen |= 1;
+		else if (!strcmp(s, "ProfilerStep#2|k_c|k_b|k_d"))
+			seen |= 2;
+		else
+			fprintf(stderr, "unexpected pattern %s\n", s);
+	}
+	CHECK_EQ_INT(seen, 3);
+	cJSON_Delete(r);
+	timeline_free(tl);
+}
+
 static void test_errors(void)
 {
 	struct timeline *cpu = load("{\"traceEvents\":[" OP("aten::mm", 0, 10) "]}");
@@ -411,6 +464,7 @@ int main(void)
 	RUN(test_queue);
 	RUN(test_sequences);
 	RUN(test_sequences_tied_end_points);
+	RUN(test_sequences_backward_link);
 	RUN(test_errors);
 	return test_summary();
 }
