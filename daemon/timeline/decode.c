@@ -90,10 +90,9 @@ static int dec_rank(struct rbuf *b, uint32_t nstrs, struct tl_rank **ret, const 
 		goto bad;
 	r->ev = tl_calloc_big(nev, sizeof(*r->ev));
 	r->args = calloc(nargs ? nargs : 1, sizeof(*r->args));
-	r->flows = calloc(nflows ? nflows : 1, sizeof(*r->flows));
 	r->meta = calloc(nmeta ? nmeta : 1, sizeof(*r->meta));
 	r->devices = calloc(ndev ? ndev : 1, sizeof(*r->devices));
-	if (!r->ev || !r->args || !r->flows || !r->meta || !r->devices) {
+	if (!r->ev || !r->args || !r->meta || !r->devices) {
 		tl_rank_free(r);
 		return -ENOMEM;
 	}
@@ -152,24 +151,19 @@ static int dec_rank(struct rbuf *b, uint32_t nstrs, struct tl_rank **ret, const 
 			a->block[j] = (int32_t)rb_u32(b);
 	}
 	r->nargs = nargs;
+	/* flows, written by earlier versions: checked, not kept */
 	for (uint32_t i = 0; i < nflows; i++) {
-		struct tl_flow *f = &r->flows[i];
-		uint32_t pb;
+		uint32_t cat, pb;
 
-		f->id = rb_i64(b);
-		f->ts_ns = rb_i64(b);
-		f->pid = rb_i64(b);
-		f->tid = rb_i64(b);
-		f->index = rb_u32(b);
-		f->cat = rb_u32(b);
-		pb = rb_u32(b);
-		f->ph = (uint8_t)pb;
-		f->bp_enclosing = (uint8_t)(pb >> 8);
 		*why = "bad flow";
-		if (f->cat >= nstrs || (pb >> 16) || f->bp_enclosing > 1)
+		if (b->len - b->off < TL_ENC_FLOW)
+			goto bad;
+		b->off += TL_ENC_FLOW - 8; /* id, ts_ns, pid, tid, index */
+		cat = rb_u32(b);
+		pb = rb_u32(b);
+		if (cat >= nstrs || (pb >> 16) || (pb >> 8) > 1)
 			goto bad;
 	}
-	r->nflows = nflows;
 	for (uint32_t i = 0; i < nmeta; i++) {
 		r->meta[i].pid = rb_i64(b);
 		r->meta[i].tid = rb_i64(b);

@@ -7,6 +7,9 @@
  *   nstrs-1 × { u32 len, bytes }            (id 0 is "" and not stored)
  *   nranks × { rank header, events, args, flows, meta, devices }
  *
+ * Flows are no longer kept (the count written is 0); the section stays so
+ * that captures written before can still be read (decode skips theirs).
+ *
  * Indexes are not stored; decode rebuilds them.
  */
 #include <errno.h>
@@ -134,24 +137,13 @@ static void enc_rank(struct wbuf *w, const struct tl_rank *r)
 	wb_i64(w, r->base_time_ns);
 	wb_u32(w, r->nev);
 	wb_u32(w, r->nargs);
-	wb_u32(w, r->nflows);
+	wb_u32(w, 0); /* flows */
 	wb_u32(w, r->nmeta);
 	wb_u32(w, r->ndevices);
 	for (uint32_t i = 0; i < r->nev; i++)
 		enc_event(w, &r->ev[i]);
 	for (uint32_t i = 0; i < r->nargs; i++)
 		enc_args(w, &r->args[i]);
-	for (uint32_t i = 0; i < r->nflows; i++) {
-		const struct tl_flow *f = &r->flows[i];
-
-		wb_i64(w, f->id);
-		wb_i64(w, f->ts_ns);
-		wb_i64(w, f->pid);
-		wb_i64(w, f->tid);
-		wb_u32(w, f->index);
-		wb_u32(w, f->cat);
-		wb_u32(w, (uint32_t)f->ph | (uint32_t)f->bp_enclosing << 8);
-	}
 	for (uint32_t i = 0; i < r->nmeta; i++) {
 		wb_i64(w, r->meta[i].pid);
 		wb_i64(w, r->meta[i].tid);
@@ -187,7 +179,7 @@ static size_t enc_size(const struct timeline *tl)
 		const struct tl_rank *r = tl->ranks[i];
 
 		n += 128 + (size_t)r->nev * TL_ENC_EVENT + (size_t)r->nargs * TL_ENC_ARGS +
-		     (size_t)r->nflows * TL_ENC_FLOW + (size_t)r->nmeta * TL_ENC_META +
+		     (size_t)r->nmeta * TL_ENC_META +
 		     (size_t)r->ndevices * TL_ENC_DEVICE;
 	}
 	return n;
@@ -249,7 +241,7 @@ static bool args_eq(const struct tl_args *a, const struct tl_args *b)
 static bool rank_eq(const struct tl_rank *a, const struct tl_rank *b)
 {
 	if (a->rank != b->rank || a->flags != b->flags || a->nev != b->nev ||
-	    a->nargs != b->nargs || a->nflows != b->nflows || a->nmeta != b->nmeta ||
+	    a->nargs != b->nargs || a->nmeta != b->nmeta ||
 	    a->ndevices != b->ndevices || a->raw_events != b->raw_events ||
 	    a->parsed_events != b->parsed_events || a->min_ts_ns != b->min_ts_ns ||
 	    a->hta_min_ts_us != b->hta_min_ts_us || a->step_cutoff_ns != b->step_cutoff_ns ||
@@ -262,14 +254,6 @@ static bool rank_eq(const struct tl_rank *a, const struct tl_rank *b)
 	for (uint32_t i = 0; i < a->nargs; i++)
 		if (!args_eq(&a->args[i], &b->args[i]))
 			return false;
-	for (uint32_t i = 0; i < a->nflows; i++) {
-		const struct tl_flow *x = &a->flows[i], *y = &b->flows[i];
-
-		if (x->id != y->id || x->ts_ns != y->ts_ns || x->pid != y->pid ||
-		    x->tid != y->tid || x->index != y->index || x->cat != y->cat ||
-		    x->ph != y->ph || x->bp_enclosing != y->bp_enclosing)
-			return false;
-	}
 	for (uint32_t i = 0; i < a->nmeta; i++)
 		if (memcmp(&a->meta[i], &b->meta[i], sizeof(a->meta[i])))
 			return false;

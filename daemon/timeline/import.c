@@ -287,7 +287,6 @@ static int import_src(struct src *s, const struct import_opts *o, struct timelin
 	}
 	res->rank = r->rank;
 	res->events_raw = r->raw_events;
-	res->flows = r->nflows;
 	if ((err = tl_insert_rank(tl, r)) < 0) {
 		char m[96];
 

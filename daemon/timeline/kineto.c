@@ -28,7 +28,6 @@ static const struct key_row keys[] = {
 	{ R_EVENT, K_PH, sizeof("ph") - 1, "ph" }, { R_EVENT, K_CAT, sizeof("cat") - 1, "cat" }, { R_EVENT, K_NAME, sizeof("name") - 1, "name" },
 	{ R_EVENT, K_TS, sizeof("ts") - 1, "ts" }, { R_EVENT, K_DUR, sizeof("dur") - 1, "dur" }, { R_EVENT, K_PID, sizeof("pid") - 1, "pid" },
 	{ R_EVENT, K_TID, sizeof("tid") - 1, "tid" }, { R_EVENT, K_ARGS, sizeof("args") - 1, "args" }, { R_EVENT, K_ID, sizeof("id") - 1, "id" },
-	{ R_EVENT, K_BP, sizeof("bp") - 1, "bp" },
 	{ R_ARGS, K_STREAM, sizeof("stream") - 1, "stream" }, { R_ARGS, K_CORR, sizeof("correlation") - 1, "correlation" },
 	{ R_ARGS, K_EXT_ID, sizeof("External id") - 1, "External id" }, { R_ARGS, K_DEVICE, sizeof("device") - 1, "device" },
 	{ R_ARGS, K_CONTEXT, sizeof("context") - 1, "context" }, { R_ARGS, K_QUEUED, sizeof("queued") - 1, "queued" },
@@ -185,7 +184,7 @@ static void ev_reset(struct kimp *k)
 
 	memset(e, 0, sizeof(*e));
 	e->index = k->r->raw_events;
-	e->pid = e->tid = e->flow_id = -1;
+	e->pid = e->tid = -1;
 	e->stream = e->correlation = e->external_id = e->device = -1;
 	e->a.wait_on_stream = e->a.wait_on_event_record_corr = e->a.wait_on_event_id = -1;
 	e->a.queued = e->a.bytes = e->a.in_msg_nelems = e->a.out_msg_nelems = -1;

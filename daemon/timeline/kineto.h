@@ -15,7 +15,7 @@ enum key {
 	/* top */
 	K_TRACE_EVENTS, K_DIST, K_DEVPROPS, K_TRACE_NAME, K_BASE_TIME, K_RANK,
 	/* event */
-	K_PH, K_CAT, K_NAME, K_TS, K_DUR, K_PID, K_TID, K_ARGS, K_ID, K_BP,
+	K_PH, K_CAT, K_NAME, K_TS, K_DUR, K_PID, K_TID, K_ARGS, K_ID,
 	/* args */
 	K_STREAM, K_CORR, K_EXT_ID, K_DEVICE, K_CONTEXT, K_QUEUED, K_BYTES, K_WAIT_STREAM,
 	K_WAIT_CORR, K_WAIT_EVID, K_COLL, K_DTYPE, K_IN_NEL, K_OUT_NEL, K_GROUP_SIZE,
@@ -28,8 +28,6 @@ enum key {
 
 enum { KF_TS = 1, KF_DUR = 2, KF_CAT = 4, KF_PH = 8, KF_ID = 16, KF_NAME = 32 };
 #define NAME_DONE 0x80000000u
-/* tl_flow.reserved in a speculative segment: id is -(string id) - 2 */
-#define TL_FLOW_STR_ID 1u
 
 /* Scratch for the event being parsed. */
 struct kev {
@@ -43,9 +41,6 @@ struct kev {
 	double ts_d, dur_d;
 	int64_t pid, tid;
 	uint32_t pidtid_flags;
-	int64_t flow_id;
-	bool flow_str; /* flow_id encodes a string id */
-	bool bp_e;
 	int64_t stream, correlation, external_id, device;
 	uint32_t meta_value;
 	bool has_args;
@@ -105,7 +100,7 @@ struct kimp {
 	bool rounding;
 	uint32_t rounding_from; /* rows before this one were pushed before rounding */
 	/* A speculative piece parse (kineto_spec.c): stop at the end of the
-	 * events array; flows with string ids marked (TL_FLOW_STR_ID). */
+	 * events array. */
 	bool spec;
 	/* spec: ids interned in this segment, in first-use order */
 	uint32_t gen; /* the segment's number, from 1 */

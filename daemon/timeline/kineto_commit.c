@@ -94,34 +94,6 @@ static int push_row(struct kimp *k)
 	return 0;
 }
 
-static int push_flow(struct kimp *k)
-{
-	struct kev *e = &k->e;
-	struct tl_rank *r = k->r;
-	struct tl_flow *f;
-	int err;
-
-	if (r->nflows >= k->max_events) {
-		kimp_warn(k, IMPORT_W_TOO_MANY);
-		return 0;
-	}
-	if ((err = tl_grow_pop((void **)&r->flows, &k->cap.flows_cap, &k->cap.flows_pop, r->nflows,
-			       1, sizeof(*r->flows))) < 0)
-		return kimp_oom(k, err);
-	f = &r->flows[r->nflows++];
-	memset(f, 0, sizeof(*f));
-	f->id = e->flow_id;
-	f->ts_ns = e->ts_ns;
-	f->pid = e->pidtid_flags & TL_EV_PID_STR ? -1 : e->pid;
-	f->tid = e->pidtid_flags & TL_EV_TID_STR ? -1 : e->tid;
-	f->index = e->index;
-	f->cat = e->cat;
-	f->ph = (uint8_t)e->ph;
-	f->bp_enclosing = e->bp_e;
-	if (k->spec && e->flow_str)
-		f->reserved = TL_FLOW_STR_ID; /* the merge maps the id's string */
-	return 0;
-}
 
 static int push_meta(struct kimp *k)
 {
@@ -175,8 +147,13 @@ static int commit_event(struct kimp *k)
 			return 0; /* counted as BAD_NUMBER */
 		return push_row(k);
 	}
-	if ((e->ph == 's' || e->ph == 't' || e->ph == 'f') && ts_ok && (e->have & KF_ID))
-		return push_flow(k);
+	/* Flow events (ac2g launch → kernel, fwdbwd) are counted, not kept: HTA
+	 * drops them at load (no dur) and no analysis reads them; the
+	 * correlation ids link launches and kernels. */
+	if ((e->ph == 's' || e->ph == 't' || e->ph == 'f') && ts_ok && (e->have & KF_ID)) {
+		k->res->flows++;
+		return 0;
+	}
 	if (e->ph == 'M')
 		return push_meta(k);
 	return 0;

@@ -132,21 +132,13 @@ static int event_value(struct kimp *k, uint8_t key, const struct jv *v)
 		}
 		return 0;
 	}
-	case K_ID:
-		if (kimp_get_i64(k, v, &e->flow_id, true)) {
+	case K_ID: { /* a flow's id: counted (kineto_commit.c), not kept */
+		int64_t flow_id;
+
+		if (kimp_get_i64(k, v, &flow_id, true) || v->type == JV_STRING)
 			e->have |= KF_ID;
-			e->flow_str = false;
-		} else if (v->type == JV_STRING) { /* "0x1a" ids: keep them distinct */
-			if ((err = kimp_intern(k, v, &id)) < 0)
-				return err;
-			e->flow_id = -(int64_t)id - 2;
-			e->have |= KF_ID;
-			e->flow_str = true;
-		}
 		return 0;
-	case K_BP:
-		e->bp_e = v->type == JV_STRING && v->n == 1 && v->s[0] == 'e';
-		return 0;
+	}
 	}
 	return 0;
 }
@@ -243,7 +235,7 @@ int kimp_on_value(void *ctx, const struct jv *v)
 	 * picks the handler of the two hot roles (one branch, not two
 	 * indirect jumps). K_NONE in R_EVENT / R_ARGS: nothing to do. */
 	key = k->key[k->depth];
-	if (key >= K_PH && key <= K_BP)
+	if (key >= K_PH && key <= K_ID)
 		return event_value(k, key, v);
 	if (key >= K_STREAM && key <= K_LABELS)
 		return args_value(k, key, v);

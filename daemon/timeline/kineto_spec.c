@@ -232,7 +232,7 @@ static int try_at(struct kspec_worker *w, struct kseg *g, const struct kspec_ctx
 	struct kimp *k = &w->k;
 
 	/* an empty rank and counters; allocations kept */
-	r->nev = r->nargs = r->nflows = r->nmeta = r->raw_events = r->parsed_events = 0;
+	r->nev = r->nargs = r->nmeta = r->raw_events = r->parsed_events = 0;
 	r->min_ts_ns = INT64_MAX;
 	r->hta_min_ts_us = INT64_MAX;
 	memset(&g->res, 0, sizeof(g->res));
@@ -316,7 +316,7 @@ int kseg_adopt(struct kseg *g, const struct kspec_ctx *c, struct kspec_map *m, s
 {
 	struct tl_rank *r = k->r, *s = g->r;
 	struct import_result *res = k->res;
-	uint32_t ev0 = r->nev, args0 = r->nargs, fl0 = r->nflows, me0 = r->nmeta;
+	uint32_t ev0 = r->nev, args0 = r->nargs, me0 = r->nmeta;
 	uint32_t raw0 = r->raw_events, maxid = 0;
 	int err;
 
@@ -325,7 +325,6 @@ int kseg_adopt(struct kseg *g, const struct kspec_ctx *c, struct kspec_map *m, s
 		return 0;
 	/* the caps a serial parse would have hit inside the segment */
 	if ((uint64_t)r->nev + s->nev > k->max_events ||
-	    (uint64_t)r->nflows + s->nflows > k->max_events ||
 	    (uint64_t)r->nmeta + s->nmeta > k->max_events ||
 	    (uint64_t)k->st->n + g->nstr > STRTAB_MAX_IDS ||
 	    (uint64_t)r->raw_events + s->raw_events > UINT32_MAX)
@@ -357,8 +356,6 @@ int kseg_adopt(struct kseg *g, const struct kspec_ctx *c, struct kspec_map *m, s
 			       sizeof(*r->ev))) < 0 ||
 	    (err = tl_grow_pop((void **)&r->args, &k->cap.args_cap, &k->cap.args_pop, args0,
 			       s->nargs, sizeof(*r->args))) < 0 ||
-	    (err = tl_grow_pop((void **)&r->flows, &k->cap.flows_cap, &k->cap.flows_pop, fl0,
-			       s->nflows, sizeof(*r->flows))) < 0 ||
 	    (err = tl_grow_pop((void **)&r->meta, &k->cap.meta_cap, NULL, me0, s->nmeta,
 			       sizeof(*r->meta))) < 0)
 		return kimp_oom(k, err);
@@ -395,17 +392,6 @@ int kseg_adopt(struct kseg *g, const struct kspec_ctx *c, struct kspec_map *m, s
 		a->in_split = remap(m, a->in_split);
 		a->out_split = remap(m, a->out_split);
 	}
-	for (uint32_t i = 0; i < s->nflows; i++) {
-		struct tl_flow *f = &r->flows[fl0 + i];
-
-		*f = s->flows[i];
-		f->index += raw0;
-		f->cat = remap(m, f->cat);
-		if (f->reserved & TL_FLOW_STR_ID) { /* id = -(string id) - 2 */
-			f->id = -(int64_t)remap(m, (uint32_t)(-(f->id + 2))) - 2;
-			f->reserved = 0;
-		}
-	}
 	for (uint32_t i = 0; i < s->nmeta; i++) {
 		struct tl_meta *x = &r->meta[me0 + i];
 
@@ -414,7 +400,7 @@ int kseg_adopt(struct kseg *g, const struct kspec_ctx *c, struct kspec_map *m, s
 	}
 	r->nev += s->nev;
 	r->nargs += s->nargs;
-	r->nflows += s->nflows;
+	res->flows += g->res.flows;
 	r->nmeta += s->nmeta;
 	r->raw_events += s->raw_events;
 	r->parsed_events += s->parsed_events;

@@ -8,7 +8,7 @@
  * A timeline holds one string table and many ranks. Each rank holds its
  * kept events as compact structs in ascending traceEvents order (so the
  * position of an event and its `index` grow together), the rare typed args
- * in a side table, the flow events (ph s/t/f) separately, and indexes built
+ * in a side table (flow events, ph s/t/f, are counted, not kept), and indexes built
  * once by timeline_finalize(): per GPU stream (sorted by time), per thread,
  * per correlation id. Analyses are then linear or n·log n passes.
  *
@@ -138,20 +138,6 @@ struct tl_args {
 	int32_t block[3]; /* kernel: args.block, -1 */
 };
 
-/* A flow event (ph s, t or f): ac2g links a launch to its kernel, fwdbwd
- * forward to backward. HTA drops these at load (no dur); we keep them. */
-struct tl_flow {
-	int64_t id; /* flow id (= correlation for ac2g) */
-	int64_t ts_ns;
-	int64_t pid, tid; /* as tl_event (string ids never: -1 if not numeric) */
-	uint32_t index; /* position in traceEvents */
-	uint32_t cat; /* string id ("ac2g", "fwdbwd", ...) */
-	uint8_t ph; /* 's', 't' or 'f' */
-	uint8_t bp_enclosing; /* bp == "e" */
-	uint16_t reserved;
-	uint32_t reserved2;
-};
-
 /* Metadata names (ph M: process_name, thread_name, process_labels). */
 enum tl_meta_kind { TL_META_PROCESS_NAME = 1, TL_META_THREAD_NAME, TL_META_PROCESS_LABELS };
 struct tl_meta {
@@ -203,8 +189,6 @@ struct tl_rank {
 	uint32_t nev;
 	struct tl_args *args;
 	uint32_t nargs;
-	struct tl_flow *flows; /* ascending index */
-	uint32_t nflows;
 	struct tl_meta *meta;
 	uint32_t nmeta;
 	struct tl_device *devices;
@@ -413,6 +397,8 @@ struct import_result {
 	uint64_t bytes_spec;
 	uint64_t events_raw; /* elements of traceEvents */
 	uint64_t events_kept; /* after the step filter (if finalized) */
+	/* flow events (ph s/t/f with an id) seen; counted, not kept: HTA drops
+	 * them at load and no analysis reads them */
 	uint64_t flows;
 	uint64_t warnings[IMPORT_W_COUNT];
 	uint64_t warnings_total;

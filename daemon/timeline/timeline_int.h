@@ -142,8 +142,8 @@ int64_t tl_rank_mark_duplicates(struct tl_rank *r);
 
 /* Capacities tracked next to the public arrays while building. */
 struct tl_build {
-	uint32_t ev_cap, args_cap, flows_cap, meta_cap, dev_cap;
-	size_t ev_pop, args_pop, flows_pop; /* bytes prefaulted (tl_prefault) */
+	uint32_t ev_cap, args_cap, meta_cap, dev_cap;
+	size_t ev_pop, args_pop; /* bytes prefaulted (tl_prefault) */
 };
 
 /*
