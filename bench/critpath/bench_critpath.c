@@ -6,6 +6,7 @@
  * bench/import's generator.
  *
  *   bench_critpath [SIZE]     SIZE of the synthetic trace, e.g. 64M (default), 1G
+ *   bench_critpath PATH       a trace file (a name with a '/') instead of it
  *
  * Prints figures; never a test. Times are the best of several runs.
  */
@@ -112,7 +113,8 @@ int main(int argc, char **argv)
 	     1, NULL},
 	    {"simple_add", "critical_path_end_to_end_variant", "", 0, "data_load"},
 	};
-	uint64_t size = argc > 1 ? gen_parse_size(argv[1]) : 64ull << 20;
+	const char *path = argc > 1 && strchr(argv[1], '/') ? argv[1] : NULL;
+	uint64_t size = path ? 1 : argc > 1 ? gen_parse_size(argv[1]) : 64ull << 20;
 	struct gen_opts go = {.size = size, .streams = 2, .world = 8};
 
 	printf("%-12s %-34s %8s %8s %12s %12s %10s\n", "trace", "invocation", "nodes", "edges",
@@ -144,7 +146,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	{
-		FILE *f = tmpfile();
+		FILE *f = path ? fopen(path, "rb") : tmpfile();
 		struct timeline *tl = NULL;
 		struct import_result res;
 		struct import_opts io = {.rank = 0};
@@ -155,8 +157,14 @@ int main(int argc, char **argv)
 
 		if (!f || timeline_new(&tl))
 			return 1;
-		bytes = gen_kineto_write(f, &go, 0);
-		fflush(f);
+		if (path) {
+			fseek(f, 0, SEEK_END);
+			bytes = (uint64_t)ftell(f);
+			fseek(f, 0, SEEK_SET);
+		} else {
+			bytes = gen_kineto_write(f, &go, 0);
+			fflush(f);
+		}
 		lseek(fileno(f), 0, SEEK_SET);
 		t0 = now();
 		if (timeline_import_fd(fileno(f), &io, tl, &res)) {
@@ -168,9 +176,10 @@ int main(int argc, char **argv)
 		cp_opts_default(&o);
 		o.rank = res.rank;
 		t = best(tl, &o, 3, &n, &e);
-		printf("synthetic %.0f MiB (import %.2f s): whole rank, %u nodes, %u edges: "
+		printf("%s %.0f MiB (import %.2f s): whole rank, %u nodes, %u edges: "
 		       "build+path %.3f s (%.0f ns per edge); HTA: not timed on this trace\n",
-		       (double)bytes / 1048576.0, ti, n, e, t, t * 1e9 / (e ? e : 1));
+		       path ? path : "synthetic", (double)bytes / 1048576.0, ti, n, e, t,
+		       t * 1e9 / (e ? e : 1));
 		timeline_free(tl);
 	}
 	return 0;
