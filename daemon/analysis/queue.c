@@ -8,6 +8,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -92,17 +93,22 @@ static void emit_stream(struct actx *c, cJSON *streams, const struct order_key *
 static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t maxq,
 		    bool series, int64_t t0)
 {
-	struct qrow *q = tl_malloc_big(((size_t)r->nev + 1) * sizeof(*q));
-	int64_t *keys = tl_malloc_big(((size_t)r->nev + 1) * sizeof(*keys));
-	uint32_t *idx = tl_malloc_big(((size_t)r->nev + 1) * sizeof(*idx));
-	struct order_key *k = tl_malloc_big(((size_t)r->nev + 1) * sizeof(*k));
-	int64_t *ql = tl_malloc_big(((size_t)r->nev + 1) * sizeof(*ql));
+	/* Every row below has a correlation id (a launch's is its kernel's),
+	 * so by_corr bounds each loop: about half of a trace's events, where
+	 * tl_malloc_big() would populate all it gives for nev. Only a row
+	 * that is both a launch and GPU side (a stream arg on a launch) is
+	 * counted twice; the room then doubles. */
+	size_t cap = (size_t)r->nby_corr + 1;
+	struct qrow *q = tl_malloc_big(cap * sizeof(*q));
+	int64_t *keys = NULL, *ql = NULL;
+	uint32_t *idx = NULL;
+	struct order_key *k = NULL;
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN, hta_stream = TL_NONE;
 	size_t n = 0;
 	cJSON *o, *streams;
 	int err = -ENOMEM;
 
-	if (!q || !keys || !idx || !k || !ql)
+	if (!q)
 		goto out;
 	/* [R in row order, then GPU rows in row order] (6.6), the input order
 	 * numpy's argsort sees */
@@ -121,8 +127,24 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 		tmax = ts > tmax ? ts : tmax;
 		if (!ev_gpu(e) || e->correlation == TL_NONE || !corr_has_launch(r, e->correlation))
 			continue;
+		if (n == cap) {
+			struct qrow *nq = tl_malloc_big(2 * cap * sizeof(*q));
+
+			if (!nq)
+				goto out;
+			memcpy(nq, q, n * sizeof(*q));
+			tl_free_big(q);
+			q = nq;
+			cap *= 2;
+		}
 		q[n++] = (struct qrow){ ts, e->stream, e->pid, e->tid, -1 };
 	}
+	keys = tl_malloc_big((n + 1) * sizeof(*keys));
+	idx = tl_malloc_big((n + 1) * sizeof(*idx));
+	k = tl_malloc_big((n + 1) * sizeof(*k));
+	ql = tl_malloc_big((n + 1) * sizeof(*ql));
+	if (!keys || !idx || !k || !ql)
+		goto out;
 	for (size_t i = 0; i < n; i++)
 		keys[i] = q[i].ts;
 	np_argsort_i64(keys, idx, n);

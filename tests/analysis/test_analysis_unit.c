@@ -259,6 +259,36 @@ static void test_queue(void)
 	timeline_free(tl);
 }
 
+/* A launch row with a negative stream arg other than -1 is GPU side (HTA:
+ * stream != -1) but not in GPUKernelFilter (stream >= 0), so it still
+ * pairs with its kernel and is a launch: queue counts it twice, as a
+ * launch and as a GPU row (a stream of its own). Queue's row array starts
+ * at one row per correlated event and must grow. */
+static void test_queue_launch_with_stream(void)
+{
+	static const char *json =
+	    "{\"traceEvents\":["
+	    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,"
+	    "\"tid\":1,\"ts\":10,\"dur\":2,\"args\":{\"correlation\":1,\"stream\":-2}},"
+	    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,"
+	    "\"tid\":1,\"ts\":20,\"dur\":2,\"args\":{\"correlation\":2,\"stream\":-2}},"
+	    K("k1", "kernel", 30, 5, 7, 1) "," K("k2", "kernel", 40, 5, 7, 2) "]}";
+	struct timeline *tl = load(json);
+	cJSON *r = tl ? run(tl, "queue", NULL) : NULL;
+
+	CHECK(r);
+	CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(
+			 cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ranks"), 0), "streams")),
+		     2);
+	/* A launch's queue is its correlation's first GPU-side row's stream,
+	 * here the launch row itself: stream -2 holds the two launches (+1)
+	 * and the same rows as GPU rows (-1); stream 7 the two kernels. */
+	CHECK_EQ_INT(num(r, "ranks.0.streams.0.summary.count"), 4);
+	CHECK_EQ_INT(num(r, "ranks.0.streams.1.summary.count"), 2);
+	cJSON_Delete(r);
+	timeline_free(tl);
+}
+
 /* Two aten::linear ops each launching k_a, k_b, k_c; a sub-µs op inside the
  * second one rounds to dur -1 (4.2), where HTA raises and we do not. */
 static const char *seq_tl = "{\"traceEvents\":[" OP("aten::linear", 0, 100) ","
@@ -462,6 +492,7 @@ int main(void)
 	RUN(test_idle_stream_on_two_devices);
 	RUN(test_launch);
 	RUN(test_queue);
+	RUN(test_queue_launch_with_stream);
 	RUN(test_sequences);
 	RUN(test_sequences_tied_end_points);
 	RUN(test_sequences_backward_link);
