@@ -99,7 +99,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 	 * that is both a launch and GPU side (a stream arg on a launch) is
 	 * counted twice; the room then doubles. */
 	size_t cap = (size_t)r->nby_corr + 1;
-	struct qrow *q = tl_malloc_big(cap * sizeof(*q));
+	struct qrow *q = tl_malloc_room(cap * sizeof(*q));
 	int64_t *keys = NULL, *ql = NULL;
 	uint32_t *idx = NULL;
 	struct order_key *k = NULL;

@@ -131,7 +131,7 @@ static int nest_thread(struct cg *g, const struct tl_thread *t, uint32_t root)
 {
 	const struct tl_rank *r = g->r;
 	struct endpt *ep = tl_malloc_big((2 * (size_t)t->count + 1) * sizeof(*ep));
-	uint32_t *stack = tl_malloc_big(((size_t)t->count + 1) * sizeof(*stack));
+	uint32_t *stack = tl_malloc_room(((size_t)t->count + 1) * sizeof(*stack));
 	size_t n = 0, sp = 0;
 
 	if (!ep || !stack) {
@@ -507,9 +507,11 @@ static int seq_patterns(struct actx *c, const struct cg *g, const char *op, int6
 	const struct tl_rank *r = g->r;
 	uint32_t nstrs = timeline_nstrs(c->tl), npat = 0, ngroups = 0;
 	uint8_t *match = calloc(nstrs + 1, 1);
-	struct kref *kr = tl_malloc_big(((size_t)g->n + 1) * sizeof(*kr));
-	uint32_t *stack = tl_malloc_big(((size_t)g->n + g->nroots + 1) * sizeof(*stack));
-	struct pat *pats = tl_malloc_big(((size_t)g->n + 1) * sizeof(*pats));
+	/* room for the worst case; a root's kernels, the stack and the
+	 * patterns are a small part of it */
+	struct kref *kr = tl_malloc_room(((size_t)g->n + 1) * sizeof(*kr));
+	uint32_t *stack = tl_malloc_room(((size_t)g->n + g->nroots + 1) * sizeof(*stack));
+	struct pat *pats = tl_malloc_room(((size_t)g->n + 1) * sizeof(*pats));
 	uint32_t *ids = NULL;
 	size_t nids = 0, cap = 0;
 	int32_t min_depth = INT32_MAX;

@@ -291,6 +291,13 @@ void *tl_malloc_big(size_t bytes)
 	return huge_alloc(bytes, bytes);
 }
 
+void *tl_malloc_room(size_t bytes)
+{
+	if (bytes < TL_HUGE_MIN)
+		return malloc(bytes ? bytes : 1);
+	return huge_alloc(bytes, 0);
+}
+
 void *tl_calloc_big(size_t n, size_t sz)
 {
 	void *p;

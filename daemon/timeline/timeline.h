@@ -286,6 +286,10 @@ void *tl_malloc_big(size_t bytes);
  * the same size may reuse: from 4 MiB on it is kept, within a cap on all
  * kept bytes, for at most an age (tl_big_cache_config); NULL is a no-op. */
 void tl_free_big(void *p);
+/* tl_malloc_big() for room sized by an upper bound, of which only a part
+ * may be written: not populated ahead (tl_malloc_big() populates all it
+ * gives, MADV_POPULATE_WRITE); pages come as they are written. */
+void *tl_malloc_room(size_t bytes);
 /* calloc() for the big arrays: tl_malloc_big(), zeroed. */
 void *tl_calloc_big(size_t n, size_t sz);
 #define TL_BIG_CACHE_DEFAULT (256u << 20)
