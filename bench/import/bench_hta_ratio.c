@@ -351,7 +351,7 @@ static void extrapolated(const cJSON *largest, double largest_bytes, const char 
 			scale = (double)f.json_bytes / largest_bytes;
 			printf("\nGenerated trace (bench/import/gen.c, plain JSON), the calls HTA timed "
 			       "on %s.\nHTA columns: NOT MEASURED, extrapolated linearly by JSON bytes "
-			       "from %s (x%.1f).\nThe generated trace has about 4x the reference's GPU "
+			       "from %s (x%.1f).\nThe generated trace has about 3.5x the reference's GPU "
 			       "kernels per byte, which HTA's\nanalyses scale with, so HTA's real "
 			       "time on it would be longer:\n\n",
 			       largest->string, largest->string, scale);
