@@ -325,7 +325,7 @@ static void extrapolated(const cJSON *largest, double largest_bytes, const char 
 		return;
 	}
 	if (repeat)
-		reps = gen_repeat_write(out, repeat, size, NULL, err, sizeof(err));
+		reps = gen_repeat_write(out, repeat, size, 0, NULL, err, sizeof(err));
 	else
 		gen_kineto_write(out, &o, 0);
 	fflush(out);

@@ -2,11 +2,11 @@
 /*
  * gen_kineto: write realistic synthetic Kineto JSON traces.
  *   gen_kineto [--size 1G | --iters N] [--ranks R] [--streams S] [-o PREFIX]
- *   gen_kineto --repeat TRACE [--size 1G] [-o PREFIX]
+ *   gen_kineto --repeat TRACE [--size 1G | --copies N] [-o PREFIX]
  * Writes PREFIX_rank<r>.json for every rank (default PREFIX "gen"), or the
  * rank-0 trace to stdout with -o -. --repeat writes one file instead: the
  * Kineto trace TRACE (plain or gzip) repeated with shifted timestamps and
- * ids until --size bytes (repeat.c).
+ * ids until --size bytes, or --copies times (repeat.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,14 +22,14 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 's' }, { "iters", required_argument, NULL, 'i' },
 		{ "ranks", required_argument, NULL, 'r' }, { "streams", required_argument, NULL, 'S' },
 		{ "out", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
-		{ "repeat", required_argument, NULL, 'R' },
+		{ "repeat", required_argument, NULL, 'R' }, { "copies", required_argument, NULL, 'c' },
 		{ 0 }
 	};
 	struct gen_opts o = { .size = 64ull << 20, .streams = 3 };
 	const char *prefix = "gen", *repeat = NULL;
-	int ranks = 1, c;
+	int ranks = 1, copies = 0, c;
 
-	while ((c = getopt_long(argc, argv, "s:i:r:S:o:hR:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:i:r:S:o:hR:c:", lo, NULL)) != -1) {
 		switch (c) {
 		case 's': o.size = gen_parse_size(optarg); break;
 		case 'i': o.iters = strtoull(optarg, NULL, 10); break;
@@ -37,10 +37,12 @@ int main(int argc, char **argv)
 		case 'S': o.streams = atoi(optarg); break;
 		case 'o': prefix = optarg; break;
 		case 'R': repeat = optarg; break;
+		case 'c': copies = atoi(optarg); break;
 		default:
 			fprintf(stderr,
 				"usage: %s [--size 1G | --iters N] [--ranks R] [--streams 1-3] "
-				"[-o PREFIX|-]\n       %s --repeat TRACE [--size 1G] [-o PREFIX|-]\n",
+				"[-o PREFIX|-]\n       %s --repeat TRACE [--size 1G | --copies N] "
+				"[-o PREFIX|-]\n",
 				argv[0], argv[0]);
 			return c == 'h' ? 0 : 2;
 		}
@@ -60,7 +62,7 @@ int main(int argc, char **argv)
 			perror(path);
 			return 1;
 		}
-		reps = gen_repeat_write(f, repeat, o.size, &n, err, sizeof(err));
+		reps = gen_repeat_write(f, repeat, o.size, copies, &n, err, sizeof(err));
 		if ((f != stdout ? fclose(f) : fflush(f)) && reps >= 0) {
 			snprintf(err, sizeof(err), "%s: %s", path, strerror(errno));
 			reps = -1;

@@ -114,8 +114,8 @@ static bool raw_ts(struct rev *r)
 	return true;
 }
 
-int gen_repeat_write(FILE *out, const char *path, uint64_t size, uint64_t *bytes_out,
-		     char *err, size_t errlen)
+int gen_repeat_write(FILE *out, const char *path, uint64_t size, int copies,
+		     uint64_t *bytes_out, char *err, size_t errlen)
 {
 	size_t len = 0, nev = 0, pcap = 1 << 16;
 	char *text, *pbuf = NULL;
@@ -200,7 +200,8 @@ int gen_repeat_write(FILE *out, const char *path, uint64_t size, uint64_t *bytes
 			bool first = true;
 
 			bytes += (uint64_t)fprintf(out, "[\n");
-			for (reps = 0; reps == 0 || bytes < size; reps++) {
+			for (reps = 0; copies > 0 ? reps < copies : reps == 0 || bytes < size;
+			     reps++) {
 				for (size_t i = 0; i < nev; i++) {
 					struct rev *r = &rv[i];
 					char *s = pbuf;
