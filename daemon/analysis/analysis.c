@@ -9,41 +9,34 @@
 
 #include "internal.h"
 
-struct analysis_entry {
-	struct analysis_desc desc;
-	int (*run)(struct actx *c, cJSON **out);
+/* analysis_table[i] is run by runs[i]. (Listed apart: an array of the
+ * descriptors copied out of a table of {desc, run} is not a constant
+ * initializer in C11; clang refuses it.) */
+const struct analysis_desc analysis_table[] = {
+	{ "temporal", "compute / non-compute / idle time per rank, non-compute split", "rank" },
+	{ "idle", "idle time per stream: host wait / kernel wait / other",
+	  "rank, consecutive_kernel_delay_us (30), interval_stats (false)" },
+	{ "kernels", "exclusive time per kernel-type combination, per-kernel statistics",
+	  "rank, include_memory (true), num_kernels (10), duration_ratio (0.8)" },
+	{ "overlap", "communication / computation overlap per rank", "rank" },
+	{ "launch", "launch call vs GPU duration and launch delay, outlier sets",
+	  "rank, runtime_cutoff_us (50), launch_delay_cutoff_us (100), include_memory (true), "
+	  "extended (false), per_launch (true)" },
+	{ "queue", "queue length per stream: summary, series, time blocked on a full queue",
+	  "rank, max_queue_length (1024), series (false)" },
+	{ "sequences", "frequent GPU kernel sequences under a CPU operator",
+	  "operator (required), rank, top_k (5, 0 = all), min_pattern_len (3)" },
+	{ NULL, NULL, NULL },
 };
 
-static const struct analysis_entry entries[] = {
-	{ { "temporal", "compute / non-compute / idle time per rank, non-compute split",
-	    "rank" },
-	  analysis_temporal },
-	{ { "idle", "idle time per stream: host wait / kernel wait / other",
-	    "rank, consecutive_kernel_delay_us (30), interval_stats (false)" },
-	  analysis_idle },
-	{ { "kernels", "exclusive time per kernel-type combination, per-kernel statistics",
-	    "rank, include_memory (true), num_kernels (10), duration_ratio (0.8)" },
-	  analysis_kernels },
-	{ { "overlap", "communication / computation overlap per rank", "rank" },
-	  analysis_overlap },
-	{ { "launch", "launch call vs GPU duration and launch delay, outlier sets",
-	    "rank, runtime_cutoff_us (50), launch_delay_cutoff_us (100), include_memory (true), "
-	    "extended (false), per_launch (true)" },
-	  analysis_launch },
-	{ { "queue", "queue length per stream: summary, series, time blocked on a full queue",
-	    "rank, max_queue_length (1024), series (false)" },
-	  analysis_queue },
-	{ { "sequences", "frequent GPU kernel sequences under a CPU operator",
-	    "operator (required), rank, top_k (5, 0 = all), min_pattern_len (3)" },
-	  analysis_sequences },
+static int (*const runs[])(struct actx *c, cJSON **out) = {
+	analysis_temporal, analysis_idle,  analysis_kernels,   analysis_overlap,
+	analysis_launch,   analysis_queue, analysis_sequences,
 };
 
-#define NENTRIES (sizeof(entries) / sizeof(entries[0]))
-
-const struct analysis_desc analysis_table[NENTRIES + 1] = {
-	entries[0].desc, entries[1].desc, entries[2].desc, entries[3].desc,
-	entries[4].desc, entries[5].desc, entries[6].desc, { NULL, NULL, NULL },
-};
+#define NENTRIES (sizeof(runs) / sizeof(runs[0]))
+_Static_assert(sizeof(analysis_table) / sizeof(analysis_table[0]) == NENTRIES + 1,
+	       "one run function per analysis");
 
 static int parse_rank(struct actx *c)
 {
@@ -79,16 +72,16 @@ int analysis_run_flags(const char *name, const struct timeline *tl, const cJSON 
 {
 	struct actx c = { .tl = tl, .params = params, .err = err, .errlen = errlen,
 			  .compact = flags & ANALYSIS_COMPACT };
-	const struct analysis_entry *e = NULL;
+	int (*run)(struct actx *c, cJSON **out) = NULL;
 	int ret;
 
 	*result = NULL;
 	if (err && errlen)
 		err[0] = 0;
 	for (size_t i = 0; name && i < NENTRIES; i++)
-		if (strcmp(entries[i].desc.name, name) == 0)
-			e = &entries[i];
-	if (!e)
+		if (strcmp(analysis_table[i].name, name) == 0)
+			run = runs[i];
+	if (!run)
 		return aerr(&c, -ENOENT, "no analysis named '%s'", name ? name : "(null)");
 	if (!tl)
 		return aerr(&c, -EINVAL, "no timeline");
@@ -98,7 +91,7 @@ int analysis_run_flags(const char *name, const struct timeline *tl, const cJSON 
 		c.params = NULL;
 	ret = parse_rank(&c);
 	if (!ret)
-		ret = e->run(&c, result);
+		ret = run(&c, result);
 	jnums_finish(&c, ret == 0 && *result);
 	if (ret == 0 && c.oom) { /* a text buffer could not be made */
 		cJSON_Delete(*result);
