@@ -48,12 +48,12 @@ enum ktype ktype_of(struct actx *c, uint32_t name);
  */
 static inline int64_t ev_ts(const struct tl_rank *r, const struct tl_event *e)
 {
-	return (r->flags & TL_RANK_HTA_ROUNDING) ? e->hta_ts_us * 1000 : e->ts_ns;
+	return (r->flags & TL_RANK_HTA_ROUNDING) ? tl_ev_hta_ts_ns(e) : e->ts_ns;
 }
 
 static inline int64_t ev_dur(const struct tl_rank *r, const struct tl_event *e)
 {
-	return (r->flags & TL_RANK_HTA_ROUNDING) ? (e->hta_end_us - e->hta_ts_us) * 1000
+	return (r->flags & TL_RANK_HTA_ROUNDING) ? e->dur_ns + e->hta_end_off - e->hta_ts_off
 						 : e->dur_ns;
 }
 

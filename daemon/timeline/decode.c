@@ -99,11 +99,12 @@ static int dec_rank(struct rbuf *b, uint32_t nstrs, struct tl_rank **ret, const 
 	for (uint32_t i = 0; i < nev; i++) {
 		struct tl_event *e = &r->ev[i];
 		uint32_t ks;
+		int64_t hts, hend;
 
 		e->ts_ns = rb_i64(b);
 		e->dur_ns = rb_i64(b);
-		e->hta_ts_us = rb_i64(b);
-		e->hta_end_us = rb_i64(b);
+		hts = rb_i64(b);
+		hend = rb_i64(b);
 		e->pid = rb_i64(b);
 		e->tid = rb_i64(b);
 		e->stream = rb_i64(b);
@@ -121,7 +122,7 @@ static int dec_rank(struct rbuf *b, uint32_t nstrs, struct tl_rank **ret, const 
 		e->sync = (uint8_t)(ks >> 8);
 		e->link = -1;
 		*why = "bad event";
-		if (e->name >= nstrs || e->cat >= nstrs || (e->args != TL_NO_ARGS && e->args >= nargs) ||
+		if (!tl_ev_set_hta(e, hts, hend) || e->name >= nstrs || e->cat >= nstrs || (e->args != TL_NO_ARGS && e->args >= nargs) ||
 		    (e->flags & ~EV_FLAGS_KNOWN) || e->kind >= TL_K_COUNT ||
 		    e->sync > TL_SYNC_STREAM_WAIT || (ks >> 16) ||
 		    ((e->flags & TL_EV_PID_STR) && (uint64_t)e->pid >= nstrs) ||

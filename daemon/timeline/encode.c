@@ -87,8 +87,8 @@ static void enc_event(struct wbuf *w, const struct tl_event *e)
 	p = w->buf + w->len;
 	p = put_i64(p, e->ts_ns);
 	p = put_i64(p, e->dur_ns);
-	p = put_i64(p, e->hta_ts_us);
-	p = put_i64(p, e->hta_end_us);
+	p = put_i64(p, tl_ev_hta_ts_us(e));
+	p = put_i64(p, tl_ev_hta_end_us(e));
 	p = put_i64(p, e->pid);
 	p = put_i64(p, e->tid);
 	p = put_i64(p, e->stream);

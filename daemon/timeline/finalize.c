@@ -263,8 +263,8 @@ static int step_filter(struct tl_rank *r)
 		const struct tl_event *e = &r->ev[i];
 
 		if ((e->flags & TL_EV_PROFILER_STEP) && !(e->flags & TL_EV_GPU_KERNEL_FILTER) &&
-		    e->hta_ts_us > cutoff) {
-			cutoff = e->hta_ts_us;
+		    tl_ev_hta_ts_us(e) > cutoff) {
+			cutoff = tl_ev_hta_ts_us(e);
 			cutoff_ns = e->ts_ns;
 		}
 	}
@@ -276,7 +276,7 @@ static int step_filter(struct tl_rank *r)
 	/* -1 (no correlation, most CPU ops) is kept out of the array as a
 	 * flag: it would break the mostly increasing order */
 	for (uint32_t i = 0; i < r->nev; i++)
-		if (!(r->ev[i].flags & TL_EV_GPU_KERNEL_FILTER) && r->ev[i].hta_ts_us < cutoff) {
+		if (!(r->ev[i].flags & TL_EV_GPU_KERNEL_FILTER) && tl_ev_hta_ts_us(&r->ev[i]) < cutoff) {
 			if (r->ev[i].correlation == -1)
 				neg1 = true;
 			else
@@ -290,7 +290,7 @@ static int step_filter(struct tl_rank *r)
 		if (e->flags & TL_EV_GPU_KERNEL_FILTER)
 			keep = e->correlation == -1 ? neg1 : has_i64(corrs, ncorr, e->correlation);
 		else
-			keep = e->hta_ts_us < cutoff;
+			keep = tl_ev_hta_ts_us(e) < cutoff;
 		if (!keep)
 			continue;
 		if (e->args != TL_NO_ARGS) { /* in place: nargs <= e->args */

@@ -37,12 +37,15 @@ static int push_row(struct kimp *k)
 	hta_ts = (int64_t)ceil(e->ts_d);
 	hta_end = isfinite(end_d) && fabs(end_d) < 9.2e18 ? (int64_t)floor(end_d) : hta_ts;
 
-	ev = &r->ev[r->nev++];
+	ev = &r->ev[r->nev];
 	memset(ev, 0, sizeof(*ev));
 	ev->ts_ns = e->ts_ns;
 	ev->dur_ns = e->dur_ns;
-	ev->hta_ts_us = hta_ts;
-	ev->hta_end_us = hta_end;
+	if (!tl_ev_set_hta(ev, hta_ts, hta_end)) { /* ts + dur past int64 ns */
+		kimp_warn(k, IMPORT_W_BAD_NUMBER);
+		return 0;
+	}
+	r->nev++;
 	ev->pid = e->pid;
 	ev->tid = e->tid;
 	ev->stream = e->stream;

@@ -140,7 +140,8 @@ static int push_interval(struct live *L, struct tl_rank *r, struct tl_build *cap
 	e.flags = nm->flags | TL_EV_GPU_SIDE;
 	if (e.correlation >= 0)
 		e.flags |= TL_EV_GPU_KERNEL_FILTER;
-	return tl_rank_push(r, cap, &e, NULL);
+	err = tl_rank_push(r, cap, &e, NULL);
+	return err == -ERANGE ? 0 : err; /* ts + dur past int64 ns: skipped */
 }
 
 static int push_launch(struct live *L, struct tl_rank *r, struct tl_build *cap, uint32_t i)
@@ -171,7 +172,8 @@ static int push_launch(struct live *L, struct tl_rank *r, struct tl_build *cap, 
 	    .device = -1,
 	};
 	e.flags = L->api_name[a].flags | TL_EV_LAUNCH_ANY;
-	return tl_rank_push(r, cap, &e, NULL);
+	int err = tl_rank_push(r, cap, &e, NULL);
+	return err == -ERANGE ? 0 : err; /* ts + dur past int64 ns: skipped */
 }
 
 /* One rank from its launches la[0..nl) and intervals iv[0..ni) (one pid,

@@ -44,8 +44,16 @@ int nsys_push(struct nsys_imp *m, struct nsys_rank *nr, const struct tl_event *e
 		m->res->warnings_total++;
 		return 0;
 	}
-	if (tl_rank_push(r, &nr->cap, e, a))
+	switch (tl_rank_push(r, &nr->cap, e, a)) {
+	case 0:
+		break;
+	case -ERANGE: /* ts + dur past int64 ns: a hostile file */
+		m->res->warnings[IMPORT_W_BAD_NUMBER]++;
+		m->res->warnings_total++;
+		return 0;
+	default:
 		return nsys_fail(m, -ENOMEM, "out of memory");
+	}
 	if (e->dur_ns < 0) {
 		m->res->warnings[IMPORT_W_NEG_DUR]++;
 		m->res->warnings_total++;

@@ -736,16 +736,17 @@ const struct tl_stream *tl_rank_stream(const struct tl_rank *r, int64_t stream, 
 int tl_rank_push(struct tl_rank *r, struct tl_build *cap, const struct tl_event *e,
 		 const struct tl_args *a)
 {
-	struct tl_event *ev;
+	struct tl_event *ev, x = *e;
 
+	/* µs grid for HTA-style consumers: ceil(ts), (ts + dur) / 1000 */
+	if (!tl_ev_set_hta(&x, e->ts_ns >= 0 ? (e->ts_ns + 999) / 1000 : e->ts_ns / 1000,
+			   (int64_t)(((__int128)e->ts_ns + e->dur_ns) / 1000)))
+		return -ERANGE;
 	if (tl_grow((void **)&r->ev, &cap->ev_cap, r->nev + 1, sizeof(*r->ev)) ||
 	    (a && tl_grow((void **)&r->args, &cap->args_cap, r->nargs + 1, sizeof(*r->args))))
 		return -ENOMEM;
 	ev = &r->ev[r->nev++];
-	*ev = *e;
-	/* µs grid for HTA-style consumers: ceil(ts), floor(end) as kineto does */
-	ev->hta_ts_us = e->ts_ns >= 0 ? (e->ts_ns + 999) / 1000 : e->ts_ns / 1000;
-	ev->hta_end_us = (e->ts_ns + e->dur_ns) / 1000;
+	*ev = x;
 	ev->link = -1;
 	ev->index_correlation = e->correlation == -1 ? -1 : 0;
 	ev->args = TL_NO_ARGS;
@@ -757,7 +758,7 @@ int tl_rank_push(struct tl_rank *r, struct tl_build *cap, const struct tl_event 
 		ev->flags |= TL_EV_DUR_NEG;
 	if (e->ts_ns < r->min_ts_ns)
 		r->min_ts_ns = e->ts_ns;
-	if (ev->hta_ts_us < r->hta_min_ts_us)
-		r->hta_min_ts_us = ev->hta_ts_us;
+	if (tl_ev_hta_ts_us(ev) < r->hta_min_ts_us)
+		r->hta_min_ts_us = tl_ev_hta_ts_us(ev);
 	return 0;
 }

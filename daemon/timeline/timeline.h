@@ -18,7 +18,7 @@
  *    "Trace" (SPEC 4.3), minus the ProfilerStep filter (4.8) when it applies.
  *  - Times: ts_ns/dur_ns are exact integer nanoseconds from the decimal text.
  *    HTA works in µs and rounds ns traces (4.2); its exact values are kept in
- *    hta_ts_us/hta_end_us, see tl_hta_ts()/tl_hta_dur() below.
+ *    offsets read by tl_ev_hta_ts_ns()/tl_ev_hta_end_ns(), see tl_hta_ts()/tl_hta_dur().
  *  - "GPU side" in HTA = stream != -1 (TL_EV_GPU_SIDE); HTA's GPUKernelFilter
  *    (4.5) is TL_EV_GPU_KERNEL_FILTER.
  *
@@ -90,14 +90,12 @@ enum tl_event_flags {
 };
 
 /*
- * One kept event, 112 bytes; arrays of these are in traceEvents order.
+ * One kept event, 96 bytes; arrays of these are in traceEvents order.
  * int64 fields use TL_NONE (-1) for "absent", as HTA's defaults do.
  */
 struct tl_event {
 	int64_t ts_ns; /* absolute (file clock), exact from the decimal µs text */
-	int64_t dur_ns; /* may be negative when the file says so */
-	int64_t hta_ts_us; /* HTA's ts before alignment: ceil(double ts) */
-	int64_t hta_end_us; /* floor(double ts + double dur) (used when rounding) */
+	int64_t dur_ns; /* may be negative when the file says so; ts + dur fits */
 	int64_t pid; /* or string id with TL_EV_PID_STR (GPU rows: device) */
 	int64_t tid; /* or string id with TL_EV_TID_STR (GPU rows: stream) */
 	int64_t stream; /* args.stream, numeric only; else -1 (4.3) */
@@ -113,8 +111,50 @@ struct tl_event {
 	int32_t device; /* args.device, -1 */
 	uint8_t kind; /* enum tl_kind */
 	uint8_t sync; /* enum tl_sync */
-	uint16_t reserved;
+	/* HTA's µs times (4.2) in ns, as offsets from ts_ns and ts_ns + dur_ns:
+	 * read them with tl_ev_hta_ts_ns() / tl_ev_hta_end_ns() */
+	int16_t hta_ts_off, hta_end_off;
 };
+
+/* HTA's ts before alignment, ceil(double ts) µs, in ns (a multiple of
+ * 1000; ts_ns itself when the file's ts are whole µs). */
+static inline int64_t tl_ev_hta_ts_ns(const struct tl_event *e)
+{
+	return e->ts_ns + e->hta_ts_off;
+}
+/* HTA's end, floor(double ts + double dur) µs, in ns (used when rounding). */
+static inline int64_t tl_ev_hta_end_ns(const struct tl_event *e)
+{
+	return e->ts_ns + e->dur_ns + e->hta_end_off;
+}
+static inline int64_t tl_ev_hta_ts_us(const struct tl_event *e)
+{
+	return tl_ev_hta_ts_ns(e) / 1000;
+}
+static inline int64_t tl_ev_hta_end_us(const struct tl_event *e)
+{
+	return tl_ev_hta_end_ns(e) / 1000;
+}
+/* Store HTA's ts and end (µs) in e, whose ts_ns and dur_ns are set. False,
+ * e unchanged, when ts_ns + dur_ns or a time in ns is past int64, or a time
+ * is 32 µs or more from the ns one: numbers no real trace has (a double is
+ * within 2 µs of the exact value over int64's ns range), refused as out of
+ * range. */
+static inline bool tl_ev_set_hta(struct tl_event *e, int64_t ts_us, int64_t end_us)
+{
+	int64_t end_ns, ts_h, end_h, dt, de;
+
+	if (__builtin_add_overflow(e->ts_ns, e->dur_ns, &end_ns) ||
+	    __builtin_mul_overflow(ts_us, 1000, &ts_h) ||
+	    __builtin_mul_overflow(end_us, 1000, &end_h) ||
+	    __builtin_sub_overflow(ts_h, e->ts_ns, &dt) ||
+	    __builtin_sub_overflow(end_h, end_ns, &de) || dt < INT16_MIN || dt > INT16_MAX ||
+	    de < INT16_MIN || de > INT16_MAX)
+		return false;
+	e->hta_ts_off = (int16_t)dt;
+	e->hta_end_off = (int16_t)de;
+	return true;
+}
 
 /* Typed args the analyses need; absent numbers are -1, absent strings 0. */
 struct tl_args {
@@ -317,13 +357,13 @@ static inline const struct tl_args *tl_event_args(const struct tl_rank *r,
 static inline int64_t tl_hta_ts(const struct tl_rank *r, const struct tl_event *e)
 {
 	(void)r;
-	return e->hta_ts_us; /* integral ts: ceil is the identity */
+	return tl_ev_hta_ts_us(e); /* integral ts: ceil is the identity */
 }
 /* HTA's dur in µs (float64 in HTA): rounded per 4.2, else the file's value. */
 static inline double tl_hta_dur(const struct tl_rank *r, const struct tl_event *e)
 {
 	if (r->flags & TL_RANK_HTA_ROUNDING)
-		return (double)(e->hta_end_us - e->hta_ts_us);
+		return (double)((e->dur_ns + e->hta_end_off - e->hta_ts_off) / 1000);
 	return (double)e->dur_ns / 1000.0;
 }
 

@@ -149,8 +149,9 @@ struct tl_build {
 /*
  * Append a copy of e (and of a, if not NULL) to r for importers that build
  * events field by field (nsys.c, live.c): fills HTA's µs grid (ceil(ts),
- * floor(end)), link -1, index_correlation, args, TL_EV_DUR_NEG and the
- * rank's minimum times. 0 or -ENOMEM.
+ * (ts + dur) / 1000), link -1, index_correlation, args, TL_EV_DUR_NEG and
+ * the rank's minimum times. 0, -ENOMEM, or -ERANGE (nothing pushed) when
+ * ts + dur is past int64 ns.
  */
 int tl_rank_push(struct tl_rank *r, struct tl_build *cap, const struct tl_event *e,
 		 const struct tl_args *a);

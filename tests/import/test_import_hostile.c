@@ -105,6 +105,27 @@ static void test_numbers(void)
 	CHECK(r->ev[0].flags & TL_EV_HTA_DUR_NEG); /* rounding applies: floor(5) < ceil(7) */
 	timeline_free(tl);
 
+	/* HTA's µs times are kept as small offsets from the ns ones
+	 * (tl_ev_set_hta): a row whose ts + dur is past int64 ns cannot be
+	 * kept (h); near the limit a double's ceil/floor stray from the exact
+	 * µs and the offsets carry it (i: Python's float gives ts
+	 * 9000000000000002.0, ceil ...002, floor(ts + 1) ...003, where the
+	 * exact ns say 9000000000000001.5 and ...002.5). */
+	wrap(buf, sizeof(buf),
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"h\",\"pid\":1,\"tid\":1,"
+	     "\"ts\":9000000000000000,\"dur\":9000000000000000},"
+	     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"i\",\"pid\":1,\"tid\":1,"
+	     "\"ts\":9000000000000001.5,\"dur\":1}");
+	CHECK_EQ_INT(IMP(buf, NULL, &res, &tl), 0);
+	CHECK_EQ_U64(res.warnings[IMPORT_W_BAD_NUMBER], 1);
+	r = timeline_rank(tl, 0);
+	CHECK_EQ_INT(r->nev, 1);
+	CHECK_EQ_INT(r->ev[0].ts_ns, 9000000000000001500);
+	CHECK_EQ_INT(tl_ev_hta_ts_us(&r->ev[0]), 9000000000000002);
+	CHECK_EQ_INT(tl_ev_hta_end_us(&r->ev[0]), 9000000000000003);
+	CHECK_EQ_INT((int)tl_hta_dur(r, &r->ev[0]), 1);
+	timeline_free(tl);
+
 	/* rounding turned on by a later row: the earlier ones are flagged too,
 	 * and without rounding nothing is */
 	wrap(buf, sizeof(buf),
