@@ -9,6 +9,7 @@
 
 #include "gpuprof-build.h"
 #include "duration.h"
+#include "timeline/timeline.h" /* TL_BIG_CACHE_DEFAULT */
 
 void config_defaults(struct config *cfg)
 {
@@ -19,7 +20,7 @@ void config_defaults(struct config *cfg)
 	cfg->store_budget_bytes = 64u << 20;
 	cfg->capture_max_bytes = 256u << 20;
 	cfg->analysis_cache_bytes = 512u << 20;
-	cfg->analysis_scratch_bytes = 256u << 20; /* TL_BIG_CACHE_DEFAULT */
+	cfg->analysis_scratch_bytes = TL_BIG_CACHE_DEFAULT;
 	cfg->captures_max = 256;
 	cfg->sample_freq_hz = 49;
 	cfg->cpu_sampling = true;

@@ -53,8 +53,7 @@ static inline int64_t ev_ts(const struct tl_rank *r, const struct tl_event *e)
 
 static inline int64_t ev_dur(const struct tl_rank *r, const struct tl_event *e)
 {
-	return (r->flags & TL_RANK_HTA_ROUNDING) ? e->dur_ns + e->hta_end_off - e->hta_ts_off
-						 : e->dur_ns;
+	return (r->flags & TL_RANK_HTA_ROUNDING) ? tl_ev_hta_dur_ns(e) : e->dur_ns;
 }
 
 static inline int64_t ev_end(const struct tl_rank *r, const struct tl_event *e)

@@ -276,7 +276,8 @@ static int step_filter(struct tl_rank *r)
 	/* -1 (no correlation, most CPU ops) is kept out of the array as a
 	 * flag: it would break the mostly increasing order */
 	for (uint32_t i = 0; i < r->nev; i++)
-		if (!(r->ev[i].flags & TL_EV_GPU_KERNEL_FILTER) && tl_ev_hta_ts_us(&r->ev[i]) < cutoff) {
+		if (!(r->ev[i].flags & TL_EV_GPU_KERNEL_FILTER) &&
+		    tl_ev_hta_ts_us(&r->ev[i]) < cutoff) {
 			if (r->ev[i].correlation == -1)
 				neg1 = true;
 			else

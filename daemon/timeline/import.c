@@ -272,7 +272,7 @@ static int import_src(struct src *s, const struct import_opts *o, struct timelin
 	if (im.k.rounding) { /* later rows were flagged as they were pushed */
 		r->flags |= TL_RANK_HTA_ROUNDING;
 		for (uint32_t i = 0; i < im.k.rounding_from && i < r->nev; i++)
-			if (tl_ev_hta_end_us(&r->ev[i]) < tl_ev_hta_ts_us(&r->ev[i]))
+			if (tl_ev_hta_dur_ns(&r->ev[i]) < 0)
 				r->ev[i].flags |= TL_EV_HTA_DUR_NEG;
 	}
 	{

@@ -97,7 +97,6 @@ static int push_row(struct kimp *k)
 	return 0;
 }
 
-
 static int push_meta(struct kimp *k)
 {
 	struct kev *e = &k->e;

@@ -368,7 +368,7 @@ int kseg_adopt(struct kseg *g, const struct kspec_ctx *c, struct kspec_map *m, s
 		struct tl_event *e = &r->ev[ev0 + i];
 
 		*e = s->ev[i];
-		if (k->rounding && tl_ev_hta_end_us(e) < tl_ev_hta_ts_us(e))
+		if (k->rounding && tl_ev_hta_dur_ns(e) < 0)
 			e->flags |= TL_EV_HTA_DUR_NEG;
 		e->index += raw0;
 		e->name = remap(m, e->name);

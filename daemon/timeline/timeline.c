@@ -739,7 +739,7 @@ int tl_rank_push(struct tl_rank *r, struct tl_build *cap, const struct tl_event 
 	struct tl_event *ev, x = *e;
 
 	/* µs grid for HTA-style consumers: ceil(ts), (ts + dur) / 1000 */
-	if (!tl_ev_set_hta(&x, e->ts_ns >= 0 ? (e->ts_ns + 999) / 1000 : e->ts_ns / 1000,
+	if (!tl_ev_set_hta(&x, e->ts_ns / 1000 + (e->ts_ns % 1000 > 0),
 			   (int64_t)(((__int128)e->ts_ns + e->dur_ns) / 1000)))
 		return -ERANGE;
 	if (tl_grow((void **)&r->ev, &cap->ev_cap, r->nev + 1, sizeof(*r->ev)) ||

@@ -127,6 +127,11 @@ static inline int64_t tl_ev_hta_end_ns(const struct tl_event *e)
 {
 	return e->ts_ns + e->dur_ns + e->hta_end_off;
 }
+/* HTA's rounded duration in ns (negative: the "dur = -1" rows of 4.2). */
+static inline int64_t tl_ev_hta_dur_ns(const struct tl_event *e)
+{
+	return e->dur_ns + e->hta_end_off - e->hta_ts_off;
+}
 static inline int64_t tl_ev_hta_ts_us(const struct tl_event *e)
 {
 	return tl_ev_hta_ts_ns(e) / 1000;
@@ -363,7 +368,7 @@ static inline int64_t tl_hta_ts(const struct tl_rank *r, const struct tl_event *
 static inline double tl_hta_dur(const struct tl_rank *r, const struct tl_event *e)
 {
 	if (r->flags & TL_RANK_HTA_ROUNDING)
-		return (double)((e->dur_ns + e->hta_end_off - e->hta_ts_off) / 1000);
+		return (double)(tl_ev_hta_dur_ns(e) / 1000);
 	return (double)e->dur_ns / 1000.0;
 }
 
