@@ -155,12 +155,20 @@ def hostile_trace_files():
             "deep": b'{"traceEvents":[' + b"[" * 100000 + b"]" * 100000 + b"]}",
             "not_utf8": b'{"traceEvents":[{"name":"\xff\xfe","ph":"X","ts":1,"dur":2,"cat":"kernel"}]}',
             "huge_number": b'{"traceEvents":[{"name":"k","ph":"X","ts":1e999,"dur":-5,"cat":"kernel"}]}',
+            # ts + dur past int64 ns: the row is refused as a bad number
+            "end_overflow": b'{"traceEvents":[{"name":"k","ph":"X","ts":9000000000000000,'
+                            b'"dur":9000000000000000,"cat":"cpu_op"},'
+                            b'{"name":"j","ph":"X","ts":1,"dur":2,"cat":"cpu_op"}]}',
         }
         for label, data in cases.items():
             p = import_bytes(d, data, label)
             if p.returncode == 0:
                 info = json.loads(p.stdout)
                 expect(info["state"] == "ready", label)
+                if label == "end_overflow":
+                    eq(info["import"]["events"], 1, "end_overflow: the good row kept")
+                    eq(info["import"]["files"][0]["warnings"].get("bad_number"), 1,
+                       "end_overflow: counted as a bad number")
             else:
                 eq(p.returncode, 1, "%s: daemon error, not a crash: %s" % (label, p.stderr))
                 expect(b"-32009" in p.stderr or b"-32001" in p.stderr,
