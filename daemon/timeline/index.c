@@ -41,8 +41,10 @@ static uint64_t gkey_hash(uint32_t f, int64_t a, int64_t b)
 /*
  * Group the selected events by key with a counting sort (few distinct
  * keys: threads, streams), keep index order inside a group, then sort each
- * group by (ts, index) — O(n) when already in time order. out[] gets the
- * positions; *keys_out the groups in key order (caller frees).
+ * group by (ts, index) — O(n) when already in time order. The (ts,
+ * position) pairs are filled in one pass over ev[] in order, not gathered
+ * from it group by group (a cache miss per row). out[] gets the positions;
+ * *keys_out the groups in key order (caller frees).
  */
 static int group_sort(struct tl_rank *r, bool streams, uint32_t *out, uint32_t *tmp,
 		      struct tl_kp *kp, uint32_t *nout, struct gkey **keys_out,
@@ -120,12 +122,14 @@ static int group_sort(struct tl_rank *r, bool streams, uint32_t *out, uint32_t *
 		if (gid[i] == UINT32_MAX)
 			continue;
 		k = &keys[rank_of[gid[i]]];
-		out[k->first + k->count++] = i;
+		kp[k->first + k->count++] = (struct tl_kp){ .key = r->ev[i].ts_ns, .pos = i };
 	}
 	free(rank_of);
 	for (uint32_t k = 0; k < nkeys; k++)
-		if (tl_sort_pos(out + keys[k].first, keys[k].count, r->ev, false, kp) < 0)
+		if (tl_sort_kp(kp + keys[k].first, keys[k].count) < 0)
 			goto out;
+	for (uint32_t i = 0; i < n; i++)
+		out[i] = kp[i].pos;
 	*nout = n;
 	*keys_out = keys;
 	*nkeys_out = nkeys;
@@ -220,7 +224,7 @@ int tl_rank_index(struct tl_rank *r)
 
 			e->link = -1;
 			if (e->correlation != -1)
-				r->by_corr[n++] = i;
+				kp[n++] = (struct tl_kp){ .key = e->correlation, .pos = i };
 			if (r->hta_order) {
 				if (e->flags & TL_EV_GPU_KERNEL_FILTER)
 					r->hta_order[ng++] = i;
@@ -232,12 +236,14 @@ int tl_rank_index(struct tl_rank *r)
 			memcpy(r->hta_order + ng, tmp, (size_t)nc * sizeof(*tmp));
 	}
 	r->nby_corr = n;
-	if (tl_sort_pos(r->by_corr, n, r->ev, true, kp) < 0)
+	if (tl_sort_kp(kp, n) < 0)
 		goto nomem;
 	if (!(r->corr_keys = tl_malloc_big((size_t)n * sizeof(*r->corr_keys) + 1)))
 		goto nomem;
-	for (uint32_t i = 0; i < n; i++)
-		r->corr_keys[i] = r->ev[r->by_corr[i]].correlation;
+	for (uint32_t i = 0; i < n; i++) {
+		r->by_corr[i] = kp[i].pos;
+		r->corr_keys[i] = kp[i].key;
+	}
 	if (corr_dense(r) < 0)
 		goto nomem;
 	build_links(r);

@@ -113,23 +113,15 @@ uint8_t tl_kind_from_cat(const char *s, size_t n);
 uint32_t tl_flags_from_name(const char *s, size_t n);
 uint8_t tl_sync_from_name(const char *s, size_t n);
 
-/* Sorting positions into ev[] (finalize.c). */
-typedef int (*tl_cmp_fn)(const struct tl_event *ev, uint32_t a, uint32_t b);
-int tl_cmp_ts(const struct tl_event *ev, uint32_t a, uint32_t b);
-int tl_cmp_corr(const struct tl_event *ev, uint32_t a, uint32_t b);
-/* Stable merge sort of p[0..n) (tmp: room for n); O(n) if already sorted. */
-void tl_msort(uint32_t *p, uint32_t *tmp, uint32_t n, const struct tl_event *ev, tl_cmp_fn cmp);
-/* (key, position) pair for tl_sort_pos(). */
+/* (key, position) pair for tl_sort_kp() (finalize.c). */
 struct tl_kp {
 	int64_t key;
 	uint32_t pos;
 };
-/* Sort positions p[0..n) by (ts_ns, index) or, with by_corr,
- * (correlation, index): ev[] is in ascending index order, so ties are
- * broken by position. Same result as tl_msort() with tl_cmp_ts /
- * tl_cmp_corr. a: room for n pairs. 0 or -ENOMEM (p unchanged then). */
-int tl_sort_pos(uint32_t *p, uint32_t n, const struct tl_event *ev, bool by_corr,
-		struct tl_kp *a);
+/* Sort pairs a[0..n), filled in ascending position order, into (key, pos)
+ * order: with ts_ns or correlation keys, HTA's (ts, index) or
+ * (correlation, index), ev[] being in index order. 0 or -ENOMEM. */
+int tl_sort_kp(struct tl_kp *a, uint32_t n);
 /* HTA's correlation link (index_correlation) of every rank not finalized,
  * without the indexes: all that tl_encode() needs (indexes are not stored;
  * decode rebuilds them). Idempotent. 0 or -ENOMEM. */

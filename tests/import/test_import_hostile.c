@@ -326,6 +326,61 @@ static void test_big_arrays(void)
 	free(doc);
 }
 
+/* tl_sort_kp() against qsort() by (key, pos): inputs in order, locally
+ * out of order (the insertion sort), far out of order with many equal
+ * keys and keys across all of int64 (the radix sort after the insertion
+ * sort gave up part way), reversed. */
+static int kp_cmp(const void *a, const void *b)
+{
+	const struct tl_kp *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static void check_sort_kp(uint32_t n, int mode, uint64_t seed)
+{
+	struct tl_kp *a = malloc((n + 1) * sizeof(*a)), *want = malloc((n + 1) * sizeof(*want));
+
+	CHECK(a && want);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t x;
+		int64_t k;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		x = seed >> 11;
+		switch (mode) {
+		case 0: k = i / 3; break; /* in order, ties */
+		case 1: k = (int64_t)i * 10 - (int64_t)(x % 40); break; /* local */
+		case 2: k = (int64_t)(x % 97) - 48; break; /* random, many ties */
+		case 3: k = (int64_t)(seed ^ (seed << 17)); break; /* all of int64 */
+		case 4: k = x % 2 ? INT64_MIN + (int64_t)(x % 5) : INT64_MAX - (int64_t)(x % 5); break;
+		default: k = -(int64_t)i; break; /* reversed */
+		}
+		a[i] = want[i] = (struct tl_kp){ .key = k, .pos = i * 2 + 1 };
+	}
+	qsort(want, n, sizeof(*want), kp_cmp);
+	CHECK_EQ_INT(tl_sort_kp(a, n), 0);
+	for (uint32_t i = 0; i < n; i++)
+		if (a[i].key != want[i].key || a[i].pos != want[i].pos) {
+			fprintf(stderr, "n %u mode %d: pair %u differs\n", n, mode, i);
+			CHECK(!"sorted by (key, pos)");
+			break;
+		}
+	free(a);
+	free(want);
+}
+
+static void test_sort_kp(void)
+{
+	static const uint32_t sizes[] = { 0, 1, 2, 33, 5000, 300000 };
+
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+		for (int mode = 0; mode <= 5; mode++)
+			check_sort_kp(sizes[s], mode, 42 + s * 7 + (uint64_t)mode);
+}
+
 /* tl_rank_mark_duplicates() against a reference by sorting, on rows with
  * exact copies, copies differing in one compared field, and values drawn
  * from small ranges (so unrelated rows collide often): large enough for
@@ -675,6 +730,7 @@ int main(void)
 	RUN(test_odd_events);
 	RUN(test_corr_lookup);
 	RUN(test_duplicates_many);
+	RUN(test_sort_kp);
 	RUN(test_big_arrays);
 	RUN(test_rank_and_caps);
 	RUN(test_gzip);
