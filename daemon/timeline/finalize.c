@@ -102,8 +102,10 @@ int tl_sort_kp(struct tl_kp *a, uint32_t n)
 }
 
 /* HTA 4.5 over the rank's (unfiltered) rows: index_correlation. Several
- * partners: the last one (highest index) wins. */
-static int corr_link(struct tl_rank *r)
+ * partners: the last one (highest index) wins. *pairs_out (optional): the
+ * (correlation, position) pairs of the rows with a correlation, sorted,
+ * in a block with room for r->nev pairs (the caller tl_free_big()s it). */
+static int corr_link(struct tl_rank *r, struct tl_kp **pairs_out, uint32_t *npairs)
 {
 	struct tl_kp *a = tl_malloc_big((size_t)r->nev * sizeof(*a) + 1);
 	uint32_t n = 0;
@@ -137,59 +139,28 @@ static int corr_link(struct tl_rank *r)
 		}
 		g = e;
 	}
-	tl_free_big(a);
+	if (pairs_out) {
+		*pairs_out = a;
+		*npairs = n;
+	} else {
+		tl_free_big(a);
+	}
 	return 0;
 }
 
-static int cmp_i64(const void *a, const void *b)
+/*
+ * HTA 4.8, one rank: rows at or past the last ProfilerStep's start are
+ * dropped, and GPUKernelFilter rows whose correlation no kept CPU-side row
+ * has. pairs[0..*npairs): corr_link()'s sorted pairs, which give each
+ * correlation's rows together (no sort or search of the kept ids); they
+ * are rewritten to the kept rows' new positions, still sorted. Ranks
+ * without any ProfilerStep row are left alone (HTA would compare against
+ * NaN and drop every row; docs/import.md).
+ */
+static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Correlation ids of CPU-side rows come mostly in increasing order:
- * insertion sort while that stays cheap, else qsort(). */
-static void sort_i64(int64_t *a, uint32_t n)
-{
-	int64_t budget = 16 * (int64_t)n + 4096;
-
-	for (uint32_t i = 1; i < n; i++) {
-		int64_t x = a[i];
-		uint32_t j = i;
-
-		for (; j > 0 && x < a[j - 1]; j--)
-			a[j] = a[j - 1];
-		a[j] = x;
-		budget -= i - j;
-		if (budget < 0) {
-			qsort(a, n, sizeof(*a), cmp_i64);
-			return;
-		}
-	}
-}
-
-static bool has_i64(const int64_t *a, uint32_t n, int64_t x)
-{
-	uint32_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (a[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && a[lo] == x;
-}
-
-/* HTA 4.8, one rank. Ranks without any ProfilerStep row are left alone
- * (HTA would compare against NaN and drop every row; docs/import.md). */
-static int step_filter(struct tl_rank *r)
-{
-	int64_t cutoff = INT64_MIN, cutoff_ns = -1, *corrs;
-	uint32_t ncorr = 0, n = 0, nargs = 0;
+	int64_t cutoff = INT64_MIN, cutoff_ns = -1;
+	uint32_t n = 0, nargs = 0, *np, k = 0;
 	bool neg1 = false;
 
 	for (uint32_t i = 0; i < r->nev; i++) {
@@ -203,28 +174,34 @@ static int step_filter(struct tl_rank *r)
 	}
 	if (cutoff == INT64_MIN)
 		return 0;
-	corrs = tl_malloc_big((size_t)r->nev * sizeof(*corrs) + 1);
-	if (!corrs)
+	/* np[i]: first whether GPU row i (with a correlation) is kept, then
+	 * row i's new position (UINT32_MAX: dropped) */
+	if (!(np = tl_malloc_big((size_t)r->nev * sizeof(*np) + 1)))
 		return -ENOMEM;
-	/* -1 (no correlation, most CPU ops) is kept out of the array as a
-	 * flag: it would break the mostly increasing order */
-	for (uint32_t i = 0; i < r->nev; i++)
-		if (!(r->ev[i].flags & TL_EV_GPU_KERNEL_FILTER) &&
-		    tl_ev_hta_ts_us(&r->ev[i]) < cutoff) {
-			if (r->ev[i].correlation == -1)
-				neg1 = true;
-			else
-				corrs[ncorr++] = r->ev[i].correlation;
+	for (uint32_t g = 0; g < *npairs;) {
+		uint32_t e = g;
+		bool keep = false;
+
+		for (; e < *npairs && pairs[e].key == pairs[g].key; e++) {
+			const struct tl_event *ev = &r->ev[pairs[e].pos];
+
+			keep |= !(ev->flags & TL_EV_GPU_KERNEL_FILTER) && tl_ev_hta_ts_us(ev) < cutoff;
 		}
-	sort_i64(corrs, ncorr);
+		for (; g < e; g++)
+			np[pairs[g].pos] = keep;
+	}
+	for (uint32_t i = 0; i < r->nev && !neg1; i++)
+		neg1 = r->ev[i].correlation == -1 && !(r->ev[i].flags & TL_EV_GPU_KERNEL_FILTER) &&
+		       tl_ev_hta_ts_us(&r->ev[i]) < cutoff;
 	for (uint32_t i = 0; i < r->nev; i++) {
 		struct tl_event *e = &r->ev[i];
 		bool keep;
 
-		if (e->flags & TL_EV_GPU_KERNEL_FILTER)
-			keep = e->correlation == -1 ? neg1 : has_i64(corrs, ncorr, e->correlation);
-		else
+		if (!(e->flags & TL_EV_GPU_KERNEL_FILTER))
 			keep = tl_ev_hta_ts_us(e) < cutoff;
+		else
+			keep = e->correlation == -1 ? neg1 : np[i];
+		np[i] = keep ? n : UINT32_MAX;
 		if (!keep)
 			continue;
 		if (e->args != TL_NO_ARGS) { /* in place: nargs <= e->args */
@@ -232,12 +209,17 @@ static int step_filter(struct tl_rank *r)
 				r->args[nargs] = r->args[e->args];
 			e->args = nargs++;
 		}
-		/* most rows stay where they are: no 112-byte rewrite for them */
+		/* most rows stay where they are: no 96-byte rewrite for them */
 		if (n != i)
 			r->ev[n] = *e;
 		n++;
 	}
-	tl_free_big(corrs);
+	/* new positions keep the order: still sorted by (correlation, pos) */
+	for (uint32_t j = 0; j < *npairs; j++)
+		if (np[pairs[j].pos] != UINT32_MAX)
+			pairs[k++] = (struct tl_kp){ .key = pairs[j].key, .pos = np[pairs[j].pos] };
+	*npairs = k;
+	tl_free_big(np);
 	r->nargs = nargs;
 	r->nev = n;
 	r->step_cutoff_hta_us = cutoff;
@@ -274,29 +256,36 @@ int tl_link_ranks(struct timeline *tl)
 	for (uint32_t i = 0; i < tl->nranks; i++) {
 		struct tl_rank *r = tl->ranks[i];
 
-		if (!(r->flags & TL_RANK_FINALIZED) && (err = corr_link(r)) < 0)
+		if (!(r->flags & TL_RANK_FINALIZED) && (err = corr_link(r, NULL, NULL)) < 0)
 			return err;
 	}
 	return 0;
 }
 
+/* Link, filter and index each rank not finalized: one sort by correlation
+ * serves all three. */
 int timeline_finalize(struct timeline *tl, unsigned flags)
 {
 	uint32_t ids[2];
-	bool filter;
-	int err;
+	bool filter = !(flags & TL_FIN_NO_STEP_FILTER) && step_names(tl, ids, 2) >= 2;
 
-	if ((err = tl_link_ranks(tl)) < 0)
-		return err;
-	filter = !(flags & TL_FIN_NO_STEP_FILTER) && step_names(tl, ids, 2) >= 2;
 	for (uint32_t i = 0; i < tl->nranks; i++) {
 		struct tl_rank *r = tl->ranks[i];
+		struct tl_kp *pairs;
+		uint32_t npairs;
+		int err;
 
 		if (r->flags & TL_RANK_FINALIZED)
 			continue;
-		if (filter && (err = step_filter(r)) < 0)
+		if ((err = corr_link(r, &pairs, &npairs)) < 0)
 			return err;
-		if ((err = tl_rank_index(r)) < 0)
+		if (filter && (err = step_filter(r, pairs, &npairs)) < 0) {
+			tl_free_big(pairs);
+			return err;
+		}
+		err = tl_rank_index_pairs(r, pairs, npairs);
+		tl_free_big(pairs);
+		if (err < 0)
 			return err;
 	}
 	return 0;

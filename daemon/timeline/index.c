@@ -191,18 +191,19 @@ static int corr_dense(struct tl_rank *r)
 	return 0;
 }
 
-int tl_rank_index(struct tl_rank *r)
+int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs)
 {
 	uint32_t *tmp, n;
 	size_t sz = (size_t)r->nev * sizeof(uint32_t) + 4;
-	struct tl_kp *kp;
+	struct tl_kp *kp = pairs, *own = NULL;
 
 	tl_rank_drop_indexes(r);
 	/* huge pages: a 4 KiB page fault per first touch of these arrays
 	 * was ~5 % of a 1 GB import (finalize's temporaries are fresh
 	 * mappings each time) */
 	tmp = tl_malloc_big(sz);
-	kp = tl_malloc_big((size_t)r->nev * sizeof(*kp) + 1);
+	if (!pairs)
+		kp = own = tl_malloc_big((size_t)r->nev * sizeof(*kp) + 1);
 	r->by_corr = tl_malloc_big(sz);
 	r->by_stream = tl_malloc_big(sz);
 	r->by_thread = tl_malloc_big(sz);
@@ -212,9 +213,9 @@ int tl_rank_index(struct tl_rank *r)
 	    ((r->flags & TL_RANK_STEP_FILTERED) && !r->hta_order))
 		goto nomem;
 
-	/* One pass over the events: link reset, correlation candidates and
-	 * (4.9) HTA's order, GPUKernelFilter rows first (the others go to tmp
-	 * and are appended after). */
+	/* One pass over the events: link reset, correlation candidates (when
+	 * not given) and (4.9) HTA's order, GPUKernelFilter rows first (the
+	 * others go to tmp and are appended after). */
 	n = 0;
 	{
 		uint32_t ng = 0, nc = 0;
@@ -223,7 +224,7 @@ int tl_rank_index(struct tl_rank *r)
 			struct tl_event *e = &r->ev[i];
 
 			e->link = -1;
-			if (e->correlation != -1)
+			if (own && e->correlation != -1)
 				kp[n++] = (struct tl_kp){ .key = e->correlation, .pos = i };
 			if (r->hta_order) {
 				if (e->flags & TL_EV_GPU_KERNEL_FILTER)
@@ -235,8 +236,10 @@ int tl_rank_index(struct tl_rank *r)
 		if (r->hta_order)
 			memcpy(r->hta_order + ng, tmp, (size_t)nc * sizeof(*tmp));
 	}
+	if (!own)
+		n = npairs;
 	r->nby_corr = n;
-	if (tl_sort_kp(kp, n) < 0)
+	if (own && tl_sort_kp(kp, n) < 0)
 		goto nomem;
 	if (!(r->corr_keys = tl_malloc_big((size_t)n * sizeof(*r->corr_keys) + 1)))
 		goto nomem;
@@ -277,14 +280,19 @@ int tl_rank_index(struct tl_rank *r)
 			goto nomem;
 	}
 	tl_free_big(tmp);
-	tl_free_big(kp);
+	tl_free_big(own);
 	r->flags |= TL_RANK_FINALIZED;
 	return 0;
 nomem:
 	tl_free_big(tmp);
-	tl_free_big(kp);
+	tl_free_big(own);
 	tl_rank_drop_indexes(r);
 	return -ENOMEM;
+}
+
+int tl_rank_index(struct tl_rank *r)
+{
+	return tl_rank_index_pairs(r, NULL, 0);
 }
 
 static uint64_t ev_hash(const struct tl_event *e)

@@ -106,8 +106,13 @@ void tl_rank_free(struct tl_rank *r);
 int tl_insert_rank(struct timeline *tl, struct tl_rank *r);
 /* Drop a rank's indexes (before rebuilding). */
 void tl_rank_drop_indexes(struct tl_rank *r);
-/* Build indexes and links of one rank (finalize.c). */
+/* Build indexes and links of one rank (index.c). */
 int tl_rank_index(struct tl_rank *r);
+struct tl_kp;
+/* The same, given the (correlation, position) pairs of the rows with a
+ * correlation, sorted, in a block with room for r->nev pairs (the caller
+ * frees it; used as scratch). */
+int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs);
 /* Name-derived flags/kinds, needs the string (kineto_tables.c). */
 uint8_t tl_kind_from_cat(const char *s, size_t n);
 uint32_t tl_flags_from_name(const char *s, size_t n);
