@@ -29,7 +29,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,7 +232,6 @@ int gz_pipe_start(struct src *s, const uint8_t *in, ssize_t r, bool plain, enum 
 		  struct gz_pipe **ret)
 {
 	struct gz_pipe *g = calloc(1, sizeof(*g));
-	sigset_t all, old;
 	int err;
 
 	if (!g)
@@ -256,18 +254,10 @@ int gz_pipe_start(struct src *s, const uint8_t *in, ssize_t r, bool plain, enum 
 	g->s = s;
 	g->in0 = in;
 	g->r0 = r;
-	/* The thread takes no asynchronous signals (they stay the
-	 * application's threads'); faults (SIGBUS on a shrunk mapping) are
-	 * synchronous and must stay deliverable to it. */
+	/* The thread takes no asynchronous signals; faults (SIGBUS on a
+	 * shrunk mapping) stay deliverable to it. */
 	src_guard_own(s, false); /* this thread reads no more of s */
-	sigfillset(&all);
-	sigdelset(&all, SIGBUS);
-	sigdelset(&all, SIGSEGV);
-	sigdelset(&all, SIGFPE);
-	sigdelset(&all, SIGILL);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	err = pthread_create(&g->th, NULL, pipe_main, g);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = tl_thread_start(&g->th, pipe_main, g);
 	if (err) {
 		src_guard_own(s, true); /* serial after all */
 		pipe_free(g);

@@ -9,7 +9,6 @@
  * pipelined with the parse through a few bounded chunks.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -92,11 +91,8 @@ static int serial_put(void *arg, uint8_t *buf, size_t n)
 static bool use_pipe(const struct importer *im, const struct src *s)
 {
 	uint64_t min = s->gz ? PIPE_MIN_IN : PIPE_MIN_PLAIN;
-	cpu_set_t cpus;
 
-	if ((im->o && im->o->no_inflate_thread) || s->chunk < 4096)
-		return false;
-	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < 2)
+	if ((im->o && im->o->no_inflate_thread) || s->chunk < 4096 || !tl_two_cpus())
 		return false;
 	if (s->fd < 0)
 		return s->mem_len >= min;

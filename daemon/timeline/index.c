@@ -191,11 +191,39 @@ static int corr_dense(struct tl_rank *r)
 	return 0;
 }
 
+/* One group_sort() call, run on a helper thread. */
+struct gs_job {
+	struct tl_rank *r;
+	bool streams;
+	uint32_t *out, *tmp;
+	struct tl_kp *kp;
+	uint32_t n, nkeys;
+	struct gkey *keys;
+	int err;
+};
+
+static void *gs_main(void *arg)
+{
+	struct gs_job *j = arg;
+
+	j->err = group_sort(j->r, j->streams, j->out, j->tmp, j->kp, &j->n, &j->keys, &j->nkeys);
+	return NULL;
+}
+
+/* From this many rows on, the per-thread sort runs on a second thread
+ * beside the rest of the index (on the repeated 1 GB trace it was a
+ * third of tl_rank_index; the second CPU is idle after the parse). */
+#define PAR_MIN_ROWS (1u << 18)
+
 int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs)
 {
-	uint32_t *tmp, n;
+	uint32_t *tmp, *tmp2 = NULL, n;
 	size_t sz = (size_t)r->nev * sizeof(uint32_t) + 4;
-	struct tl_kp *kp = pairs, *own = NULL;
+	struct tl_kp *kp = pairs, *own = NULL, *kp2 = NULL;
+	struct gs_job st = { 0 }, th = { 0 };
+	bool par = false;
+	pthread_t helper;
+	int err;
 
 	tl_rank_drop_indexes(r);
 	/* huge pages: a 4 KiB page fault per first touch of these arrays
@@ -247,43 +275,56 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs)
 		r->by_corr[i] = kp[i].pos;
 		r->corr_keys[i] = kp[i].key;
 	}
-	if (corr_dense(r) < 0)
-		goto nomem;
-	build_links(r);
-
-	{
-		struct gkey *keys;
-		uint32_t nkeys;
-
-		if (group_sort(r, true, r->by_stream, tmp, kp, &r->nby_stream, &keys, &nkeys) < 0)
-			goto nomem;
-		r->streams = calloc(nkeys + 1, sizeof(*r->streams));
-		for (uint32_t k = 0; r->streams && k < nkeys; k++)
-			r->streams[k] = (struct tl_stream){ .stream = keys[k].a, .pid = keys[k].b,
-							    .first = keys[k].first,
-							    .count = keys[k].count };
-		r->nstreams = nkeys;
-		free(keys);
-		if (!r->streams)
-			goto nomem;
-		if (group_sort(r, false, r->by_thread, tmp, kp, &n, &keys, &nkeys) < 0)
-			goto nomem;
-		r->threads = calloc(nkeys + 1, sizeof(*r->threads));
-		for (uint32_t k = 0; r->threads && k < nkeys; k++)
-			r->threads[k] = (struct tl_thread){ .pid = keys[k].a, .tid = keys[k].b,
-							    .first = keys[k].first,
-							    .count = keys[k].count,
-							    .flags = keys[k].f };
-		r->nthreads = nkeys;
-		free(keys);
-		if (!r->threads)
-			goto nomem;
+	/* kp and tmp are free now: the per-thread sort takes them, on a
+	 * second thread when the rank is large (the per-stream sort then
+	 * gets scratch of its own, written only as far as it goes) */
+	th = (struct gs_job){ .r = r, .out = r->by_thread, .tmp = tmp, .kp = kp };
+	st = (struct gs_job){ .r = r, .streams = true, .out = r->by_stream, .tmp = tmp, .kp = kp };
+	if (r->nev >= PAR_MIN_ROWS && tl_two_cpus() && (tmp2 = tl_malloc_room(sz)) &&
+	    (kp2 = tl_malloc_room((size_t)r->nev * sizeof(*kp2) + 1)) &&
+	    tl_thread_start(&helper, gs_main, &th) == 0) {
+		par = true;
+		st.tmp = tmp2;
+		st.kp = kp2;
 	}
+	err = corr_dense(r);
+	if (!err) {
+		build_links(r);
+		gs_main(&st);
+		if (!par)
+			gs_main(&th);
+	}
+	if (par)
+		pthread_join(helper, NULL);
+	tl_free_big(tmp2);
+	tl_free_big(kp2);
+	if (err < 0 || st.err < 0 || th.err < 0)
+		goto nomem;
+	r->nby_stream = st.n;
+	r->streams = calloc(st.nkeys + 1, sizeof(*r->streams));
+	for (uint32_t k = 0; r->streams && k < st.nkeys; k++)
+		r->streams[k] = (struct tl_stream){ .stream = st.keys[k].a, .pid = st.keys[k].b,
+						    .first = st.keys[k].first,
+						    .count = st.keys[k].count };
+	r->nstreams = st.nkeys;
+	r->threads = calloc(th.nkeys + 1, sizeof(*r->threads));
+	for (uint32_t k = 0; r->threads && k < th.nkeys; k++)
+		r->threads[k] = (struct tl_thread){ .pid = th.keys[k].a, .tid = th.keys[k].b,
+						    .first = th.keys[k].first,
+						    .count = th.keys[k].count,
+						    .flags = th.keys[k].f };
+	r->nthreads = th.nkeys;
+	if (!r->streams || !r->threads)
+		goto nomem;
+	free(st.keys);
+	free(th.keys);
 	tl_free_big(tmp);
 	tl_free_big(own);
 	r->flags |= TL_RANK_FINALIZED;
 	return 0;
 nomem:
+	free(st.keys);
+	free(th.keys);
 	tl_free_big(tmp);
 	tl_free_big(own);
 	tl_rank_drop_indexes(r);

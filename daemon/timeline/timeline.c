@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -761,4 +763,27 @@ int tl_rank_push(struct tl_rank *r, struct tl_build *cap, const struct tl_event 
 	if (tl_ev_hta_ts_us(ev) < r->hta_min_ts_us)
 		r->hta_min_ts_us = tl_ev_hta_ts_us(ev);
 	return 0;
+}
+
+int tl_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGILL);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	err = pthread_create(th, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
+
+bool tl_two_cpus(void)
+{
+	cpu_set_t cpus;
+
+	return sched_getaffinity(0, sizeof(cpus), &cpus) != 0 || CPU_COUNT(&cpus) >= 2;
 }

@@ -6,6 +6,7 @@
 #ifndef GPUPROF_TIMELINE_INT_H
 #define GPUPROF_TIMELINE_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -134,6 +135,12 @@ int tl_link_ranks(struct timeline *tl);
 /* timeline_encode() without its check that every rank is finalized: the
  * caller ran tl_link_ranks() or timeline_finalize(). */
 int tl_encode(const struct timeline *tl, void **buf, size_t *len);
+/* pthread_create() for the importer's helper threads: they take no
+ * asynchronous signals (those stay the application's threads'); faults
+ * (SIGBUS on a shrunk mapping, ...) stay deliverable. 0 or an errno. */
+int tl_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
+/* Whether this process may run on two CPUs or more. */
+bool tl_two_cpus(void);
 /* Mark exact duplicates (TL_EV_DUPLICATE); returns how many, or -ENOMEM. */
 int64_t tl_rank_mark_duplicates(struct tl_rank *r);
 

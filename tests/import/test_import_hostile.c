@@ -381,6 +381,111 @@ static void test_sort_kp(void)
 			check_sort_kp(sizes[s], mode, 42 + s * 7 + (uint64_t)mode);
 }
 
+/* tl_rank_index() on a rank large enough for its per-thread sort to run
+ * on a second thread: every index against a reference built here with
+ * qsort(). Rows come from a few threads and streams, times with ties and
+ * far out of order (the radix path), correlations repeated. */
+static const struct tl_event *ix_rows;
+
+static int ix_ts_cmp(const void *a, const void *b)
+{
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+
+	if (ix_rows[i].ts_ns != ix_rows[j].ts_ns)
+		return ix_rows[i].ts_ns < ix_rows[j].ts_ns ? -1 : 1;
+	return (i > j) - (i < j);
+}
+
+static int ix_corr_cmp(const void *a, const void *b)
+{
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+
+	if (ix_rows[i].correlation != ix_rows[j].correlation)
+		return ix_rows[i].correlation < ix_rows[j].correlation ? -1 : 1;
+	return (i > j) - (i < j);
+}
+
+/* The positions of rows that match, sorted by cmp; returns the count. */
+static uint32_t ix_want(const struct tl_rank *r, uint32_t *out, int kind, int64_t a, int64_t b,
+			int (*cmp)(const void *, const void *))
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < r->nev; i++) {
+		const struct tl_event *e = &r->ev[i];
+		bool in = kind == 0 ? e->pid == a && e->tid == b :
+			  kind == 1 ? (e->flags & TL_EV_GPU_SIDE) && e->stream == a && e->pid == b :
+				      e->correlation != -1;
+
+		if (in)
+			out[n++] = i;
+	}
+	qsort(out, n, sizeof(*out), cmp);
+	return n;
+}
+
+static void test_index_parallel(void)
+{
+	enum { N = 300000 };
+	struct tl_rank *r = tl_rank_alloc(0);
+	uint32_t *want = malloc(N * sizeof(*want)), total = 0, n;
+	uint64_t seed = 7;
+
+	CHECK(r && want);
+	r->ev = calloc(N, sizeof(*r->ev));
+	CHECK(r->ev != NULL);
+	r->nev = N;
+	for (uint32_t i = 0; i < N; i++) {
+		struct tl_event *e = &r->ev[i];
+		uint64_t x;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		x = seed >> 11;
+		e->index = i;
+		e->pid = 1 + (int64_t)(x % 2);
+		e->tid = 10 + (int64_t)((x >> 3) % 3);
+		e->stream = -1;
+		e->correlation = x % 3 ? -1 : (int64_t)((x >> 8) % 50000);
+		/* in order with local disorder, and every 7th row far back
+		 * (an enclosing op written after its children) */
+		e->ts_ns = (int64_t)i * 100 - (int64_t)((x >> 20) % 300) -
+			   (i % 7 == 0 ? (int64_t)((x >> 30) % 100000) * 100 : 0);
+		if ((x >> 40) % 4 == 0) {
+			e->flags = TL_EV_GPU_SIDE | TL_EV_GPU_KERNEL_FILTER;
+			e->stream = 7 + (int64_t)((x >> 42) % 2);
+		}
+	}
+	ix_rows = r->ev;
+	CHECK_EQ_INT(tl_rank_index(r), 0);
+	CHECK(r->flags & TL_RANK_FINALIZED);
+	for (uint32_t t = 0; t < r->nthreads; t++) {
+		const struct tl_thread *th = &r->threads[t];
+
+		n = ix_want(r, want, 0, th->pid, th->tid, ix_ts_cmp);
+		CHECK_EQ_INT(th->count, n);
+		CHECK(!memcmp(r->by_thread + th->first, want, (size_t)n * sizeof(*want)));
+		total += n;
+	}
+	CHECK_EQ_INT(r->nthreads, 6);
+	CHECK_EQ_INT(total, N);
+	total = 0;
+	for (uint32_t k = 0; k < r->nstreams; k++) {
+		const struct tl_stream *st = &r->streams[k];
+
+		n = ix_want(r, want, 1, st->stream, st->pid, ix_ts_cmp);
+		CHECK_EQ_INT(st->count, n);
+		CHECK(!memcmp(r->by_stream + st->first, want, (size_t)n * sizeof(*want)));
+		total += n;
+	}
+	CHECK_EQ_INT(r->nstreams, 4);
+	CHECK_EQ_INT(total, r->nby_stream);
+	n = ix_want(r, want, 2, 0, 0, ix_corr_cmp);
+	CHECK_EQ_INT(r->nby_corr, n);
+	CHECK(!memcmp(r->by_corr, want, (size_t)n * sizeof(*want)));
+	free(want);
+	tl_rank_free(r);
+}
+
 /* tl_rank_mark_duplicates() against a reference by sorting, on rows with
  * exact copies, copies differing in one compared field, and values drawn
  * from small ranges (so unrelated rows collide often): large enough for
@@ -731,6 +836,7 @@ int main(void)
 	RUN(test_corr_lookup);
 	RUN(test_duplicates_many);
 	RUN(test_sort_kp);
+	RUN(test_index_parallel);
 	RUN(test_big_arrays);
 	RUN(test_rank_and_caps);
 	RUN(test_gzip);
