@@ -530,7 +530,7 @@ void tl_rank_drop_indexes(struct tl_rank *r)
 	free(r->corr_start);
 	r->corr_keys = NULL;
 	r->corr_start = NULL;
-	r->corr_span = 0;
+	r->corr_span = r->corr_shift = 0;
 	r->hta_order = r->by_stream = r->by_thread = r->by_corr = NULL;
 	r->streams = NULL;
 	r->threads = NULL;
@@ -684,22 +684,21 @@ int64_t timeline_hta_min_ts_us(const struct timeline *tl)
 uint32_t tl_rank_corr(const struct tl_rank *r, int64_t correlation, uint32_t *first)
 {
 	const int64_t *k = r->corr_keys;
-	uint32_t lo = 0, hi = r->nby_corr, start;
+	uint32_t lo = 0, hi = 0, start;
 
 	if (r->corr_start) {
-		uint64_t d = (uint64_t)correlation - (uint64_t)r->corr_lo;
+		uint64_t b = ((uint64_t)correlation - (uint64_t)r->corr_lo) >> r->corr_shift;
 
-		if (d >= r->corr_span) {
-			if (first)
-				*first = 0;
-			return 0;
+		if (b < r->corr_span) {
+			lo = r->corr_start[b];
+			hi = r->corr_start[b + 1];
 		}
-		if (first)
-			*first = r->corr_start[d];
-		return r->corr_start[d + 1] - r->corr_start[d];
+		if (!r->corr_shift) { /* a bucket is one id */
+			if (first)
+				*first = lo;
+			return hi - lo;
+		}
 	}
-	if (!k) /* not indexed */
-		hi = 0;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 

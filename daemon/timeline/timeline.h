@@ -264,13 +264,17 @@ struct tl_rank {
 	/* corr_keys[i] = ev[by_corr[i]].correlation: tl_rank_corr() searches
 	 * this contiguous copy instead of reading an event per step */
 	int64_t *corr_keys;
-	/* When the correlation ids are dense (span <= 4 x nby_corr + 64):
-	 * corr_start[c - corr_lo] .. corr_start[c - corr_lo + 1] is c's run
-	 * in by_corr (span + 1 entries), so tl_rank_corr() is O(1); else
-	 * NULL and it binary-searches corr_keys. */
+	/* Buckets of 2^corr_shift ids from corr_lo: corr_start[b] ..
+	 * corr_start[b + 1] is the run in by_corr of the ids c with
+	 * (c - corr_lo) >> corr_shift == b (corr_span buckets, + 1 entries;
+	 * NULL when no row has a correlation). corr_shift is the smallest
+	 * that keeps the buckets within 4 x nby_corr + 64: 0 when the ids are
+	 * dense (a bucket is one id, tl_rank_corr() is O(1)); else
+	 * tl_rank_corr() binary-searches corr_keys within the bucket. */
 	uint32_t *corr_start;
 	int64_t corr_lo;
 	uint32_t corr_span;
+	uint32_t corr_shift;
 };
 
 struct timeline; /* opaque: string table + ranks */

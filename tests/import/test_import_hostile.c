@@ -598,8 +598,9 @@ static void test_duplicates_many(void)
 }
 
 /* tl_rank_corr() against a count over all events, for dense ids (the
- * direct table), sparse ones (binary search), negative and extreme ids,
- * repeats, and ids that are absent or just outside the range. */
+ * direct table), sparse ones (buckets of several ids, searched), ids in
+ * clusters (several keys and repeats per bucket), negative and extreme
+ * ids, repeats, and ids that are absent or just outside the range. */
 static void check_corr(const int64_t *ids, int n, bool dense)
 {
 	size_t len;
@@ -610,7 +611,9 @@ static void check_corr(const int64_t *ids, int n, bool dense)
 
 	CHECK_EQ_INT(imp(doc, len, NULL, &res, &tl), 0);
 	r = timeline_rank(tl, 0);
-	CHECK_EQ_INT(r->corr_start != NULL, dense);
+	CHECK(r->corr_start != NULL);
+	CHECK_EQ_INT(r->corr_shift == 0, dense);
+	CHECK(r->corr_span <= 4u * r->nby_corr + 65);
 	for (int i = -1; i <= n; i++) {
 		int64_t probe[3];
 
@@ -639,7 +642,7 @@ static void check_corr(const int64_t *ids, int n, bool dense)
 
 static void test_corr_lookup(void)
 {
-	int64_t dense[300], sparse[300];
+	int64_t dense[300], sparse[300], clustered[300];
 	static const int64_t extreme[] = { INT64_MIN, INT64_MAX, -5, 0, 7, INT64_MIN + 1,
 					   INT64_MAX - 1, 7, -2 };
 	static const int64_t neg[] = { -10, -9, -9, -7, -3, -2 };
@@ -647,9 +650,11 @@ static void test_corr_lookup(void)
 	for (int i = 0; i < 300; i++) {
 		dense[i] = 21800 + (i * 7) % 290; /* repeats, gaps */
 		sparse[i] = (int64_t)i * 1000003;
+		clustered[i] = (int64_t)(i / 20) * 1000000 + (i % 20) * 3 + (i % 7 == 0);
 	}
 	check_corr(dense, 300, true);
 	check_corr(sparse, 300, false);
+	check_corr(clustered, 300, false);
 	check_corr(extreme, (int)(sizeof(extreme) / sizeof(extreme[0])), false);
 	check_corr(neg, (int)(sizeof(neg) / sizeof(neg[0])), true);
 }
