@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * LSD radix sort over a 64-bit unsigned key, shared by the daemon's large
- * sorts (analysis/radix.c, capture/gpumatch.c, timeline/live.c): glibc's
+ * sorts (analysis/radix.c, capture/gpumatch.c, timeline/finalize.c): glibc's
  * qsort is a merge sort calling a comparator per step, and was the largest
  * single cost of several paths on big inputs.
  *

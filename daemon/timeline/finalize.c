@@ -15,52 +15,16 @@
 
 #include "timeline_int.h"
 
-/*
- * LSD radix sort of a[0..n) by key: 8 bits a pass over key - lo (lo: the
- * smallest key), the passes where every key has the same byte skipped
- * (a trace's timestamps span ~40 bits, correlation ids ~20), one scratch
- * array. Stable, so pairs filled in position order come out in (key, pos)
- * order. The merge sort it replaces took ~0.3 s of a 1 GB import's
- * finalize on the per-thread sorts alone (Kineto writes an enclosing op
- * after its children: far from time order).
- */
-static int kp_radix(struct tl_kp *a, uint32_t n, int64_t lo)
-{
-	uint32_t(*cnt)[256] = calloc(8, sizeof(*cnt));
-	struct tl_kp *tmp = tl_malloc_big((size_t)n * sizeof(*tmp)), *src = a, *dst = tmp, *t;
-
-	if (!cnt || !tmp) {
-		free(cnt);
-		tl_free_big(tmp);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t k = (uint64_t)a[i].key - (uint64_t)lo;
-
-		for (int b = 0; b < 8; b++)
-			cnt[b][(k >> (8 * b)) & 0xff]++;
-	}
-	for (int b = 0; b < 8; b++) {
-		uint32_t sum = 0, *c = cnt[b];
-
-		if (c[(((uint64_t)a[0].key - (uint64_t)lo) >> (8 * b)) & 0xff] == n)
-			continue; /* every key has this byte */
-		for (int d = 0; d < 256; d++) {
-			uint32_t x = c[d];
-
-			c[d] = sum;
-			sum += x;
-		}
-		for (uint32_t i = 0; i < n; i++)
-			dst[c[(((uint64_t)src[i].key - (uint64_t)lo) >> (8 * b)) & 0xff]++] = src[i];
-		t = src, src = dst, dst = t;
-	}
-	if (src != a)
-		memcpy(a, src, (size_t)n * sizeof(*a));
-	tl_free_big(tmp);
-	free(cnt);
-	return 0;
-}
+/* The shared LSD radix sort (radix.h: constant bytes skipped, stable, so
+ * pairs filled in position order come out in (key, pos) order), its
+ * scratch from tl_malloc_big. The merge sort it replaces took ~0.3 s of a
+ * 1 GB import's finalize on the per-thread sorts alone (Kineto writes an
+ * enclosing op after its children: far from time order). */
+#define RADIX_ALLOC(bytes) tl_malloc_big(bytes)
+#define RADIX_FREE(p) tl_free_big(p)
+#include "radix.h"
+#define KP_KEY(x) radix_key_i64((x).key)
+DEFINE_RADIX(kp_radix, struct tl_kp, KP_KEY)
 
 static inline bool kp_lt(const struct tl_kp *a, const struct tl_kp *b)
 {
@@ -73,7 +37,7 @@ int tl_sort_kp(struct tl_kp *a, uint32_t n)
 	 * nccl_parser_config's correlation order (kernel rows a few hundred
 	 * rows after their launches) kept the insertion sort shifting: about
 	 * 0.5 ms of finalize more, by an ad-hoc timing of the two calls. */
-	int64_t budget = 4 * (int64_t)n + 4096, lo;
+	int64_t budget = 4 * (int64_t)n + 4096;
 	uint32_t i;
 
 	/* already in order: the common case for GPU streams */
@@ -93,12 +57,7 @@ int tl_sort_kp(struct tl_kp *a, uint32_t n)
 		if (budget < 0) /* far from sorted (two interleaved runs, ...) */
 			break;
 	}
-	if (i >= n)
-		return 0;
-	lo = a[0].key;
-	for (i = 1; i < n; i++)
-		lo = a[i].key < lo ? a[i].key : lo;
-	return kp_radix(a, n, lo);
+	return i >= n || kp_radix(a, n) ? 0 : -ENOMEM;
 }
 
 /* HTA 4.5 over the rank's (unfiltered) rows: index_correlation. Several
