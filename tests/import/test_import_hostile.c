@@ -424,6 +424,17 @@ static uint32_t ix_want(const struct tl_rank *r, uint32_t *out, int kind, int64_
 	return n;
 }
 
+/* One index group (positions got[0..count)) against the reference. */
+static uint32_t check_group(const struct tl_rank *r, uint32_t *want, int kind, int64_t a,
+			    int64_t b, const uint32_t *got, uint32_t count)
+{
+	uint32_t n = ix_want(r, want, kind, a, b, ix_ts_cmp);
+
+	CHECK_EQ_INT(count, n);
+	CHECK(!memcmp(got, want, (size_t)n * sizeof(*want)));
+	return n;
+}
+
 static void test_index_parallel(void)
 {
 	enum { N = 300000 };
@@ -461,10 +472,8 @@ static void test_index_parallel(void)
 	for (uint32_t t = 0; t < r->nthreads; t++) {
 		const struct tl_thread *th = &r->threads[t];
 
-		n = ix_want(r, want, 0, th->pid, th->tid, ix_ts_cmp);
-		CHECK_EQ_INT(th->count, n);
-		CHECK(!memcmp(r->by_thread + th->first, want, (size_t)n * sizeof(*want)));
-		total += n;
+		total += check_group(r, want, 0, th->pid, th->tid, r->by_thread + th->first,
+				     th->count);
 	}
 	CHECK_EQ_INT(r->nthreads, 6);
 	CHECK_EQ_INT(total, N);
@@ -472,10 +481,8 @@ static void test_index_parallel(void)
 	for (uint32_t k = 0; k < r->nstreams; k++) {
 		const struct tl_stream *st = &r->streams[k];
 
-		n = ix_want(r, want, 1, st->stream, st->pid, ix_ts_cmp);
-		CHECK_EQ_INT(st->count, n);
-		CHECK(!memcmp(r->by_stream + st->first, want, (size_t)n * sizeof(*want)));
-		total += n;
+		total += check_group(r, want, 1, st->stream, st->pid, r->by_stream + st->first,
+				     st->count);
 	}
 	CHECK_EQ_INT(r->nstreams, 4);
 	CHECK_EQ_INT(total, r->nby_stream);
