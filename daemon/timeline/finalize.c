@@ -64,7 +64,7 @@ int tl_sort_kp(struct tl_kp *a, uint32_t n)
  * partners: the last one (highest index) wins. *pairs_out (optional): the
  * (correlation, position) pairs of the rows with a correlation, sorted,
  * in a block with room for r->nev pairs (the caller tl_free_big()s it). */
-static int corr_link(struct tl_rank *r, struct tl_kp **pairs_out, uint32_t *npairs)
+int tl_corr_pairs(const struct tl_rank *r, struct tl_kp **pairs, uint32_t *npairs)
 {
 	struct tl_kp *a = tl_malloc_big((size_t)r->nev * sizeof(*a) + 1);
 	uint32_t n = 0;
@@ -78,6 +78,18 @@ static int corr_link(struct tl_rank *r, struct tl_kp **pairs_out, uint32_t *npai
 		tl_free_big(a);
 		return -ENOMEM;
 	}
+	*pairs = a;
+	*npairs = n;
+	return 0;
+}
+
+static int corr_link(struct tl_rank *r, struct tl_kp **pairs_out, uint32_t *npairs)
+{
+	struct tl_kp *a;
+	uint32_t n;
+
+	if (tl_corr_pairs(r, &a, &n) < 0)
+		return -ENOMEM;
 	for (uint32_t g = 0; g < n;) {
 		uint32_t e = g;
 		int64_t last_gpu = -1, last_cpu = -1;

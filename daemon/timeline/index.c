@@ -223,7 +223,7 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs)
 {
 	uint32_t *tmp, *tmp2 = NULL, n;
 	size_t sz = (size_t)r->nev * sizeof(uint32_t) + 4;
-	struct tl_kp *kp = pairs, *own = NULL, *kp2 = NULL;
+	struct tl_kp *kp = pairs, *kp2 = NULL;
 	struct gs_job st = { 0 }, th = { 0 };
 	bool par = false;
 	pthread_t helper;
@@ -234,21 +234,18 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs)
 	 * was ~5 % of a 1 GB import (finalize's temporaries are fresh
 	 * mappings each time) */
 	tmp = tl_malloc_big(sz);
-	if (!pairs)
-		kp = own = tl_malloc_big((size_t)r->nev * sizeof(*kp) + 1);
 	r->by_corr = tl_malloc_big(sz);
 	r->by_stream = tl_malloc_big(sz);
 	r->by_thread = tl_malloc_big(sz);
 	if (r->flags & TL_RANK_STEP_FILTERED)
 		r->hta_order = tl_malloc_big(sz);
-	if (!tmp || !kp || !r->by_corr || !r->by_stream || !r->by_thread ||
+	if (!tmp || !r->by_corr || !r->by_stream || !r->by_thread ||
 	    ((r->flags & TL_RANK_STEP_FILTERED) && !r->hta_order))
 		goto nomem;
 
-	/* One pass over the events: link reset, correlation candidates (when
-	 * not given) and (4.9) HTA's order, GPUKernelFilter rows first (the
-	 * others go to tmp and are appended after). */
-	n = 0;
+	/* One pass over the events: link reset and (4.9) HTA's order,
+	 * GPUKernelFilter rows first (the others go to tmp and are appended
+	 * after). */
 	{
 		uint32_t ng = 0, nc = 0;
 
@@ -256,8 +253,6 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs)
 			struct tl_event *e = &r->ev[i];
 
 			e->link = -1;
-			if (own && e->correlation != -1)
-				kp[n++] = (struct tl_kp){ .key = e->correlation, .pos = i };
 			if (r->hta_order) {
 				if (e->flags & TL_EV_GPU_KERNEL_FILTER)
 					r->hta_order[ng++] = i;
@@ -268,11 +263,7 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs)
 		if (r->hta_order)
 			memcpy(r->hta_order + ng, tmp, (size_t)nc * sizeof(*tmp));
 	}
-	if (!own)
-		n = npairs;
-	r->nby_corr = n;
-	if (own && tl_sort_kp(kp, n) < 0)
-		goto nomem;
+	r->nby_corr = n = npairs;
 	if (!(r->corr_keys = tl_malloc_big((size_t)n * sizeof(*r->corr_keys) + 1)))
 		goto nomem;
 	for (uint32_t i = 0; i < n; i++) {
@@ -323,21 +314,26 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs)
 	free(st.keys);
 	free(th.keys);
 	tl_free_big(tmp);
-	tl_free_big(own);
 	r->flags |= TL_RANK_FINALIZED;
 	return 0;
 nomem:
 	free(st.keys);
 	free(th.keys);
 	tl_free_big(tmp);
-	tl_free_big(own);
 	tl_rank_drop_indexes(r);
 	return -ENOMEM;
 }
 
 int tl_rank_index(struct tl_rank *r)
 {
-	return tl_rank_index_pairs(r, NULL, 0);
+	struct tl_kp *pairs = NULL;
+	uint32_t n;
+	int err = tl_corr_pairs(r, &pairs, &n);
+
+	if (!err)
+		err = tl_rank_index_pairs(r, pairs, n);
+	tl_free_big(pairs);
+	return err;
 }
 
 static uint64_t ev_hash(const struct tl_event *e)

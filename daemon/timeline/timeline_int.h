@@ -110,10 +110,13 @@ void tl_rank_drop_indexes(struct tl_rank *r);
 /* Build indexes and links of one rank (index.c). */
 int tl_rank_index(struct tl_rank *r);
 struct tl_kp;
-/* The same, given the (correlation, position) pairs of the rows with a
- * correlation, sorted, in a block with room for r->nev pairs (the caller
- * frees it; used as scratch). */
+/* The same, given tl_corr_pairs()'s pairs (the caller frees them; their
+ * block is used as scratch). */
 int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs);
+/* The (correlation, position) pairs of the rows with a correlation,
+ * sorted, in a tl_malloc_big() block with room for r->nev pairs
+ * (finalize.c). 0 or -ENOMEM. */
+int tl_corr_pairs(const struct tl_rank *r, struct tl_kp **pairs, uint32_t *npairs);
 /* Name-derived flags/kinds, needs the string (kineto_tables.c). */
 uint8_t tl_kind_from_cat(const char *s, size_t n);
 uint32_t tl_flags_from_name(const char *s, size_t n);
