@@ -155,6 +155,17 @@ def hostile_trace_files():
             "deep": b'{"traceEvents":[' + b"[" * 100000 + b"]" * 100000 + b"]}",
             "not_utf8": b'{"traceEvents":[{"name":"\xff\xfe","ph":"X","ts":1,"dur":2,"cat":"kernel"}]}',
             "huge_number": b'{"traceEvents":[{"name":"k","ph":"X","ts":1e999,"dur":-5,"cat":"kernel"}]}',
+            # what real traces hold: an exact duplicate, a missing ts, a
+            # float ts, a negative duration, an unknown phase, unknown args
+            "odd_rows": b'{"traceEvents":['
+                        b'{"name":"a","ph":"X","ts":10,"dur":5,"cat":"cpu_op","pid":1,"tid":1,'
+                        b'"args":{"weird arg":[1,{"x":2}],"External id":3}},'
+                        b'{"name":"a","ph":"X","ts":10,"dur":5,"cat":"cpu_op","pid":1,"tid":1,'
+                        b'"args":{"weird arg":[1,{"x":2}],"External id":3}},'
+                        b'{"name":"b","ph":"X","dur":5,"cat":"cpu_op","pid":1,"tid":1},'
+                        b'{"name":"c","ph":"X","ts":20.5,"dur":3,"cat":"cpu_op","pid":1,"tid":1},'
+                        b'{"name":"d","ph":"X","ts":30,"dur":-4,"cat":"cpu_op","pid":1,"tid":1},'
+                        b'{"name":"e","ph":"Q","ts":40,"cat":"cpu_op"}]}',
             # ts + dur past int64 ns: the row is refused as a bad number
             "end_overflow": b'{"traceEvents":[{"name":"k","ph":"X","ts":9000000000000000,'
                             b'"dur":9000000000000000,"cat":"cpu_op"},'
@@ -165,6 +176,13 @@ def hostile_trace_files():
             if p.returncode == 0:
                 info = json.loads(p.stdout)
                 expect(info["state"] == "ready", label)
+                if label == "odd_rows":
+                    # kept: both copies (the second flagged), the float
+                    # ts and the negative duration; dropped: no ts, no dur
+                    eq(info["import"]["events"], 4, "odd_rows: rows kept")
+                    eq(info["import"]["files"][0]["warnings"],
+                       {"missing_ts": 1, "negative_dur": 1, "unknown_ph": 1, "duplicate": 1},
+                       "odd_rows: one warning of each kind")
                 if label == "end_overflow":
                     eq(info["import"]["events"], 1, "end_overflow: the good row kept")
                     eq(info["import"]["files"][0]["warnings"].get("bad_number"), 1,
