@@ -280,6 +280,29 @@ int kimp_init(struct kimp *k, struct strtab *st, struct tl_rank *r, struct impor
 	return 0;
 }
 
+int kimp_reserve(struct kimp *k, uint64_t done, uint64_t total)
+{
+	struct tl_rank *r = k->r;
+	uint64_t ev, args;
+
+	if (!done || total <= done)
+		return 0;
+	/* 1/8 over the straight-line estimate, at most the event cap (the
+	 * rows past it are never kept) */
+	ev = (uint64_t)((double)r->nev * (double)total / (double)done * 1.125) + 1024;
+	args = (uint64_t)((double)r->nargs * (double)total / (double)done * 1.125) + 1024;
+	if (ev > k->max_events)
+		ev = k->max_events;
+	if (args > ev)
+		args = ev;
+	if (tl_reserve_pop((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, r->nev, (uint32_t)ev,
+			   sizeof(*r->ev)) < 0 ||
+	    tl_reserve_pop((void **)&r->args, &k->cap.args_cap, &k->cap.args_pop, r->nargs,
+			   (uint32_t)args, sizeof(*r->args)) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 void kimp_finish(struct kimp *k)
 {
 	free(k->cat_kind);

@@ -129,5 +129,10 @@ uint32_t kimp_name_flags(struct kimp *k, uint32_t name);
 int kimp_init(struct kimp *k, struct strtab *st, struct tl_rank *r, struct import_result *res,
 	      uint32_t max_events);
 void kimp_finish(struct kimp *k);
+/* done of total input bytes parsed: give the event and args arrays room for
+ * the counts the rest of the input will likely bring, in one move (see
+ * tl_reserve_big; a file of events of one kind is the likely case). More
+ * rows than that just grow the arrays as before. 0 or -ENOMEM. */
+int kimp_reserve(struct kimp *k, uint64_t done, uint64_t total);
 
 #endif /* GPUPROF_TIMELINE_KINETO_H */

@@ -79,6 +79,12 @@ int tl_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
  * 10-14 ms (bench/import/bench_grow). The passes after an import (finalize,
  * duplicates, indexes) find the rows unmoved and on huge pages. */
 int tl_grow_big(void **arr, uint32_t *cap, uint32_t n, uint32_t need, size_t sz);
+/* Room for want elements in one move, for a builder that can estimate its
+ * final count early: the appends up to want then neither copy the array
+ * nor populate the blocks it would have grown through (address space
+ * only until written). No-op when want fits or is under TL_HUGE_MIN
+ * bytes; -ENOMEM leaves *arr as it was. */
+int tl_reserve_big(void **arr, uint32_t *cap, uint32_t n, uint32_t want, size_t sz);
 
 /* Room for `add` more elements after the n in *arr, for a builder that
  * prefaults ahead of its writes (tl_prefault, *pop its bookkeeping: reset
@@ -98,6 +104,18 @@ static inline int tl_grow_pop(void **arr, uint32_t *cap, size_t *pop, uint32_t n
 	if (pop)
 		tl_prefault(*arr, (size_t)*cap * sz, pop, (size_t)(n + add) * sz);
 	return 0;
+}
+
+/* tl_reserve_big() for a tl_grow_pop() array (*pop reset when it moved). */
+static inline int tl_reserve_pop(void **arr, uint32_t *cap, size_t *pop, uint32_t n, uint32_t want,
+				 size_t sz)
+{
+	void *old = *arr;
+	int err = tl_reserve_big(arr, cap, n, want, sz);
+
+	if (!err && pop && *arr != old)
+		*pop = (size_t)n * sz;
+	return err;
 }
 
 /* Allocate an empty rank (not yet in a timeline). */

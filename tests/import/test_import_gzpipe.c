@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -366,6 +367,98 @@ static void test_plain_windows(void)
 	free(big);
 }
 
+/* Events whose text is `pad` bytes longer each: n1 of them padded by
+ * pad1, then n2 padded by pad2. The importer sizes its event arrays from
+ * the first 16 MiB of a plain input of known size; a change of density
+ * past that point makes the estimate too small (the arrays then grow as
+ * before) or too large (room never written). */
+static char *make_skewed(int n1, int pad1, int n2, int pad2, size_t *len)
+{
+	size_t cap = (size_t)n1 * (size_t)(pad1 + 200) + (size_t)n2 * (size_t)(pad2 + 200) + 64;
+	char *s = malloc(cap), *fill = malloc((size_t)(pad1 > pad2 ? pad1 : pad2) + 1);
+	size_t n = 0;
+
+	memset(fill, 'x', (size_t)(pad1 > pad2 ? pad1 : pad2));
+	n += (size_t)snprintf(s + n, cap - n, "{\"traceEvents\": [\n");
+	for (int i = 0; i < n1 + n2; i++) {
+		int pad = i < n1 ? pad1 : pad2;
+
+		n += (size_t)snprintf(s + n, cap - n,
+				      "%s{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"op%d\","
+				      "\"pid\":1,\"tid\":%d,\"ts\":%d,\"dur\":2,\"args\":{"
+				      "\"correlation\":%d,\"pad\":\"%.*s\"}}\n",
+				      i ? "," : "", i % 3 ? "cpu_op" : "cuda_runtime", i % 13,
+				      i % 2, 1000 + i, i + 1, pad, fill);
+	}
+	n += (size_t)snprintf(s + n, cap - n, "]}\n");
+	free(fill);
+	*len = n;
+	return s;
+}
+
+/* Import doc from a pipe: no size known, so no estimate. */
+static void import_unsized(const char *d, size_t n, struct timeline **tl, struct import_result *res)
+{
+	int p[2];
+	pid_t child;
+
+	CHECK_EQ_INT(pipe(p), 0);
+	child = fork();
+	CHECK(child >= 0);
+	if (child == 0) {
+		close(p[0]);
+		for (size_t off = 0; off < n;) {
+			ssize_t w = write(p[1], d + off, n - off);
+
+			if (w <= 0)
+				_exit(1);
+			off += (size_t)w;
+		}
+		_exit(0);
+	}
+	close(p[1]);
+	timeline_new(tl);
+	CHECK_EQ_INT(timeline_import_fd(p[0], &(struct import_opts){ .rank = -1 }, *tl, res), 0);
+	close(p[0]);
+	CHECK_EQ_INT(waitpid(child, NULL, 0), child);
+}
+
+/* The arrays sized from the first 16 MiB: whether the rest of the input
+ * has fewer or more events per byte, the import from a file (estimate)
+ * and from memory (estimate, in place) equal the import from a pipe
+ * (none), serial and pipelined alike. */
+static void test_reserve_estimate(void)
+{
+	static const int shape[][4] = {
+		{ 20000, 1000, 200000, 10 }, /* sparse, then 10x as many: grows */
+		{ 200000, 10, 12000, 1000 }, /* dense, then sparse: room unused */
+	};
+
+	for (size_t k = 0; k < sizeof(shape) / sizeof(shape[0]); k++) {
+		size_t n;
+		char *d = make_skewed(shape[k][0], shape[k][1], shape[k][2], shape[k][3], &n);
+		struct import_result res;
+		struct timeline *ref;
+		struct run a;
+
+		CHECK(n > (16u << 20) + (4u << 20));
+		import_unsized(d, n, &ref, &res);
+		CHECK_EQ_U64(res.events_kept, (uint64_t)(shape[k][0] + shape[k][2]));
+		for (int serial = 0; serial < 2; serial++) {
+			run_one((const unsigned char *)d, n, 0, 0, serial, path, &a);
+			CHECK_EQ_INT(a.err, 0);
+			CHECK(timeline_equal(a.tl, ref));
+			timeline_free(a.tl);
+			run_one((const unsigned char *)d, n, 0, 0, serial, NULL, &a);
+			CHECK_EQ_INT(a.err, 0);
+			CHECK(timeline_equal(a.tl, ref));
+			timeline_free(a.tl);
+		}
+		timeline_free(ref);
+		free(d);
+	}
+}
+
 int main(void)
 {
 	int fd = mkstemp(path);
@@ -388,6 +481,7 @@ int main(void)
 	}
 	RUN(test_plain_file_shrinks);
 	RUN(test_plain_windows);
+	RUN(test_reserve_estimate);
 	unlink(path);
 	free(doc);
 	return test_summary();
