@@ -169,6 +169,81 @@ int an_param_str(struct actx *c, const char *key, const char **out)
 
 /* ---- intervals ------------------------------------------------------ */
 
+int gpu_merge_init(struct gpu_merge *m, const struct tl_rank *r)
+{
+	*m = (struct gpu_merge){ .r = r };
+	if (!r->nstreams)
+		return 0;
+	if (!(m->h = malloc(r->nstreams * sizeof(*m->h))))
+		return -ENOMEM;
+	for (uint32_t j = 0; j < r->nstreams; j++) {
+		const struct tl_stream *st = &r->streams[j];
+		struct gm_head x;
+		uint32_t i;
+
+		if (!st->count)
+			continue;
+		x = (struct gm_head){ ev_ts(r, &r->ev[r->by_stream[st->first]]), j, st->first,
+				      st->first + st->count };
+		/* sift up */
+		for (i = m->n++; i > 0; i = (i - 1) / 2) {
+			struct gm_head *p = &m->h[(i - 1) / 2];
+
+			if (p->ts < x.ts || (p->ts == x.ts && p->run < x.run))
+				break;
+			m->h[i] = *p;
+		}
+		m->h[i] = x;
+	}
+	return 0;
+}
+
+void gpu_merge_free(struct gpu_merge *m)
+{
+	free(m->h);
+	m->h = NULL;
+	m->n = 0;
+}
+
+int gpu_unions(struct actx *c, const struct tl_rank *r, uint32_t want, int64_t u[1u << KT_COUNT],
+	       uint32_t rows[KT_COUNT])
+{
+	enum { NSETS = 1u << KT_COUNT };
+	struct ival_acc acc[NSETS] = { 0 };
+	uint8_t sets[KT_COUNT][NSETS], nsets[KT_COUNT] = { 0 };
+	struct gpu_merge m;
+	const struct tl_event *e;
+	bool bad = false;
+
+	for (unsigned S = 1; S < NSETS; S++)
+		for (int t = 0; t < KT_COUNT; t++)
+			if ((want >> S & 1) && (S >> t & 1))
+				sets[t][nsets[t]++] = (uint8_t)S;
+	if (gpu_merge_init(&m, r) < 0)
+		return -ENOMEM;
+	while ((e = gpu_merge_next(&m))) {
+		enum ktype t = ktype_of(c, e->name);
+		int64_t s, d;
+
+		if (!nsets[t])
+			continue;
+		s = ev_ts(r, e);
+		d = ev_dur(r, e);
+		if ((bad = d < 0 || m.unsorted))
+			break;
+		rows[t]++;
+		for (unsigned i = 0; i < nsets[t]; i++)
+			ival_acc_add(&acc[sets[t][i]], s, s + d);
+	}
+	bad |= m.unsorted;
+	gpu_merge_free(&m);
+	if (bad)
+		return 1;
+	for (unsigned S = 0; S < NSETS; S++)
+		u[S] = ival_acc_total(&acc[S]);
+	return 0;
+}
+
 size_t ival_merge(struct ival *v, size_t n)
 {
 	size_t k = 0;

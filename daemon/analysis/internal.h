@@ -95,6 +95,102 @@ int an_param_str(struct actx *c, const char *key, const char **out); /* required
 struct ival {
 	int64_t s, e;
 };
+
+/*
+ * The GPU-side rows of a rank (by_stream) in ev_ts order without sorting
+ * them: a k-way merge of the per-stream runs, which finalize sorted by
+ * ts_ns, ties going to the earlier run: the order a stable sort of
+ * by_stream by ev_ts gives. ev_ts follows ts_ns except where HTA's µs
+ * rounding reorders rows of one ns (timestamps with digits past the ns):
+ * then `unsorted` is set and the order is not that one.
+ */
+struct gpu_merge {
+	const struct tl_rank *r;
+	struct gm_head {
+		int64_t ts;
+		uint32_t run, at, end; /* at/end: positions in by_stream */
+	} *h; /* min-heap on (ts, run) */
+	uint32_t n;
+	bool unsorted;
+};
+int gpu_merge_init(struct gpu_merge *m, const struct tl_rank *r); /* 0 or -ENOMEM */
+void gpu_merge_free(struct gpu_merge *m);
+/* The next row, or NULL at the end. */
+static inline const struct tl_event *gpu_merge_next(struct gpu_merge *m)
+{
+	const struct tl_rank *r = m->r;
+	struct gm_head *h = m->h, top;
+	const struct tl_event *e;
+	uint32_t i = 0;
+
+	if (!m->n)
+		return NULL;
+	top = h[0];
+	e = &r->ev[r->by_stream[top.at++]];
+	if (top.at < top.end) {
+		int64_t ts = ev_ts(r, &r->ev[r->by_stream[top.at]]);
+
+		m->unsorted |= ts < top.ts;
+		top.ts = ts;
+	} else {
+		top = h[--m->n];
+	}
+	/* sift top down from the root */
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+
+		if (c >= m->n)
+			break;
+		if (c + 1 < m->n && (h[c + 1].ts < h[c].ts ||
+				     (h[c + 1].ts == h[c].ts && h[c + 1].run < h[c].run)))
+			c++;
+		if (top.ts < h[c].ts || (top.ts == h[c].ts && top.run < h[c].run))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (m->n)
+		h[i] = top;
+	return e;
+}
+
+/* HTA's union (4.12) of intervals added in start order, one at a time. */
+struct ival_acc {
+	int64_t s, e; /* the open group */
+	int64_t total; /* Σ lengths of the closed groups */
+	bool open;
+};
+static inline void ival_acc_add(struct ival_acc *u, int64_t s, int64_t e)
+{
+	if (u->open && s <= u->e) {
+		if (e > u->e)
+			u->e = e;
+		return;
+	}
+	if (u->open)
+		u->total += u->e - u->s;
+	u->s = s;
+	u->e = e;
+	u->open = true;
+}
+/* Σ lengths of the groups (ival_total of ival_merge). */
+static inline int64_t ival_acc_total(const struct ival_acc *u)
+{
+	return u->total + (u->open ? u->e - u->s : 0);
+}
+
+/*
+ * Measures of unions of GPU rows by kernel type, in one gpu_merge pass:
+ * for every set S of types (bit t = enum ktype t) with bit S of `want`,
+ * u[S] = Σ lengths of HTA's union (4.12) of the rows whose type is in S;
+ * rows[t] counts the rows of each type in some wanted set. With no
+ * negative durations among those rows, every group has a length >= 0 and
+ * u[] are true measures, from which intersections and exclusive times
+ * follow by inclusion-exclusion. 1 (u[] not set): a negative duration, or
+ * rows out of ev_ts order; the caller then sorts. 0, or -ENOMEM.
+ */
+int gpu_unions(struct actx *c, const struct tl_rank *r, uint32_t want, int64_t u[1u << KT_COUNT],
+	       uint32_t rows[KT_COUNT]);
 /* HTA's union (4.12): sort by start, merge touching/overlapping. In place. */
 size_t ival_merge(struct ival *v, size_t n);
 int64_t ival_total(const struct ival *v, size_t n);

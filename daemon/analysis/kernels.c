@@ -17,15 +17,54 @@
  * at one instant first gives the same sums, except that HTA may also list
  * a label with sum 0 from zero-length segments (tie order; never on the
  * reference traces): we list only labels with time > 0.
+ *
+ * Without negative durations the per-type unions are true sets and the
+ * exclusive times follow from the measures of unions (gpu_unions): with
+ * g(T) = |U_all| - |U_(all \ T)|, the time during which the active set is
+ * a nonempty subset of T, the time during which it is exactly M is
+ * Σ over T ⊆ M of (-1)^|M \ T| g(T). Otherwise the sweep below.
  */
+static int masks_by_unions(struct actx *c, const struct tl_rank *r, int ntypes, int64_t sum[8],
+			   bool seen[8])
+{
+	unsigned all = (1u << ntypes) - 1, want = 0;
+	int64_t u[1u << KT_COUNT];
+	uint32_t rows[KT_COUNT] = { 0 };
+	int err;
+
+	for (unsigned S = 1; S <= all; S++)
+		want |= 1u << S;
+	if ((err = gpu_unions(c, r, want, u, rows)))
+		return err;
+	u[0] = 0;
+	for (unsigned M = 1; M <= all; M++) {
+		int64_t f = 0;
+
+		for (unsigned T = M;; T = (T - 1) & M) { /* every subset of M */
+			int64_t g = u[all] - u[all & ~T];
+
+			f += __builtin_popcount(M & ~T) & 1 ? -g : g;
+			if (!T)
+				break;
+		}
+		sum[M] += f;
+		seen[M] |= f > 0;
+	}
+	return 0;
+}
+
 static int type_masks(struct actx *c, const struct tl_rank *r, int ntypes, int64_t sum[8],
 		      bool seen[8])
 {
-	struct ival *v = tl_malloc_big((r->nby_stream + 1) * sizeof(*v));
-	struct sweep_ev *ev = tl_malloc_big((2 * (size_t)r->nby_stream + 1) * sizeof(*ev));
+	struct ival *v;
+	struct sweep_ev *ev;
 	size_t nev = 0;
-	int mask = 0;
+	int mask = 0, err;
 
+	if ((err = masks_by_unions(c, r, ntypes, sum, seen)) <= 0)
+		return err;
+	v = tl_malloc_big((r->nby_stream + 1) * sizeof(*v));
+	ev = tl_malloc_big((2 * (size_t)r->nby_stream + 1) * sizeof(*ev));
 	if (!v || !ev) {
 		tl_free_big(v);
 		tl_free_big(ev);
@@ -186,7 +225,8 @@ static int kernel_stats(struct actx *c, const struct tl_rank *r, int type, int64
 		s->type = (uint8_t)type;
 	}
 	ng = out->n - first;
-	qsort(out->v + first, ng, sizeof(*out->v), by_sum_desc);
+	if (ng) /* (out->v is NULL while nothing was added) */
+		qsort(out->v + first, ng, sizeof(*out->v), by_sum_desc);
 	if ((int64_t)ng > num_kernels) {
 		struct kstat *g = out->v + first, others = { .name = "others" };
 		double cum = 0, q;
@@ -320,7 +360,8 @@ int analysis_kernels(struct actx *c, cJSON **out)
 			err = kernel_stats(c, r, t, num_kernels, ratio, &k);
 	}
 	if (!err) {
-		qsort(k.v, k.n, sizeof(*k.v), by_type_name_rank);
+		if (k.n)
+			qsort(k.v, k.n, sizeof(*k.v), by_type_name_rank);
 		root = jroot(c, "kernels", NULL);
 		jbool(c, root, "include_memory", mem);
 		emit(c, root, sum, seen, &k);

@@ -5,40 +5,104 @@
  *
  * HTA: span = union of all GPU-side rows (stream != -1, so stream-carrying
  * cuda_sync rows count as busy, SPEC 5), idle = span - |union|, compute =
- * |union of COMPUTATION rows|, non-compute = the rest. The split walks the
- * same rows once more and gives each instant to the highest-priority type
- * active then (compute > communication > memory > other), so
- * communication + memory + other == non_compute exactly.
+ * |union of COMPUTATION rows|, non-compute = the rest. The split gives
+ * each instant to the highest-priority type active then (compute >
+ * communication > memory > other), so communication + memory + other ==
+ * non_compute exactly. All of it comes from one pass over the rows in time
+ * order, merged from the per-stream runs (sums_merged).
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "internal.h"
 
-/* time[type] = time during which `type` is the highest-priority active type. */
-static int priority_split(const struct tl_rank *r, struct actx *c, int64_t time[KT_COUNT])
+#include "internal.h"
+
+struct tsums {
+	int64_t span, busy, compute;
+	int64_t split[KT_COUNT]; /* time during which each type is the highest-priority active one */
+};
+
+/*
+ * One pass over the GPU rows in time order (gpu_merge), no arrays: the
+ * unions of all rows and of the COMPUTATION rows as HTA merges them, and
+ * the priority split as differences of unions. With U_k the union of the
+ * rows of positive length whose type is k or higher in priority, type k is
+ * the highest active one on U_k \ U_(k-1): split[k] = |U_k| - |U_(k-1)|,
+ * the sweep's sums exactly. 1: the rows were not in ev_ts order (see
+ * gpu_merge): nothing computed.
+ */
+static int sums_merged(struct actx *c, const struct tl_rank *r, struct tsums *t)
 {
+	struct ival_acc all = { 0 }, comp = { 0 }, up[KT_COUNT] = { 0 };
+	struct gpu_merge m;
+	const struct tl_event *e;
+	int64_t first = 0;
+	bool unsorted;
+
+	if (gpu_merge_init(&m, r) < 0)
+		return -ENOMEM;
+	while ((e = gpu_merge_next(&m))) {
+		int64_t s = ev_ts(r, e), d = ev_dur(r, e);
+		enum ktype k = ktype_of(c, e->name);
+
+		if (!all.open)
+			first = s;
+		ival_acc_add(&all, s, s + d);
+		if (k == KT_COMPUTATION)
+			ival_acc_add(&comp, s, s + d);
+		if (d > 0) /* adds nothing; a negative one would not be an interval */
+			for (int u = k; u < KT_COUNT; u++)
+				ival_acc_add(&up[u], s, s + d);
+	}
+	unsorted = m.unsorted;
+	gpu_merge_free(&m);
+	if (unsorted)
+		return 1;
+	t->span = all.e - first;
+	t->busy = ival_acc_total(&all);
+	t->compute = ival_acc_total(&comp);
+	for (int k = 0; k < KT_COUNT; k++)
+		t->split[k] = ival_acc_total(&up[k]) - (k ? ival_acc_total(&up[k - 1]) : 0);
+	return 0;
+}
+
+
+/* The same from sorted copies: for rows out of ev_ts order. */
+static int sums_sorted(struct actx *c, const struct tl_rank *r, struct tsums *t)
+{
+	struct ival *all = tl_malloc_big((r->nby_stream + 1) * sizeof(*all));
+	struct ival *comp = tl_malloc_big((r->nby_stream + 1) * sizeof(*comp));
 	struct sweep_ev *ev = tl_malloc_big(2 * (size_t)r->nby_stream * sizeof(*ev) + 1);
 	int64_t active[KT_COUNT] = { 0 };
-	size_t n = 0;
+	size_t nall = 0, ncomp = 0, n = 0;
+	int err = -ENOMEM;
 
-	if (!ev)
-		return -ENOMEM;
+	if (!all || !comp || !ev)
+		goto out;
 	for (uint32_t i = 0; i < r->nby_stream; i++) {
 		const struct tl_event *e = &r->ev[r->by_stream[i]];
 		int64_t s = ev_ts(r, e), d = ev_dur(r, e);
-		uint8_t t = (uint8_t)ktype_of(c, e->name);
+		uint8_t k = (uint8_t)ktype_of(c, e->name);
 
-		if (d <= 0) /* adds nothing; a negative one would unbalance the counts */
+		all[nall++] = (struct ival){ s, s + d };
+		if (k == KT_COMPUTATION)
+			comp[ncomp++] = (struct ival){ s, s + d };
+		if (d <= 0)
 			continue;
-		ev[n++] = (struct sweep_ev){ s, 1, t };
-		ev[n++] = (struct sweep_ev){ s + d, -1, t };
+		ev[n++] = (struct sweep_ev){ s, 1, k };
+		ev[n++] = (struct sweep_ev){ s + d, -1, k };
 	}
+	nall = ival_merge(all, nall);
+	ncomp = ival_merge(comp, ncomp);
+	t->span = all[nall - 1].e - all[0].s;
+	t->busy = ival_total(all, nall);
+	t->compute = ival_total(comp, ncomp);
 	sweep_sort(ev, n);
 	for (size_t i = 0; i < n;) {
-		int64_t t = ev[i].t;
+		int64_t at = ev[i].t;
 
-		while (i < n && ev[i].t == t) {
+		while (i < n && ev[i].t == at) {
 			active[ev[i].type] += ev[i].delta;
 			i++;
 		}
@@ -46,45 +110,37 @@ static int priority_split(const struct tl_rank *r, struct actx *c, int64_t time[
 			break;
 		for (int k = 0; k < KT_COUNT; k++) {
 			if (active[k] > 0) {
-				time[k] += ev[i].t - t;
+				t->split[k] += ev[i].t - at;
 				break;
 			}
 		}
 	}
+	err = 0;
+out:
+	tl_free_big(all);
+	tl_free_big(comp);
 	tl_free_big(ev);
-	return 0;
+	return err;
 }
 
 static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
 {
-	struct ival *all = NULL, *comp = NULL;
-	size_t nall = 0, ncomp = 0;
-	int64_t span, busy, compute, idle, noncomp, split[KT_COUNT] = { 0 };
+	struct tsums sum = { 0 };
+	int64_t span, idle, compute, noncomp, *split = sum.split;
 	cJSON *o;
-	int err = -ENOMEM;
+	int err;
 
-	all = tl_malloc_big((r->nby_stream + 1) * sizeof(*all));
-	comp = tl_malloc_big((r->nby_stream + 1) * sizeof(*comp));
-	if (!all || !comp)
-		goto out;
-	for (uint32_t i = 0; i < r->nby_stream; i++) {
-		const struct tl_event *e = &r->ev[r->by_stream[i]];
-		struct ival v = { ev_ts(r, e), ev_end(r, e) };
-
-		all[nall++] = v;
-		if (ktype_of(c, e->name) == KT_COMPUTATION)
-			comp[ncomp++] = v;
+	err = sums_merged(c, r, &sum);
+	if (err == 1) {
+		sum = (struct tsums){ 0 };
+		err = sums_sorted(c, r, &sum);
 	}
-	nall = ival_merge(all, nall);
-	ncomp = ival_merge(comp, ncomp);
-	span = all[nall - 1].e - all[0].s;
-	busy = ival_total(all, nall);
-	compute = ival_total(comp, ncomp);
-	idle = span - busy;
+	if (err < 0)
+		return err;
+	span = sum.span;
+	compute = sum.compute;
+	idle = span - sum.busy;
 	noncomp = span - compute - idle;
-	err = priority_split(r, c, split);
-	if (err)
-		goto out;
 
 	o = cJSON_CreateObject();
 	jpush(c, out, o);
@@ -110,11 +166,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
 			jnum(c, s, k, span ? 100.0 * (double)split[t] / (double)span : 0);
 		}
 	}
-	err = 0;
-out:
-	tl_free_big(all);
-	tl_free_big(comp);
-	return err;
+	return 0;
 }
 
 int analysis_temporal(struct actx *c, cJSON **out)
