@@ -68,7 +68,7 @@ static void krow_sort(struct krow *k, size_t n)
  */
 static bool runtime_ts(const struct tl_rank *r, const struct tl_event *e, int64_t *ts)
 {
-	int64_t ic = e->index_correlation;
+	int64_t ic = tl_ev_index_corr(e);
 	uint32_t lo = 0, hi = r->nev;
 
 	if (ic < 0)

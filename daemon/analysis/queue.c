@@ -20,7 +20,7 @@ struct qrow {
 /* Is this event one of HTA's launch rows R (6.6)? */
 static bool is_launch(const struct tl_event *e)
 {
-	return (e->flags & TL_EV_LAUNCH_QUEUE) && e->index_correlation > 0;
+	return (e->flags & TL_EV_LAUNCH_QUEUE) && tl_ev_index_corr(e) > 0;
 }
 
 /* First GPU-side row with this correlation, or NULL. */

@@ -375,11 +375,11 @@ static int call_graph(struct actx *c, struct cg *g)
 		const struct tl_event *e = &r->ev[p];
 		int64_t q;
 
-		if (e->stream <= 0 || e->index_correlation <= 0 || g->parent[p] != NOT_NODE)
+		if (e->stream <= 0 || tl_ev_index_corr(e) <= 0 || g->parent[p] != NOT_NODE)
 			continue;
-		q = (e->link >= 0 && r->ev[e->link].index == e->index_correlation)
+		q = (e->link >= 0 && r->ev[e->link].index == tl_ev_index_corr(e))
 			    ? e->link
-			    : pos_of_index(r, e->index_correlation);
+			    : pos_of_index(r, tl_ev_index_corr(e));
 		if (q >= 0 && g->parent[q] != NOT_NODE)
 			g->parent[p] = q;
 	}

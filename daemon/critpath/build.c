@@ -83,7 +83,7 @@ static int clip(struct cp_build *b)
 			continue;
 		b->clip[p] = true; /* (a) */
 		/* (b): the GPU row this CPU row's index_correlation names */
-		k = cpb_pos_of_index(r, c->index_correlation);
+		k = cpb_pos_of_index(r, tl_ev_index_corr(c));
 		if (k >= 0 && ev_gpu(&r->ev[k]))
 			b->clip[k] = true;
 	}
@@ -123,7 +123,7 @@ static int make_nodes(struct cp_build *b)
 
 		if (!b->clip[p])
 			continue;
-		has = cat_has_nodes(e) || (ev_gpu(e) && e->index_correlation >= 0);
+		has = cat_has_nodes(e) || (ev_gpu(e) && tl_ev_index_corr(e) >= 0);
 		for (size_t i = 0; i < b->ndl && !has; i++)
 			has = regexec(&b->dl[i], cpb_name(b, p), 0, NULL, 0) == 0;
 		if (!has)

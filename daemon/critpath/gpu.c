@@ -66,7 +66,7 @@ static void handle_sync(struct gstate *s, uint32_t p, int32_t *ksync, struct las
 	struct cp_build *b = s->b;
 	const struct tl_rank *r = b->r;
 	const struct tl_event *e = &r->ev[p];
-	int32_t call = pos_of(r, e->index_correlation),
+	int32_t call = pos_of(r, tl_ev_index_corr(e)),
 		call_end = call < 0 ? CP_NONE : b->nend[call];
 
 	if (e->sync == TL_SYNC_STREAM_WAIT || e->sync == TL_SYNC_EVENT) {
@@ -74,13 +74,13 @@ static void handle_sync(struct gstate *s, uint32_t p, int32_t *ksync, struct las
 
 		if (lp < 0)
 			return;
-		src = pos_of(r, r->ev[lp].index_correlation); /* on the full trace */
+		src = pos_of(r, tl_ev_index_corr(&r->ev[lp])); /* on the full trace */
 		if (e->sync == TL_SYNC_STREAM_WAIT) {
 			int32_t nl = call < 0 ? CP_NONE : s->next_launch[call], dst;
 
 			if (nl < 0)
 				return;
-			dst = pos_of(r, r->ev[nl].index_correlation);
+			dst = pos_of(r, tl_ev_index_corr(&r->ev[nl]));
 			if (dst >= 0)
 				ksync[dst] = src; /* the next kernel waits on src */
 		} else if (src >= 0 && b->nend[src] >= 0) {
@@ -106,7 +106,7 @@ static void handle_kernel(struct gstate *s, uint32_t p, int32_t *ksync, struct l
 	const struct tl_rank *r = b->r;
 	const struct tl_event *e = &r->ev[p];
 	struct cp_graph *g = b->g;
-	int32_t start = b->nstart[p], end = b->nend[p], rt = pos_of(r, e->index_correlation);
+	int32_t start = b->nstart[p], end = b->nend[p], rt = pos_of(r, tl_ev_index_corr(e));
 	int32_t *last = last_slot(ln, nln, e->stream, true), sync_end = CP_NONE;
 	int64_t ql = s->qv[p], qlr = rt < 0 ? QNONE : s->qv[rt];
 	int64_t rts = rt < 0 ? 0 : ev_ts(r, &r->ev[rt]);
@@ -182,7 +182,7 @@ int cpb_gpu_edges(struct cp_build *b)
 		const struct tl_event *e = &r->ev[p];
 		bool sync = e->kind == TL_K_SYNC;
 
-		if (!b->clip[p] || e->index_correlation < 0 ||
+		if (!b->clip[p] || tl_ev_index_corr(e) < 0 ||
 		    !(ev_gpu(e) ||
 		      (sync && (e->sync == TL_SYNC_EVENT || e->sync == TL_SYNC_CONTEXT))))
 			continue;

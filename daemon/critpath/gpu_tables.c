@@ -40,7 +40,7 @@ int cpb_gpu_queue_values(struct gstate *s)
 		const struct tl_event *e = &r->ev[p];
 		uint32_t k;
 
-		if (!(e->flags & TL_EV_LAUNCH_QUEUE) || e->index_correlation <= 0 ||
+		if (!(e->flags & TL_EV_LAUNCH_QUEUE) || tl_ev_index_corr(e) <= 0 ||
 		    !gpu_of(r, e->correlation, &k))
 			continue;
 		keys[n] = ev_ts(r, e);
@@ -130,10 +130,10 @@ int cpb_gpu_launches(struct gstate *s)
 	np_argsort_i64(keys, idx, n);
 	for (size_t i = 0; i < n; i++) {
 		const struct tl_event *e = &r->ev[pos[idx[i]]];
-		int32_t k = cpb_pos_of_index(r, e->index_correlation);
+		int32_t k = cpb_pos_of_index(r, tl_ev_index_corr(e));
 
 		/* inner merge with GPU rows having index_correlation > 0 */
-		if (k < 0 || !ev_gpu(&r->ev[k]) || r->ev[k].index_correlation <= 0)
+		if (k < 0 || !ev_gpu(&r->ev[k]) || tl_ev_index_corr(&r->ev[k]) <= 0)
 			continue;
 		s->l[s->nl] =
 		    (struct launch){pos[idx[i]],  (uint32_t)k, ev_ts(r, e), r->ev[k].stream,
@@ -219,10 +219,10 @@ int cpb_gpu_pair_calls(struct gstate *s, bool records)
 				int32_t k;
 
 				if (!(e->flags & TL_EV_STREAM_WAIT_EVENT) ||
-				    e->index_correlation <= 0)
+				    tl_ev_index_corr(e) <= 0)
 					continue;
-				k = cpb_pos_of_index(r, e->index_correlation);
-				if (k < 0 || !ev_gpu(&r->ev[k]) || r->ev[k].index_correlation <= 0)
+				k = cpb_pos_of_index(r, tl_ev_index_corr(e));
+				if (k < 0 || !ev_gpu(&r->ev[k]) || tl_ev_index_corr(&r->ev[k]) <= 0)
 					continue;
 				x.k1 = e->pid;
 				x.k2 = e->tid;

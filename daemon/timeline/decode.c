@@ -99,7 +99,7 @@ static int dec_rank(struct rbuf *b, uint32_t nstrs, struct tl_rank **ret, const 
 	for (uint32_t i = 0; i < nev; i++) {
 		struct tl_event *e = &r->ev[i];
 		uint32_t ks;
-		int64_t hts, hend;
+		int64_t hts, hend, ic;
 
 		e->ts_ns = rb_i64(b);
 		e->dur_ns = rb_i64(b);
@@ -110,7 +110,7 @@ static int dec_rank(struct rbuf *b, uint32_t nstrs, struct tl_rank **ret, const 
 		e->stream = rb_i64(b);
 		e->correlation = rb_i64(b);
 		e->external_id = rb_i64(b);
-		e->index_correlation = rb_i64(b);
+		ic = rb_i64(b);
 		e->index = rb_u32(b);
 		e->name = rb_u32(b);
 		e->cat = rb_u32(b);
@@ -122,7 +122,7 @@ static int dec_rank(struct rbuf *b, uint32_t nstrs, struct tl_rank **ret, const 
 		e->sync = (uint8_t)(ks >> 8);
 		e->link = -1;
 		*why = "bad event";
-		if (!tl_ev_set_hta(e, hts, hend) || e->name >= nstrs || e->cat >= nstrs ||
+		if (!tl_ev_set_hta(e, hts, hend) || !tl_ev_set_index_corr(e, ic) || e->name >= nstrs || e->cat >= nstrs ||
 		    (e->args != TL_NO_ARGS && e->args >= nargs) ||
 		    (e->flags & ~EV_FLAGS_KNOWN) || e->kind >= TL_K_COUNT ||
 		    e->sync > TL_SYNC_STREAM_WAIT || (ks >> 16) ||

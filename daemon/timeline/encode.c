@@ -94,7 +94,7 @@ static void enc_event(struct wbuf *w, const struct tl_event *e)
 	p = put_i64(p, e->stream);
 	p = put_i64(p, e->correlation);
 	p = put_i64(p, e->external_id);
-	p = put_i64(p, e->index_correlation);
+	p = put_i64(p, tl_ev_index_corr(e));
 	p = put_u32(p, e->index);
 	p = put_u32(p, e->name);
 	p = put_u32(p, e->cat);

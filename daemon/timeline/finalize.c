@@ -105,8 +105,9 @@ static int corr_link(struct tl_rank *r, struct tl_kp **pairs_out, uint32_t *npai
 		for (uint32_t i = g; i < e && last_gpu >= 0 && last_cpu >= 0; i++) {
 			struct tl_event *ev = &r->ev[a[i].pos];
 
-			ev->index_correlation =
-				(ev->flags & TL_EV_GPU_KERNEL_FILTER) ? last_cpu : last_gpu;
+			/* an index: below TL_NO_INDEX (kimp_count_raw) */
+			ev->index_corr = (uint32_t)((ev->flags & TL_EV_GPU_KERNEL_FILTER) ? last_cpu
+											    : last_gpu);
 		}
 		g = e;
 	}

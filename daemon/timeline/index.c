@@ -234,8 +234,10 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs)
 	 * was ~5 % of a 1 GB import (finalize's temporaries are fresh
 	 * mappings each time) */
 	tmp = tl_malloc_big(sz);
-	r->by_corr = tl_malloc_big(sz);
-	r->by_stream = tl_malloc_big(sz);
+	/* by_corr holds npairs; by_stream the GPU-side rows, not yet
+	 * counted: room, populated as the sort writes it */
+	r->by_corr = tl_malloc_big((size_t)npairs * sizeof(uint32_t) + 4);
+	r->by_stream = tl_malloc_room(sz);
 	r->by_thread = tl_malloc_big(sz);
 	if (r->flags & TL_RANK_STEP_FILTERED)
 		r->hta_order = tl_malloc_big(sz);

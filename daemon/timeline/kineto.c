@@ -97,6 +97,17 @@ int kimp_oom(struct kimp *k, int err)
 	return err;
 }
 
+int kimp_count_raw(struct kimp *k)
+{
+	/* every index stays below TL_NO_INDEX (UINT32_MAX) */
+	if (k->r->raw_events == UINT32_MAX) {
+		snprintf(k->err, sizeof(k->err), "more than %u traceEvents elements", UINT32_MAX);
+		return -E2BIG;
+	}
+	k->r->raw_events++;
+	return 0;
+}
+
 /*
  * Names and categories repeat on almost every event: a small direct-mapped
  * cache (length + first/last 8 bytes → id) in front of the string table
@@ -216,7 +227,8 @@ static int on_begin(void *ctx, char type)
 		} else {
 			kimp_warn(k, IMPORT_W_BAD_FIELD);
 		}
-		k->r->raw_events++;
+		if (kimp_count_raw(k) < 0)
+			return -E2BIG;
 	} else if (parent == R_EVENT && pkey == K_ARGS && type == '{')
 		role = R_ARGS;
 	else if (parent == R_ARGS && (pkey == K_GRID || pkey == K_BLOCK) && type == '[') {

@@ -117,6 +117,9 @@ extern const struct json_sax kineto_sax;
 /* Shared by kineto.c (containers, keys) and kineto_event.c (values). */
 void kimp_warn(struct kimp *k, enum import_warn w);
 int kimp_oom(struct kimp *k, int err);
+/* One more element of traceEvents; -E2BIG (message in k->err) past
+ * UINT32_MAX - 1 of them. */
+int kimp_count_raw(struct kimp *k);
 int kimp_intern(struct kimp *k, const struct jv *v, uint32_t *id);
 bool kimp_get_i64(struct kimp *k, const struct jv *v, int64_t *out, bool quiet_str);
 int kimp_set_time(struct kimp *k, const struct jv *v, int64_t *ns, double *d, bool *bad);

@@ -51,7 +51,7 @@ static int push_row(struct kimp *k)
 	ev->stream = e->stream;
 	ev->correlation = e->correlation;
 	ev->external_id = e->external_id;
-	ev->index_correlation = e->correlation == -1 ? -1 : 0;
+	ev->index_corr = e->correlation == -1 ? TL_NO_INDEX : 0;
 	ev->index = e->index;
 	ev->name = e->name;
 	ev->cat = e->cat;

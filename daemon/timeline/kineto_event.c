@@ -242,9 +242,8 @@ int kimp_on_value(void *ctx, const struct jv *v)
 	role = k->role[k->depth];
 	switch (role) {
 	case R_EVENTS:
-		k->r->raw_events++;
 		kimp_warn(k, IMPORT_W_BAD_FIELD);
-		return 0;
+		return kimp_count_raw(k);
 	case R_ARGS_ARR: {
 		int32_t *dst = k->key[k->depth - 1] == K_GRID ? k->e.a.grid : k->e.a.block;
 

@@ -764,7 +764,7 @@ int tl_rank_push(struct tl_rank *r, struct tl_build *cap, const struct tl_event 
 	ev = &r->ev[r->nev++];
 	*ev = x;
 	ev->link = -1;
-	ev->index_correlation = e->correlation == -1 ? -1 : 0;
+	ev->index_corr = e->correlation == -1 ? TL_NO_INDEX : 0;
 	ev->args = TL_NO_ARGS;
 	if (a) {
 		ev->args = r->nargs;

@@ -90,7 +90,8 @@ enum tl_event_flags {
 };
 
 /*
- * One kept event, 96 bytes; arrays of these are in traceEvents order.
+ * One kept event, 96 bytes (fresh memory dominates a large import: keep
+ * it so); arrays of these are in traceEvents order.
  * int64 fields use TL_NONE (-1) for "absent", as HTA's defaults do.
  */
 struct tl_event {
@@ -101,8 +102,11 @@ struct tl_event {
 	int64_t stream; /* args.stream, numeric only; else -1 (4.3) */
 	int64_t correlation; /* args.correlation, -1 */
 	int64_t external_id; /* args["External id"], -1 */
-	int64_t index_correlation; /* HTA 4.5: -1 none, 0 no partner (!), else partner's index */
 	uint32_t index; /* position in the file's traceEvents array */
+	/* HTA 4.5's index_correlation: read and set it with
+	 * tl_ev_index_corr() / tl_ev_set_index_corr() (an index, or
+	 * TL_NO_INDEX for -1: 32 bits, like index, keep the row at 96 bytes) */
+	uint32_t index_corr;
 	uint32_t name; /* string id (0 = "") */
 	uint32_t cat; /* string id of `cat` */
 	uint32_t args; /* index into tl_rank.args, or TL_NO_ARGS */
@@ -115,6 +119,23 @@ struct tl_event {
 	 * read them with tl_ev_hta_ts_ns() / tl_ev_hta_end_ns() */
 	int16_t hta_ts_off, hta_end_off;
 };
+_Static_assert(sizeof(struct tl_event) == 96, "tl_event grew: every large import pays per byte");
+
+#define TL_NO_INDEX UINT32_MAX /* index_corr: none (-1); no traceEvents index is this */
+
+/* HTA 4.5: -1 none, 0 no partner (!), else the partner's index. */
+static inline int64_t tl_ev_index_corr(const struct tl_event *e)
+{
+	return e->index_corr == TL_NO_INDEX ? -1 : (int64_t)e->index_corr;
+}
+/* v: -1, or an index (< TL_NO_INDEX); false (nothing set) otherwise. */
+static inline bool tl_ev_set_index_corr(struct tl_event *e, int64_t v)
+{
+	if (v < -1 || v >= (int64_t)TL_NO_INDEX)
+		return false;
+	e->index_corr = v < 0 ? TL_NO_INDEX : (uint32_t)v;
+	return true;
+}
 
 /* HTA's ts before alignment, ceil(double ts) µs, in ns (a multiple of
  * 1000; ts_ns itself when the file's ts are whole µs). */

@@ -744,7 +744,7 @@ static void test_decode_hostile(void)
 	r = timeline_rank(tl, 0);
 	CHECK_EQ_INT(r->ev[0].link, 1);
 	CHECK_EQ_INT(r->ev[1].link, 0);
-	CHECK_EQ_INT(r->ev[1].index_correlation, 0); /* partner is event 0: HTA's quirk */
+	CHECK_EQ_INT(tl_ev_index_corr(&r->ev[1]), 0); /* partner is event 0: HTA's quirk */
 	CHECK(r->ev[1].flags & TL_EV_LAUNCH_STATS);
 	CHECK_EQ_INT(tl_event_args(r, &r->ev[0])->grid[2], 3);
 	CHECK_EQ_INT(r->ndevices, 1);
@@ -766,6 +766,35 @@ static void test_decode_hostile(void)
 	CHECK_EQ_INT(timeline_decode(enc, len, &d, why, sizeof(why)), 0);
 	CHECK(timeline_equal(tl, d));
 	timeline_free(d);
+
+	/* The kernel's index_correlation (stream 7, correlation 3, External
+	 * id -1, then 1) is kept in 32 bits: -1, or an index below
+	 * UINT32_MAX. Anything else is refused, not truncated. */
+	{
+		static const int64_t key[4] = { 7, 3, -1, 1 };
+		uint8_t pat[32];
+		size_t at = len;
+
+		for (int i = 0; i < 4; i++)
+			for (int b = 0; b < 8; b++)
+				pat[8 * i + b] = (uint8_t)((uint64_t)key[i] >> (8 * b));
+		for (size_t i = 0; i + sizeof(pat) <= len && at == len; i++)
+			if (!memcmp((uint8_t *)enc + i, pat, sizeof(pat)))
+				at = i + 24;
+		CHECK(at < len);
+		for (int k = 0; k < 5; k++) {
+			static const int64_t v[5] = { -2, (int64_t)UINT32_MAX, 1ll << 32, -1, 5 };
+
+			memcpy(copy, enc, len);
+			for (int b = 0; b < 8; b++)
+				copy[at + (size_t)b] = (uint8_t)((uint64_t)v[k] >> (8 * b));
+			d = NULL;
+			CHECK_EQ_INT(timeline_decode(copy, len, &d, why, sizeof(why)) == 0, k >= 3);
+			if (d)
+				CHECK_EQ_INT(tl_ev_index_corr(&timeline_rank(d, 0)->ev[0]), v[k]);
+			timeline_free(d);
+		}
+	}
 	free(copy);
 	free(enc);
 	timeline_free(tl);
