@@ -484,13 +484,29 @@ void jpush_num(struct actx *c, cJSON *arr, double v)
 	b->v[b->n++] = v;
 }
 
-/* Digits of x (< 10^19) at the end of out[0..20); returns the first. */
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+				     "25262728293031323334353637383940414243444546474849"
+				     "50515253545556575859606162636465666768697071727374"
+				     "75767778798081828384858687888990919293949596979899";
+
+/* Digits of x (< 10^19) at the end of out[0..20); returns the first.
+ * Two digits per division: the queue series and the per-launch columns
+ * print millions of numbers. */
 static char *utoa_rev(uint64_t x, char *end)
 {
-	do {
-		*--end = (char)('0' + x % 10);
-		x /= 10;
-	} while (x);
+	while (x >= 100) {
+		uint64_t q = x / 100;
+
+		end -= 2;
+		memcpy(end, digit_pairs + 2 * (x - 100 * q), 2);
+		x = q;
+	}
+	if (x >= 10) {
+		end -= 2;
+		memcpy(end, digit_pairs + 2 * x, 2);
+	} else {
+		*--end = (char)('0' + x);
+	}
 	return end;
 }
 
@@ -498,7 +514,6 @@ size_t jfmt_num(double v, char *out)
 {
 	char tmp[24], *e = tmp + sizeof(tmp), *d;
 	size_t n = 0;
-	uint64_t m;
 
 	if (!isfinite(v)) {
 		memcpy(out, "null", 5);
@@ -508,27 +523,24 @@ size_t jfmt_num(double v, char *out)
 	 * which parses back to the nearest double: v itself, checked */
 	if (fabs(v) < 1e12) {
 		double a = fabs(v) * 1000;
-		int frac = 3;
+		uint64_t m = (uint64_t)(a + 0.5), ip, f; /* llround(a): a < 2^52 */
 
-		m = (uint64_t)llround(a);
 		if ((double)m / 1000 == fabs(v)) {
 			if (v < 0)
 				out[n++] = '-';
-			while (frac && m % 10 == 0 && m) {
-				m /= 10;
-				frac--;
-			}
-			if (!m)
-				frac = 0;
-			d = utoa_rev(m, e);
-			while (e - d <= frac) /* leading zeros of 0.00x */
-				*--d = '0';
-			memcpy(out + n, d, (size_t)(e - d) - (size_t)frac);
-			n += (size_t)(e - d) - (size_t)frac;
-			if (frac) {
+			ip = m / 1000;
+			f = m - ip * 1000;
+			d = utoa_rev(ip, e);
+			memcpy(out + n, d, (size_t)(e - d));
+			n += (size_t)(e - d);
+			if (f) { /* up to 3 decimals, no trailing zeros */
 				out[n++] = '.';
-				memcpy(out + n, e - frac, (size_t)frac);
-				n += (size_t)frac;
+				out[n++] = (char)('0' + f / 100);
+				if ((f %= 100)) {
+					out[n++] = (char)('0' + f / 10);
+					if (f % 10)
+						out[n++] = (char)('0' + f % 10);
+				}
 			}
 			out[n] = '\0';
 			return n;

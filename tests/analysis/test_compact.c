@@ -70,6 +70,19 @@ static void test_fmt(void)
 		CHECK_STREQ(out, "-12");
 		jfmt_num(0.25, out);
 		CHECK_STREQ(out, "0.25");
+		/* decimals: 1, 2 or 3 digits, zeros inside kept, none trailing */
+		jfmt_num(0.05, out);
+		CHECK_STREQ(out, "0.05");
+		jfmt_num(100.1, out);
+		CHECK_STREQ(out, "100.1");
+		jfmt_num(7.105, out);
+		CHECK_STREQ(out, "7.105");
+		jfmt_num(999999999999.999, out);
+		CHECK_STREQ(out, "999999999999.999");
+		jfmt_num(-0.0, out);
+		CHECK_STREQ(out, "0");
+		jfmt_num(1234567890, out);
+		CHECK_STREQ(out, "1234567890");
 	}
 }
 
