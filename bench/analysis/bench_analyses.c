@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
- * bench_analyses [--trace NAME|PATH] [--size 256M] [--runs N]
+ * bench_analyses [--trace NAME|PATH] [--size 256M] [--runs N] [--only a,b,...]
  *
  * Times every analysis (best of N runs, wall clock) on a reference trace
  * (default nccl_parser_config, the largest with outputs) read from
  * $GPUPROF_SHARED, or on the trace file PATH (a name with a '/'), prints HTA's time for the same call from timings.json and
  * the ratio; then the same on a synthetic trace written by bench/import's
- * generator (--size 0 skips it).
+ * generator (--size 0 skips it). --only runs just the named analyses
+ * (e.g. to profile one of them: perf record bench_analyses --only queue).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +130,18 @@ static double hta_ms(const cJSON *best, const struct job *j)
 	return t;
 }
 
+static const char *only; /* --only: comma-separated analysis names, or NULL */
+
+static bool selected(const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = only; p && *p; p += strcspn(p, ","), p += *p == ',')
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return true;
+	return !only;
+}
+
 static void bench(const char *label, const struct timeline *tl, const cJSON *best, int runs)
 {
 	double total = 0, hta_total = 0, ours_timed = 0;
@@ -143,6 +157,10 @@ static void bench(const char *label, const struct timeline *tl, const cJSON *bes
 		double bestt = 1e9, h = best ? hta_ms(best, &jobs[j]) : -1;
 		int rc = 0;
 
+		if (!selected(jobs[j].name)) {
+			cJSON_Delete(p);
+			continue;
+		}
 		for (int r = 0; r < runs; r++) {
 			cJSON *res = NULL;
 			double t0 = now();
@@ -175,6 +193,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = { { "trace", required_argument, NULL, 't' },
 					    { "size", required_argument, NULL, 's' },
 					    { "runs", required_argument, NULL, 'r' },
+					    { "only", required_argument, NULL, 'o' },
 					    { 0 } };
 	const char *shared = getenv("GPUPROF_SHARED"), *trace = "nccl_parser_config";
 	uint64_t size = 256ull << 20;
@@ -183,15 +202,18 @@ int main(int argc, char **argv)
 	cJSON *timings = NULL;
 	struct timeline *tl;
 
-	while ((c = getopt_long(argc, argv, "t:s:r:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:s:r:o:", lo, NULL)) != -1) {
 		if (c == 't')
 			trace = optarg;
 		else if (c == 's')
 			size = strcmp(optarg, "0") ? gen_parse_size(optarg) : 0;
 		else if (c == 'r')
 			runs = atoi(optarg) > 0 ? atoi(optarg) : 1;
+		else if (c == 'o')
+			only = optarg;
 		else {
-			fprintf(stderr, "usage: %s [--trace NAME|PATH] [--size 256M|0] [--runs N]\n",
+			fprintf(stderr,
+				"usage: %s [--trace NAME|PATH] [--size 256M|0] [--runs N] [--only a,b]\n",
 				argv[0]);
 			return 2;
 		}
