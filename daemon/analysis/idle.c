@@ -146,6 +146,8 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 	for (uint32_t i = 0; i < r->nby_stream; i++) {
 		const struct tl_event *e = &r->ev[r->by_stream[i]];
 
+		if (i + PREFETCH_AHEAD < r->nby_stream)
+			__builtin_prefetch(&r->ev[r->by_stream[i + PREFETCH_AHEAD]]);
 		if (is_idle_row(e, mtia_cat))
 			k[n++] = (struct krow){ e->stream, ev_ts(r, e), ev_end(r, e), e->index,
 						r->by_stream[i] };
@@ -171,6 +173,17 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 			int64_t rt, gap = 0;
 			bool first = b == a;
 			int cat;
+
+			/* the row ahead, and the launch of the row half as far
+			 * ahead (read through its link, when its row is in) */
+			if (b + PREFETCH_AHEAD < n)
+				__builtin_prefetch(&r->ev[k[b + PREFETCH_AHEAD].pos]);
+			if (b + PREFETCH_AHEAD / 2 < n) {
+				int32_t l = r->ev[k[b + PREFETCH_AHEAD / 2].pos].link;
+
+				if (l >= 0)
+					__builtin_prefetch(&r->ev[l]);
+			}
 
 			if (!first)
 				gap = k[b].ts - k[b - 1].end;

@@ -91,6 +91,11 @@ int an_param_num(struct actx *c, const char *key, double def, double lo, double 
 int an_param_bool(struct actx *c, const char *key, bool def, bool *out);
 int an_param_str(struct actx *c, const char *key, const char **out); /* required */
 
+/* Rows ahead to prefetch in a walk over an index (by_stream, by_corr):
+ * the rows it names are scattered over the event array, a cache miss
+ * each. */
+#define PREFETCH_AHEAD 16
+
 /* Half-open intervals [s, e) in ns. */
 struct ival {
 	int64_t s, e;
@@ -127,6 +132,8 @@ static inline const struct tl_event *gpu_merge_next(struct gpu_merge *m)
 		return NULL;
 	top = h[0];
 	e = &r->ev[r->by_stream[top.at++]];
+	if (top.at + PREFETCH_AHEAD < top.end)
+		__builtin_prefetch(&r->ev[r->by_stream[top.at + PREFETCH_AHEAD]]);
 	if (top.at < top.end) {
 		int64_t ts = ev_ts(r, &r->ev[r->by_stream[top.at]]);
 

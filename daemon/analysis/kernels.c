@@ -131,24 +131,6 @@ static struct kstat *kvec_add(struct kvec *k)
 	return &k->v[k->n++];
 }
 
-struct namedur {
-	uint32_t name;
-	double dur;
-};
-
-static int namedur_cmp(const void *a, const void *b)
-{
-	const struct namedur *x = a, *y = b;
-
-	return (x->name > y->name) - (x->name < y->name);
-}
-
-/* By name, stably (the durations' order within a name is the rows', as
- * glibc's merge-sort qsort left it: the sums see the same order). */
-#include "radix.h"
-#define NAMEDUR_KEY(x) ((uint64_t)(x).name)
-DEFINE_RADIX(radix_namedur, struct namedur, NAMEDUR_KEY)
-
 /* Sum descending; HTA's reverse + quicksort + reverse keeps small tie
  * groups in name order, so names break ties. */
 static int by_sum_desc(const void *a, const void *b)
@@ -192,73 +174,170 @@ static void stats_of(struct kstat *s, const double *v, size_t n)
 	s->std = n > 1 ? sqrt(ss / (double)(n - 1)) : 0; /* NaN → 0 as HTA */
 }
 
-/* One rank, one type: group by name, then fold the tail into "others". */
-static int kernel_stats(struct actx *c, const struct tl_rank *r, int type, int64_t num_kernels,
+/* Sorted by sum, the tail of one rank's and type's names past
+ * num_kernels or the ratio quantile folds into "others" (6.4). */
+static int fold_others(struct kvec *out, size_t first, int64_t num_kernels, double ratio,
+		       int32_t rank, int type)
+{
+	size_t ng = out->n - first, nothers = 0, keep = 0;
+	struct kstat *g = out->v + first, others = { .name = "others" };
+	double cum = 0, q, *vals;
+
+	if (ng) /* (out->v is NULL while nothing was added) */
+		qsort(g, ng, sizeof(*g), by_sum_desc);
+	if ((int64_t)ng <= num_kernels)
+		return 0;
+	if (!(vals = malloc(ng * sizeof(*vals))))
+		return -ENOMEM;
+	/* q = linear quantile of the running sums; everything after q, or
+	 * past the first num_kernels, becomes "others" */
+	for (size_t i = 0; i < ng; i++)
+		vals[i] = (cum += g[i].sum);
+	q = quantile_sorted(vals, ng, ratio);
+	for (size_t i = 0; i < ng; i++) {
+		if (vals[i] > q || (int64_t)i >= num_kernels) {
+			vals[nothers++] = g[i].sum;
+			continue;
+		}
+		/* Q8: HTA regroups on the sum column alone, so a kept name's
+		 * max/min/mean become its sum and std 0. */
+		g[keep] = g[i];
+		g[keep].max = g[keep].min = g[keep].mean = g[keep].sum;
+		g[keep].std = 0;
+		keep++;
+	}
+	stats_of(&others, vals, nothers);
+	free(vals);
+	others.rank = rank;
+	others.type = (uint8_t)type;
+	g[keep++] = others;
+	out->n = first + keep;
+	return 0;
+}
+
+/* Per-name accumulators of one rank, in a table keyed by name id. */
+struct nacc {
+	uint32_t name; /* 0: empty slot (the empty name never gets here: 1 + id) */
+	uint8_t type;
+	size_t n;
+	double sum, max, min, mean, ss;
+};
+
+static struct nacc *nacc_get(struct nacc **tab, uint32_t *cap, uint32_t *used, uint32_t name)
+{
+	uint32_t key = name + 1, i;
+
+	for (i = key * 2654435761u & (*cap - 1); (*tab)[i].name; i = (i + 1) & (*cap - 1))
+		if ((*tab)[i].name == key)
+			return &(*tab)[i];
+	if (2 * (*used + 1) > *cap) { /* grow, then insert */
+		uint32_t ncap = *cap * 2;
+		struct nacc *nt = calloc(ncap, sizeof(*nt));
+
+		if (!nt)
+			return NULL;
+		for (uint32_t j = 0; j < *cap; j++) {
+			uint32_t k;
+
+			if (!(*tab)[j].name)
+				continue;
+			for (k = (*tab)[j].name * 2654435761u & (ncap - 1); nt[k].name;
+			     k = (k + 1) & (ncap - 1))
+				;
+			nt[k] = (*tab)[j];
+		}
+		free(*tab);
+		*tab = nt;
+		*cap = ncap;
+		for (i = key * 2654435761u & (ncap - 1); nt[i].name; i = (i + 1) & (ncap - 1))
+			;
+	}
+	(*used)++;
+	(*tab)[i] = (struct nacc){ .name = key, .max = -INFINITY, .min = INFINITY };
+	return &(*tab)[i];
+}
+
+/*
+ * One rank: per kernel name of the analysed types, count / sum / max /
+ * min / mean / sample std of its durations, then each type's tail folded
+ * into "others". Two passes over the rows in by_stream order, one table of
+ * names: each name's durations are added in the same order as the sort
+ * by name (stable) that this replaced gave them, so the sums and the
+ * spread are the same doubles.
+ */
+static int kernel_stats(struct actx *c, const struct tl_rank *r, int ntypes, int64_t num_kernels,
 			double ratio, struct kvec *out)
 {
-	struct namedur *nd = tl_malloc_big((r->nby_stream + 1) * sizeof(*nd));
-	double *vals = tl_malloc_big((r->nby_stream + 1) * sizeof(*vals));
-	size_t n = 0, first = out->n, ng;
+	uint32_t cap = 64, used = 0;
+	struct nacc *tab = calloc(cap, sizeof(*tab)), *a;
 	int err = -ENOMEM;
 
-	if (!nd || !vals)
-		goto out;
+	if (!tab)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < r->nby_stream; i++) {
 		const struct tl_event *e = &r->ev[r->by_stream[i]];
+		int t;
+		double v;
 
-		if ((int)ktype_of(c, e->name) == type)
-			nd[n++] = (struct namedur){ e->name, us(ev_dur(r, e)) };
-	}
-	if (n < RADIX_MIN || !radix_namedur(nd, n))
-		qsort(nd, n, sizeof(*nd), namedur_cmp);
-	for (size_t a = 0, b; a < n; a = b) {
-		struct kstat *s = kvec_add(out);
+		if (i + PREFETCH_AHEAD < r->nby_stream)
+			__builtin_prefetch(&r->ev[r->by_stream[i + PREFETCH_AHEAD]]);
+		t = (int)ktype_of(c, e->name);
 
-		if (!s)
+		if (t >= ntypes)
+			continue;
+		if (!(a = nacc_get(&tab, &cap, &used, e->name)))
 			goto out;
-		for (b = a; b < n && nd[b].name == nd[a].name; b++)
-			vals[b - a] = nd[b].dur;
-		stats_of(s, vals, b - a);
-		s->name_id = nd[a].name;
-		s->name = timeline_str(c->tl, nd[a].name, NULL);
-		s->rank = r->rank;
-		s->type = (uint8_t)type;
+		v = us(ev_dur(r, e));
+		a->type = (uint8_t)t;
+		a->n++;
+		a->sum += v;
+		a->max = v > a->max ? v : a->max;
+		a->min = v < a->min ? v : a->min;
 	}
-	ng = out->n - first;
-	if (ng) /* (out->v is NULL while nothing was added) */
-		qsort(out->v + first, ng, sizeof(*out->v), by_sum_desc);
-	if ((int64_t)ng > num_kernels) {
-		struct kstat *g = out->v + first, others = { .name = "others" };
-		double cum = 0, q;
-		size_t nothers = 0, keep = 0;
+	for (uint32_t j = 0; j < cap; j++)
+		if (tab[j].name)
+			tab[j].mean = tab[j].sum / (double)tab[j].n;
+	for (uint32_t i = 0; i < r->nby_stream; i++) {
+		const struct tl_event *e = &r->ev[r->by_stream[i]];
+		double d;
 
-		/* q = linear quantile of the running sums; everything after q, or
-		 * past the first num_kernels, becomes "others" (6.4) */
-		for (size_t i = 0; i < ng; i++)
-			vals[i] = (cum += g[i].sum);
-		q = quantile_sorted(vals, ng, ratio);
-		for (size_t i = 0; i < ng; i++) {
-			if (vals[i] > q || (int64_t)i >= num_kernels) {
-				vals[nothers++] = g[i].sum;
+		if (i + PREFETCH_AHEAD < r->nby_stream)
+			__builtin_prefetch(&r->ev[r->by_stream[i + PREFETCH_AHEAD]]);
+		if ((int)ktype_of(c, e->name) >= ntypes)
+			continue;
+		a = nacc_get(&tab, &cap, &used, e->name); /* present: no growth */
+		d = us(ev_dur(r, e)) - a->mean;
+		a->ss += d * d;
+	}
+	for (int t = 0; t < ntypes; t++) {
+		size_t first = out->n;
+
+		for (uint32_t j = 0; j < cap; j++) {
+			struct kstat *s;
+
+			if (!tab[j].name || tab[j].type != t)
 				continue;
-			}
-			/* Q8: HTA regroups on the sum column alone, so a kept
-			 * name's max/min/mean become its sum and std 0. */
-			g[keep] = g[i];
-			g[keep].max = g[keep].min = g[keep].mean = g[keep].sum;
-			g[keep].std = 0;
-			keep++;
+			if (!(s = kvec_add(out)))
+				goto out;
+			a = &tab[j];
+			*s = (struct kstat){ .name = timeline_str(c->tl, a->name - 1, NULL),
+					     .name_id = a->name - 1,
+					     .rank = r->rank,
+					     .type = (uint8_t)t,
+					     .n = a->n,
+					     .sum = a->sum,
+					     .max = a->max,
+					     .min = a->min,
+					     .mean = a->mean,
+					     /* NaN -> 0 as HTA */
+					     .std = a->n > 1 ? sqrt(a->ss / (double)(a->n - 1)) : 0 };
 		}
-		stats_of(&others, vals, nothers);
-		others.rank = r->rank;
-		others.type = (uint8_t)type;
-		g[keep++] = others;
-		out->n = first + keep;
+		if ((err = fold_others(out, first, num_kernels, ratio, r->rank, t)) < 0)
+			goto out;
 	}
 	err = 0;
 out:
-	tl_free_big(nd);
-	tl_free_big(vals);
+	free(tab);
 	return err;
 }
 
@@ -356,8 +435,8 @@ int analysis_kernels(struct actx *c, cJSON **out)
 		if (!rank_selected(c, r))
 			continue;
 		err = type_masks(c, r, ntypes, sum, seen);
-		for (int t = 0; !err && t < ntypes; t++)
-			err = kernel_stats(c, r, t, num_kernels, ratio, &k);
+		if (!err)
+			err = kernel_stats(c, r, ntypes, num_kernels, ratio, &k);
 	}
 	if (!err) {
 		if (k.n)
