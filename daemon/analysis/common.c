@@ -294,23 +294,84 @@ int64_t ival_overlap(const struct ival *a, size_t na, const struct ival *b, size
 
 /* ---- statistics ----------------------------------------------------- */
 
+/* numpy 1.24 _lerp: from the upper end when frac >= 0.5, so the last bits
+ * match pandas' describe() */
+static double np_lerp(double a, double b, double frac)
+{
+	if (frac >= 0.5)
+		return b - (b - a) * (1.0 - frac);
+	return a + (b - a) * frac;
+}
+
+/* Where the linear quantile q of n sorted values falls: v[*lo], frac. */
+static double quantile_pos(size_t n, double q, size_t *lo)
+{
+	double pos = q * (double)(n - 1);
+
+	*lo = (size_t)floor(pos);
+	return pos - (double)*lo;
+}
+
 double quantile_sorted(const double *v, size_t n, double q)
 {
-	double pos, frac;
+	double frac;
 	size_t lo;
 
 	if (!n)
 		return NAN;
-	pos = q * (double)(n - 1);
-	lo = (size_t)floor(pos);
-	frac = pos - (double)lo;
+	frac = quantile_pos(n, q, &lo);
 	if (lo + 1 >= n)
 		return v[n - 1];
-	/* numpy 1.24 _lerp: from the upper end when frac >= 0.5, so the
-	 * last bits match pandas' describe() */
-	if (frac >= 0.5)
-		return v[lo + 1] - (v[lo + 1] - v[lo]) * (1.0 - frac);
-	return v[lo] + (v[lo + 1] - v[lo]) * frac;
+	return np_lerp(v[lo], v[lo + 1], frac);
+}
+
+/* The k-th smallest (from 0) of the values counted in cnt[0..top]. */
+static double kth_counted(const uint32_t *cnt, uint32_t top, size_t k)
+{
+	size_t seen = 0;
+
+	for (uint32_t x = 0; x < top; x++)
+		if ((seen += cnt[x]) > k)
+			return (double)x;
+	return (double)top;
+}
+
+/*
+ * Order statistics of small non-negative whole numbers (queue lengths:
+ * millions of them on a large trace) from a histogram in one pass,
+ * instead of sorting v. The same doubles as quantile_sorted() of the
+ * sorted values. false (s untouched): some value is not such a number
+ * (or is -0), or too few values to be worth it.
+ */
+static bool dstats_counted(const double *v, size_t n, struct dstats *s)
+{
+	uint32_t top = 0, *cnt;
+	static const double qs[3] = { 0.25, 0.5, 0.75 };
+	double *out[3] = { &s->q25, &s->q50, &s->q75 };
+
+	if (n < 4096)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (!(v[i] >= 0 && v[i] < 65536) || v[i] != (double)(uint32_t)v[i] || signbit(v[i]))
+			return false;
+		top = (uint32_t)v[i] > top ? (uint32_t)v[i] : top;
+	}
+	if (!(cnt = calloc((size_t)top + 1, sizeof(*cnt))))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		cnt[(uint32_t)v[i]]++;
+	s->min = kth_counted(cnt, top, 0);
+	s->max = (double)top;
+	for (int j = 0; j < 3; j++) {
+		size_t lo;
+		double frac = quantile_pos(n, qs[j], &lo);
+
+		*out[j] = lo + 1 >= n ? s->max :
+					np_lerp(kth_counted(cnt, top, lo), kth_counted(cnt, top, lo + 1),
+						frac);
+	}
+	free(cnt);
+	return true;
 }
 
 void dstats_compute(double *v, size_t n, struct dstats *s)
@@ -328,6 +389,8 @@ void dstats_compute(double *v, size_t n, struct dstats *s)
 		ss += (v[i] - s->mean) * (v[i] - s->mean);
 	if (n > 1)
 		s->std = sqrt(ss / (double)(n - 1));
+	if (dstats_counted(v, n, s))
+		return;
 	dstats_sort(v, n);
 	s->min = v[0];
 	s->max = v[n - 1];

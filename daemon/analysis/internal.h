@@ -209,7 +209,7 @@ struct dstats {
 	size_t count;
 	double mean, std, min, q25, q50, q75, max;
 };
-void dstats_compute(double *v, size_t n, struct dstats *out); /* sorts v */
+void dstats_compute(double *v, size_t n, struct dstats *out); /* may sort v */
 double quantile_sorted(const double *v, size_t n, double q);
 /* Adds count/mean/std/min/25%/50%/75%/max to obj; NaN → null. */
 void dstats_json(struct actx *c, cJSON *obj, const struct dstats *s, const char *suffix);

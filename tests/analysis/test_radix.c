@@ -133,6 +133,40 @@ static void test_doubles(void)
 	free(b);
 }
 
+/* dstats_compute() on small whole numbers (a histogram from 4096 values
+ * on) gives the order statistics of the sorted values. */
+static void test_dstats_counted(void)
+{
+	static const size_t sizes[] = { 4095, 4096, 4097, 5000, 65536 };
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		double *a = malloc(n * sizeof(*a)), *b = malloc(n * sizeof(*b));
+
+		for (int shape = 0; shape < 5; shape++) {
+			struct dstats x;
+
+			for (size_t i = 0; i < n; i++)
+				a[i] = shape == 0 ? (double)(next() % 7) :
+				       shape == 1 ? (double)(next() % 65536) :
+				       shape == 2 ? (double)(i % 3 == 0 ? 0 : 1000 + next() % 5) :
+				       shape == 3 ? (double)(n - i) :
+						    (double)(next() % 9) + (i == n / 2 ? 0.5 : 0);
+			memcpy(b, a, n * sizeof(*a));
+			qsort(b, n, sizeof(*b), dbl_ref_cmp);
+			dstats_compute(a, n, &x);
+			CHECK_EQ_U64(x.count, n);
+			CHECK(x.min == b[0]);
+			CHECK(x.max == b[n - 1]);
+			CHECK(x.q25 == quantile_sorted(b, n, 0.25));
+			CHECK(x.q50 == quantile_sorted(b, n, 0.5));
+			CHECK(x.q75 == quantile_sorted(b, n, 0.75));
+		}
+		free(a);
+		free(b);
+	}
+}
+
 static int order_ref_cmp(const void *a, const void *b)
 {
 	const struct order_key *x = a, *y = b;
@@ -174,6 +208,7 @@ int main(void)
 {
 	RUN(test_ival_and_sweep);
 	RUN(test_doubles);
+	RUN(test_dstats_counted);
 	RUN(test_order);
 	return test_summary();
 }
