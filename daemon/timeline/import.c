@@ -82,7 +82,8 @@ static int feed(struct importer *im, const uint8_t *p, size_t n)
 	if (!im->reserved && im->total && im->tok.offset >= RESERVE_AFTER) {
 		im->reserved = true;
 		/* no room: the arrays grow as they fill, as before */
-		(void)kimp_reserve(&im->k, im->tok.offset, im->total);
+		(void)kimp_reserve(&im->k, im->tok.offset, im->total,
+				   !(im->o && im->o->no_inflate_thread));
 	}
 	if (im->o && im->o->progress)
 		im->o->progress(im->o->progress_arg, im->tok.offset);
@@ -260,6 +261,7 @@ static int import_src(struct src *s, const struct import_opts *o, struct timelin
 	if (s->fd >= 0)
 		src_map_start(s);
 	err = pump(&im, s);
+	kimp_stop_pop(&im.k); /* before the rank is finalized, kept or freed */
 	src_unmap(s);
 	/* Zeros were read in place of a truncated file: in whole pages past
 	 * the new end (SIGBUS, handled) or in the tail of its last page. */

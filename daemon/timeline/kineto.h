@@ -108,6 +108,8 @@ struct kimp {
 	uint32_t seen_cap;
 	uint32_t *first;
 	uint32_t nfirst, first_cap;
+	/* populates the reserved room of ev and args (kimp_reserve) */
+	struct tl_popper pop;
 	char err[200];
 	struct kimp_sc sc[1u << KIMP_SC_BITS];
 };
@@ -132,10 +134,24 @@ uint32_t kimp_name_flags(struct kimp *k, uint32_t name);
 int kimp_init(struct kimp *k, struct strtab *st, struct tl_rank *r, struct import_result *res,
 	      uint32_t max_events);
 void kimp_finish(struct kimp *k);
+/* Before ev or args grow by add_ev / add_args rows: the populate thread
+ * stops if they are about to move. */
+static inline void kimp_pop_guard(struct kimp *k, uint32_t add_ev, uint32_t add_args)
+{
+	if (k->pop.running && ((uint64_t)k->r->nev + add_ev > k->cap.ev_cap ||
+			       (uint64_t)k->r->nargs + add_args > k->cap.args_cap))
+		tl_popper_stop(&k->pop);
+}
+
 /* done of total input bytes parsed: give the event and args arrays room for
  * the counts the rest of the input will likely bring, in one move (see
- * tl_reserve_big; a file of events of one kind is the likely case). More
- * rows than that just grow the arrays as before. 0 or -ENOMEM. */
-int kimp_reserve(struct kimp *k, uint64_t done, uint64_t total);
+ * tl_reserve_big; a file of events of one kind is the likely case), and
+ * (populate) start populating that room at idle priority (tl_popper). More rows than
+ * that just grow the arrays as before (the populate thread stops first).
+ * 0 or -ENOMEM. */
+int kimp_reserve(struct kimp *k, uint64_t done, uint64_t total, bool populate);
+/* At the end of the input: the populate thread stops, and the room it
+ * populated past the rows in use goes back (kimp_finish does it too). */
+void kimp_stop_pop(struct kimp *k);
 
 #endif /* GPUPROF_TIMELINE_KINETO_H */

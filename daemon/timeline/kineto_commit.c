@@ -26,6 +26,7 @@ static int push_row(struct kimp *k)
 		kimp_warn(k, IMPORT_W_TOO_MANY);
 		return 0;
 	}
+	kimp_pop_guard(k, 1, e->has_args);
 	if ((err = tl_grow_pop((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, r->nev, 1,
 			       sizeof(*r->ev))) < 0 ||
 	    (e->has_args && (err = tl_grow_pop((void **)&r->args, &k->cap.args_cap,

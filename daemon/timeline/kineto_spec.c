@@ -352,6 +352,7 @@ int kseg_adopt(struct kseg *g, const struct kspec_ctx *c, struct kspec_map *m, s
 		m->id[x->id] = (uint32_t)id;
 	}
 
+	kimp_pop_guard(k, s->nev, s->nargs);
 	if ((err = tl_grow_pop((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, ev0, s->nev,
 			       sizeof(*r->ev))) < 0 ||
 	    (err = tl_grow_pop((void **)&r->args, &k->cap.args_cap, &k->cap.args_pop, args0,

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -793,6 +794,56 @@ int tl_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
 	err = pthread_create(th, NULL, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return err;
+}
+
+static void *popper_main(void *arg)
+{
+	struct tl_popper *p = arg;
+	struct sched_param sp = { 0 };
+
+	/* only the time no other thread of the machine wants */
+	if (p->idle)
+		pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+	for (int i = 0; i < 2; i++) {
+		for (size_t off = 0; off < p->len[i]; off += TL_HUGE) {
+			if (atomic_load_explicit(&p->stop, memory_order_relaxed))
+				return NULL;
+#ifdef MADV_POPULATE_WRITE
+			madvise(p->base[i] + off, p->len[i] - off < TL_HUGE ? p->len[i] - off : TL_HUGE,
+				MADV_POPULATE_WRITE);
+#endif
+		}
+	}
+	return NULL;
+}
+
+void tl_popper_start(struct tl_popper *p, bool idle, void *a, size_t a_from, size_t a_to, void *b,
+		     size_t b_from, size_t b_to)
+{
+	void *base[2] = { a, b };
+	size_t from[2] = { a_from, b_from }, to[2] = { a_to, b_to };
+
+	tl_popper_stop(p);
+	for (int i = 0; i < 2; i++) { /* whole 2 MiB pages past what is in use */
+		uintptr_t lo = ((uintptr_t)base[i] + from[i] + TL_HUGE - 1) & ~(uintptr_t)(TL_HUGE - 1);
+		uintptr_t hi = ((uintptr_t)base[i] + to[i]) & ~(uintptr_t)(TL_HUGE - 1);
+
+		p->base[i] = (char *)lo;
+		p->len[i] = base[i] && hi > lo ? hi - lo : 0;
+	}
+	atomic_store(&p->stop, false);
+	p->idle = idle;
+	p->running = (p->len[0] || p->len[1]) && tl_two_cpus() &&
+		     tl_thread_start(&p->th, popper_main, p) == 0;
+}
+
+void tl_popper_stop(struct tl_popper *p)
+{
+	if (!p->running)
+		return;
+	atomic_store(&p->stop, true);
+	pthread_join(p->th, NULL);
+	p->running = false;
 }
 
 bool tl_two_cpus(void)

@@ -441,8 +441,11 @@ struct import_opts {
 	unsigned finalize_flags; /* passed to timeline_finalize() */
 	bool no_finalize; /* multi-rank: import all, then timeline_finalize() once */
 	/* gzip input of 64 KiB or more from memory or a regular file is
-	 * inflated on a second thread, pipelined with the parse; true: inflate
-	 * on the calling thread (same results either way). */
+	 * inflated on a second thread, pipelined with the parse (a large
+	 * plain one is copied and partly parsed there, and the event arrays
+	 * of a large plain input are populated ahead on an idle-priority
+	 * thread); true: all of it on the calling thread (same results
+	 * either way). */
 	bool no_inflate_thread;
 	/* gzip: inflate with zlib even in a build with ISA-L (which is ~3x
 	 * faster and the default where meson found libisal). Same timelines

@@ -162,6 +162,28 @@ int tl_encode(const struct timeline *tl, void **buf, size_t *len);
 int tl_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 /* Whether this process may run on two CPUs or more. */
 bool tl_two_cpus(void);
+
+/*
+ * Populates, on a thread of the lowest priority (SCHED_IDLE: only CPU time
+ * nothing else wants, as when the import's second thread waits for the
+ * parser), the room of up to two arrays a builder reserved
+ * (tl_reserve_big), so that the builder's own writes find most of it
+ * present: fresh memory is about half the cost of a large import on a
+ * VM. The arrays must not move or be freed while it runs: stop it first.
+ */
+struct tl_popper {
+	pthread_t th;
+	char *base[2];
+	size_t len[2];
+	_Atomic bool stop;
+	bool running, idle;
+};
+/* a[a_from .. a_to) and b[b_from .. b_to) bytes (b may be NULL); whole
+ * huge pages inside those ranges. Nothing when one CPU or no thread.
+ * idle: SCHED_IDLE (the importer); else an ordinary thread (tests). */
+void tl_popper_start(struct tl_popper *p, bool idle, void *a, size_t a_from, size_t a_to, void *b,
+		     size_t b_from, size_t b_to);
+void tl_popper_stop(struct tl_popper *p); /* waits for it; a no-op when not running */
 /* Mark exact duplicates (TL_EV_DUPLICATE); returns how many, or -ENOMEM. */
 int64_t tl_rank_mark_duplicates(struct tl_rank *r);
 

@@ -16,6 +16,10 @@
 #include "test.h"
 
 #include "timeline/timeline.h"
+#include "timeline/timeline_int.h" /* tl_popper */
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define MiB ((size_t)1 << 20)
 
@@ -202,6 +206,65 @@ static void test_threads(void)
 	CHECK_EQ_U64(stats().cached, 0);
 }
 
+/* Resident 4 KiB pages of [p, p + len). */
+static size_t resident(const char *p, size_t len)
+{
+	size_t n = (len + 4095) / 4096, r = 0;
+	unsigned char *v = malloc(n);
+
+	CHECK_EQ_INT(mincore((void *)p, len, v), 0);
+	for (size_t i = 0; i < n; i++)
+		r += v[i] & 1;
+	free(v);
+	return r;
+}
+
+/* tl_popper populates the room it is given and nothing else, never
+ * writes a byte, and stops at once when asked, while the owner writes
+ * the array from the front. */
+static void test_popper(void)
+{
+	size_t len = 64 * MiB, head = 8 * MiB;
+	/* fresh memory (a recycled block may be resident already), on a
+	 * 2 MiB boundary as the arrays it serves */
+	char *m = mmap(NULL, len + 2 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	char *p = (char *)(((uintptr_t)m + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1));
+	struct tl_popper pop = { 0 };
+
+	CHECK(m != MAP_FAILED);
+	memset(p, 0x5a, head);
+	/* the first half only, as an estimate's room past what is used */
+	tl_popper_start(&pop, false, p, head, len / 2, NULL, 0, 0);
+	CHECK_EQ_INT(pop.running, tl_two_cpus()); /* one CPU: no thread, by design */
+	for (int i = 0; pop.running && i < 20000 &&
+			resident(p + head, len / 2 - head) < (len / 2 - head) / 4096;
+	     i++)
+		usleep(1000);
+	if (pop.running) /* an ordinary thread here: it gets there */
+		CHECK_EQ_U64(resident(p + head, len / 2 - head), (len / 2 - head) / 4096);
+	tl_popper_stop(&pop);
+	CHECK(!pop.running);
+	for (size_t i = 0; i < head; i++)
+		if (p[i] != 0x5a) {
+			CHECK(p[i] == 0x5a);
+			break;
+		}
+	/* nothing past its range (the second half was never touched; read
+	 * before any read of it maps the zero page) */
+	CHECK_EQ_U64(resident(p + len / 2, len / 2), 0);
+	for (size_t i = head; i < len / 2; i += 4096)
+		if (p[i]) {
+			CHECK(p[i] == 0);
+			break;
+		}
+	/* stopping twice, and a range smaller than a huge page: no thread */
+	tl_popper_stop(&pop);
+	tl_popper_start(&pop, false, p, 0, MiB, NULL, 0, 0);
+	CHECK(!pop.running);
+	munmap(m, len + 2 * MiB);
+}
+
 int main(void)
 {
 	RUN(test_reuse_same_size);
@@ -211,6 +274,7 @@ int main(void)
 	RUN(test_small_blocks_not_kept);
 	RUN(test_calloc_zeroes_reused);
 	RUN(test_threads);
+	RUN(test_popper);
 	tl_big_trim(true);
 	return test_summary();
 }
