@@ -189,7 +189,7 @@ int gpu_merge_init(struct gpu_merge *m, const struct tl_rank *r)
 		for (i = m->n++; i > 0; i = (i - 1) / 2) {
 			struct gm_head *p = &m->h[(i - 1) / 2];
 
-			if (p->ts < x.ts || (p->ts == x.ts && p->run < x.run))
+			if (gm_before(p, &x))
 				break;
 			m->h[i] = *p;
 		}

@@ -118,6 +118,11 @@ struct gpu_merge {
 	uint32_t n;
 	bool unsorted;
 };
+/* The heap's order: a before b. */
+static inline bool gm_before(const struct gm_head *a, const struct gm_head *b)
+{
+	return a->ts < b->ts || (a->ts == b->ts && a->run < b->run);
+}
 int gpu_merge_init(struct gpu_merge *m, const struct tl_rank *r); /* 0 or -ENOMEM */
 void gpu_merge_free(struct gpu_merge *m);
 /* The next row, or NULL at the end. */
@@ -148,10 +153,9 @@ static inline const struct tl_event *gpu_merge_next(struct gpu_merge *m)
 
 		if (c >= m->n)
 			break;
-		if (c + 1 < m->n && (h[c + 1].ts < h[c].ts ||
-				     (h[c + 1].ts == h[c].ts && h[c + 1].run < h[c].run)))
+		if (c + 1 < m->n && gm_before(&h[c + 1], &h[c]))
 			c++;
-		if (top.ts < h[c].ts || (top.ts == h[c].ts && top.run < h[c].run))
+		if (gm_before(&top, &h[c]))
 			break;
 		h[i] = h[c];
 		i = c;

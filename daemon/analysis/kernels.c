@@ -223,34 +223,36 @@ struct nacc {
 	double sum, max, min, mean, ss;
 };
 
+/* key's slot in tab (cap a power of two): where it is, or the empty slot
+ * where it goes. */
+static uint32_t nacc_slot(const struct nacc *tab, uint32_t cap, uint32_t key)
+{
+	uint32_t i = key * 2654435761u & (cap - 1);
+
+	while (tab[i].name && tab[i].name != key)
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
 static struct nacc *nacc_get(struct nacc **tab, uint32_t *cap, uint32_t *used, uint32_t name)
 {
-	uint32_t key = name + 1, i;
+	uint32_t key = name + 1, i = nacc_slot(*tab, *cap, key);
 
-	for (i = key * 2654435761u & (*cap - 1); (*tab)[i].name; i = (i + 1) & (*cap - 1))
-		if ((*tab)[i].name == key)
-			return &(*tab)[i];
+	if ((*tab)[i].name)
+		return &(*tab)[i];
 	if (2 * (*used + 1) > *cap) { /* grow, then insert */
 		uint32_t ncap = *cap * 2;
 		struct nacc *nt = calloc(ncap, sizeof(*nt));
 
 		if (!nt)
 			return NULL;
-		for (uint32_t j = 0; j < *cap; j++) {
-			uint32_t k;
-
-			if (!(*tab)[j].name)
-				continue;
-			for (k = (*tab)[j].name * 2654435761u & (ncap - 1); nt[k].name;
-			     k = (k + 1) & (ncap - 1))
-				;
-			nt[k] = (*tab)[j];
-		}
+		for (uint32_t j = 0; j < *cap; j++)
+			if ((*tab)[j].name)
+				nt[nacc_slot(nt, ncap, (*tab)[j].name)] = (*tab)[j];
 		free(*tab);
 		*tab = nt;
 		*cap = ncap;
-		for (i = key * 2654435761u & (ncap - 1); nt[i].name; i = (i + 1) & (ncap - 1))
-			;
+		i = nacc_slot(nt, ncap, key);
 	}
 	(*used)++;
 	(*tab)[i] = (struct nacc){ .name = key, .max = -INFINITY, .min = INFINITY };

@@ -12,27 +12,15 @@
 
 #include "internal.h"
 
-static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
+/* |C| and |C ∩ P| from sorted copies of the two types' rows (a negative
+ * duration among them: the unions are not sets); *ncomm: C's groups. */
+static int overlap_sorted(struct actx *c, const struct tl_rank *r, int64_t *total, int64_t *both,
+			  size_t *ncomm)
 {
-	enum { CM = 1u << KT_COMMUNICATION, CP = 1u << KT_COMPUTATION };
-	struct ival *comm, *comp;
-	size_t ncomm = 0, ncomp = 0;
-	int64_t total, both, u[1u << KT_COUNT];
-	uint32_t rows[KT_COUNT] = { 0 };
-	cJSON *o;
-	int err;
+	struct ival *comm = tl_malloc_big((r->nby_stream + 1) * sizeof(*comm));
+	struct ival *comp = tl_malloc_big((r->nby_stream + 1) * sizeof(*comp));
+	size_t nc = 0, np = 0;
 
-	err = gpu_unions(c, r, 1u << CM | 1u << CP | 1u << (CM | CP), u, rows);
-	if (err < 0)
-		return err;
-	if (!err) {
-		total = u[CM];
-		both = u[CM] + u[CP] - u[CM | CP];
-		ncomm = rows[KT_COMMUNICATION];
-		goto emit;
-	}
-	comm = tl_malloc_big((r->nby_stream + 1) * sizeof(*comm));
-	comp = tl_malloc_big((r->nby_stream + 1) * sizeof(*comp));
 	if (!comm || !comp) {
 		tl_free_big(comm);
 		tl_free_big(comp);
@@ -44,18 +32,40 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
 		enum ktype t = ktype_of(c, e->name);
 
 		if (t == KT_COMMUNICATION)
-			comm[ncomm++] = v;
+			comm[nc++] = v;
 		else if (t == KT_COMPUTATION)
-			comp[ncomp++] = v;
+			comp[np++] = v;
 	}
-	ncomm = ival_merge(comm, ncomm);
-	ncomp = ival_merge(comp, ncomp);
-	total = ival_total(comm, ncomm);
-	both = ival_overlap(comm, ncomm, comp, ncomp);
+	nc = ival_merge(comm, nc);
+	np = ival_merge(comp, np);
+	*total = ival_total(comm, nc);
+	*both = ival_overlap(comm, nc, comp, np);
+	*ncomm = nc;
 	tl_free_big(comm);
 	tl_free_big(comp);
+	return 0;
+}
 
-emit:
+static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
+{
+	enum { CM = 1u << KT_COMMUNICATION, CP = 1u << KT_COMPUTATION };
+	size_t ncomm = 0;
+	int64_t total = 0, both = 0, u[1u << KT_COUNT];
+	uint32_t rows[KT_COUNT] = { 0 };
+	cJSON *o;
+	int err;
+
+	err = gpu_unions(c, r, 1u << CM | 1u << CP | 1u << (CM | CP), u, rows);
+	if (!err) {
+		total = u[CM];
+		both = u[CM] + u[CP] - u[CM | CP];
+		ncomm = rows[KT_COMMUNICATION];
+	} else if (err == 1) {
+		err = overlap_sorted(c, r, &total, &both, &ncomm);
+	}
+	if (err < 0)
+		return err;
+
 	o = cJSON_CreateObject();
 	jpush(c, out, o);
 	jint(c, o, "rank", r->rank);

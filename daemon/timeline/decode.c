@@ -122,7 +122,8 @@ static int dec_rank(struct rbuf *b, uint32_t nstrs, struct tl_rank **ret, const 
 		e->sync = (uint8_t)(ks >> 8);
 		e->link = -1;
 		*why = "bad event";
-		if (!tl_ev_set_hta(e, hts, hend) || !tl_ev_set_index_corr(e, ic) || e->name >= nstrs || e->cat >= nstrs ||
+		if (!tl_ev_set_hta(e, hts, hend) || !tl_ev_set_index_corr(e, ic) ||
+		    e->name >= nstrs || e->cat >= nstrs ||
 		    (e->args != TL_NO_ARGS && e->args >= nargs) ||
 		    (e->flags & ~EV_FLAGS_KNOWN) || e->kind >= TL_K_COUNT ||
 		    e->sync > TL_SYNC_STREAM_WAIT || (ks >> 16) ||

@@ -9,7 +9,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "kineto.h"
 #include "kineto_spec.h"
@@ -320,26 +319,16 @@ int kimp_reserve(struct kimp *k, uint64_t done, uint64_t total, bool populate)
 	return 0;
 }
 
-/* The populated room past the rows in use, in whole huge pages: back. */
-static void release_room(void *base, size_t used, size_t cap)
-{
-	uintptr_t lo = ((uintptr_t)base + used + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
-	uintptr_t hi = ((uintptr_t)base + cap) & ~(uintptr_t)((2u << 20) - 1);
-
-	if (base && hi > lo)
-		madvise((void *)lo, hi - lo, MADV_DONTNEED);
-}
-
 void kimp_stop_pop(struct kimp *k)
 {
 	if (!k->pop.running)
 		return;
 	tl_popper_stop(&k->pop);
 	/* the estimate's margin, populated ahead and not used */
-	release_room(k->r->ev, (size_t)k->r->nev * sizeof(*k->r->ev),
-		     (size_t)k->cap.ev_cap * sizeof(*k->r->ev));
-	release_room(k->r->args, (size_t)k->r->nargs * sizeof(*k->r->args),
-		     (size_t)k->cap.args_cap * sizeof(*k->r->args));
+	tl_room_release(k->r->ev, (size_t)k->r->nev * sizeof(*k->r->ev),
+			(size_t)k->cap.ev_cap * sizeof(*k->r->ev));
+	tl_room_release(k->r->args, (size_t)k->r->nargs * sizeof(*k->r->args),
+			(size_t)k->cap.args_cap * sizeof(*k->r->args));
 }
 
 void kimp_finish(struct kimp *k)

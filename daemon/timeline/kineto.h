@@ -120,7 +120,7 @@ extern const struct json_sax kineto_sax;
 void kimp_warn(struct kimp *k, enum import_warn w);
 int kimp_oom(struct kimp *k, int err);
 /* One more element of traceEvents; -E2BIG (message in k->err) past
- * UINT32_MAX - 1 of them. */
+ * UINT32_MAX of them (so every index stays below TL_NO_INDEX). */
 int kimp_count_raw(struct kimp *k);
 int kimp_intern(struct kimp *k, const struct jv *v, uint32_t *id);
 bool kimp_get_i64(struct kimp *k, const struct jv *v, int64_t *out, bool quiet_str);

@@ -817,20 +817,23 @@ static void *popper_main(void *arg)
 	return NULL;
 }
 
+/* The whole huge pages inside base[from .. to): *lo, and their length
+ * (0 when none, or base is NULL). */
+static size_t huge_inside(void *base, size_t from, size_t to, char **lo)
+{
+	uintptr_t a = ((uintptr_t)base + from + TL_HUGE - 1) & ~(uintptr_t)(TL_HUGE - 1);
+	uintptr_t b = ((uintptr_t)base + to) & ~(uintptr_t)(TL_HUGE - 1);
+
+	*lo = (char *)a;
+	return base && b > a ? b - a : 0;
+}
+
 void tl_popper_start(struct tl_popper *p, bool idle, void *a, size_t a_from, size_t a_to, void *b,
 		     size_t b_from, size_t b_to)
 {
-	void *base[2] = { a, b };
-	size_t from[2] = { a_from, b_from }, to[2] = { a_to, b_to };
-
 	tl_popper_stop(p);
-	for (int i = 0; i < 2; i++) { /* whole 2 MiB pages past what is in use */
-		uintptr_t lo = ((uintptr_t)base[i] + from[i] + TL_HUGE - 1) & ~(uintptr_t)(TL_HUGE - 1);
-		uintptr_t hi = ((uintptr_t)base[i] + to[i]) & ~(uintptr_t)(TL_HUGE - 1);
-
-		p->base[i] = (char *)lo;
-		p->len[i] = base[i] && hi > lo ? hi - lo : 0;
-	}
+	p->len[0] = huge_inside(a, a_from, a_to, &p->base[0]);
+	p->len[1] = huge_inside(b, b_from, b_to, &p->base[1]);
 	atomic_store(&p->stop, false);
 	p->idle = idle;
 	p->running = (p->len[0] || p->len[1]) && tl_two_cpus() &&
@@ -844,6 +847,15 @@ void tl_popper_stop(struct tl_popper *p)
 	atomic_store(&p->stop, true);
 	pthread_join(p->th, NULL);
 	p->running = false;
+}
+
+void tl_room_release(void *base, size_t used, size_t cap)
+{
+	char *lo;
+	size_t len = huge_inside(base, used, cap, &lo);
+
+	if (len)
+		madvise(lo, len, MADV_DONTNEED);
 }
 
 bool tl_two_cpus(void)

@@ -184,6 +184,9 @@ struct tl_popper {
 void tl_popper_start(struct tl_popper *p, bool idle, void *a, size_t a_from, size_t a_to, void *b,
 		     size_t b_from, size_t b_to);
 void tl_popper_stop(struct tl_popper *p); /* waits for it; a no-op when not running */
+/* Gives back the populated pages of base[used .. cap) bytes (whole huge
+ * pages only): the room a popper populated past the rows in use. */
+void tl_room_release(void *base, size_t used, size_t cap);
 /* Mark exact duplicates (TL_EV_DUPLICATE); returns how many, or -ENOMEM. */
 int64_t tl_rank_mark_duplicates(struct tl_rank *r);
 
