@@ -88,8 +88,9 @@ int gz_inflate_src(struct src *s, const uint8_t *in, ssize_t r, const struct gz_
 	return 0;
 }
 
-/* A plain source through the same pipe: copied into the chunks (the
- * thread's only work besides speculative parses). */
+/* A plain source through the same pipe: read() into the chunks, the
+ * importer's first piece copied (the thread's only work besides
+ * speculative parses). */
 static int copy_src(struct src *s, const uint8_t *in, ssize_t r, const struct gz_io *io,
 		    char *msg, size_t msg_len)
 {
@@ -138,11 +139,11 @@ struct gz_pipe {
 	struct kspec_worker *w; /* the thread's parse state */
 	bool ctx_ok; /* ctx set by the parser */
 	struct kspec_ctx ctx;
-	uint64_t bytes_in[NSLOT], map_hi[NSLOT]; /* source counters after the piece */
+	uint64_t bytes_in[NSLOT], file_hi[NSLOT]; /* source counters after the piece */
 	unsigned head, tail, nfull; /* nfull counts the piece the parser holds */
 	bool holding; /* the parser holds buf[head] */
 	bool took_any;
-	uint64_t took_bytes_in, took_map_hi;
+	uint64_t took_bytes_in, took_file_hi;
 	bool cancel, done, guard_hit;
 	int err;
 	char msg[200];
@@ -185,7 +186,7 @@ static int pipe_put(void *arg, uint8_t *buf, size_t n)
 		g->seg_set[g->tail] = spec;
 		g->len[g->tail] = n;
 		g->bytes_in[g->tail] = g->s->bytes_in;
-		g->map_hi[g->tail] = g->s->map_hi;
+		g->file_hi[g->tail] = g->s->file_hi;
 		g->tail = (g->tail + 1) % NSLOT;
 		g->nfull++;
 		pthread_cond_signal(&g->cv_full);
@@ -297,7 +298,7 @@ ssize_t gz_pipe_next(struct gz_pipe *g, const uint8_t **p, struct kseg **seg, ch
 		n = (ssize_t)g->len[g->head];
 		*seg = g->seg_set[g->head] ? g->seg[g->head] : NULL;
 		g->took_bytes_in = g->bytes_in[g->head];
-		g->took_map_hi = g->map_hi[g->head];
+		g->took_file_hi = g->file_hi[g->head];
 		g->took_any = g->holding = true;
 	} else {
 		n = g->err;
@@ -319,7 +320,7 @@ bool gz_pipe_stop(struct gz_pipe *g)
 	pthread_join(g->th, NULL);
 	if (early && g->took_any) { /* as far as a serial import would have read */
 		g->s->bytes_in = g->took_bytes_in;
-		g->s->map_hi = g->took_map_hi;
+		g->s->file_hi = g->took_file_hi;
 	}
 	hit = g->guard_hit;
 	pipe_free(g);

@@ -14,9 +14,12 @@
  * ends up shorter than what was read from the mapping: the tail of its last
  * page reads as zeros without a fault); any other SIGBUS gets the default
  * action as before. Everything else (pipes, sockets, a SIGBUS handler of
- * the application's own, mmap failing) uses read(). After the size seen at
- * the start, reading continues with read(), so a file still growing is read
- * as before.
+ * the application's own, mmap failing) uses read(), and so does a large
+ * plain file read on the pipe's thread (import.c: it copies the bytes into
+ * its pieces anyway). After the size seen at the start, reading continues
+ * with read(), so a file still growing is read as before. A file cut while
+ * read() reads it (an early end, or shorter at the end than what was
+ * read) gives the same -EIO error (src_shrank()).
  */
 #include <errno.h>
 #include <poll.h>
@@ -91,22 +94,42 @@ void src_map_start(struct src *s)
 	struct stat st;
 	off_t cur;
 
-	if (fstat(s->fd, &st) < 0 || !S_ISREG(st.st_mode))
+	if (fstat(s->fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (cur = lseek(s->fd, 0, SEEK_CUR)) < 0)
 		return;
 	s->regular = true;
 	s->file_size = (uint64_t)st.st_size;
+	s->file_hi = (uint64_t)cur;
 	pthread_once(&bus_once, bus_install);
 	/* still ours? (the application may have installed its own since) */
 	if (!bus_ok || sigaction(SIGBUS, NULL, &cur_sa) < 0 || !(cur_sa.sa_flags & SA_SIGINFO) ||
 	    cur_sa.sa_sigaction != on_sigbus)
 		return;
-	cur = lseek(s->fd, 0, SEEK_CUR);
-	if (cur < 0 || st.st_size <= cur + 4096) /* small files: read() is as good */
+	if (st.st_size <= cur + 4096) /* small files: read() is as good */
 		return;
 	s->map_end = (uint64_t)st.st_size;
 	s->win_off = (uint64_t)cur; /* first window starts here (page-aligned below) */
 	s->win_len = s->pos = 0;
 	s->mapped = true;
+}
+
+int src_map_stop(struct src *s)
+{
+	uint64_t off = s->win_off + s->pos;
+
+	if (!s->mapped)
+		return 0;
+	src_unmap(s);
+	s->mapped = false;
+	return lseek(s->fd, (off_t)off, SEEK_SET) < 0 ? -errno : 0;
+}
+
+bool src_shrank(const struct src *s)
+{
+	struct stat st;
+
+	return s->regular && fstat(s->fd, &st) == 0 &&
+	       ((uint64_t)st.st_size < s->file_hi || (uint64_t)st.st_size < s->file_size);
 }
 
 /* Next piece of a mapped file; 0 with s->mapped cleared at map_end or
@@ -158,7 +181,7 @@ static ssize_t src_map(struct src *s, size_t n, const uint8_t **at)
 	k = s->win_len - s->pos < n ? s->win_len - s->pos : n;
 	*at = s->win + s->pos;
 	s->pos += k;
-	s->map_hi = s->win_off + s->pos;
+	s->file_hi = s->win_off + s->pos;
 	s->bytes_in += k;
 	return (ssize_t)k;
 }
@@ -201,8 +224,10 @@ ssize_t src_raw(struct src *s, uint8_t *buf, size_t n, const uint8_t **at)
 				return -errno;
 			continue;
 		}
-		if (r > 0)
+		if (r > 0) {
 			s->bytes_in += (uint64_t)r;
+			s->file_hi += (uint64_t)r;
+		}
 		return r < 0 ? -errno : r;
 	}
 }

@@ -27,7 +27,9 @@ struct src {
 	uint8_t *win;
 	size_t win_len, pos;
 	uint64_t win_off, map_end;
-	uint64_t map_hi; /* file offset up to which mapped bytes were fed */
+	/* regular file: offset up to which bytes were handed out, mapped
+	 * or read (what a parse took when a thread read ahead: gunzip.c) */
+	uint64_t file_hi;
 	uint8_t *in, *out;
 	size_t chunk;
 	bool gz, gz_done;
@@ -41,6 +43,12 @@ struct src {
 void src_map_start(struct src *s);
 /* Unmap the current window (and drop this thread's guard). */
 void src_unmap(struct src *s);
+/* Go on with read() from where the mapping got to; the pieces it handed
+ * out are then gone. 0 or a negative errno. */
+int src_map_stop(struct src *s);
+/* A regular file now shorter than its size at the start, or than what
+ * was read of it: the bytes read may not be one file's. */
+bool src_shrank(const struct src *s);
 /* Next piece of raw input, at most n bytes: *at points into the caller's
  * buffer for a memory source (no copy), else at buf after a read().
  * Returns the byte count, 0 at the end, or a negative errno. */
