@@ -521,6 +521,33 @@ static struct jnums *nums_of(struct actx *c, cJSON *arr)
 	return b;
 }
 
+/* b's room grown to at least need items (doubling from 64); false: OOM. */
+static bool nums_room(struct jnums *b, size_t need)
+{
+	size_t cap = b->cap ? b->cap : 64;
+	double *n;
+
+	if (need <= b->cap)
+		return true;
+	while (cap < need)
+		cap *= 2;
+	if (!(n = realloc(b->v, cap * sizeof(*n))))
+		return false;
+	b->v = n;
+	b->cap = cap;
+	return true;
+}
+
+void jnums_reserve(struct actx *c, cJSON *arr, size_t n)
+{
+	struct jnums *b;
+
+	if (!c->compact || !arr)
+		return;
+	if (!(b = nums_of(c, arr)) || !nums_room(b, b->n + n))
+		c->oom = true;
+}
+
 void jpush_num(struct actx *c, cJSON *arr, double v)
 {
 	struct jnums *b;
@@ -533,16 +560,9 @@ void jpush_num(struct actx *c, cJSON *arr, double v)
 		c->oom = true;
 		return;
 	}
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 64;
-		double *n = realloc(b->v, cap * sizeof(*n));
-
-		if (!n) {
-			c->oom = true;
-			return;
-		}
-		b->v = n;
-		b->cap = cap;
+	if (b->n == b->cap && !nums_room(b, b->n + 1)) {
+		c->oom = true;
+		return;
 	}
 	b->v[b->n++] = v;
 }
@@ -552,11 +572,27 @@ static const char digit_pairs[201] = "000102030405060708091011121314151617181920
 				     "50515253545556575859606162636465666768697071727374"
 				     "75767778798081828384858687888990919293949596979899";
 
-/* Digits of x (< 10^19) at the end of out[0..20); returns the first.
- * Two digits per division: the queue series and the per-launch columns
- * print millions of numbers. */
-static char *utoa_rev(uint64_t x, char *end)
+/* Decimal digits of x. */
+static unsigned ndigits(uint64_t x)
 {
+	unsigned n = 1;
+
+	while (x >= 100) {
+		x /= 100;
+		n += 2;
+	}
+	return n + (x >= 10);
+}
+
+/* x's digits at out (no NUL); returns how many. Written from the last
+ * digit back, two per division (the queue series and the per-launch
+ * columns print millions of numbers), straight into place: a copy of a
+ * variable length was a libc call per number, 12 % of the queue call. */
+static size_t utoa(uint64_t x, char *out)
+{
+	size_t n = ndigits(x);
+	char *end = out + n;
+
 	while (x >= 100) {
 		uint64_t q = x / 100;
 
@@ -564,18 +600,15 @@ static char *utoa_rev(uint64_t x, char *end)
 		memcpy(end, digit_pairs + 2 * (x - 100 * q), 2);
 		x = q;
 	}
-	if (x >= 10) {
-		end -= 2;
-		memcpy(end, digit_pairs + 2 * x, 2);
-	} else {
-		*--end = (char)('0' + x);
-	}
-	return end;
+	if (x >= 10)
+		memcpy(end - 2, digit_pairs + 2 * x, 2);
+	else
+		end[-1] = (char)('0' + x);
+	return n;
 }
 
 size_t jfmt_num(double v, char *out)
 {
-	char tmp[24], *e = tmp + sizeof(tmp), *d;
 	size_t n = 0;
 
 	if (!isfinite(v)) {
@@ -593,9 +626,7 @@ size_t jfmt_num(double v, char *out)
 				out[n++] = '-';
 			ip = m / 1000;
 			f = m - ip * 1000;
-			d = utoa_rev(ip, e);
-			memcpy(out + n, d, (size_t)(e - d));
-			n += (size_t)(e - d);
+			n += utoa(ip, out + n);
 			if (f) { /* up to 3 decimals, no trailing zeros */
 				out[n++] = '.';
 				out[n++] = (char)('0' + f / 100);

@@ -228,6 +228,9 @@ void jbool(struct actx *c, cJSON *obj, const char *key, bool v);
 /* NaN/inf → null. An array gets jpush_num() or jpush() items, never both
  * (in compact mode the numbers of an array that also has items are lost). */
 void jpush_num(struct actx *c, cJSON *arr, double v);
+/* Room for n more jpush_num() items in arr (compact mode; else nothing):
+ * one allocation instead of doublings for an array of known length. */
+void jnums_reserve(struct actx *c, cJSON *arr, size_t n);
 /* After the analysis ran (ok: it succeeded, its tree is intact): turn the
  * collected arrays into raw JSON text, or just drop them. */
 void jnums_finish(struct actx *c, bool ok);

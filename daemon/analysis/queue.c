@@ -12,9 +12,10 @@
 
 #include "internal.h"
 
+/* A row of the series before the sort; its ts is in keys[] beside. */
 struct qrow {
-	int64_t ts, stream, pid, tid;
-	int delta;
+	int64_t stream;
+	int32_t delta;
 };
 
 /* Is this event one of HTA's launch rows R (6.6)? */
@@ -72,6 +73,8 @@ static void emit_stream(struct actx *c, cJSON *streams, const struct order_key *
 		cJSON *se = jobj(c, s, "series"), *ts = jarr(c, se, "ts_us"),
 		      *len = jarr(c, se, "queue_length");
 
+		jnums_reserve(c, ts, n);
+		jnums_reserve(c, len, n);
 		for (size_t i = 0; i < n; i++) {
 			jpush_num(c, ts, us(k[i].ts - t0));
 			jpush_num(c, len, (double)ql[i]);
@@ -100,7 +103,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 	 * counted twice; the room then doubles. */
 	size_t cap = (size_t)r->nby_corr + 1;
 	struct qrow *q = tl_malloc_room(cap * sizeof(*q));
-	int64_t *keys = NULL, *ql = NULL;
+	int64_t *keys = tl_malloc_big(cap * sizeof(*keys)), *ql;
 	uint32_t *idx = NULL;
 	struct order_key *k = NULL;
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN, hta_stream = TL_NONE;
@@ -108,7 +111,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 	cJSON *o, *streams;
 	int err = -ENOMEM;
 
-	if (!q)
+	if (!q || !keys)
 		goto out;
 	/* [R in row order, then GPU rows in row order] (6.6), the input order
 	 * numpy's argsort sees */
@@ -117,7 +120,8 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 
 		if (!is_launch(e) || !(g = gpu_of(r, e->correlation)))
 			continue;
-		q[n++] = (struct qrow){ ev_ts(r, e), g->stream, g->pid, g->tid, +1 };
+		keys[n] = ev_ts(r, e);
+		q[n++] = (struct qrow){ g->stream, +1 };
 	}
 	for (uint32_t p = 0; p < r->nev; p++) {
 		const struct tl_event *e = &r->ev[p];
@@ -129,28 +133,33 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 			continue;
 		if (n == cap) {
 			struct qrow *nq = tl_malloc_big(2 * cap * sizeof(*q));
+			int64_t *nk = tl_malloc_big(2 * cap * sizeof(*keys));
 
-			if (!nq)
+			if (!nq || !nk) {
+				tl_free_big(nq);
+				tl_free_big(nk);
 				goto out;
+			}
 			memcpy(nq, q, n * sizeof(*q));
+			memcpy(nk, keys, n * sizeof(*keys));
 			tl_free_big(q);
+			tl_free_big(keys);
 			q = nq;
+			keys = nk;
 			cap *= 2;
 		}
-		q[n++] = (struct qrow){ ts, e->stream, e->pid, e->tid, -1 };
+		keys[n] = ts;
+		q[n++] = (struct qrow){ e->stream, -1 };
 	}
-	keys = tl_malloc_big((n + 1) * sizeof(*keys));
 	idx = tl_malloc_big((n + 1) * sizeof(*idx));
 	k = tl_malloc_big((n + 1) * sizeof(*k));
-	ql = tl_malloc_big((n + 1) * sizeof(*ql));
-	if (!keys || !idx || !k || !ql)
+	if (!idx || !k)
 		goto out;
-	for (size_t i = 0; i < n; i++)
-		keys[i] = q[i].ts;
 	np_argsort_i64(keys, idx, n);
 	for (size_t i = 0; i < n; i++)
-		k[i] = (struct order_key){ q[idx[i]].stream, (uint32_t)i, idx[i], q[idx[i]].ts,
+		k[i] = (struct order_key){ q[idx[i]].stream, (uint32_t)i, idx[i], keys[idx[i]],
 					   q[idx[i]].delta };
+	ql = keys; /* the keys are in k now: their block holds the lengths */
 	/* groupby(stream) keeps the sorted order inside each stream: k is in
 	 * pos order, so a stable sort by stream gives (stream, pos) */
 	order_sort(k, n);
@@ -177,7 +186,6 @@ out:
 	tl_free_big(keys);
 	tl_free_big(idx);
 	tl_free_big(k);
-	tl_free_big(ql);
 	return err;
 }
 
