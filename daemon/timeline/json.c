@@ -519,10 +519,16 @@ key:
 		state = ST_COLON;
 		if ((err = sax->key(ctx, s0, (size_t)(q - s0), false)) < 0)
 			goto out;
-		/* Kineto writes `"key": value`: skip the state round trip */
+		/* Kineto writes `"key": value`, compact writers `"key":value`:
+		 * skip the state round trips */
 		if (end - p > 2 && p[0] == ':' && p[1] == ' ' && !(cls[(uint8_t)p[2]] & C_WS)) {
 			p += 2;
 			c = *p;
+			state = ST_VALUE;
+			goto value;
+		}
+		if (end - p > 1 && p[0] == ':' && !(cls[(uint8_t)p[1]] & C_WS)) {
+			c = *++p;
 			state = ST_VALUE;
 			goto value;
 		}
@@ -580,10 +586,16 @@ value:
 				goto out;
 		}
 next_member:
-		/* `, "key"` inside an object: straight to the next key */
+		/* `, "key"` or `,"key"` inside an object: straight to the next
+		 * key */
 		if (end - p > 2 && p[0] == ',' && p[1] == ' ' && p[2] == '"' && depth &&
 		    t->stack[depth - 1] == '{') {
 			p += 2;
+			state = ST_KEY;
+			goto key;
+		}
+		if (end - p > 1 && p[0] == ',' && p[1] == '"' && depth && t->stack[depth - 1] == '{') {
+			p++;
 			state = ST_KEY;
 			goto key;
 		}

@@ -210,6 +210,55 @@ static void test_number_paths(void)
 	free(buf);
 }
 
+/* Compact JSON ("key":value,"key":...): the tokenizer's fast path goes
+ * from a key's colon or a value's comma straight on, in both the spaced
+ * (Kineto) and the compact form. Every document, valid or not, gives what
+ * the byte-at-a-time path gives (1-byte chunks: no fast path). */
+static void test_compact_json(void)
+{
+	static const char *const docs[] = {
+		"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,"
+		"\"tid\":7,\"ts\":1.5,\"dur\":2,\"args\":{\"correlation\":3,\"stream\":7}},"
+		"{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,"
+		"\"tid\":2,\"ts\":1,\"dur\":1,\"args\":{\"correlation\":3}}]}",
+		/* mixed: spaced and compact members in one object */
+		"{\"traceEvents\": [{\"ph\":\"X\", \"ts\": 1,\"dur\":2, \"cat\":\"cpu_op\",\"name\":\"a\",\"pid\":1,\"tid\":1}]}",
+		/* a value that stops the fast path right after the colon */
+		"{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1,\"dur\":2,\"name\":\"a\\u00e9b\"}]}",
+		"{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1,\"dur\":NaN,\"name\":\"a\"}]}",
+		/* errors where the skipped state would have caught them */
+		"{\"traceEvents\":[{\"ph\":,\"ts\":1}]}",
+		"{\"traceEvents\":[{\"ph\":}]}",
+		"{\"traceEvents\":[{\"ph\":\"X\",}]}",
+		"{\"traceEvents\":[{\"ph\":\"X\",\"ts\"}]}",
+		"{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1,,\"dur\":1}]}",
+		"{\"traceEvents\":[{\"ph\"::\"X\"}]}",
+		"{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1}],\"x\":[1,\"a\",2]}",
+		"{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1,\"dur\":1,\"name\":\"a\"}",
+	};
+
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		struct import_opts fast = { .rank = -1 }, slow = { .rank = -1, .chunk_size = 1 };
+		struct import_result ra, rb;
+		struct timeline *a, *b;
+		int ea = imp(docs[i], strlen(docs[i]), &fast, &ra, &a);
+		int eb = imp(docs[i], strlen(docs[i]), &slow, &rb, &b);
+
+		CHECK_EQ_INT(ea, eb);
+		CHECK_EQ_U64(ra.error_offset, rb.error_offset);
+		CHECK_STREQ(ra.error_msg, rb.error_msg);
+		CHECK_EQ_U64(ra.events_kept, rb.events_kept);
+		CHECK_EQ_U64(ra.warnings_total, rb.warnings_total);
+		CHECK(timeline_equal(a, b));
+		if (i < 2) /* every row kept */
+			CHECK_EQ_U64(ra.events_kept, (uint64_t)(i ? 1 : 2));
+		/* valid: the first four and the one with a trailing array */
+		CHECK_EQ_INT(ea, i < 4 || i == 10 ? 0 : -EBADMSG);
+		timeline_free(a);
+		timeline_free(b);
+	}
+}
+
 static void test_strings(void)
 {
 	char buf[4096];
@@ -873,6 +922,7 @@ int main(void)
 	RUN(test_numbers);
 	RUN(test_number_paths);
 	RUN(test_strings);
+	RUN(test_compact_json);
 	RUN(test_odd_events);
 	RUN(test_corr_lookup);
 	RUN(test_duplicates_many);
