@@ -47,17 +47,27 @@ static int clip(struct cp_build *b)
 	} else {
 		int64_t n = 0;
 
-		for (uint32_t i = 0; i < r->nev; i++) {
-			uint32_t p = r->hta_order ? r->hta_order[i] : i;
-			const struct tl_event *e = &r->ev[p];
+		/* instances counted in HTA's row order (4.9): after its step
+		 * filter the GPUKernelFilter rows first, then the others (each
+		 * in index order); else index order */
+		bool filtered = r->flags & TL_RANK_STEP_FILTERED;
 
-			if (!strstr(cpb_name(b, p), ann))
-				continue;
-			if (n >= b->o->instance_lo && n <= b->o->instance_hi) {
-				lo = ev_ts(r, e) < lo ? ev_ts(r, e) : lo;
-				hi = ev_end(r, e) > hi ? ev_end(r, e) : hi;
+		for (int pass = 0; pass < (filtered ? 2 : 1); pass++) {
+			for (uint32_t p = 0; p < r->nev; p++) {
+				const struct tl_event *e = &r->ev[p];
+
+				bool gk = (e->flags & TL_EV_GPU_KERNEL_FILTER) != 0;
+
+				if (filtered && gk != (pass == 0))
+					continue;
+				if (!strstr(cpb_name(b, p), ann))
+					continue;
+				if (n >= b->o->instance_lo && n <= b->o->instance_hi) {
+					lo = ev_ts(r, e) < lo ? ev_ts(r, e) : lo;
+					hi = ev_end(r, e) > hi ? ev_end(r, e) : hi;
+				}
+				n++;
 			}
-			n++;
 		}
 		if (!n)
 			return cpb_fail(b, -EINVAL, "annotation \"%s\" not found in rank %d", ann,

@@ -239,32 +239,10 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs)
 	r->by_corr = tl_malloc_big((size_t)npairs * sizeof(uint32_t) + 4);
 	r->by_stream = tl_malloc_room(sz);
 	r->by_thread = tl_malloc_big(sz);
-	if (r->flags & TL_RANK_STEP_FILTERED)
-		r->hta_order = tl_malloc_big(sz);
-	if (!tmp || !r->by_corr || !r->by_stream || !r->by_thread ||
-	    ((r->flags & TL_RANK_STEP_FILTERED) && !r->hta_order))
+	if (!tmp || !r->by_corr || !r->by_stream || !r->by_thread)
 		goto nomem;
-
-	/* One pass over the events: link reset and (4.9) HTA's order,
-	 * GPUKernelFilter rows first (the others go to tmp and are appended
-	 * after). */
-	{
-		uint32_t ng = 0, nc = 0;
-
-		for (uint32_t i = 0; i < r->nev; i++) {
-			struct tl_event *e = &r->ev[i];
-
-			e->link = -1;
-			if (r->hta_order) {
-				if (e->flags & TL_EV_GPU_KERNEL_FILTER)
-					r->hta_order[ng++] = i;
-				else
-					tmp[nc++] = i;
-			}
-		}
-		if (r->hta_order)
-			memcpy(r->hta_order + ng, tmp, (size_t)nc * sizeof(*tmp));
-	}
+	for (uint32_t i = 0; i < r->nev; i++)
+		r->ev[i].link = -1;
 	r->nby_corr = n = npairs;
 	if (!(r->corr_keys = tl_malloc_big((size_t)n * sizeof(*r->corr_keys) + 1)))
 		goto nomem;

@@ -536,7 +536,6 @@ struct tl_rank *tl_rank_alloc(int32_t rank)
 
 void tl_rank_drop_indexes(struct tl_rank *r)
 {
-	free(r->hta_order);
 	free(r->by_stream);
 	free(r->streams);
 	free(r->by_thread);
@@ -547,7 +546,7 @@ void tl_rank_drop_indexes(struct tl_rank *r)
 	r->corr_keys = NULL;
 	r->corr_start = NULL;
 	r->corr_span = r->corr_shift = 0;
-	r->hta_order = r->by_stream = r->by_thread = r->by_corr = NULL;
+	r->by_stream = r->by_thread = r->by_corr = NULL;
 	r->streams = NULL;
 	r->threads = NULL;
 	r->nstreams = r->nby_stream = r->nthreads = r->nby_corr = 0;

@@ -272,7 +272,6 @@ struct tl_rank {
 	int64_t base_time_ns; /* top-level baseTimeNanoseconds, -1 */
 
 	/* Built by timeline_finalize(); positions into ev[]. */
-	uint32_t *hta_order; /* HTA's DataFrame row order (4.9); NULL = identity */
 	uint32_t *by_stream; /* GPU-side events grouped per tl_stream, each by (ts_ns, index) */
 	struct tl_stream *streams; /* sorted by (stream, pid) */
 	uint32_t nstreams;

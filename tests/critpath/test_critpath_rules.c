@@ -203,6 +203,45 @@ static void test_whatif(void)
 	timeline_free(tl);
 }
 
+/*
+ * The annotation's instances count in HTA's row order (4.9): after the
+ * step filter, GPUKernelFilter rows before the others. 0 ProfilerStep#1,
+ * 1 "mark" (CPU), 2 launch, 3 kernel "mark_k", 4 an op inside the
+ * kernel's time, 5 ProfilerStep#2 (cut).
+ */
+static void test_annotation_order(void)
+{
+	struct timeline *tl = load(
+	    CPU("ProfilerStep#1", "user_annotation", 0, 150, -1) "," CPU(
+		"mark", "cpu_op", 10, 5, -1) "," CPU("cudaLaunchKernel", "cuda_runtime", 20, 5,
+						     7) "," GPU("mark_k", "kernel", 7, 50, 10, 7,
+								"") "," CPU("aten::op", "cpu_op", 52, 3,
+									    -1) "," CPU("ProfilerStep#2",
+											"user_annotation",
+											200, 50, -1));
+	const struct tl_rank *r = timeline_rank_at(tl, 0);
+	struct cp_opts o;
+	struct cp_graph *g = NULL;
+	char err[256] = "";
+
+	CHECK(r->flags & TL_RANK_STEP_FILTERED);
+	cp_opts_default(&o);
+	o.annotation = "mark";
+	for (int i = 0; i < 2; i++) {
+		o.instance_lo = o.instance_hi = i;
+		CHECK_EQ_INT(cp_build(tl, &o, &g, err, sizeof(err)), 0);
+		/* instance 0: the kernel (a GPUKernelFilter row), then the op */
+		CHECK_EQ_INT((g ? g->win_lo : -1), (i ? 10000 : 50000));
+		CHECK_EQ_INT((g ? g->win_hi : -1), (i ? 15000 : 60000));
+		cp_graph_free(g);
+		g = NULL;
+	}
+	o.instance_lo = o.instance_hi = 2;
+	CHECK(cp_build(tl, &o, &g, err, sizeof(err)) < 0);
+	CHECK(strstr(err, "2 instances") != NULL);
+	timeline_free(tl);
+}
+
 int main(void)
 {
 	RUN(test_launch_vs_kernel_kernel);
@@ -210,5 +249,6 @@ int main(void)
 	RUN(test_event_record_wait);
 	RUN(test_cycle_rejected);
 	RUN(test_whatif);
+	RUN(test_annotation_order);
 	return test_summary();
 }
