@@ -189,6 +189,8 @@ void tl_popper_stop(struct tl_popper *p); /* waits for it; a no-op when not runn
 void tl_room_release(void *base, size_t used, size_t cap);
 /* Mark exact duplicates (TL_EV_DUPLICATE); returns how many, or -ENOMEM. */
 int64_t tl_rank_mark_duplicates(struct tl_rank *r);
+/* The same on nthreads (1 or 2) threads: the marks are the same. */
+int64_t tl_rank_mark_duplicates_n(struct tl_rank *r, int nthreads);
 
 /* Capacities tracked next to the public arrays while building. */
 struct tl_build {

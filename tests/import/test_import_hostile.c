@@ -632,13 +632,19 @@ static void check_dups(uint32_t n, uint64_t seed)
 			want[ord[k]] = 1;
 			nwant++;
 		}
-	got = tl_rank_mark_duplicates(r);
-	CHECK_EQ_INT(got, nwant);
-	for (uint32_t i = 0; i < n; i++)
-		if (!!(r->ev[i].flags & TL_EV_DUPLICATE) != want[i]) {
-			CHECK(!"duplicate flag as the reference says");
-			break;
-		}
+	/* one thread, two threads (rows and partitions split), and the
+	 * choice the importer makes */
+	for (int nt = 0; nt <= 2; nt++) {
+		for (uint32_t i = 0; i < n; i++)
+			r->ev[i].flags &= ~TL_EV_DUPLICATE;
+		got = nt ? tl_rank_mark_duplicates_n(r, nt) : tl_rank_mark_duplicates(r);
+		CHECK_EQ_INT(got, nwant);
+		for (uint32_t i = 0; i < n; i++)
+			if (!!(r->ev[i].flags & TL_EV_DUPLICATE) != want[i]) {
+				CHECK(!"duplicate flag as the reference says");
+				break;
+			}
+	}
 	free(ord);
 	free(want);
 	tl_rank_free(r);
@@ -649,6 +655,7 @@ static void test_duplicates_many(void)
 	check_dups(0, 1);
 	check_dups(1, 2);
 	check_dups(2, 3);
+	check_dups(3, 6);
 	check_dups(1000, 4);
 	check_dups(300000, 5); /* 64 partitions */
 }
