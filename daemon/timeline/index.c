@@ -42,8 +42,11 @@ static uint64_t gkey_hash(uint32_t f, int64_t a, int64_t b)
  * Group the selected events by key with a counting sort (few distinct
  * keys: threads, streams), keep index order inside a group, then sort each
  * group by (ts, index) — O(n) when already in time order. The (ts,
- * position) pairs are filled in one pass over ev[] in order, not gathered
- * from it group by group (a cache miss per row). out[] gets the positions;
+ * position) pairs are filled in one pass over the selected rows in order,
+ * not gathered from ev[] group by group (a cache miss per row); for
+ * streams, a few of the rows, the first pass notes which in out[] and
+ * tmp[] holds only theirs (it wrote every row's before: 4 bytes per row
+ * of fresh memory, read back in full). out[] gets the positions;
  * *keys_out the groups in key order (caller frees).
  */
 static int group_sort(struct tl_rank *r, bool streams, uint32_t *out, uint32_t *tmp,
@@ -63,10 +66,8 @@ static int group_sort(struct tl_rank *r, bool streams, uint32_t *out, uint32_t *
 		int64_t a = streams ? e->stream : e->pid, b = streams ? e->pid : e->tid;
 		uint64_t s;
 
-		if (streams && !(e->flags & TL_EV_GPU_SIDE)) {
-			gid[i] = UINT32_MAX;
+		if (streams && !(e->flags & TL_EV_GPU_SIDE))
 			continue;
-		}
 		for (s = gkey_hash(f, a, b) & (nslots - 1); slots[s]; s = (s + 1) & (nslots - 1)) {
 			struct gkey *k = &keys[slots[s] - 1];
 
@@ -98,8 +99,12 @@ static int group_sort(struct tl_rank *r, bool streams, uint32_t *out, uint32_t *
 					;
 			}
 		}
-		gid[i] = slots[s] - 1;
-		keys[gid[i]].count++;
+		/* gid[n]: the n-th selected row's group; streams (a few of
+		 * the rows) note the row in out[n] too, read back below */
+		gid[n] = slots[s] - 1;
+		if (streams)
+			out[n] = i;
+		keys[gid[n]].count++;
 		n++;
 	}
 	/* key order, then offsets; count[] doubles as the running cursor */
@@ -116,12 +121,10 @@ static int group_sort(struct tl_rank *r, bool streams, uint32_t *out, uint32_t *
 		off += keys[k].count;
 		keys[k].count = 0;
 	}
-	for (uint32_t i = 0; i < r->nev; i++) {
-		struct gkey *k;
+	for (uint32_t j = 0; j < n; j++) {
+		struct gkey *k = &keys[rank_of[gid[j]]];
+		uint32_t i = streams ? out[j] : j;
 
-		if (gid[i] == UINT32_MAX)
-			continue;
-		k = &keys[rank_of[gid[i]]];
 		kp[k->first + k->count++] = (struct tl_kp){ .key = r->ev[i].ts_ns, .pos = i };
 	}
 	free(rank_of);
