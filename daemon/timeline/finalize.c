@@ -129,7 +129,8 @@ static int corr_link(struct tl_rank *r, struct tl_kp **pairs_out, uint32_t *npai
  * without any ProfilerStep row are left alone (HTA would compare against
  * NaN and drop every row; docs/import.md).
  */
-static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs)
+static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
+		       struct tl_bythread *bt)
 {
 	int64_t cutoff = INT64_MIN, cutoff_ns = -1;
 	uint32_t n = 0, nargs = 0, *np, k = 0;
@@ -165,6 +166,11 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs)
 	for (uint32_t i = 0; i < r->nev && !neg1; i++)
 		neg1 = r->ev[i].correlation == -1 && !(r->ev[i].flags & TL_EV_GPU_KERNEL_FILTER) &&
 		       tl_ev_hta_ts_us(&r->ev[i]) < cutoff;
+	/* rows move below: the per-thread sort reading them must be done */
+	if (bt && tl_bythread_wait(bt) < 0) {
+		tl_free_big(np);
+		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < r->nev; i++) {
 		struct tl_event *e = &r->ev[i];
 		bool keep;
@@ -191,6 +197,8 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs)
 		if (np[pairs[j].pos] != UINT32_MAX)
 			pairs[k++] = (struct tl_kp){ .key = pairs[j].key, .pos = np[pairs[j].pos] };
 	*npairs = k;
+	if (bt)
+		tl_bythread_remap(bt, np);
 	tl_free_big(np);
 	r->nargs = nargs;
 	r->nev = n;
@@ -243,20 +251,27 @@ int timeline_finalize(struct timeline *tl, unsigned flags)
 
 	for (uint32_t i = 0; i < tl->nranks; i++) {
 		struct tl_rank *r = tl->ranks[i];
+		struct tl_bythread *bt;
 		struct tl_kp *pairs;
 		uint32_t npairs;
 		int err;
 
 		if (r->flags & TL_RANK_FINALIZED)
 			continue;
-		if ((err = corr_link(r, &pairs, &npairs)) < 0)
-			return err;
-		if (filter && (err = step_filter(r, pairs, &npairs)) < 0) {
-			tl_free_big(pairs);
+		/* the per-thread sort, on a second thread beside the link */
+		bt = tl_bythread_start(r);
+		if ((err = corr_link(r, &pairs, &npairs)) < 0) {
+			tl_bythread_free(bt);
 			return err;
 		}
-		err = tl_rank_index_pairs(r, pairs, npairs);
+		if (filter && (err = step_filter(r, pairs, &npairs, bt)) < 0) {
+			tl_free_big(pairs);
+			tl_bythread_free(bt);
+			return err;
+		}
+		err = tl_rank_index_pairs(r, pairs, npairs, bt);
 		tl_free_big(pairs);
+		tl_bythread_free(bt);
 		if (err < 0)
 			return err;
 	}

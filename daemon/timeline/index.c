@@ -222,13 +222,91 @@ static void *gs_main(void *arg)
  * third of tl_rank_index; the second CPU is idle after the parse). */
 #define PAR_MIN_ROWS (1u << 18)
 
-int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs)
+/*
+ * The per-thread sort started before the correlation link (finalize.c),
+ * on the rows as they are then: it reads only their thread, time and
+ * flags, which the link and the step filter's decisions leave alone, and
+ * it must be waited for before the filter moves rows. Its positions are
+ * then mapped to the kept rows' new ones (the order within each thread
+ * stays: positions keep the rows' order). It overlapped nothing before,
+ * running beside the per-stream sort at the very end.
+ */
+struct tl_bythread {
+	pthread_t th;
+	bool started;
+	struct gs_job job;
+};
+
+struct tl_bythread *tl_bythread_start(struct tl_rank *r)
+{
+	size_t sz = (size_t)r->nev * sizeof(uint32_t) + 4;
+	struct tl_bythread *b;
+
+	if (r->nev < PAR_MIN_ROWS || !tl_two_cpus() || !(b = calloc(1, sizeof(*b))))
+		return NULL;
+	b->job = (struct gs_job){ .r = r, .out = tl_malloc_big(sz), .tmp = tl_malloc_room(sz),
+				  .kp = tl_malloc_room((size_t)r->nev * sizeof(struct tl_kp) + 1) };
+	if (b->job.out && b->job.tmp && b->job.kp &&
+	    tl_thread_start(&b->th, gs_main, &b->job) == 0) {
+		b->started = true;
+		return b;
+	}
+	tl_bythread_free(b);
+	return NULL;
+}
+
+int tl_bythread_wait(struct tl_bythread *b)
+{
+	if (b->started) {
+		pthread_join(b->th, NULL);
+		b->started = false;
+		tl_free_big(b->job.tmp);
+		tl_free_big(b->job.kp);
+		b->job.tmp = NULL;
+		b->job.kp = NULL;
+	}
+	return b->job.err;
+}
+
+void tl_bythread_remap(struct tl_bythread *b, const uint32_t *np)
+{
+	struct gs_job *j = &b->job;
+	uint32_t w = 0, nk = 0;
+
+	for (uint32_t k = 0; k < j->nkeys; k++) {
+		struct gkey g = j->keys[k];
+		uint32_t first = w;
+
+		for (uint32_t i = g.first; i < g.first + g.count; i++)
+			if (np[j->out[i]] != UINT32_MAX)
+				j->out[w++] = np[j->out[i]];
+		if (w > first) { /* a thread left without rows is gone */
+			g.first = first;
+			g.count = w - first;
+			j->keys[nk++] = g;
+		}
+	}
+	j->nkeys = nk;
+	j->n = w;
+}
+
+void tl_bythread_free(struct tl_bythread *b)
+{
+	if (!b)
+		return;
+	tl_bythread_wait(b);
+	tl_free_big(b->job.out);
+	free(b->job.keys);
+	free(b);
+}
+
+int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs,
+			struct tl_bythread *bt)
 {
 	uint32_t *tmp, *tmp2 = NULL, n;
 	size_t sz = (size_t)r->nev * sizeof(uint32_t) + 4;
 	struct tl_kp *kp = pairs, *kp2 = NULL;
-	struct gs_job st = { 0 }, th = { 0 };
-	bool par = false;
+	struct gs_job st = { 0 }, th = { 0 }, *par_job = NULL;
 	pthread_t helper;
 	int err;
 
@@ -241,8 +319,8 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs)
 	 * counted: room, populated as the sort writes it */
 	r->by_corr = tl_malloc_big((size_t)npairs * sizeof(uint32_t) + 4);
 	r->by_stream = tl_malloc_room(sz);
-	r->by_thread = tl_malloc_big(sz);
-	if (!tmp || !r->by_corr || !r->by_stream || !r->by_thread)
+	r->by_thread = bt ? NULL : tl_malloc_big(sz);
+	if (!tmp || !r->by_corr || !r->by_stream || (!bt && !r->by_thread))
 		goto nomem;
 	/* No pass resetting links: build_links() writes the link of every
 	 * row with a correlation, and a row without one is made with -1
@@ -255,26 +333,38 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs)
 		r->by_corr[i] = kp[i].pos;
 		r->corr_keys[i] = kp[i].key;
 	}
-	/* kp and tmp are free now: the per-thread sort takes them, on a
-	 * second thread when the rank is large (the per-stream sort then
-	 * gets scratch of its own, written only as far as it goes) */
+	/* kp and tmp are free now. The per-thread sort: done already (bt)
+	 * or here. Large ranks use a second thread: for the per-stream
+	 * sort when the per-thread one is done, else for the latter (the
+	 * per-stream sort then gets scratch of its own, written only as
+	 * far as it goes). */
 	th = (struct gs_job){ .r = r, .out = r->by_thread, .tmp = tmp, .kp = kp };
 	st = (struct gs_job){ .r = r, .streams = true, .out = r->by_stream, .tmp = tmp, .kp = kp };
-	if (r->nev >= PAR_MIN_ROWS && tl_two_cpus() && (tmp2 = tl_malloc_room(sz)) &&
-	    (kp2 = tl_malloc_room((size_t)r->nev * sizeof(*kp2) + 1)) &&
-	    tl_thread_start(&helper, gs_main, &th) == 0) {
-		par = true;
+	if (bt) {
+		if (tl_bythread_wait(bt) < 0)
+			goto nomem;
+		th = bt->job; /* its keys and positions become the rank's */
+		r->by_thread = bt->job.out;
+		bt->job.out = NULL;
+		bt->job.keys = NULL;
+		if (tl_thread_start(&helper, gs_main, &st) == 0)
+			par_job = &st;
+	} else if (r->nev >= PAR_MIN_ROWS && tl_two_cpus() && (tmp2 = tl_malloc_room(sz)) &&
+		   (kp2 = tl_malloc_room((size_t)r->nev * sizeof(*kp2) + 1)) &&
+		   tl_thread_start(&helper, gs_main, &th) == 0) {
+		par_job = &th;
 		st.tmp = tmp2;
 		st.kp = kp2;
 	}
 	err = corr_index(r);
 	if (!err) {
 		build_links(r);
-		gs_main(&st);
-		if (!par)
+		if (par_job != &st)
+			gs_main(&st);
+		if (!bt && !par_job)
 			gs_main(&th);
 	}
-	if (par)
+	if (par_job)
 		pthread_join(helper, NULL);
 	tl_free_big(tmp2);
 	tl_free_big(kp2);
@@ -316,7 +406,7 @@ int tl_rank_index(struct tl_rank *r)
 	int err = tl_corr_pairs(r, &pairs, &n);
 
 	if (!err)
-		err = tl_rank_index_pairs(r, pairs, n);
+		err = tl_rank_index_pairs(r, pairs, n, NULL);
 	tl_free_big(pairs);
 	return err;
 }

@@ -128,9 +128,21 @@ void tl_rank_drop_indexes(struct tl_rank *r);
 /* Build indexes and links of one rank (index.c). */
 int tl_rank_index(struct tl_rank *r);
 struct tl_kp;
+struct tl_bythread;
 /* The same, given tl_corr_pairs()'s pairs (the caller frees them; their
- * block is used as scratch). */
-int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs);
+ * block is used as scratch), and bt: NULL, or the per-thread sort started
+ * earlier (its results are taken; the caller still frees bt). */
+int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs,
+			struct tl_bythread *bt);
+/* The per-thread sort of a large rank started on a second thread (NULL:
+ * small rank, one CPU, no memory or thread). No row may move or change
+ * its pid, tid, ts_ns or flags until tl_bythread_wait() (0 or -ENOMEM). */
+struct tl_bythread *tl_bythread_start(struct tl_rank *r);
+int tl_bythread_wait(struct tl_bythread *b);
+/* After the rows moved: np[old position] = new one, or UINT32_MAX for a
+ * row dropped (the step filter's). After tl_bythread_wait(). */
+void tl_bythread_remap(struct tl_bythread *b, const uint32_t *np);
+void tl_bythread_free(struct tl_bythread *b); /* waits for it first */
 /* The (correlation, position) pairs of the rows with a correlation,
  * sorted, in a tl_malloc_big() block with room for r->nev pairs
  * (finalize.c). 0 or -ENOMEM. */

@@ -542,6 +542,87 @@ static void test_index_parallel(void)
 	tl_rank_free(r);
 }
 
+/*
+ * A large rank through the importer's finalize: the per-thread sort then
+ * runs on a second thread beside the correlation link, on the rows before
+ * the step filter drops some all through the file (CPU rows past the
+ * cutoff, kernels launched past it), and is mapped to the kept rows. Every
+ * thread group must be what sorting the kept rows gives.
+ */
+static void test_finalize_parallel(void)
+{
+	enum { N = 300000, CUT_US = 2000000 };
+	size_t cap = (size_t)N * 200 + 512, len = 0;
+	char *doc = malloc(cap);
+	struct import_result res;
+	struct timeline *tl;
+	const struct tl_rank *r;
+	uint32_t *want, total = 0;
+	uint64_t seed = 11;
+
+	CHECK(doc != NULL);
+	len += (size_t)snprintf(doc + len, cap - len,
+				"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\","
+				"\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":10,\"ts\":0,"
+				"\"dur\":%d},{\"ph\":\"X\",\"cat\":\"user_annotation\","
+				"\"name\":\"ProfilerStep#2\",\"pid\":1,\"tid\":10,\"ts\":%d,"
+				"\"dur\":10}",
+				CUT_US, CUT_US);
+	for (int i = 0; i < N; i++) {
+		uint64_t x;
+		long ts;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		x = seed >> 17;
+		/* mostly in time order, some far back; one in 6 past the cut */
+		ts = (long)i * 5 - (long)(x % 40) - (i % 9 == 0 ? (long)((x >> 8) % 5000) : 0);
+		if (i % 6 == 5)
+			ts += CUT_US;
+		if (ts < 1)
+			ts = 1;
+		if (i % 4 == 3) /* a kernel and its launch (a row before it) */
+			len += (size_t)snprintf(
+			    doc + len, cap - len,
+			    ",{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+			    "\"pid\":%d,\"tid\":%d,\"ts\":%ld,\"dur\":1,\"args\":{\"correlation\":%d}}"
+			    ",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,"
+			    "\"tid\":%d,\"ts\":%ld,\"dur\":2,\"args\":{\"stream\":%d,"
+			    "\"correlation\":%d}}",
+			    1 + i % 2, 10 + (int)((x >> 20) % 3), ts, i, 7 + (i / 4) % 2, ts + 3,
+			    7 + (i / 4) % 2, i);
+		else
+			len += (size_t)snprintf(doc + len, cap - len,
+						",{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\","
+						"\"pid\":%d,\"tid\":%d,\"ts\":%ld,\"dur\":1}",
+						1 + i % 2, 10 + (int)((x >> 20) % 3), ts);
+		if (i % 1000 == 0) /* a thread whose rows are all cut */
+			len += (size_t)snprintf(doc + len, cap - len,
+						",{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"late\","
+						"\"pid\":3,\"tid\":99,\"ts\":%ld,\"dur\":1}",
+						(long)CUT_US + i);
+	}
+	len += (size_t)snprintf(doc + len, cap - len, "]}");
+	CHECK(len < cap);
+	CHECK_EQ_INT(imp(doc, len, NULL, &res, &tl), 0);
+	r = timeline_rank(tl, 0);
+	CHECK(r->flags & TL_RANK_STEP_FILTERED);
+	CHECK(r->nev >= 1u << 18 && r->nev < r->raw_events - N / 8); /* big, and cut */
+	want = malloc((size_t)r->nev * sizeof(*want));
+	CHECK(want != NULL);
+	ix_rows = r->ev;
+	for (uint32_t t = 0; t < r->nthreads; t++) {
+		const struct tl_thread *th = &r->threads[t];
+
+		total += check_group(r, want, 0, th->pid, th->tid, r->by_thread + th->first,
+				     th->count);
+	}
+	CHECK_EQ_INT(r->nthreads, 8); /* 2 pids x 3 tids, 2 streams (not pid 3's) */
+	CHECK_EQ_INT(total, r->nev);
+	free(want);
+	free(doc);
+	timeline_free(tl);
+}
+
 /* tl_rank_mark_duplicates() against a reference by sorting, on rows with
  * exact copies, copies differing in one compared field, and values drawn
  * from small ranges (so unrelated rows collide often): large enough for
@@ -935,6 +1016,7 @@ int main(void)
 	RUN(test_duplicates_many);
 	RUN(test_sort_kp);
 	RUN(test_index_parallel);
+	RUN(test_finalize_parallel);
 	RUN(test_big_arrays);
 	RUN(test_rank_and_caps);
 	RUN(test_gzip);
