@@ -82,6 +82,13 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, double 
 		delay = jarr(c, l, "launch_delay_us");
 		if (ext)
 			flag = jarr(c, l, "extended");
+		/* a row per GPU-side row with a launch, about: one allocation
+		 * each instead of doublings (their copies and fresh pages were
+		 * a third of the call on the generated 1 GB trace) */
+		jnums_reserve(c, corr, r->nby_stream);
+		jnums_reserve(c, cpu, r->nby_stream);
+		jnums_reserve(c, gpu, r->nby_stream);
+		jnums_reserve(c, delay, r->nby_stream);
 	}
 	for (int k = 0; k < 3; k++)
 		ol[k].arr = cJSON_CreateArray();
