@@ -157,6 +157,52 @@ static void compare(const struct timeline *tl, const char *name, const char *par
 	cJSON_Delete(p);
 }
 
+/* An array's text is sized for short numbers and grows for long ones:
+ * numbers of every length, and every count around the growth steps,
+ * come back as the same doubles (and a whole one as its integer text). */
+static void test_jnums_growth(void)
+{
+	static const size_t counts[] = { 0, 1, 2, 3, 5, 100, 1000, 4097 };
+
+	for (size_t t = 0; t < sizeof(counts) / sizeof(counts[0]); t++) {
+		for (int kind = 0; kind < 3; kind++) {
+			struct actx c = { .compact = true };
+			cJSON *arr = cJSON_CreateArray(), *back, *x;
+			size_t n = counts[t], k = 0;
+			double *v = malloc((n + 1) * sizeof(*v));
+
+			for (size_t i = 0; i < n; i++) {
+				/* long %.17g text, short whole numbers, or a mix */
+				v[i] = kind == 0 ? -1.2345678901234567e-300 * (double)(i + 1) :
+				       kind == 1 ? (double)i :
+						   (i % 3 ? 1.0 / (double)(i + 3) : -(double)i * 1000);
+				jpush_num(&c, arr, v[i]);
+			}
+			jnums_finish(&c, true);
+			CHECK(!c.oom);
+			if (!n) { /* nothing pushed: an ordinary empty array */
+				CHECK(cJSON_IsArray(arr) && !arr->child);
+				cJSON_Delete(arr);
+				free(v);
+				continue;
+			}
+			CHECK(cJSON_IsRaw(arr));
+			back = cJSON_Parse(arr->valuestring);
+			CHECK(back && cJSON_IsArray(back));
+			cJSON_ArrayForEach(x, back) {
+				CHECK(k < n && cJSON_IsNumber(x) && x->valuedouble == v[k]);
+				k++;
+			}
+			CHECK_EQ_INT(k, n);
+			if (kind == 1 && n > 3)
+				CHECK(!strncmp(arr->valuestring, "[0,1,2,3", 8));
+			cJSON_Delete(back);
+			cJSON_Delete(arr);
+			free(v);
+		}
+	}
+}
+
 static void test_reference_traces(void)
 {
 	static const struct {
@@ -222,6 +268,7 @@ static void test_reference_traces(void)
 int main(void)
 {
 	RUN(test_fmt);
+	RUN(test_jnums_growth);
 	RUN(test_reference_traces);
 	return test_summary();
 }
