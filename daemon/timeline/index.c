@@ -244,7 +244,7 @@ struct tl_bythread *tl_bythread_start(struct tl_rank *r)
 
 	if (r->nev < PAR_MIN_ROWS || !tl_two_cpus() || !(b = calloc(1, sizeof(*b))))
 		return NULL;
-	b->job = (struct gs_job){ .r = r, .out = tl_malloc_big(sz), .tmp = tl_malloc_room(sz),
+	b->job = (struct gs_job){ .r = r, .out = tl_malloc_room(sz), .tmp = tl_malloc_room(sz),
 				  .kp = tl_malloc_room((size_t)r->nev * sizeof(struct tl_kp) + 1) };
 	if (b->job.out && b->job.tmp && b->job.kp &&
 	    tl_thread_start(&b->th, gs_main, &b->job) == 0) {
