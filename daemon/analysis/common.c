@@ -657,52 +657,53 @@ size_t jfmt_num(double v, char *out)
 #define JNUM_AVG 12
 #define JNUM_MAX 34 /* jfmt_num's 31 + ',' + ']' + NUL */
 
+/* b's numbers as one JSON array's text, or NULL (out of memory). Sized
+ * for the usual text, not the longest: a buffer of 32 bytes a number was
+ * a fresh mapping per array, a third of whose pages were written (page
+ * faults were a third of the printing on the 1 GB trace). */
+static char *nums_text(const struct jnums *b)
+{
+	size_t cap = b->n * JNUM_AVG + 2 * JNUM_MAX, n = 0;
+	char *txt = malloc(cap), *t;
+
+	if (!txt)
+		return NULL;
+	txt[n++] = '[';
+	for (size_t k = 0; k < b->n; k++) {
+		if (cap - n < JNUM_MAX) {
+			if (!(t = realloc(txt, cap + cap / 2))) {
+				free(txt);
+				return NULL;
+			}
+			txt = t;
+			cap += cap / 2;
+		}
+		if (k)
+			txt[n++] = ',';
+		n += jfmt_num(b->v[k], txt + n);
+	}
+	txt[n++] = ']';
+	txt[n] = '\0';
+	if (n + 1 < cap && (t = realloc(txt, n + 1))) /* give back the room left */
+		txt = t;
+	return txt;
+}
+
 void jnums_finish(struct actx *c, bool ok)
 {
 	for (uint32_t i = 0; i < c->nnums; i++) {
 		struct jnums *b = &c->nums[i];
-		/* sized for the usual text, not the longest: a buffer of 32
-		 * bytes a number was a fresh mapping per array, a third of
-		 * whose pages were written (page faults were a third of the
-		 * printing on the 1 GB trace) */
-		size_t cap = b->n * JNUM_AVG + 2 * JNUM_MAX, n = 0;
-		char *txt = ok ? malloc(cap) : NULL;
 
-		if (ok && !txt)
-			c->oom = true;
-		if (txt && b->arr && cJSON_IsArray(b->arr) && !b->arr->child) {
-			txt[n++] = '[';
-			for (size_t k = 0; k < b->n && txt; k++) {
-				if (cap - n < JNUM_MAX) {
-					char *t = realloc(txt, cap + cap / 2);
+		if (ok && b->arr && cJSON_IsArray(b->arr) && !b->arr->child) {
+			char *txt = nums_text(b);
 
-					if (!t) {
-						free(txt);
-						txt = NULL;
-						c->oom = true;
-						break;
-					}
-					txt = t;
-					cap += cap / 2;
-				}
-				if (k)
-					txt[n++] = ',';
-				n += jfmt_num(b->v[k], txt + n);
+			if (txt) {
+				b->arr->type = cJSON_Raw;
+				b->arr->valuestring = txt;
+			} else {
+				c->oom = true;
 			}
 		}
-		if (txt && b->arr && cJSON_IsArray(b->arr) && !b->arr->child) {
-			txt[n++] = ']';
-			txt[n] = '\0';
-			if (n + 1 < cap) { /* give back the room left */
-				char *t = realloc(txt, n + 1);
-
-				txt = t ? t : txt;
-			}
-			b->arr->type = cJSON_Raw;
-			b->arr->valuestring = txt;
-			txt = NULL;
-		}
-		free(txt);
 		free(b->v);
 	}
 	free(c->nums);

@@ -217,10 +217,17 @@ static void *gs_main(void *arg)
 	return NULL;
 }
 
-/* From this many rows on, the per-thread sort runs on a second thread
- * beside the rest of the index (on the repeated 1 GB trace it was a
- * third of tl_rank_index; the second CPU is idle after the parse). */
+/* From this many rows on, the duplicate marking, the per-thread sort and
+ * the per-stream sort use a second thread (the second CPU is idle after
+ * the parse; on the repeated 1 GB trace the per-thread sort alone was a
+ * third of tl_rank_index). */
 #define PAR_MIN_ROWS (1u << 18)
+
+/* Worth a second thread: a large rank, and a second CPU to run it. */
+static bool par_rank(const struct tl_rank *r)
+{
+	return r->nev >= PAR_MIN_ROWS && tl_two_cpus();
+}
 
 /*
  * The per-thread sort started before the correlation link (finalize.c),
@@ -242,7 +249,7 @@ struct tl_bythread *tl_bythread_start(struct tl_rank *r)
 	size_t sz = (size_t)r->nev * sizeof(uint32_t) + 4;
 	struct tl_bythread *b;
 
-	if (r->nev < PAR_MIN_ROWS || !tl_two_cpus() || !(b = calloc(1, sizeof(*b))))
+	if (!par_rank(r) || !(b = calloc(1, sizeof(*b))))
 		return NULL;
 	b->job = (struct gs_job){ .r = r, .out = tl_malloc_room(sz), .tmp = tl_malloc_room(sz),
 				  .kp = tl_malloc_room((size_t)r->nev * sizeof(struct tl_kp) + 1) };
@@ -349,7 +356,7 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs,
 		bt->job.keys = NULL;
 		if (tl_thread_start(&helper, gs_main, &st) == 0)
 			par_job = &st;
-	} else if (r->nev >= PAR_MIN_ROWS && tl_two_cpus() && (tmp2 = tl_malloc_room(sz)) &&
+	} else if (par_rank(r) && (tmp2 = tl_malloc_room(sz)) &&
 		   (kp2 = tl_malloc_room((size_t)r->nev * sizeof(*kp2) + 1)) &&
 		   tl_thread_start(&helper, gs_main, &th) == 0) {
 		par_job = &th;
@@ -452,13 +459,12 @@ static inline uint32_t dup_part(uint64_t h, uint32_t bits)
 /*
  * Duplicate marking in three phases over row ranges (1: hash and count
  * per partition, 2: scatter into the partitions) and partition ranges (3:
- * a hash table per partition). Each runs on two threads from 2^18 rows on
- * (the second CPU is idle at this point of an import: ~70 ms of a 1 GB
- * one on one thread); a thread's rows are contiguous and the first
+ * a hash table per partition). Each runs on two threads for a large rank
+ * (par_rank: the second CPU is idle at this point of an import; ~70 ms of
+ * a 1 GB one on one thread); a thread's rows are contiguous and the first
  * thread's come first in every partition, so the marks are a serial
  * pass's: a row is a duplicate of the earliest identical row.
  */
-#define DUP_PAR_ROWS (1u << 18)
 #define DUP_PART_ROWS 8192
 #define DUP_MAX_BITS 10
 
@@ -614,5 +620,5 @@ out:
 
 int64_t tl_rank_mark_duplicates(struct tl_rank *r)
 {
-	return tl_rank_mark_duplicates_n(r, r->nev >= DUP_PAR_ROWS && tl_two_cpus() ? 2 : 1);
+	return tl_rank_mark_duplicates_n(r, par_rank(r) ? 2 : 1);
 }

@@ -441,7 +441,7 @@ struct import_opts {
 	bool no_finalize; /* multi-rank: import all, then timeline_finalize() once */
 	/* gzip input of 64 KiB or more from memory or a regular file is
 	 * inflated on a second thread, pipelined with the parse (a large
-	 * plain one is copied and partly parsed there, and the event arrays
+	 * plain one is read and partly parsed there, and the event arrays
 	 * of a large plain input are populated ahead on an idle-priority
 	 * thread); true: all of it on the calling thread (same results
 	 * either way). */
