@@ -268,17 +268,6 @@ struct sweep_ev {
 void ival_sort(struct ival *v, size_t n);
 void dstats_sort(double *v, size_t n);
 void sweep_sort(struct sweep_ev *v, size_t n);
-/* Queue rows (queue.c) by (stream, pos); pos are distinct. */
-struct order_key {
-	int64_t stream;
-	uint32_t pos; /* position after the ts argsort */
-	uint32_t row;
-	int64_t ts; /* the row's, carried along: read in order, not gathered */
-	int32_t delta;
-};
-/* k must be in ascending pos order: then a stable sort by stream gives
- * the same order as sorting by (stream, pos). */
-void order_sort(struct order_key *k, size_t n);
 
 /* numpy 1.24's introsort argsort of int64 keys (queue.c needs its tie order). */
 void np_argsort_i64(const int64_t *v, uint32_t *idx, size_t n);

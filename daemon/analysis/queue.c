@@ -6,15 +6,17 @@
  * time-weighted, as HTA); time blocked on a full queue sums the time spent
  * at or above max_queue_length.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-/* A row of the series before the sort; its ts is in keys[] beside. */
+/* A row of the series before the sort; its ts is in keys[] beside. group:
+ * the index in r->streams of its stream's first entry (stream_group()). */
 struct qrow {
-	int64_t stream;
+	uint32_t group;
 	int32_t delta;
 };
 
@@ -45,9 +47,11 @@ static bool corr_has_launch(const struct tl_rank *r, int64_t corr)
 	return false;
 }
 
-static void emit_stream(struct actx *c, cJSON *streams, const struct order_key *k, size_t n,
-			const int64_t *ql, int64_t maxq, int64_t trace_dur, int64_t t0, bool series,
-			int64_t *hta_stream)
+/* One stream's rows, in (ts, HTA's tie) order: their times and queue
+ * lengths. */
+static void emit_stream(struct actx *c, cJSON *streams, int64_t stream, const int64_t *ts,
+			size_t n, const int64_t *ql, int64_t maxq, int64_t trace_dur, int64_t t0,
+			bool series, int64_t *hta_stream)
 {
 	cJSON *s = cJSON_CreateObject(), *sum, *blk;
 	double *vals = malloc((n + 1) * sizeof(double));
@@ -56,7 +60,7 @@ static void emit_stream(struct actx *c, cJSON *streams, const struct order_key *
 	struct dstats d;
 
 	jpush(c, streams, s);
-	jint(c, s, "stream", k[0].stream);
+	jint(c, s, "stream", stream);
 	if (!vals) {
 		c->oom = true;
 		return;
@@ -66,17 +70,17 @@ static void emit_stream(struct actx *c, cJSON *streams, const struct order_key *
 		if (ql[i] >= maxq) {
 			qualifies = true;
 			if (i + 1 < n) /* the last row's duration is NaN */
-				blocked += k[i + 1].ts - k[i].ts;
+				blocked += ts[i + 1] - ts[i];
 		}
 	}
 	if (series) {
-		cJSON *se = jobj(c, s, "series"), *ts = jarr(c, se, "ts_us"),
+		cJSON *se = jobj(c, s, "series"), *tsa = jarr(c, se, "ts_us"),
 		      *len = jarr(c, se, "queue_length");
 
-		jnums_reserve(c, ts, n);
+		jnums_reserve(c, tsa, n);
 		jnums_reserve(c, len, n);
 		for (size_t i = 0; i < n; i++) {
-			jpush_num(c, ts, us(k[i].ts - t0));
+			jpush_num(c, tsa, us(ts[i] - t0));
 			jpush_num(c, len, (double)ql[i]);
 		}
 	}
@@ -90,34 +94,57 @@ static void emit_stream(struct actx *c, cJSON *streams, const struct order_key *
 	jnum(c, blk, "relative_duration_at_max_queue_length",
 	     trace_dur ? (double)blocked / (double)trace_dur : 0);
 	if (qualifies)
-		*hta_stream = k[0].stream;
+		*hta_stream = stream;
 }
 
-/* One rank's scratch, per entry a row, its key, its sorted index and its
- * order key, in one block of room: a block that size is recycled between
- * calls (tl_free_big), where four medium-sized arrays were fresh memory
- * in every call (~35 ms of 170 on the 1 GB repeated trace). */
+/* One rank's scratch, in one block of room: a block that size is recycled
+ * between calls (tl_free_big), where separate medium-sized arrays were
+ * fresh memory in every call. Per entry: a row's time (keys), the row, its
+ * argsort index, and 16 bytes that hold first the GPU rows gathered in the
+ * first pass, then the rows' times and deltas grouped by stream. */
 struct qmem {
 	char *blk;
 	size_t cap;
-	struct order_key *k;
 	int64_t *keys;
 	struct qrow *q;
 	uint32_t *idx;
+	char *room; /* cap x 16 bytes */
 };
 
 static bool qmem_alloc(struct qmem *m, size_t cap)
 {
-	size_t per = sizeof(*m->k) + sizeof(*m->keys) + sizeof(*m->q) + sizeof(*m->idx);
+	size_t per = sizeof(*m->keys) + sizeof(*m->q) + sizeof(*m->idx) + 16;
 	char *b = tl_malloc_room(cap * per);
 
 	if (!b)
 		return false;
-	*m = (struct qmem){ .blk = b, .cap = cap, .k = (struct order_key *)(void *)b };
-	m->keys = (int64_t *)(void *)(b + cap * sizeof(*m->k));
-	m->q = (struct qrow *)(void *)((char *)m->keys + cap * sizeof(*m->keys));
-	m->idx = (uint32_t *)(void *)((char *)m->q + cap * sizeof(*m->q));
+	*m = (struct qmem){ .blk = b, .cap = cap, .keys = (int64_t *)(void *)b };
+	m->q = (struct qrow *)(void *)(b + cap * sizeof(*m->keys));
+	m->room = (char *)(m->q + cap);
+	m->idx = (uint32_t *)(void *)(m->room + cap * 16);
 	return true;
+}
+
+/* The index in r->streams of the first entry of this stream (entries are
+ * sorted by (stream, pid), so groups in index order are in stream order);
+ * UINT32_MAX if none. *last caches the previous answer. */
+static uint32_t stream_group(const struct tl_rank *r, int64_t stream, uint32_t *last)
+{
+	uint32_t lo = 0, hi = r->nstreams;
+
+	if (*last < r->nstreams && r->streams[*last].stream == stream)
+		return *last;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (r->streams[mid].stream < stream)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == r->nstreams || r->streams[lo].stream != stream)
+		return UINT32_MAX;
+	return *last = lo;
 }
 
 static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t maxq,
@@ -129,46 +156,55 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 	 * launch) is in both; the room then grows. */
 	struct qmem m = { 0 };
 	struct qrow *q;
-	int64_t *keys, *ql;
-	uint32_t *idx;
-	struct order_key *k;
+	int64_t *keys, *ql, *ts;
+	int32_t *dl;
+	uint32_t *idx, *start = NULL, last = UINT32_MAX;
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN, hta_stream = TL_NONE;
 	size_t n = 0;
 	cJSON *o, *streams;
 	int err = -ENOMEM;
 
-	if (!qmem_alloc(&m, (size_t)r->nby_corr + 1))
+	if (!qmem_alloc(&m, (size_t)r->nby_corr + 1) ||
+	    !(start = calloc((size_t)r->nstreams + 1, sizeof(*start))))
 		goto out;
 	q = m.q;
 	keys = m.keys;
 	/* [R in row order, then GPU rows in row order] (6.6), the input order
 	 * numpy's argsort sees: one pass over the rows (two were ~20 ms of
 	 * memory traffic each on the 1 GB trace), the GPU rows gathered in
-	 * the order keys' room (free until the sort) and appended after */
+	 * the room (free until the grouping) and appended after. Every GPU
+	 * side row is in one of r->streams (index.c). */
+	err = -EPROTO;
 	{
-		int64_t *gk = (int64_t *)(void *)m.k;
+		int64_t *gk = (int64_t *)(void *)m.room;
 		struct qrow *gq = (struct qrow *)(void *)(gk + m.cap);
 		size_t ng = 0;
 
-		_Static_assert(sizeof(struct order_key) >= sizeof(int64_t) + sizeof(struct qrow),
-			       "the GPU rows fit in the order keys' room");
+		_Static_assert(sizeof(int64_t) + sizeof(struct qrow) <= 16,
+			       "the GPU rows fit in the room");
 		for (uint32_t p = 0; p < r->nev; p++) {
 			const struct tl_event *e = &r->ev[p], *g;
-			int64_t ts = ev_ts(r, e);
+			int64_t t = ev_ts(r, e);
+			uint32_t grp;
 
-			tmin = ts < tmin ? ts : tmin;
-			tmax = ts > tmax ? ts : tmax;
+			tmin = t < tmin ? t : tmin;
+			tmax = t > tmax ? t : tmax;
 			if (is_launch(e) && (g = gpu_of(r, e->correlation))) {
-				keys[n] = ts;
-				q[n++] = (struct qrow){ g->stream, +1 };
+				if ((grp = stream_group(r, g->stream, &last)) == UINT32_MAX)
+					goto out;
+				keys[n] = t;
+				q[n++] = (struct qrow){ grp, +1 };
 			}
 			/* each list holds at most one row per correlated row */
 			if (ev_gpu(e) && e->correlation != TL_NONE &&
 			    corr_has_launch(r, e->correlation)) {
-				gk[ng] = ts;
-				gq[ng++] = (struct qrow){ e->stream, -1 };
+				if ((grp = stream_group(r, e->stream, &last)) == UINT32_MAX)
+					goto out;
+				gk[ng] = t;
+				gq[ng++] = (struct qrow){ grp, -1 };
 			}
 		}
+		err = -ENOMEM;
 		if (n + ng > m.cap) { /* rows both launch and GPU side */
 			struct qmem g;
 
@@ -189,34 +225,50 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 		n += ng;
 	}
 	idx = m.idx;
-	k = m.k;
 	np_argsort_i64(keys, idx, n);
+	/* groupby(stream) keeps the sorted order inside each stream: the rows
+	 * in argsort order, scattered to their stream's run (streams in
+	 * ascending order), give the (stream, sorted position) order */
 	for (size_t i = 0; i < n; i++)
-		k[i] = (struct order_key){ q[idx[i]].stream, (uint32_t)i, idx[i], keys[idx[i]],
-					   q[idx[i]].delta };
-	ql = keys; /* the keys are in k now: their block holds the lengths */
-	/* groupby(stream) keeps the sorted order inside each stream: k is in
-	 * pos order, so a stable sort by stream gives (stream, pos) */
-	order_sort(k, n);
+		start[q[i].group + 1]++;
+	for (uint32_t s = 0; s < r->nstreams; s++)
+		start[s + 1] += start[s];
+	ts = (int64_t *)(void *)m.room;
+	dl = (int32_t *)(void *)(ts + m.cap);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t j = idx[i], p = start[q[j].group]++;
+
+		ts[p] = keys[j];
+		dl[p] = q[j].delta;
+	}
+	ql = keys; /* the times are in ts now: their block holds the lengths */
 
 	o = cJSON_CreateObject();
 	jpush(c, out, o);
 	jint(c, o, "rank", r->rank);
 	jnum(c, o, "trace_duration_us", r->nev ? us(tmax - tmin) : 0);
 	streams = jarr(c, o, "streams");
-	for (size_t a = 0, b; a < n; a = b) {
+	/* start[s] is now the end of group s's run */
+	for (uint32_t s = 0, a = 0; s < r->nstreams; s++) {
+		uint32_t b = start[s];
 		int64_t run = 0;
 
-		for (b = a; b < n && k[b].stream == k[a].stream; b++)
-			ql[b] = run += k[b].delta;
-		emit_stream(c, streams, k + a, b - a, ql + a, maxq, tmax - tmin, t0, series,
-			    &hta_stream);
+		if (b == a)
+			continue;
+		for (uint32_t i = a; i < b; i++)
+			ql[i] = run += dl[i];
+		emit_stream(c, streams, r->streams[s].stream, ts + a, b - a, ql + a, maxq,
+			    tmax - tmin, t0, series, &hta_stream);
+		a = b;
 	}
 	/* Q10: HTA keeps one row per rank, the last stream that reached the
 	 * threshold; we report every stream and name the one HTA would. */
 	jnum(c, o, "hta_blocked_stream", hta_stream == TL_NONE ? NAN : (double)hta_stream);
 	err = 0;
 out:
+	if (err == -EPROTO)
+		aerr(c, err, "internal: a GPU row's stream is not in the stream index");
+	free(start);
 	tl_free_big(m.blk);
 	return err;
 }

@@ -2,8 +2,7 @@
 /*
  * LSD radix sorts for the large sorts whose result does not depend on the
  * order of equal keys (interval unions, sweep events grouped by time,
- * quantiles of doubles), or where stability gives the required order (the
- * queue rows, already in argsort order, grouped by stream): 8 passes of 8 bits over an order-preserving
+ * quantiles of doubles): 8 passes of 8 bits over an order-preserving
  * unsigned key, skipping the passes where every element has the same byte
  * (the high bytes of timestamps in one trace), one scratch array of the
  * same size. qsort (glibc: a merge sort calling a comparator per step) was
@@ -66,23 +65,4 @@ void sweep_sort(struct sweep_ev *v, size_t n)
 {
 	if (n < RADIX_MIN || !radix_sweep(v, n))
 		qsort(v, n, sizeof(*v), sweep_cmp);
-}
-
-#define ORDER_KEY(x) radix_key_i64((x).stream)
-DEFINE_RADIX(radix_order, struct order_key, ORDER_KEY)
-
-static int order_cmp(const void *a, const void *b)
-{
-	const struct order_key *x = a, *y = b;
-
-	if (x->stream != y->stream)
-		return x->stream < y->stream ? -1 : 1;
-	return (x->pos > y->pos) - (x->pos < y->pos);
-}
-
-void order_sort(struct order_key *k, size_t n)
-{
-	/* stable by stream on pos-ordered input = (stream, pos) order */
-	if (n < RADIX_MIN || !radix_order(k, n))
-		qsort(k, n, sizeof(*k), order_cmp);
 }

@@ -289,6 +289,62 @@ static void test_queue_launch_with_stream(void)
 	timeline_free(tl);
 }
 
+#define KP(name, ts, dur, pid, stream, corr)                                                       \
+	"{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"" name "\",\"pid\":" #pid ",\"tid\":" #stream     \
+	",\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"stream\":" #stream ",\"correlation\":" #corr   \
+	",\"device\":" #pid "}}"
+
+/* The numbers of array `key` of series object `se` equal want[0..n). */
+static bool series_is(const cJSON *se, const char *key, const double *want, int n)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(se, key);
+
+	if (cJSON_GetArraySize(a) != n)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (cJSON_GetArrayItem(a, i)->valuedouble != want[i])
+			return false;
+	return true;
+}
+
+/* Streams in ascending order whatever the order they first appear in, one
+ * stream on two devices counted as one (HTA groups by stream alone), and
+ * each stream's rows in time order. */
+static void test_queue_stream_groups(void)
+{
+	static const char *json = "{\"traceEvents\":["
+		L("cudaLaunchKernel", 10, 1, 1) "," L("cudaLaunchKernel", 11, 1, 2) ","
+		L("cudaLaunchKernel", 12, 1, 3) "," L("cudaLaunchKernel", 13, 1, 4) ","
+		L("cudaLaunchKernel", 14, 1, 5) "," KP("k5", 24, 1, 0, 7, 5) ","
+		KP("k3", 22, 1, 0, 3, 3) "," KP("k1", 20, 1, 0, 7, 1) ","
+		KP("k2", 21, 1, 1, 7, 2) "," KP("k4", 23, 1, 0, 0, 4) "]}";
+	static const double ts0[] = { 3, 13 }, len0[] = { 1, 0 };
+	static const double ts3[] = { 2, 12 }, len3[] = { 1, 0 };
+	static const double ts7[] = { 0, 1, 4, 10, 11, 14 }, len7[] = { 1, 2, 3, 2, 1, 0 };
+	struct timeline *tl = load(json);
+	cJSON *r = tl ? run(tl, "queue", "{\"series\": true}") : NULL;
+	const cJSON *st = cJSON_GetObjectItem(
+		cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ranks"), 0), "streams");
+
+	CHECK(r);
+	CHECK_EQ_INT(cJSON_GetArraySize(st), 3);
+	CHECK_EQ_INT(num(r, "ranks.0.streams.0.stream"), 0);
+	CHECK_EQ_INT(num(r, "ranks.0.streams.1.stream"), 3);
+	CHECK_EQ_INT(num(r, "ranks.0.streams.2.stream"), 7);
+	CHECK(series_is(cJSON_GetObjectItem(cJSON_GetArrayItem(st, 0), "series"), "ts_us", ts0, 2));
+	CHECK(series_is(cJSON_GetObjectItem(cJSON_GetArrayItem(st, 0), "series"), "queue_length",
+			len0, 2));
+	CHECK(series_is(cJSON_GetObjectItem(cJSON_GetArrayItem(st, 1), "series"), "ts_us", ts3, 2));
+	CHECK(series_is(cJSON_GetObjectItem(cJSON_GetArrayItem(st, 1), "series"), "queue_length",
+			len3, 2));
+	CHECK(series_is(cJSON_GetObjectItem(cJSON_GetArrayItem(st, 2), "series"), "ts_us", ts7, 6));
+	CHECK(series_is(cJSON_GetObjectItem(cJSON_GetArrayItem(st, 2), "series"), "queue_length",
+			len7, 6));
+	CHECK_NEAR(num(r, "ranks.0.streams.2.summary.max"), 3, 0);
+	cJSON_Delete(r);
+	timeline_free(tl);
+}
+
 /* Two aten::linear ops each launching k_a, k_b, k_c; a sub-µs op inside the
  * second one rounds to dur -1 (4.2), where HTA raises and we do not. */
 static const char *seq_tl = "{\"traceEvents\":[" OP("aten::linear", 0, 100) ","
@@ -493,6 +549,7 @@ int main(void)
 	RUN(test_launch);
 	RUN(test_queue);
 	RUN(test_queue_launch_with_stream);
+	RUN(test_queue_stream_groups);
 	RUN(test_sequences);
 	RUN(test_sequences_tied_end_points);
 	RUN(test_sequences_backward_link);

@@ -5,8 +5,7 @@
  * the full int64 range, -0.0 / +0.0 / infinities, NaN (qsort fallback),
  * sizes around the radix threshold. The ival payload is each element's
  * original position, so that sort's stability is checked too; sweep events
- * are checked for order and for losing or duplicating nothing; queue rows
- * (pos-ordered input) come out in (stream, pos) order.
+ * are checked for order and for losing or duplicating nothing.
  */
 #include <math.h>
 #include <stdio.h>
@@ -167,48 +166,10 @@ static void test_dstats_counted(void)
 	}
 }
 
-static int order_ref_cmp(const void *a, const void *b)
-{
-	const struct order_key *x = a, *y = b;
-
-	if (x->stream != y->stream)
-		return x->stream < y->stream ? -1 : 1;
-	return (x->pos > y->pos) - (x->pos < y->pos);
-}
-
-/* Rows in pos order, few streams (as the queue analysis has) or many. */
-static void test_order(void)
-{
-	static const size_t sizes[] = { 3, 300, 50000 };
-
-	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
-		for (int many = 0; many < 2; many++) {
-			size_t n = sizes[si];
-			struct order_key *a = malloc(n * sizeof(*a)), *b = malloc(n * sizeof(*b));
-
-			for (size_t i = 0; i < n; i++) {
-				uint64_t r = next();
-				int64_t st = many ? (int64_t)r : (int64_t)(r % 5) - 1; /* -1: none */
-
-				a[i] = (struct order_key){ st, (uint32_t)i, (uint32_t)(r >> 40) };
-			}
-			memcpy(b, a, n * sizeof(*a));
-			order_sort(a, n);
-			qsort(b, n, sizeof(*b), order_ref_cmp);
-			for (size_t i = 0; i < n; i++)
-				CHECK(a[i].stream == b[i].stream && a[i].pos == b[i].pos &&
-				      a[i].row == b[i].row);
-			free(a);
-			free(b);
-		}
-	}
-}
-
 int main(void)
 {
 	RUN(test_ival_and_sweep);
 	RUN(test_doubles);
 	RUN(test_dstats_counted);
-	RUN(test_order);
 	return test_summary();
 }
