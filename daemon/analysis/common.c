@@ -484,10 +484,22 @@ void jpush(struct actx *c, cJSON *arr, cJSON *item)
 	}
 }
 
+/*
+ * One compact array's JSON text, written as its numbers are pushed: "["
+ * and the numbers with their commas; jnums_finish() closes it. Sized for
+ * the usual text, not the longest: most numbers are at most 11 bytes
+ * (whole µs with 3 decimals), a longer one grows the buffer. (The
+ * numbers were first collected as doubles and printed at the end: 8 more
+ * bytes a number of fresh memory in every call, and a second pass.)
+ */
+#define JNUM_AVG 12
+#define JNUM_MAX 34 /* jfmt_num's 31 + ',' + ']' + NUL */
+
 struct jnums {
 	cJSON *arr;
-	double *v;
-	size_t n, cap;
+	char *txt;
+	size_t len, cap; /* bytes */
+	size_t n; /* numbers */
 };
 
 /* The buffer collecting arr's numbers (made on first use), or NULL. */
@@ -521,19 +533,23 @@ static struct jnums *nums_of(struct actx *c, cJSON *arr)
 	return b;
 }
 
-/* b's room grown to at least need items (doubling from 64); false: OOM. */
-static bool nums_room(struct jnums *b, size_t need)
+/* Room in b's text for `more` numbers of the usual length and one of the
+ * longest; false: OOM. */
+static bool nums_room(struct jnums *b, size_t more)
 {
-	size_t cap = b->cap ? b->cap : 64;
-	double *n;
+	size_t need = b->len + more * JNUM_AVG + 2 * JNUM_MAX, cap;
+	char *t;
 
 	if (need <= b->cap)
 		return true;
-	while (cap < need)
-		cap *= 2;
-	if (!(n = realloc(b->v, cap * sizeof(*n))))
+	cap = b->cap ? b->cap + b->cap / 2 : 0;
+	if (cap < need)
+		cap = need;
+	if (!(t = realloc(b->txt, cap)))
 		return false;
-	b->v = n;
+	if (!b->txt)
+		t[b->len++] = '[';
+	b->txt = t;
 	b->cap = cap;
 	return true;
 }
@@ -544,7 +560,7 @@ void jnums_reserve(struct actx *c, cJSON *arr, size_t n)
 
 	if (!c->compact || !arr)
 		return;
-	if (!(b = nums_of(c, arr)) || !nums_room(b, b->n + n))
+	if (!(b = nums_of(c, arr)) || !nums_room(b, n))
 		c->oom = true;
 }
 
@@ -560,11 +576,13 @@ void jpush_num(struct actx *c, cJSON *arr, double v)
 		c->oom = true;
 		return;
 	}
-	if (b->n == b->cap && !nums_room(b, b->n + 1)) {
+	if (b->cap - b->len < JNUM_MAX && !nums_room(b, 64)) {
 		c->oom = true;
 		return;
 	}
-	b->v[b->n++] = v;
+	if (b->n++)
+		b->txt[b->len++] = ',';
+	b->len += jfmt_num(v, b->txt + b->len);
 }
 
 static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
@@ -652,59 +670,24 @@ size_t jfmt_num(double v, char *out)
 	return (size_t)snprintf(out, 32, "%.17g", v);
 }
 
-/* Room for the text of a typical number and its comma: most are at most
- * 11 bytes (whole µs with 3 decimals); a longer one grows the buffer. */
-#define JNUM_AVG 12
-#define JNUM_MAX 34 /* jfmt_num's 31 + ',' + ']' + NUL */
-
-/* b's numbers as one JSON array's text, or NULL (out of memory). Sized
- * for the usual text, not the longest: a buffer of 32 bytes a number was
- * a fresh mapping per array, a third of whose pages were written (page
- * faults were a third of the printing on the 1 GB trace). */
-static char *nums_text(const struct jnums *b)
-{
-	size_t cap = b->n * JNUM_AVG + 2 * JNUM_MAX, n = 0;
-	char *txt = malloc(cap), *t;
-
-	if (!txt)
-		return NULL;
-	txt[n++] = '[';
-	for (size_t k = 0; k < b->n; k++) {
-		if (cap - n < JNUM_MAX) {
-			if (!(t = realloc(txt, cap + cap / 2))) {
-				free(txt);
-				return NULL;
-			}
-			txt = t;
-			cap += cap / 2;
-		}
-		if (k)
-			txt[n++] = ',';
-		n += jfmt_num(b->v[k], txt + n);
-	}
-	txt[n++] = ']';
-	txt[n] = '\0';
-	if (n + 1 < cap && (t = realloc(txt, n + 1))) /* give back the room left */
-		txt = t;
-	return txt;
-}
-
 void jnums_finish(struct actx *c, bool ok)
 {
 	for (uint32_t i = 0; i < c->nnums; i++) {
 		struct jnums *b = &c->nums[i];
 
-		if (ok && b->arr && cJSON_IsArray(b->arr) && !b->arr->child) {
-			char *txt = nums_text(b);
+		if (ok && b->txt && b->arr && cJSON_IsArray(b->arr) && !b->arr->child) {
+			char *t;
 
-			if (txt) {
-				b->arr->type = cJSON_Raw;
-				b->arr->valuestring = txt;
-			} else {
-				c->oom = true;
-			}
+			b->txt[b->len++] = ']'; /* nums_room() kept JNUM_MAX free */
+			b->txt[b->len] = '\0';
+			/* give back the room left */
+			if (b->len + 1 < b->cap && (t = realloc(b->txt, b->len + 1)))
+				b->txt = t;
+			b->arr->type = cJSON_Raw;
+			b->arr->valuestring = b->txt;
+			b->txt = NULL;
 		}
-		free(b->v);
+		free(b->txt);
 	}
 	free(c->nums);
 	c->nums = NULL;
