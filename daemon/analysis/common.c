@@ -325,50 +325,63 @@ double quantile_sorted(const double *v, size_t n, double q)
 	return np_lerp(v[lo], v[lo + 1], frac);
 }
 
-/* The k-th smallest (from 0) of the values counted in cnt[0..top]. */
-static double kth_counted(const uint32_t *cnt, uint32_t top, size_t k)
+/* The k-th smallest (from 0) of the values counted in cnt[0..top], the
+ * value x counted in cnt[x - lo]. */
+static double kth_counted(const uint32_t *cnt, uint32_t top, int64_t lo, size_t k)
 {
 	size_t seen = 0;
 
 	for (uint32_t x = 0; x < top; x++)
 		if ((seen += cnt[x]) > k)
-			return (double)x;
-	return (double)top;
+			return (double)((int64_t)x + lo);
+	return (double)((int64_t)top + lo);
 }
 
 /*
- * Order statistics of small non-negative whole numbers (queue lengths:
- * millions of them on a large trace) from a histogram in one pass,
- * instead of sorting v. The same doubles as quantile_sorted() of the
- * sorted values. false (s untouched): some value is not such a number
- * (or is -0), or too few values to be worth it.
+ * Order statistics of whole numbers that span fewer than max(n, 65536)
+ * values (queue lengths: millions of them on a large trace, negative
+ * where a correlation has more GPU rows than launches, in the hundred
+ * thousands where GPU rows never start) from a histogram, instead of
+ * sorting v. The same doubles as quantile_sorted() of the sorted values.
+ * false (s untouched): some value is not such a number (or is -0), the
+ * span is wider, or too few values to be worth it.
  */
 static bool dstats_counted(const double *v, size_t n, struct dstats *s)
 {
-	uint32_t top = 0, *cnt;
 	static const double qs[3] = { 0.25, 0.5, 0.75 };
 	double *out[3] = { &s->q25, &s->q50, &s->q75 };
+	/* a histogram no longer than the values (4 bytes a slot, scanned
+	 * six times), at least 65536 slots */
+	int64_t lo = INT64_MAX, hi = INT64_MIN, span = n > 65536 ? (int64_t)n : 65536;
+	uint32_t top, *cnt;
 
 	if (n < 4096)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		if (!(v[i] >= 0 && v[i] < 65536) || v[i] != (double)(uint32_t)v[i] || signbit(v[i]))
+		int64_t x;
+
+		if (!(v[i] > -2147483648.0 && v[i] < 2147483648.0) ||
+		    v[i] != (double)(x = (int64_t)v[i]) || (v[i] == 0 && signbit(v[i])))
 			return false;
-		top = (uint32_t)v[i] > top ? (uint32_t)v[i] : top;
+		lo = x < lo ? x : lo;
+		hi = x > hi ? x : hi;
+		if (hi - lo >= span)
+			return false;
 	}
+	top = (uint32_t)(hi - lo);
 	if (!(cnt = calloc((size_t)top + 1, sizeof(*cnt))))
 		return false;
 	for (size_t i = 0; i < n; i++)
-		cnt[(uint32_t)v[i]]++;
-	s->min = kth_counted(cnt, top, 0);
-	s->max = (double)top;
+		cnt[(int64_t)v[i] - lo]++;
+	s->min = (double)lo;
+	s->max = (double)hi;
 	for (int j = 0; j < 3; j++) {
-		size_t lo;
-		double frac = quantile_pos(n, qs[j], &lo);
+		size_t k;
+		double frac = quantile_pos(n, qs[j], &k);
 
-		*out[j] = lo + 1 >= n ? s->max :
-					np_lerp(kth_counted(cnt, top, lo), kth_counted(cnt, top, lo + 1),
-						frac);
+		*out[j] = k + 1 >= n ? s->max :
+				       np_lerp(kth_counted(cnt, top, lo, k),
+					       kth_counted(cnt, top, lo, k + 1), frac);
 	}
 	free(cnt);
 	return true;

@@ -132,17 +132,19 @@ static void test_doubles(void)
 	free(b);
 }
 
-/* dstats_compute() on small whole numbers (a histogram from 4096 values
- * on) gives the order statistics of the sorted values. */
+/* dstats_compute() on whole numbers of a narrow span (a histogram from
+ * 4096 values on, spans under max(n, 65536), negative ones included) gives
+ * the order statistics of the sorted values; so do the shapes it leaves to
+ * the sort (a wider span, a fraction, -0, the int32 edges). */
 static void test_dstats_counted(void)
 {
-	static const size_t sizes[] = { 4095, 4096, 4097, 5000, 65536 };
+	static const size_t sizes[] = { 4095, 4096, 4097, 5000, 65536, 150000 };
 
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		size_t n = sizes[k];
 		double *a = malloc(n * sizeof(*a)), *b = malloc(n * sizeof(*b));
 
-		for (int shape = 0; shape < 5; shape++) {
+		for (int shape = 0; shape < 10; shape++) {
 			struct dstats x;
 
 			for (size_t i = 0; i < n; i++)
@@ -150,7 +152,13 @@ static void test_dstats_counted(void)
 				       shape == 1 ? (double)(next() % 65536) :
 				       shape == 2 ? (double)(i % 3 == 0 ? 0 : 1000 + next() % 5) :
 				       shape == 3 ? (double)(n - i) :
-						    (double)(next() % 9) + (i == n / 2 ? 0.5 : 0);
+				       shape == 4 ? (double)(next() % 9) + (i == n / 2 ? 0.5 : 0) :
+				       shape == 5 ? (double)((int64_t)(next() % 201) - 100) :
+				       shape == 6 ? (double)((int64_t)(next() % 65536) - 70000) :
+				       shape == 7 ? (double)((int64_t)(next() % 65537) - 32768) :
+				       shape == 8 ? (i == n / 3 ? -0.0 : (double)(next() % 5)) :
+						    (i % 2 ? 2147483647.0 - (double)(next() % 3) :
+							     -2147483648.0 + (double)(next() % 3));
 			memcpy(b, a, n * sizeof(*a));
 			qsort(b, n, sizeof(*b), dbl_ref_cmp);
 			dstats_compute(a, n, &x);
