@@ -27,9 +27,9 @@ struct actx {
 	bool oom; /* a cJSON allocation failed somewhere: report -ENOMEM */
 	uint8_t *ktype; /* per string id: enum ktype + 1, 0 = not yet classified */
 	uint32_t nstrs;
-	/* ANALYSIS_COMPACT: jpush_num() collects each array's numbers here;
-	 * on success they become one cJSON_Raw node of JSON text per array
-	 * (jnums_finish), not a node per number. */
+	/* ANALYSIS_COMPACT: jpush_num() writes each array's numbers here as
+	 * its JSON text; on success that becomes one cJSON_Raw node per
+	 * array (jnums_finish), not a node per number. */
 	bool compact;
 	struct jnums *nums;
 	uint32_t nnums, nums_cap;
@@ -231,8 +231,8 @@ void jpush_num(struct actx *c, cJSON *arr, double v);
 /* Room for n more jpush_num() items in arr (compact mode; else nothing):
  * one allocation instead of doublings for an array of known length. */
 void jnums_reserve(struct actx *c, cJSON *arr, size_t n);
-/* After the analysis ran (ok: it succeeded, its tree is intact): turn the
- * collected arrays into raw JSON text, or just drop them. */
+/* After the analysis ran (ok: it succeeded, its tree is intact): the
+ * arrays' text closed and attached as raw JSON, or just dropped. */
 void jnums_finish(struct actx *c, bool ok);
 /* A double as JSON text that parses back to exactly v ("null" if not
  * finite); at most 32 bytes with the NUL. Returns the length. */
