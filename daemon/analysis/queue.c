@@ -130,21 +130,13 @@ static bool qmem_alloc(struct qmem *m, size_t cap)
  * UINT32_MAX if none. *last caches the previous answer. */
 static uint32_t stream_group(const struct tl_rank *r, int64_t stream, uint32_t *last)
 {
-	uint32_t lo = 0, hi = r->nstreams;
+	const struct tl_stream *s;
 
 	if (*last < r->nstreams && r->streams[*last].stream == stream)
 		return *last;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (r->streams[mid].stream < stream)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == r->nstreams || r->streams[lo].stream != stream)
+	if (!(s = tl_rank_stream(r, stream, -1)))
 		return UINT32_MAX;
-	return *last = lo;
+	return *last = (uint32_t)(s - r->streams);
 }
 
 static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t maxq,
