@@ -80,6 +80,26 @@ int require_gpu(struct actx *c)
 	return aerr(c, -ENODATA, "no GPU activity in this capture");
 }
 
+int64_t ev_partner(const struct tl_rank *r, const struct tl_event *e)
+{
+	int64_t ic = tl_ev_index_corr(e);
+	uint32_t lo = 0, hi = r->nev;
+
+	if (ic < 0)
+		return -1;
+	if (e->link >= 0 && r->ev[e->link].index == ic)
+		return e->link;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (r->ev[mid].index < ic)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->nev && r->ev[lo].index == ic ? (int64_t)lo : -1;
+}
+
 int aerr(struct actx *c, int err, const char *fmt, ...)
 {
 	va_list ap;

@@ -68,28 +68,12 @@ static void krow_sort(struct krow *k, size_t n)
  */
 static bool runtime_ts(const struct tl_rank *r, const struct tl_event *e, int64_t *ts)
 {
-	int64_t ic = tl_ev_index_corr(e);
-	uint32_t lo = 0, hi = r->nev;
+	int64_t q = ev_partner(r, e);
 
-	if (ic < 0)
+	if (q < 0)
 		return false;
-	if (e->link >= 0 && r->ev[e->link].index == ic) {
-		*ts = ev_ts(r, &r->ev[e->link]);
-		return true;
-	}
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (r->ev[mid].index < ic)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < r->nev && r->ev[lo].index == ic) {
-		*ts = ev_ts(r, &r->ev[lo]);
-		return true;
-	}
-	return false;
+	*ts = ev_ts(r, &r->ev[q]);
+	return true;
 }
 
 static bool is_idle_row(const struct tl_event *e, uint32_t mtia_cat)

@@ -61,6 +61,11 @@ static inline int64_t ev_end(const struct tl_rank *r, const struct tl_event *e)
 	return ev_ts(r, e) + ev_dur(r, e);
 }
 
+/* Position of the event whose index is e's index_correlation (its link
+ * when that is the one, else a binary search: rows are in index order),
+ * -1 if none or e has none. */
+int64_t ev_partner(const struct tl_rank *r, const struct tl_event *e);
+
 static inline bool ev_gpu(const struct tl_event *e)
 {
 	return e->flags & TL_EV_GPU_SIDE;

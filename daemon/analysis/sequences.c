@@ -111,22 +111,6 @@ static bool gpu_thread(const struct tl_rank *r, const struct tl_thread *t)
 	return all_stream || all_pid0 || all_tid0;
 }
 
-/* Position of the event whose index is `index`, or -1. */
-static int64_t pos_of_index(const struct tl_rank *r, int64_t index)
-{
-	uint32_t lo = 0, hi = r->nev;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (r->ev[mid].index < index)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < r->nev && r->ev[lo].index == index ? (int64_t)lo : -1;
-}
-
 static int nest_thread(struct cg *g, const struct tl_thread *t, uint32_t root)
 {
 	const struct tl_rank *r = g->r;
@@ -377,9 +361,7 @@ static int call_graph(struct actx *c, struct cg *g)
 
 		if (e->stream <= 0 || tl_ev_index_corr(e) <= 0 || g->parent[p] != NOT_NODE)
 			continue;
-		q = (e->link >= 0 && r->ev[e->link].index == tl_ev_index_corr(e))
-			    ? e->link
-			    : pos_of_index(r, tl_ev_index_corr(e));
+		q = ev_partner(r, e);
 		if (q >= 0 && g->parent[q] != NOT_NODE)
 			g->parent[p] = q;
 	}
