@@ -33,6 +33,7 @@ void config_defaults(struct config *cfg)
 	cfg->max_nesting = 32;
 	cfg->max_clients = 64;
 	cfg->idle_timeout_ms = 60000;
+	cfg->idle_trim_ms = 10000;
 	cfg->request_timeout_ms = 10000;
 	cfg->io_timeout_ms = 30000;
 	cfg->max_jobs = 4;
@@ -227,6 +228,8 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 	}
 	if (!strcmp(key, "memory.capture_max"))
 		return config_parse_size(v, &cfg->capture_max_bytes);
+	if (!strcmp(key, "memory.idle_trim"))
+		return parse_ms(v, &cfg->idle_trim_ms);
 	if (!strcmp(key, "analysis.cache_bytes"))
 		return config_parse_size(v, &cfg->analysis_cache_bytes);
 	if (!strcmp(key, "analysis.scratch_bytes"))

@@ -36,6 +36,9 @@ struct gpd {
 	uint64_t start_mono_ns;
 	bool stopping;
 	unsigned jobs_running;
+	/* memory.idle_trim after the last job ends: malloc_trim(0) (jobs.c) */
+	uv_timer_t trim_timer;
+	uint64_t heap_trims, heap_trims_released;
 };
 
 /* CLOCK_MONOTONIC in ns (the clock BPF's bpf_ktime_get_ns() uses). */

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,12 +30,33 @@ static void job_work(uv_work_t *w)
 	j->work(j->arg);
 }
 
+/*
+ * An import or analysis of a large trace frees hundreds of MiB that glibc
+ * keeps in the worker threads' arenas (a 1 GB trace imported 8 times in
+ * one process: 600 MB resident after every timeline was freed, 28 MB after
+ * malloc_trim(0)). When no job has run for memory.idle_trim, give the free
+ * pages back; the next job pays page faults for what it needs again.
+ */
+static void on_idle_trim(uv_timer_t *t)
+{
+	struct gpd *g = t->data;
+
+	if (g->jobs_running || g->stopping)
+		return; /* a job started since: its end re-arms the timer */
+	g->heap_trims++;
+	g->heap_trims_released += malloc_trim(0) != 0;
+}
+
 static void job_done(uv_work_t *w, int status)
 {
 	struct job *j = w->data;
-	j->g->jobs_running--;
+	struct gpd *g = j->g;
+
+	g->jobs_running--;
 	j->done(j->arg);
 	free(j);
+	if (!g->jobs_running && !g->stopping && g->cfg.idle_trim_ms)
+		uv_timer_start(&g->trim_timer, on_idle_trim, g->cfg.idle_trim_ms, 0);
 }
 
 int job_submit(struct gpd *g, void (*work)(void *), void (*done)(void *), void *arg)

@@ -222,6 +222,8 @@ static void shutdown_daemon(struct gpd *g)
 	uv_timer_stop(&status_timer);
 	uv_close((uv_handle_t *)&watchdog_timer, NULL);
 	uv_close((uv_handle_t *)&status_timer, NULL);
+	uv_timer_stop(&g->trim_timer);
+	uv_close((uv_handle_t *)&g->trim_timer, NULL);
 	collectors_stop(g);
 	rpc_server_close(g->rpc);
 	capreg_close(g->captures);
@@ -293,6 +295,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	tl_big_cache_config(g.cfg.analysis_scratch_bytes, 10ull * 1000000000);
+	uv_timer_init(g.loop, &g.trim_timer); /* armed when the last job ends (jobs.c) */
+	g.trim_timer.data = &g;
 	r = tlcache_new(g.cfg.analysis_cache_bytes, &g.tlcache);
 	if (r < 0) {
 		log_err("Failed to create the analysis cache: %s", strerror(-r));

@@ -9,7 +9,10 @@
  *      temporary file first (the generator streams; it adds no RSS) and
  *      fsync'ed, so the kernel's write-back does not run during the import.
  * --runs N imports each file N times (peak RSS is the process's, so it is
- * that of the largest run) and prints the best and the range.
+ * that of the largest run) and prints the best and the range. Last, the
+ * resident size once every timeline is freed, and after the kept scratch
+ * blocks and malloc_trim(0) gave the free pages back (what the daemon does
+ * once idle: memory.idle_trim).
  * A gzip trace is inflated on a second thread (the importer's default)
  * unless --serial, with ISA-L where the build has it unless --zlib.
  *   bench_import [--size 1G] [--trace FILE] [--tmpdir DIR] [--skip-gen] [--runs N] [--serial]
@@ -17,6 +20,8 @@
  */
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +47,18 @@ static double cpu_s(void)
 	getrusage(RUSAGE_SELF, &ru);
 	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
 	       ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Resident now, MB. */
+static double rss_mb(void)
+{
+	unsigned long total, res;
+	FILE *f = fopen("/proc/self/statm", "r");
+	bool ok = f && fscanf(f, "%lu %lu", &total, &res) == 2;
+
+	if (f)
+		fclose(f);
+	return ok ? (double)res * (double)sysconf(_SC_PAGESIZE) / 1048576.0 : 0;
 }
 
 static long maxrss_kb(void)
@@ -187,5 +204,9 @@ int main(int argc, char **argv)
 		rc |= bench_file("generated", gpath);
 		unlink(gpath);
 	}
+	printf("resident with every timeline freed: %.1f MB", rss_mb());
+	tl_big_trim(true);
+	malloc_trim(0);
+	printf(", after the kept scratch blocks and malloc_trim(0): %.1f MB\n", rss_mb());
 	return rc;
 }

@@ -72,6 +72,9 @@ void method_status(struct rpc_req *req, const cJSON *params)
 	struct mallinfo2 mi = mallinfo2();
 	json_add_u64(mem, "heap_in_use_bytes", mi.uordblks + mi.hblkhd);
 	json_add_u64(mem, "heap_free_bytes", mi.fordblks);
+	/* memory.idle_trim: malloc_trim(0) runs, and those that gave pages back */
+	json_add_u64(mem, "idle_trims", g->heap_trims);
+	json_add_u64(mem, "idle_trims_released", g->heap_trims_released);
 	FILE *f = fopen("/proc/self/statm", "re");
 	unsigned long pages_total, pages_rss;
 	if (f && fscanf(f, "%lu %lu", &pages_total, &pages_rss) == 2)

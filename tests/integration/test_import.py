@@ -301,6 +301,43 @@ def decoded_timelines_are_cached_between_analyses():
 
 
 @test
+def an_idle_daemon_gives_the_heap_back():
+    """memory.idle_trim: once no job has run for that long, the free pages
+    the imports and analyses left in the allocator's arenas go back to the
+    system (malloc_trim); the captures and analyses carry on as before. 0
+    turns it off."""
+    d = Daemon("memory.idle_trim = 300ms\n").start()
+    try:
+        cid = str(d.ctl_json("import", *trace_files("nccl_parser_config"))["id"])
+        before = d.ctl_json("analyze", "temporal", cid)
+        deadline = time.time() + 15
+        while True:
+            st = d.ctl_json("status")
+            if st["memory"]["idle_trims"] >= 1 or time.time() > deadline:
+                break
+            time.sleep(0.1)
+        eq(st["jobs"]["running"], 0, "idle")
+        expect(st["memory"]["idle_trims"] >= 1, "trimmed once idle: %r" % st["memory"])
+        if "asan_allocated_bytes" not in st["memory"]:  # glibc's allocator
+            expect(st["memory"]["idle_trims_released"] >= 1,
+                   "pages given back: %r" % st["memory"])
+        trims = st["memory"]["idle_trims"]
+        time.sleep(1)
+        eq(d.ctl_json("status")["memory"]["idle_trims"], trims,
+           "no job since: no further trim")
+        eq(d.ctl_json("analyze", "temporal", cid), before, "same answer after the trim")
+    finally:
+        d.cleanup()
+    d = Daemon("memory.idle_trim = 0\n").start()
+    try:
+        d.ctl_json("import", *trace_files("alexnet"))
+        time.sleep(1)
+        eq(d.ctl_json("status")["memory"]["idle_trims"], 0, "memory.idle_trim = 0: never")
+    finally:
+        d.cleanup()
+
+
+@test
 def a_large_reply_reaches_a_client_that_reads():
     """A reply larger than limits.max_output_buffer (+ the 1 MiB message
     size) goes to a client that reads it; the limit is for a client that
