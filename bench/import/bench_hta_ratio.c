@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * bench_hta_ratio [--runs N] [--size 1G|0] [--tmpdir DIR] [--jobs N] [--no-spec]
+ * bench_hta_ratio [--runs N] [--size 1G|0] [--tmpdir DIR] [--jobs N] [--no-spec] [--per-call]
  *
  * Load + analyses, ours against HTA's, per reference trace. For every trace
  * in $GPUPROF_SHARED/reference/hta/timings.json, times (wall clock, best of
@@ -14,6 +14,9 @@
  * not in the set (issue 4's figure leaves it out). --jobs N runs the
  * analyses on N threads at once, as the daemon does for analysis requests
  * sent together (its job pool, limits.max_jobs); the default is one.
+ * --per-call prints each call's time in the best run under its row: the
+ * first call of each analysis after an import, as a user's first request
+ * (fresh scratch memory shows there, not in bench_analyses' best of N).
  *
  * Then the same on two traces of --size bytes (plain JSON, written to a
  * temporary file first), against HTA's load + analyses on the largest
@@ -160,10 +163,12 @@ struct figures {
 	uint64_t json_bytes, events;
 	int errors, nodata; /* analyses that failed; of them, for no GPU activity */
 	char why[160]; /* the first failure */
+	double call_ms[MAX_JOBS]; /* each call of the set, wall clock */
 };
 
 static int njobs = 1; /* --jobs: analyses run on this many threads at once */
 static bool no_spec; /* --no-spec: the inflate thread parses nothing (import_opts.spec) */
+static bool per_call; /* --per-call: each call's time under its row */
 
 struct pool {
 	const struct set *s;
@@ -171,6 +176,7 @@ struct pool {
 	pthread_mutex_t mu;
 	int next, errors, nodata;
 	char why[160];
+	double ms[MAX_JOBS];
 };
 
 /* Take the next analysis of the set until none is left. */
@@ -181,6 +187,7 @@ static void *pool_main(void *arg)
 	for (;;) {
 		cJSON *out = NULL;
 		char why[120];
+		double t;
 		int j, r;
 
 		pthread_mutex_lock(&p->mu);
@@ -189,10 +196,13 @@ static void *pool_main(void *arg)
 		if (j >= p->s->n)
 			return NULL;
 		/* as the daemon runs them (compact number arrays) */
+		t = now();
 		r = analysis_run_flags(p->s->job[j].name, p->tl, p->s->job[j].params,
 				       ANALYSIS_COMPACT, &out, why, sizeof(why));
 		cJSON_Delete(out);
+		t = now() - t;
 		pthread_mutex_lock(&p->mu);
+		p->ms[j] = t * 1e3;
 		if (r < 0 && !p->errors++)
 			snprintf(p->why, sizeof(p->why), "%.12s: %s", p->s->job[j].name, why);
 		p->nodata += r == -ENODATA;
@@ -217,6 +227,7 @@ static void run_set(const struct timeline *tl, const struct set *s, struct figur
 	pthread_mutex_destroy(&p.mu);
 	f->errors = p.errors;
 	f->nodata = p.nodata;
+	memcpy(f->call_ms, p.ms, sizeof(f->call_ms));
 	if (p.errors)
 		memcpy(f->why, p.why, sizeof(f->why));
 }
@@ -300,6 +311,17 @@ static void print_row(const char *label, const struct figures *f, int calls, dou
 	       hta / f->cpu_s, f->errors ? " (analysis errors)" : "");
 }
 
+/* --per-call: the set's calls in the best run, in ms. */
+static void print_calls(const struct figures *f, const struct set *s)
+{
+	if (!per_call)
+		return;
+	printf("    per call, ms:");
+	for (int j = 0; j < s->n; j++)
+		printf(" %s%s %.2f", s->job[j].name, s->job[j].params ? "*" : "", f->call_ms[j]);
+	printf("\n");
+}
+
 /*
  * A --size trace, plain JSON in tmpdir: generated (repeat NULL) or the
  * reference trace repeat repeated (repeat.c). HTA's columns are the largest
@@ -359,6 +381,7 @@ static void extrapolated(const cJSON *largest, double largest_bytes, const char 
 		}
 		print_head();
 		print_row(label, &f, s.n, hl * scale, s.hta_s * scale);
+		print_calls(&f, &s);
 	}
 	set_free(&s);
 	unlink(gpath);
@@ -371,6 +394,7 @@ int main(int argc, char **argv)
 					    { "tmpdir", required_argument, NULL, 'd' },
 					    { "jobs", required_argument, NULL, 'j' },
 					    { "no-spec", no_argument, NULL, 'S' },
+					    { "per-call", no_argument, NULL, 'P' },
 					    { 0 } };
 	const char *shared = getenv("GPUPROF_SHARED"), *tmpdir = "/tmp";
 	const cJSON *traces, *t, *largest = NULL;
@@ -380,7 +404,7 @@ int main(int argc, char **argv)
 	char path[4096], *text;
 	cJSON *timings;
 
-	while ((c = getopt_long(argc, argv, "r:s:d:j:S", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:s:d:j:SP", lo, NULL)) != -1) {
 		if (c == 'r')
 			runs = atoi(optarg) > 0 ? atoi(optarg) : 1;
 		else if (c == 's')
@@ -391,10 +415,12 @@ int main(int argc, char **argv)
 			njobs = atoi(optarg) >= 1 && atoi(optarg) <= 16 ? atoi(optarg) : 1;
 		else if (c == 'S')
 			no_spec = true;
+		else if (c == 'P')
+			per_call = true;
 		else {
 			fprintf(stderr,
 				"usage: %s [--runs N] [--size 1G|0] [--tmpdir DIR] [--jobs N] "
-				"[--no-spec]\n",
+				"[--no-spec] [--per-call]\n",
 				argv[0]);
 			return 2;
 		}
@@ -458,6 +484,7 @@ int main(int argc, char **argv)
 			double ratio = (load->valuedouble + s.hta_s) / f.total_s;
 
 			print_row(t->string, &f, s.n, load->valuedouble, s.hta_s);
+			print_calls(&f, &s);
 			sum_ratio_log += log(ratio);
 			min_ratio = ratio < min_ratio ? ratio : min_ratio;
 			ntraces++;
