@@ -166,7 +166,6 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 	 * memory traffic each on the 1 GB trace), the GPU rows gathered in
 	 * the room (free until the grouping) and appended after. Every GPU
 	 * side row is in one of r->streams (index.c). */
-	err = -EPROTO;
 	{
 		int64_t *gk = (int64_t *)(void *)m.room;
 		struct qrow *gq = (struct qrow *)(void *)(gk + m.cap);
@@ -183,7 +182,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 			tmax = t > tmax ? t : tmax;
 			if (is_launch(e) && (g = gpu_of(r, e->correlation))) {
 				if ((grp = stream_group(r, g->stream, &last)) == UINT32_MAX)
-					goto out;
+					goto unindexed;
 				keys[n] = t;
 				q[n++] = (struct qrow){ grp, +1 };
 			}
@@ -191,12 +190,11 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 			if (ev_gpu(e) && e->correlation != TL_NONE &&
 			    corr_has_launch(r, e->correlation)) {
 				if ((grp = stream_group(r, e->stream, &last)) == UINT32_MAX)
-					goto out;
+					goto unindexed;
 				gk[ng] = t;
 				gq[ng++] = (struct qrow){ grp, -1 };
 			}
 		}
-		err = -ENOMEM;
 		if (n + ng > m.cap) { /* rows both launch and GPU side */
 			struct qmem g;
 
@@ -257,9 +255,10 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 	 * threshold; we report every stream and name the one HTA would. */
 	jnum(c, o, "hta_blocked_stream", hta_stream == TL_NONE ? NAN : (double)hta_stream);
 	err = 0;
+	goto out;
+unindexed:
+	err = aerr(c, -EPROTO, "internal: a GPU row's stream is not in the stream index");
 out:
-	if (err == -EPROTO)
-		aerr(c, err, "internal: a GPU row's stream is not in the stream index");
 	free(start);
 	tl_free_big(m.blk);
 	return err;
