@@ -26,11 +26,14 @@
 #define PIPE_MIN_IN (64u * 1024) /* compressed bytes worth a thread */
 #define PIPE_MIN_PLAIN (1u << 20) /* plain bytes worth a thread */
 /* Parsed bytes of a plain input of known size after which its event
- * arrays get room for the whole input at once (kimp_reserve). Growing
- * them 4x at a time instead copied 2.1 M rows (200 MB) of a 1 GB import
- * and populated 264 MB of arrays that were then dropped: fresh memory,
- * which on a VM costs about as much as parsing its size of JSON
- * (bench/import/bench_pages). */
+ * arrays get room for the whole input at once (kimp_reserve): an eighth
+ * of the input, at most RESERVE_AFTER. Growing them 4x at a time instead
+ * copied 2.1 M rows (200 MB) of a 1 GB import and populated 264 MB of
+ * arrays that were then dropped: fresh memory, which on a VM costs about
+ * as much as parsing its size of JSON (bench/import/bench_pages). Below
+ * 4 MiB they doubled by realloc(): on a generated 10 MB trace imported
+ * again and again, ~1600 page faults an import (glibc handed the grown
+ * blocks back each time), 2.6x its import time (bench_import). */
 #define RESERVE_AFTER (16u << 20)
 
 struct importer {
@@ -41,9 +44,10 @@ struct importer {
 	uint64_t max_bytes;
 	struct src *s;
 	bool guard_hit; /* the inflate thread's mapped window faulted */
-	/* plain input of known size: bytes in all, and whether the event
-	 * arrays got their room for it (kimp_reserve) */
-	uint64_t total;
+	/* plain input of known size: bytes in all, the parsed bytes after
+	 * which the event arrays get their room for it (kimp_reserve), and
+	 * whether they got it */
+	uint64_t total, reserve_at;
 	bool reserved;
 };
 
@@ -79,7 +83,7 @@ static int feed(struct importer *im, const uint8_t *p, size_t n)
 		}
 		return set_err(im, err, im->tok.err_offset, im->tok.err);
 	}
-	if (!im->reserved && im->total && im->tok.offset >= RESERVE_AFTER) {
+	if (!im->reserved && im->total && im->tok.offset >= im->reserve_at) {
 		im->reserved = true;
 		/* no room: the arrays grow as they fill, as before */
 		(void)kimp_reserve(&im->k, im->tok.offset, im->total,
@@ -205,8 +209,10 @@ static int pump(struct importer *im, struct src *s)
 		if (gz_begin(s, im->o && im->o->inflate_zlib) < 0)
 			return set_err(im, -ENOMEM, 0, "gzip init failed");
 	}
-	if (!s->gz)
+	if (!s->gz) {
 		im->total = s->fd < 0 ? s->mem_len : s->regular ? s->file_size : 0;
+		im->reserve_at = im->total / 8 < RESERVE_AFTER ? im->total / 8 : RESERVE_AFTER;
+	}
 	if (s->gz) {
 		err = pump_gz(im, s, in, r);
 		if (err < 0)

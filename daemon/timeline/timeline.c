@@ -381,8 +381,17 @@ int tl_grow_big(void **arr, uint32_t *cap, uint32_t n, uint32_t need, size_t sz)
 
 int tl_reserve_big(void **arr, uint32_t *cap, uint32_t n, uint32_t want, size_t sz)
 {
-	if (want <= *cap || (uint64_t)want * sz < TL_HUGE_MIN)
+	if (want <= *cap)
 		return 0;
+	if ((uint64_t)want * sz < TL_HUGE_MIN) {
+		void *p = realloc(*arr, (size_t)want * sz);
+
+		if (!p)
+			return -ENOMEM;
+		*arr = p;
+		*cap = want;
+		return 0;
+	}
 	return move_big(arr, cap, n, want, sz);
 }
 

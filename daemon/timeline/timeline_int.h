@@ -82,8 +82,9 @@ int tl_grow_big(void **arr, uint32_t *cap, uint32_t n, uint32_t need, size_t sz)
 /* Room for want elements in one move, for a builder that can estimate its
  * final count early: the appends up to want then neither copy the array
  * nor populate the blocks it would have grown through (address space
- * only until written). No-op when want fits or is under TL_HUGE_MIN
- * bytes; -ENOMEM leaves *arr as it was. */
+ * only until written). Under TL_HUGE_MIN bytes a realloc() to want
+ * (what tl_grow would have reached through doublings, each a copy). No-op
+ * when want fits; -ENOMEM leaves *arr as it was. */
 int tl_reserve_big(void **arr, uint32_t *cap, uint32_t n, uint32_t want, size_t sz);
 
 /* Room for `add` more elements after the n in *arr, for a builder that
