@@ -134,6 +134,9 @@ static int bench_one(const char *label, const char *path, double *cpu_mbs, doubl
 	       res.gzip ? (zlib ? "zlib" : import_inflate_backend()) : "", res.gzip ? ")" : "",
 	       (unsigned long long)res.events_kept, (unsigned long long)res.events_raw,
 	       (unsigned long long)res.warnings_total);
+	if (!serial)
+		printf("  second thread parsed %.1f %% of the JSON bytes\n",
+		       100.0 * (double)res.bytes_spec / (double)(res.bytes_json ? res.bytes_json : 1));
 	printf("  cpu %.3f s  throughput per CPU-second %.1f MB/s\n", c1 - c0,
 	       res.bytes_json / 1e6 / (c1 - c0));
 	*cpu_mbs = res.bytes_json / 1e6 / (c1 - c0);
