@@ -51,6 +51,7 @@ static const struct map {
 	{ "idle_time_breakdown", "idle", NULL },
 	{ "idle_time_breakdown_with_interval_stats", "idle", "{\"interval_stats\": true}" },
 	{ "gpu_kernel_breakdown_mem_true", "kernels", NULL },
+	{ "gpu_kernel_breakdown_mem_false", "kernels", "{\"include_memory\": false}" },
 	{ "comm_comp_overlap", "overlap", NULL },
 	{ "cuda_kernel_launch_stats", "launch", NULL },
 	{ "queue_length_summary", "queue", "{\"series\": true}" },
