@@ -144,7 +144,7 @@ struct gz_pipe {
 	bool holding; /* the parser holds buf[head] */
 	bool took_any;
 	uint64_t took_bytes_in, took_file_hi;
-	bool cancel, done, guard_hit;
+	bool cancel, done;
 	int err;
 	char msg[200];
 };
@@ -202,12 +202,9 @@ static void *pipe_main(void *arg)
 	char msg[sizeof(g->msg)];
 	int err;
 
-	src_guard_own(g->s, true); /* the window the importer's thread mapped */
 	err = g->plain ? copy_src(g->s, g->in0, g->r0, &io, msg, sizeof(msg)) :
 			 gz_inflate_src(g->s, g->in0, g->r0, &io, msg, sizeof(msg));
-	src_unmap(g->s); /* the window and its guard are this thread's */
 	pthread_mutex_lock(&g->mu);
-	g->guard_hit = src_guard_take();
 	g->err = err;
 	memcpy(g->msg, msg, sizeof(msg));
 	g->done = true;
@@ -255,12 +252,9 @@ int gz_pipe_start(struct src *s, const uint8_t *in, ssize_t r, bool plain, enum 
 	g->s = s;
 	g->in0 = in;
 	g->r0 = r;
-	/* The thread takes no asynchronous signals; faults (SIGBUS on a
-	 * shrunk mapping) stay deliverable to it. */
-	src_guard_own(s, false); /* this thread reads no more of s */
+	/* the thread takes no asynchronous signals (tl_thread_start) */
 	err = tl_thread_start(&g->th, pipe_main, g);
 	if (err) {
-		src_guard_own(s, true); /* serial after all */
 		pipe_free(g);
 		return -err;
 	}
@@ -308,9 +302,9 @@ ssize_t gz_pipe_next(struct gz_pipe *g, const uint8_t **p, struct kseg **seg, ch
 	return n;
 }
 
-bool gz_pipe_stop(struct gz_pipe *g)
+void gz_pipe_stop(struct gz_pipe *g)
 {
-	bool early, hit;
+	bool early;
 
 	pthread_mutex_lock(&g->mu);
 	early = !g->done || g->nfull;
@@ -322,7 +316,5 @@ bool gz_pipe_stop(struct gz_pipe *g)
 		g->s->bytes_in = g->took_bytes_in;
 		g->s->file_hi = g->took_file_hi;
 	}
-	hit = g->guard_hit;
 	pipe_free(g);
-	return hit;
 }

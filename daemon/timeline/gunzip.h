@@ -68,9 +68,8 @@ void gz_pipe_spec(struct gz_pipe *g, const struct kspec_ctx *c);
 ssize_t gz_pipe_next(struct gz_pipe *g, const uint8_t **p, struct kseg **seg, char *msg,
 		     size_t msg_len);
 /* Stop (early: the thread is told to quit after its current chunk), join
- * and free. s->bytes_in / s->map_hi are left as a serial import would have
- * them at the last piece taken. Returns whether a mapped window the thread
- * read faulted (see src_guard_take). */
-bool gz_pipe_stop(struct gz_pipe *g);
+ * and free. s->bytes_in / s->file_hi are left as a serial import would
+ * have them at the last piece taken. */
+void gz_pipe_stop(struct gz_pipe *g);
 
 #endif /* GPUPROF_TIMELINE_GUNZIP_H */

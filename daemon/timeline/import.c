@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Import driver: the source's bytes (src.c: memory, a mapped regular file
- * or read()), transparent gzip (ISA-L or zlib inflate, gzdec.c; detected by
+ * Import driver: the source's bytes (src.c: memory or read()), transparent gzip (ISA-L or zlib inflate, gzdec.c; detected by
  * the 1f 8b magic, multi-member), fed to the JSON tokenizer chunk by chunk.
  * Memory: one input and one output chunk, the tokenizer's scratch, and the
  * events kept.
@@ -43,7 +42,6 @@ struct importer {
 	const struct import_opts *o;
 	uint64_t max_bytes;
 	struct src *s;
-	bool guard_hit; /* the inflate thread's mapped window faulted */
 	/* plain input of known size: bytes in all, the parsed bytes after
 	 * which the event arrays get their room for it (kimp_reserve), and
 	 * whether they got it */
@@ -167,7 +165,7 @@ static int pump_pipe(struct importer *im, struct src *s, const uint8_t *in, ssiz
 	}
 	if (n <= 0)
 		err = n < 0 ? set_err(im, (int)n, im->tok.offset, msg) : 0;
-	im->guard_hit |= gz_pipe_stop(g);
+	gz_pipe_stop(g);
 	kspec_map_free(&map);
 	return err;
 }
@@ -195,9 +193,9 @@ static int pump(struct importer *im, struct src *s)
 
 	r = src_raw(s, s->in, s->chunk, &in);
 	if (r == 1) { /* tiny chunks: make sure the magic is visible */
-		/* Memory and mapped sources read in place and have no buffer
-		 * (s->in is NULL: no pointer arithmetic on it); either way
-		 * in2 == in + 1. */
+		/* A memory source is read in place and has no buffer (s->in
+		 * is NULL: no pointer arithmetic on it); either way in2 ==
+		 * in + 1. */
 		ssize_t r2 = src_raw(s, s->in ? s->in + 1 : NULL, 1, &in2);
 
 		r = r2 < 0 ? r2 : 1 + r2;
@@ -219,17 +217,6 @@ static int pump(struct importer *im, struct src *s)
 			return err;
 	}
 	if (!s->gz && r > 0 && use_pipe(im, s)) {
-		/* The pipe's thread copies a plain input into its pieces:
-		 * read() does that in one copy, where a mapping first costs a
-		 * page-table entry per page (in a VM an exception each) and
-		 * then the same copy. bench_import on a 1 GB trace: memcpy out
-		 * of the mapping 14 % of the import's CPU time, read() 3 %. */
-		if (s->mapped) {
-			memcpy(s->in, in, (size_t)r); /* r <= chunk: s->in's size */
-			in = s->in;
-			if ((err = src_map_stop(s)) < 0)
-				return set_err(im, err, 0, "read error");
-		}
 		if ((err = pump_pipe(im, s, in, r)) <= 0) {
 			if (err < 0)
 				return err;
@@ -276,16 +263,13 @@ static int import_src(struct src *s, const struct import_opts *o, struct timelin
 									 UINT32_MAX - 1);
 	json_tok_init(&im.tok, &kineto_sax, &im.k, o ? o->max_depth : 0, o ? o->max_string : 0);
 	im.s = s;
-	src_guard_take(); /* clear this thread's flag */
 	if (s->fd >= 0)
-		src_map_start(s);
+		src_probe(s);
 	err = pump(&im, s);
 	kimp_stop_pop(&im.k); /* before the rank is finalized, kept or freed */
-	src_unmap(s);
-	/* The file was cut while it was read: a mapping read zeros in place
-	 * of the lost bytes (whole pages past the new end: SIGBUS, handled;
-	 * the tail of its last page), read() met an early end. */
-	if (src_guard_take() || im.guard_hit || src_shrank(s)) {
+	/* The file was cut while it was read (read() met an early end, or
+	 * it is now shorter than what was read). */
+	if (src_shrank(s)) {
 		res->error_msg[0] = '\0';
 		err = set_err(&im, -EIO, im.tok.offset, "trace file shrank during import");
 	}
