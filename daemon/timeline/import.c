@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Import driver: the source's bytes (src.c: memory or read()), transparent gzip (ISA-L or zlib inflate, gzdec.c; detected by
- * the 1f 8b magic, multi-member), fed to the JSON tokenizer chunk by chunk.
+ * Import driver: the source's bytes (src.c: memory or read()),
+ * transparent gzip (ISA-L or zlib inflate, gzdec.c; detected by the 1f 8b
+ * magic, multi-member), fed to the JSON tokenizer chunk by chunk.
  * Memory: one input and one output chunk, the tokenizer's scratch, and the
  * events kept.
  * A large gzip file or buffer is inflated on a second thread (gunzip.c),
