@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "gunzip.h"
 #include "kineto.h"
@@ -25,7 +26,7 @@
 #define DEF_MAX_BYTES (64ull << 30)
 #define PIPE_MIN_IN (64u * 1024) /* compressed bytes worth a thread */
 #define PIPE_MIN_PLAIN (1u << 20) /* plain bytes worth a thread */
-/* Parsed bytes of a plain input of known size after which its event
+/* Parsed bytes of an input of known size after which its event
  * arrays get room for the whole input at once (kimp_reserve): an eighth
  * of the input, at most RESERVE_AFTER. Growing them 4x at a time instead
  * copied 2.1 M rows (200 MB) of a 1 GB import and populated 264 MB of
@@ -43,7 +44,8 @@ struct importer {
 	const struct import_opts *o;
 	uint64_t max_bytes;
 	struct src *s;
-	/* plain input of known size: bytes in all, the parsed bytes after
+	/* input of known size (a plain file's or buffer's, or the one a
+	 * gzip trailer states): JSON bytes in all, the parsed bytes after
 	 * which the event arrays get their room for it (kimp_reserve), and
 	 * whether they got it */
 	uint64_t total, reserve_at;
@@ -84,9 +86,11 @@ static int feed(struct importer *im, const uint8_t *p, size_t n)
 	}
 	if (!im->reserved && im->total && im->tok.offset >= im->reserve_at) {
 		im->reserved = true;
-		/* no room: the arrays grow as they fill, as before */
+		/* no room: the arrays grow as they fill, as before. The
+		 * room is populated ahead only for a size known to be true:
+		 * a gzip trailer's is the file's claim, checked at its end */
 		(void)kimp_reserve(&im->k, im->tok.offset, im->total,
-				   !(im->o && im->o->no_inflate_thread));
+				   !(im->o && im->o->no_inflate_thread) && !im->s->gz);
 	}
 	if (im->o && im->o->progress)
 		im->o->progress(im->o->progress_arg, im->tok.offset);
@@ -185,6 +189,29 @@ static int pump_gz(struct importer *im, struct src *s, const uint8_t *in, ssize_
 	return err < 0 && msg[0] ? set_err(im, err, im->tok.offset, msg) : err;
 }
 
+/* The uncompressed size a gzip input's trailer states (ISIZE: its last
+ * member's, modulo 2^32), as kimp_reserve's estimate of the JSON bytes; 0
+ * when there is none, or when it is below the compressed size (wrapped
+ * past 4 GiB, or not a trailer). Only a hint: a wrong one costs room. */
+static uint64_t gz_size_hint(const struct src *s)
+{
+	uint64_t clen, isize;
+	uint8_t t[4];
+
+	if (s->fd < 0) {
+		clen = s->mem_len;
+		if (clen < 18)
+			return 0;
+		memcpy(t, s->mem + clen - 4, 4);
+	} else {
+		clen = s->file_size;
+		if (!s->regular || clen < 18 || pread(s->fd, t, 4, (off_t)(clen - 4)) != 4)
+			return 0;
+	}
+	isize = (uint64_t)t[0] | (uint64_t)t[1] << 8 | (uint64_t)t[2] << 16 | (uint64_t)t[3] << 24;
+	return isize >= clen ? isize : 0;
+}
+
 /* Pump the whole source through the tokenizer. */
 static int pump(struct importer *im, struct src *s)
 {
@@ -208,10 +235,8 @@ static int pump(struct importer *im, struct src *s)
 		if (gz_begin(s, im->o && im->o->inflate_zlib) < 0)
 			return set_err(im, -ENOMEM, 0, "gzip init failed");
 	}
-	if (!s->gz) {
-		im->total = s->fd < 0 ? s->mem_len : s->regular ? s->file_size : 0;
-		im->reserve_at = im->total / 8 < RESERVE_AFTER ? im->total / 8 : RESERVE_AFTER;
-	}
+	im->total = s->gz ? gz_size_hint(s) : s->fd < 0 ? s->mem_len : s->regular ? s->file_size : 0;
+	im->reserve_at = im->total / 8 < RESERVE_AFTER ? im->total / 8 : RESERVE_AFTER;
 	if (s->gz) {
 		err = pump_gz(im, s, in, r);
 		if (err < 0)
