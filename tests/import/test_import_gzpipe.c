@@ -464,6 +464,60 @@ static void test_reserve_estimate(void)
 	}
 }
 
+/* gpuprofctl import draws its progress from the file offset of its copy
+ * of the descriptor (cmd_import.c): the offset must move with the import,
+ * not jump at its end (as it did while the importer read files through a
+ * mapping). For each progress call, the offset of a dup() of the fd. */
+static int offset_fd = -1;
+static uint64_t offset_mid, offset_last;
+static bool offset_back;
+
+static void on_offset(void *arg, uint64_t bytes)
+{
+	off_t off = lseek(offset_fd, 0, SEEK_CUR);
+	uint64_t size = *(const uint64_t *)arg;
+
+	(void)bytes;
+	if (off < 0 || (uint64_t)off < offset_last)
+		offset_back = true;
+	offset_last = off < 0 ? offset_last : (uint64_t)off;
+	if (off > 0 && (uint64_t)off < size)
+		offset_mid++;
+}
+
+static void test_offset_follows(void)
+{
+	unsigned char *gz;
+	size_t ngz = gzip_members(doc, doc_len, 1, &gz);
+
+	for (int plain = 0; plain < 2; plain++)
+		for (int serial = 0; serial < 2; serial++) {
+			const void *data = plain ? (const void *)doc : gz;
+			uint64_t size = plain ? doc_len : ngz;
+			struct import_opts o = { .rank = -1, .no_inflate_thread = serial,
+						 .progress = on_offset, .progress_arg = &size };
+			struct import_result res;
+			struct timeline *tl;
+			int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+			CHECK(fd >= 0);
+			CHECK_EQ_U64((uint64_t)write(fd, data, size), size);
+			lseek(fd, 0, SEEK_SET);
+			offset_fd = dup(fd);
+			offset_mid = offset_last = 0;
+			offset_back = false;
+			timeline_new(&tl);
+			CHECK_EQ_INT(timeline_import_fd(fd, &o, tl, &res), 0);
+			CHECK(!offset_back);
+			CHECK(offset_mid > 0); /* seen part way */
+			CHECK_EQ_U64((uint64_t)lseek(offset_fd, 0, SEEK_CUR), size);
+			timeline_free(tl);
+			close(offset_fd);
+			close(fd);
+		}
+	free(gz);
+}
+
 /* A gzip input's trailer (ISIZE) sizes the event arrays as a plain
  * input's size does: the same skewed shapes, gzip from a file and from
  * memory, serial and pipelined, equal the plain import from a pipe (no
@@ -547,6 +601,7 @@ int main(void)
 	RUN(test_plain_windows);
 	RUN(test_reserve_estimate);
 	RUN(test_gz_size_hint);
+	RUN(test_offset_follows);
 	unlink(path);
 	free(doc);
 	return test_summary();
