@@ -90,6 +90,17 @@ struct run {
 	int threads;
 };
 
+/* The file at p, holding data[0..n), open read-write at offset 0. */
+static int file_with(const char *p, const void *data, size_t n)
+{
+	int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	CHECK(fd >= 0);
+	CHECK_EQ_U64((uint64_t)write(fd, data, n), n);
+	lseek(fd, 0, SEEK_SET);
+	return fd;
+}
+
 /* Import from memory, or through a temporary regular file when path. */
 static void run_one(const unsigned char *gz, size_t n, uint32_t chunk, uint64_t max_bytes,
 		    bool serial, const char *path, struct run *r)
@@ -102,11 +113,8 @@ static void run_one(const unsigned char *gz, size_t n, uint32_t chunk, uint64_t 
 	settle();
 	max_threads = 0;
 	if (path) {
-		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		int fd = file_with(path, gz, n);
 
-		CHECK(fd >= 0);
-		CHECK_EQ_U64((uint64_t)write(fd, gz, n), n);
-		lseek(fd, 0, SEEK_SET);
 		r->err = timeline_import_fd(fd, &o, r->tl, &r->res);
 		close(fd);
 	} else {
@@ -312,11 +320,8 @@ static void check_shrinks(const void *data, size_t n)
 					 .progress = shrink_once };
 		struct import_result res;
 		struct timeline *tl;
-		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		int fd = file_with(path, data, n);
 
-		CHECK(fd >= 0);
-		CHECK_EQ_U64((uint64_t)write(fd, data, n), n);
-		lseek(fd, 0, SEEK_SET);
 		shrink_fd = fd;
 		timeline_new(&tl);
 		errs[serial] = timeline_import_fd(fd, &o, tl, &res);
@@ -498,11 +503,8 @@ static void test_offset_follows(void)
 						 .progress = on_offset, .progress_arg = &size };
 			struct import_result res;
 			struct timeline *tl;
-			int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+			int fd = file_with(path, data, size);
 
-			CHECK(fd >= 0);
-			CHECK_EQ_U64((uint64_t)write(fd, data, size), size);
-			lseek(fd, 0, SEEK_SET);
 			offset_fd = dup(fd);
 			offset_mid = offset_last = 0;
 			offset_back = false;
