@@ -171,7 +171,7 @@ int tl_link_ranks(struct timeline *tl);
 int tl_encode(const struct timeline *tl, void **buf, size_t *len);
 /* pthread_create() for the importer's helper threads: they take no
  * asynchronous signals (those stay the application's threads'); faults
-  * (SIGSEGV, SIGBUS, ...) stay deliverable. 0 or an errno. */
+ * (SIGSEGV, SIGBUS, ...) stay deliverable. 0 or an errno. */
 int tl_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 /* Whether this process may run on two CPUs or more. */
 bool tl_two_cpus(void);
