@@ -183,6 +183,42 @@ class Conn:
             return True
 
 
+ATTACKER = "gpuprof-attacker"
+# The interpreter scripts run as the attacker use: pyenv's lies under /root (0700).
+ATTACKER_PY = "/usr/bin/python3"
+
+
+def attacker():
+    """A real unprivileged user, member of group gpuprof, created on first use
+    (the attacks of docs/security.md run as it). Returns (uid, gid)."""
+    import pwd
+    for _ in range(50):  # useradd fails while another test holds /etc/passwd's lock
+        subprocess.run(["groupadd", "-f", "-r", "gpuprof"], capture_output=True)
+        try:
+            pw = pwd.getpwnam(ATTACKER)
+            return pw.pw_uid, pw.pw_gid
+        except KeyError:
+            pass
+        subprocess.run(["useradd", "-r", "-M", "-U", "-s", "/usr/sbin/nologin", "-G", "gpuprof",
+                        ATTACKER], capture_output=True)
+        time.sleep(0.1)
+    raise RuntimeError("cannot create user %s" % ATTACKER)
+
+
+def as_attacker(argv):
+    """argv run as the attacker: its uid, its group and group gpuprof."""
+    uid, gid = attacker()
+    return ["setpriv", "--reuid=%d" % uid, "--regid=%d" % gid, "--init-groups", "--"] + list(argv)
+
+
+def open_to_group(d):
+    """Give the daemon's socket to group gpuprof, mode 0660, as the unit does."""
+    import grp
+    attacker()
+    os.chown(d.sock, 0, grp.getgrnam("gpuprof").gr_gid)
+    os.chmod(d.sock, 0o660)
+
+
 def error_code(reply):
     return reply.get("error", {}).get("code")
 
