@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "gpd.h"
+#include "json.h"
 #include "log.h"
 #include "methods.h"
 #include "request.h"
@@ -51,7 +52,9 @@ static const struct rpc_method methods[] = {
 
 static void send_json(struct rpc_conn *conn, cJSON *msg)
 {
-	char *text = cJSON_PrintUnformatted(msg);
+	/* Every reply leaves as exact integers and valid UTF-8, whatever a
+	 * handler put in it (json.h). */
+	char *text = json_reply_normalize(msg) ? cJSON_PrintUnformatted(msg) : NULL;
 	if (!text) {
 		static const char oom[] = "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":"
 					  "-32603,\"message\":\"out of memory\"}}";

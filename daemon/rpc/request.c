@@ -3,9 +3,11 @@
 #include "request.h"
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "framing.h"
+#include "json.h"
 
 int rpc_fds_named(const cJSON *params, size_t *count)
 {
@@ -78,6 +80,25 @@ void rpc_request_finish(struct rpc_request *req)
 	memset(req, 0, sizeof(*req));
 }
 
+/*
+ * JSON-RPC 2.0 ids are strings, numbers without a fractional part, or null.
+ * A number is echoed back from cJSON's double, so only the integers a
+ * double holds exactly (|id| < 2^53) can be echoed as sent; anything
+ * else (1e400, 0.5) is refused rather than answered with a different id.
+ */
+static bool id_valid(const cJSON *id)
+{
+	if (!id || cJSON_IsNull(id))
+		return true;
+	if (cJSON_IsString(id))
+		return json_utf8_valid(id->valuestring, strlen(id->valuestring));
+	if (!cJSON_IsNumber(id))
+		return false;
+	double d = id->valuedouble;
+	/* 2^53 itself is also what 2^53 + 1 parses to: refused with it */
+	return isfinite(d) && d == floor(d) && fabs(d) < 9007199254740992.0;
+}
+
 int rpc_request_parse(char *msg, size_t len, int max_nesting, const struct rpc_method *table,
 		      size_t ntable, struct rpc_request *req, const char **err)
 {
@@ -86,12 +107,27 @@ int rpc_request_parse(char *msg, size_t len, int max_nesting, const struct rpc_m
 		*err = "message nested too deeply";
 		return GPUPROF_ERR_TOO_LARGE;
 	}
-	cJSON *root = cJSON_ParseWithLength(msg, len);
+	/* A NUL is no JSON text, and C string handling past it would see a
+	 * different message than the parser. */
+	if (memchr(msg, '\0', len)) {
+		*err = "parse error: NUL byte in the message";
+		return GPUPROF_ERR_PARSE;
+	}
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithLengthOpts(msg, len, &end, false);
 	if (!root) {
 		*err = "parse error: invalid JSON";
 		return GPUPROF_ERR_PARSE;
 	}
 	req->root = root;
+	/* One message is one JSON value: "{..}{..}" on one line would
+	 * otherwise run the first and drop the second without a word. */
+	for (const char *p = end; p && p < msg + len; p++) {
+		if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') {
+			*err = "parse error: data after the JSON value (one request per line)";
+			return GPUPROF_ERR_PARSE;
+		}
+	}
 	if (!cJSON_IsObject(root)) {
 		*err = cJSON_IsArray(root) ? "batches are not supported"
 					   : "request must be an object";
@@ -101,13 +137,15 @@ int rpc_request_parse(char *msg, size_t len, int max_nesting, const struct rpc_m
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
 	const cJSON *method = cJSON_GetObjectItemCaseSensitive(root, "method");
 	const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	req->reply_id = id && (cJSON_IsNumber(id) || cJSON_IsString(id)) ? id : NULL;
+	bool id_ok = id_valid(id);
+	req->reply_id = id_ok && (cJSON_IsNumber(id) || cJSON_IsString(id)) ? id : NULL;
 
 	*err = NULL;
 	if (!cJSON_IsString(ver) || strcmp(ver->valuestring, "2.0") != 0)
 		*err = "\"jsonrpc\" must be \"2.0\"";
-	else if (id && !cJSON_IsNumber(id) && !cJSON_IsString(id) && !cJSON_IsNull(id))
-		*err = "\"id\" must be a number, a string or null";
+	else if (!id_ok)
+		*err = "\"id\" must be a string (UTF-8), an integer below 2^53 in "
+		       "magnitude, or null";
 	else if (!cJSON_IsString(method))
 		*err = "\"method\" must be a string";
 	else if (params && !cJSON_IsObject(params) && !cJSON_IsArray(params))
