@@ -26,8 +26,13 @@ struct rpc_req;
 bool param_u64(struct rpc_req *req, const cJSON *params, const char *key, bool required,
 	       uint64_t max, uint64_t *out);
 bool param_bool(struct rpc_req *req, const cJSON *params, const char *key, bool *out);
+/* A string of valid UTF-8 of at most maxlen bytes (*out untouched when absent). */
 bool param_str(struct rpc_req *req, const cJSON *params, const char *key, size_t maxlen,
 	       const char **out);
+/* param_str() for a name that is stored and shown to others: no control
+ * characters (C0, DEL, C1) either. */
+bool param_name(struct rpc_req *req, const cJSON *params, const char *key, size_t maxlen,
+		const char **out);
 /* "weight": "samples" (default, *out untouched when absent), "launches" or
  * "gpu-time" (render/folded.h). */
 bool param_weight(struct rpc_req *req, const cJSON *params, enum folded_weight *out);

@@ -62,7 +62,7 @@ void method_capture_start(struct rpc_req *req, const cJSON *params)
 	if (!param_u64(req, params, "duration_ms", false, max_ms, &o.duration_ms) ||
 	    !param_u64(req, params, "last_ms", false, max_ms, &o.last_ms) ||
 	    !param_bool(req, params, "wait", &wait) ||
-	    !param_str(req, params, "name", CAPTURE_NAME_MAX - 1, &o.name))
+	    !param_name(req, params, "name", CAPTURE_NAME_MAX - 1, &o.name))
 		return;
 	if ((o.duration_ms == 0) == (o.last_ms == 0)) {
 		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,

@@ -229,7 +229,7 @@ void method_capture_import(struct rpc_req *req, const cJSON *params)
 	}
 	const char *name = NULL;
 	uint64_t rank = UINT64_MAX;
-	if (!param_str(req, params, "name", CAPTURE_NAME_MAX - 1, &name) ||
+	if (!param_name(req, params, "name", CAPTURE_NAME_MAX - 1, &name) ||
 	    !param_u64(req, params, "rank", false, INT32_MAX, &rank)) {
 		free(j);
 		return;

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "json.h"
 #include "methods.h"
 #include "request.h"
 
@@ -57,7 +58,43 @@ bool param_str(struct rpc_req *req, const cJSON *params, const char *key, size_t
 			  "\"%s\" must be a string of at most %zu bytes", key, maxlen);
 		return false;
 	}
+	/* cJSON passes any bytes through: a string kept or echoed must not
+	 * make a later reply invalid JSON for a strict reader */
+	if (!json_utf8_valid(v->valuestring, strlen(v->valuestring))) {
+		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "\"%s\" is not valid UTF-8",
+			  key);
+		return false;
+	}
 	*out = v->valuestring;
+	return true;
+}
+
+/* A C0 or C1 control character or DEL (U+0000..U+001F, U+007F..U+009F),
+ * at the UTF-8 text s. */
+static bool is_control(const unsigned char *s)
+{
+	return s[0] < 0x20 || s[0] == 0x7f || (s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f);
+}
+
+bool param_name(struct rpc_req *req, const cJSON *params, const char *key, size_t maxlen,
+		const char **out)
+{
+	const char *v = NULL;
+	if (!param_str(req, params, key, maxlen, &v))
+		return false;
+	if (!v)
+		return true;
+	/* Names are shown on other people's terminals (root's `gpuprofctl
+	 * list`): no escape sequences, carriage returns or line breaks. */
+	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+		if (is_control(p)) {
+			rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,
+				  "\"%s\" must not contain control characters (byte %zu)", key,
+				  (size_t)(p - (const unsigned char *)v));
+			return false;
+		}
+	}
+	*out = v;
 	return true;
 }
 
