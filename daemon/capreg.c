@@ -47,6 +47,41 @@ void capreg_set_prepare(struct capreg *r, capreg_prepare_fn fn, void *arg)
 	r->prepare_arg = arg;
 }
 
+/*
+ * The state directory holds every user's captures, so only the daemon's
+ * user may write it, and only the daemon's group may read it. One that
+ * already exists (an admin's mkdir, an old install) is checked: owned by
+ * another user, it is refused (that user could swap captures or plant
+ * links under us: nothing in it can be trusted); looser modes are tightened
+ * (group and others lose write, others lose everything, a foreign group
+ * loses read) with a warning, as systemd's StateDirectory= does.
+ */
+static int check_state_dir(int fd, const char *path)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_uid != geteuid()) {
+		log_err("state directory %s is owned by uid %u, not by the daemon's uid %u: "
+			  "refusing it (chown it or remove it)",
+			  path, (unsigned)st.st_uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	mode_t allowed = st.st_gid == getegid() ? 0750 : 0700;
+	mode_t mode = st.st_mode & 07777;
+	if (mode & ~allowed) {
+		if (fchmod(fd, mode & allowed) < 0) {
+			int e = errno;
+			log_err("state directory %s has mode %04o and cannot be changed: %s",
+				  path, (unsigned)mode, strerror(e));
+			return -e;
+		}
+		log_warn("state directory %s had mode %04o: changed to %04o", path,
+			 (unsigned)mode, (unsigned)(mode & allowed));
+	}
+	return 0;
+}
+
 /* mkdir -p with mode for the last component; refuses symlinks. */
 static int make_state_dir(const char *path)
 {
@@ -63,7 +98,14 @@ static int make_state_dir(const char *path)
 	if (mkdir(buf, 0750) < 0 && errno != EEXIST)
 		return -errno;
 	int fd = open(buf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	if (fd < 0)
+		return -errno;
+	int r = check_state_dir(fd, buf);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 static void save_next_id(struct capreg *r)
