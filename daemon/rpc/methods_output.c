@@ -8,6 +8,7 @@
 #include "json.h"
 #include "methods.h"
 #include "render/folded.h"
+#include "render/tlrender.h"
 
 struct folded_req {
 	struct folded_opts o;
@@ -65,7 +66,28 @@ static void folded_run(struct capjob *j, struct capture *c)
 	}
 	fdout_init(out, j->fd, j->io_timeout_ms);
 	struct folded_totals t = {0};
-	int r = folded_write(c, &f->o, fdout_cb, out, &t);
+	const struct timeline *tl = NULL;
+	int r;
+	if (c->kind == CAPTURE_IMPORT) {
+		/* no stack samples: the CPU-op stacks of its timeline */
+		r = capjob_timeline(j, c, "an imported trace", &tl);
+		if (r < 0) {
+			free(out);
+			return;
+		}
+		r = timeline_folded_write(tl, fdout_cb, out, &t);
+		capjob_timeline_done(j, tl);
+		if (r == -ENODATA) {
+			capjob_fail(j, r, GPUPROF_ERR_NO_DATA,
+				    "capture %llu is an imported trace without CPU events: "
+				    "no stacks to fold",
+				    (unsigned long long)c->id);
+			free(out);
+			return;
+		}
+	} else {
+		r = folded_write(c, &f->o, fdout_cb, out, &t);
+	}
 	if (r == 0)
 		r = fdout_flush(out);
 	if (r < 0) {
@@ -78,7 +100,9 @@ static void folded_run(struct capjob *j, struct capture *c)
 		json_add_u64(j->result, "weight", t.weight);
 		json_add_u64(j->result, "bytes", out->total);
 		cJSON_AddBoolToObject(j->result, "symbolized", t.symbolized);
-		if (t.gpu_time_fallback) /* no GPU job intervals: launches were counted */
+		if (tl)
+			cJSON_AddStringToObject(j->result, "weighted_by", "exclusive-ns");
+		else if (t.gpu_time_fallback) /* no GPU job intervals: launches were counted */
 			cJSON_AddStringToObject(j->result, "weighted_by", "launches");
 	}
 	free(out);

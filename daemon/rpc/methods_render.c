@@ -22,6 +22,8 @@
 #include "methods.h"
 #include "methods_render.h"
 #include "render/flamegraph.h"
+#include "render/tlrender.h"
+#include "timeline/timeline.h"
 
 #define MAX_FOLDED_INPUT (256ull << 20) /* bytes of folded text per request */
 #define MAX_HEATMAP_DATA (256ull << 20) /* the most a heat map's max_bytes may ask */
@@ -38,6 +40,7 @@ struct ropts {
 	int in_fd[2];	 /* folded input per side, -1: none */
 	int loaded;	 /* side of the capture capjob loads, -1: none */
 	uint64_t period_ns;
+	int32_t rank; /* export of an imported capture: its rank, -1: the only one */
 };
 
 static void ropts_free(void *p)
@@ -64,6 +67,48 @@ static void fail_r(struct capjob *j, int r, const char *what)
 		capjob_fail(j, r, r == -ENOMEM ? 0 : GPUPROF_ERR_IO, "%s: %s", what, strerror(-r));
 }
 
+struct side_feed {
+	struct fold_set *s;
+	int side;
+};
+
+static int feed_cb(void *ctx, const void *buf, size_t len)
+{
+	struct side_feed *f = ctx;
+	return fold_set_feed(f->s, f->side, buf, len);
+}
+
+/* An imported capture has no stack samples: its stacks are the CPU ops of
+ * its timeline (timeline_folded_write()). */
+static int add_timeline_side(struct capjob *j, struct capture *c, bool cached,
+			     struct fold_set *s, int side)
+{
+	const struct timeline *tl = NULL;
+	struct timeline *own = NULL;
+	char why[256] = "";
+	int r;
+	if (cached) {
+		if ((r = capjob_timeline(j, c, "an imported trace", &tl)) < 0)
+			return r;
+	} else {
+		const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
+		if (!x)
+			return -ENODATA;
+		if ((r = timeline_decode(x->data, x->len, &own, why, sizeof(why))) < 0)
+			return r;
+		tl = own;
+	}
+	struct side_feed f = {s, side};
+	r = timeline_folded_write(tl, feed_cb, &f, NULL);
+	if (r == 0)
+		r = fold_set_end(s, side);
+	if (own)
+		timeline_free(own);
+	else
+		capjob_timeline_done(j, tl);
+	return r;
+}
+
 /* Stacks of one side into s, from its capture or its fd. */
 static int load_side(struct capjob *j, struct ropts *o, int side, struct capture *c,
 		     struct fold_set *s)
@@ -80,8 +125,31 @@ static int load_side(struct capjob *j, struct ropts *o, int side, struct capture
 		}
 		c = own;
 	}
-	r = fold_set_add_capture(s, side, c, &o->fold, NULL);
+	if (c->kind == CAPTURE_IMPORT)
+		r = add_timeline_side(j, c, !own, s, side);
+	else
+		r = fold_set_add_capture(s, side, c, &o->fold, NULL);
 	capture_free(own);
+	return r;
+}
+
+/* capture.export of an imported capture: the trace events of its timeline. */
+static int export_timeline(struct capjob *j, struct ropts *o, struct capture *c,
+			   struct fdout *out, struct export_totals *et)
+{
+	const struct timeline *tl = NULL;
+	int r = capjob_timeline(j, c, "an imported trace", &tl);
+	if (r < 0)
+		return r;
+	r = timeline_chrome_export(tl, o->rank, c->name, c->id, fdout_cb, out, et);
+	if (r == -EDOM)
+		capjob_fail(j, -EINVAL, GPUPROF_ERR_INVALID_PARAMS,
+			    "capture %llu holds %u ranks: name the one to export with \"rank\"",
+			    (unsigned long long)c->id, timeline_nranks(tl));
+	else if (r == -ENOENT)
+		capjob_fail(j, -EINVAL, GPUPROF_ERR_INVALID_PARAMS,
+			    "capture %llu has no rank %d", (unsigned long long)c->id, (int)o->rank);
+	capjob_timeline_done(j, tl);
 	return r;
 }
 
@@ -125,14 +193,31 @@ static void render_run(struct capjob *j, struct capture *c)
 		break;
 	case R_HEAT:
 		what = "rendering the heat map";
+		if (c->kind == CAPTURE_IMPORT) {
+			capjob_fail(j, -ENODATA, GPUPROF_ERR_NO_DATA,
+				    "capture %llu is an imported trace: a heat map needs CPU "
+				    "samples; draw a flame graph of its CPU ops instead",
+				    (unsigned long long)c->id);
+			goto done;
+		}
 		r = heatmap_render(c, &o->ho, fdout_cb, out, &ht);
 		break;
 	case R_CHROME:
 		what = "exporting the Chrome trace";
-		r = chrome_export(c, fdout_cb, out, &et);
+		if (c->kind == CAPTURE_IMPORT)
+			r = export_timeline(j, o, c, out, &et);
+		else
+			r = chrome_export(c, fdout_cb, out, &et);
 		break;
 	case R_PPROF:
 		what = "exporting pprof";
+		if (c->kind == CAPTURE_IMPORT) {
+			capjob_fail(j, -ENODATA, GPUPROF_ERR_NO_DATA,
+				    "capture %llu is an imported trace: pprof holds CPU samples, "
+				    "which it has none of; export it with format \"chrome\"",
+				    (unsigned long long)c->id);
+			goto done;
+		}
 		r = pprof_export(c, o->period_ns, fdout_cb, out, &et);
 		break;
 	}
@@ -165,7 +250,8 @@ static void render_run(struct capjob *j, struct capture *c)
 	json_add_u64(res, "bytes", out->total);
 	goto done;
 fail:
-	fail_r(j, r, what);
+	if (!j->err) /* else already answered with a precise message */
+		fail_r(j, r, what);
 done:
 	fold_set_free(s);
 	free(out);
@@ -457,7 +543,7 @@ void method_capture_heatmap(struct rpc_req *req, const cJSON *params)
 
 void method_capture_export(struct rpc_req *req, const cJSON *params)
 {
-	static const char *const allowed[] = {"id", "fd", "format", "period_ns", NULL};
+	static const char *const allowed[] = {"id", "fd", "format", "period_ns", "rank", NULL};
 	static const char *const keys[] = {"id"};
 	const char *fmt = NULL;
 	if (!params_only(req, params, allowed) || !param_str(req, params, "format", 16, &fmt))
@@ -477,10 +563,13 @@ void method_capture_export(struct rpc_req *req, const cJSON *params)
 		return;
 	unsigned hz = req->gpd->cfg.sample_freq_hz;
 	o->period_ns = hz ? 1000000000ull / hz : 0;
+	uint64_t rank = UINT64_MAX;
 	if (!param_u64(req, params, "period_ns", false, 1000000000000ull, &o->period_ns) ||
+	    !param_u64(req, params, "rank", false, INT32_MAX, &rank) ||
 	    !param_u64(req, params, "id", true, UINT64_MAX >> 11, &o->ids[0])) {
 		ropts_free(o);
 		return;
 	}
+	o->rank = rank == UINT64_MAX ? -1 : (int32_t)rank;
 	submit_sources(req, params, o, 1, keys);
 }
