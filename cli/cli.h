@@ -93,6 +93,18 @@ void table_add(struct table *t, ...); /* exactly ncols const char * cells */
 void table_print(const struct table *t);
 void table_free(struct table *t);
 
+/*
+ * Terminal safety of daemon-provided text (escape.c): human output shows
+ * control characters (C0, DEL, C1) and bytes that are not UTF-8 as "\xNN".
+ * cli_escape() returns a malloc'ed copy (NULL: no memory);
+ * cli_parse_reply() parses a result and escapes every string and key in it,
+ * for the human printers (not for --json, which prints the reply as JSON).
+ */
+bool cli_text_safe(const char *s);
+char *cli_escape(const char *s);
+void cli_escape_tree(cJSON *item);
+cJSON *cli_parse_reply(const char *text);
+
 /* JSON member lookups that tolerate absent members. */
 double json_num(const cJSON *obj, const char *key, double dflt);
 const char *json_str(const cJSON *obj, const char *key, const char *dflt);
@@ -117,6 +129,25 @@ int cmd_import(struct cli *cli, int argc, char **argv);
 int cmd_flamescope(struct cli *cli, int argc, char **argv); /* cmd_xe.c */
 int cmd_xe(struct cli *cli, int argc, char **argv);
 int cmd_gpu_top(struct cli *cli, int argc, char **argv);
+
+/*
+ * Every --out FILE (outfile.c). cli_out_open(): "-" or NULL is stdout;
+ * a regular or new FILE gets a temporary file beside it (same directory,
+ * the existing file's mode or 0644 under the umask; a symlink is followed),
+ * a FIFO or device is opened as is. Pass o->fd to the daemon, then
+ * cli_out_close(o, status): with EXIT_OK the temporary file replaces FILE,
+ * else it is removed and FILE is left as it was. Both return an exit
+ * status (messages printed).
+ */
+struct cli_out {
+	int fd;
+	bool is_stdout;
+	const char *path; /* as given, for messages */
+	char *target; /* path with a symlink resolved */
+	char *tmp; /* the temporary file, NULL when writing directly */
+};
+int cli_out_open(struct cli_out *o, const char *path);
+int cli_out_close(struct cli_out *o, int status);
 
 /* Shared by capture --out and folded: run capture.folded into out_fd. */
 int cli_write_folded(struct cli *cli, uint64_t id, int out_fd, cJSON *params);

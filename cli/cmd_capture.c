@@ -136,6 +136,7 @@ int cmd_capture(struct cli *cli, int argc, char **argv)
 	};
 	struct capture_args a = {0};
 	int first, out_fd = -1, r;
+	struct cli_out out = {.fd = -1};
 	char *res = NULL;
 
 	r = cli_parse(cli, argc, argv, "p:d:l:n:o:", opts, capture_opt, &a, &first);
@@ -151,9 +152,10 @@ int cmd_capture(struct cli *cli, int argc, char **argv)
 		return cli_usage_error(cli, "--out needs the finished capture: drop --no-wait");
 	/* Open the output before a long recording, so a bad path fails fast. */
 	if (a.out) {
-		out_fd = open(a.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (out_fd < 0)
-			return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", a.out, strerror(errno));
+		r = cli_out_open(&out, a.out);
+		if (r)
+			return r;
+		out_fd = out.fd;
 	}
 	r = cli_connect(cli);
 	if (r)
@@ -175,7 +177,7 @@ int cmd_capture(struct cli *cli, int argc, char **argv)
 		r = cli_call_failed(cli, "capture.start", r);
 		goto out;
 	}
-	cJSON *info = cJSON_Parse(res);
+	cJSON *info = cli_parse_reply(res);
 	uint64_t id = (uint64_t)json_num(info, "id", 0);
 	if (cli->json)
 		print_json_text(res);
@@ -192,8 +194,8 @@ int cmd_capture(struct cli *cli, int argc, char **argv)
 		cJSON_Delete(fp);
 	}
 out:
-	if (out_fd >= 0 && close(out_fd) < 0 && r == EXIT_OK)
-		r = cli_fail(EXIT_LOCAL_IO, "writing %s: %s", a.out, strerror(errno));
+	if (out_fd >= 0)
+		r = cli_out_close(&out, r);
 	free(res);
 	return r;
 }
@@ -221,7 +223,7 @@ int cmd_list(struct cli *cli, int argc, char **argv)
 		free(res);
 		return EXIT_OK;
 	}
-	cJSON *root = cJSON_Parse(res), *c;
+	cJSON *root = cli_parse_reply(res), *c;
 	struct table *t = table_new(9, hdr);
 	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(root, "captures"))
 	{
@@ -276,7 +278,7 @@ static int for_each_id(struct cli *cli, int argc, char **argv, bool one, bool de
 		} else if (cli->json) {
 			print_json_text(res);
 		} else {
-			cJSON *info = cJSON_Parse(res);
+			cJSON *info = cli_parse_reply(res);
 			print_capture_info(info);
 			cJSON_Delete(info);
 		}

@@ -179,7 +179,7 @@ int cmd_gpu_top(struct cli *cli, int argc, char **argv)
 			free(res);
 			break;
 		}
-		cJSON *o = cJSON_Parse(res);
+		cJSON *o = cli_parse_reply(res);
 		free(res);
 		if (!o) {
 			free(params);

@@ -126,7 +126,7 @@ static void print_import(struct cli *cli, const char *res)
 		print_json_text(res);
 		return;
 	}
-	cJSON *info = cJSON_Parse(res);
+	cJSON *info = cli_parse_reply(res);
 	cJSON *imp = cJSON_GetObjectItem(info, "import");
 	cJSON *ranks = cJSON_GetObjectItem(imp, "ranks");
 	printf("capture %.0f: %d rank%s, %.0f events, %.0f warnings\n", json_num(info, "id", 0),

@@ -12,30 +12,6 @@
 
 #define MAX_TIDS 64
 
-/* Open FILE for writing ("-" or NULL: stdout). Returns fd or -1 (printed). */
-static int open_out(const char *path)
-{
-	int fd;
-
-	if (!path || strcmp(path, "-") == 0) {
-		fflush(stdout);
-		return STDOUT_FILENO;
-	}
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", path, strerror(errno));
-	return fd;
-}
-
-static int close_out(int fd, const char *path, int status)
-{
-	if (fd == STDOUT_FILENO || fd < 0)
-		return status;
-	if (close(fd) < 0 && status == EXIT_OK)
-		return cli_fail(EXIT_LOCAL_IO, "writing %s: %s", path, strerror(errno));
-	return status;
-}
-
 struct folded_args {
 	const char *out, *comm, *weight;
 	bool kernel, pid, tid, cgroup;
@@ -159,9 +135,11 @@ int cmd_folded(struct cli *cli, int argc, char **argv)
 	r = cli_connect(cli);
 	if (r)
 		return r;
-	fd = open_out(a.out);
-	if (fd < 0)
-		return EXIT_LOCAL_IO;
+	struct cli_out out;
+	r = cli_out_open(&out, a.out);
+	if (r)
+		return r;
+	fd = out.fd;
 
 	cJSON *p = cJSON_CreateObject();
 	cJSON_AddBoolToObject(p, "kernel", a.kernel);
@@ -189,7 +167,7 @@ int cmd_folded(struct cli *cli, int argc, char **argv)
 		cJSON_AddNumberToObject(p, "to_ns", (double)a.to_ms * 1e6);
 	r = cli_write_folded(cli, id, fd, p);
 	cJSON_Delete(p);
-	return close_out(fd, a.out, r);
+	return cli_out_close(&out, r);
 }
 
 /* Options of analyze: --rank, the critical-path options, then KEY=VALUE. */
@@ -336,6 +314,7 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 	char method[96];
 	uint64_t id;
 	int first, r, fds[2] = {-1, -1};
+	struct cli_out ov = {.fd = -1};
 	size_t nfds = 0;
 
 	/* analyze comm has its own options (--svg FILE) and tables */
@@ -419,12 +398,13 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 			cJSON_Delete(p);
 			return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", a.trace, strerror(errno));
 		}
-		fds[1] = open_out(a.overlay);
-		if (fds[1] < 0) {
+		r = cli_out_open(&ov, a.overlay);
+		if (r) {
 			close(fds[0]);
 			cJSON_Delete(p);
-			return EXIT_LOCAL_IO;
+			return r;
 		}
+		fds[1] = ov.fd;
 		nfds = 2;
 	}
 	if (a.rank >= 0) {
@@ -444,7 +424,7 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 	if (cli->json) {
 		print_json_text(res);
 	} else {
-		cJSON *v = cJSON_Parse(res);
+		cJSON *v = cli_parse_reply(res);
 		print_result_tables(v);
 		cJSON_Delete(v);
 	}
@@ -453,7 +433,7 @@ out:
 	if (fds[0] >= 0)
 		close(fds[0]);
 	if (nfds)
-		r = close_out(fds[1], a.overlay, r);
+		r = cli_out_close(&ov, r);
 	free(res);
 	free(params);
 	return r;

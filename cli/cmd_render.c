@@ -42,6 +42,7 @@ enum {
 	OPT_PERIOD,
 	OPT_HEAT_MAX,
 	OPT_WEIGHT,
+	OPT_RANK,
 };
 
 static const struct option flame_opts[] = {
@@ -66,6 +67,7 @@ static const struct option flame_opts[] = {
     {"period-ns", required_argument, NULL, OPT_PERIOD},
     {"heatmap-max-bytes", required_argument, NULL, OPT_HEAT_MAX},
     {"weight", required_argument, NULL, OPT_WEIGHT},
+    {"rank", required_argument, NULL, OPT_RANK},
     {},
 };
 
@@ -118,6 +120,15 @@ static int render_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 	case OPT_WEIGHT:
 		cJSON_AddStringToObject(p, "weight", arg);
 		return CLI_CONTINUE;
+	case OPT_RANK: {
+		int64_t rank;
+		int r = cli_opt_rank(cli, arg, &rank);
+		if (r == CLI_CONTINUE) {
+			cJSON_DeleteItemFromObjectCaseSensitive(p, "rank");
+			cJSON_AddNumberToObject(p, "rank", (double)rank);
+		}
+		return r;
+	}
 	case OPT_ICICLE:
 		cJSON_AddTrueToObject(p, "icicle");
 		return CLI_CONTINUE;
@@ -162,6 +173,7 @@ static int call_render(struct cli *cli, const char *method, cJSON *p, const char
 		       const int *in_fds, size_t nin)
 {
 	int out = -1, tmp = -1, r;
+	struct cli_out of;
 	char *res = NULL, *params = NULL;
 	struct stat st;
 	bool to_stdout = !strcmp(outpath, "-");
@@ -169,12 +181,10 @@ static int call_render(struct cli *cli, const char *method, cJSON *p, const char
 	r = cli_connect(cli);
 	if (r)
 		return r;
-	out = to_stdout ? STDOUT_FILENO
-			: open(outpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (out < 0)
-		return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", outpath, strerror(errno));
-	if (to_stdout)
-		fflush(stdout);
+	r = cli_out_open(&of, outpath);
+	if (r)
+		return r;
+	out = of.fd;
 	if (!nin) {
 		params = cJSON_PrintUnformatted(p);
 		r = gpuprof_call_with_output(cli->client, method, params, out, &res);
@@ -218,8 +228,7 @@ static int call_render(struct cli *cli, const char *method, cJSON *p, const char
 out:
 	if (tmp >= 0)
 		close(tmp);
-	if (!to_stdout && close(out) < 0 && r == EXIT_OK)
-		r = cli_fail(EXIT_LOCAL_IO, "writing %s: %s", outpath, strerror(errno));
+	r = cli_out_close(&of, r);
 	free(res);
 	free(params);
 	return r;
@@ -386,6 +395,9 @@ int cmd_export(struct cli *cli, int argc, char **argv)
 	cJSON *per = cJSON_DetachItemFromObjectCaseSensitive(a.p, "period_ns");
 	if (per)
 		cJSON_AddItemToObject(p, "period_ns", per);
+	cJSON *rank = cJSON_DetachItemFromObjectCaseSensitive(a.p, "rank");
+	if (rank)
+		cJSON_AddItemToObject(p, "rank", rank);
 	cJSON_Delete(a.p);
 	a.p = p;
 	r = call_render(cli, "capture.export", a.p, a.out, NULL, 0);

@@ -99,7 +99,7 @@ static int query(struct cli *cli, int argc, char **argv, const char *method,
 	if (cli->json) {
 		print_json_text(res);
 	} else {
-		cJSON *o = cJSON_Parse(res);
+		cJSON *o = cli_parse_reply(res);
 		print(o);
 		cJSON_Delete(o);
 	}

@@ -65,6 +65,7 @@ static int run_output(struct cli *cli, const char *method, int argc, char **argv
 	uint64_t id;
 	char *text = NULL, *result = NULL;
 	int first, fd, r;
+	struct cli_out out = {.fd = -1};
 	cJSON *p;
 
 	r = cli_parse(cli, argc, argv, "o:i:p:", opts, xe_opt, &a, &first);
@@ -79,9 +80,10 @@ static int run_output(struct cli *cli, const char *method, int argc, char **argv
 	r = cli_connect(cli);
 	if (r)
 		return r;
-	fd = a.out ? open(a.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : STDOUT_FILENO;
-	if (fd < 0)
-		return cli_fail(EXIT_LOCAL_IO, "%s: %s", a.out, strerror(errno));
+	r = cli_out_open(&out, a.out);
+	if (r)
+		return r;
+	fd = out.fd;
 	p = cJSON_CreateObject();
 	cJSON_AddNumberToObject(p, "id", (double)id);
 	if (a.pid)
@@ -94,16 +96,22 @@ static int run_output(struct cli *cli, const char *method, int argc, char **argv
 	cJSON_Delete(p);
 	r = text ? gpuprof_call_with_output(cli->client, method, text, fd, &result) : -ENOMEM;
 	free(text);
-	if (a.out && close(fd) < 0 && r >= 0)
-		r = cli_fail(EXIT_LOCAL_IO, "%s: %s", a.out, strerror(errno));
 	if (r < 0) {
 		free(result);
+		cli_out_close(&out, EXIT_REMOTE);
 		return cli_call_failed(cli, method, r);
+	}
+	if (cli_out_close(&out, EXIT_OK) != EXIT_OK) {
+		free(result);
+		return EXIT_LOCAL_IO;
 	}
 	if (result && cli->json)
 		print_json_text(result);
-	else if (result)
-		fprintf(stderr, "%s\n", result);
+	else if (result) {
+		char *e = cli_escape(result);
+		fprintf(stderr, "%s\n", e ? e : "");
+		free(e);
+	}
 	free(result);
 	return r > 0 ? r : EXIT_OK;
 }
@@ -151,7 +159,7 @@ static int run_batch(struct cli *cli, int argc, char **argv)
 		free(result);
 		return r;
 	}
-	o = cJSON_Parse(result);
+	o = cli_parse_reply(result);
 	b = cJSON_GetObjectItemCaseSensitive(o, "batch_parser");
 	ends = cJSON_GetObjectItemCaseSensitive(b, "ends");
 	printf("submissions: %.0f (path %s: %s)\n", json_num(o, "submits", 0),
@@ -198,7 +206,7 @@ static int run_zebin(struct cli *cli, int argc, char **argv)
 		free(result);
 		return r;
 	}
-	o = cJSON_Parse(result);
+	o = cli_parse_reply(result);
 	printf("kernels: %.0f (%s), binaries held: %.0f (%.0f bytes, %.0f dropped)\n",
 	       json_num(o, "kernels", 0),
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "kernel_table"))
@@ -249,7 +257,7 @@ int cmd_xe(struct cli *cli, int argc, char **argv)
 	if (cli->json) {
 		r = print_json_text(result);
 	} else {
-		cJSON *o = cJSON_Parse(result);
+		cJSON *o = cli_parse_reply(result);
 
 		printf("xe: %s\n", json_str(o, "state", "?"));
 		cJSON_Delete(o);

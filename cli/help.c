@@ -282,7 +282,7 @@ static const struct command commands[] = {
 	 "  gpuprofctl diff 3 4 --normalize --out diff.svg\n"
 	 "  gpuprofctl diff before.folded after.folded --out diff.svg\n"},
 	{"export", cmd_export, "export a capture as Chrome trace JSON or pprof",
-	 "gpuprofctl export ID --format chrome|pprof --out FILE [--period-ns N]\n\n"
+	 "gpuprofctl export ID --format chrome|pprof --out FILE [--period-ns N] [--rank R]\n\n"
 	 "chrome: Trace Event JSON (CPU samples with stackFrames, launches, GPU\n"
 	 "intervals, annotations) for ui.perfetto.dev and chrome://tracing.\n"
 	 "pprof: gzipped profile.proto for go tool pprof, Pyroscope and Parca;\n"
@@ -290,6 +290,10 @@ static const struct command commands[] = {
 	 "daemon's sampling.cpu_frequency; --period-ns overrides). Mappings carry\n"
 	 "the objects' paths and GNU build ids; a capture with Intel Xe EU stalls\n"
 	 "adds one sample type per stall reason (go tool pprof -sample_index=send).\n"
+	 "An imported trace exports as chrome only: its events as they were kept,\n"
+	 "one rank per file (--rank R when it holds several); importing the file\n"
+	 "again gives the same events.\n"
+	 "The --out FILE is replaced only when the export succeeds.\n"
 	 "\nEXAMPLES\n"
 	 "  gpuprofctl export 3 --format chrome --out trace.json\n"
 	 "  gpuprofctl export 3 --format pprof --out cpu.pb.gz && go tool pprof -top cpu.pb.gz\n"},

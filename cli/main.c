@@ -161,14 +161,21 @@ int cli_call_failed(struct cli *cli, const char *method, int err)
 	const char *data;
 
 	switch (err) {
-	case -EREMOTEIO:
-		fprintf(stderr, "gpuprofctl: %s: %s (code %d)\n", method,
-			gpuprof_client_error_message(cli->client),
+	case -EREMOTEIO: {
+		/* the message may quote a name or a trace's text: escaped */
+		const char *m = gpuprof_client_error_message(cli->client);
+		char *em = cli_escape(m ? m : "");
+		fprintf(stderr, "gpuprofctl: %s: %s (code %d)\n", method, em ? em : "?",
 			gpuprof_client_error_code(cli->client));
+		free(em);
 		data = gpuprof_client_error_data(cli->client);
-		if (data)
-			fprintf(stderr, "gpuprofctl: %s: detail: %s\n", method, data);
+		if (data) {
+			char *ed = cli_escape(data);
+			fprintf(stderr, "gpuprofctl: %s: detail: %s\n", method, ed ? ed : "?");
+			free(ed);
+		}
 		return EXIT_REMOTE;
+	}
 	case -ECONNRESET:
 		return cli_fail(EXIT_REMOTE, "%s: gpuprofd closed the connection", method);
 	case -ETIMEDOUT:

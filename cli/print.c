@@ -152,11 +152,21 @@ int print_json_text(const char *json)
 	for (const char *p = json; *p; p++) {
 		char ch = *p;
 		if (in_str) {
-			putchar(ch);
-			if (ch == '\\' && p[1])
-				putchar(*++p);
-			else if (ch == '"')
-				in_str = false;
+			unsigned char u = (unsigned char)ch;
+			/* JSON lets DEL and the C1 controls through raw; a
+			 * terminal takes U+009B for CSI: print them escaped */
+			if (u < 0x20 || u == 0x7f) {
+				printf("\\u%04x", u);
+			} else if (u == 0xc2 && (unsigned char)p[1] >= 0x80 &&
+				   (unsigned char)p[1] <= 0x9f) {
+				printf("\\u%04x", (unsigned char)*++p);
+			} else {
+				putchar(ch);
+				if (ch == '\\' && p[1])
+					putchar(*++p);
+				else if (ch == '"')
+					in_str = false;
+			}
 			continue;
 		}
 		switch (ch) {

@@ -212,6 +212,7 @@ int cmd_analyze_comm(struct cli *cli, int argc, char **argv)
 	struct comm_args a = { .rank = -1 };
 	char *params = NULL, *res = NULL;
 	int first, r, fd = -1;
+	struct cli_out out = {.fd = -1};
 	uint64_t id;
 	cJSON *p;
 
@@ -239,11 +240,10 @@ int cmd_analyze_comm(struct cli *cli, int argc, char **argv)
 	if (r)
 		goto out;
 	if (a.svg) {
-		fd = open(a.svg, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			r = cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", a.svg, strerror(errno));
+		r = cli_out_open(&out, a.svg);
+		if (r)
 			goto out;
-		}
+		fd = out.fd;
 		r = gpuprof_call_with_output(cli->client, "analyze.comm", params, fd, &res);
 	} else {
 		r = gpuprof_client_call(cli->client, "analyze.comm", params, NULL, 0, &res);
@@ -255,15 +255,15 @@ int cmd_analyze_comm(struct cli *cli, int argc, char **argv)
 	if (cli->json) {
 		r = print_json_text(res);
 	} else {
-		cJSON *v = cJSON_Parse(res);
+		cJSON *v = cli_parse_reply(res);
 
 		print_comm(v);
 		cJSON_Delete(v);
 		r = EXIT_OK;
 	}
 out:
-	if (fd >= 0 && close(fd) < 0 && r == EXIT_OK)
-		r = cli_fail(EXIT_LOCAL_IO, "writing %s: %s", a.svg, strerror(errno));
+	if (fd >= 0)
+		r = cli_out_close(&out, r);
 	free(res);
 	free(params);
 	return r;

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+/*
+ * --out FILE written atomically: the daemon writes into a temporary file in
+ * FILE's directory and it replaces FILE only once the request succeeded, so
+ * a failed request (a mistyped id, a daemon error, a full disk) leaves an
+ * existing FILE as it was instead of truncated.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The file a symlinked --out points at: writing through the link is what
+ * open(O_TRUNC) did, and renaming over the link would replace the link. */
+static char *resolve_target(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		char *r = realpath(path, NULL);
+		if (r)
+			return r;
+		/* a dangling link: write where it points, as open() would */
+		char buf[PATH_MAX];
+		ssize_t n = readlink(path, buf, sizeof(buf) - 1);
+		if (n > 0 && buf[0] == '/') {
+			buf[n] = '\0';
+			return strdup(buf);
+		}
+	}
+	return strdup(path);
+}
+
+int cli_out_open(struct cli_out *o, const char *path)
+{
+	struct stat st;
+	*o = (struct cli_out){.fd = -1, .path = path};
+	if (!path || !strcmp(path, "-")) {
+		fflush(stdout);
+		o->fd = STDOUT_FILENO;
+		o->is_stdout = true;
+		return EXIT_OK;
+	}
+	o->target = resolve_target(path);
+	if (!o->target)
+		return cli_fail(EXIT_LOCAL_IO, "out of memory");
+	int sr = stat(o->target, &st);
+	/* A FIFO, a device, /dev/null: nothing to replace, written directly. */
+	if (sr == 0 && !S_ISREG(st.st_mode)) {
+		o->fd = open(o->target, O_WRONLY | O_CLOEXEC);
+		if (o->fd < 0)
+			return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", path, strerror(errno));
+		return EXIT_OK;
+	}
+	bool exists = sr == 0;
+	/* Same permission as before: the existing file's mode, else what
+	 * open(O_CREAT, 0644) would give under the umask. */
+	mode_t mode;
+	if (exists) {
+		/* refuse what open(O_WRONLY) would have refused */
+		if (access(o->target, W_OK) < 0)
+			return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", path, strerror(errno));
+		mode = st.st_mode & 07777;
+	} else {
+		mode_t um = umask(0);
+		umask(um);
+		mode = 0644 & ~um;
+	}
+	const char *slash = strrchr(o->target, '/');
+	size_t dlen = slash ? (size_t)(slash - o->target) + 1 : 0;
+	size_t need = dlen + strlen(slash ? slash + 1 : o->target) + 16;
+	o->tmp = malloc(need);
+	if (!o->tmp)
+		return cli_fail(EXIT_LOCAL_IO, "out of memory");
+	snprintf(o->tmp, need, "%.*s.%s.XXXXXX", (int)dlen, o->target,
+		 slash ? slash + 1 : o->target);
+	o->fd = mkostemp(o->tmp, O_CLOEXEC);
+	if (o->fd < 0) {
+		int e = errno;
+		free(o->tmp);
+		o->tmp = NULL;
+		return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", path, strerror(e));
+	}
+	if (fchmod(o->fd, mode) < 0) {
+		int e = errno;
+		cli_out_close(o, EXIT_LOCAL_IO);
+		return cli_fail(EXIT_LOCAL_IO, "cannot set the mode of %s: %s", path, strerror(e));
+	}
+	return EXIT_OK;
+}
+
+int cli_out_close(struct cli_out *o, int status)
+{
+	if (o->is_stdout || o->fd < 0) {
+		free(o->target);
+		o->target = NULL;
+		o->fd = -1;
+		return status;
+	}
+	/* fsync so a crash after the rename cannot leave an empty file
+	 * where the old one was */
+	if (status == EXIT_OK && o->tmp && fsync(o->fd) < 0)
+		status = cli_fail(EXIT_LOCAL_IO, "writing %s: %s", o->path, strerror(errno));
+	if (close(o->fd) < 0 && status == EXIT_OK)
+		status = cli_fail(EXIT_LOCAL_IO, "writing %s: %s", o->path, strerror(errno));
+	o->fd = -1;
+	if (o->tmp) {
+		if (status == EXIT_OK && rename(o->tmp, o->target) < 0)
+			status = cli_fail(EXIT_LOCAL_IO, "cannot replace %s: %s", o->path,
+					  strerror(errno));
+		if (status != EXIT_OK)
+			unlink(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+	}
+	free(o->target);
+	o->target = NULL;
+	return status;
+}
