@@ -109,8 +109,10 @@ static int import_with_progress(struct cli *cli, const int *fds, size_t n, off_t
 			if (tty)
 				fputc('\n', stderr);
 			if (code) {
-				fprintf(stderr, "gpuprofctl: capture.import: %s (code %d)\n", msg,
-					code);
+				char *em = cli_escape(msg ? msg : "");
+				fprintf(stderr, "gpuprofctl: capture.import: %s (code %d)\n",
+					em ? em : "?", code);
+				free(em);
 				free(msg);
 				return -EREMOTEIO;
 			}

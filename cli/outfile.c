@@ -36,7 +36,7 @@ static char *resolve_target(const char *path)
 	return strdup(path);
 }
 
-int cli_out_open(struct cli_out *o, const char *path)
+static int out_open(struct cli_out *o, const char *path)
 {
 	struct stat st;
 	*o = (struct cli_out){.fd = -1, .path = path};
@@ -86,12 +86,24 @@ int cli_out_open(struct cli_out *o, const char *path)
 		o->tmp = NULL;
 		return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", path, strerror(e));
 	}
-	if (fchmod(o->fd, mode) < 0) {
-		int e = errno;
-		cli_out_close(o, EXIT_LOCAL_IO);
-		return cli_fail(EXIT_LOCAL_IO, "cannot set the mode of %s: %s", path, strerror(e));
-	}
+	if (fchmod(o->fd, mode) < 0)
+		return cli_fail(EXIT_LOCAL_IO, "cannot set the mode of %s: %s", path, strerror(errno));
 	return EXIT_OK;
+}
+
+int cli_out_open(struct cli_out *o, const char *path)
+{
+	int r = out_open(o, path);
+	if (r != EXIT_OK) {
+		if (o->fd >= 0 && !o->is_stdout)
+			close(o->fd);
+		if (o->tmp)
+			unlink(o->tmp);
+		free(o->tmp);
+		free(o->target);
+		*o = (struct cli_out){.fd = -1, .path = path};
+	}
+	return r;
 }
 
 int cli_out_close(struct cli_out *o, int status)
