@@ -134,7 +134,9 @@ int cmd_gpu_top(struct cli *cli, int argc, char **argv);
  * Every --out FILE (outfile.c). cli_out_open(): "-" or NULL is stdout;
  * a regular or new FILE gets a temporary file beside it (same directory,
  * the existing file's mode or 0644 under the umask; a symlink is followed),
- * a FIFO or device is opened as is. Pass o->fd to the daemon, then
+ * a FIFO or device is opened as is; a file we cannot replace without
+ * changing its owner or links, or in a directory we may not write, is
+ * written in place and cut to length on success. Pass o->fd to the daemon, then
  * cli_out_close(o, status): with EXIT_OK the temporary file replaces FILE,
  * else it is removed and FILE is left as it was. Both return an exit
  * status (messages printed).
@@ -145,6 +147,7 @@ struct cli_out {
 	const char *path; /* as given, for messages */
 	char *target; /* path with a symlink resolved */
 	char *tmp; /* the temporary file, NULL when writing directly */
+	bool in_place; /* an existing file written without O_TRUNC (see outfile.c) */
 };
 int cli_out_open(struct cli_out *o, const char *path);
 int cli_out_close(struct cli_out *o, int status);

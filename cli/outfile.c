@@ -36,6 +36,15 @@ static char *resolve_target(const char *path)
 	return strdup(path);
 }
 
+static int open_in_place(struct cli_out *o, const char *path)
+{
+	o->fd = open(o->target, O_WRONLY | O_CLOEXEC);
+	if (o->fd < 0)
+		return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", path, strerror(errno));
+	o->in_place = true;
+	return EXIT_OK;
+}
+
 static int out_open(struct cli_out *o, const char *path)
 {
 	struct stat st;
@@ -71,6 +80,14 @@ static int out_open(struct cli_out *o, const char *path)
 		umask(um);
 		mode = 0644 & ~um;
 	}
+	/* A file replaced by rename() would lose its owner (when it is not
+	 * ours and we cannot chown) and its other hard links; a directory we
+	 * may not write cannot hold the temporary file. Such a file is
+	 * written in place, but not truncated before the request succeeds:
+	 * a request that fails before writing leaves it as it was. */
+	if (exists && (st.st_nlink > 1 ||
+		       ((st.st_uid != geteuid() || st.st_gid != getegid()) && geteuid() != 0)))
+		return open_in_place(o, path);
 	const char *slash = strrchr(o->target, '/');
 	size_t dlen = slash ? (size_t)(slash - o->target) + 1 : 0;
 	size_t need = dlen + strlen(slash ? slash + 1 : o->target) + 16;
@@ -84,10 +101,18 @@ static int out_open(struct cli_out *o, const char *path)
 		int e = errno;
 		free(o->tmp);
 		o->tmp = NULL;
+		if (exists && (e == EACCES || e == EPERM || e == EROFS))
+			return open_in_place(o, path);
 		return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", path, strerror(e));
 	}
 	if (fchmod(o->fd, mode) < 0)
-		return cli_fail(EXIT_LOCAL_IO, "cannot set the mode of %s: %s", path, strerror(errno));
+		return cli_fail(EXIT_LOCAL_IO, "cannot set the mode of %s: %s", path,
+				strerror(errno));
+	/* root replacing another user's file gives it back to that user */
+	if (exists && (st.st_uid != geteuid() || st.st_gid != getegid()) &&
+	    fchown(o->fd, st.st_uid, st.st_gid) < 0)
+		return cli_fail(EXIT_LOCAL_IO, "cannot set the owner of %s: %s", path,
+				strerror(errno));
 	return EXIT_OK;
 }
 
@@ -113,6 +138,13 @@ int cli_out_close(struct cli_out *o, int status)
 		o->target = NULL;
 		o->fd = -1;
 		return status;
+	}
+	/* in place: cut what is left of the old content after the new */
+	if (status == EXIT_OK && o->in_place) {
+		off_t end = lseek(o->fd, 0, SEEK_CUR);
+		if (end < 0 || ftruncate(o->fd, end) < 0)
+			status =
+			    cli_fail(EXIT_LOCAL_IO, "writing %s: %s", o->path, strerror(errno));
 	}
 	/* fsync so a crash after the rename cannot leave an empty file
 	 * where the old one was */

@@ -347,6 +347,30 @@ def a_failing_output_keeps_the_existing_file():
         with open(path) as f:
             expect(len(json.load(f)["traceEvents"]) > 0, "replaced with the export")
         eq(stat.S_IMODE(os.stat(path).st_mode), 0o600, "mode kept on success")
+        # hard links are kept: the file is written in place, cut to length
+        # only on success
+        hard = keep_file(d, "hard.folded", 0o644)
+        with open(hard, "wb") as f:
+            f.write(b"x" * 10000000)
+        other = os.path.join(outdir, "hard-other")
+        os.link(hard, other)
+        p = d.ctl("folded", "999", "--out", hard)
+        expect(p.returncode != 0, "bad id")
+        eq(os.path.getsize(hard), 10000000, "a failed request leaves the linked file")
+        d.ctl("folded", str(imp), "--out", hard, check=0)
+        expect(os.path.samefile(hard, other), "still one file")
+        with open(other, "rb") as f:
+            data = f.read()
+        expect(data.startswith(b"rank 0;") and len(data) < 10000000 and b"xxxx" not in data,
+               "the linked file holds the new output only")
+        # a member writing a file it may write in a directory it may not:
+        # in place as well, untouched by a failure
+        open_to_group(d)
+        shared = keep_file(d, "shared.folded", 0o666)
+        p = attacker_ctl(d, "folded", "999", "--out", shared)
+        expect(p.returncode != 0, "bad id: %s" % p.stderr.decode())
+        with open(shared, "rb") as f:
+            eq(f.read(), b"precious work\n", "the shared file is untouched")
         # a new file gets 0644 under the umask, as before
         new = os.path.join(outdir, "new.folded")
         d.ctl("folded", str(imp), "--out", new, check=0)
