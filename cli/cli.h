@@ -137,7 +137,8 @@ int cmd_gpu_top(struct cli *cli, int argc, char **argv);
  * a FIFO or device is opened as is; a file we cannot replace without
  * changing its owner or links, or in a directory we may not write, is
  * written in place and cut to length on success. Pass o->fd to the daemon, then
- * cli_out_close(o, status): with EXIT_OK the temporary file replaces FILE,
+ * cli_out_close(o, status): with EXIT_OK the temporary file replaces FILE
+ * (for stdout on a terminal: is copied to it with controls escaped),
  * else it is removed and FILE is left as it was. Both return an exit
  * status (messages printed).
  */
@@ -148,6 +149,7 @@ struct cli_out {
 	char *target; /* path with a symlink resolved */
 	char *tmp; /* the temporary file, NULL when writing directly */
 	bool in_place; /* an existing file written without O_TRUNC (see outfile.c) */
+	bool tty; /* stdout is a terminal: fd is a temporary file, copied escaped */
 };
 int cli_out_open(struct cli_out *o, const char *path);
 int cli_out_close(struct cli_out *o, int status);

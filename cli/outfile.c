@@ -53,6 +53,21 @@ static int out_open(struct cli_out *o, const char *path)
 		fflush(stdout);
 		o->fd = STDOUT_FILENO;
 		o->is_stdout = true;
+		/* A terminal gets the output escaped (cli_out_close()): folded
+		 * stacks carry process names, which any user sets. */
+		if (isatty(STDOUT_FILENO)) {
+			o->fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+			if (o->fd < 0) {
+				char t[] = "/tmp/gpuprofctl.XXXXXX";
+				o->fd = mkostemp(t, O_CLOEXEC);
+				if (o->fd >= 0)
+					unlink(t);
+			}
+			if (o->fd < 0)
+				return cli_fail(EXIT_LOCAL_IO, "cannot create a temporary file: %s",
+						strerror(errno));
+			o->tty = true;
+		}
 		return EXIT_OK;
 	}
 	o->target = resolve_target(path);
@@ -120,7 +135,7 @@ int cli_out_open(struct cli_out *o, const char *path)
 {
 	int r = out_open(o, path);
 	if (r != EXIT_OK) {
-		if (o->fd >= 0 && !o->is_stdout)
+		if (o->fd >= 0 && (!o->is_stdout || o->tty))
 			close(o->fd);
 		if (o->tmp)
 			unlink(o->tmp);
@@ -131,8 +146,51 @@ int cli_out_open(struct cli_out *o, const char *path)
 	return r;
 }
 
+/* The output gathered for a terminal, escaped line by line (cli_escape():
+ * lines are whole, so no character is split). */
+static int copy_escaped(int fd)
+{
+	FILE *f = lseek(fd, 0, SEEK_SET) == 0 ? fdopen(dup(fd), "r") : NULL;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int r = EXIT_OK;
+	if (!f)
+		return cli_fail(EXIT_LOCAL_IO, "reading the output back: %s", strerror(errno));
+	while ((n = getline(&line, &cap, f)) > 0) {
+		bool nl = line[n - 1] == '\n';
+		if (nl)
+			line[n - 1] = '\0';
+		/* a NUL inside the line ends it here: shown as \x00 */
+		char *e = cli_escape(line);
+		if (!e) {
+			r = cli_fail(EXIT_LOCAL_IO, "out of memory");
+			break;
+		}
+		fputs(e, stdout);
+		if (strlen(line) < (size_t)n - nl)
+			fputs("\\x00...", stdout);
+		if (nl)
+			fputc('\n', stdout);
+		free(e);
+	}
+	free(line);
+	fclose(f);
+	if (fflush(stdout) == EOF && r == EXIT_OK)
+		r = cli_fail(EXIT_LOCAL_IO, "writing to stdout: %s", strerror(errno));
+	return r;
+}
+
 int cli_out_close(struct cli_out *o, int status)
 {
+	if (o->tty) {
+		if (status == EXIT_OK)
+			status = copy_escaped(o->fd);
+		close(o->fd);
+		o->fd = -1;
+		o->tty = false;
+		return status;
+	}
 	if (o->is_stdout || o->fd < 0) {
 		free(o->target);
 		o->target = NULL;

@@ -15,8 +15,8 @@ import re
 import stat
 import subprocess
 
-from gpd import (ATTACKER_PY, GPUPROFCTL, SHARED, Daemon, as_attacker, attacker, eq, error_code,
-                 expect, main, open_to_group, test)
+from gpd import (ATTACKER_PY, GPUPROFCTL, SHARED, Daemon, Skip, as_attacker, attacker, eq,
+                 error_code, expect, main, open_to_group, test)
 
 TRACES = os.path.join(SHARED, "reference", "hta", "traces")
 
@@ -127,6 +127,86 @@ def strings_from_a_trace_are_escaped_on_roots_terminal():
         p = d.ctl("--json", "analyze", "kernels", str(cid), check=0)
         no_terminal_controls(p.stdout, "--json analyze kernels")
         json.loads(p.stdout)
+        eq(d.stop(), 0, "clean stop")
+    finally:
+        d.cleanup()
+
+
+def on_a_terminal(argv, timeout=60):
+    """argv's stdout and stderr as a terminal shows them (a pty), bytes."""
+    import pty
+    import select
+    import time
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen(argv, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL)
+        os.close(slave)
+        slave = -1
+        out, deadline = b"", time.time() + timeout
+        while time.time() < deadline:
+            r, _, _ = select.select([master], [], [], 0.2)
+            if r:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the other side is closed
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            elif p.poll() is not None:
+                break
+        p.wait(10)
+        return p.returncode, out.replace(b"\r\n", b"\n")
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
+
+
+SPIN = ("import sys,time\n"
+        "open('/proc/self/comm','wb').write(bytes.fromhex(sys.argv[1]))\n"
+        "print('ready',flush=True)\n"
+        "t=time.time()\n"
+        "while time.time()-t<20: pass\n")
+
+
+@test
+def process_names_are_escaped_on_roots_terminal():
+    d = Daemon("sampling.cpu_frequency = 499\n").start()
+    try:
+        cpu = [c for c in d.ctl_json("status")["collectors"] if c["name"] == "cpu"][0]
+        if cpu["state"] != "attached":
+            raise Skip("no CPU sampler here: %s" % cpu.get("reason"))
+        open_to_group(d)
+        # the attacker's own busy process, named with an OSC title change,
+        # a C1 CSI and a byte that is not UTF-8 (comm is 15 bytes)
+        comm = b"\x1b]0;pwn\x07\xc2\x9bJ\xff\r"
+        w = subprocess.Popen(as_attacker([ATTACKER_PY, "-c", SPIN, comm.hex()]), stdout=subprocess.PIPE)
+        try:
+            eq(w.stdout.readline().strip(), b"ready", "workload started")
+            pid = w.pid  # setpriv execs the interpreter in place
+            with open("/proc/%d/comm" % pid, "rb") as f:
+                eq(f.read().rstrip(b"\n"), comm, "the workload's comm")
+            p = attacker_ctl(d, "--json", "capture", "--pid", str(pid), "--duration", "1500ms")
+            eq(p.returncode, 0, p.stderr.decode())
+            cid = json.loads(p.stdout)["id"]
+        finally:
+            w.kill()
+            w.wait()
+        # root on a terminal: folded stacks, the capture's info, the list
+        for args in (["folded", str(cid)], ["info", str(cid)], ["list"],
+                     ["flamegraph", str(cid), "--out", "-"]):
+            rc, out = on_a_terminal([GPUPROFCTL, "--socket", d.sock] + args)
+            eq(rc, 0, "gpuprofctl %s: %s" % (args[0], out[:300]))
+            no_terminal_controls(out, "gpuprofctl %s on a terminal" % args[0])
+            if args[0] == "folded":
+                # (the folded writer already blanks C0 controls)
+                expect(b"pwn \\xc2\\x9bJ\\xff" in out, "shown escaped: %r" % out[:300])
+        # to a file the data stays as it is
+        path = os.path.join(d.tmp, "f.folded")
+        d.ctl("folded", str(cid), "--out", path, check=0)
+        with open(path, "rb") as f:
+            expect(b"pwn \xc2\x9bJ\xff" in f.read(), "the file keeps the bytes")
         eq(d.stop(), 0, "clean stop")
     finally:
         d.cleanup()
