@@ -89,7 +89,8 @@ static int out_open(struct cli_out *o, const char *path)
 		/* refuse what open(O_WRONLY) would have refused */
 		if (access(o->target, W_OK) < 0)
 			return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", path, strerror(errno));
-		mode = st.st_mode & 07777;
+		/* never setuid/setgid bits on a file the daemon wrote */
+		mode = st.st_mode & 0777;
 	} else {
 		mode_t um = umask(0);
 		umask(um);
