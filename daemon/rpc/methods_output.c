@@ -65,6 +65,7 @@ static void folded_run(struct capjob *j, struct capture *c)
 	}
 	fdout_init(out, j->fd, j->io_timeout_ms);
 	struct folded_totals t = {0};
+	f->o.view = j->view;
 	int r = folded_write(c, &f->o, fdout_cb, out, &t);
 	if (r == 0)
 		r = fdout_flush(out);

@@ -10,9 +10,11 @@
  * its capabilities then say nothing about who connected.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include "capjob.h"
 #include "config.h"
 #include "server_int.h"
 
@@ -58,3 +60,32 @@ bool rpc_peer_privileged(int fd, uid_t uid, gid_t gid, const struct config *cfg)
 	return gid == cfg->admin_gid || peer_in_group(fd, cfg->admin_gid);
 }
 
+/* An integer sysctl under /proc/sys, or def when it cannot be read. */
+static long read_sysctl(const char *path, long def)
+{
+	char buf[32];
+	long v = def;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return def;
+	if (fgets(buf, sizeof(buf), f))
+		v = strtol(buf, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/*
+ * The kernel's own rule for that user (kallsyms_show_value() without
+ * CAP_SYSLOG): kernel addresses are shown only with kptr_restrict 0 and
+ * perf_event_paranoid at most 1. Read for each request, so that tightening
+ * either applies at once; unreadable counts as restrictive.
+ */
+void rpc_peer_view(const struct rpc_req *req, struct render_view *v)
+{
+	*v = (struct render_view){0};
+	if (req->privileged)
+		return;
+	v->kernel_hidden = read_sysctl("/proc/sys/kernel/kptr_restrict", 2) != 0 ||
+			   read_sysctl("/proc/sys/kernel/perf_event_paranoid", 2) > 1;
+}

@@ -7,15 +7,17 @@ not exist is refused; kernel symbols and addresses stay hidden from a peer
 the kernel hides them from."""
 
 import grp
+import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
 import time
 
-from gpd import (ATTACKER_PY, Daemon, Skip, as_attacker, attacker, eq, error_code, expect, main,
-                 open_to_group, test)
+from gpd import (ATTACKER_PY, GPUPROFCTL, Daemon, Skip, as_attacker, attacker, eq, error_code, expect,
+                 main, open_to_group, test)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -143,6 +145,189 @@ def admin_group_is_privileged():
         expect("access.admin_group" in d.read_log(), "the error names the key: %s" % d.read_log())
     finally:
         d.cleanup()
+
+
+# ---- kernel addresses -------------------------------------------------------
+
+SAMPLING = "sampling.cpu_frequency = 499\n"
+KERNEL_TEXT = 0xffff800000000000  # x86-64 and arm64 kernel addresses start above this
+
+
+def need_sampler(d):
+    cpu = [c for c in d.ctl_json("status")["collectors"] if c["name"] == "cpu"][0]
+    if cpu["state"] != "attached":
+        raise Skip("CPU sampler not attached: %r" % cpu)
+
+
+def ctl_as_attacker(d, *args, check=0):
+    p = subprocess.run(as_attacker([GPUPROFCTL, "--socket", d.sock] + list(args)), capture_output=True,
+                       timeout=120)
+    if check is not None and p.returncode != check:
+        raise AssertionError("gpuprofctl %s as the attacker: exit %d\n%s" % (
+            " ".join(args), p.returncode, p.stderr.decode(errors="replace")))
+    return p
+
+
+def pb_fields(buf):
+    """(field, wire type, value) of one protobuf message: ints for varints,
+    bytes for length-delimited fields."""
+    i = 0
+    while i < len(buf):
+        key, i = varint(buf, i)
+        field, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = varint(buf, i)
+        elif wt == 2:
+            n, i = varint(buf, i)
+            v, i = buf[i:i + n], i + n
+        elif wt == 1:
+            v, i = int.from_bytes(buf[i:i + 8], "little"), i + 8
+        elif wt == 5:
+            v, i = int.from_bytes(buf[i:i + 4], "little"), i + 4
+        else:
+            raise AssertionError("bad wire type %d" % wt)
+        yield field, wt, v
+
+
+def varint(buf, i):
+    v = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        v |= (b & 0x7f) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, i
+
+
+def packed(v):
+    out, i = [], 0
+    while i < len(v):
+        x, i = varint(v, i)
+        out.append(x)
+    return out
+
+
+def pprof_view(data):
+    """Function names, location addresses and mapping files of a gzipped
+    profile.proto."""
+    prof = list(pb_fields(gzip.decompress(data)))
+    strings = [v.decode(errors="replace") for f, _, v in prof if f == 6]
+    funcs = {}
+    for f, _, v in prof:
+        if f == 5:
+            d = {k: x for k, _, x in pb_fields(v)}
+            funcs[d.get(1, 0)] = strings[d.get(2, 0)]
+    addrs, names = [], set()
+    for f, _, v in prof:
+        if f != 4:
+            continue
+        for k, wt, x in pb_fields(v):
+            if k == 3:
+                addrs.append(x)
+            elif k == 4:  # Line: function_id
+                for lk, _, lv in pb_fields(x):
+                    if lk == 1:
+                        names.add(funcs.get(lv, ""))
+    maps = [strings[d.get(5, 0)] for d in ({k: x for k, _, x in pb_fields(v)} for f, _, v in prof if f == 3)]
+    return names, addrs, maps
+
+
+def kernel_names_of(folded):
+    """Kernel frame names (after the "-" separator) and user frame names."""
+    kern, user = set(), set()
+    for line in folded.splitlines():
+        frames = line.rpartition(" ")[0].split(";")[1:]
+        if "-" in frames:
+            cut = frames.index("-")
+            user.update(frames[:cut])
+            kern.update(frames[cut + 1:])
+        else:
+            user.update(frames)
+    return kern, user
+
+
+def hidden_from_host():
+    with open("/proc/sys/kernel/kptr_restrict") as f:
+        kptr = int(f.read())
+    with open("/proc/sys/kernel/perf_event_paranoid") as f:
+        paranoid = int(f.read())
+    return kptr != 0 or paranoid > 1, paranoid
+
+
+@test
+def kernel_frames_hidden_from_member():
+    uid, gid = attacker()
+    hidden, paranoid = hidden_from_host()
+    if not hidden:  # this host shows kernel symbols to users: test the rule as a hardened host has it
+        with open("/proc/sys/kernel/perf_event_paranoid", "w") as f:
+            f.write("2")
+    d = Daemon(SAMPLING).start()
+    dd = None
+    try:
+        open_to_group(d)
+        need_sampler(d)
+        out = tempfile.mkdtemp(dir=d.tmp)
+        os.chown(out, uid, gid)
+        dd = subprocess.Popen(as_attacker(["dd", "if=/dev/zero", "of=/dev/null", "bs=512"]),
+                              stderr=subprocess.DEVNULL)
+        time.sleep(0.3)
+        info = json.loads(ctl_as_attacker(d, "--json", "capture", "--pid", str(dd.pid), "--duration",
+                                          "1500ms").stdout)
+        cid = str(info["id"])
+        dd.kill()
+        dd.wait()
+        dd = None
+
+        # root sees the kernel frames of the same capture: the check below is not vacuous
+        root_folded = d.ctl("folded", cid, check=0).stdout.decode()
+        kern, user = kernel_names_of(root_folded)
+        kern -= user | {"[unknown]", "[kernel]"}
+        kern = {k for k in kern if not k.startswith("0x")}
+        expect(len(kern) >= 3, "root sees kernel frames of dd: %r\n%s" % (kern, root_folded[:2000]))
+        root_pp = os.path.join(out, "root.pb.gz")
+        d.ctl("export", cid, "--format", "pprof", "--out", root_pp, check=0)
+        with open(root_pp, "rb") as f:
+            _, addrs, maps = pprof_view(f.read())
+        expect(any(a >= KERNEL_TEXT for a in addrs), "root's pprof has kernel addresses")
+        expect("[kernel.kallsyms]" in maps, "root's pprof has the kernel mapping: %r" % maps)
+
+        def clean(text, what):
+            for k in kern:
+                expect(k not in text, "%s shows kernel symbol %r to the member" % (what, k))
+            bad = [a for a in re.findall(r"0x[0-9a-fA-F]{12,16}", text) if int(a, 16) >= KERNEL_TEXT]
+            expect(not bad, "%s shows kernel addresses to the member: %r" % (what, bad[:5]))
+
+        folded = ctl_as_attacker(d, "folded", cid).stdout.decode()
+        clean(folded, "folded")
+        mk, _ = kernel_names_of(folded)
+        eq(mk, {"[kernel]"}, "the member's kernel frames: one [kernel] per stack")
+        for name, args in (("flame.svg", ["flamegraph", cid]), ("heat.svg", ["heatmap", cid]),
+                           ("diff.svg", ["diff", cid, cid]), ("chrome.json", ["export", cid, "--format", "chrome"]),
+                           ("pprof.pb.gz", ["export", cid, "--format", "pprof"])):
+            path = os.path.join(out, name)
+            ctl_as_attacker(d, *args, "--out", path)
+            with open(path, "rb") as f:
+                data = f.read()
+            if name.startswith("pprof"):
+                names, addrs, maps = pprof_view(data)
+                expect("[kernel]" in names, "pprof: kernel samples as [kernel]: %r" % sorted(names)[:20])
+                expect(not kern & names, "pprof: kernel symbols %r" % (kern & names))
+                expect(all(a < KERNEL_TEXT for a in addrs), "pprof: kernel addresses %r" %
+                       [hex(a) for a in addrs if a >= KERNEL_TEXT][:5])
+                expect("[kernel.kallsyms]" not in maps, "pprof: no kernel mapping: %r" % maps)
+            else:
+                text = data.decode(errors="replace")
+                expect("[kernel]" in text, "%s draws [kernel] frames" % name)
+                clean(text, name)
+    finally:
+        if dd:
+            dd.kill()
+            dd.wait()
+        d.cleanup()
+        if not hidden:
+            with open("/proc/sys/kernel/perf_event_paranoid", "w") as f:
+                f.write(str(paranoid))
 
 
 if __name__ == "__main__":
