@@ -147,6 +147,135 @@ def admin_group_is_privileged():
         d.cleanup()
 
 
+# ---- setuid targets and pids that do not exist ------------------------------
+
+# FN burns CPU under a recognisable frame; built once setuid-root with
+# FN=root_secret_fn and once plain with FN=user_burn_fn.
+BURN_C = r"""
+#include <stdint.h>
+static volatile uint64_t sink;
+__attribute__((noinline)) static void publish(uint64_t v) { sink += v; }
+__attribute__((noinline)) void FN(void)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (int i = 0; i < 200000; i++)
+		h = (h ^ (uint64_t)i) * 1099511628211ull;
+	publish(h);
+}
+int main(void)
+{
+	for (;;)
+		FN();
+}
+"""
+
+NO_SUCH_PID = 4194000
+
+
+def ctl_err(d, *args):
+    """Run gpuprofctl as the attacker expecting a failure; its stderr."""
+    p = ctl_as_attacker(d, *args, check=None)
+    expect(p.returncode != 0, "gpuprofctl %s as the attacker succeeded: %s" % (" ".join(args), p.stdout[:300]))
+    return p.stderr.decode(errors="replace")
+
+
+def rpc_as_attacker(d, method, params):
+    """One raw request as the attacker (the CLI always names pids)."""
+    p = subprocess.run(as_attacker([ATTACKER_PY, "-c",
+                                    "import json, sys; sys.path.insert(0, sys.argv[1]); from gpd import Conn;"
+                                    "print(json.dumps(Conn(sys.argv[2]).call(sys.argv[3], json.loads(sys.argv[4]))))",
+                                    HERE, d.sock, method, json.dumps(params)]),
+                       capture_output=True, timeout=60)
+    eq(p.returncode, 0, "attacker script: %s" % p.stderr.decode(errors="replace"))
+    return json.loads(p.stdout)
+
+
+def member_folded(d, *capture_args):
+    if capture_args[0] == "--all-last":  # every process of the member's
+        info = rpc_as_attacker(d, "capture.start", {"last_ms": int(capture_args[1]), "wait": True})["result"]
+    else:
+        info = json.loads(ctl_as_attacker(d, "--json", "capture", *capture_args).stdout)
+    return info, ctl_as_attacker(d, "folded", str(info["id"])).stdout.decode()
+
+
+@test
+def setuid_targets_not_captured():
+    attacker()
+    d = Daemon(SAMPLING).start()
+    procs = []
+    try:
+        open_to_group(d)
+        need_sampler(d)
+        suid = build(d.tmp, "suid_burn", BURN_C, setuid=True, extra=["-DFN=root_secret_fn"])
+        plain = build(d.tmp, "user_burn", BURN_C, extra=["-DFN=user_burn_fn"])
+        s = subprocess.Popen(as_attacker([suid]))
+        u = subprocess.Popen(as_attacker([plain]))
+        procs += [s, u]
+        time.sleep(0.5)
+
+        # the check at capture.start: a setuid target is refused
+        err = ctl_err(d, "capture", "--pid", str(s.pid), "--duration", "500ms")
+        expect("-32002" in err and "credentials" in err, "setuid target refused: %s" % err)
+
+        # all the member's processes: its plain burner, not the setuid one
+        time.sleep(1)
+        info, folded = member_folded(d, "--all-last", "1500")
+        expect("user_burn_fn" in folded, "the member's own burner is captured: %r\n%s" % (info, folded[:1500]))
+        expect("root_secret_fn" not in folded, "setuid process in the member's --last capture:\n" + folded[:3000])
+        # root sees it: the sampler did record the setuid process
+        root = d.ctl_json("capture", "--last", "1500ms", "--pid", str(s.pid))
+        expect("root_secret_fn" in d.ctl("folded", str(root["id"]), check=0).stdout.decode(),
+               "root's capture of the setuid burner holds its stacks")
+
+        # by --pid: a process of the member's that execs the setuid program
+        # once the capture has started (records, not only the start check)
+        x = subprocess.Popen(as_attacker(["sh", "-c", "sleep 0.4; exec %s" % suid]))
+        procs.append(x)
+        info, folded = member_folded(d, "--pid", str(x.pid), "--duration", "1500ms")
+        expect("root_secret_fn" not in folded, "setuid exec inside a --pid capture:\n" + folded[:3000])
+        root = d.ctl_json("capture", "--last", "1s", "--pid", str(x.pid))
+        expect("root_secret_fn" in d.ctl("folded", str(root["id"]), check=0).stdout.decode(),
+               "root sees the exec'd setuid program under that pid")
+
+        # flight recorder: an exited setuid process has nothing the member may see
+        s.kill()
+        s.wait()
+        err = ctl_err(d, "capture", "--pid", str(s.pid), "--last", "3s")
+        expect("-32003" in err and "no process %d" % s.pid in err, "exited setuid pid: %s" % err)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        d.cleanup()
+
+
+@test
+def capture_of_missing_pid_refused():
+    attacker()
+    d = Daemon(SAMPLING).start()
+    try:
+        open_to_group(d)
+        need_sampler(d)
+        for window in (["--duration", "200ms"], ["--last", "1s"]):
+            err = ctl_err(d, "capture", "--pid", str(NO_SUCH_PID), *window)
+            expect("-32003" in err and "no process %d" % NO_SUCH_PID in err, "%r: %s" % (window, err))
+            p = d.ctl("capture", "--pid", str(NO_SUCH_PID), *window)
+            expect(p.returncode != 0 and b"-32003" in p.stderr, "root too: %r" % p.stderr)
+        # the flight-recorder case stays: an exited process of the member's
+        # with records in the window
+        plain = build(d.tmp, "user_burn", BURN_C, extra=["-DFN=user_burn_fn"])
+        u = subprocess.Popen(as_attacker(["timeout", "1", plain]))
+        u.wait()
+        info = json.loads(ctl_as_attacker(d, "--json", "capture", "--pid", str(u.pid), "--last", "5s").stdout)
+        expect(info["records"] > 0, "exited process of the member's, cut from the past: %r" % info)
+        # but not a window that holds none of its records
+        time.sleep(0.3)
+        err = ctl_err(d, "capture", "--pid", str(u.pid), "--last", "100ms")
+        expect("-32003" in err, "exited, no records in the window: %s" % err)
+    finally:
+        d.cleanup()
+
+
 # ---- kernel addresses -------------------------------------------------------
 
 SAMPLING = "sampling.cpu_frequency = 499\n"
