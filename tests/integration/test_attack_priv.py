@@ -161,6 +161,8 @@ def admin_group_is_privileged():
 # FN=root_secret_fn and once plain with FN=user_burn_fn.
 BURN_C = r"""
 #include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
 static volatile uint64_t sink;
 __attribute__((noinline)) static void publish(uint64_t v) { sink += v; }
 __attribute__((noinline)) void FN(void)
@@ -170,10 +172,12 @@ __attribute__((noinline)) void FN(void)
 		h = (h ^ (uint64_t)i) * 1099511628211ull;
 	publish(h);
 }
-int main(void)
+int main(int argc, char **argv)
 {
-	for (;;)
+	time_t end = argc > 1 ? time(NULL) + atoi(argv[1]) : 0;
+	while (!end || time(NULL) < end)
 		FN();
+	return 0;
 }
 """
 
@@ -272,10 +276,12 @@ def capture_of_missing_pid_refused():
         # the flight-recorder case stays: an exited process of the member's
         # with records in the window
         plain = build(d.tmp, "user_burn", BURN_C, extra=["-DFN=user_burn_fn"])
-        u = subprocess.Popen(as_attacker(["timeout", "1", plain]))
+        u = subprocess.Popen(as_attacker([plain, "1"]))
         u.wait()
         info = json.loads(ctl_as_attacker(d, "--json", "capture", "--pid", str(u.pid), "--last", "5s").stdout)
         expect(info["records"] > 0, "exited process of the member's, cut from the past: %r" % info)
+        expect("user_burn_fn" in ctl_as_attacker(d, "folded", str(info["id"])).stdout.decode(),
+               "its stacks")
         # but not a window that holds none of its records
         time.sleep(0.3)
         err = ctl_err(d, "capture", "--pid", str(u.pid), "--last", "100ms")
