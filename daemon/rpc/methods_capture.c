@@ -52,7 +52,7 @@ static int proc_cred(int32_t pid, struct proc_cred *pc)
 		}
 	}
 	fclose(f);
-	return seen == 7 ? 0 : -ESRCH; /* a zombie has no Uid line left to read */
+	return seen == 7 ? 0 : -ESRCH; /* gone while we read it */
 }
 
 /*
@@ -62,8 +62,8 @@ static int proc_cred(int32_t pid, struct proc_cred *pc)
  * peer's, the target is dumpable and permits no capability the peer lacks
  * (an unprivileged peer has none). 0, -ESRCH when there is no such
  * process, -EACCES when another user's, -EPERM when the user's own but
- * with raised credentials (setuid, setgid, file capabilities, not
- * dumpable).
+ * with other credentials (setuid, setgid, another group, file
+ * capabilities, not dumpable).
  */
 static int peer_may_read(int32_t pid, uid_t uid, gid_t gid)
 {
@@ -143,8 +143,8 @@ static bool pid_allowed(struct rpc_req *req, int32_t pid, uint64_t last_ms)
 	}
 	if (r < 0) {
 		rpc_error(req, GPUPROF_ERR_PERMISSION, NULL,
-			  "process %d runs with credentials raised above yours (setuid, setgid, "
-			  "capabilities or not dumpable)",
+			  "process %d runs with credentials other than yours (setuid, setgid, "
+			  "another group, capabilities or not dumpable)",
 			  pid);
 		return false;
 	}
