@@ -10,10 +10,12 @@
  */
 #include "vmlinux.h"
 
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
 #include "cpu_sample.h"
+#include "owner.bpf.h"
 
 /* bpf_get_stack() is gpl_only; "Dual MIT/GPL" is GPL-compatible for the
  * kernel's license_is_gpl_compatible(). */
@@ -74,7 +76,7 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	r->version = CPU_SAMPLE_REC_VERSION;
 	r->pid = tgid;
 	r->tid = (__u32)id;
-	r->uid = (__u32)bpf_get_current_uid_gid();
+	r->uid = current_owner();
 	r->cpu = bpf_get_smp_processor_id();
 	r->ts_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));

@@ -32,7 +32,7 @@ struct cpu_sample_rec {
 	__u16 version; /* CPU_SAMPLE_REC_VERSION */
 	__u32 pid;     /* tgid */
 	__u32 tid;
-	__u32 uid; /* real uid, init user namespace */
+	__u32 uid; /* owner: uid, init user namespace, or root only (owner.bpf.h) */
 	__u32 cpu;
 	__u16 nuser;
 	__u16 nkernel;

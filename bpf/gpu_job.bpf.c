@@ -24,6 +24,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "gpu_job.h"
+#include "owner.bpf.h"
 
 /* bpf_get_stack() is gpl_only. */
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -87,7 +88,7 @@ static __always_inline void fill(struct gpu_job_rec *r, __u8 ev, __u8 group, __u
 	r->pad2 = 0;
 	r->pid = id >> 32;
 	r->tid = (__u32)id;
-	r->uid = (__u32)bpf_get_current_uid_gid();
+	r->uid = current_owner();
 	r->ts_ns = bpf_ktime_get_ns();
 	r->obj = obj;
 	r->ctx = f ? BPF_CORE_READ(f, context) : 0;

@@ -51,7 +51,7 @@ enum gpu_job_ev {
 	__u8 pad;                                                               \
 	__u16 nuser;  /* user frames in ips[] (full records only) */             \
 	__u16 pad2;                                                             \
-	__u32 pid, tid, uid;                                                    \
+	__u32 pid, tid, uid; /* uid: owner (owner.bpf.h) */                     \
 	__u64 ts_ns;  /* bpf_ktime_get_ns(): CLOCK_MONOTONIC, as the store */    \
 	__u64 obj;    /* job / request / fence address: the key until ctx is known */ \
 	__u64 ctx;    /* fence context (per exec queue / context timeline) */    \

@@ -28,6 +28,7 @@
 #include <bpf/usdt.bpf.h>
 
 #include "gpu_launch.h"
+#include "owner.bpf.h"
 
 /* bpf_get_stack() and bpf_probe_read_user*() are gpl_only. */
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -501,7 +502,7 @@ static __always_inline struct gpu_launch_rec *launch_begin(__u16 api, __u64 hand
 	r->version = GPU_LAUNCH_REC_VERSION;
 	r->pid = id >> 32;
 	r->tid = (__u32)id;
-	r->uid = (__u32)bpf_get_current_uid_gid();
+	r->uid = current_owner();
 	r->api = api;
 	r->flags = 0;
 	r->cpu = (__u16)bpf_get_smp_processor_id();

@@ -66,7 +66,7 @@ struct gpu_launch_rec {
 	__u16 version; /* GPU_LAUNCH_REC_VERSION */
 	__u32 pid;     /* tgid */
 	__u32 tid;
-	__u32 uid;
+	__u32 uid; /* owner: uid, or root only (owner.bpf.h) */
 	__u16 api; /* enum gpu_api */
 	__u16 flags;
 	__u16 nuser;

@@ -37,6 +37,7 @@
 #include "gpu_cs_parse.h"
 #include "gpu_cs_user.h"
 #include "gpu_submit.h"
+#include "owner.bpf.h"
 
 /* bpf_probe_read_user() is gpl_only. */
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -389,7 +390,7 @@ static __noinline __u32 parse_send(struct job *j, const struct deferred *w)
 	ev->ts_ns = bpf_ktime_get_ns();
 	ev->pid = (__u32)(id >> 32);
 	ev->tid = (__u32)id;
-	ev->uid = (__u32)bpf_get_current_uid_gid();
+	ev->uid = current_owner();
 	ev->fd = w->fd;
 	ev->exec_queue = w->queue;
 	ev->driver = w->driver;

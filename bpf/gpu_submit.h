@@ -72,7 +72,7 @@ struct gpu_submit_bkey {
 /* One parsed exec, to userspace. */
 struct gpu_submit_event {
 	__u64 ts_ns;
-	__u32 pid, tid, uid;
+	__u32 pid, tid, uid; /* uid: owner (owner.bpf.h) */
 	__s32 fd;
 	__u32 exec_queue; /* xe exec queue id / i915 context id */
 	__u32 driver;	  /* enum gpu_submit_driver */

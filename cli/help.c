@@ -319,12 +319,13 @@ static const struct command commands[] = {
 	 "batch sends a batch-buffer dump (GPU memory and submissions, format in\n"
 	 "docs/gpu-cs.md) to the daemon's command-stream parser, which adds the\n"
 	 "kernel start pointers it finds to the EU-stall kernel table; needs root\n"
-	 "or CAP_PERFMON.\n"
+	 "or the daemon's admin group (access.admin_group).\n"
 	 "zebin sends a NEO debug zebin (/tmp/dumped_zebin_module*.elf) as owned\n"
 	 "by PID (default 0): its kernels join the kernel table and their binaries\n"
 	 "are kept (64 MiB, oldest dropped) so folded / iaprof print the IGA text\n"
 	 "of each instruction instead of its offset where libiga64 knows the GPU\n"
-	 "(Debian 12: up to PVC); needs root or CAP_PERFMON.\n" COMMON_FOOTER},
+	 "(Debian 12: up to PVC); needs root or the daemon's admin group\n"
+	 "(access.admin_group).\n" COMMON_FOOTER},
 	{"help", cmd_help, "show help for a command",
 	 "gpuprofctl help [COMMAND]\n\n"
 	 "Show the overview, or the manual of COMMAND.\n"},

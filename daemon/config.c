@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,35 @@ static int parse_ms(const char *v, unsigned *out)
 	if (ms > UINT32_MAX)
 		return -ERANGE;
 	*out = (unsigned)ms;
+	return 0;
+}
+
+/* access.admin_group: a group name or a numeric gid; "none" (the default)
+ * or "" disables it. A name is resolved once, here: the daemon must not
+ * depend on NSS (a remote directory) when it decides on a connection. */
+static int parse_group(const char *v, struct config *cfg)
+{
+	unsigned long long n;
+
+	if (!*v || !strcmp(v, "none")) {
+		cfg->admin_group_set = false;
+		return 0;
+	}
+	if (isdigit((unsigned char)*v)) {
+		/* (gid_t)-1 is "no group" to the kernel, never a real one */
+		int r = parse_uint(v, (gid_t)-2, &n);
+		if (r < 0)
+			return r;
+		cfg->admin_gid = (gid_t)n;
+		cfg->admin_group_set = true;
+		return 0;
+	}
+	struct group gr, *res = NULL;
+	char buf[16384];
+	if (getgrnam_r(v, &gr, buf, sizeof(buf), &res) != 0 || !res)
+		return -EINVAL;
+	cfg->admin_gid = res->gr_gid;
+	cfg->admin_group_set = true;
 	return 0;
 }
 
@@ -311,6 +341,8 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 	}
 	if (!strcmp(key, "limits.import_max"))
 		return config_parse_size(v, &cfg->import_max_bytes);
+	if (!strcmp(key, "access.admin_group"))
+		return parse_group(v, cfg);
 	if (!strcmp(key, "comm.params")) { /* checked as JSON by analyze.comm */
 		if (strlen(v) >= sizeof(cfg->comm_params) || v[0] != '{')
 			return -EINVAL;

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct config {
 	char socket_path[108]; /* sun_path size */
@@ -39,6 +40,11 @@ struct config {
 	unsigned max_jobs; /* limits.max_jobs: concurrent worker jobs */
 	size_t import_max_bytes; /* limits.import_max: uncompressed trace bytes */
 	int verbosity; /* 0 = warnings, 1 = info, 2 = debug */
+	/* access.admin_group: peers of this gid (SO_PEERCRED gid or one of
+	 * SO_PEERGROUPS, both fixed at connect) are privileged like root;
+	 * meaningful only when admin_group_set. */
+	bool admin_group_set;
+	gid_t admin_gid;
 	/* comm.params: JSON object of analyze.comm defaults (link_bandwidth,
 	 * tags, tp/pp/dp/ep, iteration); request params win. "" = none. */
 	char comm_params[4096];

@@ -17,9 +17,10 @@
 #include "capture/capture.h"
 #include "symtab.h"
 
-void capframes_init(struct capframes *f, const struct capture *c)
+void capframes_init(struct capframes *f, const struct capture *c, const struct render_view *view)
 {
 	f->c = c;
+	f->view = view ? *view : (struct render_view){0};
 	f->syms = NULL;
 	f->n = 0;
 	const struct capture_extra *ex = capture_find_extra(c, CAPSEC_SYMBOLS);
@@ -49,6 +50,19 @@ static void push(struct capframes *f, const struct sym_frames *fr, const uint64_
 	f->map[k] = fr && fr->maps ? fr->maps[i] : 0;
 }
 
+/* The one frame standing for a run of kernel frames the peer may not see:
+ * no name from the symbols, no address, no mapping. */
+static void push_hidden_kernel(struct capframes *f)
+{
+	size_t k = f->n++;
+
+	f->name[k] = RENDER_KERNEL_FRAME;
+	f->len[k] = sizeof(RENDER_KERNEL_FRAME) - 1;
+	f->ip[k] = 0;
+	f->kernel[k] = true;
+	f->map[k] = 0;
+}
+
 size_t capframes_get(struct capframes *f, uint32_t pid, uint32_t stack)
 {
 	uint16_t nu = 0, nk = 0;
@@ -67,6 +81,10 @@ size_t capframes_get(struct capframes *f, uint32_t pid, uint32_t stack)
 	size_t ck = nk > STORE_MAX_FRAMES ? STORE_MAX_FRAMES : nk;
 	for (size_t i = nu; i-- > nu - cu;)
 		push(f, pf, ips, i, false);
+	if (ck && f->view.kernel_hidden) {
+		push_hidden_kernel(f);
+		return f->n;
+	}
 	for (size_t i = (size_t)nu + nk; i-- > (size_t)nu + nk - ck;)
 		push(f, pf, ips, i, true);
 	return f->n;

@@ -208,7 +208,8 @@ static void write_frames(struct chrome *x)
 	wb_puts(x->w, "}}\n");
 }
 
-int chrome_export(const struct capture *c, folded_write_fn fn, void *ctx, struct export_totals *t)
+int chrome_export(const struct capture *c, const struct render_view *view, folded_write_fn fn,
+		  void *ctx, struct export_totals *t)
 {
 	struct export_totals tt = {0};
 	struct chrome x = {.c = c, .first = true};
@@ -220,7 +221,7 @@ int chrome_export(const struct capture *c, folded_write_fn fn, void *ctx, struct
 	x.f = malloc(sizeof(*x.f));
 	if (!x.w || !x.f)
 		goto out;
-	capframes_init(x.f, c);
+	capframes_init(x.f, c, view);
 	wb_init(x.w, fn, ctx);
 	wb_printf(x.w,
 		  "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"gpuprof\","

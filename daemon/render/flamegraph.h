@@ -94,6 +94,7 @@ struct heatmap_opts {
 	bool no_kernel;		   /* leave kernel frames out of the stacks */
 	uint64_t max_bytes;	   /* bound on the embedded stack data; 0: 4 MiB */
 	bool eu_stall;		   /* count the EU-stall section's rows instead */
+	struct render_view view;   /* what the peer may see */
 };
 
 struct heatmap_totals {
@@ -116,12 +117,14 @@ struct export_totals {
 	uint64_t bytes;
 };
 
-/* Chrome / Perfetto trace JSON (traceEvents + stackFrames). */
-int chrome_export(const struct capture *c, folded_write_fn fn, void *ctx, struct export_totals *t);
+/* Chrome / Perfetto trace JSON (traceEvents + stackFrames). view (NULL:
+ * everything) is what the peer may see, as for folded_opts. */
+int chrome_export(const struct capture *c, const struct render_view *view, folded_write_fn fn,
+		  void *ctx, struct export_totals *t);
 
 /* pprof profile.proto, gzip-compressed. period_ns: CPU sampling period
  * (cpu/nanoseconds = count * period); 0 leaves that value type out. */
-int pprof_export(const struct capture *c, uint64_t period_ns, folded_write_fn fn, void *ctx,
-		 struct export_totals *t);
+int pprof_export(const struct capture *c, const struct render_view *view, uint64_t period_ns,
+		 folded_write_fn fn, void *ctx, struct export_totals *t);
 
 #endif

@@ -44,6 +44,23 @@
 
 struct capture;
 
+/*
+ * What the peer asking for an output may see, decided once per request by
+ * the RPC layer and passed down to the two places that resolve frames for
+ * output (foldline.c for folded text, capframes.c for the exports). The
+ * zero value shows everything.
+ */
+struct render_view {
+	/* Every run of kernel frames in a stack is drawn as one "[kernel]"
+	 * frame with no address: the kernel hides its symbols and addresses
+	 * from this peer (kptr_restrict, perf_event_paranoid), so its outputs
+	 * must too. */
+	bool kernel_hidden;
+};
+
+/* The frame that stands for a hidden run of kernel frames. */
+#define RENDER_KERNEL_FRAME "[kernel]"
+
 enum folded_weight {
 	FOLDED_WEIGHT_SAMPLES = 0,
 	FOLDED_WEIGHT_LAUNCHES = 1,
@@ -68,6 +85,7 @@ struct folded_opts {
 	const char *comm;	   /* exact match */
 	uint64_t start_ns, end_ns; /* record ts in [start, end]; 0 = open end */
 	enum folded_weight weight; /* what counts; default CPU samples */
+	struct render_view view; /* what the peer may see */
 };
 
 struct folded_totals {

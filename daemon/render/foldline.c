@@ -77,6 +77,8 @@ static int put_frame(struct ctx *x, const struct sym_frames *f, size_t i, uint64
 	return 0;
 }
 
+static int gpu_frame(struct ctx *x, const struct agg *k);
+
 /* The line of one key, without its count, appended to the arena. */
 int folded_build_line(struct ctx *x, const struct agg *k)
 {
@@ -122,10 +124,25 @@ int folded_build_line(struct ctx *x, const struct agg *k)
 	if (!o->no_kernel && nk) {
 		if (nu && put_raw(&x->a, ";-", 2) < 0)
 			return -ENOMEM;
-		for (size_t i = (size_t)nu + nk; i-- > nu;)
-			if (put_raw(&x->a, ";", 1) < 0 || put_frame(x, f, i, ips[i]) < 0)
+		if (o->view.kernel_hidden) { /* one frame, no names, no addresses */
+			static const char kframe[] = ";" RENDER_KERNEL_FRAME;
+
+			if (put_raw(&x->a, kframe, sizeof(kframe) - 1) < 0)
 				return -ENOMEM;
+		} else {
+			for (size_t i = (size_t)nu + nk; i-- > nu;)
+				if (put_raw(&x->a, ";", 1) < 0 || put_frame(x, f, i, ips[i]) < 0)
+					return -ENOMEM;
+		}
 	}
+	return gpu_frame(x, k);
+}
+
+/* The GPU kernel frame that ends a launch's line, if any. */
+static int gpu_frame(struct ctx *x, const struct agg *k)
+{
+	size_t len;
+
 	if (!k->name)
 		return 0;
 	/* The GPU frame: the kernel name, up to the NUL that separates the

@@ -406,7 +406,7 @@ out:
 
 int heatdata_build(const struct capture *c, const struct heatmap_opts *o, struct heatdata **ret)
 {
-	struct folded_opts fo = {.no_kernel = o->no_kernel, .weight = o->weight};
+	struct folded_opts fo = {.no_kernel = o->no_kernel, .weight = o->weight, .view = o->view};
 	struct folded_liner *l = NULL;
 	struct heatdata *d = calloc(1, sizeof(*d));
 	int r = -ENOMEM;
@@ -419,7 +419,7 @@ int heatdata_build(const struct capture *c, const struct heatmap_opts *o, struct
 	if (d->bucket < 1000000 || d->bucket > NS_PER_S || NS_PER_S % d->bucket)
 		goto fail; /* rows must tile a second: 1 ms .. 1 s, dividing it */
 	if (o->eu_stall)
-		r = hd_collect_xe(d, c);
+		r = hd_collect_xe(d, c, &o->view);
 	else if ((r = folded_liner_new(c, &fo, &l)) == 0)
 		r = hd_collect(d, c, l);
 	if (r < 0 || (r = pairs_sort(d)) < 0 || /* one pair per (cell, node) from here */

@@ -75,7 +75,7 @@ uint32_t hd_line_leaf(struct heatdata *d, const char *p, size_t len);
 int hd_add(struct heatdata *d, uint64_t ts, uint32_t leaf, uint64_t n);
 /* The records folded_write() counts / the EU-stall section's rows. */
 int hd_collect(struct heatdata *d, const struct capture *c, struct folded_liner *l);
-int hd_collect_xe(struct heatdata *d, const struct capture *c);
+int hd_collect_xe(struct heatdata *d, const struct capture *c, const struct render_view *view);
 
 /* A JavaScript string literal body for a script inside the SVG: JSON
  * escaping plus '<', '>' and '&' as \u00XX (so no "]]>" or markup). */

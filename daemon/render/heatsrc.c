@@ -120,7 +120,7 @@ static uint32_t kernel_node(struct heatdata *d, struct capframes *f, const struc
 	return n ? hd_node(d, n, name, len + 4) : 0;
 }
 
-int hd_collect_xe(struct heatdata *d, const struct capture *c)
+int hd_collect_xe(struct heatdata *d, const struct capture *c, const struct render_view *view)
 {
 	const struct capture_extra *ex = capture_find_extra(c, CAPSEC_XE_EU_STALL);
 	struct xe_capdata x;
@@ -144,7 +144,7 @@ int hd_collect_xe(struct heatdata *d, const struct capture *c)
 	r = -ENOMEM;
 	if (!(f = malloc(sizeof(*f))) || !(knode = calloc(x.h->nkernels + 1, sizeof(*knode))))
 		goto out;
-	capframes_init(f, c);
+	capframes_init(f, c, view);
 	for (uint32_t i = 0; i < x.h->nrows; i++) {
 		const struct xe_row *row = &x.rows[i];
 		const struct xe_sec_kernel *k = xe_sec_kernel(&x, row->kid);

@@ -169,10 +169,12 @@ size_t pprof_frames(struct pprof *x, const struct capframes *f, size_t at)
 	for (size_t i = 0; i < n; i++) { /* leaf first */
 		size_t k = n - 1 - i;
 		/* sections before version 2 record no mappings: kernel frames
-		 * then share a [kernel.kallsyms] mapping without build id */
-		uint32_t map = f->map[k]      ? pprof_map(x, PMAP_FILE, f->map[k])
-			       : f->kernel[k] ? pprof_map(x, PMAP_KERNEL, 0)
-					      : 0;
+		 * then share a [kernel.kallsyms] mapping without build id;
+		 * a peer kept from kernel addresses gets none */
+		uint32_t map = f->map[k] ? pprof_map(x, PMAP_FILE, f->map[k])
+			       : f->kernel[k] && !f->view.kernel_hidden
+				   ? pprof_map(x, PMAP_KERNEL, 0)
+				   : 0;
 		x->locv[at + i] = pprof_loc(x, f->name[k], f->len[k], f->ip[k], map);
 	}
 	return at + n;
@@ -352,8 +354,8 @@ static int aggregate(const struct capture *c, struct agg *cpu, struct agg *gpu, 
 	return 0;
 }
 
-int pprof_export(const struct capture *c, uint64_t period_ns, folded_write_fn fn, void *ctx,
-		 struct export_totals *t)
+int pprof_export(const struct capture *c, const struct render_view *view, uint64_t period_ns,
+		 folded_write_fn fn, void *ctx, struct export_totals *t)
 {
 	struct export_totals tt = {0};
 	struct pprof *x = calloc(1, sizeof(*x));
@@ -371,7 +373,7 @@ int pprof_export(const struct capture *c, uint64_t period_ns, folded_write_fn fn
 	bmap_init(&x->maps);
 	bmap_init(&cpu.keys);
 	bmap_init(&gpu.keys);
-	capframes_init(f, c);
+	capframes_init(f, c, view);
 	x->f = f;
 	/* a damaged EU-stall section is left out, as capture.xe outputs refuse it */
 	const struct capture_extra *xs = capture_find_extra(c, CAPSEC_XE_EU_STALL);

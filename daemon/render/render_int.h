@@ -87,6 +87,7 @@ void palette_color(const char *name, size_t len, bool kernel, char out[24]);
  */
 struct capframes {
 	const struct capture *c;
+	struct render_view view; /* what the peer may see */
 	struct sym_table *syms; /* NULL without a usable section */
 	size_t n;
 	const char *name[2 * 127 + 2];
@@ -97,7 +98,9 @@ struct capframes {
 	char raw[2 * 127 + 2][20];
 };
 
-void capframes_init(struct capframes *f, const struct capture *c);
+/* view: what the peer may see (NULL: everything); with kernel_hidden the
+ * kernel frames of a stack come out as one RENDER_KERNEL_FRAME, ip 0. */
+void capframes_init(struct capframes *f, const struct capture *c, const struct render_view *view);
 void capframes_finish(struct capframes *f);
 /* Resolve; returns the number of frames (0 for no/unknown stack). */
 size_t capframes_get(struct capframes *f, uint32_t pid, uint32_t stack);

@@ -136,6 +136,7 @@ static void submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for
 	j->id = e->id;
 	j->dirfd = capreg_dirfd(g->captures);
 	j->io_timeout_ms = (int)g->cfg.io_timeout_ms;
+	rpc_peer_view(req, &j->view);
 	j->fd = -1;
 	j->run = run;
 	j->opts = opts;

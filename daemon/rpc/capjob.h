@@ -12,6 +12,7 @@
 #include "capreg.h"
 #include "jobs.h"
 #include "rpc.h"
+#include "render/folded.h" /* struct render_view */
 
 struct tlcache;
 
@@ -21,6 +22,9 @@ struct capjob {
 	int dirfd;
 	int fd; /* client fd for output/input, -1 if none */
 	int io_timeout_ms;
+	/* what the peer may see in outputs (rpc_peer_view()): run() passes
+	 * it to the renderers */
+	struct render_view view;
 	/* set by run() */
 	int err; /* negative errno, or 0 */
 	int code; /* JSON-RPC code when err != 0 (0: derived from err) */
@@ -50,6 +54,13 @@ void capjob_submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for
 void capjob_submit_timeline(struct rpc_req *req, struct capentry *e, int fd_idx,
 			    bool for_write, void (*run)(struct capjob *, struct capture *),
 			    void *opts, void (*free_opts)(void *));
+
+/*
+ * What req's peer may see in outputs (peer.c): privileged peers everything;
+ * others kernel frames only where the kernel would show that user its own
+ * symbols (kptr_restrict 0 and perf_event_paranoid <= 1, read now).
+ */
+void rpc_peer_view(const struct rpc_req *req, struct render_view *v);
 
 /* Helper for run(): set an error with a message. */
 void capjob_fail(struct capjob *j, int err, int code, const char *fmt, ...)

@@ -233,6 +233,7 @@ void rpc_dispatch(struct rpc_conn *conn, char *msg, size_t len)
 	req->id = rq.notification ? NULL : cJSON_Duplicate(rq.reply_id, 1);
 	snprintf(req->method, sizeof(req->method), "%s", rq.method_name);
 	rpc_conn_peer(conn, &req->uid, &req->pid, &req->privileged);
+	req->gid = rpc_conn_peer_gid(conn);
 	for (size_t i = 0; i < RPC_MAX_REQ_FDS; i++)
 		req->fds[i] = -1;
 	if (rq.fd_err == 0 && rq.nfds > 0)

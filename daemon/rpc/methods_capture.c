@@ -1,33 +1,102 @@
 // SPDX-License-Identifier: MIT
 /* capture.start, capture.stop, capture.list, capture.info, capture.delete */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "capreg.h"
 #include "gpd.h"
+#include "store/store.h"
 #include "tlcache.h"
 #include "methods.h"
 
-/* Real uid of a process, from /proc (the pid namespace of the daemon). */
-static int pid_uid(int32_t pid, uid_t *uid)
+/* What /proc says about a process's credentials (the daemon's pid
+ * namespace): every uid and gid, the permitted capabilities, and the owner
+ * of /proc/PID, which the kernel sets to root while the process is not
+ * dumpable (task_dump_owner()). */
+struct proc_cred {
+	uid_t uid[4]; /* real, effective, saved, fs */
+	gid_t gid[4];
+	unsigned long long cap_prm;
+	uid_t dump_uid;
+	gid_t dump_gid;
+};
+
+static int proc_cred(int32_t pid, struct proc_cred *pc)
 {
 	char path[64], line[256];
+	struct stat st;
+	int seen = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (stat(path, &st) < 0)
+		return -ESRCH;
+	pc->dump_uid = st.st_uid;
+	pc->dump_gid = st.st_gid;
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return -ESRCH;
-	int r = -ESRCH;
 	while (fgets(line, sizeof(line), f)) {
-		unsigned u;
-		if (sscanf(line, "Uid: %u", &u) == 1) {
-			*uid = u;
-			r = 0;
-			break;
+		unsigned a, b, c, d;
+		if (sscanf(line, "Uid: %u %u %u %u", &a, &b, &c, &d) == 4) {
+			pc->uid[0] = a, pc->uid[1] = b, pc->uid[2] = c, pc->uid[3] = d;
+			seen |= 1;
+		} else if (sscanf(line, "Gid: %u %u %u %u", &a, &b, &c, &d) == 4) {
+			pc->gid[0] = a, pc->gid[1] = b, pc->gid[2] = c, pc->gid[3] = d;
+			seen |= 2;
+		} else if (sscanf(line, "CapPrm: %llx", &pc->cap_prm) == 1) {
+			seen |= 4;
 		}
 	}
 	fclose(f);
-	return r;
+	return seen == 7 ? 0 : -ESRCH; /* gone while we read it */
+}
+
+/*
+ * May a peer of uid/gid read process pid? The kernel's own rule for
+ * /proc/PID/maps and perf (ptrace access mode read, filesystem
+ * credentials): every uid of the target is the peer's, every gid is the
+ * peer's, the target is dumpable and permits no capability the peer lacks
+ * (an unprivileged peer has none). 0, -ESRCH when there is no such
+ * process, -EACCES when another user's, -EPERM when the user's own but
+ * with other credentials (setuid, setgid, another group, file
+ * capabilities, not dumpable).
+ */
+static int peer_may_read(int32_t pid, uid_t uid, gid_t gid)
+{
+	struct proc_cred pc;
+	int r = proc_cred(pid, &pc);
+
+	if (r < 0)
+		return r;
+	if (pc.uid[0] != uid)
+		return -EACCES;
+	for (int i = 0; i < 4; i++)
+		if (pc.uid[i] != uid || pc.gid[i] != gid)
+			return -EPERM;
+	if (pc.cap_prm || pc.dump_uid != uid || pc.dump_gid != gid)
+		return -EPERM;
+	return 0;
+}
+
+/* Does the ring hold records of pid in the last span_ns that a peer of
+ * uid (unless privileged) may see? The flight-recorder case of a process
+ * that has exited: same window and filter as capreg_start() will cut. */
+static bool ring_has_pid(const struct store *s, int32_t pid, uint64_t span_ns, uid_t uid,
+			 bool privileged)
+{
+	uint64_t now = gpd_now_ns(), t0 = now > span_ns ? now - span_ns : 0;
+
+	for (size_t i = store_count(s); i-- > 0;) {
+		const struct store_rec *r = store_at(s, i);
+		if (r->pid == (uint32_t)pid && r->ts_ns >= t0 && r->ts_ns <= now &&
+		    (privileged || r->uid == uid))
+			return true;
+	}
+	return false;
 }
 
 struct capentry *capture_for_req(struct rpc_req *req, const cJSON *params, bool allow_damaged)
@@ -47,6 +116,39 @@ struct capentry *capture_for_req(struct rpc_req *req, const cJSON *params, bool 
 		return NULL;
 	}
 	return e;
+}
+
+/*
+ * May req's peer capture pid? Answers the error itself when not. A process
+ * that does not exist is refused, except for a window in the past (the
+ * flight-recorder case) when the ring holds records of it the peer may
+ * see: an empty capture of a mistyped pid would look like a success.
+ */
+static bool pid_allowed(struct rpc_req *req, int32_t pid, uint64_t last_ms)
+{
+	int r = req->privileged ? (kill(pid, 0) == 0 || errno == EPERM ? 0 : -ESRCH)
+				: peer_may_read(pid, req->uid, req->gid);
+
+	if (r == -ESRCH) {
+		if (last_ms && ring_has_pid(req->gpd->store, pid, last_ms * 1000000ull, req->uid,
+					    req->privileged))
+			return true;
+		rpc_error(req, GPUPROF_ERR_NOT_FOUND, NULL, "no process %d", pid);
+		return false;
+	}
+	if (r == -EACCES) {
+		rpc_error(req, GPUPROF_ERR_PERMISSION, NULL, "process %d belongs to another user",
+			  pid);
+		return false;
+	}
+	if (r < 0) {
+		rpc_error(req, GPUPROF_ERR_PERMISSION, NULL,
+			  "process %d runs with credentials other than yours (setuid, setgid, "
+			  "another group, capabilities or not dumpable)",
+			  pid);
+		return false;
+	}
+	return true;
 }
 
 void method_capture_start(struct rpc_req *req, const cJSON *params)
@@ -86,25 +188,8 @@ void method_capture_start(struct rpc_req *req, const cJSON *params)
 				return;
 			}
 			int32_t pid = (int32_t)d;
-			uid_t owner;
-			if (pid_uid(pid, &owner) < 0) {
-				/* A process that has exited is fine for a window in
-				 * the past (the flight-recorder case): an unprivileged
-				 * peer's capture is limited to its own uid anyway. A
-				 * forward window on a process that does not exist is
-				 * a mistake. */
-				if (o.last_ms) {
-					pids[o.npids++] = pid;
-					continue;
-				}
-				rpc_error(req, GPUPROF_ERR_NOT_FOUND, NULL, "no process %d", pid);
+			if (!pid_allowed(req, pid, o.last_ms))
 				return;
-			}
-			if (!req->privileged && owner != req->uid) {
-				rpc_error(req, GPUPROF_ERR_PERMISSION, NULL,
-					  "process %d belongs to another user", pid);
-				return;
-			}
 			pids[o.npids++] = pid;
 		}
 	}

@@ -86,6 +86,7 @@ static void folded_run(struct capjob *j, struct capture *c)
 			return;
 		}
 	} else {
+		f->o.view = j->view;
 		r = folded_write(c, &f->o, fdout_cb, out, &t);
 	}
 	if (r == 0)

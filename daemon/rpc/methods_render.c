@@ -179,6 +179,7 @@ static void render_run(struct capjob *j, struct capture *c)
 	if (!out)
 		goto fail;
 	fdout_init(out, j->fd, j->io_timeout_ms);
+	o->fold.view = o->ho.view = j->view;
 	switch (o->kind) {
 	case R_FLAME:
 	case R_DIFF:
@@ -207,7 +208,7 @@ static void render_run(struct capjob *j, struct capture *c)
 		if (c->kind == CAPTURE_IMPORT)
 			r = export_timeline(j, o, c, out, &et);
 		else
-			r = chrome_export(c, fdout_cb, out, &et);
+			r = chrome_export(c, &j->view, fdout_cb, out, &et);
 		break;
 	case R_PPROF:
 		what = "exporting pprof";
@@ -218,7 +219,7 @@ static void render_run(struct capjob *j, struct capture *c)
 				    (unsigned long long)c->id);
 			goto done;
 		}
-		r = pprof_export(c, o->period_ns, fdout_cb, out, &et);
+		r = pprof_export(c, &j->view, o->period_ns, fdout_cb, out, &et);
 		break;
 	}
 	if (r == 0)
@@ -299,6 +300,7 @@ static void fdjob_submit(struct rpc_req *req, int out_fd, struct ropts *o)
 			     .opts = o,
 			     .run = render_run,
 			     .io_timeout_ms = (int)req->gpd->cfg.io_timeout_ms};
+	rpc_peer_view(req, &j->view); /* a diff's other side may be a capture */
 	int r = job_submit(req->gpd, fdjob_work, fdjob_done, j);
 	if (r < 0) {
 		capjob_fail_submit(j, r);

@@ -41,7 +41,8 @@ void method_xe_pause(struct rpc_req *req, const cJSON *params)
 		return;
 	/* Releasing the GT affects every user of the daemon. */
 	if (!req->privileged) {
-		rpc_error(req, GPUPROF_ERR_PERMISSION, NULL, "xe.pause needs root or CAP_PERFMON");
+		rpc_error(req, GPUPROF_ERR_PERMISSION, NULL,
+			  "xe.pause needs root or the admin group (access.admin_group)");
 		return;
 	}
 	c = xe_coll(req);
@@ -63,7 +64,8 @@ void method_xe_resume(struct rpc_req *req, const cJSON *params)
 	if (!params_only(req, params, allowed))
 		return;
 	if (!req->privileged) {
-		rpc_error(req, GPUPROF_ERR_PERMISSION, NULL, "xe.resume needs root or CAP_PERFMON");
+		rpc_error(req, GPUPROF_ERR_PERMISSION, NULL,
+			  "xe.resume needs root or the admin group (access.admin_group)");
 		return;
 	}
 	c = xe_coll(req);

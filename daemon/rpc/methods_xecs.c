@@ -182,7 +182,8 @@ static void fd_job_submit(struct rpc_req *req, struct fd_job *proto)
 
 	/* The file names pids and feeds the shared kernel table. */
 	if (!req->privileged) {
-		rpc_error(req, GPUPROF_ERR_PERMISSION, NULL, "%s needs root or CAP_PERFMON",
+		rpc_error(req, GPUPROF_ERR_PERMISSION, NULL,
+			  "%s needs root or the admin group (access.admin_group)",
 			  req->method);
 		return;
 	}

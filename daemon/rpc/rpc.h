@@ -36,6 +36,7 @@ struct rpc_req {
 	char method[64];
 	uid_t uid;
 	pid_t pid;
+	gid_t gid; /* the peer's SO_PEERCRED gid */
 	bool privileged;
 	int fds[RPC_MAX_REQ_FDS]; /* taken from the connection's queue; -1 = none */
 	size_t nfds;
@@ -77,6 +78,7 @@ void rpc_dispatch(struct rpc_conn *conn, char *msg, size_t len);
 void rpc_conn_send(struct rpc_conn *conn, const char *line, size_t len);
 /* Peer identity of a connection (server.c). */
 void rpc_conn_peer(const struct rpc_conn *conn, uid_t *uid, pid_t *pid, bool *privileged);
+gid_t rpc_conn_peer_gid(const struct rpc_conn *conn);
 struct gpd *rpc_conn_gpd(const struct rpc_conn *conn);
 void rpc_conn_ref(struct rpc_conn *conn);
 void rpc_conn_unref(struct rpc_conn *conn);

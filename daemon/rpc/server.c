@@ -57,6 +57,11 @@ void rpc_conn_peer(const struct rpc_conn *conn, uid_t *uid, pid_t *pid, bool *pr
 	*privileged = conn->privileged;
 }
 
+gid_t rpc_conn_peer_gid(const struct rpc_conn *conn)
+{
+	return conn->gid;
+}
+
 size_t rpc_conn_take_fds(struct rpc_conn *conn, int *fds, size_t n)
 {
 	size_t k = n < conn->nfdq ? n : conn->nfdq;
@@ -77,28 +82,6 @@ void rpc_conn_inflight(struct rpc_conn *conn, int delta)
 unsigned rpc_server_clients(const struct rpc_server *s)
 {
 	return s->nconns;
-}
-
-/* Privileged: uid 0, or CAP_PERFMON (38) / CAP_SYS_ADMIN (21) effective. */
-static bool peer_privileged(uid_t uid, pid_t pid)
-{
-	if (uid == 0)
-		return true;
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return false;
-	bool priv = false;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long caps;
-		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
-			priv = (caps & (1ull << 38)) || (caps & (1ull << 21));
-			break;
-		}
-	}
-	fclose(f);
-	return priv;
 }
 
 static void handle_closed(uv_handle_t *h)
@@ -196,7 +179,8 @@ static void conn_new(struct rpc_server *s, int fd)
 	c->refs = 1;
 	c->uid = cred.uid;
 	c->pid = cred.pid;
-	c->privileged = peer_privileged(cred.uid, cred.pid);
+	c->gid = cred.gid;
+	c->privileged = rpc_peer_privileged(fd, cred.uid, cred.gid, &g->cfg);
 	c->last_activity_ns = gpd_now_ns();
 	frame_buf_init(&c->in, g->cfg.max_msg_bytes);
 	uv_poll_init(g->loop, &c->poll, fd);

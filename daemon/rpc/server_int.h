@@ -34,6 +34,7 @@ struct rpc_conn {
 	bool close_after_flush;
 	uid_t uid;
 	pid_t pid;
+	gid_t gid; /* SO_PEERCRED, fixed at connect() */
 	bool privileged;
 	struct frame_buf in;
 	int fdq[FDQ_MAX];
@@ -57,6 +58,11 @@ struct rpc_server {
 	struct rpc_conn *conns;
 	unsigned nconns;
 };
+
+struct config;
+/* peer.c: root, or a member of access.admin_group, by the credentials fixed
+ * at connect() (fd is the accepted socket). */
+bool rpc_peer_privileged(int fd, uid_t uid, gid_t gid, const struct config *cfg);
 
 /* Starts closing both handles; the last close callback drops the reference. */
 void rpc_conn_close_now(struct rpc_conn *c);

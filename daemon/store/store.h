@@ -44,7 +44,9 @@ struct store_rec {
 		};
 	};
 	uint32_t pid, tid; /* tgid and thread id, init namespace */
-	uint32_t uid; /* real uid of the task: authorization filter */
+	/* authorization filter: the task's uid when a peer of that uid could
+	 * ptrace-read it, else GPUPROF_OWNER_ROOT_ONLY (bpf/owner.bpf.h) */
+	uint32_t uid;
 	uint32_t comm; /* string id */
 	uint32_t stack; /* stack id */
 	uint32_t name; /* string id */

@@ -225,12 +225,14 @@ static void test_config(void)
 	CHECK_EQ_INT(c.max_clients, 64);
 	CHECK(c.demangle);
 	CHECK_EQ_INT(c.xe.submit_hook, CONFIG_XE_HOOK_AUTO);
+	CHECK(!c.admin_group_set); /* root only by default */
 	const char *p = write_tmp("# comment\n  memory.store_budget = 16M  # trailing\n"
 				  "sampling.cpu_frequency=99\nlimits.idle_timeout = 1500ms\n"
 				  "sampling.cpu = off\nsocket = /tmp/x.sock\nsocket_mode = 0600\n\n"
 				  "gpu.stack_sample = 8\ngpu.watcher = sys_exit\n"
 				  "symbols.demangle = false\nxe.submit_hook = off\n"
-				  "analysis.cache_bytes = 1G\nanalysis.scratch_bytes = 64M\n");
+				  "analysis.cache_bytes = 1G\nanalysis.scratch_bytes = 64M\n"
+				  "access.admin_group = 4242\n");
 	CHECK_EQ_INT(config_load(&c, p, err, sizeof(err)), 0);
 	CHECK_EQ_U64(c.store_budget_bytes, 16u << 20);
 	CHECK_EQ_INT(c.sample_freq_hz, 99);
@@ -244,6 +246,18 @@ static void test_config(void)
 	CHECK_EQ_INT(c.xe.submit_hook, CONFIG_XE_HOOK_OFF);
 	CHECK_EQ_U64(c.analysis_cache_bytes, 1u << 30);
 	CHECK_EQ_U64(c.analysis_scratch_bytes, 64u << 20);
+	CHECK(c.admin_group_set);
+	CHECK_EQ_INT(c.admin_gid, 4242);
+	unlink(p);
+	/* by name (resolved at load), and "none" turns it off again */
+	p = write_tmp("access.admin_group = root\n");
+	CHECK_EQ_INT(config_load(&c, p, err, sizeof(err)), 0);
+	CHECK(c.admin_group_set);
+	CHECK_EQ_INT(c.admin_gid, 0);
+	unlink(p);
+	p = write_tmp("access.admin_group = none\n");
+	CHECK_EQ_INT(config_load(&c, p, err, sizeof(err)), 0);
+	CHECK(!c.admin_group_set);
 	unlink(p);
 
 	static const char *const bad[] = {
@@ -260,6 +274,8 @@ static void test_config(void)
 		"gpu.stack_sample = 0\n",
 		"gpu.watcher = kprobe\n",
 		"xe.submit_hook = maybe\n",
+		"access.admin_group = no-such-group-gpuprof\n",
+		"access.admin_group = 4294967295\n",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		config_defaults(&c);

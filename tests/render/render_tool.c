@@ -141,12 +141,12 @@ static int synth(const char *what, int argc, char **argv)
 			(unsigned long long)t.pruned, (unsigned long long)t.nodes,
 			(unsigned long long)t.names, (unsigned long long)t.data_bytes);
 	} else if (!strcmp(what, "chrome")) {
-		r = chrome_export(c, out_cb, NULL, &et);
+		r = chrome_export(c, NULL, out_cb, NULL, &et);
 	} else if (!strcmp(what, "pprof")) {
-		r = pprof_export(c, 10000000, out_cb, NULL, &et);
+		r = pprof_export(c, NULL, 10000000, out_cb, NULL, &et);
 	} else if (!strcmp(what, "pprof-xe")) { /* with an EU-stall section */
 		synth_add_xe(c);
-		r = pprof_export(c, 10000000, out_cb, NULL, &et);
+		r = pprof_export(c, NULL, 10000000, out_cb, NULL, &et);
 	}
 	if (r < 0)
 		fprintf(stderr, "render_tool: %s: %s\n", what, strerror(-r));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "flamegraph.h"
+#include "render_int.h" /* capframes */
 #include "synth.h"
 #include "test.h"
 #include "timeline/timeline.h"
@@ -301,7 +302,7 @@ static void test_chrome_roundtrip(void)
 	struct capture *c = synth_capture();
 	struct membuf m = {0};
 	struct export_totals t;
-	CHECK_EQ_INT(chrome_export(c, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(chrome_export(c, NULL, mem_cb, &m, &t), 0);
 	CHECK_EQ_U64(t.events, 103);
 	CHECK(strstr(m.p, "\"stackFrames\""));
 	CHECK(strstr(m.p, "\"name\":\"bad<&>\\ufffd\""));
@@ -336,6 +337,46 @@ static void test_chrome_roundtrip(void)
 	capture_free(c);
 }
 
+/* A peer kept from kernel addresses: the kernel run of each stack is one
+ * "[kernel]" frame in folded text and in the exports, with no address or
+ * kernel mapping; the user frames stay as they were. */
+static void test_kernel_hidden(void)
+{
+	struct capture *c = synth_capture();
+	struct render_view hide = {.kernel_hidden = true};
+	struct folded_opts o = {.view = hide};
+	struct membuf m = {0};
+	struct export_totals t;
+
+	CHECK_EQ_INT(folded_write(c, &(struct folded_opts){0}, mem_cb, &m, NULL), 0);
+	CHECK(strstr(m.p, "app;main;run;write_log;-;do_syscall_64;vfs_write 30\n"));
+	free(m.p);
+	m = (struct membuf){0};
+	CHECK_EQ_INT(folded_write(c, &o, mem_cb, &m, NULL), 0);
+	CHECK(strstr(m.p, "app;main;run;write_log;-;[kernel] 30\n"));
+	CHECK(strstr(m.p, "app;main;run;compute 60\n"));
+	CHECK(!strstr(m.p, "vfs_write") && !strstr(m.p, "do_syscall_64"));
+	free(m.p);
+	m = (struct membuf){0};
+	CHECK_EQ_INT(chrome_export(c, &hide, mem_cb, &m, &t), 0);
+	CHECK(strstr(m.p, "\"name\":\"[kernel]\""));
+	CHECK(!strstr(m.p, "vfs_write") && !strstr(m.p, "do_syscall_64"));
+	free(m.p);
+	m = (struct membuf){0};
+	struct capframes f;
+	capframes_init(&f, c, &hide);
+	size_t n = capframes_get(&f, 10, 2); /* main;run;write_log + kernel */
+	CHECK_EQ_U64(n, 4);
+	CHECK(f.kernel[3] && f.ip[3] == 0 && f.map[3] == 0 && f.len[3] == 8 &&
+	      !memcmp(f.name[3], "[kernel]", 8));
+	capframes_finish(&f);
+	capframes_init(&f, c, NULL);
+	CHECK_EQ_U64(capframes_get(&f, 10, 2), 5);
+	CHECK(f.ip[4] == 0xffff0002);
+	capframes_finish(&f);
+	capture_free(c);
+}
+
 int main(void)
 {
 	RUN(test_reader_bounds);
@@ -343,5 +384,6 @@ int main(void)
 	RUN(test_diff);
 	RUN(test_heatmap);
 	RUN(test_chrome_roundtrip);
+	RUN(test_kernel_hidden);
 	return test_summary();
 }
