@@ -56,6 +56,7 @@ struct rpc_server {
 	char path[108];
 	struct rpc_conn *conns;
 	unsigned nconns;
+	uint64_t refused_logged_ns; /* last refused connection logged */
 };
 
 /* Starts closing both handles; the last close callback drops the reference. */
