@@ -19,7 +19,6 @@
 #include "log.h"
 #include "rpc/rpc.h"
 
-
 static const char *const type_names[STORE_REC_TYPE_MAX] = {
 	[STORE_REC_CPU_SAMPLE] = "cpu_sample",
 	[STORE_REC_GPU_LAUNCH] = "gpu_launch",
@@ -439,7 +438,8 @@ static void on_slot_free(void *arg)
 		wait_remove(e);
 		if (err < 0) {
 			char why[CAPREG_WHY_MAX];
-			snprintf(why, sizeof(why), "starting the job to save it failed: %s", strerror(-err));
+			snprintf(why, sizeof(why), "starting the job to save it failed: %s",
+				 strerror(-err));
 			entry_fail(e, err, why);
 		}
 	}
@@ -459,7 +459,8 @@ static int persist(struct capentry *e, char *why)
 		err = persist_start(e);
 	if (err != -EBUSY) {
 		if (err < 0)
-			snprintf(why, CAPREG_WHY_MAX, "starting the job to save it failed: %s", strerror(-err));
+			snprintf(why, CAPREG_WHY_MAX, "starting the job to save it failed: %s",
+				 strerror(-err));
 		return err;
 	}
 	err = capquota_wait_admit(e, why);
