@@ -351,9 +351,11 @@ static void fail_waiters_why(struct capentry *e, int err, const char *why)
 }
 
 /*
- * A capture that could not be saved after its id was given out. A live
- * one stays listed as failed, with the reason, so it never just vanishes;
- * an import's only client is the waiter answered here, so it goes.
+ * A capture that could not be saved. Once its id was given out (the info
+ * of a live capture went to a client while it recorded or waited) it stays
+ * listed as failed, with the reason, so it never just vanishes. Otherwise
+ * the only clients that know of it are the waiters answered here (an
+ * import, a capture.start with "wait"), and it goes.
  */
 static void entry_fail(struct capentry *e, int err, const char *why)
 {
@@ -361,7 +363,7 @@ static void entry_fail(struct capentry *e, int err, const char *why)
 		 (unsigned)e->sum->owner_uid, why);
 	wait_remove(e);
 	fail_waiters_why(e, err, why);
-	if (e->sum->kind == CAPTURE_IMPORT || e->deleted) {
+	if (e->sum->kind == CAPTURE_IMPORT || !e->id_given || e->deleted) {
 		entry_unlink_free(e);
 		return;
 	}
@@ -716,9 +718,11 @@ static const char *state_name(enum capture_state s)
 	return "unknown";
 }
 
-cJSON *capreg_info(const struct capentry *e)
+cJSON *capreg_info(struct capentry *e)
 {
 	const struct capture *c = e->sum;
+	if (c->state == CAPTURE_RECORDING)
+		e->id_given = true;
 	cJSON *o = cJSON_CreateObject();
 	if (!o)
 		return NULL;

@@ -36,6 +36,7 @@ struct capentry {
 	bool persisting;
 	bool deleted; /* delete requested while persisting */
 	bool owner_privileged; /* the peer that made it was (exempt from per-uid quotas) */
+	bool id_given; /* its info went out while it was not ready yet */
 	bool waiting; /* taken, waiting for a job slot to be saved (capreg.c's queue) */
 	struct capentry *wait_next;
 	uint64_t data_bytes; /* its data held in memory while waiting or persisting */
@@ -101,7 +102,9 @@ bool capreg_visible(const struct capentry *e, uid_t uid, bool privileged);
 size_t capreg_count(const struct capreg *r);
 uint64_t capreg_bytes(const struct capreg *r);
 
-/* The capture's info object (docs/protocol.md, capture.info). */
-cJSON *capreg_info(const struct capentry *e);
+/* The capture's info object (docs/protocol.md, capture.info). A capture
+ * whose info went out before it was ready is known to a client by its id
+ * from then on: if it cannot be saved it stays listed, failed. */
+cJSON *capreg_info(struct capentry *e);
 
 #endif

@@ -328,6 +328,43 @@ def a_full_persist_queue_keeps_failed_captures_listed():
 
 
 @test
+def a_capture_that_cannot_be_written_stays_failed():
+    """The state directory's filesystem is full when a forward window
+    closes: the capture whose id was given out stays listed as failed with
+    the cause, and is logged; it can be deleted."""
+    import tempfile
+    mnt = tempfile.mkdtemp(prefix="gpd-full-")
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0755", "tmpfs",
+                       mnt]).returncode:
+        os.rmdir(mnt)
+        raise gpd.Skip("cannot mount a tmpfs here")
+    d = Daemon(state_dir=os.path.join(mnt, "state"))
+    try:
+        d.start()
+        with open(os.path.join(mnt, "filler"), "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError:
+                pass
+        r = d.call("capture.start", {"duration_ms": 300, "pids": [os.getpid()]})
+        expect("result" in r, "forward capture starts: %r" % r)
+        cid = r["result"]["id"]
+        caps = wait_states(d, [cid])
+        eq(caps[cid]["state"], "failed", "the capture once its window closed")
+        expect("No space left" in caps[cid].get("error", ""), "names the cause: %r" % caps[cid])
+        expect("not saved" in d.read_log(), "logged")
+        eq(d.call("capture.delete", {"id": cid}).get("result", {}).get("deleted"), True,
+           "deleted")
+        eq(d.stop(), 0, "clean stop")
+    finally:
+        d.cleanup()
+        subprocess.run(["umount", mnt])
+        os.rmdir(mnt)
+
+
+@test
 def one_uid_holding_connections_leaves_root_in():
     """The attacker opens connections until refused: it gets
     limits.user_clients (16) of the 64, its next is refused naming that
