@@ -149,14 +149,14 @@ int capquota_wait_admit(const struct capentry *e, char *why)
 	}
 	if (n >= qmax) {
 		snprintf(why, CAPREG_WHY_MAX,
-			 "every job slot is busy and %u of %s%u places are taken in the queue of "
+			 "no job slot is free for it and %u of %s%u places are taken in the queue of "
 			 "captures waiting to be saved (limits.persist_queue = %u)",
 			 n, whose, qmax, cfg->persist_queue);
 		return -EBUSY;
 	}
 	if (b + e->data_bytes > bmax) {
 		snprintf(why, CAPREG_WHY_MAX,
-			 "every job slot is busy and the capture's %" PRIu64
+			 "no job slot is free for it and the capture's %" PRIu64
 			 " bytes do not fit the %s%" PRIu64
 			 " bytes the queue of captures waiting to be saved may hold, %" PRIu64
 			 " in use (memory.persist_queue = %zu)",

@@ -411,15 +411,25 @@ static void persist_done(void *arg)
 	free(p);
 }
 
-/* Save e in a job now; -EBUSY while no slot is free. */
+/*
+ * Save e in a job now; -EBUSY while no slot is free for its owner. The
+ * job counts as the owner's: a member's captures being saved take its
+ * limits.user_jobs and leave the privileged reserve alone, so saving
+ * (say, symbolizing huge binaries of its own) cannot hold root's slot.
+ */
 static int persist_start(struct capentry *e)
 {
+	struct job_owner who = {
+		.uid = e->sum->owner_uid,
+		.privileged = e->owner_privileged,
+		.saving = true,
+	};
 	struct persist *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->e = e;
 	p->c = e->sum;
-	int r = job_submit(e->reg->g, NULL, persist_work, persist_done, p);
+	int r = job_submit(e->reg->g, &who, persist_work, persist_done, p);
 	if (r < 0) {
 		free(p);
 		return r;
@@ -428,15 +438,22 @@ static int persist_start(struct capentry *e)
 	return 0;
 }
 
-/* A job slot is free: the waiting captures take it first, oldest first. */
+/*
+ * A job slot is free: the waiting captures take it first, oldest first,
+ * passing over those whose owner may not start a job now (its
+ * limits.user_jobs, or only the privileged reserve is left).
+ */
 static void on_slot_free(void *arg)
 {
 	struct capreg *r = arg;
-	while (r->wait_head) {
-		struct capentry *e = r->wait_head;
+	struct capentry *next;
+	for (struct capentry *e = r->wait_head; e; e = next) {
+		next = e->wait_next;
+		if (r->g->jobs_running >= r->g->cfg.max_jobs)
+			return;
 		int err = persist_start(e);
 		if (err == -EBUSY)
-			return;
+			continue;
 		wait_remove(e);
 		if (err < 0) {
 			char why[CAPREG_WHY_MAX];
@@ -449,16 +466,16 @@ static void on_slot_free(void *arg)
 
 /*
  * Save e (its data in e->sum) in a job, or queue it for the next free slot
- * when all are busy. 0, or a negative errno with why set (e unchanged).
+ * when none is free for its owner. 0, or a negative errno with why set (e
+ * unchanged). Trying before the queue jumps no one: on_slot_free() has
+ * started every waiting capture that could start.
  */
 static int persist(struct capentry *e, char *why)
 {
 	struct capreg *r = e->reg;
-	int err = -EBUSY;
 
 	e->data_bytes = capquota_data_bytes(e->sum);
-	if (!r->wait_head)
-		err = persist_start(e);
+	int err = persist_start(e);
 	if (err != -EBUSY) {
 		if (err < 0)
 			snprintf(why, CAPREG_WHY_MAX, "starting the job to save it failed: %s",
@@ -476,8 +493,9 @@ static int persist(struct capentry *e, char *why)
 	r->wait_tail = e;
 	r->nwaiting++;
 	r->waiting_bytes += e->data_bytes;
-	log_info("capture %" PRIu64 ": every job slot is busy, waiting to be saved (%u waiting)",
-		 e->id, r->nwaiting);
+	log_info("capture %" PRIu64 " of uid %u: no job slot free for it, waiting to be saved "
+		 "(%u waiting)",
+		 e->id, (unsigned)e->sum->owner_uid, r->nwaiting);
 	return 0;
 }
 

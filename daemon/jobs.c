@@ -139,8 +139,9 @@ int job_submit(struct gpd *g, const struct job_owner *who, void (*work)(void *),
 	       void (*done)(void *), void *arg)
 {
 	/* An acknowledged capture is saved even while stopping: losing it
-	 * would be worse than the moment its write takes. */
-	if (g->stopping && who)
+	 * would be worse than the moment its write takes. The daemon's own
+	 * work (who == NULL) is not accepted then. */
+	if (g->stopping && !(who && who->saving))
 		return -ESHUTDOWN;
 	int r = job_admit(g, who);
 	if (r < 0)

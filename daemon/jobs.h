@@ -16,21 +16,22 @@
 
 struct gpd;
 
-/* Whom a job runs for: the peer whose request started it. */
+/* Whom a job runs for: the peer whose request started it, or the owner of
+ * the capture it saves. */
 struct job_owner {
 	uid_t uid;
 	bool privileged;
+	bool saving; /* saves a capture whose id went out: runs even while stopping */
 };
 
 /*
  * Start work(arg) in a worker; done(arg) follows on the loop thread.
- * who == NULL is the daemon's own work that must not be dropped
- * (persisting a capture already acknowledged): it may take any free slot
- * and runs even while stopping. A peer's job may take a slot only while
- * limits.reserved_jobs stay free for privileged peers and its uid runs
- * fewer than limits.user_jobs (unprivileged peers); a privileged peer's
- * while any is free. Returns 0; -EBUSY when refused
- * (job_busy_reason() names the limit); -ESHUTDOWN when stopping.
+ * A job may take a slot only while limits.reserved_jobs stay free for
+ * privileged peers and its uid runs fewer than limits.user_jobs
+ * (unprivileged owners); a privileged owner's while any is free. who ==
+ * NULL is the daemon's own work, bound by limits.max_jobs only. Returns
+ * 0; -EBUSY when refused (job_busy_reason() names the limit); -ESHUTDOWN
+ * when stopping (except for saving).
  */
 int job_submit(struct gpd *g, const struct job_owner *who, void (*work)(void *arg),
 	       void (*done)(void *arg), void *arg);

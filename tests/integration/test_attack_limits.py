@@ -427,7 +427,9 @@ def one_uid_holding_job_slots_leaves_root_a_slot():
     """The attacker imports silent pipes until refused: it holds
     limits.user_jobs (2) of the 4 slots, the refusal names that limit; a
     second unprivileged uid gets one more and is then refused naming
-    limits.reserved_jobs; root's import and capture still run."""
+    limits.reserved_jobs; root's import and capture still run. Saving the
+    attacker's own capture counts as its job too: it waits (listed) for
+    the attacker's slots rather than taking root's, and ends ready."""
     d = Daemon("limits.io_timeout = 60s\nsocket_mode = 0666\n").start()
     att = Peer(d)
     other = Peer(d, NOBODY)
@@ -439,6 +441,13 @@ def one_uid_holding_job_slots_leaves_root_a_slot():
         r = other.do("import_silent", n=3)
         eq(r["held"], 1, "a second uid gets the last unreserved slot")
         expect("limits.reserved_jobs" in message(r["refused"]), "names it: %r" % r)
+        r = att.do("call", method="capture.start", params={"duration_ms": 200})
+        expect("result" in r, "the attacker's forward capture starts: %r" % r)
+        att_cap = r["result"]["id"]
+        time.sleep(1.0)
+        info = att.do("call", method="capture.info", params={"id": att_cap})["result"]
+        expect(info["state"] == "recording" and info.get("waiting_for_job"),
+               "saving it waits for the attacker's own slots: %r" % info)
         path = os.path.join(d.tmp, "t.json")
         with open(path, "wb") as f:
             f.write(SMALL_TRACE)
@@ -449,6 +458,7 @@ def one_uid_holding_job_slots_leaves_root_a_slot():
         expect(time.time() - t0 < 10, "root served at once (%.1fs)" % (time.time() - t0))
         att.do("release")
         other.do("release")
+        eq(wait_states(d, [att_cap])[att_cap]["state"], "ready", "the attacker's capture")
         eq(d.stop(), 0, "clean stop")
     finally:
         att.close()
