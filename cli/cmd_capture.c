@@ -37,6 +37,8 @@ void print_capture_info(const cJSON *info)
 	printf("state:             %s\n", json_str(info, "state", "?"));
 	if (cJSON_GetObjectItemCaseSensitive(info, "damage"))
 		printf("damage:            %s\n", json_str(info, "damage", "?"));
+	if (cJSON_GetObjectItemCaseSensitive(info, "error"))
+		printf("error:             %s\n", json_str(info, "error", "?"));
 	printf("owner:             %s\n", owner_name(b, json_num(info, "owner_uid", 0)));
 	printf("created:           %s\n", json_str(info, "created", "?"));
 	if (win) {

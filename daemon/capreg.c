@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "capreg.h"
+#include "capreg_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,17 +18,6 @@
 #include "jobs.h"
 #include "log.h"
 #include "rpc/rpc.h"
-
-struct capreg {
-	struct gpd *g;
-	int dirfd;
-	struct capentry *head, *tail; /* id order */
-	uint64_t next_id;
-	size_t count;
-	capreg_prepare_fn prepare;
-	void *prepare_arg;
-	bool closed;
-};
 
 static const char *const type_names[STORE_REC_TYPE_MAX] = {
 	[STORE_REC_CPU_SAMPLE] = "cpu_sample",
@@ -207,14 +197,38 @@ static struct capentry *entry_new(struct capreg *r, uint64_t id)
 	return e;
 }
 
+static void on_slot_free(void *arg);
+
 static void timer_closed(uv_handle_t *h)
 {
 	free(h);
 }
 
+static void wait_remove(struct capentry *e)
+{
+	struct capreg *r = e->reg;
+	struct capentry **pp = &r->wait_head, *prev = NULL;
+
+	if (!e->waiting)
+		return;
+	while (*pp && *pp != e) {
+		prev = *pp;
+		pp = &(*pp)->wait_next;
+	}
+	if (*pp)
+		*pp = e->wait_next;
+	if (r->wait_tail == e)
+		r->wait_tail = prev;
+	e->wait_next = NULL;
+	e->waiting = false;
+	r->nwaiting--;
+	r->waiting_bytes -= e->data_bytes;
+}
+
 static void entry_unlink_free(struct capentry *e)
 {
 	struct capreg *r = e->reg;
+	wait_remove(e);
 	struct capentry *prev = NULL;
 	for (struct capentry *it = r->head; it; prev = it, it = it->next) {
 		if (it != e)
@@ -312,6 +326,8 @@ int capreg_new(struct gpd *g, struct capreg **ret)
 	}
 	load_next_id(r);
 	reload(r);
+	g->job_slot_free = on_slot_free;
+	g->job_slot_arg = r;
 	*ret = r;
 	return 0;
 }
@@ -333,6 +349,8 @@ void capreg_free(struct capreg *r)
 {
 	if (!r)
 		return;
+	if (r->g->job_slot_arg == r)
+		r->g->job_slot_free = NULL;
 	while (r->head)
 		entry_unlink_free(r->head);
 	if (r->dirfd >= 0)
@@ -340,11 +358,62 @@ void capreg_free(struct capreg *r)
 	free(r);
 }
 
+/* ---- persisting ---------------------------------------------------------- */
+
 struct persist {
 	struct capentry *e;
 	struct capture *c;
 	int err;
 };
+
+static int err_code(int err)
+{
+	switch (-err) {
+	case EBUSY:
+	case EDQUOT:
+		return GPUPROF_ERR_BUSY;
+	case EFBIG:
+		return GPUPROF_ERR_TOO_LARGE;
+	case ENOMEM:
+		return GPUPROF_ERR_INTERNAL;
+	case ESHUTDOWN:
+		return GPUPROF_ERR_SHUTTING_DOWN;
+	default:
+		return GPUPROF_ERR_IO;
+	}
+}
+
+static void fail_waiters_why(struct capentry *e, int err, const char *why)
+{
+	while (e->waiters) {
+		struct rpc_req *q = e->waiters;
+		e->waiters = q->next;
+		rpc_error(q, err_code(err), NULL, "capture %" PRIu64 " not saved: %s", e->id, why);
+	}
+}
+
+/*
+ * A capture that could not be saved. Once its id was given out (the info
+ * of a live capture went to a client while it recorded or waited) it stays
+ * listed as failed, with the reason, so it never just vanishes. Otherwise
+ * the only clients that know of it are the waiters answered here (an
+ * import, a capture.start with "wait"), and it goes.
+ */
+static void entry_fail(struct capentry *e, int err, const char *why)
+{
+	log_warn("capture %" PRIu64 " of uid %u not saved: %s", e->id,
+		 (unsigned)e->sum->owner_uid, why);
+	wait_remove(e);
+	fail_waiters_why(e, err, why);
+	if (e->sum->kind == CAPTURE_IMPORT || !e->id_given || e->deleted) {
+		entry_unlink_free(e);
+		return;
+	}
+	strip(e->sum);
+	e->sum->state = CAPTURE_FAILED;
+	snprintf(e->sum->damage, sizeof(e->sum->damage), "not saved: %s", why);
+	e->data_bytes = 0;
+}
 
 static void persist_work(void *arg)
 {
@@ -366,11 +435,13 @@ static void persist_done(void *arg)
 		fail_waiters(e, -ENOENT, "capture deleted");
 		entry_unlink_free(e);
 	} else if (p->err) {
-		log_warn("capture %" PRIu64 ": cannot persist: %s", e->id, strerror(-p->err));
-		fail_waiters(e, p->err, "persisting the capture");
-		entry_unlink_free(e);
+		char why[CAPREG_WHY_MAX];
+		snprintf(why, sizeof(why), "writing its file failed: %s", strerror(-p->err));
+		/* an import's waiter gets it; a live capture stays, failed */
+		entry_fail(e, p->err, why);
 	} else {
 		e->sum->state = CAPTURE_READY;
+		e->data_bytes = 0;
 		keep_info(e);
 		strip(e->sum);
 		while (e->waiters) {
@@ -382,19 +453,91 @@ static void persist_done(void *arg)
 	free(p);
 }
 
-static int persist(struct capentry *e)
+/*
+ * Save e in a job now; -EBUSY while no slot is free for its owner. The
+ * job counts as the owner's: a member's captures being saved take its
+ * limits.user_jobs and leave the privileged reserve alone, so saving
+ * (say, symbolizing huge binaries of its own) cannot hold root's slot.
+ */
+static int persist_start(struct capentry *e)
 {
+	struct job_owner who = {
+		.uid = e->sum->owner_uid,
+		.privileged = e->owner_privileged,
+		.saving = true,
+	};
 	struct persist *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->e = e;
 	p->c = e->sum;
-	int r = job_submit(e->reg->g, persist_work, persist_done, p);
+	int r = job_submit(e->reg->g, &who, persist_work, persist_done, p);
 	if (r < 0) {
 		free(p);
 		return r;
 	}
 	e->persisting = true;
+	return 0;
+}
+
+/*
+ * A job slot is free: the waiting captures take it first, oldest first,
+ * passing over those whose owner may not start a job now (its
+ * limits.user_jobs, or only the privileged reserve is left).
+ */
+static void on_slot_free(void *arg)
+{
+	struct capreg *r = arg;
+	struct capentry *next;
+	for (struct capentry *e = r->wait_head; e; e = next) {
+		next = e->wait_next;
+		if (r->g->jobs_running >= r->g->cfg.max_jobs)
+			return;
+		int err = persist_start(e);
+		if (err == -EBUSY)
+			continue;
+		wait_remove(e);
+		if (err < 0) {
+			char why[CAPREG_WHY_MAX];
+			snprintf(why, sizeof(why), "starting the job to save it failed: %s",
+				 strerror(-err));
+			entry_fail(e, err, why);
+		}
+	}
+}
+
+/*
+ * Save e (its data in e->sum) in a job, or queue it for the next free slot
+ * when none is free for its owner. 0, or a negative errno with why set (e
+ * unchanged). Trying before the queue jumps no one: on_slot_free() has
+ * started every waiting capture that could start.
+ */
+static int persist(struct capentry *e, char *why)
+{
+	struct capreg *r = e->reg;
+
+	e->data_bytes = capquota_data_bytes(e->sum);
+	int err = persist_start(e);
+	if (err != -EBUSY) {
+		if (err < 0)
+			snprintf(why, CAPREG_WHY_MAX, "starting the job to save it failed: %s",
+				 strerror(-err));
+		return err;
+	}
+	err = capquota_wait_admit(e, why);
+	if (err < 0)
+		return err;
+	e->waiting = true;
+	if (r->wait_tail)
+		r->wait_tail->wait_next = e;
+	else
+		r->wait_head = e;
+	r->wait_tail = e;
+	r->nwaiting++;
+	r->waiting_bytes += e->data_bytes;
+	log_info("capture %" PRIu64 " of uid %u: no job slot free for it, waiting to be saved "
+		 "(%u waiting)",
+		 e->id, (unsigned)e->sum->owner_uid, r->nwaiting);
 	return 0;
 }
 
@@ -404,17 +547,29 @@ static size_t capture_bytes(const struct capture *c)
 	       c->nstacks * sizeof(struct capture_stack) + c->nstrs * sizeof(struct capture_str);
 }
 
-/* Cut the window out of the store and persist it. On failure the entry is
- * gone (its waiters answered) and the error returned. */
-static int finish(struct capentry *e, uint64_t t1)
+/*
+ * Cut the window out of the store and persist it. sync: the capture's id
+ * was not given out yet (capture.start --last): on failure the entry is
+ * gone and the error returned with why. Otherwise a failure leaves it
+ * listed as failed (entry_fail()) and returns the error.
+ */
+static int finish(struct capentry *e, uint64_t t1, bool sync, char *why)
 {
 	struct capreg *r = e->reg;
 	struct capture *c = NULL;
 	uint64_t t0 = e->sum->t0_ns;
 	int err = capture_take(r->g->store, &e->filter, t0, t1, &c);
-	if (err == 0 && capture_bytes(c) > r->g->cfg.capture_max_bytes)
+	if (err < 0) {
+		snprintf(why, CAPREG_WHY_MAX, "taking it from the store failed: %s",
+			 strerror(-err));
+	} else if (capture_bytes(c) > r->g->cfg.capture_max_bytes) {
+		snprintf(why, CAPREG_WHY_MAX,
+			 "the capture's %zu bytes exceed memory.capture_max (%zu); narrow the "
+			 "window or the pids",
+			 capture_bytes(c), r->g->cfg.capture_max_bytes);
+		capture_free(c);
 		err = -EFBIG;
-	if (err == 0) {
+	} else {
 		c->id = e->id;
 		c->owner_uid = e->sum->owner_uid;
 		c->kind = CAPTURE_LIVE;
@@ -427,12 +582,15 @@ static int finish(struct capentry *e, uint64_t t1)
 		capture_free(e->sum);
 		e->sum = c;
 		count_types(e);
-		err = persist(e);
+		err = capquota_disk_admit(e, capquota_data_bytes(c), why);
+		if (err == 0)
+			err = persist(e, why);
 	}
-	if (err < 0) {
-		fail_waiters(e, err, err == -EFBIG ? "capture exceeds memory.capture_max"
-						   : "taking the capture");
+	if (err < 0 && sync) {
+		fail_waiters_why(e, err, why);
 		entry_unlink_free(e);
+	} else if (err < 0) {
+		entry_fail(e, err, why);
 	}
 	return err;
 }
@@ -440,21 +598,25 @@ static int finish(struct capentry *e, uint64_t t1)
 static void on_window_end(uv_timer_t *t)
 {
 	struct capentry *e = t->data;
+	char why[CAPREG_WHY_MAX];
 	uv_close((uv_handle_t *)e->timer, timer_closed);
 	e->timer = NULL;
-	(void)finish(e, e->sum->t0_ns + e->duration_ns);
+	(void)finish(e, e->sum->t0_ns + e->duration_ns, false, why);
 }
 
-int capreg_start(struct capreg *r, const struct capreg_start *o, struct capentry **ret)
+int capreg_start(struct capreg *r, const struct capreg_start *o, struct capentry **ret,
+		 char *why)
 {
+	snprintf(why, CAPREG_WHY_MAX, "starting the capture");
 	if (r->closed)
 		return -ESHUTDOWN;
-	if (r->count >= r->g->cfg.captures_max)
-		return -EBUSY;
 	if ((o->duration_ms == 0) == (o->last_ms == 0) || o->npids > CAPTURE_MAX_PIDS)
 		return -EINVAL;
+	int err = capreg_admit(r, o->owner_uid, o->privileged, why);
+	if (err < 0)
+		return err;
 	struct capture *c;
-	int err = capture_new(&c);
+	err = capture_new(&c);
 	if (err < 0)
 		return err;
 	struct capentry *e = entry_new(r, r->next_id++);
@@ -464,6 +626,7 @@ int capreg_start(struct capreg *r, const struct capreg_start *o, struct capentry
 	}
 	save_next_id(r);
 	e->sum = c;
+	e->owner_privileged = o->privileged;
 	c->id = e->id;
 	c->owner_uid = o->owner_uid;
 	c->kind = CAPTURE_LIVE;
@@ -486,7 +649,7 @@ int capreg_start(struct capreg *r, const struct capreg_start *o, struct capentry
 		uint64_t span = o->last_ms * 1000000ull;
 		c->t0_ns = now > span ? now - span : 0;
 		c->t1_ns = now;
-		err = finish(e, now);
+		err = finish(e, now, true, why);
 		if (err < 0)
 			return err;
 		*ret = e;
@@ -509,12 +672,13 @@ int capreg_start(struct capreg *r, const struct capreg_start *o, struct capentry
 
 void capreg_stop(struct capentry *e)
 {
+	char why[CAPREG_WHY_MAX];
 	if (!e->timer)
 		return;
 	uv_timer_stop(e->timer);
 	uv_close((uv_handle_t *)e->timer, timer_closed);
 	e->timer = NULL;
-	(void)finish(e, gpd_now_ns());
+	(void)finish(e, gpd_now_ns(), false, why);
 }
 
 void capreg_wait(struct capentry *e, struct rpc_req *req)
@@ -531,18 +695,22 @@ int capreg_delete(struct capentry *e)
 	}
 	fail_waiters(e, -ENOENT, "capture deleted");
 	int r = capture_unlink(e->reg->dirfd, e->id);
-	if (r < 0 && r != -ENOENT && e->sum->state != CAPTURE_RECORDING)
+	if (r < 0 && r != -ENOENT && e->sum->state != CAPTURE_RECORDING &&
+	    e->sum->state != CAPTURE_FAILED)
 		return r;
-	entry_unlink_free(e);
+	entry_unlink_free(e); /* a waiting one leaves the queue here */
 	return 0;
 }
 
-int capreg_add(struct capreg *r, struct capture *c, struct capentry **ret)
+int capreg_add(struct capreg *r, struct capture *c, bool privileged, struct capentry **ret,
+	       char *why)
 {
+	snprintf(why, CAPREG_WHY_MAX, "storing the capture");
 	if (r->closed)
 		return -ESHUTDOWN;
-	if (r->count >= r->g->cfg.captures_max)
-		return -EBUSY;
+	int err = capreg_admit(r, c->owner_uid, privileged, why);
+	if (err < 0)
+		return err;
 	struct capentry *e = entry_new(r, r->next_id++);
 	if (!e)
 		return -ENOMEM;
@@ -550,8 +718,11 @@ int capreg_add(struct capreg *r, struct capture *c, struct capentry **ret)
 	c->id = e->id;
 	c->state = CAPTURE_RECORDING;
 	e->sum = c;
+	e->owner_privileged = privileged;
 	count_types(e);
-	int err = persist(e);
+	err = capquota_disk_admit(e, capquota_data_bytes(c), why);
+	if (err == 0)
+		err = persist(e, why);
 	if (err < 0) {
 		e->sum = NULL;
 		entry_unlink_free(e);
@@ -601,13 +772,17 @@ static const char *state_name(enum capture_state s)
 		return "ready";
 	case CAPTURE_DAMAGED:
 		return "damaged";
+	case CAPTURE_FAILED:
+		return "failed";
 	}
 	return "unknown";
 }
 
-cJSON *capreg_info(const struct capentry *e)
+cJSON *capreg_info(struct capentry *e)
 {
 	const struct capture *c = e->sum;
+	if (c->state == CAPTURE_RECORDING)
+		e->id_given = true;
 	cJSON *o = cJSON_CreateObject();
 	if (!o)
 		return NULL;
@@ -627,10 +802,16 @@ cJSON *capreg_info(const struct capentry *e)
 		cJSON_AddStringToObject(o, "damage", c->damage);
 		return o;
 	}
+	if (e->waiting)
+		cJSON_AddBoolToObject(o, "waiting_for_job", 1);
 	cJSON *w = cJSON_AddObjectToObject(o, "window");
 	json_add_u64(w, "start_ns", (uint64_t)c->t0_ns);
 	json_add_u64(w, "end_ns", (uint64_t)c->t1_ns);
 	json_add_u64(w, "duration_ns", (uint64_t)(c->t1_ns - c->t0_ns));
+	if (c->state == CAPTURE_FAILED) {
+		cJSON_AddStringToObject(o, "error", c->damage);
+		return o;
+	}
 	cJSON *pids = cJSON_AddArrayToObject(o, "pids");
 	for (uint32_t i = 0; i < c->npids && i < CAPTURE_MAX_PIDS; i++)
 		cJSON_AddItemToArray(pids, cJSON_CreateNumber(c->pids[i]));

@@ -35,6 +35,11 @@ struct capentry {
 	uv_timer_t *timer; /* while recording */
 	bool persisting;
 	bool deleted; /* delete requested while persisting */
+	bool owner_privileged; /* the peer that made it was (exempt from per-uid quotas) */
+	bool id_given; /* its info went out while it was not ready yet */
+	bool waiting; /* taken, waiting for a job slot to be saved (capreg.c's queue) */
+	struct capentry *wait_next;
+	uint64_t data_bytes; /* its data held in memory while waiting or persisting */
 	struct rpc_req *waiters; /* replied with the info once ready */
 	char *info_json; /* CAPSEC_IMPORT_INFO text kept past strip(), or NULL */
 };
@@ -45,8 +50,12 @@ struct capreg_start {
 	uint64_t duration_ms, last_ms;
 	const char *name;
 	uint32_t owner_uid;
+	bool privileged; /* the peer: exempt from per-uid quotas, may use the reserve */
 	bool uid_filter; /* restrict records to owner_uid (unprivileged peer) */
 };
+
+/* Room for the messages the registry writes when it refuses something. */
+#define CAPREG_WHY_MAX 256
 
 /*
  * Called in a worker before a capture is persisted (symbolization), and the
@@ -61,8 +70,15 @@ void capreg_close(struct capreg *r);
 void capreg_free(struct capreg *r);
 int capreg_dirfd(const struct capreg *r);
 
-/* Start a capture; *ret is its entry (state RECORDING until ready). */
-int capreg_start(struct capreg *r, const struct capreg_start *o, struct capentry **ret);
+/*
+ * Start a capture; *ret is its entry (state RECORDING until ready). On
+ * failure why (CAPREG_WHY_MAX bytes) says what refused it, naming the
+ * limit: -EBUSY for a count (limits.captures, its privileged reserve,
+ * limits.user_captures, limits.persist_queue), -EDQUOT for
+ * limits.user_disk, -EFBIG for memory.capture_max.
+ */
+int capreg_start(struct capreg *r, const struct capreg_start *o, struct capentry **ret,
+		 char *why);
 /* End a forward window now (no-op unless recording). */
 void capreg_stop(struct capentry *e);
 /* Queue req to be answered with the capture's info when it is ready. */
@@ -71,8 +87,14 @@ void capreg_wait(struct capentry *e, struct rpc_req *req);
 int capreg_delete(struct capentry *e);
 
 /* Add a finished capture made elsewhere (imports): persists it in a job and
- * takes ownership of c; *ret as for capreg_start. */
-int capreg_add(struct capreg *r, struct capture *c, struct capentry **ret);
+ * takes ownership of c (on success only); *ret and why as for
+ * capreg_start. privileged: the peer's, as there. */
+int capreg_add(struct capreg *r, struct capture *c, bool privileged, struct capentry **ret,
+	       char *why);
+
+/* Whether uid may add a capture now (capreg_start() and capreg_add()
+ * check it too): 0, or -EBUSY / -EDQUOT with why as for capreg_start. */
+int capreg_admit(struct capreg *r, uid_t uid, bool privileged, char *why);
 
 struct capentry *capreg_find(struct capreg *r, uint64_t id);
 struct capentry *capreg_first(struct capreg *r);
@@ -80,7 +102,9 @@ bool capreg_visible(const struct capentry *e, uid_t uid, bool privileged);
 size_t capreg_count(const struct capreg *r);
 uint64_t capreg_bytes(const struct capreg *r);
 
-/* The capture's info object (docs/protocol.md, capture.info). */
-cJSON *capreg_info(const struct capentry *e);
+/* The capture's info object (docs/protocol.md, capture.info). A capture
+ * whose info went out before it was ready is known to a client by its id
+ * from then on: if it cannot be saved it stays listed, failed. */
+cJSON *capreg_info(struct capentry *e);
 
 #endif

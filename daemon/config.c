@@ -23,6 +23,17 @@ void config_defaults(struct config *cfg)
 	cfg->analysis_cache_bytes = 512u << 20;
 	cfg->analysis_scratch_bytes = TL_BIG_CACHE_DEFAULT;
 	cfg->captures_max = 256;
+	/* One uid: an eighth of the captures, a quarter of the connections,
+	 * half the job slots; root keeps a sixteenth, an eighth and one. */
+	cfg->user_captures = 32;
+	cfg->reserved_captures = 16;
+	cfg->user_disk_bytes = (uint64_t)4 << 30;
+	cfg->user_clients = 16;
+	cfg->reserved_clients = 8;
+	cfg->user_jobs = 2;
+	cfg->reserved_jobs = 1;
+	cfg->persist_queue = 16;
+	cfg->persist_queue_bytes = 256u << 20;
 	cfg->sample_freq_hz = 49;
 	cfg->cpu_sampling = true;
 	cfg->demangle = true;
@@ -224,6 +235,39 @@ static int set_xe_key(struct config_xe *x, const char *key, const char *v)
 	return -ENOKEY;
 }
 
+/* Per-uid caps (1 and up), privileged reserves (0 and up) and the
+ * persist queue, all counts. */
+static int set_quota_key(struct config *cfg, const char *key, const char *v)
+{
+	const struct {
+		const char *key;
+		unsigned min, max;
+		unsigned *dst;
+	} keys[] = {
+		{"limits.user_captures", 1, 1000000, &cfg->user_captures},
+		{"limits.reserved_captures", 0, 1000000, &cfg->reserved_captures},
+		{"limits.user_clients", 1, 4096, &cfg->user_clients},
+		{"limits.reserved_clients", 0, 4096, &cfg->reserved_clients},
+		{"limits.user_jobs", 1, 64, &cfg->user_jobs},
+		{"limits.reserved_jobs", 0, 64, &cfg->reserved_jobs},
+		{"limits.persist_queue", 0, 100000, &cfg->persist_queue},
+	};
+	unsigned long long n;
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (strcmp(key, keys[i].key) != 0)
+			continue;
+		int r = parse_uint(v, keys[i].max, &n);
+		if (r < 0)
+			return r;
+		if (n < keys[i].min)
+			return -ERANGE;
+		*keys[i].dst = (unsigned)n;
+		return 0;
+	}
+	return -ENOKEY;
+}
+
 static int set_key(struct config *cfg, const char *key, const char *v)
 {
 	unsigned long long n;
@@ -269,6 +313,19 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 		cfg->captures_max = r ? cfg->captures_max : (size_t)n;
 		return r;
 	}
+	if (!strcmp(key, "memory.persist_queue"))
+		return config_parse_size(v, &cfg->persist_queue_bytes);
+	if (!strcmp(key, "limits.user_disk")) {
+		size_t b;
+		r = config_parse_size(v, &b);
+		if (r == 0 && b == 0)
+			return -ERANGE;
+		cfg->user_disk_bytes = r ? cfg->user_disk_bytes : b;
+		return r;
+	}
+	r = set_quota_key(cfg, key, v);
+	if (r != -ENOKEY)
+		return r;
 	if (!strcmp(key, "sampling.cpu"))
 		return parse_bool(v, &cfg->cpu_sampling);
 	if (!strcmp(key, "symbols.demangle"))

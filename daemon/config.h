@@ -22,6 +22,22 @@ struct config {
 	size_t analysis_cache_bytes; /* analysis.cache_bytes: decoded timelines kept */
 	size_t analysis_scratch_bytes; /* analysis.scratch_bytes: freed big scratch arrays kept */
 	size_t captures_max; /* limits.captures: persisted captures kept */
+	/* Per-uid quotas for unprivileged peers and the share of each global
+	 * limit kept for privileged ones, so one user cannot lock out root
+	 * (or, within the per-uid caps, everyone else). Privileged peers are
+	 * bound by the global limits only. */
+	unsigned user_captures; /* limits.user_captures: captures one uid keeps */
+	unsigned reserved_captures; /* limits.reserved_captures: kept for privileged peers */
+	uint64_t user_disk_bytes; /* limits.user_disk: bytes one uid's captures take */
+	unsigned user_clients; /* limits.user_clients: connections of one uid */
+	unsigned reserved_clients; /* limits.reserved_clients */
+	unsigned user_jobs; /* limits.user_jobs: concurrent jobs of one uid */
+	unsigned reserved_jobs; /* limits.reserved_jobs */
+	/* Captures whose window closed while every job slot was busy wait for
+	 * one, ahead of new jobs: at most this many (limits.persist_queue),
+	 * holding at most these bytes (memory.persist_queue). */
+	unsigned persist_queue;
+	size_t persist_queue_bytes;
 	uint32_t sample_freq_hz; /* sampling.cpu_frequency */
 	bool cpu_sampling; /* sampling.cpu */
 	bool demangle; /* symbols.demangle: C++/Rust frame names demangled */
@@ -77,6 +93,23 @@ struct config {
 #define CONFIG_GPU_WATCHER_SYS_EXIT 1 /* "sys_exit": every syscall exit */
 
 void config_defaults(struct config *cfg);
+
+/*
+ * What unprivileged peers together may use of a global limit: all of it
+ * but the privileged reserve, and at least one (a reserve as large as the
+ * limit would lock every member out, which no setting means).
+ */
+static inline size_t config_unpriv_max(size_t global, size_t reserved)
+{
+	return reserved < global ? global - reserved : (global > 0);
+}
+
+/* One uid's cap: its own limit, never more than the unprivileged share. */
+static inline size_t config_user_max(size_t global, size_t reserved, size_t user)
+{
+	size_t share = config_unpriv_max(global, reserved);
+	return user < share ? user : share;
+}
 
 /*
  * Read a config file. Unknown keys and bad values are errors naming the

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <uv.h>
 
@@ -21,6 +22,7 @@ struct capreg;
 struct rpc_server;
 
 #define GPD_MAX_COLLECTORS 8
+#define GPD_MAX_JOBS 64 /* the largest limits.max_jobs (config.c) */
 
 struct tlcache;
 
@@ -36,6 +38,17 @@ struct gpd {
 	uint64_t start_mono_ns;
 	bool stopping;
 	unsigned jobs_running;
+	/* jobs running per peer uid, for limits.user_jobs (jobs.c); no more
+	 * uids than running jobs, so max_jobs entries suffice */
+	struct gpd_job_uid {
+		uid_t uid;
+		unsigned n; /* 0 = free entry */
+	} job_uids[GPD_MAX_JOBS];
+	/* Called on the loop thread whenever a job slot frees, before any
+	 * request can take it: the capture registry starts the persists
+	 * waiting for a slot there (capreg.c), so they go first. */
+	void (*job_slot_free)(void *arg);
+	void *job_slot_arg;
 	/* memory.idle_trim after the last job ends: malloc_trim(0) (jobs.c) */
 	uv_timer_t trim_timer;
 	uint64_t heap_trims, heap_trims_released;

@@ -22,7 +22,75 @@ struct job {
 	void (*work)(void *);
 	void (*done)(void *);
 	void *arg;
+	bool for_peer; /* counted in g->job_uids under uid */
+	uid_t uid;
 };
+
+static struct gpd_job_uid *uid_entry(struct gpd *g, uid_t uid, bool add)
+{
+	struct gpd_job_uid *free_slot = NULL;
+	for (size_t i = 0; i < GPD_MAX_JOBS; i++) {
+		struct gpd_job_uid *u = &g->job_uids[i];
+		if (u->n && u->uid == uid)
+			return u;
+		if (!u->n && !free_slot)
+			free_slot = u;
+	}
+	if (add && free_slot)
+		free_slot->uid = uid;
+	return add ? free_slot : NULL;
+}
+
+unsigned job_count_uid(const struct gpd *g, uid_t uid)
+{
+	for (size_t i = 0; i < GPD_MAX_JOBS; i++)
+		if (g->job_uids[i].n && g->job_uids[i].uid == uid)
+			return g->job_uids[i].n;
+	return 0;
+}
+
+/* Slots a peer's job may fill: all for privileged peers, all but the
+ * reserve for the others. */
+static unsigned peer_slots(const struct gpd *g, const struct job_owner *who)
+{
+	if (who->privileged)
+		return g->cfg.max_jobs;
+	return (unsigned)config_unpriv_max(g->cfg.max_jobs, g->cfg.reserved_jobs);
+}
+
+static unsigned user_slots(const struct gpd *g)
+{
+	return (unsigned)config_user_max(g->cfg.max_jobs, g->cfg.reserved_jobs, g->cfg.user_jobs);
+}
+
+/* 0 when who may start a job now, else -EBUSY. */
+static int job_admit(const struct gpd *g, const struct job_owner *who)
+{
+	if (!who)
+		return g->jobs_running < g->cfg.max_jobs ? 0 : -EBUSY;
+	if (g->jobs_running >= peer_slots(g, who))
+		return -EBUSY;
+	if (!who->privileged && job_count_uid(g, who->uid) >= user_slots(g))
+		return -EBUSY;
+	return 0;
+}
+
+void job_busy_reason(const struct gpd *g, const struct job_owner *who, char *buf, size_t n)
+{
+	const struct config *cfg = &g->cfg;
+
+	if (g->jobs_running >= cfg->max_jobs || !who || who->privileged)
+		snprintf(buf, n, "all %u job slots are busy (limits.max_jobs); retry later",
+			 cfg->max_jobs);
+	else if (g->jobs_running >= peer_slots(g, who))
+		snprintf(buf, n,
+			 "all %u job slots open to unprivileged users are busy (limits.max_jobs = "
+			 "%u less limits.reserved_jobs = %u kept for privileged users); retry later",
+			 peer_slots(g, who), cfg->max_jobs, cfg->reserved_jobs);
+	else
+		snprintf(buf, n, "uid %u already runs %u jobs (limits.user_jobs = %u); retry later",
+			 (unsigned)who->uid, job_count_uid(g, who->uid), user_slots(g));
+}
 
 static void job_work(uv_work_t *w)
 {
@@ -53,18 +121,34 @@ static void job_done(uv_work_t *w, int status)
 	struct gpd *g = j->g;
 
 	g->jobs_running--;
+	if (j->for_peer) {
+		struct gpd_job_uid *u = uid_entry(g, j->uid, false);
+		if (u)
+			u->n--;
+	}
+	/* Waiting persists take the slot before anything done() may start. */
+	if (g->job_slot_free)
+		g->job_slot_free(g->job_slot_arg);
 	j->done(j->arg);
 	free(j);
 	if (!g->jobs_running && !g->stopping && g->cfg.idle_trim_ms)
 		uv_timer_start(&g->trim_timer, on_idle_trim, g->cfg.idle_trim_ms, 0);
 }
 
-int job_submit(struct gpd *g, void (*work)(void *), void (*done)(void *), void *arg)
+int job_submit(struct gpd *g, const struct job_owner *who, void (*work)(void *),
+	       void (*done)(void *), void *arg)
 {
-	if (g->stopping)
+	/* An acknowledged capture is saved even while stopping: losing it
+	 * would be worse than the moment its write takes. The daemon's own
+	 * work (who == NULL) is not accepted then. */
+	if (g->stopping && !(who && who->saving))
 		return -ESHUTDOWN;
-	if (g->jobs_running >= g->cfg.max_jobs)
-		return -EBUSY;
+	int r = job_admit(g, who);
+	if (r < 0)
+		return r;
+	struct gpd_job_uid *u = who ? uid_entry(g, who->uid, true) : NULL;
+	if (who && !u)
+		return -EBUSY; /* not reached: no more uids than slots */
 	struct job *j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
@@ -73,12 +157,17 @@ int job_submit(struct gpd *g, void (*work)(void *), void (*done)(void *), void *
 	j->done = done;
 	j->arg = arg;
 	j->w.data = j;
-	int r = uv_queue_work(g->loop, &j->w, job_work, job_done);
+	r = uv_queue_work(g->loop, &j->w, job_work, job_done);
 	if (r < 0) {
 		free(j);
 		return r;
 	}
 	g->jobs_running++;
+	if (who) {
+		j->for_peer = true;
+		j->uid = who->uid;
+		u->n++;
+	}
 	return 0;
 }
 

@@ -16,8 +16,35 @@
 
 struct gpd;
 
-/* Returns 0, or -EBUSY when max_jobs are running, -ESHUTDOWN when stopping. */
-int job_submit(struct gpd *g, void (*work)(void *arg), void (*done)(void *arg), void *arg);
+/* Whom a job runs for: the peer whose request started it, or the owner of
+ * the capture it saves. */
+struct job_owner {
+	uid_t uid;
+	bool privileged;
+	bool saving; /* saves a capture whose id went out: runs even while stopping */
+};
+
+/*
+ * Start work(arg) in a worker; done(arg) follows on the loop thread.
+ * A job may take a slot only while limits.reserved_jobs stay free for
+ * privileged peers and its uid runs fewer than limits.user_jobs
+ * (unprivileged owners); a privileged owner's while any is free. who ==
+ * NULL is the daemon's own work, bound by limits.max_jobs only. Returns
+ * 0; -EBUSY when refused (job_busy_reason() names the limit); -ESHUTDOWN
+ * when stopping (except for saving).
+ */
+int job_submit(struct gpd *g, const struct job_owner *who, void (*work)(void *arg),
+	       void (*done)(void *arg), void *arg);
+
+/*
+ * Right after job_submit(g, who, ...) returned -EBUSY: a message naming
+ * the limit that refused it (the same loop turn, so the counts are those
+ * it saw), for the -32004 reply.
+ */
+void job_busy_reason(const struct gpd *g, const struct job_owner *who, char *buf, size_t n);
+
+/* Jobs uid runs now (what limits.user_jobs counts). */
+unsigned job_count_uid(const struct gpd *g, uid_t uid);
 
 /* Check a client fd's access mode (O_WRONLY/O_RDWR for output, O_RDONLY/O_RDWR
  * for input) and switch pipes and sockets to O_NONBLOCK. -EBADF otherwise. */

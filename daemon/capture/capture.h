@@ -34,6 +34,7 @@ enum capture_state {
 	CAPTURE_RECORDING = 0, /* forward window still open (in memory only) */
 	CAPTURE_READY = 1, /* complete and persisted */
 	CAPTURE_DAMAGED = 2, /* persisted file failed validation */
+	CAPTURE_FAILED = 3, /* could not be saved (in memory only, no data) */
 };
 
 /* Section types of the file format. Unknown types found on load are kept
@@ -84,7 +85,7 @@ struct capture {
 	enum capture_kind kind;
 	enum capture_state state;
 	char name[CAPTURE_NAME_MAX]; /* user label, NUL-terminated, may be "" */
-	char damage[256]; /* why, when state == CAPTURE_DAMAGED */
+	char damage[256]; /* why, when state == CAPTURE_DAMAGED or CAPTURE_FAILED */
 
 	uint64_t created_realtime_ns; /* CLOCK_REALTIME when taken */
 	uint64_t t0_ns, t1_ns; /* window, CLOCK_MONOTONIC */

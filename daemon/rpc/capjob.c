@@ -24,10 +24,13 @@ void capjob_fail(struct capjob *j, int err, int code, const char *fmt, ...)
 
 void capjob_fail_submit(struct capjob *j, int r)
 {
-	if (r == -EBUSY)
-		capjob_fail(j, r, GPUPROF_ERR_BUSY,
-			    "too many jobs running (limits.max_jobs); retry later");
-	else
+	if (r == -EBUSY) {
+		struct job_owner who = {j->req->uid, j->req->privileged};
+		char why[256];
+
+		job_busy_reason(j->req->gpd, &who, why, sizeof(why));
+		capjob_fail(j, r, GPUPROF_ERR_BUSY, "%s", why);
+	} else
 		capjob_fail(j, r, 0, "starting the job");
 }
 
@@ -160,7 +163,8 @@ static void submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for
 			return;
 		}
 	}
-	int r = job_submit(g, capjob_work, capjob_done, j);
+	int r = job_submit(g, &(struct job_owner){req->uid, req->privileged}, capjob_work,
+			   capjob_done, j);
 	if (r < 0) {
 		capjob_fail_submit(j, r);
 		capjob_done(j);

@@ -115,6 +115,11 @@ struct capentry *capture_for_req(struct rpc_req *req, const cJSON *params, bool 
 			  (unsigned long long)id, e->sum->damage);
 		return NULL;
 	}
+	if (!allow_damaged && e->sum->state == CAPTURE_FAILED) {
+		rpc_error(req, GPUPROF_ERR_NO_DATA, NULL, "capture %llu failed: %s",
+			  (unsigned long long)id, e->sum->damage);
+		return NULL;
+	}
 	return e;
 }
 
@@ -157,7 +162,11 @@ void method_capture_start(struct rpc_req *req, const cJSON *params)
 					      NULL};
 	if (!params_only(req, params, allowed))
 		return;
-	struct capreg_start o = {.owner_uid = req->uid, .uid_filter = !req->privileged};
+	struct capreg_start o = {
+		.owner_uid = req->uid,
+		.privileged = req->privileged,
+		.uid_filter = !req->privileged,
+	};
 	int32_t pids[CAPTURE_MAX_PIDS];
 	bool wait = false;
 	const uint64_t max_ms = 24ull * 3600 * 1000;
@@ -195,19 +204,20 @@ void method_capture_start(struct rpc_req *req, const cJSON *params)
 	}
 	o.pids = pids;
 	struct capentry *e;
-	int r = capreg_start(req->gpd->captures, &o, &e);
-	if (r == -EBUSY) {
-		rpc_error(req, GPUPROF_ERR_BUSY, NULL,
-			  "too many captures (limits.captures); delete some first");
+	char why[CAPREG_WHY_MAX];
+	/* why names the limit that refused it: the count of captures, this
+	 * user's quota, the queue of captures waiting for a job slot, ... */
+	int r = capreg_start(req->gpd->captures, &o, &e, why);
+	if (r == -EBUSY || r == -EDQUOT) {
+		rpc_error(req, GPUPROF_ERR_BUSY, NULL, "%s", why);
 		return;
 	}
 	if (r == -EFBIG) {
-		rpc_error(req, GPUPROF_ERR_TOO_LARGE, NULL,
-			  "capture exceeds memory.capture_max; narrow the window or the pids");
+		rpc_error(req, GPUPROF_ERR_TOO_LARGE, NULL, "%s", why);
 		return;
 	}
 	if (r < 0) {
-		rpc_error_errno(req, r, "starting the capture");
+		rpc_error_errno(req, r, why);
 		return;
 	}
 	if (wait && e->sum->state == CAPTURE_RECORDING)
@@ -226,7 +236,7 @@ void method_capture_stop(struct rpc_req *req, const cJSON *params)
 	if (!e)
 		return;
 	uint64_t id = e->id;
-	capreg_stop(e);
+	capreg_stop(e); /* one that cannot be saved stays, failed */
 	e = capreg_find(req->gpd->captures, id);
 	if (!e) {
 		rpc_error(req, GPUPROF_ERR_IO, NULL, "capture %llu failed",

@@ -286,7 +286,8 @@ void method_gpu_top(struct rpc_req *req, const cJSON *params)
 		qsort(ks[i].sites, ks[i].nsites, sizeof(ks[i].sites[0]), site_cmp);
 	t->k = ks;
 	t->nk = nk < limit ? nk : limit;
-	if (job_submit(req->gpd, top_resolve, top_reply, t) < 0) {
+	if (job_submit(req->gpd, &(struct job_owner){req->uid, req->privileged}, top_resolve,
+		       top_reply, t) < 0) {
 		/* No worker free: answer with addresses rather than wait. */
 		for (size_t i = 0; i < t->nk; i++)
 			for (unsigned j = 0; j < ks[i].nsites; j++)

@@ -196,18 +196,18 @@ static void import_done(void *arg)
 		j->data = NULL;
 	} else {
 		struct capentry *e;
-		int r = capreg_add(j->g->captures, j->cap, &e);
+		char why[CAPREG_WHY_MAX];
+		int r = capreg_add(j->g->captures, j->cap, j->req->privileged, &e, why);
 		if (r == 0 && j->tl && j->g->tlcache) {
 			tlcache_release(j->g->tlcache, tlcache_put(j->g->tlcache, e->id, j->tl));
 			j->tl = NULL;
 		}
 		if (r < 0) {
 			capture_free(j->cap);
-			if (r == -EBUSY)
-				rpc_error(j->req, GPUPROF_ERR_BUSY, NULL,
-					  "too many captures or jobs; retry later");
+			if (r == -EBUSY || r == -EDQUOT)
+				rpc_error(j->req, GPUPROF_ERR_BUSY, NULL, "%s", why);
 			else
-				rpc_error_errno(j->req, r, "storing the capture");
+				rpc_error_errno(j->req, r, why);
 		} else {
 			capreg_wait(e, j->req); /* answered with the info once persisted */
 		}
@@ -275,19 +275,31 @@ void method_capture_import(struct rpc_req *req, const cJSON *params)
 			return;
 		}
 	}
-	j->req = req;
-	j->g = req->gpd;
-	j->max_bytes = req->gpd->cfg.import_max_bytes;
-	j->io_timeout_ms = req->gpd->cfg.io_timeout_ms;
-	int r = job_submit(req->gpd, import_work, import_done, j);
+	/* Refuse before reading a byte what the capture could not be kept as
+	 * (the user's quota, or the count of captures). */
+	char why[CAPREG_WHY_MAX];
+	int r = capreg_admit(req->gpd->captures, req->uid, req->privileged, why);
 	if (r < 0) {
 		for (size_t k = 0; k < j->nfds; k++)
 			close(j->fds[k]);
 		free(j);
-		if (r == -EBUSY)
-			rpc_error(req, GPUPROF_ERR_BUSY, NULL,
-				  "too many jobs running (limits.max_jobs); retry later");
-		else
+		rpc_error(req, GPUPROF_ERR_BUSY, NULL, "%s", why);
+		return;
+	}
+	j->req = req;
+	j->g = req->gpd;
+	j->max_bytes = req->gpd->cfg.import_max_bytes;
+	j->io_timeout_ms = req->gpd->cfg.io_timeout_ms;
+	struct job_owner who = {req->uid, req->privileged};
+	r = job_submit(req->gpd, &who, import_work, import_done, j);
+	if (r < 0) {
+		for (size_t k = 0; k < j->nfds; k++)
+			close(j->fds[k]);
+		free(j);
+		if (r == -EBUSY) {
+			job_busy_reason(req->gpd, &who, why, sizeof(why));
+			rpc_error(req, GPUPROF_ERR_BUSY, NULL, "%s", why);
+		} else
 			rpc_error_errno(req, r, "starting the import");
 	}
 }

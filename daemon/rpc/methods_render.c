@@ -301,7 +301,8 @@ static void fdjob_submit(struct rpc_req *req, int out_fd, struct ropts *o)
 			     .run = render_run,
 			     .io_timeout_ms = (int)req->gpd->cfg.io_timeout_ms};
 	rpc_peer_view(req, &j->view); /* a diff's other side may be a capture */
-	int r = job_submit(req->gpd, fdjob_work, fdjob_done, j);
+	int r = job_submit(req->gpd, &(struct job_owner){req->uid, req->privileged}, fdjob_work,
+			   fdjob_done, j);
 	if (r < 0) {
 		capjob_fail_submit(j, r);
 		fdjob_done(j);

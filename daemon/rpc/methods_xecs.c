@@ -210,14 +210,17 @@ static void fd_job_submit(struct rpc_req *req, struct fd_job *proto)
 	j->g = req->gpd;
 	j->fd = fd;
 	j->io_timeout_ms = req->gpd->cfg.io_timeout_ms;
-	r = job_submit(req->gpd, fd_job_read, fd_job_done, j);
+	struct job_owner who = {req->uid, req->privileged};
+	r = job_submit(req->gpd, &who, fd_job_read, fd_job_done, j);
 	if (r < 0) {
+		char why[256];
+
 		close(fd);
 		free(j);
-		if (r == -EBUSY)
-			rpc_error(req, GPUPROF_ERR_BUSY, NULL,
-				  "too many jobs running (limits.max_jobs); retry later");
-		else
+		if (r == -EBUSY) {
+			job_busy_reason(req->gpd, &who, why, sizeof(why));
+			rpc_error(req, GPUPROF_ERR_BUSY, NULL, "%s", why);
+		} else
 			rpc_error_errno(req, r, "reading the file");
 	}
 }

@@ -149,24 +149,84 @@ static void on_conn_timer(uv_timer_t *t)
 	}
 }
 
+/* Answer a connection we will not serve with one error line, and close it. */
+static void refuse(int fd, int code, const char *msg)
+{
+	char line[512];
+	int n = snprintf(line, sizeof(line),
+			 "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":%d,"
+			 "\"message\":\"%s\"}}\n",
+			 code, msg);
+	if (n > 0 && (size_t)n < sizeof(line))
+		(void)!send(fd, line, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	close(fd);
+}
+
+/*
+ * Whether a new peer may stay: limits.max_clients for everyone; for an
+ * unprivileged peer, limits.reserved_clients of them kept free for
+ * privileged ones (as PostgreSQL keeps superuser_reserved_connections)
+ * and at most limits.user_clients of its own uid, so one member holding
+ * connections open locks out neither root nor the other members. Writes
+ * the refusal, naming the limit, into msg (no quotes or backslashes: it
+ * goes into JSON as is).
+ */
+static bool conn_admit(const struct rpc_server *s, uid_t uid, bool privileged, char *msg,
+		       size_t n)
+{
+	const struct config *cfg = &s->g->cfg;
+	unsigned share = (unsigned)config_unpriv_max(cfg->max_clients, cfg->reserved_clients);
+	unsigned cap = (unsigned)config_user_max(cfg->max_clients, cfg->reserved_clients,
+						 cfg->user_clients);
+	unsigned mine = 0;
+
+	if (s->nconns >= cfg->max_clients) {
+		snprintf(msg, n, "too many clients (limits.max_clients = %u)", cfg->max_clients);
+		return false;
+	}
+	if (privileged)
+		return true;
+	if (s->nconns >= share) {
+		snprintf(msg, n,
+			 "too many clients: the last %u of limits.max_clients (%u) are kept for "
+			 "privileged users (limits.reserved_clients)",
+			 cfg->max_clients - share, cfg->max_clients);
+		return false;
+	}
+	for (const struct rpc_conn *c = s->conns; c; c = c->next)
+		mine += c->uid == uid;
+	if (mine >= cap) {
+		snprintf(msg, n, "too many connections from uid %u (limits.user_clients = %u)",
+			 (unsigned)uid, cap);
+		return false;
+	}
+	return true;
+}
+
 static void conn_new(struct rpc_server *s, int fd)
 {
 	struct gpd *g = s->g;
 	struct ucred cred = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
 	socklen_t clen = sizeof(cred);
+	char why[256];
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
 		close(fd);
 		return;
 	}
-	if (s->nconns >= g->cfg.max_clients || g->stopping) {
-		char line[160];
-		int n = snprintf(line, sizeof(line),
-				 "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":%d,"
-				 "\"message\":\"%s\"}}\n",
-				 g->stopping ? GPUPROF_ERR_SHUTTING_DOWN : GPUPROF_ERR_BUSY,
-				 g->stopping ? "daemon is stopping" : "too many clients");
-		(void)!send(fd, line, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
-		close(fd);
+	if (g->stopping) {
+		refuse(fd, GPUPROF_ERR_SHUTTING_DOWN, "daemon is stopping");
+		return;
+	}
+	bool privileged = rpc_peer_privileged(fd, cred.uid, cred.gid, &g->cfg);
+	if (!conn_admit(s, cred.uid, privileged, why, sizeof(why))) {
+		/* once in 10 s: a peer retrying in a loop must not flood the log */
+		uint64_t now = gpd_now_ns();
+		if (!s->refused_logged_ns || now - s->refused_logged_ns > 10000000000ull) {
+			s->refused_logged_ns = now;
+			log_warn("client uid=%u pid=%d refused: %s", (unsigned)cred.uid,
+				 (int)cred.pid, why);
+		}
+		refuse(fd, GPUPROF_ERR_BUSY, why);
 		return;
 	}
 	struct rpc_conn *c = calloc(1, sizeof(*c));
@@ -180,7 +240,7 @@ static void conn_new(struct rpc_server *s, int fd)
 	c->uid = cred.uid;
 	c->pid = cred.pid;
 	c->gid = cred.gid;
-	c->privileged = rpc_peer_privileged(fd, cred.uid, cred.gid, &g->cfg);
+	c->privileged = privileged;
 	c->last_activity_ns = gpd_now_ns();
 	frame_buf_init(&c->in, g->cfg.max_msg_bytes);
 	uv_poll_init(g->loop, &c->poll, fd);

@@ -57,6 +57,7 @@ struct rpc_server {
 	char path[108];
 	struct rpc_conn *conns;
 	unsigned nconns;
+	uint64_t refused_logged_ns; /* last refused connection logged */
 };
 
 struct config;

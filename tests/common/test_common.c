@@ -260,6 +260,36 @@ static void test_config(void)
 	CHECK(!c.admin_group_set);
 	unlink(p);
 
+	/* per-uid limits: defaults leave one uid short of every global limit */
+	config_defaults(&c);
+	CHECK(c.user_clients < config_unpriv_max(c.max_clients, c.reserved_clients));
+	CHECK(c.user_captures < config_unpriv_max(c.captures_max, c.reserved_captures));
+	CHECK(c.user_jobs < config_unpriv_max(c.max_jobs, c.reserved_jobs));
+	CHECK(c.reserved_clients > 0 && c.reserved_captures > 0 && c.reserved_jobs > 0);
+	p = write_tmp("limits.user_clients = 3\nlimits.reserved_clients = 0\n"
+		      "limits.user_captures = 5\nlimits.reserved_captures = 2\n"
+		      "limits.user_jobs = 1\nlimits.reserved_jobs = 2\n"
+		      "limits.user_disk = 1M\nlimits.persist_queue = 0\n"
+		      "memory.persist_queue = 1G\n");
+	CHECK_EQ_INT(config_load(&c, p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(c.user_clients, 3);
+	CHECK_EQ_INT(c.reserved_clients, 0);
+	CHECK_EQ_INT(c.user_captures, 5);
+	CHECK_EQ_INT(c.reserved_captures, 2);
+	CHECK_EQ_INT(c.user_jobs, 1);
+	CHECK_EQ_INT(c.reserved_jobs, 2);
+	CHECK_EQ_U64(c.user_disk_bytes, 1u << 20);
+	CHECK_EQ_INT(c.persist_queue, 0);
+	CHECK_EQ_U64(c.persist_queue_bytes, 1u << 30);
+	unlink(p);
+	/* a reserve as large as the limit leaves members one; a cap above
+	 * the members' share is held to it */
+	CHECK_EQ_U64(config_unpriv_max(4, 1), 3);
+	CHECK_EQ_U64(config_unpriv_max(2, 5), 1);
+	CHECK_EQ_U64(config_unpriv_max(64, 0), 64);
+	CHECK_EQ_U64(config_user_max(64, 8, 100), 56);
+	CHECK_EQ_U64(config_user_max(4, 1, 2), 2);
+
 	static const char *const bad[] = {
 		"nokey\n",
 		"unknown.key = 1\n",
@@ -276,6 +306,12 @@ static void test_config(void)
 		"xe.submit_hook = maybe\n",
 		"access.admin_group = no-such-group-gpuprof\n",
 		"access.admin_group = 4294967295\n",
+		"limits.user_clients = 0\n",
+		"limits.user_jobs = 65\n",
+		"limits.user_captures = many\n",
+		"limits.reserved_jobs = -1\n",
+		"limits.user_disk = 0\n",
+		"limits.persist_queue = 1e3\n",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		config_defaults(&c);
