@@ -152,7 +152,8 @@ static int pump_pipe(struct importer *im, struct src *s, const uint8_t *in, ssiz
 			if ((err = feed(im, p, a)) < 0)
 				break;
 			if ((err = kseg_adopt(seg, &ctx, &map, &im->k, &im->tok)) < 0) {
-				set_err(im, err, im->tok.offset, "out of memory");
+				set_err(im, err, im->tok.offset,
+					im->k.err[0] ? im->k.err : "out of memory");
 				break;
 			}
 			if (err)
@@ -266,6 +267,7 @@ static int import_src(struct src *s, const struct import_opts *o, struct timelin
 {
 	struct import_result dummy;
 	struct importer im;
+	struct tl_memcap mem;
 	struct tl_rank *r;
 	int err;
 
@@ -287,6 +289,9 @@ static int import_src(struct src *s, const struct import_opts *o, struct timelin
 	kimp_init(&im.k, &tl->st, r, res,
 		  o && o->max_events && o->max_events < UINT32_MAX - 1 ? o->max_events :
 									 UINT32_MAX - 1);
+	tl_memcap_init(&mem, o, tl);
+	if (mem.o)
+		im.k.mem = &mem;
 	json_tok_init(&im.tok, &kineto_sax, &im.k, o ? o->max_depth : 0, o ? o->max_string : 0);
 	im.s = s;
 	if (s->fd >= 0)
@@ -357,7 +362,8 @@ out:
 int timeline_import_fd(int fd, const struct import_opts *o, struct timeline *tl,
 		       struct import_result *res)
 {
-	struct src s = { .fd = fd, .io_timeout_ms = o ? o->io_timeout_ms : 0 };
+	struct src s = { .fd = fd, .io_timeout_ms = o ? o->io_timeout_ms : 0,
+			 .cancel = o ? o->cancel : NULL };
 
 	return import_src(&s, o, tl, res);
 }
