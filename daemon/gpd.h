@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "membudget.h"
 
 struct store;
 struct collector;
@@ -36,6 +37,8 @@ struct gpd {
 	uint64_t start_mono_ns;
 	bool stopping;
 	unsigned jobs_running;
+	/* memory.jobs_max: what running jobs reserved (membudget.h) */
+	struct membudget jobs_mem;
 	/* memory.idle_trim after the last job ends: malloc_trim(0) (jobs.c) */
 	uv_timer_t trim_timer;
 	uint64_t heap_trims, heap_trims_released;
