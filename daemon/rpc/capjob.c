@@ -72,9 +72,19 @@ void capjob_timeline_done(struct capjob *j, const struct timeline *tl)
 		timeline_free((struct timeline *)tl);
 }
 
+static void capjob_run(struct capjob *j);
+
 static void capjob_work(void *arg)
 {
 	struct capjob *j = arg;
+
+	job_cancel_enter(j->cancel.watched ? &j->cancel : NULL);
+	capjob_run(j);
+	job_cancel_enter(NULL);
+}
+
+static void capjob_run(struct capjob *j)
+{
 	struct capture *c = NULL;
 	if (j->timeline_only && j->cache && (j->tl = tlcache_get(j->cache, j->id))) {
 		j->run(j, NULL); /* cached: no need to load the capture */
@@ -103,6 +113,7 @@ static void capjob_work(void *arg)
 static void capjob_done(void *arg)
 {
 	struct capjob *j = arg;
+	job_cancel_unwatch(&j->cancel);
 	if (j->fd >= 0)
 		close(j->fd); /* before replying: the client waits for EOF on pipes */
 	j->fd = -1;
@@ -158,6 +169,7 @@ static void submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for
 			capjob_done(j);
 			return;
 		}
+		job_cancel_watch(g, &j->cancel, req->conn);
 	}
 	int r = job_submit(g, capjob_work, capjob_done, j);
 	if (r < 0) {

@@ -34,6 +34,8 @@ struct capjob {
 	bool timeline_only;
 	const struct timeline *tl; /* found in the cache before run() */
 	struct tlcache *cache;
+	/* with a client fd: its waits end when the client hangs up (jobs.h) */
+	struct job_cancel cancel;
 };
 
 /*
