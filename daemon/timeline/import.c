@@ -66,6 +66,10 @@ static int feed(struct importer *im, const uint8_t *p, size_t n)
 {
 	int err;
 
+	/* a cancelled import (its client left, the daemon stops) ends within
+	 * a chunk, even one that never waits for data */
+	if (im->o && im->o->cancel && atomic_load_explicit(im->o->cancel, memory_order_relaxed))
+		return set_err(im, -ECANCELED, im->tok.offset, "import cancelled");
 	if (im->tok.offset + n > im->max_bytes) {
 		char m[128];
 
