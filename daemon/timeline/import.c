@@ -156,8 +156,13 @@ static int pump_pipe(struct importer *im, struct src *s, const uint8_t *in, ssiz
 			if ((err = feed(im, p, a)) < 0)
 				break;
 			if ((err = kseg_adopt(seg, &ctx, &map, &im->k, &im->tok)) < 0) {
-				set_err(im, err, im->tok.offset,
-					im->k.err[0] ? im->k.err : "out of memory");
+				char m[256];
+
+				/* as feed() words a consumer's reason */
+				snprintf(m, sizeof(m), "%s at byte %llu",
+					 im->k.err[0] ? im->k.err : "out of memory",
+					 (unsigned long long)im->tok.offset);
+				set_err(im, err, im->tok.offset, m);
 				break;
 			}
 			if (err)
