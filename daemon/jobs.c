@@ -176,7 +176,8 @@ void job_cancel_watch(struct gpd *g, struct job_cancel *c, struct rpc_conn *conn
 		watch_timer_init = true;
 	}
 	if (!uv_is_active((uv_handle_t *)&watch_timer))
-		uv_timer_start(&watch_timer, on_watch_timer, JOB_CANCEL_POLL_MS, JOB_CANCEL_POLL_MS);
+		uv_timer_start(&watch_timer, on_watch_timer, JOB_CANCEL_POLL_MS,
+			       JOB_CANCEL_POLL_MS);
 }
 
 void job_cancel_unwatch(struct job_cancel *c)
@@ -223,8 +224,9 @@ int job_cancelled(void)
 static int wait_fd(int fd, short ev, int timeout_ms)
 {
 	struct pollfd p = {.fd = fd, .events = ev};
-	uint64_t end = timeout_ms > 0 ? gpd_now_ns() + (uint64_t)timeout_ms * 1000000ull :
-					UINT64_MAX;
+	uint64_t end = UINT64_MAX;
+	if (timeout_ms > 0)
+		end = gpd_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	for (;;) {
 		int err = job_cancelled();
 		if (err)
@@ -233,7 +235,8 @@ static int wait_fd(int fd, short ev, int timeout_ms)
 		if (now >= end)
 			return -ETIMEDOUT;
 		uint64_t left_ms = (end - now + 999999) / 1000000;
-		int r = poll(&p, 1, left_ms < JOB_CANCEL_POLL_MS ? (int)left_ms : JOB_CANCEL_POLL_MS);
+		int slice = left_ms < JOB_CANCEL_POLL_MS ? (int)left_ms : JOB_CANCEL_POLL_MS;
+		int r = poll(&p, 1, slice);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)

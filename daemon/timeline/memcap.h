@@ -18,8 +18,8 @@ struct import_opts;
 struct tl_memcap {
 	const struct import_opts *o;
 	uint64_t reserved; /* what mem_reserve granted so far */
-	uint64_t base; /* what the timeline held before this import */
-	uint64_t st0; /* its string table's bytes then */
+	uint64_t base;	   /* what the timeline held before this import */
+	uint64_t st0;	   /* its string table's bytes then */
 };
 
 uint64_t tl_rank_mem(const struct tl_rank *r);
