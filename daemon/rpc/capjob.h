@@ -36,6 +36,9 @@ struct capjob {
 	struct tlcache *cache;
 	/* with a client fd: its waits end when the client hangs up (jobs.h) */
 	struct job_cancel cancel;
+	/* taken from memory.jobs_max for loading the capture (worker
+	 * thread), given back in done */
+	uint64_t mem_reserved;
 };
 
 /*
