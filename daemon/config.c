@@ -20,6 +20,7 @@ void config_defaults(struct config *cfg)
 	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", GPUPROF_DEFAULT_STATE_DIR);
 	cfg->store_budget_bytes = 64u << 20;
 	cfg->capture_max_bytes = 256u << 20;
+	cfg->jobs_max_bytes = (size_t)1 << 30; /* half the unit's MemoryMax=2G */
 	cfg->analysis_cache_bytes = 512u << 20;
 	cfg->analysis_scratch_bytes = TL_BIG_CACHE_DEFAULT;
 	cfg->captures_max = 256;
@@ -302,6 +303,8 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 	}
 	if (!strcmp(key, "memory.capture_max"))
 		return config_parse_size(v, &cfg->capture_max_bytes);
+	if (!strcmp(key, "memory.jobs_max"))
+		return config_parse_size(v, &cfg->jobs_max_bytes);
 	if (!strcmp(key, "memory.idle_trim"))
 		return parse_ms(v, &cfg->idle_trim_ms);
 	if (!strcmp(key, "analysis.cache_bytes"))

@@ -18,6 +18,7 @@ struct config {
 	char state_dir[4096];
 	size_t store_budget_bytes; /* memory.store_budget */
 	size_t capture_max_bytes; /* memory.capture_max: per capture in memory / on disk */
+	size_t jobs_max_bytes; /* memory.jobs_max: what all jobs together may reserve; 0 = no limit */
 	unsigned idle_trim_ms; /* memory.idle_trim: heap given back this long after the last job; 0 = never */
 	size_t analysis_cache_bytes; /* analysis.cache_bytes: decoded timelines kept */
 	size_t analysis_scratch_bytes; /* analysis.scratch_bytes: freed big scratch arrays kept */

@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "membudget.h"
 
 struct store;
 struct collector;
@@ -49,6 +50,8 @@ struct gpd {
 	 * waiting for a slot there (capreg.c), so they go first. */
 	void (*job_slot_free)(void *arg);
 	void *job_slot_arg;
+	/* memory.jobs_max: what running jobs reserved (membudget.h) */
+	struct membudget jobs_mem;
 	/* memory.idle_trim after the last job ends: malloc_trim(0) (jobs.c) */
 	uv_timer_t trim_timer;
 	uint64_t heap_trims, heap_trims_released;

@@ -9,12 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <uv.h>
 
 #include "gpd.h"
+#include "rpc/rpc.h"
 
 struct job {
 	uv_work_t w;
@@ -171,16 +173,56 @@ int job_submit(struct gpd *g, const struct job_owner *who, void (*work)(void *),
 	return 0;
 }
 
+/* An anon-inode descriptor (eventfd, timerfd, signalfd, inotify, epoll,
+ * pidfd, userfaultfd, io_uring...): /proc/self/fd/N reads "anon_inode:[...]"
+ * for every one of them, whatever st_mode a kernel gives the inode. */
+static bool is_anon_inode(int fd)
+{
+	char path[64], target[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return false; /* no /proc: the st_mode check still applies */
+	target[n] = '\0';
+	return !strncmp(target, "anon_inode:", 11);
+}
+
+static bool is_listening(int fd)
+{
+	int on = 0;
+	socklen_t len = sizeof(on);
+
+	return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on;
+}
+
 int fdio_prepare(int fd, bool for_write)
 {
 	int fl = fcntl(fd, F_GETFL);
 	struct stat st;
 	if (fl < 0 || fstat(fd, &st) < 0)
 		return -EBADF;
+	/* O_PATH: no I/O at all (read() fails with EBADF much later) */
+	if (fl & O_PATH)
+		return -EBADF;
 	int acc = fl & O_ACCMODE;
 	if (for_write ? acc == O_RDONLY : acc == O_WRONLY)
 		return -EBADF;
-	if (S_ISDIR(st.st_mode))
+	switch (st.st_mode & S_IFMT) {
+	case S_IFREG:
+	case S_IFBLK:
+	case S_IFIFO:
+	case S_IFCHR:
+		break;
+	case S_IFSOCK: /* a listening socket's read() waits for ever */
+		if (is_listening(fd))
+			return -EBADF;
+		break;
+	default: /* directories, and anon inodes without type bits */
+		return -EBADF;
+	}
+	if (is_anon_inode(fd))
 		return -EBADF;
 	if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode)) {
 		if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
@@ -189,17 +231,107 @@ int fdio_prepare(int fd, bool for_write)
 	return 0;
 }
 
+/* ---- cancellation ------------------------------------------------------ */
+
+/* Watched jobs and the timer that looks for their clients hanging up: loop
+ * thread only (one daemon per process). */
+static struct job_cancel *watched;
+static uv_timer_t watch_timer;
+static bool watch_timer_init;
+/* Set at shutdown: every fdio_* wait of every job ends. */
+static _Atomic bool all_cancelled;
+static _Thread_local struct job_cancel *cur_cancel;
+
+static void on_watch_timer(uv_timer_t *t)
+{
+	for (struct job_cancel *c = watched; c; c = c->next)
+		if (c->conn && !atomic_load(&c->cancelled) && rpc_conn_hungup(c->conn))
+			atomic_store(&c->cancelled, true);
+	if (!watched)
+		uv_timer_stop(t);
+}
+
+void job_cancel_watch(struct gpd *g, struct job_cancel *c, struct rpc_conn *conn)
+{
+	atomic_store(&c->cancelled, g->stopping);
+	c->conn = conn;
+	c->next = watched;
+	c->watched = true;
+	watched = c;
+	if (!conn || g->stopping)
+		return;
+	if (!watch_timer_init) {
+		uv_timer_init(g->loop, &watch_timer);
+		watch_timer_init = true;
+	}
+	if (!uv_is_active((uv_handle_t *)&watch_timer))
+		uv_timer_start(&watch_timer, on_watch_timer, JOB_CANCEL_POLL_MS,
+			       JOB_CANCEL_POLL_MS);
+}
+
+void job_cancel_unwatch(struct job_cancel *c)
+{
+	if (!c->watched)
+		return;
+	for (struct job_cancel **p = &watched; *p; p = &(*p)->next) {
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	}
+	c->watched = false;
+	c->next = NULL;
+}
+
+void jobs_cancel_all(struct gpd *g)
+{
+	(void)g;
+	atomic_store(&all_cancelled, true);
+	for (struct job_cancel *c = watched; c; c = c->next)
+		atomic_store(&c->cancelled, true);
+	if (watch_timer_init) {
+		uv_timer_stop(&watch_timer);
+		if (!uv_is_closing((uv_handle_t *)&watch_timer))
+			uv_close((uv_handle_t *)&watch_timer, NULL);
+	}
+}
+
+void job_cancel_enter(struct job_cancel *c)
+{
+	cur_cancel = c;
+}
+
+int job_cancelled(void)
+{
+	if (atomic_load(&all_cancelled) || (cur_cancel && atomic_load(&cur_cancel->cancelled)))
+		return -ECANCELED;
+	return 0;
+}
+
+/* Wait for ev on fd at most timeout_ms (<= 0: no limit), in slices short
+ * enough that a cancelled job stops within JOB_CANCEL_POLL_MS. */
 static int wait_fd(int fd, short ev, int timeout_ms)
 {
 	struct pollfd p = {.fd = fd, .events = ev};
+	uint64_t end = UINT64_MAX;
+	if (timeout_ms > 0)
+		end = gpd_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	for (;;) {
-		int r = poll(&p, 1, timeout_ms > 0 ? timeout_ms : -1);
+		int err = job_cancelled();
+		if (err)
+			return err;
+		uint64_t now = gpd_now_ns();
+		if (now >= end)
+			return -ETIMEDOUT;
+		uint64_t left_ms = (end - now + 999999) / 1000000;
+		int slice = left_ms < JOB_CANCEL_POLL_MS ? (int)left_ms : JOB_CANCEL_POLL_MS;
+		int r = poll(&p, 1, slice);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return -errno;
 		if (r == 0)
-			return -ETIMEDOUT;
+			continue;
 		if ((p.revents & (POLLERR | POLLNVAL)) && !(p.revents & ev))
 			return -EPIPE;
 		return 0;

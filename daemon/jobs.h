@@ -9,6 +9,7 @@
 #ifndef GPUPROF_JOBS_H
 #define GPUPROF_JOBS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,9 +47,45 @@ void job_busy_reason(const struct gpd *g, const struct job_owner *who, char *buf
 /* Jobs uid runs now (what limits.user_jobs counts). */
 unsigned job_count_uid(const struct gpd *g, uid_t uid);
 
-/* Check a client fd's access mode (O_WRONLY/O_RDWR for output, O_RDONLY/O_RDWR
- * for input) and switch pipes and sockets to O_NONBLOCK. -EBADF otherwise. */
+/* Check a client fd's type and access mode (O_WRONLY/O_RDWR for output,
+ * O_RDONLY/O_RDWR for input) and switch pipes, sockets and character devices
+ * to O_NONBLOCK. Only what can carry a byte stream passes: regular files,
+ * FIFOs, connected sockets, character and block devices; never O_PATH,
+ * directories, listening sockets or anon-inode descriptors (eventfd, timerfd,
+ * signalfd, inotify, epoll, pidfd, ...), whose reads block or never end.
+ * -EBADF otherwise. */
 int fdio_prepare(int fd, bool for_write);
+
+/*
+ * Cancelling a job that waits on a client's descriptor. The job's argument
+ * struct embeds a struct job_cancel; the handler arms it on the loop thread
+ * before job_submit() (job_cancel_watch) and disarms it in done()
+ * (job_cancel_unwatch). It is set when the request's client hangs up
+ * (checked on the loop every JOB_CANCEL_POLL_MS) and when the daemon stops
+ * (jobs_cancel_all). Workers see it through job_cancel_enter(): every
+ * fdio_* wait on that thread then ends with -ECANCELED within
+ * JOB_CANCEL_POLL_MS, and code with its own waits (the importers) reads
+ * the flag directly.
+ */
+#define JOB_CANCEL_POLL_MS 100
+
+struct rpc_conn;
+
+struct job_cancel {
+	_Atomic bool cancelled;
+	struct rpc_conn *conn; /* loop thread only; NULL: cancelled only at shutdown */
+	struct job_cancel *next; /* loop thread only */
+	bool watched;
+};
+
+void job_cancel_watch(struct gpd *g, struct job_cancel *c, struct rpc_conn *conn);
+void job_cancel_unwatch(struct job_cancel *c);
+/* Cancel every watched job and make every fdio_* wait end (shutdown). */
+void jobs_cancel_all(struct gpd *g);
+/* On a worker: this thread's fdio_* waits obey c (NULL: only shutdown). */
+void job_cancel_enter(struct job_cancel *c);
+/* -ECANCELED when this thread's job was cancelled or the daemon stops, else 0. */
+int job_cancelled(void);
 
 /* A buffered writer on a client fd, for renderers running in a job. */
 struct fdout {

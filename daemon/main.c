@@ -22,6 +22,7 @@
 #include "rpc/tlcache.h"
 #include "gpuprof-build.h"
 #include "hooks.h"
+#include "jobs.h"
 #include "log.h"
 #include "rpc/rpc.h"
 #include "store/store.h"
@@ -224,6 +225,9 @@ static void shutdown_daemon(struct gpd *g)
 	uv_close((uv_handle_t *)&status_timer, NULL);
 	uv_timer_stop(&g->trim_timer);
 	uv_close((uv_handle_t *)&g->trim_timer, NULL);
+	/* jobs waiting on clients' descriptors end now, not at their
+	 * io_timeout: the loop below ends when they have */
+	jobs_cancel_all(g);
 	collectors_stop(g);
 	rpc_server_close(g->rpc);
 	capreg_close(g->captures);
@@ -282,6 +286,7 @@ int main(int argc, char **argv)
 
 	g.loop = uv_default_loop();
 	g.start_mono_ns = gpd_now_ns();
+	g.jobs_mem.max = g.cfg.jobs_max_bytes;
 	struct store_config scfg = {.budget_bytes = g.cfg.store_budget_bytes};
 	r = store_new(&scfg, &g.store);
 	if (r < 0) {

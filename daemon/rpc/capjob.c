@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gpd.h"
@@ -75,9 +76,44 @@ void capjob_timeline_done(struct capjob *j, const struct timeline *tl)
 		timeline_free((struct timeline *)tl);
 }
 
+static void capjob_run(struct capjob *j);
+
 static void capjob_work(void *arg)
 {
 	struct capjob *j = arg;
+
+	job_cancel_enter(j->cancel.watched ? &j->cancel : NULL);
+	capjob_run(j);
+	job_cancel_enter(NULL);
+}
+
+/* Loading a capture holds its file's bytes, and about as much again for
+ * what run() decodes from it (a timeline, stacks): reserve that from the
+ * budget all jobs share. A file that is gone is capture_load()'s to say. */
+static int capjob_reserve(struct capjob *j)
+{
+	struct membudget *b = &j->req->gpd->jobs_mem;
+	char name[32];
+	struct stat st;
+	uint64_t want;
+
+	snprintf(name, sizeof(name), "%llu.gpc", (unsigned long long)j->id);
+	if (fstatat(j->dirfd, name, &st, 0) < 0)
+		return 0;
+	want = 2 * (uint64_t)st.st_size;
+	if (membudget_take(b, want) < 0) {
+		capjob_fail(j, -ENOSPC, GPUPROF_ERR_TOO_LARGE,
+			    "the memory all jobs share is exhausted (memory.jobs_max = %llu bytes, "
+			    "%llu reserved by running jobs); retry later",
+			    (unsigned long long)b->max, (unsigned long long)membudget_used(b));
+		return -ENOSPC;
+	}
+	j->mem_reserved = want;
+	return 0;
+}
+
+static void capjob_run(struct capjob *j)
+{
 	struct capture *c = NULL;
 	if (j->timeline_only && j->cache && (j->tl = tlcache_get(j->cache, j->id))) {
 		j->run(j, NULL); /* cached: no need to load the capture */
@@ -87,6 +123,8 @@ static void capjob_work(void *arg)
 		}
 		return;
 	}
+	if (capjob_reserve(j) < 0)
+		return;
 	int r = capture_load(j->dirfd, j->id, &c);
 	if (r == -EBADMSG) {
 		capjob_fail(j, r, GPUPROF_ERR_DAMAGED, "capture %llu is damaged: %s",
@@ -106,6 +144,8 @@ static void capjob_work(void *arg)
 static void capjob_done(void *arg)
 {
 	struct capjob *j = arg;
+	job_cancel_unwatch(&j->cancel);
+	membudget_give(&j->req->gpd->jobs_mem, j->mem_reserved);
 	if (j->fd >= 0)
 		close(j->fd); /* before replying: the client waits for EOF on pipes */
 	j->fd = -1;
@@ -162,6 +202,7 @@ static void submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for
 			capjob_done(j);
 			return;
 		}
+		job_cancel_watch(g, &j->cancel, req->conn);
 	}
 	int r = job_submit(g, &(struct job_owner){req->uid, req->privileged}, capjob_work,
 			   capjob_done, j);

@@ -38,6 +38,11 @@ struct capjob {
 	bool timeline_only;
 	const struct timeline *tl; /* found in the cache before run() */
 	struct tlcache *cache;
+	/* with a client fd: its waits end when the client hangs up (jobs.h) */
+	struct job_cancel cancel;
+	/* taken from memory.jobs_max for loading the capture (worker
+	 * thread), given back in done */
+	uint64_t mem_reserved;
 };
 
 /*

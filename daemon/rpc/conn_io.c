@@ -6,6 +6,7 @@
 #include "server_int.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,17 @@ static void conn_read(struct rpc_conn *c)
 		else
 			rpc_conn_update_poll(c);
 	}
+}
+
+bool rpc_conn_hungup(const struct rpc_conn *c)
+{
+	struct pollfd p = {.fd = c->fd, .events = 0};
+
+	if (c->closing || c->fd < 0)
+		return true;
+	if (!c->eof)
+		return false;
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR));
 }
 
 void rpc_conn_on_event(uv_poll_t *h, int status, int events)

@@ -31,6 +31,11 @@ struct import_job {
 	char name[CAPTURE_NAME_MAX];
 	uint64_t max_bytes;
 	uint32_t io_timeout_ms;
+	/* set when the client hangs up or the daemon stops (jobs.h) */
+	struct job_cancel cancel;
+	/* taken from g->jobs_mem (memory.jobs_max) by the worker as the
+	 * timeline grows; given back in import_done() */
+	uint64_t mem_reserved;
 	/* results */
 	struct capture *cap;
 	struct timeline *tl; /* the imported timeline, for the analysis cache */
@@ -61,6 +66,26 @@ static cJSON *warnings_json(const uint64_t *w)
 	return o;
 }
 
+/* import_opts.mem_reserve: the job's reservation from the budget all jobs
+ * share grows to bytes (worker thread). */
+static int import_mem_reserve(void *arg, uint64_t bytes, char *msg, size_t msg_len)
+{
+	struct import_job *j = arg;
+	struct membudget *b = &j->g->jobs_mem;
+
+	if (bytes <= j->mem_reserved)
+		return 0;
+	if (membudget_take(b, bytes - j->mem_reserved) < 0) {
+		snprintf(msg, msg_len,
+			 "the memory all jobs share is exhausted (memory.jobs_max = %llu bytes, "
+			 "%llu reserved by running jobs); retry later",
+			 (unsigned long long)b->max, (unsigned long long)membudget_used(b));
+		return -ENOSPC;
+	}
+	j->mem_reserved = bytes;
+	return 0;
+}
+
 static void import_work(void *arg)
 {
 	struct import_job *j = arg;
@@ -82,6 +107,13 @@ static void import_work(void *arg)
 			.max_bytes = j->max_bytes,
 			.no_finalize = j->nfds > 1,
 			.io_timeout_ms = j->io_timeout_ms,
+			.cancel = &j->cancel.cancelled,
+			/* the timeline in memory is the capture: bounded by the same
+			 * limit as it is read, not only once it is encoded */
+			.max_mem = j->g->cfg.capture_max_bytes,
+			.max_mem_name = "memory.capture_max",
+			.mem_reserve = import_mem_reserve,
+			.mem_arg = j,
 		};
 		struct import_result res;
 		memset(&res, 0, sizeof(res));
@@ -92,6 +124,13 @@ static void import_work(void *arg)
 				import_fail(j, r, GPUPROF_ERR_IO,
 					    "file %zu: no data for %u ms (limits.io_timeout)", i,
 					    j->io_timeout_ms);
+			} else if (r == -ECANCELED) {
+				import_fail(j, r, GPUPROF_ERR_SHUTTING_DOWN,
+					    "file %zu: import cancelled (the client hung up or the "
+					    "daemon is stopping)", i);
+			} else if (r == -EFBIG) {
+				import_fail(j, r, GPUPROF_ERR_TOO_LARGE, "file %zu: %s", i,
+					    res.error_msg[0] ? res.error_msg : strerror(-r));
 			} else if (r == -ENOMEM) {
 				import_fail(j, r, 0, "file %zu: out of memory", i);
 			} else {
@@ -134,6 +173,19 @@ static void import_work(void *arg)
 		events += rk->nev;
 	}
 	json_add_u64(info, "events", events);
+	/* encoding holds a second copy, at most memory.capture_max: reserve
+	 * what it will likely take */
+	{
+		uint64_t more = timeline_mem_bytes(tl);
+		char why[256];
+
+		if (more > j->g->cfg.capture_max_bytes)
+			more = j->g->cfg.capture_max_bytes;
+		if (import_mem_reserve(j, j->mem_reserved + more, why, sizeof(why)) < 0) {
+			import_fail(j, -EFBIG, GPUPROF_ERR_TOO_LARGE, "%s", why);
+			goto out;
+		}
+	}
 	if (timeline_encode(tl, &enc, &enclen) < 0) {
 		import_fail(j, -ENOMEM, 0, "encoding the timeline: out of memory");
 		goto out;
@@ -186,6 +238,8 @@ out:
 static void import_done(void *arg)
 {
 	struct import_job *j = arg;
+	job_cancel_unwatch(&j->cancel);
+	membudget_give(&j->g->jobs_mem, j->mem_reserved);
 	for (size_t i = 0; i < j->nfds; i++)
 		close(j->fds[i]);
 	if (j->err) {
@@ -271,7 +325,8 @@ void method_capture_import(struct rpc_req *req, const cJSON *params)
 					close(j->fds[k]);
 			free(j);
 			rpc_error(req, GPUPROF_ERR_BAD_FD, NULL,
-				  "descriptor %zu must be open for reading", i);
+				  "descriptor %zu must be a file, pipe or connected socket open "
+				  "for reading", i);
 			return;
 		}
 	}
@@ -290,9 +345,11 @@ void method_capture_import(struct rpc_req *req, const cJSON *params)
 	j->g = req->gpd;
 	j->max_bytes = req->gpd->cfg.import_max_bytes;
 	j->io_timeout_ms = req->gpd->cfg.io_timeout_ms;
+	job_cancel_watch(req->gpd, &j->cancel, req->conn);
 	struct job_owner who = {req->uid, req->privileged};
 	r = job_submit(req->gpd, &who, import_work, import_done, j);
 	if (r < 0) {
+		job_cancel_unwatch(&j->cancel);
 		for (size_t k = 0; k < j->nfds; k++)
 			close(j->fds[k]);
 		free(j);

@@ -83,6 +83,10 @@ struct gpd *rpc_conn_gpd(const struct rpc_conn *conn);
 void rpc_conn_ref(struct rpc_conn *conn);
 void rpc_conn_unref(struct rpc_conn *conn);
 bool rpc_conn_alive(const struct rpc_conn *conn);
+/* The peer is gone: the connection closed, or it read EOF and the socket
+ * hung up both ways (a peer that only shut down its write side still
+ * waits for its replies). Loop thread. */
+bool rpc_conn_hungup(const struct rpc_conn *conn);
 /* Take up to n fds from the head of the connection's queue. */
 size_t rpc_conn_take_fds(struct rpc_conn *conn, int *fds, size_t n);
 /* Track requests in flight (idle timeout does not apply while > 0). */

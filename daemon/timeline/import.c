@@ -66,6 +66,10 @@ static int feed(struct importer *im, const uint8_t *p, size_t n)
 {
 	int err;
 
+	/* a cancelled import (its client left, the daemon stops) ends within
+	 * a chunk, even one that never waits for data */
+	if (im->o && im->o->cancel && atomic_load_explicit(im->o->cancel, memory_order_relaxed))
+		return set_err(im, -ECANCELED, im->tok.offset, "import cancelled");
 	if (im->tok.offset + n > im->max_bytes) {
 		char m[128];
 
@@ -152,7 +156,13 @@ static int pump_pipe(struct importer *im, struct src *s, const uint8_t *in, ssiz
 			if ((err = feed(im, p, a)) < 0)
 				break;
 			if ((err = kseg_adopt(seg, &ctx, &map, &im->k, &im->tok)) < 0) {
-				set_err(im, err, im->tok.offset, "out of memory");
+				char m[256];
+
+				/* as feed() words a consumer's reason */
+				snprintf(m, sizeof(m), "%s at byte %llu",
+					 im->k.err[0] ? im->k.err : "out of memory",
+					 (unsigned long long)im->tok.offset);
+				set_err(im, err, im->tok.offset, m);
 				break;
 			}
 			if (err)
@@ -266,6 +276,7 @@ static int import_src(struct src *s, const struct import_opts *o, struct timelin
 {
 	struct import_result dummy;
 	struct importer im;
+	struct tl_memcap mem;
 	struct tl_rank *r;
 	int err;
 
@@ -287,6 +298,9 @@ static int import_src(struct src *s, const struct import_opts *o, struct timelin
 	kimp_init(&im.k, &tl->st, r, res,
 		  o && o->max_events && o->max_events < UINT32_MAX - 1 ? o->max_events :
 									 UINT32_MAX - 1);
+	tl_memcap_init(&mem, o, tl);
+	if (mem.o)
+		im.k.mem = &mem;
 	json_tok_init(&im.tok, &kineto_sax, &im.k, o ? o->max_depth : 0, o ? o->max_string : 0);
 	im.s = s;
 	if (s->fd >= 0)
@@ -357,7 +371,8 @@ out:
 int timeline_import_fd(int fd, const struct import_opts *o, struct timeline *tl,
 		       struct import_result *res)
 {
-	struct src s = { .fd = fd, .io_timeout_ms = o ? o->io_timeout_ms : 0 };
+	struct src s = { .fd = fd, .io_timeout_ms = o ? o->io_timeout_ms : 0,
+			 .cancel = o ? o->cancel : NULL };
 
 	return import_src(&s, o, tl, res);
 }

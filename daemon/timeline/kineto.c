@@ -130,9 +130,21 @@ int kimp_intern(struct kimp *k, const struct jv *v, uint32_t *id)
 			return k->spec ? kspec_note(k, c->id) : 0;
 		}
 	}
-	r = strtab_intern(k->st, v->s, v->n);
-	if (r < 0)
-		return kimp_oom(k, (int)r);
+	{
+		uint32_t n0 = k->st->n;
+
+		r = strtab_intern(k->st, v->s, v->n);
+		if (r < 0)
+			return kimp_oom(k, (int)r);
+		/* a new string: events that are never kept can still bring
+		 * strings, which count against the import's memory too */
+		if (k->st->n != n0 && k->mem) {
+			int err = kimp_mem_grow(k, 0, 0, 0);
+
+			if (err < 0)
+				return err;
+		}
+	}
 	*id = (uint32_t)r;
 	if (c)
 		*c = (struct kimp_sc){ .a = a, .b = b, .len = (uint32_t)v->n, .id = (uint32_t)r };
@@ -292,6 +304,42 @@ int kimp_init(struct kimp *k, struct strtab *st, struct tl_rank *r, struct impor
 	return 0;
 }
 
+int kimp_mem_grow(struct kimp *k, uint32_t add_ev, uint32_t add_args, uint32_t add_meta)
+{
+	const struct tl_rank *r = k->r;
+	uint64_t extra;
+
+	if (!k->mem)
+		return 0;
+	extra = (uint64_t)add_ev * sizeof(*r->ev) + (uint64_t)add_args * sizeof(*r->args) +
+		(uint64_t)add_meta * sizeof(*r->meta);
+	/* a growth copies the rows in use before the old block is freed */
+	if ((uint64_t)r->nev + add_ev > k->cap.ev_cap)
+		extra += (uint64_t)r->nev * sizeof(*r->ev);
+	if ((uint64_t)r->nargs + add_args > k->cap.args_cap)
+		extra += (uint64_t)r->nargs * sizeof(*r->args);
+	return tl_mem_charge(k->mem, tl_memcap_now(k->mem, r, k->st, extra), k->err,
+			     sizeof(k->err));
+}
+
+/* With a memory limit: the room kimp_reserve may populate ahead (address
+ * space only until written otherwise) fits in what is left of it. */
+static void clamp_room(struct kimp *k, uint64_t *ev, uint64_t *args)
+{
+	const struct tl_rank *r = k->r;
+	uint64_t now, room, left;
+
+	if (!k->mem || !k->mem->o->max_mem)
+		return;
+	now = tl_memcap_now(k->mem, r, k->st, 0);
+	left = k->mem->o->max_mem > now ? k->mem->o->max_mem - now : 0;
+	room = (*ev - r->nev) * sizeof(*r->ev) + (*args - r->nargs) * sizeof(*r->args);
+	if (room <= left)
+		return;
+	*ev = r->nev + (uint64_t)((double)(*ev - r->nev) * (double)left / (double)room);
+	*args = r->nargs + (uint64_t)((double)(*args - r->nargs) * (double)left / (double)room);
+}
+
 int kimp_reserve(struct kimp *k, uint64_t done, uint64_t total, bool populate)
 {
 	struct tl_rank *r = k->r;
@@ -307,6 +355,14 @@ int kimp_reserve(struct kimp *k, uint64_t done, uint64_t total, bool populate)
 		ev = k->max_events;
 	if (args > ev)
 		args = ev;
+	clamp_room(k, &ev, &args);
+	/* populated room is memory held: reserve it first, or leave it
+	 * address space */
+	if (populate && k->mem &&
+	    kimp_mem_grow(k, (uint32_t)(ev - r->nev), (uint32_t)(args - r->nargs), 0) < 0) {
+		k->err[0] = '\0';
+		populate = false;
+	}
 	if (tl_reserve_pop((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, r->nev, (uint32_t)ev,
 			   sizeof(*r->ev)) < 0 ||
 	    tl_reserve_pop((void **)&r->args, &k->cap.args_cap, &k->cap.args_pop, r->nargs,

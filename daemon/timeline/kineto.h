@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "memcap.h"
 #include "timeline_int.h"
 
 enum role { R_SKIP, R_TOP, R_EVENTS, R_EVENT, R_ARGS, R_ARGS_ARR, R_DIST, R_DEVS, R_DEV };
@@ -110,6 +111,9 @@ struct kimp {
 	uint32_t nfirst, first_cap;
 	/* populates the reserved room of ev and args (kimp_reserve) */
 	struct tl_popper pop;
+	/* the import's memory limit and reservation; NULL: none (the
+	 * speculative parses, whose pieces are bounded) */
+	struct tl_memcap *mem;
 	char err[200];
 	struct kimp_sc sc[1u << KIMP_SC_BITS];
 };
@@ -142,6 +146,11 @@ static inline void kimp_pop_guard(struct kimp *k, uint32_t add_ev, uint32_t add_
 			       (uint64_t)k->r->nargs + add_args > k->cap.args_cap))
 		tl_popper_stop(&k->pop);
 }
+
+/* Before ev and args grow by add_ev / add_args rows: the import's memory
+ * then, with the copy a move of the arrays makes, within its limits.
+ * 0, or -EFBIG with k->err set. */
+int kimp_mem_grow(struct kimp *k, uint32_t add_ev, uint32_t add_args, uint32_t add_meta);
 
 /* done of total input bytes parsed: give the event and args arrays room for
  * the counts the rest of the input will likely bring, in one move (see

@@ -27,6 +27,8 @@ static int push_row(struct kimp *k)
 		return 0;
 	}
 	kimp_pop_guard(k, 1, e->has_args);
+	if (k->mem && (err = kimp_mem_grow(k, 1, e->has_args, 0)) < 0)
+		return err;
 	if ((err = tl_grow_pop((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, r->nev, 1,
 			       sizeof(*r->ev))) < 0 ||
 	    (e->has_args && (err = tl_grow_pop((void **)&r->args, &k->cap.args_cap,
@@ -117,6 +119,9 @@ static int push_meta(struct kimp *k)
 		return 0;
 	if (!e->meta_value || r->nmeta >= k->max_events)
 		return 0;
+	if (k->mem && (err = kimp_mem_grow(k, 0, 0, 1 + (r->nmeta + 1 > k->cap.meta_cap ?
+							   r->nmeta : 0))) < 0)
+		return err;
 	err = tl_grow((void **)&r->meta, &k->cap.meta_cap, r->nmeta + 1, sizeof(*r->meta));
 	if (err < 0)
 		return kimp_oom(k, err);

@@ -272,12 +272,20 @@ static int try_at(struct kspec_worker *w, struct kseg *g, const struct kspec_ctx
 	return 1;
 }
 
+/* The worker's string table lives as long as the import and holds what the
+ * importer's holds again: past this, pieces are left to the importer, so
+ * that a trace of distinct strings costs the import's memory limit once,
+ * plus this. */
+#define KSPEC_MAX_STR_BYTES (8u << 20)
+
 void kseg_run(struct kspec_worker *w, struct kseg *g, const struct kspec_ctx *c,
 	      const uint8_t *p, size_t n)
 {
 	size_t start = 0, end = last_elem_end(p, n), at;
 
 	g->ok = false;
+	if (tl_strtab_mem(&w->st) > KSPEC_MAX_STR_BYTES)
+		return;
 	/* A "}," that was not between two events (inside a string or an
 	 * event's args) usually fails to parse soon: try the next one. */
 	for (int tries = 0; tries < 4; tries++) {
@@ -353,6 +361,8 @@ int kseg_adopt(struct kseg *g, const struct kspec_ctx *c, struct kspec_map *m, s
 	}
 
 	kimp_pop_guard(k, s->nev, s->nargs);
+	if (k->mem && (err = kimp_mem_grow(k, s->nev, s->nargs, s->nmeta)) < 0)
+		return err;
 	if ((err = tl_grow_pop((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, ev0, s->nev,
 			       sizeof(*r->ev))) < 0 ||
 	    (err = tl_grow_pop((void **)&r->args, &k->cap.args_cap, &k->cap.args_pop, args0,

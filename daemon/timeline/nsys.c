@@ -39,6 +39,19 @@ int nsys_push(struct nsys_imp *m, struct nsys_rank *nr, const struct tl_event *e
 
 	r->raw_events++;
 	r->parsed_events++;
+	if (m->memcap && !(++m->mem_tick % NSYS_MEM_EVERY)) {
+		uint64_t b = m->file_bytes + NSYS_MEM_EVERY * (sizeof(struct tl_event) +
+							       sizeof(struct tl_args));
+		int err;
+
+		for (uint32_t i = 0; i < m->nranks; i++)
+			b += m->ranks[i].r ? tl_rank_mem(m->ranks[i].r) : 0;
+		/* a growth of this rank's rows copies them */
+		b += tl_rank_mem(r);
+		if ((err = tl_mem_charge(m->memcap, tl_memcap_now(m->memcap, NULL, m->st, b),
+					 m->err, sizeof(m->err))) < 0)
+			return err;
+	}
 	if (r->nev >= m->max_events) {
 		m->res->warnings[IMPORT_W_TOO_MANY]++;
 		m->res->warnings_total++;
@@ -145,9 +158,9 @@ static int32_t next_free_rank(const struct timeline *tl)
 }
 
 int nsys_import_db(void *buf, size_t len, const struct import_opts *o, struct timeline *tl,
-		     struct import_result *res)
+		     struct import_result *res, struct tl_memcap *mem)
 {
-	struct nsys_imp m = { .st = &tl->st, .o = o, .res = res };
+	struct nsys_imp m = { .st = &tl->st, .o = o, .res = res, .memcap = mem, .file_bytes = len };
 	int32_t base;
 	int err;
 
@@ -229,7 +242,7 @@ int timeline_import_nsys_buf(const void *buf, size_t len, const struct import_op
 	if (!copy)
 		return res->error = -ENOMEM;
 	memcpy(copy, buf, len);
-	err = nsys_import_db(copy, len, o, tl, res);
+	err = nsys_import_db(copy, len, o, tl, res, NULL);
 	free(copy);
 	return err;
 }

@@ -32,7 +32,9 @@ static int progress_cb(void *arg)
 {
 	struct nsys_imp *m = arg;
 
-	return tl_mono_ns() > m->deadline_ns; /* non-zero interrupts the statement */
+	/* non-zero interrupts the statement: past the SQL budget, or the
+	 * import was cancelled (its client left, the daemon stops) */
+	return tl_mono_ns() > m->deadline_ns || (m->o && m->o->cancel && atomic_load(m->o->cancel));
 }
 
 bool nsys_has_table(struct nsys_imp *m, const char *table)

@@ -16,55 +16,76 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "memcap.h"
 #include "nsys_int.h"
+#include "src.h"
 
 #define DEF_MAX_BYTES (64ull << 30)
 
-/* Read fd to EOF into a malloc'ed buffer, at most max bytes. */
-static int slurp(int fd, uint64_t max, uint32_t timeout_ms, uint8_t **out, size_t *outlen,
-		 struct import_result *res)
+/* Read fd to EOF into a malloc'ed buffer, at most max bytes (max_name: the
+ * limit that set it) and, as the buffer grows, within mem's limits. A
+ * regular file's size is known first: one over the limit is refused
+ * before anything is read (a sparse file costs no disk but would cost its
+ * full size here). */
+static int slurp(int fd, uint64_t max, const char *max_name, const struct import_opts *o,
+		 struct tl_memcap *mem, uint8_t **out, size_t *outlen, struct import_result *res)
 {
+	uint32_t timeout_ms = o ? o->io_timeout_ms : 0;
 	size_t len = 0, cap = 1 << 20;
-	uint8_t *b = malloc(cap), *nb;
+	uint8_t *b = NULL, *nb;
 	struct stat st;
+	int err;
 
-	if (!b)
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0) {
+		off_t at = lseek(fd, 0, SEEK_CUR);
+		uint64_t left = (uint64_t)st.st_size - (at > 0 && at < st.st_size ? (uint64_t)at : 0);
+
+		if (left > max)
+			goto too_big;
+		cap = (size_t)left + 1; /* one read, no realloc */
+	}
+	if (cap > max + 1)
+		cap = (size_t)max + 1;
+	if ((err = tl_mem_charge(mem, cap, res->error_msg, sizeof(res->error_msg))) < 0)
+		return err;
+	if (!(b = malloc(cap)))
 		return -ENOMEM;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= max)
-		cap = (size_t)st.st_size + 1; /* one read, no realloc */
-	if ((nb = realloc(b, cap)))
-		b = nb;
 	for (;;) {
 		ssize_t r;
 
 		if (len == cap) {
+			size_t ncap;
+
 			if (cap >= max + 1)
 				goto too_big;
-			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-			if (!(nb = realloc(b, cap))) {
+			ncap = cap * 2 > max + 1 ? (size_t)max + 1 : cap * 2;
+			/* realloc may copy: old and new held at once */
+			if ((err = tl_mem_charge(mem, cap + ncap, res->error_msg,
+						 sizeof(res->error_msg))) < 0) {
+				free(b);
+				return err;
+			}
+			if (!(nb = realloc(b, ncap))) {
 				free(b);
 				return -ENOMEM;
 			}
 			b = nb;
+			cap = ncap;
 		}
 		r = read(fd, b + len, cap - len);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 && errno == EAGAIN) { /* a client's non-blocking pipe */
-			struct pollfd p = { .fd = fd, .events = POLLIN };
-			int pr = poll(&p, 1, timeout_ms ? (int)timeout_ms : -1);
-
-			if (pr == 0) {
+			if ((err = src_wait_in(fd, timeout_ms, o ? o->cancel : NULL)) < 0) {
 				free(b);
-				return -ETIMEDOUT;
+				return err;
 			}
 			continue;
 		}
 		if (r < 0) {
-			int e = -errno;
-
+			err = -errno;
 			free(b);
-			return e;
+			return err;
 		}
 		if (r == 0)
 			break;
@@ -78,7 +99,8 @@ static int slurp(int fd, uint64_t max, uint32_t timeout_ms, uint8_t **out, size_
 too_big:
 	free(b);
 	snprintf(res->error_msg, sizeof(res->error_msg),
-		 "export larger than the import cap of %llu bytes", (unsigned long long)max);
+		 "export larger than %s (%llu bytes): an SQLite export is read into memory whole",
+		 max_name, (unsigned long long)max);
 	return -EFBIG;
 }
 
@@ -87,6 +109,8 @@ int timeline_import_nsys_fd(int fd, const struct import_opts *o, struct timeline
 {
 	struct import_result dummy;
 	uint64_t max = o && o->max_bytes ? o->max_bytes : DEF_MAX_BYTES;
+	const char *max_name = "the import cap";
+	struct tl_memcap mem;
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	int err;
@@ -94,7 +118,14 @@ int timeline_import_nsys_fd(int fd, const struct import_opts *o, struct timeline
 	if (!res)
 		res = &dummy;
 	memset(res, 0, sizeof(*res));
-	err = slurp(fd, max, o ? o->io_timeout_ms : 0, &buf, &len, res);
+	/* the whole export is in memory while it is read: the memory limit
+	 * bounds it too, checked before reading */
+	if (o && o->max_mem && o->max_mem < max) {
+		max = o->max_mem;
+		max_name = o->max_mem_name ? o->max_mem_name : "the import's memory limit";
+	}
+	tl_memcap_init(&mem, o, tl);
+	err = slurp(fd, max, max_name, o, &mem, &buf, &len, res);
 	if (err) {
 		if (!res->error_msg[0])
 			snprintf(res->error_msg, sizeof(res->error_msg), "reading the export: %s",
@@ -107,7 +138,7 @@ int timeline_import_nsys_fd(int fd, const struct import_opts *o, struct timeline
 		snprintf(res->error_msg, sizeof(res->error_msg), "not an SQLite database");
 		return res->error = -EBADMSG;
 	}
-	err = nsys_import_db(buf, len, o, tl, res);
+	err = nsys_import_db(buf, len, o, tl, res, mem.o ? &mem : NULL);
 	res->bytes_in = len;
 	free(buf);
 	return err;
@@ -116,9 +147,11 @@ int timeline_import_nsys_fd(int fd, const struct import_opts *o, struct timeline
 /*
  * Look at the first 16 bytes without consuming them: pread on a file,
  * MSG_PEEK on a socket, tee(2) into a private pipe on a pipe (tee copies
- * without consuming). 1 = SQLite, 0 = something else, <0 error.
+ * without consuming). 1 = SQLite, 0 = something else, <0 error: -ETIMEDOUT
+ * when a pipe brought no byte in timeout_ms (the import that would follow
+ * would only wait as long again), -ECANCELED.
  */
-static int peek_sqlite(int fd, uint32_t timeout_ms)
+static int peek_sqlite(int fd, uint32_t timeout_ms, const _Atomic bool *cancel)
 {
 	uint8_t h[16];
 	struct stat st;
@@ -136,6 +169,7 @@ static int peek_sqlite(int fd, uint32_t timeout_ms)
 		int p[2];
 		uint64_t end =
 		    tl_mono_ns() + (uint64_t)(timeout_ms ? timeout_ms : 30000) * 1000000ull;
+		ssize_t seen = 0;
 
 		if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
 			return -errno;
@@ -143,14 +177,23 @@ static int peek_sqlite(int fd, uint32_t timeout_ms)
 			struct pollfd pf = { .fd = fd, .events = POLLIN };
 			ssize_t t;
 
+			if (cancel && atomic_load(cancel)) {
+				n = -ECANCELED;
+				break;
+			}
 			if (poll(&pf, 1, 100) < 0 && errno != EINTR)
 				break;
 			t = tee(fd, p[1], sizeof(h), SPLICE_F_NONBLOCK);
 			/* tee copies what is buffered now: fewer than 16 bytes means
 			 * the writer is still going (or done, with a tiny file) */
 			if (t >= (ssize_t)sizeof(h) || (t == 0 && (pf.revents & POLLHUP)) ||
-			    (t < 0 && errno != EAGAIN && errno != EINTR) || tl_mono_ns() > end) {
+			    (t < 0 && errno != EAGAIN && errno != EINTR)) {
 				n = t > 0 ? read(p[0], h, (size_t)t) : t;
+				break;
+			}
+			if (tl_mono_ns() > end) {
+				/* nothing at all: the writer stalled */
+				n = t > 0 ? read(p[0], h, (size_t)t) : seen > 0 ? 0 : -ETIMEDOUT;
 				break;
 			}
 			if (t > 0 && (pf.revents & POLLHUP)) {
@@ -160,6 +203,7 @@ static int peek_sqlite(int fd, uint32_t timeout_ms)
 			if (t > 0) {
 				char drain[16];
 
+				seen = t;
 				if (read(p[0], drain, (size_t)t) < 0)
 					break;
 				usleep(1000);
@@ -167,6 +211,8 @@ static int peek_sqlite(int fd, uint32_t timeout_ms)
 		}
 		close(p[0]);
 		close(p[1]);
+		if (n == -ETIMEDOUT || n == -ECANCELED)
+			return (int)n;
 	} else {
 		return 0;
 	}
@@ -176,8 +222,17 @@ static int peek_sqlite(int fd, uint32_t timeout_ms)
 int timeline_import_any_fd(int fd, const struct import_opts *o, struct timeline *tl,
 			   struct import_result *res)
 {
-	int k = peek_sqlite(fd, o ? o->io_timeout_ms : 0);
+	int k = peek_sqlite(fd, o ? o->io_timeout_ms : 0, o ? o->cancel : NULL);
 
+	if (k < 0) {
+		if (res) {
+			memset(res, 0, sizeof(*res));
+			snprintf(res->error_msg, sizeof(res->error_msg), "%s",
+				 k == -ETIMEDOUT ? "no data" : strerror(-k));
+			res->error = k;
+		}
+		return k;
+	}
 	if (k > 0)
 		return timeline_import_nsys_fd(fd, o, tl, res);
 	return timeline_import_fd(fd, o, tl, res); /* JSON, plain or gzip */

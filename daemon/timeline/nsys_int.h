@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "memcap.h"
 #include "timeline_int.h"
 
 /* globalTid = <HW:8><VM:8><PID:24><TID:24> (nsys-nccl-facts.md §1.3). */
@@ -90,8 +91,15 @@ struct nsys_imp {
 	int32_t base; /* timeline rank of ranks[0] (ranks[i] is base + i) */
 	struct nsys_members *mem;
 	uint32_t nmem, mem_cap;
+	/* the import's memory limit (NULL: none): the export in memory
+	 * (file_bytes) and the rows kept, checked every NSYS_MEM_EVERY rows */
+	struct tl_memcap *memcap;
+	uint64_t file_bytes;
+	uint32_t mem_tick;
 	char err[256];
 };
+
+#define NSYS_MEM_EVERY 1024
 
 /* Integer column i of the current row, def when it is NULL. */
 static inline int64_t nsys_col_i64(sqlite3_stmt *s, int i, int64_t def)
@@ -101,7 +109,7 @@ static inline int64_t nsys_col_i64(sqlite3_stmt *s, int i, int64_t def)
 
 /* nsys.c: import orchestration. buf is writable and owned by the caller. */
 int nsys_import_db(void *buf, size_t len, const struct import_opts *o, struct timeline *tl,
-		   struct import_result *res);
+		   struct import_result *res, struct tl_memcap *mem);
 
 /* nsys_db.c: SQLite access and StringIds */
 /* Attach buf (len bytes, must outlive m->db) read-only; starts the SQL budget. */

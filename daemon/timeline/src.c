@@ -16,6 +16,29 @@
 #include <unistd.h>
 
 #include "src.h"
+#include "timeline_int.h"
+
+int src_wait_in(int fd, uint32_t timeout_ms, const _Atomic bool *cancel)
+{
+	uint64_t end = timeout_ms ? tl_mono_ns() + (uint64_t)timeout_ms * 1000000ull : UINT64_MAX;
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+	for (;;) {
+		uint64_t now = tl_mono_ns(), left;
+		int pr;
+
+		if (cancel && atomic_load(cancel))
+			return -ECANCELED;
+		if (now >= end)
+			return -ETIMEDOUT;
+		left = (end - now + 999999) / 1000000;
+		pr = poll(&pfd, 1, left < SRC_CANCEL_POLL_MS ? (int)left : SRC_CANCEL_POLL_MS);
+		if (pr < 0 && errno != EINTR)
+			return -errno;
+		if (pr > 0)
+			return 0; /* data, EOF or an error: read() tells */
+	}
+}
 
 void src_probe(struct src *s)
 {
@@ -59,14 +82,10 @@ ssize_t src_raw(struct src *s, uint8_t *buf, size_t n, const uint8_t **at)
 		if (r < 0 && errno == EAGAIN) {
 			/* A client's pipe, switched to O_NONBLOCK by the daemon:
 			 * wait for data, but never longer than io_timeout_ms. */
-			struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
-			int pr = poll(&pfd, 1, s->io_timeout_ms > 0 ? (int)s->io_timeout_ms : -1);
-			if (pr < 0 && errno == EINTR)
-				continue;
-			if (pr == 0)
-				return -ETIMEDOUT;
-			if (pr < 0)
-				return -errno;
+			int err = src_wait_in(s->fd, s->io_timeout_ms, s->cancel);
+
+			if (err < 0)
+				return err;
 			continue;
 		}
 		if (r > 0) {

@@ -7,6 +7,7 @@
 #ifndef GPUPROF_TIMELINE_SRC_H
 #define GPUPROF_TIMELINE_SRC_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,7 +30,13 @@ struct src {
 	struct gz_dec *gzd; /* gz_begin() .. gz_end() */
 	uint64_t bytes_in;
 	uint32_t io_timeout_ms;
+	const _Atomic bool *cancel; /* import_opts.cancel */
 };
+
+/* Wait until fd is readable: 0; -ETIMEDOUT after timeout_ms (0: no limit)
+ * without; -ECANCELED within SRC_CANCEL_POLL_MS of *cancel being set. */
+#define SRC_CANCEL_POLL_MS 100
+int src_wait_in(int fd, uint32_t timeout_ms, const _Atomic bool *cancel);
 
 /* A regular file: set s->regular, its size now and the file offset. */
 void src_probe(struct src *s);

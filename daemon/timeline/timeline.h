@@ -30,6 +30,7 @@
 #ifndef GPUPROF_TIMELINE_H
 #define GPUPROF_TIMELINE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -459,6 +460,21 @@ struct import_opts {
 	/* A non-blocking fd (a client's pipe): longest wait for data, ms;
 	 * 0 = wait forever. Past it the import fails with -ETIMEDOUT. */
 	uint32_t io_timeout_ms;
+	/* Set (by another thread) to stop the import: waits for data end
+	 * within 100 ms and the import fails with -ECANCELED. NULL: never. */
+	const _Atomic bool *cancel;
+	/* Memory the import may hold: the events, args and strings it keeps
+	 * (with what tl held before), an SQLite export read into memory. Past
+	 * it the import fails with -EFBIG, error_msg naming max_mem_name.
+	 * 0 = no limit. */
+	uint64_t max_mem;
+	const char *max_mem_name; /* NULL: "the import's memory limit" */
+	/* Called from the importing thread as that memory grows past what was
+	 * reserved so far: bytes is the new total to reserve (at most max_mem
+	 * when set). 0 goes on; < 0 fails the import with -EFBIG and msg as
+	 * error_msg. NULL: nothing to reserve from. */
+	int (*mem_reserve)(void *arg, uint64_t bytes, char *msg, size_t msg_len);
+	void *mem_arg;
 	/* Optional progress callback: uncompressed bytes parsed so far. */
 	void (*progress)(void *arg, uint64_t bytes);
 	void *progress_arg;

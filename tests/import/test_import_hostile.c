@@ -829,6 +829,77 @@ static void test_rank_and_caps(void)
 	CHECK(strstr(res.error_msg, "import cap") != NULL);
 }
 
+struct reserve_log {
+	uint64_t last, calls, refuse_over;
+};
+
+static int reserve_cb(void *arg, uint64_t bytes, char *msg, size_t msg_len)
+{
+	struct reserve_log *l = arg;
+
+	l->calls++;
+	if (l->refuse_over && bytes > l->refuse_over) {
+		snprintf(msg, msg_len, "budget gone");
+		return -ENOSPC;
+	}
+	CHECK(bytes > l->last);
+	l->last = bytes;
+	return 0;
+}
+
+/* n events, each with its own name when distinct (strings, not rows). */
+static char *many_events(uint32_t n, bool distinct, bool keep, size_t *len)
+{
+	size_t cap = (size_t)n * 128 + 64, off = 0;
+	char *b = malloc(cap);
+
+	off += (size_t)snprintf(b + off, cap - off, "{\"traceEvents\": [");
+	for (uint32_t i = 0; i < n; i++)
+		off += (size_t)snprintf(b + off, cap - off,
+					"%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%u\",\"pid\":1,"
+					"\"tid\":1%s}",
+					i ? "," : "", distinct ? i : 0u, keep ? ",\"ts\":1,\"dur\":1" : "");
+	off += (size_t)snprintf(b + off, cap - off, "]}");
+	*len = off;
+	return b;
+}
+
+static void test_memory_limit(void)
+{
+	struct import_result res;
+	struct reserve_log log = { 0 };
+	struct import_opts o = { .max_mem = 1u << 20, .max_mem_name = "test.max_mem",
+				 .mem_reserve = reserve_cb, .mem_arg = &log };
+	size_t len;
+	char *b;
+
+	/* rows: 100 000 kept events need ~10 MB, over 1 MiB: refused while
+	 * read, well before the end of the input */
+	b = many_events(100000, false, true, &len);
+	CHECK_EQ_INT(imp(b, len, &o, &res, NULL), -EFBIG);
+	CHECK(strstr(res.error_msg, "test.max_mem") != NULL);
+	CHECK(res.error_offset < len / 4);
+	CHECK(log.calls > 0 && log.last <= o.max_mem);
+	free(b);
+	/* strings of events that are never kept (no ts) count too */
+	b = many_events(100000, true, false, &len);
+	memset(&log, 0, sizeof(log));
+	CHECK_EQ_INT(imp(b, len, &o, &res, NULL), -EFBIG);
+	CHECK(strstr(res.error_msg, "test.max_mem") != NULL);
+	free(b);
+	/* the same trace within the limit imports */
+	b = many_events(2000, false, true, &len);
+	memset(&log, 0, sizeof(log));
+	CHECK_EQ_INT(imp(b, len, &o, &res, NULL), 0);
+	CHECK_EQ_INT(res.events_kept, 2000);
+	/* a reservation refused fails the import with its message */
+	memset(&log, 0, sizeof(log));
+	log.refuse_over = 1;
+	CHECK_EQ_INT(imp(b, len, &o, &res, NULL), -EFBIG);
+	CHECK(strstr(res.error_msg, "budget gone") != NULL);
+	free(b);
+}
+
 static void test_gzip(void)
 {
 	const char *doc = "{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\","
@@ -1019,6 +1090,7 @@ int main(void)
 	RUN(test_finalize_parallel);
 	RUN(test_big_arrays);
 	RUN(test_rank_and_caps);
+	RUN(test_memory_limit);
 	RUN(test_gzip);
 	RUN(test_decode_hostile);
 	return test_summary();
