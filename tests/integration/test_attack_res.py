@@ -329,10 +329,17 @@ def hang_jobs(d, n):
     return p
 
 
+# The per-uid job limit (limits.user_jobs) and the privileged reserve
+# (limits.reserved_jobs) already keep one member from holding every slot
+# (test_attack_limits.py); lifted here, so that the attacker holds them all
+# and what is tested is that the slots come back.
+ALL_SLOTS = "limits.user_jobs = 4\nlimits.reserved_jobs = 0\n"
+
+
 @test
 def hung_imports_end_when_their_clients_leave():
     # a long io_timeout: service must come back because the clients left
-    d = start("limits.io_timeout = 60s\nlimits.max_jobs = 4\n")
+    d = start("limits.io_timeout = 60s\nlimits.max_jobs = 4\n" + ALL_SLOTS)
     p = None
     try:
         p = hang_jobs(d, 4)
@@ -360,7 +367,7 @@ def hung_imports_end_when_their_clients_leave():
 
 @test
 def sigterm_stops_with_jobs_hung():
-    d = start("limits.io_timeout = 60s\nlimits.max_jobs = 4\n")
+    d = start("limits.io_timeout = 60s\nlimits.max_jobs = 4\n" + ALL_SLOTS)
     p = None
     try:
         p = hang_jobs(d, 4)
