@@ -601,6 +601,9 @@ static void on_window_end(uv_timer_t *t)
 	char why[CAPREG_WHY_MAX];
 	uv_close((uv_handle_t *)e->timer, timer_closed);
 	e->timer = NULL;
+	/* records of the window's last moments may still sit in the rings */
+	if (e->reg->g->drain_rings)
+		e->reg->g->drain_rings(e->reg->g);
 	(void)finish(e, e->sum->t0_ns + e->duration_ns, false, why);
 }
 

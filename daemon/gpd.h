@@ -36,6 +36,13 @@ struct gpd {
 	struct rpc_server *rpc;
 	struct collector *collectors[GPD_MAX_COLLECTORS];
 	unsigned ncollectors;
+	/* The collectors' BPF ring buffers (collect/rbloop.c), and a call that
+	 * empties them all into the store now: records otherwise wait for the
+	 * next drain tick (250 ms), and a window cut from the past must hold
+	 * everything that happened before it was asked for. NULL without
+	 * collectors. */
+	struct rbloop *rbloops;
+	void (*drain_rings)(struct gpd *g);
 	uint64_t start_mono_ns;
 	bool stopping;
 	unsigned jobs_running;

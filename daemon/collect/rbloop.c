@@ -18,6 +18,36 @@ void rbloop_drain(struct rbloop *l)
 		log_debug("%s: ring_buffer__consume: %s", l->name, strerror(-r));
 }
 
+/* Until empty: a drain that ends with budget left has emptied the buffer. */
+static void drain_empty(struct rbloop *l)
+{
+	while (l->rb) {
+		rbloop_drain(l);
+		if (l->budget)
+			break;
+	}
+}
+
+void rbloop_drain_all(struct gpd *g)
+{
+	for (struct rbloop *l = g->rbloops; l; l = l->next)
+		drain_empty(l);
+}
+
+static void unlink_loop(struct rbloop *l)
+{
+	struct gpd *g = l->c ? l->c->gpd : NULL;
+
+	if (!g)
+		return;
+	for (struct rbloop **p = &g->rbloops; *p; p = &(*p)->next)
+		if (*p == l) {
+			*p = l->next;
+			break;
+		}
+	l->next = NULL;
+}
+
 static void on_poll(uv_poll_t *h, int status, int events)
 {
 	struct rbloop *l = h->data;
@@ -105,6 +135,9 @@ int rbloop_start(struct rbloop *l, struct collector *c, const char *name, int ma
 	if (r < 0)
 		goto err;
 	uv_timer_start(l->timer, on_tick, tick_ms, tick_ms);
+	l->next = c->gpd->rbloops;
+	c->gpd->rbloops = l;
+	c->gpd->drain_rings = rbloop_drain_all;
 	return 0;
 err:
 	close_handles(l);
@@ -117,14 +150,11 @@ err:
 
 void rbloop_stop(struct rbloop *l)
 {
+	if (l->rb)
+		unlink_loop(l);
 	close_handles(l);
-	/* Deliver what was committed before the caller detached its programs:
-	 * a drain that ends with budget left has emptied the buffer. */
-	while (l->rb) {
-		rbloop_drain(l);
-		if (l->budget)
-			break;
-	}
+	/* Deliver what was committed before the caller detached its programs. */
+	drain_empty(l);
 	ring_buffer__free(l->rb);
 	l->rb = NULL;
 }

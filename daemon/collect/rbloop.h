@@ -17,6 +17,7 @@
 #include <uv.h>
 
 struct collector;
+struct gpd;
 
 struct rbloop {
 	struct ring_buffer *rb;
@@ -27,6 +28,7 @@ struct rbloop {
 	unsigned budget, budget_max;
 	void (*tick)(void *arg); /* after each timer drain; may be NULL */
 	void *arg;
+	struct rbloop *next; /* in gpd.rbloops while started */
 };
 
 /* What a sample callback returns once the drain's budget is spent. */
@@ -49,6 +51,10 @@ static inline int rbloop_took(struct rbloop *l)
 
 /* Drain once, up to the budget. */
 void rbloop_drain(struct rbloop *l);
+
+/* Empty every started ring buffer of the daemon into its collector now
+ * (gpd.drain_rings points here once one has started). */
+void rbloop_drain_all(struct gpd *g);
 
 /* Close the handles (through the loop), deliver every record already
  * committed, free the ring buffer. Safe to call when not started. */

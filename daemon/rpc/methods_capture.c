@@ -180,6 +180,10 @@ void method_capture_start(struct rpc_req *req, const cJSON *params)
 			  "give exactly one of \"duration_ms\" and \"last_ms\", above 0");
 		return;
 	}
+	/* A window in the past holds what happened up to now, and whether an
+	 * exited pid had records decides below whether it may be named. */
+	if (o.last_ms && req->gpd->drain_rings)
+		req->gpd->drain_rings(req->gpd);
 	const cJSON *jp = params ? cJSON_GetObjectItemCaseSensitive(params, "pids") : NULL;
 	if (jp) {
 		if (!cJSON_IsArray(jp) || cJSON_GetArraySize(jp) > CAPTURE_MAX_PIDS) {
