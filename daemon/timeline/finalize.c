@@ -120,6 +120,44 @@ static int corr_link(struct tl_rank *r, struct tl_kp **pairs_out, uint32_t *npai
 	return 0;
 }
 
+/* The rows the filter drops, kept aside (r->tail): grown as they come, so
+ * a trace whose last step is small costs no pass over every row. */
+struct tail {
+	uint32_t cap, acap;
+};
+
+static void tail_reset(struct tl_rank *r)
+{
+	free(r->tail), free(r->tail_args);
+	r->tail = NULL, r->tail_args = NULL;
+	r->ntail = r->ntail_args = 0;
+}
+
+/* A dropped row into the tail. nargs: the kept args so far, which have
+ * overwritten args[0..nargs) (none of this row's: args are numbered in row
+ * order, so a dropped row's come after every earlier kept row's). */
+static int tail_put(struct tl_rank *r, struct tail *t, const struct tl_event *e, uint32_t nargs)
+{
+	struct tl_event *x;
+
+	if (tl_grow((void **)&r->tail, &t->cap, r->ntail + 1, sizeof(*r->tail)) < 0)
+		return -ENOMEM;
+	x = &r->tail[r->ntail++];
+	memcpy(x, e, sizeof(*x)); /* padding too: timeline_equal() compares bytes */
+	x->link = -1;
+	if (e->args == TL_NO_ARGS)
+		return 0;
+	if (e->args < nargs) { /* cannot happen with row-ordered args: dropped, not wrong */
+		x->args = TL_NO_ARGS;
+		return 0;
+	}
+	if (tl_grow((void **)&r->tail_args, &t->acap, r->ntail_args + 1, sizeof(*r->tail_args)) < 0)
+		return -ENOMEM;
+	r->tail_args[r->ntail_args] = r->args[e->args];
+	x->args = r->ntail_args++;
+	return 0;
+}
+
 /*
  * HTA 4.8, one rank: rows at or past the last ProfilerStep's start are
  * dropped, and GPUKernelFilter rows whose correlation no kept CPU-side row
@@ -135,6 +173,7 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 	int64_t cutoff = INT64_MIN, cutoff_ns = -1;
 	uint32_t n = 0, nargs = 0, *np, k = 0;
 	bool neg1 = false;
+	struct tail tl = { 0 };
 
 	for (uint32_t i = 0; i < r->nev; i++) {
 		const struct tl_event *e = &r->ev[i];
@@ -171,6 +210,7 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 		tl_free_big(np);
 		return -ENOMEM;
 	}
+	tail_reset(r);
 	for (uint32_t i = 0; i < r->nev; i++) {
 		struct tl_event *e = &r->ev[i];
 		bool keep;
@@ -180,8 +220,17 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 		else
 			keep = e->correlation == -1 ? neg1 : np[i];
 		np[i] = keep ? n : UINT32_MAX;
-		if (!keep)
+		if (!keep) {
+			/* not yet overwritten: kept rows only move down to n <= i,
+			 * kept args to nargs <= their own index, and args are
+			 * numbered in row order */
+			if (tail_put(r, &tl, e, nargs) < 0) {
+				/* rows have moved: the rank is unusable either way */
+				tl_free_big(np);
+				return -ENOMEM;
+			}
 			continue;
+		}
 		if (e->args != TL_NO_ARGS) { /* in place: nargs <= e->args */
 			if (nargs != e->args)
 				r->args[nargs] = r->args[e->args];
@@ -204,7 +253,7 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 	r->nev = n;
 	r->step_cutoff_hta_us = cutoff;
 	r->step_cutoff_ns = cutoff_ns;
-	r->flags |= TL_RANK_STEP_FILTERED;
+	r->flags |= TL_RANK_STEP_FILTERED | TL_RANK_TAIL_KEPT;
 	return 0;
 }
 
