@@ -377,7 +377,9 @@ static int comm_event(struct cctx *c, struct crank *cr, const struct tl_event *e
 		return err;
 	if (g >= CEV_MAX_GROUPS)
 		return cerr(c, -E2BIG, "more than %u process groups", CEV_MAX_GROUPS);
-	tag = comm_tag_type(c, &c->groups[g], type);
+	tag = c->groups[g].ttag[type]; /* decided once per (group, type) */
+	if (tag == TTAG_UNSET)
+		tag = comm_tag_type(c, &c->groups[g], type);
 	/* built in registers, stored once (bit-fields) */
 	cr->ev[cr->nev++] = (struct cev){ .s = s, .e = en,
 					  .bytes = a ? bytes_of(type, a, el_size_cached(c, a->dtype))

@@ -124,7 +124,29 @@ static int corr_link(struct tl_rank *r, struct tl_kp **pairs_out, uint32_t *npai
  * a trace whose last step is small costs no pass over every row. */
 struct tail {
 	uint32_t cap, acap;
+	uint32_t rpc; /* string id of record_param_comms, 0 if absent */
 };
+
+/*
+ * Whether a dropped row goes to the tail: the rows the communication
+ * metrics read — GPU work, annotations (iteration marks) and the
+ * record_param_comms ops (collective args) — not the CPU ops, runtime
+ * calls and Python frames that are most of a step, which would make the
+ * capture half again as large (nccl_parser_config) for nothing.
+ */
+static bool tail_row(const struct tail *t, const struct tl_event *e)
+{
+	switch (e->kind) {
+	case TL_K_KERNEL:
+	case TL_K_MEMCPY:
+	case TL_K_MEMSET:
+	case TL_K_USER_ANNOTATION:
+	case TL_K_GPU_USER_ANNOTATION:
+		return true;
+	default:
+		return t->rpc && e->name == t->rpc;
+	}
+}
 
 static void tail_reset(struct tl_rank *r)
 {
@@ -168,12 +190,12 @@ static int tail_put(struct tl_rank *r, struct tail *t, const struct tl_event *e,
  * NaN and drop every row; docs/import.md).
  */
 static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
-		       struct tl_bythread *bt)
+		       struct tl_bythread *bt, uint32_t rpc)
 {
 	int64_t cutoff = INT64_MIN, cutoff_ns = -1;
 	uint32_t n = 0, nargs = 0, *np, k = 0;
 	bool neg1 = false;
-	struct tail tl = { 0 };
+	struct tail tl = { .rpc = rpc };
 
 	for (uint32_t i = 0; i < r->nev; i++) {
 		const struct tl_event *e = &r->ev[i];
@@ -224,7 +246,7 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 			/* not yet overwritten: kept rows only move down to n <= i,
 			 * kept args to nargs <= their own index, and args are
 			 * numbered in row order */
-			if (tail_put(r, &tl, e, nargs) < 0) {
+			if (tail_row(&tl, e) && tail_put(r, &tl, e, nargs) < 0) {
 				/* rows have moved: the rank is unusable either way */
 				tl_free_big(np);
 				return -ENOMEM;
@@ -297,6 +319,7 @@ int timeline_finalize(struct timeline *tl, unsigned flags)
 {
 	uint32_t ids[2];
 	bool filter = !(flags & TL_FIN_NO_STEP_FILTER) && step_names(tl, ids, 2) >= 2;
+	uint32_t rpc = strtab_find(&tl->st, "record_param_comms", 18);
 
 	for (uint32_t i = 0; i < tl->nranks; i++) {
 		struct tl_rank *r = tl->ranks[i];
@@ -313,7 +336,7 @@ int timeline_finalize(struct timeline *tl, unsigned flags)
 			tl_bythread_free(bt);
 			return err;
 		}
-		if (filter && (err = step_filter(r, pairs, &npairs, bt)) < 0) {
+		if (filter && (err = step_filter(r, pairs, &npairs, bt, rpc)) < 0) {
 			tl_free_big(pairs);
 			tl_bythread_free(bt);
 			return err;

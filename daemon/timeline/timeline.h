@@ -276,9 +276,10 @@ struct tl_rank {
 
 	/*
 	 * The rows HTA's ProfilerStep filter dropped (4.8: from the last
-	 * step's start on), in file order, for the analyses that count every
-	 * iteration (the communication metrics). Not in any index, and no
-	 * HTA analysis reads them: tail[i].args indexes tail_args, link is -1.
+	 * step's start on) that the communication metrics read — GPU work,
+	 * annotations, record_param_comms — in file order, for the analyses
+	 * that count every iteration. Not in any index, and no HTA analysis
+	 * reads them: tail[i].args indexes tail_args, link is -1.
 	 */
 	struct tl_event *tail;
 	uint32_t ntail;
