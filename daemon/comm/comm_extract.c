@@ -361,8 +361,10 @@ static void last_step(struct cctx *c, struct crank *cr)
 }
 
 /* One comm kernel: type, bytes, group from its args (or its launch op's). */
-static int comm_event(struct cctx *c, struct crank *cr, const struct tl_event *e,
-		      const struct tl_args *own, const struct marks *m, int64_t s, int64_t en)
+/* Inlined in both passes (by_stream, tail): it runs per comm kernel. */
+static inline __attribute__((always_inline)) int
+comm_event(struct cctx *c, struct crank *cr, const struct tl_event *e, const struct tl_args *own,
+	   const struct marks *m, int64_t s, int64_t en)
 {
 	const struct tl_args *a = coll_args(c, cr->r, e, own, m->x, m->nx);
 	int t = a ? coll_type_cached(c, a->collective_name) : -1;

@@ -233,7 +233,8 @@ static inline void sg_put(struct cctx *c, uint32_t rank, const struct cev *v)
 		x->hi = v->s, x->last = rank, x->type = v->type;
 }
 
-/* JSON helpers that record allocation failure. */
+/* JSON helpers that record allocation failure. Keys must be static strings
+ * (they are not copied). */
 cJSON *cj_obj(struct cctx *c, cJSON *parent, const char *key);
 cJSON *cj_arr(struct cctx *c, cJSON *parent, const char *key);
 void cj_num(struct cctx *c, cJSON *o, const char *key, double v); /* NaN → null */

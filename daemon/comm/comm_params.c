@@ -4,7 +4,6 @@
  * and the default tag inference, the link-bandwidth table, JSON helpers.
  */
 #include <ctype.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -398,12 +397,23 @@ static void track(struct cctx *c, const void *p)
 		c->oom = true;
 }
 
+/* x under key in o: keys are static strings (literals, tag_name[],
+ * ctype_name[]), added without the copy cJSON_AddItemToObject() makes —
+ * a result has tens of thousands of them (a row per iteration and rank). */
+static void add(struct cctx *c, cJSON *o, const char *key, cJSON *x)
+{
+	if (!x || !cJSON_AddItemToObjectCS(o, key, x)) {
+		cJSON_Delete(x);
+		c->oom = true;
+	}
+}
+
 cJSON *cj_obj(struct cctx *c, cJSON *parent, const char *key)
 {
 	cJSON *o = cJSON_CreateObject();
 
 	track(c, o);
-	if (o && parent && !(key ? cJSON_AddItemToObject(parent, key, o)
+	if (o && parent && !(key ? cJSON_AddItemToObjectCS(parent, key, o)
 				 : cJSON_AddItemToArray(parent, o))) {
 		cJSON_Delete(o);
 		c->oom = true;
@@ -417,7 +427,7 @@ cJSON *cj_arr(struct cctx *c, cJSON *parent, const char *key)
 	cJSON *o = cJSON_CreateArray();
 
 	track(c, o);
-	if (o && parent && !cJSON_AddItemToObject(parent, key, o)) {
+	if (o && parent && !cJSON_AddItemToObjectCS(parent, key, o)) {
 		cJSON_Delete(o);
 		c->oom = true;
 		return NULL;
@@ -427,13 +437,27 @@ cJSON *cj_arr(struct cctx *c, cJSON *parent, const char *key)
 
 void cj_num(struct cctx *c, cJSON *o, const char *key, double v)
 {
-	if (!o)
-		return;
-	track(c, isfinite(v) ? cJSON_AddNumberToObject(o, key, v) : cJSON_AddNullToObject(o, key));
+	if (o)
+		add(c, o, key, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
 }
 
 /* Largest ns magnitude a double holds exactly (2^53). */
 #define EXACT_NS 9007199254740992.0
+
+/* Decimal digits of v into p (no NUL); the count. Thousands of these per
+ * result: snprintf's format parsing was the larger part of their cost. */
+static int fmt_u64(char *p, uint64_t v)
+{
+	char t[20];
+	int n = 0;
+
+	do
+		t[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	for (int i = 0; i < n; i++)
+		p[i] = t[n - 1 - i];
+	return n;
+}
 
 cJSON *cj_us_item(double ns)
 {
@@ -447,12 +471,21 @@ cJSON *cj_us_item(double ns)
 	if (ns != floor(ns) || fabs(ns) >= EXACT_NS)
 		return cJSON_CreateNumber(ns / 1000.0);
 	a = (uint64_t)fabs(ns);
-	n = snprintf(buf, sizeof(buf), "%s%" PRIu64, ns < 0 ? "-" : "", a / 1000);
+	n = 0;
+	if (ns < 0)
+		buf[n++] = '-';
+	n += fmt_u64(buf + n, a / 1000);
 	if (a % 1000) { /* 3 decimals, trailing zeros dropped */
-		n += snprintf(buf + n, sizeof(buf) - (size_t)n, ".%03u", (unsigned)(a % 1000));
+		unsigned f = (unsigned)(a % 1000);
+
+		buf[n++] = '.';
+		buf[n++] = (char)('0' + f / 100);
+		buf[n++] = (char)('0' + f / 10 % 10);
+		buf[n++] = (char)('0' + f % 10);
 		while (buf[n - 1] == '0')
-			buf[--n] = '\0';
+			n--;
 	}
+	buf[n] = '\0';
 	if (!(x = cJSON_CreateRaw(buf)))
 		return NULL;
 	x->valuedouble = ns / 1000.0;
@@ -461,15 +494,8 @@ cJSON *cj_us_item(double ns)
 
 void cj_us(struct cctx *c, cJSON *o, const char *key, double ns)
 {
-	cJSON *x;
-
-	if (!o)
-		return;
-	x = cj_us_item(ns);
-	if (!x || !cJSON_AddItemToObject(o, key, x)) {
-		cJSON_Delete(x);
-		c->oom = true;
-	}
+	if (o)
+		add(c, o, key, cj_us_item(ns));
 }
 
 void cj_bytes(struct cctx *c, cJSON *o, const char *key, double bytes, uint64_t events,
@@ -488,13 +514,13 @@ double cj_value(const cJSON *v)
 void cj_str(struct cctx *c, cJSON *o, const char *key, const char *s)
 {
 	if (o)
-		track(c, cJSON_AddStringToObject(o, key, s ? s : ""));
+		add(c, o, key, cJSON_CreateString(s ? s : ""));
 }
 
 void cj_bool(struct cctx *c, cJSON *o, const char *key, bool v)
 {
 	if (o)
-		track(c, cJSON_AddBoolToObject(o, key, v));
+		add(c, o, key, cJSON_CreateBool(v));
 }
 
 void cj_push(struct cctx *c, cJSON *arr, cJSON *item)
