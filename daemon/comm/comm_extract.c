@@ -333,13 +333,12 @@ static uint32_t kernels_in(const struct crank *cr, int64_t lo, int64_t hi)
  * complete. Otherwise it is left out, and the result says why. Iterations
  * the importer kept are counted as they are.
  */
-static void last_step(struct cctx *c, struct crank *cr)
+static void last_step(struct crank *cr)
 {
 	const struct tl_rank *r = cr->r;
 	const struct ival *last;
 	uint32_t k, least = UINT32_MAX;
 
-	(void)c;
 	if (!cr->tail || cr->niters < 2 || !(r->flags & TL_RANK_STEP_FILTERED))
 		return;
 	last = &cr->iters[cr->niters - 1];
@@ -542,7 +541,7 @@ int comm_extract_rank(struct cctx *c, struct crank *cr)
 	sort_ival_inplace(cr->mem, cr->nmem, c->buf.tmp);
 	if ((err = iterations(c, cr, &m, gmin, gmax)))
 		goto out;
-	last_step(c, cr);
+	last_step(cr);
 	c->comm_events += cr->nev;
 out:
 	free(m.x);

@@ -195,7 +195,7 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 	int64_t cutoff = INT64_MIN, cutoff_ns = -1;
 	uint32_t n = 0, nargs = 0, *np, k = 0;
 	bool neg1 = false;
-	struct tail tl = { .rpc = rpc };
+	struct tail aside = { .rpc = rpc };
 
 	for (uint32_t i = 0; i < r->nev; i++) {
 		const struct tl_event *e = &r->ev[i];
@@ -246,7 +246,7 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 			/* not yet overwritten: kept rows only move down to n <= i,
 			 * kept args to nargs <= their own index, and args are
 			 * numbered in row order */
-			if (tail_row(&tl, e) && tail_put(r, &tl, e, nargs) < 0) {
+			if (tail_row(&aside, e) && tail_put(r, &aside, e, nargs) < 0) {
 				/* rows have moved: the rank is unusable either way */
 				tl_free_big(np);
 				return -ENOMEM;
