@@ -825,6 +825,33 @@ static void test_nccl_parser_config(void)
 	timeline_free(tl);
 }
 
+/* cj_us_item(): the exact text of integral ns, a double otherwise. */
+static void test_us_text(void)
+{
+	static const struct {
+		double ns;
+		const char *text;
+	} cases[] = {
+		{ 0, "0" },	      { 1, "0.001" },	   { 10, "0.01" },
+		{ 1000, "1" },	      { -1500, "-1.5" },   { -999, "-0.999" },
+		{ 4458676639291351.0, "4458676639291.351" }, { 120000, "120" },
+		{ 1.5, "0.0015" },    { NAN, "null" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cJSON *x = cj_us_item(cases[i].ns);
+		char *t = x ? cJSON_PrintUnformatted(x) : NULL;
+
+		CHECK(t && !strcmp(t, cases[i].text));
+		if (t && strcmp(t, cases[i].text))
+			fprintf(stderr, "  %g ns: %s, want %s\n", cases[i].ns, t, cases[i].text);
+		if (x && !isnan(cases[i].ns))
+			CHECK_NEAR(cj_value(x), cases[i].ns / 1000, 0);
+		free(t);
+		cJSON_Delete(x);
+	}
+}
+
 int main(void)
 {
 	RUN(test_breakdown);
@@ -840,5 +867,6 @@ int main(void)
 	RUN(test_breakdowns);
 	RUN(test_exact_us_and_null_bytes);
 	RUN(test_nccl_parser_config);
+	RUN(test_us_text);
 	return test_summary();
 }
