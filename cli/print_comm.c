@@ -152,7 +152,8 @@ void print_comm(const cJSON *r)
 	       num(c[1], path(it, "time_p99_us", NULL, NULL), 1e-3, 3));
 	cJSON_ArrayForEach(x, path(it, "left_out", NULL, NULL))
 		printf("  left out: rank %d, step at %s us: %s\n", (int)json_num(x, "rank", -1),
-		       num(c[0], path(x, "start_us", NULL, NULL), 1, 3), json_str(x, "reason", "?"));
+		       num(c[0], path(x, "start_us", NULL, NULL), 1, 3),
+		       json_str(x, "reason", "?"));
 	printf("link bandwidth: %s GB/s (%s)\n\n",
 	       num(c[2], path(r, "link_bandwidth_Bps", NULL, NULL), 1e-9, 1),
 	       json_str(r, "link_bandwidth_source", "?"));
@@ -177,7 +178,8 @@ void print_comm(const cJSON *r)
 			printf(" %s %s", tags[k], pct(c[1], path(cm, tags[k], NULL, NULL)));
 		printf(" memory %s idle %s\n", pct(c[2], path(s, "memory", NULL, NULL)),
 		       pct(c[3], path(s, "idle", NULL, NULL)));
-		printf("specification: compute = T - comm union %s, idle = T - kernels - comm %s\n\n",
+		printf("specification: compute = T - comm union %s, "
+		       "idle = T - kernels - comm %s\n\n",
 		       pct(c[0], path(s, "compute_spec", NULL, NULL)),
 		       pct(c[1], path(s, "idle_spec", NULL, NULL)));
 	}
@@ -227,11 +229,12 @@ void print_comm(const cJSON *r)
 		cJSON_ArrayForEach(y, path(x, "type_tags", NULL, NULL))
 			if (n < sizeof(moved) - 40)
 				n += (size_t)snprintf(moved + n, sizeof(moved) - n, "%s%s:%s",
-						      n ? " " : "", y->string, json_str(y, "tag", "?"));
+						      n ? " " : "", y->string,
+						      json_str(y, "tag", "?"));
 		table_add(t, json_str(x, "key", ""), json_str(x, "desc", ""),
 			  num(c[0], path(x, "size", NULL, NULL), 1, 0), json_str(x, "tag", ""),
-			  json_str(x, "tag_source", ""), num(c[1], path(x, "events", NULL, NULL), 1, 0),
-			  moved);
+			  json_str(x, "tag_source", ""),
+			  num(c[1], path(x, "events", NULL, NULL), 1, 0), moved);
 	}
 	table_print(t);
 	table_free(t);

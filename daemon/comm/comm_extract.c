@@ -321,8 +321,10 @@ static int iterations(struct cctx *c, struct crank *cr, struct marks *m, int64_t
 /* Kernels (compute and communication) starting in [lo, hi). */
 static uint32_t kernels_in(const struct crank *cr, int64_t lo, int64_t hi)
 {
-	return first_ival_at(cr->comp, 0, cr->ncomp, hi) - first_ival_at(cr->comp, 0, cr->ncomp, lo) +
-	       first_cev_at(cr->ev, 0, cr->nev, hi) - first_cev_at(cr->ev, 0, cr->nev, lo);
+	uint32_t comp = first_ival_at(cr->comp, 0, cr->ncomp, hi) -
+			first_ival_at(cr->comp, 0, cr->ncomp, lo);
+
+	return comp + first_cev_at(cr->ev, 0, cr->nev, hi) - first_cev_at(cr->ev, 0, cr->nev, lo);
 }
 
 /*

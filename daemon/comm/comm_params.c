@@ -120,9 +120,10 @@ int comm_parse_params(struct cctx *c)
 			for (i = 0; keys[i] && strcmp(keys[i], it->string); i++)
 				;
 			if (!keys[i])
-				return cerr(c, -EINVAL, "unknown parameter \"%s\" (accepted: rank, "
-					    "link_bandwidth, iteration, iterations, tags, tp, pp, dp, ep, windows, "
-					    "top)",
+				return cerr(c, -EINVAL,
+					    "unknown parameter \"%s\" (accepted: rank, "
+					    "link_bandwidth, iteration, iterations, tags, tp, pp, "
+					    "dp, ep, windows, top)",
 					    it->string);
 		}
 	}

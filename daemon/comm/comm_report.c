@@ -149,7 +149,8 @@ static void volume(struct cctx *c, cJSON *root, const struct cacc *a)
 		cj_bytes(c, x, "bytes", b->bytes, b->events, b->unknown);
 		cj_num(c, x, "events", (double)b->events);
 		cj_num(c, x, "events_bytes_unknown", (double)b->unknown);
-		cj_num(c, x, "bytes_per_iteration", a->max_iters && sized ? b->bytes / a->max_iters : NAN);
+		cj_num(c, x, "bytes_per_iteration",
+		       a->max_iters && sized ? b->bytes / a->max_iters : NAN);
 		cj_num(c, x, "bytes_per_step_per_gpu",
 		       a->rank_iters && sized ? b->bytes / (double)a->rank_iters : NAN);
 	}
@@ -238,7 +239,8 @@ static void left_out(struct cctx *c, cJSON *arr)
 		switch (cr->left_out) {
 		case LO_INCOMPLETE:
 			snprintf(why, sizeof(why), "incomplete: the last step launches %u kernels, "
-				 "the fewest of the earlier steps %u", cr->left_kernels, cr->left_min);
+				 "the fewest of the earlier steps %u",
+				 cr->left_kernels, cr->left_min);
 			break;
 		case LO_HTA:
 			snprintf(why, sizeof(why), "iterations=hta: HTA's step filter drops the "
@@ -246,8 +248,9 @@ static void left_out(struct cctx *c, cJSON *arr)
 			break;
 		case LO_OLD_CAPTURE:
 			snprintf(why, sizeof(why), "unavailable: the capture was encoded before "
-				 "timeline version 2, which drops the rows from the last ProfilerStep "
-				 "on (HTA's step filter); import the trace again to count it");
+				 "timeline version 2, which drops the rows from the last "
+				 "ProfilerStep on (HTA's step filter); import the trace again "
+				 "to count it");
 			break;
 		default:
 			continue;

@@ -448,9 +448,10 @@ static void test_overlap_window_big_alloc(void)
 
 #define T0 4458676638291LL /* + .351: step 1 starts at 4458676639291.351 us */
 #define PG_ARGS(coll, nelems)                                                                      \
-	"\"Collective name\":\"" coll "\",\"In msg nelems\":" #nelems ",\"Out msg nelems\":" #nelems \
-	",\"dtype\":\"Float\",\"Group size\":2,\"Process Group Name\":\"0\","                     \
-	"\"Process Group Description\":\"default_pg\",\"Process Group Ranks\":\"[0, 1]\""
+	"\"Collective name\":\"" coll "\",\"In msg nelems\":" #nelems                              \
+	",\"Out msg nelems\":" #nelems ",\"dtype\":\"Float\",\"Group size\":2,"                    \
+	"\"Process Group Name\":\"0\",\"Process Group Description\":\"default_pg\","              \
+	"\"Process Group Ranks\":\"[0, 1]\""
 
 struct jb {
 	char *s;
@@ -505,8 +506,9 @@ static struct timeline *steps(bool short_last)
 	for (int k = 0; k < 3; k++) {
 		int64_t s = T0 + 1000 * k;
 
-		jb_add(&b, "%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\","
-			   "\"pid\":1,\"tid\":1,\"ts\":%lld.351,\"dur\":1000}",
+		jb_add(&b, "%s{\"ph\":\"X\",\"cat\":\"user_annotation\","
+			   "\"name\":\"ProfilerStep#%d\",\"pid\":1,\"tid\":1,"
+			   "\"ts\":%lld.351,\"dur\":1000}",
 		       k ? "," : "", k + 1, (long long)s);
 		launch(&b, s + 10, s + 100, 100, 10 * k + 1, "kernel",
 		       "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 20, PG_ARGS("allreduce", 1000));
@@ -515,8 +517,8 @@ static struct timeline *steps(bool short_last)
 		launch(&b, s + 40, s + 600, 40, 10 * k + 4, "gpu_memcpy", "Memcpy HtoD", 7,
 		       "\"bytes\":4096");
 		if (!k)
-			launch(&b, s + 30, s + 400, 50, 3, "kernel", "ncclDevKernel_Broadcast_RING_LL",
-			       20, PG_ARGS("broadcast", 500));
+			launch(&b, s + 30, s + 400, 50, 3, "kernel",
+			       "ncclDevKernel_Broadcast_RING_LL", 20, PG_ARGS("broadcast", 500));
 	}
 	jb_add(&b, "]}");
 	if (timeline_new(&tl))
@@ -801,8 +803,8 @@ static void test_nccl_parser_config(void)
 	CHECK_NEAR(num(r, "bandwidth.DP.total_bytes"), 204882064, 0);
 	cJSON_Delete(r);
 	/* per-type rules: 10 all-reduces (24,211.804 us) of HTA's 2 steps, 15 of 3 */
-	r = run(tl, "{\"iterations\":\"hta\",\"tags\":[{\"collective\":\"AllReduce\",\"tag\":\"TP\"}]}",
-		NULL);
+	r = run(tl, "{\"iterations\":\"hta\","
+		    "\"tags\":[{\"collective\":\"AllReduce\",\"tag\":\"TP\"}]}", NULL);
 	CHECK_NEAR(num(r, "bandwidth.TP.events"), 10, 0);
 	CHECK_NEAR(num(r, "bandwidth.TP.time_us"), 24211.804, 1e-6);
 	CHECK_NEAR(num(r, "bandwidth.DP.events"), 4, 0);
@@ -812,8 +814,8 @@ static void test_nccl_parser_config(void)
 	CHECK_NEAR(num(r, "bandwidth.TP.time_us"), 46762.159, 1e-6);
 	cJSON_Delete(r);
 	/* 4 broadcasts (77.246 us) of 14 kernels, 6 (114.334 us) of 21 */
-	r = run(tl, "{\"iterations\":\"hta\",\"tags\":[{\"collective\":\"Broadcast\",\"tag\":\"PP\"}]}",
-		NULL);
+	r = run(tl, "{\"iterations\":\"hta\","
+		    "\"tags\":[{\"collective\":\"Broadcast\",\"tag\":\"PP\"}]}", NULL);
 	CHECK_NEAR(num(r, "bandwidth.PP.events"), 4, 0);
 	CHECK_NEAR(num(r, "bandwidth.PP.time_us"), 77.246, 1e-6);
 	CHECK_NEAR(num(r, "bandwidth.DP.events"), 10, 0);
