@@ -397,6 +397,20 @@ comm_event(struct cctx *c, struct crank *cr, const struct tl_event *e, const str
 	return 0;
 }
 
+/* iterations=hta: the comm kernel time of the step left out, for the
+ * reconciliation (every comm kernel of the capture is accounted for). */
+static void tail_comm_time(struct cctx *c, struct crank *cr)
+{
+	const struct tl_rank *r = cr->r;
+
+	for (uint32_t k = 0; k < r->ntail; k++) {
+		const struct tl_event *e = &r->tail[k];
+
+		if (e->kind == TL_K_KERNEL && sclass(c, e->name) == SC_COMM)
+			cr->left_comm_ns += e->dur_ns > 0 ? e->dur_ns : 0;
+	}
+}
+
 /* The tail's GPU work, as the by_stream pass does it. */
 static int tail_gpu(struct cctx *c, struct crank *cr, const struct marks *m, int64_t *gmin,
 		    int64_t *gmax)
@@ -536,6 +550,8 @@ int comm_extract_rank(struct cctx *c, struct crank *cr)
 	}
 	if (cr->tail && (err = tail_gpu(c, cr, &m, &gmin, &gmax)))
 		goto out;
+	if (cr->left_out == LO_HTA)
+		tail_comm_time(c, cr);
 	cr->ev = sort_cev(cr->ev, cr->nev, c->buf.tmp);
 	if (cr->ev == c->buf.tmp) /* the sorted copy is in the scratch: swap their roles */
 		c->buf.tmp = c->buf.ev, c->buf.ev = cr->ev;

@@ -84,6 +84,7 @@ struct crank {
 	uint8_t left_out;
 	int64_t left_start;
 	uint32_t left_kernels, left_min;
+	int64_t left_comm_ns; /* iterations=hta: the tail's comm kernel time, not read */
 	int64_t comm_total_ns; /* every comm kernel's duration, inside iterations or not */
 };
 

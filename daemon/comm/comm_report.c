@@ -206,6 +206,23 @@ static void groups(struct cctx *c, cJSON *root)
 	}
 }
 
+/* Comm kernel time of the steps iterations=hta leaves out (not read);
+ * NaN when a rank's capture has no tail to tell. */
+static double left_out_ns(const struct cctx *c)
+{
+	double ns = 0;
+
+	for (uint32_t i = 0; i < c->nranks; i++) {
+		const struct crank *cr = &c->ranks[i];
+
+		if (cr->left_out == LO_OLD_CAPTURE ||
+		    (cr->left_out == LO_HTA && !(cr->r->flags & TL_RANK_TAIL_KEPT)))
+			return NAN;
+		ns += (double)cr->left_comm_ns;
+	}
+	return ns;
+}
+
 static void reconcile(struct cctx *c, cJSON *root, const struct cacc *a)
 {
 	cJSON *o = cj_obj(c, root, "reconciliation");
@@ -220,6 +237,7 @@ static void reconcile(struct cctx *c, cJSON *root, const struct cacc *a)
 	cj_us(c, o, "comm_time_in_iterations_us", sum);
 	cj_us(c, o, "comm_time_outside_iterations_us", a->outside_ns);
 	cj_num(c, o, "events_outside_iterations", (double)a->outside_events);
+	cj_us(c, o, "comm_time_left_out_us", left_out_ns(c));
 	/* Σ per-tag sums + what fell outside every iteration = all comm time */
 	cj_bool(c, o, "tags_sum_to_total", fabs(sum + a->outside_ns - a->comm_total_ns) < 0.5);
 	cj_us(c, o, "comm_union_us", b->comm_union);

@@ -578,6 +578,7 @@ static void test_every_iteration(void)
 	CHECK_NEAR(num(r, "bandwidth.DP.total_bytes"), 3 * 4000 + 2000, 0);
 	CHECK_NEAR(num(r, "reconciliation.comm_kernel_time_us"), 350, 1e-9);
 	CHECK_NEAR(num(r, "reconciliation.comm_time_outside_iterations_us"), 0, 0);
+	CHECK_NEAR(num(r, "reconciliation.comm_time_left_out_us"), 0, 0);
 	cJSON_Delete(r);
 
 	r = run(tl, "{\"iterations\":\"hta\"}", NULL);
@@ -587,6 +588,9 @@ static void test_every_iteration(void)
 	CHECK(strstr(str(r, "iterations.left_out.0.reason"), "iterations=hta"));
 	CHECK_NEAR(num(r, "iterations.left_out.0.start_us"), (double)(T0 + 2000) + 0.351, 1e-3);
 	CHECK_NEAR(num(r, "bandwidth.DP.time_us"), 250, 1e-9);
+	/* every comm kernel accounted for: 250 read, step 2's 100 left out */
+	CHECK_NEAR(num(r, "reconciliation.comm_kernel_time_us"), 250, 1e-9);
+	CHECK_NEAR(num(r, "reconciliation.comm_time_left_out_us"), 100, 1e-9);
 	cJSON_Delete(r);
 	CHECK(!run(tl, "{\"iterations\":\"some\"}", &(int){ 0 }));
 
@@ -644,6 +648,8 @@ static void test_old_capture(void)
 	CHECK_NEAR(num(r, "iterations.count"), 2, 0);
 	CHECK(strstr(str(r, "iterations.left_out.0.reason"), "unavailable"));
 	CHECK_NEAR(num(r, "bandwidth.DP.time_us"), 250, 1e-9);
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "reconciliation"),
+					       "comm_time_left_out_us")));
 	cJSON_Delete(r);
 	timeline_free(old);
 }
@@ -801,6 +807,7 @@ static void test_nccl_parser_config(void)
 	CHECK_NEAR(num(r, "iterations.count"), 2, 0);
 	CHECK_NEAR(num(r, "bandwidth.DP.time_us"), 24289.05, 1e-6);
 	CHECK_NEAR(num(r, "bandwidth.DP.total_bytes"), 204882064, 0);
+	CHECK_NEAR(num(r, "reconciliation.comm_time_left_out_us"), 46876.493 - 24289.05, 1e-6);
 	cJSON_Delete(r);
 	/* per-type rules: 10 all-reduces (24,211.804 us) of HTA's 2 steps, 15 of 3 */
 	r = run(tl, "{\"iterations\":\"hta\","

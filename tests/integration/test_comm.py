@@ -75,6 +75,7 @@ def kineto_two_ranks_and_svg():
         hta = d.ctl_json("analyze", "comm", str(info["id"]), "iterations=hta")
         eq(hta["iterations"]["policy"], "hta")
         eq(hta["reconciliation"]["comm_kernel_time_us"], 363354)
+        eq(hta["reconciliation"]["comm_time_left_out_us"], 775252 - 363354)
         eq(hta["straggler"]["groups"][0]["instances"], 5)
         eq(sorted(x["rank"] for x in hta["iterations"]["left_out"]), [0, 1])
         expect(all("iterations=hta" in x["reason"] for x in hta["iterations"]["left_out"]),
