@@ -59,6 +59,28 @@ static void breakdown_row(struct table *t, const char *who, const cJSON *b, cons
 		  pct(c[9], ov));
 }
 
+/* A step not counted: rank, start, and the reason wrapped within 100
+ * columns. */
+static void print_left_out(const cJSON *x)
+{
+	const char *why = json_str(x, "reason", "?");
+	char c[32];
+	int col;
+
+	col = printf("  left out: rank %d, the step at %s us:", (int)json_num(x, "rank", -1),
+		     num(c, path(x, "start_us", NULL, NULL), 1, 3));
+	while (*why) {
+		size_t n = strcspn(why, " ");
+
+		if (col + 1 + (int)n > 98)
+			col = printf("\n   ");
+		col += printf(" %.*s", (int)n, why);
+		why += n;
+		why += strspn(why, " ");
+	}
+	printf("\n");
+}
+
 /* At most this many (rank, iteration) rows; --json has them all. */
 #define ITER_ROWS 24
 
@@ -151,9 +173,7 @@ void print_comm(const cJSON *r)
 	       num(c[0], path(it, "time_mean_us", NULL, NULL), 1e-3, 3),
 	       num(c[1], path(it, "time_p99_us", NULL, NULL), 1e-3, 3));
 	cJSON_ArrayForEach(x, path(it, "left_out", NULL, NULL))
-		printf("  left out: rank %d, step at %s us: %s\n", (int)json_num(x, "rank", -1),
-		       num(c[0], path(x, "start_us", NULL, NULL), 1, 3),
-		       json_str(x, "reason", "?"));
+		print_left_out(x);
 	printf("link bandwidth: %s GB/s (%s)\n\n",
 	       num(c[2], path(r, "link_bandwidth_Bps", NULL, NULL), 1e-9, 1),
 	       json_str(r, "link_bandwidth_source", "?"));
@@ -264,11 +284,14 @@ void print_comm(const cJSON *r)
 		table_free(t);
 	}
 	x = path(r, "reconciliation", NULL, NULL);
-	printf("\nreconciliation: comm kernel time %s ms = in iterations %s + outside %s; union %s ms "
-	       "(<= sum: %s); ratios sum to %s\n",
+	printf("\nreconciliation: comm kernels %s ms = in iterations %s + outside %s",
 	       num(c[0], path(x, "comm_kernel_time_us", NULL, NULL), 1e-3, 3),
 	       num(c[1], path(x, "comm_time_in_iterations_us", NULL, NULL), 1e-3, 3),
-	       num(c[2], path(x, "comm_time_outside_iterations_us", NULL, NULL), 1e-3, 3),
+	       num(c[2], path(x, "comm_time_outside_iterations_us", NULL, NULL), 1e-3, 3));
+	if (json_num(x, "comm_time_left_out_us", 0) > 0) /* iterations=hta */
+		printf("; left out %s ms",
+		       num(c[5], path(x, "comm_time_left_out_us", NULL, NULL), 1e-3, 3));
+	printf("\n  union %s ms (<= sum: %s); ratios sum to %s\n",
 	       num(c[3], path(x, "comm_union_us", NULL, NULL), 1e-3, 3),
 	       cJSON_IsTrue(path(x, "union_le_sum", NULL, NULL)) ? "yes" : "NO",
 	       num(c[4], path(x, "union_ratio_sum", NULL, NULL), 1, 6));

@@ -256,19 +256,17 @@ static void left_out(struct cctx *c, cJSON *arr)
 
 		switch (cr->left_out) {
 		case LO_INCOMPLETE:
-			snprintf(why, sizeof(why), "incomplete: the last step launches %u kernels, "
-				 "the fewest of the earlier steps %u",
-				 cr->left_kernels, cr->left_min);
+			snprintf(why, sizeof(why), "incomplete: %u kernels, against at least %u "
+				 "in every earlier step", cr->left_kernels, cr->left_min);
 			break;
 		case LO_HTA:
 			snprintf(why, sizeof(why), "iterations=hta: HTA's step filter drops the "
 				 "last ProfilerStep");
 			break;
 		case LO_OLD_CAPTURE:
-			snprintf(why, sizeof(why), "unavailable: the capture was encoded before "
-				 "timeline version 2, which drops the rows from the last "
-				 "ProfilerStep on (HTA's step filter); import the trace again "
-				 "to count it");
+			snprintf(why, sizeof(why), "unavailable: captures encoded before "
+				 "timeline version 2 lack the rows HTA's step filter drops; "
+				 "import the trace again");
 			break;
 		default:
 			continue;

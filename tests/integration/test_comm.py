@@ -80,6 +80,10 @@ def kineto_two_ranks_and_svg():
         eq(sorted(x["rank"] for x in hta["iterations"]["left_out"]), [0, 1])
         expect(all("iterations=hta" in x["reason"] for x in hta["iterations"]["left_out"]),
                "reason: %r" % hta["iterations"]["left_out"])
+        p = d.ctl("analyze", "comm", str(info["id"]), "iterations=hta", check=0)
+        out = p.stdout.decode()
+        expect("left out: rank 1" in out and "left out 411.898 ms" in out, out)
+        eq([ln for ln in out.splitlines() if len(ln) > 100], [], "within 100 columns")
         with tempfile.TemporaryDirectory() as tmp:
             svg = os.path.join(tmp, "comm.svg")
             p = d.ctl("analyze", "comm", str(info["id"]), "--svg", svg)
