@@ -27,6 +27,9 @@ struct timeline;
  * iteration (annotation name, '*' suffix = prefix match), tags (mapping
  * rules), tp/pp/dp/ep (sizes for stride inference), windows (bool: full
  * phase-window distributions), top (straggler instances listed).
+ * Times in µs computed from integer ns are cJSON_Raw nodes (exact decimal
+ * text, at most 3 decimals) whose valuedouble holds the value too: read
+ * numbers with cJSON_IsNumber(v) || cJSON_IsRaw(v).
  * Returns 0 and a new tree in *result (caller deletes), or a negative errno
  * with a one-line reason in err: -EINVAL bad params, -ENODATA no
  * communication kernels in the selected ranks, -ENOMEM.

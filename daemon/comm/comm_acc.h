@@ -34,8 +34,15 @@ struct bwacc {
 	struct dvec util;
 };
 
+/* Per collective type (events inside iterations, like the per-tag values). */
+struct tyacc {
+	uint64_t events, unknown;
+	double time_ns, bytes;
+};
+
 struct cacc {
 	struct brk all;
+	struct tyacc type[CT_N];
 	struct bwacc bw[TAG_N];
 	struct dvec iter_time; /* every (i, r) */
 	struct dvec win[TAG_N][TAG_N]; /* phase windows (ns), from → to */
@@ -51,6 +58,7 @@ struct cacc {
 /* Per rank, kept for the per-rank table. */
 struct rankacc {
 	struct brk b;
+	struct tyacc type[CT_N];
 	struct bwacc bw[TAG_N];
 	double ov_sum, ov_n;
 	cJSON *iters; /* per-iteration rows (moved into the result) */
@@ -58,6 +66,7 @@ struct rankacc {
 
 void bwacc_free(struct bwacc *b);
 void report_breakdown(struct cctx *c, cJSON *o, const struct brk *b);
+void report_types(struct cctx *c, cJSON *o, const struct tyacc *ty);
 void report_bandwidth(struct cctx *c, cJSON *o, struct bwacc *bw, double link_bw);
 int comm_report(struct cctx *c, cJSON *root, struct cacc *a);
 

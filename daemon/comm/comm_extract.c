@@ -112,11 +112,55 @@ struct marks {
 	uint32_t ngpu, capgpu, capcpu;
 };
 
+/* Position p of the rank: ev[] then the tail. */
+static const struct tl_event *tl_at(const struct tl_rank *r, uint32_t p)
+{
+	return p < r->nev ? &r->ev[p] : &r->tail[p - r->nev];
+}
+
 static int add_mark(struct crank *cr, uint32_t *cap, const struct tl_event *e)
 {
 	if (grow(&cr->iters, cr->niters, cap, sizeof(*cr->iters)))
 		return -ENOMEM;
 	cr->iters[cr->niters++] = (struct ival){ e->ts_ns, e->ts_ns + e->dur_ns };
+	return 0;
+}
+
+static bool gpu_work(const struct tl_event *e)
+{
+	return e->kind == TL_K_KERNEL || e->kind == TL_K_MEMCPY || e->kind == TL_K_MEMSET;
+}
+
+/* The step filter's tail (rows in file order, no by_stream): its CPU-side
+ * marks and record_param_comms args, and its GPU-side marks, at positions
+ * r->nev + k (tl_at()). */
+static int scan_tail_cpu(struct cctx *c, struct crank *cr, struct marks *m)
+{
+	const struct tl_rank *r = cr->r;
+	uint32_t rpc = timeline_str_find(c->tl, "record_param_comms", 18);
+
+	for (uint32_t k = 0; k < r->ntail; k++) {
+		const struct tl_event *e = &r->tail[k];
+
+		if (gpu_work(e))
+			continue;
+		if (rpc && e->name == rpc && e->external_id >= 0 && e->args != TL_NO_ARGS) {
+			if (grow(&m->x, m->nx, &m->capx, sizeof(*m->x)))
+				return -ENOMEM;
+			m->x[m->nx].ext = e->external_id;
+			m->x[m->nx++].a = &r->tail_args[e->args];
+		}
+		if (e->dur_ns <= 0 || !is_iter_mark(c, e))
+			continue;
+		if (e->kind != TL_K_GPU_USER_ANNOTATION) {
+			if (add_mark(cr, &m->capcpu, e))
+				return -ENOMEM;
+		} else {
+			if (grow(&m->gpu, m->ngpu, &m->capgpu, sizeof(*m->gpu)))
+				return -ENOMEM;
+			m->gpu[m->ngpu++] = r->nev + k;
+		}
+	}
 	return 0;
 }
 
@@ -128,6 +172,7 @@ static int scan_cpu(struct cctx *c, struct crank *cr, struct marks *m)
 	const struct tl_rank *r = cr->r;
 	const uint64_t *gpu = c->buf.gpu;
 	uint32_t rpc = timeline_str_find(c->tl, "record_param_comms", 18);
+	int err;
 
 	for (uint32_t i = 0; i < r->nev; i++) {
 		const struct tl_event *e;
@@ -155,6 +200,8 @@ static int scan_cpu(struct cctx *c, struct crank *cr, struct marks *m)
 			m->gpu[m->ngpu++] = i;
 		}
 	}
+	if (cr->tail && (err = scan_tail_cpu(c, cr, m)))
+		return err;
 	if (m->nx)
 		qsort(m->x, m->nx, sizeof(*m->x), cmp_xarg);
 	return 0;
@@ -171,9 +218,9 @@ static bool has_coll_args(struct cctx *c, const struct tl_args *a)
 /* The kernel's own args (Kineto copies them; our nsys import writes them),
  * else its launch op's record_param_comms via the shared External id. */
 static const struct tl_args *coll_args(struct cctx *c, const struct tl_rank *r,
-				       const struct tl_event *e, const struct xarg *x, uint32_t nx)
+				       const struct tl_event *e, const struct tl_args *a,
+				       const struct xarg *x, uint32_t nx)
 {
-	const struct tl_args *a = tl_event_args(r, e);
 	int64_t ext = e->external_id;
 
 	if (has_coll_args(c, a))
@@ -189,7 +236,7 @@ static const struct tl_args *coll_args(struct cctx *c, const struct tl_rank *r,
 	return NULL;
 }
 
-static int group_for(struct cctx *c, const struct tl_args *a, uint8_t type, uint32_t *out)
+static int group_for(struct cctx *c, const struct tl_args *a, uint32_t *out)
 {
 	uint32_t key = a ? (a->pg_name ? a->pg_name : a->pg_desc ? a->pg_desc : a->pg_ranks) : 0;
 	struct cgroup *g;
@@ -222,7 +269,7 @@ static int group_for(struct cctx *c, const struct tl_args *a, uint8_t type, uint
 	g->desc = a ? a->pg_desc : 0;
 	g->ranks_text = a ? a->pg_ranks : 0;
 	g->size = a && a->group_size > 0 ? (int32_t)a->group_size : -1;
-	comm_tag_group(c, g, type);
+	comm_tag_group(c, g);
 	*out = c->ngroups++;
 	if (key < c->nstrs)
 		c->group_of[key] = c->ngroups;
@@ -247,7 +294,7 @@ static int iterations(struct cctx *c, struct crank *cr, struct marks *m, int64_t
 	if (!cr->niters && m->ngpu) {
 		qsort(m->gpu, m->ngpu, sizeof(*m->gpu), cmp_u32);
 		for (uint32_t i = 0; i < m->ngpu; i++)
-			if (add_mark(cr, &cap, &cr->r->ev[m->gpu[i]]))
+			if (add_mark(cr, &cap, tl_at(cr->r, m->gpu[i])))
 				return -ENOMEM;
 	}
 	if (cr->niters) {
@@ -271,30 +318,123 @@ static int iterations(struct cctx *c, struct crank *cr, struct marks *m, int64_t
 	return 0;
 }
 
-/* One comm kernel: type, bytes, group from its args (or its launch op's). */
-static int comm_event(struct cctx *c, struct crank *cr, const struct tl_event *e,
-		      const struct marks *m, int64_t s, int64_t en)
+/* Kernels (compute and communication) starting in [lo, hi). */
+static uint32_t kernels_in(const struct crank *cr, int64_t lo, int64_t hi)
 {
-	const struct tl_args *a = coll_args(c, cr->r, e, m->x, m->nx);
+	uint32_t comp = first_ival_at(cr->comp, 0, cr->ncomp, hi) -
+			first_ival_at(cr->comp, 0, cr->ncomp, lo);
+
+	return comp + first_cev_at(cr->ev, 0, cr->nev, hi) - first_cev_at(cr->ev, 0, cr->nev, lo);
+}
+
+/*
+ * The step HTA's filter drops (the last iteration, when it starts at or
+ * after the filter's cutoff) is counted when it is complete: it launches
+ * at least as many kernels as the fewest of the rank's earlier iterations
+ * (a step the profiler's stop cut short lacks some); a lone iteration is
+ * complete. Otherwise it is left out, and the result says why. Iterations
+ * the importer kept are counted as they are.
+ */
+static void last_step(struct crank *cr)
+{
+	const struct tl_rank *r = cr->r;
+	const struct ival *last;
+	uint32_t k, least = UINT32_MAX;
+
+	if (!cr->tail || cr->niters < 2 || !(r->flags & TL_RANK_STEP_FILTERED))
+		return;
+	last = &cr->iters[cr->niters - 1];
+	if (last->s < r->step_cutoff_ns)
+		return;
+	for (uint32_t i = 0; i + 1 < cr->niters; i++) {
+		uint32_t n = kernels_in(cr, cr->iters[i].s, cr->iters[i].e);
+
+		least = n < least ? n : least;
+	}
+	k = kernels_in(cr, last->s, last->e);
+	if (k >= least)
+		return;
+	cr->left_out = LO_INCOMPLETE;
+	cr->left_start = last->s;
+	cr->left_kernels = k;
+	cr->left_min = least;
+	cr->niters--;
+}
+
+/* One comm kernel: type, bytes, group from its args (or its launch op's). */
+/* Inlined in both passes (by_stream, tail): it runs per comm kernel. */
+static inline __attribute__((always_inline)) int
+comm_event(struct cctx *c, struct crank *cr, const struct tl_event *e, const struct tl_args *own,
+	   const struct marks *m, int64_t s, int64_t en)
+{
+	const struct tl_args *a = coll_args(c, cr->r, e, own, m->x, m->nx);
 	int t = a ? coll_type_cached(c, a->collective_name) : -1;
 	uint8_t type = (uint8_t)(t >= 0 ? t : type_from_kernel(timeline_str(c->tl, e->name, NULL)));
 	int32_t n = a && a->group_size > 0 ? (int32_t)a->group_size : -1;
 	uint32_t g;
 	int err;
 
-	if ((err = group_for(c, a, type, &g)))
+	uint8_t tag;
+
+	if ((err = group_for(c, a, &g)))
 		return err;
 	if (g >= CEV_MAX_GROUPS)
 		return cerr(c, -E2BIG, "more than %u process groups", CEV_MAX_GROUPS);
+	tag = c->groups[g].ttag[type]; /* decided once per (group, type) */
+	if (tag == TTAG_UNSET)
+		tag = comm_tag_type(c, &c->groups[g], type);
 	/* built in registers, stored once (bit-fields) */
 	cr->ev[cr->nev++] = (struct cev){ .s = s, .e = en,
 					  .bytes = a ? bytes_of(type, a, el_size_cached(c, a->dtype))
 						     : -1,
 					  .n = n >= 0 ? n : c->groups[g].size, .group = g,
-					  .tag = c->groups[g].tag, .type = type };
+					  .tag = tag, .type = type };
 	c->groups[g].events++;
+	c->groups[g].tevents[type]++;
 	c->gcount[g]++;
+	c->tcount[tag]++;
 	cr->comm_total_ns += en - s;
+	return 0;
+}
+
+/* iterations=hta: the comm kernel time of the step left out, for the
+ * reconciliation (every comm kernel of the capture is accounted for). */
+static void tail_comm_time(struct cctx *c, struct crank *cr)
+{
+	const struct tl_rank *r = cr->r;
+
+	for (uint32_t k = 0; k < r->ntail; k++) {
+		const struct tl_event *e = &r->tail[k];
+
+		if (e->kind == TL_K_KERNEL && sclass(c, e->name) == SC_COMM)
+			cr->left_comm_ns += e->dur_ns > 0 ? e->dur_ns : 0;
+	}
+}
+
+/* The tail's GPU work, as the by_stream pass does it. */
+static int tail_gpu(struct cctx *c, struct crank *cr, const struct marks *m, int64_t *gmin,
+		    int64_t *gmax)
+{
+	const struct tl_rank *r = cr->r;
+	int err;
+
+	for (uint32_t k = 0; k < r->ntail; k++) {
+		const struct tl_event *e = &r->tail[k];
+		int64_t s = e->ts_ns, en = e->ts_ns + (e->dur_ns > 0 ? e->dur_ns : 0);
+
+		if (!gpu_work(e))
+			continue;
+		*gmin = s < *gmin ? s : *gmin;
+		*gmax = en > *gmax ? en : *gmax;
+		if (e->kind != TL_K_KERNEL)
+			cr->mem[cr->nmem++] = (struct ival){ s, en };
+		else if (sclass(c, e->name) != SC_COMM)
+			cr->comp[cr->ncomp++] = (struct ival){ s, en };
+		else if ((err = comm_event(c, cr, e,
+					   e->args == TL_NO_ARGS ? NULL : &r->tail_args[e->args], m,
+					   s, en)))
+			return err;
+	}
 	return 0;
 }
 
@@ -368,9 +508,10 @@ int comm_extract_rank(struct cctx *c, struct crank *cr)
 	int err;
 
 	cr->nev = cr->ncomp = cr->nmem = 0;
+	memset(c->tcount, 0, sizeof(c->tcount));
 	if (c->ngroups)
 		memset(c->gcount, 0, c->ngroups * sizeof(*c->gcount));
-	if ((err = buf_room(&c->buf, r->nev, r->nby_stream)))
+	if ((err = buf_room(&c->buf, r->nev, r->nby_stream + (cr->tail ? r->ntail : 0))))
 		return err;
 	cr->ev = c->buf.ev, cr->comp = c->buf.comp, cr->mem = c->buf.mem;
 	mark_gpu(c->buf.gpu, r->by_stream, r->nby_stream);
@@ -404,9 +545,13 @@ int comm_extract_rank(struct cctx *c, struct crank *cr)
 			cr->mem[cr->nmem++] = (struct ival){ s, en };
 		else if (sclass(c, e->name) != SC_COMM)
 			cr->comp[cr->ncomp++] = (struct ival){ s, en };
-		else if ((err = comm_event(c, cr, e, &m, s, en)))
+		else if ((err = comm_event(c, cr, e, tl_event_args(r, e), &m, s, en)))
 			goto out;
 	}
+	if (cr->tail && (err = tail_gpu(c, cr, &m, &gmin, &gmax)))
+		goto out;
+	if (cr->left_out == LO_HTA)
+		tail_comm_time(c, cr);
 	cr->ev = sort_cev(cr->ev, cr->nev, c->buf.tmp);
 	if (cr->ev == c->buf.tmp) /* the sorted copy is in the scratch: swap their roles */
 		c->buf.tmp = c->buf.ev, c->buf.ev = cr->ev;
@@ -414,6 +559,7 @@ int comm_extract_rank(struct cctx *c, struct crank *cr)
 	sort_ival_inplace(cr->mem, cr->nmem, c->buf.tmp);
 	if ((err = iterations(c, cr, &m, gmin, gmax)))
 		goto out;
+	last_step(cr);
 	c->comm_events += cr->nev;
 out:
 	free(m.x);
@@ -447,6 +593,11 @@ int comm_select(struct cctx *c)
 			cr->link_bw = comm_link_bw_for_device(timeline_str(c->tl, r->devices[d].name, NULL));
 		if (c->link_bw)
 			cr->link_bw = c->link_bw;
+		if (r->flags & TL_RANK_STEP_FILTERED) {
+			cr->tail = !c->hta_iters && (r->flags & TL_RANK_TAIL_KEPT);
+			cr->left_out = c->hta_iters ? LO_HTA : cr->tail ? LO_NONE : LO_OLD_CAPTURE;
+			cr->left_start = r->step_cutoff_ns;
+		}
 		c->nranks++;
 	}
 	if (c->has_rank && !c->nranks) {

@@ -42,11 +42,17 @@ struct cgroup {
 	uint32_t key; /* string id: pg name, else description, else ranks text */
 	uint32_t name, desc, ranks_text; /* string ids, 0 absent */
 	int32_t size; /* group size, -1 */
-	uint8_t tag;
+	uint8_t tag; /* of its events that no "collective" rule moves */
 	const char *source; /* how the tag was decided (static string) */
+	/* per collective type: the tag (TTAG_UNSET until the first event of
+	 * the type); tag_rule: a "collective" rule decided it */
+	uint8_t ttag[CT_N];
+	bool tag_rule[CT_N];
 	uint64_t events;
+	uint64_t tevents[CT_N];
 	uint64_t nranks_seen;
 };
+#define TTAG_UNSET 0xff
 
 struct crule {
 	regex_t re;
@@ -57,6 +63,9 @@ struct crule {
 	uint32_t nranks;
 	uint8_t tag;
 };
+
+/* Why a rank's last step is not counted. */
+enum left_out { LO_NONE = 0, LO_INCOMPLETE, LO_HTA, LO_OLD_CAPTURE };
 
 /* Per selected rank: its comm events (by start), other GPU work (in the
  * context's shared buffers while the rank is processed), iterations. */
@@ -69,6 +78,13 @@ struct crank {
 	struct ival *iters; /* iteration windows, by start */
 	uint32_t niters;
 	double link_bw; /* B_hw for this rank (bytes/s), 0 unknown */
+	bool tail; /* the step filter's dropped rows are read too */
+	/* the last step, when left out: why (enum left_out), its start, and
+	 * for LO_INCOMPLETE its kernels against the fewest of the earlier steps */
+	uint8_t left_out;
+	int64_t left_start;
+	uint32_t left_kernels, left_min;
+	int64_t left_comm_ns; /* iterations=hta: the tail's comm kernel time, not read */
 	int64_t comm_total_ns; /* every comm kernel's duration, inside iterations or not */
 };
 
@@ -116,6 +132,7 @@ struct cctx {
 	bool iter_prefix;
 	int64_t size[TAG_N]; /* tp/pp/dp/ep given by the user, 0 unknown */
 	bool windows;
+	bool hta_iters; /* iterations=hta: without the step HTA's filter drops */
 	int64_t top;
 	struct crule *rules;
 	uint32_t nrules;
@@ -130,6 +147,7 @@ struct cctx {
 	struct cgroup *groups;
 	uint32_t ngroups, groups_cap;
 	uint32_t *gcount; /* per group: comm events of the rank being extracted */
+	uint64_t tcount[TAG_N]; /* per tag: comm events of the rank being extracted */
 	struct sggroup *sg; /* per group */
 	uint32_t nsg;
 
@@ -145,8 +163,12 @@ int cerr(struct cctx *c, int err, const char *fmt, ...) __attribute__((format(pr
 const cJSON *cparam(const struct cctx *c, const char *key);
 int comm_parse_params(struct cctx *c);
 void comm_free_rules(struct cctx *c);
-/* Tag of group g: user rules, then names, then sizes/stride, else OTHER. */
-void comm_tag_group(struct cctx *c, struct cgroup *g, uint8_t type);
+/* Tag of group g: user rules without "collective", then names, then
+ * sizes/stride, else OTHER. */
+void comm_tag_group(struct cctx *c, struct cgroup *g);
+/* Tag of group g's events of one collective type: the first user rule that
+ * matches the group and the type, else the group's tag. */
+uint8_t comm_tag_type(struct cctx *c, struct cgroup *g, uint8_t type);
 
 /* comm_extract.c: the selected ranks (c->ranks[].r, link_bw), then each
  * rank's events into the shared buffers (valid until the next rank). */
@@ -212,10 +234,25 @@ static inline void sg_put(struct cctx *c, uint32_t rank, const struct cev *v)
 		x->hi = v->s, x->last = rank, x->type = v->type;
 }
 
-/* JSON helpers that record allocation failure. */
+/* JSON helpers that record allocation failure. Keys must be static strings
+ * (they are not copied). */
 cJSON *cj_obj(struct cctx *c, cJSON *parent, const char *key);
 cJSON *cj_arr(struct cctx *c, cJSON *parent, const char *key);
 void cj_num(struct cctx *c, cJSON *o, const char *key, double v); /* NaN → null */
+/*
+ * A time given in ns as key's value in µs. An integral ns value (every sum
+ * of integer timestamps) is written exactly as a raw JSON number with at
+ * most 3 decimals: cJSON's printer keeps 15 significant digits, so an
+ * absolute start of 4458676639291.351 µs would print as ...291.35. Raw
+ * nodes also carry the value in valuedouble; read them with cj_value().
+ */
+void cj_us(struct cctx *c, cJSON *o, const char *key, double ns); /* NaN → null */
+cJSON *cj_us_item(double ns);
+/* Bytes: null when there were events but none had a size (unknown, not 0). */
+void cj_bytes(struct cctx *c, cJSON *o, const char *key, double bytes, uint64_t events,
+	      uint64_t unknown);
+/* A number of the result tree, raw (cj_us) or not; NaN otherwise. */
+double cj_value(const cJSON *v);
 void cj_str(struct cctx *c, cJSON *o, const char *key, const char *s);
 void cj_bool(struct cctx *c, cJSON *o, const char *key, bool v);
 void cj_push(struct cctx *c, cJSON *arr, cJSON *item);

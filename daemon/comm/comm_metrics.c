@@ -212,6 +212,27 @@ static void brk_add(struct brk *d, const struct brk *s)
 	d->comm_union += s->comm_union;
 }
 
+/* One (iteration, rank)'s time breakdown: the specification's values (comm
+ * per tag as sums, compute = T - |∪ comm|, idle) and the finer ones. */
+static void iter_breakdown(struct cctx *c, cJSON *o, const struct brk *b)
+{
+	cJSON *cm = cj_obj(c, o, "comm_us");
+	double all = 0;
+
+	for (int t = 0; t < TAG_N; t++) {
+		cj_us(c, cm, tag_name[t], b->sum_comm[t]);
+		all += b->sum_comm[t];
+	}
+	cj_us(c, o, "all_comm_us", all);
+	cj_us(c, o, "compute_spec_us", b->T - b->comm_union);
+	cj_us(c, o, "idle_spec_us", b->T - b->sum_comp - all);
+	cj_us(c, o, "compute_kernels_us", b->sum_comp);
+	cj_us(c, o, "memory_us", b->sum_mem);
+	cj_us(c, o, "idle_us", b->sum_idle);
+	cj_us(c, o, "compute_union_us", b->u_comp);
+	cj_us(c, o, "idle_union_us", b->u_idle);
+}
+
 /* One (iteration, rank): ev[0..n) are its comm events (by start). */
 static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct cev *ev,
 		    uint32_t n, uint32_t *ci, uint32_t *mi, struct scratch *s, struct cacc *a,
@@ -251,8 +272,16 @@ static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct cev v = ev[i]; /* one load: the stores below may alias ev */
 
+		struct tyacc *ty = &ra->type[v.type];
+
 		sg_put(c, rank, &v);
 		b.sum_comm[v.tag] += (double)(v.e - v.s);
+		ty->events++;
+		ty->time_ns += (double)(v.e - v.s);
+		if (v.bytes < 0)
+			ty->unknown++;
+		else
+			ty->bytes += (double)v.bytes;
 		s->ncu = clip_push(s->cu, s->ncu, v.s, v.e, lo, hi);
 		s->ntu[v.tag] = clip_push(s->tu[v.tag], s->ntu[v.tag], v.s, v.e, lo, hi);
 		bw_event(&ra->bw[v.tag], &a->bw[v.tag], &v, link_bw, &memo);
@@ -323,10 +352,11 @@ static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct 
 		double bw = known_union > 0 ? bytes / ((double)known_union * 1e-9) : NAN;
 
 		cj_num(c, o, "index", it);
-		cj_num(c, o, "start_us", ns_us((double)lo));
-		cj_num(c, o, "time_us", ns_us(b.T));
-		cj_num(c, o, "comm_union_us", ns_us(b.comm_union));
-		cj_num(c, o, "comm_bytes", bytes);
+		cj_us(c, o, "start_us", (double)lo);
+		cj_us(c, o, "time_us", b.T);
+		cj_us(c, o, "comm_union_us", b.comm_union);
+		iter_breakdown(c, cj_obj(c, o, "breakdown"), &b);
+		cj_bytes(c, o, "comm_bytes", bytes, n, nunk);
 		cj_num(c, o, "events", n);
 		cj_num(c, o, "events_bytes_unknown", nunk);
 		cj_num(c, o, "bw_Bps", bw);
@@ -358,12 +388,8 @@ static int one_rank(struct cctx *c, struct crank *cr, struct scratch *s, struct 
 	if (!err)
 		err = comm_straggler_begin(c);
 	if (!err && cr->link_bw > 0) { /* at most one utilisation value per event */
-		size_t per_tag[TAG_N] = { 0 };
-
-		for (uint32_t g = 0; g < c->ngroups; g++)
-			per_tag[c->groups[g].tag] += c->gcount[g];
 		for (int t = 0; t < TAG_N && !err; t++)
-			err = util_room(&a->bw[t].util, a->bw[t].util.n + per_tag[t]);
+			err = util_room(&a->bw[t].util, a->bw[t].util.n + c->tcount[t]);
 	}
 	/* an event belongs to the iteration its start falls in (windows are
 	 * sorted and disjoint), else it is outside every iteration */
@@ -392,6 +418,10 @@ static int one_rank(struct cctx *c, struct crank *cr, struct scratch *s, struct 
 	if (cr->niters > a->max_iters)
 		a->max_iters = cr->niters;
 	brk_add(&a->all, &ra.b);
+	for (int k = 0; k < CT_N; k++) {
+		a->type[k].events += ra.type[k].events, a->type[k].unknown += ra.type[k].unknown;
+		a->type[k].time_ns += ra.type[k].time_ns, a->type[k].bytes += ra.type[k].bytes;
+	}
 	for (int t = 0; t < TAG_N; t++) { /* the rank's slice of the global values */
 		bw_merge(&a->bw[t], &ra.bw[t]);
 		ra.bw[t].util = (struct dvec){ a->bw[t].util.v + util0[t],
@@ -404,6 +434,7 @@ static int one_rank(struct cctx *c, struct crank *cr, struct scratch *s, struct 
 		cj_num(c, o, "comm_events", cr->nev);
 		report_breakdown(c, cj_obj(c, o, "breakdown"), &ra.b);
 		report_bandwidth(c, cj_obj(c, o, "bandwidth"), ra.bw, cr->link_bw);
+		report_types(c, cj_obj(c, o, "types"), ra.type);
 		cj_num(c, o, "overlap_ratio", ra.ov_n ? ra.ov_sum / ra.ov_n : NAN);
 		if (ra.iters && o && cJSON_AddItemToObject(o, "iteration_list", ra.iters))
 			ra.iters = NULL;

@@ -104,7 +104,8 @@ static int num_param(struct cctx *c, const char *key, double lo, double hi, bool
 int comm_parse_params(struct cctx *c)
 {
 	static const char *const keys[] = { "rank", "link_bandwidth", "iteration", "tags", "tp",
-					    "pp", "dp", "ep", "windows", "top", NULL };
+					    "pp", "dp", "ep", "windows", "top", "iterations",
+					    NULL };
 	static const char *const sizes[TAG_N] = { "dp", "tp", "pp", "ep", NULL };
 	const cJSON *objs[2] = { c->params, c->defaults }, *it, *v;
 	double d;
@@ -119,8 +120,10 @@ int comm_parse_params(struct cctx *c)
 			for (i = 0; keys[i] && strcmp(keys[i], it->string); i++)
 				;
 			if (!keys[i])
-				return cerr(c, -EINVAL, "unknown parameter \"%s\" (accepted: rank, "
-					    "link_bandwidth, iteration, tags, tp, pp, dp, ep, windows, top)",
+				return cerr(c, -EINVAL,
+					    "unknown parameter \"%s\" (accepted: rank, "
+					    "link_bandwidth, iteration, iterations, tags, tp, pp, "
+					    "dp, ep, windows, top)",
 					    it->string);
 		}
 	}
@@ -145,6 +148,13 @@ int comm_parse_params(struct cctx *c)
 		if (!cJSON_IsBool(v))
 			return cerr(c, -EINVAL, "\"windows\" must be true or false");
 		c->windows = cJSON_IsTrue(v);
+	}
+	if ((v = cparam(c, "iterations"))) {
+		if (!cJSON_IsString(v) || (strcmp(v->valuestring, "all") &&
+					   strcmp(v->valuestring, "hta")))
+			return cerr(c, -EINVAL, "\"iterations\" must be \"all\" (every complete "
+				    "step) or \"hta\" (without the last ProfilerStep, as HTA)");
+		c->hta_iters = !strcmp(v->valuestring, "hta");
 	}
 	if ((v = cparam(c, "iteration"))) {
 		size_t n;
@@ -277,7 +287,44 @@ static int tag_from_stride(const struct cctx *c, int32_t n, int32_t stride)
 	return nhit == 1 ? hit : -1;
 }
 
-void comm_tag_group(struct cctx *c, struct cgroup *g, uint8_t type)
+/* Whether rule r matches group g (its ranks rk[0..n)) and, for a rule with
+ * "collective", the type (CT_N: none given, such rules never match). */
+static bool rule_matches(const struct cctx *c, const struct crule *r, const struct cgroup *g,
+			 const int32_t *rk, int n, uint8_t type)
+{
+	if (r->has_re && regexec(&r->re, timeline_str(c->tl, g->desc, NULL), 0, NULL, 0) &&
+	    regexec(&r->re, timeline_str(c->tl, g->name, NULL), 0, NULL, 0))
+		return false;
+	if (r->has_coll && (type >= CT_N || regexec(&r->coll, ctype_name[type], 0, NULL, 0)))
+		return false;
+	return !r->nranks || rule_ranks_match(r, rk, n);
+}
+
+uint8_t comm_tag_type(struct cctx *c, struct cgroup *g, uint8_t type)
+{
+	int32_t rk[1024];
+	int n;
+
+	if (g->ttag[type] != TTAG_UNSET)
+		return g->ttag[type];
+	g->ttag[type] = g->tag;
+	n = parse_ranks(timeline_str(c->tl, g->ranks_text, NULL), rk, 1024);
+	for (uint32_t i = 0; i < c->nrules; i++) {
+		const struct crule *r = &c->rules[i];
+
+		if (!rule_matches(c, r, g, rk, n, type))
+			continue;
+		/* a rule without "collective" is the group's own (g->tag) */
+		if (r->has_coll) {
+			g->ttag[type] = r->tag;
+			g->tag_rule[type] = true;
+		}
+		break;
+	}
+	return g->ttag[type];
+}
+
+void comm_tag_group(struct cctx *c, struct cgroup *g)
 {
 	const char *name = timeline_str(c->tl, g->name, NULL);
 	const char *desc = timeline_str(c->tl, g->desc, NULL);
@@ -285,17 +332,11 @@ void comm_tag_group(struct cctx *c, struct cgroup *g, uint8_t type)
 	int32_t rk[1024];
 	int n = parse_ranks(rtext, rk, 1024), t;
 
+	memset(g->ttag, TTAG_UNSET, sizeof(g->ttag));
 	for (uint32_t i = 0; i < c->nrules; i++) {
-		const struct crule *r = &c->rules[i];
-
-		if (r->has_re && regexec(&r->re, desc, 0, NULL, 0) &&
-		    regexec(&r->re, name, 0, NULL, 0))
+		if (!rule_matches(c, &c->rules[i], g, rk, n, CT_N))
 			continue;
-		if (r->has_coll && regexec(&r->coll, ctype_name[type], 0, NULL, 0))
-			continue;
-		if (r->nranks && !rule_ranks_match(r, rk, n))
-			continue;
-		g->tag = r->tag;
+		g->tag = c->rules[i].tag;
 		g->source = "mapping";
 		return;
 	}
@@ -357,12 +398,23 @@ static void track(struct cctx *c, const void *p)
 		c->oom = true;
 }
 
+/* x under key in o: keys are static strings (literals, tag_name[],
+ * ctype_name[]), added without the copy cJSON_AddItemToObject() makes —
+ * a result has tens of thousands of them (a row per iteration and rank). */
+static void add(struct cctx *c, cJSON *o, const char *key, cJSON *x)
+{
+	if (!x || !cJSON_AddItemToObjectCS(o, key, x)) {
+		cJSON_Delete(x);
+		c->oom = true;
+	}
+}
+
 cJSON *cj_obj(struct cctx *c, cJSON *parent, const char *key)
 {
 	cJSON *o = cJSON_CreateObject();
 
 	track(c, o);
-	if (o && parent && !(key ? cJSON_AddItemToObject(parent, key, o)
+	if (o && parent && !(key ? cJSON_AddItemToObjectCS(parent, key, o)
 				 : cJSON_AddItemToArray(parent, o))) {
 		cJSON_Delete(o);
 		c->oom = true;
@@ -376,7 +428,7 @@ cJSON *cj_arr(struct cctx *c, cJSON *parent, const char *key)
 	cJSON *o = cJSON_CreateArray();
 
 	track(c, o);
-	if (o && parent && !cJSON_AddItemToObject(parent, key, o)) {
+	if (o && parent && !cJSON_AddItemToObjectCS(parent, key, o)) {
 		cJSON_Delete(o);
 		c->oom = true;
 		return NULL;
@@ -386,21 +438,90 @@ cJSON *cj_arr(struct cctx *c, cJSON *parent, const char *key)
 
 void cj_num(struct cctx *c, cJSON *o, const char *key, double v)
 {
-	if (!o)
-		return;
-	track(c, isfinite(v) ? cJSON_AddNumberToObject(o, key, v) : cJSON_AddNullToObject(o, key));
+	if (o)
+		add(c, o, key, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
+}
+
+/* Largest ns magnitude a double holds exactly (2^53). */
+#define EXACT_NS 9007199254740992.0
+
+/* Decimal digits of v into p (no NUL); the count. Thousands of these per
+ * result: snprintf's format parsing was the larger part of their cost. */
+static int fmt_u64(char *p, uint64_t v)
+{
+	char t[20];
+	int n = 0;
+
+	do
+		t[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	for (int i = 0; i < n; i++)
+		p[i] = t[n - 1 - i];
+	return n;
+}
+
+cJSON *cj_us_item(double ns)
+{
+	char buf[40];
+	cJSON *x;
+	uint64_t a;
+	int n;
+
+	if (!isfinite(ns))
+		return cJSON_CreateNull();
+	if (ns != floor(ns) || fabs(ns) >= EXACT_NS)
+		return cJSON_CreateNumber(ns / 1000.0);
+	a = (uint64_t)fabs(ns);
+	n = 0;
+	if (ns < 0)
+		buf[n++] = '-';
+	n += fmt_u64(buf + n, a / 1000);
+	if (a % 1000) { /* 3 decimals, trailing zeros dropped */
+		unsigned f = (unsigned)(a % 1000);
+
+		buf[n++] = '.';
+		buf[n++] = (char)('0' + f / 100);
+		buf[n++] = (char)('0' + f / 10 % 10);
+		buf[n++] = (char)('0' + f % 10);
+		while (buf[n - 1] == '0')
+			n--;
+	}
+	buf[n] = '\0';
+	if (!(x = cJSON_CreateRaw(buf)))
+		return NULL;
+	x->valuedouble = ns / 1000.0;
+	return x;
+}
+
+void cj_us(struct cctx *c, cJSON *o, const char *key, double ns)
+{
+	if (o)
+		add(c, o, key, cj_us_item(ns));
+}
+
+void cj_bytes(struct cctx *c, cJSON *o, const char *key, double bytes, uint64_t events,
+	      uint64_t unknown)
+{
+	cj_num(c, o, key, events && unknown == events ? NAN : bytes);
+}
+
+double cj_value(const cJSON *v)
+{
+	if (cJSON_IsRaw(v) || cJSON_IsNumber(v))
+		return v->valuedouble;
+	return NAN;
 }
 
 void cj_str(struct cctx *c, cJSON *o, const char *key, const char *s)
 {
 	if (o)
-		track(c, cJSON_AddStringToObject(o, key, s ? s : ""));
+		add(c, o, key, cJSON_CreateString(s ? s : ""));
 }
 
 void cj_bool(struct cctx *c, cJSON *o, const char *key, bool v)
 {
 	if (o)
-		track(c, cJSON_AddBoolToObject(o, key, v));
+		add(c, o, key, cJSON_CreateBool(v));
 }
 
 void cj_push(struct cctx *c, cJSON *arr, cJSON *item)

@@ -160,10 +160,10 @@ int comm_straggler(struct cctx *c, cJSON *root)
 
 			for (size_t i = 0; i < sp.n; i++)
 				sum += sp.v[i], max = sp.v[i] > max ? sp.v[i] : max;
-			cj_num(c, x, "spread_mean_us", ns_us(sum / (double)sp.n));
-			cj_num(c, x, "spread_p50_us", ns_us(pctl_unsorted(sp.v, sp.n, 50)));
-			cj_num(c, x, "spread_p95_us", ns_us(pctl_unsorted(sp.v, sp.n, 95)));
-			cj_num(c, x, "spread_max_us", ns_us(max));
+			cj_us(c, x, "spread_mean_us", sum / (double)sp.n);
+			cj_us(c, x, "spread_p50_us", pctl_unsorted(sp.v, sp.n, 50));
+			cj_us(c, x, "spread_p95_us", pctl_unsorted(sp.v, sp.n, 95));
+			cj_us(c, x, "spread_max_us", max);
 		}
 		{
 			cJSON *lr = cj_arr(c, x, "last_arrivals");
@@ -190,7 +190,7 @@ int comm_straggler(struct cctx *c, cJSON *root)
 			cj_str(c, e, "group", g->key ? timeline_str(c->tl, g->key, NULL) : "(unknown)");
 			cj_num(c, e, "seq", all.h[i].seq);
 			cj_str(c, e, "type", ctype_name[all.h[i].type]);
-			cj_num(c, e, "spread_us", ns_us(all.h[i].spread));
+			cj_us(c, e, "spread_us", all.h[i].spread);
 			cj_num(c, e, "last_rank", all.h[i].last_rank);
 		}
 	}

@@ -56,7 +56,9 @@ static double get(const cJSON *o, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
 
-	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+	double x = cj_value(v);
+
+	return isnan(x) ? 0 : x;
 }
 
 static void bars(struct sbuf *b, const cJSON *ranks)

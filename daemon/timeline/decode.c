@@ -54,16 +54,102 @@ static bool fits(const struct rbuf *r, uint64_t n, uint64_t each)
 
 #define EV_FLAGS_KNOWN ((1u << 20) - 1)
 
-static int dec_rank(struct rbuf *b, uint32_t nstrs, struct tl_rank **ret, const char **why)
+/* One event; false when it is out of range (nstrs strings, nargs args). */
+static bool dec_event(struct rbuf *b, struct tl_event *e, uint32_t nstrs, uint32_t nargs)
+{
+	uint32_t ks;
+	int64_t hts, hend, ic;
+
+	e->ts_ns = rb_i64(b);
+	e->dur_ns = rb_i64(b);
+	hts = rb_i64(b);
+	hend = rb_i64(b);
+	e->pid = rb_i64(b);
+	e->tid = rb_i64(b);
+	e->stream = rb_i64(b);
+	e->correlation = rb_i64(b);
+	e->external_id = rb_i64(b);
+	ic = rb_i64(b);
+	e->index = rb_u32(b);
+	e->name = rb_u32(b);
+	e->cat = rb_u32(b);
+	e->args = rb_u32(b);
+	e->flags = rb_u32(b);
+	e->device = (int32_t)rb_u32(b);
+	ks = rb_u32(b);
+	e->kind = (uint8_t)ks;
+	e->sync = (uint8_t)(ks >> 8);
+	e->link = -1;
+	return tl_ev_set_hta(e, hts, hend) && tl_ev_set_index_corr(e, ic) && e->name < nstrs &&
+	       e->cat < nstrs && (e->args == TL_NO_ARGS || e->args < nargs) &&
+	       !(e->flags & ~EV_FLAGS_KNOWN) && e->kind < TL_K_COUNT &&
+	       e->sync <= TL_SYNC_STREAM_WAIT && !(ks >> 16) &&
+	       (!(e->flags & TL_EV_PID_STR) || (uint64_t)e->pid < nstrs) &&
+	       (!(e->flags & TL_EV_TID_STR) || (uint64_t)e->tid < nstrs);
+}
+
+/* One args record; false when a string id is out of range. */
+static bool dec_args(struct rbuf *b, struct tl_args *a, uint32_t nstrs)
+{
+	int64_t *n[] = { &a->wait_on_stream, &a->wait_on_event_record_corr,
+			 &a->wait_on_event_id, &a->queued, &a->bytes, &a->in_msg_nelems,
+			 &a->out_msg_nelems, &a->group_size, &a->context };
+	uint32_t *s[] = { &a->collective_name, &a->dtype, &a->pg_name, &a->pg_desc,
+			  &a->pg_ranks, &a->in_split, &a->out_split };
+
+	for (size_t j = 0; j < sizeof(n) / sizeof(n[0]); j++)
+		*n[j] = rb_i64(b);
+	for (size_t j = 0; j < sizeof(s) / sizeof(s[0]); j++) {
+		*s[j] = rb_u32(b);
+		if (*s[j] >= nstrs)
+			return false;
+	}
+	for (int j = 0; j < 3; j++)
+		a->grid[j] = (int32_t)rb_u32(b);
+	for (int j = 0; j < 3; j++)
+		a->block[j] = (int32_t)rb_u32(b);
+	return true;
+}
+
+/* Version 2: the rows the step filter dropped (tail events, then args). */
+static int dec_tail(struct rbuf *b, uint32_t nstrs, struct tl_rank *r, const char **why)
+{
+	uint32_t nt = rb_u32(b), na = rb_u32(b);
+
+	*why = "count larger than the data";
+	if (b->bad || !fits(b, nt, TL_ENC_EVENT) || !fits(b, na, TL_ENC_ARGS) ||
+	    (nt && !(r->flags & TL_RANK_STEP_FILTERED)))
+		return -EBADMSG;
+	/* zeroed: timeline_equal() compares events bytewise, padding included */
+	r->tail = calloc(nt ? nt : 1, sizeof(*r->tail));
+	r->tail_args = calloc(na ? na : 1, sizeof(*r->tail_args));
+	if (!r->tail || !r->tail_args)
+		return -ENOMEM;
+	*why = "bad tail event";
+	for (uint32_t i = 0; i < nt; i++)
+		if (!dec_event(b, &r->tail[i], nstrs, na))
+			return -EBADMSG;
+	r->ntail = nt;
+	*why = "string id out of range";
+	for (uint32_t i = 0; i < na; i++)
+		if (!dec_args(b, &r->tail_args[i], nstrs))
+			return -EBADMSG;
+	r->ntail_args = na;
+	return 0;
+}
+
+static int dec_rank(struct rbuf *b, uint32_t version, uint32_t nstrs, struct tl_rank **ret,
+		    const char **why)
 {
 	struct tl_rank *r = tl_rank_alloc(0);
 	uint32_t nev, nargs, nflows, nmeta, ndev;
+	int err;
 
 	if (!r)
 		return -ENOMEM;
 	r->rank = (int32_t)rb_u32(b);
 	r->flags = rb_u32(b) & (TL_RANK_HTA_ROUNDING | TL_RANK_STEP_FILTERED |
-				 TL_RANK_FROM_DIST_INFO);
+				 TL_RANK_FROM_DIST_INFO | (version >= 2 ? TL_RANK_TAIL_KEPT : 0));
 	r->raw_events = rb_u32(b);
 	r->parsed_events = rb_u32(b);
 	r->min_ts_ns = rb_i64(b);
@@ -96,63 +182,15 @@ static int dec_rank(struct rbuf *b, uint32_t nstrs, struct tl_rank **ret, const 
 		tl_rank_free(r);
 		return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < nev; i++) {
-		struct tl_event *e = &r->ev[i];
-		uint32_t ks;
-		int64_t hts, hend, ic;
-
-		e->ts_ns = rb_i64(b);
-		e->dur_ns = rb_i64(b);
-		hts = rb_i64(b);
-		hend = rb_i64(b);
-		e->pid = rb_i64(b);
-		e->tid = rb_i64(b);
-		e->stream = rb_i64(b);
-		e->correlation = rb_i64(b);
-		e->external_id = rb_i64(b);
-		ic = rb_i64(b);
-		e->index = rb_u32(b);
-		e->name = rb_u32(b);
-		e->cat = rb_u32(b);
-		e->args = rb_u32(b);
-		e->flags = rb_u32(b);
-		e->device = (int32_t)rb_u32(b);
-		ks = rb_u32(b);
-		e->kind = (uint8_t)ks;
-		e->sync = (uint8_t)(ks >> 8);
-		e->link = -1;
-		*why = "bad event";
-		if (!tl_ev_set_hta(e, hts, hend) || !tl_ev_set_index_corr(e, ic) ||
-		    e->name >= nstrs || e->cat >= nstrs ||
-		    (e->args != TL_NO_ARGS && e->args >= nargs) ||
-		    (e->flags & ~EV_FLAGS_KNOWN) || e->kind >= TL_K_COUNT ||
-		    e->sync > TL_SYNC_STREAM_WAIT || (ks >> 16) ||
-		    ((e->flags & TL_EV_PID_STR) && (uint64_t)e->pid >= nstrs) ||
-		    ((e->flags & TL_EV_TID_STR) && (uint64_t)e->tid >= nstrs))
+	*why = "bad event";
+	for (uint32_t i = 0; i < nev; i++)
+		if (!dec_event(b, &r->ev[i], nstrs, nargs))
 			goto bad;
-	}
 	r->nev = nev;
-	for (uint32_t i = 0; i < nargs; i++) {
-		struct tl_args *a = &r->args[i];
-		int64_t *n[] = { &a->wait_on_stream, &a->wait_on_event_record_corr,
-				 &a->wait_on_event_id, &a->queued, &a->bytes, &a->in_msg_nelems,
-				 &a->out_msg_nelems, &a->group_size, &a->context };
-		uint32_t *s[] = { &a->collective_name, &a->dtype, &a->pg_name, &a->pg_desc,
-				  &a->pg_ranks, &a->in_split, &a->out_split };
-
-		for (size_t j = 0; j < sizeof(n) / sizeof(n[0]); j++)
-			*n[j] = rb_i64(b);
-		for (size_t j = 0; j < sizeof(s) / sizeof(s[0]); j++) {
-			*s[j] = rb_u32(b);
-			*why = "string id out of range";
-			if (*s[j] >= nstrs)
-				goto bad;
-		}
-		for (int j = 0; j < 3; j++)
-			a->grid[j] = (int32_t)rb_u32(b);
-		for (int j = 0; j < 3; j++)
-			a->block[j] = (int32_t)rb_u32(b);
-	}
+	*why = "string id out of range";
+	for (uint32_t i = 0; i < nargs; i++)
+		if (!dec_args(b, &r->args[i], nstrs))
+			goto bad;
 	r->nargs = nargs;
 	/* flows, written by earlier versions: checked, not kept */
 	for (uint32_t i = 0; i < nflows; i++) {
@@ -197,6 +235,10 @@ static int dec_rank(struct rbuf *b, uint32_t nstrs, struct tl_rank **ret, const 
 			goto bad;
 	}
 	r->ndevices = ndev;
+	if (version >= 2 && (err = dec_tail(b, nstrs, r, why)) < 0) {
+		tl_rank_free(r);
+		return err;
+	}
 	*why = "truncated rank";
 	if (b->bad)
 		goto bad;
@@ -221,7 +263,7 @@ int timeline_decode(const void *buf, size_t len, struct timeline **ret, char *wh
 	}
 	b.off = 4;
 	version = rb_u32(&b);
-	if (version != TIMELINE_ENC_VERSION) {
+	if (version != TIMELINE_ENC_VERSION && version != 1) {
 		reason = "unsupported timeline version";
 		err = -ENOTSUP;
 		goto fail;
@@ -255,7 +297,7 @@ int timeline_decode(const void *buf, size_t len, struct timeline **ret, char *wh
 	for (uint32_t i = 0; i < nranks; i++) {
 		struct tl_rank *r;
 
-		err = dec_rank(&b, nstrs, &r, &reason);
+		err = dec_rank(&b, version, nstrs, &r, &reason);
 		if (err < 0)
 			goto fail;
 		if ((err = tl_insert_rank(tl, r)) < 0) {

@@ -5,7 +5,11 @@
  *
  *   "GPTL" u32 version u32 nstrs u32 nranks
  *   nstrs-1 × { u32 len, bytes }            (id 0 is "" and not stored)
- *   nranks × { rank header, events, args, flows, meta, devices }
+ *   nranks × { rank header, events, args, flows, meta, devices,
+ *              u32 ntail, u32 ntail_args, tail events, tail args }
+ *
+ * Version 1 had no tail (the rows HTA's step filter dropped were lost);
+ * it still decodes, with an empty tail and TL_RANK_TAIL_KEPT clear.
  *
  * Flows are no longer kept (the count written is 0); the section stays so
  * that captures written before can still be read (decode skips theirs).
@@ -165,6 +169,13 @@ static void enc_rank(struct wbuf *w, const struct tl_rank *r)
 		wb_u32(w, (uint32_t)d->regs_per_block);
 		wb_u32(w, (uint32_t)d->shared_mem_per_block);
 	}
+	/* version 2: the step filter's tail, events then args */
+	wb_u32(w, r->ntail);
+	wb_u32(w, r->ntail_args);
+	for (uint32_t i = 0; i < r->ntail; i++)
+		enc_event(w, &r->tail[i]);
+	for (uint32_t i = 0; i < r->ntail_args; i++)
+		enc_args(w, &r->tail_args[i]);
 }
 
 /* The encoded size, give or take the rank headers (an upper bound): the
@@ -178,7 +189,8 @@ static size_t enc_size(const struct timeline *tl)
 	for (uint32_t i = 0; i < tl->nranks; i++) {
 		const struct tl_rank *r = tl->ranks[i];
 
-		n += 128 + (size_t)r->nev * TL_ENC_EVENT + (size_t)r->nargs * TL_ENC_ARGS +
+		n += 136 + (size_t)(r->nev + r->ntail) * TL_ENC_EVENT +
+		     (size_t)(r->nargs + r->ntail_args) * TL_ENC_ARGS +
 		     (size_t)r->nmeta * TL_ENC_META +
 		     (size_t)r->ndevices * TL_ENC_DEVICE;
 	}
@@ -251,6 +263,12 @@ static bool rank_eq(const struct tl_rank *a, const struct tl_rank *b)
 		return false;
 	if (a->nev && memcmp(a->ev, b->ev, a->nev * sizeof(*a->ev)))
 		return false;
+	if (a->ntail != b->ntail || a->ntail_args != b->ntail_args ||
+	    (a->ntail && memcmp(a->tail, b->tail, a->ntail * sizeof(*a->tail))))
+		return false;
+	for (uint32_t i = 0; i < a->ntail_args; i++)
+		if (!args_eq(&a->tail_args[i], &b->tail_args[i]))
+			return false;
 	for (uint32_t i = 0; i < a->nargs; i++)
 		if (!args_eq(&a->args[i], &b->args[i]))
 			return false;

@@ -120,6 +120,66 @@ static int corr_link(struct tl_rank *r, struct tl_kp **pairs_out, uint32_t *npai
 	return 0;
 }
 
+/* The rows the filter drops, kept aside (r->tail): grown as they come, so
+ * a trace whose last step is small costs no pass over every row. */
+struct tail {
+	uint32_t cap, acap;
+	uint32_t rpc; /* string id of record_param_comms, 0 if absent */
+};
+
+/*
+ * Whether a dropped row goes to the tail: the rows the communication
+ * metrics read — GPU work, annotations (iteration marks) and the
+ * record_param_comms ops (collective args) — not the CPU ops, runtime
+ * calls and Python frames that are most of a step, which would make the
+ * capture half again as large (nccl_parser_config) for nothing.
+ */
+static bool tail_row(const struct tail *t, const struct tl_event *e)
+{
+	switch (e->kind) {
+	case TL_K_KERNEL:
+	case TL_K_MEMCPY:
+	case TL_K_MEMSET:
+	case TL_K_USER_ANNOTATION:
+	case TL_K_GPU_USER_ANNOTATION:
+		return true;
+	default:
+		return t->rpc && e->name == t->rpc;
+	}
+}
+
+static void tail_reset(struct tl_rank *r)
+{
+	free(r->tail), free(r->tail_args);
+	r->tail = NULL, r->tail_args = NULL;
+	r->ntail = r->ntail_args = 0;
+}
+
+/* A dropped row into the tail. nargs: the kept args so far, which have
+ * overwritten args[0..nargs) (none of this row's: args are numbered in row
+ * order, so a dropped row's come after every earlier kept row's). */
+static int tail_put(struct tl_rank *r, struct tail *t, const struct tl_event *e, uint32_t nargs)
+{
+	struct tl_event *x;
+
+	if (tl_grow((void **)&r->tail, &t->cap, r->ntail + 1, sizeof(*r->tail)) < 0)
+		return -ENOMEM;
+	x = &r->tail[r->ntail++];
+	memcpy(x, e, sizeof(*x)); /* padding too: timeline_equal() compares bytes */
+	x->link = -1;
+	if (e->args == TL_NO_ARGS)
+		return 0;
+	if (e->args < nargs) { /* cannot happen with row-ordered args: dropped, not wrong */
+		x->args = TL_NO_ARGS;
+		return 0;
+	}
+	if (tl_grow((void **)&r->tail_args, &t->acap, r->ntail_args + 1, sizeof(*r->tail_args)) < 0)
+		return -ENOMEM;
+	r->tail_args[r->ntail_args] = r->args[e->args];
+	x->args = r->ntail_args++;
+	return 0;
+}
+
 /*
  * HTA 4.8, one rank: rows at or past the last ProfilerStep's start are
  * dropped, and GPUKernelFilter rows whose correlation no kept CPU-side row
@@ -130,11 +190,12 @@ static int corr_link(struct tl_rank *r, struct tl_kp **pairs_out, uint32_t *npai
  * NaN and drop every row; docs/import.md).
  */
 static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
-		       struct tl_bythread *bt)
+		       struct tl_bythread *bt, uint32_t rpc)
 {
 	int64_t cutoff = INT64_MIN, cutoff_ns = -1;
 	uint32_t n = 0, nargs = 0, *np, k = 0;
 	bool neg1 = false;
+	struct tail aside = { .rpc = rpc };
 
 	for (uint32_t i = 0; i < r->nev; i++) {
 		const struct tl_event *e = &r->ev[i];
@@ -171,6 +232,7 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 		tl_free_big(np);
 		return -ENOMEM;
 	}
+	tail_reset(r);
 	for (uint32_t i = 0; i < r->nev; i++) {
 		struct tl_event *e = &r->ev[i];
 		bool keep;
@@ -180,8 +242,17 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 		else
 			keep = e->correlation == -1 ? neg1 : np[i];
 		np[i] = keep ? n : UINT32_MAX;
-		if (!keep)
+		if (!keep) {
+			/* not yet overwritten: kept rows only move down to n <= i,
+			 * kept args to nargs <= their own index, and args are
+			 * numbered in row order */
+			if (tail_row(&aside, e) && tail_put(r, &aside, e, nargs) < 0) {
+				/* rows have moved: the rank is unusable either way */
+				tl_free_big(np);
+				return -ENOMEM;
+			}
 			continue;
+		}
 		if (e->args != TL_NO_ARGS) { /* in place: nargs <= e->args */
 			if (nargs != e->args)
 				r->args[nargs] = r->args[e->args];
@@ -204,7 +275,7 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 	r->nev = n;
 	r->step_cutoff_hta_us = cutoff;
 	r->step_cutoff_ns = cutoff_ns;
-	r->flags |= TL_RANK_STEP_FILTERED;
+	r->flags |= TL_RANK_STEP_FILTERED | TL_RANK_TAIL_KEPT;
 	return 0;
 }
 
@@ -248,6 +319,7 @@ int timeline_finalize(struct timeline *tl, unsigned flags)
 {
 	uint32_t ids[2];
 	bool filter = !(flags & TL_FIN_NO_STEP_FILTER) && step_names(tl, ids, 2) >= 2;
+	uint32_t rpc = strtab_find(&tl->st, "record_param_comms", 18);
 
 	for (uint32_t i = 0; i < tl->nranks; i++) {
 		struct tl_rank *r = tl->ranks[i];
@@ -264,7 +336,7 @@ int timeline_finalize(struct timeline *tl, unsigned flags)
 			tl_bythread_free(bt);
 			return err;
 		}
-		if (filter && (err = step_filter(r, pairs, &npairs, bt)) < 0) {
+		if (filter && (err = step_filter(r, pairs, &npairs, bt, rpc)) < 0) {
 			tl_free_big(pairs);
 			tl_bythread_free(bt);
 			return err;

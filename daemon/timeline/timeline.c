@@ -571,6 +571,8 @@ void tl_rank_free(struct tl_rank *r)
 	free(r->args);
 	free(r->meta);
 	free(r->devices);
+	free(r->tail);
+	free(r->tail_args);
 	free(r);
 }
 
@@ -664,7 +666,8 @@ size_t timeline_mem_bytes(const struct timeline *tl)
 		const struct tl_rank *r = tl->ranks[i];
 
 		n += sizeof(*r) + (size_t)r->nev * (sizeof(*r->ev) + 2 * sizeof(uint32_t)) +
-		     (size_t)r->nargs * sizeof(*r->args) +
+		     (size_t)r->nargs * sizeof(*r->args) + (size_t)r->ntail * sizeof(*r->tail) +
+		     (size_t)r->ntail_args * sizeof(*r->tail_args) +
 		     (size_t)r->nmeta * sizeof(*r->meta) + (size_t)r->ndevices * sizeof(*r->devices) +
 		     (size_t)r->nby_stream * sizeof(*r->by_stream) +
 		     (size_t)r->nby_corr * (sizeof(*r->by_corr) + sizeof(*r->corr_keys)) +

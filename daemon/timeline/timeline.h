@@ -246,6 +246,9 @@ enum tl_rank_flags {
 	TL_RANK_STEP_FILTERED = 1u << 1, /* the ProfilerStep filter ran (4.8) */
 	TL_RANK_FINALIZED = 1u << 2, /* indexes below are built */
 	TL_RANK_FROM_DIST_INFO = 1u << 3, /* rank came from distributedInfo.rank */
+	/* the rows the ProfilerStep filter dropped are in tail[] (captures
+	 * encoded before version 2 lost them) */
+	TL_RANK_TAIL_KEPT = 1u << 4,
 };
 
 struct tl_rank {
@@ -271,6 +274,18 @@ struct tl_rank {
 	uint32_t trace_name; /* top-level traceName (string id), 0 */
 	uint32_t reserved;
 	int64_t base_time_ns; /* top-level baseTimeNanoseconds, -1 */
+
+	/*
+	 * The rows HTA's ProfilerStep filter dropped (4.8: from the last
+	 * step's start on) that the communication metrics read — GPU work,
+	 * annotations, record_param_comms — in file order, for the analyses
+	 * that count every iteration. Not in any index, and no HTA analysis
+	 * reads them: tail[i].args indexes tail_args, link is -1.
+	 */
+	struct tl_event *tail;
+	uint32_t ntail;
+	struct tl_args *tail_args;
+	uint32_t ntail_args;
 
 	/* Built by timeline_finalize(); positions into ev[]. */
 	uint32_t *by_stream; /* GPU-side events grouped per tl_stream, each by (ts_ns, index) */
@@ -399,7 +414,7 @@ static inline double tl_hta_dur(const struct tl_rank *r, const struct tl_event *
 
 /* ---- serialization (CAPSEC_TIMELINE extra section of a capture) ------- */
 
-#define TIMELINE_ENC_VERSION 1
+#define TIMELINE_ENC_VERSION 2 /* 2: the step filter's tail; 1 still decodes */
 /*
  * Encode a finalized timeline into a malloc'ed buffer (*buf, freed by the
  * caller). Little-endian, versioned, self-describing lengths; indexes are not

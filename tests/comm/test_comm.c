@@ -7,10 +7,13 @@
  * rank, user mappings, the straggler view and the SVG.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm/comm.h"
 #include "comm/comm_int.h"
@@ -98,7 +101,7 @@ static double num(const cJSON *o, const char *path)
 		path = dot + 1;
 	}
 	o = cJSON_GetObjectItemCaseSensitive(o, path);
-	return cJSON_IsNumber(o) ? o->valuedouble : NAN;
+	return cJSON_IsNumber(o) || cJSON_IsRaw(o) ? o->valuedouble : NAN;
 }
 
 static const cJSON *window(const cJSON *r, const char *from, const char *to)
@@ -441,6 +444,423 @@ static void test_overlap_window_big_alloc(void)
 	big_free(NULL, (size_t)4 << 20);
 }
 
+/* ---- every iteration, per-type rules, breakdowns, exact µs ------------- */
+
+#define T0 4458676638291LL /* + .351: step 1 starts at 4458676639291.351 us */
+#define PG_ARGS(coll, nelems)                                                                      \
+	"\"Collective name\":\"" coll "\",\"In msg nelems\":" #nelems                              \
+	",\"Out msg nelems\":" #nelems ",\"dtype\":\"Float\",\"Group size\":2,"                    \
+	"\"Process Group Name\":\"0\",\"Process Group Description\":\"default_pg\","              \
+	"\"Process Group Ranks\":\"[0, 1]\""
+
+struct jb {
+	char *s;
+	size_t n, cap;
+};
+
+static void jb_add(struct jb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void jb_add(struct jb *b, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (b->cap - b->n < 1024) {
+		b->cap = b->cap ? b->cap * 2 : 8192;
+		b->s = realloc(b->s, b->cap);
+	}
+	va_start(ap, fmt);
+	k = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+	va_end(ap);
+	b->n += (size_t)k;
+}
+
+/* A launch (cuda_runtime) at us, and its kernel (or memcpy) at kus. */
+static void launch(struct jb *b, int64_t us, int64_t kus, int dur, int corr, const char *cat,
+		   const char *name, int stream, const char *args)
+{
+	jb_add(b, ",{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,"
+		  "\"tid\":1,\"ts\":%lld.351,\"dur\":5,\"args\":{\"correlation\":%d}}",
+	       (long long)us, corr);
+	jb_add(b, ",{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"%s\",\"pid\":0,\"tid\":%d,"
+		  "\"ts\":%lld.351,\"dur\":%d,\"args\":{\"stream\":%d,\"correlation\":%d%s%s}}",
+	       cat, name, stream, (long long)kus, dur, stream, corr, args[0] ? "," : "", args);
+}
+
+/*
+ * One rank, three ProfilerSteps of 1000 us from T0 + .351 (k = 0, 1, 2):
+ * an all-reduce [100, 200) (4000 B), a gemm [150, 350), a memcpy [600,
+ * 640), each launched inside the step; step 0 also a broadcast [400, 450)
+ * (2000 B), all in default_pg. HTA's filter drops step 2 (from its start
+ * on). short_last: step 2 has no gemm (2 kernels fewer than... 1 against
+ * the fewest earlier, 2: incomplete).
+ */
+static struct timeline *steps(bool short_last)
+{
+	struct timeline *tl = NULL;
+	struct import_opts o = { .rank = -1 };
+	struct import_result res;
+	struct jb b = { 0 };
+	int rc;
+
+	jb_add(&b, "{\"distributedInfo\":{\"rank\":0},\"traceEvents\":[");
+	for (int k = 0; k < 3; k++) {
+		int64_t s = T0 + 1000 * k;
+
+		jb_add(&b, "%s{\"ph\":\"X\",\"cat\":\"user_annotation\","
+			   "\"name\":\"ProfilerStep#%d\",\"pid\":1,\"tid\":1,"
+			   "\"ts\":%lld.351,\"dur\":1000}",
+		       k ? "," : "", k + 1, (long long)s);
+		launch(&b, s + 10, s + 100, 100, 10 * k + 1, "kernel",
+		       "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 20, PG_ARGS("allreduce", 1000));
+		if (!(short_last && k == 2))
+			launch(&b, s + 20, s + 150, 200, 10 * k + 2, "kernel", "gemm", 7, "");
+		launch(&b, s + 40, s + 600, 40, 10 * k + 4, "gpu_memcpy", "Memcpy HtoD", 7,
+		       "\"bytes\":4096");
+		if (!k)
+			launch(&b, s + 30, s + 400, 50, 3, "kernel",
+			       "ncclDevKernel_Broadcast_RING_LL", 20, PG_ARGS("broadcast", 500));
+	}
+	jb_add(&b, "]}");
+	if (timeline_new(&tl))
+		return NULL;
+	rc = timeline_import_buf(b.s, b.n, &o, tl, &res);
+	free(b.s);
+	if (rc) {
+		fprintf(stderr, "import: %s\n", res.error_msg);
+		timeline_free(tl);
+		return NULL;
+	}
+	return tl;
+}
+
+static const char *str(const cJSON *o, const char *path)
+{
+	char key[64];
+	const char *dot;
+
+	while ((dot = strchr(path, '.'))) {
+		snprintf(key, sizeof(key), "%.*s", (int)(dot - path), path);
+		o = key[0] >= '0' && key[0] <= '9' ? cJSON_GetArrayItem(o, atoi(key))
+						   : cJSON_GetObjectItemCaseSensitive(o, key);
+		path = dot + 1;
+	}
+	o = cJSON_GetObjectItemCaseSensitive(o, path);
+	return cJSON_IsString(o) ? o->valuestring : "";
+}
+
+/* The step HTA drops is counted (every complete iteration); iterations=hta
+ * gives HTA's choice; the tail survives encode/decode. */
+static void test_every_iteration(void)
+{
+	struct timeline *tl = steps(false), *tl2 = NULL;
+	const struct tl_rank *tr;
+	cJSON *r;
+	void *enc = NULL;
+	size_t len = 0;
+	char why[128];
+
+	CHECK(tl);
+	if (!tl)
+		return;
+	tr = timeline_rank_at(tl, 0);
+	CHECK(tr->flags & TL_RANK_STEP_FILTERED);
+	CHECK(tr->flags & TL_RANK_TAIL_KEPT);
+	/* step 2: its annotation and 3 GPU rows (not the 3 launches) */
+	CHECK_EQ_INT(tr->ntail, 4);
+	r = run(tl, NULL, NULL);
+	CHECK(r);
+	CHECK_NEAR(num(r, "iterations.count"), 3, 0);
+	CHECK_STREQ(str(r, "iterations.policy"), "all");
+	CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "iterations"),
+							       "left_out")), 0);
+	/* 3 all-reduces of 100 us + a broadcast of 50 */
+	CHECK_NEAR(num(r, "bandwidth.DP.time_us"), 350, 1e-9);
+	CHECK_NEAR(num(r, "bandwidth.DP.total_bytes"), 3 * 4000 + 2000, 0);
+	CHECK_NEAR(num(r, "reconciliation.comm_kernel_time_us"), 350, 1e-9);
+	CHECK_NEAR(num(r, "reconciliation.comm_time_outside_iterations_us"), 0, 0);
+	CHECK_NEAR(num(r, "reconciliation.comm_time_left_out_us"), 0, 0);
+	cJSON_Delete(r);
+
+	r = run(tl, "{\"iterations\":\"hta\"}", NULL);
+	CHECK(r);
+	CHECK_NEAR(num(r, "iterations.count"), 2, 0);
+	CHECK_STREQ(str(r, "iterations.policy"), "hta");
+	CHECK(strstr(str(r, "iterations.left_out.0.reason"), "iterations=hta"));
+	CHECK_NEAR(num(r, "iterations.left_out.0.start_us"), (double)(T0 + 2000) + 0.351, 1e-3);
+	CHECK_NEAR(num(r, "bandwidth.DP.time_us"), 250, 1e-9);
+	/* every comm kernel accounted for: 250 read, step 2's 100 left out */
+	CHECK_NEAR(num(r, "reconciliation.comm_kernel_time_us"), 250, 1e-9);
+	CHECK_NEAR(num(r, "reconciliation.comm_time_left_out_us"), 100, 1e-9);
+	cJSON_Delete(r);
+	CHECK(!run(tl, "{\"iterations\":\"some\"}", &(int){ 0 }));
+
+	/* encoded and decoded: the same tail, the same three iterations */
+	CHECK_EQ_INT(timeline_encode(tl, &enc, &len), 0);
+	CHECK_EQ_INT(timeline_decode(enc, len, &tl2, why, sizeof(why)), 0);
+	CHECK(tl2 && timeline_equal(tl, tl2));
+	r = tl2 ? run(tl2, NULL, NULL) : NULL;
+	CHECK_NEAR(num(r, "iterations.count"), 3, 0);
+	cJSON_Delete(r);
+	timeline_free(tl2);
+	free(enc);
+	timeline_free(tl);
+
+	/* an incomplete last step (1 kernel against the fewest earlier, 2) */
+	tl = steps(true);
+	r = tl ? run(tl, NULL, NULL) : NULL;
+	CHECK(r);
+	CHECK_NEAR(num(r, "iterations.count"), 2, 0);
+	CHECK(strstr(str(r, "iterations.left_out.0.reason"), "incomplete"));
+	CHECK_NEAR(num(r, "reconciliation.comm_time_outside_iterations_us"), 100, 1e-9);
+	CHECK_NEAR(num(r, "reconciliation.comm_kernel_time_us"), 350, 1e-9);
+	cJSON_Delete(r);
+	timeline_free(tl);
+}
+
+/* A capture encoded before the tail (version 1: the same layout without
+ * the tail sections): the last step is unavailable, and the result says so. */
+static void test_old_capture(void)
+{
+	struct timeline *tl = steps(false), *old = NULL;
+	const struct tl_rank *tr;
+	uint8_t *enc = NULL;
+	size_t len = 0, tail;
+	char why[128];
+	cJSON *r;
+
+	CHECK(tl);
+	if (!tl)
+		return;
+	tr = timeline_rank_at(tl, 0);
+	CHECK_EQ_INT(timeline_encode(tl, (void **)&enc, &len), 0);
+	/* one rank: its tail sections end the encoding */
+	tail = 8 + (size_t)tr->ntail * 108 + (size_t)tr->ntail_args * 124;
+	CHECK(enc && len > tail && enc[4] == 2);
+	enc[4] = 1;
+	CHECK_EQ_INT(timeline_decode(enc, len - tail, &old, why, sizeof(why)), 0);
+	free(enc);
+	timeline_free(tl);
+	if (!old)
+		return;
+	tr = timeline_rank_at(old, 0);
+	CHECK(!(tr->flags & TL_RANK_TAIL_KEPT) && !tr->ntail);
+	r = run(old, NULL, NULL);
+	CHECK_NEAR(num(r, "iterations.count"), 2, 0);
+	CHECK(strstr(str(r, "iterations.left_out.0.reason"), "unavailable"));
+	CHECK_NEAR(num(r, "bandwidth.DP.time_us"), 250, 1e-9);
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "reconciliation"),
+					       "comm_time_left_out_us")));
+	cJSON_Delete(r);
+	timeline_free(old);
+}
+
+/* "collective" rules apply per event: the first matching rule wins. */
+static void test_rules_per_type(void)
+{
+	struct timeline *tl = steps(false);
+	cJSON *r;
+
+	CHECK(tl);
+	if (!tl)
+		return;
+	r = run(tl, "{\"tags\":[{\"collective\":\"Broadcast\",\"tag\":\"PP\"}]}", NULL);
+	CHECK_NEAR(num(r, "bandwidth.PP.events"), 1, 0);
+	CHECK_NEAR(num(r, "bandwidth.PP.time_us"), 50, 1e-9);
+	CHECK_NEAR(num(r, "bandwidth.DP.events"), 3, 0);
+	CHECK_STREQ(str(r, "groups.0.tag"), "DP");
+	CHECK_STREQ(str(r, "groups.0.tag_source"), "default_pg");
+	CHECK_STREQ(str(r, "groups.0.type_tags.Broadcast.tag"), "PP");
+	CHECK_NEAR(num(r, "groups.0.type_tags.Broadcast.events"), 1, 0);
+	CHECK(!cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
+		cJSON_GetObjectItem(r, "groups"), 0), "type_tags"), "AllReduce"));
+	/* the DP phase then PP in step 0: one window, 400 - 200 */
+	CHECK(window(r, "DP", "PP") && num(window(r, "DP", "PP"), "mean_us") == 200);
+	cJSON_Delete(r);
+	/* first match wins: a group rule before the type rule takes everything */
+	r = run(tl, "{\"tags\":[{\"match\":\"default\",\"tag\":\"TP\"},"
+		    "{\"collective\":\"Broadcast\",\"tag\":\"PP\"}]}", NULL);
+	CHECK_NEAR(num(r, "bandwidth.TP.events"), 4, 0);
+	CHECK_NEAR(num(r, "bandwidth.PP.events"), 0, 0);
+	cJSON_Delete(r);
+	/* ... and after it, the type rule moves its type first */
+	r = run(tl, "{\"tags\":[{\"collective\":\"AllReduce\",\"tag\":\"EP\"},"
+		    "{\"match\":\"default\",\"tag\":\"TP\"}]}", NULL);
+	CHECK_NEAR(num(r, "bandwidth.EP.events"), 3, 0);
+	CHECK_NEAR(num(r, "bandwidth.TP.events"), 1, 0);
+	CHECK_STREQ(str(r, "groups.0.tag"), "TP");
+	CHECK_STREQ(str(r, "groups.0.type_tags.AllReduce.tag"), "EP");
+	cJSON_Delete(r);
+	timeline_free(tl);
+}
+
+/* Per collective type, per (iteration, rank), the specification's compute
+ * and idle beside the finer ones. */
+static void test_breakdowns(void)
+{
+	struct timeline *tl = steps(false);
+	cJSON *r = tl ? run(tl, NULL, NULL) : NULL;
+
+	CHECK(r);
+	CHECK_NEAR(num(r, "types.AllReduce.events"), 3, 0);
+	CHECK_NEAR(num(r, "types.AllReduce.time_us"), 300, 1e-9);
+	CHECK_NEAR(num(r, "types.AllReduce.bytes"), 12000, 0);
+	CHECK_NEAR(num(r, "types.Broadcast.events"), 1, 0);
+	CHECK_NEAR(num(r, "types.Broadcast.time_us"), 50, 1e-9);
+	CHECK_NEAR(num(r, "types.Broadcast.bytes"), 2000, 0);
+	CHECK_NEAR(num(r, "ranks.0.types.AllReduce.events"), 3, 0);
+	/* step 0: T 1000, comm 150 (union 150), gemm 200, memcpy 40 */
+	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.comm_us.DP"), 150, 1e-9);
+	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.compute_spec_us"), 850, 1e-9);
+	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.compute_kernels_us"), 200, 1e-9);
+	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.idle_spec_us"), 650, 1e-9);
+	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.idle_us"), 610, 1e-9);
+	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.memory_us"), 40, 1e-9);
+	/* union side: gemm [150,350) minus comm [150,200) = 150; idle 1000 -
+	 * 150 - 150 - 40 */
+	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.compute_union_us"), 150, 1e-9);
+	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.idle_union_us"), 660, 1e-9);
+	CHECK_NEAR(num(r, "ranks.0.iteration_list.2.breakdown.comm_us.DP"), 100, 1e-9);
+	/* totals over 3 steps: compute = 3000 - 350, idle = 3000 - 600 - 350 */
+	CHECK_NEAR(num(r, "breakdown.sum.compute_spec_us"), 2650, 1e-9);
+	CHECK_NEAR(num(r, "breakdown.sum.idle_spec_us"), 2050, 1e-9);
+	CHECK_NEAR(num(r, "breakdown.sum.idle_us"), 1930, 1e-9);
+	CHECK_NEAR(num(r, "breakdown.sum.compute_us"), 600, 1e-9);
+	CHECK_NEAR(num(r, "breakdown.sum.ratios.compute_spec"), 2650.0 / 3000, 1e-12);
+	CHECK_NEAR(num(r, "breakdown.sum.ratios.idle_spec"), 2050.0 / 3000, 1e-12);
+	cJSON_Delete(r);
+	timeline_free(tl);
+}
+
+/* µs from integer ns print exactly; unknown sizes print null, not 0. */
+static void test_exact_us_and_null_bytes(void)
+{
+	struct timeline *tl = steps(false);
+	cJSON *r = tl ? run(tl, NULL, NULL) : NULL;
+	char *text = r ? cJSON_PrintUnformatted(r) : NULL;
+
+	CHECK(text && strstr(text, "\"start_us\":4458676639291.351,"));
+	CHECK(text && strstr(text, "\"start_us\":4458676638291.351,"));
+	CHECK(text && strstr(text, "\"time_us\":350,")); /* bandwidth.DP: no ".000" */
+	free(text);
+	cJSON_Delete(r);
+	timeline_free(tl);
+
+	/* two_ranks(): rank 0's SendRecv has no args, alone in OTHER */
+	tl = two_ranks();
+	r = tl ? run(tl, "{\"iteration\":\"iter\",\"rank\":0}", NULL) : NULL;
+	text = r ? cJSON_PrintUnformatted(r) : NULL;
+	CHECK(text);
+	if (text) {
+		const char *v = strstr(text, "\"volume\":");
+		const char *o = v ? strstr(v, "\"OTHER\":{") : NULL;
+
+		CHECK(o && !strncmp(o, "\"OTHER\":{\"bytes\":null,", 22));
+		CHECK(strstr(text, "\"SendRecv\":{\"events\":1,\"events_bytes_unknown\":1,"
+				   "\"time_us\":100,\"bytes\":null}"));
+		o = strstr(text, "\"bandwidth\":{\"DP\"");
+		CHECK(o && strstr(o, "\"OTHER\":{\"events\":1,\"events_bytes_unknown\":1,"
+				     "\"time_us\":100,\"total_bytes\":null,"));
+	}
+	free(text);
+	cJSON_Delete(r);
+	timeline_free(tl);
+}
+
+/* nccl_parser_config (HTA's test trace, one rank, three complete steps of
+ * 7 NCCL kernels): every step counted, then HTA's two. */
+static void test_nccl_parser_config(void)
+{
+	const char *shared = getenv("GPUPROF_SHARED");
+	char path[512];
+	struct timeline *tl = NULL;
+	struct import_result res;
+	cJSON *r;
+	char *text;
+	int fd;
+
+	if (!shared)
+		return;
+	snprintf(path, sizeof(path), "%s/reference/hta/traces/nccl_parser_config/nccl_data.json.gz",
+		 shared);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	CHECK(!timeline_new(&tl));
+	CHECK_EQ_INT(timeline_import_any_fd(fd, NULL, tl, &res), 0);
+	close(fd);
+	r = run(tl, NULL, NULL);
+	CHECK_NEAR(num(r, "iterations.count"), 3, 0);
+	CHECK_NEAR(num(r, "bandwidth.DP.time_us"), 46876.493, 1e-6);
+	CHECK_NEAR(num(r, "bandwidth.DP.total_bytes"), 307323096, 0);
+	CHECK_NEAR(num(r, "reconciliation.comm_kernel_time_us"), 46876.493, 1e-6);
+	CHECK_NEAR(num(r, "reconciliation.comm_time_in_iterations_us"), 46876.493, 1e-6);
+	/* the step HTA drops is the slowest for communication */
+	CHECK_NEAR(num(r, "ranks.0.iteration_list.2.comm_union_us"), 22587.443, 1e-6);
+	CHECK_NEAR(num(r, "types.AllReduce.events"), 15, 0);
+	CHECK_NEAR(num(r, "types.Broadcast.events"), 6, 0);
+	text = cJSON_PrintUnformatted(r);
+	CHECK(text && strstr(text, "\"start_us\":4458676639291.351,"));
+	free(text);
+	cJSON_Delete(r);
+	r = run(tl, "{\"iterations\":\"hta\"}", NULL);
+	CHECK_NEAR(num(r, "iterations.count"), 2, 0);
+	CHECK_NEAR(num(r, "bandwidth.DP.time_us"), 24289.05, 1e-6);
+	CHECK_NEAR(num(r, "bandwidth.DP.total_bytes"), 204882064, 0);
+	CHECK_NEAR(num(r, "reconciliation.comm_time_left_out_us"), 46876.493 - 24289.05, 1e-6);
+	cJSON_Delete(r);
+	/* per-type rules: 10 all-reduces (24,211.804 us) of HTA's 2 steps, 15 of 3 */
+	r = run(tl, "{\"iterations\":\"hta\","
+		    "\"tags\":[{\"collective\":\"AllReduce\",\"tag\":\"TP\"}]}", NULL);
+	CHECK_NEAR(num(r, "bandwidth.TP.events"), 10, 0);
+	CHECK_NEAR(num(r, "bandwidth.TP.time_us"), 24211.804, 1e-6);
+	CHECK_NEAR(num(r, "bandwidth.DP.events"), 4, 0);
+	cJSON_Delete(r);
+	r = run(tl, "{\"tags\":[{\"collective\":\"AllReduce\",\"tag\":\"TP\"}]}", NULL);
+	CHECK_NEAR(num(r, "bandwidth.TP.events"), 15, 0);
+	CHECK_NEAR(num(r, "bandwidth.TP.time_us"), 46762.159, 1e-6);
+	cJSON_Delete(r);
+	/* 4 broadcasts (77.246 us) of 14 kernels, 6 (114.334 us) of 21 */
+	r = run(tl, "{\"iterations\":\"hta\","
+		    "\"tags\":[{\"collective\":\"Broadcast\",\"tag\":\"PP\"}]}", NULL);
+	CHECK_NEAR(num(r, "bandwidth.PP.events"), 4, 0);
+	CHECK_NEAR(num(r, "bandwidth.PP.time_us"), 77.246, 1e-6);
+	CHECK_NEAR(num(r, "bandwidth.DP.events"), 10, 0);
+	cJSON_Delete(r);
+	r = run(tl, "{\"tags\":[{\"collective\":\"Broadcast\",\"tag\":\"PP\"}]}", NULL);
+	CHECK_NEAR(num(r, "bandwidth.PP.events"), 6, 0);
+	CHECK_NEAR(num(r, "bandwidth.PP.time_us"), 114.334, 1e-6);
+	cJSON_Delete(r);
+	timeline_free(tl);
+}
+
+/* cj_us_item(): the exact text of integral ns, a double otherwise. */
+static void test_us_text(void)
+{
+	static const struct {
+		double ns;
+		const char *text;
+	} cases[] = {
+		{ 0, "0" },	      { 1, "0.001" },	   { 10, "0.01" },
+		{ 1000, "1" },	      { -1500, "-1.5" },   { -999, "-0.999" },
+		{ 4458676639291351.0, "4458676639291.351" }, { 120000, "120" },
+		{ 1.5, "0.0015" },    { NAN, "null" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cJSON *x = cj_us_item(cases[i].ns);
+		char *t = x ? cJSON_PrintUnformatted(x) : NULL;
+
+		CHECK(t && !strcmp(t, cases[i].text));
+		if (t && strcmp(t, cases[i].text))
+			fprintf(stderr, "  %g ns: %s, want %s\n", cases[i].ns, t, cases[i].text);
+		if (x && !isnan(cases[i].ns))
+			CHECK_NEAR(cj_value(x), cases[i].ns / 1000, 0);
+		free(t);
+		cJSON_Delete(x);
+	}
+}
+
 int main(void)
 {
 	RUN(test_breakdown);
@@ -450,5 +870,12 @@ int main(void)
 	RUN(test_percentiles);
 	RUN(test_same_start);
 	RUN(test_overlap_window_big_alloc);
+	RUN(test_every_iteration);
+	RUN(test_old_capture);
+	RUN(test_rules_per_type);
+	RUN(test_breakdowns);
+	RUN(test_exact_us_and_null_bytes);
+	RUN(test_nccl_parser_config);
+	RUN(test_us_text);
 	return test_summary();
 }

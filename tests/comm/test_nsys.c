@@ -70,7 +70,7 @@ static double num(const cJSON *o, const char *path)
 		path = dot + 1;
 	}
 	o = cJSON_GetObjectItemCaseSensitive(o, path);
-	return cJSON_IsNumber(o) ? o->valuedouble : NAN;
+	return cJSON_IsNumber(o) || cJSON_IsRaw(o) ? o->valuedouble : NAN;
 }
 
 static char dbpath[64];

@@ -1073,8 +1073,81 @@ static void test_decode_old_flows(void)
 	timeline_free(tl);
 }
 
+/*
+ * The step filter's tail (version 2): the rows of the last step that the
+ * communication metrics read survive encode/decode; a tail whose event
+ * points past the tail's args, a tail on a rank the filter did not run on,
+ * truncations and flipped bytes are refused or decode to something valid.
+ */
+static void test_decode_tail(void)
+{
+	const char *doc = "{\"traceEvents\": ["
+			  "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\","
+			  "\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":100},"
+			  "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#2\","
+			  "\"pid\":1,\"tid\":1,\"ts\":100,\"dur\":100},"
+			  "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+			  "\"pid\":1,\"tid\":1,\"ts\":110,\"dur\":5,\"args\":{\"correlation\":3}},"
+			  "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,"
+			  "\"ts\":120,\"dur\":10,\"args\":{\"stream\":7,\"correlation\":3,"
+			  "\"grid\":[1,2,3]}}]}";
+	struct timeline *tl, *d = NULL;
+	const struct tl_rank *r;
+	uint8_t *enc, *copy;
+	size_t len, tail_at;
+	unsigned seed = 7;
+	char why[128];
+
+	CHECK_EQ_INT(IMP(doc, NULL, NULL, &tl), 0);
+	r = timeline_rank(tl, 0);
+	CHECK(r->flags & TL_RANK_STEP_FILTERED && r->flags & TL_RANK_TAIL_KEPT);
+	/* step 2's annotation and kernel, not its launch */
+	CHECK_EQ_INT(r->ntail, 2);
+	CHECK_EQ_INT(r->ntail_args, 1);
+	CHECK_EQ_INT(r->tail[1].kind, TL_K_KERNEL);
+	CHECK_EQ_INT(r->tail_args[r->tail[1].args].grid[2], 3);
+	CHECK_EQ_INT(timeline_encode(tl, (void **)&enc, &len), 0);
+	CHECK_EQ_INT(timeline_decode(enc, len, &d, why, sizeof(why)), 0);
+	CHECK(d && timeline_equal(tl, d));
+	timeline_free(d);
+	/* one rank: the tail is the end; its second event's args index */
+	tail_at = len - (8 + 2 * (size_t)TL_ENC_EVENT + TL_ENC_ARGS);
+	copy = malloc(len);
+	memcpy(copy, enc, len);
+	copy[tail_at + 8 + TL_ENC_EVENT + 92] = 1; /* args 1 of 1 */
+	d = NULL;
+	CHECK(timeline_decode(copy, len, &d, why, sizeof(why)) < 0);
+	CHECK(!strncmp(why, "bad tail event", 14));
+	{ /* the rank header's flags without TL_RANK_STEP_FILTERED */
+		size_t at = 16;
+
+		for (uint32_t i = 1; i < le32(enc + 8); i++)
+			at += 4 + le32(enc + at);
+		memcpy(copy, enc, len);
+		CHECK(copy[at + 4] & TL_RANK_STEP_FILTERED);
+		copy[at + 4] &= (uint8_t)~TL_RANK_STEP_FILTERED;
+		CHECK(timeline_decode(copy, len, &d, why, sizeof(why)) < 0);
+	}
+	for (size_t cut = 0; cut < len; cut++)
+		CHECK(timeline_decode(enc, cut, &d, why, sizeof(why)) < 0);
+	for (int i = 0; i < 5000; i++) {
+		memcpy(copy, enc, len);
+		for (int k = 0; k < 1 + i % 4; k++) {
+			seed = seed * 1103515245u + 12345u;
+			copy[tail_at + (seed >> 8) % (len - tail_at)] ^= (uint8_t)(seed >> 20) | 1;
+		}
+		d = NULL;
+		if (timeline_decode(copy, len, &d, why, sizeof(why)) == 0)
+			timeline_free(d);
+	}
+	free(copy);
+	free(enc);
+	timeline_free(tl);
+}
+
 int main(void)
 {
+	RUN(test_decode_tail);
 	RUN(test_empty_and_garbage);
 	RUN(test_decode_old_flows);
 	RUN(test_deep_nesting);

@@ -7,6 +7,7 @@ SVG through a client fd, config defaults and params reach the analysis."""
 
 import glob
 import os
+import re
 import sqlite3
 import tempfile
 import xml.etree.ElementTree as ET
@@ -54,12 +55,35 @@ def kineto_two_ranks_and_svg():
         eq(res["analysis"], "comm")
         eq(res["nranks"], 2)
         check_reconciled(res, "trace_filter")
-        # 5 SendRecv kernels per rank, no collective args: sizes unknown
-        eq(res["bandwidth"]["OTHER"]["events"], 10)
-        eq(res["bandwidth"]["OTHER"]["events_bytes_unknown"], 10)
+        # 5 SendRecv kernels per rank and step, no collective args: sizes
+        # unknown; both steps of each rank count (HTA drops the second)
+        eq(res["bandwidth"]["OTHER"]["events"], 20)
+        eq(res["bandwidth"]["OTHER"]["events_bytes_unknown"], 20)
+        eq(res["bandwidth"]["OTHER"]["total_bytes"], None, "no size known: null, not 0")
+        eq(res["volume"]["OTHER"]["bytes"], None)
         eq(res["unmapped_groups"], ["(unknown)"])
         eq(res["iterations"]["source"], "ProfilerStep#N")
+        eq(res["iterations"]["policy"], "all")
+        eq(res["iterations"]["rank_iterations"], 4)
+        eq(res["iterations"]["left_out"], [])
+        eq(res["reconciliation"]["comm_kernel_time_us"], 775252)
+        eq(res["bandwidth"]["OTHER"]["time_us"], 775252)
         eq(len(res["straggler"]["groups"]), 1, "one group matched across ranks")
+        eq(res["straggler"]["groups"][0]["instances"], 10, "10 stragglers")
+        eq(res["types"]["SendRecv"]["events"], 20)
+        # HTA's choice on request: the last step of each rank left out, said why
+        hta = d.ctl_json("analyze", "comm", str(info["id"]), "iterations=hta")
+        eq(hta["iterations"]["policy"], "hta")
+        eq(hta["reconciliation"]["comm_kernel_time_us"], 363354)
+        eq(hta["reconciliation"]["comm_time_left_out_us"], 775252 - 363354)
+        eq(hta["straggler"]["groups"][0]["instances"], 5)
+        eq(sorted(x["rank"] for x in hta["iterations"]["left_out"]), [0, 1])
+        expect(all("iterations=hta" in x["reason"] for x in hta["iterations"]["left_out"]),
+               "reason: %r" % hta["iterations"]["left_out"])
+        p = d.ctl("analyze", "comm", str(info["id"]), "iterations=hta", check=0)
+        out = p.stdout.decode()
+        expect("left out: rank 1" in out and "left out 411.898 ms" in out, out)
+        eq([ln for ln in out.splitlines() if len(ln) > 100], [], "within 100 columns")
         with tempfile.TemporaryDirectory() as tmp:
             svg = os.path.join(tmp, "comm.svg")
             p = d.ctl("analyze", "comm", str(info["id"]), "--svg", svg)
@@ -67,14 +91,23 @@ def kineto_two_ranks_and_svg():
             out = p.stdout.decode()
             expect("Time breakdown" in out and "Bandwidth" in out and "Phase windows" in out,
                    "human tables: " + out)
+            expect("Per iteration" in out and "Per collective type" in out, "breakdowns: " + out)
+            part = out[out.index("simple sums"):out.index("Bandwidth and volume")]
+            wide = [ln for ln in part.splitlines() if len(ln) > 100]
+            eq(wide, [], "the new sections fit 100 columns")
+            expect("SendRecv" in part, "per-type row: " + part)
             root = ET.parse(svg).getroot()
             expect(root.tag.endswith("svg"), "an SVG document")
             expect(len(root.findall(".//{http://www.w3.org/2000/svg}rect")) > 2, "bars drawn")
         # params reach the analysis: a mapping rule turns OTHER into PP
         res = d.ctl_json("analyze", "comm", str(info["id"]),
                          'tags=[{"collective":"SendRecv","tag":"PP"}]', "link_bandwidth=50e9")
-        eq(res["bandwidth"]["PP"]["events"], 10, "mapped by collective")
+        eq(res["bandwidth"]["PP"]["events"], 20, "mapped by collective")
+        eq(res["groups"][0]["type_tags"], {"SendRecv": {"tag": "PP", "events": 20}})
         eq(res["link_bandwidth_source"], "param")
+        p = d.ctl("analyze", "comm", str(info["id"]), "iterations=some")
+        eq(p.returncode, 1, "iterations is all or hta")
+        expect(b"-32602" in p.stderr and b"iterations" in p.stderr, p.stderr.decode())
         p = d.ctl("analyze", "comm", str(info["id"]), "bogus=1")
         eq(p.returncode, 1, "unknown param rejected")
         expect(b"-32602" in p.stderr, p.stderr.decode())
@@ -93,7 +126,30 @@ def nccl_args_give_bytes_and_tags():
         check_reconciled(res, "nccl_parser_config")
         dp = res["bandwidth"]["DP"]
         eq(dp["events_bytes_unknown"], 0, "every kernel sized from its args")
-        expect(dp["events"] > 0 and dp["total_bytes"] > 0, "DP traffic: %r" % dp)
+        # every step: the third (dropped by HTA's filter) is complete
+        eq(res["iterations"]["count"], 3)
+        eq(dp["time_us"], 46876.493)
+        eq(dp["total_bytes"], 307323096)
+        eq(res["reconciliation"]["comm_kernel_time_us"], 46876.493)
+        eq(res["types"]["AllReduce"]["events"], 15)
+        eq(res["types"]["Broadcast"]["events"], 6)
+        # the raw reply text: µs from integer ns, every digit
+        p = d.ctl("--json", "analyze", "comm", str(info["id"]), check=0)
+        text = p.stdout.decode()
+        expect(re.search(r'"start_us":\s*4458676639291\.351[,\s}]', text),
+               "exact start_us in the reply text")
+        # a collective rule moves that type only, per event
+        res = d.ctl_json("analyze", "comm", str(info["id"]),
+                         'tags=[{"collective":"Broadcast","tag":"PP"}]')
+        eq(res["bandwidth"]["PP"]["events"], 6)
+        eq(res["bandwidth"]["PP"]["time_us"], 114.334)
+        eq(res["bandwidth"]["DP"]["events"], 15)
+        res = d.ctl_json("analyze", "comm", str(info["id"]), "iterations=hta",
+                         'tags=[{"collective":"AllReduce","tag":"TP"}]')
+        eq(res["bandwidth"]["TP"]["events"], 10)
+        eq(res["bandwidth"]["TP"]["time_us"], 24211.804)
+        eq(res["bandwidth"]["DP"]["events"], 4)
+        eq(res["bandwidth"]["DP"]["time_us"], 77.246)
         eq(res["groups"][0]["desc"], "default_pg")
         eq(res["link_bandwidth_source"], "config")
         eq(res["link_bandwidth_Bps"], 100e9)
