@@ -518,5 +518,46 @@ def config_errors():
         d.cleanup()
 
 
+@test
+@with_daemon()
+def socket_permission_hint(d):
+    # A user outside group gpuprof is refused by the socket's mode: the CLI
+    # says which group gives access and that it needs a new login.
+    p = d.ctl("status", user=65534)
+    eq(p.returncode, 3, "connect failure status: %r" % p.stderr)
+    err = p.stderr.decode()
+    expect("Permission denied" in err, "errno kept: %r" % err)
+    expect("group 'gpuprof'" in err, "names the group: %r" % err)
+    expect("newgrp gpuprof" in err and "log in again" in err, "new login hint: %r" % err)
+
+
+@test
+def unprivileged_daemon_names_cause():
+    # Without CAP_BPF/CAP_PERFMON the kernel refuses the BPF programs; libbpf's
+    # probe reports that as "not available", which must not reach the user.
+    nobody = 65534
+    d = Daemon(wrapper=["setpriv", "--reuid=%d" % nobody, "--regid=%d" % nobody,
+                        "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"])
+    try:
+        os.chown(d.tmp, nobody, nobody)
+        os.chown(d.conf, nobody, nobody)
+        d.start()
+        with Conn(d.sock) as c:
+            st = c.call("status")["result"]
+        cols = {x["name"]: x for x in st["collectors"]}
+        for name in ("cpu", "gpu"):
+            if name not in cols:
+                continue
+            c = cols[name]
+            eq(c["state"], "unavailable", name)
+            expect("CAP_BPF" in c["reason"] and "not supported" not in c["reason"],
+                   "%s names the missing capability: %r" % (name, c["reason"]))
+        log = d.read_log()
+        expect("no collector attached" in log, "warning logged:\n%s" % log)
+        expect("libbpf: libbpf:" not in log, "one libbpf prefix:\n%s" % log)
+    finally:
+        d.cleanup()
+
+
 if __name__ == "__main__":
     main()
