@@ -362,5 +362,36 @@ def a_large_reply_reaches_a_client_that_reads():
     finally:
         d.cleanup()
 
+@test
+def formats_inside_gzip_are_named():
+    # What a gzip holds is recognised after inflating it: a second gzip
+    # layer or an Nsight SQLite export, not "unexpected character".
+    import sqlite3
+    d = Daemon().start()
+    try:
+        db = os.path.join(d.tmp, "report.sqlite")
+        con = sqlite3.connect(db)
+        con.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
+        con.commit()
+        con.close()
+        small = b'{"traceEvents":[{"name":"k","ph":"X","ts":1,"dur":2,"cat":"kernel"}]}'
+        big = gzip.decompress(open(trace_files("nccl_parser_config")[0], "rb").read())
+        cases = {
+            "gzip_in_gzip": (gzip.compress(gzip.compress(small)), "gzip file inside a gzip"),
+            # large enough to be inflated on the second thread
+            "big_gzip_in_gzip": (gzip.compress(gzip.compress(big)), "gzip file inside a gzip"),
+            "gzipped_sqlite": (gzip.compress(open(db, "rb").read()),
+                               "Nsight SQLite export compressed with gzip"),
+        }
+        for label, (data, want) in cases.items():
+            p = import_bytes(d, data, label)
+            eq(p.returncode, 1, "%s: refused: %s" % (label, p.stderr))
+            expect(want.encode() in p.stderr and b"decompress it" in p.stderr,
+                   "%s: says what was found: %s" % (label, p.stderr.decode()))
+        eq(d.stop(), 0, "clean stop")
+    finally:
+        d.cleanup()
+
+
 if __name__ == "__main__":
     main()
