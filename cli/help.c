@@ -51,7 +51,8 @@ static const struct command commands[] = {
 	{"list", cmd_list, "list captures",
 	 "gpuprofctl list\n\n"
 	 "List the captures you may see, oldest first: ID NAME KIND STATE OWNER\n"
-	 "CREATED DURATION RECORDS SIZE.\n"},
+	 "CREATED DURATION EVENTS SIZE. EVENTS counts a live capture's records and an\n"
+	 "imported trace's events.\n"},
 	{"info", cmd_info, "show one capture",
 	 "gpuprofctl info ID\n\n"
 	 "Show a capture's details: window, processes, record counts by type,\n"

@@ -559,5 +559,20 @@ def unprivileged_daemon_names_cause():
         d.cleanup()
 
 
+@test
+@with_daemon()
+def json_folded_to_a_file_prints_the_result(d):
+    # --json with --out FILE: the stacks go to FILE, the result to stdout
+    c = d.ctl_json("capture", "--last", "1s", "--pid", str(os.getpid()))
+    out = os.path.join(d.tmp, "f.folded")
+    p = d.ctl("--json", "folded", str(c["id"]), "--out", out, check=0)
+    res = json.loads(p.stdout)
+    expect(isinstance(res, dict) and res, "a result object: %r" % p.stdout)
+    expect(os.path.exists(out), "stacks written")
+    # to stdout the stacks alone, no JSON mixed in
+    p = d.ctl("--json", "folded", str(c["id"]), check=0)
+    expect(not p.stdout.lstrip().startswith(b"{"), "no JSON among the stacks")
+
+
 if __name__ == "__main__":
     main()

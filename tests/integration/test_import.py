@@ -393,5 +393,29 @@ def formats_inside_gzip_are_named():
         d.cleanup()
 
 
+@test
+def list_and_info_of_an_import():
+    # list shows an import's events (it stores no records), info prints the
+    # window's nanoseconds exactly (past 2^53: a double rounds them).
+    d = Daemon().start()
+    try:
+        info = d.ctl_json("import", *trace_files("alexnet"))
+        events = info["import"]["events"]
+        expect(events > 0, "events imported")
+        rows = [l.split() for l in d.ctl("list", check=0).stdout.decode().splitlines()]
+        eq(rows[0][-2], "EVENTS", "header")
+        row = [r for r in rows[1:] if r[0] == str(info["id"])][0]
+        # ... DURATION EVENTS SIZE, the size in two words ("117.0 KiB")
+        eq(row[-3], str(events), "list shows the import's events")
+        text = d.ctl("info", str(info["id"]), check=0).stdout.decode()
+        w = info["window"]
+        expect(w["start_ns"] > 2 ** 53, "a window where doubles round")
+        expect("window:            %d .. %d ns" % (w["start_ns"], w["end_ns"]) in text,
+               "exact window:\n%s" % text)
+        expect("events:            %d" % events in text, "info shows events:\n%s" % text)
+    finally:
+        d.cleanup()
+
+
 if __name__ == "__main__":
     main()
