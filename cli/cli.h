@@ -155,8 +155,9 @@ int cli_out_open(struct cli_out *o, const char *path);
 int cli_out_close(struct cli_out *o, int status);
 
 /* Shared by capture --out and folded: run capture.folded into out_fd. */
-int cli_write_folded(struct cli *cli, uint64_t id, int out_fd, cJSON *params);
+/* print_result: print the method's result JSON on stdout (--json with --out FILE). */
+int cli_write_folded(struct cli *cli, uint64_t id, int out_fd, cJSON *params, bool print_result);
 /* Print one capture's info as "key: value" lines. */
-void print_capture_info(const cJSON *info);
+void print_capture_info(const cJSON *info, const char *raw);
 
 #endif

@@ -23,8 +23,36 @@ static const char *owner_name(char *buf, double uid)
 	return buf;
 }
 
-void print_capture_info(const cJSON *info)
+/* An integer member of object OBJ in the reply text, exactly: cJSON keeps
+ * numbers as doubles, which round nanosecond timestamps past 2^53 ns
+ * (104 days after the epoch). The key is found in the raw text: a quote
+ * inside a JSON string is escaped, so '"KEY":' can only be a member. */
+static bool raw_int(const char *text, const char *obj, const char *key, long long *v)
 {
+	char pat[64];
+	const char *p;
+	char *end;
+
+	if (!text)
+		return false;
+	snprintf(pat, sizeof(pat), "\"%s\":", obj);
+	if (!(p = strstr(text, pat)))
+		return false;
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	if (!(p = strstr(p, pat)))
+		return false;
+	p += strlen(pat);
+	while (*p == ' ')
+		p++;
+	errno = 0;
+	*v = strtoll(p, &end, 10);
+	return end != p && errno == 0 && *end != '.' && *end != 'e' && *end != 'E';
+}
+
+/* raw: the reply's text, for exact integers (NULL: as parsed). */
+void print_capture_info(const cJSON *info, const char *raw)
+{
+	const cJSON *imp = cJSON_GetObjectItemCaseSensitive(info, "import");
 	const cJSON *win = cJSON_GetObjectItemCaseSensitive(info, "window");
 	const cJSON *pids = cJSON_GetObjectItemCaseSensitive(info, "pids");
 	const cJSON *by_type = cJSON_GetObjectItemCaseSensitive(info, "by_type");
@@ -42,8 +70,13 @@ void print_capture_info(const cJSON *info)
 	printf("owner:             %s\n", owner_name(b, json_num(info, "owner_uid", 0)));
 	printf("created:           %s\n", json_str(info, "created", "?"));
 	if (win) {
-		printf("window:            %.0f .. %.0f ns\n", json_num(win, "start_ns", 0),
-		       json_num(win, "end_ns", 0));
+		long long a, z;
+
+		if (raw_int(raw, "window", "start_ns", &a) && raw_int(raw, "window", "end_ns", &z))
+			printf("window:            %lld .. %lld ns\n", a, z);
+		else
+			printf("window:            %.0f .. %.0f ns\n", json_num(win, "start_ns", 0),
+			       json_num(win, "end_ns", 0));
 		printf("duration:          %s\n",
 		       fmt_duration_ns(b, json_num(win, "duration_ns", 0)));
 	}
@@ -53,6 +86,8 @@ void print_capture_info(const cJSON *info)
 	cJSON_ArrayForEach(c, pids)
 		printf(" %.0f", c->valuedouble);
 	putchar('\n');
+	if (imp) /* an import's trace events live in its timeline, not as records */
+		printf("events:            %.0f\n", json_num(imp, "events", 0));
 	printf("records:           %.0f\n", json_num(info, "records", 0));
 	cJSON_ArrayForEach(c, by_type)
 		printf("  %-16s %.0f\n", c->string, c->valuedouble);
@@ -63,9 +98,9 @@ void print_capture_info(const cJSON *info)
 	printf("warnings:          %.0f\n", json_num(info, "warnings", 0));
 }
 
-int cli_write_folded(struct cli *cli, uint64_t id, int out_fd, cJSON *params)
+int cli_write_folded(struct cli *cli, uint64_t id, int out_fd, cJSON *params, bool print_result)
 {
-	char *text;
+	char *text, *res = NULL;
 	int r;
 
 	cJSON_DeleteItemFromObjectCaseSensitive(params, "id");
@@ -73,9 +108,14 @@ int cli_write_folded(struct cli *cli, uint64_t id, int out_fd, cJSON *params)
 	text = cJSON_PrintUnformatted(params);
 	if (!text)
 		return cli_fail(EXIT_LOCAL_IO, "out of memory");
-	r = gpuprof_call_with_output(cli->client, "capture.folded", text, out_fd, NULL);
+	r = gpuprof_call_with_output(cli->client, "capture.folded", text, out_fd,
+				     print_result ? &res : NULL);
 	free(text);
-	return r < 0 ? cli_call_failed(cli, "capture.folded", r) : EXIT_OK;
+	if (r < 0)
+		return cli_call_failed(cli, "capture.folded", r);
+	r = print_result && res ? print_json_text(res) : EXIT_OK;
+	free(res);
+	return r;
 }
 
 struct capture_args {
@@ -184,7 +224,7 @@ int cmd_capture(struct cli *cli, int argc, char **argv)
 	if (cli->json)
 		print_json_text(res);
 	else
-		print_capture_info(info);
+		print_capture_info(info, res);
 	cJSON_Delete(info);
 	r = EXIT_OK;
 	if (out_fd >= 0) {
@@ -192,7 +232,7 @@ int cmd_capture(struct cli *cli, int argc, char **argv)
 		cJSON_AddBoolToObject(fp, "kernel", true);
 		cJSON_AddBoolToObject(fp, "pid", false);
 		cJSON_AddBoolToObject(fp, "tid", false);
-		r = cli_write_folded(cli, id, out_fd, fp);
+		r = cli_write_folded(cli, id, out_fd, fp, false);
 		cJSON_Delete(fp);
 	}
 out:
@@ -205,7 +245,7 @@ out:
 int cmd_list(struct cli *cli, int argc, char **argv)
 {
 	static const char *const hdr[] = {">ID",      "NAME",     "KIND",     "STATE", "OWNER",
-					  "CREATED", ">DURATION", ">RECORDS", ">SIZE"};
+					  "CREATED", ">DURATION", ">EVENTS", ">SIZE"};
 	char *res = NULL;
 	int first, r;
 
@@ -232,7 +272,10 @@ int cmd_list(struct cli *cli, int argc, char **argv)
 		char id[32], own[32], dur[32], rec[32], size[32];
 		const cJSON *win = cJSON_GetObjectItemCaseSensitive(c, "window");
 		snprintf(id, sizeof(id), "%.0f", json_num(c, "id", 0));
-		snprintf(rec, sizeof(rec), "%.0f", json_num(c, "records", 0));
+		const cJSON *imp = cJSON_GetObjectItemCaseSensitive(c, "import");
+		/* an import holds trace events, a live capture store records */
+		snprintf(rec, sizeof(rec), "%.0f",
+			 imp ? json_num(imp, "events", 0) : json_num(c, "records", 0));
 		table_add(t, id, json_str(c, "name", ""), json_str(c, "kind", "?"),
 			  json_str(c, "state", "?"), owner_name(own, json_num(c, "owner_uid", 0)),
 			  json_str(c, "created", "?"),
@@ -281,7 +324,7 @@ static int for_each_id(struct cli *cli, int argc, char **argv, bool one, bool de
 			print_json_text(res);
 		} else {
 			cJSON *info = cli_parse_reply(res);
-			print_capture_info(info);
+			print_capture_info(info, res);
 			cJSON_Delete(info);
 		}
 		free(res);

@@ -165,7 +165,8 @@ int cmd_folded(struct cli *cli, int argc, char **argv)
 		cJSON_AddNumberToObject(p, "from_ns", (double)a.from_ms * 1e6);
 	if (a.to_ms)
 		cJSON_AddNumberToObject(p, "to_ns", (double)a.to_ms * 1e6);
-	r = cli_write_folded(cli, id, fd, p);
+	/* --json: the method's result, where it cannot mix with the stacks */
+	r = cli_write_folded(cli, id, fd, p, cli->json && !out.is_stdout);
 	cJSON_Delete(p);
 	return cli_out_close(&out, r);
 }

@@ -10,6 +10,7 @@
  *                                                      binaries (instruction text)
  */
 #include "cli.h"
+#include "help.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -228,6 +229,11 @@ int cmd_xe(struct cli *cli, int argc, char **argv)
 	if (!sub)
 		return cli_usage_error(cli,
 				       "missing subcommand (folded, iaprof, pause, resume, batch, zebin)");
+	/* as every other command: --help before the subcommand */
+	if (!strcmp(sub, "--help") || !strcmp(sub, "-h")) {
+		help_print(stdout, "xe");
+		return EXIT_OK;
+	}
 	if (!strcmp(sub, "folded"))
 		return run_output(cli, "xe.folded", argc - 1, argv + 1, false);
 	if (!strcmp(sub, "iaprof"))

@@ -47,11 +47,12 @@ static const struct command commands[] = {
 	 "  -o, --out FILE       then write its folded stacks to FILE\n"
 	 "\nEXAMPLES\n"
 	 "  gpuprofctl capture --pid 4242 --duration 10s --name warmup\n"
-	 "  gpuprofctl capture --last 30s --out stacks.folded\n"},
+	 "  gpuprofctl capture --pid 4242 --last 30s --out stacks.folded\n"},
 	{"list", cmd_list, "list captures",
 	 "gpuprofctl list\n\n"
 	 "List the captures you may see, oldest first: ID NAME KIND STATE OWNER\n"
-	 "CREATED DURATION RECORDS SIZE.\n"},
+	 "CREATED DURATION EVENTS SIZE. EVENTS counts a live capture's records and an\n"
+	 "imported trace's events.\n"},
 	{"info", cmd_info, "show one capture",
 	 "gpuprofctl info ID\n\n"
 	 "Show a capture's details: window, processes, record counts by type,\n"
@@ -93,8 +94,8 @@ static const struct command commands[] = {
 	 "                     counts launches instead)\n"
 	 "\nEXAMPLES\n"
 	 "  gpuprofctl folded 3 | flamegraph.pl > cpu.svg\n"
-	 "  gpuprofctl folded 3 --weight launches | flamegraph.pl --colors=gpu > launches.svg\n"
-	 "  gpuprofctl folded 3 --weight gpu-time | flamegraph.pl --colors=gpu > gputime.svg\n"
+	 "  gpuprofctl flamegraph 3 --weight launches --out launches.svg   # GPU kernels in blue\n"
+	 "  gpuprofctl folded 3 --weight gpu-time | flamegraph.pl > gputime.svg\n"
 	 "  gpuprofctl folded 3 --weight launches --cgroup   # launches per container\n"
 	 "  gpuprofctl folded 3 --no-kernel --tid-frames --out app.folded\n"},
 	{"top", cmd_gpu_top, "live table of the hottest GPU kernels and their call sites",
@@ -147,7 +148,7 @@ static const struct command commands[] = {
 	 "  --overlay-all-events  keep non-critical events in the overlay\n"
 	 "\nEXAMPLES\n"
 	 "  gpuprofctl analyze idle 7 --rank 0\n"
-	 "  gpuprofctl analyze kernels 7 top=20 --json\n"
+	 "  gpuprofctl analyze kernels 7 num_kernels=20 --json\n"
 	 "  gpuprofctl analyze critical-path 7 --rank 0 --annotation ProfilerStep --instance 1\n"
 	 "  gpuprofctl analyze critical-path 7 --edit 'kind:comm*0.5' --edit 'kind:launch_delay=5'\n"
 	 "  gpuprofctl analyze critical-path 7 --overlay cp.json --trace rank0.json.gz\n"

@@ -140,6 +140,24 @@ static const char *socket_path(const struct cli *cli)
 	return env && *env ? env : GPUPROF_DEFAULT_SOCKET;
 }
 
+/* What a person can do about a failed connect. */
+static const char *connect_hint(int r)
+{
+	switch (r) {
+	case -ENOENT:
+	case -ECONNREFUSED:
+		return " (is gpuprofd running? see --socket)";
+	case -EACCES:
+	case -EPERM:
+		/* The socket is mode 0660, group gpuprof; a group added to a
+		 * user counts only in sessions started after the change. */
+		return "\n  only root and members of group 'gpuprof' may use gpuprofd: ask an "
+		       "administrator to add you (usermod -aG gpuprof USER), then log in again "
+		       "or run 'newgrp gpuprof' so the new group membership takes effect";
+	}
+	return "";
+}
+
 int cli_connect(struct cli *cli)
 {
 	const char *path = socket_path(cli);
@@ -150,8 +168,7 @@ int cli_connect(struct cli *cli)
 	r = gpuprof_client_connect(path, &cli->client);
 	if (r < 0)
 		return cli_fail(EXIT_CONNECT, "cannot connect to gpuprofd at %s: %s%s", path,
-				strerror(-r),
-				r == -ENOENT ? " (is gpuprofd running? see --socket)" : "");
+				strerror(-r), connect_hint(r));
 	gpuprof_client_set_timeout(cli->client, cli->timeout_ms);
 	return EXIT_OK;
 }

@@ -173,7 +173,9 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	size_t n = strlen(buf);
 	while (n && buf[n - 1] == '\n')
 		buf[--n] = '\0';
-	log_msg(level == LIBBPF_WARN ? 4 : level == LIBBPF_INFO ? 6 : 7, "libbpf: %s", buf);
+	/* Most of libbpf's messages already start with its name: one prefix. */
+	const char *msg = strncmp(buf, "libbpf: ", 8) ? buf : buf + 8;
+	log_msg(level == LIBBPF_WARN ? 4 : level == LIBBPF_INFO ? 6 : 7, "libbpf: %s", msg);
 	return 0;
 }
 

@@ -9,6 +9,7 @@
  * online CPUs for hotplug. Each record becomes one STORE_REC_CPU_SAMPLE.
  */
 #include "cpu.h"
+#include "bpf_perm.h"
 #include "rbloop.h"
 
 #include <errno.h>
@@ -391,9 +392,16 @@ static int cpu_open(struct collector *c)
 	 * the daemon run without CPU samples. */
 	r = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL);
 	if (r <= 0) {
-		collector_set_state(c, COLLECTOR_UNAVAILABLE,
-				    "BPF not supported: perf_event programs %s",
-				    r == 0 ? "are not available in this kernel" : strerror(-r));
+		/* The probe also answers 0 when the kernel refused the
+		 * load for want of privilege: name that cause first. */
+		char perm[200];
+		if (bpf_perm_reason(perm, sizeof(perm)))
+			collector_set_state(c, COLLECTOR_UNAVAILABLE, "%s", perm);
+		else
+			collector_set_state(c, COLLECTOR_UNAVAILABLE,
+					    "BPF not supported: perf_event programs %s",
+					    r == 0 ? "are not available in this kernel"
+						   : strerror(-r));
 		return 0;
 	}
 

@@ -13,6 +13,7 @@
  * STORE_REC_GPU_LAUNCH (gpu_launch_rec.c).
  */
 #include "gpu_launch.h"
+#include "bpf_perm.h"
 #include "rbloop.h"
 
 #include <errno.h>
@@ -187,9 +188,16 @@ static int gl_open(struct collector *c)
 	 * without a target; a kernel without it fails the load below.) */
 	r = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL);
 	if (r <= 0) {
-		collector_set_state(c, COLLECTOR_UNAVAILABLE,
-				    "BPF not supported: kprobe/uprobe programs %s",
-				    r == 0 ? "are not available in this kernel" : strerror(-r));
+		/* The probe also answers 0 when the kernel refused the
+		 * load for want of privilege: name that cause first. */
+		char perm[200];
+		if (bpf_perm_reason(perm, sizeof(perm)))
+			collector_set_state(c, COLLECTOR_UNAVAILABLE, "%s", perm);
+		else
+			collector_set_state(c, COLLECTOR_UNAVAILABLE,
+					    "BPF not supported: kprobe/uprobe programs %s",
+					    r == 0 ? "are not available in this kernel"
+						   : strerror(-r));
 		return 0;
 	}
 	r = libbpf_num_possible_cpus();

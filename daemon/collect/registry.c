@@ -114,6 +114,14 @@ void collectors_start(struct gpd *g)
 		if (r < 0 && c->state != COLLECTOR_UNAVAILABLE)
 			collector_set_state(c, COLLECTOR_FAILED, "start: %s", strerror(-r));
 	}
+	/* Each collector logged its reason at info level; a daemon that
+	 * records nothing at all deserves one line an operator will see. */
+	unsigned attached = 0;
+	for (unsigned i = 0; i < g->ncollectors; i++)
+		attached += g->collectors[i]->state == COLLECTOR_ATTACHED;
+	if (!attached)
+		log_warn("no collector attached: captures will be empty "
+			 "(see 'gpuprofctl status' for each collector's reason)");
 }
 
 void collectors_stop(struct gpd *g)

@@ -62,6 +62,22 @@ static int set_err(struct importer *im, int err, uint64_t off, const char *msg)
 	return err;
 }
 
+/* What the first bytes inflated from a gzip input are when they cannot be
+ * JSON: a second gzip layer, or an Nsight SQLite export (read only
+ * uncompressed, from a file: nsys_fd.c). NULL when they may be JSON. A
+ * prefix of either magic suffices: JSON starts with neither byte. */
+static const char *inner_format(const uint8_t *p, size_t n)
+{
+	static const char sqlite_magic[] = "SQLite format 3";
+
+	if (p[0] == 0x1f && (n < 2 || p[1] == 0x8b))
+		return "a gzip file inside a gzip file: decompress it once first";
+	if (!memcmp(p, sqlite_magic, n < sizeof(sqlite_magic) ? n : sizeof(sqlite_magic)))
+		return "an Nsight SQLite export compressed with gzip: decompress it first "
+		       "(gunzip FILE), then import the .sqlite file";
+	return NULL;
+}
+
 static int feed(struct importer *im, const uint8_t *p, size_t n)
 {
 	int err;
@@ -76,6 +92,12 @@ static int feed(struct importer *im, const uint8_t *p, size_t n)
 		snprintf(m, sizeof(m), "trace larger than the import cap of %llu bytes",
 			 (unsigned long long)im->max_bytes);
 		return set_err(im, -EFBIG, im->max_bytes, m);
+	}
+	if (im->s->gz && im->tok.offset == 0 && n) {
+		const char *what = inner_format(p, n);
+
+		if (what)
+			return set_err(im, -EBADMSG, 0, what);
 	}
 	err = json_tok_feed(&im->tok, (const char *)p, n);
 	if (err < 0) {

@@ -30,6 +30,7 @@ expect 0 'EXIT STATUS' --help
 expect 0 'COMMANDS' help
 expect 0 'gpuprofctl capture --pid' help capture
 expect 0 '--no-kernel' folded --help
+expect 0 'xe pause' xe --help
 expect 0 'gpuprofctl' --version
 expect 2 'unknown command' frobnicate
 expect 2 'unknown command' help frobnicate

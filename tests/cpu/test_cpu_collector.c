@@ -194,7 +194,8 @@ static void harness_finish(struct harness *h)
 static void open_or_skip(struct harness *h)
 {
 	CHECK_EQ_INT(h->c.ops->open(&h->c), 0);
-	if (h->c.state == COLLECTOR_UNAVAILABLE && !strncmp(h->c.reason, "BPF not supported", 17))
+	if (h->c.state == COLLECTOR_UNAVAILABLE && (!strncmp(h->c.reason, "BPF not supported", 17) ||
+						     !strncmp(h->c.reason, "permission denied", 17)))
 		TEST_SKIP("%s", h->c.reason);
 	CHECK_EQ_INT(h->c.state, COLLECTOR_OFF);
 	if (h->c.reason[0])
@@ -384,7 +385,8 @@ static void test_unavailable_frequency(void)
 
 	harness_init(&h, (uint32_t)max + 1);
 	CHECK_EQ_INT(h.c.ops->open(&h.c), 0);
-	if (!strncmp(h.c.reason, "BPF not supported", 17))
+	if (!strncmp(h.c.reason, "BPF not supported", 17) ||
+	    !strncmp(h.c.reason, "permission denied", 17))
 		TEST_SKIP("%s", h.c.reason);
 	CHECK_EQ_INT(h.c.state, COLLECTOR_UNAVAILABLE);
 	CHECK(strstr(h.c.reason, "perf_event_max_sample_rate") != NULL);

@@ -7,6 +7,7 @@ authorization and shutdown."""
 import glob
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -516,6 +517,163 @@ def config_errors():
         eq(d.stop(), 0, "the shipped example config loads")
     finally:
         d.cleanup()
+
+
+@test
+@with_daemon()
+def socket_permission_hint(d):
+    # A user outside group gpuprof is refused by the socket's mode: the CLI
+    # says which group gives access and that it needs a new login.
+    p = d.ctl("status", user=65534)
+    eq(p.returncode, 3, "connect failure status: %r" % p.stderr)
+    err = p.stderr.decode()
+    expect("Permission denied" in err, "errno kept: %r" % err)
+    expect("group 'gpuprof'" in err, "names the group: %r" % err)
+    expect("newgrp gpuprof" in err and "log in again" in err, "new login hint: %r" % err)
+
+
+@test
+def unprivileged_daemon_names_cause():
+    # Without CAP_BPF/CAP_PERFMON the kernel refuses the BPF programs; libbpf's
+    # probe reports that as "not available", which must not reach the user.
+    nobody = 65534
+    d = Daemon(wrapper=["setpriv", "--reuid=%d" % nobody, "--regid=%d" % nobody,
+                        "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"])
+    try:
+        os.chown(d.tmp, nobody, nobody)
+        os.chown(d.conf, nobody, nobody)
+        d.start()
+        with Conn(d.sock) as c:
+            st = c.call("status")["result"]
+        cols = {x["name"]: x for x in st["collectors"]}
+        for name in ("cpu", "gpu"):
+            if name not in cols:
+                continue
+            c = cols[name]
+            eq(c["state"], "unavailable", name)
+            expect("CAP_BPF" in c["reason"] and "not supported" not in c["reason"],
+                   "%s names the missing capability: %r" % (name, c["reason"]))
+        log = d.read_log()
+        expect("no collector attached" in log, "warning logged:\n%s" % log)
+        expect("libbpf: libbpf:" not in log, "one libbpf prefix:\n%s" % log)
+    finally:
+        d.cleanup()
+
+
+@test
+@with_daemon()
+def json_folded_to_a_file_prints_the_result(d):
+    # --json with --out FILE: the stacks go to FILE, the result to stdout
+    c = d.ctl_json("capture", "--last", "1s", "--pid", str(os.getpid()))
+    out = os.path.join(d.tmp, "f.folded")
+    p = d.ctl("--json", "folded", str(c["id"]), "--out", out, check=0)
+    res = json.loads(p.stdout)
+    expect(isinstance(res, dict) and res, "a result object: %r" % p.stdout)
+    expect(os.path.exists(out), "stacks written")
+    # to stdout the stacks alone, no JSON mixed in
+    p = d.ctl("--json", "folded", str(c["id"]), check=0)
+    expect(not p.stdout.lstrip().startswith(b"{"), "no JSON among the stacks")
+
+
+def help_examples():
+    """Every example command line of every --help: (help, line)."""
+    top = subprocess.run([GPUPROFCTL, "--help"], capture_output=True, check=True).stdout.decode()
+    cmds = []
+    in_cmds = False
+    for line in top.splitlines():
+        if line == "COMMANDS":
+            in_cmds = True
+        elif in_cmds and not line.strip():
+            break
+        elif in_cmds:
+            words = line.split("  ")[1].split()  # "  analyze comm communication ..."
+            cmds.append(words if words[0] == "analyze" and len(words) > 1 and words[1] == "comm"
+                        else words[:1])
+    cmds = [w[:2] if w[:2] == ["analyze", "comm"] else w[:1] for w in cmds]
+    out = []
+    for cmd in [[]] + cmds:
+        text = subprocess.run([GPUPROFCTL] + cmd + ["--help"], capture_output=True,
+                              check=True).stdout.decode()
+        in_ex = False
+        for line in text.splitlines():
+            if line.strip() == "EXAMPLES":
+                in_ex = True
+            elif in_ex and not line.startswith("  "):
+                in_ex = False
+            elif in_ex and line.strip().startswith("gpuprofctl "):
+                out.append((" ".join(cmd) or "gpuprofctl", line.strip()))
+    return out
+
+
+@test
+@with_daemon()
+def every_help_example_runs(d):
+    # Each example as a user would type it, against this daemon with a live
+    # capture, an import and a process of its own: none may be a usage error.
+    # (The part after a pipe is not run: flamegraph.pl's options are checked
+    # by hand.)
+    import shlex
+    examples = help_examples()
+    expect(len(examples) > 20, "examples found: %d" % len(examples))
+    child = subprocess.Popen(["sleep", "120"])
+    work = os.path.join(d.tmp, "work")
+    os.mkdir(work)
+    try:
+        live = d.ctl_json("capture", "--pid", str(child.pid), "--last", "1s")["id"]
+        live2 = d.ctl_json("capture", "--pid", str(child.pid), "--last", "1s")["id"]
+        traces = sorted(glob.glob(os.path.join(os.environ.get("GPUPROF_SHARED", "/work/shared"),
+                                               "reference", "hta", "traces", "alexnet", "*")))
+        if not traces:
+            raise Skip("no reference trace")
+        imp = d.ctl_json("import", traces[0])["id"]
+        for name in ("rank0.pt.trace.json.gz", "rank0.json.gz", "rank1.json.gz"):
+            shutil.copy(traces[0], os.path.join(work, name))
+        for name in ("app.folded", "before.folded", "after.folded", "stacks.folded"):
+            with open(os.path.join(work, name), "w") as f:
+                f.write("python;main;work 10\n")
+        failures = []
+        # upstream flamegraph.pl's palettes: any other name paints every
+        # frame black
+        palettes = {"hot", "mem", "io", "wakeup", "chain", "java", "js", "perl", "red",
+                    "green", "blue", "aqua", "yellow", "purple", "orange"}
+        for where, line in examples:
+            for w in line.split():
+                if w.startswith("--colors=") and w[len("--colors="):] not in palettes:
+                    failures.append("%s: %s -> flamegraph.pl has no palette %s" % (
+                        where, line, w[len("--colors="):]))
+            # the command up to a pipe, a redirection, a && or a comment
+            line = line.replace("$(pidof python)", str(child.pid))
+            argv = []
+            for w in shlex.split(line, comments=True):
+                if w in ("|", ">", "&&", ";"):
+                    break
+                argv.append(w)
+            cmd = argv[1:]
+            analyze = "analyze" in cmd
+            for i, w in enumerate(cmd):
+                if w.isdigit() and i > 0 and cmd[i - 1] in ("--pid", "-p"):
+                    cmd[i] = str(child.pid)
+                elif w in ("1", "3", "7"):  # capture ids as the help writes them
+                    cmd[i] = str(imp if analyze else live)
+                elif w == "4":
+                    cmd[i] = str(live2)
+                elif w == "10s" and i > 0 and cmd[i - 1] in ("--duration", "-d"):
+                    cmd[i] = "1s"  # the same command, sooner
+            try:
+                p = subprocess.run([GPUPROFCTL, "--socket", d.sock, "--timeout", "30s"] + cmd,
+                                   cwd=work, capture_output=True, timeout=60,
+                                   stdin=subprocess.DEVNULL)
+                rc = p.returncode
+            except subprocess.TimeoutExpired:
+                continue  # a live view (top) runs until stopped: not a usage error
+            # 2: the CLI's usage error; the daemon's: a parameter it does
+            # not know (other invalid-params answers depend on the data)
+            if rc == 2 or (rc == 1 and b"unknown parameter" in p.stderr):
+                failures.append("%s: %s -> %s" % (where, line, p.stderr.decode().strip()))
+        expect(not failures, "help examples that are usage errors:\n  " + "\n  ".join(failures))
+    finally:
+        child.kill()
+        child.wait()
 
 
 if __name__ == "__main__":

@@ -362,5 +362,60 @@ def a_large_reply_reaches_a_client_that_reads():
     finally:
         d.cleanup()
 
+@test
+def formats_inside_gzip_are_named():
+    # What a gzip holds is recognised after inflating it: a second gzip
+    # layer or an Nsight SQLite export, not "unexpected character".
+    import sqlite3
+    d = Daemon().start()
+    try:
+        db = os.path.join(d.tmp, "report.sqlite")
+        con = sqlite3.connect(db)
+        con.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
+        con.commit()
+        con.close()
+        small = b'{"traceEvents":[{"name":"k","ph":"X","ts":1,"dur":2,"cat":"kernel"}]}'
+        big = gzip.decompress(open(trace_files("nccl_parser_config")[0], "rb").read())
+        cases = {
+            "gzip_in_gzip": (gzip.compress(gzip.compress(small)), "gzip file inside a gzip"),
+            # large enough to be inflated on the second thread
+            "big_gzip_in_gzip": (gzip.compress(gzip.compress(big)), "gzip file inside a gzip"),
+            "gzipped_sqlite": (gzip.compress(open(db, "rb").read()),
+                               "Nsight SQLite export compressed with gzip"),
+        }
+        for label, (data, want) in cases.items():
+            p = import_bytes(d, data, label)
+            eq(p.returncode, 1, "%s: refused: %s" % (label, p.stderr))
+            expect(want.encode() in p.stderr and b"decompress it" in p.stderr,
+                   "%s: says what was found: %s" % (label, p.stderr.decode()))
+        eq(d.stop(), 0, "clean stop")
+    finally:
+        d.cleanup()
+
+
+@test
+def list_and_info_of_an_import():
+    # list shows an import's events (it stores no records), info prints the
+    # window's nanoseconds exactly (past 2^53: a double rounds them).
+    d = Daemon().start()
+    try:
+        info = d.ctl_json("import", *trace_files("alexnet"))
+        events = info["import"]["events"]
+        expect(events > 0, "events imported")
+        rows = [l.split() for l in d.ctl("list", check=0).stdout.decode().splitlines()]
+        eq(rows[0][-2], "EVENTS", "header")
+        row = [r for r in rows[1:] if r[0] == str(info["id"])][0]
+        # ... DURATION EVENTS SIZE, the size in two words ("117.0 KiB")
+        eq(row[-3], str(events), "list shows the import's events")
+        text = d.ctl("info", str(info["id"]), check=0).stdout.decode()
+        w = info["window"]
+        expect(w["start_ns"] > 2 ** 53, "a window where doubles round")
+        expect("window:            %d .. %d ns" % (w["start_ns"], w["end_ns"]) in text,
+               "exact window:\n%s" % text)
+        expect("events:            %d" % events in text, "info shows events:\n%s" % text)
+    finally:
+        d.cleanup()
+
+
 if __name__ == "__main__":
     main()
