@@ -8,6 +8,7 @@
  * every such byte as a visible \xNN instead.
  */
 #include "cli.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,29 +18,10 @@
  * C0/C1 control or DEL), 0 otherwise. */
 static size_t printable_char(const unsigned char *s, size_t len)
 {
-	unsigned c = s[0], cp, min;
-	size_t n;
-	if (c < 0x80)
-		return c >= 0x20 && c != 0x7f;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, min = 0x10000;
-	else
-		return 0;
-	if (len < n)
-		return 0;
-	cp = c & (0x7f >> n);
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff || cp <= 0x9f)
-		return 0;
-	return n;
+	uint32_t cp;
+	size_t n = utf8_char(s, len, &cp);
+
+	return n && cp >= 0x20 && (cp < 0x7f || cp > 0x9f) ? n : 0;
 }
 
 bool cli_text_safe(const char *s)

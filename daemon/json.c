@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "json.h"
+#include "utf8.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -50,41 +51,11 @@ cJSON *json_add_i64(cJSON *obj, const char *key, int64_t v)
 	return n;
 }
 
-size_t json_utf8_char(const unsigned char *s, size_t len)
-{
-	unsigned c = s[0];
-	size_t n;
-	unsigned min;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, min = 0x10000;
-	else
-		return 0;
-	if (len < n)
-		return 0;
-	unsigned cp = c & (0x7f >> n);
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	/* overlong forms, UTF-16 surrogates and code points past U+10FFFF
-	 * are not UTF-8 (RFC 3629) */
-	if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-		return 0;
-	return n;
-}
-
 bool json_utf8_valid(const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	for (size_t i = 0; i < len;) {
-		size_t n = json_utf8_char(p + i, len - i);
+		size_t n = utf8_char(p + i, len - i, NULL);
 		if (!n)
 			return false;
 		i += n;
@@ -103,7 +74,7 @@ static char *utf8_fix(const char *s)
 	const unsigned char *p = (const unsigned char *)s;
 	size_t k = 0;
 	for (size_t i = 0; i < len;) {
-		size_t n = json_utf8_char(p + i, len - i);
+		size_t n = utf8_char(p + i, len - i, NULL);
 		if (n) {
 			memcpy(o + k, p + i, n);
 			k += n, i += n;

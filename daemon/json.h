@@ -28,9 +28,6 @@ cJSON *json_add_i64(cJSON *obj, const char *key, int64_t v);
  */
 bool json_reply_normalize(cJSON *root);
 
-/* Length of the valid UTF-8 character at s (1..4), 0 if s does not start
- * one (RFC 3629: no overlongs, surrogates or code points past U+10FFFF). */
-size_t json_utf8_char(const unsigned char *s, size_t len);
 bool json_utf8_valid(const char *s, size_t len);
 
 #endif

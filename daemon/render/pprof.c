@@ -119,11 +119,11 @@ uint64_t pprof_str(struct pprof *x, const char *s, size_t len)
 {
 	char fixed[4096 * 3];
 	size_t i = 0, n = 0;
-	while (i < len && utf8_char((const unsigned char *)s + i, len - i))
-		i += utf8_char((const unsigned char *)s + i, len - i);
+	while (i < len && xml_utf8_char((const unsigned char *)s + i, len - i))
+		i += xml_utf8_char((const unsigned char *)s + i, len - i);
 	if (i < len) {
 		for (i = 0; i < len && n + 4 <= sizeof(fixed);) {
-			size_t k = utf8_char((const unsigned char *)s + i, len - i);
+			size_t k = xml_utf8_char((const unsigned char *)s + i, len - i);
 			if (k) {
 				memcpy(fixed + n, s + i, k);
 				n += k, i += k;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "flamegraph.h"
+#include "utf8.h"
 #include "folded.h"
 
 struct capture;
@@ -64,8 +65,15 @@ int wb_flush(struct wbuf *w);
 int wb_xml(struct wbuf *w, const char *s, size_t len, size_t max_chars);
 /* Same for a JSON string body (no quotes added). */
 int wb_json(struct wbuf *w, const char *s, size_t len);
-/* Length of the longest valid UTF-8 character at s (1..4), 0 if invalid. */
-size_t utf8_char(const unsigned char *s, size_t len);
+/* Length of the valid UTF-8 character at s (1..4) that XML also allows
+ * (not U+FFFE or U+FFFF), 0 otherwise. */
+static inline size_t xml_utf8_char(const unsigned char *s, size_t len)
+{
+	uint32_t cp;
+	size_t n = utf8_char(s, len, &cp);
+
+	return n && cp != 0xfffe && cp != 0xffff ? n : 0;
+}
 
 /* FNV-1a: deterministic colours and hashing of names. */
 static inline uint64_t name_hash(const char *s, size_t len)

@@ -62,42 +62,13 @@ int wb_printf(struct wbuf *w, const char *fmt, ...)
 	return wb_put(w, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
-size_t utf8_char(const unsigned char *s, size_t len)
-{
-	unsigned c = s[0];
-	size_t n;
-	unsigned min;
-	if (c < 0x80)
-		return 1;
-	if ((c & 0xe0) == 0xc0)
-		n = 2, min = 0x80, c &= 0x1f;
-	else if ((c & 0xf0) == 0xe0)
-		n = 3, min = 0x800, c &= 0x0f;
-	else if ((c & 0xf8) == 0xf0)
-		n = 4, min = 0x10000, c &= 0x07;
-	else
-		return 0;
-	if (n > len)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	/* overlong forms, surrogates and beyond U+10FFFF are not UTF-8;
-	 * U+FFFE/FFFF are not XML characters either */
-	if (c < min || (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff || c == 0xfffe || c == 0xffff)
-		return 0;
-	return n;
-}
-
 static const char REPL[] = "\xef\xbf\xbd"; /* U+FFFD */
 
 static size_t count_chars(const unsigned char *p, size_t len)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < len; n++) {
-		size_t k = utf8_char(p + i, len - i);
+		size_t k = xml_utf8_char(p + i, len - i);
 		i += k ? k : 1;
 	}
 	return n;
@@ -113,7 +84,7 @@ int wb_xml(struct wbuf *w, const char *s, size_t len, size_t max_chars)
 		cut = true;
 	}
 	for (size_t i = 0; i < len && chars < limit && !w->err; chars++) {
-		size_t k = utf8_char(p + i, len - i);
+		size_t k = xml_utf8_char(p + i, len - i);
 		unsigned char c = p[i];
 		if (!k)
 			wb_put(w, REPL, 3), k = 1;
@@ -142,7 +113,7 @@ int wb_json(struct wbuf *w, const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	for (size_t i = 0; i < len && !w->err;) {
-		size_t k = utf8_char(p + i, len - i);
+		size_t k = xml_utf8_char(p + i, len - i);
 		unsigned char c = p[i];
 		if (!k) {
 			wb_put(w, "\\ufffd", 6);
