@@ -5,6 +5,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "collector.h"
 
 /* libbpf's feature probes answer "not available" when the kernel merely
  * refused the load (EPERM), so a missing capability looks like an old
@@ -17,5 +20,20 @@ size_t bpf_perm_explain(uint64_t cap_eff, int unpriv_disabled, const char *lockd
 
 /* Same, from this process's capabilities and the running kernel's knobs. */
 size_t bpf_perm_reason(char *buf, size_t n);
+
+/* A collector whose program type libbpf_probe_bpf_prog_type() did not
+ * confirm (probe: its answer, 0 or -errno) is unavailable: for want of
+ * privilege when that explains it, else for want of `progs` programs. */
+static inline void bpf_perm_unavailable(struct collector *c, int probe, const char *progs)
+{
+	char perm[200];
+
+	if (bpf_perm_reason(perm, sizeof(perm)))
+		collector_set_state(c, COLLECTOR_UNAVAILABLE, "%s", perm);
+	else
+		collector_set_state(c, COLLECTOR_UNAVAILABLE, "BPF not supported: %s programs %s",
+				    progs,
+				    probe == 0 ? "are not available in this kernel" : strerror(-probe));
+}
 
 #endif

@@ -188,16 +188,9 @@ static int gl_open(struct collector *c)
 	 * without a target; a kernel without it fails the load below.) */
 	r = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL);
 	if (r <= 0) {
-		/* The probe also answers 0 when the kernel refused the
-		 * load for want of privilege: name that cause first. */
-		char perm[200];
-		if (bpf_perm_reason(perm, sizeof(perm)))
-			collector_set_state(c, COLLECTOR_UNAVAILABLE, "%s", perm);
-		else
-			collector_set_state(c, COLLECTOR_UNAVAILABLE,
-					    "BPF not supported: kprobe/uprobe programs %s",
-					    r == 0 ? "are not available in this kernel"
-						   : strerror(-r));
+		/* 0 also when the kernel refused the load for want of
+		 * privilege: bpf_perm_unavailable() names that cause first */
+		bpf_perm_unavailable(c, r, "kprobe/uprobe");
 		return 0;
 	}
 	r = libbpf_num_possible_cpus();
