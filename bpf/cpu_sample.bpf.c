@@ -16,6 +16,7 @@
 
 #include "cpu_sample.h"
 #include "owner.bpf.h"
+#include "ustack.bpf.h"
 
 /* bpf_get_stack() is gpl_only; "Dual MIT/GPL" is GPL-compatible for the
  * kernel's license_is_gpl_compatible(). */
@@ -29,6 +30,9 @@ const volatile bool include_idle = false; /* sample the per-CPU idle task (pid 0
  * wake-up until this many bytes wait; userspace drains on a timer meanwhile,
  * so a mostly idle host pays for a few wake-ups a second, not one per sample. */
 const volatile __u64 wakeup_bytes = 0;
+/* Bytes of user stack to copy for the daemon's CFI unwinder (ustack.h);
+ * 0: frame-pointer user stacks taken here instead. */
+const volatile __u32 stack_bytes = USTACK_DEFAULT_BYTES;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -36,13 +40,16 @@ struct {
 	__uint(max_entries, CPU_SAMPLE_DEFAULT_RINGBUF_BYTES);
 } samples SEC(".maps");
 
-/* Per-CPU staging area: a full record (about 2 KiB) is too big for the
- * 512-byte BPF stack, and staging lets us send only the captured frames. */
+/* Per-CPU staging area, indexed by CPU (max_entries set to the possible
+ * CPUs before load): a full record is far too big for the 512-byte BPF
+ * stack, and staging lets us send only the captured frames and bytes. A
+ * perf_event program runs in NMI or hard-irq context, so one CPU never
+ * runs two of it at once. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct cpu_sample_rec);
+	__type(value, struct cpu_sample_scratch);
 } scratch SEC(".maps");
 
 /* Samples lost because the ring buffer was full; userspace sums the CPUs. */
@@ -53,14 +60,25 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
+/* The saved cs, read as the whole 8-byte slot: the perf_event context
+ * allows only 8-byte reads of its registers, and newer kernels declare cs
+ * as a 16-bit field of that slot. The low two bits are the ring. */
+static __always_inline __u64 cs_word(struct bpf_perf_event_data *ctx)
+{
+	return *(volatile __u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
+}
+
 SEC("perf_event")
 int cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
-	__u32 zero = 0;
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
+	struct cpu_sample_scratch *sc;
 	struct cpu_sample_rec *r;
-	__u64 flags = 0, size, *dropped, nu, nk;
+	struct bpf_dynptr ptr;
+	__u64 flags = 0, size, *dropped, nu = 0, nk;
+	__u32 slen;
 	long ret;
 
 	if (tgid == 0 && !include_idle)
@@ -68,28 +86,42 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	if (self_tgid && tgid == self_tgid)
 		return 0;
 
-	r = bpf_map_lookup_elem(&scratch, &zero);
-	if (!r)
+	sc = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!sc)
 		return 0;
+	r = &sc->r;
 
 	r->type = CPU_SAMPLE_REC_TYPE;
 	r->version = CPU_SAMPLE_REC_VERSION;
 	r->pid = tgid;
 	r->tid = (__u32)id;
 	r->uid = current_owner();
-	r->cpu = bpf_get_smp_processor_id();
+	r->cpu = cpu;
 	r->ts_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 
 	/*
-	 * User stack first. In a perf_event program the helper unwinds from
-	 * the interrupted registers; when the interrupt hit kernel mode, the
-	 * user part starts from task_pt_regs() (get_perf_callchain()). Frame
-	 * pointers only: code built without them yields a short stack.
+	 * User stack first. With copying on, the registers and the top of the
+	 * stack go to the daemon, which unwinds them by CFI. Otherwise the
+	 * helper walks frame pointers from the interrupted registers (from
+	 * task_pt_regs() when the interrupt hit kernel mode).
 	 */
-	ret = bpf_get_stack(ctx, r->ips, CPU_SAMPLE_MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
-	/* Byte count -> frames (BPF has no signed division). */
-	nu = ret > 0 ? (__u64)ret / sizeof(__u64) : 0;
+	if (stack_bytes) {
+		/* ctx->regs are the interrupted registers: the user ones
+		 * when the sample hit user mode (cs ring 3). */
+		if ((cs_word(ctx) & 3) == 3)
+			ustack_copy(&r->us, sc->stack, stack_bytes, ctx->regs.ip, ctx->regs.sp,
+				    ctx->regs.bp);
+		else
+			ustack_take_task(&r->us, sc->stack, stack_bytes);
+	} else {
+		r->us.len = 0;
+		r->us.flags = 0;
+		ret = bpf_get_stack(ctx, r->ips, CPU_SAMPLE_MAX_FRAMES * sizeof(__u64),
+				    BPF_F_USER_STACK);
+		/* Byte count -> frames (BPF has no signed division). */
+		nu = ret > 0 ? (__u64)ret / sizeof(__u64) : 0;
+	}
 	/* Explicit clamp so the verifier can bound the kernel stack's offset. */
 	if (nu > CPU_SAMPLE_MAX_FRAMES)
 		nu = CPU_SAMPLE_MAX_FRAMES;
@@ -103,17 +135,28 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	r->nkernel = nk;
 
 	size = CPU_SAMPLE_HDR_BYTES + (nu + nk) * sizeof(__u64);
+	slen = r->us.len;
+	if (slen > USTACK_MAX_BYTES + USTACK_PAGE)
+		slen = 0;
 	if (wakeup_bytes)
 		flags = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes
 			    ? BPF_RB_FORCE_WAKEUP
 			    : BPF_RB_NO_WAKEUP;
-	/* bpf_ringbuf_output() copies from the staging area: one copy of only
-	 * the captured bytes, where reserve-then-fill would reserve the full
-	 * 2 KiB for every sample. */
-	if (bpf_ringbuf_output(&samples, r, size, flags)) {
+	/* A dynptr reservation takes a size known only now; the frames and the
+	 * stack bytes are written from the staging area, only what was taken. */
+	if (bpf_ringbuf_reserve_dynptr(&samples, size + slen, 0, &ptr)) {
+		bpf_ringbuf_discard_dynptr(&ptr, 0);
 		dropped = bpf_map_lookup_elem(&drops, &zero);
 		if (dropped)
 			*dropped += 1;
+		return 0;
 	}
+	if (size > sizeof(*r) ||
+	    bpf_dynptr_write(&ptr, 0, r, size, 0) ||
+	    (slen && bpf_dynptr_write(&ptr, size, sc->stack, slen, 0))) {
+		bpf_ringbuf_discard_dynptr(&ptr, 0);
+		return 0;
+	}
+	bpf_ringbuf_submit_dynptr(&ptr, flags);
 	return 0;
 }

@@ -36,6 +36,8 @@ void config_defaults(struct config *cfg)
 	cfg->persist_queue = 16;
 	cfg->persist_queue_bytes = 256u << 20;
 	cfg->sample_freq_hz = 49;
+	cfg->stack_bytes = 16384;
+	cfg->unwind_max_bytes = 64u << 20;
 	cfg->cpu_sampling = true;
 	cfg->demangle = true;
 	cfg->gpu_jobs_pending = 4096;
@@ -305,6 +307,22 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 		return config_parse_size(v, &cfg->capture_max_bytes);
 	if (!strcmp(key, "memory.jobs_max"))
 		return config_parse_size(v, &cfg->jobs_max_bytes);
+	if (!strcmp(key, "memory.unwind_max")) {
+		r = config_parse_size(v, &cfg->unwind_max_bytes);
+		if (r == 0 && cfg->unwind_max_bytes < (1u << 20))
+			return -ERANGE;
+		return r;
+	}
+	if (!strcmp(key, "sampling.stack_bytes")) {
+		size_t b;
+		/* what BPF can copy (bpf/ustack.h), whole 8-byte words */
+		r = config_parse_size(v, &b);
+		if (r == 0 && (b > 65536 || b % 8))
+			return -ERANGE;
+		if (r == 0)
+			cfg->stack_bytes = (uint32_t)b;
+		return r;
+	}
 	if (!strcmp(key, "memory.idle_trim"))
 		return parse_ms(v, &cfg->idle_trim_ms);
 	if (!strcmp(key, "analysis.cache_bytes"))

@@ -40,6 +40,10 @@ struct config {
 	unsigned persist_queue;
 	size_t persist_queue_bytes;
 	uint32_t sample_freq_hz; /* sampling.cpu_frequency */
+	/* sampling.stack_bytes: user stack copied per sample for CFI
+	 * unwinding (0: frame pointers in BPF only) */
+	uint32_t stack_bytes;
+	size_t unwind_max_bytes; /* memory.unwind_max: the unwinder's caches */
 	bool cpu_sampling; /* sampling.cpu */
 	bool demangle; /* symbols.demangle: C++/Rust frame names demangled */
 	size_t gpu_jobs_pending; /* gpu_jobs.pending: GPU jobs awaiting completion */

@@ -21,6 +21,7 @@ struct store;
 struct collector;
 struct capreg;
 struct rpc_server;
+struct unwinder;
 
 #define GPD_MAX_COLLECTORS 8
 #define GPD_MAX_JOBS 64 /* the largest limits.max_jobs (config.c) */
@@ -42,6 +43,9 @@ struct gpd {
 	 * everything that happened before it was asked for. NULL without
 	 * collectors. */
 	struct rbloop *rbloops;
+	/* CFI unwinding of the user stacks the collectors copy (unwind/unwind.h);
+	 * NULL when sampling.stack_bytes is 0. Loop thread only. */
+	struct unwinder *unwinder;
 	void (*drain_rings)(struct gpd *g);
 	uint64_t start_mono_ns;
 	bool stopping;

@@ -27,6 +27,7 @@
 #include "rpc/rpc.h"
 #include "store/store.h"
 #include "timeline/timeline.h"
+#include "unwind/unwind.h"
 
 #include <gpuprof/protocol.h>
 
@@ -295,6 +296,15 @@ int main(int argc, char **argv)
 		log_err("Failed to create the store: %s", strerror(-r));
 		return 1;
 	}
+	if (g.cfg.stack_bytes) {
+		struct unwind_opts uo = {.budget_bytes = g.cfg.unwind_max_bytes};
+
+		r = unwind_new(&uo, &g.unwinder);
+		if (r < 0) {
+			log_err("Failed to create the unwinder: %s", strerror(-r));
+			return 1;
+		}
+	}
 	r = capreg_new(&g, &g.captures);
 	if (r < 0) {
 		log_err("Failed to open the state directory %s: %s", g.cfg.state_dir,
@@ -352,6 +362,7 @@ int main(int argc, char **argv)
 	rpc_server_free(g.rpc);
 	tlcache_free(g.tlcache);
 	store_free(g.store);
+	unwind_free(g.unwinder);
 	log_info("stopped");
 	return r < 0 ? 1 : 0;
 }

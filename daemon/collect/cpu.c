@@ -30,6 +30,7 @@
 #include "gpd.h"
 #include "log.h"
 #include "store/store.h"
+#include "unwind/unwind.h"
 
 #define CPU_DEFAULT_FREQ_HZ 49
 /* Drain period. The program wakes us only once a quarter of the ring is
@@ -305,6 +306,30 @@ report:
 	collector_pid_hook_call(&p->pid_hook, pid);
 }
 
+/*
+ * The sample's stack for the store: the user part unwound from the copied
+ * stack when the program sent one (nuser 0 then), followed by the kernel
+ * frames. The copy is only read here; the ring slot holding it is released
+ * as soon as this callback returns.
+ */
+static uint32_t intern_stack(struct cpu_priv *p, const struct cpu_sample_rec *r, size_t size)
+{
+	struct store *s = p->c->gpd->store;
+	const uint8_t *bytes = (const uint8_t *)r->ips + ((size_t)r->nuser + r->nkernel) * 8;
+	uint64_t ips[CPU_SAMPLE_MAX_FRAMES + 1 + CPU_SAMPLE_MAX_FRAMES];
+	struct unwind_regs regs;
+	unsigned nu = 0;
+
+	if (!(r->us.flags & USTACK_F_REGS) || !p->c->gpd->unwinder)
+		return store_stack_intern(s, (const uint64_t *)r->ips, r->nuser, r->nkernel);
+	regs = (struct unwind_regs){.ip = r->us.ip, .sp = r->us.sp, .bp = r->us.bp};
+	unwind_user(p->c->gpd->unwinder, r->pid, &regs, bytes,
+		    r->us.len <= size - (size_t)(bytes - (const uint8_t *)r) ? r->us.len : 0, ips,
+		    CPU_SAMPLE_MAX_FRAMES + 1, &nu);
+	memcpy(&ips[nu], r->ips, (size_t)r->nkernel * sizeof(uint64_t));
+	return store_stack_intern(s, ips, (uint16_t)nu, r->nkernel);
+}
+
 static int on_sample(void *ctx, void *data, size_t size)
 {
 	struct cpu_priv *p = ctx;
@@ -323,7 +348,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	}
 
 	comm = store_str_intern(s, r->comm, strnlen(r->comm, sizeof(r->comm)));
-	stack = store_stack_intern(s, (const uint64_t *)r->ips, r->nuser, r->nkernel);
+	stack = intern_stack(p, r, size);
 	if (!comm || !stack) {
 		if (comm)
 			store_str_unref(s, comm);
@@ -444,7 +469,11 @@ static int cpu_open(struct collector *c)
 	}
 	p->skel->rodata->self_tgid = p->skip_self ? (uint32_t)getpid() : 0;
 	p->skel->rodata->wakeup_bytes = p->ringbuf_bytes / 4;
+	/* No unwinder (sampling.stack_bytes 0): frame pointers in BPF. */
+	p->skel->rodata->stack_bytes = c->gpd->unwinder ? c->gpd->cfg.stack_bytes : 0;
 	r = bpf_map__set_max_entries(p->skel->maps.samples, (uint32_t)p->ringbuf_bytes);
+	if (!r) /* one staging slot per possible CPU */
+		r = bpf_map__set_max_entries(p->skel->maps.scratch, (uint32_t)p->ncpus);
 	if (!r)
 		r = cpu_sample__load(p->skel);
 	if (r) {
@@ -519,6 +548,7 @@ static void cpu_status(struct collector *c, cJSON *obj)
 	cJSON_AddNumberToObject(obj, "ringbuf_bytes", (double)p->ringbuf_bytes);
 	cJSON_AddNumberToObject(obj, "lost", (double)p->lost);
 	cJSON_AddNumberToObject(obj, "attach_errors", (double)p->attach_errors);
+	cJSON_AddNumberToObject(obj, "stack_bytes", p->skel ? p->skel->rodata->stack_bytes : 0);
 }
 
 static void cpu_free(struct collector *c)

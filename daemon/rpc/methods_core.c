@@ -13,6 +13,7 @@
 #include "methods.h"
 #include "store/store.h"
 #include "timeline/timeline.h"
+#include "unwind/unwind.h"
 
 /* libasan's, when linked (weak: NULL otherwise). */
 extern size_t __sanitizer_get_current_allocated_bytes(void) __attribute__((weak));
@@ -56,6 +57,10 @@ void method_status(struct rpc_req *req, const cJSON *params)
 	json_add_u64(s, "newest_ns", (uint64_t)st.newest_ts_ns);
 
 	cJSON_AddItemToObject(o, "collectors", collectors_status(g));
+	/* Which processes are sampled is what ps shows anyway, but keep the
+	 * per-process list to those who may see every process's stacks. */
+	if (g->unwinder)
+		unwind_status(g->unwinder, cJSON_AddObjectToObject(o, "unwind"), req->privileged);
 
 	cJSON *cl = cJSON_AddObjectToObject(o, "clients");
 	cJSON_AddNumberToObject(cl, "connected", rpc_server_clients(g->rpc));

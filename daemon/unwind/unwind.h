@@ -72,7 +72,8 @@ int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs
 void unwind_forget_pid(struct unwinder *u, uint32_t pid);
 
 /* "unwind" object for status: budget, bytes, processes, objects, samples,
- * truncated by cause, per-process modes of the busiest processes. */
-void unwind_status(struct unwinder *u, struct cJSON *obj);
+ * truncated by cause; with_processes adds the busiest processes' pids,
+ * modes and failures (for privileged peers only). */
+void unwind_status(struct unwinder *u, struct cJSON *obj, bool with_processes);
 
 #endif

@@ -1,0 +1,493 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The unwinder's processes (snapshots of their executable mappings) and
+ * objects (ELF files with their CFI, shared by every process that maps
+ * them), both least-recently-used under one byte budget.
+ *
+ * Files are opened through /proc/PID/map_files/START-END: the very file
+ * the process mapped, whether it was deleted or replaced since, or lives in
+ * another mount namespace (a container). Objects are keyed by device and
+ * inode (plus size and mtime, so a file rewritten in place is not mistaken
+ * for the old one).
+ */
+#include "unwind_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gelf.h>
+
+#include "log.h"
+
+/* Fixed estimate of what libelf/libdw hold per open object besides our
+ * rule cache (descriptors, section headers, parsed CIEs/FDEs). */
+#define UW_OBJ_OVERHEAD 16384
+#define UW_MAPS_MAX_BYTES (4u << 20) /* a /proc/PID/maps larger than this is cut */
+
+uint64_t uw_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static unsigned proc_bucket(uint32_t pid)
+{
+	return (pid * 2654435761u) % UW_PROC_BUCKETS;
+}
+
+static unsigned obj_bucket(dev_t dev, ino_t ino)
+{
+	return (unsigned)(((uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev) >> 40) %
+	       UW_OBJ_BUCKETS;
+}
+
+/* Segments of an ELF file, for file offset -> virtual address. */
+static int load_segments(struct uw_obj *o)
+{
+	size_t n;
+
+	if (elf_getphdrnum(o->elf, &n))
+		return -EINVAL;
+	for (size_t i = 0; i < n && o->nloads < sizeof(o->loads) / sizeof(o->loads[0]); i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(o->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		o->loads[o->nloads].off = ph.p_offset;
+		o->loads[o->nloads].filesz = ph.p_filesz;
+		o->loads[o->nloads].vaddr = ph.p_vaddr;
+		o->nloads++;
+	}
+	return o->nloads ? 0 : -ENOEXEC;
+}
+
+bool uw_obj_vaddr(const struct uw_obj *o, uint64_t file_off, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < o->nloads; i++)
+		if (file_off >= o->loads[i].off && file_off - o->loads[i].off < o->loads[i].filesz) {
+			*vaddr = file_off - o->loads[i].off + o->loads[i].vaddr;
+			return true;
+		}
+	return false;
+}
+
+void uw_obj_free(struct uw_obj *o)
+{
+	if (!o)
+		return;
+	for (size_t i = 0; o->rules && i < o->nslots; i++)
+		if (o->rules[i].pc)
+			free(o->rules[i].cfa.ops), free(o->rules[i].ra.ops), free(o->rules[i].rbp.ops);
+	free(o->rules);
+	if (o->eh)
+		dwarf_cfi_end(o->eh);
+	if (o->dw)
+		dwarf_end(o->dw);
+	if (o->elf)
+		elf_end(o->elf);
+	if (o->fd >= 0)
+		close(o->fd);
+	free(o->image);
+	free(o);
+}
+
+/* Open the ELF and its .eh_frame; x86-64 ELF64 only. */
+static int obj_open_elf(struct uw_obj *o)
+{
+	GElf_Ehdr eh;
+
+	if (!o->elf)
+		return -EINVAL;
+	if (elf_kind(o->elf) != ELF_K_ELF || !gelf_getehdr(o->elf, &eh) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64)
+		return -ENOEXEC;
+	if (load_segments(o) < 0)
+		return -ENOEXEC;
+	/* NULL when there is no .eh_frame: .debug_frame is tried on the
+	 * first address it would not cover, then frame pointers. */
+	o->eh = dwarf_getcfi_elf(o->elf);
+	return 0;
+}
+
+static struct uw_obj *obj_new(struct unwinder *u)
+{
+	struct uw_obj *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return NULL;
+	o->fd = -1;
+	o->bytes = o->base_bytes = sizeof(*o) + UW_OBJ_OVERHEAD;
+	o->last_used = ++u->tick;
+	return o;
+}
+
+/* The kernel's vDSO: every 64-bit process maps the same image, so ours
+ * (at AT_SYSINFO_EHDR) stands for all. Copied: libelf keeps no pointer into
+ * memory we do not own. */
+static struct uw_obj *vdso_get(struct unwinder *u)
+{
+	const unsigned char *img = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+	struct uw_obj *o;
+	size_t size = 0;
+	GElf_Ehdr eh;
+	Elf *e;
+
+	if (u->vdso_tried)
+		return u->vdso;
+	u->vdso_tried = true;
+	if (!img)
+		return NULL;
+	/* The image's size: the end of its section headers (they come last). */
+	e = elf_memory((char *)img, 1 << 16);
+	if (e && gelf_getehdr(e, &eh))
+		size = eh.e_shoff + (size_t)eh.e_shnum * eh.e_shentsize;
+	if (e)
+		elf_end(e);
+	if (!size || size > (1 << 16))
+		return NULL;
+	o = obj_new(u);
+	if (!o)
+		return NULL;
+	o->image = malloc(size);
+	if (!o->image) {
+		uw_obj_free(o);
+		return NULL;
+	}
+	memcpy(o->image, img, size);
+	o->elf = elf_memory(o->image, size);
+	if (obj_open_elf(o) < 0) {
+		uw_obj_free(o);
+		return NULL;
+	}
+	snprintf(o->name, sizeof(o->name), "[vdso]");
+	o->refs = 1; /* held by the unwinder for its whole life */
+	o->bytes += size;
+	o->base_bytes = o->bytes;
+	u->bytes += o->bytes;
+	u->vdso = o;
+	return o;
+}
+
+/* The object behind a file mapping, from the cache or opened now. */
+static struct uw_obj *obj_get(struct unwinder *u, uint32_t pid, uint64_t start, uint64_t end,
+			      const char *path)
+{
+	char mf[320];
+	struct stat st;
+	struct uw_obj *o;
+	const char *base;
+	int fd;
+
+	snprintf(mf, sizeof(mf), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, u->proc_dir,
+		 pid, start, end);
+	fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	for (o = u->objs[obj_bucket(st.st_dev, st.st_ino)]; o; o = o->next)
+		if (o->dev == st.st_dev && o->ino == st.st_ino && o->size == (uint64_t)st.st_size &&
+		    o->mtime_ns == (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec) {
+			close(fd);
+			o->refs++;
+			o->last_used = ++u->tick;
+			return o;
+		}
+	o = obj_new(u);
+	if (!o) {
+		close(fd);
+		return NULL;
+	}
+	o->fd = fd;
+	o->dev = st.st_dev;
+	o->ino = st.st_ino;
+	o->size = (uint64_t)st.st_size;
+	o->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	base = strrchr(path, '/');
+	snprintf(o->name, sizeof(o->name), "%s", base ? base + 1 : path);
+	o->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (obj_open_elf(o) < 0) {
+		u->st.objs_failed++;
+		uw_obj_free(o);
+		return NULL;
+	}
+	u->st.objs_loaded++;
+	o->refs = 1;
+	o->next = u->objs[obj_bucket(o->dev, o->ino)];
+	u->objs[obj_bucket(o->dev, o->ino)] = o;
+	u->nobjs++;
+	u->bytes += o->bytes;
+	return o;
+}
+
+void uw_obj_put(struct unwinder *u, struct uw_obj *o)
+{
+	(void)u;
+	if (o && o->refs)
+		o->refs--; /* idle objects stay cached until the budget wants room */
+}
+
+static void maps_release(struct unwinder *u, struct uw_proc *p)
+{
+	for (size_t i = 0; i < p->nmaps; i++)
+		if (p->maps[i].obj != u->vdso)
+			uw_obj_put(u, p->maps[i].obj);
+	u->bytes -= p->nmaps * sizeof(*p->maps);
+	free(p->maps);
+	p->maps = NULL;
+	p->nmaps = 0;
+}
+
+static uint64_t read_start_time(struct unwinder *u, uint32_t pid)
+{
+	char path[256], buf[1024], *s;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/stat", u->proc_dir, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* After the comm's closing parenthesis: field 3 on; starttime is 22. */
+	s = strrchr(buf, ')');
+	if (!s || sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+				"%*d %*d %llu", &v) != 1)
+		return 0;
+	return v;
+}
+
+static int read_file(const char *path, char **buf, size_t *len)
+{
+	size_t cap = 16384, n = 0;
+	char *b = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t r;
+
+		if (!b || n + 1 >= cap) {
+			char *nb;
+
+			if (b)
+				cap *= 2;
+			if (cap > UW_MAPS_MAX_BYTES)
+				break;
+			nb = realloc(b, cap);
+			if (!nb)
+				break;
+			b = nb;
+		}
+		r = read(fd, b + n, cap - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (!b)
+		return -ENOMEM;
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return n ? 0 : -ESRCH;
+}
+
+/* Read the executable mappings of p from /proc/PID/maps. */
+static int maps_read(struct unwinder *u, struct uw_proc *p)
+{
+	char path[256], *buf, *line, *save = NULL;
+	struct uw_map *maps = NULL;
+	size_t n = 0, cap = 0, len;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", u->proc_dir, p->pid);
+	r = read_file(path, &buf, &len);
+	if (r < 0)
+		return r;
+	u->st.maps_reads++;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long start, end, off;
+		char perms[8];
+		int pathpos = 0;
+		struct uw_map m;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off,
+			   &pathpos) < 4 ||
+		    perms[2] != 'x')
+			continue;
+		m = (struct uw_map){.start = start, .end = end, .pgoff = off};
+		if (pathpos && line[pathpos] == '/')
+			m.obj = obj_get(u, p->pid, start, end, line + pathpos);
+		else if (pathpos && !strcmp(line + pathpos, "[vdso]"))
+			m.obj = vdso_get(u);
+		if (n == cap) {
+			struct uw_map *nm = realloc(maps, (cap = cap ? cap * 2 : 32) * sizeof(*maps));
+
+			if (!nm) {
+				if (m.obj != u->vdso)
+					uw_obj_put(u, m.obj);
+				break;
+			}
+			maps = nm;
+		}
+		maps[n++] = m;
+	}
+	free(buf);
+	maps_release(u, p);
+	p->maps = maps;
+	p->nmaps = n;
+	u->bytes += n * sizeof(*maps);
+	p->read_ns = uw_now_ns();
+	return 0;
+}
+
+const struct uw_map *uw_proc_find(const struct uw_proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nmaps;
+
+	/* /proc/PID/maps lists mappings in address order. */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (addr < p->maps[mid].start)
+			hi = mid;
+		else if (addr >= p->maps[mid].end)
+			lo = mid + 1;
+		else
+			return &p->maps[mid];
+	}
+	return NULL;
+}
+
+bool uw_proc_refresh(struct unwinder *u, struct uw_proc *p, uint64_t min_age_ns)
+{
+	if (uw_now_ns() - p->read_ns < min_age_ns)
+		return false;
+	if (maps_read(u, p) < 0) {
+		p->read_ns = uw_now_ns(); /* gone: do not retry at once */
+		return false;
+	}
+	u->st.maps_refreshes++;
+	return true;
+}
+
+void uw_proc_free(struct unwinder *u, struct uw_proc *p)
+{
+	struct uw_proc **pp = &u->procs[proc_bucket(p->pid)];
+
+	while (*pp && *pp != p)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = p->next;
+	maps_release(u, p);
+	u->bytes -= sizeof(*p);
+	u->nprocs--;
+	free(p);
+}
+
+struct uw_proc *uw_proc_get(struct unwinder *u, uint32_t pid)
+{
+	struct uw_proc *p;
+	uint64_t st;
+
+	for (p = u->procs[proc_bucket(pid)]; p; p = p->next)
+		if (p->pid == pid)
+			break;
+	if (p) {
+		p->last_used = ++u->tick;
+		return p;
+	}
+	st = read_start_time(u, pid);
+	if (!st)
+		return NULL; /* gone already */
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->start_time = st;
+	p->last_used = ++u->tick;
+	p->next = u->procs[proc_bucket(pid)];
+	u->procs[proc_bucket(pid)] = p;
+	u->nprocs++;
+	u->bytes += sizeof(*p);
+	if (maps_read(u, p) < 0) {
+		uw_proc_free(u, p);
+		return NULL;
+	}
+	uw_trim(u, p);
+	return p;
+}
+
+static struct uw_proc *lru_proc(struct unwinder *u, const struct uw_proc *keep)
+{
+	struct uw_proc *best = NULL;
+
+	for (unsigned b = 0; b < UW_PROC_BUCKETS; b++)
+		for (struct uw_proc *p = u->procs[b]; p; p = p->next)
+			if (p != keep && (!best || p->last_used < best->last_used))
+				best = p;
+	return best;
+}
+
+static struct uw_obj **lru_idle_obj(struct unwinder *u)
+{
+	struct uw_obj **best = NULL;
+
+	for (unsigned b = 0; b < UW_OBJ_BUCKETS; b++)
+		for (struct uw_obj **o = &u->objs[b]; *o; o = &(*o)->next)
+			if (!(*o)->refs && (!best || (*o)->last_used < (*best)->last_used))
+				best = o;
+	return best;
+}
+
+void uw_trim(struct unwinder *u, const struct uw_proc *keep)
+{
+	/* Linear scans: eviction is rare (a budget sized for the host's
+	 * working set) and the tables are small. */
+	while (u->bytes > u->budget) {
+		struct uw_obj **oo = lru_idle_obj(u);
+		struct uw_proc *p;
+
+		if (oo) {
+			struct uw_obj *o = *oo;
+
+			*oo = o->next;
+			u->bytes -= o->bytes;
+			u->nobjs--;
+			u->st.objs_evicted++;
+			uw_obj_free(o);
+			continue;
+		}
+		p = lru_proc(u, keep);
+		if (p) {
+			uw_proc_free(u, p);
+			u->st.procs_evicted++;
+			continue;
+		}
+		/* Only the processes in use remain: empty the rule caches. */
+		for (unsigned b = 0; b < UW_OBJ_BUCKETS; b++)
+			for (struct uw_obj *o = u->objs[b]; o; o = o->next)
+				uw_rules_flush(u, o);
+		break;
+	}
+}
