@@ -52,6 +52,22 @@ struct {
 	__type(value, struct cpu_sample_scratch);
 } scratch SEC(".maps");
 
+/* Programs sampled lately, by process and command name (an exec changes
+ * it): the first sample of one wakes the reader at once, so the daemon
+ * reads its mappings for unwinding while a short-lived process still
+ * lives; others wait for the batched drain. */
+struct seen_key {
+	__u32 tgid;
+	char comm[CPU_SAMPLE_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct seen_key);
+	__type(value, __u8);
+} seen SEC(".maps");
+
 /* Samples lost because the ring buffer was full; userspace sums the CPUs. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -142,6 +158,16 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 		flags = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes
 			    ? BPF_RB_FORCE_WAKEUP
 			    : BPF_RB_NO_WAKEUP;
+	if (wakeup_bytes && slen) {
+		struct seen_key k = {.tgid = tgid};
+		__u8 one = 1;
+
+		__builtin_memcpy(k.comm, r->comm, sizeof(k.comm));
+		if (!bpf_map_lookup_elem(&seen, &k)) {
+			bpf_map_update_elem(&seen, &k, &one, BPF_ANY);
+			flags = BPF_RB_FORCE_WAKEUP;
+		}
+	}
 	/* A dynptr reservation takes a size known only now; the frames and the
 	 * stack bytes are written from the staging area, only what was taken. */
 	if (bpf_ringbuf_reserve_dynptr(&samples, size + slen, 0, &ptr)) {

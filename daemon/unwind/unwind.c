@@ -14,6 +14,8 @@
  */
 #include "unwind_int.h"
 
+#include "log.h"
+
 #include <cjson/cJSON.h>
 #include <dwarf.h>
 #include <errno.h>
@@ -25,7 +27,7 @@
 #define UW_DEFAULT_FRAMES 127
 /* Re-read a process's mappings when an address falls outside them, at most
  * this often (dlopen, exec, a reused pid). */
-#define UW_REFRESH_NS (100ull * 1000000ull)
+#define UW_REFRESH_NS (10ull * 1000000ull)
 #define UW_STATUS_PROCS 16
 
 enum step {
@@ -251,8 +253,13 @@ static enum step step_fp(struct walk *w)
 	return STEP_OK;
 }
 
+/* How far past an entry point its code may run before calling on: the
+ * entry stubs (_start of ld.so, of programs without CFI) are a few
+ * instructions that set up the first call. */
+#define UW_ENTRY_SPAN 64
+
 static const struct uw_rule *rule_at(struct unwinder *u, struct uw_proc *p, uint64_t look,
-				     bool *refreshed)
+				     bool *refreshed, bool *entry)
 {
 	const struct uw_map *m = uw_proc_find(p, look);
 	uint64_t va;
@@ -265,6 +272,7 @@ static const struct uw_rule *rule_at(struct unwinder *u, struct uw_proc *p, uint
 	if (!m || !m->obj || !uw_obj_vaddr(m->obj, look - m->start + m->pgoff, &va))
 		return NULL;
 	m->obj->last_used = u->tick;
+	*entry = m->obj->entry && va >= m->obj->entry && va - m->obj->entry < UW_ENTRY_SPAN;
 	return uw_rule_get(u, m->obj, va);
 }
 
@@ -276,14 +284,20 @@ static enum step walk(struct unwinder *u, struct uw_proc *p, struct walk *w, uin
 
 	ips[(*n)++] = w->ip;
 	while (*n < max) {
-		const struct uw_rule *r = rule_at(u, p, exact ? w->ip : w->ip - 1, &refreshed);
-		bool sig = false;
+		bool sig = false, entry = false;
+		const struct uw_rule *r =
+		    rule_at(u, p, exact ? w->ip : w->ip - 1, &refreshed, &entry);
 
 		if (r && r->found && r->cfa.how != UW_BAD) {
 			sig = r->signal;
 			s = step_cfi(w, r);
 			if (s == STEP_OK || s == STEP_END)
 				p->frames_cfi++, u->st.frames_cfi++;
+		} else if (entry) {
+			/* An entry point without CFI (the dynamic loader's
+			 * _start while it relocates a new program): the
+			 * outermost frame, as the psABI's rbp = 0 there says. */
+			s = STEP_END;
 		} else {
 			s = step_fp(w);
 			if (s == STEP_OK)
@@ -305,6 +319,23 @@ static void count_time(struct unwinder *u, uint64_t ns)
 		b++;
 	u->st.ns_hist[b]++;
 	u->st.ns_total += ns;
+}
+
+static const char *const step_names[] = {"ok", "end", "stack copy exhausted", "no rule",
+					  "bad frame", "depth"};
+
+/* Where walks stop, for whoever debugs a profile (-v -v): the address and
+ * its object, never stack contents. At most one line per 1000 stops. */
+static void log_trunc(struct unwinder *u, const struct uw_proc *p, const struct walk *w,
+		      enum step s)
+{
+	const struct uw_map *m = uw_proc_find(p, w->ip);
+
+	if (u->st.truncated % 1000)
+		return;
+	log_debug("unwind: pid %u stopped (%s) at %#llx in %s+%#llx", p->pid, step_names[s],
+		  (unsigned long long)w->ip, m && m->obj ? m->obj->name : "?",
+		  (unsigned long long)(m ? w->ip - m->start + m->pgoff : 0));
 }
 
 int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs,
@@ -352,6 +383,7 @@ int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs
 		u->st.trunc_bad++;
 	else
 		u->st.trunc_depth++;
+	log_trunc(u, p, &w, s);
 	/* A stale snapshot (exec, a reused pid) shows as a walk that fails:
 	 * look again, at most every UW_REFRESH_NS, for the next samples. */
 	if (s == STEP_NORULE || s == STEP_BAD)

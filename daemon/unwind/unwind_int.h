@@ -52,6 +52,7 @@ struct uw_obj {
 	int fd; /* -1 for the vDSO image */
 	void *image; /* vDSO: our own copy of the image */
 	Elf *elf;
+	uint64_t entry; /* e_entry: the program's (or ld.so's) first instruction */
 	Dwarf_CFI *eh;	/* .eh_frame (dwarf_getcfi_elf), may be NULL */
 	Dwarf *dw;	/* for .debug_frame, opened on first miss */
 	Dwarf_CFI *dbg; /* owned by dw */

@@ -113,6 +113,7 @@ static int obj_open_elf(struct uw_obj *o)
 		return -ENOEXEC;
 	if (load_segments(o) < 0)
 		return -ENOEXEC;
+	o->entry = eh.e_entry;
 	/* NULL when there is no .eh_frame: .debug_frame is tried on the
 	 * first address it would not cover, then frame pointers. */
 	o->eh = dwarf_getcfi_elf(o->elf);
