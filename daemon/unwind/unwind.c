@@ -75,11 +75,17 @@ static int reg_value(const struct walk *w, unsigned reg, uint64_t *v)
 
 /* A small DWARF stack machine: the operations CFI expressions use on
  * x86-64 (PLT stubs, signal frames, realigned stacks). */
-static int eval(struct walk *w, const Dwarf_Op *ops, size_t nops, uint64_t *out)
+static int eval(struct walk *w, const Dwarf_Op *ops, size_t nops, bool push_cfa, uint64_t *out)
 {
 	uint64_t st[16], a, b;
 	size_t sp = 0;
 
+	/* A register's DW_CFA_expression starts with the CFA pushed. */
+	if (push_cfa) {
+		if (!w->cfa_known)
+			return -1;
+		st[sp++] = w->cfa;
+	}
 	for (size_t i = 0; i < nops; i++) {
 		uint8_t op = ops[i].atom;
 
@@ -164,9 +170,9 @@ static int eval(struct walk *w, const Dwarf_Op *ops, size_t nops, uint64_t *out)
 		}
 		st[sp - 1] = a;
 	}
-	if (sp != 1)
+	if (!sp)
 		return -1;
-	*out = st[0];
+	*out = st[sp - 1]; /* the result is the top of the stack */
 	return 0;
 }
 
@@ -186,7 +192,7 @@ static int recover(struct walk *w, const struct uw_loc *l, uint64_t same, bool s
 	case UW_AT_CFA:
 		return rd(w, w->cfa + (int64_t)l->off, v) ? 1 : 0;
 	case UW_EXPR:
-		if (eval(w, l->ops, l->nops, &a))
+		if (eval(w, l->ops, l->nops, true, &a))
 			return -1;
 		if (l->value) {
 			*v = a;
@@ -208,7 +214,7 @@ static enum step step_cfi(struct walk *w, const struct uw_rule *r)
 			return STEP_NORULE;
 		cfa += (int64_t)r->cfa.off;
 	} else if (r->cfa.how == UW_EXPR) {
-		if (eval(w, r->cfa.ops, r->cfa.nops, &cfa))
+		if (eval(w, r->cfa.ops, r->cfa.nops, false, &cfa))
 			return w->out_of_copy ? STEP_TRUNC_COPY : STEP_NORULE;
 	} else {
 		return STEP_NORULE;
@@ -264,10 +270,15 @@ static const struct uw_rule *rule_at(struct unwinder *u, struct uw_proc *p, uint
 	const struct uw_map *m = uw_proc_find(p, look);
 	uint64_t va;
 
+	/* Outside every mapping: a library loaded since (dlopen) or a new
+	 * program (exec). Re-read once per walk, and per unknown page at
+	 * most every UW_REFRESH_NS, so a stray address cannot make every
+	 * sample re-read. */
 	if (!m && !*refreshed) {
 		*refreshed = true;
-		if (uw_proc_refresh(u, p, UW_REFRESH_NS))
+		if (uw_proc_refresh(u, p, (look >> 12) != p->miss_page ? 0 : UW_REFRESH_NS))
 			m = uw_proc_find(p, look);
+		p->miss_page = look >> 12;
 	}
 	if (!m || !m->obj || !uw_obj_vaddr(m->obj, look - m->start + m->pgoff, &va))
 		return NULL;

@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The CFI unwinder on this very process: a snapshot of the registers and
+ * the stack is taken the way BPF takes it, unwound by unwind_user(), and
+ * compared with glibc's backtrace() (libgcc's unwinder, an independent
+ * reader of the same CFI) taken at the same place. Built -O2
+ * -fomit-frame-pointer, so frame pointers alone could not do it.
+ */
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "test.h"
+#include "unwind/unwind.h"
+
+#define COPY_MAX 16384
+#define MAXF 64
+
+struct snap {
+	struct unwind_regs regs;
+	uint8_t stack[COPY_MAX];
+	size_t len;
+	void *bt[MAXF];
+	int nbt;
+};
+
+static struct snap snap_buf;
+static size_t copy_limit = COPY_MAX;
+
+/* The end of the mapping holding addr (/proc/self/maps). */
+static uintptr_t mapping_end(uintptr_t addr)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long lo, hi;
+	char line[512];
+	uintptr_t end = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && addr >= lo && addr < hi)
+			end = hi;
+	if (f)
+		fclose(f);
+	return end;
+}
+
+/* Byte by byte and unsanitized: the stack holds ASan's poisoned redzones. */
+__attribute__((no_sanitize("address"), noinline)) static void copy_stack(uint8_t *dst,
+									const uint8_t *src,
+									size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		((volatile uint8_t *)dst)[i] = src[i];
+}
+
+/* Registers at the asm statement, the stack above them, and backtrace()
+ * from the same function: both describe the same callers. */
+__attribute__((noinline)) static int take_snap(void)
+{
+	uint64_t ip, sp, bp;
+	uintptr_t end;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=r"(ip), "=r"(sp), "=r"(bp));
+	snap_buf.regs = (struct unwind_regs){.ip = ip, .sp = sp, .bp = bp};
+	end = mapping_end((uintptr_t)sp);
+	snap_buf.len = end - sp < copy_limit ? end - sp : copy_limit;
+	copy_stack(snap_buf.stack, (const uint8_t *)(uintptr_t)sp, snap_buf.len);
+	snap_buf.nbt = backtrace(snap_buf.bt, MAXF);
+	return snap_buf.nbt;
+}
+
+static volatile int sink;
+__attribute__((noinline)) static int d(int x) { int r = take_snap(); sink += x; return r; }
+__attribute__((noinline)) static int c(int x) { int r = d(x + 1); sink += r; return r; }
+__attribute__((noinline)) static int b(int x) { int r = c(x + 1); sink += r; return r; }
+__attribute__((noinline)) static int a(int x) { int r = b(x + 1); sink += r; return r; }
+
+static struct unwinder *uw_new(size_t budget)
+{
+	struct unwind_opts o = {.budget_bytes = budget};
+	struct unwinder *u = NULL;
+
+	CHECK_EQ_INT(unwind_new(&o, &u), 0);
+	return u;
+}
+
+static int unwind_snap(struct unwinder *u, uint64_t *ips, unsigned *n)
+{
+	return unwind_user(u, (uint32_t)getpid(), &snap_buf.regs, snap_buf.stack, snap_buf.len,
+			   ips, MAXF, n);
+}
+
+/* ips[1..] (return addresses, from take_snap's caller on) must be
+ * backtrace()'s frames 2.. exactly: its frame 0 is in backtrace() itself,
+ * frame 1 the return address into take_snap. */
+static void check_same_as_backtrace(const uint64_t *ips, unsigned n)
+{
+	CHECK_EQ_INT((int)n + 1, snap_buf.nbt);
+	for (unsigned i = 1; i < n && i + 1 < (unsigned)snap_buf.nbt; i++)
+		if (ips[i] != (uint64_t)(uintptr_t)snap_buf.bt[i + 1]) {
+			TEST_FAIL_AT("frame %u: unwound %#lx, backtrace %p", i, (unsigned long)ips[i],
+				     snap_buf.bt[i + 1]);
+			break;
+		}
+}
+
+static bool has_frame_in(const uint64_t *ips, unsigned n, void *fn, size_t span)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (ips[i] > (uint64_t)(uintptr_t)fn && ips[i] <= (uint64_t)(uintptr_t)fn + span)
+			return true;
+	return false;
+}
+
+static void test_chain_matches_backtrace(void)
+{
+	struct unwinder *u = uw_new(0);
+	uint64_t ips[MAXF];
+	unsigned n;
+
+	a(1);
+	CHECK_EQ_INT(unwind_snap(u, ips, &n), UNWIND_COMPLETE);
+	check_same_as_backtrace(ips, n);
+	CHECK(has_frame_in(ips, n, (void *)a, 256));
+	CHECK(has_frame_in(ips, n, (void *)d, 256));
+	/* a second walk is served from the rule cache, same answer */
+	uint64_t again[MAXF];
+	unsigned n2;
+	CHECK_EQ_INT(unwind_snap(u, again, &n2), UNWIND_COMPLETE);
+	CHECK_EQ_INT((int)n2, (int)n);
+	CHECK(!memcmp(ips, again, n * sizeof(*ips)));
+	unwind_free(u);
+}
+
+static void test_short_copy_is_truncated(void)
+{
+	struct unwinder *u = uw_new(0);
+	uint64_t full[MAXF], ips[MAXF];
+	unsigned nf, n;
+
+	a(1);
+	CHECK_EQ_INT(unwind_snap(u, full, &nf), UNWIND_COMPLETE);
+	snap_buf.len = 64; /* the copy ends inside the callers' frames */
+	CHECK_EQ_INT(unwind_snap(u, ips, &n), UNWIND_TRUNCATED);
+	CHECK(n >= 2 && n < nf);
+	CHECK_EQ_U64(ips[n - 1], UNWIND_IP_TRUNCATED);
+	CHECK(!memcmp(ips, full, (n - 1) * sizeof(*ips)));
+	cJSON *st = cJSON_CreateObject();
+	unwind_status(u, st, true);
+	CHECK_EQ_INT(cJSON_GetObjectItem(st, "truncated")->valueint, 1);
+	CHECK_EQ_INT(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "truncated_by"), "stack_copy")
+			 ->valueint, 1);
+	cJSON_Delete(st);
+	unwind_free(u);
+}
+
+static void test_gone_process_is_truncated(void)
+{
+	struct unwinder *u = uw_new(0);
+	uint64_t ips[MAXF];
+	unsigned n;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	CHECK(pid > 0);
+	waitpid(pid, NULL, 0);
+	a(1);
+	CHECK_EQ_INT(unwind_user(u, (uint32_t)pid, &snap_buf.regs, snap_buf.stack, snap_buf.len,
+				 ips, MAXF, &n),
+		     UNWIND_TRUNCATED);
+	CHECK_EQ_INT((int)n, 2);
+	CHECK_EQ_U64(ips[0], snap_buf.regs.ip);
+	CHECK_EQ_U64(ips[1], UNWIND_IP_TRUNCATED);
+	unwind_free(u);
+}
+
+static int cb_snap(int x)
+{
+	return take_snap() + x;
+}
+
+/* Through a library without frame pointers, loaded late (the first
+ * snapshot of the process predates it) and deleted from disk since. */
+static const char *uwlib_path;
+
+static void test_dlopen_deleted_library(void)
+{
+	const char *lib = uwlib_path;
+	struct unwinder *u = uw_new(0);
+	char tmp[] = "/tmp/uwlib-XXXXXX";
+	uint64_t ips[MAXF];
+	unsigned n;
+	int (*call)(int (*)(int), int);
+	void *h;
+	int in, out;
+	static char buf[65536];
+	ssize_t k;
+
+	a(1); /* the unwinder learns this process's mappings now */
+	CHECK_EQ_INT(unwind_snap(u, ips, &n), UNWIND_COMPLETE);
+	out = mkstemp(tmp);
+	in = open(lib, O_RDONLY);
+	CHECK(out >= 0 && in >= 0);
+	while ((k = read(in, buf, sizeof(buf))) > 0)
+		CHECK(write(out, buf, (size_t)k) == k);
+	close(in);
+	close(out);
+	h = dlopen(tmp, RTLD_NOW);
+	CHECK(h != NULL);
+	unlink(tmp);
+	if (!h)
+		return;
+	call = (int (*)(int (*)(int), int))dlsym(h, "uwlib_call");
+	call(cb_snap, 1);
+	CHECK_EQ_INT(unwind_snap(u, ips, &n), UNWIND_COMPLETE);
+	check_same_as_backtrace(ips, n);
+	CHECK(has_frame_in(ips, n, dlsym(h, "uwlib_inner"), 64));
+	CHECK(has_frame_in(ips, n, (void *)call, 64));
+	dlclose(h);
+	unwind_free(u);
+}
+
+static void on_usr1(int sig)
+{
+	sink += d(sig); /* not a tail call: on_usr1 stays on the stack */
+}
+
+/* Through the kernel's signal frame (glibc's __restore_rt): its caller is
+ * the interrupted instruction, an exact pc. */
+static void test_signal_frame(void)
+{
+	struct unwinder *u = uw_new(0);
+	uint64_t ips[MAXF];
+	unsigned n;
+
+	signal(SIGUSR1, on_usr1);
+	raise(SIGUSR1);
+	CHECK_EQ_INT(unwind_snap(u, ips, &n), UNWIND_COMPLETE);
+	check_same_as_backtrace(ips, n);
+	CHECK(has_frame_in(ips, n, (void *)on_usr1, 256));
+	unwind_free(u);
+}
+
+static void test_budget_holds(void)
+{
+	struct unwinder *u = uw_new(1u << 20);
+	uint64_t ips[MAXF];
+	unsigned n;
+
+	for (int i = 0; i < 3; i++) {
+		a(i);
+		CHECK_EQ_INT(unwind_snap(u, ips, &n), UNWIND_COMPLETE);
+	}
+	cJSON *st = cJSON_CreateObject();
+	unwind_status(u, st, false);
+	CHECK(cJSON_GetObjectItem(st, "bytes")->valuedouble <= 1 << 20);
+	CHECK(cJSON_GetObjectItem(st, "bytes")->valuedouble > 0);
+	CHECK(!cJSON_GetObjectItem(st, "by_process")); /* unprivileged view */
+	cJSON_Delete(st);
+	unwind_free(u);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s LIBUWLIB\n", argv[0]);
+		return 2;
+	}
+	RUN(test_chain_matches_backtrace);
+	RUN(test_short_copy_is_truncated);
+	RUN(test_gone_process_is_truncated);
+	RUN(test_signal_frame);
+	RUN(test_budget_holds);
+	uwlib_path = argv[1];
+	RUN(test_dlopen_deleted_library);
+	return test_summary();
+}
