@@ -386,7 +386,11 @@ int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs
 		return UNWIND_COMPLETE;
 	}
 	p->truncated++;
-	if (s == STEP_TRUNC_COPY)
+	/* The pc was in a mapping made after the snapshot (a library loaded
+	 * by a process that exited before its samples were drained). */
+	if (s == STEP_NORULE && p->gone)
+		u->st.trunc_nomaps++;
+	else if (s == STEP_TRUNC_COPY)
 		u->st.trunc_copy++;
 	else if (s == STEP_NORULE)
 		u->st.trunc_norule++;

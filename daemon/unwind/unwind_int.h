@@ -85,6 +85,7 @@ struct uw_proc {
 	size_t nmaps;
 	uint64_t read_ns; /* when maps were read; 0 = never could */
 	uint64_t miss_page; /* page of the last address no mapping held */
+	bool gone; /* a re-read found the process gone: its snapshot is all there is */
 	uint64_t last_used;
 	uint64_t samples, truncated, frames_cfi, frames_fp;
 	struct uw_proc *next; /* hash chain */

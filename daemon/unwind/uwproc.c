@@ -386,6 +386,7 @@ bool uw_proc_refresh(struct unwinder *u, struct uw_proc *p, uint64_t min_age_ns)
 		return false;
 	if (maps_read(u, p) < 0) {
 		p->read_ns = uw_now_ns(); /* gone: do not retry at once */
+		p->gone = true;
 		return false;
 	}
 	u->st.maps_refreshes++;
