@@ -19,6 +19,45 @@ static int no_operands(struct cli *cli, int argc, char **argv)
 	return CLI_CONTINUE;
 }
 
+/* The user-stack unwinder: completeness, why stacks stopped, its memory,
+ * and (privileged peers) the busiest processes' modes. */
+static void print_unwind(const cJSON *u)
+{
+	const cJSON *by = cJSON_GetObjectItemCaseSensitive(u, "truncated_by");
+	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(u, "by_process"), *p;
+	double n = json_num(u, "samples", 0);
+	char b1[32], b2[32];
+
+	if (!u)
+		return;
+	printf("unwind:     %.0f stacks, %.1f%% complete; truncated: %.0f stack copy, %.0f no rule, "
+	       "%.0f process gone, %.0f depth, %.0f bad frame\n",
+	       n, n > 0 ? 100.0 * json_num(u, "complete", 0) / n : 100.0,
+	       json_num(by, "stack_copy", 0), json_num(by, "no_rule", 0),
+	       json_num(by, "process_gone", 0), json_num(by, "depth", 0),
+	       json_num(by, "bad_frame", 0));
+	printf("            caches %s of %s, %.0f processes, %.0f objects; %.0f B copied per stack\n",
+	       fmt_bytes(b1, json_num(u, "bytes", 0)), fmt_bytes(b2, json_num(u, "budget_bytes", 0)),
+	       json_num(u, "processes", 0), json_num(u, "objects", 0),
+	       json_num(u, "stack_bytes_per_sample", 0));
+	if (!cJSON_IsArray(procs) || !cJSON_GetArraySize(procs))
+		return;
+	static const char *const hdr[] = {">PID", "MODE", ">STACKS", ">TRUNCATED", ">MAPPINGS"};
+	struct table *t = table_new(5, hdr);
+	char c1[32], c2[32], c3[32], c4[32];
+	cJSON_ArrayForEach(p, procs)
+	{
+		snprintf(c1, sizeof(c1), "%.0f", json_num(p, "pid", 0));
+		snprintf(c2, sizeof(c2), "%.0f", json_num(p, "samples", 0));
+		snprintf(c3, sizeof(c3), "%.0f", json_num(p, "truncated", 0));
+		snprintf(c4, sizeof(c4), "%.0f", json_num(p, "mappings", 0));
+		table_add(t, c1, json_str(p, "mode", "?"), c2, c3, c4);
+	}
+	putchar('\n');
+	table_print(t);
+	table_free(t);
+}
+
 static void print_status(const cJSON *st)
 {
 	const cJSON *store = cJSON_GetObjectItemCaseSensitive(st, "store");
@@ -56,6 +95,7 @@ static void print_status(const cJSON *st)
 	if (jobs)
 		printf("jobs:       %.0f of %.0f running\n", json_num(jobs, "running", 0),
 		       json_num(jobs, "max", 0));
+	print_unwind(cJSON_GetObjectItemCaseSensitive(st, "unwind"));
 	if (!cJSON_IsArray(cols))
 		return;
 	static const char *const hdr[] = {"NAME", "STATE", ">EVENTS", ">DROPS", "REASON"};
