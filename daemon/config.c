@@ -37,7 +37,7 @@ void config_defaults(struct config *cfg)
 	cfg->persist_queue_bytes = 256u << 20;
 	cfg->sample_freq_hz = 49;
 	cfg->stack_bytes = 16384;
-	cfg->unwind_max_bytes = 64u << 20;
+	cfg->unwind_max_bytes = 128u << 20;
 	cfg->cpu_sampling = true;
 	cfg->demangle = true;
 	cfg->gpu_jobs_pending = 4096;

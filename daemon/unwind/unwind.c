@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UW_DEFAULT_BUDGET (64u << 20)
+#define UW_DEFAULT_BUDGET (128u << 20)
 #define UW_DEFAULT_FRAMES 127
 /* Re-read a process's mappings when an address falls outside them, at most
  * this often (dlopen, exec, a reused pid). */
@@ -370,7 +370,9 @@ int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs
 	u->st.samples++;
 	u->st.bytes_copied += len;
 	u->tick++;
+	u->busy = NULL;
 	p = uw_proc_get(u, pid);
+	u->busy = p;
 	if (!p) {
 		ips[(*n)++] = regs->ip;
 		s = STEP_NORULE;
@@ -378,6 +380,8 @@ int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs
 		goto truncated;
 	}
 	p->samples++;
+	if (u->bytes > u->budget)
+		uw_trim(u, p);
 	s = walk(u, p, &w, ips, max - 1, n);
 	if (s == STEP_END) {
 		u->st.complete++;
@@ -451,6 +455,9 @@ void unwind_free(struct unwinder *u)
 			uw_obj_free(o);
 		}
 	uw_obj_free(u->vdso);
+	free(u->scratch.cfa.ops);
+	free(u->scratch.ra.ops);
+	free(u->scratch.rbp.ops);
 	free(u);
 }
 
@@ -539,6 +546,7 @@ void unwind_status(struct unwinder *u, cJSON *obj, bool with_processes)
 	cJSON_AddNumberToObject(obj, "maps_reads", (double)st->maps_reads);
 	cJSON_AddNumberToObject(obj, "objects_loaded", (double)st->objs_loaded);
 	cJSON_AddNumberToObject(obj, "objects_failed", (double)st->objs_failed);
+	cJSON_AddNumberToObject(obj, "objects_over_budget", (double)st->objs_over_budget);
 	cJSON_AddNumberToObject(obj, "evictions",
 				(double)(st->procs_evicted + st->objs_evicted + st->rule_flushes));
 	if (with_processes)

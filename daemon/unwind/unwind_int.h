@@ -107,7 +107,7 @@ struct unwind_stats {
 	uint64_t ns_total;
 	uint64_t ns_hist[32]; /* log2 buckets of per-sample unwinding time */
 	uint64_t maps_reads, maps_refreshes, objs_loaded, objs_failed;
-	uint64_t procs_evicted, objs_evicted, rule_flushes;
+	uint64_t procs_evicted, objs_evicted, rule_flushes, objs_over_budget;
 };
 
 struct unwinder {
@@ -121,6 +121,9 @@ struct unwinder {
 	size_t nobjs;
 	struct uw_obj *vdso; /* the kernel's vDSO, same image in every 64-bit process */
 	bool vdso_tried;
+	struct uw_rule scratch; /* a rule the budget left no room to cache */
+	/* the process being read or walked: never evicted under itself */
+	const struct uw_proc *busy;
 	struct unwind_stats st;
 };
 
@@ -139,6 +142,10 @@ void uw_obj_free(struct uw_obj *o);
 /* Stay within the budget: drop least recently used processes, then idle
  * objects, then rule caches. */
 void uw_trim(struct unwinder *u, const struct uw_proc *keep);
+void uw_trim_to(struct unwinder *u, const struct uw_proc *keep, size_t target);
+/* Count .debug_frame's sections against the budget before libdw reads
+ * them; false when they cannot fit. */
+bool uw_obj_debug_room(struct unwinder *u, struct uw_obj *o);
 bool uw_obj_vaddr(const struct uw_obj *o, uint64_t file_off, uint64_t *vaddr);
 
 /* uwrule.c: CFI rows as compact rules */

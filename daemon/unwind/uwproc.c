@@ -9,6 +9,16 @@
  * another mount namespace (a container). Objects are keyed by device and
  * inode (plus size and mtime, so a file rewritten in place is not mistaken
  * for the old one).
+ *
+ * Object files are untrusted input, owned by whoever ran the program:
+ * - read with ELF_C_READ (pread into memory), never mmap: a file its owner
+ *   truncates under us cannot SIGBUS the daemon;
+ * - never from a FUSE file system, whose server (any user, with fusermount)
+ *   could hold a read forever and with it the event loop: such objects
+ *   unwind by frame pointers;
+ * - the sections libdw reads (.eh_frame and its index, or the .debug_*
+ *   sections for .debug_frame) are counted against the budget before they
+ *   are read, and an object that cannot fit is not loaded (frame pointers).
  */
 #include "unwind_int.h"
 
@@ -20,6 +30,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -101,10 +112,44 @@ void uw_obj_free(struct uw_obj *o)
 	free(o);
 }
 
+#define FUSE_SUPER_MAGIC 0x65735546
+
+/* Bytes of the sections whose name starts with prefix (what libdw will
+ * read into memory for them). */
+static uint64_t section_bytes(Elf *e, const char *prefix)
+{
+	size_t shstrndx, len = strlen(prefix);
+	Elf_Scn *scn = NULL;
+	uint64_t sum = 0;
+
+	if (elf_getshdrstrndx(e, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(e, shstrndx, sh.sh_name);
+		if (name && !strncmp(name, prefix, len))
+			sum += sh.sh_size;
+	}
+	return sum;
+}
+
+/* Make room for need more bytes; false when the budget cannot hold them. */
+static bool room_for(struct unwinder *u, uint64_t need)
+{
+	if (u->bytes + need > u->budget)
+		uw_trim_to(u, NULL, u->budget > need ? u->budget - need : 0);
+	return u->bytes + need <= u->budget;
+}
+
 /* Open the ELF and its .eh_frame; x86-64 ELF64 only. */
-static int obj_open_elf(struct uw_obj *o)
+static int obj_open_elf(struct unwinder *u, struct uw_obj *o)
 {
 	GElf_Ehdr eh;
+	uint64_t need;
 
 	if (!o->elf)
 		return -EINVAL;
@@ -114,10 +159,32 @@ static int obj_open_elf(struct uw_obj *o)
 	if (load_segments(o) < 0)
 		return -ENOEXEC;
 	o->entry = eh.e_entry;
-	/* NULL when there is no .eh_frame: .debug_frame is tried on the
-	 * first address it would not cover, then frame pointers. */
+	need = section_bytes(o->elf, ".eh_frame");
+	if (!room_for(u, o->bytes + need)) {
+		u->st.objs_over_budget++;
+		return -ENOBUFS;
+	}
+	o->bytes += need;
+	o->base_bytes = o->bytes;
+	/* NULL when there is no .eh_frame: then .debug_frame is tried
+	 * (uwrule.c), then frame pointers. */
 	o->eh = dwarf_getcfi_elf(o->elf);
 	return 0;
+}
+
+bool uw_obj_debug_room(struct unwinder *u, struct uw_obj *o)
+{
+	uint64_t need = section_bytes(o->elf, ".debug_");
+
+	if (!need || !room_for(u, need)) {
+		if (need)
+			u->st.objs_over_budget++;
+		return false;
+	}
+	o->bytes += need;
+	o->base_bytes += need;
+	u->bytes += need;
+	return true;
 }
 
 static struct uw_obj *obj_new(struct unwinder *u)
@@ -166,7 +233,7 @@ static struct uw_obj *vdso_get(struct unwinder *u)
 	}
 	memcpy(o->image, img, size);
 	o->elf = elf_memory(o->image, size);
-	if (obj_open_elf(o) < 0) {
+	if (obj_open_elf(u, o) < 0) {
 		uw_obj_free(o);
 		return NULL;
 	}
@@ -184,6 +251,7 @@ static struct uw_obj *obj_get(struct unwinder *u, uint32_t pid, uint64_t start, 
 			      const char *path)
 {
 	char mf[320];
+	struct statfs sfs;
 	struct stat st;
 	struct uw_obj *o;
 	const char *base;
@@ -192,7 +260,8 @@ static struct uw_obj *obj_get(struct unwinder *u, uint32_t pid, uint64_t start, 
 	snprintf(mf, sizeof(mf), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, u->proc_dir,
 		 pid, start, end);
 	fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || fstatfs(fd, &sfs) ||
+	    sfs.f_type == FUSE_SUPER_MAGIC) {
 		if (fd >= 0)
 			close(fd);
 		return NULL;
@@ -217,8 +286,8 @@ static struct uw_obj *obj_get(struct unwinder *u, uint32_t pid, uint64_t start, 
 	o->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	base = strrchr(path, '/');
 	snprintf(o->name, sizeof(o->name), "%s", base ? base + 1 : path);
-	o->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (obj_open_elf(o) < 0) {
+	o->elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (obj_open_elf(u, o) < 0) {
 		u->st.objs_failed++;
 		uw_obj_free(o);
 		return NULL;
@@ -432,6 +501,7 @@ struct uw_proc *uw_proc_get(struct unwinder *u, uint32_t pid)
 	u->procs[proc_bucket(pid)] = p;
 	u->nprocs++;
 	u->bytes += sizeof(*p);
+	u->busy = p;
 	if (maps_read(u, p) < 0) {
 		uw_proc_free(u, p);
 		return NULL;
@@ -446,7 +516,8 @@ static struct uw_proc *lru_proc(struct unwinder *u, const struct uw_proc *keep)
 
 	for (unsigned b = 0; b < UW_PROC_BUCKETS; b++)
 		for (struct uw_proc *p = u->procs[b]; p; p = p->next)
-			if (p != keep && (!best || p->last_used < best->last_used))
+			if (p != keep && p != u->busy &&
+			    (!best || p->last_used < best->last_used))
 				best = p;
 	return best;
 }
@@ -464,9 +535,14 @@ static struct uw_obj **lru_idle_obj(struct unwinder *u)
 
 void uw_trim(struct unwinder *u, const struct uw_proc *keep)
 {
+	uw_trim_to(u, keep, u->budget);
+}
+
+void uw_trim_to(struct unwinder *u, const struct uw_proc *keep, size_t target)
+{
 	/* Linear scans: eviction is rare (a budget sized for the host's
 	 * working set) and the tables are small. */
-	while (u->bytes > u->budget) {
+	while (u->bytes > target) {
 		struct uw_obj **oo = lru_idle_obj(u);
 		struct uw_proc *p;
 

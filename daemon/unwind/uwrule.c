@@ -148,9 +148,17 @@ static int grow(struct unwinder *u, struct uw_obj *o)
 	size_t n = o->nslots ? o->nslots * 2 : UW_RULES_MIN;
 	struct uw_rule *nr;
 
+	/* At the per-object cap: start this object's cache over. */
 	if (n > UW_RULES_MAX) {
 		uw_rules_flush(u, o);
 		n = UW_RULES_MIN;
+	}
+	/* The budget cannot take the bigger table even after evicting
+	 * others: the caller goes on uncached. */
+	if (u->bytes + (n - o->nslots) * sizeof(*nr) > u->budget) {
+		uw_trim(u, NULL);
+		if (u->bytes + (n - o->nslots) * sizeof(*nr) > u->budget)
+			return -ENOSPC;
 	}
 	nr = calloc(n, sizeof(*nr));
 	if (!nr)
@@ -185,16 +193,31 @@ const struct uw_rule *uw_rule_get(struct unwinder *u, struct uw_obj *o, uint64_t
 				return &o->rules[s];
 	/* .eh_frame first; .debug_frame (opened once) for what it misses. */
 	rule.found = rule_from_cfi(o->eh, pc, &rule, &bytes);
-	if (!rule.found && !o->dw_tried && o->elf) {
+	/* .debug_frame only for objects without .eh_frame: libdw reads
+	 * every .debug_* section to open it, counted first. */
+	if (!rule.found && !o->eh && !o->dw_tried && o->elf) {
 		o->dw_tried = true;
-		o->dw = dwarf_begin_elf(o->elf, DWARF_C_READ, NULL);
-		o->dbg = o->dw ? dwarf_getcfi(o->dw) : NULL;
+		if (uw_obj_debug_room(u, o)) {
+			o->dw = dwarf_begin_elf(o->elf, DWARF_C_READ, NULL);
+			o->dbg = o->dw ? dwarf_getcfi(o->dw) : NULL;
+		}
 	}
 	if (!rule.found && o->dbg)
 		rule.found = rule_from_cfi(o->dbg, pc, &rule, &bytes);
-	if ((o->nrules + 1) * 2 > o->nslots && grow(u, o) < 0) {
-		rule_clear(&rule);
-		return NULL;
+	if ((o->nrules + 1) * 2 > o->nslots) {
+		int r = grow(u, o);
+
+		if (r == -ENOSPC) {
+			/* Uncached: valid until the next call, which is all
+			 * the walker needs. */
+			rule_clear(&u->scratch);
+			u->scratch = rule;
+			return &u->scratch;
+		}
+		if (r < 0) {
+			rule_clear(&rule);
+			return NULL;
+		}
 	}
 	for (s = slot_of(pc, o->nslots); o->rules[s].pc; s = (s + 1) & (o->nslots - 1))
 		;
