@@ -133,7 +133,9 @@ int libscan_symbols(const char *path, const char *const *names, size_t n, bool *
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* pread, not mmap: the library is its owner's file, and one truncated
+	 * under us would SIGBUS the daemon */
+	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (!e) {
 		r = -EINVAL;
 		goto out_fd;
