@@ -93,8 +93,8 @@ static double proc_stat_cpu_s(pid_t pid)
 	buf[n] = '\0';
 	/* comm may hold spaces and parentheses: fields restart after the last ')' */
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-			 &st) != 2)
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return -1;
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
@@ -332,7 +332,8 @@ int main(int argc, char **argv)
 	if (stats_fd >= 0 && find_prog(&info) == 0 && info.run_cnt) {
 		/* the counters run from the load; take the window's share */
 		runs = info.run_cnt - (info.id == info0.id ? info0.run_cnt : 0);
-		bpf_s = (double)(info.run_time_ns - (info.id == info0.id ? info0.run_time_ns : 0)) / 1e9;
+		bpf_s = (double)(info.run_time_ns - (info.id == info0.id ? info0.run_time_ns : 0)) /
+			1e9;
 		have_bpf = runs > 0;
 	}
 	if (have_bpf)
@@ -356,15 +357,17 @@ int main(int argc, char **argv)
 		printf("per sample: daemon side %.0f ns", per_sample_ns);
 		if (have_bpf)
 			printf(" + bpf %.0f ns = %.0f ns added cost (means)",
-			       bpf_s * 1e9 / (double)runs, per_sample_ns + bpf_s * 1e9 / (double)runs);
+			       bpf_s * 1e9 / (double)runs,
+			       per_sample_ns + bpf_s * 1e9 / (double)runs);
 		printf("\n");
 	}
 	printf("overall: %.4f%% of one core (bpf + daemon side)\n",
 	       ((have_bpf ? bpf_s : 0) + pused) / wall * 100.0);
 	if (rp.consumer && ev0)
-		printf("ring: %.0f bytes/sample (consumer position, map id %u; store estimate %.0f)\n",
-		       (double)(*rp.consumer - cons0) / (double)ev0, rp.map_id,
-		       mean_record_bytes(g.store));
+		printf(
+		    "ring: %.0f bytes/sample (consumer position, map id %u; store estimate %.0f)\n",
+		    (double)(*rp.consumer - cons0) / (double)ev0, rp.map_id,
+		    mean_record_bytes(g.store));
 	else
 		printf("ring: %.0f bytes/sample (store estimate)\n", mean_record_bytes(g.store));
 	print_unwind_status(&c);

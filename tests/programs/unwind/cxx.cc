@@ -24,7 +24,8 @@ FRAME static uint64_t sort_phase(std::vector<uint64_t> &v, uint64_t h)
 		h = h * 6364136223846793005ull + 1442695040888963407ull;
 		x = h >> 7;
 	}
-	std::sort(v.begin(), v.end(), [](uint64_t a, uint64_t b) { return (a % 1000003) < (b % 1000003); });
+	std::sort(v.begin(), v.end(),
+		  [](uint64_t a, uint64_t b) { return (a % 1000003) < (b % 1000003); });
 	return h ^ v[v.size() / 2];
 }
 
