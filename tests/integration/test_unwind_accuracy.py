@@ -49,7 +49,7 @@ import tempfile
 import time
 from collections import Counter
 
-from gpd import Daemon, SOURCE, Skip, eq, expect, main, test
+from gpd import SOURCE, Daemon, Skip, eq, expect, main, test
 from perffold import (UNKNOWN, SymbolAliases, cut_at_anchor, our_frame_name, parse_folded,
                       parse_perf_script, perf_frame_name, strip_version)
 
@@ -126,12 +126,43 @@ def need_root():
         raise Skip("the daemon's CPU sampler and perf -p need root")
 
 
+def wait_perf_sampling(perf_p, data, timeout=20):
+    """Until perf has written samples (its file past 64 KiB: one dwarf
+    sample is 8 KiB of stack), so its window covers the daemon's."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if perf_p.poll() is not None:
+            raise AssertionError("perf record exited (%d): %s" % (
+                perf_p.returncode, perf_p.stderr.read().decode(errors="replace")))
+        if os.path.exists(data) and os.path.getsize(data) > 65536:
+            return
+        time.sleep(0.05)
+    raise AssertionError("perf record wrote no samples in %ds" % timeout)
+
+
+def wait_ready(d, cid, timeout=120):
+    """Until capture cid is complete (raw calls: cheaper than a gpuprofctl
+    process per poll on a loaded 2-CPU machine)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        r = d.call("capture.info", {"id": cid})
+        expect("result" in r, "capture.info %d: %r" % (cid, r))
+        if r["result"]["state"] == "ready":
+            return
+        expect(r["result"]["state"] == "recording", "capture %d: %r" % (cid, r["result"]))
+        time.sleep(0.1)
+    raise AssertionError("capture %d not ready after %ds" % (cid, timeout))
+
+
 class Run:
     """One program, profiled at once by the daemon and by perf."""
 
-    def __init__(self, name, argv, anchors, before_daemon=False):
+    def __init__(self, name, argv, anchors, before_daemon=False, usr1_after=None):
+        """usr1_after: send the program SIGUSR1 that many seconds into the
+        capture (program d's cue to dlopen)."""
         self.name, self.argv, self.anchors = name, argv, anchors
         self.before_daemon = before_daemon
+        self.usr1_after = usr1_after
         self.tmp = tempfile.mkdtemp(prefix="gpd-unwind-run-")
         self.ours = Counter()   # cut stack -> samples
         self.ours_reach = 0
@@ -164,8 +195,15 @@ class Run:
             perf_p = subprocess.Popen([perf, "record", "-e", "cpu-clock", "-F", str(FREQ),
                                        "--call-graph", "dwarf", "-p", str(prog.pid), "-o", data],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            time.sleep(0.3)
-            info = d.ctl_json("capture", "--pid", str(prog.pid), "--duration", "%dms" % (CAPTURE_S * 1000))
+            wait_perf_sampling(perf_p, data)
+            info = d.ctl_json("capture", "--pid", str(prog.pid), "--duration",
+                              "%dms" % (CAPTURE_S * 1000), "--no-wait")
+            if self.usr1_after is not None:
+                # the window is on CLOCK_MONOTONIC, Python's monotonic clock
+                start = info["window"]["start_ns"] / 1e9
+                time.sleep(max(0.0, start + self.usr1_after - time.monotonic()))
+                prog.send_signal(signal.SIGUSR1)
+            wait_ready(d, info["id"])
             folded = d.ctl("folded", str(info["id"]), "--no-kernel", "--tid-frames", check=0)
             self.folded_raw = folded.stdout.decode(errors="replace")
             cpu = [c for c in d.ctl_json("status")["collectors"] if c["name"] == "cpu"][0]
@@ -434,7 +472,7 @@ def accuracy_leaf():
 def accuracy_dlopen():
     """d: a library without frame pointers, dlopen()ed after the start."""
     lib = os.path.join(build_dir(), "libunwind_plugin.so")
-    r = Run("dlopen", program("dlopen", RUN_S, 1.0, lib), ("main",)).go()
+    r = Run("dlopen", program("dlopen", RUN_S, lib), ("main",), usr1_after=0.8).go()
     r.check_oracle([(("main", "run_plugin", "plugin_entry", "plugin_mid", "plugin_leaf"), 0.4),
                     (("main", "before_dlopen"), 0.1)])
     r.check_ours()

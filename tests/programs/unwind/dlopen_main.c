@@ -1,26 +1,34 @@
 // SPDX-License-Identifier: MIT
 /*
  * Program d: built -O2 -fomit-frame-pointer. Spins first in before_dlopen
- * (so a profiler has already seen this process and read its mappings), then
- * dlopen()s the plugin (libunwind_plugin.so, also without frame pointers)
- * and spends the rest of its time in it:
+ * until SIGUSR1 (sent once the profilers have seen this process and read
+ * its mappings), then dlopen()s the plugin (libunwind_plugin.so, also
+ * without frame pointers) and spends the rest of its time in it:
  * main -> run_plugin -> plugin_entry -> plugin_mid -> plugin_leaf.
  *
- *   unwind_dlopen seconds spin_seconds /path/to/libunwind_plugin.so
+ *   unwind_dlopen seconds /path/to/libunwind_plugin.so
  */
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "common.h"
 
 static volatile uint64_t sink;
+static volatile sig_atomic_t go;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	go = 1;
+}
 
 FRAME static uint64_t before_dlopen(double until)
 {
 	uint64_t h = 1;
 
-	while (prog_now() < until)
+	while (!go && prog_now() < until)
 		for (int i = 0; i < 100000; i++)
 			h = h * 6364136223846793005ull + 1442695040888963407ull;
 	return h;
@@ -38,16 +46,17 @@ FRAME static uint64_t run_plugin(uint64_t (*entry)(uint64_t), double until)
 
 int main(int argc, char **argv)
 {
-	double t0 = prog_now();
+	double end = prog_now() + prog_seconds(argc, argv, 4.0);
 	uint64_t (*entry)(uint64_t);
 	void *lib;
 
-	if (argc < 4) {
-		fprintf(stderr, "usage: %s seconds spin_seconds plugin.so\n", argv[0]);
+	signal(SIGUSR1, on_usr1);
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s seconds plugin.so\n", argv[0]);
 		return 2;
 	}
-	sink += before_dlopen(t0 + atof(argv[2]));
-	lib = dlopen(argv[3], RTLD_NOW);
+	sink += before_dlopen(end);
+	lib = dlopen(argv[2], RTLD_NOW);
 	if (!lib) {
 		fprintf(stderr, "dlopen: %s\n", dlerror());
 		return 1;
@@ -57,7 +66,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dlsym: %s\n", dlerror());
 		return 1;
 	}
-	sink += run_plugin(entry, t0 + atof(argv[1]));
+	sink += run_plugin(entry, end);
 	printf("%llu\n", (unsigned long long)(sink & 1));
 	return 0;
 }
