@@ -16,7 +16,9 @@ The comparable form ("a normalized stack"):
   (an address no symbol covers) are cut to the symbol, or to UNKNOWN when
   there is none;
 * every frame a tool could not name is UNKNOWN: perf's `[unknown]`,
-  gpuprof's `[unknown]` and `object+0xOFF`;
+  gpuprof's `[unknown]` and `object+0xOFF`; so is a frame in a special
+  mapping (`[vdso]`), which gpuprof names by the mapping alone and perf by
+  the vDSO's symbols;
 * symbol versions are dropped (`__libc_start_main@@GLIBC_2.34`), and
   `@plt` is kept (a PLT stub is a different place than its target);
 * inline frames are not expanded on either side (perf runs with
@@ -119,8 +121,11 @@ def parse_perf_script(text):
         if addr >= _KERNEL_SPLIT or (dso and dso.startswith("[kernel")) or (
                 dso and dso.endswith(".ko")):
             continue
-        cur[2].append(perf_frame_name(rest))
-        cur[3].append(None if dso in (None, "", UNKNOWN) else dso)
+        # a special mapping's frames ([vdso], [vsyscall]): gpuprof names
+        # them by the mapping only, so neither side's name counts
+        special = bool(dso) and dso.startswith("[") and dso.endswith("]")
+        cur[2].append(UNKNOWN if special else perf_frame_name(rest))
+        cur[3].append(None if dso in (None, "") or special else dso)
     flush()
     return samples
 

@@ -101,11 +101,13 @@ def build_dir():
 
 def need_perf():
     """perf is the oracle: without it the test cannot judge anything, so it
-    fails (CI installs linux-perf, scripts/deps.sh) rather than skip."""
-    perf = shutil.which("perf")
+    fails (CI installs linux-perf, scripts/deps.sh) rather than skip.
+    $GPUPROF_PERF names another perf binary."""
+    perf = shutil.which(os.environ.get("GPUPROF_PERF", "perf"))
     if not perf:
-        raise AssertionError("perf not found: the accuracy oracle needs Debian's linux-perf "
-                             "(apt-get install linux-perf; scripts/deps.sh installs it)")
+        raise AssertionError("perf not found (%s): the accuracy oracle needs Debian's linux-perf "
+                             "(apt-get install linux-perf; scripts/deps.sh installs it)"
+                             % os.environ.get("GPUPROF_PERF", "perf on PATH"))
     p = subprocess.run([perf, "--version"], capture_output=True, text=True)
     if p.returncode:
         raise AssertionError("perf does not run (%s): %s" % (perf, p.stderr.strip()))
@@ -163,7 +165,6 @@ class Run:
         self.name, self.argv, self.anchors = name, argv, anchors
         self.before_daemon = before_daemon
         self.usr1_after = usr1_after
-        self.tmp = tempfile.mkdtemp(prefix="gpd-unwind-run-")
         self.ours = Counter()   # cut stack -> samples
         self.ours_reach = 0
         self.ours_total = 0
@@ -180,6 +181,7 @@ class Run:
         perf = need_perf()
         need_root()
         d = Daemon(CONFIG)
+        tmp = tempfile.mkdtemp(prefix="gpd-unwind-run-")
         prog = perf_p = None
         try:
             if self.before_daemon:
@@ -190,7 +192,7 @@ class Run:
                 d.start()
                 prog = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL)
             need_sampler(d)
-            data = os.path.join(self.tmp, "perf.data")
+            data = os.path.join(tmp, "perf.data")
             # cpu-clock: the daemon's event, and the one a VM without a PMU has
             perf_p = subprocess.Popen([perf, "record", "-e", "cpu-clock", "-F", str(FREQ),
                                        "--call-graph", "dwarf", "-p", str(prog.pid), "-o", data],
@@ -226,7 +228,7 @@ class Run:
                     c.kill()
                     c.wait()
             d.cleanup()
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            shutil.rmtree(tmp, ignore_errors=True)
         self._fold()
         return self
 
@@ -349,6 +351,7 @@ my worker 77
 	            2f00 inlined_helper (inlined)
 	            2f10 thread_hash (/tmp/x/threads)
 	            dead [unknown] ([unknown])
+	    7ffd1e7f3a49 __vdso_clock_gettime+0x9 ([vdso])
 	           8a0c3 start_thread (/usr/lib/x86_64-linux-gnu/libc.so.6)
 	          1166ff clone3+0x2f (/usr/lib/x86_64-linux-gnu/libc.so.6)
 chain 5028
@@ -366,9 +369,9 @@ def perf_script_folding():
        "outermost first, offset and symbol version cut")
     eq(s[0][3][0], "/tmp/x/chain", "dso kept per frame")
     eq(s[1][:2], ("my worker", 77), "comm with a space")
-    eq(s[1][2], ("clone3", "start_thread", UNKNOWN, "thread_hash"),
-       "kernel frames (by address) and inline entries dropped, [unknown] kept")
-    eq(s[1][3][2], None, "an [unknown] dso is no path")
+    eq(s[1][2], ("clone3", "start_thread", UNKNOWN, UNKNOWN, "thread_hash"),
+       "kernel frames (by address) and inline entries dropped, [unknown] kept, [vdso] unknown")
+    eq(s[1][3][2:4], (None, None), "[unknown] and [vdso] dsos are no paths")
     eq(s[2][2], ("qsort@plt",), "@plt kept; header without trailing space")
     eq(parse_perf_script(""), [], "empty output")
     eq(perf_frame_name("[unknown]"), UNKNOWN, "unknown")
@@ -391,6 +394,29 @@ def our_folding():
     eq(cut_at_anchor(("_start", "main", "a", "main", "b"), ("main",)), (("main", "a", "main", "b"), True),
        "cut at the outermost anchor")
     eq(cut_at_anchor(("x", "y"), ("main",)), (("x", "y"), False), "no anchor: whole stack, not reached")
+
+
+@test
+def comparison_on_canned_runs():
+    """Reach and agreement from canned perf and folded text: a lost caller
+    disagrees, aliases and unnamed frames at the same depth agree."""
+    perf = ("p 1\n\t1 leaf (/x/p)\n\t2 caller (/x/p)\n\t3 main (/x/p)\n\t4 _start (/x/p)\n\n" * 3 +
+            "p 1\n\t5 cmp (/x/p)\n\t6 [unknown] (/x/libc.so.6)\n\t7 main (/x/p)\n\n")
+    r = Run("canned", ["/nonexistent/p"], ("main",))
+    r.perf_raw = perf
+    r.folded_raw = ("p-1;__libc_start_call_main;main;caller;leaf 90\n"
+                    "p-1;main;libc.so.6+0x3f9c0;cmp 5\n"
+                    "p-2;main;leaf 4\n"
+                    "p-2;[truncated];caller;leaf 1\n")
+    r._fold()
+    eq((r.ours_total, r.perf_total), (100, 4), "sample counts")
+    eq(r.reach(), 0.99, "all but the [truncated] stack reach main")
+    eq(r.agree(), 0.95, "main;leaf (lost caller) and the truncated stack disagree")
+    eq(r.perf_reach_frac(), 1.0, "perf reaches main")
+    eq(r.tids_ours, {"1", "2"}, "threads from --tid-frames roots")
+    eq(r.perf_has(("main", "caller", "leaf")), 0.75, "known chain share")
+    expect("main;leaf" in r.report() and "[truncated];caller;leaf" in r.report(),
+           "the differing stacks are reported:\n" + r.report())
 
 
 @test
