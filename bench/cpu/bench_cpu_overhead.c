@@ -142,17 +142,19 @@ static int find_prog(struct bpf_prog_info *out)
 }
 
 /*
- * The consumer position of the program's ring buffer: a byte counter the
+ * The consumer positions of the program's ring buffers: byte counters the
  * consumer advances past each record it has read, header and padding
- * included. Its growth over the records delivered is the ring bytes per
- * sample, whatever the record layout (frames, a copied stack). The ring is
- * found through the program's maps (the one BPF_MAP_TYPE_RINGBUF) and its
- * consumer page mapped read-only.
+ * included. Their growth over the records delivered is the ring bytes per
+ * sample, whatever the record layout (frames, a copied stack, or a second
+ * ring for either). The rings are found through the program's maps (each
+ * BPF_MAP_TYPE_RINGBUF) and their consumer pages mapped read-only.
  */
+#define RING_POS_MAX 4
+
 struct ring_pos {
-	volatile const uint64_t *consumer;
+	volatile const uint64_t *consumer[RING_POS_MAX];
+	unsigned n;
 	size_t len;
-	uint32_t map_id;
 };
 
 static int ring_pos_open(const struct bpf_prog_info *prog, struct ring_pos *rp)
@@ -160,7 +162,7 @@ static int ring_pos_open(const struct bpf_prog_info *prog, struct ring_pos *rp)
 	uint32_t ids[16], n = prog->nr_map_ids < 16 ? prog->nr_map_ids : 16;
 	struct bpf_prog_info info = {0};
 	uint32_t len = sizeof(info);
-	int pfd, r = -ENOENT;
+	int pfd, r = 0;
 
 	pfd = bpf_prog_get_fd_by_id(prog->id);
 	if (pfd < 0)
@@ -171,7 +173,8 @@ static int ring_pos_open(const struct bpf_prog_info *prog, struct ring_pos *rp)
 		r = -errno;
 		goto out;
 	}
-	for (uint32_t i = 0; i < n && r == -ENOENT; i++) {
+	rp->len = (size_t)sysconf(_SC_PAGESIZE);
+	for (uint32_t i = 0; i < n && rp->n < RING_POS_MAX; i++) {
 		struct bpf_map_info mi = {0};
 		uint32_t ml = sizeof(mi);
 		int mfd = bpf_map_get_fd_by_id(ids[i]);
@@ -180,28 +183,34 @@ static int ring_pos_open(const struct bpf_prog_info *prog, struct ring_pos *rp)
 		if (mfd < 0)
 			continue;
 		if (!bpf_obj_get_info_by_fd(mfd, &mi, &ml) && mi.type == BPF_MAP_TYPE_RINGBUF) {
-			rp->len = (size_t)sysconf(_SC_PAGESIZE);
 			m = mmap(NULL, rp->len, PROT_READ, MAP_SHARED, mfd, 0);
-			if (m == MAP_FAILED) {
+			if (m == MAP_FAILED)
 				r = -errno;
-			} else {
-				rp->consumer = m;
-				rp->map_id = ids[i];
-				r = 0;
-			}
+			else
+				rp->consumer[rp->n++] = m;
 		}
 		close(mfd);
 	}
 out:
 	close(pfd);
-	return r;
+	return rp->n ? 0 : r ? r : -ENOENT;
+}
+
+/* Sum of the consumer positions: bytes read from all the rings so far. */
+static uint64_t ring_pos_read(const struct ring_pos *rp)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < rp->n; i++)
+		sum += *rp->consumer[i];
+	return sum;
 }
 
 static void ring_pos_close(struct ring_pos *rp)
 {
-	if (rp->consumer)
-		munmap((void *)rp->consumer, rp->len);
-	rp->consumer = NULL;
+	for (unsigned i = 0; i < rp->n; i++)
+		munmap((void *)rp->consumer[i], rp->len);
+	rp->n = 0;
 }
 
 /*
@@ -320,8 +329,7 @@ int main(int argc, char **argv)
 	p0 = cputime_s();
 	s0 = proc_stat_cpu_s(getpid());
 	ev0 = c.events;
-	if (rp.consumer)
-		cons0 = *rp.consumer;
+	cons0 = ring_pos_read(&rp);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	used = cpu_s() - c0;
 	pused = cputime_s() - p0;
@@ -363,11 +371,11 @@ int main(int argc, char **argv)
 	}
 	printf("overall: %.4f%% of one core (bpf + daemon side)\n",
 	       ((have_bpf ? bpf_s : 0) + pused) / wall * 100.0);
-	if (rp.consumer && ev0)
-		printf(
-		    "ring: %.0f bytes/sample (consumer position, map id %u; store estimate %.0f)\n",
-		    (double)(*rp.consumer - cons0) / (double)ev0, rp.map_id,
-		    mean_record_bytes(g.store));
+	if (rp.n && ev0)
+		printf("ring: %.0f bytes/sample (consumer position of %u ring%s; store estimate "
+		       "%.0f)\n",
+		       (double)(ring_pos_read(&rp) - cons0) / (double)ev0, rp.n,
+		       rp.n > 1 ? "s" : "", mean_record_bytes(g.store));
 	else
 		printf("ring: %.0f bytes/sample (store estimate)\n", mean_record_bytes(g.store));
 	print_unwind_status(&c);
