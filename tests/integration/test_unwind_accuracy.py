@@ -7,8 +7,11 @@ The programs are in tests/programs/unwind/ and are compiled here, at run
 time, with the flags in PROGRAMS (so what is under test is explicit): a C
 chain without frame pointers plus a qsort comparator, C++ std::sort with a
 lambda and std::map, a frameless hot leaf under a caller with a frame, a
-library without frame pointers loaded with dlopen() after the start, four
-threads, and a program started before the daemon.
+library without frame pointers loaded with dlopen() once the daemon has
+seen the process (on SIGUSR1, 0.8 s into the capture), four threads, and
+a program started before the daemon. A control, the leaf program with a
+frame in every function, must pass with frame-pointer unwinding alone: it
+shows the comparison can pass, so the others' failures are the unwinder's.
 
 For each, one run of the program is sampled at the same time by the real
 daemon (CPU sampler at 499 Hz, `gpuprofctl capture --pid`, `folded
