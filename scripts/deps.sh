@@ -6,12 +6,14 @@ set -eu
 PKGS="gcc make meson ninja-build pkg-config clang llvm bpftool binutils
 libbpf-dev libelf-dev libdw-dev libdrm-dev libsystemd-dev libcjson-dev libuv1-dev
 zlib1g-dev libisal-dev libsqlite3-dev systemtap-sdt-dev systemd util-linux python3 procps
-libclang-rt-14-dev chromium chromium-driver golang-go libigc1"
+libclang-rt-14-dev chromium chromium-driver golang-go libigc1 linux-perf g++"
 missing=""
 # libisal-dev: ISA-L's igzip, the importer's gzip inflate (zlib if absent).
 # golang-go brings `go tool pprof`, which reads our pprof exports in the tests.
 # libigc1 ships libiga64.so.1 (Intel's GPU disassembler, optional at run time);
 # the IGA test disassembles with it.
+# linux-perf is the oracle of the unwinding accuracy test (perf record
+# --call-graph dwarf); g++ builds its C++ program.
 # The browser tests need node and npm; any node will do (Debian's or another).
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 for p in $PKGS; do

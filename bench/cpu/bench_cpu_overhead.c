@@ -2,27 +2,44 @@
 /*
  * What the always-on CPU sampler costs: run the collector on its own event
  * loop, as gpuprofd does, for N seconds (default 20) at F Hz (default 49)
- * while one child spins, then print this process's CPU use (getrusage
- * utime + stime over wall time) as % of one core, the samples received per
- * second, and -- from the kernel's BPF run-time statistics -- what the BPF
- * program itself cost in the interrupted tasks.
+ * on all CPUs while one child runs (a spinning loop, or COMMAND: e.g. one
+ * of tests/programs/unwind, for stacks without frame pointers), then print
  *
- *   bench-cpu-overhead [seconds] [frequency_hz]
+ *  - the BPF program's cost, from the kernel's run-time statistics
+ *    (BPF_ENABLE_STATS): ns per run and % of one core, paid in the
+ *    interrupted tasks;
+ *  - the daemon side's CPU time (getrusage, CLOCK_PROCESS_CPUTIME_ID and
+ *    /proc/PID/stat, which is what top shows) per sample and as % of one
+ *    core: draining the ring, interning, unwinding where the collector
+ *    unwinds in userspace;
+ *  - the added cost per sample (BPF + daemon side) and the overall
+ *    overhead as % of one core;
+ *  - bytes per sample in the BPF ring, measured from the ring's consumer
+ *    position (8-byte record header and padding included), whatever the
+ *    record layout;
+ *  - the collector's "unwind" status object, when it has one.
  *
- * Needs root. Build without sanitizers for figures worth quoting.
+ *   bench-cpu-overhead [seconds] [frequency_hz] [-- COMMAND [ARGS...]]
+ *
+ * Symbolization is not in these figures: it runs once per capture, on a
+ * worker thread (bench/folded measures it). Needs root. Build without
+ * sanitizers for figures worth quoting.
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <cjson/cJSON.h>
 #include <uv.h>
 
 #include "collect/collector.h"
@@ -57,8 +74,33 @@ static double cputime_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Mean ring-buffer bytes per sample: 8-byte ring header, record header,
- * captured frames (records are variable-length). */
+/* utime + stime of pid from /proc/PID/stat (fields 14 and 15, clock
+ * ticks): the figure top and ps show for a daemon. -1 when unreadable. */
+static double proc_stat_cpu_s(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long ut, st;
+	const char *p;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* comm may hold spaces and parentheses: fields restart after the last ')' */
+	p = strrchr(buf, ')');
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Estimate from the store when the ring cannot be mapped: 8-byte ring
+ * header, record header, captured frames (records are variable-length). */
 static double mean_record_bytes(const struct store *s)
 {
 	size_t n = store_count(s), cnt = 0;
@@ -99,27 +141,157 @@ static int find_prog(struct bpf_prog_info *out)
 	return best ? 0 : -ENOENT;
 }
 
+/*
+ * The consumer positions of the program's ring buffers: byte counters the
+ * consumer advances past each record it has read, header and padding
+ * included. Their growth over the records delivered is the ring bytes per
+ * sample, whatever the record layout (frames, a copied stack, or a second
+ * ring for either). The rings are found through the program's maps (each
+ * BPF_MAP_TYPE_RINGBUF) and their consumer pages mapped read-only.
+ */
+#define RING_POS_MAX 4
+
+struct ring_pos {
+	volatile const uint64_t *consumer[RING_POS_MAX];
+	unsigned n;
+	size_t len;
+};
+
+static int ring_pos_open(const struct bpf_prog_info *prog, struct ring_pos *rp)
+{
+	uint32_t ids[16], n = prog->nr_map_ids < 16 ? prog->nr_map_ids : 16;
+	struct bpf_prog_info info = {0};
+	uint32_t len = sizeof(info);
+	int pfd, r = 0;
+
+	pfd = bpf_prog_get_fd_by_id(prog->id);
+	if (pfd < 0)
+		return -errno;
+	info.nr_map_ids = n;
+	info.map_ids = (uint64_t)(uintptr_t)ids;
+	if (bpf_obj_get_info_by_fd(pfd, &info, &len)) {
+		r = -errno;
+		goto out;
+	}
+	rp->len = (size_t)sysconf(_SC_PAGESIZE);
+	for (uint32_t i = 0; i < n && rp->n < RING_POS_MAX; i++) {
+		struct bpf_map_info mi = {0};
+		uint32_t ml = sizeof(mi);
+		int mfd = bpf_map_get_fd_by_id(ids[i]);
+		void *m;
+
+		if (mfd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(mfd, &mi, &ml) && mi.type == BPF_MAP_TYPE_RINGBUF) {
+			m = mmap(NULL, rp->len, PROT_READ, MAP_SHARED, mfd, 0);
+			if (m == MAP_FAILED)
+				r = -errno;
+			else
+				rp->consumer[rp->n++] = m;
+		}
+		close(mfd);
+	}
+out:
+	close(pfd);
+	return rp->n ? 0 : r ? r : -ENOENT;
+}
+
+/* Sum of the consumer positions: bytes read from all the rings so far. */
+static uint64_t ring_pos_read(const struct ring_pos *rp)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < rp->n; i++)
+		sum += *rp->consumer[i];
+	return sum;
+}
+
+static void ring_pos_close(struct ring_pos *rp)
+{
+	for (unsigned i = 0; i < rp->n; i++)
+		munmap((void *)rp->consumer[i], rp->len);
+	rp->n = 0;
+}
+
+/*
+ * Hook for the userspace unwinder's figures: the cpu collector's "unwind"
+ * status object (docs/collectors.md), printed whole when the collector has
+ * one, so whatever it counts (bytes of copied stack, unwinding time,
+ * truncations by cause, cache use) reaches this report without the
+ * benchmark knowing its members.
+ */
+static void print_unwind_status(struct collector *c)
+{
+	cJSON *obj = cJSON_CreateObject(), *uw;
+	char *text;
+
+	if (!obj)
+		return;
+	if (c->ops->status)
+		c->ops->status(c, obj);
+	uw = cJSON_GetObjectItemCaseSensitive(obj, "unwind");
+	if (uw && (text = cJSON_PrintUnformatted(uw))) {
+		printf("unwind status: %s\n", text);
+		free(text);
+	} else {
+		printf("unwind status: absent (the collector has no \"unwind\" status object)\n");
+	}
+	cJSON_Delete(obj);
+}
+
 static void on_done(uv_timer_t *t)
 {
 	uv_stop(t->loop);
 }
 
+/* The workload the sampler interrupts: COMMAND when given, else a spin. */
+static pid_t start_child(char **cmd)
+{
+	pid_t child = fork();
+
+	if (child != 0)
+		return child;
+	if (cmd) {
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "exec %s: %s\n", cmd[0], strerror(errno));
+		_exit(127);
+	}
+	for (volatile uint64_t n = 0;; n++)
+		;
+}
+
 int main(int argc, char **argv)
 {
-	double secs = argc > 1 ? atof(argv[1]) : 20.0;
-	uint32_t freq = argc > 2 ? (uint32_t)atoi(argv[2]) : 49;
+	double secs = 20.0;
+	uint32_t freq = 49;
+	char **cmd = NULL;
 	struct store_config sc = {.budget_bytes = 64u << 20};
 	struct gpd g = {0};
 	struct collector c = {0};
-	struct bpf_prog_info info = {0};
+	struct bpf_prog_info info = {0}, info0 = {0};
+	struct ring_pos rp = {0};
 	uv_loop_t loop;
 	uv_timer_t done;
-	int stats_fd, r;
+	int stats_fd, r, npos = 0;
 	pid_t child;
-	double t0, c0, p0, wall, used, pused;
+	double t0, c0, p0, s0, wall, used, pused, sused, bpf_s = 0, per_sample_ns = 0;
+	uint64_t ev0, cons0 = 0, runs = 0;
+	bool have_bpf = false;
 
-	if (secs <= 0 || !freq) {
-		fprintf(stderr, "usage: %s [seconds] [frequency_hz]\n", argv[0]);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			cmd = i + 1 < argc ? &argv[i + 1] : NULL;
+			break;
+		}
+		if (npos == 0)
+			secs = atof(argv[i]);
+		else if (npos == 1)
+			freq = (uint32_t)atoi(argv[i]);
+		npos++;
+	}
+	if (secs <= 0 || !freq || npos > 2) {
+		fprintf(stderr, "usage: %s [seconds] [frequency_hz] [-- COMMAND [ARGS...]]\n",
+			argv[0]);
 		return 2;
 	}
 	uv_loop_init(&loop);
@@ -135,11 +307,7 @@ int main(int argc, char **argv)
 	 * (BPF_ENABLE_STATS, Linux 5.8). Optional. */
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 
-	child = fork();
-	if (child == 0) {
-		for (volatile uint64_t n = 0;; n++)
-			;
-	}
+	child = start_child(cmd);
 
 	r = c.ops->open(&c);
 	if (r == 0 && c.state == COLLECTOR_OFF)
@@ -150,37 +318,70 @@ int main(int argc, char **argv)
 		waitpid(child, NULL, 0);
 		return 1;
 	}
+	if (find_prog(&info0) == 0 && ring_pos_open(&info0, &rp) < 0)
+		fprintf(stderr, "cannot map the ring's consumer page: ring bytes from the store\n");
 
 	uv_timer_init(&loop, &done);
+	uv_update_time(&loop); /* the loop's clock is as old as uv_loop_init() */
 	uv_timer_start(&done, on_done, (uint64_t)(secs * 1000), 0);
 	t0 = now_s();
 	c0 = cpu_s();
 	p0 = cputime_s();
+	s0 = proc_stat_cpu_s(getpid());
+	ev0 = c.events;
+	cons0 = ring_pos_read(&rp);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	used = cpu_s() - c0;
 	pused = cputime_s() - p0;
+	sused = proc_stat_cpu_s(getpid()) - s0;
 	wall = now_s() - t0;
+	ev0 = c.events - ev0;
 
 	if (stats_fd >= 0 && find_prog(&info) == 0 && info.run_cnt) {
+		/* the counters run from the load; take the window's share */
+		runs = info.run_cnt - (info.id == info0.id ? info0.run_cnt : 0);
+		bpf_s = (double)(info.run_time_ns - (info.id == info0.id ? info0.run_time_ns : 0)) /
+			1e9;
+		have_bpf = runs > 0;
+	}
+	if (have_bpf)
 		printf("bpf program: %llu runs, %.0f ns/run, %.4f%% of one core in "
 		       "interrupted tasks\n",
-		       (unsigned long long)info.run_cnt,
-		       (double)info.run_time_ns / (double)info.run_cnt,
-		       (double)info.run_time_ns / 1e9 / wall * 100.0);
-	}
+		       (unsigned long long)runs, bpf_s * 1e9 / (double)runs, bpf_s / wall * 100.0);
+	else
+		printf("bpf program: no run-time statistics (BPF_ENABLE_STATS needs Linux 5.8+)\n");
 
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
-	c.ops->stop(&c);
-	printf("cpu collector: %.1f s at %u Hz on %ld CPUs, 1 spinning child\n", wall, freq,
-	       sysconf(_SC_NPROCESSORS_ONLN));
+	printf("cpu collector: %.1f s at %u Hz on %ld CPUs, 1 child (%s)\n", wall, freq,
+	       sysconf(_SC_NPROCESSORS_ONLN), cmd ? cmd[0] : "spinning");
 	printf("daemon-side cpu: %.4f%% of one core (getrusage utime+stime %.3f s; "
-	       "CLOCK_PROCESS_CPUTIME_ID %.4f%%)\n",
-	       used / wall * 100.0, used, pused / wall * 100.0);
-	printf("samples: %llu (%.1f/s), drops %llu, mean %.0f ring bytes/sample\n",
-	       (unsigned long long)c.events, (double)c.events / wall, (unsigned long long)c.drops,
-	       mean_record_bytes(g.store));
+	       "CLOCK_PROCESS_CPUTIME_ID %.4f%%; /proc/PID/stat %.2f s in clock ticks)\n",
+	       used / wall * 100.0, used, pused / wall * 100.0, sused);
+	printf("samples: %llu in the window (%.1f/s), drops %llu\n", (unsigned long long)ev0,
+	       (double)ev0 / wall, (unsigned long long)c.drops);
+	if (ev0) {
+		per_sample_ns = pused * 1e9 / (double)ev0;
+		printf("per sample: daemon side %.0f ns", per_sample_ns);
+		if (have_bpf)
+			printf(" + bpf %.0f ns = %.0f ns added cost (means)",
+			       bpf_s * 1e9 / (double)runs,
+			       per_sample_ns + bpf_s * 1e9 / (double)runs);
+		printf("\n");
+	}
+	printf("overall: %.4f%% of one core (bpf + daemon side)\n",
+	       ((have_bpf ? bpf_s : 0) + pused) / wall * 100.0);
+	if (rp.n && ev0)
+		printf("ring: %.0f bytes/sample (consumer position of %u ring%s; store estimate "
+		       "%.0f)\n",
+		       (double)(ring_pos_read(&rp) - cons0) / (double)ev0, rp.n,
+		       rp.n > 1 ? "s" : "", mean_record_bytes(g.store));
+	else
+		printf("ring: %.0f bytes/sample (store estimate)\n", mean_record_bytes(g.store));
+	print_unwind_status(&c);
 
+	ring_pos_close(&rp);
+	c.ops->stop(&c);
 	c.ops->free(&c);
 	uv_close((uv_handle_t *)&done, NULL);
 	while (uv_loop_close(&loop) == UV_EBUSY)
