@@ -376,10 +376,14 @@ static int read_file(const char *path, char **buf, size_t *len)
 	close(fd);
 	if (!b)
 		return -ENOMEM;
+	if (!n) { /* a process that exited has empty maps */
+		free(b);
+		return -ESRCH;
+	}
 	b[n] = '\0';
 	*buf = b;
 	*len = n;
-	return n ? 0 : -ESRCH;
+	return 0;
 }
 
 /* Read the executable mappings of p from /proc/PID/maps. */
