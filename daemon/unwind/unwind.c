@@ -330,6 +330,7 @@ static void count_time(struct unwinder *u, uint64_t ns)
 		b++;
 	u->st.ns_hist[b]++;
 	u->st.ns_total += ns;
+	u->st.ns_recent[u->st.samples % 1024] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
 }
 
 static const char *const step_names[] = {"ok", "end", "stack copy exhausted", "no rule",
@@ -476,6 +477,28 @@ static uint64_t hist_median(const struct unwind_stats *st)
 	return 0;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Median and 90th percentile of the last (up to) 1024 walks, in ns. */
+static void recent_percentiles(const struct unwind_stats *st, double *p50, double *p90)
+{
+	uint32_t v[1024];
+	size_t n = st->samples < 1024 ? (size_t)st->samples : 1024;
+
+	*p50 = *p90 = 0;
+	if (!n)
+		return;
+	memcpy(v, st->ns_recent, n * sizeof(v[0]));
+	qsort(v, n, sizeof(v[0]), cmp_u32);
+	*p50 = v[n / 2];
+	*p90 = v[n * 9 / 10];
+}
+
 static const char *proc_mode(const struct uw_proc *p)
 {
 	if (p->frames_cfi && p->frames_fp)
@@ -543,6 +566,13 @@ void unwind_status(struct unwinder *u, cJSON *obj, bool with_processes)
 	cJSON_AddNumberToObject(obj, "unwind_ns_mean",
 				st->samples ? (double)st->ns_total / (double)st->samples : 0);
 	cJSON_AddNumberToObject(obj, "unwind_ns_median_bucket", (double)hist_median(st));
+	{
+		double p50, p90;
+
+		recent_percentiles(st, &p50, &p90);
+		cJSON_AddNumberToObject(obj, "unwind_ns_p50_recent", p50);
+		cJSON_AddNumberToObject(obj, "unwind_ns_p90_recent", p90);
+	}
 	cJSON_AddNumberToObject(obj, "maps_reads", (double)st->maps_reads);
 	cJSON_AddNumberToObject(obj, "objects_loaded", (double)st->objs_loaded);
 	cJSON_AddNumberToObject(obj, "objects_failed", (double)st->objs_failed);

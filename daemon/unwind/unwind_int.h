@@ -106,6 +106,7 @@ struct unwind_stats {
 	uint64_t bytes_copied; /* stack bytes received */
 	uint64_t ns_total;
 	uint64_t ns_hist[32]; /* log2 buckets of per-sample unwinding time */
+	uint32_t ns_recent[1024]; /* the last walks' times, for percentiles */
 	uint64_t maps_reads, maps_refreshes, objs_loaded, objs_failed;
 	uint64_t procs_evicted, objs_evicted, rule_flushes, objs_over_budget;
 };

@@ -389,7 +389,7 @@ static int read_file(const char *path, char **buf, size_t *len)
 /* Read the executable mappings of p from /proc/PID/maps. */
 static int maps_read(struct unwinder *u, struct uw_proc *p)
 {
-	char path[256], *buf, *line, *save = NULL;
+	char path[256], *buf = NULL, *line, *save = NULL;
 	struct uw_map *maps = NULL;
 	size_t n = 0, cap = 0, len;
 	int r;
