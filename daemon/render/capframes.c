@@ -39,7 +39,10 @@ static void push(struct capframes *f, const struct sym_frames *fr, const uint64_
 {
 	size_t k = f->n++, len = 0;
 	const char *s = fr ? sym_table_name(f->syms, fr->names[i], &len) : NULL;
-	if (!s || !len) {
+	if ((!s || !len) && !kernel && ips[i] == SYMTAB_IP_TRUNCATED) {
+		s = SYMTAB_TRUNCATED_NAME;
+		len = sizeof(SYMTAB_TRUNCATED_NAME) - 1;
+	} else if (!s || !len) {
 		len = (size_t)snprintf(f->raw[k], sizeof(f->raw[k]), "0x%" PRIx64, ips[i]);
 		s = f->raw[k];
 	}

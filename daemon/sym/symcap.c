@@ -13,11 +13,15 @@
 #include "demangle.h"
 
 #include "capture/capture.h"
+#include "unwind/unwind.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+_Static_assert(SYMTAB_IP_TRUNCATED == UNWIND_IP_TRUNCATED,
+	       "the renderers and the unwinder must agree on the truncation frame");
 
 struct pair {
 	uint32_t pid, stack, uid, pad;
@@ -178,7 +182,10 @@ static int add_stack(struct pass *ps, struct sym_pctx *pc, uint32_t pid, uint32_
 		size_t mi = SIZE_MAX;
 		ps->line[0] = '\0';
 		ps->fmaps[i] = 0;
-		if (user)
+		if (user && ips[i] == SYMTAB_IP_TRUNCATED)
+			/* not an address: the unwinder could not go further */
+			snprintf(ps->buf, sizeof(ps->buf), "%s", SYMTAB_TRUNCATED_NAME);
+		else if (user)
 			sym_resolve_user(pc, ips[i], adj, ps->buf, sizeof(ps->buf),
 					 ps->lines ? ps->line : NULL, sizeof(ps->line), &mi);
 		else

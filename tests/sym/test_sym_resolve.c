@@ -399,6 +399,42 @@ static void test_capture_folded(void)
 	sym_free(s);
 }
 
+/* The unwinder's truncation frame (0x1, the outermost user frame) is named
+ * "[truncated]", with no mapping: it is no address of the process. */
+static void test_truncated_frame(void)
+{
+	struct symbolizer *s;
+	struct capture *c;
+	struct child ch;
+	CHECK_EQ_INT(sym_new(NULL, &s), 0);
+	CHECK_EQ_INT(capture_new(&c), 0);
+	CHECK_EQ_INT(child_start(&ch, lib_path), 0);
+	uint32_t comm = cb_str(c, "symtest_exe");
+	uint64_t ips[] = {ch.exe_static, ch.exe_func + 4, SYMTAB_IP_TRUNCATED};
+	uint32_t st = cb_stack(c, ips, 3, 0);
+	cb_rec(c, 100, (uint32_t)ch.pid, (uint32_t)ch.pid, comm, st);
+	CHECK_EQ_INT(sym_symbolize_capture(s, c), 0);
+	child_stop(&ch);
+	const struct capture_extra *ex = capture_find_extra(c, CAPSEC_SYMBOLS);
+	struct sym_table *t = NULL;
+	struct sym_frames fr;
+	size_t len;
+	CHECK_EQ_INT(ex ? sym_table_decode(ex->data, ex->len, &t, NULL, 0) : -1, 0);
+	CHECK(t && sym_table_find(t, (uint32_t)ch.pid, st, &fr) && fr.nuser == 3);
+	if (t && fr.nuser == 3) {
+		const char *nm = sym_table_name(t, fr.names[2], &len);
+		CHECK(len == 11 && !memcmp(nm, "[truncated]", 11));
+		CHECK(fr.maps && fr.maps[2] == 0);
+	}
+	sym_table_free(t);
+	struct membuf m = {0};
+	CHECK_EQ_INT(folded_write(c, NULL, mem_write, &m, NULL), 0);
+	CHECK_STREQ(m.p, "symtest_exe;[truncated];exe_func;exe_static 1\n");
+	free(m.p);
+	capture_free(c);
+	sym_free(s);
+}
+
 struct thr {
 	struct symbolizer *s;
 	struct child *ch;
@@ -493,6 +529,7 @@ int main(int argc, char **argv)
 	RUN(test_lines);
 	RUN(test_kernel);
 	RUN(test_capture_folded);
+	RUN(test_truncated_frame);
 	RUN(test_threads);
 	RUN(test_python_perf_map);
 	return test_summary();
