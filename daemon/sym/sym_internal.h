@@ -149,6 +149,7 @@ struct sym_obj {
 	size_t strs_len;
 	size_t bytes;	      /* memory accounted to the cache */
 	bool from_debug_file; /* symbols came from a separate .debug file */
+	bool from_minidebug;  /* .gnu_debugdata added local functions */
 
 	/* DWARF, only when loaded with lines; guarded by dw_lock (libdw is
 	 * not safe for concurrent use of one handle). */
