@@ -131,26 +131,41 @@ static void obj_put(struct symbolizer *s, struct sym_obj *o)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* fd, if it is the file the mapping maps (by inode: /proc/PID/maps gives
+ * no more), else closed and -ESTALE. */
+static int same_file(int fd, const struct sym_map *m)
+{
+	struct stat st;
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) == 0 && st.st_ino == m->ino)
+		return fd;
+	close(fd);
+	return -ESTALE;
+}
+
+/*
+ * The mapped file. While the process lives, /proc/PID/map_files/START-END
+ * is the very file mapped there (root may open it: CAP_SYS_ADMIN), whatever
+ * happened to its path since: deleted, replaced, shadowed by a mount, or
+ * only reachable in the process's mount namespace. Without it, the path
+ * inside the process's root, then the host's path, each only if it still
+ * is the mapped inode: a library upgraded under a process falls back to
+ * "lib.so+0x..." rather than to another build's names.
+ */
 static int open_object(struct sym_pctx *pc, const struct sym_map *m, const char *path)
 {
 	char buf[384];
 	int fd = -1;
-	if (pc->alive && m->deleted) { /* replaced on disk: the mapped file itself */
+	if (pc->alive) {
 		snprintf(buf, sizeof(buf), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64,
 			 pc->s->proc_dir, pc->pid, m->start, m->end);
-		fd = open(buf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		fd = sym_open_in_root("", buf);
+		if (fd < 0)
+			fd = same_file(sym_open_in_root(pc->root, path), m);
 	}
-	if (fd < 0 && pc->alive)
-		fd = sym_open_in_root(pc->root, path);
-	if (fd < 0) {
-		/* The host's path: only if it is still the mapped file. */
-		struct stat st;
-		fd = sym_open_in_root("", path);
-		if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_ino != m->ino)) {
-			close(fd);
-			fd = -1;
-		}
-	}
+	if (fd < 0)
+		fd = same_file(sym_open_in_root("", path), m);
 	return fd;
 }
 

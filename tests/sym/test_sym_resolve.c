@@ -19,6 +19,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -184,6 +187,63 @@ static void test_exited_process(void)
 	CHECK_STREQ(res(s, ch.pid, ch.exe_func), "exe_func");
 	CHECK_STREQ(res(s, ch.pid, ch.lib_static), "lib_static_fn");
 	sym_free(s);
+}
+
+static int run_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run_sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const char *res_fresh(uint32_t pid, uint64_t addr)
+{
+	struct symbolizer *s;
+	name[0] = '\0';
+	if (sym_new(NULL, &s) == 0) { /* no object cached from before */
+		res(s, pid, addr);
+		sym_free(s);
+	}
+	return name;
+}
+
+/*
+ * The library a live process maps is found through /proc/PID/map_files,
+ * not its path: here the path first shows another file (a mount over its
+ * directory puts the stripped build there; the mapping is not "deleted"),
+ * then the file is deleted. Runs in a mount namespace of its own.
+ */
+static void test_replaced_library(void)
+{
+	char dir[] = "/tmp/gpuprof-symrepl-XXXXXX", lib[256];
+	struct child ch;
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		fprintf(stderr, "skip: no mount namespace here (%s)\n", strerror(errno));
+		return;
+	}
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(lib, sizeof(lib), "%s/libsymtest.so", dir);
+	CHECK_EQ_INT(run_sh("cp '%s' '%s'", lib_path, lib), 0);
+	CHECK_EQ_INT(child_start(&ch, lib), 0);
+	CHECK_STREQ(res_fresh(ch.pid, ch.lib_static), "lib_static_fn");
+
+	/* the path now names a different build of the library */
+	CHECK_EQ_INT(mount("tmpfs", dir, "tmpfs", 0, "size=16m"), 0);
+	CHECK_EQ_INT(run_sh("cp '%s' '%s'", stripped_path, lib), 0);
+	CHECK_STREQ(res_fresh(ch.pid, ch.lib_static), "lib_static_fn");
+	CHECK_STREQ(res_fresh(ch.pid, ch.lib_exported), "symtest_lib_exported");
+	CHECK_EQ_INT(umount2(dir, MNT_DETACH), 0);
+
+	/* deleted */
+	CHECK_EQ_INT(unlink(lib), 0);
+	CHECK_STREQ(res_fresh(ch.pid, ch.lib_static), "lib_static_fn");
+	child_stop(&ch);
+	rmdir(dir);
 }
 
 static void test_lines(void)
@@ -526,6 +586,7 @@ int main(int argc, char **argv)
 	RUN(test_stripped_lib);
 	RUN(test_jit_map);
 	RUN(test_exited_process);
+	RUN(test_replaced_library);
 	RUN(test_lines);
 	RUN(test_kernel);
 	RUN(test_capture_folded);
