@@ -166,6 +166,8 @@ struct sym_obj {
 struct symobj_opts {
 	size_t max_symbols;
 	bool lines;
+	size_t max_dwarf_bytes; /* a file with DWARF larger than this gets no
+				 * lines (it is read whole); 0: 512 MiB */
 	const char *debug_dir; /* "/usr/lib/debug" */
 	const char *root;      /* prefix for debuglink look-ups ("" or "/proc/PID/root") */
 	const char *path;      /* the object's path inside root (for .gnu_debuglink) */

@@ -336,11 +336,13 @@ static bool compressed_debug(Elf *e)
 	return false;
 }
 
-static void open_dwarf(struct sym_obj *o, int fd)
+static void open_dwarf(struct sym_obj *o, int fd, size_t max)
 {
 	struct stat st;
 	size_t got = 0;
-	if (fstat(fd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > DWARF_MAX_FILE)
+	if (!max || max > DWARF_MAX_FILE)
+		max = DWARF_MAX_FILE;
+	if (fstat(fd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > max)
 		return;
 	char *img = calloc(1, (size_t)st.st_size + DWARF_PAD);
 	if (!img)
@@ -426,8 +428,12 @@ int symobj_load(int fd, const struct symobj_opts *op, struct sym_obj **ret)
 			goto out;
 		o->from_minidebug = n > 0;
 	}
-	if (op->lines)
-		open_dwarf(o, want_dwarf && de ? dfd : fd);
+	/* Only a file that has DWARF is read whole: lines cost nothing for
+	 * the (stripped) system libraries most frames are in. */
+	if (op->lines && !want_dwarf)
+		open_dwarf(o, fd, op->max_dwarf_bytes);
+	else if (op->lines && de && has_section_named(de, ".debug_info"))
+		open_dwarf(o, dfd, op->max_dwarf_bytes);
 
 	symobj_sort(o);
 	/* PLT stubs have no symbol anywhere: named from the relocations */

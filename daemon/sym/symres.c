@@ -180,6 +180,9 @@ static struct sym_obj *get_object(struct sym_pctx *pc, const struct sym_map *m)
 	struct symobj_opts op = {
 	    .max_symbols = s->max_symbols,
 	    .lines = s->lines,
+	    /* a DWARF image counts against the object cache: one that would
+	     * take more than a quarter of it gets no lines */
+	    .max_dwarf_bytes = s->max_object_bytes / 4,
 	    .debug_dir = s->debug_dir,
 	    .root = pc->alive ? pc->root : "",
 	    .path = path,
