@@ -69,6 +69,7 @@ struct sym_map {
 	uint32_t path; /* offset into paths (NUL-terminated) */
 	uint8_t kind;  /* enum sym_map_kind */
 	bool deleted;  /* " (deleted)" was stripped from the path */
+	bool exe;      /* the process's executable (/proc/PID/exe) */
 };
 
 struct sym_maps {
@@ -83,7 +84,8 @@ struct sym_maps {
 #define SYM_MAX_MAPPINGS 65536
 #define SYM_MAX_MAPS_BYTES (64u << 20)
 
-/* Read <proc_dir>/<pid>/maps. -ENOENT/-ESRCH when the process is gone. */
+/* Read <proc_dir>/<pid>/maps, marking the executable's mappings (exe).
+ * -ENOENT/-ESRCH when the process is gone. */
 int procmaps_read(const char *proc_dir, uint32_t pid, struct sym_maps **ret);
 /* Parse maps text (for tests). */
 int procmaps_parse(const char *text, size_t len, uint32_t pid, struct sym_maps **ret);

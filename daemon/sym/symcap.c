@@ -126,6 +126,8 @@ static int map_id(struct pass *ps, struct sym_pctx *pc, size_t i, uint32_t *id)
 	    .start = m->start, .limit = m->end, .offset = m->off, .pid = pc->pid};
 	if (o && o->nsyms)
 		sm.flags |= SYMTAB_MAPF_SYMBOLS;
+	if (m->exe)
+		sm.flags |= SYMTAB_MAPF_MAIN;
 	int r = add_map(ps, &sm, sym_map_path(pc->maps, m), o ? o->build_id : NULL,
 			o ? o->build_id_len : 0, &ps->mapids[i]);
 	*id = ps->mapids[i];

@@ -412,6 +412,9 @@ static void test_capture_folded(void)
 		nm = sym_table_name(t, em->file, &len);
 		CHECK(len > 11 && !memcmp(nm + len - 11, "symtest_exe", 11));
 		CHECK(em->start <= ch.exe_func && ch.exe_func < em->limit);
+		/* the executable is flagged (pprof's main mapping), the library not */
+		CHECK(em->flags & SYMTAB_MAPF_MAIN);
+		CHECK(!(lm->flags & SYMTAB_MAPF_MAIN));
 	}
 	/* kernel frames: one [kernel.kallsyms] mapping with the kernel's build id */
 	CHECK(sym_table_find(t, (uint32_t)ch.pid, st1, &fr));
