@@ -58,8 +58,7 @@ static int put_raw(struct arena *a, const char *s, size_t len)
 	return 0;
 }
 
-static int put_frame(struct ctx *x, const struct sym_frames *f, size_t i, uint64_t ip,
-		     bool user)
+static int put_frame(struct ctx *x, const struct sym_frames *f, size_t i, uint64_t ip, bool user)
 {
 	char tmp[32];
 	size_t len;
@@ -134,7 +133,8 @@ int folded_build_line(struct ctx *x, const struct agg *k)
 				return -ENOMEM;
 		} else {
 			for (size_t i = (size_t)nu + nk; i-- > nu;)
-				if (put_raw(&x->a, ";", 1) < 0 || put_frame(x, f, i, ips[i], false) < 0)
+				if (put_raw(&x->a, ";", 1) < 0 ||
+				    put_frame(x, f, i, ips[i], false) < 0)
 					return -ENOMEM;
 		}
 	}

@@ -213,8 +213,8 @@ size_t pprof_frames(struct pprof *x, const struct capframes *f, size_t at)
 		uint32_t line = 0;
 		if (!split_line(f->line[k], f->linelen[k], &fl, &line))
 			fl = 0;
-		x->locv[at + i] = pprof_loc(x, f->name[k], f->len[k], f->ip[k], map, f->line[k],
-					    fl, line);
+		x->locv[at + i] =
+		    pprof_loc(x, f->name[k], f->len[k], f->ip[k], map, f->line[k], fl, line);
 	}
 	return at + n;
 }
@@ -417,8 +417,9 @@ static void weigh(struct mainmap *mm, size_t n, const struct agg *a, size_t v)
 	for (uint32_t id = 1; id <= a->keys.n; id++) {
 		size_t kl;
 		uint32_t pid;
-		memcpy(&pid, bmap_key(&a->keys, id, &kl), 4); /* keys start with the pid */
-		size_t lo = 0, hi = n; /* the first entry of pid */
+		/* keys start with the pid; find its (first) entry */
+		memcpy(&pid, bmap_key(&a->keys, id, &kl), 4);
+		size_t lo = 0, hi = n;
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
 			if (mm[mid].pid < pid)

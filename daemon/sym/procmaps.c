@@ -165,7 +165,8 @@ static void mark_exe(const char *proc_dir, uint32_t pid, struct sym_maps *ms)
 	if ((size_t)n > sizeof(del) - 1 && !strcmp(exe + n - (sizeof(del) - 1), del))
 		exe[n - (sizeof(del) - 1)] = '\0';
 	for (size_t i = 0; i < ms->n; i++)
-		ms->m[i].exe = ms->m[i].kind == SYM_MAP_FILE && !strcmp(sym_map_path(ms, &ms->m[i]), exe);
+		ms->m[i].exe =
+		    ms->m[i].kind == SYM_MAP_FILE && !strcmp(sym_map_path(ms, &ms->m[i]), exe);
 }
 
 int procmaps_read(const char *proc_dir, uint32_t pid, struct sym_maps **ret)

@@ -431,8 +431,9 @@ static void test_truncated_frame(void)
 	CHECK_EQ_INT(pprof_export(c, NULL, 1000000, mem_cb, &m, &t), 0);
 	char *pb = gunzip(&m, &n);
 	CHECK(has_bytes(pb, n, "[truncated]"));
-	CHECK(!has_bytes(pb, n, "\x32\x03"
-				"0x1")); /* no string table entry "0x1" */
+	CHECK(!has_bytes(pb, n,
+			 "\x32\x03"
+			 "0x1")); /* no string table entry "0x1" */
 	free(pb);
 	free(m.p);
 	m = (struct membuf){0};
