@@ -428,11 +428,12 @@ int symobj_load(int fd, const struct symobj_opts *op, struct sym_obj **ret)
 			goto out;
 		o->from_minidebug = n > 0;
 	}
-	/* Only a file that has DWARF is read whole: lines cost nothing for
-	 * the (stripped) system libraries most frames are in. */
-	if (op->lines && !want_dwarf)
+	/* Only a file that has DWARF we can use (not compressed, see above)
+	 * is read whole: lines cost nothing for the stripped system libraries
+	 * most frames are in, nor for Debian's -dbg files (compressed). */
+	if (op->lines && !want_dwarf && !compressed_debug(e))
 		open_dwarf(o, fd, op->max_dwarf_bytes);
-	else if (op->lines && de && has_section_named(de, ".debug_info"))
+	else if (op->lines && de && has_section_named(de, ".debug_info") && !compressed_debug(de))
 		open_dwarf(o, dfd, op->max_dwarf_bytes);
 
 	symobj_sort(o);
