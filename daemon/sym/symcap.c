@@ -184,10 +184,7 @@ static int add_stack(struct pass *ps, struct sym_pctx *pc, uint32_t pid, uint32_
 		size_t mi = SIZE_MAX;
 		ps->line[0] = '\0';
 		ps->fmaps[i] = 0;
-		if (user && ips[i] == SYMTAB_IP_TRUNCATED)
-			/* not an address: the unwinder could not go further */
-			snprintf(ps->buf, sizeof(ps->buf), "%s", SYMTAB_TRUNCATED_NAME);
-		else if (user)
+		if (user) /* names the truncation frame too */
 			sym_resolve_user(pc, ips[i], adj, ps->buf, sizeof(ps->buf),
 					 ps->lines ? ps->line : NULL, sizeof(ps->line), &mi);
 		else

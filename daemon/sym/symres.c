@@ -5,6 +5,7 @@
  * code; kallsyms for the kernel.
  */
 #include "sym_priv.h"
+#include "symtab.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -296,9 +297,15 @@ int sym_resolve_user(struct sym_pctx *pc, uint64_t addr, unsigned adj, char *buf
 		     char *line, size_t linelen, size_t *mapi)
 {
 	uint64_t look = addr - adj;
-	const struct sym_map *m = procmaps_find(pc->maps, look);
 	if (line && linelen)
 		line[0] = '\0';
+	if (addr == SYMTAB_IP_TRUNCATED) { /* not an address: the unwinder stopped */
+		if (mapi)
+			*mapi = SIZE_MAX;
+		copy_name(buf, len, SYMTAB_TRUNCATED_NAME);
+		return -ENOENT;
+	}
+	const struct sym_map *m = procmaps_find(pc->maps, look);
 	if (mapi)
 		*mapi = m && m->kind == SYM_MAP_FILE ? (size_t)(m - pc->maps->m) : SIZE_MAX;
 	if (!m || m->kind == SYM_MAP_ANON) {

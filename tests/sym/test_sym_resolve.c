@@ -106,6 +106,9 @@ static void test_user_pie(void)
 	CHECK_STREQ(res(s, ch.pid, ch.lib_static + 1), "lib_static_fn");
 	CHECK_EQ_INT(sym_resolve(s, ch.pid, 0x10, false, name, sizeof(name), NULL, 0), -ENOENT);
 	CHECK_STREQ(name, "[unknown]");
+	CHECK_EQ_INT(sym_resolve(s, ch.pid, SYMTAB_IP_TRUNCATED, false, name, sizeof(name), NULL, 0),
+		     -ENOENT);
+	CHECK_STREQ(name, "[truncated]");
 	struct sym_stats st;
 	sym_get_stats(s, &st);
 	CHECK_EQ_INT(st.procs, 1);
