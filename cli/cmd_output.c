@@ -14,7 +14,7 @@
 
 struct folded_args {
 	const char *out, *comm, *weight;
-	bool kernel, pid, tid, cgroup;
+	bool kernel, pid, tid, cgroup, lines;
 	int64_t tids[MAX_TIDS];
 	size_t ntids;
 	int64_t pids[MAX_TIDS];
@@ -34,6 +34,7 @@ enum {
 	OPT_FROM,
 	OPT_TO,
 	OPT_CGROUP,
+	OPT_LINES,
 };
 
 static int folded_opt(struct cli *cli, int opt, const char *arg, void *ctx)
@@ -57,6 +58,9 @@ static int folded_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 		break;
 	case OPT_CGROUP:
 		a->cgroup = true;
+		break;
+	case OPT_LINES:
+		a->lines = true;
 		break;
 	case OPT_COMM:
 		a->comm = arg;
@@ -112,6 +116,7 @@ int cmd_folded(struct cli *cli, int argc, char **argv)
 		{"pid-frames", no_argument, NULL, OPT_PID_FRAMES},
 		{"tid-frames", no_argument, NULL, OPT_TID_FRAMES},
 		{"cgroup", no_argument, NULL, OPT_CGROUP},
+		{"lines", no_argument, NULL, OPT_LINES},
 		{"comm", required_argument, NULL, OPT_COMM},
 		{"tid", required_argument, NULL, OPT_TID},
 		{"weight", required_argument, NULL, OPT_WEIGHT},
@@ -147,6 +152,8 @@ int cmd_folded(struct cli *cli, int argc, char **argv)
 	cJSON_AddBoolToObject(p, "tid", a.tid);
 	if (a.cgroup)
 		cJSON_AddTrueToObject(p, "cgroup");
+	if (a.lines)
+		cJSON_AddTrueToObject(p, "lines");
 	if (a.comm)
 		cJSON_AddStringToObject(p, "comm", a.comm);
 	if (a.weight)

@@ -63,7 +63,7 @@ static const struct command commands[] = {
 	 "discarded.\n"},
 	{"folded", cmd_folded, "write a capture's folded stacks",
 	 "gpuprofctl folded ID [--out FILE] [--kernel|--no-kernel] [--pid-frames]\n"
-	 "                  [--tid-frames] [--cgroup] [--comm NAME] [--tid TID]...\n"
+	 "                  [--tid-frames] [--cgroup] [--lines] [--comm NAME] [--tid TID]...\n"
 	 "                  [--pid PID]... [--from DUR] [--to DUR]\n"
 	 "                  [--weight samples|launches|gpu-time]\n\n"
 	 "Write the capture's samples as folded stacks (one \"frame;frame;... count\"\n"
@@ -79,6 +79,9 @@ static const struct command commands[] = {
 	 "                     path (\"/system.slice/a.service\"), before the command\n"
 	 "                     name, so a shared GPU splits by container; for\n"
 	 "                     launches and gpu-time, others read \"[no cgroup]\"\n"
+	 "      --lines        add the source line to user frames that have one,\n"
+	 "                     \"func (file.c:42)\" (from DWARF, recorded when the\n"
+	 "                     capture was symbolized: config symbols.lines)\n"
 	 "      --comm NAME    keep only threads whose command name is NAME\n"
 	 "      --tid TID      keep only this thread (repeat for more)\n"
 	 "      --pid PID      keep only this process (repeat for more)\n"
@@ -97,7 +100,8 @@ static const struct command commands[] = {
 	 "  gpuprofctl flamegraph 3 --weight launches --out launches.svg   # GPU kernels in blue\n"
 	 "  gpuprofctl folded 3 --weight gpu-time | flamegraph.pl > gputime.svg\n"
 	 "  gpuprofctl folded 3 --weight launches --cgroup   # launches per container\n"
-	 "  gpuprofctl folded 3 --no-kernel --tid-frames --out app.folded\n"},
+	 "  gpuprofctl folded 3 --no-kernel --tid-frames --out app.folded\n"
+	 "  gpuprofctl folded 3 --lines | flamegraph.pl > lines.svg   # one frame per line\n"},
 	{"top", cmd_gpu_top, "live table of the hottest GPU kernels and their call sites",
 	 "gpuprofctl top [--pid PID]... [--window DURATION] [--interval DURATION]\n"
 	 "               [--limit N] [--count N] [--json]\n\n"

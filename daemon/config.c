@@ -40,6 +40,7 @@ void config_defaults(struct config *cfg)
 	cfg->unwind_max_bytes = 128u << 20;
 	cfg->cpu_sampling = true;
 	cfg->demangle = true;
+	cfg->sym_lines = true;
 	cfg->gpu_jobs_pending = 4096;
 	cfg->gpu_stack_sample = 32;
 	cfg->gpu_watcher = CONFIG_GPU_WATCHER_AUTO;
@@ -351,6 +352,8 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 		return parse_bool(v, &cfg->cpu_sampling);
 	if (!strcmp(key, "symbols.demangle"))
 		return parse_bool(v, &cfg->demangle);
+	if (!strcmp(key, "symbols.lines"))
+		return parse_bool(v, &cfg->sym_lines);
 	if (!strcmp(key, "gpu_jobs.pending")) {
 		r = parse_uint(v, 1u << 24, &n);
 		if (r == 0 && n == 0)

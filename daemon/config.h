@@ -46,6 +46,7 @@ struct config {
 	size_t unwind_max_bytes; /* memory.unwind_max: the unwinder's caches */
 	bool cpu_sampling; /* sampling.cpu */
 	bool demangle; /* symbols.demangle: C++/Rust frame names demangled */
+	bool sym_lines; /* symbols.lines: file:line recorded where DWARF is */
 	size_t gpu_jobs_pending; /* gpu_jobs.pending: GPU jobs awaiting completion */
 	/* gpu.stack_sample: the GPU launch probes walk the user stack for 1
 	 * launch in N per (thread, kernel, call site); 1 = every launch. */

@@ -97,7 +97,11 @@ static void symbolize(void *arg, struct capture *c)
 
 void hooks_init(struct gpd *g)
 {
-	struct sym_opts so = {.refresh_ns = 10ull * 1000000000ull, .no_demangle = !g->cfg.demangle};
+	struct sym_opts so = {
+	    .refresh_ns = 10ull * 1000000000ull,
+	    .no_demangle = !g->cfg.demangle,
+	    .lines = g->cfg.sym_lines,
+	};
 	if (sym_new(&so, &symbolizer) < 0) {
 		log_warn("symbolizer unavailable (out of memory): frames stay raw addresses");
 		return;

@@ -39,7 +39,10 @@ static void push(struct capframes *f, const struct sym_frames *fr, const uint64_
 {
 	size_t k = f->n++, len = 0;
 	const char *s = fr ? sym_table_name(f->syms, fr->names[i], &len) : NULL;
-	if (!s || !len) {
+	if ((!s || !len) && !kernel && ips[i] == SYMTAB_IP_TRUNCATED) {
+		s = SYMTAB_TRUNCATED_NAME;
+		len = sizeof(SYMTAB_TRUNCATED_NAME) - 1;
+	} else if (!s || !len) {
 		len = (size_t)snprintf(f->raw[k], sizeof(f->raw[k]), "0x%" PRIx64, ips[i]);
 		s = f->raw[k];
 	}
@@ -48,6 +51,8 @@ static void push(struct capframes *f, const struct sym_frames *fr, const uint64_
 	f->ip[k] = ips[i];
 	f->kernel[k] = kernel;
 	f->map[k] = fr && fr->maps ? fr->maps[i] : 0;
+	f->linelen[k] = 0;
+	f->line[k] = fr && fr->lines ? sym_table_name(f->syms, fr->lines[i], &f->linelen[k]) : "";
 }
 
 /* The one frame standing for a run of kernel frames the peer may not see:
@@ -61,6 +66,8 @@ static void push_hidden_kernel(struct capframes *f)
 	f->ip[k] = 0;
 	f->kernel[k] = true;
 	f->map[k] = 0;
+	f->line[k] = "";
+	f->linelen[k] = 0;
 }
 
 size_t capframes_get(struct capframes *f, uint32_t pid, uint32_t stack)

@@ -58,11 +58,13 @@ static int put_raw(struct arena *a, const char *s, size_t len)
 	return 0;
 }
 
-static int put_frame(struct ctx *x, const struct sym_frames *f, size_t i, uint64_t ip)
+static int put_frame(struct ctx *x, const struct sym_frames *f, size_t i, uint64_t ip, bool user)
 {
 	char tmp[32];
 	size_t len;
 	int r;
+	if (!f && user && ip == SYMTAB_IP_TRUNCATED)
+		return put_raw(&x->a, SYMTAB_TRUNCATED_NAME, sizeof(SYMTAB_TRUNCATED_NAME) - 1);
 	if (!f) {
 		int n = snprintf(tmp, sizeof(tmp), "0x%" PRIx64, ip);
 		return put_raw(&x->a, tmp, (size_t)n);
@@ -119,7 +121,7 @@ int folded_build_line(struct ctx *x, const struct agg *k)
 	    fr.nkernel == nk)
 		f = &fr;
 	for (size_t i = nu; i-- > 0;)
-		if (put_raw(&x->a, ";", 1) < 0 || put_frame(x, f, i, ips[i]) < 0)
+		if (put_raw(&x->a, ";", 1) < 0 || put_frame(x, f, i, ips[i], true) < 0)
 			return -ENOMEM;
 	if (!o->no_kernel && nk) {
 		if (nu && put_raw(&x->a, ";-", 2) < 0)
@@ -131,7 +133,8 @@ int folded_build_line(struct ctx *x, const struct agg *k)
 				return -ENOMEM;
 		} else {
 			for (size_t i = (size_t)nu + nk; i-- > nu;)
-				if (put_raw(&x->a, ";", 1) < 0 || put_frame(x, f, i, ips[i]) < 0)
+				if (put_raw(&x->a, ";", 1) < 0 ||
+				    put_frame(x, f, i, ips[i], false) < 0)
 					return -ENOMEM;
 		}
 	}

@@ -150,17 +150,51 @@ uint32_t pprof_map(struct pprof *x, enum pprof_map_kind kind, uint32_t idx)
 	return id;
 }
 
-uint64_t pprof_loc(struct pprof *x, const char *name, size_t len, uint64_t ip, uint32_t map)
+/* A Function is a (name, source file) pair: the key is the name's length,
+ * the name, then the file (names may hold any byte, NUL included). */
+static uint32_t func_id(struct pprof *x, const char *name, size_t len, const char *file,
+			size_t filelen)
 {
-	uint32_t fid = bmap_intern(&x->funcs, name, len, NULL);
-	uint8_t key[16];
+	char key[2 * SYMTAB_MAX_NAME + 8];
+	uint32_t nl = (uint32_t)(len < SYMTAB_MAX_NAME ? len : SYMTAB_MAX_NAME);
+	size_t fl = file && filelen < SYMTAB_MAX_NAME ? filelen : 0;
+	memcpy(key, &nl, 4);
+	memcpy(key + 4, name, nl);
+	if (fl)
+		memcpy(key + 4 + nl, file, fl);
+	return bmap_intern(&x->funcs, key, 4 + nl + fl, NULL);
+}
+
+uint64_t pprof_loc(struct pprof *x, const char *name, size_t len, uint64_t ip, uint32_t map,
+		   const char *file, size_t filelen, uint32_t line)
+{
+	uint32_t fid = func_id(x, name, len, file, filelen);
+	uint8_t key[20];
 	memcpy(key, &ip, 8);
 	memcpy(key + 8, &fid, 4);
 	memcpy(key + 12, &map, 4);
+	memcpy(key + 16, &line, 4);
 	uint32_t id = fid ? bmap_intern(&x->locs, key, sizeof(key), NULL) : 0;
 	if (!id)
 		x->msg.err = -ENOMEM;
 	return id;
+}
+
+/* "path/file.c:42" -> file and line; false unless it ends in ":digits". */
+static bool split_line(const char *s, size_t len, size_t *filelen, uint32_t *line)
+{
+	size_t i = len;
+	uint64_t v = 0, mul = 1;
+	while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9' && len - i < 9) {
+		v += (uint64_t)(s[i - 1] - '0') * mul;
+		mul *= 10;
+		i--;
+	}
+	if (i == len || i < 2 || s[i - 1] != ':' || !v)
+		return false;
+	*filelen = i - 1;
+	*line = (uint32_t)v;
+	return true;
 }
 
 size_t pprof_frames(struct pprof *x, const struct capframes *f, size_t at)
@@ -175,7 +209,12 @@ size_t pprof_frames(struct pprof *x, const struct capframes *f, size_t at)
 			       : f->kernel[k] && !f->view.kernel_hidden
 				   ? pprof_map(x, PMAP_KERNEL, 0)
 				   : 0;
-		x->locv[at + i] = pprof_loc(x, f->name[k], f->len[k], f->ip[k], map);
+		size_t fl = 0;
+		uint32_t line = 0;
+		if (!split_line(f->line[k], f->linelen[k], &fl, &line))
+			fl = 0;
+		x->locv[at + i] =
+		    pprof_loc(x, f->name[k], f->len[k], f->ip[k], map, f->line[k], fl, line);
 	}
 	return at + n;
 }
@@ -265,12 +304,14 @@ static void locations_functions(struct pprof *x, struct pb *out)
 		size_t kl;
 		const uint8_t *k = (const uint8_t *)bmap_key(&x->locs, id, &kl);
 		uint64_t ip;
-		uint32_t fid, map;
+		uint32_t fid, map, lineno;
 		memcpy(&ip, k, 8);
 		memcpy(&fid, k + 8, 4);
 		memcpy(&map, k + 12, 4);
+		memcpy(&lineno, k + 16, 4);
 		struct pb line = {0};
 		pb_u64(&line, 1, fid);
+		pb_u64(&line, 2, lineno);
 		x->msg.len = 0;
 		pb_u64(&x->msg, 1, id);
 		pb_u64(&x->msg, 2, map);
@@ -284,11 +325,15 @@ static void locations_functions(struct pprof *x, struct pb *out)
 	for (uint32_t id = 1; id <= x->funcs.n; id++) {
 		size_t kl;
 		const char *k = bmap_key(&x->funcs, id, &kl);
-		uint64_t si = pprof_str(x, k, kl);
+		uint32_t nl;
+		memcpy(&nl, k, 4);
+		uint64_t si = pprof_str(x, k + 4, nl);
+		uint64_t fi = kl > 4 + nl ? pprof_str(x, k + 4 + nl, kl - 4 - nl) : 0;
 		x->msg.len = 0;
 		pb_u64(&x->msg, 1, id);
 		pb_u64(&x->msg, 2, si);
 		pb_u64(&x->msg, 3, si);
+		pb_u64(&x->msg, 4, fi); /* filename */
 		pb_bytes(out, 5, x->msg.p, x->msg.len);
 	}
 }
@@ -354,6 +399,73 @@ static int aggregate(const struct capture *c, struct agg *cpu, struct agg *gpu, 
 	return 0;
 }
 
+struct mainmap {
+	uint32_t pid, idx;
+	uint64_t weight;
+};
+
+static int mainmap_cmp(const void *a, const void *b)
+{
+	const struct mainmap *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static void weigh(struct mainmap *mm, size_t n, const struct agg *a, size_t v)
+{
+	for (uint32_t id = 1; id <= a->keys.n; id++) {
+		size_t kl;
+		uint32_t pid;
+		/* keys start with the pid; find its (first) entry */
+		memcpy(&pid, bmap_key(&a->keys, id, &kl), 4);
+		size_t lo = 0, hi = n;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (mm[mid].pid < pid)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < n && mm[lo].pid == pid)
+			mm[lo].weight = sat_add(mm[lo].weight, a->v[id - 1][v]);
+	}
+}
+
+/*
+ * pprof reads the first Mapping as the profile's main binary (what `go
+ * tool pprof` titles it with, what Pyroscope and Parca key symbol upload
+ * on): hand out id 1 to the executable (SYMTAB_MAPF_MAIN) of the process
+ * with the most CPU samples, else launches. Sections without the flag
+ * (older captures) keep first-use order.
+ */
+static int main_mapping(struct pprof *x, const struct agg *cpu, const struct agg *gpu)
+{
+	const struct sym_table *t = x->f->syms;
+	size_t nmaps = t ? sym_table_nmaps(t) : 0, n = 0;
+	struct mainmap *mm = NULL;
+	for (uint32_t i = 1; i <= nmaps; i++) {
+		const struct sym_mapping *m = sym_table_map(t, i);
+		if (!m || !(m->flags & SYMTAB_MAPF_MAIN))
+			continue;
+		if (!mm && !(mm = calloc(nmaps, sizeof(*mm))))
+			return -ENOMEM;
+		mm[n++] = (struct mainmap){m->pid, i, 0};
+	}
+	if (!n)
+		return 0;
+	qsort(mm, n, sizeof(*mm), mainmap_cmp);
+	weigh(mm, n, cpu, 0);
+	weigh(mm, n, gpu, 0);
+	size_t best = 0;
+	for (size_t i = 1; i < n; i++)
+		if (mm[i].weight > mm[best].weight)
+			best = i;
+	pprof_map(x, PMAP_FILE, mm[best].idx);
+	free(mm);
+	return 0;
+}
+
 int pprof_export(const struct capture *c, const struct render_view *view, uint64_t period_ns,
 		 folded_write_fn fn, void *ctx, struct export_totals *t)
 {
@@ -387,6 +499,9 @@ int pprof_export(const struct capture *c, const struct render_view *view, uint64
 	if (!cpu.keys.n && !gpu.keys.n && !x->xe)
 		goto out_f;
 
+	r = main_mapping(x, &cpu, &gpu);
+	if (r < 0)
+		goto out_f;
 	pprof_str(x, "", 0); /* index 0 */
 	size_t nv = 1;
 	value_type(x, &out, 1, "samples", "count");
@@ -429,7 +544,7 @@ int pprof_export(const struct capture *c, const struct render_view *view, uint64
 			nl = sizeof(name) - 5;
 		memcpy(name, s, nl);
 		memcpy(name + nl, "_[G]", 4);
-		x->locv[0] = pprof_loc(x, name, nl + 4, 0, 0);
+		x->locv[0] = pprof_loc(x, name, nl + 4, 0, 0, NULL, 0, 0);
 		memset(vals, 0, sizeof(vals));
 		if (has_launch)
 			vals[iv_launch] = gpu.v[id - 1][0];

@@ -39,8 +39,10 @@ struct pprof {
 uint64_t pprof_str(struct pprof *x, const char *s, size_t len);
 /* Mapping id (1-based) of a key; 0 on -ENOMEM. */
 uint32_t pprof_map(struct pprof *x, enum pprof_map_kind kind, uint32_t idx);
-/* Location id of (address, function name, mapping id 0 = none). */
-uint64_t pprof_loc(struct pprof *x, const char *name, size_t len, uint64_t ip, uint32_t map);
+/* Location id of (address, function name, mapping id 0 = none, source
+ * file and line: NULL/0 when unknown). */
+uint64_t pprof_loc(struct pprof *x, const char *name, size_t len, uint64_t ip, uint32_t map,
+		   const char *file, size_t filelen, uint32_t line);
 /* Locations of f's current frames, leaf first, from x->locv[at]; returns
  * the new count. */
 size_t pprof_frames(struct pprof *x, const struct capframes *f, size_t at);

@@ -60,8 +60,9 @@ static uint64_t gpu_loc(struct pprof *x, const struct xe_sec_kernel *k, uint32_t
 		memcpy(name, s, nl < sizeof(name) - 5 ? nl : (nl = sizeof(name) - 5));
 	memcpy(name + nl, "_[G]", 4);
 	if (!k)
-		return pprof_loc(x, name, nl + 4, off, 0);
-	return pprof_loc(x, name, nl + 4, k->start + off, pprof_map(x, PMAP_GPU, k->id));
+		return pprof_loc(x, name, nl + 4, off, 0, NULL, 0, 0);
+	return pprof_loc(x, name, nl + 4, k->start + off, pprof_map(x, PMAP_GPU, k->id), NULL, 0,
+			 0);
 }
 
 int pprof_xe_samples(struct pprof *x, struct pb *out, size_t iv0, size_t nv, uint64_t *events)

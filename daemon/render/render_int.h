@@ -91,7 +91,8 @@ void palette_color(const char *name, size_t len, bool kernel, char out[24]);
  * Resolved frames of one (pid, stack) of a capture, root first: names from
  * the CAPSEC_SYMBOLS section, or "0x..." for frames it does not cover.
  * Kernel frames follow user frames (kernel[i] tells which); map[i] is the
- * section's mapping of a user frame (sym_table_map), 0 when unknown.
+ * section's mapping of a user frame (sym_table_map), 0 when unknown;
+ * line[i] its "file:line" (linelen[i] 0 when the section has none).
  */
 struct capframes {
 	const struct capture *c;
@@ -103,6 +104,8 @@ struct capframes {
 	uint64_t ip[2 * 127 + 2];
 	bool kernel[2 * 127 + 2];
 	uint32_t map[2 * 127 + 2];
+	const char *line[2 * 127 + 2];
+	size_t linelen[2 * 127 + 2];
 	char raw[2 * 127 + 2][20];
 };
 

@@ -150,6 +150,25 @@ fail:
 	return r;
 }
 
+/* The executable's mappings: those whose path is what /proc/PID/exe links
+ * to (both print the path the same way, " (deleted)" and all), which pprof
+ * needs for its main mapping. */
+static void mark_exe(const char *proc_dir, uint32_t pid, struct sym_maps *ms)
+{
+	static const char del[] = " (deleted)";
+	char path[256], exe[4352];
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/exe", proc_dir, pid);
+	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	if ((size_t)n > sizeof(del) - 1 && !strcmp(exe + n - (sizeof(del) - 1), del))
+		exe[n - (sizeof(del) - 1)] = '\0';
+	for (size_t i = 0; i < ms->n; i++)
+		ms->m[i].exe =
+		    ms->m[i].kind == SYM_MAP_FILE && !strcmp(sym_map_path(ms, &ms->m[i]), exe);
+}
+
 int procmaps_read(const char *proc_dir, uint32_t pid, struct sym_maps **ret)
 {
 	char path[256], *buf;
@@ -170,6 +189,8 @@ int procmaps_read(const char *proc_dir, uint32_t pid, struct sym_maps **ret)
 	}
 	r = procmaps_parse(buf, len, pid, ret);
 	free(buf);
+	if (r == 0)
+		mark_exe(proc_dir, pid, *ret);
 	return r;
 }
 

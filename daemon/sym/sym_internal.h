@@ -69,6 +69,7 @@ struct sym_map {
 	uint32_t path; /* offset into paths (NUL-terminated) */
 	uint8_t kind;  /* enum sym_map_kind */
 	bool deleted;  /* " (deleted)" was stripped from the path */
+	bool exe;      /* the process's executable (/proc/PID/exe) */
 };
 
 struct sym_maps {
@@ -83,7 +84,8 @@ struct sym_maps {
 #define SYM_MAX_MAPPINGS 65536
 #define SYM_MAX_MAPS_BYTES (64u << 20)
 
-/* Read <proc_dir>/<pid>/maps. -ENOENT/-ESRCH when the process is gone. */
+/* Read <proc_dir>/<pid>/maps, marking the executable's mappings (exe).
+ * -ENOENT/-ESRCH when the process is gone. */
 int procmaps_read(const char *proc_dir, uint32_t pid, struct sym_maps **ret);
 /* Parse maps text (for tests). */
 int procmaps_parse(const char *text, size_t len, uint32_t pid, struct sym_maps **ret);
@@ -149,6 +151,7 @@ struct sym_obj {
 	size_t strs_len;
 	size_t bytes;	      /* memory accounted to the cache */
 	bool from_debug_file; /* symbols came from a separate .debug file */
+	bool from_minidebug;  /* .gnu_debugdata added local functions */
 
 	/* DWARF, only when loaded with lines; guarded by dw_lock (libdw is
 	 * not safe for concurrent use of one handle). */
@@ -165,6 +168,8 @@ struct sym_obj {
 struct symobj_opts {
 	size_t max_symbols;
 	bool lines;
+	size_t max_dwarf_bytes; /* a file with DWARF larger than this gets no
+				 * lines (it is read whole); 0: 512 MiB */
 	const char *debug_dir; /* "/usr/lib/debug" */
 	const char *root;      /* prefix for debuglink look-ups ("" or "/proc/PID/root") */
 	const char *path;      /* the object's path inside root (for .gnu_debuglink) */

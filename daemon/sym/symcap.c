@@ -13,11 +13,15 @@
 #include "demangle.h"
 
 #include "capture/capture.h"
+#include "unwind/unwind.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+_Static_assert(SYMTAB_IP_TRUNCATED == UNWIND_IP_TRUNCATED,
+	       "the renderers and the unwinder must agree on the truncation frame");
 
 struct pair {
 	uint32_t pid, stack, uid, pad;
@@ -122,6 +126,8 @@ static int map_id(struct pass *ps, struct sym_pctx *pc, size_t i, uint32_t *id)
 	    .start = m->start, .limit = m->end, .offset = m->off, .pid = pc->pid};
 	if (o && o->nsyms)
 		sm.flags |= SYMTAB_MAPF_SYMBOLS;
+	if (m->exe)
+		sm.flags |= SYMTAB_MAPF_MAIN;
 	int r = add_map(ps, &sm, sym_map_path(pc->maps, m), o ? o->build_id : NULL,
 			o ? o->build_id_len : 0, &ps->mapids[i]);
 	*id = ps->mapids[i];
@@ -178,7 +184,7 @@ static int add_stack(struct pass *ps, struct sym_pctx *pc, uint32_t pid, uint32_
 		size_t mi = SIZE_MAX;
 		ps->line[0] = '\0';
 		ps->fmaps[i] = 0;
-		if (user)
+		if (user) /* names the truncation frame too */
 			sym_resolve_user(pc, ips[i], adj, ps->buf, sizeof(ps->buf),
 					 ps->lines ? ps->line : NULL, sizeof(ps->line), &mi);
 		else

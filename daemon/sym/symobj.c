@@ -7,7 +7,7 @@
  * ELF_C_READ (pread) rather than mmap, so a file truncated under us
  * cannot SIGBUS the daemon.
  */
-#include "sym_internal.h"
+#include "symobj_int.h"
 
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
@@ -121,15 +121,66 @@ static bool has_section_named(Elf *e, const char *want)
 	return false;
 }
 
+Elf_Scn *symobj_section(Elf *e, const char *want, GElf_Shdr *sh)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	if (elf_getshdrstrndx(e, &shstrndx) < 0)
+		return NULL;
+	while ((scn = elf_nextscn(e, scn))) {
+		const char *n = gelf_getshdr(scn, sh) ? elf_strptr(e, shstrndx, sh->sh_name) : NULL;
+		if (n && !strcmp(n, want))
+			return scn;
+	}
+	return NULL;
+}
+
 static int rank_of(unsigned bind, uint64_t size)
 {
 	int r = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
 	return size ? r : r + 3;
 }
 
+int symobj_add(struct symbuild *b, const char *name, size_t nl, uint64_t addr, uint64_t size,
+	       uint32_t rank)
+{
+	struct sym_obj *o = b->o;
+	if (nl > MAX_NAME)
+		nl = MAX_NAME;
+	if (o->nsyms >= b->max || o->strs_len + nl + 1 > MAX_STRS_BYTES)
+		return -E2BIG;
+	if (o->nsyms == b->cap) {
+		size_t nc = b->cap ? b->cap * 2 : 1024;
+		struct objsym *ns = realloc(o->syms, nc * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		o->syms = ns;
+		b->cap = nc;
+	}
+	if (o->strs_len + nl + 1 > b->scap) {
+		size_t nc = b->scap ? b->scap : 16384;
+		while (nc < o->strs_len + nl + 1)
+			nc *= 2;
+		char *np = realloc(o->strs, nc);
+		if (!np)
+			return -ENOMEM;
+		o->strs = np;
+		b->scap = nc;
+	}
+	memcpy(o->strs + o->strs_len, name, nl);
+	o->strs[o->strs_len + nl] = '\0';
+	o->syms[o->nsyms++] = (struct objsym){
+	    .addr = addr,
+	    .size = size,
+	    .name = (uint32_t)o->strs_len,
+	    .rank = rank,
+	};
+	o->strs_len += nl + 1;
+	return 0;
+}
+
 /* Append the functions of one symbol table. Returns how many or -ENOMEM. */
-static long read_symbols(Elf *e, Elf64_Word type, struct sym_obj *o, size_t max, size_t *cap,
-			 size_t *scap)
+long symobj_read_symbols(Elf *e, Elf64_Word type, struct symbuild *b)
 {
 	GElf_Shdr sh;
 	Elf_Scn *scn = find_section(e, type, &sh);
@@ -140,7 +191,7 @@ static long read_symbols(Elf *e, Elf64_Word type, struct sym_obj *o, size_t max,
 	if (!d || !d->d_buf || !ent || d->d_type != ELF_T_SYM)
 		return 0;
 	size_t n = d->d_size / ent;
-	for (size_t i = 1; i < n && o->nsyms < max; i++) {
+	for (size_t i = 1; i < n; i++) {
 		GElf_Sym s;
 		if (!gelf_getsym(d, (int)i, &s))
 			break;
@@ -150,36 +201,12 @@ static long read_symbols(Elf *e, Elf64_Word type, struct sym_obj *o, size_t max,
 		const char *name = elf_strptr(e, sh.sh_link, s.st_name);
 		if (!name || !*name)
 			continue;
-		size_t nl = strnlen(name, MAX_NAME);
-		if (o->strs_len + nl + 1 > MAX_STRS_BYTES)
+		int r = symobj_add(b, name, strnlen(name, MAX_NAME), s.st_value, s.st_size,
+				   (uint32_t)rank_of(GELF_ST_BIND(s.st_info), s.st_size));
+		if (r == -E2BIG)
 			break;
-		if (o->nsyms == *cap) {
-			size_t nc = *cap ? *cap * 2 : 1024;
-			struct objsym *ns = realloc(o->syms, nc * sizeof(*ns));
-			if (!ns)
-				return -ENOMEM;
-			o->syms = ns;
-			*cap = nc;
-		}
-		if (o->strs_len + nl + 1 > *scap) {
-			size_t nc = *scap ? *scap : 16384;
-			while (nc < o->strs_len + nl + 1)
-				nc *= 2;
-			char *np = realloc(o->strs, nc);
-			if (!np)
-				return -ENOMEM;
-			o->strs = np;
-			*scap = nc;
-		}
-		memcpy(o->strs + o->strs_len, name, nl);
-		o->strs[o->strs_len + nl] = '\0';
-		o->syms[o->nsyms++] = (struct objsym){
-		    .addr = s.st_value,
-		    .size = s.st_size,
-		    .name = (uint32_t)o->strs_len,
-		    .rank = (uint32_t)rank_of(GELF_ST_BIND(s.st_info), s.st_size),
-		};
-		o->strs_len += nl + 1;
+		if (r < 0)
+			return r;
 		added++;
 	}
 	return added;
@@ -193,6 +220,17 @@ static int osym_cmp(const void *a, const void *b)
 	if (x->rank != y->rank)
 		return x->rank < y->rank ? -1 : 1;
 	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+void symobj_sort(struct sym_obj *o)
+{
+	if (o->nsyms)
+		qsort(o->syms, o->nsyms, sizeof(*o->syms), osym_cmp);
+	size_t w = 0;
+	for (size_t i = 0; i < o->nsyms; i++)
+		if (!w || o->syms[w - 1].addr != o->syms[i].addr)
+			o->syms[w++] = o->syms[i];
+	o->nsyms = w;
 }
 
 static int read_loads(Elf *e, struct sym_obj *o)
@@ -298,11 +336,13 @@ static bool compressed_debug(Elf *e)
 	return false;
 }
 
-static void open_dwarf(struct sym_obj *o, int fd)
+static void open_dwarf(struct sym_obj *o, int fd, size_t max)
 {
 	struct stat st;
 	size_t got = 0;
-	if (fstat(fd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > DWARF_MAX_FILE)
+	if (!max || max > DWARF_MAX_FILE)
+		max = DWARF_MAX_FILE;
+	if (fstat(fd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > max)
 		return;
 	char *img = calloc(1, (size_t)st.st_size + DWARF_PAD);
 	if (!img)
@@ -327,9 +367,13 @@ static void open_dwarf(struct sym_obj *o, int fd)
 	o->bytes += got;
 }
 
+/* MiniDebugInfo is a compressed copy of symbols: bounded like the names
+ * of one object, so a hostile section cannot make the daemon inflate more
+ * than that. */
+#define MINIDEBUG_MAX_BYTES (64u << 20)
+
 int symobj_load(int fd, const struct symobj_opts *op, struct sym_obj **ret)
 {
-	size_t max = op->max_symbols ? op->max_symbols : (4u << 20), cap = 0, scap = 0;
 	struct sym_obj *o = calloc(1, sizeof(*o));
 	Elf *e = NULL, *de = NULL;
 	int dfd = -1, r = -ENOMEM;
@@ -338,6 +382,7 @@ int symobj_load(int fd, const struct symobj_opts *op, struct sym_obj **ret)
 
 	if (!o)
 		return -ENOMEM;
+	struct symbuild b = {.o = o, .max = op->max_symbols ? op->max_symbols : (4u << 20)};
 	pthread_mutex_init(&o->dw_lock, NULL);
 	if (fstat(fd, &st) < 0) {
 		r = -errno;
@@ -358,7 +403,7 @@ int symobj_load(int fd, const struct symobj_opts *op, struct sym_obj **ret)
 		goto out;
 
 	r = -ENOMEM;
-	n = read_symbols(e, SHT_SYMTAB, o, max, &cap, &scap);
+	n = symobj_read_symbols(e, SHT_SYMTAB, &b);
 	if (n < 0)
 		goto out;
 	bool full = n > 0, want_dwarf = op->lines && !has_section_named(e, ".debug_info");
@@ -367,24 +412,37 @@ int symobj_load(int fd, const struct symobj_opts *op, struct sym_obj **ret)
 	if (dfd >= 0)
 		de = elf_open(dfd);
 	if (de && !full) {
-		n = read_symbols(de, SHT_SYMTAB, o, max, &cap, &scap);
+		n = symobj_read_symbols(de, SHT_SYMTAB, &b);
 		if (n < 0)
 			goto out;
 		full = n > 0;
 		o->from_debug_file = full;
 	}
-	if (!full && read_symbols(e, SHT_DYNSYM, o, max, &cap, &scap) < 0)
-		goto out;
-	if (op->lines)
-		open_dwarf(o, want_dwarf && de ? dfd : fd);
+	if (!full) {
+		/* .dynsym, plus what MiniDebugInfo adds: the local functions
+		 * a stripped binary's .dynsym lacks (Fedora, RHEL) */
+		if (symobj_read_symbols(e, SHT_DYNSYM, &b) < 0)
+			goto out;
+		n = symobj_read_minidebug(e, &b, MINIDEBUG_MAX_BYTES);
+		if (n == -ENOMEM)
+			goto out;
+		o->from_minidebug = n > 0;
+	}
+	/* Only a file that has DWARF we can use (not compressed, see above)
+	 * is read whole: lines cost nothing for the stripped system libraries
+	 * most frames are in, nor for Debian's -dbg files (compressed). */
+	if (op->lines && !want_dwarf && !compressed_debug(e))
+		open_dwarf(o, fd, op->max_dwarf_bytes);
+	else if (op->lines && de && has_section_named(de, ".debug_info") && !compressed_debug(de))
+		open_dwarf(o, dfd, op->max_dwarf_bytes);
 
-	if (o->nsyms)
-		qsort(o->syms, o->nsyms, sizeof(*o->syms), osym_cmp);
-	size_t w = 0;
-	for (size_t i = 0; i < o->nsyms; i++)
-		if (!w || o->syms[w - 1].addr != o->syms[i].addr)
-			o->syms[w++] = o->syms[i];
-	o->nsyms = w;
+	symobj_sort(o);
+	/* PLT stubs have no symbol anywhere: named from the relocations */
+	n = symobj_add_plt(e, &b);
+	if (n < 0)
+		goto out;
+	if (n > 0)
+		symobj_sort(o);
 	o->bytes +=
 	    sizeof(*o) + o->nsyms * sizeof(*o->syms) + o->strs_len + o->nloads * sizeof(*o->loads);
 	*ret = o;

@@ -5,6 +5,7 @@
  * code; kallsyms for the kernel.
  */
 #include "sym_priv.h"
+#include "symtab.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -131,26 +132,41 @@ static void obj_put(struct symbolizer *s, struct sym_obj *o)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* fd, if it is the file the mapping maps (by inode: /proc/PID/maps gives
+ * no more), else closed and -ESTALE. */
+static int same_file(int fd, const struct sym_map *m)
+{
+	struct stat st;
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) == 0 && st.st_ino == m->ino)
+		return fd;
+	close(fd);
+	return -ESTALE;
+}
+
+/*
+ * The mapped file. While the process lives, /proc/PID/map_files/START-END
+ * is the very file mapped there (root may open it: CAP_SYS_ADMIN), whatever
+ * happened to its path since: deleted, replaced, shadowed by a mount, or
+ * only reachable in the process's mount namespace. Without it, the path
+ * inside the process's root, then the host's path, each only if it still
+ * is the mapped inode: a library upgraded under a process falls back to
+ * "lib.so+0x..." rather than to another build's names.
+ */
 static int open_object(struct sym_pctx *pc, const struct sym_map *m, const char *path)
 {
 	char buf[384];
 	int fd = -1;
-	if (pc->alive && m->deleted) { /* replaced on disk: the mapped file itself */
+	if (pc->alive) {
 		snprintf(buf, sizeof(buf), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64,
 			 pc->s->proc_dir, pc->pid, m->start, m->end);
-		fd = open(buf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		fd = sym_open_in_root("", buf);
+		if (fd < 0)
+			fd = same_file(sym_open_in_root(pc->root, path), m);
 	}
-	if (fd < 0 && pc->alive)
-		fd = sym_open_in_root(pc->root, path);
-	if (fd < 0) {
-		/* The host's path: only if it is still the mapped file. */
-		struct stat st;
-		fd = sym_open_in_root("", path);
-		if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_ino != m->ino)) {
-			close(fd);
-			fd = -1;
-		}
-	}
+	if (fd < 0)
+		fd = same_file(sym_open_in_root("", path), m);
 	return fd;
 }
 
@@ -165,6 +181,9 @@ static struct sym_obj *get_object(struct sym_pctx *pc, const struct sym_map *m)
 	struct symobj_opts op = {
 	    .max_symbols = s->max_symbols,
 	    .lines = s->lines,
+	    /* a DWARF image counts against the object cache: one that would
+	     * take more than a quarter of it gets no lines */
+	    .max_dwarf_bytes = s->max_object_bytes / 4,
 	    .debug_dir = s->debug_dir,
 	    .root = pc->alive ? pc->root : "",
 	    .path = path,
@@ -278,9 +297,15 @@ int sym_resolve_user(struct sym_pctx *pc, uint64_t addr, unsigned adj, char *buf
 		     char *line, size_t linelen, size_t *mapi)
 {
 	uint64_t look = addr - adj;
-	const struct sym_map *m = procmaps_find(pc->maps, look);
 	if (line && linelen)
 		line[0] = '\0';
+	if (addr == SYMTAB_IP_TRUNCATED) { /* not an address: the unwinder stopped */
+		if (mapi)
+			*mapi = SIZE_MAX;
+		copy_name(buf, len, SYMTAB_TRUNCATED_NAME);
+		return -ENOENT;
+	}
+	const struct sym_map *m = procmaps_find(pc->maps, look);
 	if (mapi)
 		*mapi = m && m->kind == SYM_MAP_FILE ? (size_t)(m - pc->maps->m) : SIZE_MAX;
 	if (!m || m->kind == SYM_MAP_ANON) {

@@ -43,7 +43,18 @@
 #define SYMTAB_F_LINES 0x1
 #define SYMTAB_F_MAPS 0x2
 #define SYMTAB_MAPF_SYMBOLS 0x1 /* the object's symbol table was read */
+#define SYMTAB_MAPF_MAIN 0x2	/* the process's executable (/proc/PID/exe) */
 #define SYMTAB_MAX_NAME 4096 /* longer names are cut by the builder */
+
+/*
+ * The user frame a stack ends with when its unwinding stopped early
+ * (UNWIND_IP_TRUNCATED in daemon/unwind/unwind.h, checked equal in
+ * symcap.c): not an address in any mapping. The symbolizer names it
+ * SYMTAB_TRUNCATED_NAME, and renderers print that name too where a
+ * stack has no symbols, so no output shows it as "0x1".
+ */
+#define SYMTAB_IP_TRUNCATED 0x1ull
+#define SYMTAB_TRUNCATED_NAME "[truncated]"
 
 /* ---- reading ---- */
 

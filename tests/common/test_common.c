@@ -224,13 +224,14 @@ static void test_config(void)
 	CHECK_EQ_INT(c.gpu_watcher, CONFIG_GPU_WATCHER_AUTO);
 	CHECK_EQ_INT(c.max_clients, 64);
 	CHECK(c.demangle);
+	CHECK(c.sym_lines);
 	CHECK_EQ_INT(c.xe.submit_hook, CONFIG_XE_HOOK_AUTO);
 	CHECK(!c.admin_group_set); /* root only by default */
 	const char *p = write_tmp("# comment\n  memory.store_budget = 16M  # trailing\n"
 				  "sampling.cpu_frequency=99\nlimits.idle_timeout = 1500ms\n"
 				  "sampling.cpu = off\nsocket = /tmp/x.sock\nsocket_mode = 0600\n\n"
 				  "gpu.stack_sample = 8\ngpu.watcher = sys_exit\n"
-				  "symbols.demangle = false\nxe.submit_hook = off\n"
+				  "symbols.demangle = false\nsymbols.lines = false\nxe.submit_hook = off\n"
 				  "analysis.cache_bytes = 1G\nanalysis.scratch_bytes = 64M\n"
 				  "access.admin_group = 4242\n");
 	CHECK_EQ_INT(config_load(&c, p, err, sizeof(err)), 0);
@@ -239,6 +240,7 @@ static void test_config(void)
 	CHECK_EQ_INT(c.idle_timeout_ms, 1500);
 	CHECK(!c.cpu_sampling);
 	CHECK(!c.demangle);
+	CHECK(!c.sym_lines);
 	CHECK_STREQ(c.socket_path, "/tmp/x.sock");
 	CHECK_EQ_INT(c.socket_mode, 0600);
 	CHECK_EQ_INT(c.gpu_stack_sample, 8);
@@ -301,6 +303,7 @@ static void test_config(void)
 		"socket = relative/path\n",
 		"sampling.cpu = maybe\n",
 		"symbols.demangle = 2\n",
+		"symbols.lines = maybe\n",
 		"gpu.stack_sample = 0\n",
 		"gpu.watcher = kprobe\n",
 		"xe.submit_hook = maybe\n",

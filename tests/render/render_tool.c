@@ -4,7 +4,7 @@
  * hand (no daemon):
  *   render_tool flame [--icicle] [--minwidth PX] [--title T] FILE|-
  *   render_tool diff [--normalize] A B
- *   render_tool synth folded|flame|heat|chrome|pprof|pprof-xe
+ *   render_tool synth folded|flame|heat|chrome|pprof|pprof-main|pprof-xe
  *   render_tool synth heat [--weight samples|launches|gpu-time|eu-stall] [--max-bytes N]
  *                          [--bucket-ms N] [--no-kernel]
  * Output on stdout; a "key=value ..." summary on stderr.
@@ -143,6 +143,10 @@ static int synth(const char *what, int argc, char **argv)
 	} else if (!strcmp(what, "chrome")) {
 		r = chrome_export(c, NULL, out_cb, NULL, &et);
 	} else if (!strcmp(what, "pprof")) {
+		r = pprof_export(c, NULL, 10000000, out_cb, NULL, &et);
+	} else if (!strcmp(what, "pprof-main")) { /* executable + lines */
+		capture_free(c);
+		c = synth_main_capture();
 		r = pprof_export(c, NULL, 10000000, out_cb, NULL, &et);
 	} else if (!strcmp(what, "pprof-xe")) { /* with an EU-stall section */
 		synth_add_xe(c);

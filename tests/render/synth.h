@@ -110,6 +110,53 @@ static struct capture *synth_capture(void)
 }
 
 /*
+ * A process as the symbolizer records it: pid 30 "srv", its hot stack
+ * ending in libc (so libc's mapping is the first a frame uses), the
+ * executable /usr/bin/srv flagged SYMTAB_MAPF_MAIN, and source lines on
+ * the executable's frames: main (srv.c:12) -> serve (srv.c:42) -> memcpy.
+ */
+static inline struct capture *synth_main_capture(void)
+{
+	struct capture *c;
+	struct sym_table_builder *b;
+	void *buf;
+	size_t len;
+	if (capture_new(&c) < 0 || sym_tb_new(true, &b) < 0)
+		abort();
+	c->t0_ns = SYNTH_T0;
+	c->t1_ns = SYNTH_T0 + 1000000000ull;
+	uint32_t srv = cb_str(c, "srv");
+	const uint64_t ips[] = {0x7f0000001100, 0x401234, 0x401100}; /* leaf first */
+	uint32_t st = cb_stack(c, ips, 3, 0);
+	struct sym_mapping libc = {.start = 0x7f0000000000, .limit = 0x7f0000100000,
+				   .offset = 0x28000, .pid = 30, .flags = SYMTAB_MAPF_SYMBOLS};
+	struct sym_mapping exe = {.start = 0x401000, .limit = 0x402000, .offset = 0x1000,
+				  .pid = 30, .flags = SYMTAB_MAPF_SYMBOLS | SYMTAB_MAPF_MAIN};
+	uint32_t mlibc, mexe, names[3], lines[3] = {0}, maps[3];
+	sym_tb_name(b, "/usr/lib/x86_64-linux-gnu/libc.so.6", 35, &libc.file);
+	sym_tb_name(b, "1111111111111111111111111111111111111111", 40, &libc.build_id);
+	sym_tb_name(b, "/usr/bin/srv", 12, &exe.file);
+	sym_tb_name(b, SYNTH_BID_APP, strlen(SYNTH_BID_APP), &exe.build_id);
+	sym_tb_map(b, &libc, &mlibc);
+	sym_tb_map(b, &exe, &mexe);
+	sym_tb_name(b, "memcpy", 6, &names[0]);
+	sym_tb_name(b, "serve", 5, &names[1]);
+	sym_tb_name(b, "main", 4, &names[2]);
+	sym_tb_name(b, "/src/srv.c:42", 13, &lines[1]);
+	sym_tb_name(b, "/src/srv.c:12", 13, &lines[2]);
+	maps[0] = mlibc;
+	maps[1] = maps[2] = mexe;
+	sym_tb_add_maps(b, 30, st, names, lines, maps, 3, 0);
+	if (sym_tb_encode(b, &buf, &len) < 0 || capture_add_extra(c, CAPSEC_SYMBOLS, buf, len) < 0)
+		abort();
+	free(buf);
+	sym_tb_free(b);
+	for (int i = 0; i < 5; i++)
+		cb_rec(c, SYNTH_T0 + (uint64_t)i * 1000, 30, 30, srv, st);
+	return c;
+}
+
+/*
  * An EU-stall section (daemon/xe/section.h) built by hand: kernel 1
  * "gemm<float>" of pid 10 at 0xff000000, launched from stack 1 (main;run;
  * compute); rows (interval, offset: counts) 0 0x40: send 5 active 2,

@@ -114,6 +114,22 @@ def go_reads_cpu_profile():
 
 
 @test
+def go_reads_main_binary_and_lines():
+    """render_tool synth pprof-main: a libc leaf is the first frame used, yet
+    pprof takes the executable as the main binary; lines show with -lines."""
+    path = export("pprof-main")
+    text = pprof("-raw", path)
+    expect(re.search(r"^1: 0x401000/0x402000/0x1000 /usr/bin/srv " + BID_APP, text, re.M),
+           "mapping 1 is the executable:\n" + text)
+    expect(re.search(r"^\s*\d+: 0x401234 M=1 serve /src/srv\.c:42 ", text, re.M),
+           "serve at /src/srv.c:42 in the main mapping:\n" + text)
+    top = pprof("-top", path)
+    expect("Build ID: " + BID_APP in top, "main binary build id in -top:\n" + top)
+    lines = pprof("-top", "-lines", path)
+    expect(re.search(r"\smain /src/srv\.c:12$", lines, re.M), "-lines:\n" + lines)
+
+
+@test
 def go_reads_eu_stall_profile():
     types, samples, locs, maps = raw(export("pprof-xe"))
     eq(types[4:], [(r, "samples") for r in REASONS], "one sample type per stall reason")

@@ -12,6 +12,8 @@
 #include "test.h"
 #include "timeline/timeline.h"
 
+#include <zlib.h>
+
 struct membuf {
 	char *p;
 	size_t len;
@@ -377,6 +379,87 @@ static void test_kernel_hidden(void)
 	capture_free(c);
 }
 
+/* A pprof export, gunzipped (NUL-terminated for strstr on names). */
+static char *gunzip(const struct membuf *m, size_t *len)
+{
+	z_stream zs = {0};
+	size_t cap = 1 << 20;
+	char *out = malloc(cap + 1);
+	CHECK(out && inflateInit2(&zs, 15 + 16) == Z_OK);
+	zs.next_in = (unsigned char *)m->p;
+	zs.avail_in = (uInt)m->len;
+	zs.next_out = (unsigned char *)out;
+	zs.avail_out = (uInt)cap;
+	CHECK_EQ_INT(inflate(&zs, Z_FINISH), Z_STREAM_END);
+	*len = zs.total_out;
+	out[*len] = '\0';
+	inflateEnd(&zs);
+	return out;
+}
+
+static bool has_bytes(const char *h, size_t hl, const char *n)
+{
+	return memmem(h, hl, n, strlen(n)) != NULL;
+}
+
+/* A stack whose unwinding stopped early ends with the user frame 0x1
+ * (SYMTAB_IP_TRUNCATED): every output names it "[truncated]", with or
+ * without a symbols section, and none shows it as an address. */
+static void test_truncated_frame(void)
+{
+	struct capture *c;
+	struct membuf m = {0};
+	struct export_totals t;
+	size_t n;
+	CHECK_EQ_INT(capture_new(&c), 0);
+	uint32_t app = cb_str(c, "app");
+	const uint64_t ips[] = {0x1003, 0x1002, SYMTAB_IP_TRUNCATED}; /* leaf first */
+	uint32_t st = cb_stack(c, ips, 3, 0);
+	cb_rec(c, SYNTH_T0, 10, 10, app, st);
+	c->t0_ns = SYNTH_T0;
+	c->t1_ns = SYNTH_T0 + 1000;
+
+	CHECK_EQ_INT(folded_write(c, NULL, mem_cb, &m, NULL), 0);
+	CHECK_STREQ(m.p, "app;[truncated];0x1002;0x1003 1\n");
+	free(m.p);
+	m = (struct membuf){0};
+	CHECK_EQ_INT(chrome_export(c, NULL, mem_cb, &m, &t), 0);
+	CHECK(strstr(m.p, "\"name\":\"[truncated]\""));
+	CHECK(!strstr(m.p, "\"0x1\""));
+	free(m.p);
+	m = (struct membuf){0};
+	CHECK_EQ_INT(pprof_export(c, NULL, 1000000, mem_cb, &m, &t), 0);
+	char *pb = gunzip(&m, &n);
+	CHECK(has_bytes(pb, n, "[truncated]"));
+	CHECK(!has_bytes(pb, n,
+			 "\x32\x03"
+			 "0x1")); /* no string table entry "0x1" */
+	free(pb);
+	free(m.p);
+	m = (struct membuf){0};
+	struct capframes f;
+	capframes_init(&f, c, NULL);
+	CHECK_EQ_U64(capframes_get(&f, 10, st), 3);
+	CHECK(f.len[0] == 11 && !memcmp(f.name[0], "[truncated]", 11) && f.map[0] == 0);
+	capframes_finish(&f);
+
+	/* with a symbols section that names it (what the symbolizer writes) */
+	struct sym_table_builder *b;
+	void *buf;
+	size_t len;
+	static const char *const names[] = {"compute", "main", "[truncated]"};
+	CHECK_EQ_INT(sym_tb_new(false, &b), 0);
+	synth_syms(b, 10, st, names, 3, 0, 0);
+	CHECK_EQ_INT(sym_tb_encode(b, &buf, &len), 0);
+	CHECK_EQ_INT(capture_add_extra(c, CAPSEC_SYMBOLS, buf, len), 0);
+	free(buf);
+	sym_tb_free(b);
+	CHECK_EQ_INT(folded_write(c, NULL, mem_cb, &m, NULL), 0);
+	CHECK_STREQ(m.p, "app;[truncated];main;compute 1\n");
+	free(m.p);
+	capture_free(c);
+}
+
 int main(void)
 {
 	RUN(test_reader_bounds);
@@ -385,5 +468,6 @@ int main(void)
 	RUN(test_heatmap);
 	RUN(test_chrome_roundtrip);
 	RUN(test_kernel_hidden);
+	RUN(test_truncated_frame);
 	return test_summary();
 }

@@ -226,6 +226,41 @@ def decode_pprof(data):
 
 
 @test
+def pprof_main_mapping_and_lines():
+    """The profiled executable is the first Mapping (pprof's main binary),
+    though a libc frame is the first one used; lines and file names come
+    from the symbols section."""
+    data, _ = run("synth", "pprof-main")
+    prof = pb_fields(gzip.decompress(data))
+    strings = [v.decode() for f, _, v in prof if f == 6]
+    maps = [dict((a, c) for a, _, c in pb_fields(v)) for f, _, v in prof if f == 3]
+    expect(maps, "mappings present")
+    eq(maps[0].get(1), 1, "first Mapping has id 1")
+    eq(strings[maps[0][5]], "/usr/bin/srv", "main mapping is the executable")
+    eq(sorted(strings[m[5]] for m in maps), ["/usr/bin/srv", "/usr/lib/x86_64-linux-gnu/libc.so.6"],
+       "both mappings")
+    funcs = {}
+    for f, _, v in prof:
+        if f == 5:
+            d = dict((a, c) for a, _, c in pb_fields(v))
+            funcs[d[1]] = (strings[d.get(2, 0)], strings[d.get(4, 0)])
+    got = {}
+    for f, _, v in prof:
+        if f == 4:
+            fl = pb_fields(v)
+            d = dict((a, c) for a, _, c in fl if a != 4)
+            for a, _, c in fl:
+                if a == 4:
+                    ln = dict((k, x) for k, _, x in pb_fields(c))
+                    name, fname = funcs[ln[1]]
+                    got[name] = (fname, ln.get(2, 0), d.get(2, 0))
+    eq(got["serve"], ("/src/srv.c", 42, 1), "serve: file, line, main mapping")
+    eq(got["main"], ("/src/srv.c", 12, 1), "main: file, line")
+    eq(got["memcpy"][:2], ("", 0), "no line where none is known")
+    expect(got["memcpy"][2] not in (0, 1), "memcpy in libc's mapping")
+
+
+@test
 def pprof_decodes_with_totals():
     data, _ = run("synth", "pprof")
     types, funcs, locs, samples, period = decode_pprof(data)

@@ -19,6 +19,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -103,6 +106,9 @@ static void test_user_pie(void)
 	CHECK_STREQ(res(s, ch.pid, ch.lib_static + 1), "lib_static_fn");
 	CHECK_EQ_INT(sym_resolve(s, ch.pid, 0x10, false, name, sizeof(name), NULL, 0), -ENOENT);
 	CHECK_STREQ(name, "[unknown]");
+	CHECK_EQ_INT(sym_resolve(s, ch.pid, SYMTAB_IP_TRUNCATED, false, name, sizeof(name), NULL, 0),
+		     -ENOENT);
+	CHECK_STREQ(name, "[truncated]");
 	struct sym_stats st;
 	sym_get_stats(s, &st);
 	CHECK_EQ_INT(st.procs, 1);
@@ -184,6 +190,63 @@ static void test_exited_process(void)
 	CHECK_STREQ(res(s, ch.pid, ch.exe_func), "exe_func");
 	CHECK_STREQ(res(s, ch.pid, ch.lib_static), "lib_static_fn");
 	sym_free(s);
+}
+
+static int run_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run_sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const char *res_fresh(uint32_t pid, uint64_t addr)
+{
+	struct symbolizer *s;
+	name[0] = '\0';
+	if (sym_new(NULL, &s) == 0) { /* no object cached from before */
+		res(s, pid, addr);
+		sym_free(s);
+	}
+	return name;
+}
+
+/*
+ * The library a live process maps is found through /proc/PID/map_files,
+ * not its path: here the path first shows another file (a mount over its
+ * directory puts the stripped build there; the mapping is not "deleted"),
+ * then the file is deleted. Runs in a mount namespace of its own.
+ */
+static void test_replaced_library(void)
+{
+	char dir[] = "/tmp/gpuprof-symrepl-XXXXXX", lib[256];
+	struct child ch;
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		fprintf(stderr, "skip: no mount namespace here (%s)\n", strerror(errno));
+		return;
+	}
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(lib, sizeof(lib), "%s/libsymtest.so", dir);
+	CHECK_EQ_INT(run_sh("cp '%s' '%s'", lib_path, lib), 0);
+	CHECK_EQ_INT(child_start(&ch, lib), 0);
+	CHECK_STREQ(res_fresh(ch.pid, ch.lib_static), "lib_static_fn");
+
+	/* the path now names a different build of the library */
+	CHECK_EQ_INT(mount("tmpfs", dir, "tmpfs", 0, "size=16m"), 0);
+	CHECK_EQ_INT(run_sh("cp '%s' '%s'", stripped_path, lib), 0);
+	CHECK_STREQ(res_fresh(ch.pid, ch.lib_static), "lib_static_fn");
+	CHECK_STREQ(res_fresh(ch.pid, ch.lib_exported), "symtest_lib_exported");
+	CHECK_EQ_INT(umount2(dir, MNT_DETACH), 0);
+
+	/* deleted */
+	CHECK_EQ_INT(unlink(lib), 0);
+	CHECK_STREQ(res_fresh(ch.pid, ch.lib_static), "lib_static_fn");
+	child_stop(&ch);
+	rmdir(dir);
 }
 
 static void test_lines(void)
@@ -352,6 +415,9 @@ static void test_capture_folded(void)
 		nm = sym_table_name(t, em->file, &len);
 		CHECK(len > 11 && !memcmp(nm + len - 11, "symtest_exe", 11));
 		CHECK(em->start <= ch.exe_func && ch.exe_func < em->limit);
+		/* the executable is flagged (pprof's main mapping), the library not */
+		CHECK(em->flags & SYMTAB_MAPF_MAIN);
+		CHECK(!(lm->flags & SYMTAB_MAPF_MAIN));
 	}
 	/* kernel frames: one [kernel.kallsyms] mapping with the kernel's build id */
 	CHECK(sym_table_find(t, (uint32_t)ch.pid, st1, &fr));
@@ -394,6 +460,42 @@ static void test_capture_folded(void)
 	CHECK_EQ_INT(tot.samples, 3);
 	CHECK_EQ_INT(tot.stacks, 2);
 	CHECK(tot.symbolized);
+	free(m.p);
+	capture_free(c);
+	sym_free(s);
+}
+
+/* The unwinder's truncation frame (0x1, the outermost user frame) is named
+ * "[truncated]", with no mapping: it is no address of the process. */
+static void test_truncated_frame(void)
+{
+	struct symbolizer *s;
+	struct capture *c;
+	struct child ch;
+	CHECK_EQ_INT(sym_new(NULL, &s), 0);
+	CHECK_EQ_INT(capture_new(&c), 0);
+	CHECK_EQ_INT(child_start(&ch, lib_path), 0);
+	uint32_t comm = cb_str(c, "symtest_exe");
+	uint64_t ips[] = {ch.exe_static, ch.exe_func + 4, SYMTAB_IP_TRUNCATED};
+	uint32_t st = cb_stack(c, ips, 3, 0);
+	cb_rec(c, 100, (uint32_t)ch.pid, (uint32_t)ch.pid, comm, st);
+	CHECK_EQ_INT(sym_symbolize_capture(s, c), 0);
+	child_stop(&ch);
+	const struct capture_extra *ex = capture_find_extra(c, CAPSEC_SYMBOLS);
+	struct sym_table *t = NULL;
+	struct sym_frames fr;
+	size_t len;
+	CHECK_EQ_INT(ex ? sym_table_decode(ex->data, ex->len, &t, NULL, 0) : -1, 0);
+	CHECK(t && sym_table_find(t, (uint32_t)ch.pid, st, &fr) && fr.nuser == 3);
+	if (t && fr.nuser == 3) {
+		const char *nm = sym_table_name(t, fr.names[2], &len);
+		CHECK(len == 11 && !memcmp(nm, "[truncated]", 11));
+		CHECK(fr.maps && fr.maps[2] == 0);
+	}
+	sym_table_free(t);
+	struct membuf m = {0};
+	CHECK_EQ_INT(folded_write(c, NULL, mem_write, &m, NULL), 0);
+	CHECK_STREQ(m.p, "symtest_exe;[truncated];exe_func;exe_static 1\n");
 	free(m.p);
 	capture_free(c);
 	sym_free(s);
@@ -490,9 +592,11 @@ int main(int argc, char **argv)
 	RUN(test_stripped_lib);
 	RUN(test_jit_map);
 	RUN(test_exited_process);
+	RUN(test_replaced_library);
 	RUN(test_lines);
 	RUN(test_kernel);
 	RUN(test_capture_folded);
+	RUN(test_truncated_frame);
 	RUN(test_threads);
 	RUN(test_python_perf_map);
 	return test_summary();
