@@ -6,9 +6,10 @@
  *
  * Files are opened through /proc/PID/map_files/START-END: the very file
  * the process mapped, whether it was deleted or replaced since, or lives in
- * another mount namespace (a container). Objects are keyed by device and
- * inode (plus size and mtime, so a file rewritten in place is not mistaken
- * for the old one).
+ * another mount namespace (a container). Objects are keyed by the device
+ * and inode the mapping shows in /proc/PID/maps, so a process whose files
+ * are all cached costs one read of its maps. (A file rewritten in place
+ * keeps its inode; its mappings then show the new contents too.)
  *
  * Object files are untrusted input, owned by whoever ran the program:
  * - read with ELF_C_READ (pread into memory), never mmap: a file its owner
@@ -30,6 +31,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -248,7 +250,7 @@ static struct uw_obj *vdso_get(struct unwinder *u)
 
 /* The object behind a file mapping, from the cache or opened now. */
 static struct uw_obj *obj_get(struct unwinder *u, uint32_t pid, uint64_t start, uint64_t end,
-			      const char *path)
+			      const char *path, dev_t dev, ino_t ino)
 {
 	char mf[320];
 	struct statfs sfs;
@@ -257,6 +259,14 @@ static struct uw_obj *obj_get(struct unwinder *u, uint32_t pid, uint64_t start, 
 	const char *base;
 	int fd;
 
+	/* Known by the device and inode /proc/PID/maps shows: a cached object
+	 * costs no system call, which is what makes a new process cheap. */
+	for (o = u->objs[obj_bucket(dev, ino)]; o; o = o->next)
+		if (o->dev == dev && o->ino == ino) {
+			o->refs++;
+			o->last_used = ++u->tick;
+			return o;
+		}
 	snprintf(mf, sizeof(mf), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, u->proc_dir,
 		 pid, start, end);
 	fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -266,22 +276,14 @@ static struct uw_obj *obj_get(struct unwinder *u, uint32_t pid, uint64_t start, 
 			close(fd);
 		return NULL;
 	}
-	for (o = u->objs[obj_bucket(st.st_dev, st.st_ino)]; o; o = o->next)
-		if (o->dev == st.st_dev && o->ino == st.st_ino && o->size == (uint64_t)st.st_size &&
-		    o->mtime_ns == (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec) {
-			close(fd);
-			o->refs++;
-			o->last_used = ++u->tick;
-			return o;
-		}
 	o = obj_new(u);
 	if (!o) {
 		close(fd);
 		return NULL;
 	}
 	o->fd = fd;
-	o->dev = st.st_dev;
-	o->ino = st.st_ino;
+	o->dev = dev;
+	o->ino = ino;
 	o->size = (uint64_t)st.st_size;
 	o->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	base = strrchr(path, '/');
@@ -400,18 +402,20 @@ static int maps_read(struct unwinder *u, struct uw_proc *p)
 		return r;
 	u->st.maps_reads++;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long start, end, off;
+		unsigned long long start, end, off, ino;
+		unsigned maj, min;
 		char perms[8];
 		int pathpos = 0;
 		struct uw_map m;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off,
-			   &pathpos) < 4 ||
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj,
+			   &min, &ino, &pathpos) < 7 ||
 		    perms[2] != 'x')
 			continue;
 		m = (struct uw_map){.start = start, .end = end, .pgoff = off};
 		if (pathpos && line[pathpos] == '/')
-			m.obj = obj_get(u, p->pid, start, end, line + pathpos);
+			m.obj = obj_get(u, p->pid, start, end, line + pathpos, makedev(maj, min),
+					(ino_t)ino);
 		else if (pathpos && !strcmp(line + pathpos, "[vdso]"))
 			m.obj = vdso_get(u);
 		if (n == cap) {
