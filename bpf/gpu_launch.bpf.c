@@ -576,12 +576,13 @@ static __always_inline int send_copy(struct pt_regs *ctx, struct gpu_launch_rec 
 {
 	struct scratch *s = (struct scratch *)r; /* rec is the slot's first member */
 	struct bpf_dynptr ptr;
-	__u32 slen;
+	__u64 slen; /* 64-bit: a 32-bit copy's bound would not carry over */
 
 	r->nuser = 0;
 	ustack_copy(&r->us, s->stack, stack_bytes, PT_REGS_IP(ctx), PT_REGS_SP(ctx),
 		    PT_REGS_FP(ctx));
 	slen = r->us.len;
+	barrier_var(slen);
 	if (slen > USTACK_MAX_BYTES + USTACK_PAGE)
 		slen = 0;
 	if (bpf_ringbuf_reserve_dynptr(&events, GPU_LAUNCH_HDR_BYTES + slen, 0, &ptr)) {
