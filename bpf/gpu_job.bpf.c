@@ -41,6 +41,9 @@ const volatile __u64 wakeup_bytes = 0; /* see cpu_sample.bpf.c */
 /* Bytes of user stack a SUBMIT copies for the daemon's CFI unwinder
  * (ustack.h); 0: frame-pointer stacks walked here instead. */
 const volatile __u32 stack_bytes = USTACK_DEFAULT_BYTES;
+/* Ring bytes waiting above which a SUBMIT walks frame pointers instead of
+ * copying (userspace sets half the ring): see gpu_launch.bpf.c. */
+const volatile __u64 copy_below = GPU_JOB_DEFAULT_RINGBUF_BYTES / 2;
 
 /* xe (drivers/gpu/drm/xe/xe_sched_job_types.h, xe_exec_queue_types.h). */
 /* An enum, not an int: CO-RE only matches a field against a target field
@@ -193,7 +196,8 @@ static __always_inline int emit_copy(__u8 ev, __u8 group, __u8 flags, __u8 engin
 /*
  * Records without a stack are reserved in the ring and filled in place.
  * Only a SUBMIT from a user task takes one: a copy for the CFI unwinder
- * (emit_copy), or, with copying off, a frame-pointer walk into a full-size
+ * (emit_copy), or, with copying off or the ring over half full, a
+ * frame-pointer walk into a full-size
  * reservation filled in place (no staging slot to share between nested
  * programs; the unused tail of it is wasted ring space).
  */
@@ -210,7 +214,7 @@ static __always_inline int emit(void *ctx, __u8 ev, __u8 group, __u8 flags, __u8
 	if (ev != GPU_JOB_SUBMIT || kthread || !user_stacks)
 		return emit_header(ev, group, flags, engine, obj, f);
 	flags |= GPU_JOB_F_USER;
-	if (stack_bytes)
+	if (stack_bytes && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < copy_below)
 		return emit_copy(ev, group, flags, engine, obj, f);
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {

@@ -74,8 +74,8 @@ struct gpu_job_hdr {
  * registers, the nuser frames, then the us.len bytes of user stack, sent
  * variable-length. With stack copying on (stack_bytes > 0 in the program)
  * the registers and the copy go to the daemon's CFI unwinder and nuser is
- * 0; with it off, us is empty and ips[] holds the frame-pointer walk (leaf
- * first).
+ * 0; with it off (or the ring over half full), us is empty and ips[] holds
+ * the frame-pointer walk (leaf first).
  */
 struct gpu_job_rec {
 	GPU_JOB_REC_HEADER

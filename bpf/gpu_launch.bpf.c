@@ -70,6 +70,11 @@ const volatile __u32 stack_sample = 1;
 /* Bytes of user stack a launch that takes a stack copies for the daemon's
  * CFI unwinder (ustack.h); 0: frame-pointer stacks walked here instead. */
 const volatile __u32 stack_bytes = USTACK_DEFAULT_BYTES;
+/* Ring bytes waiting above which a launch walks frame pointers instead of
+ * copying (userspace sets half the ring): in a launch storm the daemon
+ * falls behind, and a copy per launch would fill the ring and lose
+ * launches, where a frame-pointer stack is a few hundred bytes. */
+const volatile __u64 copy_below = GPU_LAUNCH_DEFAULT_RINGBUF_BYTES / 2;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -617,7 +622,7 @@ static __always_inline int launch_send(struct pt_regs *ctx, struct gpu_launch_re
 			count(0);
 		return 0;
 	}
-	if (stack_bytes)
+	if (stack_bytes && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < copy_below)
 		return send_copy(ctx, r);
 	/* Frame pointers: at a function-entry uprobe the caller's frame is
 	 * found from the return address at the stack pointer (x86: kernel

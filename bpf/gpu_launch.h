@@ -64,9 +64,9 @@ enum gpu_api {
  * entry point itself; userspace trims runtime-library frames), then the
  * us.len bytes of user stack. With stack copying on (stack_bytes > 0 in
  * the program) a launch that takes a stack sends the registers and the copy
- * for the daemon's CFI unwinder and no frames (nuser 0); with it off, us is
- * empty and nuser holds the frame-pointer walk. F_NOSTACK launches carry
- * neither.
+ * for the daemon's CFI unwinder and no frames (nuser 0); with it off (or
+ * the ring over half full), us is empty and nuser holds the frame-pointer
+ * walk. F_NOSTACK launches carry neither.
  */
 struct gpu_launch_rec {
 	__u16 type;    /* GPU_LAUNCH_REC_TYPE */

@@ -218,6 +218,7 @@ static int gl_open(struct collector *c)
 	p->skel->rodata->stack_sample = p->stack_sample;
 	/* No unwinder (sampling.stack_bytes 0): frame pointers in BPF. */
 	p->skel->rodata->stack_bytes = c->gpd && c->gpd->unwinder ? c->gpd->cfg.stack_bytes : 0;
+	p->skel->rodata->copy_below = p->ringbuf_bytes / 2;
 	/* The narrow mmap hook needs its tracepoint (5.11+) and
 	 * bpf_task_pt_regs() (5.15+); without them only the fallback loads. */
 	if (!btf_has_type("btf_trace_mmap_lock_released", BTF_KIND_TYPEDEF) ||
@@ -411,6 +412,7 @@ static void gl_status(struct collector *c, cJSON *obj)
 	cJSON_AddNumberToObject(obj, "stack_misses", (double)p->sites.misses);
 	cJSON_AddNumberToObject(obj, "stack_bytes", p->skel ? p->skel->rodata->stack_bytes : 0);
 	cJSON_AddNumberToObject(obj, "callers_inserted", (double)p->callers_inserted);
+	cJSON_AddNumberToObject(obj, "stacks_fp_fallback", (double)p->stacks_fp_fallback);
 	cg = cJSON_AddObjectToObject(obj, "cgroups");
 	if (cg && p->cg.mnt_fd < 0) {
 		cJSON_AddStringToObject(cg, "unavailable", p->cg.reason[0] ? p->cg.reason : "not loaded");

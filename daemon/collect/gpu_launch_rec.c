@@ -118,6 +118,8 @@ static unsigned user_stack(struct gl_priv *p, const struct gpu_launch_rec *r, si
 	unsigned n = 0;
 
 	if (!(r->us.flags & USTACK_F_REGS) || !u) {
+		if (u && r->nuser)
+			p->stacks_fp_fallback++;
 		memcpy(ips, r->ips, (size_t)r->nuser * sizeof(uint64_t));
 		return r->nuser;
 	}
