@@ -307,6 +307,12 @@ static void count_time(struct unwinder *u, uint64_t ns)
 	u->st.ns_total += ns;
 }
 
+int unwind_prepare(struct unwinder *u, uint32_t pid)
+{
+	u->tick++;
+	return uw_proc_get(u, pid) ? 0 : -ESRCH;
+}
+
 int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs,
 		const void *stack, size_t len, uint64_t *ips, unsigned max, unsigned *n)
 {
