@@ -197,9 +197,9 @@ static __always_inline int emit_copy(__u8 ev, __u8 group, __u8 flags, __u8 engin
  * Records without a stack are reserved in the ring and filled in place.
  * Only a SUBMIT from a user task takes one: a copy for the CFI unwinder
  * (emit_copy), or, with copying off or the ring over half full, a
- * frame-pointer walk into a full-size
- * reservation filled in place (no staging slot to share between nested
- * programs; the unused tail of it is wasted ring space).
+ * frame-pointer walk into a full-size reservation filled in place (no
+ * staging slot to share between nested programs; the unused tail of it is
+ * wasted ring space).
  */
 static __always_inline int emit(void *ctx, __u8 ev, __u8 group, __u8 flags, __u8 engine, __u64 obj,
 				const struct dma_fence *f)

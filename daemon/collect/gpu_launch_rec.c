@@ -7,9 +7,9 @@
  * the stack of 1 launch in N per call site; the others get the stack last
  * seen there (gpu_sites.h). A stack taken is either a copy of the registers
  * and the top of the user stack, unwound here by CFI (unwind/unwind.h), or
- * frame pointers walked in BPF when copying is off. Each launch's cgroup id becomes its cgroup path
- * through a bounded cache (cgpath.h). Process records go to
- * gpu_launch_proc.c.
+ * frame pointers walked in BPF when copying is off. Each launch's cgroup id
+ * becomes its cgroup path through a bounded cache (cgpath.h). Process
+ * records go to gpu_launch_proc.c.
  */
 #include "gpu_launch_int.h"
 
@@ -126,8 +126,8 @@ static unsigned user_stack(struct gl_priv *p, const struct gpu_launch_rec *r, si
 	regs = (struct unwind_regs){.ip = r->us.ip, .sp = r->us.sp, .bp = r->us.bp};
 	/* A length the record does not hold unwinds from the registers alone
 	 * (a [truncated] stack), never past the record. */
-	unwind_user(u, r->pid, &regs, (const uint8_t *)r + off, r->us.len <= size - off ? r->us.len : 0,
-		    ips, GPU_LAUNCH_MAX_FRAMES + 1, &n);
+	unwind_user(u, r->pid, &regs, (const uint8_t *)r + off,
+		    r->us.len <= size - off ? r->us.len : 0, ips, GPU_LAUNCH_MAX_FRAMES + 1, &n);
 	return n;
 }
 
