@@ -427,6 +427,7 @@ static void gj_status(struct collector *c, cJSON *obj)
 	cJSON_AddNumberToObject(obj, "lost", (double)p->lost);
 	cJSON_AddNumberToObject(obj, "stack_bytes",
 				p->owner ? p->owner->rodata->stack_bytes : 0);
+	cJSON_AddNumberToObject(obj, "stacks_fp_fallback", (double)p->stacks_fp_fallback);
 }
 
 static void gj_free(struct collector *c)

@@ -150,8 +150,11 @@ static uint32_t submit_stack(struct gj_priv *p, const struct gpu_job_rec *r, siz
 
 	if (!(r->flags & GPU_JOB_F_USER))
 		return 0;
-	if (!(r->us.flags & USTACK_F_REGS) || !u)
+	if (!(r->us.flags & USTACK_F_REGS) || !u) {
+		if (u && r->nuser)
+			p->stacks_fp_fallback++;
 		return r->nuser ? store_stack_intern(s, (const uint64_t *)r->ips, r->nuser, 0) : 0;
+	}
 	regs = (struct unwind_regs){.ip = r->us.ip, .sp = r->us.sp, .bp = r->us.bp};
 	/* A length the record does not hold unwinds from the registers
 	 * alone (a [truncated] stack), never past the record. */

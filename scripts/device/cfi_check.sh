@@ -8,18 +8,31 @@
 # = 0: frame pointers only), every launch taking a stack. Prints, per
 # workload and mode, how many launch stacks reach main and how many end
 # [truncated], and the most frequent stacks.
-# B: a release build tree holding daemon/gpuprofd, cli/gpuprofctl,
-# tests/gpu/{gpu_app,cuda/libcuda.so.1} and bin/bpftool (default
-# ./build-dev); results under $OUT (default /tmp/cfi_check).
-# Usage: scripts/device/cfi_check.sh [BENCH_N] [BENCH_ROUNDS]
+# Run from the repository root, as root, after scripts/device/bundle.sh
+# BUILD has packed a release build into .devbundle (bpftool in
+# .devbundle/bin too, for the BPF run-time column; optional), carrying
+# .devbundle and BUILD/tests/gpu (gpu_app and the fake libcuda.so.1).
+# Results under $OUT (default /tmp/cfi_check).
+# Usage: scripts/device/cfi_check.sh BUILD [BENCH_N] [BENCH_ROUNDS]
 set -u
-B=${B:-$PWD/build-dev}
+BUILD=${1:?usage: cfi_check.sh BUILD [BENCH_N] [BENCH_ROUNDS]}
+N=${2:-200000}
+ROUNDS=${3:-3}
+BUN=$PWD/.devbundle
 OUT=${OUT:-/tmp/cfi_check}
-N=${1:-200000}
-ROUNDS=${2:-3}
 mkdir -p "$OUT"
-export PATH=$B/bin:$PATH
 W=$(mktemp -d /tmp/gpcfi.XXXXXX)
+# The layout bench/gpu/stacks.py reads, over the bundle's binaries (its
+# libraries for them alone: the workloads keep the machine's own).
+B=$W/build
+mkdir -p "$B/daemon" "$B/cli" "$B/bin" "$B/tests"
+ln -s "$PWD/$BUILD/tests/gpu" "$B/tests/gpu"
+for t in daemon/gpuprofd cli/gpuprofctl bin/bpftool; do
+    [ -x "$BUN/bin/${t#*/}" ] || continue
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s/lib exec %s/bin/%s "$@"\n' "$BUN" "$BUN" "${t#*/}" >"$B/$t"
+    chmod +x "$B/$t"
+done
+export PATH=$B/bin:$PATH
 ctl() { "$B/cli/gpuprofctl" --socket "$W/sock" "$@"; }
 say() { printf '== %s\n' "$*"; }
 

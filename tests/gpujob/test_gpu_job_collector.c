@@ -293,6 +293,10 @@ static void feed_records(struct collector *c, struct store *s)
 	CHECK_EQ_INT(cJSON_GetObjectItem(st, "pending")->valueint, 1);
 	CHECK_EQ_INT(cJSON_GetObjectItem(st, "intervals")->valueint, 2);
 	CHECK_EQ_INT(cJSON_GetObjectItem(st, "pending_max")->valueint, 64);
+	/* the xe SUBMIT's frames were walked in BPF: with an unwinder there,
+	 * that is the ring-pressure fallback */
+	CHECK_EQ_INT(cJSON_GetObjectItem(st, "stacks_fp_fallback")->valueint,
+		     c->gpd->unwinder ? 1 : 0);
 	cJSON_Delete(st);
 }
 
