@@ -25,15 +25,25 @@
 
 #include "gpu_job.h"
 #include "owner.bpf.h"
+#include "ustack.bpf.h"
 
 /* bpf_get_stack() is gpl_only. */
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+/* The busy mark is set before the slot is written and cleared after it is
+ * sent; only programs on this CPU see it. */
+#define compiler_barrier() asm volatile("" ::: "memory")
 
 /* Load-time knobs, set between gpu_job_bpf__open() and __load(). */
 const volatile __u8 user_stacks = 1;   /* user stack at SUBMIT from a user task */
 const volatile __u64 wakeup_bytes = 0; /* see cpu_sample.bpf.c */
+/* Bytes of user stack a SUBMIT copies for the daemon's CFI unwinder
+ * (ustack.h); 0: frame-pointer stacks walked here instead. */
+const volatile __u32 stack_bytes = USTACK_DEFAULT_BYTES;
+/* Ring bytes waiting above which a SUBMIT walks frame pointers instead of
+ * copying (userspace sets half the ring): see gpu_launch.bpf.c. */
+const volatile __u64 copy_below = GPU_JOB_DEFAULT_RINGBUF_BYTES / 2;
 
 /* xe (drivers/gpu/drm/xe/xe_sched_job_types.h, xe_exec_queue_types.h). */
 /* An enum, not an int: CO-RE only matches a field against a target field
@@ -63,6 +73,16 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, GPU_JOB_DEFAULT_RINGBUF_BYTES);
 } events SEC(".maps");
+
+/* Staging for SUBMITs that copy the user stack, indexed by CPU
+ * (max_entries set to the possible CPUs before load); shared by the groups'
+ * instances like the ring. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gpu_job_scratch);
+} scratch SEC(".maps");
 
 /* Records lost to a full ring buffer; userspace sums the CPUs. */
 struct {
@@ -117,12 +137,69 @@ static __always_inline __u64 wake_flags(void)
 									     : BPF_RB_NO_WAKEUP;
 }
 
+static __always_inline int emit_header(__u8 ev, __u8 group, __u8 flags, __u8 engine, __u64 obj,
+				       const struct dma_fence *f)
+{
+	struct gpu_job_hdr *h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
+
+	if (!h) {
+		lost_one();
+		return 0;
+	}
+	fill((struct gpu_job_rec *)h, ev, group, flags, engine, obj, f);
+	bpf_ringbuf_submit(h, wake_flags());
+	return 0;
+}
+
 /*
- * Records are reserved in the ring and filled in place, not staged in a
- * per-CPU buffer: these tracepoints nest (a fence signalled from an
- * interrupt while a process is creating one on the same CPU), and a shared
- * staging slot would be overwritten. Only a SUBMIT from a user task reserves
- * room for a stack; the unused tail of it is wasted ring space.
+ * A SUBMIT with the user registers and the top of the user stack, for the
+ * daemon's CFI unwinder: the task's pt_regs saved at its ioctl's entry. Staged
+ * per CPU, then sent through a dynptr reservation of exactly the bytes taken.
+ * These tracepoints run with preemption off but nest (a fence signalled, or
+ * even created, from an interrupt while a process submits on the same CPU):
+ * a SUBMIT that finds the CPU's slot busy goes out without a stack.
+ */
+static __always_inline int emit_copy(__u8 ev, __u8 group, __u8 flags, __u8 engine, __u64 obj,
+				     const struct dma_fence *f)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct gpu_job_scratch *sc = bpf_map_lookup_elem(&scratch, &cpu);
+	struct bpf_dynptr ptr;
+	__u64 slen; /* 64-bit: a 32-bit copy's bound would not carry over */
+
+	if (!sc || *(volatile __u32 *)&sc->busy)
+		return emit_header(ev, group, flags & ~GPU_JOB_F_USER, engine, obj, f);
+	*(volatile __u32 *)&sc->busy = 1;
+	compiler_barrier();
+	fill(&sc->r, ev, group, flags, engine, obj, f);
+	ustack_take_task(&sc->r.us, sc->stack, stack_bytes);
+	slen = sc->r.us.len;
+	/* A bound the verifier can follow at the writes below. */
+	barrier_var(slen);
+	if (slen > USTACK_MAX_BYTES + USTACK_PAGE)
+		slen = 0;
+	if (bpf_ringbuf_reserve_dynptr(&events, GPU_JOB_FULL_BYTES + slen, 0, &ptr)) {
+		bpf_ringbuf_discard_dynptr(&ptr, 0);
+		lost_one();
+	} else if (bpf_dynptr_write(&ptr, 0, &sc->r, GPU_JOB_FULL_BYTES, 0) ||
+		   (slen && bpf_dynptr_write(&ptr, GPU_JOB_FULL_BYTES, sc->stack, slen, 0))) {
+		bpf_ringbuf_discard_dynptr(&ptr, 0);
+		lost_one();
+	} else {
+		bpf_ringbuf_submit_dynptr(&ptr, wake_flags());
+	}
+	compiler_barrier();
+	*(volatile __u32 *)&sc->busy = 0;
+	return 0;
+}
+
+/*
+ * Records without a stack are reserved in the ring and filled in place.
+ * Only a SUBMIT from a user task takes one: a copy for the CFI unwinder
+ * (emit_copy), or, with copying off or the ring over half full, a
+ * frame-pointer walk into a full-size reservation filled in place (no
+ * staging slot to share between nested programs; the unused tail of it is
+ * wasted ring space).
  */
 static __always_inline int emit(void *ctx, __u8 ev, __u8 group, __u8 flags, __u8 engine, __u64 obj,
 				const struct dma_fence *f)
@@ -130,27 +207,24 @@ static __always_inline int emit(void *ctx, __u8 ev, __u8 group, __u8 flags, __u8
 	struct task_struct *task = bpf_get_current_task_btf();
 	bool kthread = task->flags & PF_KTHREAD;
 	struct gpu_job_rec *r;
-	struct gpu_job_hdr *h;
 	long ret;
 
 	if (kthread)
 		flags |= GPU_JOB_F_KTHREAD;
-	if (ev != GPU_JOB_SUBMIT || kthread || !user_stacks) {
-		h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
-		if (!h) {
-			lost_one();
-			return 0;
-		}
-		fill((struct gpu_job_rec *)h, ev, group, flags, engine, obj, f);
-		bpf_ringbuf_submit(h, wake_flags());
-		return 0;
-	}
+	if (ev != GPU_JOB_SUBMIT || kthread || !user_stacks)
+		return emit_header(ev, group, flags, engine, obj, f);
+	flags |= GPU_JOB_F_USER;
+	if (stack_bytes && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < copy_below)
+		return emit_copy(ev, group, flags, engine, obj, f);
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
 		lost_one();
 		return 0;
 	}
 	fill(r, ev, group, flags, engine, obj, f);
+	r->us.len = 0;
+	r->us.flags = 0;
+	r->us.ip = r->us.sp = r->us.bp = 0;
 	/* Unwinds from task_pt_regs(): the ioctl's caller, by frame pointer.
 	 * A few µs, paid once per submission only. */
 	ret = bpf_get_stack(ctx, r->ips, sizeof(r->ips), BPF_F_USER_STACK);

@@ -12,8 +12,10 @@
 #include <linux/types.h>
 #endif
 
+#include "ustack.h"
+
 #define GPU_JOB_REC_TYPE 0x474a /* "GJ": one job-lifecycle event */
-#define GPU_JOB_REC_VERSION 1
+#define GPU_JOB_REC_VERSION 2 /* 2: gpu_job_rec.us, the stack copy */
 
 #define GPU_JOB_MAX_FRAMES 127 /* user frames at submission (bpf_get_stack's ceiling) */
 #define GPU_JOB_COMM_LEN 16
@@ -38,6 +40,8 @@ enum gpu_job_ev {
 /* gpu_job_rec.flags */
 #define GPU_JOB_F_OBJ_KEY 0x1 /* ctx/seqno not known yet: key the job by obj */
 #define GPU_JOB_F_KTHREAD 0x2 /* recorded in a kernel thread (no submitter) */
+#define GPU_JOB_F_USER 0x4    /* a full record (struct gpu_job_rec): a SUBMIT
+			       * from a user task with user stacks on */
 
 /* The fixed part of every record: fill() in gpu_job.bpf.c writes only this
  * much into a header-sized reservation (the records without a stack). */
@@ -65,12 +69,36 @@ struct gpu_job_hdr {
 	GPU_JOB_REC_HEADER
 };
 
-/* A SUBMIT from a user task: the header, then the user stack (leaf first). */
+/*
+ * A SUBMIT from a user task (GPU_JOB_F_USER): the header, the user
+ * registers, the nuser frames, then the us.len bytes of user stack, sent
+ * variable-length. With stack copying on (stack_bytes > 0 in the program)
+ * the registers and the copy go to the daemon's CFI unwinder and nuser is
+ * 0; with it off (or the ring over half full), us is empty and ips[] holds
+ * the frame-pointer walk (leaf first).
+ */
 struct gpu_job_rec {
 	GPU_JOB_REC_HEADER
+	struct ustack_hdr us;
 	__u64 ips[GPU_JOB_MAX_FRAMES];
 };
 
 #define GPU_JOB_HDR_BYTES sizeof(struct gpu_job_hdr)
+#define GPU_JOB_FULL_BYTES 120 /* offsetof(struct gpu_job_rec, ips) */
+
+_Static_assert(__builtin_offsetof(struct gpu_job_rec, ips) == GPU_JOB_FULL_BYTES &&
+		       sizeof(struct gpu_job_hdr) + USTACK_HDR_BYTES == GPU_JOB_FULL_BYTES,
+	       "gpu_job_rec layout changed: bump GPU_JOB_REC_VERSION");
+
+/* The programs' staging area for a full record and its stack copy, one per
+ * CPU (an ARRAY indexed by CPU: the room exceeds a per-CPU map value's 32
+ * KiB). busy: a SUBMIT program on this CPU is using it (an interrupt's
+ * tracepoint can fire inside another's). */
+struct gpu_job_scratch {
+	struct gpu_job_rec r;
+	__u32 busy;
+	__u32 pad;
+	__u8 stack[USTACK_MAX_BYTES + USTACK_PAGE];
+};
 
 #endif

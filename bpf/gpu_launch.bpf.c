@@ -18,7 +18,10 @@
  * Records go through one ring buffer (gpu_launch.h). The user stack is
  * taken for one launch in stack_sample per (thread, kernel, call site);
  * the others go out without one (GPU_LAUNCH_F_NOSTACK) and userspace gives
- * them the stack last seen there, so counts stay exact.
+ * them the stack last seen there, so counts stay exact. A launch that takes
+ * one copies the user registers and the top of its stack for the daemon's
+ * CFI unwinder (ustack.bpf.h), or walks frame pointers here when copying
+ * is off (stack_bytes 0).
  */
 #include "vmlinux.h"
 
@@ -29,6 +32,7 @@
 
 #include "gpu_launch.h"
 #include "owner.bpf.h"
+#include "ustack.bpf.h"
 
 /* bpf_get_stack() and bpf_probe_read_user*() are gpl_only. */
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -63,6 +67,14 @@ const volatile char watch[GPU_WATCH_MAX][GPU_WATCH_LEN] = {};
 const volatile __u64 wakeup_bytes = 0;
 /* Take the user stack for 1 launch in N per call site (1 = every one). */
 const volatile __u32 stack_sample = 1;
+/* Bytes of user stack a launch that takes a stack copies for the daemon's
+ * CFI unwinder (ustack.h); 0: frame-pointer stacks walked here instead. */
+const volatile __u32 stack_bytes = USTACK_DEFAULT_BYTES;
+/* Ring bytes waiting above which a launch walks frame pointers instead of
+ * copying (userspace sets half the ring): in a launch storm the daemon
+ * falls behind, and a copy per launch would fill the ring and lose
+ * launches, where a frame-pointer stack is a few hundred bytes. */
+const volatile __u64 copy_below = GPU_LAUNCH_DEFAULT_RINGBUF_BYTES / 2;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -141,14 +153,17 @@ struct {
 	__type(value, __u64);
 } sites SEC(".maps");
 
-/* Per-CPU staging: records and names are too big for the stack. */
+/* Per-CPU staging: records, names and stack copies are too big for the
+ * stack. An ARRAY indexed by CPU (max_entries set to the possible CPUs
+ * before load): the stack room exceeds a per-CPU map value's 32 KiB. */
 struct scratch {
-	struct gpu_launch_rec rec;
+	struct gpu_launch_rec rec; /* first: launch_send() finds the slot from it */
 	struct gpu_name_val val;
+	__u8 stack[USTACK_MAX_BYTES + USTACK_PAGE];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct scratch);
@@ -184,9 +199,9 @@ static __always_inline __u64 rb_flags(void)
 
 static __always_inline struct scratch *get_scratch(void)
 {
-	__u32 zero = 0;
+	__u32 cpu = bpf_get_smp_processor_id();
 
-	return bpf_map_lookup_elem(&scratch, &zero);
+	return bpf_map_lookup_elem(&scratch, &cpu);
 }
 
 /* ------------------------------------------------------------------ */
@@ -514,6 +529,8 @@ static __always_inline struct gpu_launch_rec *launch_begin(__u16 api, __u64 hand
 	r->iba = 0;
 	r->isa_size = 0;
 	r->caller = 0;
+	r->us.len = 0;
+	r->us.flags = 0;
 	r->cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	v = handle ? bpf_map_lookup_elem(&names, &k) : NULL;
@@ -554,6 +571,40 @@ static __always_inline bool stack_skip(const struct gpu_launch_rec *r)
 	return *n % stack_sample != 0;
 }
 
+/*
+ * The registers and the top of the stack, sent for the daemon's CFI
+ * unwinder: a uprobe's ctx is the user pt_regs at the probed instruction.
+ * A dynptr reservation takes a size known only now, so the ring holds
+ * exactly the bytes copied.
+ */
+static __always_inline int send_copy(struct pt_regs *ctx, struct gpu_launch_rec *r)
+{
+	struct scratch *s = (struct scratch *)r; /* rec is the slot's first member */
+	struct bpf_dynptr ptr;
+	__u64 slen; /* 64-bit: a 32-bit copy's bound would not carry over */
+
+	r->nuser = 0;
+	ustack_copy(&r->us, s->stack, stack_bytes, PT_REGS_IP(ctx), PT_REGS_SP(ctx),
+		    PT_REGS_FP(ctx));
+	slen = r->us.len;
+	barrier_var(slen);
+	if (slen > USTACK_MAX_BYTES + USTACK_PAGE)
+		slen = 0;
+	if (bpf_ringbuf_reserve_dynptr(&events, GPU_LAUNCH_HDR_BYTES + slen, 0, &ptr)) {
+		bpf_ringbuf_discard_dynptr(&ptr, 0);
+		count(0);
+		return 0;
+	}
+	if (bpf_dynptr_write(&ptr, 0, r, GPU_LAUNCH_HDR_BYTES, 0) ||
+	    (slen && bpf_dynptr_write(&ptr, GPU_LAUNCH_HDR_BYTES, s->stack, slen, 0))) {
+		bpf_ringbuf_discard_dynptr(&ptr, 0);
+		count(0);
+		return 0;
+	}
+	bpf_ringbuf_submit_dynptr(&ptr, rb_flags());
+	return 0;
+}
+
 static __always_inline int launch_send(struct pt_regs *ctx, struct gpu_launch_rec *r)
 {
 	long ret;
@@ -571,9 +622,12 @@ static __always_inline int launch_send(struct pt_regs *ctx, struct gpu_launch_re
 			count(0);
 		return 0;
 	}
-	/* At a function-entry uprobe the caller's frame is found from the
-	 * return address at the stack pointer (x86: kernel >= 6.11 adds it
-	 * when the probe sits on the push of %rbp). */
+	if (stack_bytes && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < copy_below)
+		return send_copy(ctx, r);
+	/* Frame pointers: at a function-entry uprobe the caller's frame is
+	 * found from the return address at the stack pointer (x86: kernel
+	 * >= 6.11 adds it when the probe sits on the push of %rbp; userspace
+	 * adds it otherwise). */
 	ret = bpf_get_stack(ctx, r->ips, sizeof(r->ips), BPF_F_USER_STACK);
 	n = ret > 0 ? (__u64)ret / sizeof(__u64) : 0;
 	if (n > GPU_LAUNCH_MAX_FRAMES)

@@ -11,10 +11,12 @@
 #include <linux/types.h>
 #endif
 
+#include "ustack.h"
+
 #define GPU_LAUNCH_REC_TYPE 0x474c /* "GL": one kernel launch */
 #define GPU_PROC_REC_TYPE 0x4750   /* "GP": process event of the library watcher */
 #define GPU_ZEBIN_REC_TYPE 0x475a  /* "GZ": NEO wrote a debug zebin */
-#define GPU_LAUNCH_REC_VERSION 3 /* 3: gpu_launch_rec.cgroup_id */
+#define GPU_LAUNCH_REC_VERSION 4 /* 3: gpu_launch_rec.cgroup_id; 4: .us, the stack copy */
 
 #define GPU_LAUNCH_MAX_FRAMES 127 /* bpf_get_stack()'s default ceiling */
 #define GPU_LAUNCH_COMM_LEN 16
@@ -59,7 +61,12 @@ enum gpu_api {
 /*
  * One launch. Sent variable-length: the header, the fixed name buffer, then
  * only the nuser captured user frames (leaf first: ips[0] is the probed
- * entry point itself; userspace trims runtime-library frames).
+ * entry point itself; userspace trims runtime-library frames), then the
+ * us.len bytes of user stack. With stack copying on (stack_bytes > 0 in
+ * the program) a launch that takes a stack sends the registers and the copy
+ * for the daemon's CFI unwinder and no frames (nuser 0); with it off (or
+ * the ring over half full), us is empty and nuser holds the frame-pointer
+ * walk. F_NOSTACK launches carry neither.
  */
 struct gpu_launch_rec {
 	__u16 type;    /* GPU_LAUNCH_REC_TYPE */
@@ -79,10 +86,13 @@ struct gpu_launch_rec {
 	__u64 iba;	   /* instruction base address (USDT only), else 0 */
 	__u64 isa_size;	   /* kernel ISA bytes (USDT only), 0 = unknown */
 	/* Entry probes: the return address at the stack pointer, i.e. the
-	 * call site. Frame-pointer unwinding from a function's first
-	 * instruction skips it unless the kernel adds it (x86, 6.11+, only
-	 * when the probed function starts with push %rbp); userspace puts it
-	 * back when ips[1] lacks it. 0 for USDT (mid-function). */
+	 * call site (the stack-sampling key). CFI unwinding finds it by itself
+	 * (at a function's first instruction CFA = sp + 8, the return address
+	 * at CFA - 8); frame-pointer unwinding skips it unless the kernel adds
+	 * it (x86, 6.11+, only when the probed function starts with push
+	 * %rbp), or when the probed object has no CFI and the unwinder falls
+	 * back to frame pointers: userspace puts it back when ips[1] lacks
+	 * it. 0 for USDT (mid-function). */
 	__u64 caller;
 	/* cgroup v2 id of the launching task (bpf_get_current_cgroup_id(),
 	 * the inode number of its cgroup directory); on a cgroup v1-only
@@ -92,10 +102,11 @@ struct gpu_launch_rec {
 	__u32 block[3];
 	char comm[GPU_LAUNCH_COMM_LEN];
 	char name[GPU_LAUNCH_NAME_LEN]; /* NUL-terminated when F_NAME */
+	struct ustack_hdr us; /* registers and stack bytes sent (len 0: none) */
 	__u64 ips[GPU_LAUNCH_MAX_FRAMES];
 };
 
-#define GPU_LAUNCH_HDR_BYTES (136 + GPU_LAUNCH_NAME_LEN) /* offsetof(ips) */
+#define GPU_LAUNCH_HDR_BYTES (168 + GPU_LAUNCH_NAME_LEN) /* offsetof(ips) */
 
 _Static_assert(__builtin_offsetof(struct gpu_launch_rec, ips) == GPU_LAUNCH_HDR_BYTES,
 	       "gpu_launch_rec layout changed: bump GPU_LAUNCH_REC_VERSION");

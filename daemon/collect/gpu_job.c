@@ -5,8 +5,9 @@
  * One skeleton instance per tracepoint group (xe, i915, dma_fence), each
  * with only its own programs autoloaded, so that a group whose BTF is
  * missing or whose load is refused takes nothing else down. The first
- * instance loaded owns the ring buffer and the drop counter; the others
- * reuse those maps (bpf_map__reuse_fd), so one rbloop drains everything.
+ * instance loaded owns the ring buffer, the drop counter and the stack
+ * staging area; the others reuse those maps (bpf_map__reuse_fd), so one
+ * rbloop drains everything.
  */
 #include "gpu_job.h"
 
@@ -153,11 +154,20 @@ static int load_group(struct gj_priv *p, unsigned g, const bool *want)
 	}
 	s->rodata->user_stacks = p->user_stacks;
 	s->rodata->wakeup_bytes = p->ringbuf_bytes / 8;
+	/* No unwinder (sampling.stack_bytes 0): frame pointers in BPF. */
+	s->rodata->stack_bytes = p->c->gpd->unwinder ? p->c->gpd->cfg.stack_bytes : 0;
+	s->rodata->copy_below = p->ringbuf_bytes / 2;
 	r = bpf_map__set_max_entries(s->maps.events, (uint32_t)p->ringbuf_bytes);
+	if (!r) /* one staging slot per possible CPU */
+		r = bpf_map__set_max_entries(s->maps.scratch, (uint32_t)p->ncpus);
 	if (!r && p->owner) {
 		r = bpf_map__reuse_fd(s->maps.events, bpf_map__fd(p->owner->maps.events));
 		if (!r)
 			r = bpf_map__reuse_fd(s->maps.drops, bpf_map__fd(p->owner->maps.drops));
+		/* One staging area for all groups: their programs nest on a
+		 * CPU, and its busy mark must be seen across them. */
+		if (!r)
+			r = bpf_map__reuse_fd(s->maps.scratch, bpf_map__fd(p->owner->maps.scratch));
 	}
 	if (!r)
 		r = gpu_job_bpf__load(s);
@@ -229,15 +239,11 @@ static void read_counters(struct gj_priv *p)
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct gj_priv *p = ctx;
-	const struct gpu_job_hdr *h = data;
 
-	if (size < sizeof(*h) || h->type != GPU_JOB_REC_TYPE || h->version != GPU_JOB_REC_VERSION ||
-	    h->group >= GPU_JOB_G_COUNT ||
-	    (h->nuser && size < sizeof(*h) + (size_t)h->nuser * sizeof(uint64_t)) ||
-	    h->nuser > GPU_JOB_MAX_FRAMES)
-		p->local_drops++;
+	if (gj_record_ok(data, size))
+		gj_feed_record(p, data, size);
 	else
-		gj_feed_record(p, data);
+		p->local_drops++;
 	return rbloop_took(&p->rbl);
 }
 
@@ -419,6 +425,9 @@ static void gj_status(struct collector *c, cJSON *obj)
 	cJSON_AddNumberToObject(obj, "filtered", (double)p->filtered);
 	cJSON_AddNumberToObject(obj, "ringbuf_bytes", (double)p->ringbuf_bytes);
 	cJSON_AddNumberToObject(obj, "lost", (double)p->lost);
+	cJSON_AddNumberToObject(obj, "stack_bytes",
+				p->owner ? p->owner->rodata->stack_bytes : 0);
+	cJSON_AddNumberToObject(obj, "stacks_fp_fallback", (double)p->stacks_fp_fallback);
 }
 
 static void gj_free(struct collector *c)

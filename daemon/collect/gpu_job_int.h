@@ -50,13 +50,21 @@ struct gj_priv {
 	int ncpus;
 	uint64_t *percpu;
 	uint64_t lost, local_drops, filtered;
+	uint64_t stacks_fp_fallback; /* copying on, ring over half full: frame pointers */
 	struct gj_fence_name *fnames; /* sorted by addr */
 	size_t nfnames;
 	uint64_t fnames_loaded_ns; /* last /proc/kallsyms read */
 };
 
 /* gpu_job_rec.c */
-void gj_feed_record(struct gj_priv *p, const struct gpu_job_rec *r);
+/* Whether a ring record of size bytes is one to feed: type, version, group,
+ * and the frames a full record says it has (the stack bytes are checked
+ * where they are read). */
+bool gj_record_ok(const void *data, size_t size);
+/* A record (gj_record_ok) into the pairer; a SUBMIT's user stack, unwound
+ * from its copy when it has one, into the store. r is a ring record of size
+ * bytes, or a struct gpu_job_hdr / gpu_job_rec the caller built. */
+void gj_feed_record(struct gj_priv *p, const struct gpu_job_rec *r, size_t size);
 void gj_emit(void *arg, const struct gj_interval *iv);
 void gj_release(void *arg, uint32_t comm, uint32_t stack);
 /* Read the fence ops functions' symbols from /proc/kallsyms (again at most every

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * GPU job collector, record side: BPF records into the pairer, intervals
+ * GPU job collector, record side: BPF records into the pairer (a
+ * submission's user stack unwound by CFI when BPF copied it), intervals
  * into the store (gpu_job.h lists the fields), and the names of dma_fence
  * implementations (their ops functions, from /proc/kallsyms) that decide which
  * fences the dma_fence fallback keeps.
@@ -16,6 +17,7 @@
 #include "gpu_job_int.h"
 #include "log.h"
 #include "store/store.h"
+#include "unwind/unwind.h"
 
 #define GJ_FNAMES_MAX 1024
 #define GJ_FNAMES_RELOAD_NS (10ull * 1000000000ull)
@@ -119,7 +121,49 @@ static bool fence_wanted(struct gj_priv *p, uint64_t driver_fn, uint64_t release
 	return true;
 }
 
-void gj_feed_record(struct gj_priv *p, const struct gpu_job_rec *r)
+bool gj_record_ok(const void *data, size_t size)
+{
+	const struct gpu_job_hdr *h = data;
+
+	if (size < sizeof(*h) || h->type != GPU_JOB_REC_TYPE || h->version != GPU_JOB_REC_VERSION ||
+	    h->group >= GPU_JOB_G_COUNT || h->nuser > GPU_JOB_MAX_FRAMES)
+		return false;
+	if (!(h->flags & GPU_JOB_F_USER))
+		return h->nuser == 0; /* only full records carry frames */
+	return size >= GPU_JOB_FULL_BYTES + (size_t)h->nuser * sizeof(uint64_t);
+}
+
+/*
+ * A SUBMIT's user stack for the store, leaf first: unwound from the copy BPF
+ * sent (the stack bytes follow the frames), else the frames BPF walked. The
+ * copy is only read here; the ring slot holding it is released when the
+ * callback returns.
+ */
+static uint32_t submit_stack(struct gj_priv *p, const struct gpu_job_rec *r, size_t size)
+{
+	struct store *s = p->c->gpd->store;
+	struct unwinder *u = p->c->gpd->unwinder;
+	size_t off = GPU_JOB_FULL_BYTES + (size_t)r->nuser * sizeof(uint64_t);
+	uint64_t ips[GPU_JOB_MAX_FRAMES + 1];
+	struct unwind_regs regs;
+	unsigned n = 0;
+
+	if (!(r->flags & GPU_JOB_F_USER))
+		return 0;
+	if (!(r->us.flags & USTACK_F_REGS) || !u) {
+		if (u && r->nuser)
+			p->stacks_fp_fallback++;
+		return r->nuser ? store_stack_intern(s, (const uint64_t *)r->ips, r->nuser, 0) : 0;
+	}
+	regs = (struct unwind_regs){.ip = r->us.ip, .sp = r->us.sp, .bp = r->us.bp};
+	/* A length the record does not hold unwinds from the registers
+	 * alone (a [truncated] stack), never past the record. */
+	unwind_user(u, r->pid, &regs, (const uint8_t *)r + off,
+		    r->us.len <= size - off ? r->us.len : 0, ips, GPU_JOB_MAX_FRAMES + 1, &n);
+	return n ? store_stack_intern(s, ips, (uint16_t)n, 0) : 0;
+}
+
+void gj_feed_record(struct gj_priv *p, const struct gpu_job_rec *r, size_t size)
 {
 	struct store *s = p->c->gpd->store;
 	struct gj_event e = {
@@ -144,8 +188,7 @@ void gj_feed_record(struct gj_priv *p, const struct gpu_job_rec *r)
 		e.tid = r->tid;
 		e.uid = r->uid;
 		e.comm = store_str_intern(s, r->comm, strnlen(r->comm, sizeof(r->comm)));
-		if (r->nuser)
-			e.stack = store_stack_intern(s, (const uint64_t *)r->ips, r->nuser, 0);
+		e.stack = submit_stack(p, r, size);
 	}
 	gj_pair_feed(p->pair, &e);
 }

@@ -216,12 +216,17 @@ static int gl_open(struct collector *c)
 	p->skel->rodata->wakeup_bytes = p->ringbuf_bytes / 8;
 	p->stack_sample = c->gpd ? c->gpd->cfg.gpu_stack_sample : 1;
 	p->skel->rodata->stack_sample = p->stack_sample;
+	/* No unwinder (sampling.stack_bytes 0): frame pointers in BPF. */
+	p->skel->rodata->stack_bytes = c->gpd && c->gpd->unwinder ? c->gpd->cfg.stack_bytes : 0;
+	p->skel->rodata->copy_below = p->ringbuf_bytes / 2;
 	/* The narrow mmap hook needs its tracepoint (5.11+) and
 	 * bpf_task_pt_regs() (5.15+); without them only the fallback loads. */
 	if (!btf_has_type("btf_trace_mmap_lock_released", BTF_KIND_TYPEDEF) ||
 	    !libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACING, BPF_FUNC_task_pt_regs, NULL))
 		bpf_program__set_autoload(p->skel->progs.gl_mmap_unlock, false);
 	r = bpf_map__set_max_entries(p->skel->maps.events, (uint32_t)p->ringbuf_bytes);
+	if (!r) /* one staging slot per possible CPU */
+		r = bpf_map__set_max_entries(p->skel->maps.scratch, (uint32_t)p->ncpus);
 	if (!r)
 		r = gpu_launch_bpf__load(p->skel);
 	if (r) {
@@ -240,7 +245,8 @@ static int gl_open(struct collector *c)
 		log_info("gpu: launch cgroups resolved under %s (%s)", p->cg.mnt,
 			 p->cg.handle_type >= 0 ? "file handles, /proc/PID/cgroup fallback"
 						: "/proc/PID/cgroup only");
-	log_info("gpu: launch probes loaded, ring buffer %zu bytes", p->ringbuf_bytes);
+	log_info("gpu: launch probes loaded, ring buffer %zu bytes, user stacks %s",
+		 p->ringbuf_bytes, p->skel->rodata->stack_bytes ? "by CFI" : "by frame pointers");
 	return 0;
 }
 
@@ -404,6 +410,9 @@ static void gl_status(struct collector *c, cJSON *obj)
 	cJSON_AddNumberToObject(obj, "stacks_taken", (double)p->sites.taken);
 	cJSON_AddNumberToObject(obj, "stacks_reused", (double)p->sites.reused);
 	cJSON_AddNumberToObject(obj, "stack_misses", (double)p->sites.misses);
+	cJSON_AddNumberToObject(obj, "stack_bytes", p->skel ? p->skel->rodata->stack_bytes : 0);
+	cJSON_AddNumberToObject(obj, "callers_inserted", (double)p->callers_inserted);
+	cJSON_AddNumberToObject(obj, "stacks_fp_fallback", (double)p->stacks_fp_fallback);
 	cg = cJSON_AddObjectToObject(obj, "cgroups");
 	if (cg && p->cg.mnt_fd < 0) {
 		cJSON_AddStringToObject(cg, "unavailable", p->cg.reason[0] ? p->cg.reason : "not loaded");

@@ -80,6 +80,12 @@ struct gl_priv {
 	bool freeing;	   /* collector freed: the last attach job frees this */
 
 	uint64_t lost, unnamed, local_drops, attach_errors, proc_events;
+	/* entry-probe stacks whose walk skipped the call site, put back (frame
+	 * pointers from a function's first instruction; CFI finds it itself) */
+	uint64_t callers_inserted;
+	/* stacks walked by frame pointers in BPF although copying is on: the
+	 * ring was over half full */
+	uint64_t stacks_fp_fallback;
 
 	struct collector_pid_hook pid_hook;
 	gpu_launch_kernel_fn kernel_hook;

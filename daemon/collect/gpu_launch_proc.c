@@ -22,6 +22,7 @@
 #include "gpd.h"
 #include "gpu_launch.skel.h"
 #include "log.h"
+#include "unwind/unwind.h"
 
 static struct gl_proc **proc_slot(struct gl_priv *p, uint32_t pid)
 {
@@ -112,6 +113,11 @@ static void proc_scan(struct gl_priv *p, uint32_t pid)
 		*pp = pr;
 		p->nprocs++;
 		collector_pid_hook_call(&p->pid_hook, pid);
+		/* Its mappings and objects, read while it lives: launch records
+		 * are read up to a tick later, when a short-lived process may
+		 * be gone, and its stacks would no longer unwind. */
+		if (p->c->gpd && p->c->gpd->unwinder)
+			unwind_prepare(p->c->gpd->unwinder, pid);
 	}
 	bpf_map__update_elem(p->skel->maps.tracked, &pid, sizeof(pid), &one, sizeof(one), BPF_ANY);
 	if (usdt)

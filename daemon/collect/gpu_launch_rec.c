@@ -3,11 +3,13 @@
  * GPU launch collector: ring-buffer records (gpu_launch_int.h). Launch
  * records become STORE_REC_GPU_LAUNCH (gpu_launch.h has the field
  * convention); their stacks are trimmed to start at the call site, outside
- * the runtime's own frames. With gpu.stack_sample N > 1 the BPF side walks
+ * the runtime's own frames. With gpu.stack_sample N > 1 the BPF side takes
  * the stack of 1 launch in N per call site; the others get the stack last
- * seen there (gpu_sites.h). Each launch's cgroup id becomes its cgroup path
- * through a bounded cache (cgpath.h). Process records go to
- * gpu_launch_proc.c.
+ * seen there (gpu_sites.h). A stack taken is either a copy of the registers
+ * and the top of the user stack, unwound here by CFI (unwind/unwind.h), or
+ * frame pointers walked in BPF when copying is off. Each launch's cgroup id
+ * becomes its cgroup path through a bounded cache (cgpath.h). Process
+ * records go to gpu_launch_proc.c.
  */
 #include "gpu_launch_int.h"
 
@@ -21,6 +23,11 @@
 #include "gpd.h"
 #include "gpu_launch.skel.h"
 #include "store/store.h"
+#include "unwind/unwind.h"
+
+/* Room for a stack: the frames unwound or walked, the call site put back,
+ * and the [truncated] mark. */
+#define GL_STACK_MAX (GPU_LAUNCH_MAX_FRAMES + 2)
 
 static bool in_runtime(const struct gl_proc *pr, uint64_t ip)
 {
@@ -96,12 +103,40 @@ static void report_kernel(struct gl_priv *p, const struct gpu_launch_rec *r, con
 	p->kernel_hook(p->kernel_hook_arg, &k);
 }
 
+/*
+ * The launch's user stack, leaf first (ips[0] the probed instruction), into
+ * ips (GL_STACK_MAX): unwound from the stack copy when BPF sent one, else
+ * the frames BPF walked. The copy is only read here, and the ring slot
+ * holding it is released when the callback returns: its bytes go nowhere.
+ */
+static unsigned user_stack(struct gl_priv *p, const struct gpu_launch_rec *r, size_t size,
+			   uint64_t *ips)
+{
+	struct unwinder *u = p->c->gpd->unwinder;
+	size_t off = GPU_LAUNCH_HDR_BYTES + (size_t)r->nuser * sizeof(uint64_t);
+	struct unwind_regs regs;
+	unsigned n = 0;
+
+	if (!(r->us.flags & USTACK_F_REGS) || !u) {
+		if (u && r->nuser)
+			p->stacks_fp_fallback++;
+		memcpy(ips, r->ips, (size_t)r->nuser * sizeof(uint64_t));
+		return r->nuser;
+	}
+	regs = (struct unwind_regs){.ip = r->us.ip, .sp = r->us.sp, .bp = r->us.bp};
+	/* A length the record does not hold unwinds from the registers alone
+	 * (a [truncated] stack), never past the record. */
+	unwind_user(u, r->pid, &regs, (const uint8_t *)r + off,
+		    r->us.len <= size - off ? r->us.len : 0, ips, GPU_LAUNCH_MAX_FRAMES + 1, &n);
+	return n;
+}
+
 static void on_launch(struct gl_priv *p, const struct gpu_launch_rec *r, size_t size)
 {
 	struct store *s = p->c->gpd->store;
-	uint64_t ips[GPU_LAUNCH_MAX_FRAMES + 1];
+	uint64_t ips[GL_STACK_MAX];
 	struct gl_proc *pr;
-	unsigned n = r->nuser, skip = 0;
+	unsigned n = 0, skip = 0;
 	uint32_t comm, stack, name, cgroup;
 	struct store_rec rec;
 
@@ -127,17 +162,22 @@ static void on_launch(struct gl_priv *p, const struct gpu_launch_rec *r, size_t 
 		goto append;
 	}
 	p->sites.taken++;
-	memcpy(ips, r->ips, n * sizeof(uint64_t));
+	n = user_stack(p, r, size, ips);
 	/* At an entry probe the call site is the return address at the
-	 * stack pointer; frame-pointer unwinding from the first instruction
-	 * skips it on kernels or functions the kernel's fix-up misses. */
+	 * stack pointer. CFI finds it (the entry row says CFA = sp + 8);
+	 * frame pointers from the first instruction skip it on kernels or
+	 * functions the kernel's fix-up misses, and so does the unwinder's
+	 * frame-pointer fallback in a library without CFI. */
 	if (r->caller && n >= 1 && (n < 2 || ips[1] != r->caller)) {
 		memmove(&ips[2], &ips[1], (n - 1) * sizeof(uint64_t));
 		ips[1] = r->caller;
 		n++;
+		p->callers_inserted++;
 	}
-	if (n > GPU_LAUNCH_MAX_FRAMES)
-		n = GPU_LAUNCH_MAX_FRAMES;
+	if (n > GPU_LAUNCH_MAX_FRAMES + 1) { /* still says it was cut */
+		n = GPU_LAUNCH_MAX_FRAMES + 1;
+		ips[n - 1] = UNWIND_IP_TRUNCATED;
+	}
 	while (pr && skip < n && in_runtime(pr, ips[skip]))
 		skip++;
 	if (!skip && n)

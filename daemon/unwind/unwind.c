@@ -350,6 +350,12 @@ static void log_trunc(struct unwinder *u, const struct uw_proc *p, const struct 
 		  (unsigned long long)(m ? w->ip - m->start + m->pgoff : 0));
 }
 
+int unwind_prepare(struct unwinder *u, uint32_t pid)
+{
+	u->tick++;
+	return uw_proc_get(u, pid) ? 0 : -ESRCH;
+}
+
 int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs,
 		const void *stack, size_t len, uint64_t *ips, unsigned max, unsigned *n)
 {

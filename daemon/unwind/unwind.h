@@ -68,6 +68,15 @@ void unwind_free(struct unwinder *u);
 int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs,
 		const void *stack, size_t len, uint64_t *ips, unsigned max, unsigned *n);
 
+/*
+ * Read pid's mappings and open their objects now, if not known yet: for a
+ * collector that learns of a process before its first stack (the GPU
+ * launch collector sees it map a runtime), so that stacks of a process
+ * that has exited by the time its records are read still unwind. 0, or
+ * -ESRCH when it is gone or unreadable.
+ */
+int unwind_prepare(struct unwinder *u, uint32_t pid);
+
 /* A process exited (or exec'd): drop what is cached for it. */
 void unwind_forget_pid(struct unwinder *u, uint32_t pid);
 

@@ -6,7 +6,7 @@
  * call sites. Built with frame pointers and -rdynamic so its frames unwind
  * and resolve by name.
  *
- *   gpu_app RUNTIME LIBRARY N [--hold] [--bench]
+ *   gpu_app RUNTIME LIBRARY N [--hold] [--bench] [--deep KIB]
  *
  * RUNTIME is ze, cuda or hip. Prints "ready PID" once the library is
  * loaded, waits for a line on stdin, launches, prints "done", then exits
@@ -27,7 +27,11 @@
  *          (wall clock) and "cpu_ns_per_launch X" (this thread's CPU time,
  *          user + kernel, where the uprobe and its BPF program run: steadier
  *          than wall time on a busy machine).
+ * --deep KIB: launch from under KIB KiB more of (touched) stack. The main
+ *          thread's stack is shallow here and a stack copy stops at its top;
+ *          a real launcher's copy is the whole sampling.stack_bytes.
  */
+#include <alloca.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -295,21 +299,52 @@ NOINLINE void run_hip(long n, int bench)
 	hip_call_site_two(gemm, 2 * n);
 }
 
+/* Inlined: main -> run_cuda stays the launches' call chain (the tests
+ * expect it). */
+static inline __attribute__((always_inline)) int run_runtime(const char *rt, long n, int bench)
+{
+	if (!strcmp(rt, "ze"))
+		run_ze(n, bench);
+	else if (!strcmp(rt, "cuda"))
+		run_cuda(n, bench);
+	else if (!strcmp(rt, "hip"))
+		run_hip(n, bench);
+	else
+		return 2;
+	return 0;
+}
+
+static NOINLINE int run_deep(long kib, const char *rt, long n, int bench)
+{
+	volatile char *pad = alloca((size_t)kib * 1024);
+	int r;
+
+	memset((char *)pad, 1, (size_t)kib * 1024); /* the pages are present */
+	r = run_runtime(rt, n, bench);
+	app_sink += pad[0]; /* live across the launches */
+	return r;
+}
+
 int main(int argc, char **argv)
 {
-	int hold = 0, bench = 0;
+	int hold = 0, bench = 0, r;
 	char line[64];
 	uint64_t t0, t1, c0, c1;
-	long n;
+	long n, deep = 0;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: gpu_app ze|cuda|hip LIBRARY N [--hold] [--bench]\n");
+		fprintf(stderr,
+			"usage: gpu_app ze|cuda|hip LIBRARY N [--hold] [--bench] [--deep KIB]\n");
 		return 2;
 	}
 	for (int i = 4; i < argc; i++) {
 		hold |= !strcmp(argv[i], "--hold");
 		bench |= !strcmp(argv[i], "--bench");
+		if (!strcmp(argv[i], "--deep") && i + 1 < argc)
+			deep = atol(argv[++i]);
 	}
+	if (deep < 0 || deep > 4096)
+		return 2;
 	n = atol(argv[3]);
 	lib = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
@@ -322,14 +357,9 @@ int main(int argc, char **argv)
 		return 1;
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	if (!strcmp(argv[1], "ze"))
-		run_ze(n, bench);
-	else if (!strcmp(argv[1], "cuda"))
-		run_cuda(n, bench);
-	else if (!strcmp(argv[1], "hip"))
-		run_hip(n, bench);
-	else
-		return 2;
+	r = deep ? run_deep(deep, argv[1], n, bench) : run_runtime(argv[1], n, bench);
+	if (r)
+		return r;
 	c1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	t1 = clock_ns(CLOCK_MONOTONIC);
 	if (bench) {

@@ -10,7 +10,11 @@
  * it: every launch still has its full stack) and without (every stack
  * walked, the sys_exit watcher). A third run puts gpu_app in a cgroup of its
  * own: every launch must carry that cgroup's path (issue #8), and so must
- * the kernels NEO's USDT reports to the kernel hook.
+ * the kernels NEO's USDT reports to the kernel hook. The sampled run and the
+ * cgroup run copy stacks for the CFI unwinder (an unwinder in the harness,
+ * as the daemon has by default): every stack taken must unwind to its end
+ * and find its call site without the frame-pointer fix-up; the other run has
+ * no unwinder, so the program walks frame pointers.
  */
 #include <errno.h>
 #include <signal.h>
@@ -30,6 +34,7 @@
 #include "cgtest.h"
 #include "store/store.h"
 #include "test.h"
+#include "unwind/unwind.h"
 #include "zebin_usdt.h"
 
 #define N 50
@@ -121,6 +126,22 @@ static void check_status(struct harness *h, unsigned watcher)
 		 * saxpy 50 -> 2, reduce-ex 100 -> 4, reduce 3 -> 1. */
 		CHECK_EQ_U64((uint64_t)taken, 2 + 4 + 1);
 	}
+	if (h->g.unwinder) {
+		cJSON *u = cJSON_CreateObject();
+
+		CHECK_EQ_U64((uint64_t)num(o, "stack_bytes"), h->g.cfg.stack_bytes);
+		/* At the entry probe the CFI row gives the return address. */
+		CHECK_EQ_U64((uint64_t)num(o, "callers_inserted"), 0);
+		unwind_status(h->g.unwinder, u, true);
+		CHECK_EQ_U64((uint64_t)num(u, "samples"), (uint64_t)taken);
+		CHECK_EQ_U64((uint64_t)num(u, "complete"), (uint64_t)taken);
+		CHECK(num(u, "frames_cfi") > 0);
+		printf("CFI: %.0f stacks unwound to their end, %.0f stack bytes each\n",
+		       num(u, "complete"), num(u, "stack_bytes_per_sample"));
+		cJSON_Delete(u);
+	} else {
+		CHECK_EQ_U64((uint64_t)num(o, "stack_bytes"), 0);
+	}
 	printf("mmap hook %s, stack_sample %u: %.0f stacks walked, %.0f reused\n", hook,
 	       h->g.cfg.gpu_stack_sample, taken, reused);
 	cJSON_Delete(o);
@@ -147,7 +168,8 @@ static void check_cgroup(struct store *s, const struct store_rec *rec, const str
 	CHECK(p && len == strlen(cg->rel) && !memcmp(p, cg->rel, len));
 }
 
-static void run(uint32_t stack_sample, unsigned watcher, const struct cgtest *cg)
+/* cfi: the harness has an unwinder, so the program copies stacks. */
+static void run(uint32_t stack_sample, unsigned watcher, const struct cgtest *cg, bool cfi)
 {
 	const char *app = getenv("GPU_APP"), *lib = getenv("FAKE_CUDA");
 	struct store_config sc = {.budget_bytes = 64u << 20};
@@ -165,6 +187,8 @@ static void run(uint32_t stack_sample, unsigned watcher, const struct cgtest *cg
 	h.g.cfg.gpu_watcher = watcher;
 	h.g.loop = &h.loop;
 	CHECK_EQ_INT(store_new(&sc, &h.g.store), 0);
+	if (cfi)
+		CHECK_EQ_INT(unwind_new(&(struct unwind_opts){0}, &h.g.unwinder), 0);
 	h.c.ops = &gpu_launch_collector_ops;
 	h.c.gpd = &h.g;
 
@@ -219,6 +243,7 @@ static void run(uint32_t stack_sample, unsigned watcher, const struct cgtest *cg
 		klen = gpu_launch_name_len(s, len);
 		ips = store_stack(h.g.store, rec->stack, &nu, &nk);
 		CHECK(ips && nu >= 3 && nk == 0);
+		CHECK(ips[nu - 1] != UNWIND_IP_TRUNCATED);
 		if (klen == 16 && !memcmp(s, "gpuprof_cu_saxpy", 16)) {
 			saxpy++;
 			CHECK_STREQ(s + klen + 1, "grid=128,2,1 block=256,1,1");
@@ -265,6 +290,7 @@ static void run(uint32_t stack_sample, unsigned watcher, const struct cgtest *cg
 	}
 	CHECK_EQ_INT(r, 0);
 	store_free(h.g.store);
+	unwind_free(h.g.unwinder);
 	printf("ok: %u launches, 3 call sites, probes removed on exit\n", saxpy + reduce);
 }
 
@@ -277,6 +303,7 @@ static struct {
 	uint64_t alpha_addr, beta_addr;
 	pid_t pid;
 	const struct cgtest *cg; /* the cgroup gpu_app runs in, NULL: ours */
+	bool cfi;		 /* stacks unwound by CFI: each must reach its end */
 } kh;
 
 static void kernel_hook(void *arg, const struct gpu_launch_kernel *k)
@@ -288,7 +315,8 @@ static void kernel_hook(void *arg, const struct gpu_launch_kernel *k)
 	if (!k->name || k->size != 4096 || k->iba != 0xfe0000000000ull ||
 	    k->gpu_addr < 0xff0000000000ull || k->gpu_addr >= 0xff0001000000ull ||
 	    k->pid != (uint32_t)kh.pid || !k->comm || !k->comm[0] ||
-	    (kh.cg && (!k->cgroup || strcmp(k->cgroup, kh.cg->rel)))) {
+	    (kh.cg && (!k->cgroup || strcmp(k->cgroup, kh.cg->rel))) ||
+	    (kh.cfi && (k->nustack < 3 || k->ustack[k->nustack - 1] == UNWIND_IP_TRUNCATED))) {
 		kh.bad++;
 		return;
 	}
@@ -313,7 +341,8 @@ static bool zebin_handled(struct harness *h)
 	return zebin_usdt_done(&h->c);
 }
 
-static void usdt_kernels_reach_the_hook(const struct cgtest *cg)
+/* The USDT fires mid-function: with cfi its stacks unwind from there. */
+static void usdt_kernels_reach_the_hook(const struct cgtest *cg, bool cfi)
 {
 	const char *app = getenv("GPU_APP"), *lib = getenv("FAKE_ZE_USDT");
 	struct store_config sc = {.budget_bytes = 16u << 20};
@@ -326,10 +355,13 @@ static void usdt_kernels_reach_the_hook(const struct cgtest *cg)
 	memset(&h, 0, sizeof(h));
 	memset(&kh, 0, sizeof(kh));
 	kh.cg = cg;
+	kh.cfi = cfi;
 	CHECK_EQ_INT(uv_loop_init(&h.loop), 0);
 	config_defaults(&h.g.cfg);
 	h.g.loop = &h.loop;
 	CHECK_EQ_INT(store_new(&sc, &h.g.store), 0);
+	if (cfi)
+		CHECK_EQ_INT(unwind_new(&(struct unwind_opts){0}, &h.g.unwinder), 0);
 	h.c.ops = &gpu_launch_collector_ops;
 	h.c.gpd = &h.g;
 	CHECK_EQ_INT(gpu_launch_set_kernel_hook(&h.c, kernel_hook, NULL), 0);
@@ -375,8 +407,10 @@ static void usdt_kernels_reach_the_hook(const struct cgtest *cg)
 	}
 	CHECK_EQ_INT(r, 0);
 	store_free(h.g.store);
-	printf("ok: %u USDT launches reached the kernel hook with address, size, IBA, name%s%s\n",
-	       kh.calls, cg ? ", cgroup " : "", cg ? cg->rel : "");
+	unwind_free(h.g.unwinder);
+	printf("ok: %u USDT launches reached the kernel hook with address, size, IBA, name%s%s%s\n",
+	       kh.calls, cg ? ", cgroup " : "", cg ? cg->rel : "",
+	       cfi ? ", whole stacks by CFI" : "");
 }
 
 static bool attaching(struct harness *h)
@@ -444,12 +478,12 @@ static bool free_while_attaching(void)
 
 static void sampled_stacks_narrow_watcher(void)
 {
-	run(32, CONFIG_GPU_WATCHER_AUTO, NULL);
+	run(32, CONFIG_GPU_WATCHER_AUTO, NULL, true);
 }
 
 static void every_stack_sys_exit_watcher(void)
 {
-	run(1, CONFIG_GPU_WATCHER_SYS_EXIT, NULL);
+	run(1, CONFIG_GPU_WATCHER_SYS_EXIT, NULL, false);
 }
 
 /* Launches from a cgroup of their own carry its path, CUDA entry points
@@ -463,15 +497,15 @@ static void launches_in_a_cgroup(void)
 		printf("skipped: %s\n", why);
 		return;
 	}
-	run(1, CONFIG_GPU_WATCHER_AUTO, &t);
-	usdt_kernels_reach_the_hook(&t);
+	run(1, CONFIG_GPU_WATCHER_AUTO, &t, true);
+	usdt_kernels_reach_the_hook(&t, true);
 	CHECK_EQ_INT(cgtest_remove(&t), 0);
 	printf("ok: launches in %s carried its path\n", t.rel);
 }
 
 static void usdt_kernels(void)
 {
-	usdt_kernels_reach_the_hook(NULL);
+	usdt_kernels_reach_the_hook(NULL, true);
 }
 
 static void freed_while_attaching(void)

@@ -17,6 +17,7 @@ from zebin_elf import zebin
 
 GPU = os.path.join(BUILD, "tests", "gpu")
 APP = os.path.join(GPU, "gpu_app")
+APP_NOFP = os.path.join(GPU, "gpu_app_nofp")  # gpu_app.c, -O2 -fomit-frame-pointer
 LIBS = {
     "cuda": ("cuda", os.path.join(GPU, "cuda", "libcuda.so.1")),
     "ze": ("ze", os.path.join(GPU, "ze", "libze_loader.so.1")),
@@ -60,17 +61,17 @@ def need_probes(d):
 class App:
     """gpu_app on one fake runtime; launches when go() is called."""
 
-    def __init__(self, kind, n=N, cgroup=None, env=None, lib=None, hide=False):
+    def __init__(self, kind, n=N, cgroup=None, env=None, lib=None, hide=False, app=APP):
         """cgroup: a directory under the cgroup2 mount the app runs in;
         env: extra environment variables; lib: the library's path, when not
         the fake runtime's own; hide: run in a private mount namespace and
         mount a tmpfs over the library's directory after the dlopen, so
         that its path does not resolve under the process's root (returns
-        once it does not)."""
+        once it does not); app: the gpu_app build to run."""
         self.kind = kind
         rt, self.lib = LIBS[kind]
         self.lib = lib or self.lib
-        cmd = [APP, rt, self.lib, str(n), "--hold"]
+        cmd = [app, rt, self.lib, str(n), "--hold"]
         if hide:
             script = 'hide() { sleep 0.3; mount -t tmpfs none "$0"; }; hide "$0" & exec "$@"'
             cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", script,
@@ -139,13 +140,13 @@ def parse_folded(text):
     return stacks
 
 
-def check_folded(stacks, kind, n=N, want=None):
+def check_folded(stacks, kind, n=N, want=None, comm="gpu_app"):
     """Each expected chain appears exactly once, under main, with its count
     (want: those counts, when not expected(kind, n))."""
     want = want or expected(kind, n)
     got = {}
     for k, v in stacks.items():
-        expect(k.startswith("gpu_app;"), "comm is the root frame: %r" % k)
+        expect(k.startswith(comm + ";"), "comm is the root frame: %r" % k)
         expect(k.endswith("_[G]"), "a GPU frame on top: %r" % k)
         frames = k.split(";")
         expect("main" in frames, "launch stacks reach main: %r" % k)
@@ -444,6 +445,50 @@ def launches_split_by_cgroup():
     finally:
         d.cleanup()
         remove_cgroups(made)
+
+
+@test
+def launch_stacks_without_frame_pointers():
+    """gpu_app built -O2 -fomit-frame-pointer, as real AI stacks are (its
+    functions use %rbp as a general register): the launch-site stacks reach
+    main through CFI unwinding of the copied stack, with exact counts per
+    call site, every stack taken (gpu.stack_sample 1) and sampled (the
+    default), and the call site found by CFI without the entry-probe fix-up.
+    With stack copying off (sampling.stack_bytes = 0) the same launches get
+    today's frame-pointer walk, which cannot get there."""
+    for conf, cfi in (("gpu.stack_sample = 1\n", True), ("", True),
+                      ("sampling.stack_bytes = 0\ngpu.stack_sample = 1\n", False)):
+        d = Daemon(config=conf).start()
+        app = None
+        try:
+            need_probes(d)
+            app = App("cuda", app=APP_NOFP)
+            app.wait_probed(d)
+            app.go()
+            time.sleep(0.4)  # the collector drains every 200 ms
+            info = d.ctl_json("capture", "--pid", str(app.pid), "--last", "10s")
+            stacks = parse_folded(folded(d, info["id"], "--weight", "launches"))
+            total = sum(stacks.values())
+            eq(total, sum(expected("cuda").values()), "every launch recorded (%r)" % conf)
+            reach = sum(v for k, v in stacks.items() if "main" in k.split(";"))
+            g = gpu_status(d)
+            print("%-45r stacks taken %d, reaching main %d of %d" %
+                  (conf, g["stacks_taken"], reach, total))
+            if cfi:
+                eq(g["stack_bytes"], 16384, "stack copying on")
+                check_folded(stacks, "cuda", comm="gpu_app_nofp")
+                eq(g["callers_inserted"], 0, "CFI unwinding found every call site itself")
+                unw = d.ctl_json("status")["unwind"]
+                expect(unw["samples"] >= g["stacks_taken"], "launch stacks unwound: %r" % unw)
+            else:
+                eq(g["stack_bytes"], 0, "stack copying off")
+                eq(reach, 0, "frame pointers alone never reach main here")
+            app.exit()
+            app = None
+        finally:
+            if app:
+                app.kill()
+            d.cleanup()
 
 
 @test
