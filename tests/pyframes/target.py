@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: MIT
+# The live target of test_pyframes: the main thread blocks in
+# outer -> middle -> hot, a worker thread sleeps (GIL released) in
+# w_outer -> w_inner, and a reporter thread writes what the interpreter
+# itself sees of both (sys._current_frames) once both sit on their
+# blocking lines, then stops the whole process with SIGSTOP, so the
+# reader sees exactly the same frames.
+import os
+import signal
+import sys
+import threading
+import time
+
+OUT = sys.argv[1]
+gate = threading.Lock()
+gate.acquire()  # never released: the main thread blocks on it
+
+
+def w_inner():
+    time.sleep(1000)
+
+
+def w_outer():
+    w_inner()
+
+
+def hot():
+    gate.acquire()
+
+
+def middle():
+    hot()
+
+
+def outer():
+    middle()
+
+
+def frames_of(f):
+    while f is not None:
+        code = f.f_code
+        yield getattr(code, "co_qualname", code.co_name), code.co_filename, f.f_lineno
+        f = f.f_back
+
+
+def at(frame, func):
+    return (frame is not None and frame.f_code is func.__code__
+            and frame.f_lineno == func.__code__.co_firstlineno + 1)
+
+
+def reporter(main_ident, main_native, worker):
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        cur = sys._current_frames()
+        if at(cur.get(main_ident), hot) and at(cur.get(worker.ident), w_inner):
+            break
+        time.sleep(0.01)
+    cur = sys._current_frames()
+    with open(OUT + ".tmp", "w") as f:
+        for ident, native in ((main_ident, main_native), (worker.ident, worker.native_id)):
+            f.write("T %d\n" % native)
+            for name, file, line in frames_of(cur[ident]):
+                f.write("F %s\t%s\t%d\n" % (name, file, line))
+    os.rename(OUT + ".tmp", OUT)
+    os.kill(os.getpid(), signal.SIGSTOP)
+
+
+worker = threading.Thread(target=w_outer, daemon=True)
+worker.start()
+threading.Thread(target=reporter, daemon=True,
+                 args=(threading.get_ident(), threading.get_native_id(), worker)).start()
+outer()
