@@ -19,6 +19,7 @@
 #define PYF_MAX_STR 512		/* code points of a name or file */
 #define PYF_MAX_LINETABLE 65536 /* bytes of a line table */
 #define PYF_CODE_SLOTS 2048	/* code objects cached (direct-mapped) */
+#define PYF_TID_SLOTS 256	/* TID -> thread state cached (direct-mapped) */
 
 enum pyf_chain {
 	PYF_CHAIN_FRAMEOBJ, /* 3.9/3.10: tstate->frame, PyFrameObject.f_back */
@@ -77,6 +78,11 @@ struct pyf_proc {
 	 * by matching thread states against /proc/PID/task; -1 unknown */
 	int pthread_tid_off;
 	struct pyf_code *codes; /* PYF_CODE_SLOTS, allocated on first use */
+	/* thread states found, re-validated on every use */
+	struct {
+		uint32_t tid, ns_tid;
+		uint64_t tstate;
+	} tids[PYF_TID_SLOTS];
 };
 
 /* pyfattach.c: the process's memory */

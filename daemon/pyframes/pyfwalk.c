@@ -174,38 +174,54 @@ static int calibrate_pthread_tid(struct pyf_proc *p)
 	return 0;
 }
 
-/* The thread state of host TID tid. */
-static int find_tstate(struct pyf_proc *p, uint32_t tid, uint64_t *ret)
+/* The TID a thread state says it runs on (namespace TID), 0 unknown. */
+static uint32_t tstate_tid(struct pyf_proc *p, uint64_t ts)
 {
 	const struct pyf_layout *l = &p->lay;
-	uint32_t want = ns_tid(p, tid);
+	uint64_t v;
+	uint32_t tid = 0;
+
+	if (l->ts_native_tid != PYF_NONE)
+		return pyf_read_u64(p, ts + l->ts_native_tid, &v) ? 0 : (uint32_t)v;
+	if (!pyf_read_u64(p, ts + l->ts_thread_id, &v) && v)
+		pyf_read(p, v + (uint64_t)p->pthread_tid_off, &tid, sizeof(tid));
+	return tid;
+}
+
+/*
+ * The thread state of host TID tid. Found ones are cached, and a cached one
+ * is used only while it still names this TID (a thread state freed and
+ * reused for another thread names that one).
+ */
+static int find_tstate(struct pyf_proc *p, uint32_t tid, uint64_t *ret)
+{
+	unsigned slot = (tid * 2654435761u) >> 24 & (PYF_TID_SLOTS - 1);
+	uint32_t want;
 	uint64_t *ts;
 	unsigned n;
 	int r = -ENOENT;
 
-	if (l->ts_native_tid == PYF_NONE && p->pthread_tid_off < 0 && calibrate_pthread_tid(p) < 0)
+	if (p->lay.ts_native_tid == PYF_NONE && p->pthread_tid_off < 0 &&
+	    calibrate_pthread_tid(p) < 0)
 		return -ENOENT;
+	if (p->tids[slot].tid == tid &&
+	    tstate_tid(p, p->tids[slot].tstate) == p->tids[slot].ns_tid) {
+		*ret = p->tids[slot].tstate;
+		return 0;
+	}
+	want = ns_tid(p, tid);
 	ts = malloc(PYF_MAX_THREADS * sizeof(*ts));
 	if (!ts)
 		return -ENOMEM;
 	n = list_tstates(p, ts, PYF_MAX_THREADS);
-	for (unsigned i = 0; i < n && r < 0; i++) {
-		uint64_t self;
-		uint32_t v = 0;
-
-		if (l->ts_native_tid != PYF_NONE) {
-			uint64_t nt;
-
-			if (!pyf_read_u64(p, ts[i] + l->ts_native_tid, &nt))
-				v = (uint32_t)nt;
-		} else if (!pyf_read_u64(p, ts[i] + l->ts_thread_id, &self) && self) {
-			pyf_read(p, self + (uint64_t)p->pthread_tid_off, &v, sizeof(v));
-		}
-		if (v == want) {
+	for (unsigned i = 0; i < n && r < 0; i++)
+		if (tstate_tid(p, ts[i]) == want) {
 			*ret = ts[i];
+			p->tids[slot].tid = tid;
+			p->tids[slot].ns_tid = want;
+			p->tids[slot].tstate = ts[i];
 			r = 0;
 		}
-	}
 	free(ts);
 	return r;
 }

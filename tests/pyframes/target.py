@@ -3,8 +3,8 @@
 # outer -> middle -> hot, a worker thread sleeps (GIL released) in
 # w_outer -> w_inner, and a reporter thread writes what the interpreter
 # itself sees of both (sys._current_frames) once both sit on their
-# blocking lines, then stops the whole process with SIGSTOP, so the
-# reader sees exactly the same frames.
+# blocking lines, and of itself (holding the GIL), then stops the whole
+# process with SIGSTOP, so the reader sees exactly the same frames.
 import os
 import signal
 import sys
@@ -56,13 +56,23 @@ def reporter(main_ident, main_native, worker):
             break
         time.sleep(0.01)
     cur = sys._current_frames()
+    # this thread holds the GIL when it stops, at the os.kill line
+    own = list(frames_of(sys._getframe()))
+    with open(__file__) as src:
+        kill_line = [i for i, l in enumerate(src, 1) if l.strip().endswith("# KILL")][0]
+    own[0] = own[0][:2] + (kill_line,)
     with open(OUT + ".tmp", "w") as f:
-        for ident, native in ((main_ident, main_native), (worker.ident, worker.native_id)):
+        for native, frames in ((main_native, frames_of(cur[main_ident])),
+                               (worker.native_id, frames_of(cur[worker.ident])),
+                               (threading.get_native_id(), own)):
             f.write("T %d\n" % native)
-            for name, file, line in frames_of(cur[ident]):
+            for name, file, line in frames:
                 f.write("F %s\t%s\t%d\n" % (name, file, line))
     os.rename(OUT + ".tmp", OUT)
-    os.kill(os.getpid(), signal.SIGSTOP)
+    # Sent to this very thread, so that it is the one that stops on this
+    # line (os.kill would let the main thread take it, and this thread run
+    # on and exit before the group stop completes).
+    signal.pthread_kill(threading.get_ident(), signal.SIGSTOP)  # KILL
 
 
 worker = threading.Thread(target=w_outer, daemon=True)
