@@ -77,6 +77,7 @@ struct pyf_proc {
 	/* 3.9/3.10: offset of the kernel TID in glibc's struct pthread, found
 	 * by matching thread states against /proc/PID/task; -1 unknown */
 	int pthread_tid_off;
+	bool pthread_tid_weak;	/* found with a single thread: re-found on a miss */
 	struct pyf_code *codes; /* PYF_CODE_SLOTS, allocated on first use */
 	/* thread states found, re-validated on every use */
 	struct {

@@ -124,7 +124,7 @@ static int cand_cmp(const void *a, const void *b)
 /* Files mapped at offset 0, in the order they should be tried. */
 static int list_candidates(struct pyf_proc *p, struct cand **ret, size_t *nret)
 {
-	char path[256], exe[256] = "", *buf, *line, *save = NULL;
+	char path[256], exe[256] = "", *buf = NULL, *line, *save = NULL;
 	struct cand *c = NULL;
 	size_t n = 0;
 	ssize_t el;

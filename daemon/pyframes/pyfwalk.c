@@ -123,12 +123,56 @@ static unsigned task_tids(struct pyf_proc *p, uint32_t *tids, unsigned max)
 	return n;
 }
 
+/* Where our own C library keeps the TID in struct pthread: the first guess
+ * for the target, right when both use the same C library. */
+static int own_pthread_tid_off(void)
+{
+	static int off = -2;
+	uint32_t me = (uint32_t)gettid();
+	const uint8_t *self = (const uint8_t *)pthread_self();
+
+	if (off != -2)
+		return off;
+	off = -1;
+	for (int k = 0; k + 4 <= PTHREAD_SCAN && off < 0; k += 4) {
+		uint32_t v;
+
+		memcpy(&v, self + k, 4);
+		if (v == me)
+			off = k;
+	}
+	return off;
+}
+
+/* Does every buffered struct pthread hold a distinct live TID at off? */
+static bool tid_off_fits(uint8_t (*bufs)[PTHREAD_SCAN], unsigned nbuf, const uint32_t *tids,
+			 unsigned ntids, int off)
+{
+	uint32_t seen[64];
+
+	if (off < 0 || off + 4 > PTHREAD_SCAN || nbuf > 64)
+		return false;
+	for (unsigned i = 0; i < nbuf; i++) {
+		uint32_t v;
+
+		memcpy(&v, bufs[i] + off, 4);
+		if (!v || !bsearch(&v, tids, ntids, sizeof(*tids), cmp_u32))
+			return false;
+		for (unsigned j = 0; j < i; j++)
+			if (seen[j] == v)
+				return false;
+		seen[i] = v;
+	}
+	return true;
+}
+
 /*
- * The offset of the TID in struct pthread: the first 4-byte-aligned offset
- * at which every thread state's struct pthread (at its thread_id) holds a
- * distinct live TID of the process. With a single thread only the main
- * TID (= the PID in its namespace) is matched, so the first offset holding
- * it is taken.
+ * The offset of the TID in struct pthread: our own C library's offset when
+ * it fits the target, else the first 4-byte-aligned offset at which every
+ * thread state's struct pthread (at its thread_id) holds a distinct live
+ * TID of the process. With a single thread only the main TID is matched,
+ * which a small namespace PID (1 in a container) could match by chance: such
+ * a finding is weak and is redone when a lookup misses.
  */
 static int calibrate_pthread_tid(struct pyf_proc *p)
 {
@@ -151,26 +195,16 @@ static int calibrate_pthread_tid(struct pyf_proc *p)
 		    !pyf_read(p, self, bufs[nbuf], PTHREAD_SCAN))
 			nbuf++;
 	}
-	for (unsigned off = 0; nbuf && off + 4 <= PTHREAD_SCAN && found < 0; off += 4) {
-		uint32_t seen[MAXT];
-		bool ok = true;
-
-		for (unsigned i = 0; i < nbuf && ok; i++) {
-			uint32_t v;
-
-			memcpy(&v, bufs[i] + off, 4);
-			ok = v && bsearch(&v, tids, ntids, sizeof(*tids), cmp_u32);
-			for (unsigned j = 0; j < i && ok; j++)
-				ok = seen[j] != v;
-			seen[i] = v;
-		}
-		if (ok)
-			found = (int)off;
-	}
+	if (nbuf && tid_off_fits(bufs, nbuf, tids, ntids, own_pthread_tid_off()))
+		found = own_pthread_tid_off();
+	for (int off = 0; nbuf && found < 0 && off + 4 <= PTHREAD_SCAN; off += 4)
+		if (tid_off_fits(bufs, nbuf, tids, ntids, off))
+			found = off;
 	free(bufs);
 	if (found < 0)
 		return -ENOENT;
 	p->pthread_tid_off = found;
+	p->pthread_tid_weak = nbuf < 2;
 	return 0;
 }
 
@@ -223,6 +257,8 @@ static int find_tstate(struct pyf_proc *p, uint32_t tid, uint64_t *ret)
 			r = 0;
 		}
 	free(ts);
+	if (r < 0 && p->pthread_tid_weak)
+		p->pthread_tid_off = -1;
 	return r;
 }
 

@@ -585,8 +585,12 @@ static void live(const struct interp *in)
 				check_thread(p, in, &ref[0]);
 				cost(p, in, ref[1].tid);
 			}
-			fprintf(stderr, "%s: version %#x, %s, module %s, %d threads checked\n",
-				in->path, pyf_version(p), pyf_layout_source(p), p->module, nt);
+			fprintf(
+			    stderr,
+			    "%s: version %#x, %s, module %s, %d threads checked, pthread TID at "
+			    "%d\n",
+			    in->path, pyf_version(p), pyf_layout_source(p), p->module, nt,
+			    p->pthread_tid_off);
 			pyf_free(p);
 		}
 		kill(pid, SIGKILL);
