@@ -61,7 +61,8 @@ struct elf_facts {
 	uint64_t py_version, code_type, bytes_type, unicode_type;
 	uint64_t bias_vaddr; /* first PT_LOAD's page-aligned p_vaddr */
 	char soname[64];
-	char vstring[24]; /* a "3.X.Y" literal in .rodata, when present */
+	char vstring[24];	 /* a "3.X.Y" literal in .rodata, when present */
+	uint64_t getversion_buf; /* Py_GetVersion()'s static buffer (.symtab) */
 };
 
 #define set_reason(p, ...) snprintf((p)->reason, sizeof((p)->reason), __VA_ARGS__)
@@ -199,6 +200,34 @@ static void scan_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_f
 	}
 }
 
+/*
+ * Py_GetVersion() formats sys.version ("3.9.18 (main, ...) [GCC ...]") into
+ * a function-local static buffer of 250 bytes, filled at start-up. Not
+ * exported, but unstripped builds (pyenv's) name it in .symtab ("version.0"
+ * with GCC): the running interpreter's own version text, which gives 3.9 and
+ * 3.10 their patch level and checks the version of the others.
+ */
+static void scan_local_version(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_facts *f)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t nsym = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+
+	for (size_t i = 0; d && i < nsym; i++) {
+		GElf_Sym sym;
+		const char *name;
+
+		if (!gelf_getsym(d, (int)i, &sym) || sym.st_size != 250 ||
+		    GELF_ST_TYPE(sym.st_info) != STT_OBJECT ||
+		    GELF_ST_BIND(sym.st_info) != STB_LOCAL)
+			continue;
+		name = elf_strptr(e, sh->sh_link, sym.st_name);
+		if (name && (!strcmp(name, "version") || !strncmp(name, "version.", 8))) {
+			f->getversion_buf = sym.st_value;
+			return;
+		}
+	}
+}
+
 /* A "3.X.Y" string literal (PY_VERSION, maybe with a tag such as "rc1")
  * starting a string in .rodata. Compilers may fold it into code (pyenv's
  * builds carry none); Debian's python3.11 has it. */
@@ -284,6 +313,8 @@ static int elf_inspect(Elf *e, struct elf_facts *f)
 		name = elf_strptr(e, shstr, sh.sh_name);
 		if (sh.sh_type == SHT_DYNSYM)
 			scan_symbols(e, scn, &sh, f);
+		else if (sh.sh_type == SHT_SYMTAB)
+			scan_local_version(e, scn, &sh, f);
 		else if (sh.sh_type == SHT_DYNAMIC)
 			read_soname(e, scn, &sh, f);
 		else if (name && !strcmp(name, ".rodata"))
@@ -443,8 +474,30 @@ static void settle_layout(struct pyf_proc *p, const struct elf_facts *f)
 	}
 }
 
+/*
+ * Does a "3.X.Y..." text agree with p->version? Where only the minor was
+ * known (3.9/3.10), it supplies the patch level (a final release when no
+ * tag such as "rc1" follows).
+ */
+static bool version_text_agrees(struct pyf_proc *p, const char *text)
+{
+	unsigned a = 0, b = 0;
+	int end = 0;
+
+	if (sscanf(text, "3.%u.%u%n", &a, &b, &end) != 2 || a != ((p->version >> 16) & 0xff) ||
+	    b > 255)
+		return false;
+	if (!(p->version & 0xffff)) {
+		p->version |= b << 8;
+		if (!text[end])
+			p->version |= 0xf0;
+		return true;
+	}
+	return b == ((p->version >> 8) & 0xff);
+}
+
 /* The version: Py_Version (3.11+), else the file's name or soname. The
- * version literal in the binary, when there is one, must agree. */
+ * version texts in the binary, when there are, must agree. */
 static void settle_version(struct pyf_proc *p, const struct elf_facts *f, uint64_t bias,
 			   const char *path)
 {
@@ -465,16 +518,21 @@ static void settle_version(struct pyf_proc *p, const struct elf_facts *f, uint64
 		}
 		p->version = 0x03000000u | minor << 16;
 	}
-	if (f->vstring[0]) {
-		unsigned a = 0, b = 0;
+	if (f->vstring[0] && !version_text_agrees(p, f->vstring)) {
+		set_reason(p, "the version string %s in the binary contradicts Py_Version",
+			   f->vstring);
+		return;
+	}
+	if (f->getversion_buf) {
+		char text[24];
 
-		if (sscanf(f->vstring, "3.%u.%u", &a, &b) != 2 ||
-		    a != ((p->version >> 16) & 0xff) ||
-		    (p->version & 0xff00 && b != ((p->version >> 8) & 0xff))) {
-			set_reason(p, "the version string %s in the binary contradicts Py_Version",
-				   f->vstring);
+		/* empty until start-up formatted it: nothing to check then */
+		if (pyf_read(p, bias + f->getversion_buf, text, sizeof(text)) || text[0] != '3')
 			return;
-		}
+		text[sizeof(text) - 1] = '\0';
+		text[strcspn(text, " ")] = '\0';
+		if (!version_text_agrees(p, text))
+			set_reason(p, "sys.version %s contradicts the interpreter's version", text);
 	}
 }
 

@@ -68,9 +68,9 @@ void pyf_free(struct pyf_proc *p);
  * process", "CPython 3.8 is not supported", ...). Lives as long as p. */
 const char *pyf_reason(const struct pyf_proc *p);
 
-/* PY_VERSION_HEX of the interpreter (0x030b07f0 for 3.11.7; minor only,
- * e.g. 0x03090000, where the binary does not say the patch level), 0 when
- * not a CPython. */
+/* PY_VERSION_HEX of the interpreter (0x030b07f0 for 3.11.7; for 3.9/3.10
+ * from sys.version where the binary names its buffer, else the minor only,
+ * e.g. 0x03090000), 0 when not a CPython. */
 uint32_t pyf_version(const struct pyf_proc *p);
 
 /* How the layout was obtained, for status and tests: "table 3.11",

@@ -62,6 +62,7 @@ def reporter(main_ident, main_native, worker):
         kill_line = [i for i, l in enumerate(src, 1) if l.strip().endswith("# KILL")][0]
     own[0] = own[0][:2] + (kill_line,)
     with open(OUT + ".tmp", "w") as f:
+        f.write("V %d\n" % sys.hexversion)
         for native, frames in ((main_native, frames_of(cur[main_ident])),
                                (worker.native_id, frames_of(cur[worker.ident])),
                                (threading.get_native_id(), own)):

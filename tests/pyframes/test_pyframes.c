@@ -387,6 +387,9 @@ struct ref_thread {
 	int line[MAXF];
 };
 
+/* The interpreter's own sys.hexversion, from the "V" line. */
+static unsigned ref_hexversion;
+
 static int read_ref(const char *path, struct ref_thread *t, int maxt)
 {
 	char line[600];
@@ -399,6 +402,8 @@ static int read_ref(const char *path, struct ref_thread *t, int maxt)
 		unsigned tid;
 
 		line[strcspn(line, "\n")] = '\0';
+		if (sscanf(line, "V %u", &ref_hexversion) == 1)
+			continue;
 		if (sscanf(line, "T %u", &tid) == 1 && nt < maxt) {
 			memset(&t[nt], 0, sizeof(t[nt]));
 			t[nt++].tid = tid;
@@ -576,7 +581,8 @@ static void live(const struct interp *in)
 			CHECK(pyf_reason(p) == NULL);
 			if (pyf_reason(p))
 				fprintf(stderr, "%s: %s\n", in->path, pyf_reason(p));
-			CHECK_EQ_INT((pyf_version(p) >> 16) & 0xff, in->minor);
+			/* 3.9/3.10 from sys.version's buffer, 3.11+ Py_Version */
+			CHECK_EQ_INT(pyf_version(p), ref_hexversion);
 			CHECK_STREQ(pyf_layout_source(p), in->source);
 			for (int i = 0; i < nt && !pyf_reason(p); i++)
 				check_thread(p, in, &ref[i]);
@@ -608,6 +614,53 @@ static void test_live(void)
 			live(&interps[i]);
 }
 
+/* An interpreter older than 3.9 is recognized and refused with a reason. */
+static void test_too_old(void)
+{
+	const char *py = "/root/.pyenv/versions/3.8.18/bin/python3.8";
+	struct pyf_proc *p = NULL;
+	pid_t pid;
+	int st;
+
+	if (access(py, X_OK)) {
+		fprintf(stderr, "skip %s: not installed\n", py);
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		execl(py, py, "-E", "-S", "-c", "import time; time.sleep(30)", (char *)NULL);
+		_exit(127);
+	}
+	CHECK(pid > 0);
+	if (pid <= 0)
+		return;
+	/* until its interpreter is mapped and initialized */
+	for (int i = 0; i < 500; i++) {
+		char path[64], line[512];
+		bool mapped = false;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+		f = fopen(path, "r");
+		while (f && !mapped && fgets(line, sizeof(line), f))
+			mapped = strstr(line, "libpython3.8") != NULL;
+		if (f)
+			fclose(f);
+		if (mapped)
+			break;
+		usleep(10000);
+	}
+	CHECK_EQ_INT(pyf_attach((uint32_t)pid, NULL, &p), 0);
+	if (p) {
+		CHECK(pyf_reason(p) && strstr(pyf_reason(p), "CPython 3.8 is not supported"));
+		CHECK_EQ_INT(pyf_version(p) >> 16, 0x0308);
+		CHECK_STREQ(pyf_layout_source(p), "");
+		pyf_free(p);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+}
+
 /* This test program is no Python: a reason, no frames. */
 static void test_not_python(void)
 {
@@ -636,6 +689,7 @@ int main(int argc, char **argv)
 	lines_py = argv[2];
 	RUN(test_line_tables_edges);
 	RUN(test_not_python);
+	RUN(test_too_old);
 	RUN(test_debug_offsets_later);
 	RUN(test_hostile);
 	RUN(test_line_tables);
