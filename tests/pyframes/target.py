@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # The live target of test_pyframes: the main thread blocks in
 # outer -> middle -> hot, a worker thread sleeps (GIL released) in
-# w_outer -> w_inner, and a reporter thread writes what the interpreter
+# w_outer -> map() -> w_mid -> w_inner, and a reporter thread writes what the interpreter
 # itself sees of both (sys._current_frames) once both sit on their
 # blocking lines, and of itself (holding the GIL), then stops the whole
 # process with SIGSTOP, so the reader sees exactly the same frames.
@@ -20,8 +20,12 @@ def w_inner():
     time.sleep(1000)
 
 
-def w_outer():
+def w_mid(_):
     w_inner()
+
+
+def w_outer():
+    list(map(w_mid, [0]))  # through C: a second interpreter activation
 
 
 def hot():

@@ -509,6 +509,21 @@ static void check_thread(struct pyf_proc *p, const struct interp *in, const stru
 					     in->path, fr[i].marker, i, lo, hi);
 		}
 	}
+	/* 3.11+: older activations sit higher on the stack */
+	for (unsigned i = 0, last = 0; in->minor >= 11 && i < n; i++)
+		if (fr[i].flags & PYF_FRAME_ENTRY) {
+			if (last && fr[i].marker <= fr[last - 1].marker)
+				TEST_FAIL_AT("%s tid %u: marker of frame %u not above frame %u's",
+					     in->path, t->tid, i, last - 1);
+			last = i + 1;
+		}
+	/* map() calls w_mid from C: a new activation starts there, while
+	 * w_mid's call of w_inner stays in it (3.11+ inline Python calls) */
+	if (n > 2 && !strcmp(t->name[1], "w_mid")) {
+		CHECK(fr[1].flags & PYF_FRAME_ENTRY);
+		if (in->minor >= 11)
+			CHECK(!(fr[0].flags & PYF_FRAME_ENTRY));
+	}
 	/* the outermost frame always closes an activation */
 	if (n)
 		CHECK(fr[n - 1].flags & PYF_FRAME_ENTRY);
