@@ -61,7 +61,8 @@ struct elf_facts {
 	uint64_t py_version, code_type, bytes_type, unicode_type;
 	uint64_t bias_vaddr; /* first PT_LOAD's page-aligned p_vaddr */
 	char soname[64];
-	char vstring[24];	 /* a "3.X.Y" literal in .rodata, when present */
+	char vstrings[8][24]; /* "3.X.Y" literals in .rodata */
+	unsigned nvstrings;
 	uint64_t getversion_buf; /* Py_GetVersion()'s static buffer (.symtab) */
 };
 
@@ -228,9 +229,13 @@ static void scan_local_version(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct
 	}
 }
 
-/* A "3.X.Y" string literal (PY_VERSION, maybe with a tag such as "rc1")
+/*
+ * A "3.X.Y" string literal (PY_VERSION, maybe with a tag such as "rc1")
  * starting a string in .rodata. Compilers may fold it into code (pyenv's
- * builds carry none); Debian's python3.11 has it. */
+ * builds carry none); Debian's python3.11 has it, next to unrelated ones
+ * ("3.2.0" of a bundled library), so all are kept and only those of the
+ * interpreter's own minor are compared.
+ */
 static bool is_version_literal(const char *q, size_t len)
 {
 	size_t digits = strspn(q, "0123456789."), dots = 0;
@@ -247,7 +252,7 @@ static bool is_version_literal(const char *q, size_t len)
 	return true;
 }
 
-static void scan_version_string(Elf_Scn *scn, struct elf_facts *f)
+static void scan_version_strings(Elf_Scn *scn, struct elf_facts *f)
 {
 	Elf_Data *d = elf_getdata(scn, NULL);
 	const char *s, *end;
@@ -263,9 +268,11 @@ static void scan_version_string(Elf_Scn *scn, struct elf_facts *f)
 			continue;
 		len = strnlen(q, (size_t)(end - q));
 		if (q + len < end && is_version_literal(q, len)) {
-			memcpy(f->vstring, q, len + 1);
-			return;
+			memcpy(f->vstrings[f->nvstrings++], q, len + 1);
+			if (f->nvstrings == sizeof(f->vstrings) / sizeof(f->vstrings[0]))
+				return;
 		}
+		q += len;
 	}
 }
 
@@ -331,7 +338,7 @@ static int elf_inspect(Elf *e, struct elf_facts *f)
 		f->runtime_size = pyrt_sh.sh_size;
 	}
 	if (f->has_runtime && rodata)
-		scan_version_string(rodata, f);
+		scan_version_strings(rodata, f);
 	return 0;
 }
 
@@ -448,6 +455,10 @@ static void settle_layout(struct pyf_proc *p, const struct elf_facts *f)
 
 		if (n > 128)
 			n = 128;
+		if (!p->code_type) {
+			set_reason(p, "no PyCode_Type next to _PyRuntime");
+			return;
+		}
 		if (pyf_read(p, p->runtime, slots, n * 8) ||
 		    pyf_read_u64(p, p->code_type + 32, &basicsize)) {
 			set_reason(p, "_PyRuntime is unreadable");
@@ -518,10 +529,17 @@ static void settle_version(struct pyf_proc *p, const struct elf_facts *f, uint64
 		}
 		p->version = 0x03000000u | minor << 16;
 	}
-	if (f->vstring[0] && !version_text_agrees(p, f->vstring)) {
-		set_reason(p, "the version string %s in the binary contradicts Py_Version",
-			   f->vstring);
-		return;
+	for (unsigned i = 0; i < f->nvstrings; i++) {
+		unsigned minor_here;
+
+		if (sscanf(f->vstrings[i], "3.%u.", &minor_here) != 1 ||
+		    minor_here != ((p->version >> 16) & 0xff))
+			continue;
+		if (!version_text_agrees(p, f->vstrings[i])) {
+			set_reason(p, "the version string %s in the binary contradicts Py_Version",
+				   f->vstrings[i]);
+			return;
+		}
 	}
 	if (f->getversion_buf) {
 		char text[24];
