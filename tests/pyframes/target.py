@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
 # The live target of test_pyframes: the main thread blocks in
 # outer -> middle -> hot, a worker thread sleeps (GIL released) in
-# w_outer -> map() -> w_mid -> w_inner, and a reporter thread writes what the interpreter
+# w_outer -> map() -> w_mid -> w_inner, a third runs coroutines
+# c_outer -> c_inner under asyncio (blocking in time.sleep), and a reporter thread writes what the interpreter
 # itself sees of both (sys._current_frames) once both sit on their
 # blocking lines, and of itself (holding the GIL), then stops the whole
 # process with SIGSTOP, so the reader sees exactly the same frames.
+import asyncio
 import os
 import signal
 import sys
@@ -26,6 +28,14 @@ def w_mid(_):
 
 def w_outer():
     list(map(w_mid, [0]))  # through C: a second interpreter activation
+
+
+async def c_inner():
+    time.sleep(1000)
+
+
+async def c_outer():
+    await c_inner()
 
 
 def hot():
@@ -52,11 +62,12 @@ def at(frame, func):
             and frame.f_lineno == func.__code__.co_firstlineno + 1)
 
 
-def reporter(main_ident, main_native, worker):
+def reporter(main_ident, main_native, worker, coro):
     deadline = time.time() + 20
     while time.time() < deadline:
         cur = sys._current_frames()
-        if at(cur.get(main_ident), hot) and at(cur.get(worker.ident), w_inner):
+        if (at(cur.get(main_ident), hot) and at(cur.get(worker.ident), w_inner)
+                and at(cur.get(coro.ident), c_inner)):
             break
         time.sleep(0.01)
     cur = sys._current_frames()
@@ -69,6 +80,7 @@ def reporter(main_ident, main_native, worker):
         f.write("V %d\n" % sys.hexversion)
         for native, frames in ((main_native, frames_of(cur[main_ident])),
                                (worker.native_id, frames_of(cur[worker.ident])),
+                               (coro.native_id, frames_of(cur[coro.ident])),
                                (threading.get_native_id(), own)):
             f.write("T %d\n" % native)
             for name, file, line in frames:
@@ -82,6 +94,8 @@ def reporter(main_ident, main_native, worker):
 
 worker = threading.Thread(target=w_outer, daemon=True)
 worker.start()
+coro = threading.Thread(target=asyncio.run, args=(c_outer(),), daemon=True)
+coro.start()
 threading.Thread(target=reporter, daemon=True,
-                 args=(threading.get_ident(), threading.get_native_id(), worker)).start()
+                 args=(threading.get_ident(), threading.get_native_id(), worker, coro)).start()
 outer()

@@ -577,7 +577,7 @@ static void cost(struct pyf_proc *p, const struct interp *in, unsigned tid)
 static void live(const struct interp *in)
 {
 	char dir[] = "/tmp/pyframes.XXXXXX", out[64];
-	static struct ref_thread ref[3];
+	static struct ref_thread ref[4];
 	struct pyf_proc *p = NULL;
 	pid_t pid;
 	int nt, st;
@@ -589,8 +589,8 @@ static void live(const struct interp *in)
 	snprintf(out, sizeof(out), "%s/ref", dir);
 	pid = start_target(in, out);
 	if (pid > 0) {
-		nt = read_ref(out, ref, 3);
-		CHECK_EQ_INT(nt, 3);
+		nt = read_ref(out, ref, 4);
+		CHECK_EQ_INT(nt, 4);
 		CHECK_EQ_INT(pyf_attach((uint32_t)pid, NULL, &p), 0);
 		if (p) {
 			CHECK(pyf_reason(p) == NULL);
