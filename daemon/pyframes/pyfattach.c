@@ -292,10 +292,23 @@ static void read_soname(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_fa
 	}
 }
 
+/* Does the string table of a symbol section hold "_PyRuntime"? A cheap
+ * test that spares walking the symbols of every library of a large process
+ * (libtorch exports about 100,000). */
+static bool strtab_has_runtime(Elf *e, const GElf_Shdr *symsh)
+{
+	static const char want[] = "\0_PyRuntime";
+	Elf_Scn *str = elf_getscn(e, symsh->sh_link);
+	Elf_Data *d = str ? elf_getdata(str, NULL) : NULL;
+
+	return d && d->d_buf && memmem(d->d_buf, d->d_size, want, sizeof(want));
+}
+
 static int elf_inspect(Elf *e, struct elf_facts *f)
 {
-	Elf_Scn *scn = NULL, *rodata = NULL, *pyrt = NULL;
-	GElf_Shdr pyrt_sh = {0};
+	Elf_Scn *scn = NULL, *rodata = NULL, *pyrt = NULL, *dynsym = NULL, *symtab = NULL;
+	Elf_Scn *dynamic = NULL;
+	GElf_Shdr pyrt_sh = {0}, dynsym_sh = {0}, symtab_sh = {0}, dynamic_sh = {0};
 	GElf_Ehdr eh;
 	size_t shstr, nph;
 
@@ -303,14 +316,6 @@ static int elf_inspect(Elf *e, struct elf_facts *f)
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64 ||
 	    elf_getshdrstrndx(e, &shstr) || elf_getphdrnum(e, &nph))
 		return -ENOEXEC;
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
-			f->bias_vaddr = ph.p_vaddr & ~0xfffull;
-			break;
-		}
-	}
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		const char *name;
@@ -319,25 +324,41 @@ static int elf_inspect(Elf *e, struct elf_facts *f)
 			continue;
 		name = elf_strptr(e, shstr, sh.sh_name);
 		if (sh.sh_type == SHT_DYNSYM)
-			scan_symbols(e, scn, &sh, f);
+			dynsym = scn, dynsym_sh = sh;
 		else if (sh.sh_type == SHT_SYMTAB)
-			scan_local_version(e, scn, &sh, f);
+			symtab = scn, symtab_sh = sh;
 		else if (sh.sh_type == SHT_DYNAMIC)
-			read_soname(e, scn, &sh, f);
+			dynamic = scn, dynamic_sh = sh;
 		else if (name && !strcmp(name, ".rodata"))
 			rodata = scn;
-		else if (name && !strcmp(name, ".PyRuntime")) {
-			pyrt = scn;
-			pyrt_sh = sh;
+		else if (name && !strcmp(name, ".PyRuntime"))
+			pyrt = scn, pyrt_sh = sh;
+	}
+	if (!pyrt && !(dynsym && strtab_has_runtime(e, &dynsym_sh)))
+		return 0; /* no interpreter here */
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
+			f->bias_vaddr = ph.p_vaddr & ~0xfffull;
+			break;
 		}
 	}
+	if (dynsym)
+		scan_symbols(e, dynsym, &dynsym_sh, f);
 	/* A stripped dynamic symbol table still leaves the section. */
 	if (!f->has_runtime && pyrt) {
 		f->has_runtime = true;
 		f->runtime = pyrt_sh.sh_addr;
 		f->runtime_size = pyrt_sh.sh_size;
 	}
-	if (f->has_runtime && rodata)
+	if (!f->has_runtime)
+		return 0;
+	if (symtab)
+		scan_local_version(e, symtab, &symtab_sh, f);
+	if (dynamic)
+		read_soname(e, dynamic, &dynamic_sh, f);
+	if (rodata)
 		scan_version_strings(rodata, f);
 	return 0;
 }

@@ -591,7 +591,10 @@ static void live(const struct interp *in)
 	if (pid > 0) {
 		nt = read_ref(out, ref, 4);
 		CHECK_EQ_INT(nt, 4);
+		double t0 = now_us();
+
 		CHECK_EQ_INT(pyf_attach((uint32_t)pid, NULL, &p), 0);
+		fprintf(stderr, "%s: attach %.0f us\n", in->path, now_us() - t0);
 		if (p) {
 			CHECK(pyf_reason(p) == NULL);
 			if (pyf_reason(p))
