@@ -360,10 +360,15 @@ static int walk_iframes(struct pyf_proc *p, uint64_t ts, struct pyf_frame *out, 
 		if (l->tagged_code)
 			code &= ~7ull; /* _PyStackRef tag bits */
 		if (owner >= 3) {
-			/* 3.12+: the shim entry frame below each activation's
-			 * run (owner 3; 4+ are sentinels in 3.14/3.15) */
-			end_run(out, *n, run_start, f);
-			run_start = *n;
+			/* not Python. 3 (3.12/3.13 CSTACK, 3.14+ INTERPRETER):
+			 * the shim entry frame below each activation's run, a
+			 * local of that activation; 4 and up are sentinels
+			 * elsewhere (3.15's base frame lives in the thread
+			 * state) and mark nothing */
+			if (owner == 3) {
+				end_run(out, *n, run_start, f);
+				run_start = *n;
+			}
 			f = prev;
 			continue;
 		}
