@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/* The Python frame reader's own state, shared by its .c files. */
+#ifndef GPUPROF_PYF_INT_H
+#define GPUPROF_PYF_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pyframes.h"
+
+#define PYF_NONE UINT32_MAX /* a field this version does not have */
+
+/* Bounds on what a (possibly lying) process can make us do. */
+#define PYF_MAX_INTERPS 64	/* interpreters walked */
+#define PYF_MAX_THREADS 4096	/* thread states walked per interpreter */
+#define PYF_MAX_WALK 2048	/* frames visited per stack, shims included */
+#define PYF_MAX_STR 512		/* code points of a name or file */
+#define PYF_MAX_LINETABLE 65536 /* bytes of a line table */
+#define PYF_CODE_SLOTS 2048	/* code objects cached (direct-mapped) */
+#define PYF_TID_SLOTS 256	/* TID -> thread state cached (direct-mapped) */
+
+enum pyf_chain {
+	PYF_CHAIN_FRAMEOBJ, /* 3.9/3.10: tstate->frame, PyFrameObject.f_back */
+	PYF_CHAIN_CFRAME,   /* 3.11/3.12: tstate->cframe->current_frame, .previous */
+	PYF_CHAIN_DIRECT,   /* 3.13+: tstate->current_frame, .previous */
+};
+
+enum pyf_lines {
+	PYF_LINES_LNOTAB,    /* 3.9 co_lnotab */
+	PYF_LINES_PEP626,    /* 3.10 co_linetable */
+	PYF_LINES_LOCATIONS, /* 3.11+ location table */
+};
+
+/* Byte offsets of the fields the reader uses; PYF_NONE where absent. */
+struct pyf_layout {
+	unsigned minor;
+	enum pyf_chain chain;
+	enum pyf_lines lines;
+	bool lasti_units; /* 3.10: f_lasti counts 2-byte code units */
+	bool tagged_code; /* 3.14+: f_executable is a tagged _PyStackRef */
+	uint32_t rt_interp_head;
+	uint32_t is_next, is_threads_head;
+	uint32_t ts_next, ts_interp, ts_frame, ts_cframe, ts_thread_id, ts_native_tid;
+	uint32_t cf_current, cf_previous;
+	uint32_t fo_back, fo_code, fo_lasti;
+	uint32_t if_previous, if_code, if_instr, if_is_entry, if_owner;
+	uint32_t co_firstlineno, co_filename, co_name, co_qualname, co_linetable;
+	uint32_t co_firsttraceable, co_code_adaptive;
+	uint32_t str_ascii_size, str_compact_size; /* where compact string data starts */
+	char source[32];
+};
+
+/* A code object as last seen, with the fields that tell it is still the
+ * same object. */
+struct pyf_code {
+	uint64_t addr; /* 0: empty */
+	uint64_t type, filename, name, qualname, linetable;
+	int32_t firstlineno;
+	char *qual, *file;
+	uint8_t *table;
+	uint32_t table_len;
+};
+
+struct pyf_proc {
+	uint32_t pid;
+	int mem_fd;
+	char proc_dir[200];
+	char reason[160]; /* empty: supported */
+	uint32_t version;
+	struct pyf_layout lay;
+	/* runtime addresses in the target */
+	uint64_t runtime, code_type, bytes_type, unicode_type;
+	uint64_t runtime_size; /* st_size of _PyRuntime, 0 unknown */
+	char module[64];       /* base name of the file holding _PyRuntime */
+	/* 3.9/3.10: offset of the kernel TID in glibc's struct pthread, found
+	 * by matching thread states against /proc/PID/task; -1 unknown */
+	int pthread_tid_off;
+	bool pthread_tid_weak;	/* found with a single thread: re-found on a miss */
+	struct pyf_code *codes; /* PYF_CODE_SLOTS, allocated on first use */
+	/* thread states found, re-validated on every use */
+	struct {
+		uint32_t tid, ns_tid;
+		uint64_t tstate;
+	} tids[PYF_TID_SLOTS];
+};
+
+/* pyfattach.c: the process's memory */
+/* Read exactly len bytes at addr; -EFAULT on a short or failed read. */
+int pyf_read(struct pyf_proc *p, uint64_t addr, void *buf, size_t len);
+int pyf_read_u64(struct pyf_proc *p, uint64_t addr, uint64_t *v);
+
+/* pyflayout.c: offsets */
+/* The written-down layout of 3.9-3.12; false for another minor. */
+bool pyf_layout_table(unsigned minor, struct pyf_layout *lay);
+/* The layout from a _Py_DebugOffsets image (3.13+), slots u64 words read
+ * from the start of _PyRuntime; code_basicsize is PyCode_Type's
+ * tp_basicsize, the anchor of the code-object group. NULL or a reason. */
+const char *pyf_layout_debug_offsets(const uint64_t *slots, size_t nslots, unsigned minor,
+				     uint64_t code_basicsize, struct pyf_layout *lay);
+
+/* pyfline.c: line tables; off is the instruction's byte offset (-1: before
+ * the first, giving first). The line, or -1 when the range has none. */
+int pyf_line_lnotab(const uint8_t *t, size_t n, int first, int32_t off);
+int pyf_line_pep626(const uint8_t *t, size_t n, int first, int32_t off);
+int pyf_line_locations(const uint8_t *t, size_t n, int first, int32_t off);
+
+/* pyfcode.c */
+void pyf_codes_free(struct pyf_proc *p);
+
+#endif

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Code objects -> qualified name, file, line.
+ *
+ * A code object's names and line table are read once and cached by the
+ * object's address (direct-mapped, PYF_CODE_SLOTS entries). Addresses are
+ * reused once a code object is freed (a reloaded module, an exec'd string,
+ * a lambda), so every lookup re-reads the object's header and compares its
+ * type and the fields it was named from (filename, name, qualname and line
+ * table pointers, co_firstlineno): any difference reads it afresh, and an
+ * object that is no longer a code object is refused.
+ */
+#include "pyf_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pyf_codes_free(struct pyf_proc *p)
+{
+	if (!p->codes)
+		return;
+	for (size_t i = 0; i < PYF_CODE_SLOTS; i++) {
+		free(p->codes[i].qual);
+		free(p->codes[i].file);
+		free(p->codes[i].table);
+	}
+	free(p->codes);
+	p->codes = NULL;
+}
+
+static size_t put_utf8(char *o, uint32_t c)
+{
+	if (c < 0x80) {
+		o[0] = (char)c;
+		return 1;
+	}
+	if (c < 0x800) {
+		o[0] = (char)(0xc0 | c >> 6);
+		o[1] = (char)(0x80 | (c & 63));
+		return 2;
+	}
+	if (c < 0x10000) {
+		o[0] = (char)(0xe0 | c >> 12);
+		o[1] = (char)(0x80 | ((c >> 6) & 63));
+		o[2] = (char)(0x80 | (c & 63));
+		return 3;
+	}
+	o[0] = (char)(0xf0 | c >> 18);
+	o[1] = (char)(0x80 | ((c >> 12) & 63));
+	o[2] = (char)(0x80 | ((c >> 6) & 63));
+	o[3] = (char)(0x80 | (c & 63));
+	return 4;
+}
+
+/*
+ * A str object as UTF-8 (malloc'd), at most PYF_MAX_STR code points.
+ * PyASCIIObject.state (+32): kind in bits 2-4, compact bit 5, ascii bit 6
+ * (cpython/unicodeobject.h, the same bits in 3.9-3.13); length (+16) counts
+ * code points. Only compact strings (all names and file names are) are
+ * read; NUL, lone surrogates and code points past U+10FFFF become '?'.
+ */
+static char *read_str(struct pyf_proc *p, uint64_t addr)
+{
+	const struct pyf_layout *l = &p->lay;
+	uint8_t raw[PYF_MAX_STR * 4];
+	uint64_t type;
+	int64_t len;
+	uint32_t state, kind;
+	size_t width, data;
+	char *s, *o;
+
+	if (pyf_read_u64(p, addr + 8, &type) || (p->unicode_type && type != p->unicode_type) ||
+	    pyf_read(p, addr + 16, &len, 8) || pyf_read(p, addr + 32, &state, 4))
+		return NULL;
+	kind = (state >> 2) & 7;
+	if (!(state & 0x20) || len < 0 || (kind != 1 && kind != 2 && kind != 4))
+		return NULL;
+	if (len > PYF_MAX_STR)
+		len = PYF_MAX_STR;
+	width = state & 0x40 ? 1 : kind;
+	data = state & 0x40 ? l->str_ascii_size : l->str_compact_size;
+	if (len && pyf_read(p, addr + data, raw, (size_t)len * width))
+		return NULL;
+	s = o = malloc((size_t)len * 4 + 1);
+	if (!s)
+		return NULL;
+	for (int64_t i = 0; i < len; i++) {
+		uint32_t c;
+
+		if (width == 1) {
+			c = raw[i];
+		} else if (width == 2) {
+			uint16_t w;
+
+			memcpy(&w, raw + i * 2, 2);
+			c = w;
+		} else {
+			memcpy(&c, raw + i * 4, 4);
+		}
+		if (!c || (c >= 0xd800 && c < 0xe000) || c > 0x10ffff)
+			c = '?';
+		o += put_utf8(o, c);
+	}
+	*o = '\0';
+	return s;
+}
+
+/* A bytes object's contents (malloc'd), at most PYF_MAX_LINETABLE. */
+static uint8_t *read_bytes(struct pyf_proc *p, uint64_t addr, uint32_t *len)
+{
+	uint64_t type;
+	int64_t n;
+	uint8_t *b;
+
+	/* PyBytesObject: ob_size at 16, ob_sval at 32 in every version */
+	if (pyf_read_u64(p, addr + 8, &type) || (p->bytes_type && type != p->bytes_type) ||
+	    pyf_read(p, addr + 16, &n, 8) || n < 0 || n > PYF_MAX_LINETABLE)
+		return NULL;
+	b = malloc(n ? (size_t)n : 1);
+	if (!b)
+		return NULL;
+	if (n && pyf_read(p, addr + 32, b, (size_t)n)) {
+		free(b);
+		return NULL;
+	}
+	*len = (uint32_t)n;
+	return b;
+}
+
+/* The identifying fields of the code object at addr, as it is now. */
+static int read_ident(struct pyf_proc *p, uint64_t addr, struct pyf_code *c)
+{
+	const struct pyf_layout *l = &p->lay;
+	uint8_t hdr[256];
+	uint32_t hlen = l->co_linetable + 8;
+
+	if (l->co_qualname != PYF_NONE && l->co_qualname + 8 > hlen)
+		hlen = l->co_qualname + 8;
+	if (l->co_firstlineno + 4 > hlen)
+		hlen = l->co_firstlineno + 4;
+	if (l->co_filename + 8 > hlen)
+		hlen = l->co_filename + 8;
+	if (l->co_name + 8 > hlen)
+		hlen = l->co_name + 8;
+	if (hlen > sizeof(hdr))
+		return -EINVAL;
+	if (pyf_read(p, addr, hdr, hlen))
+		return -EFAULT;
+	memset(c, 0, sizeof(*c));
+	c->addr = addr;
+	memcpy(&c->type, hdr + 8, 8);
+	memcpy(&c->filename, hdr + l->co_filename, 8);
+	memcpy(&c->name, hdr + l->co_name, 8);
+	if (l->co_qualname != PYF_NONE)
+		memcpy(&c->qualname, hdr + l->co_qualname, 8);
+	memcpy(&c->linetable, hdr + l->co_linetable, 8);
+	memcpy(&c->firstlineno, hdr + l->co_firstlineno, 4);
+	return c->type == p->code_type ? 0 : -EINVAL;
+}
+
+static bool same_ident(const struct pyf_code *a, const struct pyf_code *b)
+{
+	return a->addr == b->addr && a->type == b->type && a->filename == b->filename &&
+	       a->name == b->name && a->qualname == b->qualname && a->linetable == b->linetable &&
+	       a->firstlineno == b->firstlineno;
+}
+
+static void code_clear(struct pyf_code *c)
+{
+	free(c->qual);
+	free(c->file);
+	free(c->table);
+	memset(c, 0, sizeof(*c));
+}
+
+static int code_load(struct pyf_proc *p, struct pyf_code *c)
+{
+	c->qual = read_str(p, c->qualname ? c->qualname : c->name);
+	c->file = read_str(p, c->filename);
+	c->table = read_bytes(p, c->linetable, &c->table_len);
+	if (!c->qual || !c->file || !c->table) {
+		code_clear(c);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static int line_of(const struct pyf_proc *p, const struct pyf_code *c, int32_t instr)
+{
+	switch (p->lay.lines) {
+	case PYF_LINES_LNOTAB:
+		return pyf_line_lnotab(c->table, c->table_len, c->firstlineno, instr);
+	case PYF_LINES_PEP626:
+		return pyf_line_pep626(c->table, c->table_len, c->firstlineno, instr);
+	case PYF_LINES_LOCATIONS:
+		return pyf_line_locations(c->table, c->table_len, c->firstlineno, instr);
+	}
+	return -1;
+}
+
+int pyf_resolve(struct pyf_proc *p, uint64_t code, int32_t instr, const char **qualname,
+		const char **file, int *line)
+{
+	struct pyf_code now, *slot;
+	int r;
+
+	if (p->reason[0])
+		return -ENOTSUP;
+	if (!p->codes && !(p->codes = calloc(PYF_CODE_SLOTS, sizeof(*p->codes))))
+		return -ENOMEM;
+	r = read_ident(p, code, &now);
+	if (r < 0)
+		return r;
+	slot = &p->codes[(code >> 4) * 0x9e3779b97f4a7c15ull >> 53 & (PYF_CODE_SLOTS - 1)];
+	if (!same_ident(slot, &now)) {
+		code_clear(slot);
+		*slot = now;
+		r = code_load(p, slot);
+		if (r < 0)
+			return r;
+	}
+	*qualname = slot->qual;
+	*file = slot->file;
+	*line = line_of(p, slot, instr);
+	return 0;
+}

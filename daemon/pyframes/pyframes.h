@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Python frames of a live CPython process, read from outside it
+ * (docs/pyframes.md).
+ *
+ * pyf_attach() recognizes the interpreter (where _PyRuntime lives, which
+ * version) and settles the layout of its structures: written-down offset
+ * tables for 3.9 to 3.12, the interpreter's own _Py_DebugOffsets for 3.13
+ * and later. pyf_thread_stack() then walks one thread's frame chain through
+ * /proc/PID/mem, and pyf_resolve() turns a code object and an instruction
+ * offset into a qualified name, a file and a line.
+ *
+ * The target is never stopped and never written to: everything read may be
+ * inconsistent (the interpreter runs on) or hostile (the process may lie).
+ * Every read is length-checked, every walk bounded; bad memory gives an
+ * error or a shorter stack, never a crash or an endless loop.
+ *
+ * Single-threaded: a struct pyf_proc belongs to one caller.
+ */
+#ifndef GPUPROF_PYFRAMES_H
+#define GPUPROF_PYFRAMES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct pyf_proc;
+
+/* Frame flags */
+/*
+ * The oldest Python frame run by one native interpreter activation
+ * (_PyEval_EvalFrameDefault): walking leaf to root, an activation's frames
+ * end at and including this one. In 3.9/3.10 every frame is its own
+ * activation and carries it.
+ */
+#define PYF_FRAME_ENTRY 0x1u
+
+/* pyf_thread_stack() return value when the chain went on past max (or
+ * past the walk's own bound) */
+#define PYF_TRUNCATED 1
+
+struct pyf_frame {
+	uint64_t code;	/* the code object (validated by pyf_resolve) */
+	uint64_t frame; /* the frame: PyFrameObject (3.9/3.10) or _PyInterpreterFrame */
+	/*
+	 * PYF_FRAME_ENTRY frames only, 0 when unknown: an address inside the
+	 * native stack frame of the activation that ran this run, for splicing
+	 * into a CFI-unwound stack (it lies in that frame's [SP, CFA)). 3.11:
+	 * the activation's _PyCFrame; 3.12+: its shim entry frame (owner 3).
+	 * 3.9/3.10 have none: activations pair with frames one to one.
+	 */
+	uint64_t marker;
+	int32_t instr;	/* instruction offset in bytes; -1: before the first */
+	uint32_t flags; /* PYF_FRAME_* */
+};
+
+/*
+ * Attach to pid (read-only). Returns 0 with *ret set when the process could
+ * be read, whether or not it is a CPython this reader handles: see
+ * pyf_reason(). Negative errno when the process is gone or unreadable
+ * (-ESRCH, -EACCES: reading another user's memory needs CAP_SYS_PTRACE) or
+ * on allocation failure; *ret is then untouched. proc_dir NULL means
+ * "/proc" (tests may pass another). Free with pyf_free().
+ */
+int pyf_attach(uint32_t pid, const char *proc_dir, struct pyf_proc **ret);
+void pyf_free(struct pyf_proc *p);
+
+/* NULL when frames can be read; else why not, for status ("not a CPython
+ * process", "CPython 3.8 is not supported", ...). Lives as long as p. */
+const char *pyf_reason(const struct pyf_proc *p);
+
+/* PY_VERSION_HEX of the interpreter (0x030b07f0 for 3.11.7; for 3.9/3.10
+ * from sys.version where the binary names its buffer, else the minor only,
+ * e.g. 0x03090000), 0 when not a CPython. */
+uint32_t pyf_version(const struct pyf_proc *p);
+
+/* How the layout was obtained, for status and tests: "table 3.11",
+ * "_Py_DebugOffsets", or "" when none. Lives as long as p. */
+const char *pyf_layout_source(const struct pyf_proc *p);
+
+/*
+ * The Python frames of thread tid (a kernel TID of the process, as the host
+ * sees it), leaf first, at most max. Shim and incomplete frames are
+ * skipped. Returns 0 (whole chain), PYF_TRUNCATED, or negative errno:
+ * -ENOTSUP (pyf_reason() is set), -ENOENT (the thread has no Python thread
+ * state: a native thread, or not started yet), -EFAULT (memory unreadable,
+ * e.g. the process exited). *n is set in every case.
+ */
+int pyf_thread_stack(struct pyf_proc *p, uint32_t tid, struct pyf_frame *frames, unsigned max,
+		     unsigned *n);
+
+/*
+ * Name a frame: qualified name (3.11+: co_qualname; 3.9/3.10 only have
+ * co_name), file (co_filename as compiled) and line (from the code
+ * object's line table; -1 when the instruction has no line). Code objects
+ * are cached by address and re-validated on every call, so a freed and
+ * reused address never gives a stale name. The strings stay valid until
+ * the next pyf_* call on p. Returns 0, -EINVAL (not a code object), -EFAULT.
+ */
+int pyf_resolve(struct pyf_proc *p, uint64_t code, int32_t instr, const char **qualname,
+		const char **file, int *line);
+
+#endif

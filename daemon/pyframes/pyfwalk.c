@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: MIT
+/*
+ * One thread's Python frames: its PyThreadState, then the frame chain.
+ *
+ * Which thread state belongs to a kernel TID: never the "current" thread
+ * state (gilstate.tstate_current up to 3.11, the _Py_tss_tstate TLS from
+ * 3.12): both forget a thread while it has released the GIL, though its
+ * Python frames are live (a thread in time.sleep or in a C extension that
+ * dropped the GIL). Instead every interpreter's thread list is walked:
+ * - 3.11+: PyThreadState.native_thread_id is the thread's TID as the
+ *   process sees it (gettid() in its PID namespace);
+ * - 3.9/3.10 have no such field, only thread_id = pthread_self(), the
+ *   address of glibc's struct pthread, which holds the TID at a fixed
+ *   offset. That offset is found once per process by matching every thread
+ *   state's struct pthread against the TIDs of /proc/PID/task: no
+ *   assumption on the C library's version (the BPF walk will compare
+ *   thread_id with the task's fsbase instead, which is the same value).
+ * Both compare with the TID in the process's own PID namespace (NSpid in
+ * /proc/PID/task/TID/status), so processes in containers work.
+ */
+#include "pyf_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PTHREAD_SCAN 1024 /* bytes of struct pthread searched for the TID */
+
+/* The TID as the process itself sees it: the last NSpid field. */
+static uint32_t ns_tid(const struct pyf_proc *p, uint32_t tid)
+{
+	char path[256], buf[2048], *s;
+	unsigned long v = tid;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/task/%" PRIu32 "/status", p->proc_dir, p->pid,
+		 tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return tid;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return tid;
+	buf[n] = '\0';
+	s = strstr(buf, "\nNSpid:");
+	if (!s)
+		return tid;
+	s += 7;
+	for (;;) {
+		char *e;
+		unsigned long x = strtoul(s, &e, 10);
+
+		if (e == s)
+			break;
+		v = x;
+		s = e;
+	}
+	return (uint32_t)v;
+}
+
+/* Thread states of every interpreter, at most max, in list order. */
+static unsigned list_tstates(struct pyf_proc *p, uint64_t *ts, unsigned max)
+{
+	const struct pyf_layout *l = &p->lay;
+	uint64_t interp;
+	unsigned n = 0;
+
+	if (pyf_read_u64(p, p->runtime + l->rt_interp_head, &interp))
+		return 0;
+	for (unsigned i = 0; interp && i < PYF_MAX_INTERPS; i++) {
+		uint64_t t;
+
+		if (pyf_read_u64(p, interp + l->is_threads_head, &t))
+			break;
+		for (unsigned j = 0; t && j < PYF_MAX_THREADS && n < max; j++) {
+			ts[n++] = t;
+			if (pyf_read_u64(p, t + l->ts_next, &t))
+				break;
+		}
+		if (pyf_read_u64(p, interp + l->is_next, &interp))
+			break;
+	}
+	return n;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The process's TIDs in its own namespace, sorted. */
+static unsigned task_tids(struct pyf_proc *p, uint32_t *tids, unsigned max)
+{
+	char path[256];
+	struct dirent *de;
+	unsigned n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/task", p->proc_dir, p->pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < max) {
+		char *e;
+		unsigned long t = strtoul(de->d_name, &e, 10);
+
+		if (*e || !t)
+			continue;
+		tids[n++] = ns_tid(p, (uint32_t)t);
+	}
+	closedir(d);
+	qsort(tids, n, sizeof(*tids), cmp_u32);
+	return n;
+}
+
+/* Where our own C library keeps the TID in struct pthread: the first guess
+ * for the target, right when both use the same C library. */
+static int own_pthread_tid_off(void)
+{
+	static int off = -2;
+	uint32_t me = (uint32_t)gettid();
+	const uint8_t *self = (const uint8_t *)pthread_self();
+
+	if (off != -2)
+		return off;
+	off = -1;
+	for (int k = 0; k + 4 <= PTHREAD_SCAN && off < 0; k += 4) {
+		uint32_t v;
+
+		memcpy(&v, self + k, 4);
+		if (v == me)
+			off = k;
+	}
+	return off;
+}
+
+/* Does every buffered struct pthread hold a distinct live TID at off? */
+static bool tid_off_fits(uint8_t (*bufs)[PTHREAD_SCAN], unsigned nbuf, const uint32_t *tids,
+			 unsigned ntids, int off)
+{
+	uint32_t seen[64];
+
+	if (off < 0 || off + 4 > PTHREAD_SCAN || nbuf > 64)
+		return false;
+	for (unsigned i = 0; i < nbuf; i++) {
+		uint32_t v;
+
+		memcpy(&v, bufs[i] + off, 4);
+		if (!v || !bsearch(&v, tids, ntids, sizeof(*tids), cmp_u32))
+			return false;
+		for (unsigned j = 0; j < i; j++)
+			if (seen[j] == v)
+				return false;
+		seen[i] = v;
+	}
+	return true;
+}
+
+/*
+ * The offset of the TID in struct pthread: our own C library's offset when
+ * it fits the target, else the first 4-byte-aligned offset at which every
+ * thread state's struct pthread (at its thread_id) holds a distinct live
+ * TID of the process. With a single thread only the main TID is matched,
+ * which a small namespace PID (1 in a container) could match by chance: such
+ * a finding is weak and is redone when a lookup misses.
+ */
+static int calibrate_pthread_tid(struct pyf_proc *p)
+{
+	enum { MAXT = 64 };
+	uint64_t ts[MAXT];
+	uint32_t tids[1024];
+	unsigned nts = list_tstates(p, ts, MAXT), ntids = task_tids(p, tids, 1024), nbuf = 0;
+	uint8_t(*bufs)[PTHREAD_SCAN];
+	int found = -1;
+
+	if (!nts || !ntids)
+		return -ENOENT;
+	bufs = calloc(nts, sizeof(*bufs));
+	if (!bufs)
+		return -ENOMEM;
+	for (unsigned i = 0; i < nts; i++) {
+		uint64_t self;
+
+		if (!pyf_read_u64(p, ts[i] + p->lay.ts_thread_id, &self) && self &&
+		    !pyf_read(p, self, bufs[nbuf], PTHREAD_SCAN))
+			nbuf++;
+	}
+	if (nbuf && tid_off_fits(bufs, nbuf, tids, ntids, own_pthread_tid_off()))
+		found = own_pthread_tid_off();
+	for (int off = 0; nbuf && found < 0 && off + 4 <= PTHREAD_SCAN; off += 4)
+		if (tid_off_fits(bufs, nbuf, tids, ntids, off))
+			found = off;
+	free(bufs);
+	if (found < 0)
+		return -ENOENT;
+	p->pthread_tid_off = found;
+	p->pthread_tid_weak = nbuf < 2;
+	return 0;
+}
+
+/* The TID a thread state says it runs on (namespace TID), 0 unknown. */
+static uint32_t tstate_tid(struct pyf_proc *p, uint64_t ts)
+{
+	const struct pyf_layout *l = &p->lay;
+	uint64_t v;
+	uint32_t tid = 0;
+
+	if (l->ts_native_tid != PYF_NONE)
+		return pyf_read_u64(p, ts + l->ts_native_tid, &v) ? 0 : (uint32_t)v;
+	if (!pyf_read_u64(p, ts + l->ts_thread_id, &v) && v)
+		pyf_read(p, v + (uint64_t)p->pthread_tid_off, &tid, sizeof(tid));
+	return tid;
+}
+
+/*
+ * The thread state of host TID tid. Found ones are cached, and a cached one
+ * is used only while it still names this TID (a thread state freed and
+ * reused for another thread names that one).
+ */
+static int find_tstate(struct pyf_proc *p, uint32_t tid, uint64_t *ret)
+{
+	unsigned slot = (tid * 2654435761u) >> 24 & (PYF_TID_SLOTS - 1);
+	uint32_t want;
+	uint64_t *ts;
+	unsigned n;
+	int r = -ENOENT;
+
+	if (p->lay.ts_native_tid == PYF_NONE && p->pthread_tid_off < 0 &&
+	    calibrate_pthread_tid(p) < 0)
+		return -ENOENT;
+	if (p->tids[slot].tid == tid &&
+	    tstate_tid(p, p->tids[slot].tstate) == p->tids[slot].ns_tid) {
+		*ret = p->tids[slot].tstate;
+		return 0;
+	}
+	want = ns_tid(p, tid);
+	ts = malloc(PYF_MAX_THREADS * sizeof(*ts));
+	if (!ts)
+		return -ENOMEM;
+	n = list_tstates(p, ts, PYF_MAX_THREADS);
+	for (unsigned i = 0; i < n && r < 0; i++)
+		if (tstate_tid(p, ts[i]) == want) {
+			*ret = ts[i];
+			p->tids[slot].tid = tid;
+			p->tids[slot].ns_tid = want;
+			p->tids[slot].tstate = ts[i];
+			r = 0;
+		}
+	free(ts);
+	if (r < 0 && p->pthread_tid_weak)
+		p->pthread_tid_off = -1;
+	return r;
+}
+
+/* 3.9/3.10: PyFrameObjects, each run by its own activation. */
+static int walk_frameobj(struct pyf_proc *p, uint64_t ts, struct pyf_frame *out, unsigned max,
+			 unsigned *n)
+{
+	const struct pyf_layout *l = &p->lay;
+	uint64_t f;
+
+	if (pyf_read_u64(p, ts + l->ts_frame, &f))
+		return -EFAULT;
+	for (unsigned steps = 0; f; steps++) {
+		uint8_t hdr[128];
+		uint64_t code, back;
+		int32_t lasti;
+
+		if (*n >= max || steps >= PYF_MAX_WALK)
+			return PYF_TRUNCATED;
+		if (pyf_read(p, f, hdr, l->fo_lasti + 4))
+			return *n ? PYF_TRUNCATED : -EFAULT;
+		memcpy(&code, hdr + l->fo_code, 8);
+		memcpy(&back, hdr + l->fo_back, 8);
+		memcpy(&lasti, hdr + l->fo_lasti, 4);
+		if (lasti < 0)
+			lasti = -1;
+		else if (l->lasti_units)
+			lasti = lasti > INT32_MAX / 2 ? -1 : lasti * 2;
+		out[(*n)++] = (struct pyf_frame){
+		    .code = code, .frame = f, .instr = lasti, .flags = PYF_FRAME_ENTRY};
+		f = back;
+	}
+	return 0;
+}
+
+/* Is the frame still running its prologue (arguments copied, RESUME not
+ * reached)? CPython's own walkers hide those (_PyFrame_IsIncomplete). */
+static bool incomplete(struct pyf_proc *p, uint64_t code, uint64_t instr_ptr, uint8_t owner)
+{
+	const struct pyf_layout *l = &p->lay;
+	int32_t first;
+
+	if (owner == 1 /* FRAME_OWNED_BY_GENERATOR */ || l->co_firsttraceable == PYF_NONE ||
+	    pyf_read(p, code + l->co_firsttraceable, &first, sizeof(first)))
+		return false;
+	return instr_ptr < code + l->co_code_adaptive + (uint64_t)first * 2;
+}
+
+/* Mark the oldest frame emitted since the last boundary. */
+static void end_run(struct pyf_frame *out, unsigned n, unsigned run_start, uint64_t marker)
+{
+	if (n > run_start) {
+		out[n - 1].flags |= PYF_FRAME_ENTRY;
+		out[n - 1].marker = marker;
+	}
+}
+
+/* 3.11+: _PyInterpreterFrames. */
+static int walk_iframes(struct pyf_proc *p, uint64_t ts, struct pyf_frame *out, unsigned max,
+			unsigned *n)
+{
+	const struct pyf_layout *l = &p->lay;
+	uint64_t f, cframe = 0;
+	unsigned run_start = 0;
+	size_t hlen = l->if_owner + 1;
+
+	if (l->chain == PYF_CHAIN_CFRAME) {
+		if (pyf_read_u64(p, ts + l->ts_cframe, &cframe) ||
+		    pyf_read_u64(p, cframe + l->cf_current, &f))
+			return -EFAULT;
+	} else if (pyf_read_u64(p, ts + l->ts_frame, &f)) {
+		return -EFAULT;
+	}
+	if (l->if_code + 8 > hlen)
+		hlen = l->if_code + 8;
+	if (l->if_previous + 8 > hlen)
+		hlen = l->if_previous + 8;
+	if (l->if_instr + 8 > hlen)
+		hlen = l->if_instr + 8;
+	if (l->if_is_entry != PYF_NONE && l->if_is_entry + 1 > hlen)
+		hlen = l->if_is_entry + 1;
+	if (hlen > 256)
+		return -EINVAL;
+	for (unsigned steps = 0; f; steps++) {
+		uint8_t hdr[256], owner;
+		uint64_t code, prev, ip;
+		bool entry;
+		int64_t off;
+
+		if (steps >= PYF_MAX_WALK)
+			return PYF_TRUNCATED;
+		if (pyf_read(p, f, hdr, hlen))
+			return *n ? PYF_TRUNCATED : -EFAULT;
+		memcpy(&code, hdr + l->if_code, 8);
+		memcpy(&prev, hdr + l->if_previous, 8);
+		memcpy(&ip, hdr + l->if_instr, 8);
+		owner = hdr[l->if_owner];
+		entry = l->if_is_entry != PYF_NONE && hdr[l->if_is_entry];
+		if (l->tagged_code)
+			code &= ~7ull; /* _PyStackRef tag bits */
+		if (owner >= 3) {
+			/* not Python. 3 (3.12/3.13 CSTACK, 3.14+ INTERPRETER):
+			 * the shim entry frame below each activation's run, a
+			 * local of that activation; 4 and up are sentinels
+			 * elsewhere (3.15's base frame lives in the thread
+			 * state) and mark nothing */
+			if (owner == 3) {
+				end_run(out, *n, run_start, f);
+				run_start = *n;
+			}
+			f = prev;
+			continue;
+		}
+		if (!incomplete(p, code, ip, owner)) {
+			if (*n >= max)
+				return PYF_TRUNCATED;
+			off = (int64_t)(ip - (code + l->co_code_adaptive));
+			out[(*n)++] = (struct pyf_frame){
+			    .code = code,
+			    .frame = f,
+			    .instr = off < 0 || off > INT32_MAX ? -1 : (int32_t)off};
+		}
+		if (entry) {
+			/* 3.11: the activation's _PyCFrame is the next node of
+			 * the tstate's cframe chain */
+			end_run(out, *n, run_start, cframe);
+			run_start = *n;
+			if (cframe && pyf_read_u64(p, cframe + l->cf_previous, &cframe))
+				cframe = 0;
+		}
+		f = prev;
+	}
+	return 0;
+}
+
+int pyf_thread_stack(struct pyf_proc *p, uint32_t tid, struct pyf_frame *frames, unsigned max,
+		     unsigned *n)
+{
+	uint64_t ts;
+	int r;
+
+	*n = 0;
+	if (p->reason[0])
+		return -ENOTSUP;
+	r = find_tstate(p, tid, &ts);
+	if (r < 0)
+		return r;
+	if (p->lay.chain == PYF_CHAIN_FRAMEOBJ)
+		return walk_frameobj(p, ts, frames, max, n);
+	return walk_iframes(p, ts, frames, max, n);
+}
