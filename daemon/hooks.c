@@ -26,9 +26,12 @@ static struct symbolizer *symbolizer;
 static struct collector *xe_coll; /* EU-stall profile joins each capture */
 #endif
 
-static void note_pid(void *arg, uint32_t pid)
+static void note_pid(void *arg, uint32_t pid, bool exec)
 {
-	sym_note_pid(arg, pid);
+	if (exec)
+		sym_note_exec(arg, pid);
+	else
+		sym_note_pid(arg, pid);
 }
 
 #if defined(HAVE_XE_COLLECTOR) && defined(HAVE_GPU_LAUNCH_COLLECTOR)

@@ -7,6 +7,7 @@
 #ifndef GPUPROF_COLLECTOR_H
 #define GPUPROF_COLLECTOR_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -50,8 +51,10 @@ struct collector {
 
 /* A "pid seen" hook: collectors that find processes (cpu samples, GPU
  * launches) tell a symbolizer early, so it can snapshot their maps while
- * they live. fn NULL: no hook. */
-typedef void (*collector_pid_fn)(void *arg, uint32_t pid);
+ * they live. exec: the pid was reported before and runs another program
+ * since (its command name changed), so its snapshot is stale now. fn
+ * NULL: no hook. */
+typedef void (*collector_pid_fn)(void *arg, uint32_t pid, bool exec);
 struct collector_pid_hook {
 	collector_pid_fn fn;
 	void *arg;
@@ -64,10 +67,11 @@ static inline void collector_pid_hook_set(struct collector_pid_hook *h, collecto
 	h->arg = arg;
 }
 
-static inline void collector_pid_hook_call(const struct collector_pid_hook *h, uint32_t pid)
+static inline void collector_pid_hook_call(const struct collector_pid_hook *h, uint32_t pid,
+					   bool exec)
 {
 	if (h->fn)
-		h->fn(h->arg, pid);
+		h->fn(h->arg, pid, exec);
 }
 
 const char *collector_state_name(enum collector_state st);

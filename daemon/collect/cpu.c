@@ -66,7 +66,10 @@ struct cpu_priv {
 	uint64_t attach_errors; /* per-CPU open/attach failures, cumulative */
 
 	struct collector_pid_hook pid_hook;
-	uint32_t pids[CPU_PIDSET_SLOTS]; /* recently seen pids, 0 = empty */
+	struct {
+		uint32_t pid; /* 0 = empty */
+		uint32_t comm; /* its command name's string id when last seen */
+	} pids[CPU_PIDSET_SLOTS]; /* recently seen processes */
 };
 
 static struct cpu_priv *priv_get(struct collector *c)
@@ -284,26 +287,45 @@ static void read_lost(struct cpu_priv *p)
 	p->c->drops = p->lost + p->local_drops;
 }
 
-static void note_pid(struct cpu_priv *p, uint32_t pid)
+/*
+ * A process was sampled: report it to the symbolizer the first time, and
+ * again, as an exec, when its main thread's command name changed since
+ * (the program it was first seen running -- say the shell or setpriv
+ * before its exec -- is not the one it runs now). Only the main thread's
+ * name counts: other threads name themselves freely, while exec renames
+ * the thread that becomes the main one. An exec also drops the unwinder's
+ * snapshot. comm 0: a sample of another thread.
+ */
+static void note_pid(struct cpu_priv *p, uint32_t pid, uint32_t comm)
 {
 	uint32_t h = (pid * 2654435761u) & (CPU_PIDSET_SLOTS - 1);
+	bool exec = false;
+	unsigned i;
 
 	/* Slots are only ever overwritten, never emptied, so an empty slot
 	 * ends the probe. A pid pushed out is reported again when seen next:
 	 * harmless for a symbolizer that caches per pid. */
-	for (unsigned i = 0; i < CPU_PIDSET_PROBE; i++) {
-		uint32_t *slot = &p->pids[(h + i) & (CPU_PIDSET_SLOTS - 1)];
+	for (i = 0; i < CPU_PIDSET_PROBE; i++) {
+		unsigned k = (h + i) & (CPU_PIDSET_SLOTS - 1);
 
-		if (*slot == pid)
-			return;
-		if (!*slot) {
-			*slot = pid;
-			goto report;
+		if (p->pids[k].pid == pid) {
+			if (!comm || p->pids[k].comm == comm)
+				return;
+			exec = p->pids[k].comm != 0;
+			p->pids[k].comm = comm;
+			if (!exec)
+				return;
+			break;
 		}
+		if (!p->pids[k].pid)
+			break;
 	}
-	p->pids[h] = pid;
-report:
-	collector_pid_hook_call(&p->pid_hook, pid);
+	h = i < CPU_PIDSET_PROBE ? (h + i) & (CPU_PIDSET_SLOTS - 1) : h;
+	p->pids[h].pid = pid;
+	p->pids[h].comm = comm;
+	if (exec && p->c->gpd->unwinder)
+		unwind_forget_pid(p->c->gpd->unwinder, pid);
+	collector_pid_hook_call(&p->pid_hook, pid, exec);
 }
 
 /*
@@ -348,6 +370,8 @@ static int on_sample(void *ctx, void *data, size_t size)
 	}
 
 	comm = store_str_intern(s, r->comm, strnlen(r->comm, sizeof(r->comm)));
+	/* before unwinding: an exec makes the unwinder's snapshot stale */
+	note_pid(p, r->pid, r->tid == r->pid ? comm : 0);
 	stack = intern_stack(p, r, size);
 	if (!comm || !stack) {
 		if (comm)
@@ -371,8 +395,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	};
 	store_append(s, &rec);
 	c->events++;
-	if (p->pid_hook.fn)
-		note_pid(p, r->pid);
+
 out:
 	c->drops = p->lost + p->local_drops;
 	return rbloop_took(&p->rbl);

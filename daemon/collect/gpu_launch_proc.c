@@ -112,7 +112,7 @@ static void proc_scan(struct gl_priv *p, uint32_t pid)
 		pr->next = NULL;
 		*pp = pr;
 		p->nprocs++;
-		collector_pid_hook_call(&p->pid_hook, pid);
+		collector_pid_hook_call(&p->pid_hook, pid, false);
 		/* Its mappings and objects, read while it lives: launch records
 		 * are read up to a tick later, when a short-lived process may
 		 * be gone, and its stacks would no longer unwind. */
@@ -149,7 +149,7 @@ static void proc_fork(struct gl_priv *p, uint32_t child, uint32_t parent)
 	ch->next = *proc_slot(p, child);
 	*proc_slot(p, child) = ch;
 	p->nprocs++;
-	collector_pid_hook_call(&p->pid_hook, child);
+	collector_pid_hook_call(&p->pid_hook, child, false);
 	gl_state_update(p);
 }
 

@@ -192,7 +192,7 @@ append:
 		report_kernel(p, r, ips + skip, n > skip ? (uint16_t)(n - skip) : 0, cgroup);
 	if (pr && !pr->launched) {
 		pr->launched = true;
-		collector_pid_hook_call(&p->pid_hook, r->pid);
+		collector_pid_hook_call(&p->pid_hook, r->pid, false);
 	}
 	comm = store_str_intern(s, r->comm, strnlen(r->comm, sizeof(r->comm)));
 	name = intern_name(s, r);

@@ -190,7 +190,7 @@ static struct sym_maps *proc_set(struct symbolizer *s, uint32_t pid, struct sym_
 	return old;
 }
 
-void sym_note_pid(struct symbolizer *s, uint32_t pid)
+static void note(struct symbolizer *s, uint32_t pid, bool force)
 {
 	struct sym_maps *maps, *old, *ev;
 	uint64_t now = sym_now_ns();
@@ -198,7 +198,7 @@ void sym_note_pid(struct symbolizer *s, uint32_t pid)
 		return;
 	pthread_mutex_lock(&s->lock);
 	struct sym_proc *p = proc_find(s, pid);
-	if (p && (!s->refresh_ns || now - p->snap_ns < s->refresh_ns)) {
+	if (p && !force && (!s->refresh_ns || now - p->snap_ns < s->refresh_ns)) {
 		p->last_seen_ns = now;
 		lru_unlink(p);
 		lru_append(s, p);
@@ -217,6 +217,16 @@ void sym_note_pid(struct symbolizer *s, uint32_t pid)
 	pthread_mutex_unlock(&s->lock);
 	procmaps_free(old);
 	procmaps_free(ev);
+}
+
+void sym_note_pid(struct symbolizer *s, uint32_t pid)
+{
+	note(s, pid, false);
+}
+
+void sym_note_exec(struct symbolizer *s, uint32_t pid)
+{
+	note(s, pid, true);
 }
 
 struct sym_maps *sym_proc_snapshot(struct symbolizer *s, uint32_t pid, bool *alive)

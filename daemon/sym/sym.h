@@ -84,6 +84,9 @@ void sym_free(struct symbolizer *s);
  * process is gone. Never fails visibly; pid 0 is ignored.
  */
 void sym_note_pid(struct symbolizer *s, uint32_t pid);
+/* The pid runs a new program (exec): snapshot its mappings again now,
+ * however recent the last snapshot. */
+void sym_note_exec(struct symbolizer *s, uint32_t pid);
 
 /*
  * Resolve every frame of every (record pid, stack) pair present in c and

@@ -352,8 +352,19 @@ static void log_trunc(struct unwinder *u, const struct uw_proc *p, const struct 
 
 int unwind_prepare(struct unwinder *u, uint32_t pid)
 {
+	struct uw_proc *p;
+
 	u->tick++;
-	return uw_proc_get(u, pid) ? 0 : -ESRCH;
+	u->busy = NULL;
+	p = uw_proc_get(u, pid);
+	if (!p)
+		return -ESRCH;
+	/* Known from before: it may have mapped what it was seen mapping
+	 * (the runtime) since; read again unless just read. */
+	u->busy = p;
+	uw_proc_refresh(u, p, 1000000);
+	u->busy = NULL;
+	return 0;
 }
 
 int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs,

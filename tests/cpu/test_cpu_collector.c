@@ -148,9 +148,11 @@ struct harness {
 	uint32_t hook_target;
 };
 
-static void on_pid(void *arg, uint32_t pid)
+static void on_pid(void *arg, uint32_t pid, bool exec)
 {
 	struct harness *h = arg;
+
+	(void)exec;
 
 	if (pid == h->hook_target)
 		h->hook_calls_child++;
