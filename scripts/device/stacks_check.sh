@@ -64,7 +64,20 @@ PY
 }
 run_mode 16384
 run_mode 0
-say "top CPU stacks with CFI"
-sort -t' ' -k2 -rn "$OUT/cpu.16384.folded" 2>/dev/null | awk '{ print $NF, substr($0, 1, 400) }' | sort -rn | head -5 | cut -c1-400
-say "top launch stacks with CFI"
-awk '{ print $NF, $0 }' "$OUT/launches.16384.folded" | sort -rn | head -3 | cut -c1-600
+say "heaviest stacks with CFI (and what frame pointers made of the same workload)"
+python3 - "$OUT" <<'PY'
+import sys
+out = sys.argv[1]
+for kind in ("cpu", "launches"):
+    for sb in ("16384", "0"):
+        st = {}
+        try:
+            for line in open("%s/%s.%s.folded" % (out, kind, sb)):
+                s, c = line.rstrip("\n").rsplit(" ", 1)
+                st[s] = st.get(s, 0) + int(c)
+        except OSError:
+            continue
+        print("-- %s, stack_bytes=%s" % (kind, sb))
+        for s, c in sorted(st.items(), key=lambda kv: -kv[1])[:4]:
+            print("%6d %s" % (c, s if len(s) < 700 else s[:350] + " ... " + s[-340:]))
+PY
