@@ -37,6 +37,7 @@ void config_defaults(struct config *cfg)
 	cfg->persist_queue_bytes = 256u << 20;
 	cfg->sample_freq_hz = 49;
 	cfg->stack_bytes = 16384;
+	cfg->gpu_stack_bytes = 65536;
 	cfg->unwind_max_bytes = 128u << 20;
 	cfg->cpu_sampling = true;
 	cfg->demangle = true;
@@ -314,14 +315,16 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 			return -ERANGE;
 		return r;
 	}
-	if (!strcmp(key, "sampling.stack_bytes")) {
+	if (!strcmp(key, "sampling.stack_bytes") || !strcmp(key, "gpu.stack_bytes")) {
 		size_t b;
 		/* what BPF can copy (bpf/ustack.h), whole 8-byte words */
 		r = config_parse_size(v, &b);
 		if (r == 0 && (b > 65536 || b % 8))
 			return -ERANGE;
-		if (r == 0)
+		if (r == 0 && key[0] == 's')
 			cfg->stack_bytes = (uint32_t)b;
+		else if (r == 0)
+			cfg->gpu_stack_bytes = (uint32_t)b;
 		return r;
 	}
 	if (!strcmp(key, "memory.idle_trim"))

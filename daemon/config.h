@@ -43,6 +43,9 @@ struct config {
 	/* sampling.stack_bytes: user stack copied per sample for CFI
 	 * unwinding (0: frame pointers in BPF only) */
 	uint32_t stack_bytes;
+	/* gpu.stack_bytes: the same for GPU launches and jobs that take a
+	 * stack (1 in gpu.stack_sample), whose stacks run deeper */
+	uint32_t gpu_stack_bytes;
 	size_t unwind_max_bytes; /* memory.unwind_max: the unwinder's caches */
 	bool cpu_sampling; /* sampling.cpu */
 	bool demangle; /* symbols.demangle: C++/Rust frame names demangled */

@@ -296,7 +296,7 @@ int main(int argc, char **argv)
 		log_err("Failed to create the store: %s", strerror(-r));
 		return 1;
 	}
-	if (g.cfg.stack_bytes) {
+	if (g.cfg.stack_bytes || g.cfg.gpu_stack_bytes) {
 		struct unwind_opts uo = {.budget_bytes = g.cfg.unwind_max_bytes};
 
 		r = unwind_new(&uo, &g.unwinder);

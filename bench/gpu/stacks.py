@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 """Cost of launch-site stacks: N cuLaunchKernel calls through gpu_app --bench
 (tests/gpu) from under DEEP KiB of touched stack (so a stack copy is the
-whole sampling.stack_bytes, as from a real launcher's deep stack), without
-the daemon, then with it for each of sampling.stack_bytes 0 (frame pointers
+whole gpu.stack_bytes, as from a real launcher's deep stack), without
+the daemon, then with it for each of gpu.stack_bytes 0 (frame pointers
 walked in BPF) and 16384 (registers + stack copied, unwound by CFI in the
 daemon), at gpu.stack_sample 1 (every launch takes a stack) and the default
 32. CPU sampling is off, so the unwinder's figures are the launches' alone.
@@ -30,10 +30,10 @@ import tempfile
 import time
 
 CONFIGS = [
-    ("stack_bytes 0, stack_sample 1", "sampling.stack_bytes = 0\ngpu.stack_sample = 1\n"),
-    ("stack_bytes 16384, stack_sample 1", "sampling.stack_bytes = 16384\ngpu.stack_sample = 1\n"),
-    ("stack_bytes 0, stack_sample 32", "sampling.stack_bytes = 0\n"),
-    ("stack_bytes 16384, stack_sample 32", "sampling.stack_bytes = 16384\n"),
+    ("stack_bytes 0, stack_sample 1", "gpu.stack_bytes = 0\ngpu.stack_sample = 1\n"),
+    ("stack_bytes 65536, stack_sample 1", "gpu.stack_bytes = 65536\ngpu.stack_sample = 1\n"),
+    ("stack_bytes 0, stack_sample 32", "gpu.stack_bytes = 0\n"),
+    ("stack_bytes 65536, stack_sample 32", "gpu.stack_bytes = 65536\n"),
 ]
 
 

@@ -154,8 +154,8 @@ static int load_group(struct gj_priv *p, unsigned g, const bool *want)
 	}
 	s->rodata->user_stacks = p->user_stacks;
 	s->rodata->wakeup_bytes = p->ringbuf_bytes / 8;
-	/* No unwinder (sampling.stack_bytes 0): frame pointers in BPF. */
-	s->rodata->stack_bytes = p->c->gpd->unwinder ? p->c->gpd->cfg.stack_bytes : 0;
+	/* gpu.stack_bytes 0, or no unwinder: frame pointers in BPF. */
+	s->rodata->stack_bytes = p->c->gpd->unwinder ? p->c->gpd->cfg.gpu_stack_bytes : 0;
 	s->rodata->copy_below = p->ringbuf_bytes / 2;
 	r = bpf_map__set_max_entries(s->maps.events, (uint32_t)p->ringbuf_bytes);
 	if (!r) /* one staging slot per possible CPU */

@@ -216,8 +216,8 @@ static int gl_open(struct collector *c)
 	p->skel->rodata->wakeup_bytes = p->ringbuf_bytes / 8;
 	p->stack_sample = c->gpd ? c->gpd->cfg.gpu_stack_sample : 1;
 	p->skel->rodata->stack_sample = p->stack_sample;
-	/* No unwinder (sampling.stack_bytes 0): frame pointers in BPF. */
-	p->skel->rodata->stack_bytes = c->gpd && c->gpd->unwinder ? c->gpd->cfg.stack_bytes : 0;
+	/* gpu.stack_bytes 0, or no unwinder: frame pointers in BPF. */
+	p->skel->rodata->stack_bytes = c->gpd && c->gpd->unwinder ? c->gpd->cfg.gpu_stack_bytes : 0;
 	p->skel->rodata->copy_below = p->ringbuf_bytes / 2;
 	/* The narrow mmap hook needs its tracepoint (5.11+) and
 	 * bpf_task_pt_regs() (5.15+); without them only the fallback loads. */

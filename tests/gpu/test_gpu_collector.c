@@ -129,7 +129,7 @@ static void check_status(struct harness *h, unsigned watcher)
 	if (h->g.unwinder) {
 		cJSON *u = cJSON_CreateObject();
 
-		CHECK_EQ_U64((uint64_t)num(o, "stack_bytes"), h->g.cfg.stack_bytes);
+		CHECK_EQ_U64((uint64_t)num(o, "stack_bytes"), h->g.cfg.gpu_stack_bytes);
 		/* At the entry probe the CFI row gives the return address. */
 		CHECK_EQ_U64((uint64_t)num(o, "callers_inserted"), 0);
 		unwind_status(h->g.unwinder, u, true);

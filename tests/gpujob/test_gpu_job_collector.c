@@ -341,7 +341,7 @@ static void test_collector(bool cfi)
 	CHECK(has_tp(fence, "dma_fence_signaled"));
 	CHECK_EQ_INT(c.state, COLLECTOR_ATTACHED);
 	/* loaded with stack copying exactly when there is an unwinder */
-	CHECK_EQ_INT(cJSON_GetObjectItem(st, "stack_bytes")->valueint, cfi ? USTACK_DEFAULT_BYTES : 0);
+	CHECK_EQ_INT(cJSON_GetObjectItem(st, "stack_bytes")->valueint, cfi ? (int)g.cfg.gpu_stack_bytes : 0);
 	check_driver_group(st, "xe");
 	check_driver_group(st, "i915");
 	if (access("/sys/kernel/btf/xe", R_OK) < 0)

@@ -454,10 +454,10 @@ def launch_stacks_without_frame_pointers():
     main through CFI unwinding of the copied stack, with exact counts per
     call site, every stack taken (gpu.stack_sample 1) and sampled (the
     default), and the call site found by CFI without the entry-probe fix-up.
-    With stack copying off (sampling.stack_bytes = 0) the same launches get
+    With stack copying off (gpu.stack_bytes = 0) the same launches get
     today's frame-pointer walk, which cannot get there."""
     for conf, cfi in (("gpu.stack_sample = 1\n", True), ("", True),
-                      ("sampling.stack_bytes = 0\ngpu.stack_sample = 1\n", False)):
+                      ("gpu.stack_bytes = 0\ngpu.stack_sample = 1\n", False)):
         d = Daemon(config=conf).start()
         app = None
         try:
@@ -475,7 +475,7 @@ def launch_stacks_without_frame_pointers():
             print("%-45r stacks taken %d, reaching main %d of %d" %
                   (conf, g["stacks_taken"], reach, total))
             if cfi:
-                eq(g["stack_bytes"], 16384, "stack copying on")
+                eq(g["stack_bytes"], 65536, "stack copying on (gpu.stack_bytes)")
                 check_folded(stacks, "cuda", comm="gpu_app_nofp")
                 eq(g["callers_inserted"], 0, "CFI unwinding found every call site itself")
                 unw = d.ctl_json("status")["unwind"]
