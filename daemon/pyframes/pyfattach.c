@@ -14,6 +14,7 @@
  * files (another mount namespace) and deleted files work.
  */
 #include "pyf_int.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -68,44 +69,6 @@ struct elf_facts {
 
 #define set_reason(p, ...) snprintf((p)->reason, sizeof((p)->reason), __VA_ARGS__)
 
-static int read_text(const char *path, char **out)
-{
-	size_t cap = 16384, n = 0;
-	char *b = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t r;
-
-		if (!b || n + 1 >= cap) {
-			char *nb;
-
-			if (b)
-				cap *= 2;
-			if (cap > MAPS_MAX_BYTES)
-				break;
-			nb = realloc(b, cap);
-			if (!nb)
-				break;
-			b = nb;
-		}
-		r = read(fd, b + n, cap - 1 - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	if (!b)
-		return -ENOMEM;
-	b[n] = '\0';
-	*out = b;
-	return 0;
-}
-
 static int rank_of(const char *path, const char *exe)
 {
 	const char *base = strrchr(path, '/');
@@ -136,7 +99,7 @@ static int list_candidates(struct pyf_proc *p, struct cand **ret, size_t *nret)
 	el = readlink(path, exe, sizeof(exe) - 1);
 	exe[el > 0 ? el : 0] = '\0';
 	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", p->proc_dir, p->pid);
-	r = read_text(path, &buf);
+	r = gpd_read_text(path, MAPS_MAX_BYTES, &buf, NULL);
 	if (r < 0)
 		return r;
 	c = calloc(MAX_CANDIDATES, sizeof(*c));

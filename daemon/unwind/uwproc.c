@@ -39,6 +39,7 @@
 #include <gelf.h>
 
 #include "log.h"
+#include "util.h"
 
 /* Fixed estimate of what libelf/libdw hold per open object besides our
  * rule cache (descriptors, section headers, parsed CIEs/FDEs). */
@@ -345,49 +346,6 @@ static uint64_t read_start_time(struct unwinder *u, uint32_t pid)
 	return v;
 }
 
-static int read_file(const char *path, char **buf, size_t *len)
-{
-	size_t cap = 16384, n = 0;
-	char *b = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t r;
-
-		if (!b || n + 1 >= cap) {
-			char *nb;
-
-			if (b)
-				cap *= 2;
-			if (cap > UW_MAPS_MAX_BYTES)
-				break;
-			nb = realloc(b, cap);
-			if (!nb)
-				break;
-			b = nb;
-		}
-		r = read(fd, b + n, cap - 1 - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	if (!b)
-		return -ENOMEM;
-	if (!n) { /* a process that exited has empty maps */
-		free(b);
-		return -ESRCH;
-	}
-	b[n] = '\0';
-	*buf = b;
-	*len = n;
-	return 0;
-}
-
 /* Read the executable mappings of p from /proc/PID/maps. */
 static int maps_read(struct unwinder *u, struct uw_proc *p)
 {
@@ -397,7 +355,7 @@ static int maps_read(struct unwinder *u, struct uw_proc *p)
 	int r;
 
 	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", u->proc_dir, p->pid);
-	r = read_file(path, &buf, &len);
+	r = gpd_read_text(path, UW_MAPS_MAX_BYTES, &buf, &len);
 	if (r < 0)
 		return r;
 	u->st.maps_reads++;

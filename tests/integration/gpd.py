@@ -233,6 +233,16 @@ def test(fn):
     return fn
 
 
+
+def need_sampler(d):
+    """Skip without root, fail as root, when the CPU sampler is not attached."""
+    st = d.ctl_json("status")
+    cpu = [c for c in st["collectors"] if c["name"] == "cpu"][0]
+    if cpu["state"] != "attached":
+        if os.geteuid() != 0:
+            raise Skip("CPU sampler needs root: " + cpu["reason"])
+        raise AssertionError("CPU collector not attached as root: %r" % cpu)
+
 def main():
     only = sys.argv[1:]
     passed = failed = skipped = 0

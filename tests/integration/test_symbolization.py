@@ -13,20 +13,11 @@ import subprocess
 import tempfile
 import time
 
-from gpd import BUILD, Daemon, Skip, eq, expect, main, test
+from gpd import BUILD, Daemon, eq, expect, main, need_sampler, Skip, test
 
 WORKLOAD = os.path.join(BUILD, "tests", "workloads", "demo_workload")  # built with -g
 CONFIG = "sampling.cpu_frequency = 499\n"
 LINE_RE = re.compile(r"^(\S.*) \((\S*demo_workload\.c):(\d+)\)$")
-
-
-def need_sampler(d):
-    st = d.ctl_json("status")
-    cpu = [c for c in st["collectors"] if c["name"] == "cpu"][0]
-    if cpu["state"] != "attached":
-        if os.geteuid() != 0:
-            raise Skip("CPU sampler needs root: " + cpu["reason"])
-        raise AssertionError("CPU collector not attached as root: %r" % cpu)
 
 
 def capture(d, secs="1500ms"):

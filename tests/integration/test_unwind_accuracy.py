@@ -52,7 +52,7 @@ import tempfile
 import time
 from collections import Counter
 
-from gpd import SOURCE, Daemon, Skip, eq, expect, main, test
+from gpd import Daemon, eq, expect, main, need_sampler, Skip, SOURCE, test
 from perffold import (UNKNOWN, SymbolAliases, cut_at_anchor, our_frame_name, parse_folded,
                       parse_perf_script, perf_frame_name, strip_version)
 
@@ -115,15 +115,6 @@ def need_perf():
     if p.returncode:
         raise AssertionError("perf does not run (%s): %s" % (perf, p.stderr.strip()))
     return perf
-
-
-def need_sampler(d):
-    st = d.ctl_json("status")
-    cpu = [c for c in st["collectors"] if c["name"] == "cpu"][0]
-    if cpu["state"] != "attached":
-        if os.geteuid() != 0:
-            raise Skip("CPU sampler needs root: " + cpu["reason"])
-        raise AssertionError("CPU collector not attached as root: %r" % cpu)
 
 
 def need_root():

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 
-from gpd import Daemon, Skip, expect, main, test
+from gpd import Daemon, expect, main, need_sampler, Skip, test
 
 CONFIG = "sampling.cpu_frequency = 499\n"
 
@@ -47,15 +47,6 @@ def build(tmp):
         f.write(SRC)
     subprocess.run(["cc", "-O2", "-fomit-frame-pointer", "-o", exe, src], check=True)
     return exe
-
-
-def need_sampler(d):
-    st = d.ctl_json("status")
-    cpu = [c for c in st["collectors"] if c["name"] == "cpu"][0]
-    if cpu["state"] != "attached":
-        if os.geteuid() != 0:
-            raise Skip("CPU sampler needs root: " + cpu["reason"])
-        raise AssertionError("CPU collector not attached as root: %r" % cpu)
 
 
 def folded_of(d, pid, secs="2s"):
