@@ -2,7 +2,10 @@
 /* The command table: name, handler, summary and manual of every command. */
 #include "help.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 static int cmd_help(struct cli *cli, int argc, char **argv);
 
@@ -322,7 +325,7 @@ static const struct command commands[] = {
 	 "\nOPTIONS\n"
 	 "  -i, --interval DUR    interval width (default 100ms)\n"
 	 "  -p, --pid PID         only that process's kernels\n"
-	 "  -o, --out FILE        write to FILE (default stdout)\n" COMMON_FOOTER},
+	 "  -o, --out FILE        write to FILE (default stdout)\n"},
 	{"xe", cmd_xe, "Intel Xe EU stalls: folded / iaprof output, pause / resume, batch dumps, zebins",
 	 "gpuprofctl xe folded ID [-p PID] [--cgroup] [-o FILE]\n"
 	 "gpuprofctl xe iaprof ID [-p PID] [-o FILE]\n"
@@ -343,7 +346,7 @@ static const struct command commands[] = {
 	 "are kept (64 MiB, oldest dropped) so folded / iaprof print the IGA text\n"
 	 "of each instruction instead of its offset where libiga64 knows the GPU\n"
 	 "(Debian 12: up to PVC); needs root or the daemon's admin group\n"
-	 "(access.admin_group).\n" COMMON_FOOTER},
+	 "(access.admin_group).\n"},
 	{"help", cmd_help, "show help for a command",
 	 "gpuprofctl help [COMMAND]\n\n"
 	 "Show the overview, or the manual of COMMAND.\n"},
@@ -381,6 +384,38 @@ void help_print(FILE *f, const char *cmd)
 	      "  gpuprofctl folded 1 | flamegraph.pl > cpu.svg\n"
 	      "\nRun 'gpuprofctl help COMMAND' for a command's options.\n",
 	      f);
+}
+
+/*
+ * The command table as JSON, for the build: docs/man turns it into
+ * gpuprofctl(1) and cli/completion into the bash and zsh completions, so
+ * neither can drift from what `gpuprofctl help` prints.
+ */
+int help_describe(FILE *f)
+{
+	cJSON *root = cJSON_CreateObject(), *cmds;
+	char *text;
+
+	if (!root)
+		return EXIT_LOCAL_IO;
+	cJSON_AddStringToObject(root, "footer", COMMON_FOOTER);
+	cmds = cJSON_AddArrayToObject(root, "commands");
+	for (size_t i = 0; cmds && i < sizeof(commands) / sizeof(commands[0]); i++) {
+		cJSON *c = cJSON_CreateObject();
+
+		cJSON_AddItemToArray(cmds, c);
+		cJSON_AddStringToObject(c, "name", commands[i].name);
+		cJSON_AddStringToObject(c, "summary", commands[i].summary);
+		cJSON_AddStringToObject(c, "usage", commands[i].usage);
+	}
+	text = cJSON_Print(root);
+	cJSON_Delete(root);
+	if (!text)
+		return EXIT_LOCAL_IO;
+	fputs(text, f);
+	fputc('\n', f);
+	free(text);
+	return EXIT_OK;
 }
 
 static int cmd_help(struct cli *cli, int argc, char **argv)

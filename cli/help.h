@@ -11,5 +11,9 @@
 const struct command *help_find(const char *name);
 /* The overview (cmd NULL) or one command's manual. */
 void help_print(FILE *f, const char *cmd);
+/* The command table as JSON (`gpuprofctl __describe`, used by the build,
+ * not listed in the help): {"footer": ..., "commands": [{"name",
+ * "summary", "usage"}...]}. Returns an exit status. */
+int help_describe(FILE *f);
 
 #endif

@@ -303,6 +303,8 @@ int main(int argc, char **argv)
 		help_print(stderr, NULL);
 		return EXIT_USAGE;
 	}
+	if (!strcmp(argv[optind], "__describe")) /* hidden: for the build */
+		return help_describe(stdout);
 	cmd = help_find(argv[optind]);
 	if (!cmd)
 		return cli_usage_error(&cli, "unknown command '%s'", argv[optind]);

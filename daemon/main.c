@@ -53,7 +53,8 @@ static const char usage_text[] =
 	"\n"
 	"Precedence: built-in defaults < config file < $GPUPROF_SOCKET < options.\n"
 	"Signals: SIGTERM/SIGINT stop the daemon cleanly.\n"
-	"Exit status: 0 after a clean stop, 1 on a start-up error, 2 on a usage error.\n";
+	"Exit status: 0 after a clean stop, 1 on a start-up error, 2 on a usage error.\n"
+	"See gpuprofd(8) and, for every configuration key, gpuprofd.conf(5).\n";
 
 struct opts {
 	bool foreground;

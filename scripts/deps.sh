@@ -6,7 +6,8 @@ set -eu
 PKGS="gcc make meson ninja-build pkg-config clang llvm bpftool binutils
 libbpf-dev libelf-dev libdw-dev libdrm-dev libsystemd-dev libcjson-dev libuv1-dev
 zlib1g-dev liblzma-dev xz-utils libisal-dev libsqlite3-dev systemtap-sdt-dev systemd util-linux python3 procps
-libclang-rt-14-dev chromium chromium-driver golang-go libigc1 linux-perf g++"
+libclang-rt-14-dev chromium chromium-driver golang-go libigc1 linux-perf g++
+scdoc man-db bash-completion zsh"
 missing=""
 # liblzma-dev: MiniDebugInfo (.gnu_debugdata) of stripped binaries; xz-utils
 # builds one in tests/sym.
@@ -16,6 +17,11 @@ missing=""
 # the IGA test disassembles with it.
 # linux-perf is the oracle of the unwinding accuracy test (perf record
 # --call-graph dwarf); g++ builds its C++ program.
+# scdoc turns docs/man/*.scd into the man pages (the build skips them
+# without it); man-db's man(1) is what systemd-analyze verify runs on the
+# units' Documentation= pages, and renders them in the docs test;
+# bash-completion gives the completion's install dir (its .pc) and zsh
+# checks the zsh completion's syntax.
 # The browser tests need node and npm; any node will do (Debian's or another).
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 for p in $PKGS; do
