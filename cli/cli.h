@@ -36,6 +36,7 @@ struct command {
 	int (*run)(struct cli *cli, int argc, char **argv);
 	const char *summary; /* one line for `gpuprofctl help` */
 	const char *usage; /* the command's manual: synopsis, options, examples */
+	const char *methods; /* the JSON-RPC methods it calls (docs/cli.md); NULL: none */
 };
 
 /*
