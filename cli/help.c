@@ -12,6 +12,8 @@ static int cmd_help(struct cli *cli, int argc, char **argv);
 	"                   /run/gpuprof/gpuprofd.sock)\n"                                         \
 	"  --json           print the daemon's result as JSON on stdout\n"                         \
 	"  --timeout DUR    give up waiting for a reply after DUR (500ms, 30s, 2m)\n"              \
+	"  --wide           human tables as wide as their contents (default: cut\n"              \
+	"                   and split to fit 100 columns)\n"                                       \
 	"  -h, --help       show this help\n"                                                      \
 	"\nEXIT STATUS\n"                                                                          \
 	"  0 success; 1 the daemon returned an error (or the connection broke);\n"                 \
