@@ -48,6 +48,7 @@ def imported(d):
 def analyze(d, ids, trace, args, *flags):
     name, rest = args[0], args[1:]
     p = d.ctl(*flags, "analyze", name, str(ids[trace]), *rest, check=0)
+    eq(p.returncode, 0, "analyze %s: %s" % (" ".join(args), p.stderr.decode()))
     return p.stdout.decode()
 
 
