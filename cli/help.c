@@ -394,7 +394,7 @@ void help_print(FILE *f, const char *cmd)
 		fputs(COMMON_FOOTER, f);
 		return;
 	}
-	fputs("Usage: gpuprofctl [--socket PATH] [--json] [--timeout DUR] COMMAND [ARGS]\n\n"
+	fputs("Usage: gpuprofctl [--socket PATH] [--json] [--timeout DUR] [--wide] COMMAND [ARGS]\n\n"
 	      "Control gpuprofd, the always-on GPU/CPU profiling daemon: inspect it,\n"
 	      "take captures, import traces, and run analyses and renderers.\n"
 	      "\nCOMMANDS\n",
