@@ -298,8 +298,10 @@ static void run(uint32_t stack_sample, unsigned watcher, const struct cgtest *cg
 	cJSON *o = status(&h);
 	double jobs = num(o, "jobs_in_flight");
 	cJSON_Delete(o);
+	uint64_t t0 = uv_hrtime();
 	CHECK_EQ_INT(teardown(&h), 0);
-	printf("collector freed with %.0f probe job(s) in flight, loop closed\n", jobs);
+	printf("collector freed with %.0f probe job(s) in flight, loop closed %.0f ms later\n",
+	       jobs, (double)(uv_hrtime() - t0) / 1e6);
 	store_free(h.g.store);
 	unwind_free(h.g.unwinder);
 	printf("ok: %u launches, 3 call sites, probes removed on exit\n", saxpy + reduce);
