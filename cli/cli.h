@@ -26,6 +26,7 @@ enum {
 struct cli {
 	const char *socket; /* --socket, else $GPUPROF_SOCKET, else the default */
 	bool json;
+	bool wide; /* --wide: human tables as wide as their contents */
 	int timeout_ms;
 	const char *cmd; /* name of the running command, for messages */
 	struct gpuprof_client *client;
@@ -36,6 +37,7 @@ struct command {
 	int (*run)(struct cli *cli, int argc, char **argv);
 	const char *summary; /* one line for `gpuprofctl help` */
 	const char *usage; /* the command's manual: synopsis, options, examples */
+	const char *methods; /* the JSON-RPC methods it calls (docs/cli.md); NULL: none */
 };
 
 /*
@@ -78,9 +80,13 @@ bool cli_add_kv_param(cJSON *params, const char *kv);
 int print_json_text(const char *json);
 /* Print any JSON result for humans: key: value lines, tables for lists. */
 void print_json_human(const cJSON *item, int indent);
-/* Nested results (analyses) as key: value lines and tables (print_tables.c). */
-void print_result_tables(const cJSON *root);
+/* Nested results (analyses) as key: value lines and tables (print_tables.c),
+ * within 100 columns unless wide. */
+void print_result_tables(const cJSON *root, bool wide);
 
+/* A number for a person (print_tables.c): integers grouped "1,234,567" (id:
+ * as written, "4242"), fractions to 3-4 significant digits, no exponent. */
+void fmt_num(char *buf, size_t len, double v, bool id);
 /* "12.3 MiB", "512 B". buf must hold 32 bytes. */
 const char *fmt_bytes(char *buf, double bytes);
 /* "1.50s", "250ms", "2m05s", "1h02m". buf must hold 32 bytes. */

@@ -433,7 +433,7 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 		print_json_text(res);
 	} else {
 		cJSON *v = cli_parse_reply(res);
-		print_result_tables(v);
+		print_result_tables(v, cli->wide);
 		cJSON_Delete(v);
 	}
 	r = EXIT_OK;

@@ -15,6 +15,8 @@ static int cmd_help(struct cli *cli, int argc, char **argv);
 	"                   /run/gpuprof/gpuprofd.sock)\n"                                         \
 	"  --json           print the daemon's result as JSON on stdout\n"                         \
 	"  --timeout DUR    give up waiting for a reply after DUR (500ms, 30s, 2m)\n"              \
+	"  --wide           human tables as wide as their contents (default: cut\n"              \
+	"                   and split to fit 100 columns)\n"                                       \
 	"  -h, --help       show this help\n"                                                      \
 	"\nEXIT STATUS\n"                                                                          \
 	"  0 success; 1 the daemon returned an error (or the connection broke);\n"                 \
@@ -28,11 +30,13 @@ static const struct command commands[] = {
 	 "drop counters and, when it is not attached, the reason.\n"
 	 "\nEXAMPLES\n"
 	 "  gpuprofctl status\n"
-	 "  gpuprofctl status --json | jq .collectors\n"},
+	 "  gpuprofctl status --json | jq .collectors\n",
+	 "status"},
 	{"version", cmd_version, "show the client and daemon versions",
 	 "gpuprofctl version\n\n"
 	 "Print gpuprofctl's version, then ask the daemon for its own and its\n"
-	 "protocol version.\n"},
+	 "protocol version.\n",
+	 "version"},
 	{"capture", cmd_capture, "take a capture of one or more processes",
 	 "gpuprofctl capture --pid PID [--pid PID]... (--duration DUR | --last DUR)\n"
 	 "                   [--name NAME] [--no-wait] [--out FILE]\n\n"
@@ -50,20 +54,24 @@ static const struct command commands[] = {
 	 "  -o, --out FILE       then write its folded stacks to FILE\n"
 	 "\nEXAMPLES\n"
 	 "  gpuprofctl capture --pid 4242 --duration 10s --name warmup\n"
-	 "  gpuprofctl capture --pid 4242 --last 30s --out stacks.folded\n"},
+	 "  gpuprofctl capture --pid 4242 --last 30s --out stacks.folded\n",
+	 "capture.start, capture.folded"},
 	{"list", cmd_list, "list captures",
 	 "gpuprofctl list\n\n"
 	 "List the captures you may see, oldest first: ID NAME KIND STATE OWNER\n"
 	 "CREATED DURATION EVENTS SIZE. EVENTS counts a live capture's records and an\n"
-	 "imported trace's events.\n"},
+	 "imported trace's events.\n",
+	 "capture.list"},
 	{"info", cmd_info, "show one capture",
 	 "gpuprofctl info ID\n\n"
 	 "Show a capture's details: window, processes, record counts by type,\n"
-	 "file size, and the reason when it is damaged.\n"},
+	 "file size, and the reason when it is damaged.\n",
+	 "capture.info"},
 	{"delete", cmd_delete, "delete a capture",
 	 "gpuprofctl delete ID...\n\n"
 	 "Remove captures and their files. A recording capture is stopped and\n"
-	 "discarded.\n"},
+	 "discarded.\n",
+	 "capture.delete"},
 	{"folded", cmd_folded, "write a capture's folded stacks",
 	 "gpuprofctl folded ID [--out FILE] [--kernel|--no-kernel] [--pid-frames]\n"
 	 "                  [--tid-frames] [--cgroup] [--lines] [--comm NAME] [--tid TID]...\n"
@@ -104,7 +112,8 @@ static const struct command commands[] = {
 	 "  gpuprofctl folded 3 --weight gpu-time | flamegraph.pl > gputime.svg\n"
 	 "  gpuprofctl folded 3 --weight launches --cgroup   # launches per container\n"
 	 "  gpuprofctl folded 3 --no-kernel --tid-frames --out app.folded\n"
-	 "  gpuprofctl folded 3 --lines | flamegraph.pl > lines.svg   # one frame per line\n"},
+	 "  gpuprofctl folded 3 --lines | flamegraph.pl > lines.svg   # one frame per line\n",
+	 "capture.folded"},
 	{"top", cmd_gpu_top, "live table of the hottest GPU kernels and their call sites",
 	 "gpuprofctl top [--pid PID]... [--window DURATION] [--interval DURATION]\n"
 	 "               [--limit N] [--count N] [--json]\n\n"
@@ -120,19 +129,29 @@ static const struct command commands[] = {
 	 "  -c, --count N        stop after N refreshes\n"
 	 "\nEXAMPLES\n"
 	 "  gpuprofctl top --pid 4242\n"
-	 "  gpuprofctl --json top --pid 4242 --window 10s\n"},
-	{"import", cmd_import, "import trace files as captures",
+	 "  gpuprofctl --json top --pid 4242 --window 10s\n",
+	 "gpu.top"},
+	{"import", cmd_import, "import trace files as one capture (one rank per file)",
 	 "gpuprofctl import FILE... [--rank N] [--name NAME]\n\n"
-	 "Hand trace files (PyTorch profiler / Kineto or Chrome trace JSON, plain\n"
-	 "or .gz) to the daemon, which parses them into captures, one per FILE.\n"
+	 "Hand trace files to the daemon, which parses them into one capture: every\n"
+	 "FILE is one rank of it (several files make one multi-rank capture, as\n"
+	 "'analyze comm' wants). Formats, told apart by their first bytes:\n"
+	 "  - PyTorch profiler / Kineto or Chrome trace JSON, plain or gzip;\n"
+	 "  - Nsight Systems SQLite exports (nsys export --type sqlite FILE.nsys-rep),\n"
+	 "    uncompressed; one export gives one rank per (process, GPU) with GPU work.\n"
 	 "gpuprofctl opens each file itself and passes the open descriptor: the\n"
-	 "daemon never opens a path. Progress is shown on a terminal's stderr.\n"
+	 "daemon never opens a path. FILE '-' reads stdin (alone, one file). At most\n"
+	 "64 files. Progress is shown on a terminal's stderr.\n"
 	 "\nOPTIONS\n"
-	 "  -r, --rank N      rank of the first FILE (the next ones get N+1, ...);\n"
-	 "                    default: taken from the trace\n"
-	 "  -n, --name NAME   label the captures\n"
+	 "  -r, --rank N      rank of the first FILE, N+1 for the next, ...; a Kineto\n"
+	 "                    trace's own distributedInfo rank wins; without either\n"
+	 "                    Kineto ranks are 0, Nsight ones follow the highest yet\n"
+	 "  -n, --name NAME   label the capture\n"
 	 "\nEXAMPLES\n"
-	 "  gpuprofctl import rank0.pt.trace.json.gz --name step42\n"},
+	 "  gpuprofctl import rank0.pt.trace.json.gz --name step42\n"
+	 "  gpuprofctl import rank0.json.gz rank1.json.gz --name step42\n"
+	 "  gpuprofctl import report.sqlite\n",
+	 "capture.import"},
 	{"analyze", cmd_analyze, "run an analysis on a capture",
 	 "gpuprofctl analyze NAME ID [--rank R] [--json] [KEY=VALUE]...\n\n"
 	 "Run the analysis NAME (e.g. temporal, idle, overlap, launch, queue,\n"
@@ -159,7 +178,8 @@ static const struct command commands[] = {
 	 "  gpuprofctl analyze critical-path 7 --rank 0 --annotation ProfilerStep --instance 1\n"
 	 "  gpuprofctl analyze critical-path 7 --edit 'kind:comm*0.5' --edit 'kind:launch_delay=5'\n"
 	 "  gpuprofctl analyze critical-path 7 --overlay cp.json --trace rank0.json.gz\n"
-	 "\nSee 'gpuprofctl analyze comm --help' for the communication metrics.\n"},
+	 "\nSee 'gpuprofctl analyze comm --help' for the communication metrics.\n",
+	 "analyze.NAME (analyze.critical_path, ...)"},
 	{"analyze comm", cmd_analyze, "communication metrics (DP/TP/PP/EP) across ranks",
 	 "gpuprofctl analyze comm ID [--rank R] [--svg FILE] [--json] [KEY=VALUE]...\n\n"
 	 "Communication metrics of capture ID (Kineto traces or Nsight Systems\n"
@@ -241,7 +261,8 @@ static const struct command commands[] = {
 	 "  gpuprofctl analyze comm 7 --rank 0 link_bandwidth=450e9\n"
 	 "  gpuprofctl analyze comm 7 tp=8 dp=4 'tags=[{\"match\":\"expert\",\"tag\":\"EP\"}]'\n"
 	 "  gpuprofctl analyze comm 7 --svg comm.svg iteration='train_step*'\n"
-	 "  gpuprofctl --json analyze comm 7 | jq .straggler.top_instances\n"},
+	 "  gpuprofctl --json analyze comm 7 | jq .straggler.top_instances\n",
+	 "analyze.comm"},
 	{"flamegraph", cmd_flamegraph, "render a flame graph SVG (or a heat map)",
 	 "gpuprofctl flamegraph (ID | --folded FILE) --out FILE [OPTIONS] [KEY=VALUE]...\n"
 	 "gpuprofctl flamegraph ID --heatmap --out FILE [--bucket-ms N] [--heatmap-max-bytes N]\n\n"
@@ -280,7 +301,8 @@ static const struct command commands[] = {
 	 "  gpuprofctl flamegraph --folded app.folded --icicle --out app.svg\n"
 	 "  gpuprofctl flamegraph 3 --heatmap --out heat.svg\n"
 	 "  gpuprofctl flamegraph 3 --heatmap --weight launches --heatmap-max-bytes 1000000 "
-	 "--out gpu.svg\n"},
+	 "--out gpu.svg\n",
+	 "capture.flamegraph, capture.heatmap"},
 	{"heatmap", cmd_heatmap, "render a sub-second heat map SVG",
 	 "gpuprofctl heatmap ID --out FILE [--bucket-ms N] [--title T] [--weight W]\n"
 	 "                  [--no-kernel] [--heatmap-max-bytes N]\n\n"
@@ -292,7 +314,8 @@ static const struct command commands[] = {
 	 "flame graphs; \"Back to heat map\" returns), with the command that\n"
 	 "renders the same graph (--start-ns/--end-ns). --heatmap-max-bytes bounds\n"
 	 "the embedded stacks (default 4 MiB): buckets are coarsened or frames with\n"
-	 "small counts merged into their callers, and the page says so.\n"},
+	 "small counts merged into their callers, and the page says so.\n",
+	 "capture.heatmap"},
 	{"diff", cmd_diff, "render a differential flame graph of two profiles",
 	 "gpuprofctl diff A B --out FILE [--normalize] [flamegraph options]\n\n"
 	 "A and B are capture IDs or folded-stack files. Widths are B's; red\n"
@@ -301,7 +324,8 @@ static const struct command commands[] = {
 	 "lengths.\n"
 	 "\nEXAMPLES\n"
 	 "  gpuprofctl diff 3 4 --normalize --out diff.svg\n"
-	 "  gpuprofctl diff before.folded after.folded --out diff.svg\n"},
+	 "  gpuprofctl diff before.folded after.folded --out diff.svg\n",
+	 "capture.diff"},
 	{"export", cmd_export, "export a capture as Chrome trace JSON or pprof",
 	 "gpuprofctl export ID --format chrome|pprof --out FILE [--period-ns N] [--rank R]\n\n"
 	 "chrome: Trace Event JSON (CPU samples with stackFrames, launches, GPU\n"
@@ -317,7 +341,8 @@ static const struct command commands[] = {
 	 "The --out FILE is replaced only when the export succeeds.\n"
 	 "\nEXAMPLES\n"
 	 "  gpuprofctl export 3 --format chrome --out trace.json\n"
-	 "  gpuprofctl export 3 --format pprof --out cpu.pb.gz && go tool pprof -top cpu.pb.gz\n"},
+	 "  gpuprofctl export 3 --format pprof --out cpu.pb.gz && go tool pprof -top cpu.pb.gz\n",
+	 "capture.export"},
 	{"flamescope", cmd_flamescope, "per-interval EU-stall breakdown of a capture (Intel Xe)",
 	 "gpuprofctl flamescope ID [-i 100ms] [-p PID] [-o FILE]\n\n"
 	 "Write the capture's EU-stall samples cut into intervals, one TSV line per\n"
@@ -325,7 +350,8 @@ static const struct command commands[] = {
 	 "\nOPTIONS\n"
 	 "  -i, --interval DUR    interval width (default 100ms)\n"
 	 "  -p, --pid PID         only that process's kernels\n"
-	 "  -o, --out FILE        write to FILE (default stdout)\n"},
+	 "  -o, --out FILE        write to FILE (default stdout)\n",
+	 "xe.flamescope"},
 	{"xe", cmd_xe, "Intel Xe EU stalls: folded / iaprof output, pause / resume, batch dumps, zebins",
 	 "gpuprofctl xe folded ID [-p PID] [--cgroup] [-o FILE]\n"
 	 "gpuprofctl xe iaprof ID [-p PID] [-o FILE]\n"
@@ -346,10 +372,12 @@ static const struct command commands[] = {
 	 "are kept (64 MiB, oldest dropped) so folded / iaprof print the IGA text\n"
 	 "of each instruction instead of its offset where libiga64 knows the GPU\n"
 	 "(Debian 12: up to PVC); needs root or the daemon's admin group\n"
-	 "(access.admin_group).\n"},
+	 "(access.admin_group).\n",
+	 "xe.folded, xe.iaprof, xe.pause, xe.resume, xe.batch, xe.zebin"},
 	{"help", cmd_help, "show help for a command",
 	 "gpuprofctl help [COMMAND]\n\n"
-	 "Show the overview, or the manual of COMMAND.\n"},
+	 "Show the overview, or the manual of COMMAND.\n",
+	 NULL},
 };
 
 const struct command *help_find(const char *name)
@@ -369,7 +397,7 @@ void help_print(FILE *f, const char *cmd)
 		fputs(COMMON_FOOTER, f);
 		return;
 	}
-	fputs("Usage: gpuprofctl [--socket PATH] [--json] [--timeout DUR] COMMAND [ARGS]\n\n"
+	fputs("Usage: gpuprofctl [--socket PATH] [--json] [--timeout DUR] [--wide] COMMAND [ARGS]\n\n"
 	      "Control gpuprofd, the always-on GPU/CPU profiling daemon: inspect it,\n"
 	      "take captures, import traces, and run analyses and renderers.\n"
 	      "\nCOMMANDS\n",
@@ -418,13 +446,59 @@ int help_describe(FILE *f)
 	return EXIT_OK;
 }
 
+/*
+ * The command reference of docs/cli.md, from this table: an index and each
+ * manual as the help prints it, so the two cannot drift apart
+ * (scripts/cli_reference.py puts it into the file; a unit test checks it).
+ */
+static void help_markdown(FILE *f)
+{
+	const size_t n = sizeof(commands) / sizeof(commands[0]);
+
+	fputs("| command | what it does | JSON-RPC method(s) |\n|---|---|---|\n", f);
+	for (size_t i = 0; i < n; i++) {
+		const char *m = commands[i].methods;
+
+		/* the heading's anchor: "analyze comm" -> analyze-comm */
+		fprintf(f, "| [`%s`](#gpuprofctl-", commands[i].name);
+		for (const char *p = commands[i].name; *p; p++)
+			fputc(*p == ' ' ? '-' : *p, f);
+		fprintf(f, ") | %s | %s%s%s |\n", commands[i].summary, m ? "`" : "", m ? m : "—",
+			m ? "`" : "");
+	}
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "\n### gpuprofctl %s\n\n```\n%s```\n", commands[i].name,
+			commands[i].usage);
+}
+
+/* Hidden --markdown: for the docs, not for a person at a terminal. */
+static int help_opt(struct cli *cli, int opt, const char *arg, void *ctx)
+{
+	(void)arg;
+	if (opt != 'M')
+		return cli_usage_error(cli, "unexpected option");
+	*(bool *)ctx = true;
+	return CLI_CONTINUE;
+}
+
 static int cmd_help(struct cli *cli, int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{"markdown", no_argument, NULL, 'M'},
+		{},
+	};
+	bool markdown = false;
 	int first, r;
 
-	r = cli_parse(cli, argc, argv, "", NULL, NULL, NULL, &first);
+	r = cli_parse(cli, argc, argv, "", opts, help_opt, &markdown, &first);
 	if (r != CLI_CONTINUE)
 		return r;
+	if (markdown) {
+		if (first < argc)
+			return cli_usage_error(cli, "--markdown takes no command");
+		help_markdown(stdout);
+		return EXIT_OK;
+	}
 	if (argc - first > 1)
 		return cli_usage_error(cli, "too many arguments");
 	if (first < argc && !help_find(argv[first]))

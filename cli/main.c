@@ -21,6 +21,7 @@ enum {
 	OPT_SOCKET = 0x100,
 	OPT_JSON,
 	OPT_TIMEOUT,
+	OPT_WIDE,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -29,6 +30,7 @@ static const struct option global_opts[] = {
 	{"socket", required_argument, NULL, OPT_SOCKET},
 	{"json", no_argument, NULL, OPT_JSON},
 	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"wide", no_argument, NULL, OPT_WIDE},
 	{"help", no_argument, NULL, OPT_HELP},
 };
 #define N_GLOBAL_OPTS (sizeof(global_opts) / sizeof(global_opts[0]))
@@ -73,6 +75,9 @@ static int handle_global(struct cli *cli, int opt, const char *arg)
 		return CLI_CONTINUE;
 	case OPT_JSON:
 		cli->json = true;
+		return CLI_CONTINUE;
+	case OPT_WIDE:
+		cli->wide = true;
 		return CLI_CONTINUE;
 	case OPT_TIMEOUT:
 		if (gpuprof_parse_duration_ms(arg, &ms) < 0 || ms > INT_MAX)
@@ -269,6 +274,7 @@ int main(int argc, char **argv)
 		{"socket", required_argument, NULL, OPT_SOCKET},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"wide", no_argument, NULL, OPT_WIDE},
 		{"help", no_argument, NULL, OPT_HELP},
 		{"version", no_argument, NULL, OPT_VERSION},
 		{},

@@ -220,8 +220,8 @@ static const char *scalar_text(const cJSON *v, char *buf, size_t len)
 		double d = v->valuedouble;
 		if (d == floor(d) && fabs(d) < 1e15)
 			snprintf(buf, len, "%.0f", d);
-		else
-			snprintf(buf, len, "%.4g", d);
+		else /* no exponent: "9.694e+05" reads badly */
+			fmt_num(buf, len, d, false);
 		return buf;
 	}
 	return NULL;

@@ -35,7 +35,13 @@ struct collector_ops {
 	void (*stop)(struct collector *c);
 	/* Add collector-specific members to its status object. May be NULL. */
 	void (*status)(struct collector *c, cJSON *obj);
-	/* Release everything; handles closed through the loop. */
+	/* Release everything; handles closed through the loop. Work the
+	 * collector queued on the thread pool (uv_queue_work) may outlive
+	 * this call: it stays an active request of the loop and frees what
+	 * it still uses when it ends. So whoever closes the loop runs it
+	 * (UV_RUN_DEFAULT) until it returns, then calls uv_loop_close(), as
+	 * daemon/main.c does; a bounded number of retries can give up while
+	 * a job still runs. */
 	void (*free)(struct collector *c);
 };
 

@@ -402,6 +402,9 @@ static void gl_status(struct collector *c, cJSON *obj)
 	cJSON_AddNumberToObject(obj, "lost", (double)p->lost);
 	cJSON_AddNumberToObject(obj, "unnamed_launches", (double)p->unnamed);
 	cJSON_AddNumberToObject(obj, "attach_errors", (double)p->attach_errors);
+	/* attach, detach and zebin jobs on the thread pool: a loop that is
+	 * closing waits for them (see collector_ops.free) */
+	cJSON_AddNumberToObject(obj, "jobs_in_flight", p->inflight);
 	cJSON_AddNumberToObject(obj, "process_events", (double)p->proc_events);
 	cJSON_AddStringToObject(obj, "mmap_hook", p->mmap_hook ? p->mmap_hook : "none");
 	if (p->mmap_hook_note[0])
@@ -440,7 +443,12 @@ static void gl_free(struct collector *c)
 	gl_stop(c);
 	c->priv = NULL;
 	if (p->inflight) {
-		/* Attach / detach jobs still use the programs: the last one frees. */
+		/* Attach / detach jobs still use the programs: the last one
+		 * frees. Removing a library's uprobes waits for an RCU grace
+		 * period per probe, seconds on a loaded machine; the loop's
+		 * owner runs it until they end (collector_ops.free). */
+		log_debug("gpu: freed with %u probe job(s) in flight; the loop finishes them",
+			  p->inflight);
 		p->c = NULL;
 		p->freeing = true;
 		return;

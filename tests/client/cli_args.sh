@@ -57,5 +57,22 @@ expect 3 "$tmp/other.sock" --socket "$tmp/other.sock" list
 expect 3 "$tmp/after.sock" status --socket "$tmp/after.sock"
 expect 4 'cannot open' capture --pid 1 --last 1s --out "$tmp/no/such/dir/f"
 
+# Every manual ends in the global options and exit statuses, once.
+"$ctl" help --markdown | sed -n 's/^### gpuprofctl //p' >"$tmp/cmds"
+[ "$(wc -l <"$tmp/cmds")" -gt 15 ] || { echo "FAIL help --markdown lists too few commands"; fails=$((fails + 1)); }
+while read -r c; do
+	n=$("$ctl" help "$c" | grep -c '^GLOBAL OPTIONS')
+	if [ "$n" -ne 1 ]; then
+		echo "FAIL gpuprofctl help $c: the global options $n times"; fails=$((fails + 1))
+	else
+		echo "ok   gpuprofctl help $c: global options once"
+	fi
+done <"$tmp/cmds"
+# import: several files make one capture, Nsight exports are named
+expect 0 'FILE is one rank of it' help import
+expect 0 'one multi-rank capture' help import
+expect 0 'Nsight Systems SQLite' help import
+expect 2 'takes no command' help --markdown import
+
 echo "$fails failed"
 [ "$fails" -eq 0 ]

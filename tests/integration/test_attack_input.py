@@ -120,7 +120,8 @@ def strings_from_a_trace_are_escaped_on_roots_terminal():
             p = d.ctl(*args)
             no_terminal_controls(p.stdout, "stdout of gpuprofctl %s" % args[0])
             no_terminal_controls(p.stderr, "stderr of gpuprofctl %s" % args[0])
-        p = d.ctl("analyze", "kernels", str(cid), check=0)
+        # --wide: the name whole (100 columns would cut its end)
+        p = d.ctl("--wide", "analyze", "kernels", str(cid), check=0)
         expect(b"kern\\x1b]2;pwned\\x07\\xc2\\x9b31m\\x0dK" in p.stdout,
                "the escapes are shown, visibly: %s" % p.stdout.decode())
         # --json is JSON: the C1 CSI leaves as \\u009b, not raw
