@@ -340,9 +340,19 @@ def new_cmd(name):
             "files": False, "ids": False, "help": {}}
 
 
+def option_lines(text):
+    """The lines of a manual that define options: its usage block (up to the
+    first blank line) and the lines that start with an option. Prose that
+    quotes another tool's options (`nsys export --type sqlite`) is left out."""
+    usage, rest = (text.split("\n\n", 1) + [""])[:2]
+    return "\n".join([usage] + [l for l in rest.split("\n")
+                                if re.match(r"\s+(?:-[a-zA-Z], )?--[a-z]", l)])
+
+
 def scan_options(text, cmd):
     """Every --option the manual names, with what follows it."""
-    for m in re.finditer(r"(?<![\w-])(?:(-[a-zA-Z]), )?(--[a-z][a-z0-9-]*)(?:[ =]([^\s,\]\[]+))?", text):
+    for m in re.finditer(r"(?<![\w-])(?:(-[a-zA-Z]), )?(--[a-z][a-z0-9-]*)(?:[ =]([^\s,\]\[]+))?",
+                         option_lines(text)):
         short, opt, val = m.group(1), m.group(2), m.group(3)
         if opt not in cmd["opts"]:
             cmd["opts"].append(opt)
