@@ -191,6 +191,27 @@ def every_config_key_is_in_operations_md_and_gpuprofd_conf_5():
 
 
 @test
+def example_config_lists_every_key_and_loads():
+    """systemd/gpuprofd.conf, the file installed to /etc: every key, and
+    with every line uncommented the daemon takes it (the defaults shown
+    are values it accepts)."""
+    keys = config_keys()
+    with open(os.path.join(SOURCE, "systemd", "gpuprofd.conf")) as f:
+        text = f.read()
+    shown = set(re.findall(r"^# ([a-z_][a-z0-9_.]*) = ", text, re.M))
+    eq(sorted(keys - shown), [], "keys missing from systemd/gpuprofd.conf")
+    eq(sorted(shown - keys), [], "keys in systemd/gpuprofd.conf the daemon does not parse")
+    live = "\n".join(re.sub(r"\s+#.*$", "", l[2:]) for l in text.splitlines()
+                     if re.match(r"# [a-z_][a-z0-9_.]* = ", l)
+                     and not l.startswith(("# socket =", "# state_dir =")))
+    d = Daemon(live + "\n").start()
+    try:
+        eq(d.ctl_json("status")["version"] != "", True, "the daemon runs on the example config")
+    finally:
+        d.cleanup()
+
+
+@test
 def every_library_function_is_in_libgpuprof_client_3():
     need_man()
     page = rendered("libgpuprof-client.3")
