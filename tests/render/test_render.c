@@ -165,6 +165,24 @@ static void test_diff(void)
 	CHECK(strstr(m.p, "<title>grow (6 samples, 75.00%; A 3.20, +2.80"));
 	free(m.p);
 	fold_set_free(s);
+
+	/* normalized where the scaled A does not sum exactly: 97/9 per A
+	 * sample, and 1 + 1 + 7 of them add up to 97.00000000000001 in
+	 * doubles. The root's B equals its scaled A: neutral, no "-0.00". */
+	CHECK_EQ_INT(fold_set_new(0, &s), 0);
+	a = "m;p 1\nm;q 1\nm;r 7\n";
+	b = "m;p 50\nm;q 47\n";
+	fold_set_feed(s, 0, a, strlen(a));
+	fold_set_feed(s, 1, b, strlen(b));
+	m = (struct membuf){0};
+	CHECK_EQ_INT(flame_render(s, &o, mem_cb, &m, &t), 0);
+	char *root = strstr(m.p, "<title>all ");
+	CHECK(root && strstr(root, "</g>"));
+	*strstr(root, "</g>") = 0;
+	CHECK(strstr(root, "<title>all (97 samples, 100.00%; A 97, 0 (+0.00%))"));
+	CHECK(strstr(root, "fill=\"rgb(250,250,250)\""));
+	free(m.p);
+	fold_set_free(s);
 }
 
 /* The embedded data's "cells" array: each cell's (node, count) pairs sum to
