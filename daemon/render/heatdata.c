@@ -325,7 +325,7 @@ static uint64_t merged_max(const struct heatdata *d, uint64_t g)
 	for (uint64_t k = 0; k < d->rows * d->cols; k += g) {
 		uint64_t n = 0;
 		for (uint64_t j = 0; j < g; j++)
-			n += d->cells[k + j];
+			n = sat_add(n, d->cells[k + j]);
 		max = n > max ? n : max;
 	}
 	return max;
