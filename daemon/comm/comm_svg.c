@@ -61,6 +61,37 @@ static double get(const cJSON *o, const char *k)
 	return isnan(x) ? 0 : x;
 }
 
+/*
+ * The legend under the bars, laid out from the labels' widths: a fixed
+ * pitch fitted short names but let "compute" run into the next swatch.
+ * CHAR_EM bounds a label's width: wide sans-serif fonts (DejaVu Sans)
+ * take up to about 0.65 em a character on these names. An item that would
+ * pass x1 starts a new row.
+ */
+#define CHAR_EM 0.7
+
+static void legend(struct sbuf *b, double x0, double x1, double y)
+{
+	const double font = 10, swatch = 10, pad = 3, gap = 12, row = 16;
+	double x = x0;
+
+	sb(b, "<g class=\"legend\">\n");
+	for (int s = 0; s < 8; s++) {
+		double tw = CHAR_EM * font * (double)strlen(seg_name[s]);
+		double iw = swatch + pad + tw;
+
+		if (x > x0 && x + iw > x1) {
+			x = x0;
+			y += row;
+		}
+		sb(b, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"%s\"/>"
+		      "<text x=\"%g\" y=\"%g\" font-size=\"%g\">%s</text>\n",
+		   x, y, swatch, swatch, seg_color[s], x + swatch + pad, y + 9, font, seg_name[s]);
+		x += iw + gap;
+	}
+	sb(b, "</g>\n");
+}
+
 static void bars(struct sbuf *b, const cJSON *ranks)
 {
 	int n = cJSON_GetArraySize(ranks), i = 0;
@@ -97,10 +128,7 @@ static void bars(struct sbuf *b, const cJSON *ranks)
 		   x + bw * 0.4, y0 + h + 14, (int)get(r, "rank"));
 		i++;
 	}
-	for (int s = 0; s < 8; s++)
-		sb(b, "<rect x=\"%d\" y=\"%g\" width=\"10\" height=\"10\" fill=\"%s\"/>"
-		      "<text x=\"%d\" y=\"%g\" font-size=\"10\">%s</text>\n",
-		   60 + 48 * s, y0 + h + 26, seg_color[s], 73 + 48 * s, y0 + h + 35, seg_name[s]);
+	legend(b, x0, x0 + 360, y0 + h + 26);
 }
 
 static void cdf(struct sbuf *b, const cJSON *wins)

@@ -181,6 +181,20 @@ static void write_header(struct wbuf *w, const struct flame_opts *o, unsigned wi
 		  width - XPAD - 100, height - YPAD2 / 2);
 }
 
+/*
+ * B's count minus A's for a diff frame. Normalizing scales A's counts by a
+ * ratio that is rarely exact in binary, so a frame whose scaled A sums to
+ * its B (the root always does) can come out a few ulps off: such a
+ * difference is rounding, not a change, and is drawn neutral rather than
+ * as a faint "-0.00".
+ */
+static double frame_delta(const struct node *n)
+{
+	double b = (double)n->w, d = b - n->a;
+	double mag = b > n->a ? b : n->a;
+	return fabs(d) <= mag * 1e-9 ? 0 : d;
+}
+
 static void write_frame(struct wbuf *w, const struct merge *m, const struct node *n,
 			unsigned height, uint64_t total, double maxdelta, const char *countname)
 {
@@ -190,7 +204,7 @@ static void write_frame(struct wbuf *w, const struct merge *m, const struct node
 			     : (double)height - YPAD2 - (double)(n->depth + 1) * FRAME_H;
 	char fill[24], cnt[40], num[40];
 	if (o->diff) {
-		double d = (double)n->w - n->a, v = maxdelta > 0 ? fabs(d) / maxdelta : 0;
+		double d = frame_delta(n), v = maxdelta > 0 ? fabs(d) / maxdelta : 0;
 		int c = (int)(210 - 210 * v);
 		if (d > 0)
 			snprintf(fill, sizeof(fill), "rgb(255,%d,%d)", c, c);
@@ -206,8 +220,9 @@ static void write_frame(struct wbuf *w, const struct merge *m, const struct node
 	fmt_count(cnt, sizeof(cnt), (double)n->w);
 	wb_printf(w, " (%s %s, %.2f%%", cnt, countname, 100.0 * (double)n->w / (double)total);
 	if (o->diff) {
-		double d = (double)n->w - n->a;
-		fmt_count(num, sizeof(num), n->a);
+		double d = frame_delta(n);
+		/* rounding only: A is B's count, as it would be exactly */
+		fmt_count(num, sizeof(num), d == 0 ? (double)n->w : n->a);
 		fmt_count(cnt, sizeof(cnt), d);
 		wb_printf(w, "; A %s, %s%s", num, d > 0 ? "+" : "", cnt);
 		if (n->a > 0)
@@ -255,7 +270,7 @@ int flame_render(struct fold_set *s, const struct flame_opts *opts, folded_write
 	m.scale_px = (double)(width - 2 * XPAD) / (double)total;
 	double maxdelta = 0;
 	for (size_t i = 0; o->diff && i < m.n; i++) {
-		double d = fabs((double)m.nodes[i].w - m.nodes[i].a);
+		double d = fabs(frame_delta(&m.nodes[i]));
 		if (d > maxdelta)
 			maxdelta = d;
 	}

@@ -87,7 +87,9 @@ int flame_render(struct fold_set *s, const struct flame_opts *o, folded_write_fn
  * draws its flame graph in the page (heatmap.c, heatdata.c).
  */
 struct heatmap_opts {
-	uint64_t bucket_ns;	   /* rows; 0: 20 ms; must divide a second */
+	uint64_t bucket_ns;	   /* rows; must divide a second; 0: 20 ms, or
+				    * coarser (to 200 ms) while the busiest
+				    * cell would hold under 5 */
 	uint64_t capture_id;	   /* for the command line shown on selection */
 	const char *title;
 	enum folded_weight weight; /* what a cell counts (CPU samples by default) */

@@ -309,6 +309,47 @@ static uint64_t coarser(const struct heatdata *d)
 }
 
 /*
+ * The default bucket on a sparse capture: at a low rate (49 Hz on one
+ * thread) a 20 ms cell holds 0 or 1 samples, so every cell with any is the
+ * same full red and the page shows where samples are, not how many. Merge
+ * rows until the busiest cell holds AUTO_MIN_MAX (shades to compare) or
+ * the rows reach MIN_COARSE_ROWS. The chosen bucket is the page's as if
+ * asked: only the data bound's coarsening is reported as such.
+ */
+#define AUTO_MIN_MAX 5
+
+/* The busiest cell if every g rows of a second were one. */
+static uint64_t merged_max(const struct heatdata *d, uint64_t g)
+{
+	uint64_t max = 0;
+	for (uint64_t k = 0; k < d->rows * d->cols; k += g) {
+		uint64_t n = 0;
+		for (uint64_t j = 0; j < g; j++)
+			n = sat_add(n, d->cells[k + j]);
+		max = n > max ? n : max;
+	}
+	return max;
+}
+
+static int auto_bucket(struct heatdata *d)
+{
+	uint64_t f = 1;
+	/* every divisor of the rows, not coarser()'s chain (50 rows: 10 is
+	 * not reached from 25) */
+	for (uint64_t g = 1; d->rows / g >= MIN_COARSE_ROWS; g++) {
+		if (d->rows % g)
+			continue;
+		f = g;
+		if (merged_max(d, g) >= AUTO_MIN_MAX)
+			break;
+	}
+	if (f > 1 && coarsen(d, f) < 0)
+		return -ENOMEM;
+	d->bucket0 = d->bucket;
+	return 0;
+}
+
+/*
  * Fit the data under max_bytes: while over, coarsen the buckets when the
  * cells are most of it (merging rows merges their pairs), otherwise merge
  * narrow frames into their callers with a rising minimum count (what a big
@@ -423,6 +464,7 @@ int heatdata_build(const struct capture *c, const struct heatmap_opts *o, struct
 	else if ((r = folded_liner_new(c, &fo, &l)) == 0)
 		r = hd_collect(d, c, l);
 	if (r < 0 || (r = pairs_sort(d)) < 0 || /* one pair per (cell, node) from here */
+	    (!o->bucket_ns && (r = auto_bucket(d)) < 0) ||
 	    (r = bound(d, o->max_bytes ? o->max_bytes : HM_DEFAULT_MAX_BYTES)) < 0 ||
 	    (r = order(d)) < 0)
 		goto fail;

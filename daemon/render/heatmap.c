@@ -22,8 +22,12 @@
 #include "svg_js.h"
 
 #define NS_PER_S 1000000000ull
-#define CELL_W 12
-#define CELL_H 8
+#define CELL_W 12     /* a column's width on a long capture */
+#define CELL_MAX_W 48 /* and at most, on a short one */
+#define GRID_MIN_W 600 /* what a short capture's columns widen to fill */
+#define LABEL_MIN_W 40 /* between column labels: "1000s" at the page's font */
+#define CELL_H 8      /* a row's height at the 50 rows of 20 ms buckets */
+#define CELL_MAX_H 40 /* and at most, on coarser rows */
 #define LEFT 60
 #define TOP 50
 #define FLAME_W 1200
@@ -146,16 +150,50 @@ static void write_note(struct wbuf *w, const struct heatdata *d, unsigned y)
 	wb_puts(w, "</text>\n");
 }
 
+/* A column's width: a capture of a few seconds would otherwise be a
+ * narrow strip of cells with room for one column label. */
+static unsigned cell_width(const struct heatdata *d)
+{
+	if (d->cols * CELL_W >= GRID_MIN_W)
+		return CELL_W;
+	return d->cols * CELL_MAX_W <= GRID_MIN_W ? CELL_MAX_W
+						  : (unsigned)(GRID_MIN_W / d->cols);
+}
+
+/* A row's height: coarser buckets (fewer rows) keep the grid about as
+ * tall as the default's 50 rows. */
+static unsigned cell_height(const struct heatdata *d)
+{
+	uint64_t h = 50 * CELL_H / d->rows;
+	return h < CELL_H ? CELL_H : h > CELL_MAX_H ? CELL_MAX_H : (unsigned)h;
+}
+
+/* Seconds between column labels: 1, 2, 5, 10, 20, 50... whichever first
+ * leaves LABEL_MIN_W between labels, so every column that fits one gets
+ * one (a fixed 10 labelled only the first column of a short capture). */
+static uint64_t label_step(unsigned cw)
+{
+	static const unsigned mant[] = {1, 2, 5};
+	for (uint64_t scale = 1;; scale *= 10)
+		for (unsigned i = 0; i < 3; i++)
+			if (mant[i] * scale * cw >= LABEL_MIN_W)
+				return mant[i] * scale;
+}
+
 static void write_grid(struct wbuf *w, const struct heatdata *d, uint64_t max_cell,
 		       const char *countname)
 {
+	unsigned cw = cell_width(d), ch = cell_height(d);
+	uint64_t step = label_step(cw);
 	for (uint64_t row = 0; row < d->rows; row += d->rows / 5 ? d->rows / 5 : 1)
 		wb_printf(w, "<text x=\"4\" y=\"%llu\">%llu</text>\n",
-			  (unsigned long long)(TOP + row * CELL_H + CELL_H),
+			  /* the baseline near the row's top: a tall row's
+			   * label would otherwise sit by the next row's */
+			  (unsigned long long)(TOP + row * ch + (ch < 10 ? ch : 10)),
 			  (unsigned long long)(row * d->bucket / 1000000));
-	for (uint64_t col = 0; col < d->cols; col += 10)
-		wb_printf(w, "<text x=\"%llu\" y=\"%d\">%llus</text>\n",
-			  (unsigned long long)(LEFT + col * CELL_W), TOP - 4,
+	for (uint64_t col = 0; col < d->cols; col += step)
+		wb_printf(w, "<text class=\"col\" x=\"%llu\" y=\"%d\">%llus</text>\n",
+			  (unsigned long long)(LEFT + col * cw), TOP - 4,
 			  (unsigned long long)col);
 	wb_puts(w, "<g id=\"cells\">\n");
 	for (uint64_t col = 0; col < d->cols && !w->err; col++) {
@@ -169,8 +207,8 @@ static void write_grid(struct wbuf *w, const struct heatdata *d, uint64_t max_ce
 			    "<rect x=\"%llu\" y=\"%llu\" width=\"%d\" height=\"%d\" "
 			    "fill=\"rgb(%d,%d,%d)\" hm:s=\"%llu\" hm:e=\"%llu\" hm:n=\"%llu\">"
 			    "<title>%llus +%llums: %llu %s</title></rect>\n",
-			    (unsigned long long)(LEFT + col * CELL_W),
-			    (unsigned long long)(TOP + row * CELL_H), CELL_W - 1, CELL_H - 1,
+			    (unsigned long long)(LEFT + col * cw),
+			    (unsigned long long)(TOP + row * ch), cw - 1, ch - 1,
 			    n ? 255 : 245, g, g, (unsigned long long)s,
 			    (unsigned long long)(s + d->bucket - 1), (unsigned long long)n,
 			    (unsigned long long)col,
@@ -208,8 +246,8 @@ int heatmap_render(const struct capture *c, const struct heatmap_opts *opts, fol
 	tt.names = d->nnames;
 
 	const char *countname = count_name(o);
-	unsigned width = (unsigned)(LEFT + d->cols * CELL_W + 20),
-		 height = (unsigned)(TOP + d->rows * CELL_H + 56);
+	unsigned width = (unsigned)(LEFT + d->cols * cell_width(d) + 20),
+		 height = (unsigned)(TOP + d->rows * cell_height(d) + 56);
 	if (width < 720)
 		width = 720; /* room for the title and the selection's command line */
 	/* the command drawing a range's graph (none for EU stalls yet: the
@@ -244,7 +282,7 @@ int heatmap_render(const struct capture *c, const struct heatmap_opts *opts, fol
 	wb_puts(w, "</text>\n<g id=\"heat\">\n");
 	wb_printf(w, "<text x=\"4\" y=\"%d\">ms</text>\n", TOP - 4);
 	write_grid(w, d, tt.max_cell, countname);
-	write_note(w, d, (unsigned)(TOP + d->rows * CELL_H + 20));
+	write_note(w, d, (unsigned)(TOP + d->rows * cell_height(d) + 20));
 	wb_puts(w, "</g>\n");
 	write_flame_frame(w, countname);
 	wb_printf(

@@ -835,6 +835,47 @@ static void test_nccl_parser_config(void)
 }
 
 /* cj_us_item(): the exact text of integral ns, a double otherwise. */
+/*
+ * The SVG legend's labels never reach the next swatch of their row: the
+ * gap from a label's start to the next item is at least 0.65 em a
+ * character (what wide sans-serif fonts need at 10 px), and every item
+ * stays within the bars' 360 px.
+ */
+static void test_svg_legend(void)
+{
+	cJSON *r = cJSON_Parse("{\"analysis\":\"comm\",\"ranks\":[{\"rank\":0,\"breakdown\":"
+			       "{\"union\":{\"ratios\":{\"compute\":0.5,\"comm\":{\"DP\":0.2},"
+			       "\"idle\":0.3}}}}],\"phase_windows\":[]}");
+	double py = -1, ptx = 0;
+	char pname[64] = "", *svg = NULL;
+	size_t len = 0;
+	int items = 0;
+
+	CHECK(r);
+	CHECK_EQ_INT(comm_svg(r, &svg, &len), 0);
+	for (const char *p = svg; (p = strstr(p, "<rect x=\"")); p++) {
+		double x, y, tx;
+		char name[64];
+
+		if (sscanf(p, "<rect x=\"%lf\" y=\"%lf\" width=\"10\" height=\"10\" fill=\"%*[^\"]\"/>"
+			      "<text x=\"%lf\" y=\"%*f\" font-size=\"10\">%63[^<]</text>",
+			   &x, &y, &tx, name) != 4)
+			continue;
+		items++;
+		CHECK(x >= 60 && tx + 0.65 * 10 * (double)strlen(name) <= 420);
+		if (y == py && x - ptx < 0.65 * 10 * (double)strlen(pname))
+			fprintf(stderr, "legend: \"%s\" at %g runs into the swatch at %g\n", pname,
+				ptx, x);
+		CHECK(y != py || x - ptx >= 0.65 * 10 * (double)strlen(pname));
+		py = y;
+		ptx = tx;
+		snprintf(pname, sizeof(pname), "%s", name);
+	}
+	CHECK_EQ_INT(items, 8);
+	free(svg);
+	cJSON_Delete(r);
+}
+
 static void test_us_text(void)
 {
 	static const struct {
@@ -877,5 +918,6 @@ int main(void)
 	RUN(test_exact_us_and_null_bytes);
 	RUN(test_nccl_parser_config);
 	RUN(test_us_text);
+	RUN(test_svg_legend);
 	return test_summary();
 }

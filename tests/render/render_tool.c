@@ -5,7 +5,7 @@
  *   render_tool flame [--icicle] [--minwidth PX] [--title T] FILE|-
  *   render_tool diff [--normalize] A B
  *   render_tool synth folded|flame|heat|chrome|pprof|pprof-main|pprof-xe
- *   render_tool synth heat [--weight samples|launches|gpu-time|eu-stall] [--max-bytes N]
+ *   render_tool synth heat|heat49 [--weight samples|launches|gpu-time|eu-stall] [--max-bytes N]
  *                          [--bucket-ms N] [--no-kernel]
  * Output on stdout; a "key=value ..." summary on stderr.
  */
@@ -117,6 +117,11 @@ static int synth(const char *what, int argc, char **argv)
 	struct capture *c = synth_capture();
 	struct export_totals et = {0};
 	int r = -EINVAL;
+	if (!strcmp(what, "heat49")) { /* one thread at 49 Hz (synth.h) */
+		capture_free(c);
+		c = synth_49hz_capture();
+		what = "heat";
+	}
 	if (!strcmp(what, "folded")) {
 		r = folded_write(c, NULL, out_cb, NULL, NULL);
 	} else if (!strcmp(what, "flame")) {
@@ -166,7 +171,7 @@ int main(int argc, char **argv)
 		return flame(argc, argv, false);
 	if (!strcmp(argv[1], "diff"))
 		return flame(argc, argv, true);
-	if (!strcmp(argv[1], "synth") && (argc == 3 || (argc > 3 && !strcmp(argv[2], "heat"))))
+	if (!strcmp(argv[1], "synth") && (argc == 3 || (argc > 3 && !strncmp(argv[2], "heat", 4))))
 		return synth(argv[2], argc, argv);
 	return usage();
 }

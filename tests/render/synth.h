@@ -110,6 +110,44 @@ static struct capture *synth_capture(void)
 }
 
 /*
+ * One thread of pid 10 "app" sampled at 49 Hz for 6 s: each second it runs
+ * for 300 ms, then half the time (every other sample) until 700 ms, then
+ * sleeps. A 20 ms cell holds 0 or 1 samples; a 100 ms one 5 while the
+ * thread runs, 2 or 3 while it runs half the time.
+ */
+static inline struct capture *synth_49hz_capture(void)
+{
+	struct capture *c;
+	struct sym_table_builder *b;
+	void *buf;
+	size_t len;
+	if (capture_new(&c) < 0 || sym_tb_new(false, &b) < 0)
+		abort();
+	c->id = 8;
+	c->t0_ns = SYNTH_T0;
+	c->t1_ns = SYNTH_T0 + 6000000000ull;
+	uint32_t app = cb_str(c, "app");
+	const uint64_t ips[] = {0x1003, 0x1002, 0x1001};
+	uint32_t s1 = cb_stack(c, ips, 3, 0);
+	static const char *const names[] = {"compute", "run", "main"};
+	uint32_t mapp = synth_map(b, 10, 0x1000, 0x2000, "/usr/bin/app", SYNTH_BID_APP);
+	synth_syms(b, 10, s1, names, 3, 0, mapp);
+	if (sym_tb_encode(b, &buf, &len) < 0 || capture_add_extra(c, CAPSEC_SYMBOLS, buf, len) < 0)
+		abort();
+	free(buf);
+	sym_tb_free(b);
+	for (uint64_t i = 0;; i++) {
+		uint64_t dt = i * 1000000000ull / 49;
+		if (dt >= 6000000000ull)
+			break;
+		uint64_t in = dt % 1000000000ull;
+		if (in < 300000000ull || (in < 700000000ull && i % 2))
+			cb_rec(c, SYNTH_T0 + dt, 10, 10, app, s1);
+	}
+	return c;
+}
+
+/*
  * A process as the symbolizer records it: pid 30 "srv", its hot stack
  * ending in libc (so libc's mapping is the first a frame uses), the
  * executable /usr/bin/srv flagged SYMTAB_MAPF_MAIN, and source lines on

@@ -165,6 +165,24 @@ static void test_diff(void)
 	CHECK(strstr(m.p, "<title>grow (6 samples, 75.00%; A 3.20, +2.80"));
 	free(m.p);
 	fold_set_free(s);
+
+	/* normalized where the scaled A does not sum exactly: 97/9 per A
+	 * sample, and 1 + 1 + 7 of them add up to 97.00000000000001 in
+	 * doubles. The root's B equals its scaled A: neutral, no "-0.00". */
+	CHECK_EQ_INT(fold_set_new(0, &s), 0);
+	a = "m;p 1\nm;q 1\nm;r 7\n";
+	b = "m;p 50\nm;q 47\n";
+	fold_set_feed(s, 0, a, strlen(a));
+	fold_set_feed(s, 1, b, strlen(b));
+	m = (struct membuf){0};
+	CHECK_EQ_INT(flame_render(s, &o, mem_cb, &m, &t), 0);
+	char *root = strstr(m.p, "<title>all ");
+	CHECK(root && strstr(root, "</g>"));
+	*strstr(root, "</g>") = 0;
+	CHECK(strstr(root, "<title>all (97 samples, 100.00%; A 97, 0 (+0.00%))"));
+	CHECK(strstr(root, "fill=\"rgb(250,250,250)\""));
+	free(m.p);
+	fold_set_free(s);
 }
 
 /* The embedded data's "cells" array: each cell's (node, count) pairs sum to
@@ -197,7 +215,9 @@ static long long cells_total(const char *page, uint64_t ncells, uint64_t nodes)
 static void test_heatmap(void)
 {
 	struct capture *c = synth_capture();
-	struct heatmap_opts o = {.capture_id = 7};
+	/* 20 ms asked: the default would coarsen this sparse capture
+	 * (test_heatmap_49hz) */
+	struct heatmap_opts o = {.capture_id = 7, .bucket_ns = 20000000};
 	struct heatmap_totals t;
 	struct membuf m = {0};
 	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
@@ -295,6 +315,67 @@ static void test_heatmap(void)
 	o = (struct heatmap_opts){.weight = FOLDED_WEIGHT_GPU_TIME, .bucket_ns = 1000000};
 	c->nrecs = 0;
 	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), -ENODATA);
+	free(m.p);
+	capture_free(c);
+}
+
+/* Distinct fills of the cells that hold something. */
+static int busy_fills(const char *page)
+{
+	char fills[16][24];
+	int n = 0;
+	for (const char *p = strstr(page, "<g id=\"cells\">"); p && (p = strstr(p, "fill=\""));
+	     p++) {
+		char f[24];
+		unsigned long long cnt;
+		const char *h = strstr(p, "hm:n=\"");
+		if (!h || sscanf(p, "fill=\"%23[^\"]\"", f) != 1 ||
+		    sscanf(h, "hm:n=\"%llu\"", &cnt) != 1 || !cnt)
+			continue;
+		int k = 0;
+		while (k < n && strcmp(fills[k], f))
+			k++;
+		if (k == n && n < 16)
+			snprintf(fills[n++], sizeof(fills[0]), "%s", f);
+	}
+	return n;
+}
+
+/*
+ * One thread at 49 Hz for 6 s: in 20 ms rows every busy cell held 1 and
+ * was the same red, and a column label every 10 s named only the first
+ * column. By default the rows become 100 ms (the first bucket whose
+ * busiest cell holds 5), busy cells come in more than one shade, the
+ * columns widen to fill the page and each second is labelled.
+ */
+static void test_heatmap_49hz(void)
+{
+	struct capture *c = synth_49hz_capture();
+	struct heatmap_opts o = {.capture_id = 8};
+	struct heatmap_totals t;
+	struct membuf m = {0};
+	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_U64(t.samples, 150); /* 25 a second: 15 at full speed, 10 at half */
+	CHECK_EQ_U64(t.columns, 6);
+	CHECK_EQ_U64(t.bucket_ns, 100000000);
+	CHECK_EQ_U64(t.rows, 10);
+	CHECK_EQ_U64(t.max_cell, 5);
+	CHECK(busy_fills(m.p) >= 2);
+	CHECK_EQ_INT(count_str(m.p, "hm:s=\""), 60);
+	CHECK_EQ_INT(cells_total(m.p, 60, t.nodes), 150);
+	/* chosen, not forced by the data bound: the page does not say so */
+	CHECK(!strstr(m.p, "coarsened"));
+	CHECK_EQ_INT(count_str(m.p, "<text class=\"col\""), 6);
+	CHECK(strstr(m.p, ">5s</text>"));
+	free(m.p);
+
+	/* asked for 20 ms: kept, and then one shade is all there is */
+	m = (struct membuf){0};
+	o.bucket_ns = 20000000;
+	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_U64(t.rows, 50);
+	CHECK_EQ_U64(t.max_cell, 1);
+	CHECK_EQ_INT(busy_fills(m.p), 1);
 	free(m.p);
 	capture_free(c);
 }
@@ -466,6 +547,7 @@ int main(void)
 	RUN(test_flame_layout);
 	RUN(test_diff);
 	RUN(test_heatmap);
+	RUN(test_heatmap_49hz);
 	RUN(test_chrome_roundtrip);
 	RUN(test_kernel_hidden);
 	RUN(test_truncated_frame);

@@ -311,7 +311,7 @@ def chrome_trace_stack_frames():
 
 @test
 def heatmap_cells():
-    data, st = run("synth", "heat")
+    data, st = run("synth", "heat", "--bucket-ms", "20")
     root = ET.fromstring(data)
     cells = root.findall(".//" + SVG + "g[@id='cells']/" + SVG + "rect")
     eq(len(cells), 150, "3 s x 50 rows")
