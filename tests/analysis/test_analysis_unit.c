@@ -134,6 +134,29 @@ static void test_idle(void)
 	timeline_free(tl);
 }
 
+/* Streams come in order of first appearance in the file (HTA's DataFrame
+ * order), not by number: 9 before 3 before 5. */
+static void test_idle_stream_order(void)
+{
+	static const char *json = "{\"traceEvents\":[" K("a", "kernel", 50, 10, 9, 1) ","
+		K("b", "kernel", 0, 10, 3, 2) "," K("c", "kernel", 20, 10, 9, 3) ","
+		K("d", "kernel", 10, 10, 5, 4) "," K("e", "kernel", 40, 10, 3, 5) "]}";
+	struct timeline *tl = load(json);
+	cJSON *r = tl ? run(tl, "idle", NULL) : NULL;
+
+	CHECK(r);
+	CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(
+			 cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ranks"), 0), "streams")),
+		     3);
+	CHECK_NEAR(num(r, "ranks.0.streams.0.stream"), 9, 0);
+	CHECK_NEAR(num(r, "ranks.0.streams.1.stream"), 3, 0);
+	CHECK_NEAR(num(r, "ranks.0.streams.2.stream"), 5, 0);
+	/* stream 9: c [20,30] then a [50,60], gap 20 (no launch: kernel wait) */
+	CHECK_NEAR(num(r, "ranks.0.streams.0.categories.0.idle_time_us"), 20, 0);
+	cJSON_Delete(r);
+	timeline_free(tl);
+}
+
 /*
  * One stream on two devices (pid 0 and 1), kernels alternating between
  * them: 5 µs long, every 10 µs. HTA groups rows by stream only, so the
@@ -545,6 +568,7 @@ int main(void)
 {
 	RUN(test_temporal_split);
 	RUN(test_idle);
+	RUN(test_idle_stream_order);
 	RUN(test_idle_stream_on_two_devices);
 	RUN(test_launch);
 	RUN(test_queue);
