@@ -117,8 +117,9 @@ static void emit_stream(struct actx *c, cJSON *streams, int64_t stream, const in
 }
 
 /* One stream's rows k[0..n) (sorted by ts): categorise each gap, emit. */
-static void one_stream(struct actx *c, const struct tl_rank *r, cJSON *streams, const struct krow *k,
-		       size_t n, int64_t delay, bool stats, double *vals[IC_COUNT])
+static void one_stream(struct actx *c, const struct tl_rank *r, cJSON *streams,
+		       const struct krow *k, size_t n, int64_t delay, bool stats,
+		       double *vals[IC_COUNT])
 {
 	int64_t sum[IC_COUNT] = { 0 };
 	bool seen[IC_COUNT] = { false };
