@@ -165,7 +165,8 @@ int cli_out_close(struct cli_out *o, int status);
  * (and fds, passed with the request) and waits for its reply, honouring
  * --timeout. While it waits, and only when stderr is a terminal
  * (cli_progress_wanted()), draw(ctx, line, len) fills one status line,
- * redrawn in place every 200 ms and erased before returning. Returns 0
+ * redrawn in place every 200 ms and erased before returning (or on SIGINT
+ * and SIGTERM, which then end the process as by default). Returns 0
  * with *res (malloc'ed result text, the caller frees), -EREMOTEIO after
  * printing the daemon's error, or another negative errno (nothing
  * printed: see cli_call_failed()).

@@ -5,12 +5,14 @@
  * is a terminal that understands "\r\033[K" (so never into a pipe, a file
  * or a log), is rewritten in place, and is erased before the call returns:
  * what the command prints next (a table, or --json on stdout sharing the
- * terminal) starts on a clean line.
+ * terminal) starts on a clean line. SIGINT and SIGTERM while it is up erase
+ * it too, then end the process as they would have.
  */
 #include "cli.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,31 @@ void cli_progress_clear(void)
 {
 	fputs("\r\033[K", stderr);
 	fflush(stderr);
+}
+
+/* Interrupted while the line is up: erase it (write() is async-signal-safe),
+ * then die of the signal as before, so the shell's prompt starts clean. */
+static void erase_and_die(int sig)
+{
+	static const char clear[] = "\r\033[K";
+	ssize_t w = write(STDERR_FILENO, clear, sizeof(clear) - 1);
+
+	(void)w;
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void catch_signals(bool on, struct sigaction old[2])
+{
+	static const int sigs[2] = { SIGINT, SIGTERM };
+	struct sigaction sa = { .sa_handler = erase_and_die };
+
+	for (int i = 0; i < 2; i++) {
+		if (on)
+			sigaction(sigs[i], &sa, &old[i]);
+		else
+			sigaction(sigs[i], &old[i], NULL);
+	}
 }
 
 /* The reply to request id, popped from the client: 1 (with *res, or the
@@ -82,12 +109,15 @@ int cli_call_progress(struct cli *cli, const char *method, const char *params, c
 	struct gpuprof_client *c = cli->client;
 	int64_t deadline = cli->timeout_ms ? cli_now_ms() + cli->timeout_ms : -1;
 	bool tty = draw && cli_progress_wanted(), drawn = false;
+	struct sigaction old[2];
 	uint64_t id;
 	int r, err;
 
 	r = gpuprof_client_send(c, method, params, fds, nfds, &id);
 	if (r < 0)
 		return r;
+	if (tty)
+		catch_signals(true, old);
 	for (;;) {
 		struct pollfd pfd = { .fd = gpuprof_client_get_fd(c), .events = POLLIN };
 
@@ -120,10 +150,15 @@ int cli_call_progress(struct cli *cli, const char *method, const char *params, c
 		r = gpuprof_client_process(c);
 		if (r < 0)
 			break;
-		if (take_reply(c, method, id, drawn, res, &err))
-			return err;
+		if (take_reply(c, method, id, drawn, res, &err)) {
+			r = err;
+			goto out;
+		}
 	}
 	if (drawn)
 		cli_progress_clear();
+out:
+	if (tty)
+		catch_signals(false, old);
 	return r;
 }

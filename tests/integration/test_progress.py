@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -19,9 +20,10 @@ from gpd import Daemon, GPUPROFCTL, test, main, expect, eq  # noqa: E402
 CLEAR = b"\r\x1b[K"
 
 
-def on_a_tty(argv, both=False, env=None, timeout=60):
+def on_a_tty(argv, both=False, env=None, timeout=60, interrupt_after=None):
     """Run argv with stderr (and stdout too when both) on a pty: (rc,
-    what the terminal got, stdout bytes when not both)."""
+    what the terminal got, stdout bytes when not both). interrupt_after:
+    send SIGINT once that many seconds have passed."""
     master, slave = pty.openpty()
     env = dict(os.environ, **dict({"TERM": "xterm"}, **(env or {})))
     try:
@@ -30,8 +32,12 @@ def on_a_tty(argv, both=False, env=None, timeout=60):
                              env=env)
         os.close(slave)
         slave = -1
-        term, deadline = b"", time.time() + timeout
+        term, start = b"", time.time()
+        deadline = start + timeout
         while time.time() < deadline:
+            if interrupt_after is not None and time.time() - start >= interrupt_after:
+                p.send_signal(signal.SIGINT)
+                interrupt_after = None
             r, _, _ = select.select([master], [], [], 0.2)
             if r:
                 try:
@@ -88,6 +94,24 @@ def capture_counts_down_on_a_terminal_and_erases_the_line():
         expect(any(" 1s left of 2s [" in x for x in lines), "counts down: %r" % lines)
         expect(b"\x1b" not in out and b"\r" not in out, "stdout is clean: %r" % out)
         expect(b"duration:          2.00s" in out, "info printed: %r" % out)
+    finally:
+        d.cleanup()
+
+
+@test
+def an_interrupted_capture_leaves_no_status_line():
+    d = Daemon().start()
+    try:
+        with Sleeper() as pid:
+            rc, term, out = on_a_tty([GPUPROFCTL, "--socket", d.sock, "capture", "--pid",
+                                      str(pid), "--duration", "30s"], interrupt_after=1.5,
+                                     timeout=20)
+        eq(rc, -signal.SIGINT, "killed by SIGINT, as without the status line")
+        lines, tail = status_lines(term)
+        expect(lines and all(x.startswith("capturing: ") for x in lines), "%r" % lines)
+        eq(tail, b"", "the line was erased")
+        eq(out, b"", "nothing on stdout")
+        expect("result" in d.call("version"), "the daemon still answers")
     finally:
         d.cleanup()
 
