@@ -160,6 +160,25 @@ struct cli_out {
 int cli_out_open(struct cli_out *o, const char *path);
 int cli_out_close(struct cli_out *o, int status);
 
+/*
+ * Long requests (progress.c). cli_call_progress() sends method with params
+ * (and fds, passed with the request) and waits for its reply, honouring
+ * --timeout. While it waits, and only when stderr is a terminal
+ * (cli_progress_wanted()), draw(ctx, line, len) fills one status line,
+ * redrawn in place every 200 ms and erased before returning (or on SIGINT
+ * and SIGTERM, which then end the process as by default). Returns 0
+ * with *res (malloc'ed result text, the caller frees), -EREMOTEIO after
+ * printing the daemon's error, or another negative errno (nothing
+ * printed: see cli_call_failed()).
+ */
+typedef void (*cli_progress_fn)(void *ctx, char *line, size_t len);
+int cli_call_progress(struct cli *cli, const char *method, const char *params, const int *fds,
+		      size_t nfds, cli_progress_fn draw, void *ctx, char **res);
+bool cli_progress_wanted(void);
+void cli_progress_clear(void);
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t cli_now_ms(void);
+
 /* Shared by capture --out and folded: run capture.folded into out_fd. */
 /* print_result: print the method's result JSON on stdout (--json with --out FILE). */
 int cli_write_folded(struct cli *cli, uint64_t id, int out_fd, cJSON *params, bool print_result);

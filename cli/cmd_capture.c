@@ -165,6 +165,41 @@ static int capture_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 	return CLI_CONTINUE;
 }
 
+/* A --duration recording: the daemon answers when the window is over. */
+struct countdown {
+	int64_t start_ms, duration_ms;
+};
+
+static void fmt_secs(char *buf, size_t len, int64_t s)
+{
+	if (s < 60)
+		snprintf(buf, len, "%llds", (long long)s);
+	else
+		snprintf(buf, len, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
+}
+
+/* "capturing: 7s left of 10s [#########...........]", then, past the end,
+ * the daemon's closing of the capture. */
+static void countdown_line(void *ctx, char *line, size_t len)
+{
+	const struct countdown *cd = ctx;
+	int64_t el = cli_now_ms() - cd->start_ms, left = cd->duration_ms - el;
+	char l[32], t[32], bar[21];
+	int fill;
+
+	fmt_secs(t, sizeof(t), (cd->duration_ms + 999) / 1000);
+	if (left <= 0) {
+		snprintf(line, len, "capturing: %s recorded, finishing", t);
+		return;
+	}
+	fmt_secs(l, sizeof(l), (left + 999) / 1000);
+	fill = (int)(20 * el / cd->duration_ms);
+	for (int i = 0; i < 20; i++)
+		bar[i] = i < fill ? '#' : '.';
+	bar[20] = '\0';
+	snprintf(line, len, "capturing: %s left of %s [%s]", l, t, bar);
+}
+
 int cmd_capture(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -213,12 +248,23 @@ int cmd_capture(struct cli *cli, int argc, char **argv)
 		cJSON_AddStringToObject(p, "name", a.name);
 	char *params = cJSON_PrintUnformatted(p);
 	cJSON_Delete(p);
-	r = gpuprof_client_call(cli->client, "capture.start", params, NULL, 0, &res);
-	free(params);
-	if (r < 0) {
-		r = cli_call_failed(cli, "capture.start", r);
-		goto out;
+	/* Elsewhere the blocking call, which also prints an error's detail. */
+	if (a.duration_ms && !a.no_wait && cli_progress_wanted()) {
+		struct countdown cd = { cli_now_ms(), (int64_t)a.duration_ms };
+
+		r = cli_call_progress(cli, "capture.start", params, NULL, 0, countdown_line, &cd,
+				      &res);
+		if (r == -EREMOTEIO) /* printed */
+			r = EXIT_REMOTE;
+		else if (r < 0)
+			r = cli_call_failed(cli, "capture.start", r);
+	} else {
+		r = gpuprof_client_call(cli->client, "capture.start", params, NULL, 0, &res);
+		r = r < 0 ? cli_call_failed(cli, "capture.start", r) : EXIT_OK;
 	}
+	free(params);
+	if (r) /* an exit status: the call failed */
+		goto out;
 	cJSON *info = cli_parse_reply(res);
 	uint64_t id = (uint64_t)json_num(info, "id", 0);
 	if (cli->json)

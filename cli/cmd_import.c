@@ -1,21 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
  * gpuprofctl import: pass the trace files' open descriptors to one
- * capture.import (one capture, one rank per file). On a terminal, progress comes from the file offset: the
- * daemon reads through the same open file description, so lseek(fd, 0,
- * SEEK_CUR) on our copy shows how far it got.
+ * capture.import (one capture, one rank per file). On a terminal, progress
+ * comes from the file offset: the daemon reads through the same open file
+ * description, so lseek(fd, 0, SEEK_CUR) on our copy shows how far it got.
  */
 #include "cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 struct import_args {
@@ -39,87 +37,42 @@ static int import_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 	return CLI_CONTINUE;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void show_progress(const int *fds, size_t n, off_t total)
-{
-	char b1[32], b2[32];
-	off_t pos = 0;
-	for (size_t i = 0; i < n; i++) {
-		off_t p = lseek(fds[i], 0, SEEK_CUR);
-		pos += p > 0 ? p : 0;
-	}
-	fprintf(stderr, "\r\033[Kimporting %zu file%s: %s / %s (%d%%)", n, n == 1 ? "" : "s",
-		fmt_bytes(b1, (double)pos), fmt_bytes(b2, (double)total),
-		total ? (int)(100.0 * (double)pos / (double)total) : 0);
-}
+struct import_progress {
+	const int *fds;
+	size_t n;
+	off_t total;
+	int64_t done_ms; /* when the daemon had read every byte; 0: not yet */
+};
 
 /*
- * capture.import through the event-loop API so we can draw progress while
- * waiting. Returns 0 with *res set, or a negative errno (-EREMOTEIO: the
- * error was printed here).
+ * Reading is most of an import, but after the last byte the daemon still
+ * builds its indexes and writes the capture (a second or more on a large
+ * trace): say so, rather than sit at 100 %.
  */
-static int import_with_progress(struct cli *cli, const int *fds, size_t n, off_t total,
-				const char *params, char **res)
+static void import_line(void *ctx, char *line, size_t len)
 {
-	struct gpuprof_client *c = cli->client;
-	int64_t deadline = cli->timeout_ms ? now_ms() + cli->timeout_ms : -1;
-	bool tty = isatty(STDERR_FILENO);
-	uint64_t id, rid;
-	int r;
+	struct import_progress *p = ctx;
+	char b1[32], b2[32];
+	off_t pos = 0;
 
-	r = gpuprof_client_send(c, "capture.import", params, fds, n, &id);
-	if (r < 0)
-		return r;
-	for (;;) {
-		struct pollfd pfd = {.fd = gpuprof_client_get_fd(c), .events = POLLIN};
-		char *result = NULL, *msg = NULL;
-		int code = 0;
-
-		if (gpuprof_client_pending_output(c))
-			pfd.events |= POLLOUT;
-		if (tty)
-			show_progress(fds, n, total);
-		if (deadline >= 0 && now_ms() >= deadline)
-			return -ETIMEDOUT;
-		if (poll(&pfd, 1, 200) < 0 && errno != EINTR)
-			return -errno;
-		if (pfd.revents & POLLOUT) {
-			r = gpuprof_client_flush(c);
-			if (r < 0)
-				return r;
-		}
-		if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
-			continue;
-		r = gpuprof_client_process(c);
-		if (r < 0)
-			return r;
-		while (gpuprof_client_next_reply(c, &rid, &result, &code, &msg) == 1) {
-			if (rid != id && rid != 0) {
-				free(result);
-				free(msg);
-				continue;
-			}
-			if (tty)
-				fputc('\n', stderr);
-			if (code) {
-				char *em = cli_escape(msg ? msg : "");
-				fprintf(stderr, "gpuprofctl: capture.import: %s (code %d)\n",
-					em ? em : "?", code);
-				free(em);
-				free(msg);
-				return -EREMOTEIO;
-			}
-			*res = result;
-			return 0;
-		}
+	for (size_t i = 0; i < p->n; i++) {
+		off_t o = lseek(p->fds[i], 0, SEEK_CUR);
+		pos += o > 0 ? o : 0;
 	}
+	if (p->total && pos >= p->total) {
+		if (!p->done_ms)
+			p->done_ms = cli_now_ms();
+		int64_t s = (cli_now_ms() - p->done_ms) / 1000;
+
+		snprintf(line, len, "importing %zu file%s: %s read, finalizing", p->n,
+			 p->n == 1 ? "" : "s", fmt_bytes(b1, (double)p->total));
+		if (s > 0)
+			snprintf(line + strlen(line), len - strlen(line), " (%llds)", (long long)s);
+		return;
+	}
+	snprintf(line, len, "importing %zu file%s: %s / %s (%d%%)", p->n, p->n == 1 ? "" : "s",
+		 fmt_bytes(b1, (double)pos), fmt_bytes(b2, (double)p->total),
+		 p->total ? (int)(100.0 * (double)pos / (double)p->total) : 0);
 }
 
 static void print_import(struct cli *cli, const char *res)
@@ -187,7 +140,10 @@ static int import_all(struct cli *cli, char **paths, size_t n, const struct impo
 	params = cJSON_PrintUnformatted(p);
 	cJSON_Delete(p);
 	if (all_regular) {
-		r = import_with_progress(cli, fds, n, total, params, &res);
+		struct import_progress ip = { .fds = fds, .n = n, .total = total };
+
+		r = cli_call_progress(cli, "capture.import", params, fds, n, import_line, &ip,
+				      &res);
 		if (r == -EREMOTEIO)
 			status = EXIT_REMOTE;
 		else if (r < 0)

@@ -116,12 +116,91 @@ static void emit_stream(struct actx *c, cJSON *streams, int64_t stream, const in
 	}
 }
 
+/* One stream's rows k[0..n) (sorted by ts): categorise each gap, emit. */
+static void one_stream(struct actx *c, const struct tl_rank *r, cJSON *streams,
+		       const struct krow *k, size_t n, int64_t delay, bool stats,
+		       double *vals[IC_COUNT])
+{
+	int64_t sum[IC_COUNT] = { 0 };
+	bool seen[IC_COUNT] = { false };
+	size_t nvals[IC_COUNT] = { 0 };
+
+	for (size_t b = 0; b < n; b++) {
+		const struct tl_event *e = &r->ev[k[b].pos];
+		int64_t rt, gap = 0;
+		bool first = b == 0;
+		int cat;
+
+		/* the row ahead, and the launch of the row half as far
+		 * ahead (read through its link, when its row is in) */
+		if (b + PREFETCH_AHEAD < n)
+			__builtin_prefetch(&r->ev[k[b + PREFETCH_AHEAD].pos]);
+		if (b + PREFETCH_AHEAD / 2 < n) {
+			int32_t l = r->ev[k[b + PREFETCH_AHEAD / 2].pos].link;
+
+			if (l >= 0)
+				__builtin_prefetch(&r->ev[l]);
+		}
+
+		if (!first)
+			gap = k[b].ts - k[b - 1].end;
+		if (!first && runtime_ts(r, e, &rt) && rt > k[b - 1].end)
+			cat = IC_HOST;
+		else if (!first && gap < delay)
+			cat = IC_KERNEL;
+		else
+			cat = IC_OTHER; /* the first row's gap is NaN: counted, adds 0 */
+		seen[cat] = true;
+		if (!first) {
+			sum[cat] += gap;
+			vals[cat][nvals[cat]++] = us(gap);
+		}
+	}
+	emit_stream(c, streams, k[0].stream, sum, seen, vals, nvals, stats);
+}
+
+/* The rows k[a..b) of one stream; first: its smallest event index. */
+struct sgroup {
+	size_t a, b;
+	uint32_t first;
+};
+
+static int sgroup_cmp(const void *x, const void *y)
+{
+	const struct sgroup *p = x, *q = y;
+
+	return (p->first > q->first) - (p->first < q->first);
+}
+
+/*
+ * The streams of k (sorted by stream, ts) in the order HTA lists them: of
+ * first appearance among the rows in event-index order (its DataFrame
+ * order), not by stream number. Values do not depend on it, but a reader
+ * comparing the two outputs row by row does. Returns how many.
+ */
+static size_t stream_groups(const struct krow *k, size_t n, struct sgroup *g)
+{
+	size_t ng = 0;
+
+	for (size_t a = 0, b; a < n; a = b) {
+		uint32_t first = k[a].index;
+
+		for (b = a + 1; b < n && k[b].stream == k[a].stream; b++)
+			if (k[b].index < first)
+				first = k[b].index;
+		g[ng++] = (struct sgroup){ a, b, first };
+	}
+	qsort(g, ng, sizeof(*g), sgroup_cmp);
+	return ng;
+}
+
 static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t delay, bool stats,
 		    uint32_t mtia_cat)
 {
 	struct krow *k = tl_malloc_big((r->nby_stream + 1) * sizeof(*k));
 	double *vals[IC_COUNT] = { NULL };
-	size_t n = 0;
+	struct sgroup *groups = NULL;
+	size_t n = 0, ns;
 	int err = -ENOMEM;
 	cJSON *o, *streams;
 
@@ -141,54 +220,24 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t
 		if (!vals[j])
 			goto out;
 	}
+	groups = malloc((n + 1) * sizeof(*groups));
+	if (!groups)
+		goto out;
 	krow_sort(k, n);
 
 	o = cJSON_CreateObject();
 	jpush(c, out, o);
 	jint(c, o, "rank", r->rank);
 	streams = jarr(c, o, "streams");
-	for (size_t a = 0, b; a < n; a = b) {
-		int64_t sum[IC_COUNT] = { 0 };
-		bool seen[IC_COUNT] = { false };
-		size_t nvals[IC_COUNT] = { 0 };
-
-		for (b = a; b < n && k[b].stream == k[a].stream; b++) {
-			const struct tl_event *e = &r->ev[k[b].pos];
-			int64_t rt, gap = 0;
-			bool first = b == a;
-			int cat;
-
-			/* the row ahead, and the launch of the row half as far
-			 * ahead (read through its link, when its row is in) */
-			if (b + PREFETCH_AHEAD < n)
-				__builtin_prefetch(&r->ev[k[b + PREFETCH_AHEAD].pos]);
-			if (b + PREFETCH_AHEAD / 2 < n) {
-				int32_t l = r->ev[k[b + PREFETCH_AHEAD / 2].pos].link;
-
-				if (l >= 0)
-					__builtin_prefetch(&r->ev[l]);
-			}
-
-			if (!first)
-				gap = k[b].ts - k[b - 1].end;
-			if (!first && runtime_ts(r, e, &rt) && rt > k[b - 1].end)
-				cat = IC_HOST;
-			else if (!first && gap < delay)
-				cat = IC_KERNEL;
-			else
-				cat = IC_OTHER; /* the first row's gap is NaN: counted, adds 0 */
-			seen[cat] = true;
-			if (!first) {
-				sum[cat] += gap;
-				vals[cat][nvals[cat]++] = us(gap);
-			}
-		}
-		emit_stream(c, streams, k[a].stream, sum, seen, vals, nvals, stats);
-	}
+	ns = stream_groups(k, n, groups);
+	for (size_t g = 0; g < ns; g++)
+		one_stream(c, r, streams, k + groups[g].a, groups[g].b - groups[g].a, delay, stats,
+			   vals);
 	err = 0;
 out:
 	for (int j = 0; j < IC_COUNT; j++)
 		free(vals[j]);
+	free(groups);
 	tl_free_big(k);
 	return err;
 }

@@ -11,7 +11,9 @@
  *
  * Deliberate difference (documented): HTA raises ValueError("Unexpected
  * case") when a thread holds a negative duration (the "dur = -1" rows of
- * 4.2, Q12). We nest such a row as if its duration were 0.
+ * 4.2, Q12). We nest such a row as if its duration were 0. And where a
+ * row ends, another starts and a zero-length row sits at one time, HTA's
+ * order depends on the file; ours does not (endpt_cmp).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,7 @@ struct endpt {
 	int64_t time, dur;
 	uint32_t index, pos;
 	int kind; /* -1 open, +1 close (HTA's OPEN_END / CLOSE_END) */
+	bool boundary; /* its time holds a close, an open and a zero-length row */
 };
 
 /* HTA's _less_than for two end points at the same thread (durations >= 0). */
@@ -54,9 +57,54 @@ static bool less_than(const struct endpt *x, const struct endpt *y)
 	return x->kind < 0 ? x->index < y->index : x->index > y->index;
 }
 
+/*
+ * less_than() is not transitive where one row ends, another starts and a
+ * zero-length row sits at the same time: the end goes before the start,
+ * the start before the zero-length row (inside the starting one), and the
+ * zero-length row before the end (inside the ending one). HTA's sort then
+ * gives an order that depends on the rows' order in the file, and can let
+ * the ending row's close pop the starting row: the starting row and all that
+ * follows nest one level too deep. At such a time we order the zero-length
+ * rows (inside the ending row), then ends, then starts: what glibc's qsort
+ * gave before from our rows' order (by time, longer first), now whatever
+ * that order. Every other time keeps HTA's order, consistent there.
+ */
+static int boundary_class(const struct endpt *x)
+{
+	if (x->dur == 0)
+		return 0;
+	return x->kind > 0 ? 1 : 2;
+}
+
 static int endpt_cmp(const void *a, const void *b)
 {
-	return less_than(a, b) ? -1 : less_than(b, a) ? 1 : 0;
+	const struct endpt *x = a, *y = b;
+
+	if (x->time == y->time && x->boundary) { /* y->boundary too: same time */
+		int cx = boundary_class(x), cy = boundary_class(y);
+
+		if (cx != cy)
+			return cx < cy ? -1 : 1;
+	}
+	return less_than(x, y) ? -1 : less_than(y, x) ? 1 : 0;
+}
+
+static int time_cmp(const void *a, const void *b)
+{
+	const struct endpt *x = a, *y = b;
+
+	return (x->time > y->time) - (x->time < y->time);
+}
+
+/* Mark the run ep[0..n) of one time when it holds all three kinds. */
+static void mark_boundary(struct endpt *ep, size_t n)
+{
+	bool seen[3] = { false }; /* zero-length, end, start */
+
+	for (size_t i = 0; i < n; i++)
+		seen[boundary_class(&ep[i])] = true;
+	for (size_t i = 0; i < n; i++)
+		ep[i].boundary = seen[0] && seen[1] && seen[2];
 }
 
 #include "radix.h"
@@ -65,20 +113,20 @@ DEFINE_RADIX(radix_endpt, struct endpt, ENDPT_KEY)
 
 /*
  * The order HTA's comparator gives: time decides first (less_than), so a
- * stable radix sort by time, then each run of equal times sorted with the
- * comparator (glibc's qsort, as the whole array was before; a run is a few
- * end points). A qsort of a thread's millions of end points was most of
- * this analysis on a 1 GB trace.
+ * sort by time (radix, stable; a qsort of a thread's millions of end points
+ * was most of this analysis on a 1 GB trace), then each run of equal times
+ * sorted with the comparator (a run is a few end points), made total at
+ * the times where HTA's is not (endpt_cmp).
  */
 static void endpt_sort(struct endpt *ep, size_t n)
 {
-	if (n < RADIX_MIN || !radix_endpt(ep, n)) {
-		qsort(ep, n, sizeof(*ep), endpt_cmp);
-		return;
-	}
+	if (n < RADIX_MIN || !radix_endpt(ep, n))
+		qsort(ep, n, sizeof(*ep), time_cmp);
 	for (size_t a = 0, b; a < n; a = b) {
 		for (b = a + 1; b < n && ep[b].time == ep[a].time; b++)
 			;
+		if (b - a > 2) /* fewer cannot hold three kinds */
+			mark_boundary(ep + a, b - a);
 		if (b - a > 1)
 			qsort(ep + a, b - a, sizeof(*ep), endpt_cmp);
 	}
@@ -131,8 +179,8 @@ static int nest_thread(struct cg *g, const struct tl_thread *t, uint32_t root)
 		if (e->stream != TL_NONE)
 			continue;
 		d = d < 0 ? 0 : d; /* HTA crashes here (Q12) */
-		ep[n++] = (struct endpt){ ev_ts(r, e), d, e->index, p, -1 };
-		ep[n++] = (struct endpt){ ev_ts(r, e) + d, d, e->index, p, 1 };
+		ep[n++] = (struct endpt){ ev_ts(r, e), d, e->index, p, -1, false };
+		ep[n++] = (struct endpt){ ev_ts(r, e) + d, d, e->index, p, 1, false };
 	}
 	endpt_sort(ep, n);
 	for (size_t i = 0; i < n; i++) {

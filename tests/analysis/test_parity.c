@@ -143,6 +143,26 @@ static int idle_rows(const cJSON *res)
 	return n;
 }
 
+/* Streams listed in HTA's order (first appearance), not by number. */
+static void idle_stream_order(const cJSON *rank, const cJSON *recs)
+{
+	const cJSON *rec, *s = get(rank, "streams")->child;
+	double last = NAN;
+
+	cJSON_ArrayForEach(rec, recs)
+	{
+		if (jnumv(rec, "stream") == last)
+			continue;
+		last = jnumv(rec, "stream");
+		CHECK(s);
+		if (!s)
+			return;
+		CHECK_NEAR(jnumv(s, "stream"), last, 0);
+		s = s->next;
+	}
+	CHECK(!s);
+}
+
 static void idle(const struct timeline *tl, const cJSON *ref)
 {
 	const cJSON *def = get(ref, "default"), *st = get(ref, "show_idle_interval_stats");
@@ -161,6 +181,7 @@ static void idle(const struct timeline *tl, const cJSON *ref)
 	if (!res)
 		return;
 	CHECK_EQ_INT(idle_rows(res), cJSON_GetArraySize(records(get(def, "idle_time_df"))));
+	idle_stream_order(parity_rank(res, 0), records(get(def, "idle_time_df")));
 	cJSON_ArrayForEach(rec, records(get(def, "idle_time_df")))
 	{
 		const cJSON *m = parity_rank(res, (int)jnumv(rec, "rank"));
