@@ -20,7 +20,7 @@
 #include "json.h"
 #include "methods.h"
 #include "methods_import.h"
-#include "timeline/sha256.h"
+#include "timeline/xxh64.h"
 #include "timeline/timeline.h"
 
 struct import_job {
@@ -103,7 +103,7 @@ static void import_work(void *arg)
 		goto out;
 	}
 	for (size_t i = 0; i < j->nfds; i++) {
-		struct sha256 digest;
+		struct xxh64 digest;
 		struct import_opts o = {
 			.rank = j->ranks[i],
 			.max_bytes = j->max_bytes,
@@ -122,7 +122,7 @@ static void import_work(void *arg)
 		};
 		struct import_result res;
 		memset(&res, 0, sizeof(res));
-		sha256_init(&digest);
+		xxh64_init(&digest);
 		/* Kineto JSON (plain/gzip) or an nsys SQLite export, by magic */
 		int r = timeline_import_any_fd(j->fds[i], &o, tl, &res);
 		if (r < 0) {
@@ -163,10 +163,11 @@ static void import_work(void *arg)
 		}
 		json_add_u64(f, "bytes", res.bytes_in);
 		if (res.format == IMPORT_FMT_KINETO && digest.len == res.bytes_in) {
-			char hex[SHA256_HEX_LEN + 1];
+			char hex[17];
 
-			sha256_hex(&digest, hex);
-			cJSON_AddStringToObject(f, "sha256", hex);
+			snprintf(hex, sizeof(hex), "%016llx",
+				 (unsigned long long)xxh64_digest(&digest));
+			cJSON_AddStringToObject(f, "xxh64", hex);
 		}
 		json_add_u64(f, "json_bytes", res.bytes_json);
 		json_add_u64(f, "events_raw", res.events_raw);

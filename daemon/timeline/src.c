@@ -72,7 +72,7 @@ ssize_t src_raw(struct src *s, uint8_t *buf, size_t n, const uint8_t **at)
 		s->mem_off += k;
 		s->bytes_in += k;
 		if (s->digest)
-			sha256_update(s->digest, *at, k);
+			xxh64_update(s->digest, *at, k);
 		return (ssize_t)k;
 	}
 	*at = buf;
@@ -94,7 +94,7 @@ ssize_t src_raw(struct src *s, uint8_t *buf, size_t n, const uint8_t **at)
 			s->bytes_in += (uint64_t)r;
 			s->file_hi += (uint64_t)r;
 			if (s->digest)
-				sha256_update(s->digest, buf, (size_t)r);
+				xxh64_update(s->digest, buf, (size_t)r);
 		}
 		return r < 0 ? -errno : r;
 	}

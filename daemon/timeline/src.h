@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "sha256.h"
+#include "xxh64.h"
 
 struct gz_dec; /* gzdec.c: the inflate backend's state */
 
@@ -33,7 +33,7 @@ struct src {
 	uint64_t bytes_in;
 	/* NULL, or every raw byte handed out is hashed into it, in order
 	 * (import_opts.digest) */
-	struct sha256 *digest;
+	struct xxh64 *digest;
 	uint32_t io_timeout_ms;
 	const _Atomic bool *cancel; /* import_opts.cancel */
 };
