@@ -183,11 +183,21 @@ struct render_args {
 	const char *out;
 	int64_t rank;
 	const char *annotation, *instance, *overlay, *trace;
-	bool all_events;
+	bool all_events, trust_trace;
+	int64_t max_edges; /* -1: the daemon's default */
 	cJSON *edits; /* --edit, as edit objects */
 };
 
-enum { OPT_ANNOTATION = 0x300, OPT_INSTANCE, OPT_OVERLAY, OPT_TRACE, OPT_EDIT, OPT_ALL_EVENTS };
+enum {
+	OPT_ANNOTATION = 0x300,
+	OPT_INSTANCE,
+	OPT_OVERLAY,
+	OPT_TRACE,
+	OPT_EDIT,
+	OPT_ALL_EVENTS,
+	OPT_MAX_EDGES,
+	OPT_TRUST_TRACE,
+};
 
 /*
  * --edit SPEC: [kind:KIND | match:REGEX | REGEX] then *FACTOR or =MICROSECONDS
@@ -252,6 +262,17 @@ static int render_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 	case OPT_ALL_EVENTS:
 		a->all_events = true;
 		break;
+	case OPT_TRUST_TRACE:
+		a->trust_trace = true;
+		break;
+	case OPT_MAX_EDGES: {
+		uint64_t v;
+
+		if (!cli_parse_u64(arg, &v) || v > 10000000)
+			return cli_usage_error(cli, "invalid --max-edges '%s' (0 to 10000000)", arg);
+		a->max_edges = (int64_t)v;
+		break;
+	}
 	case OPT_EDIT:
 		e = parse_edit(arg);
 		if (!e)
@@ -289,6 +310,21 @@ static bool add_instance(cJSON *p, const char *s)
 	return true;
 }
 
+/* The critical edges are a prefix of the path's (max_edges, 1000 unless
+ * asked): a person reading the table must not take it for the whole path. */
+static void print_edges_shown(const cJSON *v)
+{
+	const cJSON *edges = cJSON_GetObjectItemCaseSensitive(v, "critical_edges");
+	const cJSON *path = cJSON_GetObjectItemCaseSensitive(v, "path");
+	char shown[32], all[32];
+
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "critical_edges_truncated")))
+		return;
+	fmt_num(shown, sizeof(shown), cJSON_GetArraySize(edges), false);
+	fmt_num(all, sizeof(all), json_num(path, "edges", 0), false);
+	printf("\nshowing %s of %s critical edges; --max-edges N to see more\n", shown, all);
+}
+
 /* {"id": ID, KEY: VALUE...} from the operands after the id; NULL on a bad pair. */
 static cJSON *id_and_extras(struct cli *cli, uint64_t id, int argc, char **argv, int from)
 {
@@ -316,9 +352,11 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 		{"trace", required_argument, NULL, OPT_TRACE},
 		{"overlay-all-events", no_argument, NULL, OPT_ALL_EVENTS},
 		{"edit", required_argument, NULL, OPT_EDIT},
+		{"max-edges", required_argument, NULL, OPT_MAX_EDGES},
+		{"trust-trace", no_argument, NULL, OPT_TRUST_TRACE},
 		{},
 	};
-	struct render_args a = {.rank = -1};
+	struct render_args a = {.rank = -1, .max_edges = -1};
 	char method[96];
 	uint64_t id;
 	int first, r, fds[2] = {-1, -1};
@@ -356,11 +394,13 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 	for (char *m = method; *m; m++)
 		if (*m == '-')
 			*m = '_';
-	if ((a.annotation || a.instance || a.overlay || a.trace || a.edits || a.all_events) &&
+	if ((a.annotation || a.instance || a.overlay || a.trace || a.edits || a.all_events ||
+	     a.trust_trace || a.max_edges >= 0) &&
 	    strcmp(method, "analyze.critical_path") != 0) {
 		cJSON_Delete(a.edits);
-		return cli_usage_error(cli, "--annotation, --instance, --overlay, --trace and "
-					    "--edit are critical-path options");
+		return cli_usage_error(cli, "--annotation, --instance, --overlay, --trace, "
+					    "--trust-trace, --max-edges and --edit are critical-path "
+					    "options");
 	}
 	if (!a.overlay != !a.trace) {
 		cJSON_Delete(a.edits);
@@ -394,6 +434,12 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 	}
 	if (a.all_events)
 		cJSON_AddBoolToObject(p, "overlay_all_events", true);
+	if (a.trust_trace)
+		cJSON_AddBoolToObject(p, "overlay_unverified", true);
+	if (a.max_edges >= 0) {
+		cJSON_DeleteItemFromObjectCaseSensitive(p, "max_edges");
+		cJSON_AddNumberToObject(p, "max_edges", (double)a.max_edges);
+	}
 	if (a.overlay) {
 		cJSON_DeleteItemFromObjectCaseSensitive(p, "overlay");
 		cJSON_AddBoolToObject(p, "overlay", true);
@@ -426,7 +472,21 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 		goto out;
 	r = gpuprof_client_call(cli->client, method, params, nfds ? fds : NULL, nfds, &res);
 	if (r < 0) {
+		bool bad_trace = a.trace && r == -EREMOTEIO &&
+				 gpuprof_client_error_code(cli->client) == GPUPROF_ERR_BAD_INPUT;
+		const char *m = bad_trace ? gpuprof_client_error_message(cli->client) : NULL;
+
 		r = cli_call_failed(cli, method, r);
+		if (m && strstr(m, "cannot be verified"))
+			fprintf(stderr,
+				"gpuprofctl: --trace %s: re-import it, or add --trust-trace to "
+				"overlay it unchecked\n",
+				a.trace);
+		else if (bad_trace)
+			fprintf(stderr,
+				"gpuprofctl: --trace %s cannot be overlaid on capture %llu: give "
+				"the file that capture was imported from\n",
+				a.trace, (unsigned long long)id);
 		goto out;
 	}
 	if (cli->json) {
@@ -434,6 +494,7 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 	} else {
 		cJSON *v = cli_parse_reply(res);
 		print_result_tables(v, cli->wide);
+		print_edges_shown(v);
 		cJSON_Delete(v);
 	}
 	r = EXIT_OK;

@@ -14,12 +14,21 @@
  * output as fds[1] (write); the daemon streams one through to the other,
  * rewriting critical events by their traceEvents index (critpath.h), so it
  * never stores the trace text and uses bounded memory.
+ *
+ * Marking by index is only right on the very file that was imported: any
+ * other trace would come out plausibly and wrongly marked. The import
+ * records each file's byte count and XXH64; the overlay hashes what it
+ * reads and fails unless both match (a regular file of the wrong size is
+ * refused before anything is written; otherwise the client discards the
+ * output of the failed request). Captures imported before digests were
+ * recorded cannot be checked: refused unless "overlay_unverified".
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "capjob.h"
@@ -27,6 +36,7 @@
 #include "gpd.h"
 #include "methods.h"
 #include "methods_critpath.h"
+#include "timeline/xxh64.h"
 #include "timeline/timeline.h"
 
 #define CACHE_MAX_BYTES (256u << 20)
@@ -115,7 +125,7 @@ struct cpopts {
 	char key[1024];
 	const cJSON *edits;
 	uint32_t top, max_edges;
-	bool overlay, all_events;
+	bool overlay, all_events, unverified;
 	int in_fd;
 };
 
@@ -129,17 +139,117 @@ static void free_cpopts(void *p)
 	free(x);
 }
 
-/* The overlay's two descriptors behind one callback argument. */
+/* The overlay's two descriptors behind one callback argument; what was
+ * read is hashed to tell whether it is the imported file. */
 struct ioctx {
 	int in_fd, timeout_ms;
 	struct fdout out;
+	struct xxh64 digest;
 };
 
 static ssize_t io_read(void *arg, void *buf, size_t n)
 {
 	struct ioctx *io = arg;
+	ssize_t r = fdio_read(io->in_fd, buf, n, io->timeout_ms);
 
-	return fdio_read(io->in_fd, buf, n, io->timeout_ms);
+	if (r > 0)
+		xxh64_update(&io->digest, buf, (size_t)r);
+	return r;
+}
+
+/* What the import recorded of the file behind one rank. */
+struct imported_file {
+	char xxh64[17]; /* 16 hex digits; "" when not recorded */
+	uint64_t bytes;
+};
+
+static void imported_file(const struct capture *c, int32_t rank, struct imported_file *f)
+{
+	const struct capture_extra *ex = capture_find_extra(c, CAPSEC_IMPORT_INFO);
+	cJSON *info = ex ? cJSON_ParseWithLength(ex->data, ex->len) : NULL;
+	const cJSON *it;
+
+	memset(f, 0, sizeof(*f));
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(info, "files"))
+	{
+		const cJSON *rk = cJSON_GetObjectItemCaseSensitive(it, "rank");
+		const cJSON *sh = cJSON_GetObjectItemCaseSensitive(it, "xxh64");
+		const cJSON *by = cJSON_GetObjectItemCaseSensitive(it, "bytes");
+
+		if (!cJSON_IsNumber(rk) || rk->valuedouble != rank)
+			continue;
+		if (cJSON_IsString(sh) && strlen(sh->valuestring) == 16 && cJSON_IsNumber(by) &&
+		    by->valuedouble >= 0) {
+			snprintf(f->xxh64, sizeof(f->xxh64), "%s", sh->valuestring);
+			f->bytes = (uint64_t)by->valuedouble;
+		}
+		break;
+	}
+	cJSON_Delete(info);
+}
+
+/* Before streaming: refuse what can be refused without output (no digest
+ * recorded, a regular file of another size). false: j failed. */
+static bool trace_precheck(struct capjob *j, const struct cpopts *x, const struct imported_file *f)
+{
+	struct stat st;
+	off_t at;
+
+	if (!f->xxh64[0]) {
+		if (x->unverified)
+			return true;
+		capjob_fail(j, -EINVAL, GPUPROF_ERR_BAD_INPUT,
+			    "capture %llu's rank %d trace cannot be verified: its import recorded "
+			    "no digest (imported by an older gpuprofd, or not a Kineto JSON "
+			    "file); re-import the trace, or set \"overlay_unverified\": true to "
+			    "mark events by position on trust",
+			    (unsigned long long)j->id, x->o.rank);
+		return false;
+	}
+	if (fstat(x->in_fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (at = lseek(x->in_fd, 0, SEEK_CUR)) >= 0 && (uint64_t)(st.st_size - at) != f->bytes) {
+		capjob_fail(j, -EINVAL, GPUPROF_ERR_BAD_INPUT,
+			    "the original trace passed (%lld bytes) is not the file capture %llu's "
+			    "rank %d was imported from (%llu bytes, xxh64 %s)",
+			    (long long)(st.st_size - at), (unsigned long long)j->id, x->o.rank,
+			    (unsigned long long)f->bytes, f->xxh64);
+		return false;
+	}
+	return true;
+}
+
+/* After streaming (or after the overlay gave up: the rest is read, up to
+ * one byte past the recorded size, so the hash can say whether the file was
+ * the wrong one). at_eof: the overlay read the whole input. false: j failed. */
+static bool trace_matches(struct capjob *j, const struct cpopts *x, struct ioctx *io,
+			  const struct imported_file *f, bool at_eof)
+{
+	char buf[1 << 14], got[64];
+	uint64_t h;
+
+	if (!f->xxh64[0])
+		return true;
+	while (!at_eof && io->digest.len <= f->bytes)
+		at_eof = io_read(io, buf, sizeof(buf)) <= 0;
+	h = xxh64_digest(&io->digest);
+	if (io->digest.len == f->bytes) {
+		char hex[17];
+
+		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)h);
+		if (!strcmp(hex, f->xxh64))
+			return true;
+	}
+	if (at_eof)
+		snprintf(got, sizeof(got), "%llu bytes, xxh64 %016llx",
+			 (unsigned long long)io->digest.len, (unsigned long long)h);
+	else
+		snprintf(got, sizeof(got), "more than %llu bytes", (unsigned long long)f->bytes);
+	capjob_fail(j, -EINVAL, GPUPROF_ERR_BAD_INPUT,
+		    "the original trace passed (%s) is not the file capture %llu's rank %d was "
+		    "imported from (%llu bytes, xxh64 %s)",
+		    got, (unsigned long long)j->id, x->o.rank, (unsigned long long)f->bytes,
+		    f->xxh64);
+	return false;
 }
 
 static int io_write(void *arg, const void *p, size_t n)
@@ -257,8 +367,15 @@ static void run(struct capjob *j, struct capture *c)
 	}
 	if (x->overlay) {
 		struct ioctx *io = malloc(sizeof(*io));
+		struct imported_file f;
 		uint64_t flows = 0;
 
+		imported_file(c, x->o.rank, &f);
+		if (!trace_precheck(j, x, &f)) {
+			free(io);
+			cJSON_Delete(res);
+			goto out;
+		}
 		if (!io) {
 			cJSON_Delete(res);
 			capjob_fail(j, -ENOMEM, 0, "out of memory");
@@ -266,10 +383,17 @@ static void run(struct capjob *j, struct capture *c)
 		}
 		io->in_fd = x->in_fd;
 		io->timeout_ms = j->io_timeout_ms;
+		xxh64_init(&io->digest);
 		fdout_init(&io->out, j->fd, j->io_timeout_ms);
 		r = cp_overlay_write(g, x->edits ? &alt : &base,
 				     &(struct cp_io){io_read, io_write, io}, x->all_events, &flows,
 				     err, sizeof(err));
+		/* a wrong file is named as such, even where it did not parse */
+		if ((!r || r == -EBADMSG || r == -E2BIG) && !trace_matches(j, x, io, &f, !r)) {
+			free(io);
+			cJSON_Delete(res);
+			goto out;
+		}
 		if (!r)
 			r = fdout_flush(&io->out);
 		if (r) {
@@ -284,6 +408,7 @@ static void run(struct capjob *j, struct capture *c)
 		cJSON *ov = cJSON_AddObjectToObject(res, "overlay");
 		cJSON_AddNumberToObject(ov, "bytes", (double)io->out.total);
 		cJSON_AddNumberToObject(ov, "flow_events", (double)flows);
+		cJSON_AddBoolToObject(ov, "verified", f.xxh64[0] != 0);
 		free(io);
 	}
 	j->result = res;
@@ -343,7 +468,8 @@ static bool parse(struct rpc_req *req, const cJSON *params, struct cpopts *x)
 	    !param_u64(req, params, "top", false, 1000, &top) ||
 	    !param_u64(req, params, "max_edges", false, 10000000, &maxe) ||
 	    !param_bool(req, params, "overlay", &x->overlay) ||
-	    !param_bool(req, params, "overlay_all_events", &x->all_events))
+	    !param_bool(req, params, "overlay_all_events", &x->all_events) ||
+	    !param_bool(req, params, "overlay_unverified", &x->unverified))
 		return false;
 	cp_opts_default(&x->o);
 	x->o.rank = rank == UINT64_MAX ? -1 : (int32_t)rank;
@@ -392,6 +518,7 @@ void method_analyze_critical_path(struct rpc_req *req, const cJSON *params)
 	    "max_edges",
 	    "overlay",
 	    "overlay_all_events",
+	    "overlay_unverified",
 	    "fds",
 	    NULL,
 	};

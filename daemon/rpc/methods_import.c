@@ -20,6 +20,7 @@
 #include "json.h"
 #include "methods.h"
 #include "methods_import.h"
+#include "timeline/xxh64.h"
 #include "timeline/timeline.h"
 
 struct import_job {
@@ -102,6 +103,7 @@ static void import_work(void *arg)
 		goto out;
 	}
 	for (size_t i = 0; i < j->nfds; i++) {
+		struct xxh64 digest;
 		struct import_opts o = {
 			.rank = j->ranks[i],
 			.max_bytes = j->max_bytes,
@@ -114,9 +116,13 @@ static void import_work(void *arg)
 			.max_mem_name = "memory.capture_max",
 			.mem_reserve = import_mem_reserve,
 			.mem_arg = j,
+			/* the file's bytes as read: the critical-path overlay
+			 * takes the trace again and must know it is this one */
+			.digest = &digest,
 		};
 		struct import_result res;
 		memset(&res, 0, sizeof(res));
+		xxh64_init(&digest);
 		/* Kineto JSON (plain/gzip) or an nsys SQLite export, by magic */
 		int r = timeline_import_any_fd(j->fds[i], &o, tl, &res);
 		if (r < 0) {
@@ -156,6 +162,13 @@ static void import_work(void *arg)
 			cJSON_AddNumberToObject(nc, "communicator_unknown", res.nccl_no_comm);
 		}
 		json_add_u64(f, "bytes", res.bytes_in);
+		if (res.format == IMPORT_FMT_KINETO && digest.len == res.bytes_in) {
+			char hex[17];
+
+			snprintf(hex, sizeof(hex), "%016llx",
+				 (unsigned long long)xxh64_digest(&digest));
+			cJSON_AddStringToObject(f, "xxh64", hex);
+		}
 		json_add_u64(f, "json_bytes", res.bytes_json);
 		json_add_u64(f, "events_raw", res.events_raw);
 		cJSON_AddItemToObject(f, "warnings", warnings_json(res.warnings));

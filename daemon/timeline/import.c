@@ -394,7 +394,7 @@ int timeline_import_fd(int fd, const struct import_opts *o, struct timeline *tl,
 		       struct import_result *res)
 {
 	struct src s = { .fd = fd, .io_timeout_ms = o ? o->io_timeout_ms : 0,
-			 .cancel = o ? o->cancel : NULL };
+			 .cancel = o ? o->cancel : NULL, .digest = o ? o->digest : NULL };
 
 	return import_src(&s, o, tl, res);
 }
@@ -402,7 +402,8 @@ int timeline_import_fd(int fd, const struct import_opts *o, struct timeline *tl,
 int timeline_import_buf(const void *buf, size_t len, const struct import_opts *o,
 			struct timeline *tl, struct import_result *res)
 {
-	struct src s = { .fd = -1, .mem = buf, .mem_len = len };
+	struct src s = { .fd = -1, .mem = buf, .mem_len = len,
+			 .digest = o ? o->digest : NULL };
 
 	return import_src(&s, o, tl, res);
 }

@@ -71,6 +71,8 @@ ssize_t src_raw(struct src *s, uint8_t *buf, size_t n, const uint8_t **at)
 		*at = s->mem + s->mem_off;
 		s->mem_off += k;
 		s->bytes_in += k;
+		if (s->digest)
+			xxh64_update(s->digest, *at, k);
 		return (ssize_t)k;
 	}
 	*at = buf;
@@ -91,6 +93,8 @@ ssize_t src_raw(struct src *s, uint8_t *buf, size_t n, const uint8_t **at)
 		if (r > 0) {
 			s->bytes_in += (uint64_t)r;
 			s->file_hi += (uint64_t)r;
+			if (s->digest)
+				xxh64_update(s->digest, buf, (size_t)r);
 		}
 		return r < 0 ? -errno : r;
 	}

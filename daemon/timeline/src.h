@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "xxh64.h"
+
 struct gz_dec; /* gzdec.c: the inflate backend's state */
 
 struct src {
@@ -29,6 +31,9 @@ struct src {
 	bool gz, gz_done;
 	struct gz_dec *gzd; /* gz_begin() .. gz_end() */
 	uint64_t bytes_in;
+	/* NULL, or every raw byte handed out is hashed into it, in order
+	 * (import_opts.digest) */
+	struct xxh64 *digest;
 	uint32_t io_timeout_ms;
 	const _Atomic bool *cancel; /* import_opts.cancel */
 };

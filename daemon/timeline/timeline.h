@@ -478,6 +478,10 @@ struct import_opts {
 	/* Set (by another thread) to stop the import: waits for data end
 	 * within 100 ms and the import fails with -ECANCELED. NULL: never. */
 	const _Atomic bool *cancel;
+	/* NULL, or a struct xxh64 (xxh64.h) the raw bytes of a Kineto JSON
+	 * file (gzip or not) are hashed into as they are read, for the
+	 * critical-path overlay to tell the file again. Not an nsys export. */
+	struct xxh64 *digest;
 	/* Memory the import may hold: the events, args and strings it keeps
 	 * (with what tl held before), an SQLite export read into memory. Past
 	 * it the import fails with -EFBIG, error_msg naming max_mem_name.
