@@ -13,6 +13,10 @@
  * (two traces of one program differ in few bytes), for which 64 bits make a
  * collision negligible; it is no defence against a file crafted to collide,
  * and needs none: the overlay only goes back to the client that sent it.
+ *
+ * The hash is Debian's libxxhash (the reference implementation, well kept
+ * and vectorized); this wrapper keeps its state inline, so callers embed it
+ * without an allocation.
  */
 #ifndef GPUPROF_TIMELINE_XXH64_H
 #define GPUPROF_TIMELINE_XXH64_H
@@ -20,11 +24,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define XXH_STATIC_LINKING_ONLY /* XXH64_state_t's layout, to embed it */
+#include <xxhash.h>
+
 struct xxh64 {
-	uint64_t v[4];
+	XXH64_state_t st;
 	uint64_t len; /* bytes hashed */
-	uint8_t buf[32];
-	size_t nbuf;
 };
 
 void xxh64_init(struct xxh64 *s);
