@@ -435,12 +435,10 @@ truncated:
 
 void unwind_forget_pid(struct unwinder *u, uint32_t pid)
 {
-	for (unsigned b = 0; b < UW_PROC_BUCKETS; b++)
-		for (struct uw_proc *p = u->procs[b]; p; p = p->next)
-			if (p->pid == pid) {
-				uw_proc_free(u, p);
-				return;
-			}
+	struct uw_proc *p = uw_proc_lookup(u, pid);
+
+	if (p)
+		uw_proc_free(u, p);
 }
 
 int unwind_new(const struct unwind_opts *opts, struct unwinder **ret)

@@ -47,8 +47,6 @@ struct uw_rule {
 struct uw_obj {
 	dev_t dev;
 	ino_t ino;
-	int64_t mtime_ns;
-	uint64_t size;
 	int fd; /* -1 for the vDSO image */
 	void *image; /* vDSO: our own copy of the image */
 	Elf *elf;
@@ -80,7 +78,6 @@ struct uw_map {
 
 struct uw_proc {
 	uint32_t pid;
-	uint64_t start_time; /* /proc/PID/stat field 22: tells a reused pid */
 	struct uw_map *maps;
 	size_t nmaps;
 	uint64_t read_ns; /* when maps were read; 0 = never could */
@@ -89,7 +86,6 @@ struct uw_proc {
 	uint64_t last_used;
 	uint64_t samples, truncated, frames_cfi, frames_fp;
 	struct uw_proc *next; /* hash chain */
-	char comm[16];
 };
 
 #define UW_PROC_BUCKETS 1024
@@ -133,6 +129,8 @@ uint64_t uw_now_ns(void);
 /* uwproc.c: processes and objects */
 /* The process's snapshot, read on first use; NULL when it cannot be read. */
 struct uw_proc *uw_proc_get(struct unwinder *u, uint32_t pid);
+/* The cached snapshot, if any; reads nothing. */
+struct uw_proc *uw_proc_lookup(struct unwinder *u, uint32_t pid);
 /* Re-read the mappings (an address outside every mapping: dlopen, exec),
  * at most every min_age_ns. true when re-read. */
 bool uw_proc_refresh(struct unwinder *u, struct uw_proc *p, uint64_t min_age_ns);

@@ -285,8 +285,6 @@ static struct uw_obj *obj_get(struct unwinder *u, uint32_t pid, uint64_t start, 
 	o->fd = fd;
 	o->dev = dev;
 	o->ino = ino;
-	o->size = (uint64_t)st.st_size;
-	o->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	base = strrchr(path, '/');
 	snprintf(o->name, sizeof(o->name), "%s", base ? base + 1 : path);
 	o->elf = elf_begin(fd, ELF_C_READ, NULL);
@@ -320,30 +318,6 @@ static void maps_release(struct unwinder *u, struct uw_proc *p)
 	free(p->maps);
 	p->maps = NULL;
 	p->nmaps = 0;
-}
-
-static uint64_t read_start_time(struct unwinder *u, uint32_t pid)
-{
-	char path[256], buf[1024], *s;
-	unsigned long long v = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%" PRIu32 "/stat", u->proc_dir, pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* After the comm's closing parenthesis: field 3 on; starttime is 22. */
-	s = strrchr(buf, ')');
-	if (!s || sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-				"%*d %*d %llu", &v) != 1)
-		return 0;
-	return v;
 }
 
 /* Read the executable mappings of p from /proc/PID/maps. */
@@ -442,33 +416,35 @@ void uw_proc_free(struct unwinder *u, struct uw_proc *p)
 	free(p);
 }
 
-struct uw_proc *uw_proc_get(struct unwinder *u, uint32_t pid)
+struct uw_proc *uw_proc_lookup(struct unwinder *u, uint32_t pid)
 {
 	struct uw_proc *p;
-	uint64_t st;
 
 	for (p = u->procs[proc_bucket(pid)]; p; p = p->next)
 		if (p->pid == pid)
-			break;
+			return p;
+	return NULL;
+}
+
+struct uw_proc *uw_proc_get(struct unwinder *u, uint32_t pid)
+{
+	struct uw_proc *p = uw_proc_lookup(u, pid);
+
 	if (p) {
 		p->last_used = ++u->tick;
 		return p;
 	}
-	st = read_start_time(u, pid);
-	if (!st)
-		return NULL; /* gone already */
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
 	p->pid = pid;
-	p->start_time = st;
 	p->last_used = ++u->tick;
 	p->next = u->procs[proc_bucket(pid)];
 	u->procs[proc_bucket(pid)] = p;
 	u->nprocs++;
 	u->bytes += sizeof(*p);
 	u->busy = p;
-	if (maps_read(u, p) < 0) {
+	if (maps_read(u, p) < 0) { /* gone already, or unreadable */
 		uw_proc_free(u, p);
 		return NULL;
 	}
