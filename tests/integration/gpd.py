@@ -234,6 +234,39 @@ def test(fn):
 
 
 
+def pb_fields(buf):
+    """(field, wiretype, value) of one protobuf message."""
+    i, out = 0, []
+
+    def varint():
+        nonlocal i
+        v = s = 0
+        while True:
+            b = buf[i]
+            i += 1
+            v |= (b & 0x7F) << s
+            s += 7
+            if b < 0x80:
+                return v
+    while i < len(buf):
+        key = varint()
+        f, wt = key >> 3, key & 7
+        if wt == 0:
+            out.append((f, 0, varint()))
+        elif wt == 2:
+            n = varint()
+            out.append((f, 2, buf[i:i + n]))
+            i += n
+        else:
+            raise AssertionError("unexpected wire type %d" % wt)
+    return out
+
+
+def pb_dict(buf):
+    """{field: value} of one protobuf message (the last value of a field)."""
+    return {f: v for f, _, v in pb_fields(buf)}
+
+
 def need_sampler(d):
     """Skip without root, fail as root, when the CPU sampler is not attached."""
     st = d.ctl_json("status")

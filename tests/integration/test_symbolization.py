@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 
-from gpd import BUILD, Daemon, eq, expect, main, need_sampler, Skip, test
+from gpd import BUILD, Daemon, eq, expect, main, need_sampler, pb_dict, pb_fields, Skip, test
 
 WORKLOAD = os.path.join(BUILD, "tests", "workloads", "demo_workload")  # built with -g
 CONFIG = "sampling.cpu_frequency = 499\n"
@@ -36,33 +36,6 @@ def frames(text):
         stack, _, count = line.rpartition(" ")
         expect(count.isdigit(), "count after the last space: %r" % line)
         out.append((stack.split(";"), int(count)))
-    return out
-
-
-def pb_fields(buf):
-    i, out = 0, []
-
-    def varint():
-        nonlocal i
-        v = s = 0
-        while True:
-            b = buf[i]
-            i += 1
-            v |= (b & 0x7F) << s
-            s += 7
-            if b < 0x80:
-                return v
-    while i < len(buf):
-        key = varint()
-        f, wt = key >> 3, key & 7
-        if wt == 0:
-            out.append((f, varint()))
-        elif wt == 2:
-            n = varint()
-            out.append((f, buf[i:i + n]))
-            i += n
-        else:
-            raise AssertionError("unexpected wire type %d" % wt)
     return out
 
 
@@ -93,11 +66,11 @@ def folded_lines_and_pprof():
             out = os.path.join(tmp, "p.pb.gz")
             d.ctl("export", cid, "--format", "pprof", "--out", out, check=0)
             with open(out, "rb") as f:
-                prof = pb_fields(gzip.decompress(f.read()))
+                prof = [(f, v) for f, _, v in pb_fields(gzip.decompress(f.read()))]
         finally:
             shutil.rmtree(tmp)
         strings = [v.decode(errors="replace") for f, v in prof if f == 6]
-        maps = [dict(pb_fields(v)) for f, v in prof if f == 3]
+        maps = [pb_dict(v) for f, v in prof if f == 3]
         expect(maps, "mappings")
         eq(maps[0].get(1), 1, "first Mapping is id 1")
         expect(strings[maps[0][5]].endswith("/demo_workload"),
@@ -105,14 +78,14 @@ def folded_lines_and_pprof():
         funcs = {}
         for f, v in prof:
             if f == 5:
-                fd = dict(pb_fields(v))
+                fd = pb_dict(v)
                 funcs[fd[1]] = (strings[fd.get(2, 0)], strings[fd.get(4, 0)])
         lines = {}
         for f, v in prof:
             if f == 4:
-                for a, c in pb_fields(v):
+                for a, _, c in pb_fields(v):
                     if a == 4:
-                        ln = dict(pb_fields(c))
+                        ln = pb_dict(c)
                         name, fname = funcs[ln[1]]
                         if ln.get(2):
                             lines.setdefault(name, set()).add((fname, ln[2]))

@@ -16,7 +16,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from gpd import eq, expect, main, test  # noqa: E402
+from gpd import eq, expect, main, pb_fields, test  # noqa: E402
 
 TOOL = sys.argv.pop(1) if len(sys.argv) > 1 else "render_tool"
 SVG = "{http://www.w3.org/2000/svg}"
@@ -146,34 +146,6 @@ def diff_colours_and_widths():
     expect(by["shrink"]["fill"].endswith(",255)"), "shrink is blue")
     expect(by["new"]["fill"].startswith("rgb(255,"), "new is red")
     eq(by["same"]["fill"], "rgb(250,250,250)", "unchanged is neutral")
-
-
-def pb_fields(buf):
-    """(field, wiretype, value) of one protobuf message."""
-    i, out = 0, []
-
-    def varint():
-        nonlocal i
-        v = s = 0
-        while True:
-            b = buf[i]
-            i += 1
-            v |= (b & 0x7F) << s
-            s += 7
-            if b < 0x80:
-                return v
-    while i < len(buf):
-        key = varint()
-        f, wt = key >> 3, key & 7
-        if wt == 0:
-            out.append((f, 0, varint()))
-        elif wt == 2:
-            n = varint()
-            out.append((f, 2, buf[i:i + n]))
-            i += n
-        else:
-            raise AssertionError("unexpected wire type %d" % wt)
-    return out
 
 
 def packed(b):
