@@ -4,6 +4,8 @@ state directory, the real gpuprofctl, and raw protocol access."""
 
 import json
 import os
+import pty
+import select
 import shutil
 import signal
 import socket
@@ -232,6 +234,45 @@ def test(fn):
     _tests.append(fn)
     return fn
 
+
+
+def run_on_pty(argv, both=False, env=None, timeout=60, interrupt_after=None):
+    """Run argv with stderr (and stdout too when both) on a pty: (rc,
+    what the terminal got, stdout bytes when not both). env: variables set
+    over ours. interrupt_after: send SIGINT once that many seconds have
+    passed."""
+    master, slave = pty.openpty()
+    env = dict(os.environ, **(env or {}))
+    try:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=slave,
+                             stdout=slave if both else subprocess.PIPE,
+                             env=env)
+        os.close(slave)
+        slave = -1
+        term, start = b"", time.time()
+        deadline = start + timeout
+        while time.time() < deadline:
+            if interrupt_after is not None and time.time() - start >= interrupt_after:
+                p.send_signal(signal.SIGINT)
+                interrupt_after = None
+            r, _, _ = select.select([master], [], [], 0.2)
+            if r:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the other side is closed
+                    break
+                if not chunk:
+                    break
+                term += chunk
+            elif p.poll() is not None:
+                break
+        out = b"" if both else p.stdout.read()
+        p.wait(10)
+        return p.returncode, term.replace(b"\r\n", b"\n"), out
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
 
 
 def pb_fields(buf):

@@ -16,7 +16,7 @@ import stat
 import subprocess
 
 from gpd import (ATTACKER_PY, GPUPROFCTL, SHARED, Daemon, Skip, as_attacker, attacker, eq,
-                 error_code, expect, main, open_to_group, test)
+                 error_code, expect, main, open_to_group, run_on_pty, test)
 
 TRACES = os.path.join(SHARED, "reference", "hta", "traces")
 
@@ -135,33 +135,8 @@ def strings_from_a_trace_are_escaped_on_roots_terminal():
 
 def on_a_terminal(argv, timeout=60):
     """argv's stdout and stderr as a terminal shows them (a pty), bytes."""
-    import pty
-    import select
-    import time
-    master, slave = pty.openpty()
-    try:
-        p = subprocess.Popen(argv, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL)
-        os.close(slave)
-        slave = -1
-        out, deadline = b"", time.time() + timeout
-        while time.time() < deadline:
-            r, _, _ = select.select([master], [], [], 0.2)
-            if r:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: the other side is closed
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            elif p.poll() is not None:
-                break
-        p.wait(10)
-        return p.returncode, out.replace(b"\r\n", b"\n")
-    finally:
-        os.close(master)
-        if slave >= 0:
-            os.close(slave)
+    rc, out, _ = run_on_pty(argv, both=True, timeout=timeout)
+    return rc, out
 
 
 SPIN = ("import sys,time\n"

@@ -6,8 +6,6 @@ rewritten in place and erased at the end, only when stderr is a terminal
 
 import json
 import os
-import pty
-import select
 import signal
 import subprocess
 import sys
@@ -15,47 +13,16 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gpd import Daemon, GPUPROFCTL, test, main, expect, eq  # noqa: E402
+from gpd import Daemon, GPUPROFCTL, test, main, expect, eq, run_on_pty  # noqa: E402
 
 CLEAR = b"\r\x1b[K"
 
 
 def on_a_tty(argv, both=False, env=None, timeout=60, interrupt_after=None):
-    """Run argv with stderr (and stdout too when both) on a pty: (rc,
-    what the terminal got, stdout bytes when not both). interrupt_after:
-    send SIGINT once that many seconds have passed."""
-    master, slave = pty.openpty()
-    env = dict(os.environ, **dict({"TERM": "xterm"}, **(env or {})))
-    try:
-        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=slave,
-                             stdout=slave if both else subprocess.PIPE,
-                             env=env)
-        os.close(slave)
-        slave = -1
-        term, start = b"", time.time()
-        deadline = start + timeout
-        while time.time() < deadline:
-            if interrupt_after is not None and time.time() - start >= interrupt_after:
-                p.send_signal(signal.SIGINT)
-                interrupt_after = None
-            r, _, _ = select.select([master], [], [], 0.2)
-            if r:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: the other side is closed
-                    break
-                if not chunk:
-                    break
-                term += chunk
-            elif p.poll() is not None:
-                break
-        out = b"" if both else p.stdout.read()
-        p.wait(10)
-        return p.returncode, term.replace(b"\r\n", b"\n"), out
-    finally:
-        os.close(master)
-        if slave >= 0:
-            os.close(slave)
+    """run_on_pty() as a terminal of a known kind (TERM=xterm unless env
+    says otherwise)."""
+    return run_on_pty(argv, both, dict({"TERM": "xterm"}, **(env or {})), timeout,
+                      interrupt_after)
 
 
 def status_lines(term):
