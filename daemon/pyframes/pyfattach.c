@@ -342,7 +342,9 @@ static int inspect_candidate(struct pyf_proc *p, const struct cand *c, struct el
 		close(fd);
 		return -ENOEXEC;
 	}
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* pread, not mmap: the file is the profiled user's, and one truncated
+	 * under us would SIGBUS the daemon (as for the unwinder's objects) */
+	e = elf_begin(fd, ELF_C_READ, NULL);
 	r = e ? elf_inspect(e, f) : -ENOEXEC;
 	if (e)
 		elf_end(e);
