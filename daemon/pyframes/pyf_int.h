@@ -20,6 +20,7 @@
 #define PYF_MAX_LINETABLE 65536 /* bytes of a line table */
 #define PYF_CODE_SLOTS 2048	/* code objects cached (direct-mapped) */
 #define PYF_TID_SLOTS 256	/* TID -> thread state cached (direct-mapped) */
+#define PYF_MAX_EVAL 4		/* code ranges of the frame evaluator */
 
 enum pyf_chain {
 	PYF_CHAIN_FRAMEOBJ, /* 3.9/3.10: tstate->frame, PyFrameObject.f_back */
@@ -74,6 +75,8 @@ struct pyf_proc {
 	uint64_t runtime, code_type, bytes_type, unicode_type;
 	uint64_t runtime_size; /* st_size of _PyRuntime, 0 unknown */
 	char module[64];       /* base name of the file holding _PyRuntime */
+	uint64_t eval[PYF_MAX_EVAL][2]; /* _PyEval_EvalFrameDefault's code, absolute */
+	unsigned neval;
 	/* 3.9/3.10: offset of the kernel TID in glibc's struct pthread, found
 	 * by matching thread states against /proc/PID/task; -1 unknown */
 	int pthread_tid_off;

@@ -65,6 +65,8 @@ struct elf_facts {
 	char vstrings[8][24]; /* "3.X.Y" literals in .rodata */
 	unsigned nvstrings;
 	uint64_t getversion_buf; /* Py_GetVersion()'s static buffer (.symtab) */
+	uint64_t eval[PYF_MAX_EVAL][2]; /* the frame evaluator's code: [start, end) */
+	unsigned neval;
 };
 
 #define set_reason(p, ...) snprintf((p)->reason, sizeof((p)->reason), __VA_ARGS__)
@@ -134,6 +136,30 @@ static int list_candidates(struct pyf_proc *p, struct cand **ret, size_t *nret)
 	return 0;
 }
 
+/*
+ * _PyEval_EvalFrameDefault, the native function that runs Python frames
+ * (exported: extension modules may call it), and the parts the compiler
+ * split off it ("_PyEval_EvalFrameDefault.cold", named in .symtab only):
+ * splicing replaces its activations in native stacks by Python frames.
+ */
+static void note_eval(struct elf_facts *f, const char *name, const GElf_Sym *sym)
+{
+	static const char eval[] = "_PyEval_EvalFrameDefault";
+
+	if (strncmp(name, eval, sizeof(eval) - 1) || (name[sizeof(eval) - 1] &&
+						      name[sizeof(eval) - 1] != '.') ||
+	    GELF_ST_TYPE(sym->st_info) != STT_FUNC || !sym->st_size)
+		return;
+	for (unsigned i = 0; i < f->neval; i++)
+		if (f->eval[i][0] == sym->st_value)
+			return;
+	if (f->neval < PYF_MAX_EVAL) {
+		f->eval[f->neval][0] = sym->st_value;
+		f->eval[f->neval][1] = sym->st_value + sym->st_size;
+		f->neval++;
+	}
+}
+
 static void scan_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_facts *f)
 {
 	Elf_Data *d = elf_getdata(scn, NULL);
@@ -148,6 +174,7 @@ static void scan_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_f
 		name = elf_strptr(e, sh->sh_link, sym.st_name);
 		if (!name || (name[0] != '_' && name[0] != 'P'))
 			continue;
+		note_eval(f, name, &sym);
 		if (!strcmp(name, "_PyRuntime")) {
 			f->has_runtime = true;
 			f->runtime = sym.st_value;
@@ -180,15 +207,16 @@ static void scan_local_version(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct
 		GElf_Sym sym;
 		const char *name;
 
+		if (gelf_getsym(d, (int)i, &sym) && GELF_ST_TYPE(sym.st_info) == STT_FUNC &&
+		    sym.st_shndx != SHN_UNDEF && (name = elf_strptr(e, sh->sh_link, sym.st_name)))
+			note_eval(f, name, &sym);
 		if (!gelf_getsym(d, (int)i, &sym) || sym.st_size != 250 ||
 		    GELF_ST_TYPE(sym.st_info) != STT_OBJECT ||
 		    GELF_ST_BIND(sym.st_info) != STB_LOCAL)
 			continue;
 		name = elf_strptr(e, sh->sh_link, sym.st_name);
-		if (name && (!strcmp(name, "version") || !strncmp(name, "version.", 8))) {
+		if (name && (!strcmp(name, "version") || !strncmp(name, "version.", 8)))
 			f->getversion_buf = sym.st_value;
-			return;
-		}
 	}
 }
 
@@ -561,6 +589,11 @@ static int find_runtime(struct pyf_proc *p)
 		p->code_type = f.code_type ? bias + f.code_type : 0;
 		p->bytes_type = f.bytes_type ? bias + f.bytes_type : 0;
 		p->unicode_type = f.unicode_type ? bias + f.unicode_type : 0;
+		for (unsigned k = 0; k < f.neval; k++) {
+			p->eval[k][0] = bias + f.eval[k][0];
+			p->eval[k][1] = bias + f.eval[k][1];
+		}
+		p->neval = f.neval;
 		base = strrchr(c[i].path, '/');
 		base = base ? base + 1 : c[i].path;
 		snprintf(p->module, sizeof(p->module), "%.*s", (int)sizeof(p->module) - 1, base);

@@ -225,3 +225,20 @@ int pyf_resolve(struct pyf_proc *p, uint64_t code, int32_t instr, const char **q
 	*line = line_of(p, slot, instr);
 	return 0;
 }
+
+int pyf_resolve_seen(struct pyf_proc *p, uint64_t code, int32_t firstlineno, int32_t instr,
+		     const char **qualname, const char **file, int *line)
+{
+	const struct pyf_code *slot;
+
+	if (p->codes && !p->reason[0]) {
+		slot = &p->codes[(code >> 4) * 0x9e3779b97f4a7c15ull >> 53 & (PYF_CODE_SLOTS - 1)];
+		if (slot->addr == code && slot->qual && slot->firstlineno == firstlineno) {
+			*qualname = slot->qual;
+			*file = slot->file;
+			*line = line_of(p, slot, instr);
+			return 0;
+		}
+	}
+	return pyf_resolve(p, code, instr, qualname, file, line);
+}

@@ -51,6 +51,8 @@ struct pyf_frame {
 	uint64_t marker;
 	int32_t instr;	/* instruction offset in bytes; -1: before the first */
 	uint32_t flags; /* PYF_FRAME_* */
+	int32_t firstlineno; /* pyf_from_nodes(): the code's first line as BPF read it */
+	uint32_t pad;
 };
 
 /*
@@ -98,5 +100,39 @@ int pyf_thread_stack(struct pyf_proc *p, uint32_t tid, struct pyf_frame *frames,
  */
 int pyf_resolve(struct pyf_proc *p, uint64_t code, int32_t instr, const char **qualname,
 		const char **file, int *line);
+
+/* ---- for the BPF walk (bpf/pystack.h) ---- */
+
+struct pystack_layout;
+struct pystack_node;
+
+/*
+ * The layout BPF needs to read p's frames (the main interpreter's thread
+ * list, the chain's offsets). 0, -ENOTSUP (pyf_reason() set, or an offset
+ * BPF cannot use), -EAGAIN (the interpreter is not set up yet: later),
+ * -EFAULT.
+ */
+int pyf_bpf_layout(struct pyf_proc *p, struct pystack_layout *out);
+
+/*
+ * Interpret the raw chain BPF read (leaf first) as pyf_thread_stack() does
+ * a live one: shims skipped, activation boundaries flagged with their
+ * markers, instruction offsets computed. Writes at most max frames.
+ */
+unsigned pyf_from_nodes(const struct pyf_proc *p, const struct pystack_node *nodes, unsigned n,
+			struct pyf_frame *out, unsigned max);
+
+/*
+ * pyf_resolve() for a code object BPF saw with this co_firstlineno: a code
+ * object cached with the same address and first line is taken as it is,
+ * without reading the process again (BPF read the first line at the sample:
+ * a reused address with another first line reads afresh).
+ */
+int pyf_resolve_seen(struct pyf_proc *p, uint64_t code, int32_t firstlineno, int32_t instr,
+		     const char **qualname, const char **file, int *line);
+
+/* Where _PyEval_EvalFrameDefault (and its split-off parts) lie in the
+ * process: ranges[i] = {start, end}; returns how many (at most max). */
+unsigned pyf_eval_ranges(const struct pyf_proc *p, uint64_t (*ranges)[2], unsigned max);
 
 #endif

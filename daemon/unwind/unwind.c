@@ -47,6 +47,7 @@ struct walk {
 	uint64_t cfa; /* the frame being left, for DW_OP_call_frame_cfa */
 	bool cfa_known;
 	bool out_of_copy; /* a read failed above the copy (not a bad address) */
+	uint64_t *cfas;	  /* optional: each frame's CFA (its caller's sp) */
 };
 
 static int rd(struct walk *w, uint64_t addr, uint64_t *v)
@@ -316,6 +317,8 @@ static enum step walk(struct unwinder *u, struct uw_proc *p, struct walk *w, uin
 		}
 		if (s != STEP_OK)
 			return s;
+		if (w->cfas)
+			w->cfas[*n - 1] = w->sp;
 		exact = sig;
 		ips[(*n)++] = w->ip;
 	}
@@ -370,10 +373,18 @@ int unwind_prepare(struct unwinder *u, uint32_t pid)
 int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs,
 		const void *stack, size_t len, uint64_t *ips, unsigned max, unsigned *n)
 {
+	return unwind_user_cfas(u, pid, regs, stack, len, ips, NULL, max, n);
+}
+
+int unwind_user_cfas(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs,
+		     const void *stack, size_t len, uint64_t *ips, uint64_t *cfas, unsigned max,
+		     unsigned *n)
+{
 	uint64_t t0 = uw_now_ns();
 	struct walk w = {
 	    .stack = stack, .lo = regs->sp, .hi = regs->sp + len,
 	    .ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .bp_known = true,
+	    .cfas = cfas,
 	};
 	struct uw_proc *p;
 	enum step s;
@@ -383,6 +394,8 @@ int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs
 		return UNWIND_TRUNCATED;
 	if (max > u->max_frames + 1)
 		max = u->max_frames + 1;
+	for (unsigned i = 0; cfas && i < max; i++)
+		cfas[i] = UINT64_MAX;
 	if (w.hi < w.lo)
 		w.hi = w.lo;
 	u->st.samples++;

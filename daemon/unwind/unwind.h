@@ -69,6 +69,15 @@ int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs
 		const void *stack, size_t len, uint64_t *ips, unsigned max, unsigned *n);
 
 /*
+ * unwind_user() that also gives each frame's canonical frame address in
+ * cfas (max entries): frame i's stack is [cfas[i - 1] (regs->sp for the
+ * leaf), cfas[i]); UINT64_MAX where not known (the outermost frame).
+ */
+int unwind_user_cfas(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs,
+		     const void *stack, size_t len, uint64_t *ips, uint64_t *cfas, unsigned max,
+		     unsigned *n);
+
+/*
  * Read pid's mappings and open their objects now, if not known yet: for a
  * collector that learns of a process before its first stack (the GPU
  * launch collector sees it map a runtime), so that stacks of a process
