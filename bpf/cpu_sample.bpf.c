@@ -16,6 +16,7 @@
 
 #include "cpu_sample.h"
 #include "owner.bpf.h"
+#include "pystack.bpf.h"
 #include "ustack.bpf.h"
 
 /* bpf_get_stack() is gpl_only; "Dual MIT/GPL" is GPL-compatible for the
@@ -94,7 +95,7 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	struct cpu_sample_rec *r;
 	struct bpf_dynptr ptr;
 	__u64 flags = 0, size, *dropped, nu = 0, nk;
-	__u32 slen;
+	__u32 slen, pylen;
 	long ret;
 
 	if (tgid == 0 && !include_idle)
@@ -149,8 +150,13 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 		nk = CPU_SAMPLE_MAX_FRAMES;
 	r->nuser = nu;
 	r->nkernel = nk;
+	r->npy = pystack_take(&sc->py, tgid, id, &r->pyflags);
+	r->pad = 0;
 
 	size = CPU_SAMPLE_HDR_BYTES + (nu + nk) * sizeof(__u64);
+	pylen = r->npy * PYSTACK_NODE_BYTES;
+	if (pylen > sizeof(sc->py.nodes))
+		pylen = 0;
 	slen = r->us.len;
 	if (slen > USTACK_MAX_BYTES + USTACK_PAGE)
 		slen = 0;
@@ -170,7 +176,7 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	}
 	/* A dynptr reservation takes a size known only now; the frames and the
 	 * stack bytes are written from the staging area, only what was taken. */
-	if (bpf_ringbuf_reserve_dynptr(&samples, size + slen, 0, &ptr)) {
+	if (bpf_ringbuf_reserve_dynptr(&samples, size + pylen + slen, 0, &ptr)) {
 		bpf_ringbuf_discard_dynptr(&ptr, 0);
 		dropped = bpf_map_lookup_elem(&drops, &zero);
 		if (dropped)
@@ -179,7 +185,8 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (size > sizeof(*r) ||
 	    bpf_dynptr_write(&ptr, 0, r, size, 0) ||
-	    (slen && bpf_dynptr_write(&ptr, size, sc->stack, slen, 0))) {
+	    (pylen && bpf_dynptr_write(&ptr, size, sc->py.nodes, pylen, 0)) ||
+	    (slen && bpf_dynptr_write(&ptr, size + pylen, sc->stack, slen, 0))) {
 		bpf_ringbuf_discard_dynptr(&ptr, 0);
 		return 0;
 	}

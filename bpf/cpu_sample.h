@@ -11,10 +11,11 @@
 #include <linux/types.h>
 #endif
 
+#include "pystack.h"
 #include "ustack.h"
 
 #define CPU_SAMPLE_REC_TYPE 0x4350 /* "CP" */
-#define CPU_SAMPLE_REC_VERSION 2
+#define CPU_SAMPLE_REC_VERSION 3
 
 /* bpf_get_stack() takes at most sysctl_perf_event_max_stack (127 by
  * default) frames per stack; we ask for user and kernel separately. */
@@ -28,7 +29,7 @@
  * captured and the us.len bytes of user stack are sent (the ring record is
  * variable-length): ips[0, nuser) are user frames, then ips[nuser, nuser +
  * nkernel) kernel frames, each leaf first -- the order store_stack_intern()
- * takes -- then the stack copy. With stack copying on (stack_bytes > 0) the
+ * takes -- then npy Python frame nodes (pystack.h), then the stack copy. With stack copying on (stack_bytes > 0) the
  * program takes no frame-pointer user frames (nuser 0): the daemon unwinds
  * the copy; with it off, us.len is 0 and nuser holds the frame-pointer walk.
  */
@@ -44,15 +45,19 @@ struct cpu_sample_rec {
 	__u64 ts_ns; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
 	char comm[CPU_SAMPLE_COMM_LEN];
 	struct ustack_hdr us;
+	__u16 npy;     /* Python frame nodes following the frames */
+	__u16 pyflags; /* PYSTACK_F_* */
+	__u32 pad;
 	__u64 ips[2 * CPU_SAMPLE_MAX_FRAMES];
 };
 
-#define CPU_SAMPLE_HDR_BYTES 80 /* offsetof(struct cpu_sample_rec, ips) */
+#define CPU_SAMPLE_HDR_BYTES 88 /* offsetof(struct cpu_sample_rec, ips) */
 
 /* The program's per-CPU staging area (an ARRAY indexed by CPU: the stack
  * room exceeds a per-CPU map value's 32 KiB limit). */
 struct cpu_sample_scratch {
 	struct cpu_sample_rec r;
+	struct pystack_scratch py;
 	__u8 stack[USTACK_MAX_BYTES + USTACK_PAGE];
 };
 

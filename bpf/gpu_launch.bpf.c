@@ -32,6 +32,7 @@
 
 #include "gpu_launch.h"
 #include "owner.bpf.h"
+#include "pystack.bpf.h"
 #include "ustack.bpf.h"
 
 /* bpf_get_stack() and bpf_probe_read_user*() are gpl_only. */
@@ -159,6 +160,7 @@ struct {
 struct scratch {
 	struct gpu_launch_rec rec; /* first: launch_send() finds the slot from it */
 	struct gpu_name_val val;
+	struct pystack_scratch py;
 	__u8 stack[USTACK_MAX_BYTES + USTACK_PAGE];
 };
 
@@ -530,6 +532,9 @@ static __always_inline struct gpu_launch_rec *launch_begin(__u16 api, __u64 hand
 	r->isa_size = 0;
 	r->caller = 0;
 	r->us.len = 0;
+	r->npy = 0;
+	r->pyflags = 0;
+	r->pad = 0;
 	r->us.flags = 0;
 	r->cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
@@ -558,8 +563,10 @@ static __always_inline bool stack_skip(const struct gpu_launch_rec *r)
 	struct gpu_site_key k = {.tid = r->tid, .handle = r->handle, .caller = r->caller};
 	__u64 one = 1, *n;
 
-	/* USDT launches have no call site to key on: always walked. */
-	if (stack_sample <= 1 || !r->caller)
+	/* USDT launches have no call site to key on: always walked; and a
+	 * Python process launches from the same native site (ctypes, a
+	 * framework's binding) for many Python callers. */
+	if (stack_sample <= 1 || !r->caller || bpf_map_lookup_elem(&py_procs, &r->pid))
 		return false;
 	n = bpf_map_lookup_elem(&sites, &k);
 	if (!n) {
@@ -582,21 +589,29 @@ static __always_inline int send_copy(struct pt_regs *ctx, struct gpu_launch_rec 
 	struct scratch *s = (struct scratch *)r; /* rec is the slot's first member */
 	struct bpf_dynptr ptr;
 	__u64 slen; /* 64-bit: a 32-bit copy's bound would not carry over */
+	__u64 pylen;
 
 	r->nuser = 0;
 	ustack_copy(&r->us, s->stack, stack_bytes, PT_REGS_IP(ctx), PT_REGS_SP(ctx),
 		    PT_REGS_FP(ctx));
+	r->npy = pystack_take(&s->py, r->pid, ((__u64)r->pid << 32) | r->tid, &r->pyflags);
+	pylen = (__u64)r->npy * PYSTACK_NODE_BYTES;
+	barrier_var(pylen);
+	if (pylen > sizeof(s->py.nodes))
+		pylen = 0;
 	slen = r->us.len;
 	barrier_var(slen);
 	if (slen > USTACK_MAX_BYTES + USTACK_PAGE)
 		slen = 0;
-	if (bpf_ringbuf_reserve_dynptr(&events, GPU_LAUNCH_HDR_BYTES + slen, 0, &ptr)) {
+	if (bpf_ringbuf_reserve_dynptr(&events, GPU_LAUNCH_HDR_BYTES + pylen + slen, 0, &ptr)) {
 		bpf_ringbuf_discard_dynptr(&ptr, 0);
 		count(0);
 		return 0;
 	}
 	if (bpf_dynptr_write(&ptr, 0, r, GPU_LAUNCH_HDR_BYTES, 0) ||
-	    (slen && bpf_dynptr_write(&ptr, GPU_LAUNCH_HDR_BYTES, s->stack, slen, 0))) {
+	    (pylen && bpf_dynptr_write(&ptr, GPU_LAUNCH_HDR_BYTES, s->py.nodes, pylen, 0)) ||
+	    (slen &&
+	     bpf_dynptr_write(&ptr, GPU_LAUNCH_HDR_BYTES + pylen, s->stack, slen, 0))) {
 		bpf_ringbuf_discard_dynptr(&ptr, 0);
 		count(0);
 		return 0;

@@ -11,12 +11,14 @@
 #include <linux/types.h>
 #endif
 
+#include "pystack.h"
 #include "ustack.h"
 
 #define GPU_LAUNCH_REC_TYPE 0x474c /* "GL": one kernel launch */
 #define GPU_PROC_REC_TYPE 0x4750   /* "GP": process event of the library watcher */
 #define GPU_ZEBIN_REC_TYPE 0x475a  /* "GZ": NEO wrote a debug zebin */
-#define GPU_LAUNCH_REC_VERSION 4 /* 3: gpu_launch_rec.cgroup_id; 4: .us, the stack copy */
+/* 3: gpu_launch_rec.cgroup_id; 4: .us, the stack copy; 5: .npy, Python frames */
+#define GPU_LAUNCH_REC_VERSION 5
 
 #define GPU_LAUNCH_MAX_FRAMES 127 /* bpf_get_stack()'s default ceiling */
 #define GPU_LAUNCH_COMM_LEN 16
@@ -61,9 +63,10 @@ enum gpu_api {
 /*
  * One launch. Sent variable-length: the header, the fixed name buffer, then
  * only the nuser captured user frames (leaf first: ips[0] is the probed
- * entry point itself; userspace trims runtime-library frames), then the
- * us.len bytes of user stack. With stack copying on (stack_bytes > 0 in
- * the program) a launch that takes a stack sends the registers and the copy
+ * entry point itself; userspace trims runtime-library frames), then npy
+ * Python frame nodes, then the us.len bytes of user stack. With stack
+ * copying on (stack_bytes > 0 in the program) a launch that takes a stack
+ * sends the registers and the copy
  * for the daemon's CFI unwinder and no frames (nuser 0); with it off (or
  * the ring over half full), us is empty and nuser holds the frame-pointer
  * walk. F_NOSTACK launches carry neither.
@@ -103,10 +106,15 @@ struct gpu_launch_rec {
 	char comm[GPU_LAUNCH_COMM_LEN];
 	char name[GPU_LAUNCH_NAME_LEN]; /* NUL-terminated when F_NAME */
 	struct ustack_hdr us; /* registers and stack bytes sent (len 0: none) */
+	/* Python frame nodes (pystack.h) sent between the frames and the
+	 * stack bytes; with the stack copy only */
+	__u16 npy;
+	__u16 pyflags; /* PYSTACK_F_* */
+	__u32 pad;
 	__u64 ips[GPU_LAUNCH_MAX_FRAMES];
 };
 
-#define GPU_LAUNCH_HDR_BYTES (168 + GPU_LAUNCH_NAME_LEN) /* offsetof(ips) */
+#define GPU_LAUNCH_HDR_BYTES (176 + GPU_LAUNCH_NAME_LEN) /* offsetof(ips) */
 
 _Static_assert(__builtin_offsetof(struct gpu_launch_rec, ips) == GPU_LAUNCH_HDR_BYTES,
 	       "gpu_launch_rec layout changed: bump GPU_LAUNCH_REC_VERSION");

@@ -39,6 +39,8 @@ void config_defaults(struct config *cfg)
 	cfg->stack_bytes = 16384;
 	cfg->gpu_stack_bytes = 65536;
 	cfg->unwind_max_bytes = 128u << 20;
+	cfg->python_max_bytes = 32u << 20;
+	cfg->python_frames = true;
 	cfg->cpu_sampling = true;
 	cfg->demangle = true;
 	cfg->sym_lines = true;
@@ -309,6 +311,14 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 		return config_parse_size(v, &cfg->capture_max_bytes);
 	if (!strcmp(key, "memory.jobs_max"))
 		return config_parse_size(v, &cfg->jobs_max_bytes);
+	if (!strcmp(key, "memory.python_max")) {
+		r = config_parse_size(v, &cfg->python_max_bytes);
+		if (r == 0 && cfg->python_max_bytes < (1u << 20))
+			return -ERANGE;
+		return r;
+	}
+	if (!strcmp(key, "sampling.python"))
+		return parse_bool(v, &cfg->python_frames);
 	if (!strcmp(key, "memory.unwind_max")) {
 		r = config_parse_size(v, &cfg->unwind_max_bytes);
 		if (r == 0 && cfg->unwind_max_bytes < (1u << 20))

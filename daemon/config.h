@@ -47,6 +47,8 @@ struct config {
 	 * stack (1 in gpu.stack_sample), whose stacks run deeper */
 	uint32_t gpu_stack_bytes;
 	size_t unwind_max_bytes; /* memory.unwind_max: the unwinder's caches */
+	size_t python_max_bytes; /* memory.python_max: Python frame names, processes */
+	bool python_frames;	 /* sampling.python: Python frames in stacks */
 	bool cpu_sampling; /* sampling.cpu */
 	bool demangle; /* symbols.demangle: C++/Rust frame names demangled */
 	bool sym_lines; /* symbols.lines: file:line recorded where DWARF is */

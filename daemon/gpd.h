@@ -22,6 +22,7 @@ struct collector;
 struct capreg;
 struct rpc_server;
 struct unwinder;
+struct pyreg;
 
 #define GPD_MAX_COLLECTORS 8
 #define GPD_MAX_JOBS 64 /* the largest limits.max_jobs (config.c) */
@@ -46,6 +47,9 @@ struct gpd {
 	/* CFI unwinding of the user stacks the collectors copy (unwind/unwind.h);
 	 * NULL when sampling.stack_bytes is 0. Loop thread only. */
 	struct unwinder *unwinder;
+	/* Python frames in those stacks (pyframes/pyreg.h); NULL when
+	 * sampling.python is off or BPF maps cannot be made. Loop thread only. */
+	struct pyreg *pyreg;
 	void (*drain_rings)(struct gpd *g);
 	uint64_t start_mono_ns;
 	bool stopping;

@@ -10,6 +10,7 @@
 #include "collect/registry.h"
 #include "gpd.h"
 #include "log.h"
+#include "pyframes/pyreg.h"
 #include "sym.h"
 #include "timeline/live.h"
 #ifdef HAVE_CPU_COLLECTOR
@@ -98,12 +99,20 @@ static void symbolize(void *arg, struct capture *c)
 			 strerror(-r));
 }
 
+static bool py_name(const void *ctx, uint64_t ip, char *name, size_t len, char *line,
+		    size_t linelen)
+{
+	return pyreg_frame_name(ctx, ip, name, len, line, linelen);
+}
+
 void hooks_init(struct gpd *g)
 {
 	struct sym_opts so = {
 	    .refresh_ns = 10ull * 1000000000ull,
 	    .no_demangle = !g->cfg.demangle,
 	    .lines = g->cfg.sym_lines,
+	    .py_name = py_name,
+	    .py_ctx = g->pyreg,
 	};
 	if (sym_new(&so, &symbolizer) < 0) {
 		log_warn("symbolizer unavailable (out of memory): frames stay raw addresses");

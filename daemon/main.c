@@ -27,6 +27,7 @@
 #include "rpc/rpc.h"
 #include "store/store.h"
 #include "timeline/timeline.h"
+#include "pyframes/pyreg.h"
 #include "unwind/unwind.h"
 
 #include <gpuprof/protocol.h>
@@ -306,6 +307,13 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (g.cfg.python_frames) {
+		struct pyreg_opts po = {.budget_bytes = g.cfg.python_max_bytes};
+
+		r = pyreg_new(&po, &g.pyreg);
+		if (r < 0)
+			log_warn("No Python frames in stacks: %s", strerror(-r));
+	}
 	r = capreg_new(&g, &g.captures);
 	if (r < 0) {
 		log_err("Failed to open the state directory %s: %s", g.cfg.state_dir,
@@ -364,6 +372,7 @@ int main(int argc, char **argv)
 	tlcache_free(g.tlcache);
 	store_free(g.store);
 	unwind_free(g.unwinder);
+	pyreg_free(g.pyreg);
 	log_info("stopped");
 	return r < 0 ? 1 : 0;
 }

@@ -29,6 +29,7 @@
 #include "cpu_sample.skel.h"
 #include "gpd.h"
 #include "log.h"
+#include "pyframes/pyreg.h"
 #include "store/store.h"
 #include "unwind/unwind.h"
 
@@ -41,6 +42,7 @@
 /* Records handled per poll/timer callback, so a flooded ring cannot hold
  * the loop; the epoll fd stays readable and we come back next iteration. */
 #define CPU_DRAIN_BUDGET 4096
+#define CPU_STACK_MAX STORE_MAX_FRAMES /* user frames stored, Python ones included */
 #define CPU_PIDSET_SLOTS 1024 /* power of two */
 #define CPU_PIDSET_PROBE 8
 #define CPU_ONLINE_PATH "/sys/devices/system/cpu/online"
@@ -325,31 +327,45 @@ static void note_pid(struct cpu_priv *p, uint32_t pid, uint32_t comm)
 	p->pids[h].comm = comm;
 	if (exec && p->c->gpd->unwinder)
 		unwind_forget_pid(p->c->gpd->unwinder, pid);
+	pyreg_note_pid(p->c->gpd->pyreg, pid, exec);
 	collector_pid_hook_call(&p->pid_hook, pid, exec);
 }
 
 /*
  * The sample's stack for the store: the user part unwound from the copied
- * stack when the program sent one (nuser 0 then), followed by the kernel
- * frames. The copy is only read here; the ring slot holding it is released
- * as soon as this callback returns.
+ * stack when the program sent one (nuser 0 then), with the Python frames
+ * BPF read spliced in, followed by the kernel frames. The copy is only read
+ * here; the ring slot holding it is released as soon as this callback
+ * returns.
  */
 static uint32_t intern_stack(struct cpu_priv *p, const struct cpu_sample_rec *r, size_t size)
 {
-	struct store *s = p->c->gpd->store;
-	const uint8_t *bytes = (const uint8_t *)r->ips + ((size_t)r->nuser + r->nkernel) * 8;
-	uint64_t ips[CPU_SAMPLE_MAX_FRAMES + 1 + CPU_SAMPLE_MAX_FRAMES];
+	struct gpd *g = p->c->gpd;
+	const uint8_t *pyb = (const uint8_t *)r->ips + ((size_t)r->nuser + r->nkernel) * 8;
+	const uint8_t *bytes = pyb + (size_t)r->npy * PYSTACK_NODE_BYTES;
+	uint64_t nat[CPU_SAMPLE_MAX_FRAMES + 1], cfas[CPU_SAMPLE_MAX_FRAMES + 1];
+	uint64_t ips[CPU_STACK_MAX + CPU_SAMPLE_MAX_FRAMES];
+	struct pystack_node nodes[PYSTACK_MAX_NODES];
 	struct unwind_regs regs;
+	size_t avail = size - (size_t)(bytes - (const uint8_t *)r);
 	unsigned nu = 0;
 
-	if (!(r->us.flags & USTACK_F_REGS) || !p->c->gpd->unwinder)
-		return store_stack_intern(s, (const uint64_t *)r->ips, r->nuser, r->nkernel);
-	regs = (struct unwind_regs){.ip = r->us.ip, .sp = r->us.sp, .bp = r->us.bp};
-	unwind_user(p->c->gpd->unwinder, r->pid, &regs, bytes,
-		    r->us.len <= size - (size_t)(bytes - (const uint8_t *)r) ? r->us.len : 0, ips,
-		    CPU_SAMPLE_MAX_FRAMES + 1, &nu);
-	memcpy(&ips[nu], r->ips, (size_t)r->nkernel * sizeof(uint64_t));
-	return store_stack_intern(s, ips, (uint16_t)nu, r->nkernel);
+	if (r->us.flags & USTACK_F_REGS && g->unwinder) {
+		regs = (struct unwind_regs){.ip = r->us.ip, .sp = r->us.sp, .bp = r->us.bp};
+		unwind_user_cfas(g->unwinder, r->pid, &regs, bytes,
+				 r->us.len <= avail ? r->us.len : 0, nat, cfas,
+				 CPU_SAMPLE_MAX_FRAMES + 1, &nu);
+	} else {
+		nu = r->nuser;
+		memcpy(nat, r->ips, (size_t)nu * sizeof(uint64_t));
+	}
+	/* nodes copied out: the record gives no alignment guarantee */
+	memcpy(nodes, pyb, (size_t)r->npy * PYSTACK_NODE_BYTES);
+	nu = pyreg_splice(g->pyreg, r->pid, nat, r->us.flags & USTACK_F_REGS ? cfas : NULL, nu,
+			  r->us.sp, nodes, r->npy, r->pyflags, ips, CPU_STACK_MAX);
+	memcpy(&ips[nu], (const uint64_t *)r->ips + r->nuser,
+	       (size_t)r->nkernel * sizeof(uint64_t));
+	return store_stack_intern(g->store, ips, (uint16_t)nu, r->nkernel);
 }
 
 static int on_sample(void *ctx, void *data, size_t size)
@@ -363,8 +379,9 @@ static int on_sample(void *ctx, void *data, size_t size)
 
 	if (size < CPU_SAMPLE_HDR_BYTES || r->type != CPU_SAMPLE_REC_TYPE ||
 	    r->version != CPU_SAMPLE_REC_VERSION || r->nuser > CPU_SAMPLE_MAX_FRAMES ||
-	    r->nkernel > CPU_SAMPLE_MAX_FRAMES ||
-	    size < CPU_SAMPLE_HDR_BYTES + ((size_t)r->nuser + r->nkernel) * sizeof(uint64_t)) {
+	    r->nkernel > CPU_SAMPLE_MAX_FRAMES || r->npy > PYSTACK_MAX_NODES ||
+	    size < CPU_SAMPLE_HDR_BYTES + ((size_t)r->nuser + r->nkernel) * sizeof(uint64_t) +
+		       (size_t)r->npy * PYSTACK_NODE_BYTES) {
 		p->local_drops++;
 		goto out;
 	}
@@ -495,6 +512,9 @@ static int cpu_open(struct collector *c)
 	/* No unwinder (sampling.stack_bytes 0): frame pointers in BPF. */
 	p->skel->rodata->stack_bytes = c->gpd->unwinder ? c->gpd->cfg.stack_bytes : 0;
 	r = bpf_map__set_max_entries(p->skel->maps.samples, (uint32_t)p->ringbuf_bytes);
+	/* one map of Python processes for every program (pyreg.h) */
+	if (r == 0 && pyreg_map_fd(c->gpd->pyreg) >= 0)
+		r = bpf_map__reuse_fd(p->skel->maps.py_procs, pyreg_map_fd(c->gpd->pyreg));
 	if (!r) /* one staging slot per possible CPU */
 		r = bpf_map__set_max_entries(p->skel->maps.scratch, (uint32_t)p->ncpus);
 	if (!r)

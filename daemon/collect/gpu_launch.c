@@ -36,6 +36,7 @@
 #include "gpu_sites.h"
 #include "libscan.h"
 #include "log.h"
+#include "pyframes/pyreg.h"
 #include "store/store.h"
 
 #include "gpu_launch_int.h"
@@ -225,6 +226,9 @@ static int gl_open(struct collector *c)
 	    !libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACING, BPF_FUNC_task_pt_regs, NULL))
 		bpf_program__set_autoload(p->skel->progs.gl_mmap_unlock, false);
 	r = bpf_map__set_max_entries(p->skel->maps.events, (uint32_t)p->ringbuf_bytes);
+	/* one map of Python processes for every program (pyframes/pyreg.h) */
+	if (r == 0 && c->gpd && pyreg_map_fd(c->gpd->pyreg) >= 0)
+		r = bpf_map__reuse_fd(p->skel->maps.py_procs, pyreg_map_fd(c->gpd->pyreg));
 	if (!r) /* one staging slot per possible CPU */
 		r = bpf_map__set_max_entries(p->skel->maps.scratch, (uint32_t)p->ncpus);
 	if (!r)

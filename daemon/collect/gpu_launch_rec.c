@@ -23,11 +23,13 @@
 #include "gpd.h"
 #include "gpu_launch.skel.h"
 #include "store/store.h"
+#include "pyframes/pyreg.h"
 #include "unwind/unwind.h"
 
-/* Room for a stack: the frames unwound or walked, the call site put back,
+/* Room for a stack before the runtime's frames are trimmed: the frames
+ * unwound or walked with Python ones spliced in, the call site put back,
  * and the [truncated] mark. */
-#define GL_STACK_MAX (GPU_LAUNCH_MAX_FRAMES + 2)
+#define GL_STACK_MAX (STORE_MAX_FRAMES + 1)
 
 static bool in_runtime(const struct gl_proc *pr, uint64_t ip)
 {
@@ -113,7 +115,10 @@ static unsigned user_stack(struct gl_priv *p, const struct gpu_launch_rec *r, si
 			   uint64_t *ips)
 {
 	struct unwinder *u = p->c->gpd->unwinder;
-	size_t off = GPU_LAUNCH_HDR_BYTES + (size_t)r->nuser * sizeof(uint64_t);
+	size_t pyoff = GPU_LAUNCH_HDR_BYTES + (size_t)r->nuser * sizeof(uint64_t);
+	size_t off = pyoff + (size_t)r->npy * PYSTACK_NODE_BYTES;
+	uint64_t nat[GPU_LAUNCH_MAX_FRAMES + 1], cfas[GPU_LAUNCH_MAX_FRAMES + 1];
+	struct pystack_node nodes[PYSTACK_MAX_NODES];
 	struct unwind_regs regs;
 	unsigned n = 0;
 
@@ -126,9 +131,13 @@ static unsigned user_stack(struct gl_priv *p, const struct gpu_launch_rec *r, si
 	regs = (struct unwind_regs){.ip = r->us.ip, .sp = r->us.sp, .bp = r->us.bp};
 	/* A length the record does not hold unwinds from the registers alone
 	 * (a [truncated] stack), never past the record. */
-	unwind_user(u, r->pid, &regs, (const uint8_t *)r + off,
-		    r->us.len <= size - off ? r->us.len : 0, ips, GPU_LAUNCH_MAX_FRAMES + 1, &n);
-	return n;
+	unwind_user_cfas(u, r->pid, &regs, (const uint8_t *)r + off,
+			 r->us.len <= size - off ? r->us.len : 0, nat, cfas,
+			 GPU_LAUNCH_MAX_FRAMES + 1, &n);
+	/* nodes copied out: the record gives no alignment guarantee */
+	memcpy(nodes, (const uint8_t *)r + pyoff, (size_t)r->npy * PYSTACK_NODE_BYTES);
+	return pyreg_splice(p->c->gpd->pyreg, r->pid, nat, cfas, n, r->us.sp, nodes, r->npy,
+			    r->pyflags, ips, GL_STACK_MAX - 1);
 }
 
 static void on_launch(struct gl_priv *p, const struct gpu_launch_rec *r, size_t size)
@@ -140,12 +149,14 @@ static void on_launch(struct gl_priv *p, const struct gpu_launch_rec *r, size_t 
 	uint32_t comm, stack, name, cgroup;
 	struct store_rec rec;
 
-	if (r->nuser > GPU_LAUNCH_MAX_FRAMES ||
-	    size < GPU_LAUNCH_HDR_BYTES + (size_t)r->nuser * sizeof(uint64_t)) {
+	if (r->nuser > GPU_LAUNCH_MAX_FRAMES || r->npy > PYSTACK_MAX_NODES ||
+	    size < GPU_LAUNCH_HDR_BYTES + (size_t)r->nuser * sizeof(uint64_t) +
+		       (size_t)r->npy * PYSTACK_NODE_BYTES) {
 		p->local_drops++;
 		return;
 	}
 	pr = gl_proc_find(p, r->pid);
+	pyreg_note_pid(p->c->gpd->pyreg, r->pid, false);
 	if (r->flags & GPU_LAUNCH_F_NOSTACK) {
 		stack = gpu_sites_get(&p->sites, s, r->pid, r->tid, r->handle, r->caller);
 		if (!stack) {
@@ -174,8 +185,8 @@ static void on_launch(struct gl_priv *p, const struct gpu_launch_rec *r, size_t 
 		n++;
 		p->callers_inserted++;
 	}
-	if (n > GPU_LAUNCH_MAX_FRAMES + 1) { /* still says it was cut */
-		n = GPU_LAUNCH_MAX_FRAMES + 1;
+	if (n > GL_STACK_MAX - 1) { /* still says it was cut */
+		n = GL_STACK_MAX - 1;
 		ips[n - 1] = UNWIND_IP_TRUNCATED;
 	}
 	while (pr && skip < n && in_runtime(pr, ips[skip]))

@@ -58,6 +58,25 @@ static int put_raw(struct arena *a, const char *s, size_t len)
 	return 0;
 }
 
+/*
+ * A Python frame is named "qualname (short file)_[p]" (pyframes/pyreg.h);
+ * with lines, "qualname (file:line)_[p]" rather than the file twice.
+ * 1 when s is no such name; else 0 (appended) or -ENOMEM.
+ */
+static int py_frame_with_line(struct ctx *x, const char *s, size_t len, uint32_t line)
+{
+	const char *sp = memchr(s, ' ', len), *l;
+	size_t ll;
+
+	if (len < 4 || memcmp(s + len - 4, "_[p]", 4) || !sp)
+		return 1;
+	l = sym_table_name(x->syms, line, &ll);
+	if (put_name(&x->a, s, (size_t)(sp - s)) < 0 || put_raw(&x->a, " (", 2) < 0 ||
+	    put_name(&x->a, l, ll) < 0 || put_raw(&x->a, ")_[p]", 5) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 static int put_frame(struct ctx *x, const struct sym_frames *f, size_t i, uint64_t ip, bool user)
 {
 	char tmp[32];
@@ -70,6 +89,9 @@ static int put_frame(struct ctx *x, const struct sym_frames *f, size_t i, uint64
 		return put_raw(&x->a, tmp, (size_t)n);
 	}
 	const char *s = sym_table_name(x->syms, f->names[i], &len);
+	if (x->o->lines && f->lines && f->lines[i] &&
+	    (r = py_frame_with_line(x, s, len, f->lines[i])) <= 0)
+		return r;
 	r = put_name(&x->a, s, len);
 	if (r < 0 || !x->o->lines || !f->lines || !f->lines[i])
 		return r;

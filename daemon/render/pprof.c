@@ -209,12 +209,19 @@ size_t pprof_frames(struct pprof *x, const struct capframes *f, size_t at)
 			       : f->kernel[k] && !f->view.kernel_hidden
 				   ? pprof_map(x, PMAP_KERNEL, 0)
 				   : 0;
-		size_t fl = 0;
+		size_t fl = 0, nl = f->len[k];
 		uint32_t line = 0;
 		if (!split_line(f->line[k], f->linelen[k], &fl, &line))
 			fl = 0;
+		/* a Python frame, "qualname (short file)_[p]": the function is
+		 * the qualified name, the file and line come separately */
+		const char *sp = nl > 4 && !memcmp(f->name[k] + nl - 4, "_[p]", 4)
+				     ? memchr(f->name[k], ' ', nl)
+				     : NULL;
+		if (sp)
+			nl = (size_t)(sp - f->name[k]);
 		x->locv[at + i] =
-		    pprof_loc(x, f->name[k], f->len[k], f->ip[k], map, f->line[k], fl, line);
+		    pprof_loc(x, f->name[k], nl, f->ip[k], map, f->line[k], fl, line);
 	}
 	return at + n;
 }

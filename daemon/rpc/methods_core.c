@@ -13,6 +13,7 @@
 #include "methods.h"
 #include "store/store.h"
 #include "timeline/timeline.h"
+#include "pyframes/pyreg.h"
 #include "unwind/unwind.h"
 
 /* libasan's, when linked (weak: NULL otherwise). */
@@ -61,6 +62,8 @@ void method_status(struct rpc_req *req, const cJSON *params)
 	 * per-process list to those who may see every process's stacks. */
 	if (g->unwinder)
 		unwind_status(g->unwinder, cJSON_AddObjectToObject(o, "unwind"), req->privileged);
+	if (g->pyreg)
+		pyreg_status(g->pyreg, cJSON_AddObjectToObject(o, "python"), req->privileged);
 
 	cJSON *cl = cJSON_AddObjectToObject(o, "clients");
 	cJSON_AddNumberToObject(cl, "connected", rpc_server_clients(g->rpc));

@@ -65,7 +65,9 @@ static inline uint32_t store_rec_cgroup(const struct store_rec *r)
 	return r->type == STORE_REC_GPU_LAUNCH ? r->cgroup : 0;
 }
 
-#define STORE_MAX_FRAMES 127 /* per user or kernel stack (BPF's limit) */
+/* Per user or kernel stack: BPF's 127 native frames, and room for the
+ * Python frames spliced into user stacks (pyframes/pyreg.h) */
+#define STORE_MAX_FRAMES 255
 
 struct store_config {
 	size_t budget_bytes; /* total; minimum 64 KiB */

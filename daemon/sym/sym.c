@@ -82,6 +82,8 @@ int sym_new(const struct sym_opts *opts, struct symbolizer **ret)
 	s->refresh_ns = opts ? o.refresh_ns : 10ull * 1000000000ull;
 	s->lines = o.lines;
 	s->demangle = !o.no_demangle;
+	s->py_name = o.py_name;
+	s->py_ctx = o.py_ctx;
 	set_path(s->proc_dir, sizeof(s->proc_dir), o.proc_dir, "/proc", "");
 	set_path(s->kallsyms_path, sizeof(s->kallsyms_path), o.kallsyms_path, s->proc_dir,
 		 "/kallsyms");

@@ -59,6 +59,13 @@ struct sym_opts {
 	const char *debug_dir;	   /* "/usr/lib/debug" */
 	const char *jit_dir;	   /* "/tmp" (perf-PID.map) */
 	const char *kernel_notes;  /* "/sys/kernel/notes" (the kernel's build id) */
+	/* Names of the user "addresses" with bit 63 set, which are no
+	 * addresses: Python frames spliced into stacks (pyframes/pyreg.h).
+	 * Called from any thread; fills name and line ("file:line"), false
+	 * for an unknown one. NULL: such frames are "[unknown]". */
+	bool (*py_name)(const void *ctx, uint64_t ip, char *name, size_t len, char *line,
+			size_t linelen);
+	const void *py_ctx;
 };
 
 struct sym_stats {

@@ -20,6 +20,9 @@ struct symbolizer {
 	size_t max_objects, max_object_bytes, max_symbols, max_procs;
 	uint64_t exited_ttl_ns, refresh_ns;
 	bool lines, demangle;
+	bool (*py_name)(const void *ctx, uint64_t ip, char *name, size_t len, char *line,
+			size_t linelen);
+	const void *py_ctx;
 	char proc_dir[256], kallsyms_path[288], modules_path[288], debug_dir[256], jit_dir[256];
 	char notes_path[256];
 

@@ -247,11 +247,14 @@ int sym_symbolize_capture(struct symbolizer *s, struct capture *c)
 	r = -ENOMEM;
 	ps.names = malloc(maxframes * sizeof(*ps.names));
 	ps.fmaps = malloc(maxframes * sizeof(*ps.fmaps));
-	if (!ps.names || !ps.fmaps || sym_tb_new(s->lines, &ps.tb) < 0)
+	/* Python frames carry their line whatever symbols.lines says (it
+	 * governs the DWARF of native objects, which costs memory and time) */
+	bool lines = s->lines || s->py_name;
+	if (!ps.names || !ps.fmaps || sym_tb_new(lines, &ps.tb) < 0)
 		goto out;
 	if (s->demangle && sym_tb_new(false, &ps.raw) < 0)
 		goto out;
-	if (s->lines && !(ps.lines = malloc(maxframes * sizeof(*ps.lines))))
+	if (lines && !(ps.lines = malloc(maxframes * sizeof(*ps.lines))))
 		goto out;
 	if (kernel)
 		ps.ks = sym_kernel_get(s);

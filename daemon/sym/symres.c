@@ -299,6 +299,15 @@ int sym_resolve_user(struct sym_pctx *pc, uint64_t addr, unsigned adj, char *buf
 	uint64_t look = addr - adj;
 	if (line && linelen)
 		line[0] = '\0';
+	if (addr >> 63) { /* not an address: a Python frame */
+		if (mapi)
+			*mapi = SIZE_MAX;
+		if (pc->s->py_name &&
+		    pc->s->py_name(pc->s->py_ctx, addr, buf, len, line, line ? linelen : 0))
+			return 0;
+		copy_name(buf, len, "[unknown]");
+		return -ENOENT;
+	}
 	if (addr == SYMTAB_IP_TRUNCATED) { /* not an address: the unwinder stopped */
 		if (mapi)
 			*mapi = SIZE_MAX;

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: (MIT OR GPL-2.0-only) */
+/*
+ * Read the sampled thread's Python frame chain (pystack.h) for processes
+ * whose interpreter layout the daemon put in py_procs. Included by the
+ * programs that record user stacks. Every loop has a constant bound; every
+ * read of the target may fail (the process can lie or race): a failed read
+ * ends the chain there.
+ */
+#ifndef GPUPROF_BPF_PYSTACK_BPF_H
+#define GPUPROF_BPF_PYSTACK_BPF_H
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+
+#include "pystack.h"
+
+/* Layouts by tgid, written by the daemon (shared by every program through
+ * one map the daemon creates). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PYSTACK_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct pystack_layout);
+} py_procs SEC(".maps");
+
+/* Thread state of a thread (pid_tgid), found by walking the thread list
+ * once; re-checked on every use against the thread's fsbase. */
+struct pystack_ts {
+	__u64 tstate;
+	__u32 generation;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct pystack_ts);
+} py_threads SEC(".maps");
+
+static __always_inline __u64 pystack_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return 0;
+	return v;
+}
+
+/* The thread pointer: glibc's and musl's pthread_self(), which CPython
+ * stores as PyThreadState.thread_id. */
+static __always_inline __u64 pystack_thread_pointer(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(task, thread.fsbase);
+#elif defined(__TARGET_ARCH_arm64)
+	return BPF_CORE_READ(task, thread.uw.tp_value);
+#else
+	return 0;
+#endif
+}
+
+static __always_inline __u64 pystack_find_tstate(const struct pystack_layout *l, __u64 id,
+						 __u64 self)
+{
+	struct pystack_ts *c = bpf_map_lookup_elem(&py_threads, &id), n = {};
+	__u64 t;
+
+	if (c && c->generation == l->generation && c->tstate &&
+	    pystack_u64(c->tstate + l->ts_thread_id) == self)
+		return c->tstate;
+	t = pystack_u64(l->threads_head);
+	for (int i = 0; i < PYSTACK_MAX_THREADS && t; i++) {
+		if (pystack_u64(t + l->ts_thread_id) == self) {
+			n.tstate = t;
+			n.generation = l->generation;
+			bpf_map_update_elem(&py_threads, &id, &n, BPF_ANY);
+			return t;
+		}
+		t = pystack_u64(t + l->ts_next);
+	}
+	return 0;
+}
+
+/* A u64 / byte at a daemon-given offset of the frame buffer, bounded for
+ * the verifier. */
+static __always_inline __u64 pystack_at64(const __u8 *buf, __u32 off)
+{
+	__u64 v;
+
+	if (off > PYSTACK_FRAME_BYTES - 8)
+		return 0;
+	__builtin_memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+static __always_inline __u8 pystack_at8(const __u8 *buf, __u32 off)
+{
+	if (off > PYSTACK_FRAME_BYTES - 1)
+		return 0;
+	return buf[off];
+}
+
+/*
+ * Fill ps->nodes with the current thread's chain, leaf first. Returns the
+ * node count; *flags gets PYSTACK_F_*. 0 nodes and no flags for a process
+ * with no layout (not Python, or not recognized yet).
+ */
+static __always_inline __u32 pystack_take(struct pystack_scratch *ps, __u32 tgid, __u64 id,
+					  __u16 *flags)
+{
+	const struct pystack_layout *l = bpf_map_lookup_elem(&py_procs, &tgid);
+	__u64 self, ts, f;
+	__u32 n = 0;
+
+	*flags = 0;
+	if (!l)
+		return 0;
+	self = pystack_thread_pointer();
+	ts = self ? pystack_find_tstate(l, id, self) : 0;
+	if (!ts) {
+		*flags = PYSTACK_F_NOTHREAD;
+		return 0;
+	}
+	f = pystack_u64(ts + l->ts_first);
+	if (f && l->cf_current != PYSTACK_NONE)
+		f = pystack_u64(f + l->cf_current);
+	for (int i = 0; i < PYSTACK_MAX_NODES; i++) {
+		struct pystack_node *nd;
+		__u64 code;
+
+		if (!f)
+			return n;
+		if (bpf_probe_read_user(ps->frame, sizeof(ps->frame), (void *)f)) {
+			*flags |= PYSTACK_F_FAULT;
+			return n;
+		}
+		if (n >= PYSTACK_MAX_NODES)
+			break;
+		nd = &ps->nodes[n];
+		code = pystack_at64(ps->frame, l->f_code);
+		nd->frame = f;
+		nd->code = code;
+		nd->instr = pystack_at64(ps->frame, l->f_instr);
+		nd->owner = l->f_owner == PYSTACK_NONE ? 0 : pystack_at8(ps->frame, l->f_owner);
+		nd->entry = l->f_entry == PYSTACK_NONE ? 0 : pystack_at8(ps->frame, l->f_entry);
+		nd->pad = 0;
+		nd->firstlineno = 0;
+		/* shims (owner 3 and up) have no code object worth reading */
+		if (code && nd->owner < 3 &&
+		    bpf_probe_read_user(&nd->firstlineno, sizeof(nd->firstlineno),
+					(void *)((code & ~7ull) + l->co_firstlineno)))
+			nd->firstlineno = 0;
+		n++;
+		f = pystack_at64(ps->frame, l->f_prev);
+	}
+	if (f)
+		*flags |= PYSTACK_F_TRUNCATED;
+	return n;
+}
+
+#endif

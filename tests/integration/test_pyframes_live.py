@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Python frames spliced into sampled stacks, through the whole daemon, on
+every CPython this machine has (pyenv's 3.9-3.13 and Debian's 3.11):
+processes started before the daemon, read with no restart and no
+environment variable. The programs (tests/pyframes/busy.py) mark the lines
+each frame must show."""
+
+import os
+import re
+import subprocess
+import time
+
+from gpd import Daemon, expect, main, need_sampler, Skip, test
+
+SRC = os.environ.get("GPUPROF_SOURCE", os.path.join(os.path.dirname(__file__), "..", ".."))
+BUSY = os.path.realpath(os.path.join(SRC, "tests", "pyframes", "busy.py"))
+PYENV = os.path.expanduser(os.environ.get("PYENV_ROOT", "~/.pyenv"))
+VERSIONS = ["3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0"]
+# Native DWARF lines off: Python lines do not need them, and reading the
+# DWARF of five debug builds of libpython under ASan is slow.
+CONFIG = "sampling.cpu_frequency = 499\nsymbols.lines = false\n"
+
+
+def interpreters():
+    out = []
+    for v in VERSIONS:
+        exe = os.path.join(PYENV, "versions", v, "bin", "python3")
+        if os.access(exe, os.X_OK):
+            out.append((v, exe))
+    if os.access("/usr/bin/python3.11", os.X_OK):
+        out.append(("debian-3.11", "/usr/bin/python3.11"))
+    if not out:
+        raise Skip("no CPython 3.9+ interpreter found")
+    return out
+
+
+def marks():
+    lines = {}
+    with open(BUSY) as f:
+        for no, text in enumerate(f, 1):
+            m = re.search(r"# line: (\w+)", text)
+            if m:
+                lines[m.group(1)] = no
+    return lines
+
+
+LINES = marks()
+
+
+def start(exe, mode, secs=600):
+    # niced: five busy interpreters must not starve the daemon's start-up
+    p = subprocess.Popen([exe, BUSY, str(secs), mode], stdout=subprocess.PIPE,
+                         preexec_fn=lambda: os.nice(19))
+    expect(p.stdout.readline().strip() == b"ready", "%s started" % exe)
+    return p
+
+
+def capture(d, pids, secs="2s"):
+    args = []
+    for pid in pids:
+        args += ["--pid", str(pid)]
+    return d.ctl_json("--timeout", "5m", "capture", *args, "--duration", secs,
+                      timeout=300)["id"]
+
+
+def folded(d, pid, secs="2s", *extra, cap=None):
+    if cap is None:
+        cap = capture(d, [pid], secs)
+    text = d.ctl("--timeout", "5m", "folded", "--lines", "--pid", str(pid), *extra, str(cap),
+                 check=0,
+                 timeout=300).stdout.decode()
+    stacks = {}
+    for line in text.splitlines():
+        frames, _, count = line.rpartition(" ")
+        stacks[frames] = stacks.get(frames, 0) + int(count)
+    return stacks
+
+
+def py(name, mark, rng=None):
+    """A pattern for a Python frame with the line of mark (or in rng)."""
+    line = r"\d+" if rng else str(LINES[mark])
+    return r"%s \(%s:%s\)_\[p\]" % (re.escape(name), re.escape(BUSY), line)
+
+
+def has_chain(stack, pats):
+    """The patterns in order, each a whole frame, consecutive among the
+    Python frames (3.9/3.10 call through native helpers between them)."""
+    fr = [f for f in stack.split(";") if f.endswith("_[p]")]
+    for i in range(len(fr) - len(pats) + 1):
+        if all(re.fullmatch(p, fr[i + k]) for k, p in enumerate(pats)):
+            return True
+    return False
+
+
+def share(stacks, pred):
+    total = sum(stacks.values())
+    return total, (sum(n for s, n in stacks.items() if pred(s)) / total if total else 0)
+
+
+def top(stacks, n=5):
+    return "\n".join("%6d %s" % (c, s[-400:]) for s, c in
+                     sorted(stacks.items(), key=lambda kv: -kv[1])[:n])
+
+
+CHAIN = [py("outer", "outer"), py("middle", "middle"), py("hot", "hot", rng=True)]
+
+
+def hot_line_ok(stack):
+    m = re.search(r"hot \(%s:(\d+)\)_\[p\]" % re.escape(BUSY), stack)
+    return m and LINES["hot"] <= int(m.group(1)) <= LINES["hot"] + 2
+
+
+@test
+def chain_on_every_version():
+    """outer -> middle -> hot with file and line in >= 95% of samples, for
+    processes that were running before the daemon started."""
+    procs = [(v, start(exe, "chain")) for v, exe in interpreters()]
+    d = Daemon(CONFIG).start()
+    try:
+        need_sampler(d)
+        time.sleep(1)
+        bad = []
+        cap = capture(d, [p.pid for _, p in procs], "4s")
+        for v, p in procs:
+            stacks = folded(d, p.pid, cap=cap)
+            total, ok = share(stacks, lambda s: has_chain(s, CHAIN) and hot_line_ok(s))
+            print("%-12s %5d samples, %.1f%% with outer;middle;hot" % (v, total, 100 * ok))
+            if total < 20 or ok < 0.95:
+                bad.append("%s: %.1f%% of %d\n%s" % (v, 100 * ok, total, top(stacks)))
+        expect(not bad, "\n".join(bad))
+        st = d.ctl_json("status")["python"]
+        pids = {e["pid"]: e for e in st["by_process"]}
+        for v, p in procs:
+            e = pids.get(p.pid)
+            expect(e and e["state"] == "frames", "%s listed with frames: %s" % (v, e))
+    finally:
+        for _, p in procs:
+            p.kill()
+            p.wait()
+        d.cleanup()
+
+
+@test
+def threads_each_show_their_own_chain():
+    v, exe = interpreters()[-1]
+    p = start(exe, "threads")
+    d = Daemon(CONFIG).start()
+    try:
+        need_sampler(d)
+        stacks = folded(d, p.pid, "3s", "--tid-frames")
+        worker = [py("t_outer", "t_outer"), py("t_hot", "t_hot", rng=True)]
+        by_tid = {}
+        for s, n in stacks.items():
+            tid = s.split(";")[0]
+            kind = ("main" if has_chain(s, CHAIN) else
+                    "worker" if has_chain(s, worker) else "other")
+            by_tid.setdefault(tid, {}).setdefault(kind, 0)
+            by_tid[tid][kind] += n
+        kinds = {tid: max(k, key=k.get) for tid, k in by_tid.items()}
+        expect(sorted(kinds.values()).count("main") >= 1 and
+               sorted(kinds.values()).count("worker") >= 1,
+               "a thread mostly in outer;middle;hot and one in t_outer;t_hot: %s\n%s" %
+               (by_tid, top(stacks)))
+        for tid, k in by_tid.items():
+            # a thread shows one chain, never the other's
+            expect(min(k.get("main", 0), k.get("worker", 0)) == 0,
+                   "thread %s shows both chains: %s" % (tid, k))
+    finally:
+        p.kill()
+        p.wait()
+        d.cleanup()
+
+
+@test
+def c_extension_frames_above_the_python_caller():
+    """zlib.compress and json.dumps: the extension's native frames sit
+    above (leafward of) the Python frame that called them."""
+    v, exe = interpreters()[-1]
+    d = Daemon(CONFIG).start()
+    try:
+        need_sampler(d)
+        for mode, caller, native in (("zlib", "z_caller", r"deflate\w*|zlib_compress\w*"),
+                                     ("json", "j_caller", r".*_json.*|encoder_\w+|c_make_encoder")):
+            p = start(exe, mode)
+            try:
+                stacks = folded(d, p.pid)
+            finally:
+                p.kill()
+                p.wait()
+
+            def above(s):
+                fr = [re.sub(r" \(.*", "", f) for f in s.split(";")]
+                idx = [i for i, f in enumerate(fr) if f == caller]
+                return idx and any(re.fullmatch(native, f) for f in fr[idx[-1] + 1:])
+            total, ok = share(stacks, above)
+            print("%s: %.1f%% of %d samples show %s under %s" % (mode, 100 * ok, total,
+                                                                 native, caller))
+            expect(total >= 50 and ok >= 0.5, "%s: %.1f%% of %d\n%s" %
+                   (mode, 100 * ok, total, top(stacks)))
+    finally:
+        d.cleanup()
+
+
+@test
+def unsupported_version_says_why():
+    exe = os.path.join(PYENV, "versions", "3.8.18", "bin", "python3")
+    if not os.access(exe, os.X_OK):
+        raise Skip("no CPython 3.8")
+    p = subprocess.Popen([exe, "-c", "import time\nwhile True: sum(range(10000))"])
+    d = Daemon(CONFIG).start()
+    try:
+        need_sampler(d)
+        deadline = time.time() + 10
+        e = None
+        while time.time() < deadline and not e:
+            time.sleep(0.5)
+            st = d.ctl_json("status")["python"]
+            e = [x for x in st["by_process"] if x["pid"] == p.pid]
+        expect(e and e[0]["state"] == "none" and "3.8" in e[0].get("reason", ""),
+               "3.8 listed with its reason: %s" % e)
+    finally:
+        p.kill()
+        p.wait()
+        d.cleanup()
+
+
+if __name__ == "__main__":
+    main()

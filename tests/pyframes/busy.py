@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: MIT
+"""CPU-bound Python with known call chains, for the live tests of Python
+frames in sampled stacks (tests/integration/test_pyframes_live.py), which
+find the lines below by the "# line:" marks. Usage: busy.py SECONDS MODE,
+MODE one of chain, threads, zlib, json. Prints "ready" once running."""
+import json
+import sys
+import threading
+import time
+import zlib
+
+
+def hot(n):
+    s = 0
+    for i in range(n):  # line: hot
+        s += i * i
+    return s
+
+
+def middle():
+    return hot(20000)  # line: middle
+
+
+def outer(end):
+    while time.time() < end:
+        middle()  # line: outer
+
+
+def t_hot(n):
+    s = 1
+    for i in range(n):  # line: t_hot
+        s = (s * 7 + i) % 1000003
+    return s
+
+
+def t_outer(end):
+    while time.time() < end:
+        t_hot(20000)  # line: t_outer
+
+
+def z_caller(end):
+    data = bytes(range(256)) * 40000
+    while time.time() < end:
+        zlib.compress(data, 9)  # line: z_caller
+
+
+def j_caller(end):
+    obj = [{"k%d" % i: [i, str(i), i * 0.5]} for i in range(20000)]
+    while time.time() < end:
+        json.dumps(obj)  # line: j_caller
+
+
+def main():
+    end = time.time() + float(sys.argv[1])
+    mode = sys.argv[2]
+    print("ready", flush=True)
+    if mode == "chain":
+        outer(end)
+    elif mode == "threads":
+        t = threading.Thread(target=t_outer, args=(end,), name="worker")
+        t.start()
+        outer(end)
+        t.join()
+    elif mode == "zlib":
+        z_caller(end)
+    elif mode == "json":
+        j_caller(end)
+
+
+if __name__ == "__main__":
+    main()
