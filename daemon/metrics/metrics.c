@@ -92,7 +92,7 @@ static void snap_unref(struct metrics *m, struct snapref *r)
 static void refresh(struct metrics *m)
 {
 	struct snapref *r = calloc(1, sizeof(*r)), *old;
-	uint64_t target;
+	uint64_t target, t0 = mono_ns();
 
 	pthread_mutex_lock(&m->mu);
 	target = m->wanted;
@@ -103,6 +103,13 @@ static void refresh(struct metrics *m)
 	if (r) {
 		r->s = metrics_build(m->g, m->pt, m->bpf_stats_fd >= 0);
 		r->refs = 1;
+		if (r->s) { /* what a scrape costs the loop */
+			msnap_family(r->s, "gpuprof_metrics_snapshot_seconds", MSNAP_GAUGE,
+				     "seconds",
+				     "Loop time this snapshot took: draining the ring buffers, "
+				     "counting new records, building the series.");
+			msnap_add(r->s, (double)(mono_ns() - t0) / 1e9, NULL);
+		}
 		if (!r->s || r->s->oom) {
 			msnap_free(r->s);
 			free(r);
