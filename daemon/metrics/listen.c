@@ -104,6 +104,22 @@ static void describe(int fd, char *out, size_t len)
 	}
 }
 
+bool metrics_listen_is_local(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+		return false;
+	if (ss.ss_family == AF_UNIX)
+		return true;
+	if (ss.ss_family == AF_INET)
+		return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss.ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
+	return false;
+}
+
 int metrics_listen(const char *spec, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
@@ -140,7 +156,11 @@ int metrics_listen(const char *spec, char *err, size_t errlen)
 	return fd;
 fail:
 	r = -errno;
-	snprintf(err, errlen, "metrics.listen %s: %s", spec, strerror(errno));
+	/* systemd's RestrictAddressFamilies= makes socket() fail so */
+	snprintf(err, errlen, "metrics.listen %s: %s%s", spec, strerror(errno),
+		 errno == EAFNOSUPPORT ? " (a service's RestrictAddressFamilies= must allow it: "
+					 "docs/operations.md, \"Metrics for Prometheus\")"
+				       : "");
 	if (fd >= 0)
 		close(fd);
 	return r;

@@ -3,6 +3,7 @@
 #ifndef GPUPROF_METRICS_LISTEN_H
 #define GPUPROF_METRICS_LISTEN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -14,5 +15,9 @@
  * real) on success.
  */
 int metrics_listen(const char *spec, char *err, size_t errlen);
+
+/* Whether fd listens where only this host reaches it (loopback, or a Unix
+ * socket). */
+bool metrics_listen_is_local(int fd);
 
 #endif
