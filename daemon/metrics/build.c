@@ -135,7 +135,7 @@ void metrics_add_status(struct msnap *s, const cJSON *st)
 	double v, oldest, newest, records, slots;
 	const cJSON *store = cJSON_GetObjectItem(st, "store");
 
-	msnap_family(s, "gpuprof_build_info", MSNAP_GAUGE, NULL,
+	msnap_family(s, "gpuprof_build", MSNAP_INFO, NULL,
 		     "Always 1; the daemon's version is the label.");
 	msnap_add(s, 1, "version", GPUPROF_VERSION, NULL);
 	for (size_t i = 0; i < sizeof(status_series) / sizeof(status_series[0]); i++) {

@@ -205,11 +205,15 @@ static void tb_help(struct tbuf *b, const char *h, bool om)
 static void render_family(struct tbuf *b, const struct msnap *s, const struct msnap_family *f,
 			  bool om)
 {
-	bool counter = f->type == MSNAP_COUNTER;
-	/* 0.0.4 names a counter family by its samples' name; OpenMetrics by
-	 * the name without the _total its samples carry. */
-	const char *suffix = counter ? "_total" : "";
+	static const char *const suffixes[] = {
+	    [MSNAP_GAUGE] = "", [MSNAP_COUNTER] = "_total", [MSNAP_INFO] = "_info"};
+	static const char *const types[] = {
+	    [MSNAP_GAUGE] = " gauge\n", [MSNAP_COUNTER] = " counter\n", [MSNAP_INFO] = " info\n"};
+	/* 0.0.4 names a family by its samples' name (and has no info type);
+	 * OpenMetrics by the name without the suffix its samples carry. */
+	const char *suffix = suffixes[f->type];
 	const char *fsuffix = om ? "" : suffix;
+	const char *type = !om && f->type == MSNAP_INFO ? types[MSNAP_GAUGE] : types[f->type];
 
 	tb_str(b, "# HELP ");
 	tb_str(b, f->name);
@@ -219,7 +223,7 @@ static void render_family(struct tbuf *b, const struct msnap *s, const struct ms
 	tb_str(b, "\n# TYPE ");
 	tb_str(b, f->name);
 	tb_str(b, fsuffix);
-	tb_str(b, counter ? " counter\n" : " gauge\n");
+	tb_str(b, type);
 	if (om && f->unit) {
 		tb_str(b, "# UNIT ");
 		tb_str(b, f->name);

@@ -15,6 +15,8 @@
 enum msnap_type {
 	MSNAP_GAUGE,
 	MSNAP_COUNTER, /* name without "_total": the renderer adds it to samples */
+	MSNAP_INFO,    /* name without "_info", value 1: OpenMetrics' info type,
+			* a gauge in the text format */
 };
 
 struct msnap_sample {

@@ -214,6 +214,13 @@ def prometheus_scrapes_health_and_per_process_series():
         expect(res and res[0][1] > 1 << 20, "RSS in bytes: %r" % res)
         res = prom.query('gpuprof_build_info{job="pp"}')
         eq(res[0][0]["version"], st["version"], "version label")
+        # Prometheus took the OpenMetrics exposition: only there is
+        # gpuprof_build an info family, and units are declared
+        meta = prom.api("targets/metadata", match_target='{job="pp"}')
+        types = {(m["metric"], m["type"], m.get("unit", "")) for m in meta}
+        expect(("gpuprof_build", "info", "") in types, "info family: %r" % sorted(types)[:20])
+        expect(("gpuprof_uptime_seconds", "gauge", "seconds") in types, "unit: %r" % sorted(types))
+        expect(("gpuprof_cpu_samples", "counter", "") in types, "counter family: %r" % sorted(types))
     finally:
         if burner:
             burner.kill()

@@ -40,6 +40,8 @@ static void test_render_formats(void)
 		  "bad\xff\xfe"
 		  "utf8",
 		  NULL);
+	msnap_family(s, "x_build", MSNAP_INFO, NULL, "Version.");
+	msnap_add(s, 1, "version", "1.0", NULL);
 	t = render(s, false);
 	CHECK_STREQ(t, "# HELP x_requests_total Requests \\\\ seen\\nhere.\n"
 		       "# TYPE x_requests_total counter\n"
@@ -47,7 +49,10 @@ static void test_render_formats(void)
 		       "x_requests_total 1000000000000000\n"
 		       "# HELP x_up_seconds Up.\n"
 		       "# TYPE x_up_seconds gauge\n"
-		       "x_up_seconds{comm=\"bad\xef\xbf\xbd\xef\xbf\xbdutf8\"} 0.25\n");
+		       "x_up_seconds{comm=\"bad\xef\xbf\xbd\xef\xbf\xbdutf8\"} 0.25\n"
+		       "# HELP x_build_info Version.\n"
+		       "# TYPE x_build_info gauge\n"
+		       "x_build_info{version=\"1.0\"} 1\n");
 	om = render(s, true);
 	CHECK_STREQ(om, "# HELP x_requests Requests \\\\ seen\\nhere.\n"
 			"# TYPE x_requests counter\n"
@@ -57,6 +62,9 @@ static void test_render_formats(void)
 			"# TYPE x_up_seconds gauge\n"
 			"# UNIT x_up_seconds seconds\n"
 			"x_up_seconds{comm=\"bad\xef\xbf\xbd\xef\xbf\xbdutf8\"} 0.25\n"
+			"# HELP x_build Version.\n"
+			"# TYPE x_build info\n"
+			"x_build_info{version=\"1.0\"} 1\n"
 			"# EOF\n");
 	free(t);
 	free(om);
