@@ -21,6 +21,8 @@ import urllib.request
 from gpd import BUILD, Daemon, eq, expect, main, need_sampler, test
 
 WORKLOAD = os.path.join(BUILD, "tests", "workloads", "demo_workload")
+GPU_APP = os.path.join(BUILD, "tests", "gpu", "gpu_app")
+FAKE_CUDA = os.path.join(BUILD, "tests", "gpu", "cuda", "libcuda.so.1")
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 
@@ -261,6 +263,79 @@ def exposition_passes_promtool_in_both_formats():
     finally:
         w.kill()
         w.wait()
+        d.cleanup()
+
+
+def cgroup2_mount():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            if right.startswith("cgroup2 "):
+                return left.split()[4].replace("\\040", " ")
+    return None
+
+
+@test
+def gpu_launches_per_process_exact():
+    """gpu_app on the fake CUDA runtime (tests/gpu) launches 3n+3 kernels
+    in a cgroup of its own: its series counts exactly those, labelled with
+    its comm and cgroup, and so does the host total."""
+    d, port = metrics_daemon("metrics.per_process_gpu = true\n")
+    cg = None
+    app = None
+    try:
+        g = [c for c in d.ctl_json("status")["collectors"] if c["name"] == "gpu"][0]
+        eq(g["state"], "attached", "GPU launch probes (root): %r" % g)
+        mnt = cgroup2_mount()
+        expect(mnt, "a cgroup2 mount")
+        rel = "/gpuprof-metrics-test-%d" % os.getpid()
+        os.mkdir(mnt + rel)
+        cg = mnt + rel
+
+        def enter():
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write("0\n")
+        app = subprocess.Popen([GPU_APP, "cuda", FAKE_CUDA, "100", "--hold"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True, preexec_fn=enter)
+        eq(app.stdout.readline().split()[:1], ["ready"], "gpu_app started")
+        deadline = time.time() + 10
+        while time.time() < deadline:  # until the daemon has probes on it
+            libs = [l for l in [c for c in d.ctl_json("status")["collectors"]
+                                if c["name"] == "gpu"][0]["libraries"]
+                    if os.path.samefile(l["path"], FAKE_CUDA) and l["processes"] >= 1
+                    and l["probes"] >= 1 and not l.get("attaching")]
+            if libs:
+                break
+            time.sleep(0.05)
+        app.stdin.write("go\n")
+        app.stdin.flush()
+        eq(app.stdout.readline().strip(), "done", "gpu_app launched")
+        series = 'gpuprof_process_gpu_launches_total{pid="%d",comm="gpu_app",cgroup="%s"}' % (
+            app.pid, rel)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            s = parse_text(get(port)[2])
+            key = (series.partition("{")[0], series.partition("{")[2].rstrip("}"))
+            if s.get(key) == 303:
+                break
+            time.sleep(0.3)
+        eq(s.get(key), 303, "its launches: 100 + 2 x 100 + 3\n%s" % [
+            k for k in s if "gpu_launches" in k[0]])
+        # (other tests on the host may launch too)
+        expect(s[("gpuprof_gpu_launches_total", "")] >= 303, "the host's launches")
+        expect(not any(k[0] == "gpuprof_process_cpu_samples_total" for k in s),
+               "no CPU series without metrics.per_process")
+    finally:
+        if app:
+            app.stdin.close()
+            app.wait(10)
+        if cg:
+            for _ in range(100):  # the last task's exit is noticed asynchronously
+                try:
+                    os.rmdir(cg)
+                    break
+                except OSError:
+                    time.sleep(0.01)
         d.cleanup()
 
 
