@@ -18,7 +18,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from gpd import BUILD, Daemon, eq, expect, main, need_sampler, test
+from gpd import BUILD, Daemon, Skip, eq, expect, main, need_sampler, test
 
 WORKLOAD = os.path.join(BUILD, "tests", "workloads", "demo_workload")
 GPU_APP = os.path.join(BUILD, "tests", "gpu", "gpu_app")
@@ -285,9 +285,12 @@ def gpu_launches_per_process_exact():
     app = None
     try:
         g = [c for c in d.ctl_json("status")["collectors"] if c["name"] == "gpu"][0]
-        eq(g["state"], "attached", "GPU launch probes (root): %r" % g)
+        if g["state"] != "attached" and os.geteuid() != 0:
+            raise Skip("GPU launch probes need root: " + g["reason"])
+        eq(g["state"], "attached", "GPU launch probes as root: %r" % g)
         mnt = cgroup2_mount()
-        expect(mnt, "a cgroup2 mount")
+        if not mnt:
+            raise Skip("no cgroup2 mount (cgroup v1-only host)")
         rel = "/gpuprof-metrics-test-%d" % os.getpid()
         os.mkdir(mnt + rel)
         cg = mnt + rel
