@@ -10,14 +10,13 @@
  * without one runs at more than twice its rate (and then at most a
  * quarter of the slots per scan), so series do not flap between scrapes.
  * Each series counts from its admission (what the process did before is
- * in "other"), so every series is a true counter and together they sum
- * to the total.
+ * in "other"), so every series is a true counter, and together they sum
+ * to the total less the series that went.
  */
 #include "proctab.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
