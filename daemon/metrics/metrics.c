@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -195,13 +196,25 @@ static char txt_not_found[] = "not found: the metrics are at /metrics\n";
 static char txt_method[] = "only GET and HEAD are answered\n";
 static char txt_unavailable[] = "no snapshot yet: the daemon is busy, try again\n";
 
-/* The scraper's Accept header asks for OpenMetrics (Prometheus sends it
- * first, with text 0.0.4 as the fallback). */
+/* The scraper's Accept header asks for OpenMetrics (Prometheus lists it
+ * first, with text 0.0.4 as the fallback); "q=0" refuses it. */
 static bool wants_openmetrics(struct MHD_Connection *c)
 {
 	const char *acc = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+	static const char om[] = "application/openmetrics-text";
 
-	return acc && strstr(acc, "application/openmetrics-text");
+	for (const char *p = acc; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+		const char *q;
+		size_t len;
+
+		p += strspn(p, " \t");
+		len = strcspn(p, ",");
+		if (strncasecmp(p, om, sizeof(om) - 1))
+			continue;
+		q = strstr(p, "q=");
+		return !q || q >= p + len || strtod(q + 2, NULL) > 0;
+	}
+	return false;
 }
 
 static enum MHD_Result serve_metrics(struct metrics *m, struct MHD_Connection *c)

@@ -357,6 +357,12 @@ def other_paths_methods_and_head():
         eq(get(port, method="DELETE")[0], 405, "DELETE")
         status, _, body = get(port, method="HEAD")
         eq((status, body), (200, ""), "HEAD")
+        for accept, om in (("application/openmetrics-text;q=0,text/plain;version=0.0.4", False),
+                           ("text/plain;q=0.5, Application/OpenMetrics-Text; version=1.0.0", True),
+                           ("*/*", False)):
+            _, hdr, body = get(port, headers={"Accept": accept})
+            eq(hdr["Content-Type"].startswith("application/openmetrics-text"), om, accept)
+            eq(body.endswith("# EOF\n"), om, accept)
         status, _, body = get(port, "/metrics?x=1")
         eq(status, 200, "a query string is ignored")
         expect("gpuprof_process_" not in body, "no per-process series by default")
