@@ -286,27 +286,6 @@ static void on_closed(uv_handle_t *h)
 		free_metrics(m);
 }
 
-/* /proc mounted with hidepid= (other than 0 / "off"): users cannot see
- * each other's processes, so per-process series would tell them more. */
-static bool proc_hides_pids(void)
-{
-	char line[1024];
-	bool hides = false;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-
-	if (!f)
-		return false;
-	while (!hides && fgets(line, sizeof(line), f)) {
-		const char *sep = strstr(line, " - proc ");
-		const char *opt = sep ? strstr(sep, "hidepid=") : NULL;
-
-		if (opt && strncmp(opt + 8, "0", 1) && strncmp(opt + 8, "off", 3))
-			hides = true;
-	}
-	fclose(f);
-	return hides;
-}
-
 static int start_http(struct metrics *m, int fd)
 {
 	m->mhd = MHD_start_daemon(
@@ -362,7 +341,7 @@ int metrics_start(struct gpd *g, struct metrics **ret)
 		log_warn("metrics: %s is not a loopback address: the series are served, without "
 			 "authentication, to whoever reaches it",
 			 m->where);
-	if (c->per_process && proc_hides_pids())
+	if (c->per_process && proctab_proc_hides_pids("/proc/self/mountinfo"))
 		log_warn("metrics: /proc is mounted with hidepid=: metrics.per_process shows "
 			 "whoever reaches the endpoint the processes /proc hides from users");
 	r = start_http(m, fd);

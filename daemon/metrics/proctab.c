@@ -447,3 +447,23 @@ void proctab_emit(const struct proctab *t, struct msnap *s)
 			msnap_add(s, (double)t->gt[i].busy_pct / 100.0, "gt", gt, NULL);
 	}
 }
+
+bool proctab_proc_hides_pids(const char *mountinfo)
+{
+	char line[1024];
+	bool hides = false;
+	FILE *f = fopen(mountinfo, "re");
+
+	if (!f)
+		return false;
+	while (!hides && fgets(line, sizeof(line), f)) {
+		const char *sep = strstr(line, " - proc ");
+		const char *opt = sep ? strstr(sep, "hidepid=") : NULL;
+
+		/* 0 and "off" hide nothing; 1, 2, "noaccess", "invisible" do */
+		if (opt && strncmp(opt + 8, "0", 1) && strncmp(opt + 8, "off", 3))
+			hides = true;
+	}
+	fclose(f);
+	return hides;
+}

@@ -36,4 +36,11 @@ void proctab_scan(struct proctab *t, const struct store *st);
 /* Add the families of what was counted to s. */
 void proctab_emit(const struct proctab *t, struct msnap *s);
 
+/*
+ * Whether a proc file system in mountinfo (a /proc/PID/mountinfo file) is
+ * mounted with hidepid= other than 0 / off: users there cannot see each
+ * other's processes, so per-process series would tell them more.
+ */
+bool proctab_proc_hides_pids(const char *mountinfo);
+
 #endif

@@ -245,6 +245,32 @@ static void test_proctab_top_and_other(void)
 	store_free(st);
 }
 
+static void test_hidepid(void)
+{
+	static const struct {
+		const char *mounts;
+		bool hides;
+	} cases[] = {
+	    {"21 26 0:20 / /proc rw,relatime - proc proc rw\n", false},
+	    {"21 26 0:20 / /proc rw,relatime - proc proc rw,hidepid=2\n", true},
+	    {"21 26 0:20 / /proc rw - proc proc rw,hidepid=invisible\n", true},
+	    {"21 26 0:20 / /proc rw - proc proc rw,hidepid=0\n", false},
+	    {"21 26 0:20 / /proc rw - proc proc rw,hidepid=off\n", false},
+	    /* a tmpfs whose options mention it is not a proc */
+	    {"30 26 0:40 / /x rw - tmpfs hidepid=2 rw\n"
+	     "31 26 0:41 / /proc rw - proc proc rw\n",
+	     false},
+	};
+	char path[300];
+
+	snprintf(path, sizeof(path), "%s/mountinfo", tmpdir);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		put("mountinfo", cases[i].mounts);
+		CHECK_EQ_INT(proctab_proc_hides_pids(path), cases[i].hides);
+	}
+	CHECK(!proctab_proc_hides_pids("/nonexistent"));
+}
+
 static void test_gpufreq_sysfs(void)
 {
 	char drm[300], *t;
@@ -312,6 +338,7 @@ int main(void)
 	RUN(test_render_formats);
 	RUN(test_status_series);
 	RUN(test_proctab_top_and_other);
+	RUN(test_hidepid);
 	RUN(test_gpufreq_sysfs);
 	RUN(test_listen_specs);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
