@@ -63,6 +63,9 @@ struct metrics {
 	struct snapref *cur;	/* the newest snapshot */
 	uint64_t wanted, built; /* request generations */
 	bool stopping;
+	/* async is initialized: libmicrohttpd may answer a request before
+	 * metrics_start() has done so, and such a scrape just waits */
+	bool async_ready;
 };
 
 static uint64_t mono_ns(void)
@@ -152,7 +155,8 @@ static struct snapref *snapshot_for_scrape(struct metrics *m)
 	pthread_mutex_lock(&m->mu);
 	if (!m->cur || mono_ns() - m->cur->s->built_ns > SNAP_REUSE_NS) {
 		gen = ++m->wanted;
-		uv_async_send(&m->async);
+		if (m->async_ready)
+			uv_async_send(&m->async);
 		clock_gettime(CLOCK_MONOTONIC, &dl);
 		dl.tv_sec += SNAP_WAIT_MS / 1000;
 		dl.tv_nsec += (SNAP_WAIT_MS % 1000) * 1000000L;
@@ -357,6 +361,9 @@ int metrics_start(struct gpd *g, struct metrics **ret)
 	uv_timer_init(g->loop, &m->scan_timer);
 	m->async.data = m->scan_timer.data = m;
 	m->open_handles = 2;
+	pthread_mutex_lock(&m->mu);
+	m->async_ready = true;
+	pthread_mutex_unlock(&m->mu);
 	uv_timer_start(&m->scan_timer, on_scan, SCAN_PERIOD_MS, SCAN_PERIOD_MS);
 	log_info("metrics: serving http://%s/metrics%s%s", m->where,
 		 c->per_process ? ", CPU samples per process" : "",
