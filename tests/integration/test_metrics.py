@@ -167,9 +167,9 @@ def check_against_cpu_time(prom, pid, secs=6):
 @test
 def prometheus_scrapes_health_and_per_process_series():
     pp, pp_port = metrics_daemon("metrics.per_process = true\nmetrics.top = 3\n")
-    plain, plain_port = metrics_daemon()
-    burner = prom = None
+    plain = burner = prom = None
     try:
+        plain, plain_port = metrics_daemon()
         need_sampler(pp)
         need_sampler(plain)
         burner = subprocess.Popen([WORKLOAD, "0"])
@@ -229,9 +229,11 @@ def prometheus_scrapes_health_and_per_process_series():
             burner.wait()
         if prom:
             prom.stop()
-        for d in (pp, plain):
-            eq(d.stop(), 0, "clean stop with the endpoint")
+        daemons = [d for d in (pp, plain) if d]
+        rcs = [d.stop() for d in daemons]
+        for d in daemons:
             d.cleanup()
+        eq(rcs, [0] * len(daemons), "clean stops with the endpoint")
 
 
 @test
