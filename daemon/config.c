@@ -63,6 +63,7 @@ void config_defaults(struct config *cfg)
 	cfg->xe.kernels = 65536;
 	cfg->xe.interval_ns = 100000000ull;
 	cfg->xe.oa = true;
+	cfg->metrics.top = 10;
 }
 
 int config_parse_size(const char *text, size_t *out)
@@ -238,6 +239,35 @@ static int set_xe_key(struct config_xe *x, const char *key, const char *v)
 		else
 			return -EINVAL;
 		return 0;
+	}
+	return -ENOKEY;
+}
+
+/* metrics.* keys; the address itself is parsed when the endpoint binds
+ * it (metrics/listen.c), which names what was wrong. */
+static int set_metrics_key(struct config_metrics *m, const char *key, const char *v)
+{
+	unsigned long long n;
+	int r;
+
+	if (!strcmp(key, "metrics.listen")) {
+		if (strlen(v) >= sizeof(m->listen))
+			return -EINVAL;
+		strcpy(m->listen, strcmp(v, "off") ? v : "");
+		return 0;
+	}
+	if (!strcmp(key, "metrics.per_process"))
+		return parse_bool(v, &m->per_process);
+	if (!strcmp(key, "metrics.per_process_gpu"))
+		return parse_bool(v, &m->per_process_gpu);
+	if (!strcmp(key, "metrics.bpf_stats"))
+		return parse_bool(v, &m->bpf_stats);
+	if (!strcmp(key, "metrics.top")) {
+		r = parse_uint(v, 1000, &n);
+		if (r == 0 && n == 0)
+			return -ERANGE;
+		m->top = r ? m->top : (unsigned)n;
+		return r;
 	}
 	return -ENOKEY;
 }
@@ -445,6 +475,8 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 	}
 	if (!strncmp(key, "xe.", 3))
 		return set_xe_key(&cfg->xe, key, v);
+	if (!strncmp(key, "metrics.", 8))
+		return set_metrics_key(&cfg->metrics, key, v);
 	if (!strcmp(key, "log.verbosity")) {
 		r = parse_uint(v, 2, &n);
 		cfg->verbosity = r ? cfg->verbosity : (int)n;

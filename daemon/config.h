@@ -88,6 +88,16 @@ struct config {
 		uint64_t oa_period_ns;	   /* xe.oa_period; 0 = 2^log2(OA clock) ticks (~1 s) */
 		uint8_t submit_hook;	   /* xe.submit_hook: CONFIG_XE_HOOK_* */
 	} xe;
+	/* metrics.*: the Prometheus endpoint (metrics/metrics.h) */
+	struct config_metrics {
+		/* metrics.listen: "HOST:PORT" (numeric IPv4, "[IPv6]") or an
+		 * absolute Unix socket path; "" = no endpoint (the default) */
+		char listen[108];
+		bool per_process;     /* metrics.per_process: CPU samples per process */
+		bool per_process_gpu; /* metrics.per_process_gpu: GPU launches per process */
+		unsigned top;	      /* metrics.top: processes with their own series */
+		bool bpf_stats;	      /* metrics.bpf_stats: kernel BPF run-time accounting on */
+	} metrics;
 };
 
 /* xe.submit_hook: the BPF batch-buffer parser on every xe exec / i915

@@ -24,6 +24,7 @@
 #include "hooks.h"
 #include "jobs.h"
 #include "log.h"
+#include "metrics/metrics.h"
 #include "rpc/rpc.h"
 #include "store/store.h"
 #include "timeline/timeline.h"
@@ -184,6 +185,7 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t watchdog_timer, status_timer;
+static struct metrics *metrics; /* the Prometheus endpoint; NULL when off */
 
 static void notify_status(struct gpd *g, const char *extra)
 {
@@ -230,6 +232,8 @@ static void shutdown_daemon(struct gpd *g)
 	uv_close((uv_handle_t *)&status_timer, NULL);
 	uv_timer_stop(&g->trim_timer);
 	uv_close((uv_handle_t *)&g->trim_timer, NULL);
+	metrics_stop(metrics);
+	metrics = NULL;
 	/* jobs waiting on clients' descriptors end now, not at their
 	 * io_timeout: the loop below ends when they have */
 	jobs_cancel_all(g);
@@ -343,6 +347,8 @@ int main(int argc, char **argv)
 	collectors_open(&g);
 	hooks_init(&g);
 	collectors_start(&g);
+	if (metrics_start(&g, &metrics) < 0)
+		return 1;
 
 	uv_timer_init(g.loop, &watchdog_timer);
 	uv_timer_init(g.loop, &status_timer);

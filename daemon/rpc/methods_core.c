@@ -31,11 +31,10 @@ void method_version(struct rpc_req *req, const cJSON *params)
 	rpc_reply(req, o);
 }
 
-void method_status(struct rpc_req *req, const cJSON *params)
+/* The status result: the RPC method's reply, and what the metrics endpoint
+ * (metrics/) turns into series, so both report the same figures. */
+cJSON *rpc_status_json(struct gpd *g, bool privileged)
 {
-	if (!params_only(req, params, no_params))
-		return;
-	struct gpd *g = req->gpd;
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "version", GPUPROF_VERSION);
 	cJSON_AddNumberToObject(o, "pid", getpid());
@@ -61,14 +60,14 @@ void method_status(struct rpc_req *req, const cJSON *params)
 	/* Which processes are sampled is what ps shows anyway, but keep the
 	 * per-process list to those who may see every process's stacks. */
 	if (g->unwinder)
-		unwind_status(g->unwinder, cJSON_AddObjectToObject(o, "unwind"), req->privileged);
+		unwind_status(g->unwinder, cJSON_AddObjectToObject(o, "unwind"), privileged);
 	if (g->pyreg)
-		pyreg_status(g->pyreg, cJSON_AddObjectToObject(o, "python"), req->privileged);
+		pyreg_status(g->pyreg, cJSON_AddObjectToObject(o, "python"), privileged);
 
 	cJSON *cl = cJSON_AddObjectToObject(o, "clients");
 	cJSON_AddNumberToObject(cl, "connected", rpc_server_clients(g->rpc));
 	cJSON_AddNumberToObject(cl, "max", g->cfg.max_clients);
-	cJSON_AddBoolToObject(cl, "privileged", req->privileged);
+	cJSON_AddBoolToObject(cl, "privileged", privileged);
 
 	cJSON *cp = cJSON_AddObjectToObject(o, "captures");
 	json_add_u64(cp, "count", (uint64_t)capreg_count(g->captures));
@@ -124,5 +123,12 @@ void method_status(struct rpc_req *req, const cJSON *params)
 		json_add_u64(ac, "evicted", ts.evicted);
 		json_add_u64(ac, "too_large", ts.too_large);
 	}
-	rpc_reply(req, o);
+	return o;
+}
+
+void method_status(struct rpc_req *req, const cJSON *params)
+{
+	if (!params_only(req, params, no_params))
+		return;
+	rpc_reply(req, rpc_status_json(req->gpd, req->privileged));
 }

@@ -214,6 +214,48 @@ static const char *write_tmp(const char *text)
 	return path;
 }
 
+/* metrics.*: off by default; the address is checked when it is bound
+ * (tests/metrics), the rest here. */
+static void test_config_metrics(void)
+{
+	static const char *const bad[] = {
+		"metrics.top = 0\n",
+		"metrics.top = 1001\n",
+		"metrics.per_process = maybe\n",
+		"metrics.per_process_gpu = 2\n",
+		"metrics.bpf_stats = yes please\n",
+		"metrics.listen = /a/very/long/path/that/does/not/fit/in/sun_path/of/a/unix/socket/"
+		"address/which/is/one/hundred/and/eight/bytes.sock\n",
+		"metrics.port = 9464\n",
+	};
+	struct config c;
+	char err[256];
+	const char *p;
+
+	config_defaults(&c);
+	CHECK_STREQ(c.metrics.listen, "");
+	CHECK(!c.metrics.per_process && !c.metrics.per_process_gpu && !c.metrics.bpf_stats);
+	CHECK_EQ_INT(c.metrics.top, 10);
+	p = write_tmp("metrics.listen = [::1]:9464\nmetrics.per_process = true\n"
+		      "metrics.per_process_gpu = on\nmetrics.top = 1000\nmetrics.bpf_stats = 1\n");
+	CHECK_EQ_INT(config_load(&c, p, err, sizeof(err)), 0);
+	CHECK_STREQ(c.metrics.listen, "[::1]:9464");
+	CHECK(c.metrics.per_process && c.metrics.per_process_gpu && c.metrics.bpf_stats);
+	CHECK_EQ_INT(c.metrics.top, 1000);
+	unlink(p);
+	p = write_tmp("metrics.listen = off\n");
+	CHECK_EQ_INT(config_load(&c, p, err, sizeof(err)), 0);
+	CHECK_STREQ(c.metrics.listen, "");
+	unlink(p);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		config_defaults(&c);
+		p = write_tmp(bad[i]);
+		if (config_load(&c, p, err, sizeof(err)) != -EINVAL)
+			TEST_FAIL_AT("config \"%s\" accepted", bad[i]);
+		unlink(p);
+	}
+}
+
 static void test_config(void)
 {
 	struct config c;
@@ -346,5 +388,6 @@ int main(void)
 	RUN(test_fd_passing);
 	RUN(test_durations);
 	RUN(test_config);
+	RUN(test_config_metrics);
 	return test_summary();
 }
