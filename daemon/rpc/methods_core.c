@@ -11,6 +11,7 @@
 #include "json.h"
 #include "gpuprof-build.h"
 #include "methods.h"
+#include "push/push.h"
 #include "store/store.h"
 #include "timeline/timeline.h"
 #include "unwind/unwind.h"
@@ -66,6 +67,8 @@ void method_status(struct rpc_req *req, const cJSON *params)
 	cJSON_AddNumberToObject(cl, "connected", rpc_server_clients(g->rpc));
 	cJSON_AddNumberToObject(cl, "max", g->cfg.max_clients);
 	cJSON_AddBoolToObject(cl, "privileged", req->privileged);
+
+	push_status(g->push, o, req->privileged);
 
 	cJSON *cp = cJSON_AddObjectToObject(o, "captures");
 	json_add_u64(cp, "count", (uint64_t)capreg_count(g->captures));
