@@ -274,7 +274,7 @@ int dirsink_write(struct dirsink *d, const struct push_item *it)
 	return r;
 }
 
-void dirsink_status(struct dirsink *d, cJSON *o)
+void dirsink_status(struct dirsink *d, cJSON *o, bool privileged)
 {
 	pthread_mutex_lock(&d->mu);
 	json_add_u64(o, "written", d->written);
@@ -284,7 +284,8 @@ void dirsink_status(struct dirsink *d, cJSON *o)
 	json_add_u64(o, "files", d->files);
 	json_add_u64(o, "bytes", d->bytes);
 	json_add_u64(o, "max_bytes", d->max_bytes);
-	cJSON_AddStringToObject(o, "last_error", d->last_error);
+	if (privileged) /* it names a file in push.dir */
+		cJSON_AddStringToObject(o, "last_error", d->last_error);
 	pthread_mutex_unlock(&d->mu);
 }
 

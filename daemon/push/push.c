@@ -284,8 +284,8 @@ static void on_tick(uv_timer_t *t)
 	if (g->drain_rings)
 		g->drain_rings(g);
 	uint64_t now = gpd_now_ns();
-	uint64_t t0 = p->last_t1 ? p->last_t1 + 1 : now - iv;
-	bool truncated = now - t0 > 4 * iv;
+	uint64_t t0 = p->last_t1 ? p->last_t1 + 1 : now > iv ? now - iv : 0;
+	bool truncated = now > 4 * iv && now - t0 > 4 * iv;
 	if (truncated)
 		t0 = now - 4 * iv;
 	struct capture_filter f = {0};
@@ -437,7 +437,7 @@ void push_status(struct push *p, cJSON *status, bool privileged)
 	json_add_u64(o, "last_profile_samples", p->last_samples);
 	pthread_mutex_unlock(&p->mu);
 	if (p->up)
-		upload_status(p->up, cJSON_AddObjectToObject(o, "upload"));
+		upload_status(p->up, cJSON_AddObjectToObject(o, "upload"), privileged);
 	if (p->dir)
-		dirsink_status(p->dir, cJSON_AddObjectToObject(o, "dir_sink"));
+		dirsink_status(p->dir, cJSON_AddObjectToObject(o, "dir_sink"), privileged);
 }

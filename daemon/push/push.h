@@ -39,7 +39,7 @@ void push_stop(struct push *p);
 void push_free(struct push *p);
 
 /* The "push" object of the status reply: counters for everyone; the
- * endpoint and directory only for privileged peers. NULL adds
+ * endpoint, the directory and the last errors only for privileged peers. NULL adds
  * {"enabled": false}. */
 void push_status(struct push *p, cJSON *status, bool privileged);
 

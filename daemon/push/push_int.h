@@ -42,8 +42,9 @@ void upload_enqueue(struct upload *u, struct push_item *it);
 void upload_stop(struct upload *u);
 /* Join the thread and free everything; NULL is a no-op. */
 void upload_free(struct upload *u);
-/* Counters into o (any thread). */
-void upload_status(struct upload *u, cJSON *o);
+/* Counters into o (any thread); the last error (it may name the
+ * endpoint's host) only for privileged peers. */
+void upload_status(struct upload *u, cJSON *o, bool privileged);
 
 /* ---- dirsink.c: rotating files in push.dir ------------------------------- */
 struct dirsink;
@@ -57,7 +58,7 @@ int dirsink_open(const char *path, size_t max_bytes, struct dirsink **ret, char 
  * oldest profiles until the directory's profiles fit push.dir_max_bytes.
  * Builder thread only. Returns 0 or a negative errno (counted). */
 int dirsink_write(struct dirsink *d, const struct push_item *it);
-void dirsink_status(struct dirsink *d, cJSON *o);
+void dirsink_status(struct dirsink *d, cJSON *o, bool privileged);
 void dirsink_free(struct dirsink *d);
 
 #endif

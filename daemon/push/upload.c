@@ -469,7 +469,7 @@ void upload_free(struct upload *u)
 	free(u);
 }
 
-void upload_status(struct upload *u, cJSON *o)
+void upload_status(struct upload *u, cJSON *o, bool privileged)
 {
 	pthread_mutex_lock(&u->mu);
 	json_add_u64(o, "queued", u->n);
@@ -484,6 +484,7 @@ void upload_status(struct upload *u, cJSON *o)
 	json_add_u64(o, "consecutive_failures", u->failing);
 	json_add_u64(o, "last_http_status", (uint64_t)(u->last_status > 0 ? u->last_status : 0));
 	json_add_u64(o, "last_success_ns", u->last_success_ns);
-	cJSON_AddStringToObject(o, "last_error", u->last_error);
+	if (privileged)
+		cJSON_AddStringToObject(o, "last_error", u->last_error);
 	pthread_mutex_unlock(&u->mu);
 }
