@@ -21,7 +21,8 @@ import threading
 import time
 import urllib.parse
 
-from gpd import BUILD, Daemon, Skip, eq, expect, main, need_sampler, test
+from gpd import (BUILD, GPUPROFCTL, Daemon, Skip, as_attacker, eq, expect, main, need_sampler,
+                 open_to_group, test)
 
 WORKLOAD = os.path.join(BUILD, "tests", "workloads", "demo_workload")
 
@@ -177,7 +178,8 @@ def uploads_carry_labelled_profiles():
         raw = go_pprof(tmp, parts["profile"], "-raw")
         expect(re.search(r"^\s*\d+: .*matmul_tile", raw, re.M) or "matmul_tile" in raw,
                "go tool pprof -raw shows the burner's function:\n" + raw[:3000])
-        top = go_pprof(tmp, parts["profile"], "-top", "-tagfocus=pid=%d" % w.pid)
+        top = go_pprof(tmp, parts["profile"], "-top", "-sample_index=samples",
+                       "-tagfocus=pid=%d" % w.pid)
         expect("matmul_tile" in top, "the burner's samples carry its pid label:\n" + top[:3000])
         tags = go_pprof(tmp, parts["profile"], "-tags")
         expect("demo_workload" in tags and "cgroup" in tags,
@@ -236,6 +238,17 @@ def failures_retry_with_backoff_then_drop():
         wait_for(lambda: push_status(d)["upload"]["sent"] > sent + 1, 20, "uploads again")
         eq(push_status(d)["upload"]["consecutive_failures"], 0, "failures reset")
         expect("url" in push_status(d), "root sees the url")
+        human = d.ctl("status", check=0).stdout.decode()
+        expect(re.search(r"upload: \d+ sent, .* dropped \(queue full\)", human),
+               "status shows the upload counters:\n" + human)
+        # a member of the group sees the counters, not the endpoint or its errors
+        open_to_group(d)
+        p = subprocess.run(as_attacker([GPUPROFCTL, "--socket", d.sock, "--json", "status"]),
+                           capture_output=True, timeout=30)
+        eq(p.returncode, 0, "status as a member: " + p.stderr.decode(errors="replace"))
+        mine = json.loads(p.stdout)["push"]
+        expect("url" not in mine and "last_error" not in mine["upload"]
+               and mine["upload"]["sent"] >= 1, "a member's view: %r" % mine)
         eq(d.stop(), 0, "clean stop with uploads pending")
     finally:
         w.kill()
