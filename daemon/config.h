@@ -95,6 +95,7 @@ struct config {
 		char bearer_token_file[4096]; /* push.bearer_token_file */
 		char basic_auth_file[4096];   /* push.basic_auth_file: "user:password" */
 		char tenant[256];	      /* push.tenant: X-Scope-OrgID */
+		char ca_file[4096];	      /* push.ca_file: CAs instead of the system's */
 		uint32_t queue_max;	      /* push.queue_max: profiles waiting */
 		size_t queue_max_bytes;	      /* push.queue_max_bytes */
 		uint32_t timeout_ms;	      /* push.timeout: one upload */

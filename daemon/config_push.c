@@ -109,6 +109,8 @@ int config_push_set(struct config_push *p, const char *key, const char *v)
 		return set_path(p->bearer_token_file, sizeof(p->bearer_token_file), v);
 	if (!strcmp(key, "push.basic_auth_file"))
 		return set_path(p->basic_auth_file, sizeof(p->basic_auth_file), v);
+	if (!strcmp(key, "push.ca_file"))
+		return set_path(p->ca_file, sizeof(p->ca_file), v);
 	if (!strcmp(key, "push.tenant"))
 		return plain(v) ? set_str(p->tenant, sizeof(p->tenant), v) : -EINVAL;
 	if (!strcmp(key, "push.queue_max")) {

@@ -10,7 +10,8 @@
  *
  * (a bare pprof body would keep only the sample types the server knows
  * from Go, losing the GPU launches). libcurl carries it: HTTP/1.1 and
- * HTTPS with the system's CA store, proxies from the environment, bearer
+ * HTTPS with the system's CA store (or push.ca_file), proxies from the
+ * environment, bearer
  * and basic authentication, timeouts; no redirect is followed, so
  * credentials never reach another host.
  *
@@ -60,6 +61,7 @@ struct upload {
 	char *bearer;	/* secret, or NULL */
 	char *userpwd;	/* "user:password", secret, or NULL */
 	char tenant[300]; /* "X-Scope-OrgID: ..." or "" */
+	char ca_file[4096]; /* "" = the system's CA store */
 	uint32_t queue_max, timeout_ms, retry_max_ms;
 	size_t queue_max_bytes;
 	pthread_t thread;
@@ -247,6 +249,8 @@ static enum outcome send_one(struct upload *u, CURL *h, const struct push_item *
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, u);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+	if (u->ca_file[0])
+		curl_easy_setopt(h, CURLOPT_CAINFO, u->ca_file);
 	if (u->bearer) {
 		curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
 		curl_easy_setopt(h, CURLOPT_XOAUTH2_BEARER, u->bearer);
@@ -395,6 +399,7 @@ int upload_new(const struct config_push *cfg, const char *name, uint32_t sample_
 	u->queue_max_bytes = cfg->queue_max_bytes;
 	u->timeout_ms = cfg->timeout_ms;
 	u->retry_max_ms = cfg->retry_max_ms;
+	snprintf(u->ca_file, sizeof(u->ca_file), "%s", cfg->ca_file);
 	if (cfg->tenant[0])
 		snprintf(u->tenant, sizeof(u->tenant), "X-Scope-OrgID: %s", cfg->tenant);
 	if (cfg->bearer_token_file[0] &&

@@ -351,6 +351,7 @@ static void test_config_push(void)
 	const char *p = write_tmp("push.url = https://pyro.example:4040/ingest\n"
 				  "push.interval = 2s\npush.app_name = gpu.fleet-1\n"
 				  "push.bearer_token_file = /etc/gpuprof/token\npush.tenant = team-a\n"
+				  "push.ca_file = /etc/gpuprof/ca.pem\n"
 				  "push.queue_max = 3\npush.queue_max_bytes = 1M\npush.timeout = 500ms\n"
 				  "push.retry_max = 5s\npush.dir = /var/lib/gpuprof/profiles\n"
 				  "push.dir_max_bytes = 64K\n");
@@ -360,6 +361,7 @@ static void test_config_push(void)
 	CHECK_STREQ(c.push.app_name, "gpu.fleet-1");
 	CHECK_STREQ(c.push.bearer_token_file, "/etc/gpuprof/token");
 	CHECK_STREQ(c.push.tenant, "team-a");
+	CHECK_STREQ(c.push.ca_file, "/etc/gpuprof/ca.pem");
 	CHECK_EQ_INT(c.push.queue_max, 3);
 	CHECK_EQ_U64(c.push.queue_max_bytes, 1u << 20);
 	CHECK_EQ_INT(c.push.timeout_ms, 500);

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Continuous profiles: a real daemon pushes a profile every second to a
-Pyroscope-style ingest receiver run here on loopback (query parameters,
-bearer / basic authentication, tenant header, multipart body checked with
-`go tool pprof`), retries with backoff while the receiver fails, counts
+Pyroscope-style ingest receiver run here on loopback (over HTTPS with the
+store's own CA and over HTTP; query parameters, bearer / basic
+authentication, tenant header, multipart body checked with `go tool pprof`), retries with backoff while the receiver fails, counts
 drops in `gpuprofctl status --json`, and keeps a size-capped directory."""
 
 import base64
@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import socket
+import ssl
 import stat
 import subprocess
 import tempfile
@@ -31,8 +32,9 @@ class Receiver:
     """An ingest endpoint recording every request; answers the codes in
     `script` in turn, then `default`."""
 
-    def __init__(self):
+    def __init__(self, tls=None):
         self.uploads = []
+        self.scheme = "https" if tls else "http"
         self.script = []
         self.default = 200
         self.lock = threading.Lock()
@@ -60,12 +62,16 @@ class Receiver:
                 self.end_headers()
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
     def url(self):
-        return "http://127.0.0.1:%d/ingest" % self.port
+        return "%s://127.0.0.1:%d/ingest" % (self.scheme, self.port)
 
     def got(self):
         with self.lock:
@@ -122,6 +128,15 @@ def secret(tmp, name, text):
     return path
 
 
+def self_signed(tmp):
+    """A certificate for 127.0.0.1 and its key: the store's own CA."""
+    crt, key = os.path.join(tmp, "store.crt"), os.path.join(tmp, "store.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", key, "-out", crt], check=True, capture_output=True)
+    return crt, key
+
+
 def host_label():
     return re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname()) or "unknown"
 
@@ -132,12 +147,15 @@ def push_status(d):
 
 @test
 def uploads_carry_labelled_profiles():
-    rec = Receiver()
+    """Over HTTPS to a store with its own CA (push.ca_file)."""
     tmp = tempfile.mkdtemp(prefix="gpd-push-")
+    crt, key = self_signed(tmp)
+    rec = Receiver(tls=(crt, key))
     tok = secret(tmp, "token", "s3cr3t-token\n")
     d = Daemon("sampling.cpu_frequency = 499\npush.url = %s\npush.interval = 1s\n"
                "push.app_name = gpuprof-test\npush.bearer_token_file = %s\n"
-               "push.tenant = team-a\nsymbols.lines = false\n" % (rec.url(), tok))
+               "push.tenant = team-a\npush.ca_file = %s\nsymbols.lines = false\n"
+               % (rec.url(), tok, crt))
     w = None
     try:
         d.start()
