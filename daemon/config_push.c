@@ -73,7 +73,9 @@ static int set_url(struct config_push *p, const char *v)
 {
 	if (!*v || !strcmp(v, "none"))
 		return set_str(p->url, sizeof(p->url), "");
-	const char *rest = !strncmp(v, "http://", 7) ? v + 7 : !strncmp(v, "https://", 8) ? v + 8 : NULL;
+	const char *rest = !strncmp(v, "http://", 7)	? v + 7
+			   : !strncmp(v, "https://", 8) ? v + 8
+							: NULL;
 	if (!rest || !*rest || !plain(v) || strchr(v, '#'))
 		return -EINVAL;
 	size_t host = strcspn(rest, "/?");

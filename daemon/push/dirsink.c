@@ -82,7 +82,8 @@ static int open_safely(const char *path, char *why, size_t whylen)
 		if (nfd < 0) {
 			r = -errno;
 			snprintf(why, whylen, "%s: %s%s", c, strerror(errno),
-				 errno == ENOTDIR ? " (or a symbolic link, which is not followed)" : "");
+				 errno == ENOTDIR ? " (or a symbolic link, which is not followed)"
+						  : "");
 			close(fd);
 			return r;
 		}
@@ -136,13 +137,15 @@ static int list(struct dirsink *d, struct entry **ret, bool clean_tmp)
 	}
 	while ((de = readdir(dir)) && n < MAX_FILES) {
 		struct stat st;
-		if (clean_tmp && !strncmp(de->d_name, TMP_PREFIX PREFIX, strlen(TMP_PREFIX PREFIX))) {
+		if (clean_tmp &&
+		    !strncmp(de->d_name, TMP_PREFIX PREFIX, strlen(TMP_PREFIX PREFIX))) {
 			(void)unlinkat(d->dfd, de->d_name, 0);
 			continue;
 		}
 		if (strncmp(de->d_name, PREFIX, strlen(PREFIX)) || !ends_with(de->d_name, SUFFIX) ||
 		    strlen(de->d_name) >= sizeof(v->name) ||
-		    fstatat(d->dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		    fstatat(d->dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode))
 			continue;
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 64;
@@ -191,8 +194,7 @@ static void rotate(struct dirsink *d, bool clean_tmp)
 	free(v);
 }
 
-int dirsink_open(const char *path, size_t max_bytes, struct dirsink **ret, char *why,
-		 size_t whylen)
+int dirsink_open(const char *path, size_t max_bytes, struct dirsink **ret, char *why, size_t whylen)
 {
 	int dfd = open_safely(path, why, whylen);
 	if (dfd < 0)

@@ -103,7 +103,8 @@ static void read_cgroup(struct pidlabel *l)
 	memcpy(tmp, l->cgroup, sizeof(tmp));
 	for (char *s = strtok_r(tmp, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
 		size_t n = strlen(s);
-		if ((n > 8 && !strcmp(s + n - 8, ".service")) || (n > 6 && !strcmp(s + n - 6, ".scope")))
+		if ((n > 8 && !strcmp(s + n - 8, ".service")) ||
+		    (n > 6 && !strcmp(s + n - 6, ".scope")))
 			snprintf(l->unit, sizeof(l->unit), "%s", s);
 	}
 }
@@ -351,14 +352,14 @@ int push_start(struct gpd *g, struct symbolizer *sym, struct push **ret)
 	p->period_ns = g->cfg.sample_freq_hz ? 1000000000ull / g->cfg.sample_freq_hz : 0;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
-	if (cfg->dir[0] && (r = dirsink_open(cfg->dir, cfg->dir_max_bytes, &p->dir, why,
-					      sizeof(why))) < 0) {
+	if (cfg->dir[0] &&
+	    (r = dirsink_open(cfg->dir, cfg->dir_max_bytes, &p->dir, why, sizeof(why))) < 0) {
 		log_err("Failed to open push.dir %s: %s", cfg->dir, why);
 		goto fail;
 	}
 	name_param(cfg, name, sizeof(name));
-	if (cfg->url[0] && (r = upload_new(cfg, name, g->cfg.sample_freq_hz, &p->up, why,
-					    sizeof(why))) < 0) {
+	if (cfg->url[0] &&
+	    (r = upload_new(cfg, name, g->cfg.sample_freq_hz, &p->up, why, sizeof(why))) < 0) {
 		log_err("Failed to set up pushing to %s: %s", cfg->url, why);
 		goto fail;
 	}
@@ -372,8 +373,8 @@ int push_start(struct gpd *g, struct symbolizer *sym, struct push **ret)
 	p->timer.data = p;
 	p->timer_live = true;
 	uv_timer_start(&p->timer, on_tick, cfg->interval_ms, cfg->interval_ms);
-	log_info("push: a profile every %u ms%s%s%s%s", cfg->interval_ms,
-		 cfg->url[0] ? " to " : "", cfg->url, cfg->dir[0] ? " into " : "", cfg->dir);
+	log_info("push: a profile every %u ms%s%s%s%s", cfg->interval_ms, cfg->url[0] ? " to " : "",
+		 cfg->url, cfg->dir[0] ? " into " : "", cfg->dir);
 	*ret = p;
 	return 0;
 fail:

@@ -19,7 +19,7 @@ struct push_item {
 	uint8_t *body; /* owned */
 	size_t len;
 	uint64_t from_ns, until_ns; /* the window, CLOCK_REALTIME */
-	unsigned attempts; /* uploads tried */
+	unsigned attempts;	    /* uploads tried */
 };
 
 void push_item_free(struct push_item *it);

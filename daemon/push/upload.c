@@ -49,18 +49,18 @@
 /* Our sample types as Pyroscope should store them; those not named (CPU
  * and GPU nanoseconds: its units are samples, objects or bytes) stay out. */
 static const char sample_type_config[] =
-	"{\"samples\":{\"units\":\"samples\",\"aggregation\":\"sum\","
-	"\"display-name\":\"cpu\",\"sampled\":true},"
-	"\"launches\":{\"units\":\"samples\",\"aggregation\":\"sum\","
-	"\"display-name\":\"gpu_launches\",\"sampled\":false}}";
+    "{\"samples\":{\"units\":\"samples\",\"aggregation\":\"sum\","
+    "\"display-name\":\"cpu\",\"sampled\":true},"
+    "\"launches\":{\"units\":\"samples\",\"aggregation\":\"sum\","
+    "\"display-name\":\"gpu_launches\",\"sampled\":false}}";
 
 struct upload {
 	char url[1024];
 	char name[512];
 	uint32_t sample_hz;
-	char *bearer;	/* secret, or NULL */
-	char *userpwd;	/* "user:password", secret, or NULL */
-	char tenant[300]; /* "X-Scope-OrgID: ..." or "" */
+	char *bearer;	    /* secret, or NULL */
+	char *userpwd;	    /* "user:password", secret, or NULL */
+	char tenant[300];   /* "X-Scope-OrgID: ..." or "" */
 	char ca_file[4096]; /* "" = the system's CA store */
 	uint32_t queue_max, timeout_ms, retry_max_ms;
 	size_t queue_max_bytes;
@@ -104,7 +104,8 @@ static char *read_secret(const char *path, char *why, size_t whylen)
 		return NULL;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > SECRET_MAX) {
-		snprintf(why, whylen, "%s: not a regular file of at most %d bytes", path, SECRET_MAX);
+		snprintf(why, whylen, "%s: not a regular file of at most %d bytes", path,
+			 SECRET_MAX);
 		goto out;
 	}
 	if (st.st_mode & (S_IWOTH | S_IROTH)) {
@@ -207,10 +208,10 @@ static enum outcome send_one(struct upload *u, CURL *h, const struct push_item *
 		snprintf(err, errlen, "out of memory");
 		return RETRY;
 	}
-	snprintf(url, sizeof(url), "%s%cname=%s&from=%" PRIu64 "&until=%" PRIu64
-		 "&format=pprof&sampleRate=%u",
-		 u->url, strchr(u->url, '?') ? '&' : '?', ename, from, until > from ? until : from + 1,
-		 u->sample_hz);
+	snprintf(url, sizeof(url),
+		 "%s%cname=%s&from=%" PRIu64 "&until=%" PRIu64 "&format=pprof&sampleRate=%u",
+		 u->url, strchr(u->url, '?') ? '&' : '?', ename, from,
+		 until > from ? until : from + 1, u->sample_hz);
 	curl_free(ename);
 	curl_easy_reset(h);
 	mime = curl_mime_init(h);
@@ -243,7 +244,8 @@ static enum outcome send_one(struct upload *u, CURL *h, const struct push_item *
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "gpuprofd/" GPUPROF_VERSION);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)u->timeout_ms);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(u->timeout_ms < 5000 ? u->timeout_ms : 5000));
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)(u->timeout_ms < 5000 ? u->timeout_ms : 5000));
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, xferinfo);
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, u);
@@ -341,14 +343,16 @@ static void *upload_main(void *arg)
 		u->last_status = status;
 		if (o == SENT) {
 			if (u->failing)
-				log_info("push: uploads succeed again after %u failures", u->failing);
+				log_info("push: uploads succeed again after %u failures",
+					 u->failing);
 			u->failing = 0;
 			u->next_try_ms = 0;
 			u->sent++;
 			u->sent_bytes += it->len;
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
-			u->last_success_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+			u->last_success_ns =
+			    (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 			push_item_free(it);
 			continue;
 		}
@@ -409,7 +413,8 @@ int upload_new(const struct config_push *cfg, const char *name, uint32_t sample_
 		if (!(u->userpwd = read_secret(cfg->basic_auth_file, why, whylen)))
 			goto fail;
 		if (!strchr(u->userpwd, ':')) {
-			snprintf(why, whylen, "%s: expected \"user:password\"", cfg->basic_auth_file);
+			snprintf(why, whylen, "%s: expected \"user:password\"",
+				 cfg->basic_auth_file);
 			goto fail;
 		}
 	}
