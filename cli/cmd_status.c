@@ -68,13 +68,14 @@ static void print_push(const cJSON *p)
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "enabled")))
 		return;
 	printf("push:       %.0f profiles of %.0f windows, %.0f skipped busy, %.0f failed\n",
-	       json_num(p, "profiles", 0), json_num(p, "windows", 0), json_num(p, "skipped_busy", 0),
-	       json_num(p, "build_failures", 0));
+	       json_num(p, "profiles", 0), json_num(p, "windows", 0),
+	       json_num(p, "skipped_busy", 0), json_num(p, "build_failures", 0));
 	if (up)
 		printf("            upload: %.0f sent, %.0f queued, %.0f retries, %.0f dropped "
 		       "(queue full), %.0f rejected\n",
-		       json_num(up, "sent", 0), json_num(up, "queued", 0), json_num(up, "retries", 0),
-		       json_num(up, "dropped_queue_full", 0), json_num(up, "dropped_rejected", 0));
+		       json_num(up, "sent", 0), json_num(up, "queued", 0),
+		       json_num(up, "retries", 0), json_num(up, "dropped_queue_full", 0),
+		       json_num(up, "dropped_rejected", 0));
 	if (dir)
 		printf("            directory: %.0f written, %.0f files kept, %.0f removed, "
 		       "%.0f failed\n",

@@ -246,8 +246,9 @@ void pprof_sample(struct pprof *x, struct pb *out, size_t nloc, const uint64_t *
 	pb_u64(&lab, 3, pid);
 	pb_bytes(m, 3, lab.p, lab.len);
 	const char *keys[PPROF_MAX_EXTRA_LABELS], *labv[PPROF_MAX_EXTRA_LABELS];
-	size_t nl = x->labels ? x->labels(x->labels_arg, pid, keys, labv, PPROF_MAX_EXTRA_LABELS)
-			      : 0;
+	size_t nl = 0;
+	if (x->labels)
+		nl = x->labels(x->labels_arg, pid, keys, labv, PPROF_MAX_EXTRA_LABELS);
 	for (size_t i = 0; i < nl && i < PPROF_MAX_EXTRA_LABELS; i++) {
 		lab.len = 0;
 		pb_u64(&lab, 1, pprof_str(x, keys[i], strlen(keys[i])));
