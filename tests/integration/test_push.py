@@ -37,6 +37,8 @@ class Receiver:
         self.scheme = "https" if tls else "http"
         self.script = []
         self.default = 200
+        self.delay = 0  # seconds before answering (a store that hangs)
+        self.started = 0
         self.lock = threading.Lock()
         rec = self
 
@@ -49,6 +51,9 @@ class Receiver:
             def do_POST(self):
                 n = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(n)
+                with rec.lock:
+                    rec.started += 1
+                time.sleep(rec.delay)
                 u = urllib.parse.urlsplit(self.path)
                 with rec.lock:
                     code = rec.script.pop(0) if rec.script else rec.default
@@ -267,7 +272,20 @@ def failures_retry_with_backoff_then_drop():
         mine = json.loads(p.stdout)["push"]
         expect("url" not in mine and "last_error" not in mine["upload"]
                and mine["upload"]["sent"] >= 1, "a member's view: %r" % mine)
-        eq(d.stop(), 0, "clean stop with uploads pending")
+        # a store that hangs holds neither the loop nor the stop: the
+        # upload in flight is aborted (push.timeout is 10 s here)
+        rec.delay = 60
+        n = rec.started
+        wait_for(lambda: rec.started > n, 20, "an upload in flight")
+        ms = []
+        for _ in range(5):
+            t1 = time.monotonic()
+            d.call("status")
+            ms.append(time.monotonic() - t1)
+        expect(max(ms) < 2, "status answered while an upload hangs: %r s" % ms)
+        t = time.monotonic()
+        eq(d.stop(), 0, "clean stop with an upload in flight")
+        expect(time.monotonic() - t < 8, "stopped in %.1f s" % (time.monotonic() - t))
     finally:
         w.kill()
         w.wait()
