@@ -58,6 +58,31 @@ static void print_unwind(const cJSON *u)
 	table_free(t);
 }
 
+/* Continuous profiles, when the daemon pushes them: what left, what was
+ * lost and why. */
+static void print_push(const cJSON *p)
+{
+	const cJSON *up = cJSON_GetObjectItemCaseSensitive(p, "upload");
+	const cJSON *dir = cJSON_GetObjectItemCaseSensitive(p, "dir_sink");
+
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "enabled")))
+		return;
+	printf("push:       %.0f profiles of %.0f windows, %.0f skipped busy, %.0f failed\n",
+	       json_num(p, "profiles", 0), json_num(p, "windows", 0),
+	       json_num(p, "skipped_busy", 0), json_num(p, "build_failures", 0));
+	if (up)
+		printf("            upload: %.0f sent, %.0f queued, %.0f retries, %.0f dropped "
+		       "(queue full), %.0f rejected\n",
+		       json_num(up, "sent", 0), json_num(up, "queued", 0),
+		       json_num(up, "retries", 0), json_num(up, "dropped_queue_full", 0),
+		       json_num(up, "dropped_rejected", 0));
+	if (dir)
+		printf("            directory: %.0f written, %.0f files kept, %.0f removed, "
+		       "%.0f failed\n",
+		       json_num(dir, "written", 0), json_num(dir, "files", 0),
+		       json_num(dir, "removed", 0), json_num(dir, "write_failures", 0));
+}
+
 static void print_status(const cJSON *st)
 {
 	const cJSON *store = cJSON_GetObjectItemCaseSensitive(st, "store");
@@ -95,6 +120,7 @@ static void print_status(const cJSON *st)
 	if (jobs)
 		printf("jobs:       %.0f of %.0f running\n", json_num(jobs, "running", 0),
 		       json_num(jobs, "max", 0));
+	print_push(cJSON_GetObjectItemCaseSensitive(st, "push"));
 	print_unwind(cJSON_GetObjectItemCaseSensitive(st, "unwind"));
 	if (!cJSON_IsArray(cols))
 		return;

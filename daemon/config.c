@@ -64,6 +64,7 @@ void config_defaults(struct config *cfg)
 	cfg->xe.interval_ns = 100000000ull;
 	cfg->xe.oa = true;
 	cfg->metrics.top = 10;
+	config_push_defaults(&cfg->push);
 }
 
 int config_parse_size(const char *text, size_t *out)
@@ -477,6 +478,8 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 		return set_xe_key(&cfg->xe, key, v);
 	if (!strncmp(key, "metrics.", 8))
 		return set_metrics_key(&cfg->metrics, key, v);
+	if (!strncmp(key, "push.", 5))
+		return config_push_set(&cfg->push, key, v);
 	if (!strcmp(key, "log.verbosity")) {
 		r = parse_uint(v, 2, &n);
 		cfg->verbosity = r ? cfg->verbosity : (int)n;

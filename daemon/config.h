@@ -98,6 +98,23 @@ struct config {
 		unsigned top;	      /* metrics.top: processes with their own series */
 		bool bpf_stats;	      /* metrics.bpf_stats: kernel BPF run-time accounting on */
 	} metrics;
+	/* push.*: continuous profiles to a profiling store and/or a
+	 * directory (daemon/push/); off while both url and dir are "" */
+	struct config_push {
+		char url[1024];		      /* push.url: the ingest endpoint */
+		uint32_t interval_ms;	      /* push.interval */
+		char app_name[128];	      /* push.app_name */
+		char bearer_token_file[4096]; /* push.bearer_token_file */
+		char basic_auth_file[4096];   /* push.basic_auth_file: "user:password" */
+		char tenant[256];	      /* push.tenant: X-Scope-OrgID */
+		char ca_file[4096];	      /* push.ca_file: CAs instead of the system's */
+		uint32_t queue_max;	      /* push.queue_max: profiles waiting */
+		size_t queue_max_bytes;	      /* push.queue_max_bytes */
+		uint32_t timeout_ms;	      /* push.timeout: one upload */
+		uint32_t retry_max_ms;	      /* push.retry_max: longest backoff */
+		char dir[4096];		      /* push.dir */
+		size_t dir_max_bytes;	      /* push.dir_max_bytes */
+	} push;
 };
 
 /* xe.submit_hook: the BPF batch-buffer parser on every xe exec / i915
@@ -139,6 +156,11 @@ static inline size_t config_user_max(size_t global, size_t reserved, size_t user
  * path).
  */
 int config_load(struct config *cfg, const char *path, char *err, size_t errlen);
+
+/* push.* keys (config_push.c): defaults, and one key; -ENOKEY when the
+ * key is not one of them. */
+void config_push_defaults(struct config_push *p);
+int config_push_set(struct config_push *p, const char *key, const char *v);
 
 /* Parse "64M", "1G", "4096", "512K" into bytes. */
 int config_parse_size(const char *text, size_t *out);

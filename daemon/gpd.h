@@ -23,6 +23,7 @@ struct capreg;
 struct rpc_server;
 struct unwinder;
 struct pyreg;
+struct push;
 
 #define GPD_MAX_COLLECTORS 8
 #define GPD_MAX_JOBS 64 /* the largest limits.max_jobs (config.c) */
@@ -36,6 +37,7 @@ struct gpd {
 	struct capreg *captures;
 	struct tlcache *tlcache; /* decoded timelines between analyses (rpc/tlcache.h) */
 	struct rpc_server *rpc;
+	struct push *push; /* continuous profiles (push/push.h); NULL when off */
 	struct collector *collectors[GPD_MAX_COLLECTORS];
 	unsigned ncollectors;
 	/* The collectors' BPF ring buffers (collect/rbloop.c), and a call that

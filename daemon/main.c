@@ -25,6 +25,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "metrics/metrics.h"
+#include "push/push.h"
 #include "rpc/rpc.h"
 #include "store/store.h"
 #include "timeline/timeline.h"
@@ -237,6 +238,7 @@ static void shutdown_daemon(struct gpd *g)
 	/* jobs waiting on clients' descriptors end now, not at their
 	 * io_timeout: the loop below ends when they have */
 	jobs_cancel_all(g);
+	push_stop(g->push);
 	collectors_stop(g);
 	rpc_server_close(g->rpc);
 	capreg_close(g->captures);
@@ -346,6 +348,8 @@ int main(int argc, char **argv)
 
 	collectors_open(&g);
 	hooks_init(&g);
+	if (push_start(&g, hooks_symbolizer(), &g.push) < 0)
+		return 1;
 	collectors_start(&g);
 	if (metrics_start(&g, &metrics) < 0)
 		return 1;
@@ -372,6 +376,7 @@ int main(int argc, char **argv)
 	r = uv_loop_close(g.loop);
 	if (r < 0)
 		log_err("event loop did not close cleanly: %s", uv_strerror(r));
+	push_free(g.push); /* before the symbolizer it uses goes */
 	hooks_finish(&g);
 	capreg_free(g.captures);
 	rpc_server_free(g.rpc);

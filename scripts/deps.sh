@@ -7,7 +7,8 @@ PKGS="gcc make meson ninja-build pkg-config clang llvm bpftool binutils
 libbpf-dev libelf-dev libdw-dev libdrm-dev libsystemd-dev libcjson-dev libuv1-dev
 zlib1g-dev libxxhash-dev liblzma-dev xz-utils libisal-dev libsqlite3-dev systemtap-sdt-dev systemd util-linux python3 procps
 libclang-rt-14-dev chromium chromium-driver golang-go libigc1 linux-perf g++
-scdoc man-db bash-completion zsh libmicrohttpd-dev prometheus"
+scdoc man-db bash-completion zsh libmicrohttpd-dev prometheus
+libcurl4-openssl-dev"
 missing=""
 # liblzma-dev: MiniDebugInfo (.gnu_debugdata) of stripped binaries; xz-utils
 # builds one in tests/sym.
@@ -26,6 +27,8 @@ missing=""
 # checks the zsh completion's syntax.
 # libmicrohttpd-dev: the HTTP server of the metrics endpoint (metrics.listen);
 # prometheus (which brings promtool) scrapes it in the metrics test.
+# libcurl4-openssl-dev: the HTTP(S) client that pushes continuous profiles
+# (daemon/push); the OpenSSL flavour, Debian's default libcurl.
 # The browser tests need node and npm; any node will do (Debian's or another).
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 for p in $PKGS; do

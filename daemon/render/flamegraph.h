@@ -129,4 +129,17 @@ int chrome_export(const struct capture *c, const struct render_view *view, folde
 int pprof_export(const struct capture *c, const struct render_view *view, uint64_t period_ns,
 		 folded_write_fn fn, void *ctx, struct export_totals *t);
 
+/* Labels a caller adds to every sample of a process, after "comm" and
+ * "pid" (continuous profiles add its cgroup and systemd unit): up to max
+ * (key, value) pairs, NUL-terminated strings that stay valid until the
+ * export returns; returns how many. Called on the exporting thread. */
+#define PPROF_MAX_EXTRA_LABELS 4
+typedef size_t (*pprof_label_fn)(void *arg, uint32_t pid, const char **keys, const char **vals,
+				 size_t max);
+
+/* pprof_export() with labels (NULL: none, the same output). */
+int pprof_export_labelled(const struct capture *c, const struct render_view *view,
+			  uint64_t period_ns, pprof_label_fn labels, void *labels_arg,
+			  folded_write_fn fn, void *ctx, struct export_totals *t);
+
 #endif

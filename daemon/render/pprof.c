@@ -252,6 +252,16 @@ void pprof_sample(struct pprof *x, struct pb *out, size_t nloc, const uint64_t *
 	pb_u64(&lab, 1, pprof_str(x, "pid", 3));
 	pb_u64(&lab, 3, pid);
 	pb_bytes(m, 3, lab.p, lab.len);
+	const char *keys[PPROF_MAX_EXTRA_LABELS], *labv[PPROF_MAX_EXTRA_LABELS];
+	size_t nl = 0;
+	if (x->labels)
+		nl = x->labels(x->labels_arg, pid, keys, labv, PPROF_MAX_EXTRA_LABELS);
+	for (size_t i = 0; i < nl && i < PPROF_MAX_EXTRA_LABELS; i++) {
+		lab.len = 0;
+		pb_u64(&lab, 1, pprof_str(x, keys[i], strlen(keys[i])));
+		pb_u64(&lab, 2, pprof_str(x, labv[i], strlen(labv[i])));
+		pb_bytes(m, 3, lab.p, lab.len);
+	}
 	if (lab.err)
 		m->err = lab.err;
 	free(lab.p);
@@ -476,6 +486,13 @@ static int main_mapping(struct pprof *x, const struct agg *cpu, const struct agg
 int pprof_export(const struct capture *c, const struct render_view *view, uint64_t period_ns,
 		 folded_write_fn fn, void *ctx, struct export_totals *t)
 {
+	return pprof_export_labelled(c, view, period_ns, NULL, NULL, fn, ctx, t);
+}
+
+int pprof_export_labelled(const struct capture *c, const struct render_view *view,
+			  uint64_t period_ns, pprof_label_fn labels, void *labels_arg,
+			  folded_write_fn fn, void *ctx, struct export_totals *t)
+{
 	struct export_totals tt = {0};
 	struct pprof *x = calloc(1, sizeof(*x));
 	struct capframes *f = malloc(sizeof(*f));
@@ -494,6 +511,8 @@ int pprof_export(const struct capture *c, const struct render_view *view, uint64
 	bmap_init(&gpu.keys);
 	capframes_init(f, c, view);
 	x->f = f;
+	x->labels = labels;
+	x->labels_arg = labels_arg;
 	/* a damaged EU-stall section is left out, as capture.xe outputs refuse it */
 	const struct capture_extra *xs = capture_find_extra(c, CAPSEC_XE_EU_STALL);
 	if (xs && xe_sec_decode(xs->data, xs->len, &xd, NULL, 0) == 0 && xd.h->nrows)

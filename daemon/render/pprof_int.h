@@ -5,6 +5,7 @@
 #define GPUPROF_PPROF_INT_H
 
 #include "render_int.h"
+#include "flamegraph.h" /* pprof_label_fn */
 
 #include "store/store.h"
 
@@ -32,6 +33,8 @@ struct pprof {
 	struct pb tmp, msg;
 	struct capframes *f;	     /* its syms give the file mappings */
 	const struct xe_capdata *xe; /* NULL without EU-stall samples */
+	pprof_label_fn labels;	     /* extra per-process labels, or NULL */
+	void *labels_arg;
 	uint64_t locv[2 * STORE_MAX_FRAMES + 3];
 };
 

@@ -11,6 +11,7 @@
 #include "json.h"
 #include "gpuprof-build.h"
 #include "methods.h"
+#include "push/push.h"
 #include "store/store.h"
 #include "timeline/timeline.h"
 #include "pyframes/pyreg.h"
@@ -68,6 +69,8 @@ cJSON *rpc_status_json(struct gpd *g, bool privileged)
 	cJSON_AddNumberToObject(cl, "connected", rpc_server_clients(g->rpc));
 	cJSON_AddNumberToObject(cl, "max", g->cfg.max_clients);
 	cJSON_AddBoolToObject(cl, "privileged", privileged);
+
+	push_status(g->push, o, req->privileged);
 
 	cJSON *cp = cJSON_AddObjectToObject(o, "captures");
 	json_add_u64(cp, "count", (uint64_t)capreg_count(g->captures));

@@ -378,9 +378,72 @@ static void test_config(void)
 	CHECK_EQ_INT(config_parse_size("1T", &sz), -EINVAL);
 }
 
+/* push.*: off by default, "none" turns a string off again, and values
+ * that would smuggle a header line, credentials in the URL or a relative
+ * path are refused. */
+static void test_config_push(void)
+{
+	struct config c;
+	char err[256];
+	config_defaults(&c);
+	CHECK_STREQ(c.push.url, "");
+	CHECK_STREQ(c.push.dir, "");
+	CHECK_EQ_INT(c.push.interval_ms, 15000);
+	CHECK_STREQ(c.push.app_name, "gpuprof");
+	const char *p = write_tmp("push.url = https://pyro.example:4040/ingest\n"
+				  "push.interval = 2s\npush.app_name = gpu.fleet-1\n"
+				  "push.bearer_token_file = /etc/gpuprof/token\npush.tenant = team-a\n"
+				  "push.ca_file = /etc/gpuprof/ca.pem\n"
+				  "push.queue_max = 3\npush.queue_max_bytes = 1M\npush.timeout = 500ms\n"
+				  "push.retry_max = 5s\npush.dir = /var/lib/gpuprof/profiles\n"
+				  "push.dir_max_bytes = 64K\n");
+	CHECK_EQ_INT(config_load(&c, p, err, sizeof(err)), 0);
+	CHECK_STREQ(c.push.url, "https://pyro.example:4040/ingest");
+	CHECK_EQ_INT(c.push.interval_ms, 2000);
+	CHECK_STREQ(c.push.app_name, "gpu.fleet-1");
+	CHECK_STREQ(c.push.bearer_token_file, "/etc/gpuprof/token");
+	CHECK_STREQ(c.push.tenant, "team-a");
+	CHECK_STREQ(c.push.ca_file, "/etc/gpuprof/ca.pem");
+	CHECK_EQ_INT(c.push.queue_max, 3);
+	CHECK_EQ_U64(c.push.queue_max_bytes, 1u << 20);
+	CHECK_EQ_INT(c.push.timeout_ms, 500);
+	CHECK_EQ_INT(c.push.retry_max_ms, 5000);
+	CHECK_STREQ(c.push.dir, "/var/lib/gpuprof/profiles");
+	CHECK_EQ_U64(c.push.dir_max_bytes, 64u << 10);
+	unlink(p);
+	p = write_tmp("push.url = none\npush.dir = none\npush.tenant = none\n");
+	CHECK_EQ_INT(config_load(&c, p, err, sizeof(err)), 0);
+	CHECK_STREQ(c.push.url, "");
+	CHECK_STREQ(c.push.dir, "");
+	CHECK_STREQ(c.push.tenant, "");
+	unlink(p);
+	static const char *const bad[] = {
+		"push.url = ftp://host/ingest\n",
+		"push.url = https://user:pw@host/ingest\n",
+		"push.url = host:4040/ingest\n",
+		"push.interval = 500ms\n",
+		"push.app_name = app{x=y}\n",
+		"push.bearer_token_file = token.txt\n",
+		"push.tenant = a b\n",
+		"push.queue_max = 0\n",
+		"push.queue_max_bytes = 1K\n",
+		"push.dir = relative\n",
+		"push.dir_max_bytes = 10\n",
+		"push.nothing = 1\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		config_defaults(&c);
+		p = write_tmp(bad[i]);
+		if (config_load(&c, p, err, sizeof(err)) != -EINVAL)
+			TEST_FAIL_AT("config \"%s\" accepted", bad[i]);
+		unlink(p);
+	}
+}
+
 int main(void)
 {
 	RUN(test_split_messages);
+	RUN(test_config_push);
 	RUN(test_byte_at_a_time);
 	RUN(test_oversized);
 	RUN(test_nesting);
