@@ -70,7 +70,7 @@ cJSON *rpc_status_json(struct gpd *g, bool privileged)
 	cJSON_AddNumberToObject(cl, "max", g->cfg.max_clients);
 	cJSON_AddBoolToObject(cl, "privileged", privileged);
 
-	push_status(g->push, o, req->privileged);
+	push_status(g->push, o, privileged);
 
 	cJSON *cp = cJSON_AddObjectToObject(o, "captures");
 	json_add_u64(cp, "count", (uint64_t)capreg_count(g->captures));
