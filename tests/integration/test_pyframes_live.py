@@ -11,7 +11,7 @@ import re
 import subprocess
 import time
 
-from gpd import Daemon, expect, main, need_sampler, Skip, test
+from gpd import Daemon, eq, expect, main, need_sampler, Skip, test
 
 SRC = os.environ.get("GPUPROF_SOURCE", os.path.join(os.path.dirname(__file__), "..", ".."))
 BUSY = os.path.realpath(os.path.join(SRC, "tests", "pyframes", "busy.py"))
@@ -199,6 +199,53 @@ def c_extension_frames_above_the_python_caller():
             expect(total >= 50 and ok >= 0.5, "%s: %.1f%% of %d\n%s" %
                    (mode, 100 * ok, total, top(stacks)))
     finally:
+        d.cleanup()
+
+
+@test
+def ctypes_launches_show_python_frames():
+    """A Python program launching through ctypes on the fake CUDA driver:
+    folded --weight launches shows each launch's Python callers above the
+    kernel's frame, with exact counts (launch stacks of Python processes
+    never come from the call-site cache: one native site, two callers)."""
+    from test_gpu_launch import LIBS, gpu_status, need_probes
+    v, exe = interpreters()[-1]
+    lib = LIBS["cuda"][1]
+    d = Daemon(CONFIG).start()
+    p = None
+    try:
+        need_probes(d)
+        p = subprocess.Popen([exe, BUSY, "0", "launch", lib], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+        expect(p.stdout.readline().strip() == "ready", "launcher started")
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            libs = [x for x in gpu_status(d)["libraries"] if os.path.exists(x["path"]) and
+                    os.path.samefile(x["path"], lib) and x["processes"] >= 1 and x["probes"] >= 1]
+            if libs and not any(x.get("attaching") for x in gpu_status(d)["libraries"]):
+                break
+            time.sleep(0.05)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        expect(p.stdout.readline().strip() == "done", "launches done")
+        time.sleep(0.5)  # the collector drains every 200 ms
+        cap = d.ctl_json("capture", "--pid", str(p.pid), "--last", "10s")["id"]
+        text = d.ctl("folded", "--lines", "--weight", "launches", str(cap), check=0).stdout.decode()
+        stacks = {}
+        for line in text.splitlines():
+            frames, _, count = line.rpartition(" ")
+            stacks[frames] = stacks.get(frames, 0) + int(count)
+        got = {"launch_a": 0, "launch_b": 0}
+        for s, n in stacks.items():
+            expect(s.endswith("py_kernel_[G]"), "the kernel's frame on top: %r" % s[-300:])
+            for caller in got:
+                if has_chain(s, [py(caller, caller), py("launch_one", "launch_one")]):
+                    got[caller] += n
+        eq(got, {"launch_a": 30, "launch_b": 50}, "launches per Python caller\n" + top(stacks))
+    finally:
+        if p:
+            p.kill()
+            p.wait()
         d.cleanup()
 
 
