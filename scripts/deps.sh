@@ -8,7 +8,7 @@ libbpf-dev libelf-dev libdw-dev libdrm-dev libsystemd-dev libcjson-dev libuv1-de
 zlib1g-dev libxxhash-dev liblzma-dev xz-utils libisal-dev libsqlite3-dev systemtap-sdt-dev systemd util-linux python3 procps
 libclang-rt-14-dev chromium chromium-driver golang-go libigc1 linux-perf g++
 scdoc man-db bash-completion zsh libmicrohttpd-dev prometheus
-libcurl4-openssl-dev"
+libcurl4-openssl-dev austin"
 missing=""
 # liblzma-dev: MiniDebugInfo (.gnu_debugdata) of stripped binaries; xz-utils
 # builds one in tests/sym.
@@ -25,6 +25,8 @@ missing=""
 # units' Documentation= pages, and renders them in the docs test;
 # bash-completion gives the completion's install dir (its .pc) and zsh
 # checks the zsh completion's syntax.
+# austin samples Python 3.9/3.10 from outside: the independent sampler the
+# Python-frame test compares with.
 # libmicrohttpd-dev: the HTTP server of the metrics endpoint (metrics.listen);
 # prometheus (which brings promtool) scrapes it in the metrics test.
 # libcurl4-openssl-dev: the HTTP(S) client that pushes continuous profiles

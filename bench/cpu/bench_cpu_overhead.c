@@ -19,10 +19,16 @@
  *    record layout;
  *  - the collector's "unwind" status object, when it has one.
  *
- *   bench-cpu-overhead [seconds] [frequency_hz] [--stack-bytes N] [-- COMMAND [ARGS...]]
+ *   bench-cpu-overhead [seconds] [frequency_hz] [--stack-bytes N] [--python]
+ *                      [-- COMMAND [ARGS...]]
  *
  * --stack-bytes N: the user stack copied per sample for the CFI unwinder
  * (default 16384, the daemon's; 0 = frame pointers in BPF, no unwinder).
+ * --python: Python frames on (sampling.python, the daemon's default): BPF
+ * reads each sample's frame chain of CPython processes and the collector
+ * splices them in; run it with a Python COMMAND, e.g.
+ *   -- python3 tests/pyframes/busy.py 60 deep 50
+ * and without the flag for the same run's cost without Python frames.
  *
  * Symbolization is not in these figures: it runs once per capture, on a
  * worker thread (bench/folded measures it). Needs root. Build without
@@ -50,6 +56,7 @@
 #include "cpu_sample.h"
 #include "gpd.h"
 #include "store/store.h"
+#include "pyframes/pyreg.h"
 #include "unwind/unwind.h"
 
 static double now_s(void)
@@ -294,10 +301,15 @@ int main(int argc, char **argv)
 	bool have_bpf = false;
 
 	long stack_bytes = 16384;
+	bool python = false;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--stack-bytes") && i + 1 < argc) {
 			stack_bytes = atol(argv[++i]);
+			continue;
+		}
+		if (!strcmp(argv[i], "--python")) {
+			python = true;
 			continue;
 		}
 		if (!strcmp(argv[i], "--")) {
@@ -311,7 +323,8 @@ int main(int argc, char **argv)
 		npos++;
 	}
 	if (secs <= 0 || !freq || npos > 2) {
-		fprintf(stderr, "usage: %s [seconds] [frequency_hz] [-- COMMAND [ARGS...]]\n",
+		fprintf(stderr, "usage: %s [seconds] [frequency_hz] [--stack-bytes N] [--python] "
+				"[-- COMMAND [ARGS...]]\n",
 			argv[0]);
 		return 2;
 	}
@@ -325,6 +338,8 @@ int main(int argc, char **argv)
 		if (unwind_new(&uo, &g.unwinder) < 0)
 			return 1;
 	}
+	if (python && pyreg_new(NULL, &g.pyreg) < 0)
+		return 1;
 	g.loop = &loop;
 	if (store_new(&sc, &g.store) < 0)
 		return 1;
@@ -407,6 +422,16 @@ int main(int argc, char **argv)
 	else
 		printf("ring: %.0f bytes/sample (store estimate)\n", mean_record_bytes(g.store));
 	print_unwind_status(&g);
+	if (g.pyreg) {
+		cJSON *o = cJSON_CreateObject();
+		char *txt;
+
+		pyreg_status(g.pyreg, o, true);
+		txt = cJSON_PrintUnformatted(o);
+		printf("python: %s\n", txt ? txt : "?");
+		free(txt);
+		cJSON_Delete(o);
+	}
 
 	ring_pos_close(&rp);
 	c.ops->stop(&c);
@@ -416,6 +441,7 @@ int main(int argc, char **argv)
 		uv_run(&loop, UV_RUN_NOWAIT);
 	store_free(g.store);
 	unwind_free(g.unwinder);
+	pyreg_free(g.pyreg);
 	if (stats_fd >= 0)
 		close(stats_fd);
 	return 0;

@@ -2,7 +2,9 @@
 """CPU-bound Python with known call chains, for the live tests of Python
 frames in sampled stacks (tests/integration/test_pyframes_live.py), which
 find the lines below by the "# line:" marks. Usage: busy.py SECONDS MODE,
-MODE one of chain, threads, zlib, json; or busy.py 0 launch LIBCUDA: load
+MODE one of chain, threads, zlib, json; busy.py SECONDS deep DEPTH (a
+chain DEPTH Python frames deep); or busy.py SECONDS mix OUT (an
+in-process sampler writes its stacks to OUT); or busy.py 0 launch LIBCUDA: load
 that (fake) CUDA driver through ctypes, print "ready", and on "go" from
 stdin name a kernel and launch it 30 times from launch_a and 50 from launch_b, print "done"
 and exit when stdin closes. Prints "ready" once running."""
@@ -83,9 +85,69 @@ def launches(lib):
     sys.stdin.read()
 
 
+def mix_a():
+    return hot(4000)
+
+
+def mix_c():
+    return hot(6000)
+
+
+def mix_b():
+    return mix_c() + hot(2000)
+
+
+def mix(end, out):
+    """A stationary mix of chains, and an in-process sampler: a thread that
+    reads the main thread's frames every 2 ms (sys._current_frames(), the
+    interpreter's own view) and writes each stack, root first, to out."""
+    main_id = threading.get_ident()
+    seen = {}
+    # the sampler asks for the GIL every 2 ms; the main thread gives it up
+    # within 0.5 ms of being asked (the default is 5 ms: a coarse view)
+    sys.setswitchinterval(0.0005)
+
+    def sampler():
+        while time.time() < end:
+            f = sys._current_frames().get(main_id)
+            names = []
+            while f is not None:
+                names.append(f.f_code.co_name)
+                f = f.f_back
+            key = ";".join(reversed(names))
+            seen[key] = seen.get(key, 0) + 1
+            time.sleep(0.002)
+    t = threading.Thread(target=sampler, name="sampler")
+    t.start()
+    while time.time() < end:
+        mix_a()
+        mix_b()
+    t.join()
+    with open(out, "w") as f:
+        for k, n in seen.items():
+            f.write("%s %d\n" % (k, n))
+
+
+def deep(depth, end):
+    if depth > 1:
+        return deep(depth - 1, end)
+    while time.time() < end:
+        hot(20000)
+
+
 def main():
     end = time.time() + float(sys.argv[1])
     mode = sys.argv[2]
+    if mode == "deep":
+        sys.setrecursionlimit(10000)
+        print("ready", flush=True)
+        # the chain below deep: <module>, main, then DEPTH frames of deep
+        deep(int(sys.argv[3]) - 2, end)
+        return
+    if mode == "mix":
+        print("ready", flush=True)
+        mix(end, sys.argv[3])
+        return
     if mode == "launch":
         launches(sys.argv[3])
         return
