@@ -25,6 +25,7 @@
 
 #include "gpu_job.h"
 #include "owner.bpf.h"
+#include "pystack.bpf.h"
 #include "ustack.bpf.h"
 
 /* bpf_get_stack() is gpl_only. */
@@ -103,9 +104,9 @@ static __always_inline void fill(struct gpu_job_rec *r, __u8 ev, __u8 group, __u
 	r->group = group;
 	r->flags = flags;
 	r->engine = engine;
-	r->pad = 0;
+	r->pyflags = 0;
 	r->nuser = 0;
-	r->pad2 = 0;
+	r->npy = 0;
 	r->pid = id >> 32;
 	r->tid = (__u32)id;
 	r->uid = current_owner();
@@ -166,6 +167,8 @@ static __always_inline int emit_copy(__u8 ev, __u8 group, __u8 flags, __u8 engin
 	struct gpu_job_scratch *sc = bpf_map_lookup_elem(&scratch, &cpu);
 	struct bpf_dynptr ptr;
 	__u64 slen; /* 64-bit: a 32-bit copy's bound would not carry over */
+	__u64 pylen;
+	__u16 pyflags;
 
 	if (!sc || *(volatile __u32 *)&sc->busy)
 		return emit_header(ev, group, flags & ~GPU_JOB_F_USER, engine, obj, f);
@@ -173,16 +176,24 @@ static __always_inline int emit_copy(__u8 ev, __u8 group, __u8 flags, __u8 engin
 	compiler_barrier();
 	fill(&sc->r, ev, group, flags, engine, obj, f);
 	ustack_take_task(&sc->r.us, sc->stack, stack_bytes);
+	sc->r.npy = pystack_take(&sc->py, sc->r.pid, ((__u64)sc->r.pid << 32) | sc->r.tid,
+				 &pyflags);
+	sc->r.pyflags = (__u8)pyflags;
+	pylen = (__u64)sc->r.npy * PYSTACK_NODE_BYTES;
 	slen = sc->r.us.len;
-	/* A bound the verifier can follow at the writes below. */
+	/* Bounds the verifier can follow at the writes below. */
+	barrier_var(pylen);
 	barrier_var(slen);
+	if (pylen > sizeof(sc->py.nodes))
+		pylen = 0;
 	if (slen > USTACK_MAX_BYTES + USTACK_PAGE)
 		slen = 0;
-	if (bpf_ringbuf_reserve_dynptr(&events, GPU_JOB_FULL_BYTES + slen, 0, &ptr)) {
+	if (bpf_ringbuf_reserve_dynptr(&events, GPU_JOB_FULL_BYTES + pylen + slen, 0, &ptr)) {
 		bpf_ringbuf_discard_dynptr(&ptr, 0);
 		lost_one();
 	} else if (bpf_dynptr_write(&ptr, 0, &sc->r, GPU_JOB_FULL_BYTES, 0) ||
-		   (slen && bpf_dynptr_write(&ptr, GPU_JOB_FULL_BYTES, sc->stack, slen, 0))) {
+		   (pylen && bpf_dynptr_write(&ptr, GPU_JOB_FULL_BYTES, sc->py.nodes, pylen, 0)) ||
+		   (slen && bpf_dynptr_write(&ptr, GPU_JOB_FULL_BYTES + pylen, sc->stack, slen, 0))) {
 		bpf_ringbuf_discard_dynptr(&ptr, 0);
 		lost_one();
 	} else {

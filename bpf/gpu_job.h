@@ -12,10 +12,12 @@
 #include <linux/types.h>
 #endif
 
+#include "pystack.h"
 #include "ustack.h"
 
 #define GPU_JOB_REC_TYPE 0x474a /* "GJ": one job-lifecycle event */
-#define GPU_JOB_REC_VERSION 2 /* 2: gpu_job_rec.us, the stack copy */
+/* 2: gpu_job_rec.us, the stack copy; 3: npy, pyflags, Python frame nodes */
+#define GPU_JOB_REC_VERSION 3
 
 #define GPU_JOB_MAX_FRAMES 127 /* user frames at submission (bpf_get_stack's ceiling) */
 #define GPU_JOB_COMM_LEN 16
@@ -52,9 +54,9 @@ enum gpu_job_ev {
 	__u8 group;   /* enum gpu_job_group */                                   \
 	__u8 flags;   /* GPU_JOB_F_* */                                          \
 	__u8 engine;  /* engine class (driver numbering), 0xff unknown */        \
-	__u8 pad;                                                               \
+	__u8 pyflags; /* PYSTACK_F_* (full records only) */                      \
 	__u16 nuser;  /* user frames in ips[] (full records only) */             \
-	__u16 pad2;                                                             \
+	__u16 npy;    /* Python frame nodes after ips[] (full records only) */   \
 	__u32 pid, tid, uid; /* uid: owner (owner.bpf.h) */                     \
 	__u64 ts_ns;  /* bpf_ktime_get_ns(): CLOCK_MONOTONIC, as the store */    \
 	__u64 obj;    /* job / request / fence address: the key until ctx is known */ \
@@ -71,8 +73,8 @@ struct gpu_job_hdr {
 
 /*
  * A SUBMIT from a user task (GPU_JOB_F_USER): the header, the user
- * registers, the nuser frames, then the us.len bytes of user stack, sent
- * variable-length. With stack copying on (stack_bytes > 0 in the program)
+ * registers, the nuser frames, the npy Python frame nodes (pystack.h),
+ * then the us.len bytes of user stack, sent variable-length. With stack copying on (stack_bytes > 0 in the program)
  * the registers and the copy go to the daemon's CFI unwinder and nuser is
  * 0; with it off (or the ring over half full), us is empty and ips[] holds
  * the frame-pointer walk (leaf first).
@@ -98,6 +100,7 @@ struct gpu_job_scratch {
 	struct gpu_job_rec r;
 	__u32 busy;
 	__u32 pad;
+	struct pystack_scratch py;
 	__u8 stack[USTACK_MAX_BYTES + USTACK_PAGE];
 };
 

@@ -27,6 +27,7 @@
 #include "gpu_job.skel.h"
 #include "gpu_job_int.h"
 #include "log.h"
+#include "pyframes/pyreg.h"
 #include "rbloop.h"
 #include "store/store.h"
 
@@ -158,6 +159,9 @@ static int load_group(struct gj_priv *p, unsigned g, const bool *want)
 	s->rodata->stack_bytes = p->c->gpd->unwinder ? p->c->gpd->cfg.gpu_stack_bytes : 0;
 	s->rodata->copy_below = p->ringbuf_bytes / 2;
 	r = bpf_map__set_max_entries(s->maps.events, (uint32_t)p->ringbuf_bytes);
+	/* one map of Python processes for every program (pyframes/pyreg.h) */
+	if (r == 0 && pyreg_map_fd(p->c->gpd->pyreg) >= 0)
+		r = bpf_map__reuse_fd(s->maps.py_procs, pyreg_map_fd(p->c->gpd->pyreg));
 	if (!r) /* one staging slot per possible CPU */
 		r = bpf_map__set_max_entries(s->maps.scratch, (uint32_t)p->ncpus);
 	if (!r && p->owner) {

@@ -17,6 +17,7 @@
 #include "gpu_job_int.h"
 #include "log.h"
 #include "store/store.h"
+#include "pyframes/pyreg.h"
 #include "unwind/unwind.h"
 
 #define GJ_FNAMES_MAX 1024
@@ -143,8 +144,11 @@ static uint32_t submit_stack(struct gj_priv *p, const struct gpu_job_rec *r, siz
 {
 	struct store *s = p->c->gpd->store;
 	struct unwinder *u = p->c->gpd->unwinder;
-	size_t off = GPU_JOB_FULL_BYTES + (size_t)r->nuser * sizeof(uint64_t);
-	uint64_t ips[GPU_JOB_MAX_FRAMES + 1];
+	size_t pyoff = GPU_JOB_FULL_BYTES + (size_t)r->nuser * sizeof(uint64_t);
+	size_t off = pyoff + (size_t)r->npy * PYSTACK_NODE_BYTES;
+	uint64_t nat[GPU_JOB_MAX_FRAMES + 1], cfas[GPU_JOB_MAX_FRAMES + 1];
+	uint64_t ips[STORE_MAX_FRAMES];
+	struct pystack_node nodes[PYSTACK_MAX_NODES];
 	struct unwind_regs regs;
 	unsigned n = 0;
 
@@ -158,8 +162,16 @@ static uint32_t submit_stack(struct gj_priv *p, const struct gpu_job_rec *r, siz
 	regs = (struct unwind_regs){.ip = r->us.ip, .sp = r->us.sp, .bp = r->us.bp};
 	/* A length the record does not hold unwinds from the registers
 	 * alone (a [truncated] stack), never past the record. */
-	unwind_user(u, r->pid, &regs, (const uint8_t *)r + off,
-		    r->us.len <= size - off ? r->us.len : 0, ips, GPU_JOB_MAX_FRAMES + 1, &n);
+	if (r->npy > PYSTACK_MAX_NODES || off > size)
+		return 0;
+	unwind_user_cfas(u, r->pid, &regs, (const uint8_t *)r + off,
+			 r->us.len <= size - off ? r->us.len : 0, nat, cfas, GPU_JOB_MAX_FRAMES + 1,
+			 &n);
+	/* nodes copied out: the record gives no alignment guarantee */
+	memcpy(nodes, (const uint8_t *)r + pyoff, (size_t)r->npy * PYSTACK_NODE_BYTES);
+	pyreg_note_pid(p->c->gpd->pyreg, r->pid, false);
+	n = pyreg_splice(p->c->gpd->pyreg, r->pid, nat, cfas, n, r->us.sp, nodes, r->npy,
+			 r->pyflags, ips, STORE_MAX_FRAMES);
 	return n ? store_stack_intern(s, ips, (uint16_t)n, 0) : 0;
 }
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +53,8 @@ struct pyp {
 	unsigned neval;
 	struct pyp_code *codes; /* CODE_SLOTS, on first use */
 	uint64_t samples, with_frames, nothread, unresolved;
+	uint64_t exe_dev, exe_ino; /* the program attached to (an exec changes it) */
+	unsigned misses;	   /* samples in a row without frames */
 };
 
 /* One distinct (function, file, line) */
@@ -249,6 +252,20 @@ static void retry_later(struct pyp *p, const char *why)
 	p->next_try_ns = now_ns() + RETRY_NS;
 }
 
+/* The program a process runs, as /proc/PID/exe names it. */
+static bool exe_id(struct pyreg *r, uint32_t pid, uint64_t *dev, uint64_t *ino)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/exe", r->proc_dir, pid);
+	if (stat(path, &st) < 0)
+		return false;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return true;
+}
+
 static void try_attach(struct pyreg *r, struct pyp *p)
 {
 	struct pystack_layout lay;
@@ -256,6 +273,7 @@ static void try_attach(struct pyreg *r, struct pyp *p)
 	int e;
 
 	if (!p->pf) {
+		exe_id(r, p->pid, &p->exe_dev, &p->exe_ino);
 		if (!maps_python(r, p->pid)) {
 			set_none(p, "no file named like a Python interpreter is mapped");
 			return;
@@ -269,11 +287,13 @@ static void try_attach(struct pyreg *r, struct pyp *p)
 	}
 	why = pyf_reason(p->pf);
 	if (why) {
-		/* a starting interpreter is retried; other refusals stand */
-		if (strstr(why, "not initialized")) {
+		/* a starting interpreter is retried, as is one whose library
+		 * the dynamic loader has not mapped yet (a process caught
+		 * during its start-up); other refusals stand */
+		if (strstr(why, "not initialized") || !strncmp(why, "not a CPython process", 21)) {
+			retry_later(p, why); /* copies why, which p->pf holds */
 			pyf_free(p->pf);
 			p->pf = NULL;
-			retry_later(p, why);
 		} else {
 			set_none(p, why);
 		}
@@ -458,6 +478,24 @@ static bool in_eval(const struct pyp *p, uint64_t pc)
 	return false;
 }
 
+/*
+ * Samples of a recognized process keep coming without frames: did it exec
+ * another program since (one that kept its command name, which the
+ * collectors' exec detection misses)? Then it is forgotten, to be
+ * recognized afresh.
+ */
+static bool exec_since(struct pyreg *r, struct pyp *p)
+{
+	uint64_t dev, ino;
+	uint32_t pid = p->pid;
+
+	if (!exe_id(r, pid, &dev, &ino) || (dev == p->exe_dev && ino == p->exe_ino))
+		return false;
+	forget(r, pid);
+	pyreg_note_pid(r, pid, false);
+	return true;
+}
+
 struct run {
 	unsigned start, end; /* frames [start, end), leaf first */
 	uint64_t marker;     /* 0: none (pair in order) */
@@ -532,6 +570,8 @@ unsigned pyreg_splice(struct pyreg *r, uint32_t pid, const uint64_t *ips, const 
 
 	if (p && p->state == PYP_PENDING && now_ns() >= p->next_try_ns)
 		try_attach(r, p);
+	if (p && p->state == PYP_READY && !nn && ++p->misses % 64 == 0 && exec_since(r, p))
+		p = NULL; /* re-recognized on its next sample */
 	if (!p || p->state != PYP_READY || !nn) {
 		if (p && p->state == PYP_READY) {
 			p->samples++;
@@ -544,6 +584,7 @@ unsigned pyreg_splice(struct pyreg *r, uint32_t pid, const uint64_t *ips, const 
 	r->samples++;
 	p->samples++;
 	p->with_frames++;
+	p->misses = 0;
 	nf = pyf_from_nodes(p->pf, nodes, nn, f, MAX_SPLICE);
 	nr = make_runs(f, nf, runs, MAX_SPLICE);
 	for (unsigned i = 0; i < nu; i++) {
@@ -630,8 +671,14 @@ void pyreg_status(const struct pyreg *r, struct cJSON *obj, bool with_processes)
 			if (p->version) {
 				char v[24];
 
-				snprintf(v, sizeof(v), "%u.%u.%u", p->version >> 24,
-					 p->version >> 16 & 0xff, p->version >> 8 & 0xff);
+				/* PY_VERSION_HEX; a zero release level: the patch
+				 * level is not known (docs/pyframes.md) */
+				if (p->version & 0xff)
+					snprintf(v, sizeof(v), "%u.%u.%u", p->version >> 24,
+						 p->version >> 16 & 0xff, p->version >> 8 & 0xff);
+				else
+					snprintf(v, sizeof(v), "%u.%u", p->version >> 24,
+						 p->version >> 16 & 0xff);
 				cJSON_AddStringToObject(o, "version", v);
 			}
 			cJSON_AddStringToObject(o, "state",

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import time
 
-from gpd import Daemon, eq, expect, main, need_sampler, Skip, test
+from gpd import BUILD, Daemon, eq, expect, main, need_sampler, Skip, test
 
 SRC = os.environ.get("GPUPROF_SOURCE", os.path.join(os.path.dirname(__file__), "..", ".."))
 BUSY = os.path.realpath(os.path.join(SRC, "tests", "pyframes", "busy.py"))
@@ -52,7 +52,7 @@ LINES = marks()
 def start(exe, mode, secs=600):
     # niced: five busy interpreters must not starve the daemon's start-up
     p = subprocess.Popen([exe, BUSY, str(secs), mode], stdout=subprocess.PIPE,
-                         preexec_fn=lambda: os.nice(19))
+                         preexec_fn=lambda: os.nice(10))
     expect(p.stdout.readline().strip() == b"ready", "%s started" % exe)
     return p
 
@@ -122,7 +122,7 @@ def chain_on_every_version():
         need_sampler(d)
         time.sleep(1)
         bad = []
-        cap = capture(d, [p.pid for _, p in procs], "4s")
+        cap = capture(d, [p.pid for _, p in procs], "5s")
         for v, p in procs:
             stacks = folded(d, p.pid, cap=cap)
             total, ok = share(stacks, lambda s: has_chain(s, CHAIN) and hot_line_ok(s))
@@ -209,13 +209,16 @@ def ctypes_launches_show_python_frames():
     folded --weight launches shows each launch's Python callers above the
     kernel's frame, with exact counts (launch stacks of Python processes
     never come from the call-site cache: one native site, two callers)."""
-    from test_gpu_launch import LIBS, gpu_status, need_probes
     v, exe = interpreters()[-1]
-    lib = LIBS["cuda"][1]
+    lib = os.path.join(BUILD, "tests", "gpu", "cuda", "libcuda.so.1")  # the fake driver
     d = Daemon(CONFIG).start()
     p = None
+
+    def gpu_status(d):
+        return [c for c in d.ctl_json("status")["collectors"] if c["name"] == "gpu"][0]
     try:
-        need_probes(d)
+        g = gpu_status(d)
+        expect(g["state"] == "attached", "GPU launch probes attached: %r" % g)
         p = subprocess.Popen([exe, BUSY, "0", "launch", lib], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
         expect(p.stdout.readline().strip() == "ready", "launcher started")
@@ -250,13 +253,10 @@ def ctypes_launches_show_python_frames():
         d.cleanup()
 
 
-# Share differences allowed against an independent sampler: the issue's 5
-# percentage points, except 3.9, where both independent samplers (austin
-# and the in-process one, which agree with each other) give the deepest
-# chain mix_b;mix_c;hot 5-7 points more than we do, run after run; the
-# cause is not found yet (docs/pyframes.md, "What remains").
+# Share differences allowed against an independent sampler: 5 percentage
+# points.
 def allowed_pp(v):
-    return 8 if v.startswith("3.9") else 5
+    return 5
 
 
 def py_names(stack):
