@@ -101,6 +101,8 @@ class Client:
     Not thread-safe: use one Client per thread. Use as a context manager or
     call close()."""
 
+    _c = None  # the struct gpuprof_client *, None once closed
+
     def __init__(self, socket=None, timeout=None):
         lib = _lib._load()
         self._lib = lib
@@ -337,26 +339,37 @@ class Client:
     # pandas views (gpuprof.frames); imported lazily so that the module
     # works without pandas.
     def temporal_breakdown(self, id, rank=None):
+        """HTA's temporal breakdown DataFrame, one row per rank."""
         from . import frames
         return frames.temporal_breakdown(self.analyze("temporal", id, rank=rank))
 
     def idle_time_breakdown(self, id, ranks=None, consecutive_kernel_delay=30,
                             show_idle_interval_stats=False):
+        """(idle_time_df, interval_stats_df or None) as HTA's; ranks: a
+        list (None: every rank)."""
         from . import frames
         return frames.idle_time_breakdown(self, id, ranks, consecutive_kernel_delay,
                                           show_idle_interval_stats)
 
     def comm_comp_overlap(self, id, rank=None):
+        """HTA's communication/computation overlap DataFrame."""
         from . import frames
         return frames.comm_comp_overlap(self.analyze("overlap", id, rank=rank))
 
     def critical_path(self, id, rank=0, annotation="", instance_id=0, **params):
+        """The critical path of `rank` in the window of the instance_id-th
+        annotation containing `annotation` ("" = the whole rank; an
+        (i, j) tuple spans instances): a frames.CriticalPath with HTA's
+        summary() and get_critical_path_breakdown()."""
         from . import frames
-        inst = list(instance_id) if isinstance(instance_id, tuple) else instance_id
-        res = self.analyze("critical_path", id, rank=rank, annotation=annotation,
-                           instance=inst, **params)
+        if instance_id is not None:
+            params["instance"] = (list(instance_id) if isinstance(instance_id, tuple)
+                                  else instance_id)
+        res = self.analyze("critical_path", id, rank=rank, annotation=annotation, **params)
         return frames.CriticalPath(res)
 
     def comm(self, id, rank=None, **params):
+        """Communication metrics, one DataFrame row per (rank, iteration);
+        the whole result in df.attrs["result"]."""
         from . import frames
         return frames.comm(self.analyze("comm", id, rank=rank, **params))
