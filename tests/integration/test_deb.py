@@ -11,6 +11,7 @@ links. It is done only as root, only when none of the packages is installed
 already, and everything it adds is purged afterwards (the group gpuprof too,
 when the install created it)."""
 
+import fcntl
 import grp
 import os
 import re
@@ -43,6 +44,7 @@ EXPECTED = {
     "python3-gpuprof": ["/usr/lib/python3/dist-packages/gpuprof/%s.py" % m
                         for m in ("__init__", "_lib", "client", "frames", "hta")],
 }
+BUILD_PARENT = os.path.join(tempfile.gettempdir(), "gpuprof-deb-build")
 WANTS = {"/etc/systemd/system/multi-user.target.wants/gpuprofd.service":
          "/lib/systemd/system/gpuprofd.service",
          "/etc/systemd/system/sockets.target.wants/gpuprofd.socket":
@@ -81,10 +83,13 @@ def build(tmp):
     env = {k: v for k, v in os.environ.items()
            if k not in ("MAKEFLAGS", "MFLAGS", "DESTDIR", "LD_PRELOAD", "ASAN_OPTIONS",
                         "UBSAN_OPTIONS")}
-    # ccache (meson uses it when found) across temporary directories: paths
-    # relative to the copy, and the directory name left out of the hash.
-    env.update(DEB_BUILD_OPTIONS="nocheck parallel=%d" % (os.cpu_count() or 2),
-               CCACHE_BASEDIR=tmp, CCACHE_NOHASHDIR="1")
+    env["DEB_BUILD_OPTIONS"] = "nocheck parallel=%d" % (os.cpu_count() or 2)
+    # debhelper 13 gives the build a HOME of its own, where ccache would
+    # start an empty cache every time: name the user's.
+    if shutil.which("ccache") and "CCACHE_DIR" not in env:
+        p = run(["ccache", "-k", "cache_dir"])
+        if p.returncode == 0 and p.stdout.strip():
+            env["CCACHE_DIR"] = p.stdout.strip()
     t0 = time.time()
     p = run(["dpkg-buildpackage", "-b", "-us", "-uc"], cwd=src, env=env, timeout=1500)
     secs = time.time() - t0
@@ -260,7 +265,16 @@ def packages_build_lint_install_and_purge():
     for tool in ("dpkg-buildpackage", "dh", "lintian", "systemd-sysusers"):
         if not shutil.which(tool):
             raise Skip("%s is not installed (scripts/deps.sh installs it)" % tool)
-    tmp = tempfile.mkdtemp(prefix="gpd-deb-")
+    # Always the same directory: the compiler flags carry the source path
+    # (dpkg-buildflags' -ffile-prefix-map), so only a fixed path lets ccache
+    # (meson uses it when found) reuse the last build's objects. One run at
+    # a time holds it; it is removed at the end.
+    os.makedirs(BUILD_PARENT, exist_ok=True)
+    lock = open(os.path.join(BUILD_PARENT, "lock"), "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    tmp = os.path.join(BUILD_PARENT, "work")
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
     try:
         src, debs = build(tmp)
         check_contents(debs, tmp)
@@ -273,6 +287,12 @@ def packages_build_lint_install_and_purge():
         install_use_purge(debs, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        lock.close()
+        try:
+            os.unlink(os.path.join(BUILD_PARENT, "lock"))
+            os.rmdir(BUILD_PARENT)
+        except OSError:
+            pass  # another run waits on it, or holds it now
 
 
 if __name__ == "__main__":
