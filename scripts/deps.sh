@@ -8,7 +8,8 @@ libbpf-dev libelf-dev libdw-dev libdrm-dev libsystemd-dev libcjson-dev libuv1-de
 zlib1g-dev libxxhash-dev liblzma-dev xz-utils libisal-dev libsqlite3-dev systemtap-sdt-dev systemd util-linux python3 procps
 libclang-rt-14-dev chromium chromium-driver golang-go libigc1 linux-perf g++
 scdoc man-db bash-completion zsh libmicrohttpd-dev prometheus
-libcurl4-openssl-dev austin"
+libcurl4-openssl-dev austin python3-pandas
+debhelper dh-python dpkg-dev lintian"
 missing=""
 # liblzma-dev: MiniDebugInfo (.gnu_debugdata) of stripped binaries; xz-utils
 # builds one in tests/sym.
@@ -31,6 +32,9 @@ missing=""
 # prometheus (which brings promtool) scrapes it in the metrics test.
 # libcurl4-openssl-dev: the HTTP(S) client that pushes continuous profiles
 # (daemon/push); the OpenSSL flavour, Debian's default libcurl.
+# python3-pandas: the Python module's DataFrames (tests/integration/test_python.py).
+# debhelper, dh-python, dpkg-dev and lintian build and check the Debian
+# packages (debian/, tests/integration/test_deb.py).
 # The browser tests need node and npm; any node will do (Debian's or another).
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 for p in $PKGS; do
