@@ -373,6 +373,65 @@ def agrees_with_austin():
 
 
 @test
+def marked_in_every_output():
+    """pprof: Function.name the qualified name, Function.filename the full
+    path, Line.line the line; the flame graph draws _[p] frames green; the
+    Chrome trace names them as folded does."""
+    import gzip
+    import json
+    from gpd import pb_dict, pb_fields
+    v, exe = interpreters()[-1]
+    p = start(exe, "chain")
+    d = Daemon(CONFIG).start()
+    try:
+        need_sampler(d)
+        cap = str(capture(d, [p.pid], "2s"))
+        out = os.path.join(d.tmp, "p.pb.gz")
+        d.ctl("export", cap, "--format", "pprof", "--out", out, check=0)
+        with open(out, "rb") as f:
+            prof = [(k, x) for k, _, x in pb_fields(gzip.decompress(f.read()))]
+        strings = [x.decode(errors="replace") for k, x in prof if k == 6]
+        funcs = {}
+        for k, x in prof:
+            if k == 5:
+                fd = pb_dict(x)
+                funcs[fd[1]] = (strings[fd.get(2, 0)], strings[fd.get(4, 0)])
+        lines = {}
+        for k, x in prof:
+            if k == 4:
+                for a, _, c in pb_fields(x):
+                    if a == 4:
+                        ln = pb_dict(c)
+                        name, fname = funcs[ln[1]]
+                        lines.setdefault(name, set()).add((fname, ln.get(2, 0)))
+        for fn in ("outer", "middle"):
+            eq(lines.get(fn), {(BUSY, LINES[fn])}, "pprof %s: file and line" % fn)
+        expect(any(f == BUSY and LINES["hot"] <= n <= LINES["hot"] + 2
+                   for f, n in lines.get("hot", ())), "pprof hot: %r" % lines.get("hot"))
+
+        svg = os.path.join(d.tmp, "f.svg")
+        d.ctl("flamegraph", cap, "--out", svg, check=0)
+        with open(svg) as f:
+            text = f.read()
+        m = re.search(r"<title>outer \([^)]*\)_\[p\][^<]*</title><rect[^>]*fill=\"rgb\((\d+),(\d+),(\d+)\)", text)
+        expect(m, "outer's frame in the SVG")
+        r, g, b = (int(x) for x in m.groups())
+        expect(g > r and g > b, "Python frames drawn green: rgb(%d,%d,%d)" % (r, g, b))
+
+        trace = os.path.join(d.tmp, "t.json")
+        d.ctl("export", cap, "--format", "chrome", "--out", trace, check=0)
+        with open(trace) as f:
+            tj = json.load(f)
+        names = {fr.get("name", "") for fr in tj.get("stackFrames", {}).values()}
+        expect(any(re.fullmatch(r"middle \(.*\)_\[p\]", n) for n in names),
+               "the Chrome trace's stack frames name middle as Python: %r" % sorted(names)[:20])
+    finally:
+        p.kill()
+        p.wait()
+        d.cleanup()
+
+
+@test
 def unsupported_version_says_why():
     exe = os.path.join(PYENV, "versions", "3.8.18", "bin", "python3")
     if not os.access(exe, os.X_OK):
