@@ -10,7 +10,7 @@
 
 #include "gpuprof-build.h"
 #include "duration.h"
-#include "timeline/timeline.h" /* TL_BIG_CACHE_DEFAULT */
+#include "alloc/bigalloc.h" /* TL_BIG_CACHE_DEFAULT */
 
 void config_defaults(struct config *cfg)
 {

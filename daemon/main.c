@@ -26,6 +26,7 @@
 #include "log.h"
 #include "rpc/rpc.h"
 #include "store/store.h"
+#include "alloc/bigalloc.h"
 #include "timeline/timeline.h"
 #include "unwind/unwind.h"
 

@@ -40,6 +40,7 @@
 
 #include "analysis/analysis.h"
 #include "gen.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 /* HTA's timed call → our analysis and params. The three queue calls are one

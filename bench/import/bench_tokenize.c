@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "timeline/json.h"
+#include "import/kineto/jsontok.h"
 
 static unsigned long nbegin, nkey, nvalue;
 

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "analysis.h"
+#include "alloc/bigalloc.h"
 #include "timeline/timeline.h"
 
 /* One analysis call. Owned by analysis_run(); lives for the call only. */

@@ -12,6 +12,7 @@
 #include "gpuprof-build.h"
 #include "methods.h"
 #include "store/store.h"
+#include "alloc/bigalloc.h"
 #include "timeline/timeline.h"
 #include "unwind/unwind.h"
 

@@ -36,7 +36,7 @@
 #include "gpd.h"
 #include "methods.h"
 #include "methods_critpath.h"
-#include "timeline/xxh64.h"
+#include "import/xxh64.h"
 #include "timeline/timeline.h"
 
 #define CACHE_MAX_BYTES (256u << 20)

@@ -11,6 +11,7 @@
 
 #include "analysis/analysis.h"
 #include "test.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 #define K(name, cat, ts, dur, stream, corr)                                                        \

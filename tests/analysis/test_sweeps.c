@@ -16,6 +16,7 @@
 
 #include "analysis/analysis.h"
 #include "test.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 enum { COMP, COMM, MEM, OTHER, NTYPES };

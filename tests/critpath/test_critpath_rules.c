@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "critpath/internal.h"
+#include "import/import.h"
 #include "test.h"
 
 #define CPU(name, cat, ts, dur, corr)                                                              \

@@ -15,6 +15,7 @@
 
 #include "test.h"
 
+#include "alloc/bigalloc.h"
 #include "timeline/timeline.h"
 #include "timeline/timeline_int.h" /* tl_popper */
 

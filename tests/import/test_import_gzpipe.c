@@ -23,6 +23,7 @@
 
 #include "test.h"
 #include "import_test.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 static int max_threads;

@@ -24,6 +24,7 @@
 
 #include "test.h"
 #include "import_test.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 struct buf {

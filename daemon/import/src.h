@@ -4,8 +4,8 @@
  * read() (regular files, pipes, sockets). The pipelined gunzip thread
  * (gunzip.c) reads a source on its own thread.
  */
-#ifndef GPUPROF_TIMELINE_SRC_H
-#define GPUPROF_TIMELINE_SRC_H
+#ifndef GPUPROF_IMPORT_SRC_H
+#define GPUPROF_IMPORT_SRC_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -53,4 +53,4 @@ bool src_shrank(const struct src *s);
  * Returns the byte count, 0 at the end, or a negative errno. */
 ssize_t src_raw(struct src *s, uint8_t *buf, size_t n, const uint8_t **at);
 
-#endif /* GPUPROF_TIMELINE_SRC_H */
+#endif /* GPUPROF_IMPORT_SRC_H */

@@ -5,8 +5,8 @@
  * from the input (num_fast: SSE2 digit runs + SWAR conversion). Both fill
  * struct jv's number fields the same way. Only json.c includes this.
  */
-#ifndef GPUPROF_TIMELINE_JSON_NUM_H
-#define GPUPROF_TIMELINE_JSON_NUM_H
+#ifndef GPUPROF_IMPORT_JSONTOK_NUM_H
+#define GPUPROF_IMPORT_JSONTOK_NUM_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -16,7 +16,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "json.h"
+#include "jsontok.h"
 
 /*
  * Validate JSON number text and convert it in the same pass: is_float,
@@ -163,4 +163,4 @@ static inline const char *num_fast(const char *p, const char *end, struct jv *v)
 }
 #endif
 
-#endif /* GPUPROF_TIMELINE_JSON_NUM_H */
+#endif /* GPUPROF_IMPORT_JSONTOK_NUM_H */

@@ -4,8 +4,8 @@
  * serial path and the pipelined one, where a second thread inflates into
  * a few bounded chunks while the caller's thread parses.
  */
-#ifndef GPUPROF_TIMELINE_GUNZIP_H
-#define GPUPROF_TIMELINE_GUNZIP_H
+#ifndef GPUPROF_IMPORT_GUNZIP_H
+#define GPUPROF_IMPORT_GUNZIP_H
 
 #include "src.h"
 
@@ -72,4 +72,4 @@ ssize_t gz_pipe_next(struct gz_pipe *g, const uint8_t **p, struct kseg **seg, ch
  * have them at the last piece taken. */
 void gz_pipe_stop(struct gz_pipe *g);
 
-#endif /* GPUPROF_TIMELINE_GUNZIP_H */
+#endif /* GPUPROF_IMPORT_GUNZIP_H */

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Kineto semantics on top of the JSON tokenizer: builds one tl_rank. */
-#ifndef GPUPROF_TIMELINE_KINETO_H
-#define GPUPROF_TIMELINE_KINETO_H
+#ifndef GPUPROF_IMPORT_KINETO_H
+#define GPUPROF_IMPORT_KINETO_H
 
 #include <string.h>
 
-#include "json.h"
+#include "import.h"
+#include "jsontok.h"
 #include "memcap.h"
 #include "timeline_int.h"
 
@@ -163,4 +164,4 @@ int kimp_reserve(struct kimp *k, uint64_t done, uint64_t total, bool populate);
  * populated past the rows in use goes back (kimp_finish does it too). */
 void kimp_stop_pop(struct kimp *k);
 
-#endif /* GPUPROF_TIMELINE_KINETO_H */
+#endif /* GPUPROF_IMPORT_KINETO_H */

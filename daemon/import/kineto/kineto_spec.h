@@ -10,8 +10,8 @@
  * itself. Either way the timeline, warnings and errors are exactly those
  * of a serial parse.
  */
-#ifndef GPUPROF_TIMELINE_KINETO_SPEC_H
-#define GPUPROF_TIMELINE_KINETO_SPEC_H
+#ifndef GPUPROF_IMPORT_KINETO_SPEC_H
+#define GPUPROF_IMPORT_KINETO_SPEC_H
 
 #include "kineto.h"
 
@@ -59,4 +59,4 @@ void kspec_map_free(struct kspec_map *m);
 /* kimp_intern() of a spec parse: note id's first use in the segment. */
 int kspec_note(struct kimp *k, uint32_t id);
 
-#endif /* GPUPROF_TIMELINE_KINETO_SPEC_H */
+#endif /* GPUPROF_IMPORT_KINETO_SPEC_H */

@@ -4,16 +4,15 @@
  * reserved through import_opts.mem_reserve as it grows (memcap.c), so that
  * a trace whose timeline would not fit fails while it is read, not after.
  */
-#ifndef GPUPROF_TIMELINE_MEMCAP_H
-#define GPUPROF_TIMELINE_MEMCAP_H
+#ifndef GPUPROF_IMPORT_MEMCAP_H
+#define GPUPROF_IMPORT_MEMCAP_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "import.h"
 #include "timeline_int.h"
-
-struct import_opts;
 
 struct tl_memcap {
 	const struct import_opts *o;
@@ -40,4 +39,4 @@ static inline uint64_t tl_memcap_now(const struct tl_memcap *m, const struct tl_
 	return m->base + (r ? tl_rank_mem(r) : 0) + (s > m->st0 ? s - m->st0 : 0) + extra;
 }
 
-#endif /* GPUPROF_TIMELINE_MEMCAP_H */
+#endif /* GPUPROF_IMPORT_MEMCAP_H */

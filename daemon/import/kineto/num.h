@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Number conversions for the importer (see num.c). Inputs are JSON number
  * text already validated by the tokenizer. */
-#ifndef GPUPROF_TIMELINE_NUM_H
-#define GPUPROF_TIMELINE_NUM_H
+#ifndef GPUPROF_IMPORT_NUM_H
+#define GPUPROF_IMPORT_NUM_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,4 +27,4 @@ int num_time_dec(bool neg, uint64_t mant, int32_t exp10, const char *s, size_t n
 /* Truncating conversion; false when out of int64 range or NaN. */
 bool dbl_to_i64(double v, int64_t *out);
 
-#endif /* GPUPROF_TIMELINE_NUM_H */
+#endif /* GPUPROF_IMPORT_NUM_H */

@@ -18,8 +18,8 @@
  * and vectorized); this wrapper keeps its state inline, so callers embed it
  * without an allocation.
  */
-#ifndef GPUPROF_TIMELINE_XXH64_H
-#define GPUPROF_TIMELINE_XXH64_H
+#ifndef GPUPROF_IMPORT_XXH64_H
+#define GPUPROF_IMPORT_XXH64_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -37,4 +37,4 @@ void xxh64_update(struct xxh64 *s, const void *p, size_t n);
 /* The hash of the bytes fed so far (s may go on being fed). */
 uint64_t xxh64_digest(const struct xxh64 *s);
 
-#endif /* GPUPROF_TIMELINE_XXH64_H */
+#endif /* GPUPROF_IMPORT_XXH64_H */

@@ -18,8 +18,8 @@
 #include <emmintrin.h>
 #endif
 
-#include "json.h"
-#include "json_num.h"
+#include "jsontok.h"
+#include "jsontok_num.h"
 
 enum {
 	ST_VALUE, /* a value must come */

@@ -7,8 +7,8 @@
  * -Infinity literals (json.load does); reports them as JV_NUMBER with
  * `special` set so the consumer can warn.
  */
-#ifndef GPUPROF_TIMELINE_JSON_H
-#define GPUPROF_TIMELINE_JSON_H
+#ifndef GPUPROF_IMPORT_JSONTOK_H
+#define GPUPROF_IMPORT_JSONTOK_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -99,4 +99,4 @@ bool json_tok_at_elem(const struct json_tok *t, const uint8_t *stack, uint32_t d
 bool json_tok_after_elem(const struct json_tok *t, uint32_t depth);
 void json_tok_skip(struct json_tok *t, uint64_t n);
 
-#endif /* GPUPROF_TIMELINE_JSON_H */
+#endif /* GPUPROF_IMPORT_JSONTOK_H */

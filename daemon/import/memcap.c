@@ -10,7 +10,6 @@
 #include <stdio.h>
 
 #include "memcap.h"
-#include "timeline.h"
 
 /* Reservations grow by at least this much (or an eighth of the total), so
  * that the shared budget is not touched on every event. */

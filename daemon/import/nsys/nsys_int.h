@@ -5,13 +5,14 @@
  * (read-only, no file, no temp files) and turned into ranks of the common
  * timeline model: one rank per (process, CUDA device) that ran GPU work.
  */
-#ifndef GPUPROF_TIMELINE_NSYS_INT_H
-#define GPUPROF_TIMELINE_NSYS_INT_H
+#ifndef GPUPROF_IMPORT_NSYS_INT_H
+#define GPUPROF_IMPORT_NSYS_INT_H
 
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "import.h"
 #include "memcap.h"
 #include "timeline_int.h"
 
