@@ -18,8 +18,8 @@
 #include <bpf/bpf_helpers.h>
 
 #include "gpu_cs_parse.h"
-#include "gpu_cs_run.h"
-#include "gpu_cs_user.h"
+#include "gpu_cs_run_abi.h"
+#include "gpu_cs_user.bpf.h"
 
 /* bpf_probe_read_user() is gpl_only. */
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -29,7 +29,7 @@
 #ifndef GPUPROF_BPF_GPU_CS_PARSE_H
 #define GPUPROF_BPF_GPU_CS_PARSE_H
 
-#include "gpu_cs.h"
+#include "gpu_cs_abi.h"
 
 /* Byte offset of the counters-and-bases part that gpu_cs_begin() clears. */
 #define GPU_CS_RESULT_HEAD __builtin_offsetof(struct gpu_cs_result, ksp)

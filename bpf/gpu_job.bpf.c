@@ -23,7 +23,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "gpu_job.h"
+#include "gpu_job_abi.h"
 #include "owner.bpf.h"
 #include "ustack.bpf.h"
 

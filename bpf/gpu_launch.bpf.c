@@ -30,7 +30,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 
-#include "gpu_launch.h"
+#include "gpu_launch_abi.h"
 #include "owner.bpf.h"
 #include "ustack.bpf.h"
 

@@ -35,8 +35,8 @@
 #include <bpf/bpf_tracing.h>
 
 #include "gpu_cs_parse.h"
-#include "gpu_cs_user.h"
-#include "gpu_submit.h"
+#include "gpu_cs_user.bpf.h"
+#include "gpu_submit_abi.h"
 #include "owner.bpf.h"
 
 /* bpf_probe_read_user() is gpl_only. */

@@ -26,7 +26,7 @@
 #ifndef GPUPROF_BPF_OWNER_BPF_H
 #define GPUPROF_BPF_OWNER_BPF_H
 
-#include "owner.h"
+#include "owner_abi.h"
 
 #define OWNER_MMF_DUMPABLE_MASK 3 /* MMF_DUMPABLE_BITS = 2, include/linux/sched/coredump.h */
 #define OWNER_SUID_DUMP_USER 1

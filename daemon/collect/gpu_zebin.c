@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <uv.h>
-#include "../../bpf/gpu_launch.h"
+#include "gpu_launch_abi.h"
 #include "gpd.h"
 #include "log.h"
 

@@ -7,7 +7,7 @@
  * profile) and an index of the active ones sorted by start.
  */
 #include "xe_int.h"
-#include "../sym/demangle.h"
+#include "sym/demangle.h"
 
 #include <errno.h>
 #include <stdlib.h>

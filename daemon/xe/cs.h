@@ -23,7 +23,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "gpu_cs.h"
+#include "gpu_cs_abi.h"
 
 struct xe;
 struct xe_cs;

@@ -30,7 +30,7 @@
 #include "collect/collector.h"
 #include "collect/gpu_launch.h"
 #include "gpd.h"
-#include "gpu_launch.h" /* bpf/: enum gpu_api */
+#include "gpu_launch_abi.h" /* enum gpu_api */
 #include "cgtest.h"
 #include "store/store.h"
 #include "test.h"

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sym/capbuild.h"
+#include "sym/capbuild.h"
 
 static uint64_t rng_state;
 

@@ -12,7 +12,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../sym/capbuild.h"
+#include "sym/capbuild.h"
 #include "analysis/analysis.h"
 #include "capture/gpumatch.h"
 #include "comm/comm.h"

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "gpu_cs_parse.h"
-#include "gpu_cs_run.h"
+#include "gpu_cs_run_abi.h"
 
 #define CS_MAX_BUFS 4
 #define CS_MAX_DW 65536

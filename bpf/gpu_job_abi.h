@@ -5,14 +5,14 @@
  * jobs"). Limits and fixed-width types only: compiled both against
  * vmlinux.h (BPF) and against <linux/types.h>.
  */
-#ifndef GPUPROF_BPF_GPU_JOB_H
-#define GPUPROF_BPF_GPU_JOB_H
+#ifndef GPUPROF_BPF_GPU_JOB_ABI_H
+#define GPUPROF_BPF_GPU_JOB_ABI_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
 
-#include "ustack.h"
+#include "ustack_abi.h"
 
 #define GPU_JOB_REC_TYPE 0x474a /* "GJ": one job-lifecycle event */
 #define GPU_JOB_REC_VERSION 2 /* 2: gpu_job_rec.us, the stack copy */

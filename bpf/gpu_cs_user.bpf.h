@@ -5,10 +5,10 @@
  * address of the submitting (or calling) process with avail bytes mapped
  * from there: copy what fits the window.
  */
-#ifndef GPUPROF_BPF_GPU_CS_USER_H
-#define GPUPROF_BPF_GPU_CS_USER_H
+#ifndef GPUPROF_BPF_GPU_CS_USER_BPF_H
+#define GPUPROF_BPF_GPU_CS_USER_BPF_H
 
-#include "gpu_cs.h"
+#include "gpu_cs_abi.h"
 
 /* Up to max_dw dwords (and the window) from user into dst: how many, 0 at
  * the end of the mapping, -14 (EFAULT) when the read faults. */

@@ -4,14 +4,14 @@
  * daemon/collect/cpu.c. Limits and fixed-width types only: this header is
  * compiled both against vmlinux.h (BPF) and against <linux/types.h>.
  */
-#ifndef GPUPROF_BPF_CPU_SAMPLE_H
-#define GPUPROF_BPF_CPU_SAMPLE_H
+#ifndef GPUPROF_BPF_CPU_SAMPLE_ABI_H
+#define GPUPROF_BPF_CPU_SAMPLE_ABI_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
 
-#include "ustack.h"
+#include "ustack_abi.h"
 
 #define CPU_SAMPLE_REC_TYPE 0x4350 /* "CP" */
 #define CPU_SAMPLE_REC_VERSION 2

@@ -9,8 +9,8 @@
  * daemon reads it only to unwind and drops it right after (never stored,
  * exported or logged).
  */
-#ifndef GPUPROF_BPF_USTACK_H
-#define GPUPROF_BPF_USTACK_H
+#ifndef GPUPROF_BPF_USTACK_ABI_H
+#define GPUPROF_BPF_USTACK_ABI_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>

@@ -5,8 +5,8 @@
  * struct store_rec): shared by the programs (owner.bpf.h) and the daemon.
  * Limits and fixed-width types only.
  */
-#ifndef GPUPROF_BPF_OWNER_H
-#define GPUPROF_BPF_OWNER_H
+#ifndef GPUPROF_BPF_OWNER_ABI_H
+#define GPUPROF_BPF_OWNER_ABI_H
 
 /*
  * Recorded instead of the task's uid when a peer of that uid could not

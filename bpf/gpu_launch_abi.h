@@ -4,14 +4,14 @@
  * daemon/collect/gpu_launch.c. Limits and fixed-width types only: compiled
  * both against vmlinux.h (BPF) and against <linux/types.h>.
  */
-#ifndef GPUPROF_BPF_GPU_LAUNCH_H
-#define GPUPROF_BPF_GPU_LAUNCH_H
+#ifndef GPUPROF_BPF_GPU_LAUNCH_ABI_H
+#define GPUPROF_BPF_GPU_LAUNCH_ABI_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
 
-#include "ustack.h"
+#include "ustack_abi.h"
 
 #define GPU_LAUNCH_REC_TYPE 0x474c /* "GL": one kernel launch */
 #define GPU_PROC_REC_TYPE 0x4750   /* "GP": process event of the library watcher */

@@ -4,8 +4,8 @@
  * BPF_PROG_TYPE_SYSCALL program): the batch start and the windows of GPU
  * memory the parser may read, each backed by memory of the caller.
  */
-#ifndef GPUPROF_BPF_GPU_CS_RUN_H
-#define GPUPROF_BPF_GPU_CS_RUN_H
+#ifndef GPUPROF_BPF_GPU_CS_RUN_ABI_H
+#define GPUPROF_BPF_GPU_CS_RUN_ABI_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>

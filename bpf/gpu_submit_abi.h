@@ -4,14 +4,14 @@
  * what it sends to userspace and the limits of its GPU VA -> user address
  * tracking. Shared by the BPF program and daemon/xe/cs_hook.c.
  */
-#ifndef GPUPROF_BPF_GPU_SUBMIT_H
-#define GPUPROF_BPF_GPU_SUBMIT_H
+#ifndef GPUPROF_BPF_GPU_SUBMIT_ABI_H
+#define GPUPROF_BPF_GPU_SUBMIT_ABI_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
 
-#include "gpu_cs.h"
+#include "gpu_cs_abi.h"
 
 /* xe uAPI (intel-gpu-facts.md §1.1, §2.2-2.4). */
 #define GPU_SUBMIT_XE_GEM_MMAP_OFFSET 0xc0286442u

@@ -4,8 +4,8 @@
  * (docs/gpu-cs.md, facts §4): its limits, statuses and state, shared by
  * the BPF program and the host. The parser itself is gpu_cs_parse.h.
  */
-#ifndef GPUPROF_BPF_GPU_CS_H
-#define GPUPROF_BPF_GPU_CS_H
+#ifndef GPUPROF_BPF_GPU_CS_ABI_H
+#define GPUPROF_BPF_GPU_CS_ABI_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
