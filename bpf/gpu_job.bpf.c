@@ -3,7 +3,7 @@
  * Driver-side GPU job lifecycle (docs/collectors.md, "GPU jobs"): tp_btf
  * programs on the xe and i915 submission/completion tracepoints, and on the
  * core kernel's dma_fence tracepoints as the generic fallback. Each program
- * sends one gpu_job_rec (gpu_job.h) per event; userspace pairs submit /
+ * sends one gpu_job_rec (gpu_job_abi.h) per event; userspace pairs submit /
  * start / end into intervals (daemon/collect/gpu_job_pair.c).
  *
  * Three groups, loaded independently: userspace turns autoload off for every
@@ -39,7 +39,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 const volatile __u8 user_stacks = 1;   /* user stack at SUBMIT from a user task */
 const volatile __u64 wakeup_bytes = 0; /* see cpu_sample.bpf.c */
 /* Bytes of user stack a SUBMIT copies for the daemon's CFI unwinder
- * (ustack.h); 0: frame-pointer stacks walked here instead. */
+ * (ustack_abi.h); 0: frame-pointer stacks walked here instead. */
 const volatile __u32 stack_bytes = USTACK_DEFAULT_BYTES;
 /* Ring bytes waiting above which a SUBMIT walks frame pointers instead of
  * copying (userspace sets half the ring): see gpu_launch.bpf.c. */
