@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * GPU command-stream (batch buffer) parser for Intel Gen12 / Xe-HP / Xe2
- * (docs/gpu-cs.md, facts §4): its limits, statuses and state, shared by
+ * (docs/gpu-cs.md, the PRMs' command encodings): its limits, statuses and state, shared by
  * the BPF program and the host. The parser itself is gpu_cs_parse.h.
  */
 #ifndef GPUPROF_BPF_GPU_CS_ABI_H

@@ -13,7 +13,7 @@
  * CO-RE definitions (preserve_access_index) resolved against the module's
  * BTF at load; libbpf relocates only programs that are loaded.
  *
- * Field facts: reference intel-gpu-facts.md 2.5 (xe_trace.h), 2.6
+ * Field sources: xe_trace.h, and
  * (dma_fence), 3.3 (i915_trace.h). xe_hw_fence and i915_request both start
  * with their struct dma_fence, so their context/seqno are read as a fence.
  */

@@ -13,7 +13,7 @@
 
 #include "gpu_cs_abi.h"
 
-/* xe uAPI (intel-gpu-facts.md §1.1, §2.2-2.4). */
+/* xe uAPI (xe_drm.h). */
 #define GPU_SUBMIT_XE_GEM_MMAP_OFFSET 0xc0286442u
 #define GPU_SUBMIT_XE_VM_BIND 0x40886445u
 #define GPU_SUBMIT_XE_EXEC 0x40386449u
@@ -21,7 +21,7 @@
 #define GPU_SUBMIT_XE_BIND_UNMAP 1u
 #define GPU_SUBMIT_XE_BIND_MAP_USERPTR 2u
 
-/* i915 uAPI (§3.1): softpinned exec objects give the GPU VA layout. */
+/* i915 uAPI (i915_drm.h): softpinned exec objects give the GPU VA layout. */
 #define GPU_SUBMIT_I915_EXECBUFFER2 0x40406469u
 #define GPU_SUBMIT_I915_EXECBUFFER2_WR 0xc0406469u
 #define GPU_SUBMIT_I915_GEM_MMAP 0xc028645eu	    /* legacy: returns addr_ptr */

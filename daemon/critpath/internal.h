@@ -89,7 +89,7 @@ int32_t cpb_pos_of_index(const struct tl_rank *r, int64_t idx);
 int32_t cpb_event(struct cp_build *b, uint32_t pos);
 /* _add_edge_helper: returns the edge id, or CP_NONE (same node, ENOMEM). */
 int32_t cpb_edge(struct cp_build *b, int32_t u, int32_t v, enum cp_edge_type t, bool zero);
-/* _attribute_edge (SPEC 6.8 D2); src_parent is a position or CP_NONE. */
+/* HTA's _attribute_edge; src_parent is a position or CP_NONE. */
 void cpb_attribute(struct cp_build *b, int32_t e, int32_t src_parent);
 const char *cpb_name(const struct cp_build *b, uint32_t pos);
 int cpb_gpu_edges(struct cp_build *b);	 /* gpu.c: phase D3 */

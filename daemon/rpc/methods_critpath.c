@@ -425,7 +425,7 @@ static bool bad(struct rpc_req *req, const char *msg)
 	return false;
 }
 
-/* "instance": 2, [1, 3] or "1:3" (inclusive range, SPEC 6.8 A). */
+/* "instance": 2, [1, 3] or "1:3" (inclusive range, as HTA's). */
 static bool parse_instance(struct rpc_req *req, const cJSON *v, struct cp_opts *o)
 {
 	long long a, b;

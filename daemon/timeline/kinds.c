@@ -2,7 +2,7 @@
 /*
  * Table-driven classification of Kineto events: category → kind, runtime
  * call name → flags, cuda_sync name → sync kind. The HTA name sets are
- * copied exactly (SPEC 6.5, 6.6, 6.8); the vendor-neutral TL_EV_LAUNCH_ANY
+ * copied exactly (its launch, queue and critical-path sets); the vendor-neutral TL_EV_LAUNCH_ANY
  * set also covers Intel XPU (Level Zero "ze*", Unified Runtime "ur*", old
  * SYCL PI "pi*") which HTA does not recognise. Add rows here, not code.
  */

@@ -11,10 +11,11 @@
  * once by timeline_finalize(): per GPU stream (sorted by time), per thread,
  * per correlation id. Analyses are then linear or n·log n passes.
  *
- * Semantics follow HTA's loader (reference/hta/SPEC.md §4-5); docs/import.md
- * lists every deliberate difference. Summary for analysis writers:
+ * Semantics follow the trace loader of Holistic Trace Analysis (HTA), the
+ * reference the analyses are checked against; docs/import.md lists every
+ * deliberate difference. Summary for analysis writers:
  *  - Kept events = traceEvents elements with a `dur` and a `cat`, cat !=
- *    "Trace" (SPEC 4.3), minus the ProfilerStep filter (4.8) when it applies.
+ *    "Trace", minus the ProfilerStep filter when it applies.
  *  - Times: ts_ns/dur_ns are exact integer nanoseconds from the decimal text.
  *    HTA works in µs and rounds ns traces; its exact values are kept in
  *    offsets read by tl_ev_hta_ts_ns()/tl_ev_hta_end_ns(), see tl_hta_ts()/tl_hta_dur().
@@ -64,16 +65,16 @@ enum tl_sync {
 	TL_SYNC_STREAM_WAIT, /* "Stream Wait Event" (carries a stream) */
 };
 
-/* tl_event.flags. Name-derived flags come from exact-name tables in kineto.c
- * that copy HTA's name sets (SPEC 6.5, 6.6, 6.8). */
+/* tl_event.flags. Name-derived flags come from exact-name tables in kinds.c
+ * that copy HTA's name sets (launch statistics, queue length, critical path). */
 enum tl_event_flags {
 	TL_EV_GPU_SIDE = 1u << 0, /* stream != -1 (HTA "GPU row") */
 	TL_EV_GPU_KERNEL_FILTER = 1u << 1, /* (stream>=0 && corr>=0) || Event/Context Sync */
 	TL_EV_PROFILER_STEP = 1u << 2, /* name matches ^ProfilerStep#\d+ */
-	TL_EV_LAUNCH_STATS = 1u << 3, /* 6.5 launch set: cudaLaunchKernel, ...ExC, runFunction - job_prep... */
-	TL_EV_MEM_ASYNC = 1u << 4, /* cudaMemcpyAsync / cudaMemsetAsync (6.5 with memory events) */
-	TL_EV_LAUNCH_QUEUE = 1u << 5, /* 6.6 launch mask (includes cuLaunchKernel, hip*) */
-	TL_EV_BLOCKING = 1u << 6, /* 6.8 is_blocking set */
+	TL_EV_LAUNCH_STATS = 1u << 3, /* launch stats set: cudaLaunchKernel, ...ExC, runFunction - job_prep... */
+	TL_EV_MEM_ASYNC = 1u << 4, /* cudaMemcpyAsync / cudaMemsetAsync (launch stats, memory events) */
+	TL_EV_LAUNCH_QUEUE = 1u << 5, /* queue length's launches (incl. cuLaunchKernel, hip*) */
+	TL_EV_BLOCKING = 1u << 6, /* critical path's is_blocking set */
 	TL_EV_RUNTIME_LOCK = 1u << 7, /* cudaHostAlloc, cudaLaunchKernel, cudaMemcpyAsync */
 	TL_EV_EVENT_RECORD = 1u << 8, /* cudaEventRecord */
 	TL_EV_STREAM_WAIT_EVENT = 1u << 9, /* cudaStreamWaitEvent (the runtime call) */
@@ -83,7 +84,7 @@ enum tl_event_flags {
 	TL_EV_PID_STR = 1u << 13, /* pid was a string: tl_event.pid is its string id */
 	TL_EV_TID_STR = 1u << 14, /* tid was a string: tl_event.tid is its string id */
 	TL_EV_DUR_NEG = 1u << 15, /* dur_ns < 0 in the file */
-	TL_EV_HTA_DUR_NEG = 1u << 16, /* HTA's rounded dur < 0 (the "dur = -1" quirk, 4.2) */
+	TL_EV_HTA_DUR_NEG = 1u << 16, /* HTA's rounded dur < 0 (the "dur = -1" quirk) */
 	TL_EV_DUPLICATE = 1u << 17, /* same as an earlier event in every kept field */
 	TL_EV_NOT_X = 1u << 18, /* ph was not "X" (kept because it had dur + cat, as HTA) */
 	TL_EV_LAUNCH_ANY = 1u << 19, /* any vendor's launch/async copy/fill call,
@@ -100,11 +101,11 @@ struct tl_event {
 	int64_t dur_ns; /* may be negative when the file says so; ts + dur fits */
 	int64_t pid; /* or string id with TL_EV_PID_STR (GPU rows: device) */
 	int64_t tid; /* or string id with TL_EV_TID_STR (GPU rows: stream) */
-	int64_t stream; /* args.stream, numeric only; else -1 (4.3) */
+	int64_t stream; /* args.stream, numeric only; else -1, as HTA */
 	int64_t correlation; /* args.correlation, -1 */
 	int64_t external_id; /* args["External id"], -1 */
 	uint32_t index; /* position in the file's traceEvents array */
-	/* HTA 4.5's index_correlation: read and set it with
+	/* HTA's index_correlation: read and set it with
 	 * tl_ev_index_corr() / tl_ev_set_index_corr() (an index, or
 	 * TL_NO_INDEX for -1: 32 bits, like index, keep the row at 96 bytes) */
 	uint32_t index_corr;
@@ -116,7 +117,7 @@ struct tl_event {
 	int32_t device; /* args.device, -1 */
 	uint8_t kind; /* enum tl_kind */
 	uint8_t sync; /* enum tl_sync */
-	/* HTA's µs times (4.2) in ns, as offsets from ts_ns and ts_ns + dur_ns:
+	/* HTA's µs times in ns, as offsets from ts_ns and ts_ns + dur_ns:
 	 * read them with tl_ev_hta_ts_ns() / tl_ev_hta_end_ns() */
 	int16_t hta_ts_off, hta_end_off;
 };
@@ -124,7 +125,7 @@ _Static_assert(sizeof(struct tl_event) == 96, "tl_event grew: every large import
 
 #define TL_NO_INDEX UINT32_MAX /* index_corr: none (-1); no traceEvents index is this */
 
-/* HTA 4.5: -1 none, 0 no partner (!), else the partner's index. */
+/* HTA's index_correlation: -1 none, 0 no partner (!), else the partner's index. */
 static inline int64_t tl_ev_index_corr(const struct tl_event *e)
 {
 	return e->index_corr == TL_NO_INDEX ? -1 : (int64_t)e->index_corr;
@@ -149,7 +150,7 @@ static inline int64_t tl_ev_hta_end_ns(const struct tl_event *e)
 {
 	return e->ts_ns + e->dur_ns + e->hta_end_off;
 }
-/* HTA's rounded duration in ns (negative: the "dur = -1" rows of 4.2). */
+/* HTA's rounded duration in ns (negative: the "dur = -1" rows of HTA's rounding). */
 static inline int64_t tl_ev_hta_dur_ns(const struct tl_event *e)
 {
 	return e->dur_ns + e->hta_end_off - e->hta_ts_off;
@@ -242,8 +243,8 @@ struct tl_thread {
 };
 
 enum tl_rank_flags {
-	TL_RANK_HTA_ROUNDING = 1u << 0, /* some ts was non-integer/missing: HTA 4.2 applies */
-	TL_RANK_STEP_FILTERED = 1u << 1, /* the ProfilerStep filter ran (4.8) */
+	TL_RANK_HTA_ROUNDING = 1u << 0, /* some ts was non-integer/missing: HTA rounds */
+	TL_RANK_STEP_FILTERED = 1u << 1, /* the ProfilerStep filter ran */
 	TL_RANK_FINALIZED = 1u << 2, /* indexes below are built */
 	TL_RANK_FROM_DIST_INFO = 1u << 3, /* rank came from distributedInfo.rank */
 	/* the rows the ProfilerStep filter dropped are in tail[] (captures
@@ -276,7 +277,7 @@ struct tl_rank {
 	int64_t base_time_ns; /* top-level baseTimeNanoseconds, -1 */
 
 	/*
-	 * The rows HTA's ProfilerStep filter dropped (4.8: from the last
+	 * The rows HTA's ProfilerStep filter dropped (from the last
 	 * step's start on) that the communication metrics read — GPU work,
 	 * annotations, record_param_comms — in file order, for the analyses
 	 * that count every iteration. Not in any index, and no HTA analysis
@@ -326,7 +327,7 @@ enum timeline_finalize_flags {
 	TL_FIN_NO_STEP_FILTER = 1u << 0, /* keep everything (not HTA's default) */
 };
 /*
- * Apply HTA's ProfilerStep filter (4.8: only when the timeline-wide string
+ * Apply HTA's ProfilerStep filter (only when the timeline-wide string
  * table has >= 2 distinct ProfilerStep#N names; each rank cut at its own last
  * step start) to every rank not yet filtered, then build the indexes and
  * links of every rank. Idempotent. Importing more ranks afterwards and
@@ -355,7 +356,7 @@ size_t timeline_mem_bytes(const struct timeline *tl);
 uint32_t timeline_str_find(const struct timeline *tl, const char *s, size_t len);
 
 /* Earliest event over all ranks (parsed rows, before the step filter):
- * HTA's alignment offset is timeline_hta_min_ts_us() (4.6). */
+ * HTA's alignment offset is timeline_hta_min_ts_us(). */
 int64_t timeline_min_ts_ns(const struct timeline *tl);
 int64_t timeline_hta_min_ts_us(const struct timeline *tl);
 
@@ -371,13 +372,13 @@ static inline const struct tl_args *tl_event_args(const struct tl_rank *r,
 	return e->args == TL_NO_ARGS ? NULL : &r->args[e->args];
 }
 
-/* HTA's ts in µs, unaligned (subtract timeline_hta_min_ts_us for 4.6). */
+/* HTA's ts in µs, unaligned (subtract timeline_hta_min_ts_us for HTA's alignment). */
 static inline int64_t tl_hta_ts(const struct tl_rank *r, const struct tl_event *e)
 {
 	(void)r;
 	return tl_ev_hta_ts_us(e); /* integral ts: ceil is the identity */
 }
-/* HTA's dur in µs (float64 in HTA): rounded per 4.2, else the file's value. */
+/* HTA's dur in µs (float64 in HTA): rounded as HTA rounds, else the file's value. */
 static inline double tl_hta_dur(const struct tl_rank *r, const struct tl_event *e)
 {
 	if (r->flags & TL_RANK_HTA_ROUNDING)

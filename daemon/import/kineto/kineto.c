@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Kineto / Chrome-trace semantics as SAX callbacks: which fields are kept
- * and how (SPEC §4.1-4.3). Containers are tracked by role; anything we do
+ * and how (HTA's trace loader). Containers are tracked by role; anything we do
  * not need is tokenized and dropped without being stored.
  */
 #include <errno.h>

@@ -35,7 +35,7 @@ static int push_row(struct kimp *k)
 					       &k->cap.args_pop, r->nargs, 1, sizeof(*r->args))) < 0))
 		return kimp_oom(k, err);
 
-	/* HTA 4.2 with Python floats: ts = ceil(ts), end = floor(ts + dur). */
+	/* HTA's rounding with Python floats: ts = ceil(ts), end = floor(ts + dur). */
 	end_d = e->ts_d + e->dur_d;
 	hta_ts = (int64_t)ceil(e->ts_d);
 	hta_end = isfinite(end_d) && fabs(end_d) < 9.2e18 ? (int64_t)floor(end_d) : hta_ts;
@@ -138,7 +138,7 @@ static int commit_event(struct kimp *k)
 	struct kev *e = &k->e;
 	bool ts_ok = (e->have & KF_TS) && !e->ts_bad;
 
-	/* HTA's ts column turns float64 (→ rounding, 4.2) when any element
+	/* HTA's ts column turns float64 (→ rounding) when any element
 	 * has a non-integer or missing ts. */
 	if ((!(e->have & KF_TS) || e->ts_float) && !k->rounding) {
 		k->rounding = true;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Kineto values and event commit: what HTA keeps (SPEC 4.3: rows with a
- * dur and a cat, cat != "Trace"), how times become integers (4.2), the
+ * Kineto values and event commit: what HTA keeps (rows with a
+ * dur and a cat, cat != "Trace"), how times become integers (HTA's rounding), the
  * typed args, flows and metadata names.
  */
 #include <errno.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Each rank's device from TARGET_INFO_GPU (nsys-nccl-facts.md §1.4), so an
+ * Each rank's device from TARGET_INFO_GPU (the nsys SQLite schema), so an
  * nsys capture carries the device name (and the comm metrics' default link
  * bandwidth applies as for Kineto's deviceProperties). A rank is (process,
  * CUDA ordinal as the process saw it): TARGET_INFO_CUDA_DEVICE(pid, cudaId)

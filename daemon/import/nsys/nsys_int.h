@@ -16,7 +16,7 @@
 #include "memcap.h"
 #include "timeline_int.h"
 
-/* globalTid = <HW:8><VM:8><PID:24><TID:24> (nsys-nccl-facts.md §1.3). */
+/* globalTid = <HW:8><VM:8><PID:24><TID:24> (the nsys SQLite schema). */
 #define NSYS_PID(g) (((uint64_t)(g) >> 24) & 0xFFFFFFu)
 #define NSYS_TID(g) ((uint64_t)(g)&0xFFFFFFu)
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * NCCL in an nsys export (nsys-nccl-facts.md §2): a kernel's launch sits in
+ * NCCL in an nsys export (NCCL's NVTX ranges): a kernel's launch sits in
  * NCCL's NVTX ranges on the launching thread (innermost range; for
  * ncclGroupEnd, every op since the matching ncclGroupStart), whose binary
  * payloads carry the communicator id and the message size; PyTorch's own
@@ -78,7 +78,7 @@ int nsys_read_schemas(struct nsys_imp *m)
 	while ((rc = nsys_step(m, s)) == 1) {
 		int64_t d = sqlite3_column_int64(s, 0), id = sqlite3_column_int64(s, 1);
 		int64_t type = sqlite3_column_int64(s, 3);
-		/* the first entry's offset is NULL, meaning 0 (facts §1.4) */
+		/* the first entry's offset is NULL, meaning 0 (the nsys SQLite schema) */
 		int64_t off = sqlite3_column_type(s, 5) == SQLITE_NULL ? 0 : sqlite3_column_int64(s, 5);
 		const char *name = (const char *)sqlite3_column_text(s, 4);
 		struct nsys_schema *x = NULL;
@@ -98,7 +98,7 @@ int nsys_read_schemas(struct nsys_imp *m)
 		}
 		name = name ? name : "";
 		/* by entry type and name, never by schema id: ids move across
-		 * NCCL releases (facts §2.2) */
+		 * NCCL releases (NCCL's NVTX ranges) */
 		if (!strcmp(name, "NCCL communicator ID"))
 			x->off_hash = (int32_t)off;
 		else if (type == 22) /* NVTX_PAYLOAD_ENTRY_TYPE_SIZE */
@@ -392,7 +392,7 @@ static int enrich_one(struct nsys_imp *m, const struct nsys_comm *c)
 		m->res->nccl_no_comm++;
 	}
 	a->group_size = n;
-	/* S as nccl-tests counts it (facts §5): the payload is per rank for
+	/* S as nccl-tests counts it (nccl-tests' PERFORMANCE.md): the payload is per rank for
 	 * all-gather / reduce-scatter and per peer for ncclAlltoAll */
 	bytes = x.send > x.recv ? x.send : x.recv;
 	if (x.send < 0 || x.recv < 0 || x.other < 0 || (x.nother && x.nother < x.nops))

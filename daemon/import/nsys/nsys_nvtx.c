@@ -43,7 +43,7 @@ static int read_domains(struct nsys_imp *m, struct dom **out, uint32_t *n)
 }
 
 /* A time-sliced export can lose the 75 rows: then a non-default domain
- * whose ranges are named nccl* is NCCL's (nsys-nccl-facts.md §1.4). */
+ * whose ranges are named nccl* is NCCL's (the nsys SQLite schema). */
 static bool is_nccl_domain(const struct dom *d, uint32_t n, int64_t pid, int64_t dom,
 			   const char *name)
 {
