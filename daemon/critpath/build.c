@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "critpath_int.h"
 
 const char *const cp_edge_type_name[CP_E_COUNT] = {
     "critical_path_operator",

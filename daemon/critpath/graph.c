@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "critpath_int.h"
 
 int cpb_fail(struct cp_build *b, int err, const char *fmt, ...)
 {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "critpath_int.h"
 
 int cp_graph_index(struct cp_graph *g)
 {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "critpath_int.h"
 
 const char *const cp_bound_name[CP_B_COUNT] = {
     "",

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "critpath_int.h"
 
 #define CP_MAX_EDITS 64
 

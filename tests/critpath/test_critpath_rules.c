@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "critpath/internal.h"
+#include "critpath/critpath_int.h"
 #include "import/import.h"
 #include "test.h"
 
