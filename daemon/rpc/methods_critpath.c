@@ -406,7 +406,7 @@ static void run(struct capjob *j, struct capture *c)
 			goto out;
 		}
 		cJSON *ov = cJSON_AddObjectToObject(res, "overlay");
-		cJSON_AddNumberToObject(ov, "bytes", (double)io->out.total);
+		cJSON_AddNumberToObject(ov, "bytes", (double)io->out.w.total);
 		cJSON_AddNumberToObject(ov, "flow_events", (double)flows);
 		cJSON_AddBoolToObject(ov, "verified", f.xxh64[0] != 0);
 		free(io);
