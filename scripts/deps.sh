@@ -7,13 +7,14 @@ PKGS="gcc make meson ninja-build pkg-config clang llvm bpftool binutils
 libbpf-dev libelf-dev libdw-dev libdrm-dev libsystemd-dev libcjson-dev libuv1-dev
 zlib1g-dev libxxhash-dev liblzma-dev xz-utils libisal-dev libsqlite3-dev systemtap-sdt-dev systemd util-linux python3 procps
 libclang-rt-14-dev chromium chromium-driver golang-go libigc1 linux-perf g++
-scdoc man-db bash-completion zsh"
+scdoc man-db bash-completion zsh clang-format"
 missing=""
 # liblzma-dev: MiniDebugInfo (.gnu_debugdata) of stripped binaries; xz-utils
 # builds one in tests/sym.
 # libxxhash-dev: XXH64 of imported traces (the critical-path overlay checks
 # its --trace file against it).
 # libisal-dev: ISA-L's igzip, the importer's gzip inflate (zlib if absent).
+# clang-format: scripts/format-check.sh (.clang-format).
 # golang-go brings `go tool pprof`, which reads our pprof exports in the tests.
 # libigc1 ships libiga64.so.1 (Intel's GPU disassembler, optional at run time);
 # the IGA test disassembles with it.
