@@ -14,7 +14,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "cpu_sample.h"
+#include "cpu_sample_abi.h"
 #include "owner.bpf.h"
 #include "pystack.bpf.h"
 #include "ustack.bpf.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (MIT OR GPL-2.0-only)
 /*
- * The batch-buffer parser (gpu_cs.h) in BPF (docs/gpu-cs.md). A
+ * The batch-buffer parser (gpu_cs_parse.h) in BPF (docs/gpu-cs.md). A
  * BPF_PROG_TYPE_SYSCALL program, run with BPF_PROG_TEST_RUN: its context
  * names the batch start and up to GPU_CS_RUN_MAPS windows of GPU memory,
  * each backed by memory of the calling process, which the parser reads
@@ -18,8 +18,8 @@
 #include <bpf/bpf_helpers.h>
 
 #include "gpu_cs_parse.h"
-#include "gpu_cs_run.h"
-#include "gpu_cs_user.h"
+#include "gpu_cs_run_abi.h"
+#include "gpu_cs_user.bpf.h"
 
 /* bpf_probe_read_user() is gpl_only. */
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * GPU command-stream (batch buffer) parser for Intel Gen12 / Xe-HP / Xe2
- * (docs/gpu-cs.md, facts §4): finds the kernel start pointers (KSPs) of
+ * (docs/gpu-cs.md, the PRMs' command encodings): finds the kernel start pointers (KSPs) of
  * COMPUTE_WALKER, GPGPU_WALKER and the 3D shader states, the system routine
  * (STATE_SIP) and the base addresses STATE_BASE_ADDRESS sets, following
  * MI_BATCH_BUFFER_START chains and second-level calls.
@@ -29,7 +29,7 @@
 #ifndef GPUPROF_BPF_GPU_CS_PARSE_H
 #define GPUPROF_BPF_GPU_CS_PARSE_H
 
-#include "gpu_cs.h"
+#include "gpu_cs_abi.h"
 
 /* Byte offset of the counters-and-bases part that gpu_cs_begin() clears. */
 #define GPU_CS_RESULT_HEAD __builtin_offsetof(struct gpu_cs_result, ksp)
@@ -41,7 +41,7 @@
 static __gpu_cs_inline int gpu_cs_read(void *rctx, __u64 gpu_addr, __u32 *dst, __u32 max_dw);
 
 /*
- * Total dwords of the command whose first dword is dw0 (facts §4.1-4.3),
+ * Total dwords of the command whose first dword is dw0 (the PRMs' command encodings),
  * or 0 when dw0 is no known command type. Never more than 65537.
  */
 static __gpu_cs_inline __u32 gpu_cs_cmd_len(__u32 dw0)
@@ -168,7 +168,7 @@ static __gpu_cs_inline __u64 gpu_cs_base(__u32 lo, __u32 hi)
 	return (((__u64)hi << 32) | (lo & 0xfffff000u)) & GPU_CS_VA_MASK;
 }
 
-/* MI_BATCH_BUFFER_START (facts §4.2). Returns non-zero when the parse ends. */
+/* MI_BATCH_BUFFER_START (the PRMs' command encodings). Returns non-zero when the parse ends. */
 static __gpu_cs_inline int gpu_cs_bbs(struct gpu_cs *cs, __u32 dw0)
 {
 	__u64 target = ((__u64)(gpu_cs_dw(cs, 2) & 0xffff) << 32) | (gpu_cs_dw(cs, 1) & ~3u);
@@ -205,7 +205,7 @@ static __gpu_cs_inline int gpu_cs_bbs(struct gpu_cs *cs, __u32 dw0)
 }
 
 /* GPGPU_WALKER (Gen12): the descriptor is in the dynamic state heap at
- * DSBA + MEDIA_INTERFACE_DESCRIPTOR_LOAD start + 32 * dw1[5:0] (facts §4.5). */
+ * DSBA + MEDIA_INTERFACE_DESCRIPTOR_LOAD start + 32 * dw1[5:0] (the PRMs' command encodings). */
 static __gpu_cs_inline void gpu_cs_gpgpu(struct gpu_cs *cs, void *rctx)
 {
 	__u64 a;
@@ -222,7 +222,7 @@ static __gpu_cs_inline void gpu_cs_gpgpu(struct gpu_cs *cs, void *rctx)
 	gpu_cs_add_ksp(cs, gpu_cs_ptr(cs->aux[0], cs->aux[1]), GPU_CS_K_GPGPU);
 }
 
-/* 3D shader states: the dword of the (first) KSP, 0 = not one (facts §4.3). */
+/* 3D shader states: the dword of the (first) KSP, 0 = not one (the PRMs' command encodings). */
 static __gpu_cs_inline __u32 gpu_cs_3d_ksp(__u32 key, __u32 *kind)
 {
 	switch (key) {

@@ -3,7 +3,7 @@
  * Driver-side GPU job lifecycle (docs/collectors.md, "GPU jobs"): tp_btf
  * programs on the xe and i915 submission/completion tracepoints, and on the
  * core kernel's dma_fence tracepoints as the generic fallback. Each program
- * sends one gpu_job_rec (gpu_job.h) per event; userspace pairs submit /
+ * sends one gpu_job_rec (gpu_job_abi.h) per event; userspace pairs submit /
  * start / end into intervals (daemon/collect/gpu_job_pair.c).
  *
  * Three groups, loaded independently: userspace turns autoload off for every
@@ -13,7 +13,7 @@
  * CO-RE definitions (preserve_access_index) resolved against the module's
  * BTF at load; libbpf relocates only programs that are loaded.
  *
- * Field facts: reference intel-gpu-facts.md 2.5 (xe_trace.h), 2.6
+ * Field sources: xe_trace.h, and
  * (dma_fence), 3.3 (i915_trace.h). xe_hw_fence and i915_request both start
  * with their struct dma_fence, so their context/seqno are read as a fence.
  */
@@ -23,7 +23,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "gpu_job.h"
+#include "gpu_job_abi.h"
 #include "owner.bpf.h"
 #include "pystack.bpf.h"
 #include "ustack.bpf.h"
@@ -40,7 +40,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 const volatile __u8 user_stacks = 1;   /* user stack at SUBMIT from a user task */
 const volatile __u64 wakeup_bytes = 0; /* see cpu_sample.bpf.c */
 /* Bytes of user stack a SUBMIT copies for the daemon's CFI unwinder
- * (ustack.h); 0: frame-pointer stacks walked here instead. */
+ * (ustack_abi.h); 0: frame-pointer stacks walked here instead. */
 const volatile __u32 stack_bytes = USTACK_DEFAULT_BYTES;
 /* Ring bytes waiting above which a SUBMIT walks frame pointers instead of
  * copying (userspace sets half the ring): see gpu_launch.bpf.c. */

@@ -15,7 +15,7 @@
  *    here in an LRU map keyed by (pid, handle)) and NEO's USDT launch probe.
  *    One program per argument shape; which entry point fired comes from the
  *    attach cookie (enum gpu_api).
- * Records go through one ring buffer (gpu_launch.h). The user stack is
+ * Records go through one ring buffer (gpu_launch_abi.h). The user stack is
  * taken for one launch in stack_sample per (thread, kernel, call site);
  * the others go out without one (GPU_LAUNCH_F_NOSTACK) and userspace gives
  * them the stack last seen there, so counts stay exact. A launch that takes
@@ -30,7 +30,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 
-#include "gpu_launch.h"
+#include "gpu_launch_abi.h"
 #include "owner.bpf.h"
 #include "pystack.bpf.h"
 #include "ustack.bpf.h"
@@ -69,7 +69,7 @@ const volatile __u64 wakeup_bytes = 0;
 /* Take the user stack for 1 launch in N per call site (1 = every one). */
 const volatile __u32 stack_sample = 1;
 /* Bytes of user stack a launch that takes a stack copies for the daemon's
- * CFI unwinder (ustack.h); 0: frame-pointer stacks walked here instead. */
+ * CFI unwinder (ustack_abi.h); 0: frame-pointer stacks walked here instead. */
 const volatile __u32 stack_bytes = USTACK_DEFAULT_BYTES;
 /* Ring bytes waiting above which a launch walks frame pointers instead of
  * copying (userspace sets half the ring): in a launch storm the daemon

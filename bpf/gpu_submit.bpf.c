@@ -9,14 +9,14 @@
  * Attached to the raw syscall tracepoints (raw_tp sys_enter / sys_exit),
  * not to xe_exec_ioctl: they need no module BTF, no kprobes and no fentry,
  * and they see the user-space ioctl arguments the driver will copy in.
- * From the xe uAPI (intel-gpu-facts.md §2) it rebuilds, per (process, DRM
+ * From the xe uAPI (xe_drm.h) it rebuilds, per (process, DRM
  * fd), where each GPU VA range lives in the process:
  *   VM_BIND MAP_USERPTR  gpu range -> user address (the op's userptr)
  *   VM_BIND MAP          gpu range -> (BO handle, offset in the BO)
  *   GEM_MMAP_OFFSET      (exit) fake offset -> BO handle
  *   mmap(fd, offset)     (exit) BO handle -> user address of its mapping
  *   VM_BIND UNMAP        forgets the range
- * and for i915 (§3.1) GEM_USERPTR / GEM_MMAP / GEM_MMAP_OFFSET + mmap give
+ * and for i915 (i915_drm.h) GEM_USERPTR / GEM_MMAP / GEM_MMAP_OFFSET + mmap give
  * the objects' user memory, EXECBUFFER2's exec objects their GPU VA
  * (softpin). At EXEC (one batch buffer) / EXECBUFFER2 it parses from the
  * batch address, reading with bpf_probe_read_user() through those ranges,
@@ -35,8 +35,8 @@
 #include <bpf/bpf_tracing.h>
 
 #include "gpu_cs_parse.h"
-#include "gpu_cs_user.h"
-#include "gpu_submit.h"
+#include "gpu_cs_user.bpf.h"
+#include "gpu_submit_abi.h"
 #include "owner.bpf.h"
 
 /* bpf_probe_read_user() is gpl_only. */
@@ -297,7 +297,7 @@ static __always_inline void bind_range(struct job *j)
 	count(GPU_SUBMIT_C_BINDS);
 }
 
-/* One struct drm_xe_vm_bind_op (80 B, §2.3) at user address uop. A
+/* One struct drm_xe_vm_bind_op (80 B, xe_drm.h) at user address uop. A
  * subprogram: a vector bind calls it in a loop (bpf_loop callbacks do not
  * nest here). */
 static __noinline void bind_op(struct job *j, const void *uop)
@@ -333,7 +333,7 @@ static __noinline void bind_op(struct job *j, const void *uop)
 	}
 }
 
-/* struct drm_xe_vm_bind (136 B, §2.3). */
+/* struct drm_xe_vm_bind (136 B, xe_drm.h). */
 static __always_inline void vm_bind(int fd, __u64 uarg)
 {
 	struct job *j = job_get();
@@ -435,7 +435,7 @@ static __always_inline void submit(struct job *j, int fd, __u64 batch, __u32 dri
 		bpf_map_update_elem(&deferred, &tgid, &w, BPF_ANY);
 }
 
-/* struct drm_xe_exec (56 B, §2.2). */
+/* struct drm_xe_exec (56 B, xe_drm.h). */
 static __always_inline void xe_exec(int fd, __u64 uarg)
 {
 	struct {
@@ -456,7 +456,7 @@ static __always_inline void xe_exec(int fd, __u64 uarg)
 	submit(j, fd, x.address, GPU_SUBMIT_XE, x.exec_queue_id, x.num_batch_buffer);
 }
 
-/* One drm_i915_gem_exec_object2 (56 B, §3.1): its GPU VA range, when the
+/* One drm_i915_gem_exec_object2 (56 B, i915_drm.h): its GPU VA range, when the
  * object's user mapping is known, becomes a binding. Returns its offset. */
 static __noinline __u64 i915_object(struct job *j, const void *uobj)
 {
@@ -503,7 +503,7 @@ static long objs_cb(__u32 i, void *arg)
 	return 0;
 }
 
-/* struct drm_i915_gem_execbuffer2 (64 B, §3.1): the exec objects' offsets
+/* struct drm_i915_gem_execbuffer2 (64 B, i915_drm.h): the exec objects' offsets
  * (softpin: the GPU VA they are at) are this process's layout; the batch
  * is object 0 with BATCH_FIRST, else the last. */
 static __always_inline void i915_execbuffer(int fd, __u64 uarg)

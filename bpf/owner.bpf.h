@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (MIT OR GPL-2.0-only) */
 /*
- * task_owner(): the owner recorded with a task's events (owner.h). An
+ * task_owner(): the owner recorded with a task's events (owner_abi.h). An
  * unprivileged peer sees a process's events only if it could read them
  * itself, and the kernel's rule for that (__ptrace_may_access() with
  * PTRACE_MODE_READ_FSCREDS, as /proc/PID/maps and perf use) is: the
@@ -26,7 +26,7 @@
 #ifndef GPUPROF_BPF_OWNER_BPF_H
 #define GPUPROF_BPF_OWNER_BPF_H
 
-#include "owner.h"
+#include "owner_abi.h"
 
 #define OWNER_MMF_DUMPABLE_MASK 3 /* MMF_DUMPABLE_BITS = 2, include/linux/sched/coredump.h */
 #define OWNER_SUID_DUMP_USER 1

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (MIT OR GPL-2.0-only) */
 /*
- * Read the sampled thread's Python frame chain (pystack.h) for processes
+ * Read the sampled thread's Python frame chain (pystack_abi.h) for processes
  * whose interpreter layout the daemon put in py_procs. Included by the
  * programs that record user stacks. Every loop has a constant bound; every
  * read of the target may fail (the process can lie or race): a failed read
@@ -12,7 +12,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 
-#include "pystack.h"
+#include "pystack_abi.h"
 
 /* Layouts by tgid, written by the daemon (shared by every program through
  * one map the daemon creates). */

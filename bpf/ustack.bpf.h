@@ -10,7 +10,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 
-#include "ustack.h"
+#include "ustack_abi.h"
 
 /*
  * The registers saved at the current task's last entry to the kernel: its

@@ -10,7 +10,7 @@
 
 #include "gpuprof-build.h"
 #include "duration.h"
-#include "timeline/timeline.h" /* TL_BIG_CACHE_DEFAULT */
+#include "alloc/bigalloc.h" /* TL_BIG_CACHE_DEFAULT */
 
 void config_defaults(struct config *cfg)
 {
@@ -358,7 +358,7 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 	}
 	if (!strcmp(key, "sampling.stack_bytes") || !strcmp(key, "gpu.stack_bytes")) {
 		size_t b;
-		/* what BPF can copy (bpf/ustack.h), whole 8-byte words */
+		/* what BPF can copy (bpf/ustack_abi.h), whole 8-byte words */
 		r = config_parse_size(v, &b);
 		if (r == 0 && (b > 65536 || b % 8))
 			return -ERANGE;

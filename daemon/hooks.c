@@ -37,7 +37,7 @@ static void note_pid(void *arg, uint32_t pid, bool exec)
 
 #if defined(HAVE_XE_COLLECTOR) && defined(HAVE_GPU_LAUNCH_COLLECTOR)
 /* NEO's launch USDT names a kernel's GPU range: the EU-stall kernel table
- * attributes samples to it (issue #8; batch-buffer KSPs only fill gaps). */
+ * attributes samples to it (batch-buffer KSPs only fill gaps). */
 static void feed_xe(void *arg, const struct gpu_launch_kernel *k)
 {
 	struct xe *x = xe_collector_core(arg);

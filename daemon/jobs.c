@@ -376,63 +376,16 @@ ssize_t fdio_read(int fd, void *buf, size_t len, int timeout_ms)
 	}
 }
 
+static int fdout_sink(void *ctx, const void *buf, size_t len)
+{
+	struct fdout *o = ctx;
+
+	return fdio_write_all(o->fd, buf, len, o->timeout_ms);
+}
+
 void fdout_init(struct fdout *o, int fd, int timeout_ms)
 {
+	wb_init(&o->w, fdout_sink, o);
 	o->fd = fd;
 	o->timeout_ms = timeout_ms;
-	o->err = 0;
-	o->total = 0;
-	o->len = 0;
-}
-
-int fdout_flush(struct fdout *o)
-{
-	if (o->err || o->len == 0)
-		return o->err;
-	o->err = fdio_write_all(o->fd, o->buf, o->len, o->timeout_ms);
-	if (!o->err)
-		o->total += o->len;
-	o->len = 0;
-	return o->err;
-}
-
-int fdout_write(struct fdout *o, const void *p, size_t n)
-{
-	if (o->err)
-		return o->err;
-	if (n > sizeof(o->buf) - o->len) {
-		if (fdout_flush(o))
-			return o->err;
-		if (n > sizeof(o->buf)) {
-			o->err = fdio_write_all(o->fd, p, n, o->timeout_ms);
-			if (!o->err)
-				o->total += n;
-			return o->err;
-		}
-	}
-	memcpy(o->buf + o->len, p, n);
-	o->len += n;
-	return 0;
-}
-
-int fdout_printf(struct fdout *o, const char *fmt, ...)
-{
-	char tmp[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return o->err = -EINVAL;
-	if ((size_t)n < sizeof(tmp))
-		return fdout_write(o, tmp, (size_t)n);
-	char *big = malloc((size_t)n + 1);
-	if (!big)
-		return o->err = -ENOMEM;
-	va_start(ap, fmt);
-	vsnprintf(big, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	fdout_write(o, big, (size_t)n);
-	free(big);
-	return o->err;
 }

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "wbuf.h"
+
 struct gpd;
 
 /* Whom a job runs for: the peer whose request started it, or the owner of
@@ -87,21 +89,24 @@ void job_cancel_enter(struct job_cancel *c);
 /* -ECANCELED when this thread's job was cancelled or the daemon stops, else 0. */
 int job_cancelled(void);
 
-/* A buffered writer on a client fd, for renderers running in a job. */
+/* The buffered writer (wbuf.h) on a client fd, for renderers running in a
+ * job: each full buffer goes out with fdio_write_all() within timeout_ms. */
 struct fdout {
+	struct wbuf w; /* w.err, w.total: first error, bytes written */
 	int fd;
 	int timeout_ms;
-	int err; /* first error, sticky (negative errno) */
-	uint64_t total; /* bytes written */
-	size_t len;
-	char buf[1 << 16];
 };
 
 void fdout_init(struct fdout *o, int fd, int timeout_ms);
-/* Append bytes; flushes when the buffer fills. Returns o->err. */
-int fdout_write(struct fdout *o, const void *p, size_t n);
-int fdout_printf(struct fdout *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int fdout_flush(struct fdout *o);
+/* Append bytes; flushes when the buffer fills. Returns o->w.err. */
+static inline int fdout_write(struct fdout *o, const void *p, size_t n)
+{
+	return wb_put(&o->w, p, n);
+}
+static inline int fdout_flush(struct fdout *o)
+{
+	return wb_flush(&o->w);
+}
 
 /* Write all of buf, waiting at most timeout_ms for each bit of progress. */
 int fdio_write_all(int fd, const void *buf, size_t len, int timeout_ms);

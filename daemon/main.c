@@ -28,6 +28,7 @@
 #include "push/push.h"
 #include "rpc/rpc.h"
 #include "store/store.h"
+#include "alloc/bigalloc.h"
 #include "timeline/timeline.h"
 #include "pyframes/pyreg.h"
 #include "unwind/unwind.h"

@@ -3,7 +3,9 @@
 #include "client-private.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -48,14 +50,40 @@ static cJSON *id_params(uint64_t id)
 	return p;
 }
 
-GPUPROF_EXPORT int gpuprof_capture_start(struct gpuprof_client *client,
-					 const struct gpuprof_capture_opts *opts, uint64_t *id)
+/* The first layout of struct gpuprof_capture_opts ends at name. */
+#define CAPTURE_OPTS_SIZE_0 (offsetof(struct gpuprof_capture_opts, name) + sizeof(const char *))
+
+/* The caller's options in this library's layout (*o): the size bytes it
+ * passed, the rest zero. 0, -EINVAL or -E2BIG (see client.h). */
+static int capture_opts_copy(const struct gpuprof_capture_opts *in,
+			     struct gpuprof_capture_opts *o)
 {
+	size_t size = in->size ? in->size : CAPTURE_OPTS_SIZE_0;
+
+	if (size < CAPTURE_OPTS_SIZE_0)
+		return -EINVAL;
+	for (size_t i = sizeof(*o); i < size; i++)
+		if (((const unsigned char *)in)[i])
+			return -E2BIG;
+	memset(o, 0, sizeof(*o));
+	memcpy(o, in, size < sizeof(*o) ? size : sizeof(*o));
+	o->size = sizeof(*o);
+	return 0;
+}
+
+GPUPROF_EXPORT int gpuprof_capture_start(struct gpuprof_client *client,
+					 const struct gpuprof_capture_opts *in, uint64_t *id)
+{
+	struct gpuprof_capture_opts copy, *opts = &copy;
 	cJSON *p, *res, *jid;
 	char *result = NULL;
 	int r;
 
-	if (!client || !opts || (opts->npids && !opts->pids))
+	if (!client || !in)
+		return -EINVAL;
+	if ((r = capture_opts_copy(in, &copy)) < 0)
+		return r;
+	if (opts->npids && !opts->pids)
 		return -EINVAL;
 	if (!opts->duration_ms == !opts->last_ms)
 		return -EINVAL;

@@ -9,13 +9,14 @@ zlib1g-dev libxxhash-dev liblzma-dev xz-utils libisal-dev libsqlite3-dev systemt
 libclang-rt-14-dev chromium chromium-driver golang-go libigc1 linux-perf g++
 scdoc man-db bash-completion zsh libmicrohttpd-dev prometheus
 libcurl4-openssl-dev austin python3-pandas
-debhelper dh-python dpkg-dev lintian"
+debhelper dh-python dpkg-dev lintian clang-format"
 missing=""
 # liblzma-dev: MiniDebugInfo (.gnu_debugdata) of stripped binaries; xz-utils
 # builds one in tests/sym.
 # libxxhash-dev: XXH64 of imported traces (the critical-path overlay checks
 # its --trace file against it).
 # libisal-dev: ISA-L's igzip, the importer's gzip inflate (zlib if absent).
+# clang-format: scripts/format-check.sh (.clang-format).
 # golang-go brings `go tool pprof`, which reads our pprof exports in the tests.
 # libigc1 ships libiga64.so.1 (Intel's GPU disassembler, optional at run time);
 # the IGA test disassembles with it.

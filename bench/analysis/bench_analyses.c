@@ -22,6 +22,7 @@
 
 #include "analysis/analysis.h"
 #include "gen.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 struct job {

@@ -53,7 +53,7 @@
 
 #include "collect/collector.h"
 #include "collect/cpu.h"
-#include "cpu_sample.h"
+#include "cpu_sample_abi.h"
 #include "gpd.h"
 #include "store/store.h"
 #include "pyframes/pyreg.h"

@@ -17,8 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../tests/analysis/parity.h"
+#include "analysis/parity.h"
 #include "critpath/critpath.h"
+#include "import/import.h"
 #include "gen.h"
 
 static double now(void)

@@ -11,7 +11,7 @@
  * recorded load_s_best + the sum of the same analyses' analyses_s_best, and
  * the ratio. HTA's figures are *recorded* (HTA is not installed here); they
  * were taken on the same kind of 2-CPU x86_64 machine. Critical path is
- * not in the set (issue 4's figure leaves it out). --jobs N runs the
+ * not in the set (the reference figure leaves it out). --jobs N runs the
  * analyses on N threads at once, as the daemon does for analysis requests
  * sent together (its job pool, limits.max_jobs); the default is one.
  * --per-call prints each call's time in the best run under its row: the
@@ -40,6 +40,7 @@
 
 #include "analysis/analysis.h"
 #include "gen.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 /* HTA's timed call → our analysis and params. The three queue calls are one

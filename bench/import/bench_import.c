@@ -30,6 +30,8 @@
 #include <unistd.h>
 
 #include "gen.h"
+#include "alloc/bigalloc.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 static double now(void)

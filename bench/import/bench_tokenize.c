@@ -2,7 +2,7 @@
 /*
  * bench_tokenize --trace FILE [--runs 50] [--chunk 65536]
  *
- * The JSON tokenizer alone (daemon/timeline/json.c): FILE (plain JSON) read
+ * The JSON tokenizer alone (daemon/import/kineto/jsontok.c): FILE (plain JSON) read
  * into memory once, then fed in --chunk pieces to a tokenizer whose
  * callbacks only count, --runs times; prints the best run's MB/s and the
  * tokens seen. No allocation and no page fault in the timed part, so a
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "timeline/json.h"
+#include "import/kineto/jsontok.h"
 
 static unsigned long nbegin, nkey, nvalue;
 

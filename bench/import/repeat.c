@@ -2,7 +2,8 @@
 /*
  * A real Kineto trace, repeated with shifted timestamps (gen.h,
  * gen_repeat_write): the "1 GB trace made by repeating a reference trace's
- * iterations" of issue 4, whose event mix is the reference trace's own, so
+ * iterations" of the 1 GB benchmark, whose event mix is the reference
+ * trace's own, so
  * that HTA's recorded time on the reference can be scaled by the number of
  * repetitions.
  *

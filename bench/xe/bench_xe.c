@@ -67,7 +67,7 @@ int main(int argc, char **argv)
 		if (i % 100 == 99)
 			addr = 0x40000000 - 8 * i; /* no kernel there */
 		put_bits(r, 0, xe3p ? 61 : 29, addr >> 3);
-		/* "other" and "sync": bits 37 / 85, or 69 / 117 on Xe3p (facts 1.7) */
+		/* "other" and "sync": bits 37 / 85, or 69 / 117 on Xe3p (Xe PRMs) */
 		put_bits(r, xe3p ? 69 : 37, 8, 1 + (unsigned)rand() % 3);
 		put_bits(r, xe3p ? 117 : 85, 8, (unsigned)rand() % 2);
 	}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Timeline analyses with HTA parity (reference/hta/SPEC.md §6.1-6.7): pure
+ * Timeline analyses with Holistic Trace Analysis (HTA) parity
+ * (docs/analyses.md): pure
  * functions from a finalized timeline to a cJSON tree. No I/O, no RPC, no
  * global state; any number of threads may run analyses on the same
  * (immutable) timeline at once.

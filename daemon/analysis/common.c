@@ -19,7 +19,7 @@ static bool starts(const char *s, const char *p)
 }
 
 /*
- * SPEC 4.10: HTA's anchored re.match rules, in order. Note that "hipMemcpy"
+ * HTA's kernel types: its anchored re.match rules, in order. Note that "hipMemcpy"
  * is COMMUNICATION (the ^hip rule comes first), and that a compute kernel
  * whose name contains "Sync" or "dma" is OTHER: both copied on purpose.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Idle-time breakdown per stream (SPEC 6.3): each gap before a kernel /
+ * Idle-time breakdown per stream (as HTA's): each gap before a kernel /
  * memcpy / memset on a stream is host wait (the launch came after the
  * previous row ended), kernel wait (a gap under the threshold, negative
  * ones included) or other. Streams are not merged, and the gap is measured

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Shared by the analyses only: the per-call context, HTA's time grid, kernel
- * types (SPEC 4.10), interval union (4.12), describe()-style statistics and
+ * types (HTA's rules), interval union (HTA's), describe()-style statistics and
  * small JSON/param helpers.
  */
 #ifndef GPUPROF_ANALYSIS_INTERNAL_H
@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "analysis.h"
+#include "alloc/bigalloc.h"
 #include "timeline/timeline.h"
 
 /* One analysis call. Owned by analysis_run(); lives for the call only. */
@@ -38,11 +39,11 @@ struct actx {
 enum ktype { KT_COMPUTATION = 0, KT_COMMUNICATION, KT_MEMORY, KT_OTHER, KT_COUNT };
 extern const char *const ktype_name[KT_COUNT];
 
-/* Kernel type of a name (SPEC 4.10), cached per string id. */
+/* Kernel type of a name (HTA's kernel-type rules), cached per string id. */
 enum ktype ktype_of(struct actx *c, uint32_t name);
 
 /*
- * HTA's time grid in integer ns: where HTA rounds a trace to µs (SPEC 4.2)
+ * HTA's time grid in integer ns: where HTA rounds a trace to µs
  * we take its rounded ts/end times 1000, so every sum matches HTA's exactly;
  * elsewhere the exact ns from the file (whole µs on every reference trace).
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * GPU kernel breakdown (SPEC 6.4): exclusive time per combination of kernel
+ * GPU kernel breakdown (as HTA's): exclusive time per combination of kernel
  * types ("COMPUTATION overlapping COMMUNICATION" ...), summed over ranks, and
  * per-kernel statistics per rank and type with HTA's "others" folding.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Kernel launch statistics (SPEC 6.5): for every (launch call, GPU row) pair
+ * Kernel launch statistics (as HTA's): for every (launch call, GPU row) pair
  * sharing a correlation id, the call's duration, the GPU row's duration and
  * the launch delay max(0, gpu.ts - call end); plus the three outlier sets
  * HTA's plot draws, with configurable cutoffs.

@@ -4,7 +4,7 @@
  * median-of-3 pivots, insertion sort below 16 elements and a heapsort
  * fallback (numpy/core/src/npysort/quicksort.cpp, aquicksort_ and
  * heapsort.cpp, aheapsort_). It is not stable; HTA's queue-length series
- * (SPEC 6.6, Q10) depend on the order it leaves equal timestamps in, so the
+ * (HTA's queue length) depend on the order it leaves equal timestamps in, so the
  * exact algorithm is reproduced rather than any stable sort.
  */
 #include <stddef.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Communication / computation overlap per rank (SPEC 6.2): the share of the
+ * Communication / computation overlap per rank (as HTA's): the share of the
  * union of communication rows that the union of computation rows covers.
  * HTA gets it from a +1/+2 sweep; the measure of C ∩ P is the same number
  * and does not depend on tie order: |C| + |P| - |C ∪ P| from one merged

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Queue length per stream (SPEC 6.6): +1 at every launch call (counted on
+ * Queue length per stream (as HTA's): +1 at every launch call (counted on
  * the stream of its GPU row), -1 when that GPU row starts. The series has a
  * row per change; the summary is pandas' describe() over those rows (not
  * time-weighted, as HTA); time blocked on a full queue sums the time spent

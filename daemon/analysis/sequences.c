@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Frequent kernel sequences under an operator (SPEC 6.7). We rebuild HTA's
+ * Frequent kernel sequences under an operator (as HTA's). We rebuild HTA's
  * call graph: a call stack per CPU thread (HTA's end-point order,
  * trace_call_stack.py:_less_than), GPU rows hung under their launch call,
  * the backward thread re-parented under the main thread's "## backward ##"

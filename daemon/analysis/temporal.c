@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * Temporal breakdown (SPEC 6.1) and, beside it, the split of non-compute
+ * Temporal breakdown (as HTA's) and, beside it, the split of non-compute
  * time into communication / memory / other by a priority sweep.
  *
  * HTA: span = union of all GPU-side rows (stream != -1, so stream-carrying
- * cuda_sync rows count as busy, SPEC 5), idle = span - |union|, compute =
+ * cuda_sync rows count as busy, as in HTA), idle = span - |union|, compute =
  * |union of COMPUTATION rows|, non-compute = the rest. The split gives
  * each instant to the highest-priority type active then (compute >
  * communication > memory > other), so communication + memory + other ==

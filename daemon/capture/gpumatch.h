@@ -24,7 +24,7 @@
 
 struct capture;
 
-/* The tracepoint group of an interval (cpu >> 8): bpf/gpu_job.h values. */
+/* The tracepoint group of an interval (cpu >> 8): bpf/gpu_job_abi.h values. */
 enum gpu_engine_group { GPU_ENGINE_XE = 0, GPU_ENGINE_I915 = 1, GPU_ENGINE_FENCE = 2 };
 
 /*

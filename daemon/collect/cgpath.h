@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cgroup v2 id -> cgroup path, for per-container attribution (issue #8).
+ * cgroup v2 id -> cgroup path, for per-container attribution.
  *
  * BPF records carry bpf_get_current_cgroup_id(): the kernfs node id of the
  * task's cgroup on the unified (v2) hierarchy, which is also the inode

@@ -25,7 +25,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "cpu_sample.h"
+#include "cpu_sample_abi.h"
 #include "cpu_sample.skel.h"
 #include "gpd.h"
 #include "log.h"
@@ -49,7 +49,7 @@
 
 struct cpu_priv {
 	struct collector *c;
-	struct cpu_sample *skel; /* loaded by open, NULL when unavailable */
+	struct cpu_sample_bpf *skel; /* loaded by open, NULL when unavailable */
 	struct rbloop rbl;	 /* the ring buffer on the loop, between start and stop */
 
 	int ncpus;		 /* possible CPUs: sizes the arrays below */
@@ -431,7 +431,7 @@ static void on_tick(void *arg)
 
 static void release_bpf(struct cpu_priv *p)
 {
-	cpu_sample__destroy(p->skel);
+	cpu_sample_bpf__destroy(p->skel);
 	p->skel = NULL;
 	free(p->links);
 	free(p->online);
@@ -500,7 +500,7 @@ static int cpu_open(struct collector *c)
 	}
 	close(r);
 
-	p->skel = cpu_sample__open();
+	p->skel = cpu_sample_bpf__open();
 	if (!p->skel) {
 		collector_set_state(c, COLLECTOR_UNAVAILABLE, "BPF open failed: %s",
 				    strerror(errno));
@@ -518,7 +518,7 @@ static int cpu_open(struct collector *c)
 	if (!r) /* one staging slot per possible CPU */
 		r = bpf_map__set_max_entries(p->skel->maps.scratch, (uint32_t)p->ncpus);
 	if (!r)
-		r = cpu_sample__load(p->skel);
+		r = cpu_sample_bpf__load(p->skel);
 	if (r) {
 		collector_set_state(c, COLLECTOR_UNAVAILABLE, "BPF load failed: %s",
 				    strerror(r < 0 ? -r : errno));

@@ -20,7 +20,7 @@
 
 #include <uv.h>
 
-#include "../../bpf/gpu_launch.h"
+#include "gpu_launch_abi.h"
 #include "gpd.h"
 #include "gpu_launch.skel.h"
 #include "gpu_launch_int.h"

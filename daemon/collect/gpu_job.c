@@ -21,7 +21,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-#include "../../bpf/gpu_job.h"
+#include "gpu_job_abi.h"
 #include "capture/gpumatch.h"
 #include "gpd.h"
 #include "gpu_job.skel.h"

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../bpf/gpu_job.h"
+#include "gpu_job_abi.h"
 #include "collector.h"
 #include "gpu_job_pair.h"
 #include "rbloop.h"

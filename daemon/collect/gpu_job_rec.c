@@ -2,7 +2,7 @@
 /*
  * GPU job collector, record side: BPF records into the pairer (a
  * submission's user stack unwound by CFI when BPF copied it), intervals
- * into the store (gpu_job.h lists the fields), and the names of dma_fence
+ * into the store (gpu_job_abi.h lists the fields), and the names of dma_fence
  * implementations (their ops functions, from /proc/kallsyms) that decide which
  * fences the dma_fence fallback keeps.
  */

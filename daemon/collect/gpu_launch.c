@@ -28,9 +28,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-/* bpf/gpu_launch.h: the record layout. Spelled with its directory because
- * this directory has a gpu_launch.h of its own (the collector's API). */
-#include "../../bpf/gpu_launch.h"
+#include "gpu_launch_abi.h" /* the record layout the BPF program writes */
 #include "gpd.h"
 #include "gpu_launch.skel.h"
 #include "gpu_sites.h"

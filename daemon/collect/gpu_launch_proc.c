@@ -18,7 +18,7 @@
 
 #include <bpf/libbpf.h>
 
-#include "../../bpf/gpu_launch.h"
+#include "gpu_launch_abi.h"
 #include "gpd.h"
 #include "gpu_launch.skel.h"
 #include "log.h"

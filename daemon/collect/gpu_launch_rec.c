@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * GPU launch collector: ring-buffer records (gpu_launch_int.h). Launch
- * records become STORE_REC_GPU_LAUNCH (gpu_launch.h has the field
+ * records become STORE_REC_GPU_LAUNCH (gpu_launch_abi.h has the field
  * convention); their stacks are trimmed to start at the call site, outside
  * the runtime's own frames. With gpu.stack_sample N > 1 the BPF side takes
  * the stack of 1 launch in N per call site; the others get the stack last
@@ -19,7 +19,7 @@
 
 #include <bpf/libbpf.h>
 
-#include "../../bpf/gpu_launch.h"
+#include "gpu_launch_abi.h"
 #include "gpd.h"
 #include "gpu_launch.skel.h"
 #include "store/store.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * NEO's level_zero:compile_kernel USDT (issue #8): after a module link NEO
+ * NEO's level_zero:compile_kernel USDT: after a module link NEO
  * writes a debug zebin (kernel names + ISA) and fires the probe with its
  * path. The file is opened through /proc/PID/root (the process's mount
  * namespace) and read on the thread pool; the zebin hook (hooks.c) parses
@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <uv.h>
-#include "../../bpf/gpu_launch.h"
+#include "gpu_launch_abi.h"
 #include "gpd.h"
 #include "log.h"
 

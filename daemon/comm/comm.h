@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Communication metrics for distributed training (issue 6, seed 004): per
+ * Communication metrics for distributed training: per
  * rank, per iteration, then over ranks and iterations — time breakdown by
  * parallelism (DP/TP/PP/EP/OTHER, simple sum and exact interval union),
  * phase windows, bandwidth and bus bandwidth, volume, compute/communication

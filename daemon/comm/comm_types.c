@@ -75,7 +75,7 @@ uint8_t type_from_kernel(const char *s)
 	return CT_UNKNOWN;
 }
 
-/* c10 ScalarType names and a few numpy-style spellings (facts §4.2). */
+/* c10 ScalarType names and a few numpy-style spellings (c10's ScalarType). */
 int64_t dtype_size(const char *s)
 {
 	static const struct {
@@ -103,7 +103,7 @@ int64_t dtype_size(const char *s)
 	return -1;
 }
 
-/* nccl-tests' busBW factor (facts §5); NaN when n is needed but unknown. */
+/* nccl-tests' busBW factor (nccl-tests' PERFORMANCE.md); NaN when n is needed but unknown. */
 double busbw_factor(uint8_t type, int32_t n)
 {
 	switch (type) {

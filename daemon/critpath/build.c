@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Graph construction (SPEC 6.8 A-D1): clip the rank to the window, create
+ * Graph construction, as HTA's critical path: clip the rank to the window, create
  * start/end nodes, and the CUDA-runtime-lock edges. D2 (call stacks) is in
  * stacks.c, D3 (GPU side) in gpu.c and gpu_tables.c, the node/edge
  * primitives all of them use in graph.c. Times are HTA's grid in ns
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "critpath_int.h"
 
 const char *const cp_edge_type_name[CP_E_COUNT] = {
     "critical_path_operator",
@@ -33,7 +33,7 @@ static bool cat_has_nodes(const struct tl_event *e)
 	return e->kind == TL_K_CPU_OP || e->kind == TL_K_RUNTIME || e->kind == TL_K_DRIVER;
 }
 
-/* SPEC 6.8 A: window, then the clipped set. */
+/* The window, then the clipped set. */
 static int clip(struct cp_build *b)
 {
 	const struct tl_rank *r = b->r;
@@ -117,7 +117,7 @@ static int nkey_cmp(const void *a, const void *b)
 	return (int)x->is_end - (int)y->is_end; /* stable: starts were first */
 }
 
-/* SPEC 6.8 B: nodes sorted by (ts, ev_idx), starts before ends. */
+/* Nodes sorted by (ts, ev_idx), starts before ends. */
 static int make_nodes(struct cp_build *b)
 {
 	const struct tl_rank *r = b->r;
@@ -163,7 +163,7 @@ static int make_nodes(struct cp_build *b)
 	return 0;
 }
 
-/* SPEC 6.8 D1: events holding the CUDA runtime lock, across threads. */
+/* Runtime-lock edges: events holding the CUDA runtime lock, across threads. */
 static int lock_edges(struct cp_build *b)
 {
 	struct cp_graph *g = b->g;

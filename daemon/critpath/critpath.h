@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Critical-path analysis (reference/hta/SPEC.md §6.8, docs/analyses.md
+ * Critical-path analysis (HTA's critical path, docs/analyses.md
  * "Critical path"): a DAG of start/end nodes of CPU ops, runtime calls and
  * GPU kernels of one rank and window, its longest path with HTA's tie rules,
  * the bound-by breakdown, what-if edits on edge weights and the overlay of
@@ -98,7 +98,7 @@ void cp_path_finish(struct cp_path *p);
 /*
  * Validate (same-stream sync edges, cycles: -EDOM with the offending events
  * named in err) and find the longest path with networkx's dag_longest_path
- * rules (SPEC 6.8 E). weights: per edge raw weights in ns (what-if), NULL for
+ * rules (HTA's). weights: per edge raw weights in ns (what-if), NULL for
  * the graph's own. 0, -EDOM, -ENOMEM.
  */
 int cp_solve(const struct cp_graph *g, const int64_t *weights, struct cp_path *out, char *err,
@@ -124,7 +124,7 @@ cJSON *cp_result_json(const struct cp_graph *g, const struct cp_path *p, const i
 		      uint32_t top, uint32_t max_edges);
 
 /*
- * Overlay (SPEC 6.8 G): stream the original trace (plain or gzip JSON, read
+ * Overlay (as HTA's): stream the original trace (plain or gzip JSON, read
  * with rd) to wr as plain JSON, adding "critical": 1 to the args of critical
  * events and appending flow events (ph s/f) for the critical dependency,
  * launch-delay and sync edges. all_events keeps non-critical X events too

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * SPEC 6.8 D3: GPU side. Kernel spans, launch-delay vs kernel-kernel edges
+ * The GPU side of the graph. Kernel spans, launch-delay vs kernel-kernel edges
  * decided by the launch queue length (6.6, on the full rank), GPU->CPU sync
  * edges (stream / context / event synchronize) and GPU->GPU edges from
  * cudaEventRecord -> cudaStreamWaitEvent pairs. Every sort HTA does with

@@ -3,7 +3,7 @@
 #ifndef GPUPROF_CRITPATH_GPU_INT_H
 #define GPUPROF_CRITPATH_GPU_INT_H
 
-#include "internal.h"
+#include "critpath_int.h"
 
 #define QNONE INT64_MIN
 

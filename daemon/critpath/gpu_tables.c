@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * SPEC 6.8 D3, the tables the GPU edges are decided from: the launch queue
+ * The tables the GPU edges are decided from: the launch queue
  * length at each row (6.6, on the full rank), the launch calls with their
  * GPU rows, and each cudaEventRecord / cudaStreamWaitEvent paired with its
  * previous / next launch. Sorts go through np_argsort_i64 (see gpu.c).

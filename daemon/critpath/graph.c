@@ -3,12 +3,12 @@
  * Graph primitives for the build passes (build.c, stacks.c, gpu.c): error
  * text, position lookup, the g->ev entry and string of an event, edges
  * deduplicated through an open-addressing (u,v) hash, and HTA's edge
- * attribution (SPEC 6.8 D2).
+ * attribution (HTA's _attribute_edge).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "critpath_int.h"
 
 int cpb_fail(struct cp_build *b, int err, const char *fmt, ...)
 {
@@ -103,7 +103,7 @@ int32_t cpb_event(struct cp_build *b, uint32_t pos)
 
 		for (size_t i = 0; i < b->ndl && !dl; i++)
 			dl = regexec(&b->dl[i], n, 0, NULL, 0) == 0;
-		/* SPEC 6.8 F bound_by; is_comm_kernel = nccl prefix or gloo */
+		/* HTA's bound_by; is_comm_kernel = nccl prefix or gloo */
 		if (!x->gpu && x->stream < 0)
 			x->bound = dl ? CP_B_DATA_LOADING : CP_B_CPU;
 		else if (strncmp(n, "nccl", 4) == 0 || strstr(n, "gloo:"))
@@ -168,7 +168,7 @@ int32_t cpb_edge(struct cp_build *b, int32_t u, int32_t v, enum cp_edge_type t, 
 	for (s = hslot(key, b->hcap); b->hkey[s] != UINT64_MAX; s = (s + 1) & (b->hcap - 1)) {
 		if (b->hkey[s] == key) {
 			/* networkx: re-adding (u,v) replaces the attributes but
-			 * keeps the adjacency position (SPEC 6.8 C) */
+			 * keeps the adjacency position (as networkx) */
 			g->edges[b->hval[s]].w = w;
 			g->edges[b->hval[s]].type = (uint8_t)t;
 			return (int32_t)b->hval[s];

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Overlay writer (SPEC 6.8 G): the original trace streamed through, one
+ * Overlay writer (as HTA's): the original trace streamed through, one
  * traceEvents element at a time (bounded memory, nothing stored): critical
  * elements (by position, as HTA's overlay marks raw events) get
  * "critical": 1 in their args, other X events are dropped unless all_events

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Overlay writer, per element (SPEC 6.8 G): the top-level fields an element
+ * Overlay writer, per element (as HTA's): the top-level fields an element
  * is judged by, "critical": 1 spliced into its args, and the flow events
  * for critical edges, placed on the endpoints seen while streaming.
  */

@@ -4,7 +4,7 @@
 #ifndef GPUPROF_CRITPATH_OVERLAY_INT_H
 #define GPUPROF_CRITPATH_OVERLAY_INT_H
 
-#include "internal.h"
+#include "critpath_int.h"
 
 struct flow {
 	uint32_t src, dst; /* traceEvents indices */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * SPEC 6.8 E: validation and the longest path, O(V + E), with networkx's
+ * Validation and the longest path, O(V + E), with networkx's
  * dag_longest_path tie rules: Kahn generations seeded in graph node order
  * (first appearance in the edge insertion sequence), successors in
  * first-insertion order, the first maximal predecessor wins, and the path
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "critpath_int.h"
 
 int cp_graph_index(struct cp_graph *g)
 {

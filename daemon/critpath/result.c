@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The result tree (docs/analyses.md "Critical path"): graph counts, path
- * length, bound-by summary (SPEC 6.8 F: Σ weight per class / Σ weight of
+ * length, bound-by summary (as HTA's: Σ weight per class / Σ weight of
  * the path × 100, raw CPEdge weights, Q11), the critical edges in path order
  * and the events contributing most.
  */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "critpath_int.h"
 
 const char *const cp_bound_name[CP_B_COUNT] = {
     "",

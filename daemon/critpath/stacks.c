@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * SPEC 6.8 D2: CPU call stacks. Per (pid, tid) of the clipped rows, nest
+ * CPU call stacks. Per (pid, tid) of the clipped rows, nest
  * the events the way HTA's old common/call_stack.py does (its comparator and
  * a stable sort), then walk the stacks depth first, linking each op's start
  * and end with its children and consecutive top-level ops with dependency
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "critpath_int.h"
 
 struct pt {
 	int64_t time, dur;

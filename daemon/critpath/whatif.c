@@ -3,7 +3,7 @@
  * What-if edits on a built graph: new edge weights, then cp_solve() again,
  * without going back to the trace (Daydream-style, as HTA's docs suggest
  * for its restored CPGraph). An event's duration is the sum of the operator
- * edges attributed to it (SPEC 6.8 D2 attribution), so scaling an event
+ * edges attributed to it (HTA's _attribute_edge), so scaling an event
  * scales those edges and setting it spreads the new total over them in
  * proportion. Delay kinds edit the launch / kernel-kernel edges directly;
  * zero-weight launch edges (kept for causality) stay zero.
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "critpath_int.h"
 
 #define CP_MAX_EDITS 64
 

@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "pystack.h"
+#include "pystack_abi.h"
 
 static uint32_t bpf_off(uint32_t off)
 {

@@ -101,7 +101,7 @@ int pyf_thread_stack(struct pyf_proc *p, uint32_t tid, struct pyf_frame *frames,
 int pyf_resolve(struct pyf_proc *p, uint64_t code, int32_t instr, const char **qualname,
 		const char **file, int *line);
 
-/* ---- for the BPF walk (bpf/pystack.h) ---- */
+/* ---- for the BPF walk (bpf/pystack_abi.h) ---- */
 
 struct pystack_layout;
 struct pystack_node;

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "pyframes.h"
-#include "pystack.h"
+#include "pystack_abi.h"
 #include "util.h"
 
 #define PROC_BUCKETS 1024

@@ -4,7 +4,7 @@
  *
  * The registry recognizes CPython processes as the collectors first see
  * them (pyf_attach), hands BPF each one's layout through the py_procs map
- * (bpf/pystack.h), and turns the raw chains BPF reads at each sample into
+ * (bpf/pystack_abi.h), and turns the raw chains BPF reads at each sample into
  * Python frames spliced into the unwound native stack: every activation
  * of the interpreter's frame evaluator is replaced by the Python frames it
  * was running.

@@ -10,6 +10,7 @@
 #include "flamegraph.h"
 #include "utf8.h"
 #include "folded.h"
+#include "wbuf.h"
 
 struct capture;
 struct sym_table;
@@ -43,21 +44,8 @@ static inline uint64_t sat_add(uint64_t a, uint64_t b)
 /* Frame-wise sort of the lines (foldedin.c). */
 void fold_set_sort(struct fold_set *s);
 
-/* A buffered writer over a folded_write_fn (svg.c). */
-struct wbuf {
-	folded_write_fn fn;
-	void *ctx;
-	int err;
-	uint64_t total;
-	size_t len;
-	char buf[1 << 16];
-};
-
-void wb_init(struct wbuf *w, folded_write_fn fn, void *ctx);
-int wb_put(struct wbuf *w, const void *p, size_t n);
-int wb_puts(struct wbuf *w, const char *s);
-int wb_printf(struct wbuf *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int wb_flush(struct wbuf *w);
+/* The renderers write through the daemon's buffered writer (wbuf.h),
+ * whose sink is the caller's folded_write_fn. */
 /* Text made safe for XML character data and attribute values: markup
  * characters escaped, invalid UTF-8 bytes and control characters replaced
  * by U+FFFD / ' '. max_chars > 0 truncates to that many characters, ending

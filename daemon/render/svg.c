@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Output helpers shared by the renderers: a buffered writer over a
- * folded_write_fn, escaping for XML and JSON that accepts any bytes (frame
- * names come from other people's binaries and files), and the palette.
+ * Output helpers shared by the renderers: escaping for XML and JSON that
+ * accepts any bytes (frame names come from other people's binaries and
+ * files), and the palette.
  */
 #include "render_int.h"
 
@@ -11,56 +11,6 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
-
-void wb_init(struct wbuf *w, folded_write_fn fn, void *ctx)
-{
-	w->fn = fn;
-	w->ctx = ctx;
-	w->err = 0;
-	w->total = 0;
-	w->len = 0;
-}
-
-int wb_flush(struct wbuf *w)
-{
-	if (!w->err && w->len)
-		w->err = w->fn(w->ctx, w->buf, w->len);
-	w->len = 0;
-	return w->err;
-}
-
-int wb_put(struct wbuf *w, const void *p, size_t n)
-{
-	if (w->err)
-		return w->err;
-	w->total += n;
-	if (w->len + n > sizeof(w->buf)) {
-		if (wb_flush(w))
-			return w->err;
-		if (n > sizeof(w->buf))
-			return w->err = w->fn(w->ctx, p, n);
-	}
-	memcpy(w->buf + w->len, p, n);
-	w->len += n;
-	return 0;
-}
-
-int wb_puts(struct wbuf *w, const char *s)
-{
-	return wb_put(w, s, strlen(s));
-}
-
-int wb_printf(struct wbuf *w, const char *fmt, ...)
-{
-	char tmp[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return w->err = -EINVAL;
-	return wb_put(w, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
-}
 
 static const char REPL[] = "\xef\xbf\xbd"; /* U+FFFD */
 

@@ -13,6 +13,7 @@
 #include "methods.h"
 #include "push/push.h"
 #include "store/store.h"
+#include "alloc/bigalloc.h"
 #include "timeline/timeline.h"
 #include "pyframes/pyreg.h"
 #include "unwind/unwind.h"

@@ -36,7 +36,7 @@
 #include "gpd.h"
 #include "methods.h"
 #include "methods_critpath.h"
-#include "timeline/xxh64.h"
+#include "import/xxh64.h"
 #include "timeline/timeline.h"
 
 #define CACHE_MAX_BYTES (256u << 20)
@@ -406,7 +406,7 @@ static void run(struct capjob *j, struct capture *c)
 			goto out;
 		}
 		cJSON *ov = cJSON_AddObjectToObject(res, "overlay");
-		cJSON_AddNumberToObject(ov, "bytes", (double)io->out.total);
+		cJSON_AddNumberToObject(ov, "bytes", (double)io->out.w.total);
 		cJSON_AddNumberToObject(ov, "flow_events", (double)flows);
 		cJSON_AddBoolToObject(ov, "verified", f.xxh64[0] != 0);
 		free(io);
@@ -425,7 +425,7 @@ static bool bad(struct rpc_req *req, const char *msg)
 	return false;
 }
 
-/* "instance": 2, [1, 3] or "1:3" (inclusive range, SPEC 6.8 A). */
+/* "instance": 2, [1, 3] or "1:3" (inclusive range, as HTA's). */
 static bool parse_instance(struct rpc_req *req, const cJSON *v, struct cp_opts *o)
 {
 	long long a, b;

@@ -20,7 +20,8 @@
 #include "json.h"
 #include "methods.h"
 #include "methods_import.h"
-#include "timeline/xxh64.h"
+#include "import/xxh64.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 struct import_job {

@@ -99,7 +99,7 @@ static void folded_run(struct capjob *j, struct capture *c)
 		json_add_u64(j->result, "stacks", t.stacks);
 		json_add_u64(j->result, "samples", t.samples);
 		json_add_u64(j->result, "weight", t.weight);
-		json_add_u64(j->result, "bytes", out->total);
+		json_add_u64(j->result, "bytes", out->w.total);
 		cJSON_AddBoolToObject(j->result, "symbolized", t.symbolized);
 		if (tl)
 			cJSON_AddStringToObject(j->result, "weighted_by", "exclusive-ns");

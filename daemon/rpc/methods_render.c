@@ -248,7 +248,7 @@ static void render_run(struct capjob *j, struct capture *c)
 		json_add_u64(res, "events", et.events);
 		json_add_u64(res, "frames", et.frames);
 	}
-	json_add_u64(res, "bytes", out->total);
+	json_add_u64(res, "bytes", out->w.total);
 	goto done;
 fail:
 	if (!j->err) /* else already answered with a precise message */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Byte writer/reader for the timeline encoding (encode.c, decode.c). */
+/* Wire constants of the timeline encoding (encode.c, decode.c). */
 #ifndef GPUPROF_TIMELINE_CODEC_H
 #define GPUPROF_TIMELINE_CODEC_H
 
@@ -13,14 +13,5 @@
 #define TL_ENC_FLOW 44
 #define TL_ENC_META 24
 #define TL_ENC_DEVICE 48
-
-struct wbuf {
-	uint8_t *buf;
-	size_t len, cap;
-	int err;
-};
-
-void wb_u32(struct wbuf *w, uint32_t v);
-void wb_i64(struct wbuf *w, int64_t v);
 
 #endif /* GPUPROF_TIMELINE_CODEC_H */

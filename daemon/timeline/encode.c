@@ -21,26 +21,8 @@
 #include <string.h>
 
 #include "codec.h"
+#include "wbuf.h"
 #include "timeline_int.h"
-
-static int wb_reserve(struct wbuf *w, size_t n)
-{
-	if (w->err)
-		return w->err;
-	if (w->len + n > w->cap) {
-		size_t nc = w->cap ? w->cap * 2 : 4096;
-		uint8_t *p;
-
-		while (nc < w->len + n)
-			nc *= 2;
-		p = realloc(w->buf, nc);
-		if (!p)
-			return w->err = -ENOMEM;
-		w->buf = p;
-		w->cap = nc;
-	}
-	return 0;
-}
 
 /* Little-endian stores; the compiler merges the bytes into one store. */
 static inline uint8_t *put_u32(uint8_t *p, uint32_t v)
@@ -59,36 +41,33 @@ static inline uint8_t *put_i64(uint8_t *p, int64_t v)
 	return p + 8;
 }
 
-void wb_u32(struct wbuf *w, uint32_t v)
+static void wb_u32(struct wbuf *w, uint32_t v)
 {
-	if (wb_reserve(w, 4))
-		return;
-	w->len = (size_t)(put_u32(w->buf + w->len, v) - w->buf);
+	uint8_t *p = wb_room(w, 4);
+
+	if (p) {
+		put_u32(p, v);
+		wb_advance(w, 4);
+	}
 }
 
-void wb_i64(struct wbuf *w, int64_t v)
+static void wb_i64(struct wbuf *w, int64_t v)
 {
-	if (wb_reserve(w, 8))
-		return;
-	w->len = (size_t)(put_i64(w->buf + w->len, v) - w->buf);
-}
+	uint8_t *p = wb_room(w, 8);
 
-static void wb_bytes(struct wbuf *w, const void *p, size_t n)
-{
-	if (wb_reserve(w, n))
-		return;
-	memcpy(w->buf + w->len, p, n);
-	w->len += n;
+	if (p) {
+		put_i64(p, v);
+		wb_advance(w, 8);
+	}
 }
 
 /* TL_ENC_EVENT bytes, one reserve: events are most of a big timeline. */
 static void enc_event(struct wbuf *w, const struct tl_event *e)
 {
-	uint8_t *p;
+	uint8_t *p = wb_room(w, TL_ENC_EVENT);
 
-	if (wb_reserve(w, TL_ENC_EVENT))
+	if (!p)
 		return;
-	p = w->buf + w->len;
 	p = put_i64(p, e->ts_ns);
 	p = put_i64(p, e->dur_ns);
 	p = put_i64(p, tl_ev_hta_ts_us(e));
@@ -105,8 +84,8 @@ static void enc_event(struct wbuf *w, const struct tl_event *e)
 	p = put_u32(p, e->args);
 	p = put_u32(p, e->flags);
 	p = put_u32(p, (uint32_t)e->device);
-	p = put_u32(p, (uint32_t)e->kind | (uint32_t)e->sync << 8);
-	w->len = (size_t)(p - w->buf);
+	put_u32(p, (uint32_t)e->kind | (uint32_t)e->sync << 8);
+	wb_advance(w, TL_ENC_EVENT);
 }
 
 static void enc_args(struct wbuf *w, const struct tl_args *a)
@@ -199,32 +178,33 @@ static size_t enc_size(const struct timeline *tl)
 
 int tl_encode(const struct timeline *tl, void **buf, size_t *len)
 {
-	struct wbuf w = { 0 };
+	struct wbuf w;
+	size_t n;
+	void *p;
+	int err;
 
-	w.cap = enc_size(tl);
-	if (!(w.buf = malloc(w.cap)))
-		return -ENOMEM;
+	if ((err = wb_init_mem(&w, enc_size(tl))) < 0)
+		return err;
 	{ /* written from start to (almost) end */
 		size_t done = 0;
 
 		tl_prefault(w.buf, w.cap, &done, w.cap);
 	}
-	wb_bytes(&w, TL_ENC_MAGIC, 4);
+	wb_put(&w, TL_ENC_MAGIC, 4);
 	wb_u32(&w, TIMELINE_ENC_VERSION);
 	wb_u32(&w, tl->st.n);
 	wb_u32(&w, tl->nranks);
 	for (uint32_t id = 1; id < tl->st.n; id++) {
 		wb_u32(&w, tl->st.len[id]);
-		wb_bytes(&w, tl->st.blob + tl->st.off[id], tl->st.len[id]);
+		wb_put(&w, tl->st.blob + tl->st.off[id], tl->st.len[id]);
 	}
 	for (uint32_t i = 0; i < tl->nranks; i++)
 		enc_rank(&w, tl->ranks[i]);
-	if (w.err) {
-		free(w.buf);
-		return w.err;
-	}
-	*buf = w.buf;
-	*len = w.len;
+	err = w.err;
+	if (!(p = wb_take(&w, &n)))
+		return err;
+	*buf = p;
+	*len = n;
 	return 0;
 }
 

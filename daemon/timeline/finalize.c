@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Finalize: HTA's correlation link (SPEC 4.5), ProfilerStep filter (4.8),
- * row order (4.9), then the indexes: per stream, per thread, per
+ * Finalize: HTA's correlation link, ProfilerStep filter,
+ * row order, then the indexes: per stream, per thread, per
  * correlation. Sorting copies (key, position) pairs out of ev[] once and
  * sorts those (no comparator calls, no random reads of 96-byte events):
  * an order check, then an insertion sort with a move budget (GPU rows
@@ -60,7 +60,7 @@ int tl_sort_kp(struct tl_kp *a, uint32_t n)
 	return i >= n || kp_radix(a, n) ? 0 : -ENOMEM;
 }
 
-/* HTA 4.5 over the rank's (unfiltered) rows: index_correlation. Several
+/* HTA's correlation link over the rank's (unfiltered) rows: index_correlation. Several
  * partners: the last one (highest index) wins. *pairs_out (optional): the
  * (correlation, position) pairs of the rows with a correlation, sorted,
  * in a block with room for r->nev pairs (the caller tl_free_big()s it). */
@@ -181,7 +181,7 @@ static int tail_put(struct tl_rank *r, struct tail *t, const struct tl_event *e,
 }
 
 /*
- * HTA 4.8, one rank: rows at or past the last ProfilerStep's start are
+ * HTA's ProfilerStep filter, one rank: rows at or past the last ProfilerStep's start are
  * dropped, and GPUKernelFilter rows whose correlation no kept CPU-side row
  * has. pairs[0..*npairs): corr_link()'s sorted pairs, which give each
  * correlation's rows together (no sort or search of the kept ids); they

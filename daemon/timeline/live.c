@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../bpf/gpu_launch.h" /* enum gpu_api: aux32 of a launch */
+#include "gpu_launch_abi.h" /* enum gpu_api: aux32 of a launch */
 #include "capture/capture.h"
 #include "capture/gpumatch.h"
 #include "timeline_int.h"

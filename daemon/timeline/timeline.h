@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* TIMELINE_H_READY */
 /*
- * The one in-memory timeline model every analysis reads (ARCHITECTURE.md,
- * "One timeline model"), whatever produced it: an imported Kineto /
- * Chrome-trace file or, later, the live collectors.
+ * The one in-memory timeline model every analysis reads, whatever produced
+ * it: an imported Kineto / Chrome-trace file or Nsight Systems export
+ * (daemon/import/), or a live capture's GPU job intervals (live.c).
  *
  * A timeline holds one string table and many ranks. Each rank holds its
  * kept events as compact structs in ascending traceEvents order (so the
@@ -12,20 +11,22 @@
  * once by timeline_finalize(): per GPU stream (sorted by time), per thread,
  * per correlation id. Analyses are then linear or n·log n passes.
  *
- * Semantics follow HTA's loader (reference/hta/SPEC.md §4-5); docs/import.md
- * lists every deliberate difference. Summary for analysis writers:
+ * Semantics follow the trace loader of Holistic Trace Analysis (HTA), the
+ * reference the analyses are checked against; docs/import.md lists every
+ * deliberate difference. Summary for analysis writers:
  *  - Kept events = traceEvents elements with a `dur` and a `cat`, cat !=
- *    "Trace" (SPEC 4.3), minus the ProfilerStep filter (4.8) when it applies.
+ *    "Trace", minus the ProfilerStep filter when it applies.
  *  - Times: ts_ns/dur_ns are exact integer nanoseconds from the decimal text.
- *    HTA works in µs and rounds ns traces (4.2); its exact values are kept in
+ *    HTA works in µs and rounds ns traces; its exact values are kept in
  *    offsets read by tl_ev_hta_ts_ns()/tl_ev_hta_end_ns(), see tl_hta_ts()/tl_hta_dur().
  *  - "GPU side" in HTA = stream != -1 (TL_EV_GPU_SIDE); HTA's GPUKernelFilter
- *    (4.5) is TL_EV_GPU_KERNEL_FILTER.
+ *    is TL_EV_GPU_KERNEL_FILTER.
  *
  * Lifetime and threads: a timeline is built by one thread (import, then
  * timeline_finalize()); once finalized it is immutable and may be read by any
  * number of threads. Every pointer returned by an accessor lives as long as
- * the timeline. No global state: separate timelines are independent.
+ * the timeline. Separate timelines are independent; the big arrays come
+ * from alloc/bigalloc.h.
  */
 #ifndef GPUPROF_TIMELINE_H
 #define GPUPROF_TIMELINE_H
@@ -38,7 +39,7 @@
 #define TL_NO_ARGS UINT32_MAX /* tl_event.args when the event has no tl_args */
 #define TL_NONE (-1) /* "absent" for the int64 fields below (HTA's default) */
 
-/* Kind, from the event's `cat` (table-driven, see kineto.c). */
+/* Kind, from the event's `cat` (table-driven, see kinds.c). */
 enum tl_kind {
 	TL_K_OTHER = 0, /* any other category; cat string still available */
 	TL_K_CPU_OP, /* cpu_op */
@@ -64,16 +65,16 @@ enum tl_sync {
 	TL_SYNC_STREAM_WAIT, /* "Stream Wait Event" (carries a stream) */
 };
 
-/* tl_event.flags. Name-derived flags come from exact-name tables in kineto.c
- * that copy HTA's name sets (SPEC 6.5, 6.6, 6.8). */
+/* tl_event.flags. Name-derived flags come from exact-name tables in kinds.c
+ * that copy HTA's name sets (launch statistics, queue length, critical path). */
 enum tl_event_flags {
 	TL_EV_GPU_SIDE = 1u << 0, /* stream != -1 (HTA "GPU row") */
 	TL_EV_GPU_KERNEL_FILTER = 1u << 1, /* (stream>=0 && corr>=0) || Event/Context Sync */
 	TL_EV_PROFILER_STEP = 1u << 2, /* name matches ^ProfilerStep#\d+ */
-	TL_EV_LAUNCH_STATS = 1u << 3, /* 6.5 launch set: cudaLaunchKernel, ...ExC, runFunction - job_prep... */
-	TL_EV_MEM_ASYNC = 1u << 4, /* cudaMemcpyAsync / cudaMemsetAsync (6.5 with memory events) */
-	TL_EV_LAUNCH_QUEUE = 1u << 5, /* 6.6 launch mask (includes cuLaunchKernel, hip*) */
-	TL_EV_BLOCKING = 1u << 6, /* 6.8 is_blocking set */
+	TL_EV_LAUNCH_STATS = 1u << 3, /* launch stats set: cudaLaunchKernel, ...ExC, runFunction - job_prep... */
+	TL_EV_MEM_ASYNC = 1u << 4, /* cudaMemcpyAsync / cudaMemsetAsync (launch stats, memory events) */
+	TL_EV_LAUNCH_QUEUE = 1u << 5, /* queue length's launches (incl. cuLaunchKernel, hip*) */
+	TL_EV_BLOCKING = 1u << 6, /* critical path's is_blocking set */
 	TL_EV_RUNTIME_LOCK = 1u << 7, /* cudaHostAlloc, cudaLaunchKernel, cudaMemcpyAsync */
 	TL_EV_EVENT_RECORD = 1u << 8, /* cudaEventRecord */
 	TL_EV_STREAM_WAIT_EVENT = 1u << 9, /* cudaStreamWaitEvent (the runtime call) */
@@ -83,7 +84,7 @@ enum tl_event_flags {
 	TL_EV_PID_STR = 1u << 13, /* pid was a string: tl_event.pid is its string id */
 	TL_EV_TID_STR = 1u << 14, /* tid was a string: tl_event.tid is its string id */
 	TL_EV_DUR_NEG = 1u << 15, /* dur_ns < 0 in the file */
-	TL_EV_HTA_DUR_NEG = 1u << 16, /* HTA's rounded dur < 0 (the "dur = -1" quirk, 4.2) */
+	TL_EV_HTA_DUR_NEG = 1u << 16, /* HTA's rounded dur < 0 (the "dur = -1" quirk) */
 	TL_EV_DUPLICATE = 1u << 17, /* same as an earlier event in every kept field */
 	TL_EV_NOT_X = 1u << 18, /* ph was not "X" (kept because it had dur + cat, as HTA) */
 	TL_EV_LAUNCH_ANY = 1u << 19, /* any vendor's launch/async copy/fill call,
@@ -100,11 +101,11 @@ struct tl_event {
 	int64_t dur_ns; /* may be negative when the file says so; ts + dur fits */
 	int64_t pid; /* or string id with TL_EV_PID_STR (GPU rows: device) */
 	int64_t tid; /* or string id with TL_EV_TID_STR (GPU rows: stream) */
-	int64_t stream; /* args.stream, numeric only; else -1 (4.3) */
+	int64_t stream; /* args.stream, numeric only; else -1, as HTA */
 	int64_t correlation; /* args.correlation, -1 */
 	int64_t external_id; /* args["External id"], -1 */
 	uint32_t index; /* position in the file's traceEvents array */
-	/* HTA 4.5's index_correlation: read and set it with
+	/* HTA's index_correlation: read and set it with
 	 * tl_ev_index_corr() / tl_ev_set_index_corr() (an index, or
 	 * TL_NO_INDEX for -1: 32 bits, like index, keep the row at 96 bytes) */
 	uint32_t index_corr;
@@ -116,7 +117,7 @@ struct tl_event {
 	int32_t device; /* args.device, -1 */
 	uint8_t kind; /* enum tl_kind */
 	uint8_t sync; /* enum tl_sync */
-	/* HTA's µs times (4.2) in ns, as offsets from ts_ns and ts_ns + dur_ns:
+	/* HTA's µs times in ns, as offsets from ts_ns and ts_ns + dur_ns:
 	 * read them with tl_ev_hta_ts_ns() / tl_ev_hta_end_ns() */
 	int16_t hta_ts_off, hta_end_off;
 };
@@ -124,7 +125,7 @@ _Static_assert(sizeof(struct tl_event) == 96, "tl_event grew: every large import
 
 #define TL_NO_INDEX UINT32_MAX /* index_corr: none (-1); no traceEvents index is this */
 
-/* HTA 4.5: -1 none, 0 no partner (!), else the partner's index. */
+/* HTA's index_correlation: -1 none, 0 no partner (!), else the partner's index. */
 static inline int64_t tl_ev_index_corr(const struct tl_event *e)
 {
 	return e->index_corr == TL_NO_INDEX ? -1 : (int64_t)e->index_corr;
@@ -149,7 +150,7 @@ static inline int64_t tl_ev_hta_end_ns(const struct tl_event *e)
 {
 	return e->ts_ns + e->dur_ns + e->hta_end_off;
 }
-/* HTA's rounded duration in ns (negative: the "dur = -1" rows of 4.2). */
+/* HTA's rounded duration in ns (negative: the "dur = -1" rows of HTA's rounding). */
 static inline int64_t tl_ev_hta_dur_ns(const struct tl_event *e)
 {
 	return e->dur_ns + e->hta_end_off - e->hta_ts_off;
@@ -242,8 +243,8 @@ struct tl_thread {
 };
 
 enum tl_rank_flags {
-	TL_RANK_HTA_ROUNDING = 1u << 0, /* some ts was non-integer/missing: HTA 4.2 applies */
-	TL_RANK_STEP_FILTERED = 1u << 1, /* the ProfilerStep filter ran (4.8) */
+	TL_RANK_HTA_ROUNDING = 1u << 0, /* some ts was non-integer/missing: HTA rounds */
+	TL_RANK_STEP_FILTERED = 1u << 1, /* the ProfilerStep filter ran */
 	TL_RANK_FINALIZED = 1u << 2, /* indexes below are built */
 	TL_RANK_FROM_DIST_INFO = 1u << 3, /* rank came from distributedInfo.rank */
 	/* the rows the ProfilerStep filter dropped are in tail[] (captures
@@ -276,7 +277,7 @@ struct tl_rank {
 	int64_t base_time_ns; /* top-level baseTimeNanoseconds, -1 */
 
 	/*
-	 * The rows HTA's ProfilerStep filter dropped (4.8: from the last
+	 * The rows HTA's ProfilerStep filter dropped (from the last
 	 * step's start on) that the communication metrics read — GPU work,
 	 * annotations, record_param_comms — in file order, for the analyses
 	 * that count every iteration. Not in any index, and no HTA analysis
@@ -326,7 +327,7 @@ enum timeline_finalize_flags {
 	TL_FIN_NO_STEP_FILTER = 1u << 0, /* keep everything (not HTA's default) */
 };
 /*
- * Apply HTA's ProfilerStep filter (4.8: only when the timeline-wide string
+ * Apply HTA's ProfilerStep filter (only when the timeline-wide string
  * table has >= 2 distinct ProfilerStep#N names; each rank cut at its own last
  * step start) to every rank not yet filtered, then build the indexes and
  * links of every rank. Idempotent. Importing more ranks afterwards and
@@ -355,40 +356,13 @@ size_t timeline_mem_bytes(const struct timeline *tl);
 uint32_t timeline_str_find(const struct timeline *tl, const char *s, size_t len);
 
 /* Earliest event over all ranks (parsed rows, before the step filter):
- * HTA's alignment offset is timeline_hta_min_ts_us() (4.6). */
+ * HTA's alignment offset is timeline_hta_min_ts_us(). */
 int64_t timeline_min_ts_ns(const struct timeline *tl);
 int64_t timeline_hta_min_ts_us(const struct timeline *tl);
 
 /* Positions (into r->ev) of events with this correlation: *first indexes
  * r->by_corr; returns the count (0 if none). */
 uint32_t tl_rank_corr(const struct tl_rank *r, int64_t correlation, uint32_t *first);
-/* malloc() for per-event scratch arrays: from 4 MiB on, 2 MiB-aligned and
- * advised MADV_HUGEPAGE (a fault per 2 MiB written instead of 512 4 KiB
- * ones, each costly in a VM), or a block of about that size kept by
- * tl_free_big(); free() or tl_free_big() frees it. */
-void *tl_malloc_big(size_t bytes);
-/* free() for a tl_malloc_big() block that a later tl_malloc_big() of about
- * the same size may reuse: from 4 MiB on it is kept, within a cap on all
- * kept bytes, for at most an age (tl_big_cache_config); NULL is a no-op. */
-void tl_free_big(void *p);
-/* tl_malloc_big() for room sized by an upper bound, of which only a part
- * may be written: not populated ahead (tl_malloc_big() populates all it
- * gives, MADV_POPULATE_WRITE); pages come as they are written. */
-void *tl_malloc_room(size_t bytes);
-/* calloc() for the big arrays: tl_malloc_big(), zeroed. */
-void *tl_calloc_big(size_t n, size_t sz);
-#define TL_BIG_CACHE_DEFAULT (256u << 20)
-/* Cap on the bytes kept (0: keep none, free what is kept) and their age. */
-void tl_big_cache_config(size_t cap, uint64_t age_ns);
-/* Free kept blocks older than the age (all: every kept block); returns
- * the bytes freed. */
-size_t tl_big_trim(bool all);
-struct tl_big_stats {
-	size_t cached, cap; /* bytes kept now, cap */
-	uint64_t reused, fresh; /* big allocations served from the cache / not */
-	uint64_t trimmed; /* bytes freed from the cache (age, room, trim) */
-};
-void tl_big_stats(struct tl_big_stats *st);
 /* Stream entry for (stream, pid), pid < 0 = first entry of that stream; NULL. */
 const struct tl_stream *tl_rank_stream(const struct tl_rank *r, int64_t stream, int64_t pid);
 /* Args of an event, NULL when it has none. */
@@ -398,13 +372,13 @@ static inline const struct tl_args *tl_event_args(const struct tl_rank *r,
 	return e->args == TL_NO_ARGS ? NULL : &r->args[e->args];
 }
 
-/* HTA's ts in µs, unaligned (subtract timeline_hta_min_ts_us for 4.6). */
+/* HTA's ts in µs, unaligned (subtract timeline_hta_min_ts_us for HTA's alignment). */
 static inline int64_t tl_hta_ts(const struct tl_rank *r, const struct tl_event *e)
 {
 	(void)r;
 	return tl_ev_hta_ts_us(e); /* integral ts: ceil is the identity */
 }
-/* HTA's dur in µs (float64 in HTA): rounded per 4.2, else the file's value. */
+/* HTA's dur in µs (float64 in HTA): rounded as HTA rounds, else the file's value. */
 static inline double tl_hta_dur(const struct tl_rank *r, const struct tl_event *e)
 {
 	if (r->flags & TL_RANK_HTA_ROUNDING)
@@ -430,145 +404,5 @@ int timeline_decode(const void *buf, size_t len, struct timeline **ret, char *wh
 		    size_t whylen);
 /* true if a and b hold identical content (tests, round trips). */
 bool timeline_equal(const struct timeline *a, const struct timeline *b);
-
-/* ---- import (Kineto / Chrome trace JSON, plain or gzip) --------------- */
-
-enum import_warn {
-	IMPORT_W_MISSING_TS = 0, /* event with dur+cat but no usable ts: dropped */
-	IMPORT_W_BAD_NUMBER, /* NaN/Inf/out of range/non-numeric where a number was expected */
-	IMPORT_W_NEG_DUR, /* negative dur in the file (kept, as HTA) */
-	IMPORT_W_UNKNOWN_PH, /* ph not in the Chrome trace set (kept if dur+cat) */
-	IMPORT_W_BAD_UTF8, /* invalid UTF-8 in a string (replaced by U+FFFD) */
-	IMPORT_W_STR_TRUNC, /* string longer than max_string (truncated) */
-	IMPORT_W_DUPLICATE, /* exact duplicate event (kept, as HTA) */
-	IMPORT_W_BAD_FIELD, /* field of the wrong JSON type (ignored) */
-	IMPORT_W_TOO_MANY, /* events beyond UINT32 positions / max_events (dropped) */
-	IMPORT_W_COUNT
-};
-
-struct import_opts {
-	int32_t rank; /* used when the file has no distributedInfo.rank; -1 → 0 */
-	uint64_t max_bytes; /* cap on uncompressed JSON bytes; 0 = 64 GiB */
-	uint32_t max_depth; /* JSON nesting limit; 0 = 64 */
-	uint32_t max_string; /* longest string kept, bytes; 0 = 64 KiB */
-	uint32_t max_events; /* 0 = no cap below UINT32_MAX - 1 */
-	uint32_t chunk_size; /* read() size; 0 = 64 KiB (tests use 1) */
-	unsigned finalize_flags; /* passed to timeline_finalize() */
-	bool no_finalize; /* multi-rank: import all, then timeline_finalize() once */
-	/* gzip input of 64 KiB or more from memory or a regular file is
-	 * inflated on a second thread, pipelined with the parse (a large
-	 * plain one is read and partly parsed there, and the event arrays
-	 * of a large plain input are populated ahead on an idle-priority
-	 * thread); true: all of it on the calling thread (same results
-	 * either way). */
-	bool no_inflate_thread;
-	/* gzip: inflate with zlib even in a build with ISA-L (which is ~3x
-	 * faster and the default where meson found libisal). Same timelines
-	 * and error texts; the compressed offset of a corrupt-data error and
-	 * what was parsed before a gzip error may differ. */
-	bool inflate_zlib;
-	/* With the second thread (gzip inflate, or copying a plain source
-	 * of 1 MiB or more): 0 = it also parses whole events of the pieces
-	 * it fills while the parser is busy (same results), 1 = it does not,
-	 * 2 = it tries every piece (tests). */
-	uint8_t spec;
-	/* A non-blocking fd (a client's pipe): longest wait for data, ms;
-	 * 0 = wait forever. Past it the import fails with -ETIMEDOUT. */
-	uint32_t io_timeout_ms;
-	/* Set (by another thread) to stop the import: waits for data end
-	 * within 100 ms and the import fails with -ECANCELED. NULL: never. */
-	const _Atomic bool *cancel;
-	/* NULL, or a struct xxh64 (xxh64.h) the raw bytes of a Kineto JSON
-	 * file (gzip or not) are hashed into as they are read, for the
-	 * critical-path overlay to tell the file again. Not an nsys export. */
-	struct xxh64 *digest;
-	/* Memory the import may hold: the events, args and strings it keeps
-	 * (with what tl held before), an SQLite export read into memory. Past
-	 * it the import fails with -EFBIG, error_msg naming max_mem_name.
-	 * 0 = no limit. */
-	uint64_t max_mem;
-	const char *max_mem_name; /* NULL: "the import's memory limit" */
-	/* Called from the importing thread as that memory grows past what was
-	 * reserved so far: bytes is the new total to reserve (at most max_mem
-	 * when set). 0 goes on; < 0 fails the import with -EFBIG and msg as
-	 * error_msg. NULL: nothing to reserve from. */
-	int (*mem_reserve)(void *arg, uint64_t bytes, char *msg, size_t msg_len);
-	void *mem_arg;
-	/* Optional progress callback: uncompressed bytes parsed so far. */
-	void (*progress)(void *arg, uint64_t bytes);
-	void *progress_arg;
-};
-
-struct import_result {
-	int32_t rank; /* the rank the events went to */
-	bool gzip;
-	uint64_t bytes_in; /* bytes read from the fd */
-	uint64_t bytes_json; /* uncompressed JSON bytes parsed */
-	/* of those, bytes whose events the inflate thread parsed */
-	uint64_t bytes_spec;
-	uint64_t events_raw; /* elements of traceEvents */
-	uint64_t events_kept; /* after the step filter (if finalized) */
-	/* flow events (ph s/t/f with an id) seen; counted, not kept: HTA drops
-	 * them at load and no analysis reads them */
-	uint64_t flows;
-	uint64_t warnings[IMPORT_W_COUNT];
-	uint64_t warnings_total;
-	int error; /* 0 or negative errno (also the return value) */
-	uint64_t error_offset; /* byte offset in the uncompressed JSON */
-	char error_msg[256]; /* "" or e.g. "nesting deeper than 64 at byte 1234" */
-	/* Added for the Nsight Systems importer (zero for Kineto JSON). */
-	uint32_t format; /* enum import_format */
-	uint32_t nranks; /* ranks added: an nsys export may hold several (rank..rank+n-1) */
-	/* nsys: NCCL kernels, and those whose message size / communicator id
-	 * the export does not give (no NVTX payload: exported without
-	 * --include-blobs, NCCL < 2.25, NCCL NVTX off); never guessed */
-	uint32_t nccl_kernels, nccl_no_bytes, nccl_no_comm;
-};
-
-enum import_format { IMPORT_FMT_KINETO = 0, IMPORT_FMT_NSYS = 1 };
-
-/*
- * Import one trace file (one rank) from fd (read until EOF; the fd is not
- * closed) into tl, which may already hold other ranks (importing a rank that
- * is already present fails with -EEXIST). gzip is detected by its magic.
- * Returns 0, or a negative errno with res->error_msg / error_offset set:
- * -EBADMSG malformed JSON / gzip, -EFBIG over max_bytes, -ELOOP too deep,
- * -EEXIST rank present, -ENOMEM, or a read() error. On failure tl is left as
- * it was. Thread-safe for distinct timelines. res and o may be NULL.
- */
-int timeline_import_fd(int fd, const struct import_opts *o, struct timeline *tl,
-		       struct import_result *res);
-/* Same from memory (tests, fuzzing). */
-int timeline_import_buf(const void *buf, size_t len, const struct import_opts *o,
-			struct timeline *tl, struct import_result *res);
-
-const char *import_warn_name(enum import_warn w);
-/* The inflate backend a gzip import uses by default: "isa-l" or "zlib". */
-const char *import_inflate_backend(void);
-
-/* ---- import (Nsight Systems SQLite export, nsys.c) --------------------- */
-
-/*
- * `nsys export --type sqlite` files into the same model (docs/import.md):
- * one rank per (process, CUDA device) with GPU work, numbered from o->rank,
- * or when that is < 0 from one past the highest rank already in tl; kernels,
- * memcpy/memset, CUDA syncs, runtime/driver calls, NVTX ranges; NCCL kernels
- * get the collective args (name, bytes as "Byte" elements, group size,
- * communicator id as pg_name) from NCCL's NVTX ranges and payloads.
- * Times are absolute: session start (utcEpochNs) + start. The file is read
- * into memory (o->max_bytes cap) and opened read-only with
- * sqlite3_deserialize. Errors as timeline_import_fd (-EBADMSG: not SQLite or
- * corrupt, -EFBIG, -EEXIST, -ETIMEDOUT, -ENOMEM); tl unchanged on failure.
- */
-int timeline_import_nsys_fd(int fd, const struct import_opts *o, struct timeline *tl,
-			    struct import_result *res);
-int timeline_import_nsys_buf(const void *buf, size_t len, const struct import_opts *o,
-			     struct timeline *tl, struct import_result *res);
-/* buf starts with the SQLite magic "SQLite format 3\0". */
-bool timeline_is_sqlite(const void *buf, size_t len);
-/* Detect the format from the first bytes without consuming them (pread on a
- * file, MSG_PEEK on a socket, tee(2) on a pipe), then import nsys or JSON. */
-int timeline_import_any_fd(int fd, const struct import_opts *o, struct timeline *tl,
-			   struct import_result *res);
 
 #endif /* GPUPROF_TIMELINE_H */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "alloc/bigalloc.h"
 #include "timeline.h"
 
 /* CLOCK_MONOTONIC in ns (deadlines of the nsys reader, ages of kept
@@ -64,60 +65,7 @@ struct timeline {
 	uint32_t nranks, cap;
 };
 
-/* Populate the pages of base[*done .. upto + a few MiB) (within alloc
- * bytes) ahead of sequential writes; *done tracks the progress. */
-void tl_prefault(void *base, size_t alloc, size_t *done, size_t upto);
-/* Grow *arr (element size sz) so that it can hold need elements. */
-int tl_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
-/* tl_grow() for an array filled in order whose first n elements are in
- * use: from TL_HUGE_MIN bytes on, a new huge-page array with 4 times the
- * room (address space only until it fills) gets those n copied, instead
- * of realloc(). realloc() moves a large
- * block with mremap(), and on a VM with shadow page tables every 4 KiB
- * page moved then costs microseconds on its next touch: the first pass
- * over 310 MB of rows after such a grow takes 350-460 ms, the second
- * 10-14 ms (bench/import/bench_grow). The passes after an import (finalize,
- * duplicates, indexes) find the rows unmoved and on huge pages. */
-int tl_grow_big(void **arr, uint32_t *cap, uint32_t n, uint32_t need, size_t sz);
-/* Room for want elements in one move, for a builder that can estimate its
- * final count early: the appends up to want then neither copy the array
- * nor populate the blocks it would have grown through (address space
- * only until written). Under TL_HUGE_MIN bytes a realloc() to want
- * (what tl_grow would have reached through doublings, each a copy). No-op
- * when want fits; -ENOMEM leaves *arr as it was. */
-int tl_reserve_big(void **arr, uint32_t *cap, uint32_t n, uint32_t want, size_t sz);
 
-/* Room for `add` more elements after the n in *arr, for a builder that
- * prefaults ahead of its writes (tl_prefault, *pop its bookkeeping: reset
- * to what was copied when the array moved; NULL: no prefault). */
-static inline int tl_grow_pop(void **arr, uint32_t *cap, size_t *pop, uint32_t n, uint32_t add,
-			      size_t sz)
-{
-	if ((uint64_t)n + add > *cap) {
-		void *old = *arr;
-		int err = tl_grow_big(arr, cap, n, n + add, sz);
-
-		if (err < 0)
-			return err;
-		if (pop && *arr != old) /* moved: what was populated moved with it, */
-			*pop = (size_t)n * sz; /* or was copied */
-	}
-	if (pop)
-		tl_prefault(*arr, (size_t)*cap * sz, pop, (size_t)(n + add) * sz);
-	return 0;
-}
-
-/* tl_reserve_big() for a tl_grow_pop() array (*pop reset when it moved). */
-static inline int tl_reserve_pop(void **arr, uint32_t *cap, size_t *pop, uint32_t n, uint32_t want,
-				 size_t sz)
-{
-	void *old = *arr;
-	int err = tl_reserve_big(arr, cap, n, want, sz);
-
-	if (!err && pop && *arr != old)
-		*pop = (size_t)n * sz;
-	return err;
-}
 
 /* Allocate an empty rank (not yet in a timeline). */
 struct tl_rank *tl_rank_alloc(int32_t rank);
@@ -148,7 +96,7 @@ void tl_bythread_free(struct tl_bythread *b); /* waits for it first */
  * sorted, in a tl_malloc_big() block with room for r->nev pairs
  * (finalize.c). 0 or -ENOMEM. */
 int tl_corr_pairs(const struct tl_rank *r, struct tl_kp **pairs, uint32_t *npairs);
-/* Name-derived flags/kinds, needs the string (kineto_tables.c). */
+/* Name-derived flags/kinds, needs the string (kinds.c). */
 uint8_t tl_kind_from_cat(const char *s, size_t n);
 uint32_t tl_flags_from_name(const char *s, size_t n);
 uint8_t tl_sync_from_name(const char *s, size_t n);
@@ -169,37 +117,6 @@ int tl_link_ranks(struct timeline *tl);
 /* timeline_encode() without its check that every rank is finalized: the
  * caller ran tl_link_ranks() or timeline_finalize(). */
 int tl_encode(const struct timeline *tl, void **buf, size_t *len);
-/* pthread_create() for the importer's helper threads: they take no
- * asynchronous signals (those stay the application's threads'); faults
- * (SIGSEGV, SIGBUS, ...) stay deliverable. 0 or an errno. */
-int tl_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
-/* Whether this process may run on two CPUs or more. */
-bool tl_two_cpus(void);
-
-/*
- * Populates, on a thread of the lowest priority (SCHED_IDLE: only CPU time
- * nothing else wants, as when the import's second thread waits for the
- * parser), the room of up to two arrays a builder reserved
- * (tl_reserve_big), so that the builder's own writes find most of it
- * present: fresh memory is about half the cost of a large import on a
- * VM. The arrays must not move or be freed while it runs: stop it first.
- */
-struct tl_popper {
-	pthread_t th;
-	char *base[2];
-	size_t len[2];
-	_Atomic bool stop;
-	bool running, idle;
-};
-/* a[a_from .. a_to) and b[b_from .. b_to) bytes (b may be NULL); whole
- * huge pages inside those ranges. Nothing when one CPU or no thread.
- * idle: SCHED_IDLE (the importer); else an ordinary thread (tests). */
-void tl_popper_start(struct tl_popper *p, bool idle, void *a, size_t a_from, size_t a_to, void *b,
-		     size_t b_from, size_t b_to);
-void tl_popper_stop(struct tl_popper *p); /* waits for it; a no-op when not running */
-/* Gives back the populated pages of base[used .. cap) bytes (whole huge
- * pages only): the room a popper populated past the rows in use. */
-void tl_room_release(void *base, size_t used, size_t cap);
 /* Mark exact duplicates (TL_EV_DUPLICATE); returns how many, or -ENOMEM. */
 int64_t tl_rank_mark_duplicates(struct tl_rank *r);
 /* The same on nthreads (1 or 2) threads: the marks are the same. */

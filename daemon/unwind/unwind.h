@@ -4,7 +4,7 @@
  * "Native stacks").
  *
  * The BPF programs copy the interrupted user registers (ip, sp, bp) and the
- * top of the user stack (bpf/ustack.h); this module turns that copy into a
+ * top of the user stack (bpf/ustack_abi.h); this module turns that copy into a
  * list of return addresses, leaf first, with the CFI of each mapped object
  * (.eh_frame, else .debug_frame, read with libdw) and frame pointers where an
  * object has no CFI. The copy is only ever read here: the caller drops it as

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * The GPU-kernel table and sample attribution (facts §1.8): a sample's
+ * The GPU-kernel table and sample attribution (the Xe PRMs): a sample's
  * address is instruction base + (ip << 3); the kernel is the one whose
  * [start, start + size) holds it. Kernels live in slots addressed by id
  * (rows refer to ids, so a kernel replaced at the same VA keeps its own
  * profile) and an index of the active ones sorted by start.
  */
 #include "xe_int.h"
-#include "../sym/demangle.h"
+#include "sym/demangle.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -111,7 +111,7 @@ static struct xe_kent *find_addr(struct xe *x, uint64_t addr)
 /* The kernel an IP falls in, trying the last hit first (samples come in
  * runs from one kernel), then every known instruction base: processes
  * with different heaps have different IBAs and the record does not say
- * whose it is (facts §1.6: no context id in the record). */
+ * whose it is (the xe driver's EU-stall stream: no context id in the record). */
 struct xe_kent *xe_kfind(struct xe *x, uint64_t ip, uint64_t *addr)
 {
 	uint64_t off = ip << 3;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Host path of the batch-buffer parser (cs.h, docs/gpu-cs.md): registered
- * copies of GPU memory, the parser of bpf/gpu_cs.h over them, the bounded
+ * copies of GPU memory, the parser of bpf/gpu_cs_parse.h over them, the bounded
  * retry list, and the feed of kernel start pointers into the xe kernel
  * table. The dump loader is in cs_load.c.
  */
@@ -57,7 +57,7 @@ struct cs_reader {
 	uint32_t asid;
 };
 
-/* gpu_cs.h's memory access: the registered buffer holding gpu_addr. */
+/* gpu_cs_parse.h's memory access: the registered buffer holding gpu_addr. */
 static __gpu_cs_inline int gpu_cs_read(void *rctx, __u64 gpu_addr, __u32 *dst, __u32 max_dw)
 {
 	const struct cs_reader *r = rctx;

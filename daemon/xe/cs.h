@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Batch-buffer parsing on the host (docs/gpu-cs.md): the command-stream
- * parser of bpf/gpu_cs.h run over copies of GPU memory that reached the
+ * parser of bpf/gpu_cs_parse.h run over copies of GPU memory that reached the
  * daemon by other means than a BPF submission hook (a dump file, a tool),
  * feeding the kernel start pointers it finds into the xe kernel table so
  * EU-stall samples get attributed.
@@ -23,7 +23,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "gpu_cs.h"
+#include "gpu_cs_abi.h"
 
 struct xe;
 struct xe_cs;

@@ -36,7 +36,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		h->observe(h->observe_arg, ev);
 	memcpy(comm, ev->comm, sizeof(ev->comm));
 	comm[sizeof(ev->comm)] = '\0';
-	/* the address space: one process's VM on one DRM fd (gpu_submit.h) */
+	/* the address space: one process's VM on one DRM fd (gpu_submit_abi.h) */
 	xe_cs_feed_result(h->cs, h->x,
 			  &(struct xe_cs_submit){.asid = ev->pid, .pid = ev->pid, .uid = ev->uid,
 						 .batch = ev->batch, .comm = comm},

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu_submit.h"
+#include "gpu_submit_abi.h"
 
 struct xe;
 struct xe_cs;

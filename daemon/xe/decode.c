@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The three EU-stall record layouts (facts §1.7). Bit numbers count
+ * The three EU-stall record layouts (the Xe PRMs' EU-stall record). Bit numbers count
  * little-endian over the 64-byte record; w0..w2 are its first three
  * little-endian u64 words.
  */
@@ -97,7 +97,7 @@ DECODE_N(decode_xe3p)
 
 /* PVC is graphics IP 12.60; 12.55/12.70/12.71 (DG2, MTL, ARL) have no
  * EU-stall stream (the kernel supports XE_PVC and GRAPHICS_VER >= 20
- * only, facts §1.5). Xe3 (30.xx) keeps the Xe2 layout. */
+ * only, the xe driver's EU-stall stream). Xe3 (30.xx) keeps the Xe2 layout. */
 static const struct xe_decoder decoders[] = {
     {"pvc", 1260, 1260, 29, decode_pvc, decode_pvc_n},
     {"xe2", 2000, 3499, 29, decode_xe2, decode_xe2_n},

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * EU-stall record decoding, one decoder per record layout, picked from a
- * table keyed by graphics IP version (intel-gpu-facts.md §1.7). Records are
+ * table keyed by graphics IP version (the Xe PRMs' EU-stall record). Records are
  * read with explicit little-endian loads and shifts, never with compiler
  * bitfields: iaprof's bitfield struct puts end_flag at the wrong bit
- * (facts §1.7 "Gotchas").
+ * (the Xe PRMs' EU-stall record "Gotchas").
  */
 #ifndef GPUPROF_XE_DECODE_H
 #define GPUPROF_XE_DECODE_H
@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Stall reasons in iaprof's column order (facts §6.1), which is also the
+/* Stall reasons in iaprof's column order (iaprof's output), which is also the
  * order every output of ours uses. Always printed by name. */
 enum xe_reason {
 	XE_R_ACTIVE,
@@ -32,7 +32,7 @@ enum xe_reason {
 extern const char *const xe_reason_names[XE_NREASONS];
 
 struct xe_sample {
-	uint64_t ip; /* in 8-byte units, relative to the instruction base (§1.8) */
+	uint64_t ip; /* in 8-byte units, relative to the instruction base (the Xe PRMs) */
 	uint8_t cnt[XE_NREASONS];
 	uint8_t ex_id, end_flag; /* Xe2+ only; 0 on PVC */
 };
@@ -54,7 +54,7 @@ struct xe_decoder {
 
 /* The decoder for a graphics IP version (e.g. 12.60 PVC, 20.04 BMG), or
  * NULL when that version has no EU-stall sampling (the kernel refuses it
- * too: facts §1.5). */
+ * too: the xe driver's EU-stall stream). */
 const struct xe_decoder *xe_decoder_find(unsigned ver_major, unsigned ver_minor);
 /* By name ("pvc", "xe2", "xe3p"), for tests and the bench. */
 const struct xe_decoder *xe_decoder_by_name(const char *name);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Device discovery and the ioctl-backed stream ops (facts §1.3-1.6). */
+/* Device discovery and the ioctl-backed stream ops (xe_drm.h). */
 #include "device.h"
 
 #include <dirent.h>
@@ -34,7 +34,7 @@ uint64_t xe_pick_rate(const uint64_t *rates, unsigned n, uint64_t want)
 	if (!n)
 		return 0;
 	if (!want)
-		return rates[n - 1]; /* sorted fastest to slowest (facts §1.4) */
+		return rates[n - 1]; /* sorted fastest to slowest (xe_drm.h) */
 	if (want == UINT64_MAX)
 		return rates[0];
 	for (unsigned i = 0; i < n; i++) {
@@ -56,7 +56,7 @@ static int xioctl(int fd, unsigned long req, void *arg)
 	return r < 0 ? -errno : r;
 }
 
-/* Two-call query protocol (facts §1.4): size first, then data. */
+/* Two-call query protocol (xe_drm.h): size first, then data. */
 int xe_device_query(int fd, uint32_t what, void **out)
 {
 	struct xe_device_query q = {.query = what};
@@ -83,7 +83,7 @@ int xe_device_query(int fd, uint32_t what, void **out)
 static int dev_open(void *ctx, const struct xe_stream_cfg *cfg)
 {
 	/* SAMPLE_RATE, WAIT_NUM_REPORTS and GT_ID, linked by next_extension;
-	 * param points at the first (facts §1.5). */
+	 * param points at the first (the xe driver's EU-stall stream). */
 	const struct xe_prop kv[3] = {
 	    {XE_EU_STALL_PROP_SAMPLE_RATE, cfg->rate},
 	    {XE_EU_STALL_PROP_WAIT_NUM_REPORTS, cfg->wait_num_reports ? cfg->wait_num_reports : 1},
@@ -103,7 +103,7 @@ static int dev_open(void *ctx, const struct xe_stream_cfg *cfg)
 	fd = xioctl(cfg->drm_fd, XE_IOCTL_OBSERVATION, &op);
 	if (fd < 0)
 		return fd;
-	/* The fd comes blocking and without O_CLOEXEC (facts §1.5). */
+	/* The fd comes blocking and without O_CLOEXEC (the xe driver's EU-stall stream). */
 	if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
 		int r = -errno;
 
@@ -154,7 +154,7 @@ static int probe_gts(struct xe_device *d, uint64_t want_rate, char *why, size_t 
 	r = xe_device_query(d->fd, XE_QUERY_EU_STALL, (void **)&es);
 	if (r < 0) {
 		/* -EINVAL: the kernel predates the EU_STALL query (< 6.15);
-		 * -ENODEV: a platform without EU stall (facts §1.5). */
+		 * -ENODEV: a platform without EU stall (the xe driver's EU-stall stream). */
 		snprintf(why, whylen, "%s: EU-stall query: %s", d->node, strerror(-r));
 		return r;
 	}

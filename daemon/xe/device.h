@@ -21,7 +21,7 @@ struct xe_gt_desc {
 	unsigned nrates;
 };
 
-/* The device's OA stream (facts §1.10), filled by xe_device_probe_oa. */
+/* The device's OA stream (xe_drm.h, the OA unit), filled by xe_device_probe_oa. */
 struct xe_oa_desc {
 	bool ok;		 /* cfg is ready for xe_stream_new */
 	struct xe_stream_cfg cfg; /* oa = true; rate = OA timestamp Hz */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* OA PEC report decoding and metrics (facts §1.10). */
+/* OA PEC report decoding and metrics (xe_drm.h, the OA unit). */
 #include "oa.h"
 
 #include <string.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * OA (observation architecture) PEC reports -> the two metrics iaprof
- * prints per interval, GPU frequency and busy percentage (facts §1.10),
+ * prints per interval, GPU frequency and busy percentage (xe_drm.h, the OA unit),
  * appended to the store as STORE_REC_GPU_METRIC time series.
  */
 #ifndef GPUPROF_XE_OA_H
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define XE_OA_PEC_REPORT_BYTES 576 /* 68 u64 + 32 pad (facts §1.10) */
+#define XE_OA_PEC_REPORT_BYTES 576 /* 68 u64 + 32 pad (xe_drm.h, the OA unit) */
 
 struct xe_oa_sample {
 	uint64_t time;	/* OA timestamp, 56 bits, wraps */

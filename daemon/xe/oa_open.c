@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The OA stream open on hardware (facts §1.10; layouts in xe_uapi.h). */
+/* The OA stream open on hardware (xe_drm.h, the OA unit; layouts in xe_uapi.h). */
 #include "oa_open.h"
 
 #include <errno.h>
@@ -160,7 +160,7 @@ int xe_oa_stream_open(const struct xe_stream_cfg *cfg, uint64_t *oa_buf_size)
 	fd = xioctl(cfg->drm_fd, XE_IOCTL_OBSERVATION, &op);
 	if (fd < 0)
 		return fd;
-	/* INFO is OA-only (facts §1.2); an older kernel without it still streams */
+	/* INFO is OA-only (xe_drm.h); an older kernel without it still streams */
 	r = xioctl(fd, XE_OBS_IOCTL_INFO, &info);
 	if (oa_buf_size)
 		*oa_buf_size = r < 0 ? 0 : info.oa_buf_size;

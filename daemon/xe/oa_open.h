@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Opening an OA stream on real hardware (facts §1.10): the OA unit query,
+ * Opening an OA stream on real hardware (xe_drm.h, the OA unit): the OA unit query,
  * the metric-set id, the property chain, STREAM_OPEN, IOCTL_INFO. The
  * pieces that interpret or build kernel structs are pure functions over
  * byte buffers so tests check them against the documented layouts; the
@@ -15,10 +15,10 @@
 #include "stream.h"
 #include "xe_uapi.h"
 
-/* The metric set iaprof uses (facts §1.10). */
+/* The metric set iaprof uses (xe_drm.h, the OA unit). */
 #define XE_OA_METRIC_UUID "0c47fabe-3bbf-4b82-9efb-ff7b30f73d90"
 /* OA_FORMAT: DRM_XE_OA_FMT_TYPE_PEC | counter_sel 1 << 8 | counter_size 1 << 16 |
- * bc_report 0 << 24 (facts §1.10): the 576-byte PEC report of oa.h. */
+ * bc_report 0 << 24 (xe_drm.h, the OA unit): the 576-byte PEC report of oa.h. */
 #define XE_OA_FORMAT_PEC (XE_OA_FMT_TYPE_PEC | 1u << 8 | 1u << 16)
 #define XE_OA_NPROPS 6
 
@@ -43,7 +43,7 @@ struct xe_prop {
  * each next_extension pointing at the following one, the last 0. */
 void xe_props_chain(struct xe_ext_set_property *p, const struct xe_prop *kv, size_t n);
 
-/* The OA STREAM_OPEN chain (facts §1.10): OA_UNIT_ID, SAMPLE_OA = 1,
+/* The OA STREAM_OPEN chain (xe_drm.h, the OA unit): OA_UNIT_ID, SAMPLE_OA = 1,
  * OA_METRIC_SET, OA_FORMAT = XE_OA_FORMAT_PEC, OA_PERIOD_EXPONENT,
  * OA_DISABLED = 1 (opened disabled, enabled by the stream). */
 void xe_oa_props(struct xe_ext_set_property p[XE_OA_NPROPS], uint32_t unit, uint64_t metric_set,

@@ -251,7 +251,7 @@ static uint64_t fnv(const char *s, size_t len)
 }
 
 /* Id of a string, printing its "string" line the first time (ids from 1;
- * facts §6.1). The text must outlive the table. */
+ * iaprof's output). The text must outlive the table. */
 static uint32_t str_id(struct strids *t, struct wb *w, const char *s, size_t len)
 {
 	size_t i = fnv(s, len) & (t->cap - 1);
@@ -272,8 +272,8 @@ static uint32_t str_id(struct strids *t, struct wb *w, const char *s, size_t len
 	return t->next;
 }
 
-/* k's CPU stack for iaprof, outermost frame first, ';'-joined (facts
- * §6.1); ';' inside a name becomes ':' so the frames stay apart. "" for
+/* k's CPU stack for iaprof, outermost frame first, ';'-joined (as in
+ * iaprof's output); ';' inside a name becomes ':' so the frames stay apart. "" for
  * no kernel. malloc()ed; NULL on -ENOMEM. */
 static char *stack_text(const struct xe_capdata *d, const struct xe_sec_kernel *k,
 			const struct xe_out_opts *o)

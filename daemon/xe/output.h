@@ -4,11 +4,11 @@
  *
  *   folded      comm;pid;cpu frames...;-;file_[G];kernel_[G];insn_[g];
  *               reason_[g];0xoffset_[g] count  (flamegraph.pl --colors=gpu)
- *   iaprof      iaprof's tab-separated stream (facts §6.1): string,
+ *   iaprof      iaprof's tab-separated stream (iaprof's output): string,
  *               interval, kernel, eustall lines, per interval deltas
  *   flamescope  per-interval totals by reason and the top kernel, TSV
  *
- * Stall reasons are always printed by name (facts §6.1: iaprof's collapse
+ * Stall reasons are always printed by name (iaprof's output: iaprof's collapse
  * script prints indices and misreads columns; we do neither). Pure
  * functions of the section: safe on worker threads.
  */

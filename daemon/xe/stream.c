@@ -80,7 +80,7 @@ int xe_stream_new(uv_loop_t *loop, const struct xe_stream_cfg *cfg, const struct
 	s->cfg = *cfg;
 	if (!s->cfg.read_bytes)
 		s->cfg.read_bytes = 256 * 1024;
-	/* A whole number of records per read (facts §1.6 rounds down). */
+	/* A whole number of records per read (the xe driver's EU-stall stream rounds down). */
 	s->cfg.read_bytes -= s->cfg.read_bytes % s->cfg.record_size;
 	if (!s->cfg.read_bytes)
 		s->cfg.read_bytes = s->cfg.record_size;
@@ -251,7 +251,7 @@ void xe_stream_drain(struct xe_stream *s)
 			return;
 		if (n == -EIO) {
 			/* Hardware overflowed a buffer; the next read gives
-			 * data again (facts §1.6). */
+			 * data again (the xe driver's EU-stall stream). */
 			s->st.drops++;
 			continue;
 		}

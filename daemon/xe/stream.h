@@ -2,7 +2,7 @@
 /*
  * One observation stream (EU stall or OA) of one GT on the event loop:
  * open -> enable -> non-blocking reads on a uv_poll_t, with the kernel's
- * error contract handled (facts §1.5-1.6):
+ * error contract handled (the xe driver's EU-stall stream):
  *
  *   -EIO     data dropped by the hardware: counted, reading goes on
  *   -ENODEV  GT reset: closed and reopened with exponential backoff
@@ -33,7 +33,7 @@ struct xe_stream_cfg {
 	int drm_fd;	  /* owned by the device, not the stream */
 	uint16_t gt_id;
 	bool oa;	  /* OA stream (sink decides), else EU stall */
-	uint64_t rate;	  /* EU stall: sampling rate in GPU cycles (facts §1.4);
+	uint64_t rate;	  /* EU stall: sampling rate in GPU cycles (xe_drm.h);
 			   * OA: the OA timestamp frequency in Hz */
 	uint32_t oa_unit;	/* OA: unit id (an OAG unit) */
 	uint32_t oa_exponent;	/* OA: period = 2^(exponent + 1) timestamp ticks */

@@ -26,7 +26,7 @@
 
 /* GPU virtual addresses are compared in their low 48 bits: NEO and the
  * driver hand out canonical (sign-extended) VAs, and iaprof masks kernels
- * with 0xFFFFFFFFFF00 (facts §1.8). */
+ * with 0xFFFFFFFFFF00 (the Xe PRMs). */
 #define XE_VA_MASK 0xFFFFFFFFFFFFull
 /* Kernel size when the launch did not say (a Level Zero kernel's ISA is
  * almost always smaller; a wrong guess only widens its range). */
@@ -44,7 +44,7 @@ struct xe_config {
 };
 
 /*
- * One GPU kernel as a launch probe / USDT sees it (facts §5.2
+ * One GPU kernel as a launch probe / USDT sees it (NEO's sources
  * level_zero:launch_kernel(iba, baseAddress, size, name)). Strings are
  * copied; NULL means unknown. Called on every launch: a repeat of a known
  * (range, iba, pid) is a cheap look-up.
@@ -94,7 +94,7 @@ void xe_ktab_remove_pid(struct xe *x, uint32_t pid);
 /*
  * Decode and attribute len bytes of records (a whole number of rec_size
  * strides; the rest is ignored) read at now_ns (CLOCK_MONOTONIC: records
- * carry no time, facts §1.6). Returns the number of records.
+ * carry no time, the xe driver's EU-stall stream). Returns the number of records.
  */
 size_t xe_ingest(struct xe *x, const struct xe_decoder *d, const uint8_t *buf, size_t len,
 		 size_t rec_size, uint64_t now_ns);

@@ -1,25 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The slice of the Xe observation uAPI the EU-stall and OA streams use,
- * written from the layouts in intel-gpu-facts.md §1.1-1.4 and §1.10 (the
+ * written from the layouts in xe_drm.h (the
  * build hosts ship no xe_drm.h: Debian 12's libdrm predates it). The sizes
- * are checked below against the facts so a typo cannot reach an ioctl.
+ * are checked below against the sizes xe_drm.h gives so a typo cannot reach an ioctl.
  */
 #ifndef GPUPROF_XE_UAPI_H
 #define GPUPROF_XE_UAPI_H
 
 #include <stdint.h>
 
-/* §1.1: DRM_IOWR('d', 0x40 + 0x00, 40 B) and DRM_IOW('d', 0x40 + 0x0b, 32 B). */
+/* xe_drm.h: DRM_IOWR('d', 0x40 + 0x00, 40 B) and DRM_IOW('d', 0x40 + 0x0b, 32 B). */
 #define XE_IOCTL_DEVICE_QUERY 0xc0286440u
 #define XE_IOCTL_OBSERVATION 0x4020644bu
 
-/* §1.2: ioctls on the stream fd. */
+/* xe_drm.h: ioctls on the stream fd. */
 #define XE_OBS_IOCTL_ENABLE 0x6900u
 #define XE_OBS_IOCTL_DISABLE 0x6901u
 #define XE_OBS_IOCTL_INFO 0x6904u
 
-/* §1.3 */
+/* xe_drm.h */
 #define XE_OBS_TYPE_OA 0
 #define XE_OBS_TYPE_EU_STALL 1
 #define XE_OBS_OP_STREAM_OPEN 0
@@ -35,7 +35,7 @@
 #define XE_CONFIG_REV_AND_DEVICE_ID 0
 #define XE_CONFIG_VA_BITS 3
 
-/* §1.10: OA stream properties. */
+/* xe_drm.h, the OA unit: OA stream properties. */
 #define XE_OA_PROP_OA_UNIT_ID 1
 #define XE_OA_PROP_SAMPLE_OA 2
 #define XE_OA_PROP_OA_METRIC_SET 3
@@ -98,7 +98,7 @@ struct xe_query_config {
 	uint64_t info[];
 };
 
-/* DRM_XE_DEVICE_QUERY_OA_UNITS reply (xe_drm.h; facts §1.10 names the
+/* DRM_XE_DEVICE_QUERY_OA_UNITS reply (xe_drm.h; xe_drm.h, the OA unit names the
  * fields but not the layout): a 16-byte header, then variable-size units of
  * 72 bytes plus num_engines 8-byte engine_class_instance entries. Newer
  * headers split reserved[0] into gt_id + reserved1[3]; older leave it 0. */
@@ -118,20 +118,20 @@ struct xe_oa_unit {
 	/* num_engines x { u16 engine_class, engine_instance, gt_id, pad } */
 };
 
-/* DRM_XE_OBSERVATION_IOCTL_INFO (facts §1.2) */
+/* DRM_XE_OBSERVATION_IOCTL_INFO (xe_drm.h) */
 struct xe_oa_stream_info {
 	uint64_t extensions;
 	uint64_t oa_buf_size;
 	uint64_t reserved[3];
 };
 
-_Static_assert(sizeof(struct xe_observation_param) == 32, "facts 1.4");
-_Static_assert(sizeof(struct xe_ext_set_property) == 48, "facts 1.4");
-_Static_assert(sizeof(struct xe_device_query) == 40, "facts 1.4");
-_Static_assert(sizeof(struct xe_query_gt) == 96, "facts 1.4");
-_Static_assert(sizeof(struct xe_query_eu_stall) == 80, "facts 1.4");
+_Static_assert(sizeof(struct xe_observation_param) == 32, "xe_drm.h");
+_Static_assert(sizeof(struct xe_ext_set_property) == 48, "xe_drm.h");
+_Static_assert(sizeof(struct xe_device_query) == 40, "xe_drm.h");
+_Static_assert(sizeof(struct xe_query_gt) == 96, "xe_drm.h");
+_Static_assert(sizeof(struct xe_query_eu_stall) == 80, "xe_drm.h");
 _Static_assert(sizeof(struct xe_query_oa_units) == 16, "xe_drm.h");
 _Static_assert(sizeof(struct xe_oa_unit) == 72, "xe_drm.h");
-_Static_assert(sizeof(struct xe_oa_stream_info) == 40, "facts 1.2");
+_Static_assert(sizeof(struct xe_oa_stream_info) == 40, "xe_drm.h");
 
 #endif

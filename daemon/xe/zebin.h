@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Kernel binaries from NEO debug zebins (docs/xe.md, facts §5.2): the ELF
+ * Kernel binaries from NEO debug zebins (docs/xe.md, NEO's sources): the ELF
  * that patched NEO writes to /tmp/dumped_zebin_module[_N].elf when a module
  * links. As iaprof reads it: each STT_FUNC of SHT_SYMTAB is a kernel whose
  * st_value is its GPU VA and whose bytes run from that offset of its

@@ -95,7 +95,18 @@ int gpuprof_client_next_reply(struct gpuprof_client *client, uint64_t *id, char 
 int gpuprof_version(struct gpuprof_client *client, char **result_json);
 int gpuprof_status(struct gpuprof_client *client, char **result_json);
 
+/*
+ * Options of gpuprof_capture_start(). Set size to sizeof(struct
+ * gpuprof_capture_opts) as the caller's header has it (or leave it 0 for
+ * the first layout, which ends at name): fields added later go at the end,
+ * and the library reads only the size bytes a caller built against an
+ * older header passes, taking the newer fields as zero. A caller built
+ * against a newer header may pass a larger struct to an older library
+ * only when the fields the library does not know are all zero (else
+ * -E2BIG).
+ */
 struct gpuprof_capture_opts {
+	size_t size; /* sizeof(struct gpuprof_capture_opts), or 0 (first layout) */
 	const int32_t *pids; /* processes to keep; NULL/0 = all the peer may see */
 	size_t npids;
 	uint64_t duration_ms; /* record forward this long ... */
@@ -104,7 +115,9 @@ struct gpuprof_capture_opts {
 	const char *name; /* optional label, may be NULL */
 };
 
-/* "capture.start": on success *id is the new capture's id. */
+/* "capture.start": on success *id is the new capture's id. -EINVAL for
+ * inconsistent options or a size smaller than the first layout, -E2BIG for
+ * a larger struct whose extra bytes are not all zero. */
 int gpuprof_capture_start(struct gpuprof_client *client, const struct gpuprof_capture_opts *opts,
 			  uint64_t *id);
 /* "capture.stop": end a forward recording early. */

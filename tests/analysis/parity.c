@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "import/import.h"
 #include "parity.h"
 
 const char *const parity_traces[] = {

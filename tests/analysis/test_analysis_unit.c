@@ -11,6 +11,7 @@
 
 #include "analysis/analysis.h"
 #include "test.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 #define K(name, cat, ts, dur, stream, corr)                                                        \
@@ -473,7 +474,7 @@ static void test_sequences_tied_end_points(void)
 
 /*
  * The backward thread's rows move under the main thread's ProfilerStep#
- * annotations (SPEC 6.7, _link_main_and_bwd_stacks). Main thread (tid 1):
+ * annotations (HTA's _link_main_and_bwd_stacks). Main thread (tid 1):
  * steps 1 [0, 100] and 2 [100, 150]. Backward thread (tid 2, "autograd::"
  * rows), each launching one kernel: A [10, 20] → step 1; C [110, 115] and B
  * [125, 135] → step 2; D, a launch at 150.5 lasting 0.2 µs, which HTA's

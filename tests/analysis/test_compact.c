@@ -21,6 +21,7 @@
 #include "analysis/analysis.h"
 #include "analysis/internal.h"
 #include "test.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 static void fmt_ok(double v)

@@ -2,8 +2,8 @@
 /*
  * The interval analyses (temporal breakdown with its priority split,
  * communication/computation overlap, the kernel-type breakdown's exclusive
- * times) against a brute-force oracle written from SPEC 4.12 / 6.1 / 6.2 /
- * 6.4, on random
+ * times) against a brute-force oracle written from HTA's definitions
+ * (interval union, temporal breakdown, overlap, kernel breakdown), on random
  * traces: several streams, overlapping and touching kernels, zero and
  * negative durations, fractional timestamps (HTA's µs rounding), and
  * timestamps with digits past the ns, which put rows of one ns out of
@@ -16,6 +16,7 @@
 
 #include "analysis/analysis.h"
 #include "test.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 enum { COMP, COMM, MEM, OTHER, NTYPES };
@@ -94,7 +95,7 @@ static int type_of(const struct timeline *tl, uint32_t name)
 	return -1;
 }
 
-/* SPEC 4.12 as written: a row starts a new group when its ts is past the
+/* HTA's interval union as HTA writes it: a row starts a new group when its ts is past the
  * largest end of all earlier rows; groups are [min ts, max end]. */
 static void union_of(const struct row *v, size_t n, int only, int64_t *first, int64_t *last,
 		     int64_t *total)

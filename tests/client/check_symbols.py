@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """The dynamic symbols libgpuprof-client defines must be exactly the
-functions declared in include/gpuprof/client.h, each matching a global:
-pattern of the version script and carrying its version node."""
+functions declared in include/gpuprof/client.h, each listed by name under
+global: in the version script and carrying its version node."""
 import fnmatch
 import re
 import subprocess
@@ -35,6 +35,11 @@ for line in out.splitlines():
     exported[name] = version
 
 errors = []
+for p in patterns:
+    if any(c in p for c in '*?['):
+        errors.append('pattern in global: of %s (list each symbol): %s' % (sym_file, p))
+    elif p not in exported:
+        errors.append('listed in %s but not exported: %s' % (sym_file, p))
 for name in sorted(set(exported) - declared):
     errors.append('exported but not declared in client.h: ' + name)
 for name in sorted(declared - set(exported)):

@@ -209,6 +209,15 @@ static void test_invalid_params(void)
 	CHECK_EQ_INT(gpuprof_client_send(c, "m", NULL, NULL, 1, NULL), -EINVAL);
 	struct gpuprof_capture_opts o = {.duration_ms = 1, .last_ms = 1};
 	CHECK_EQ_INT(gpuprof_capture_start(c, &o, NULL), -EINVAL);
+	/* The size field: shorter than the first layout, or a newer caller's
+	 * larger struct with a field this library does not know set. */
+	struct gpuprof_capture_opts ok = {.size = sizeof(ok) - 1, .last_ms = 1};
+	CHECK_EQ_INT(gpuprof_capture_start(c, &ok, NULL), -EINVAL);
+	struct {
+		struct gpuprof_capture_opts o;
+		uint64_t newer;
+	} big = {.o = {.size = sizeof(big), .last_ms = 1}, .newer = 7};
+	CHECK_EQ_INT(gpuprof_capture_start(c, &big.o, NULL), -E2BIG);
 	/* Nothing reached the wire. */
 	CHECK_EQ_U64(gpuprof_client_pending_output(c), 0);
 	char b;

@@ -18,6 +18,7 @@
 #include "comm/comm.h"
 #include "comm/comm_int.h"
 #include "test.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 #define ARGS_TP                                                                                    \

@@ -20,6 +20,7 @@
 #include "comm/comm.h"
 #include "common/nsys_builder.h"
 #include "test.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 #define TP_HASH 0xAAAAull

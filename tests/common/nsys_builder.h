@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Small Nsight Systems SQLite exports for tests and fuzz seeds, with the
- * real table and column names (nsys 3.25 schema subset; facts in
- * shared/reference/nsys-nccl-facts.md): kernels with their launches, NCCL
- * NVTX ranges whose binaryData carries the blob header and an NCCL 2.25+
- * payload, and the payload schema entries that locate its fields.
+ * real table and column names (a subset of the nsys 3.25 SQLite schema):
+ * kernels with their launches, NCCL NVTX ranges whose binaryData carries
+ * the blob header and an NCCL 2.25+ payload, and the payload schema
+ * entries that locate its fields.
  *
  * StringIds of the base schema: 1 ncclDevKernel_AllReduce_Sum_f32_RING_LL,
  * 2 ncclDevKernel_AllGather_RING_LL, 3 ncclDevKernel_SendRecv, 4 gemm,

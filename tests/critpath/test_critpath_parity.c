@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/parity.h"
+#include "analysis/parity.h"
 #include "critpath/critpath.h"
 #include "test.h"
 

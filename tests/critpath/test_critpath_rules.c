@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * One hand-built Kineto trace per edge rule (SPEC 6.8 D), imported with
+ * One hand-built Kineto trace per edge rule of HTA's critical path, imported with
  * timeline_import_buf: launch delay vs kernel-kernel delay (and the 1500 µs
  * threshold), blocking sync calls with zero weight and GPU->CPU sync edges,
  * cudaEventRecord -> cudaStreamWaitEvent across streams, a cycle rejected
@@ -9,7 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "critpath/internal.h"
+#include "critpath/critpath_int.h"
+#include "import/import.h"
 #include "test.h"
 
 #define CPU(name, cat, ts, dur, corr)                                                              \

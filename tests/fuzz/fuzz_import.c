@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

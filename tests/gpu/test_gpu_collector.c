@@ -9,7 +9,7 @@
  * sampling (gpu.stack_sample 32, the narrow mmap hook when the kernel has
  * it: every launch still has its full stack) and without (every stack
  * walked, the sys_exit watcher). A third run puts gpu_app in a cgroup of its
- * own: every launch must carry that cgroup's path (issue #8), and so must
+ * own: every launch must carry that cgroup's path, and so must
  * the kernels NEO's USDT reports to the kernel hook. The sampled run and the
  * cgroup run copy stacks for the CFI unwinder (an unwinder in the harness,
  * as the daemon has by default): every stack taken must unwind to its end
@@ -30,7 +30,7 @@
 #include "collect/collector.h"
 #include "collect/gpu_launch.h"
 #include "gpd.h"
-#include "gpu_launch.h" /* bpf/: enum gpu_api */
+#include "gpu_launch_abi.h" /* enum gpu_api */
 #include "cgtest.h"
 #include "store/store.h"
 #include "test.h"
@@ -307,7 +307,7 @@ static void run(uint32_t stack_sample, unsigned watcher, const struct cgtest *cg
 	printf("ok: %u launches, 3 call sites, probes removed on exit\n", saxpy + reduce);
 }
 
-/* ---- NEO's launch USDT feeds the kernel hook (issue #8) ---- */
+/* ---- NEO's launch USDT feeds the kernel hook ---- */
 
 #define ZE_LAUNCHES (N + 3 + 2 * N + 2) /* gpu_app.c run_ze */
 
@@ -506,7 +506,7 @@ static void every_stack_sys_exit_watcher(void)
 }
 
 /* Launches from a cgroup of their own carry its path, CUDA entry points
- * and NEO's USDT alike (issue #8). */
+ * and NEO's USDT alike. */
 static void launches_in_a_cgroup(void)
 {
 	struct cgtest t;

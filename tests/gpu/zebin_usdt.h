@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * NEO's compile_kernel USDT in the gpu collector test (issue #8): a debug
+ * NEO's compile_kernel USDT in the gpu collector test: a debug
  * zebin written for the fake NEO ($FAKE_NEO_ZEBIN), a zebin hook that parses
  * it (daemon/xe/zebin.c) into an EU-stall kernel table of its own, as
  * daemon/hooks.c wires the daemon's.

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sym/capbuild.h"
+#include "sym/capbuild.h"
 
 static uint64_t rng_state;
 
@@ -77,7 +77,7 @@ static struct capture *scene(uint64_t seed, size_t n, bool corr_named)
 		snprintf(b, sizeof(b), "k%d", i);
 		id.kern[i] = cb_str(c, b);
 	}
-	/* a launch name with its geometry after a NUL (gpu_launch.h) */
+	/* a launch name with its geometry after a NUL (gpu_launch_abi.h) */
 	static const char convg[] = "conv\0grid=1,1,1";
 	id.kern[5] = cb_str(c, "convXgrid=1,1,1");
 	memcpy(c->str_blob + c->strs[id.kern[5] - 1].off, convg, sizeof(convg) - 1);

@@ -12,7 +12,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../sym/capbuild.h"
+#include "sym/capbuild.h"
 #include "analysis/analysis.h"
 #include "capture/gpumatch.h"
 #include "comm/comm.h"
@@ -85,7 +85,7 @@ static struct capture *scene(void)
 	struct capture *c = live_capture();
 	uint32_t app = cb_str(c, "app"), other = cb_str(c, "other");
 	uint32_t gemm = cb_str(c, "gemm"), relu = cb_str(c, "relu");
-	/* a launch name carries its geometry after a NUL (gpu_launch.h) */
+	/* a launch name carries its geometry after a NUL (gpu_launch_abi.h) */
 	static const char convg[] = "conv\0grid=1,1,1 block=64,1,1";
 	uint32_t conv = cb_str(c, "convXgrid=1,1,1 block=64,1,1");
 	memcpy(c->str_blob + c->strs[conv - 1].off, convg, sizeof(convg) - 1);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Recycled big scratch blocks (tl_malloc_big / tl_free_big in
- * daemon/timeline/timeline.c): a freed block of more than 32 MiB is reused
+ * daemon/alloc/bigalloc.c): a freed block of more than 32 MiB is reused
  * by a later request of about its size, never by a much smaller one; the
  * bytes kept stay within the cap; blocks past their age and everything on
  * a zero cap are freed; small blocks are freed at once; many threads at
@@ -15,6 +15,7 @@
 
 #include "test.h"
 
+#include "alloc/bigalloc.h"
 #include "timeline/timeline.h"
 #include "timeline/timeline_int.h" /* tl_popper */
 

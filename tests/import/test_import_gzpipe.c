@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The pipelined gunzip (daemon/timeline/gunzip.c: inflate on a second
+ * The pipelined gunzip (daemon/import/kineto/gunzip.c: inflate on a second
  * thread) gives exactly what the serial path gives: the same timeline on
  * success, and on failure the same error, offset, message and byte counts
  * — for truncated and corrupted gzip, multi-member streams, a JSON error
@@ -23,6 +23,7 @@
 
 #include "test.h"
 #include "import_test.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 static int max_threads;

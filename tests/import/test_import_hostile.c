@@ -12,6 +12,8 @@
 #include <zlib.h>
 
 #include "test.h"
+#include "alloc/bigalloc.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 #include "timeline/codec.h"
 #include "timeline/timeline_int.h"

@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "test.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 static char shared[512];

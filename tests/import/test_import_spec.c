@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Speculative piece parses (daemon/timeline/kineto_spec.c): the inflate
+ * Speculative piece parses (daemon/import/kineto/kineto_spec.c): the inflate
  * thread parses whole events of the pieces it inflates, the importer's
  * thread adopts them. Whatever the document holds, an import where the
  * thread tries every piece (import_opts.spec = 2) must give exactly what
@@ -24,6 +24,7 @@
 
 #include "test.h"
 #include "import_test.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 struct buf {

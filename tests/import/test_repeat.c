@@ -19,9 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../bench/import/gen.h"
+#include "gen.h" /* bench/import: the trace generator */
 #include "analysis/analysis.h"
 #include "test.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 #define TRACE "/reference/hta/traces/nccl_parser_config/nccl_data.json.gz"

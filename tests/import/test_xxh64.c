@@ -5,8 +5,9 @@
 #include <string.h>
 
 #include "test.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
-#include "timeline/xxh64.h"
+#include "import/xxh64.h"
 
 static uint64_t hash_of(const void *p, size_t n, size_t piece)
 {

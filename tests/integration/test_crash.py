@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Crash consistency and a full disk (issue 10). gpuprofd is killed with
+"""Crash consistency and a full disk. gpuprofd is killed with
 SIGKILL at random points while captures are being written (and traces
 imported, when capture.import exists); after each restart every capture
 acknowledged before the kill must be listed, intact and readable, nothing

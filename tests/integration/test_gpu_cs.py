@@ -126,7 +126,7 @@ def submission_hook_parses_execs():
             return
         cmds = sba(IBA) + sip(0x800) + walker_xe2(0x1C40) + walker_xe2(0x3000) + [BB_END]
         batch = ctypes.create_string_buffer(struct.pack("<%dI" % len(cmds), *cmds))
-        # drm_xe_vm_bind with one drm_xe_vm_bind_op: MAP_USERPTR (facts 2.3)
+        # drm_xe_vm_bind with one drm_xe_vm_bind_op: MAP_USERPTR (xe_drm.h)
         op = struct.pack("<QIHHQQQII", 0, 0, 0, 0, ctypes.addressof(batch),
                          len(batch.raw) & ~3, VA, 2, 0) + bytes(32)
         bind = bytearray(struct.pack("<QIIII", 0, 1, 0, 0, 1) + op + struct.pack("<IIQ", 0, 0, 0)

@@ -412,7 +412,7 @@ def process_exits_mid_capture_and_probes_go():
 @test
 def launches_split_by_cgroup():
     """Two containers sharing the GPU: folded --cgroup roots each launch
-    stack at its cgroup path, with exact counts per cgroup (issue #8)."""
+    stack at its cgroup path, with exact counts per cgroup."""
     d = Daemon().start()
     made = []
     try:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Security checks against a real gpuprofd (issue 10), extending
+"""Security checks against a real gpuprofd, extending
 test_daemon.py's unprivileged_peer and state_dir_modes_and_symlinks:
 another uid over the raw protocol (stop, folded output, import, analyses),
 no method takes a path, owners and modes, planted symlinks (a symlinked

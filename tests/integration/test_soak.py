@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""A CI-sized soak (issue 10): bench/soak/soak drives 64 clients against a
+"""A CI-sized soak: bench/soak/soak drives 64 clients against a
 daemon with its collectors running for GPUPROF_SOAK_SECONDS (default 30):
 zero unexpected errors, no crash, no growth after warm-up of what the
 daemon holds (ASan's allocated bytes, RSS as a backstop), every

@@ -11,7 +11,7 @@
 #ifndef GPUPROF_TESTS_RENDER_SYNTH_H
 #define GPUPROF_TESTS_RENDER_SYNTH_H
 
-#include "../sym/capbuild.h"
+#include "sym/capbuild.h"
 #include "section.h"
 #include "symtab.h"
 #include "xe.h"

@@ -10,6 +10,7 @@
 #include "render_int.h" /* capframes */
 #include "synth.h"
 #include "test.h"
+#include "import/import.h"
 #include "timeline/timeline.h"
 
 #include <zlib.h>

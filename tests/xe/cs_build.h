@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Batch buffers for the command-stream parser tests, built dword by dword
- * from the documented encodings (intel-gpu-facts.md §4), plus a host run of
+ * from the documented encodings (the PRMs' command encodings), plus a host run of
  * the parser header over them (gpu_cs_parse.h with a reader over the case's
  * memory, the same windows the BPF program gets). The cases themselves:
  * cs_cases.h.
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "gpu_cs_parse.h"
-#include "gpu_cs_run.h"
+#include "gpu_cs_run_abi.h"
 
 #define CS_MAX_BUFS 4
 #define CS_MAX_DW 65536
@@ -67,7 +67,7 @@ static inline void put(struct cs_buf *b, uint32_t v)
 	b->dw[b->n++] = v;
 }
 
-/* MI: type 0, opcode 28:23; GFXPIPE: type 3, key = dw0 >> 16 (§4.1). */
+/* MI: type 0, opcode 28:23; GFXPIPE: type 3, key = dw0 >> 16 (the PRMs' command encodings). */
 #define MI(op) ((uint32_t)(op) << 23)
 #define GFX(key) ((uint32_t)(key) << 16)
 
@@ -81,7 +81,7 @@ static inline void bb_noop(struct cs_buf *b)
 	put(b, MI(0x00));
 }
 
-/* MI_BATCH_BUFFER_START, PPGTT (bit 8), second level = bit 22 (§4.2). */
+/* MI_BATCH_BUFFER_START, PPGTT (bit 8), second level = bit 22 (the PRMs' command encodings). */
 static inline void bb_start(struct cs_buf *b, uint64_t target, int second)
 {
 	put(b, MI(0x31) | (second ? 1u << 22 : 0) | 1u << 8 | 1);
@@ -89,7 +89,7 @@ static inline void bb_start(struct cs_buf *b, uint64_t target, int second)
 	put(b, (uint32_t)(target >> 32));
 }
 
-/* STATE_BASE_ADDRESS, 22 dw (§4.6); a base of 0 is left unmodified. */
+/* STATE_BASE_ADDRESS, 22 dw (the PRMs' command encodings); a base of 0 is left unmodified. */
 static inline void bb_sba(struct cs_buf *b, uint64_t iba, uint64_t dsba)
 {
 	uint32_t d[22] = {GFX(0x6101) | 20};
@@ -117,7 +117,7 @@ static inline void bb_sip(struct cs_buf *b, uint64_t sip)
 	put(b, (uint32_t)(sip >> 32));
 }
 
-/* COMPUTE_WALKER: 39 dw / IDD at dw18 (Xe-HP), 40 dw / dw19 (Xe2) (§4.5). */
+/* COMPUTE_WALKER: 39 dw / IDD at dw18 (Xe-HP), 40 dw / dw19 (Xe2) (the PRMs' command encodings). */
 static inline void bb_walker(struct cs_buf *b, int xe2, uint64_t ksp)
 {
 	uint32_t len = xe2 ? 40 : 39, idd = xe2 ? 19 : 18;

@@ -173,7 +173,7 @@ static inline void case_garbage(struct cs_case *c)
 }
 
 /* Commands whose DWord Length is 0 (2 dwords), and the single-dword and
- * wide-length forms (§4.1-4.3), then a walker that must still be found. */
+ * wide-length forms (the PRMs' command encodings), then a walker that must still be found. */
 static inline void case_lengths(struct cs_case *c)
 {
 	struct cs_buf *a = cs_new_buf(c, VA_A);
@@ -225,7 +225,7 @@ static inline void case_gpgpu(struct cs_case *c)
 		put(dsh, 0);
 }
 
-/* 3D shader states: VS dw1, HS dw3 (§4.4), PS KSP0 dw1 + KSP1 dw8, a
+/* 3D shader states: VS dw1, HS dw3 (the PRMs' command encodings), PS KSP0 dw1 + KSP1 dw8, a
  * disabled GS (KSP 0). */
 static inline void case_3d(struct cs_case *c)
 {

@@ -282,7 +282,7 @@ static void test_status_json(void)
 static void test_eu_stall_attribution(void)
 {
 	const struct xe_decoder *d = xe_decoder_by_name("xe2");
-	uint64_t ip = (0x1c40 + 0x80) >> 3; /* IBA-relative, in 8-byte units (§1.8) */
+	uint64_t ip = (0x1c40 + 0x80) >> 3; /* IBA-relative, in 8-byte units (the Xe PRMs) */
 	uint8_t rec[64] = {0};
 	struct xe_stats st;
 	struct run t;

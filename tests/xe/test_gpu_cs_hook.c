@@ -5,7 +5,7 @@
  * issuing the real xe ioctls (VM_BIND with MAP_USERPTR / MAP / UNMAP,
  * GEM_MMAP_OFFSET, mmap of the BO, EXEC; i915 GEM_USERPTR, GEM_MMAP,
  * EXECBUFFER2) with the documented structs
- * (intel-gpu-facts.md §2.2-2.4). There is no xe driver here, so each ioctl
+ * (xe_drm.h). There is no xe driver here, so each ioctl
  * fails (ENOTTY), but the tracepoints see its arguments; the hook is loaded
  * with accept_failed for that reason. For every named case of cs_cases.h
  * and 150 random streams, the result the hook parsed from this process's

@@ -29,7 +29,7 @@ static uint64_t xorshift(void)
 	return rng;
 }
 
-/* An Xe2 record (facts §1.7): ip at bits 0-28, "other" at 37-44, "sync" at 85-92. */
+/* An Xe2 record (Xe PRMs): ip at bits 0-28, "other" at 37-44, "sync" at 85-92. */
 static void xe2_rec(uint8_t *rec, uint64_t ip, unsigned other, unsigned sync)
 {
 	uint64_t w0 = (ip & 0x1FFFFFFFull) | ((uint64_t)other << 37);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Xe OA, hardware-free: the OA-unit query walk and the property chain on
- * byte buffers laid out by hand from xe_drm.h / facts §1.4 and §1.10, the
+ * byte buffers laid out by hand from xe_drm.h / xe_drm.h, the
  * period exponent, the sysfs metric-set look-up on a temporary tree, and
  * an OA stream on a pipe of synthetic 576-byte PEC reports whose
  * frequency / busy series is read back from a real store. Also the xe.*
@@ -108,7 +108,7 @@ static void test_props(void)
 {
 	struct xe_ext_set_property p[XE_OA_NPROPS];
 	const uint8_t *b = (const uint8_t *)p;
-	/* facts §1.10: ids and values in the documented order */
+	/* xe_drm.h, the OA unit: ids and values in the documented order */
 	const uint32_t ids[XE_OA_NPROPS] = {1, 2, 3, 4, 5, 6};
 	const uint64_t vals[XE_OA_NPROPS] = {7, 1, 42, 5 | 1u << 8 | 1u << 16, 19, 1};
 
@@ -248,7 +248,7 @@ static void oa_sink(void *arg, struct xe_stream *xs, const uint8_t *buf, size_t 
 		     &k->bad);
 }
 
-/* A PEC report (facts §1.10): rpt_id, time, ctx_id, ticks as u64 0..3,
+/* A PEC report (xe_drm.h, the OA unit): rpt_id, time, ctx_id, ticks as u64 0..3,
  * busy (pec32) as u64 36; 68 u64 + 32 pad bytes. */
 static void pec(uint8_t *r, uint64_t time, uint64_t ticks, uint64_t busy)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The xe and i915 uAPI structs the submission-hook test and bench issue,
- * laid out as intel-gpu-facts.md §2.2-2.4 and §3.1 give them (the sizes
+ * laid out as xe_drm.h give them (the sizes
  * are checked), so tests do not depend on the build host's kernel headers.
  */
 #ifndef GPUPROF_TESTS_XE_IOCTL_H

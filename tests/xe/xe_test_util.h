@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the Xe EU-stall unit tests (test_xe*.c): records built
- * bit by bit from the documented layouts (facts §1.7), and a sink that
+ * bit by bit from the documented layouts (the Xe PRMs' EU-stall record), and a sink that
  * collects an output into a string.
  */
 #ifndef GPUPROF_TESTS_XE_TEST_UTIL_H
@@ -35,7 +35,7 @@ struct layout {
 };
 
 #define NA (~0u)
-/* Bit positions from facts §1.7, reason order as enum xe_reason:
+/* Bit positions from the Xe PRMs' EU-stall record, reason order as enum xe_reason:
  * active, control, pipestall, send, dist_acc, sbid, sync, inst_fetch, other, tdr */
 static const struct layout layouts[] = {
     {"pvc", 29, {29, 45, 53, 61, 69, 77, 85, 93, 37, NA}, NA, NA},

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Python frames read in BPF at the moment of a sample (pystack.bpf.h): the
+ * frame chain of the sampled thread's CPython thread state, raw. The daemon
+ * (daemon/pyframes/) recognizes each interpreter, hands BPF its layout per
+ * process (struct pystack_layout in the py_procs map), and afterwards
+ * interprets the nodes: which are shims, where each native interpreter
+ * activation's run ends, the instruction offset, the names. Shared by the
+ * BPF programs and the daemon: limits and fixed-width types only.
+ */
+#ifndef GPUPROF_BPF_PYSTACK_ABI_H
+#define GPUPROF_BPF_PYSTACK_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Frame nodes read per sample, shims included; a longer chain is cut there
+ * and flagged PYSTACK_F_TRUNCATED. */
+#define PYSTACK_MAX_NODES 96
+/* Thread states walked to find the sampled thread's (then cached). */
+#define PYSTACK_MAX_THREADS 64
+/* Bytes of a frame read at once: every offset used lies below. */
+#define PYSTACK_FRAME_BYTES 128
+#define PYSTACK_NONE 0xffffffffu
+#define PYSTACK_MAX_PROCS 4096
+
+/* Flags of a sample's Python part */
+#define PYSTACK_F_TRUNCATED 0x1 /* the chain went on past PYSTACK_MAX_NODES */
+#define PYSTACK_F_NOTHREAD 0x2	/* no thread state of this thread (native thread) */
+#define PYSTACK_F_FAULT 0x4	/* a read failed: the nodes are the ones before it */
+
+/*
+ * How to read one process's interpreter, by byte offsets (PYSTACK_NONE: the
+ * version has no such field). Frames are the nodes of a singly linked chain
+ * from the thread state: PyFrameObject (3.9/3.10) or _PyInterpreterFrame
+ * (3.11+). All offsets but threads_head are below PYSTACK_FRAME_BYTES where
+ * they index a frame.
+ */
+struct pystack_layout {
+	__u64 threads_head; /* address of the main interpreter's threads.head */
+	__u32 ts_next;	    /* PyThreadState.next */
+	__u32 ts_thread_id; /* PyThreadState.thread_id: pthread_self(), the fsbase */
+	__u32 ts_first;	    /* ->frame (3.9/3.10), ->cframe (3.11/3.12), ->current_frame */
+	__u32 cf_current;   /* _PyCFrame.current_frame (3.11/3.12), else NONE */
+	__u32 f_prev, f_code, f_instr; /* f_back/previous, f_code/f_executable, lasti/instr */
+	__u32 f_owner, f_entry;	       /* owner byte (3.11+), is_entry byte (3.11) */
+	__u32 co_firstlineno;	       /* in the code object: identifies it */
+	__u32 generation;	       /* set by the daemon: which attach this is */
+	__u32 pad;
+};
+
+/* One node of the chain, raw. */
+struct pystack_node {
+	__u64 frame; /* the node's address (3.12+ shims are activation markers) */
+	__u64 code;  /* f_code / f_executable as read (3.14+: tag bits included) */
+	__u64 instr; /* 3.9/3.10: f_lasti (low 32 bits); 3.11+: the instruction pointer */
+	__u32 firstlineno; /* co_firstlineno of code, 0 when unreadable */
+	__u8 owner, entry; /* as read; 0 when the version has none */
+	__u16 pad;
+};
+
+#define PYSTACK_NODE_BYTES 32
+
+_Static_assert(sizeof(struct pystack_node) == PYSTACK_NODE_BYTES, "pystack_node layout");
+_Static_assert(sizeof(struct pystack_layout) == 56, "pystack_layout layout");
+
+/* The per-CPU working area of the walk (inside a program's scratch). */
+struct pystack_scratch {
+	struct pystack_node nodes[PYSTACK_MAX_NODES];
+	__u8 frame[PYSTACK_FRAME_BYTES];
+};
+
+#endif
