@@ -305,7 +305,10 @@ static void test_collector(bool cfi)
 	struct store_config sc = {.budget_bytes = 4u << 20};
 	uint64_t want_records = 2, want_stacks = 1;
 	struct collector c;
-	struct gpd g;
+	/* static: the daemon's state holds the whole config, paths and all
+	 * (tens of KiB), which on this frame would put main out of reach of
+	 * the 16 KiB stack copy feed_copied_stack() unwinds */
+	static struct gpd g;
 	uv_loop_t loop;
 	int r;
 
