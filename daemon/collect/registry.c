@@ -8,35 +8,20 @@
 #include <string.h>
 
 #include "collector.h"
+#include "cpu.h"
+#include "gpu_job.h"
+#include "gpu_launch.h"
+#include "xe_collector.h"
 #include "gpd.h"
 #include "log.h"
 
-#ifdef HAVE_CPU_COLLECTOR
-extern const struct collector_ops cpu_collector_ops;
-#endif
-#ifdef HAVE_GPU_LAUNCH_COLLECTOR
-extern const struct collector_ops gpu_launch_collector_ops;
-#endif
-#ifdef HAVE_XE_COLLECTOR
-extern const struct collector_ops xe_collector_ops;
-#endif
-#ifdef HAVE_GPU_JOB_COLLECTOR
-extern const struct collector_ops gpu_job_collector_ops;
-#endif
 
+/* Every collector, in the order they open, start and show in status. */
 static const struct collector_ops *const collector_table[] = {
-#ifdef HAVE_CPU_COLLECTOR
 	&cpu_collector_ops,
-#endif
-#ifdef HAVE_GPU_LAUNCH_COLLECTOR
 	&gpu_launch_collector_ops,
-#endif
-#ifdef HAVE_XE_COLLECTOR
 	&xe_collector_ops,
-#endif
-#ifdef HAVE_GPU_JOB_COLLECTOR
 	&gpu_job_collector_ops,
-#endif
 	NULL,
 };
 

@@ -13,7 +13,6 @@
 #include "comm/comm.h"
 #include "gpd.h"
 #include "methods.h"
-#include "methods_comm.h"
 #include "timeline/timeline.h"
 
 struct comm_req {

@@ -35,7 +35,6 @@
 #include "critpath/critpath.h"
 #include "gpd.h"
 #include "methods.h"
-#include "methods_critpath.h"
 #include "timeline/xxh64.h"
 #include "timeline/timeline.h"
 

@@ -18,7 +18,6 @@
 #include "jobs.h"
 #include "json.h"
 #include "methods.h"
-#include "methods_gpu.h"
 #include "store/store.h"
 #include "sym.h"
 

@@ -19,7 +19,6 @@
 #include "tlcache.h"
 #include "json.h"
 #include "methods.h"
-#include "methods_import.h"
 #include "timeline/xxh64.h"
 #include "timeline/timeline.h"
 
