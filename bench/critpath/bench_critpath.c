@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "../../tests/analysis/parity.h"
-#include "critpath/critpath.h"
+#include "analysis/critpath/critpath.h"
 #include "gen.h"
 
 static double now(void)

@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "capjob.h"
-#include "critpath/critpath.h"
+#include "analysis/critpath/critpath.h"
 #include "gpd.h"
 #include "methods.h"
 #include "timeline/xxh64.h"

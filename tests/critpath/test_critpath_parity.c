@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../analysis/parity.h"
-#include "critpath/critpath.h"
+#include "analysis/critpath/critpath.h"
 #include "test.h"
 
 struct inv {

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "critpath/internal.h"
+#include "analysis/critpath/internal.h"
 #include "test.h"
 
 #define CPU(name, cat, ts, dur, corr)                                                              \
