@@ -254,6 +254,8 @@ int analysis_overlap(struct actx *c, cJSON **out);
 int analysis_launch(struct actx *c, cJSON **out);
 int analysis_queue(struct actx *c, cJSON **out);
 int analysis_sequences(struct actx *c, cJSON **out);
+int analysis_critical_path(struct actx *c, cJSON **out); /* critpath/request.c */
+int analysis_comm(struct actx *c, cJSON **out);		  /* comm/comm.c */
 
 /* The analyses' radix sorts (DEFINE_RADIX, daemon/radix.h) take their
  * scratch from tl_malloc_big(), whose big blocks are kept for the next

@@ -6,6 +6,7 @@
  * cudaEventRecord -> cudaStreamWaitEvent across streams, a cycle rejected
  * with the offending event named, and what-if edits.
  */
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -203,6 +204,40 @@ static void test_whatif(void)
 	timeline_free(tl);
 }
 
+/* The analysis table's entry (analysis_run) and a request solved on a
+ * built graph (what the RPC method does) give the same tree, what-if
+ * included. */
+static void test_table_entry(void)
+{
+	struct timeline *tl = load(launches);
+	cJSON *p = cJSON_Parse("{\"kernel_kernel_threshold_us\": 2000, \"edits\": "
+			       "[{\"kind\":\"kernel\",\"scale\":0.5}]}");
+	cJSON *viatable = NULL, *direct = NULL;
+	struct cp_request rq;
+	struct cp_solved s;
+	struct cp_graph *g = NULL;
+	char err[256] = "", *a, *b;
+
+	CHECK_EQ_INT(analysis_run("critical_path", tl, p, &viatable, err, sizeof(err)), 0);
+	CHECK_EQ_INT(cp_request_parse(p, &rq, err, sizeof(err)), 0);
+	rq.o.rank = 0;
+	CHECK_EQ_INT(cp_build(tl, &rq.o, &g, err, sizeof(err)), 0);
+	CHECK_EQ_INT(cp_request_solve(g, &rq, &s, &direct, err, sizeof(err)), 0);
+	cp_request_whatif_json(&rq, &s, direct);
+	CHECK(cJSON_GetObjectItemCaseSensitive(viatable, "whatif") != NULL);
+	a = cJSON_PrintUnformatted(viatable);
+	b = cJSON_PrintUnformatted(direct);
+	CHECK_STREQ(a, b);
+	free(a);
+	free(b);
+	cp_solved_finish(&s);
+	cp_graph_free(g);
+	cJSON_Delete(viatable);
+	cJSON_Delete(direct);
+	cJSON_Delete(p);
+	timeline_free(tl);
+}
+
 /*
  * The annotation's instances count in HTA's row order (4.9): after the
  * step filter, GPUKernelFilter rows before the others. 0 ProfilerStep#1,
@@ -250,5 +285,6 @@ int main(void)
 	RUN(test_cycle_rejected);
 	RUN(test_whatif);
 	RUN(test_annotation_order);
+	RUN(test_table_entry);
 	return test_summary();
 }
