@@ -22,6 +22,7 @@ struct collector;
 struct capreg;
 struct rpc_server;
 struct unwinder;
+struct symbolizer;
 
 #define GPD_MAX_COLLECTORS 8
 #define GPD_MAX_JOBS 64 /* the largest limits.max_jobs (config.c) */
@@ -46,6 +47,10 @@ struct gpd {
 	/* CFI unwinding of the user stacks the collectors copy (unwind/unwind.h);
 	 * NULL when sampling.stack_bytes is 0. Loop thread only. */
 	struct unwinder *unwinder;
+	/* Resolves user and kernel frames (sym.h): created by hooks_init(),
+	 * freed by hooks_finish(); NULL when it could not be created.
+	 * Thread-safe: jobs resolve call sites with it. */
+	struct symbolizer *symbolizer;
 	void (*drain_rings)(struct gpd *g);
 	uint64_t start_mono_ns;
 	bool stopping;

@@ -17,8 +17,6 @@
 #include "xe_collector.h"
 #include "zebin.h"
 
-static struct symbolizer *symbolizer;
-static struct collector *xe_coll; /* EU-stall profile joins each capture */
 
 static void note_pid(void *arg, uint32_t pid, bool exec)
 {
@@ -70,10 +68,13 @@ static int zebin_load(void *arg, void *state, uint32_t pid, const char *path, ch
 
 static void symbolize(void *arg, struct capture *c)
 {
+	struct gpd *g = arg;
+	struct collector *xe_coll = collectors_find(g, "xe");
+
 	if (xe_coll && xe_collector_attach_capture(xe_coll, c) < 0)
 		log_warn("capture %llu: EU-stall profile not attached", (unsigned long long)c->id);
 	/* GPU kernel names demangled first: the timeline copies them */
-	int r = sym_demangle_kernels(arg, c);
+	int r = sym_demangle_kernels(g->symbolizer, c);
 	if (r < 0)
 		log_warn("capture %llu: GPU kernel names not demangled: %s",
 			 (unsigned long long)c->id, strerror(-r));
@@ -82,7 +83,7 @@ static void symbolize(void *arg, struct capture *c)
 	if (r < 0)
 		log_warn("capture %llu: no timeline from the GPU job intervals: %s",
 			 (unsigned long long)c->id, strerror(-r));
-	r = sym_symbolize_capture(arg, c);
+	r = sym_symbolize_capture(g->symbolizer, c);
 	if (r < 0)
 		log_warn("capture %llu: symbolization failed: %s", (unsigned long long)c->id,
 			 strerror(-r));
@@ -95,12 +96,15 @@ void hooks_init(struct gpd *g)
 	    .no_demangle = !g->cfg.demangle,
 	    .lines = g->cfg.sym_lines,
 	};
+	struct symbolizer *symbolizer;
+	struct collector *xe_coll = collectors_find(g, "xe");
+
 	if (sym_new(&so, &symbolizer) < 0) {
 		log_warn("symbolizer unavailable (out of memory): frames stay raw addresses");
 		return;
 	}
-	capreg_set_prepare(g->captures, symbolize, symbolizer);
-	xe_coll = collectors_find(g, "xe");
+	g->symbolizer = symbolizer;
+	capreg_set_prepare(g->captures, symbolize, g);
 	struct collector *cpu = collectors_find(g, "cpu");
 	if (cpu)
 		cpu_collector_set_pid_hook(cpu, note_pid, symbolizer);
@@ -120,14 +124,8 @@ void hooks_init(struct gpd *g)
 		log_warn("gpu: launches and zebins do not reach the EU-stall kernel table (out of memory)");
 }
 
-struct symbolizer *hooks_symbolizer(void)
-{
-	return symbolizer;
-}
-
 void hooks_finish(struct gpd *g)
 {
-	(void)g;
-	sym_free(symbolizer);
-	symbolizer = NULL;
+	sym_free(g->symbolizer);
+	g->symbolizer = NULL;
 }
