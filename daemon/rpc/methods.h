@@ -20,6 +20,8 @@ void method_capture_delete(struct rpc_req *req, const cJSON *params);
 struct capentry *capture_for_req(struct rpc_req *req, const cJSON *params, bool allow_damaged);
 
 void method_capture_folded(struct rpc_req *req, const cJSON *params);
+/* Answer req with e's info once e is saved, or with why it was not. */
+void rpc_wait_saved(struct rpc_req *req, struct capentry *e);
 
 /* Renderers (methods_render.c): flame graphs, diffs, heat maps, exports. */
 void method_capture_flamegraph(struct rpc_req *req, const cJSON *params);

@@ -273,7 +273,7 @@ static void import_done(void *arg)
 			else
 				rpc_error_errno(j->req, r, why);
 		} else {
-			capreg_wait(e, j->req); /* answered with the info once persisted */
+			rpc_wait_saved(j->req, e); /* answered with the info once persisted */
 		}
 	}
 	timeline_free(j->tl);
@@ -355,7 +355,7 @@ void method_capture_import(struct rpc_req *req, const cJSON *params)
 	j->g = req->gpd;
 	j->max_bytes = req->gpd->cfg.import_max_bytes;
 	j->io_timeout_ms = req->gpd->cfg.io_timeout_ms;
-	job_cancel_watch(req->gpd, &j->cancel, req->conn);
+	job_cancel_watch(req->gpd, &j->cancel, rpc_conn_gone, req->conn);
 	struct job_owner who = {req->uid, req->privileged};
 	r = job_submit(req->gpd, &who, import_work, import_done, j);
 	if (r < 0) {
