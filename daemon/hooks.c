@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "capreg.h"
-#include "collect/collector.h"
+#include "collector.h"
 #include "collect/registry.h"
 #include "gpd.h"
 #include "log.h"

@@ -16,7 +16,7 @@
 #include <uv.h>
 
 #include "capreg.h"
-#include "collect/collector.h"
+#include "collector.h"
 #include "collect/registry.h"
 #include "gpd.h"
 #include "rpc/tlcache.h"

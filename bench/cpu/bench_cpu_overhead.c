@@ -45,7 +45,7 @@
 #include <cjson/cJSON.h>
 #include <uv.h>
 
-#include "collect/collector.h"
+#include "collector.h"
 #include "collect/cpu.h"
 #include "cpu_sample.h"
 #include "gpd.h"
