@@ -28,6 +28,7 @@ struct symbolizer;
 #define GPD_MAX_JOBS 64 /* the largest limits.max_jobs (config.c) */
 
 struct tlcache;
+struct cp_cache;
 
 struct gpd {
 	uv_loop_t *loop;
@@ -35,6 +36,8 @@ struct gpd {
 	struct store *store;
 	struct capreg *captures;
 	struct tlcache *tlcache; /* decoded timelines between analyses (rpc/tlcache.h) */
+	/* built critical-path graphs between requests (analysis/critpath/cpcache.h) */
+	struct cp_cache *cpcache;
 	struct rpc_server *rpc;
 	struct collector *collectors[GPD_MAX_COLLECTORS];
 	unsigned ncollectors;

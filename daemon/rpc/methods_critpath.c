@@ -4,11 +4,11 @@
  * capture's rank and window in a worker, solve it, apply what-if edits and
  * optionally stream the overlay. Params in docs/protocol.md.
  *
- * Saved graphs: built graphs are kept in a small in-memory LRU keyed by
- * (capture id, rank, window, build options), bounded by bytes (graphs are
- * self-contained, see critpath.h), so repeated what-ifs skip the timeline
- * decode and the build. Nothing is persisted: a graph is cheap to rebuild
- * (bench/critpath) and a capture's bytes stay immutable.
+ * Saved graphs: built graphs are kept in the daemon's graph cache
+ * (analysis/critpath/cpcache.h, analysis.graph_cache_bytes) keyed by
+ * (capture id, rank, window, build options), so repeated what-ifs skip the
+ * timeline decode and the build. Nothing is persisted: a graph is cheap to
+ * rebuild (bench/critpath) and a capture's bytes stay immutable.
  *
  * Overlay: the client passes the original trace as fds[0] (read) and the
  * output as fds[1] (write); the daemon streams one through to the other,
@@ -24,7 +24,6 @@
  * recorded cannot be checked: refused unless "overlay_unverified".
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,91 +31,12 @@
 #include <unistd.h>
 
 #include "capjob.h"
+#include "analysis/critpath/cpcache.h"
 #include "analysis/critpath/critpath.h"
 #include "gpd.h"
 #include "methods.h"
 #include "timeline/xxh64.h"
 #include "timeline/timeline.h"
-
-#define CACHE_MAX_BYTES (256u << 20)
-#define CACHE_MAX_ENTRIES 32
-
-struct centry {
-	char *key;
-	struct cp_graph *g;
-	size_t bytes;
-	unsigned refs;
-	uint64_t used;
-	bool dead; /* evicted while in use: the last user frees it */
-};
-
-static struct {
-	pthread_mutex_t lock;
-	struct centry *e[CACHE_MAX_ENTRIES];
-	size_t n, bytes;
-	uint64_t clock;
-} cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static void centry_free(struct centry *c)
-{
-	cp_graph_free(c->g);
-	free(c->key);
-	free(c);
-}
-
-static struct centry *cache_get(const char *key)
-{
-	struct centry *r = NULL;
-
-	pthread_mutex_lock(&cache.lock);
-	for (size_t i = 0; i < cache.n; i++)
-		if (!strcmp(cache.e[i]->key, key)) {
-			r = cache.e[i];
-			r->refs++;
-			r->used = ++cache.clock;
-			break;
-		}
-	pthread_mutex_unlock(&cache.lock);
-	return r;
-}
-
-static void cache_put(struct centry *c)
-{
-	pthread_mutex_lock(&cache.lock);
-	if (--c->refs == 0 && c->dead)
-		centry_free(c);
-	pthread_mutex_unlock(&cache.lock);
-}
-
-/* Insert c (refs = 1 for the caller), evicting least recently used. */
-static void cache_add(struct centry *c)
-{
-	pthread_mutex_lock(&cache.lock);
-	c->refs = 1;
-	c->used = ++cache.clock;
-	if (c->bytes > CACHE_MAX_BYTES / 2) {
-		c->dead = true; /* too large to keep: used once */
-		pthread_mutex_unlock(&cache.lock);
-		return;
-	}
-	while (cache.n &&
-	       (cache.n == CACHE_MAX_ENTRIES || cache.bytes + c->bytes > CACHE_MAX_BYTES)) {
-		size_t lru = 0;
-
-		for (size_t i = 1; i < cache.n; i++)
-			if (cache.e[i]->used < cache.e[lru]->used)
-				lru = i;
-		cache.bytes -= cache.e[lru]->bytes;
-		if (cache.e[lru]->refs)
-			cache.e[lru]->dead = true;
-		else
-			centry_free(cache.e[lru]);
-		cache.e[lru] = cache.e[--cache.n];
-	}
-	cache.e[cache.n++] = c;
-	cache.bytes += c->bytes;
-	pthread_mutex_unlock(&cache.lock);
-}
 
 struct cpopts {
 	cJSON *params; /* what rq points into */
@@ -253,8 +173,8 @@ static int io_write(void *arg, const void *p, size_t n)
 	return fdout_write(&((struct ioctx *)arg)->out, p, n);
 }
 
-static struct cp_graph *graph_for(struct capjob *j, struct capture *c, struct cpopts *x,
-				  struct centry **ce, bool *cached)
+static const struct cp_graph *graph_for(struct capjob *j, struct capture *c, struct cpopts *x,
+					struct cp_cached **ce, bool *cached)
 {
 	const struct capture_extra *ex;
 	const struct timeline *tl = NULL;
@@ -281,10 +201,10 @@ static struct cp_graph *graph_for(struct capjob *j, struct capture *c, struct cp
 		}
 		cJSON_Delete(info);
 	}
-	*ce = cache_get(x->key);
+	*ce = cp_cache_get(j->req->gpd->cpcache, x->key);
 	if (*ce) {
 		*cached = true;
-		return (*ce)->g;
+		return cp_cached_graph(*ce);
 	}
 	*cached = false;
 	if (capjob_timeline(j, c, "an imported trace", &tl) < 0)
@@ -301,17 +221,11 @@ static struct cp_graph *graph_for(struct capjob *j, struct capture *c, struct cp
 			    "%s", why);
 		return NULL;
 	}
-	*ce = calloc(1, sizeof(**ce));
-	if (!*ce || !((*ce)->key = strdup(x->key))) {
-		free(*ce);
-		*ce = NULL;
-		cp_graph_free(g);
+	*ce = cp_cache_put(j->req->gpd->cpcache, x->key, g);
+	if (!*ce) {
 		capjob_fail(j, -ENOMEM, 0, "out of memory");
 		return NULL;
 	}
-	(*ce)->g = g;
-	(*ce)->bytes = cp_graph_bytes(g);
-	cache_add(*ce);
 	return g;
 }
 
@@ -319,10 +233,10 @@ static void run(struct capjob *j, struct capture *c)
 {
 	struct cpopts *x = j->opts;
 	struct cp_solved sv = {0};
-	struct centry *ce = NULL;
+	struct cp_cached *ce = NULL;
 	char err[512] = "";
 	bool cached;
-	struct cp_graph *g = graph_for(j, c, x, &ce, &cached);
+	const struct cp_graph *g = graph_for(j, c, x, &ce, &cached);
 	cJSON *res;
 	int r;
 
@@ -388,7 +302,7 @@ static void run(struct capjob *j, struct capture *c)
 	j->result = res;
 out:
 	cp_solved_finish(&sv);
-	cache_put(ce);
+	cp_cache_release(j->req->gpd->cpcache, ce);
 }
 
 void method_analyze_critical_path(struct rpc_req *req, const cJSON *params)
