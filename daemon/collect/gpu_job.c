@@ -22,7 +22,6 @@
 #include <bpf/libbpf.h>
 
 #include "../../bpf/gpu_job.h"
-#include "capture/gpumatch.h"
 #include "gpd.h"
 #include "gpu_job.skel.h"
 #include "gpu_job_int.h"
