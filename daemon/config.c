@@ -10,7 +10,6 @@
 
 #include "gpuprof-build.h"
 #include "duration.h"
-#include "timeline/timeline.h" /* TL_BIG_CACHE_DEFAULT */
 
 void config_defaults(struct config *cfg)
 {
@@ -23,7 +22,7 @@ void config_defaults(struct config *cfg)
 	cfg->jobs_max_bytes = (size_t)1 << 30; /* half the unit's MemoryMax=2G */
 	cfg->analysis_cache_bytes = 512u << 20;
 	cfg->graph_cache_bytes = 256u << 20;
-	cfg->analysis_scratch_bytes = TL_BIG_CACHE_DEFAULT;
+	cfg->analysis_scratch_bytes = 256u << 20;
 	cfg->captures_max = 256;
 	/* One uid: an eighth of the captures, a quarter of the connections,
 	 * half the job slots; root keeps a sixteenth, an eighth and one. */
