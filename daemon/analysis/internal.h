@@ -86,6 +86,20 @@ static inline bool rank_has_gpu(const struct tl_rank *r)
 /* -ENODATA with the standard message when no selected rank has GPU events. */
 int require_gpu(struct actx *c);
 
+/* One selected rank's part of a per-rank analysis, added to the array
+ * ranks; opts are the analysis's parsed parameters. 0 or a negative errno. */
+typedef int (*an_rank_fn)(struct actx *c, const struct tl_rank *r, cJSON *ranks,
+			  const void *opts);
+/*
+ * The end of every per-rank analysis: fn on each selected rank in timeline
+ * order until one fails, then an_finish(). root holds ranks (jroot()).
+ */
+int an_each_rank(struct actx *c, cJSON *root, cJSON *ranks, an_rank_fn fn, const void *opts,
+		 cJSON **out);
+/* The result: root in *out when err is 0 and no allocation failed (else
+ * -ENOMEM); otherwise root is deleted and the error returned. */
+int an_finish(struct actx *c, int err, cJSON *root, cJSON **out);
+
 /* Error with a message in c->err; returns err. */
 int aerr(struct actx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
