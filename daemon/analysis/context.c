@@ -94,6 +94,21 @@ int an_each_rank(struct actx *c, cJSON *root, cJSON *ranks, an_rank_fn fn, const
 	return an_finish(c, err, root, out);
 }
 
+int an_rank_only(struct actx *c, const char *name, an_rank_fn fn, cJSON **out)
+{
+	static const char *const keys[] = { "rank", NULL };
+	cJSON *root, *ranks;
+	int err;
+
+	err = an_param_keys(c, keys);
+	if (!err)
+		err = require_gpu(c);
+	if (err)
+		return err;
+	root = jroot(c, name, &ranks);
+	return an_each_rank(c, root, ranks, fn, NULL, out);
+}
+
 int require_gpu(struct actx *c)
 {
 	uint32_t n = timeline_nranks(c->tl);

@@ -99,6 +99,9 @@ int an_each_rank(struct actx *c, cJSON *root, cJSON *ranks, an_rank_fn fn, const
 /* The result: root in *out when err is 0 and no allocation failed (else
  * -ENOMEM); otherwise root is deleted and the error returned. */
 int an_finish(struct actx *c, int err, cJSON *root, cJSON **out);
+/* A whole per-rank analysis whose only parameter is rank: its root named
+ * name, fn on each selected rank (opts NULL). */
+int an_rank_only(struct actx *c, const char *name, an_rank_fn fn, cJSON **out);
 
 /* Error with a message in c->err; returns err. */
 int aerr(struct actx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

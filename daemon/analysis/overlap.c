@@ -80,16 +80,5 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const v
 
 int analysis_overlap(struct actx *c, cJSON **out)
 {
-	static const char *const keys[] = { "rank", NULL };
-	cJSON *root, *ranks;
-	int err;
-
-	err = an_param_keys(c, keys);
-	if (err)
-		return err;
-	err = require_gpu(c);
-	if (err)
-		return err;
-	root = jroot(c, "overlap", &ranks);
-	return an_each_rank(c, root, ranks, one_rank, NULL, out);
+	return an_rank_only(c, "overlap", one_rank, out);
 }

@@ -186,16 +186,5 @@ static int rank_part(struct actx *c, const struct tl_rank *r, cJSON *ranks, cons
 
 int analysis_temporal(struct actx *c, cJSON **out)
 {
-	static const char *const keys[] = { "rank", NULL };
-	cJSON *root, *ranks;
-	int err;
-
-	err = an_param_keys(c, keys);
-	if (err)
-		return err;
-	err = require_gpu(c);
-	if (err)
-		return err;
-	root = jroot(c, "temporal", &ranks);
-	return an_each_rank(c, root, ranks, rank_part, NULL, out);
+	return an_rank_only(c, "temporal", rank_part, out);
 }
