@@ -240,6 +240,17 @@ double quantile_sorted(const double *v, size_t n, double q);
 /* Adds count/mean/std/min/25%/50%/75%/max to obj; NaN → null. */
 void dstats_json(struct actx *c, cJSON *obj, const struct dstats *s, const char *suffix);
 
+/*
+ * The builders under every analysis's result (comm's too): x added to
+ * parent under key (key NULL: pushed, parent an array; parent NULL: x is a
+ * root), or *oom set and x freed when x is NULL or cannot be added.
+ * static_key: key outlives the tree (a literal) and is not copied. Returns
+ * x, or NULL.
+ */
+cJSON *jtree_add(bool *oom, cJSON *parent, const char *key, cJSON *x, bool static_key);
+/* item pushed to arr, or *oom set and item freed. */
+void jtree_push(bool *oom, cJSON *arr, cJSON *item);
+
 /* cJSON helpers that record allocation failure in c->oom. */
 cJSON *jobj(struct actx *c, cJSON *parent, const char *key);
 cJSON *jarr(struct actx *c, cJSON *parent, const char *key);

@@ -12,45 +12,53 @@
 
 #include "internal.h"
 
-static cJSON *track(struct actx *c, cJSON *x)
+cJSON *jtree_add(bool *oom, cJSON *parent, const char *key, cJSON *x, bool static_key)
 {
-	if (!x)
-		c->oom = true;
+	bool ok;
+
+	if (!x) {
+		*oom = true;
+		return NULL;
+	}
+	if (!parent)
+		return x;
+	if (!key)
+		ok = cJSON_AddItemToArray(parent, x);
+	else if (static_key)
+		ok = cJSON_AddItemToObjectCS(parent, key, x);
+	else
+		ok = cJSON_AddItemToObject(parent, key, x);
+	if (!ok) {
+		cJSON_Delete(x);
+		*oom = true;
+		return NULL;
+	}
 	return x;
+}
+
+void jtree_push(bool *oom, cJSON *arr, cJSON *item)
+{
+	if (!item || !arr || !cJSON_AddItemToArray(arr, item)) {
+		cJSON_Delete(item);
+		*oom = true;
+	}
 }
 
 cJSON *jobj(struct actx *c, cJSON *parent, const char *key)
 {
-	cJSON *o = track(c, cJSON_CreateObject());
-
-	if (o && parent && !cJSON_AddItemToObject(parent, key, o)) {
-		cJSON_Delete(o);
-		c->oom = true;
-		return NULL;
-	}
-	return o;
+	return jtree_add(&c->oom, parent, key, cJSON_CreateObject(), false);
 }
 
 cJSON *jarr(struct actx *c, cJSON *parent, const char *key)
 {
-	cJSON *a = track(c, cJSON_CreateArray());
-
-	if (a && parent && !cJSON_AddItemToObject(parent, key, a)) {
-		cJSON_Delete(a);
-		c->oom = true;
-		return NULL;
-	}
-	return a;
+	return jtree_add(&c->oom, parent, key, cJSON_CreateArray(), false);
 }
 
 void jnum(struct actx *c, cJSON *o, const char *key, double v)
 {
-	if (!o)
-		return;
-	if (!isfinite(v))
-		track(c, cJSON_AddNullToObject(o, key));
-	else
-		track(c, cJSON_AddNumberToObject(o, key, v));
+	if (o)
+		jtree_add(&c->oom, o, key, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(),
+		       false);
 }
 
 void jint(struct actx *c, cJSON *o, const char *key, int64_t v)
@@ -61,25 +69,18 @@ void jint(struct actx *c, cJSON *o, const char *key, int64_t v)
 void jstr(struct actx *c, cJSON *o, const char *key, const char *s)
 {
 	if (o)
-		track(c, cJSON_AddStringToObject(o, key, s));
+		jtree_add(&c->oom, o, key, cJSON_CreateString(s), false);
 }
 
 void jbool(struct actx *c, cJSON *o, const char *key, bool v)
 {
 	if (o)
-		track(c, cJSON_AddBoolToObject(o, key, v));
+		jtree_add(&c->oom, o, key, cJSON_CreateBool(v), false);
 }
 
 void jpush(struct actx *c, cJSON *arr, cJSON *item)
 {
-	if (!item) {
-		c->oom = true;
-		return;
-	}
-	if (!arr || !cJSON_AddItemToArray(arr, item)) {
-		cJSON_Delete(item);
-		c->oom = true;
-	}
+	jtree_push(&c->oom, arr, item);
 }
 
 /*
