@@ -24,7 +24,9 @@ static int site_cmp(const void *a, const void *b)
 {
 	const struct gpu_top_site *x = a, *y = b;
 
-	return x->count < y->count ? 1 : x->count > y->count ? -1 : (x->ip > y->ip) - (x->ip < y->ip);
+	return x->count < y->count   ? 1
+	       : x->count > y->count ? -1
+				     : (x->ip > y->ip) - (x->ip < y->ip);
 }
 
 static bool pid_wanted(const uint32_t *pids, size_t n, uint32_t pid)
@@ -38,7 +40,7 @@ static bool pid_wanted(const uint32_t *pids, size_t n, uint32_t pid)
 }
 
 static struct gpu_top_kernel *kernel_get(struct gpu_top_kernel *k, size_t *nk, const char *name,
-					size_t len)
+					 size_t len)
 {
 	if (len >= sizeof(k->name))
 		len = sizeof(k->name) - 1;
@@ -55,8 +57,8 @@ static struct gpu_top_kernel *kernel_get(struct gpu_top_kernel *k, size_t *nk, c
 	return &k[(*nk)++];
 }
 
-static void count_launch(struct gpu_top_kernel *k, const struct store *s,
-			 const struct store_rec *r,			 const char *str, size_t len, size_t klen)
+static void count_launch(struct gpu_top_kernel *k, const struct store *s, const struct store_rec *r,
+			 const char *str, size_t len, size_t klen)
 {
 	uint16_t nu = 0, nk = 0;
 	const uint64_t *ips = r->stack ? store_stack(s, r->stack, &nu, &nk) : NULL;

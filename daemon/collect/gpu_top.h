@@ -40,7 +40,7 @@ struct gpu_top_kernel {
 };
 
 struct gpu_top_query {
-	uint64_t t0_ns; /* launches at or after this time */
+	uint64_t t0_ns;	      /* launches at or after this time */
 	const uint32_t *pids; /* only these (npids 0: all) */
 	size_t npids;
 	bool all_uids; /* else only uid's launches */

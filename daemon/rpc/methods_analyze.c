@@ -42,8 +42,7 @@ static void analyze_run(struct capjob *j, struct capture *c)
 	char err[512] = "";
 	cJSON *result = NULL;
 	/* the result is only printed: long number arrays as raw JSON text */
-	int r = analysis_run_flags(name, tl, aparams, ANALYSIS_COMPACT, &result, err,
-				   sizeof(err));
+	int r = analysis_run_flags(name, tl, aparams, ANALYSIS_COMPACT, &result, err, sizeof(err));
 	cJSON_Delete(aparams);
 	capjob_timeline_done(j, tl);
 	if (r < 0) {

@@ -16,7 +16,7 @@
 #include "json.h" /* json_utf8_valid */
 
 static int bad(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static int bad(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -55,8 +55,8 @@ static int get_bool(const cJSON *params, const char *key, bool *out, char *err, 
 	return 0;
 }
 
-static int get_str(const cJSON *params, const char *key, size_t maxlen, const char **out,
-		   char *err, size_t errlen)
+static int get_str(const cJSON *params, const char *key, size_t maxlen, const char **out, char *err,
+		   size_t errlen)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, key);
 
@@ -89,7 +89,8 @@ static int get_instance(const cJSON *v, struct cp_opts *o, char *err, size_t err
 	    cJSON_IsNumber(cJSON_GetArrayItem(v, 0)) && cJSON_IsNumber(cJSON_GetArrayItem(v, 1))) {
 		a = (long long)cJSON_GetArrayItem(v, 0)->valuedouble;
 		b = (long long)cJSON_GetArrayItem(v, 1)->valuedouble;
-	} else if (!cJSON_IsString(v) || sscanf(v->valuestring, "%lld:%lld%c", &a, &b, &tail) != 2) {
+	} else if (!cJSON_IsString(v) ||
+		   sscanf(v->valuestring, "%lld:%lld%c", &a, &b, &tail) != 2) {
 		return bad(err, errlen, "\"instance\" must be I, [I, J] or \"I:J\"");
 	}
 	if (a < 0 || b < a || b > 1000000000)
@@ -120,10 +121,10 @@ static int get_data_load(const cJSON *params, struct cp_opts *o, char *err, size
 static int make_key(struct cp_request *rq, char *err, size_t errlen)
 {
 	const struct cp_opts *o = &rq->o;
-	int n = snprintf(rq->key, sizeof(rq->key), "%d|%lld|%lld|%d|%lld|%zu|%s", o->rank,
-			 (long long)o->instance_lo, (long long)o->instance_hi,
-			 o->zero_weight_launch, (long long)o->kk_threshold_ns,
-			 strlen(o->annotation), o->annotation);
+	int n =
+	    snprintf(rq->key, sizeof(rq->key), "%d|%lld|%lld|%d|%lld|%zu|%s", o->rank,
+		     (long long)o->instance_lo, (long long)o->instance_hi, o->zero_weight_launch,
+		     (long long)o->kk_threshold_ns, strlen(o->annotation), o->annotation);
 
 	for (size_t i = 0; i < o->ndata_load && n > 0 && (size_t)n < sizeof(rq->key); i++)
 		n += snprintf(rq->key + n, sizeof(rq->key) - (size_t)n, "|%zu|%s",
@@ -168,8 +169,8 @@ int cp_request_parse(const cJSON *params, struct cp_request *rq, char *err, size
 	return make_key(rq, err, errlen);
 }
 
-int cp_request_solve(const struct cp_graph *g, const struct cp_request *rq,
-		     struct cp_solved *s, cJSON **result, char *err, size_t errlen)
+int cp_request_solve(const struct cp_graph *g, const struct cp_request *rq, struct cp_solved *s,
+		     cJSON **result, char *err, size_t errlen)
 {
 	int r;
 
@@ -191,8 +192,7 @@ int cp_request_solve(const struct cp_graph *g, const struct cp_request *rq,
 	return 0;
 }
 
-void cp_request_whatif_json(const struct cp_request *rq, const struct cp_solved *s,
-			    cJSON *result)
+void cp_request_whatif_json(const struct cp_request *rq, const struct cp_solved *s, cJSON *result)
 {
 	cJSON *wi;
 
@@ -203,10 +203,9 @@ void cp_request_whatif_json(const struct cp_request *rq, const struct cp_solved 
 	cJSON_AddNumberToObject(wi, "matched_edges", s->matched);
 	cJSON_AddNumberToObject(wi, "baseline_length_us", (double)s->base.length_ns / 1000.0);
 	cJSON_AddNumberToObject(wi, "length_us", (double)s->alt.length_ns / 1000.0);
-	cJSON_AddNumberToObject(wi, "speedup",
-				s->alt.length_ns
-				    ? (double)s->base.length_ns / (double)s->alt.length_ns
-				    : 0);
+	cJSON_AddNumberToObject(
+	    wi, "speedup",
+	    s->alt.length_ns ? (double)s->base.length_ns / (double)s->alt.length_ns : 0);
 }
 
 const struct cp_path *cp_solved_path(const struct cp_solved *s, const struct cp_request *rq)
@@ -227,15 +226,24 @@ void cp_solved_finish(struct cp_solved *s)
 int analysis_critical_path(struct actx *c, cJSON **out)
 {
 	static const char *const keys[] = {
-	    "rank",  "annotation", "instance",	"zero_weight_launch_edges", "kernel_kernel_threshold_us",
-	    "data_load_events", "edits", "top", "max_edges", NULL,
+	    "rank",
+	    "annotation",
+	    "instance",
+	    "zero_weight_launch_edges",
+	    "kernel_kernel_threshold_us",
+	    "data_load_events",
+	    "edits",
+	    "top",
+	    "max_edges",
+	    NULL,
 	};
 	struct cp_request rq;
 	struct cp_solved s;
 	struct cp_graph *g = NULL;
 	int r;
 
-	if ((r = an_param_keys(c, keys)) || (r = cp_request_parse(c->params, &rq, c->err, c->errlen)))
+	if ((r = an_param_keys(c, keys)) ||
+	    (r = cp_request_parse(c->params, &rq, c->err, c->errlen)))
 		return r;
 	if (rq.o.rank < 0) /* default: the lowest rank, as HTA's ranks=None */
 		rq.o.rank = timeline_nranks(c->tl) ? timeline_rank_at(c->tl, 0)->rank : 0;
