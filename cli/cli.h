@@ -128,8 +128,7 @@ int cmd_heatmap(struct cli *cli, int argc, char **argv);
 int cmd_diff(struct cli *cli, int argc, char **argv);
 int cmd_export(struct cli *cli, int argc, char **argv);
 int cmd_analyze(struct cli *cli, int argc, char **argv);
-/* analyze comm (print_comm.c): analyze's argv without the "comm" operand. */
-int cmd_analyze_comm(struct cli *cli, int argc, char **argv);
+/* analyze comm's tables (print_comm.c). */
 void print_comm(const cJSON *result);
 int cmd_import(struct cli *cli, int argc, char **argv);
 int cmd_flamescope(struct cli *cli, int argc, char **argv); /* cmd_xe.c */

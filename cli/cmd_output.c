@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* gpuprofctl folded / analyze: results on fds and in JSON (renderers: cmd_render.c). */
 #include "cli.h"
+#include "help.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -178,14 +179,17 @@ int cmd_folded(struct cli *cli, int argc, char **argv)
 	return cli_out_close(&out, r);
 }
 
-/* Options of analyze: --rank, the critical-path options, then KEY=VALUE. */
+/* Options of analyze: --rank, --svg, the critical-path options, then
+ * KEY=VALUE. Each becomes a parameter; the analysis refuses those it does
+ * not take. */
 struct render_args {
-	const char *out;
+	const char *out, *svg;
 	int64_t rank;
 	const char *annotation, *instance, *overlay, *trace;
 	bool all_events, trust_trace;
 	int64_t max_edges; /* -1: the daemon's default */
 	cJSON *edits; /* --edit, as edit objects */
+	uint32_t scoped; /* bit i: option scoped[i] given */
 };
 
 enum {
@@ -197,6 +201,24 @@ enum {
 	OPT_ALL_EVENTS,
 	OPT_MAX_EDGES,
 	OPT_TRUST_TRACE,
+	OPT_SVG,
+};
+
+/* The options only one analysis takes (its own parameters), refused for
+ * the others before anything is sent. */
+static const struct {
+	int opt;
+	const char *name, *analysis;
+} scoped[] = {
+	{OPT_ANNOTATION, "--annotation", "critical_path"},
+	{OPT_INSTANCE, "--instance", "critical_path"},
+	{OPT_OVERLAY, "--overlay", "critical_path"},
+	{OPT_TRACE, "--trace", "critical_path"},
+	{OPT_EDIT, "--edit", "critical_path"},
+	{OPT_ALL_EVENTS, "--overlay-all-events", "critical_path"},
+	{OPT_MAX_EDGES, "--max-edges", "critical_path"},
+	{OPT_TRUST_TRACE, "--trust-trace", "critical_path"},
+	{OPT_SVG, "--svg", "comm"},
 };
 
 /*
@@ -241,6 +263,9 @@ static int render_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 	struct render_args *a = ctx;
 	cJSON *e;
 
+	for (size_t i = 0; i < sizeof(scoped) / sizeof(scoped[0]); i++)
+		if (scoped[i].opt == opt)
+			a->scoped |= 1u << i;
 	switch (opt) {
 	case 'o':
 		a->out = arg;
@@ -258,6 +283,9 @@ static int render_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 		break;
 	case OPT_TRACE:
 		a->trace = arg;
+		break;
+	case OPT_SVG:
+		a->svg = arg;
 		break;
 	case OPT_ALL_EVENTS:
 		a->all_events = true;
@@ -325,6 +353,58 @@ static void print_edges_shown(const cJSON *v)
 	printf("\nshowing %s of %s critical edges; --max-edges N to see more\n", shown, all);
 }
 
+/* An analysis's result as tables: by the printer of its kind, else the
+ * generic one. */
+static void print_result(const cJSON *v, bool wide)
+{
+	static const struct {
+		const char *analysis;
+		void (*print)(const cJSON *result);
+	} printers[] = {
+		{"comm", print_comm},
+	};
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(v, "analysis");
+
+	for (size_t i = 0; i < sizeof(printers) / sizeof(printers[0]); i++)
+		if (cJSON_IsString(name) && !strcmp(name->valuestring, printers[i].analysis)) {
+			printers[i].print(v);
+			return;
+		}
+	print_result_tables(v, wide);
+	print_edges_shown(v);
+}
+
+/*
+ * An analysis with a manual of its own ("analyze comm") shows it for
+ * --help: the first operand, options and their arguments skipped, names it.
+ */
+static void manual_of(struct cli *cli, int argc, char **argv, const struct option *opts)
+{
+	char name[96];
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (a[0] != '-') {
+			snprintf(name, sizeof(name), "analyze %s", a);
+			if (help_find(name))
+				cli->cmd = help_find(name)->name;
+			return;
+		}
+		if (!strcmp(a, "--"))
+			return;
+		/* "--opt VALUE" and "-r VALUE" take the next word; "--opt=VALUE",
+		 * "-rVALUE" do not */
+		if (a[1] == '-' && !strchr(a, '=')) {
+			for (const struct option *o = opts; o->name; o++)
+				if (!strcmp(a + 2, o->name) && o->has_arg == required_argument)
+					i++;
+		} else if (a[1] == 'r' && !a[2]) {
+			i++;
+		}
+	}
+}
+
 /* {"id": ID, KEY: VALUE...} from the operands after the id; NULL on a bad pair. */
 static cJSON *id_and_extras(struct cli *cli, uint64_t id, int argc, char **argv, int from)
 {
@@ -354,28 +434,17 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 		{"edit", required_argument, NULL, OPT_EDIT},
 		{"max-edges", required_argument, NULL, OPT_MAX_EDGES},
 		{"trust-trace", no_argument, NULL, OPT_TRUST_TRACE},
+		{"svg", required_argument, NULL, OPT_SVG},
 		{},
 	};
 	struct render_args a = {.rank = -1, .max_edges = -1};
 	char method[96];
 	uint64_t id;
-	int first, r, fds[2] = {-1, -1};
+	int first, r, in_fd = -1, fds[2] = {-1, -1};
 	struct cli_out ov = {.fd = -1};
 	size_t nfds = 0;
 
-	/* analyze comm has its own options (--svg FILE) and tables */
-	for (int i = 1; i < argc; i++) {
-		if (argv[i][0] == '-') {
-			i += !strcmp(argv[i], "-r") || !strcmp(argv[i], "--rank");
-			continue;
-		}
-		if (!strcmp(argv[i], "comm")) { /* same argv without the name */
-			memmove(argv + i, argv + i + 1, (size_t)(argc - i) * sizeof(*argv));
-			return cmd_analyze_comm(cli, argc - 1, argv);
-		}
-		break;
-	}
-
+	manual_of(cli, argc, argv, opts);
 	r = cli_parse(cli, argc, argv, "r:", opts, render_opt, &a, &first);
 	if (r != CLI_CONTINUE) {
 		cJSON_Delete(a.edits);
@@ -394,14 +463,12 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 	for (char *m = method; *m; m++)
 		if (*m == '-')
 			*m = '_';
-	if ((a.annotation || a.instance || a.overlay || a.trace || a.edits || a.all_events ||
-	     a.trust_trace || a.max_edges >= 0) &&
-	    strcmp(method, "analyze.critical_path") != 0) {
-		cJSON_Delete(a.edits);
-		return cli_usage_error(cli, "--annotation, --instance, --overlay, --trace, "
-					    "--trust-trace, --max-edges and --edit are critical-path "
-					    "options");
-	}
+	for (size_t i = 0; i < sizeof(scoped) / sizeof(scoped[0]); i++)
+		if ((a.scoped >> i & 1) && strcmp(method + strlen("analyze."), scoped[i].analysis)) {
+			cJSON_Delete(a.edits);
+			return cli_usage_error(cli, "%s is an option of 'analyze %s'", scoped[i].name,
+					       scoped[i].analysis);
+		}
 	if (!a.overlay != !a.trace) {
 		cJSON_Delete(a.edits);
 		return cli_usage_error(cli, "--overlay FILE needs --trace ORIGINAL (the imported "
@@ -447,19 +514,31 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 		cJSON *fa = cJSON_AddArrayToObject(p, "fds");
 		cJSON_AddItemToArray(fa, cJSON_CreateNumber(0));
 		cJSON_AddItemToArray(fa, cJSON_CreateNumber(1));
-		fds[0] = open(a.trace, O_RDONLY | O_CLOEXEC);
-		if (fds[0] < 0) {
+		in_fd = open(a.trace, O_RDONLY | O_CLOEXEC);
+		if (in_fd < 0) {
 			cJSON_Delete(p);
 			return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", a.trace, strerror(errno));
 		}
 		r = cli_out_open(&ov, a.overlay);
 		if (r) {
-			close(fds[0]);
+			close(in_fd);
 			cJSON_Delete(p);
 			return r;
 		}
+		fds[0] = in_fd;
 		fds[1] = ov.fd;
 		nfds = 2;
+	} else if (a.svg) {
+		/* the SVG on "fd": 0 */
+		r = cli_out_open(&ov, a.svg);
+		if (r) {
+			cJSON_Delete(p);
+			return r;
+		}
+		cJSON_DeleteItemFromObjectCaseSensitive(p, "fd");
+		cJSON_AddNumberToObject(p, "fd", 0);
+		fds[0] = ov.fd;
+		nfds = 1;
 	}
 	if (a.rank >= 0) {
 		cJSON_DeleteItemFromObjectCaseSensitive(p, "rank");
@@ -493,14 +572,13 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 		print_json_text(res);
 	} else {
 		cJSON *v = cli_parse_reply(res);
-		print_result_tables(v, cli->wide);
-		print_edges_shown(v);
+		print_result(v, cli->wide);
 		cJSON_Delete(v);
 	}
 	r = EXIT_OK;
 out:
-	if (fds[0] >= 0)
-		close(fds[0]);
+	if (in_fd >= 0)
+		close(in_fd);
 	if (nfds)
 		r = cli_out_close(&ov, r);
 	free(res);

@@ -17,7 +17,6 @@
 #include "json.h"
 #include "jobs.h"
 #include "log.h"
-#include "rpc/rpc.h"
 
 static const char *const type_names[STORE_REC_TYPE_MAX] = {
 	[STORE_REC_CPU_SAMPLE] = "cpu_sample",
@@ -251,13 +250,20 @@ static void entry_unlink_free(struct capentry *e)
 	free(e);
 }
 
-static void fail_waiters(struct capentry *e, int err, const char *what)
+/* Tell every waiter of e how it ended (capreg.h). */
+static void end_waiters(struct capentry *e, enum capwait_end end, int err, const char *what)
 {
 	while (e->waiters) {
-		struct rpc_req *q = e->waiters;
-		e->waiters = q->next;
-		rpc_error_errno(q, err, what);
+		struct capwaiter *w = e->waiters;
+
+		e->waiters = w->next;
+		w->done(w, e, end, err, what);
 	}
+}
+
+static void fail_waiters(struct capentry *e, int err, const char *what)
+{
+	end_waiters(e, CAPWAIT_GONE, err, what);
 }
 
 static void reload(struct capreg *r)
@@ -366,30 +372,9 @@ struct persist {
 	int err;
 };
 
-static int err_code(int err)
-{
-	switch (-err) {
-	case EBUSY:
-	case EDQUOT:
-		return GPUPROF_ERR_BUSY;
-	case EFBIG:
-		return GPUPROF_ERR_TOO_LARGE;
-	case ENOMEM:
-		return GPUPROF_ERR_INTERNAL;
-	case ESHUTDOWN:
-		return GPUPROF_ERR_SHUTTING_DOWN;
-	default:
-		return GPUPROF_ERR_IO;
-	}
-}
-
 static void fail_waiters_why(struct capentry *e, int err, const char *why)
 {
-	while (e->waiters) {
-		struct rpc_req *q = e->waiters;
-		e->waiters = q->next;
-		rpc_error(q, err_code(err), NULL, "capture %" PRIu64 " not saved: %s", e->id, why);
-	}
+	end_waiters(e, CAPWAIT_NOT_SAVED, err, why);
 }
 
 /*
@@ -444,11 +429,7 @@ static void persist_done(void *arg)
 		e->data_bytes = 0;
 		keep_info(e);
 		strip(e->sum);
-		while (e->waiters) {
-			struct rpc_req *q = e->waiters;
-			e->waiters = q->next;
-			rpc_reply(q, capreg_info(e));
-		}
+		end_waiters(e, CAPWAIT_SAVED, 0, NULL);
 	}
 	free(p);
 }
@@ -684,10 +665,10 @@ void capreg_stop(struct capentry *e)
 	(void)finish(e, gpd_now_ns(), false, why);
 }
 
-void capreg_wait(struct capentry *e, struct rpc_req *req)
+void capreg_wait(struct capentry *e, struct capwaiter *w)
 {
-	req->next = e->waiters;
-	e->waiters = req;
+	w->next = e->waiters;
+	e->waiters = w;
 }
 
 int capreg_delete(struct capentry *e)

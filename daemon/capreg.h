@@ -20,7 +20,6 @@
 #include "capture/capture.h"
 
 struct gpd;
-struct rpc_req;
 struct capreg;
 
 struct capentry {
@@ -40,7 +39,7 @@ struct capentry {
 	bool waiting; /* taken, waiting for a job slot to be saved (capreg.c's queue) */
 	struct capentry *wait_next;
 	uint64_t data_bytes; /* its data held in memory while waiting or persisting */
-	struct rpc_req *waiters; /* replied with the info once ready */
+	struct capwaiter *waiters; /* told once it is saved, or not */
 	char *info_json; /* CAPSEC_IMPORT_INFO text kept past strip(), or NULL */
 };
 
@@ -81,8 +80,22 @@ int capreg_start(struct capreg *r, const struct capreg_start *o, struct capentry
 		 char *why);
 /* End a forward window now (no-op unless recording). */
 void capreg_stop(struct capentry *e);
-/* Queue req to be answered with the capture's info when it is ready. */
-void capreg_wait(struct capentry *e, struct rpc_req *req);
+/*
+ * Someone waiting for a capture to be saved (a request to answer with its
+ * info). done() is called once, on the loop thread, and is the registry's
+ * last use of w (the waiter's memory is its owner's):
+ *   CAPWAIT_SAVED      saved; e is ready, err 0, what NULL
+ *   CAPWAIT_GONE       deleted, or the daemon stops: err, and what was lost
+ *                      ("capture deleted", "capture")
+ *   CAPWAIT_NOT_SAVED  saving failed: err, and why; e->id names it
+ */
+enum capwait_end { CAPWAIT_SAVED, CAPWAIT_GONE, CAPWAIT_NOT_SAVED };
+struct capwaiter {
+	void (*done)(struct capwaiter *w, struct capentry *e, enum capwait_end end, int err,
+		     const char *what);
+	struct capwaiter *next; /* the registry's */
+};
+void capreg_wait(struct capentry *e, struct capwaiter *w);
 /* Remove the capture and its file. */
 int capreg_delete(struct capentry *e);
 

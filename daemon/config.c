@@ -22,7 +22,8 @@ void config_defaults(struct config *cfg)
 	cfg->capture_max_bytes = 256u << 20;
 	cfg->jobs_max_bytes = (size_t)1 << 30; /* half the unit's MemoryMax=2G */
 	cfg->analysis_cache_bytes = 512u << 20;
-	cfg->analysis_scratch_bytes = TL_BIG_CACHE_DEFAULT;
+	cfg->graph_cache_bytes = 256u << 20;
+	cfg->analysis_scratch_bytes = 256u << 20;
 	cfg->captures_max = 256;
 	/* One uid: an eighth of the captures, a quarter of the connections,
 	 * half the job slots; root keeps a sixteenth, an eighth and one. */
@@ -372,6 +373,8 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 		return parse_ms(v, &cfg->idle_trim_ms);
 	if (!strcmp(key, "analysis.cache_bytes"))
 		return config_parse_size(v, &cfg->analysis_cache_bytes);
+	if (!strcmp(key, "analysis.graph_cache_bytes"))
+		return config_parse_size(v, &cfg->graph_cache_bytes);
 	if (!strcmp(key, "analysis.scratch_bytes"))
 		return config_parse_size(v, &cfg->analysis_scratch_bytes);
 	if (!strcmp(key, "limits.captures")) {

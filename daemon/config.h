@@ -21,6 +21,7 @@ struct config {
 	size_t jobs_max_bytes; /* memory.jobs_max: what all jobs together may reserve; 0 = no limit */
 	unsigned idle_trim_ms; /* memory.idle_trim: heap given back this long after the last job; 0 = never */
 	size_t analysis_cache_bytes; /* analysis.cache_bytes: decoded timelines kept */
+	size_t graph_cache_bytes; /* analysis.graph_cache_bytes: critical-path graphs kept */
 	size_t analysis_scratch_bytes; /* analysis.scratch_bytes: freed big scratch arrays kept */
 	size_t captures_max; /* limits.captures: persisted captures kept */
 	/* Per-uid quotas for unprivileged peers and the share of each global

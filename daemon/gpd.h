@@ -24,11 +24,13 @@ struct rpc_server;
 struct unwinder;
 struct pyreg;
 struct push;
+struct symbolizer;
 
 #define GPD_MAX_COLLECTORS 8
 #define GPD_MAX_JOBS 64 /* the largest limits.max_jobs (config.c) */
 
 struct tlcache;
+struct cp_cache;
 
 struct gpd {
 	uv_loop_t *loop;
@@ -36,6 +38,8 @@ struct gpd {
 	struct store *store;
 	struct capreg *captures;
 	struct tlcache *tlcache; /* decoded timelines between analyses (rpc/tlcache.h) */
+	/* built critical-path graphs between requests (analysis/critpath/cpcache.h) */
+	struct cp_cache *cpcache;
 	struct rpc_server *rpc;
 	struct push *push; /* continuous profiles (push/push.h); NULL when off */
 	struct collector *collectors[GPD_MAX_COLLECTORS];
@@ -52,6 +56,10 @@ struct gpd {
 	/* Python frames in those stacks (pyframes/pyreg.h); NULL when
 	 * sampling.python is off or BPF maps cannot be made. Loop thread only. */
 	struct pyreg *pyreg;
+	/* Resolves user and kernel frames (sym.h): created by hooks_init(),
+	 * freed by hooks_finish(); NULL when it could not be created.
+	 * Thread-safe: jobs resolve call sites with it. */
+	struct symbolizer *symbolizer;
 	void (*drain_rings)(struct gpd *g);
 	uint64_t start_mono_ns;
 	bool stopping;

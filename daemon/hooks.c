@@ -6,26 +6,18 @@
 #include <string.h>
 
 #include "capreg.h"
-#include "collect/collector.h"
+#include "collector.h"
 #include "collect/registry.h"
 #include "gpd.h"
 #include "log.h"
 #include "pyframes/pyreg.h"
 #include "sym.h"
-#include "timeline/live.h"
-#ifdef HAVE_CPU_COLLECTOR
 #include "collect/cpu.h"
-#endif
-#ifdef HAVE_GPU_LAUNCH_COLLECTOR
 #include "collect/gpu_launch.h"
-#endif
-
-static struct symbolizer *symbolizer;
-#ifdef HAVE_XE_COLLECTOR
+#include "timeline/live.h"
 #include "xe_collector.h"
 #include "zebin.h"
-static struct collector *xe_coll; /* EU-stall profile joins each capture */
-#endif
+
 
 static void note_pid(void *arg, uint32_t pid, bool exec)
 {
@@ -35,7 +27,6 @@ static void note_pid(void *arg, uint32_t pid, bool exec)
 		sym_note_pid(arg, pid);
 }
 
-#if defined(HAVE_XE_COLLECTOR) && defined(HAVE_GPU_LAUNCH_COLLECTOR)
 /* NEO's launch USDT names a kernel's GPU range: the EU-stall kernel table
  * attributes samples to it (batch-buffer KSPs only fill gaps). */
 static void feed_xe(void *arg, const struct gpu_launch_kernel *k)
@@ -75,16 +66,16 @@ static int zebin_load(void *arg, void *state, uint32_t pid, const char *path, ch
 	xe_zebin_free(state);
 	return r;
 }
-#endif
 
 static void symbolize(void *arg, struct capture *c)
 {
-#ifdef HAVE_XE_COLLECTOR
+	struct gpd *g = arg;
+	struct collector *xe_coll = collectors_find(g, "xe");
+
 	if (xe_coll && xe_collector_attach_capture(xe_coll, c) < 0)
 		log_warn("capture %llu: EU-stall profile not attached", (unsigned long long)c->id);
-#endif
 	/* GPU kernel names demangled first: the timeline copies them */
-	int r = sym_demangle_kernels(arg, c);
+	int r = sym_demangle_kernels(g->symbolizer, c);
 	if (r < 0)
 		log_warn("capture %llu: GPU kernel names not demangled: %s",
 			 (unsigned long long)c->id, strerror(-r));
@@ -93,7 +84,7 @@ static void symbolize(void *arg, struct capture *c)
 	if (r < 0)
 		log_warn("capture %llu: no timeline from the GPU job intervals: %s",
 			 (unsigned long long)c->id, strerror(-r));
-	r = sym_symbolize_capture(arg, c);
+	r = sym_symbolize_capture(g->symbolizer, c);
 	if (r < 0)
 		log_warn("capture %llu: symbolization failed: %s", (unsigned long long)c->id,
 			 strerror(-r));
@@ -114,28 +105,23 @@ void hooks_init(struct gpd *g)
 	    .py_name = py_name,
 	    .py_ctx = g->pyreg,
 	};
+	struct symbolizer *symbolizer;
+	struct collector *xe_coll = collectors_find(g, "xe");
+
 	if (sym_new(&so, &symbolizer) < 0) {
 		log_warn("symbolizer unavailable (out of memory): frames stay raw addresses");
 		return;
 	}
-	capreg_set_prepare(g->captures, symbolize, symbolizer);
-#ifdef HAVE_XE_COLLECTOR
-	xe_coll = collectors_find(g, "xe");
-#endif
-#ifdef HAVE_CPU_COLLECTOR
+	g->symbolizer = symbolizer;
+	capreg_set_prepare(g->captures, symbolize, g);
 	struct collector *cpu = collectors_find(g, "cpu");
 	if (cpu)
 		cpu_collector_set_pid_hook(cpu, note_pid, symbolizer);
-#else
-	(void)note_pid;
-#endif
-#ifdef HAVE_GPU_LAUNCH_COLLECTOR
 	/* Launching processes may never be sampled on CPU: snapshot their
 	 * maps when they are found, so launch stacks resolve after exit. */
 	struct collector *gpu = collectors_find(g, "gpu");
 	if (gpu)
 		gpu_launch_set_pid_hook(gpu, note_pid, symbolizer);
-#ifdef HAVE_XE_COLLECTOR
 	if (gpu && xe_coll && (gpu_launch_set_kernel_hook(gpu, feed_xe, xe_coll) < 0 ||
 			       gpu_launch_set_zebin_hook(gpu, &(struct gpu_launch_zebin_hook){
 								   .read = xe_zebin_read_new,
@@ -145,18 +131,10 @@ void hooks_init(struct gpd *g)
 								   .max_bytes = XE_ZEBIN_MAX_FILE,
 							   }) < 0))
 		log_warn("gpu: launches and zebins do not reach the EU-stall kernel table (out of memory)");
-#endif
-#endif
-}
-
-struct symbolizer *hooks_symbolizer(void)
-{
-	return symbolizer;
 }
 
 void hooks_finish(struct gpd *g)
 {
-	(void)g;
-	sym_free(symbolizer);
-	symbolizer = NULL;
+	sym_free(g->symbolizer);
+	g->symbolizer = NULL;
 }

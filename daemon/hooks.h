@@ -9,10 +9,8 @@
 
 struct gpd;
 
+/* Creates g->symbolizer and wires the parts to it. */
 void hooks_init(struct gpd *g);
 void hooks_finish(struct gpd *g);
-/* The daemon's symbolizer (NULL when it could not be created); lives from
- * hooks_init() to hooks_finish(). For RPC handlers that name addresses. */
-struct symbolizer *hooks_symbolizer(void);
 
 #endif

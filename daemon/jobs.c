@@ -16,7 +16,6 @@
 #include <uv.h>
 
 #include "gpd.h"
-#include "rpc/rpc.h"
 
 struct job {
 	uv_work_t w;
@@ -245,20 +244,21 @@ static _Thread_local struct job_cancel *cur_cancel;
 static void on_watch_timer(uv_timer_t *t)
 {
 	for (struct job_cancel *c = watched; c; c = c->next)
-		if (c->conn && !atomic_load(&c->cancelled) && rpc_conn_hungup(c->conn))
+		if (c->gone && !atomic_load(&c->cancelled) && c->gone(c->gone_arg))
 			atomic_store(&c->cancelled, true);
 	if (!watched)
 		uv_timer_stop(t);
 }
 
-void job_cancel_watch(struct gpd *g, struct job_cancel *c, struct rpc_conn *conn)
+void job_cancel_watch(struct gpd *g, struct job_cancel *c, job_gone_fn gone, void *gone_arg)
 {
 	atomic_store(&c->cancelled, g->stopping);
-	c->conn = conn;
+	c->gone = gone;
+	c->gone_arg = gone_arg;
 	c->next = watched;
 	c->watched = true;
 	watched = c;
-	if (!conn || g->stopping)
+	if (!gone || g->stopping)
 		return;
 	if (!watch_timer_init) {
 		uv_timer_init(g->loop, &watch_timer);

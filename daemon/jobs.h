@@ -71,16 +71,19 @@ int fdio_prepare(int fd, bool for_write);
  */
 #define JOB_CANCEL_POLL_MS 100
 
-struct rpc_conn;
+/* Whether the job's requester went away (its client hung up): asked on the
+ * loop thread every JOB_CANCEL_POLL_MS. */
+typedef bool (*job_gone_fn)(void *arg);
 
 struct job_cancel {
 	_Atomic bool cancelled;
-	struct rpc_conn *conn; /* loop thread only; NULL: cancelled only at shutdown */
+	job_gone_fn gone; /* loop thread only; NULL: cancelled only at shutdown */
+	void *gone_arg;
 	struct job_cancel *next; /* loop thread only */
 	bool watched;
 };
 
-void job_cancel_watch(struct gpd *g, struct job_cancel *c, struct rpc_conn *conn);
+void job_cancel_watch(struct gpd *g, struct job_cancel *c, job_gone_fn gone, void *gone_arg);
 void job_cancel_unwatch(struct job_cancel *c);
 /* Cancel every watched job and make every fdio_* wait end (shutdown). */
 void jobs_cancel_all(struct gpd *g);

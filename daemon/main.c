@@ -16,9 +16,10 @@
 #include <uv.h>
 
 #include "capreg.h"
-#include "collect/collector.h"
+#include "collector.h"
 #include "collect/registry.h"
 #include "gpd.h"
+#include "analysis/critpath/cpcache.h"
 #include "rpc/tlcache.h"
 #include "gpuprof-build.h"
 #include "hooks.h"
@@ -335,6 +336,11 @@ int main(int argc, char **argv)
 		log_err("Failed to create the analysis cache: %s", strerror(-r));
 		return 1;
 	}
+	r = cp_cache_new(g.cfg.graph_cache_bytes, &g.cpcache);
+	if (r < 0) {
+		log_err("Failed to create the critical-path graph cache: %s", strerror(-r));
+		return 1;
+	}
 	r = rpc_server_new(&g, &g.rpc);
 	if (r < 0 || listen_socket(&g) < 0)
 		return 1;
@@ -349,7 +355,7 @@ int main(int argc, char **argv)
 
 	collectors_open(&g);
 	hooks_init(&g);
-	if (push_start(&g, hooks_symbolizer(), &g.push) < 0)
+	if (push_start(&g, g.symbolizer, &g.push) < 0)
 		return 1;
 	collectors_start(&g);
 	if (metrics_start(&g, &metrics) < 0)
@@ -382,6 +388,7 @@ int main(int argc, char **argv)
 	capreg_free(g.captures);
 	rpc_server_free(g.rpc);
 	tlcache_free(g.tlcache);
+	cp_cache_free(g.cpcache);
 	store_free(g.store);
 	unwind_free(g.unwinder);
 	pyreg_free(g.pyreg);

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "comm/comm.h"
+#include "analysis/comm/comm.h"
 #include "timeline/timeline_int.h"
 
 static double clock_ms(clockid_t id)

@@ -51,7 +51,7 @@
 #include <cjson/cJSON.h>
 #include <uv.h>
 
-#include "collect/collector.h"
+#include "collector.h"
 #include "collect/cpu.h"
 #include "cpu_sample_abi.h"
 #include "gpd.h"

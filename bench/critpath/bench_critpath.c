@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/critpath/critpath.h"
 #include "analysis/parity.h"
-#include "critpath/critpath.h"
 #include "import/import.h"
 #include "gen.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The dispatcher: one table of analyses (also listed by --help), the common
- * "rank" parameter, and the errno → JSON-RPC mapping the RPC layer uses.
+ * The dispatcher: one table of every analysis (analyze.list shows it) and
+ * the common "rank" parameter.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,34 +9,45 @@
 
 #include "internal.h"
 
-/* analysis_table[i] is run by runs[i]. (Listed apart: an array of the
- * descriptors copied out of a table of {desc, run} is not a constant
- * initializer in C11; clang refuses it.) */
+/* Every analysis: a new one is a file here (or a folder, when it needs
+ * several) and one line in this table. */
 const struct analysis_desc analysis_table[] = {
-	{ "temporal", "compute / non-compute / idle time per rank, non-compute split", "rank" },
+	{ "temporal", "compute / non-compute / idle time per rank, non-compute split", "rank",
+	  analysis_temporal },
 	{ "idle", "idle time per stream: host wait / kernel wait / other",
-	  "rank, consecutive_kernel_delay_us (30), interval_stats (false)" },
+	  "rank, consecutive_kernel_delay_us (30), interval_stats (false)", analysis_idle },
 	{ "kernels", "exclusive time per kernel-type combination, per-kernel statistics",
-	  "rank, include_memory (true), num_kernels (10), duration_ratio (0.8)" },
-	{ "overlap", "communication / computation overlap per rank", "rank" },
+	  "rank, include_memory (true), num_kernels (10), duration_ratio (0.8)",
+	  analysis_kernels },
+	{ "overlap", "communication / computation overlap per rank", "rank", analysis_overlap },
 	{ "launch", "launch call vs GPU duration and launch delay, outlier sets",
 	  "rank, runtime_cutoff_us (50), launch_delay_cutoff_us (100), include_memory (true), "
-	  "extended (false), per_launch (true)" },
+	  "extended (false), per_launch (true)",
+	  analysis_launch },
 	{ "queue", "queue length per stream: summary, series, time blocked on a full queue",
-	  "rank, max_queue_length (1024), series (false)" },
+	  "rank, max_queue_length (1024), series (false)", analysis_queue },
 	{ "sequences", "frequent GPU kernel sequences under a CPU operator",
-	  "operator (required), rank, top_k (5, 0 = all), min_pattern_len (3)" },
-	{ NULL, NULL, NULL },
+	  "operator (required), rank, top_k (5, 0 = all), min_pattern_len (3)",
+	  analysis_sequences },
+	{ "critical_path",
+	  "longest path through CPU ops, launches and GPU kernels of one rank; what-if edits",
+	  "rank, annotation, instance, zero_weight_launch_edges (false), "
+	  "kernel_kernel_threshold_us (1500), data_load_events, edits, top (10), "
+	  "max_edges (1000), overlay (false)",
+	  analysis_critical_path },
+	{ "comm", "communication metrics (DP/TP/PP/EP) across ranks",
+	  "rank, link_bandwidth, iteration, tags, tp, pp, dp, ep, windows (false), top",
+	  analysis_comm },
+	{ NULL, NULL, NULL, NULL },
 };
 
-static int (*const runs[])(struct actx *c, cJSON **out) = {
-	analysis_temporal, analysis_idle,  analysis_kernels,   analysis_overlap,
-	analysis_launch,   analysis_queue, analysis_sequences,
-};
-
-#define NENTRIES (sizeof(runs) / sizeof(runs[0]))
-_Static_assert(sizeof(analysis_table) / sizeof(analysis_table[0]) == NENTRIES + 1,
-	       "one run function per analysis");
+const struct analysis_desc *analysis_find(const char *name)
+{
+	for (const struct analysis_desc *d = analysis_table; name && d->name; d++)
+		if (strcmp(d->name, name) == 0)
+			return d;
+	return NULL;
+}
 
 static int parse_rank(struct actx *c)
 {
@@ -72,16 +83,13 @@ int analysis_run_flags(const char *name, const struct timeline *tl, const cJSON 
 {
 	struct actx c = { .tl = tl, .params = params, .err = err, .errlen = errlen,
 			  .compact = flags & ANALYSIS_COMPACT };
-	int (*run)(struct actx *c, cJSON **out) = NULL;
+	const struct analysis_desc *d = analysis_find(name);
 	int ret;
 
 	*result = NULL;
 	if (err && errlen)
 		err[0] = 0;
-	for (size_t i = 0; name && i < NENTRIES; i++)
-		if (strcmp(analysis_table[i].name, name) == 0)
-			run = runs[i];
-	if (!run)
+	if (!d)
 		return aerr(&c, -ENOENT, "no analysis named '%s'", name ? name : "(null)");
 	if (!tl)
 		return aerr(&c, -EINVAL, "no timeline");
@@ -91,7 +99,7 @@ int analysis_run_flags(const char *name, const struct timeline *tl, const cJSON 
 		c.params = NULL;
 	ret = parse_rank(&c);
 	if (!ret)
-		ret = run(&c, result);
+		ret = d->run(&c, result);
 	jnums_finish(&c, ret == 0 && *result);
 	if (ret == 0 && c.oom) { /* a text buffer could not be made */
 		cJSON_Delete(*result);
@@ -102,18 +110,4 @@ int analysis_run_flags(const char *name, const struct timeline *tl, const cJSON 
 		snprintf(err, errlen, "out of memory");
 	free(c.ktype);
 	return ret;
-}
-
-int analysis_rpc_code(int err)
-{
-	switch (err) {
-	case -EINVAL:
-		return ANALYSIS_RPC_INVALID_PARAMS;
-	case -ENODATA:
-		return ANALYSIS_RPC_NO_DATA;
-	case -ENOENT:
-		return ANALYSIS_RPC_NO_METHOD;
-	default:
-		return ANALYSIS_RPC_INTERNAL;
-	}
 }

@@ -21,26 +21,28 @@
 struct timeline;
 
 /*
- * Errors analysis_run() returns, and what the RPC layer answers for them
- * (analysis_rpc_code() does the mapping so the two cannot drift apart):
- *   -EINVAL  bad params (type, range, unknown key, absent rank) → -32602
- *   -ENODATA no GPU activity in the selected ranks               → -32010
- *   -ENOENT  no analysis of that name                            → -32601
- *   -ENOMEM                                                      → -32603
+ * Errors analysis_run() returns:
+ *   -EINVAL  bad params (type, range, unknown key, absent rank)
+ *   -ENODATA no GPU activity in the selected ranks
+ *   -ENOENT  no analysis of that name
+ *   -EDOM    an input the analysis cannot take (critical_path: a cycle)
+ *   -ENOMEM
  */
-#define ANALYSIS_RPC_INVALID_PARAMS (-32602)
-#define ANALYSIS_RPC_NO_DATA (-32010)
-#define ANALYSIS_RPC_NO_METHOD (-32601)
-#define ANALYSIS_RPC_INTERNAL (-32603)
+
+struct actx;
 
 struct analysis_desc {
 	const char *name; /* "temporal", ... */
 	const char *summary; /* one line for --help */
 	const char *params; /* accepted params, one line for --help */
+	int (*run)(struct actx *c, cJSON **out); /* internal.h */
 };
 
-/* The table of analyses, terminated by an entry whose name is NULL. */
+/* The table of every analysis (analyze.list), terminated by an entry whose
+ * name is NULL. */
 extern const struct analysis_desc analysis_table[];
+/* The entry named name, or NULL. */
+const struct analysis_desc *analysis_find(const char *name);
 
 /*
  * Run analysis `name` on the finalized timeline `tl`. `params` is a JSON
@@ -64,8 +66,5 @@ enum analysis_flags {
 };
 int analysis_run_flags(const char *name, const struct timeline *tl, const cJSON *params,
 		       unsigned flags, cJSON **result, char *err, size_t errlen);
-
-/* JSON-RPC error code for a negative errno from analysis_run(). */
-int analysis_rpc_code(int err);
 
 #endif /* GPUPROF_ANALYSIS_H */

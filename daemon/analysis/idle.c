@@ -194,9 +194,18 @@ static size_t stream_groups(const struct krow *k, size_t n, struct sgroup *g)
 	return ng;
 }
 
-static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t delay, bool stats,
-		    uint32_t mtia_cat)
+struct idle_opts {
+	int64_t delay; /* consecutive_kernel_delay_us, in ns */
+	bool stats;
+	uint32_t mtia_cat;
+};
+
+static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const void *opts)
 {
+	const struct idle_opts *io = opts;
+	int64_t delay = io->delay;
+	bool stats = io->stats;
+	uint32_t mtia_cat = io->mtia_cat;
 	struct krow *k = tl_malloc_big((r->nby_stream + 1) * sizeof(*k));
 	double *vals[IC_COUNT] = { NULL };
 	struct sgroup *groups = NULL;
@@ -264,19 +273,7 @@ int analysis_idle(struct actx *c, cJSON **out)
 	mtia = timeline_str_find(c->tl, "mtia_ccp_events", strlen("mtia_ccp_events"));
 	root = jroot(c, "idle", &ranks);
 	jnum(c, root, "consecutive_kernel_delay_us", delay_us);
-	for (uint32_t i = 0; !err && i < timeline_nranks(c->tl); i++) {
-		const struct tl_rank *r = timeline_rank_at(c->tl, i);
-
-		if (rank_selected(c, r))
-			err = one_rank(c, r, ranks, (int64_t)llround(delay_us * 1000.0), stats,
-				       mtia);
-	}
-	if (!err && c->oom)
-		err = -ENOMEM;
-	if (err) {
-		cJSON_Delete(root);
-		return err;
-	}
-	*out = root;
-	return 0;
+	return an_each_rank(c, root, ranks, one_rank,
+			    &(struct idle_opts){ (int64_t)llround(delay_us * 1000.0), stats, mtia },
+			    out);
 }

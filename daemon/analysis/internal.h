@@ -87,6 +87,23 @@ static inline bool rank_has_gpu(const struct tl_rank *r)
 /* -ENODATA with the standard message when no selected rank has GPU events. */
 int require_gpu(struct actx *c);
 
+/* One selected rank's part of a per-rank analysis, added to the array
+ * ranks; opts are the analysis's parsed parameters. 0 or a negative errno. */
+typedef int (*an_rank_fn)(struct actx *c, const struct tl_rank *r, cJSON *ranks,
+			  const void *opts);
+/*
+ * The end of every per-rank analysis: fn on each selected rank in timeline
+ * order until one fails, then an_finish(). root holds ranks (jroot()).
+ */
+int an_each_rank(struct actx *c, cJSON *root, cJSON *ranks, an_rank_fn fn, const void *opts,
+		 cJSON **out);
+/* The result: root in *out when err is 0 and no allocation failed (else
+ * -ENOMEM); otherwise root is deleted and the error returned. */
+int an_finish(struct actx *c, int err, cJSON *root, cJSON **out);
+/* A whole per-rank analysis whose only parameter is rank: its root named
+ * name, fn on each selected rank (opts NULL). */
+int an_rank_only(struct actx *c, const char *name, an_rank_fn fn, cJSON **out);
+
 /* Error with a message in c->err; returns err. */
 int aerr(struct actx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -224,6 +241,17 @@ double quantile_sorted(const double *v, size_t n, double q);
 /* Adds count/mean/std/min/25%/50%/75%/max to obj; NaN → null. */
 void dstats_json(struct actx *c, cJSON *obj, const struct dstats *s, const char *suffix);
 
+/*
+ * The builders under every analysis's result (comm's too): x added to
+ * parent under key (key NULL: pushed, parent an array; parent NULL: x is a
+ * root), or *oom set and x freed when x is NULL or cannot be added.
+ * static_key: key outlives the tree (a literal) and is not copied. Returns
+ * x, or NULL.
+ */
+cJSON *jtree_add(bool *oom, cJSON *parent, const char *key, cJSON *x, bool static_key);
+/* item pushed to arr, or *oom set and item freed. */
+void jtree_push(bool *oom, cJSON *arr, cJSON *item);
+
 /* cJSON helpers that record allocation failure in c->oom. */
 cJSON *jobj(struct actx *c, cJSON *parent, const char *key);
 cJSON *jarr(struct actx *c, cJSON *parent, const char *key);
@@ -255,6 +283,8 @@ int analysis_overlap(struct actx *c, cJSON **out);
 int analysis_launch(struct actx *c, cJSON **out);
 int analysis_queue(struct actx *c, cJSON **out);
 int analysis_sequences(struct actx *c, cJSON **out);
+int analysis_critical_path(struct actx *c, cJSON **out); /* critpath/request.c */
+int analysis_comm(struct actx *c, cJSON **out);		  /* comm/comm.c */
 
 /* The analyses' radix sorts (DEFINE_RADIX, daemon/radix.h) take their
  * scratch from tl_malloc_big(), whose big blocks are kept for the next

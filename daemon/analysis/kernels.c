@@ -446,14 +446,7 @@ int analysis_kernels(struct actx *c, cJSON **out)
 		root = jroot(c, "kernels", NULL);
 		jbool(c, root, "include_memory", mem);
 		emit(c, root, sum, seen, &k);
-		if (c->oom)
-			err = -ENOMEM;
 	}
 	free(k.v);
-	if (err) {
-		cJSON_Delete(root);
-		return err;
-	}
-	*out = root;
-	return 0;
+	return an_finish(c, err, root, out);
 }

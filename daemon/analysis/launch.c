@@ -59,9 +59,16 @@ static void col_add(struct col *k, double v)
 	k->max = v > k->max ? v : k->max;
 }
 
-static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, double rt_cut,
-		    double delay_cut, bool mem, bool ext, bool per_launch)
+struct launch_opts {
+	double rt_cut, delay_cut; /* runtime_cutoff_us, launch_delay_cutoff_us */
+	bool mem, ext, per_launch; /* include_memory, extended, per_launch */
+};
+
+static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const void *opts)
 {
+	const struct launch_opts *lo = opts;
+	double rt_cut = lo->rt_cut, delay_cut = lo->delay_cut;
+	bool mem = lo->mem, ext = lo->ext, per_launch = lo->per_launch;
 	cJSON *o = cJSON_CreateObject(), *l, *corr = NULL, *cpu = NULL, *gpu = NULL, *delay = NULL,
 	      *flag = NULL, *sum;
 	struct col cols[3] = { { 0, 0 }, { 0, 0 }, { 0, 0 } }; /* cpu, gpu, delay */
@@ -196,18 +203,6 @@ int analysis_launch(struct actx *c, cJSON **out)
 	jbool(c, root, "include_memory", mem);
 	jbool(c, root, "extended", ext);
 	jbool(c, root, "per_launch", per_launch);
-	for (uint32_t i = 0; !err && i < timeline_nranks(c->tl); i++) {
-		const struct tl_rank *r = timeline_rank_at(c->tl, i);
-
-		if (rank_selected(c, r))
-			err = one_rank(c, r, ranks, rt_cut, delay_cut, mem, ext, per_launch);
-	}
-	if (!err && c->oom)
-		err = -ENOMEM;
-	if (err) {
-		cJSON_Delete(root);
-		return err;
-	}
-	*out = root;
-	return 0;
+	return an_each_rank(c, root, ranks, one_rank,
+			    &(struct launch_opts){ rt_cut, delay_cut, mem, ext, per_launch }, out);
 }

@@ -46,7 +46,7 @@ static int overlap_sorted(struct actx *c, const struct tl_rank *r, int64_t *tota
 	return 0;
 }
 
-static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
+static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const void *opts)
 {
 	enum { CM = 1u << KT_COMMUNICATION, CP = 1u << KT_COMPUTATION };
 	size_t ncomm = 0;
@@ -55,6 +55,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
 	cJSON *o;
 	int err;
 
+	(void)opts; /* none but rank */
 	err = gpu_unions(c, r, 1u << CM | 1u << CP | 1u << (CM | CP), u, rows);
 	if (!err) {
 		total = u[CM];
@@ -79,29 +80,5 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
 
 int analysis_overlap(struct actx *c, cJSON **out)
 {
-	static const char *const keys[] = { "rank", NULL };
-	cJSON *root, *ranks;
-	int err;
-
-	err = an_param_keys(c, keys);
-	if (err)
-		return err;
-	err = require_gpu(c);
-	if (err)
-		return err;
-	root = jroot(c, "overlap", &ranks);
-	for (uint32_t i = 0; !err && i < timeline_nranks(c->tl); i++) {
-		const struct tl_rank *r = timeline_rank_at(c->tl, i);
-
-		if (rank_selected(c, r))
-			err = one_rank(c, r, ranks);
-	}
-	if (!err && c->oom)
-		err = -ENOMEM;
-	if (err) {
-		cJSON_Delete(root);
-		return err;
-	}
-	*out = root;
-	return 0;
+	return an_rank_only(c, "overlap", one_rank, out);
 }

@@ -139,9 +139,17 @@ static uint32_t stream_group(const struct tl_rank *r, int64_t stream, uint32_t *
 	return *last = (uint32_t)(s - r->streams);
 }
 
-static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, int64_t maxq,
-		    bool series, int64_t t0)
+struct queue_opts {
+	int64_t maxq; /* max_queue_length */
+	bool series;
+	int64_t t0; /* series times are relative to it */
+};
+
+static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const void *opts)
 {
+	const struct queue_opts *qo = opts;
+	int64_t maxq = qo->maxq, t0 = qo->t0;
+	bool series = qo->series;
 	/* Every row below has a correlation id (a launch's is its kernel's),
 	 * so by_corr bounds each list: about half of a trace's events. Only
 	 * a row that is both a launch and GPU side (a stream arg on a
@@ -285,18 +293,6 @@ int analysis_queue(struct actx *c, cJSON **out)
 	t0 = timeline_hta_min_ts_us(c->tl) * 1000;
 	root = jroot(c, "queue", &ranks);
 	jint(c, root, "max_queue_length", maxq);
-	for (uint32_t i = 0; !err && i < timeline_nranks(c->tl); i++) {
-		const struct tl_rank *r = timeline_rank_at(c->tl, i);
-
-		if (rank_selected(c, r))
-			err = one_rank(c, r, ranks, maxq, series, t0);
-	}
-	if (!err && c->oom)
-		err = -ENOMEM;
-	if (err) {
-		cJSON_Delete(root);
-		return err;
-	}
-	*out = root;
-	return 0;
+	return an_each_rank(c, root, ranks, one_rank, &(struct queue_opts){ maxq, series, t0 },
+			    out);
 }

@@ -623,9 +623,16 @@ out:
 	return err;
 }
 
-static int one_rank(struct actx *c, const struct tl_rank *r, const char *op, int64_t min_len,
-		    int64_t top_k, cJSON *out)
+struct seq_opts {
+	const char *op; /* operator */
+	int64_t min_len, top_k; /* min_pattern_len, top_k */
+};
+
+static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const void *opts)
 {
+	const struct seq_opts *so = opts;
+	const char *op = so->op;
+	int64_t min_len = so->min_len, top_k = so->top_k;
 	struct cg g = { .r = r };
 	int err = call_graph(c, &g);
 
@@ -658,18 +665,6 @@ int analysis_sequences(struct actx *c, cJSON **out)
 	jstr(c, root, "operator", op);
 	jint(c, root, "top_k", top_k);
 	jint(c, root, "min_pattern_len", min_len);
-	for (uint32_t i = 0; !err && i < timeline_nranks(c->tl); i++) {
-		const struct tl_rank *r = timeline_rank_at(c->tl, i);
-
-		if (rank_selected(c, r))
-			err = one_rank(c, r, op, min_len, top_k, ranks);
-	}
-	if (!err && c->oom)
-		err = -ENOMEM;
-	if (err) {
-		cJSON_Delete(root);
-		return err;
-	}
-	*out = root;
-	return 0;
+	return an_each_rank(c, root, ranks, one_rank, &(struct seq_opts){ op, min_len, top_k },
+			    out);
 }

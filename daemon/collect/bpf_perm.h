@@ -3,9 +3,12 @@
 #ifndef GPUPROF_COLLECT_BPF_PERM_H
 #define GPUPROF_COLLECT_BPF_PERM_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include <bpf/libbpf.h>
 
 #include "collector.h"
 
@@ -34,6 +37,28 @@ static inline void bpf_perm_unavailable(struct collector *c, int probe, const ch
 		collector_set_state(c, COLLECTOR_UNAVAILABLE, "BPF not supported: %s programs %s",
 				    progs,
 				    probe == 0 ? "are not available in this kernel" : strerror(-probe));
+}
+
+/* Before a collector loads programs of type: the number of possible CPUs
+ * (its per-CPU arrays), or 0 after marking c unavailable (the type is
+ * refused, see bpf_perm_unavailable(), or the CPUs cannot be counted). */
+static inline int bpf_perm_ready(struct collector *c, enum bpf_prog_type type, const char *progs)
+{
+	int r = libbpf_probe_bpf_prog_type(type, NULL);
+
+	if (r <= 0) {
+		/* 0 also when the kernel refused the load for want of
+		 * privilege: bpf_perm_unavailable() names that cause first */
+		bpf_perm_unavailable(c, r, progs);
+		return 0;
+	}
+	r = libbpf_num_possible_cpus();
+	if (r <= 0) {
+		collector_set_state(c, COLLECTOR_UNAVAILABLE, "cannot count CPUs: %s",
+				    strerror(r ? -r : EINVAL));
+		return 0;
+	}
+	return r;
 }
 
 #endif

@@ -455,20 +455,9 @@ static int cpu_open(struct collector *c)
 
 	/* A kernel without BPF or without perf_event programs: say so and let
 	 * the daemon run without CPU samples. */
-	r = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL);
-	if (r <= 0) {
-		/* 0 also when the kernel refused the load for want of
-		 * privilege: bpf_perm_unavailable() names that cause first */
-		bpf_perm_unavailable(c, r, "perf_event");
+	r = bpf_perm_ready(c, BPF_PROG_TYPE_PERF_EVENT, "perf_event");
+	if (!r)
 		return 0;
-	}
-
-	r = libbpf_num_possible_cpus();
-	if (r <= 0) {
-		collector_set_state(c, COLLECTOR_UNAVAILABLE, "cannot count CPUs: %s",
-				    strerror(r ? -r : EINVAL));
-		return 0;
-	}
 	p->ncpus = r;
 	p->links = calloc((size_t)p->ncpus, sizeof(*p->links));
 	p->online = calloc((size_t)p->ncpus, sizeof(*p->online));

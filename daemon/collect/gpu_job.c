@@ -22,7 +22,6 @@
 #include <bpf/libbpf.h>
 
 #include "gpu_job_abi.h"
-#include "capture/gpumatch.h"
 #include "gpd.h"
 #include "gpu_job.skel.h"
 #include "gpu_job_int.h"

@@ -10,7 +10,7 @@
  *   ts_ns, dur_ns  start (or submission when no start event) and duration
  *   pid/tid/uid/comm  the submitting task; 0 when the submission was not seen
  *   stack   user stack at submission (the ioctl's callers), 0 if none
- *   name    the engine: "xe/ccs", "i915/rcs" (capture/gpumatch.h:
+ *   name    the engine: "xe/ccs", "i915/rcs" (store/gpu_engine.h:
  *           gpu_engine_name()); for dma_fence, "fence/" + the symbol of the
  *           fence's get_driver_name less that suffix ("fence/i915_fence"),
  *           or "fence/0x<address>" when /proc/kallsyms cannot name it

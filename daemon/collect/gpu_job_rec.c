@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/gpumatch.h"
+#include "store/gpu_engine.h"
 #include "gpd.h"
 #include "gpu_job_int.h"
 #include "log.h"

@@ -185,19 +185,9 @@ static int gl_open(struct collector *c)
 		return 0;
 	/* uprobes are kprobe-type programs. (libbpf cannot probe tp_btf
 	 * without a target; a kernel without it fails the load below.) */
-	r = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL);
-	if (r <= 0) {
-		/* 0 also when the kernel refused the load for want of
-		 * privilege: bpf_perm_unavailable() names that cause first */
-		bpf_perm_unavailable(c, r, "kprobe/uprobe");
+	r = bpf_perm_ready(c, BPF_PROG_TYPE_KPROBE, "kprobe/uprobe");
+	if (!r)
 		return 0;
-	}
-	r = libbpf_num_possible_cpus();
-	if (r <= 0) {
-		collector_set_state(c, COLLECTOR_UNAVAILABLE, "cannot count CPUs: %s",
-				    strerror(r ? -r : EINVAL));
-		return 0;
-	}
 	p->ncpus = r;
 	p->percpu = calloc((size_t)p->ncpus, sizeof(*p->percpu));
 	if (!p->percpu)

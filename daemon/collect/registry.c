@@ -2,79 +2,27 @@
 #include "registry.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collector.h"
+#include "cpu.h"
+#include "gpu_job.h"
+#include "gpu_launch.h"
+#include "xe_collector.h"
 #include "gpd.h"
 #include "log.h"
 
-#ifdef HAVE_CPU_COLLECTOR
-extern const struct collector_ops cpu_collector_ops;
-#endif
-#ifdef HAVE_GPU_LAUNCH_COLLECTOR
-extern const struct collector_ops gpu_launch_collector_ops;
-#endif
-#ifdef HAVE_XE_COLLECTOR
-extern const struct collector_ops xe_collector_ops;
-#endif
-#ifdef HAVE_GPU_JOB_COLLECTOR
-extern const struct collector_ops gpu_job_collector_ops;
-#endif
 
+/* Every collector, in the order they open, start and show in status. */
 static const struct collector_ops *const collector_table[] = {
-#ifdef HAVE_CPU_COLLECTOR
 	&cpu_collector_ops,
-#endif
-#ifdef HAVE_GPU_LAUNCH_COLLECTOR
 	&gpu_launch_collector_ops,
-#endif
-#ifdef HAVE_XE_COLLECTOR
 	&xe_collector_ops,
-#endif
-#ifdef HAVE_GPU_JOB_COLLECTOR
 	&gpu_job_collector_ops,
-#endif
 	NULL,
 };
-
-const char *collector_state_name(enum collector_state st)
-{
-	switch (st) {
-	case COLLECTOR_OFF:
-		return "off";
-	case COLLECTOR_ATTACHED:
-		return "attached";
-	case COLLECTOR_UNAVAILABLE:
-		return "unavailable";
-	case COLLECTOR_BUSY:
-		return "busy";
-	case COLLECTOR_PAUSED:
-		return "paused";
-	case COLLECTOR_FAILED:
-		return "failed";
-	}
-	return "unknown";
-}
-
-void collector_set_state(struct collector *c, enum collector_state st, const char *fmt, ...)
-{
-	c->state = st;
-	c->reason[0] = '\0';
-	if (fmt) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(c->reason, sizeof(c->reason), fmt, ap);
-		va_end(ap);
-	}
-	if (st == COLLECTOR_ATTACHED)
-		log_info("collector %s: attached", c->ops->name);
-	else
-		log_info("collector %s: %s%s%s", c->ops->name, collector_state_name(st),
-			 c->reason[0] ? ": " : "", c->reason);
-}
 
 static bool enabled(const struct gpd *g, const char *name)
 {

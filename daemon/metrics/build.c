@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "bpfstats.h"
-#include "collect/collector.h"
+#include "collector.h"
 #include "gpd.h"
 #include "gpufreq.h"
 #include "gpuprof-build.h"

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "capture/capture.h"
+#include "util.h"
 
 #define NS_PER_S 1000000000ull
 #define MIN_COARSE_ROWS 5 /* coarsening stops at 200 ms buckets */
@@ -44,17 +45,7 @@ static unsigned digits(uint64_t v)
 
 static int grow(void **p, size_t *cap, size_t need, size_t size)
 {
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap : 1024;
-	while (nc < need)
-		nc *= 2;
-	void *n = realloc(*p, nc * size);
-	if (!n)
-		return -ENOMEM;
-	*p = n;
-	*cap = nc;
-	return 0;
+	return gpd_grow(p, cap, need, size, 1024);
 }
 
 /* ---- (cell, node) -> count ------------------------------------------------ */

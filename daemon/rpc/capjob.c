@@ -202,7 +202,7 @@ static void submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for
 			capjob_done(j);
 			return;
 		}
-		job_cancel_watch(g, &j->cancel, req->conn);
+		job_cancel_watch(g, &j->cancel, rpc_conn_gone, req->conn);
 	}
 	int r = job_submit(g, &(struct job_owner){req->uid, req->privileged}, capjob_work,
 			   capjob_done, j);

@@ -183,6 +183,11 @@ bool rpc_conn_hungup(const struct rpc_conn *c)
 	return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR));
 }
 
+bool rpc_conn_gone(void *conn)
+{
+	return rpc_conn_hungup(conn);
+}
+
 void rpc_conn_on_event(uv_poll_t *h, int status, int events)
 {
 	struct rpc_conn *c = h->data;

@@ -15,29 +15,8 @@
 #include "methods.h"
 #include "request.h"
 
-/*
- * Components add their methods by providing methods_<area>.h with a
- * METHODS_<AREA> list of table entries; dispatch.c stays the one table.
- */
-#if __has_include("methods_render.h")
-#include "methods_render.h"
-#endif
-#if __has_include("methods_gpu.h")
-#include "methods_gpu.h"
-#endif
-#if __has_include("methods_import.h")
-#include "methods_import.h"
-#endif
-#ifndef METHODS_RENDER
-#define METHODS_RENDER
-#endif
-#ifndef METHODS_GPU
-#define METHODS_GPU
-#endif
-#ifndef METHODS_IMPORT
-#define METHODS_IMPORT
-#endif
-
+/* Every method, one handler each (methods.h). A new method: its handler in
+ * a methods_<area>.c here, its line in this table. */
 static const struct rpc_method methods[] = {
 	{"version", method_version},
 	{"status", method_status},
@@ -47,7 +26,23 @@ static const struct rpc_method methods[] = {
 	{"capture.info", method_capture_info},
 	{"capture.delete", method_capture_delete},
 	{"capture.folded", method_capture_folded},
-	METHODS_RENDER METHODS_GPU METHODS_IMPORT
+	{"capture.flamegraph", method_capture_flamegraph},
+	{"capture.diff", method_capture_diff},
+	{"capture.heatmap", method_capture_heatmap},
+	{"capture.export", method_capture_export},
+	{"gpu.top", method_gpu_top},
+	{"capture.import", method_capture_import},
+	{"analyze.list", method_analyze_list},
+	{"analyze.critical_path", method_analyze_critical_path},
+	{"analyze.comm", method_analyze_comm},
+	{"analyze.*", method_analyze},
+	{"xe.pause", method_xe_pause},
+	{"xe.resume", method_xe_resume},
+	{"xe.folded", method_xe_output},
+	{"xe.iaprof", method_xe_output},
+	{"xe.flamescope", method_xe_output},
+	{"xe.batch", method_xe_batch},
+	{"xe.zebin", method_xe_zebin},
 };
 
 static void send_json(struct rpc_conn *conn, cJSON *msg)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* capture.start, capture.stop, capture.list, capture.info, capture.delete */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -156,6 +157,49 @@ static bool pid_allowed(struct rpc_req *req, int32_t pid, uint64_t last_ms)
 	return true;
 }
 
+/* The code for a capture that could not be saved. */
+static int not_saved_code(int err)
+{
+	switch (-err) {
+	case EBUSY:
+	case EDQUOT:
+		return GPUPROF_ERR_BUSY;
+	case EFBIG:
+		return GPUPROF_ERR_TOO_LARGE;
+	case ENOMEM:
+		return GPUPROF_ERR_INTERNAL;
+	case ESHUTDOWN:
+		return GPUPROF_ERR_SHUTTING_DOWN;
+	default:
+		return GPUPROF_ERR_IO;
+	}
+}
+
+static void saved(struct capwaiter *w, struct capentry *e, enum capwait_end end, int err,
+		  const char *what)
+{
+	struct rpc_req *req = (struct rpc_req *)((char *)w - offsetof(struct rpc_req, wait));
+
+	switch (end) {
+	case CAPWAIT_SAVED:
+		rpc_reply(req, capreg_info(e));
+		break;
+	case CAPWAIT_GONE:
+		rpc_error_errno(req, err, what);
+		break;
+	case CAPWAIT_NOT_SAVED:
+		rpc_error(req, not_saved_code(err), NULL, "capture %" PRIu64 " not saved: %s",
+			  e->id, what);
+		break;
+	}
+}
+
+void rpc_wait_saved(struct rpc_req *req, struct capentry *e)
+{
+	req->wait.done = saved;
+	capreg_wait(e, &req->wait);
+}
+
 void method_capture_start(struct rpc_req *req, const cJSON *params)
 {
 	static const char *const allowed[] = {"pids", "duration_ms", "last_ms", "wait", "name",
@@ -225,7 +269,7 @@ void method_capture_start(struct rpc_req *req, const cJSON *params)
 		return;
 	}
 	if (wait && e->sum->state == CAPTURE_RECORDING)
-		capreg_wait(e, req);
+		rpc_wait_saved(req, e);
 	else
 		rpc_reply(req, capreg_info(e));
 }
@@ -248,7 +292,7 @@ void method_capture_stop(struct rpc_req *req, const cJSON *params)
 		return;
 	}
 	if (wait && e->sum->state == CAPTURE_RECORDING)
-		capreg_wait(e, req);
+		rpc_wait_saved(req, e);
 	else
 		rpc_reply(req, capreg_info(e));
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * analyze.comm: daemon/comm's metrics on a capture's timeline, in a worker
+ * analyze.comm: daemon/analysis/comm's metrics on a capture's timeline, in a worker
  * job. Defaults come from the config's comm.params; with "fd" the SVG
  * (time breakdown per rank + phase-window CDF) is written to that client
  * descriptor and the reply is the usual JSON result.
@@ -10,10 +10,9 @@
 #include <string.h>
 
 #include "capjob.h"
-#include "comm/comm.h"
+#include "analysis/comm/comm.h"
 #include "gpd.h"
 #include "methods.h"
-#include "methods_comm.h"
 #include "timeline/timeline.h"
 
 struct comm_req {

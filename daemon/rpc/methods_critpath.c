@@ -4,11 +4,11 @@
  * capture's rank and window in a worker, solve it, apply what-if edits and
  * optionally stream the overlay. Params in docs/protocol.md.
  *
- * Saved graphs: built graphs are kept in a small in-memory LRU keyed by
- * (capture id, rank, window, build options), bounded by bytes (graphs are
- * self-contained, see critpath.h), so repeated what-ifs skip the timeline
- * decode and the build. Nothing is persisted: a graph is cheap to rebuild
- * (bench/critpath) and a capture's bytes stay immutable.
+ * Saved graphs: built graphs are kept in the daemon's graph cache
+ * (analysis/critpath/cpcache.h, analysis.graph_cache_bytes) keyed by
+ * (capture id, rank, window, build options), so repeated what-ifs skip the
+ * timeline decode and the build. Nothing is persisted: a graph is cheap to
+ * rebuild (bench/critpath) and a capture's bytes stay immutable.
  *
  * Overlay: the client passes the original trace as fds[0] (read) and the
  * output as fds[1] (write); the daemon streams one through to the other,
@@ -24,7 +24,6 @@
  * recorded cannot be checked: refused unless "overlay_unverified".
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,100 +31,17 @@
 #include <unistd.h>
 
 #include "capjob.h"
-#include "critpath/critpath.h"
+#include "analysis/critpath/cpcache.h"
+#include "analysis/critpath/critpath.h"
 #include "gpd.h"
 #include "methods.h"
-#include "methods_critpath.h"
 #include "import/xxh64.h"
 #include "timeline/timeline.h"
 
-#define CACHE_MAX_BYTES (256u << 20)
-#define CACHE_MAX_ENTRIES 32
-
-struct centry {
-	char *key;
-	struct cp_graph *g;
-	size_t bytes;
-	unsigned refs;
-	uint64_t used;
-	bool dead; /* evicted while in use: the last user frees it */
-};
-
-static struct {
-	pthread_mutex_t lock;
-	struct centry *e[CACHE_MAX_ENTRIES];
-	size_t n, bytes;
-	uint64_t clock;
-} cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static void centry_free(struct centry *c)
-{
-	cp_graph_free(c->g);
-	free(c->key);
-	free(c);
-}
-
-static struct centry *cache_get(const char *key)
-{
-	struct centry *r = NULL;
-
-	pthread_mutex_lock(&cache.lock);
-	for (size_t i = 0; i < cache.n; i++)
-		if (!strcmp(cache.e[i]->key, key)) {
-			r = cache.e[i];
-			r->refs++;
-			r->used = ++cache.clock;
-			break;
-		}
-	pthread_mutex_unlock(&cache.lock);
-	return r;
-}
-
-static void cache_put(struct centry *c)
-{
-	pthread_mutex_lock(&cache.lock);
-	if (--c->refs == 0 && c->dead)
-		centry_free(c);
-	pthread_mutex_unlock(&cache.lock);
-}
-
-/* Insert c (refs = 1 for the caller), evicting least recently used. */
-static void cache_add(struct centry *c)
-{
-	pthread_mutex_lock(&cache.lock);
-	c->refs = 1;
-	c->used = ++cache.clock;
-	if (c->bytes > CACHE_MAX_BYTES / 2) {
-		c->dead = true; /* too large to keep: used once */
-		pthread_mutex_unlock(&cache.lock);
-		return;
-	}
-	while (cache.n &&
-	       (cache.n == CACHE_MAX_ENTRIES || cache.bytes + c->bytes > CACHE_MAX_BYTES)) {
-		size_t lru = 0;
-
-		for (size_t i = 1; i < cache.n; i++)
-			if (cache.e[i]->used < cache.e[lru]->used)
-				lru = i;
-		cache.bytes -= cache.e[lru]->bytes;
-		if (cache.e[lru]->refs)
-			cache.e[lru]->dead = true;
-		else
-			centry_free(cache.e[lru]);
-		cache.e[lru] = cache.e[--cache.n];
-	}
-	cache.e[cache.n++] = c;
-	cache.bytes += c->bytes;
-	pthread_mutex_unlock(&cache.lock);
-}
-
 struct cpopts {
-	cJSON *params;
-	struct cp_opts o;
-	char key[1024];
-	const cJSON *edits;
-	uint32_t top, max_edges;
-	bool overlay, all_events, unverified;
+	cJSON *params; /* what rq points into */
+	struct cp_request rq;
+	char key[1024]; /* capture id | rq.key */
 	int in_fd;
 };
 
@@ -196,14 +112,14 @@ static bool trace_precheck(struct capjob *j, const struct cpopts *x, const struc
 	off_t at;
 
 	if (!f->xxh64[0]) {
-		if (x->unverified)
+		if (x->rq.unverified)
 			return true;
 		capjob_fail(j, -EINVAL, GPUPROF_ERR_BAD_INPUT,
 			    "capture %llu's rank %d trace cannot be verified: its import recorded "
 			    "no digest (imported by an older gpuprofd, or not a Kineto JSON "
 			    "file); re-import the trace, or set \"overlay_unverified\": true to "
 			    "mark events by position on trust",
-			    (unsigned long long)j->id, x->o.rank);
+			    (unsigned long long)j->id, x->rq.o.rank);
 		return false;
 	}
 	if (fstat(x->in_fd, &st) == 0 && S_ISREG(st.st_mode) &&
@@ -211,7 +127,7 @@ static bool trace_precheck(struct capjob *j, const struct cpopts *x, const struc
 		capjob_fail(j, -EINVAL, GPUPROF_ERR_BAD_INPUT,
 			    "the original trace passed (%lld bytes) is not the file capture %llu's "
 			    "rank %d was imported from (%llu bytes, xxh64 %s)",
-			    (long long)(st.st_size - at), (unsigned long long)j->id, x->o.rank,
+			    (long long)(st.st_size - at), (unsigned long long)j->id, x->rq.o.rank,
 			    (unsigned long long)f->bytes, f->xxh64);
 		return false;
 	}
@@ -247,7 +163,7 @@ static bool trace_matches(struct capjob *j, const struct cpopts *x, struct ioctx
 	capjob_fail(j, -EINVAL, GPUPROF_ERR_BAD_INPUT,
 		    "the original trace passed (%s) is not the file capture %llu's rank %d was "
 		    "imported from (%llu bytes, xxh64 %s)",
-		    got, (unsigned long long)j->id, x->o.rank, (unsigned long long)f->bytes,
+		    got, (unsigned long long)j->id, x->rq.o.rank, (unsigned long long)f->bytes,
 		    f->xxh64);
 	return false;
 }
@@ -257,8 +173,8 @@ static int io_write(void *arg, const void *p, size_t n)
 	return fdout_write(&((struct ioctx *)arg)->out, p, n);
 }
 
-static struct cp_graph *graph_for(struct capjob *j, struct capture *c, struct cpopts *x,
-				  struct centry **ce, bool *cached)
+static const struct cp_graph *graph_for(struct capjob *j, struct capture *c, struct cpopts *x,
+					struct cp_cached **ce, bool *cached)
 {
 	const struct capture_extra *ex;
 	const struct timeline *tl = NULL;
@@ -266,7 +182,7 @@ static struct cp_graph *graph_for(struct capjob *j, struct capture *c, struct cp
 	char why[512] = "";
 	int r;
 
-	if (x->o.rank < 0 && (ex = capture_find_extra(c, CAPSEC_IMPORT_INFO))) {
+	if (x->rq.o.rank < 0 && (ex = capture_find_extra(c, CAPSEC_IMPORT_INFO))) {
 		/* default rank = the capture's lowest (HTA's ranks=None), resolved
 		 * from the import info so the cache key names it */
 		cJSON *info = cJSON_ParseWithLength(ex->data, ex->len);
@@ -279,23 +195,23 @@ static struct cp_graph *graph_for(struct capjob *j, struct capture *c, struct cp
 			int n = snprintf(tmp, sizeof(tmp), "%.*s|%d|%s", (int)(bar - x->key),
 					 x->key, (int)rk->valuedouble, bar + 4);
 
-			x->o.rank = (int32_t)rk->valuedouble;
+			x->rq.o.rank = (int32_t)rk->valuedouble;
 			if (n > 0 && (size_t)n < sizeof(x->key))
 				memcpy(x->key, tmp, (size_t)n + 1);
 		}
 		cJSON_Delete(info);
 	}
-	*ce = cache_get(x->key);
+	*ce = cp_cache_get(j->req->gpd->cpcache, x->key);
 	if (*ce) {
 		*cached = true;
-		return (*ce)->g;
+		return cp_cached_graph(*ce);
 	}
 	*cached = false;
 	if (capjob_timeline(j, c, "an imported trace", &tl) < 0)
 		return NULL;
-	if (x->o.rank < 0) /* default: the lowest rank, as HTA's ranks=None */
-		x->o.rank = timeline_nranks(tl) ? timeline_rank_at(tl, 0)->rank : 0;
-	r = cp_build(tl, &x->o, &g, why, sizeof(why));
+	if (x->rq.o.rank < 0) /* default: the lowest rank, as HTA's ranks=None */
+		x->rq.o.rank = timeline_nranks(tl) ? timeline_rank_at(tl, 0)->rank : 0;
+	r = cp_build(tl, &x->rq.o, &g, why, sizeof(why));
 	capjob_timeline_done(j, tl);
 	if (r < 0) {
 		capjob_fail(j, r,
@@ -305,41 +221,28 @@ static struct cp_graph *graph_for(struct capjob *j, struct capture *c, struct cp
 			    "%s", why);
 		return NULL;
 	}
-	*ce = calloc(1, sizeof(**ce));
-	if (!*ce || !((*ce)->key = strdup(x->key))) {
-		free(*ce);
-		*ce = NULL;
-		cp_graph_free(g);
+	*ce = cp_cache_put(j->req->gpd->cpcache, x->key, g);
+	if (!*ce) {
 		capjob_fail(j, -ENOMEM, 0, "out of memory");
 		return NULL;
 	}
-	(*ce)->g = g;
-	(*ce)->bytes = cp_graph_bytes(g);
-	cache_add(*ce);
 	return g;
 }
 
 static void run(struct capjob *j, struct capture *c)
 {
 	struct cpopts *x = j->opts;
-	struct cp_path base = {0}, alt = {0};
-	struct centry *ce = NULL;
-	int64_t *w = NULL;
-	uint32_t matched = 0;
+	struct cp_solved sv = {0};
+	struct cp_cached *ce = NULL;
 	char err[512] = "";
 	bool cached;
-	struct cp_graph *g = graph_for(j, c, x, &ce, &cached);
+	const struct cp_graph *g = graph_for(j, c, x, &ce, &cached);
 	cJSON *res;
 	int r;
 
 	if (!g)
 		return;
-	r = cp_solve(g, NULL, &base, err, sizeof(err));
-	if (!r && x->edits) {
-		r = cp_whatif(g, x->edits, &w, &matched, err, sizeof(err));
-		if (!r)
-			r = cp_solve(g, w, &alt, err, sizeof(err));
-	}
+	r = cp_request_solve(g, &x->rq, &sv, &res, err, sizeof(err));
 	if (r) {
 		capjob_fail(j, r,
 			    r == -ENOMEM ? 0
@@ -348,29 +251,14 @@ static void run(struct capjob *j, struct capture *c)
 			    "%s", err);
 		goto out;
 	}
-	res = cp_result_json(g, x->edits ? &alt : &base, w, x->top, x->max_edges);
-	if (!res) {
-		capjob_fail(j, -ENOMEM, 0, "out of memory");
-		goto out;
-	}
 	cJSON_AddBoolToObject(res, "graph_cached", cached);
-	if (x->edits) {
-		cJSON *wi = cJSON_AddObjectToObject(res, "whatif");
-
-		cJSON_AddNumberToObject(wi, "edits", cJSON_GetArraySize(x->edits));
-		cJSON_AddNumberToObject(wi, "matched_edges", matched);
-		cJSON_AddNumberToObject(wi, "baseline_length_us", (double)base.length_ns / 1000.0);
-		cJSON_AddNumberToObject(wi, "length_us", (double)alt.length_ns / 1000.0);
-		cJSON_AddNumberToObject(
-		    wi, "speedup",
-		    alt.length_ns ? (double)base.length_ns / (double)alt.length_ns : 0);
-	}
-	if (x->overlay) {
+	cp_request_whatif_json(&x->rq, &sv, res);
+	if (x->rq.overlay) {
 		struct ioctx *io = malloc(sizeof(*io));
 		struct imported_file f;
 		uint64_t flows = 0;
 
-		imported_file(c, x->o.rank, &f);
+		imported_file(c, x->rq.o.rank, &f);
 		if (!trace_precheck(j, x, &f)) {
 			free(io);
 			cJSON_Delete(res);
@@ -385,9 +273,9 @@ static void run(struct capjob *j, struct capture *c)
 		io->timeout_ms = j->io_timeout_ms;
 		xxh64_init(&io->digest);
 		fdout_init(&io->out, j->fd, j->io_timeout_ms);
-		r = cp_overlay_write(g, x->edits ? &alt : &base,
-				     &(struct cp_io){io_read, io_write, io}, x->all_events, &flows,
-				     err, sizeof(err));
+		r = cp_overlay_write(g, cp_solved_path(&sv, &x->rq),
+				     &(struct cp_io){io_read, io_write, io}, x->rq.all_events,
+				     &flows, err, sizeof(err));
 		/* a wrong file is named as such, even where it did not parse */
 		if ((!r || r == -EBADMSG || r == -E2BIG) && !trace_matches(j, x, io, &f, !r)) {
 			free(io);
@@ -413,94 +301,8 @@ static void run(struct capjob *j, struct capture *c)
 	}
 	j->result = res;
 out:
-	free(w);
-	cp_path_finish(&base);
-	cp_path_finish(&alt);
-	cache_put(ce);
-}
-
-static bool bad(struct rpc_req *req, const char *msg)
-{
-	rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "%s", msg);
-	return false;
-}
-
-/* "instance": 2, [1, 3] or "1:3" (inclusive range, as HTA's). */
-static bool parse_instance(struct rpc_req *req, const cJSON *v, struct cp_opts *o)
-{
-	long long a, b;
-	char tail;
-
-	if (!v)
-		return true;
-	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 1e9 &&
-	    v->valuedouble == (double)(long long)v->valuedouble) {
-		o->instance_lo = o->instance_hi = (int64_t)v->valuedouble;
-		return true;
-	}
-	if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 2 &&
-	    cJSON_IsNumber(cJSON_GetArrayItem(v, 0)) && cJSON_IsNumber(cJSON_GetArrayItem(v, 1))) {
-		a = (long long)cJSON_GetArrayItem(v, 0)->valuedouble;
-		b = (long long)cJSON_GetArrayItem(v, 1)->valuedouble;
-	} else if (cJSON_IsString(v) && sscanf(v->valuestring, "%lld:%lld%c", &a, &b, &tail) == 2) {
-	} else {
-		return bad(req, "\"instance\" must be I, [I, J] or \"I:J\"");
-	}
-	if (a < 0 || b < a || b > 1000000000)
-		return bad(req, "\"instance\" must satisfy 0 <= I <= J");
-	o->instance_lo = a;
-	o->instance_hi = b;
-	return true;
-}
-
-static bool parse(struct rpc_req *req, const cJSON *params, struct cpopts *x)
-{
-	const cJSON *dl = cJSON_GetObjectItemCaseSensitive(params, "data_load_events"), *it;
-	const char *ann = NULL;
-	uint64_t rank = UINT64_MAX, top = 10, maxe = 1000, thr = 1500;
-	bool zw = false;
-	int n;
-
-	if (!param_u64(req, params, "rank", false, INT32_MAX, &rank) ||
-	    !param_str(req, params, "annotation", 256, &ann) ||
-	    !param_bool(req, params, "zero_weight_launch_edges", &zw) ||
-	    !param_u64(req, params, "kernel_kernel_threshold_us", false, 1000000000, &thr) ||
-	    !param_u64(req, params, "top", false, 1000, &top) ||
-	    !param_u64(req, params, "max_edges", false, 10000000, &maxe) ||
-	    !param_bool(req, params, "overlay", &x->overlay) ||
-	    !param_bool(req, params, "overlay_all_events", &x->all_events) ||
-	    !param_bool(req, params, "overlay_unverified", &x->unverified))
-		return false;
-	cp_opts_default(&x->o);
-	x->o.rank = rank == UINT64_MAX ? -1 : (int32_t)rank;
-	x->o.annotation = ann ? ann : "";
-	x->o.zero_weight_launch = zw;
-	x->o.kk_threshold_ns = (int64_t)thr * 1000;
-	x->top = (uint32_t)top;
-	x->max_edges = (uint32_t)maxe;
-	if (!parse_instance(req, cJSON_GetObjectItemCaseSensitive(params, "instance"), &x->o))
-		return false;
-	if (dl && (!cJSON_IsArray(dl) || cJSON_GetArraySize(dl) > CP_MAX_DATA_LOAD))
-		return bad(req, "\"data_load_events\" must be an array of at most 16 regexes");
-	cJSON_ArrayForEach(it, dl)
-	{
-		if (!cJSON_IsString(it) || strlen(it->valuestring) > 256)
-			return bad(req, "\"data_load_events\" must hold strings (<= 256 bytes)");
-		x->o.data_load[x->o.ndata_load++] = it->valuestring;
-	}
-	x->edits = cJSON_GetObjectItemCaseSensitive(params, "edits");
-	if (x->edits && !cJSON_IsArray(x->edits))
-		return bad(req, "\"edits\" must be an array");
-	/* the cache key: everything the graph depends on */
-	n = snprintf(x->key, sizeof(x->key), "%d|%lld|%lld|%d|%lld|%zu|%s", x->o.rank,
-		     (long long)x->o.instance_lo, (long long)x->o.instance_hi, zw,
-		     (long long)x->o.kk_threshold_ns, strlen(x->o.annotation), x->o.annotation);
-	for (size_t i = 0; i < x->o.ndata_load && n > 0 && (size_t)n < sizeof(x->key); i++)
-		n += snprintf(x->key + n, sizeof(x->key) - (size_t)n, "|%zu|%s",
-			      strlen(x->o.data_load[i]), x->o.data_load[i]);
-	if (n < 0 || (size_t)n >= sizeof(x->key))
-		return bad(req, "annotation and data_load_events too long");
-	return true;
+	cp_solved_finish(&sv);
+	cp_cache_release(j->req->gpd->cpcache, ce);
 }
 
 void method_analyze_critical_path(struct rpc_req *req, const cJSON *params)
@@ -524,7 +326,7 @@ void method_analyze_critical_path(struct rpc_req *req, const cJSON *params)
 	};
 	struct cpopts *x;
 	struct capentry *e;
-	char idkey[sizeof(x->key) + 32];
+	char idkey[sizeof(x->key) + 32], err[512];
 	int kn, out_idx = -1;
 
 	if (params && !cJSON_IsObject(params)) {
@@ -540,8 +342,9 @@ void method_analyze_critical_path(struct rpc_req *req, const cJSON *params)
 		return;
 	}
 	x->in_fd = -1;
-	if (!parse(req, x->params, x)) {
+	if (cp_request_parse(x->params, &x->rq, err, sizeof(err)) < 0) {
 		free_cpopts(x);
+		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "%s", err);
 		return;
 	}
 	e = capture_for_req(req, params, false);
@@ -549,14 +352,14 @@ void method_analyze_critical_path(struct rpc_req *req, const cJSON *params)
 		free_cpopts(x);
 		return;
 	}
-	kn = snprintf(idkey, sizeof(idkey), "%llu|%s", (unsigned long long)e->id, x->key);
+	kn = snprintf(idkey, sizeof(idkey), "%llu|%s", (unsigned long long)e->id, x->rq.key);
 	if (kn < 0 || (size_t)kn >= sizeof(x->key)) {
 		free_cpopts(x);
 		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "annotation too long");
 		return;
 	}
 	memcpy(x->key, idkey, (size_t)kn + 1);
-	if (x->overlay) {
+	if (x->rq.overlay) {
 		/* "fds": [ORIGINAL, OUTPUT] (descriptor indices of this request) */
 		const cJSON *f = cJSON_GetObjectItemCaseSensitive(params, "fds");
 		const cJSON *fi = cJSON_GetArrayItem(f, 0), *fo = cJSON_GetArrayItem(f, 1);

@@ -3,9 +3,8 @@
  * gpu.top: the hottest GPU kernels of the last window_ms, from the live
  * store, with the call sites that launch them (docs/protocol.md, gpu.top).
  *
- * Counting walks the ring backwards from the newest record on the loop
- * thread (bounded by the window and by GPU_TOP_MAX_SCAN); naming the call
- * sites may read ELF files, so that runs as a job.
+ * Counting and ranking (collect/gpu_top.c) walk the ring on the loop
+ * thread; naming the call sites may read ELF files, so that runs as a job.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,136 +13,29 @@
 #include <string.h>
 
 #include "gpd.h"
-#include "hooks.h"
+#include "collect/gpu_top.h"
 #include "jobs.h"
 #include "json.h"
 #include "methods.h"
-#include "methods_gpu.h"
-#include "store/store.h"
 #include "sym.h"
-
-#define GPU_TOP_MAX_PIDS 64
-#define GPU_TOP_MAX_KERNELS 4096 /* distinct kernels counted per request */
-#define GPU_TOP_SITES 32	 /* distinct call sites kept per kernel */
-#define GPU_TOP_MAX_SCAN (4u << 20)
-/* The ring is in arrival order; records of different CPUs may arrive up
- * to a drain period apart, so keep walking this far past the window. */
-#define GPU_TOP_SLACK_NS 1000000000ull
-
-struct site {
-	uint32_t pid;
-	uint64_t ip;
-	uint64_t count;
-	char name[160];
-};
-
-struct kernel {
-	char name[256];
-	char geometry[64]; /* of the latest launch seen */
-	uint64_t count;
-	uint32_t pids[4];
-	unsigned npids;
-	bool more_pids;
-	struct site sites[GPU_TOP_SITES];
-	unsigned nsites;
-	uint64_t other_sites; /* launches from sites beyond GPU_TOP_SITES */
-};
 
 struct top {
 	struct rpc_req *req;
-	uint64_t window_ms, now_ns, total;
-	unsigned limit, nsites;
-	struct kernel *k; /* sorted, the first nk are reported */
-	size_t nk;
+	struct symbolizer *sym;
+	uint64_t window_ms, now_ns;
+	unsigned nsites;
+	struct gpu_top r;
 };
-
-static int kernel_cmp(const void *a, const void *b)
-{
-	const struct kernel *x = a, *y = b;
-
-	return x->count < y->count ? 1 : x->count > y->count ? -1 : strcmp(x->name, y->name);
-}
-
-static int site_cmp(const void *a, const void *b)
-{
-	const struct site *x = a, *y = b;
-
-	return x->count < y->count ? 1 : x->count > y->count ? -1 : (x->ip > y->ip) - (x->ip < y->ip);
-}
-
-static bool pid_wanted(const uint32_t *pids, size_t n, uint32_t pid)
-{
-	if (!n)
-		return true;
-	for (size_t i = 0; i < n; i++)
-		if (pids[i] == pid)
-			return true;
-	return false;
-}
-
-static struct kernel *kernel_get(struct kernel *k, size_t *nk, const char *name, size_t len)
-{
-	if (len >= sizeof(k->name))
-		len = sizeof(k->name) - 1;
-	/* Linear: the distinct kernels of a few processes number in the
-	 * tens to hundreds. */
-	for (size_t i = 0; i < *nk; i++)
-		if (!strncmp(k[i].name, name, len) && !k[i].name[len])
-			return &k[i];
-	if (*nk == GPU_TOP_MAX_KERNELS)
-		return NULL;
-	memset(&k[*nk], 0, sizeof(k[*nk]));
-	memcpy(k[*nk].name, name, len);
-	k[*nk].name[len] = '\0';
-	return &k[(*nk)++];
-}
-
-static void count_launch(struct kernel *k, const struct store *s, const struct store_rec *r,
-			 const char *str, size_t len, size_t klen)
-{
-	uint16_t nu = 0, nk = 0;
-	const uint64_t *ips = r->stack ? store_stack(s, r->stack, &nu, &nk) : NULL;
-	uint64_t ip = ips && nu ? ips[0] : 0;
-	unsigned i;
-
-	if (!k->count && klen < len) {
-		size_t gl = len - klen - 1;
-		if (gl >= sizeof(k->geometry))
-			gl = sizeof(k->geometry) - 1;
-		memcpy(k->geometry, str + klen + 1, gl);
-		k->geometry[gl] = '\0';
-	}
-	k->count++;
-	for (i = 0; i < k->npids && k->pids[i] != r->pid; i++)
-		;
-	if (i == k->npids) {
-		if (k->npids < 4)
-			k->pids[k->npids++] = r->pid;
-		else
-			k->more_pids = true;
-	}
-	for (i = 0; i < k->nsites; i++)
-		if (k->sites[i].ip == ip && k->sites[i].pid == r->pid)
-			break;
-	if (i == k->nsites) {
-		if (k->nsites == GPU_TOP_SITES) {
-			k->other_sites++;
-			return;
-		}
-		k->sites[k->nsites++] = (struct site){.pid = r->pid, .ip = ip};
-	}
-	k->sites[i].count++;
-}
 
 /* Worker: name the reported call sites (return addresses: look up ip - 1). */
 static void top_resolve(void *arg)
 {
 	struct top *t = arg;
-	struct symbolizer *sym = hooks_symbolizer();
+	struct symbolizer *sym = t->sym;
 
-	for (size_t i = 0; i < t->nk; i++)
-		for (unsigned j = 0; j < t->k[i].nsites && j < t->nsites; j++) {
-			struct site *st = &t->k[i].sites[j];
+	for (size_t i = 0; i < t->r.nk; i++)
+		for (unsigned j = 0; j < t->r.k[i].nsites && j < t->nsites; j++) {
+			struct gpu_top_site *st = &t->r.k[i].sites[j];
 
 			if (!st->ip)
 				snprintf(st->name, sizeof(st->name), "[unknown]");
@@ -161,11 +53,11 @@ static void top_reply(void *arg)
 
 	json_add_u64(o, "window_ms", t->window_ms);
 	json_add_u64(o, "now_ns", t->now_ns);
-	json_add_u64(o, "launches", t->total);
-	cJSON_AddNumberToObject(o, "launches_per_s", (double)t->total / secs);
+	json_add_u64(o, "launches", t->r.total);
+	cJSON_AddNumberToObject(o, "launches_per_s", (double)t->r.total / secs);
 	ks = cJSON_AddArrayToObject(o, "kernels");
-	for (size_t i = 0; ks && i < t->nk; i++) {
-		struct kernel *k = &t->k[i];
+	for (size_t i = 0; ks && i < t->r.nk; i++) {
+		struct gpu_top_kernel *k = &t->r.k[i];
 		cJSON *ko = cJSON_CreateObject(), *pa, *sa;
 
 		if (!ko)
@@ -197,7 +89,7 @@ static void top_reply(void *arg)
 		cJSON_AddItemToArray(ks, ko);
 	}
 	rpc_reply(t->req, o);
-	free(t->k);
+	gpu_top_free(&t->r);
 	free(t);
 }
 
@@ -231,9 +123,7 @@ void method_gpu_top(struct rpc_req *req, const cJSON *params)
 	static const char *const allowed[] = {"pids", "window_ms", "limit", "sites", NULL};
 	uint64_t window_ms = 5000, limit = 20, sites = 3;
 	uint32_t pids[GPU_TOP_MAX_PIDS];
-	size_t npids, nk = 0, scanned = 0;
-	struct store *s = req->gpd->store;
-	struct kernel *ks;
+	size_t npids;
 	struct top *t;
 
 	if (!params_only(req, params, allowed) || !param_pids(req, params, pids, &npids) ||
@@ -247,52 +137,36 @@ void method_gpu_top(struct rpc_req *req, const cJSON *params)
 		return;
 	}
 	t = calloc(1, sizeof(*t));
-	ks = calloc(GPU_TOP_MAX_KERNELS, sizeof(*ks));
-	if (!t || !ks) {
+	if (t) {
+		t->req = req;
+		t->sym = req->gpd->symbolizer;
+		t->window_ms = window_ms;
+		t->now_ns = gpd_now_ns();
+		t->nsites = (unsigned)sites;
+	}
+	if (!t || gpu_top_count(req->gpd->store,
+				&(struct gpu_top_query){
+				    .t0_ns = t->now_ns > window_ms * 1000000
+						 ? t->now_ns - window_ms * 1000000
+						 : 0,
+				    .pids = pids,
+				    .npids = npids,
+				    .all_uids = req->privileged,
+				    .uid = req->uid,
+				    .limit = (size_t)limit,
+				},
+				&t->r) < 0) {
 		free(t);
-		free(ks);
 		rpc_error(req, GPUPROF_ERR_INTERNAL, NULL, "out of memory");
 		return;
 	}
-	t->req = req;
-	t->window_ms = window_ms;
-	t->now_ns = gpd_now_ns();
-	t->nsites = (unsigned)sites;
-	uint64_t t0 = t->now_ns > window_ms * 1000000 ? t->now_ns - window_ms * 1000000 : 0;
-	for (size_t i = store_count(s); i-- > 0 && scanned < GPU_TOP_MAX_SCAN; scanned++) {
-		const struct store_rec *r = store_at(s, i);
-		const char *str;
-		size_t len, klen;
-		struct kernel *k;
-
-		if (r->ts_ns + GPU_TOP_SLACK_NS < t0)
-			break;
-		if (r->type != STORE_REC_GPU_LAUNCH || r->ts_ns < t0 ||
-		    (!req->privileged && r->uid != req->uid) || !pid_wanted(pids, npids, r->pid))
-			continue;
-		str = store_str(s, r->name, &len);
-		if (!str)
-			continue;
-		klen = memchr(str, '\0', len) ? (size_t)((const char *)memchr(str, '\0', len) - str)
-					      : len;
-		k = kernel_get(ks, &nk, str, klen);
-		if (!k)
-			continue;
-		count_launch(k, s, r, str, len, klen);
-		t->total++;
-	}
-	qsort(ks, nk, sizeof(*ks), kernel_cmp);
-	for (size_t i = 0; i < nk && i < limit; i++)
-		qsort(ks[i].sites, ks[i].nsites, sizeof(ks[i].sites[0]), site_cmp);
-	t->k = ks;
-	t->nk = nk < limit ? nk : limit;
 	if (job_submit(req->gpd, &(struct job_owner){req->uid, req->privileged}, top_resolve,
 		       top_reply, t) < 0) {
 		/* No worker free: answer with addresses rather than wait. */
-		for (size_t i = 0; i < t->nk; i++)
-			for (unsigned j = 0; j < ks[i].nsites; j++)
-				snprintf(ks[i].sites[j].name, sizeof(ks[i].sites[j].name),
-					 "0x%" PRIx64, ks[i].sites[j].ip);
+		for (size_t i = 0; i < t->r.nk; i++)
+			for (unsigned j = 0; j < t->r.k[i].nsites; j++)
+				snprintf(t->r.k[i].sites[j].name, sizeof(t->r.k[i].sites[j].name),
+					 "0x%" PRIx64, t->r.k[i].sites[j].ip);
 		top_reply(t);
 	}
 }

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * capture.import: trace files (one per rank) read from client fds into one
- * capture holding a timeline; analyze.<name>: the timeline analyses on a
- * capture. Both run in worker jobs.
+ * capture holding a timeline, in a worker job.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,15 +12,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "analysis/analysis.h"
 #include "capjob.h"
 #include "gpd.h"
 #include "tlcache.h"
 #include "json.h"
 #include "methods.h"
-#include "methods_import.h"
-#include "import/xxh64.h"
 #include "import/import.h"
+#include "import/xxh64.h"
 #include "timeline/timeline.h"
 
 struct import_job {
@@ -277,7 +274,7 @@ static void import_done(void *arg)
 			else
 				rpc_error_errno(j->req, r, why);
 		} else {
-			capreg_wait(e, j->req); /* answered with the info once persisted */
+			rpc_wait_saved(j->req, e); /* answered with the info once persisted */
 		}
 	}
 	timeline_free(j->tl);
@@ -359,7 +356,7 @@ void method_capture_import(struct rpc_req *req, const cJSON *params)
 	j->g = req->gpd;
 	j->max_bytes = req->gpd->cfg.import_max_bytes;
 	j->io_timeout_ms = req->gpd->cfg.io_timeout_ms;
-	job_cancel_watch(req->gpd, &j->cancel, req->conn);
+	job_cancel_watch(req->gpd, &j->cancel, rpc_conn_gone, req->conn);
 	struct job_owner who = {req->uid, req->privileged};
 	r = job_submit(req->gpd, &who, import_work, import_done, j);
 	if (r < 0) {
@@ -373,79 +370,4 @@ void method_capture_import(struct rpc_req *req, const cJSON *params)
 		} else
 			rpc_error_errno(req, r, "starting the import");
 	}
-}
-
-/* ---- analyze.<name> ---------------------------------------------------- */
-
-static void analyze_run(struct capjob *j, struct capture *c)
-{
-	cJSON *params = j->opts;
-	const char *name = cJSON_GetObjectItemCaseSensitive(params, "__analysis")->valuestring;
-	const struct timeline *tl = NULL;
-	if (capjob_timeline(j, c, "an imported trace or GPU job intervals (gpu_jobs collector)",
-			    &tl) < 0)
-		return;
-	cJSON *aparams = cJSON_Duplicate(params, 1);
-	cJSON_DeleteItemFromObjectCaseSensitive(aparams, "__analysis");
-	char err[512] = "";
-	cJSON *result = NULL;
-	/* the result is only printed: long number arrays as raw JSON text */
-	int r = analysis_run_flags(name, tl, aparams, ANALYSIS_COMPACT, &result, err,
-				   sizeof(err));
-	cJSON_Delete(aparams);
-	capjob_timeline_done(j, tl);
-	if (r < 0) {
-		capjob_fail(j, r, analysis_rpc_code(r), "%s", err[0] ? err : strerror(-r));
-		cJSON_Delete(result);
-		return;
-	}
-	j->result = result;
-}
-
-static void free_json(void *p)
-{
-	cJSON_Delete(p);
-}
-
-void method_analyze(struct rpc_req *req, const cJSON *params)
-{
-	const char *name = req->method + strlen("analyze.");
-	const struct analysis_desc *d = analysis_table;
-	while (d->name && strcmp(d->name, name) != 0)
-		d++;
-	if (!d->name) {
-		rpc_error(req, GPUPROF_ERR_METHOD_NOT_FOUND, NULL,
-			  "no analysis \"%.40s\" (analyze.list names them)", name);
-		return;
-	}
-	if (params && !cJSON_IsObject(params)) {
-		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "params must be an object");
-		return;
-	}
-	struct capentry *e = capture_for_req(req, params, false);
-	if (!e)
-		return;
-	/* The analysis validates its own parameters; pass all but "id". */
-	cJSON *p = cJSON_Duplicate(params, 1);
-	cJSON_DeleteItemFromObjectCaseSensitive(p, "id");
-	cJSON_AddStringToObject(p, "__analysis", name);
-	capjob_submit_timeline(req, e, -1, false, analyze_run, p, free_json);
-}
-
-void method_analyze_list(struct rpc_req *req, const cJSON *params)
-{
-	static const char *const allowed[] = {NULL};
-	if (!params_only(req, params, allowed))
-		return;
-	cJSON *o = cJSON_CreateObject();
-	cJSON *arr = cJSON_AddArrayToObject(o, "analyses");
-	for (const struct analysis_desc *d = analysis_table; d->name; d++) {
-		cJSON *a = cJSON_CreateObject();
-		cJSON_AddStringToObject(a, "name", d->name);
-		cJSON_AddStringToObject(a, "summary", d->summary);
-		if (d->params)
-			cJSON_AddStringToObject(a, "params", d->params);
-		cJSON_AddItemToArray(arr, a);
-	}
-	rpc_reply(req, o);
 }

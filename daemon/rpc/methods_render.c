@@ -20,7 +20,6 @@
 #include "gpd.h"
 #include "json.h"
 #include "methods.h"
-#include "methods_render.h"
 #include "render/flamegraph.h"
 #include "render/tlrender.h"
 #include "timeline/timeline.h"

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 /* xe.* methods (methods_xe.h, docs/xe.md). */
-#include "methods_xe.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -22,7 +22,6 @@
 #include "jobs.h"
 #include "json.h"
 #include "methods.h"
-#include "methods_xe.h"
 #include "xe_collector.h"
 #include "zebin.h"
 

@@ -17,6 +17,8 @@
 
 #include <gpuprof/protocol.h>
 
+#include "capreg.h" /* struct capwaiter */
+
 struct gpd;
 struct rpc_server;
 struct rpc_conn;
@@ -40,7 +42,7 @@ struct rpc_req {
 	bool privileged;
 	int fds[RPC_MAX_REQ_FDS]; /* taken from the connection's queue; -1 = none */
 	size_t nfds;
-	struct rpc_req *next; /* for lists of waiters kept by handlers */
+	struct capwaiter wait; /* waiting for a capture to be saved (rpc_wait_saved) */
 };
 
 /* Reply with result (ownership moves; NULL means JSON null). */
@@ -91,6 +93,8 @@ bool rpc_conn_alive(const struct rpc_conn *conn);
  * hung up both ways (a peer that only shut down its write side still
  * waits for its replies). Loop thread. */
 bool rpc_conn_hungup(const struct rpc_conn *conn);
+/* rpc_conn_hungup() as a job_gone_fn (jobs.h): arg is the connection. */
+bool rpc_conn_gone(void *conn);
 /* Take up to n fds from the head of the connection's queue. */
 size_t rpc_conn_take_fds(struct rpc_conn *conn, int *fds, size_t n);
 /* Track requests in flight (idle timeout does not apply while > 0). */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "symtab_wire.h"
+#include "util.h" /* gpd_grow */
 
 struct sym_table_builder {
 	bool lines;
@@ -35,17 +36,7 @@ static uint32_t fnv1a(const char *s, size_t len)
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
+	return gpd_grow(p, cap, need, elem, 64);
 }
 
 static int rehash(struct sym_table_builder *b, uint32_t cap)

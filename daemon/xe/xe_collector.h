@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "collect/collector.h"
+#include "collector.h"
 #include "stream.h"
 #include "xe.h"
 

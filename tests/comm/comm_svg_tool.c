@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm.h"
-#include "comm/comm_int.h"
+#include "analysis/comm/comm.h"
+#include "analysis/comm/comm_int.h"
 
 static char *slurp(const char *path)
 {

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "comm/comm.h"
-#include "comm/comm_int.h"
+#include "analysis/comm/comm.h"
+#include "analysis/comm/comm_int.h"
 #include "test.h"
 #include "import/import.h"
 #include "timeline/timeline.h"

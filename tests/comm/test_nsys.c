@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "comm/comm.h"
+#include "analysis/comm/comm.h"
 #include "common/nsys_builder.h"
 #include "test.h"
 #include "import/import.h"

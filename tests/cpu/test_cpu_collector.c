@@ -25,7 +25,7 @@
 #include <cjson/cJSON.h>
 #include <uv.h>
 
-#include "collect/collector.h"
+#include "collector.h"
 #include "collect/cpu.h"
 #include "gpd.h"
 #include "store/store.h"

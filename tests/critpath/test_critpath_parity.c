@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/critpath/critpath.h"
 #include "analysis/parity.h"
-#include "critpath/critpath.h"
 #include "test.h"
 
 struct inv {

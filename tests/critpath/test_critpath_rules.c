@@ -4,12 +4,15 @@
  * timeline_import_buf: launch delay vs kernel-kernel delay (and the 1500 µs
  * threshold), blocking sync calls with zero weight and GPU->CPU sync edges,
  * cudaEventRecord -> cudaStreamWaitEvent across streams, a cycle rejected
- * with the offending event named, and what-if edits.
+ * with the offending event named, and what-if edits; the table's entry and
+ * the graph cache.
  */
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "critpath/critpath_int.h"
+#include "analysis/critpath/cpcache.h"
+#include "analysis/critpath/critpath_int.h"
 #include "import/import.h"
 #include "test.h"
 
@@ -204,6 +207,82 @@ static void test_whatif(void)
 	timeline_free(tl);
 }
 
+/* The graph cache stays within its budget: least recently used graphs go,
+ * a graph over half the budget is used once, a budget of 0 keeps none, and
+ * what it keeps is freed with it (ASan's leak check). */
+static void test_graph_cache(void)
+{
+	struct timeline *tl = load(launches);
+	struct cp_graph *g = build(tl, 2000);
+	size_t bytes = cp_graph_bytes(g);
+	struct cp_cache *c = NULL;
+	struct cp_cached *h;
+
+	CHECK_EQ_INT(cp_cache_new(3 * bytes, &c), 0);
+	h = cp_cache_put(c, "a", g);
+	CHECK(h && cp_cached_graph(h) == g);
+	cp_cache_release(c, h);
+	h = cp_cache_get(c, "a");
+	CHECK(h && cp_cached_graph(h) == g);
+	cp_cache_release(c, h);
+	cp_cache_release(c, cp_cache_put(c, "b", build(tl, 2000)));
+	cp_cache_release(c, cp_cache_put(c, "c", build(tl, 2000)));
+	h = cp_cache_get(c, "b"); /* now "a" is the least recently used */
+	cp_cache_release(c, cp_cache_put(c, "d", build(tl, 2000))); /* 4 x bytes > budget */
+	CHECK(cp_cache_get(c, "a") == NULL);
+	cp_cache_release(c, h);
+	h = cp_cache_get(c, "d");
+	CHECK(h != NULL);
+	cp_cache_release(c, h);
+	cp_cache_free(c);
+
+	CHECK_EQ_INT(cp_cache_new(bytes, &c), 0); /* over half the budget */
+	h = cp_cache_put(c, "a", build(tl, 2000));
+	CHECK(h != NULL);
+	CHECK(cp_cache_get(c, "a") == NULL);
+	cp_cache_release(c, h); /* frees it */
+	cp_cache_free(c);
+	CHECK_EQ_INT(cp_cache_new(0, &c), 0);
+	cp_cache_release(c, cp_cache_put(c, "a", build(tl, 2000)));
+	CHECK(cp_cache_get(c, "a") == NULL);
+	cp_cache_free(c);
+	timeline_free(tl);
+}
+
+/* The analysis table's entry (analysis_run) and a request solved on a
+ * built graph (what the RPC method does) give the same tree, what-if
+ * included. */
+static void test_table_entry(void)
+{
+	struct timeline *tl = load(launches);
+	cJSON *p = cJSON_Parse("{\"kernel_kernel_threshold_us\": 2000, \"edits\": "
+			       "[{\"kind\":\"kernel\",\"scale\":0.5}]}");
+	cJSON *viatable = NULL, *direct = NULL;
+	struct cp_request rq;
+	struct cp_solved s;
+	struct cp_graph *g = NULL;
+	char err[256] = "", *a, *b;
+
+	CHECK_EQ_INT(analysis_run("critical_path", tl, p, &viatable, err, sizeof(err)), 0);
+	CHECK_EQ_INT(cp_request_parse(p, &rq, err, sizeof(err)), 0);
+	rq.o.rank = 0;
+	CHECK_EQ_INT(cp_build(tl, &rq.o, &g, err, sizeof(err)), 0);
+	CHECK_EQ_INT(cp_request_solve(g, &rq, &s, &direct, err, sizeof(err)), 0);
+	cp_request_whatif_json(&rq, &s, direct);
+	CHECK(cJSON_GetObjectItemCaseSensitive(viatable, "whatif") != NULL);
+	a = cJSON_PrintUnformatted(viatable);
+	b = cJSON_PrintUnformatted(direct);
+	CHECK_STREQ(a, b);
+	free(a);
+	free(b);
+	cp_solved_finish(&s);
+	cp_graph_free(g);
+	cJSON_Delete(viatable);
+	cJSON_Delete(direct);
+	cJSON_Delete(p);
+	timeline_free(tl);
+}
+
 /*
  * The annotation's instances count in HTA's row order (4.9): after the
  * step filter, GPUKernelFilter rows before the others. 0 ProfilerStep#1,
@@ -251,5 +330,7 @@ int main(void)
 	RUN(test_cycle_rejected);
 	RUN(test_whatif);
 	RUN(test_annotation_order);
+	RUN(test_table_entry);
+	RUN(test_graph_cache);
 	return test_summary();
 }

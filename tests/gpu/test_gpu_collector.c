@@ -27,7 +27,7 @@
 #include <cjson/cJSON.h>
 #include <uv.h>
 
-#include "collect/collector.h"
+#include "collector.h"
 #include "collect/gpu_launch.h"
 #include "gpd.h"
 #include "gpu_launch_abi.h" /* enum gpu_api */

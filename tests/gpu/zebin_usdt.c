@@ -10,7 +10,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "collect/collector.h"
+#include "collector.h"
 #include "collect/gpu_launch.h"
 #include "common/zebin_builder.h"
 #include "xe.h"

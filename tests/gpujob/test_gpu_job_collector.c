@@ -21,7 +21,7 @@
 #include <cjson/cJSON.h>
 #include <uv.h>
 
-#include "collect/collector.h"
+#include "collector.h"
 #include "collect/gpu_job.h"
 #include "collect/gpu_job_int.h"
 #include "gpd.h"

@@ -15,7 +15,7 @@
 #include "sym/capbuild.h"
 #include "analysis/analysis.h"
 #include "capture/gpumatch.h"
-#include "comm/comm.h"
+#include "analysis/comm/comm.h"
 #include "folded.h"
 #include "test.h"
 #include "timeline.h"

@@ -17,6 +17,8 @@ from gpd import GPUPROFCTL, SHARED, SOURCE, Daemon, Conn, eq, error_code, expect
 TRACES = os.path.join(SHARED, "reference", "hta", "traces")
 OUTPUTS = os.path.join(SHARED, "reference", "hta", "outputs")
 ANALYSES = ["temporal", "idle", "kernels", "overlap", "launch", "queue", "sequences"]
+# analyze.list names these too; their own tests are test_critpath.py, test_comm.py
+EVERY_ANALYSIS = ANALYSES + ["critical_path", "comm"]
 
 
 def trace_files(name):
@@ -36,7 +38,12 @@ def every_reference_trace_imports_and_analyses_answer():
         expect(len(names) >= 10, "reference traces present: %r" % names)
         with d.connect() as c:
             listed = [a["name"] for a in c.call("analyze.list")["result"]["analyses"]]
-        eq(sorted(listed), sorted(ANALYSES), "analyze.list names every analysis")
+            # and each listed one is a method: a capture that is not there,
+            # not an unknown method
+            for a in listed:
+                r = c.call("analyze." + a, {"id": 999999})
+                eq(r["error"]["code"], -32003, "analyze.%s answers: %r" % (a, r))
+        eq(sorted(listed), sorted(EVERY_ANALYSIS), "analyze.list names every analysis")
         for name in names:
             files = trace_files(name)
             info = d.ctl_json("import", *files, "--name", name)

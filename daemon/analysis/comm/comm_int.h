@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Internals of the communication metrics (daemon/comm). */
+/* Internals of the communication metrics (daemon/analysis/comm). */
 #ifndef GPUPROF_COMM_INT_H
 #define GPUPROF_COMM_INT_H
 

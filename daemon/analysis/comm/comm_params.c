@@ -392,48 +392,22 @@ double comm_link_bw_for_device(const char *name)
 
 /* ---- JSON ------------------------------------------------------------- */
 
-static void track(struct cctx *c, const void *p)
-{
-	if (!p)
-		c->oom = true;
-}
-
-/* x under key in o: keys are static strings (literals, tag_name[],
- * ctype_name[]), added without the copy cJSON_AddItemToObject() makes —
- * a result has tens of thousands of them (a row per iteration and rank). */
+/* Keys are static strings (literals, tag_name[], ctype_name[]), added
+ * without the copy cJSON_AddItemToObject() makes: a result has tens of
+ * thousands of them (a row per iteration and rank). */
 static void add(struct cctx *c, cJSON *o, const char *key, cJSON *x)
 {
-	if (!x || !cJSON_AddItemToObjectCS(o, key, x)) {
-		cJSON_Delete(x);
-		c->oom = true;
-	}
+	jtree_add(&c->oom, o, key, x, true);
 }
 
 cJSON *cj_obj(struct cctx *c, cJSON *parent, const char *key)
 {
-	cJSON *o = cJSON_CreateObject();
-
-	track(c, o);
-	if (o && parent && !(key ? cJSON_AddItemToObjectCS(parent, key, o)
-				 : cJSON_AddItemToArray(parent, o))) {
-		cJSON_Delete(o);
-		c->oom = true;
-		return NULL;
-	}
-	return o;
+	return jtree_add(&c->oom, parent, key, cJSON_CreateObject(), true);
 }
 
 cJSON *cj_arr(struct cctx *c, cJSON *parent, const char *key)
 {
-	cJSON *o = cJSON_CreateArray();
-
-	track(c, o);
-	if (o && parent && !cJSON_AddItemToObjectCS(parent, key, o)) {
-		cJSON_Delete(o);
-		c->oom = true;
-		return NULL;
-	}
-	return o;
+	return jtree_add(&c->oom, parent, key, cJSON_CreateArray(), true);
 }
 
 void cj_num(struct cctx *c, cJSON *o, const char *key, double v)
@@ -526,8 +500,5 @@ void cj_bool(struct cctx *c, cJSON *o, const char *key, bool v)
 
 void cj_push(struct cctx *c, cJSON *arr, cJSON *item)
 {
-	if (!item || !arr || !cJSON_AddItemToArray(arr, item)) {
-		cJSON_Delete(item);
-		c->oom = true;
-	}
+	jtree_push(&c->oom, arr, item);
 }

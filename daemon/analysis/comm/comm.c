@@ -86,3 +86,10 @@ out:
 	ctx_free(&c);
 	return rc;
 }
+
+/* The analysis table's entry: no configured defaults (the RPC method adds
+ * comm.params and the SVG). */
+int analysis_comm(struct actx *c, cJSON **out)
+{
+	return comm_analyze(c->tl, c->params, NULL, out, c->err, c->errlen);
+}

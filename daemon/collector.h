@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Collectors are a table of ops walked by one registry (collect/registry.c),
- * the way seatd walks its backends. Each runs on the daemon's event loop and
- * must never block it or allocate per event on its hot path.
+ * the way seatd walks its backends. The contract lives here, with the
+ * daemon's context, so a collector outside collect/ (daemon/xe) implements
+ * it without depending on the registry that lists it. Each runs on the
+ * daemon's event loop and must never block it or allocate per event on its
+ * hot path.
  */
 #ifndef GPUPROF_COLLECTOR_H
 #define GPUPROF_COLLECTOR_H

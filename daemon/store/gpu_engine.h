@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine of a GPU job interval record (STORE_REC_GPU_INTERVAL: cpu = group
+ * << 8 | engine), named as the gpu_jobs collector writes it and as the
+ * timeline and the renderers read it (docs/collectors.md, "GPU jobs").
+ */
+#ifndef GPUPROF_STORE_GPU_ENGINE_H
+#define GPUPROF_STORE_GPU_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* The tracepoint group of an interval (cpu >> 8): bpf/gpu_job_abi.h values. */
+enum gpu_engine_group { GPU_ENGINE_XE = 0, GPU_ENGINE_I915 = 1, GPU_ENGINE_FENCE = 2 };
+
+/*
+ * Engine class names: xe numbers them as the kernel's enum xe_engine_class
+ * (xe_hw_engine_types.h), i915 as its uAPI (I915_ENGINE_CLASS_*).
+ */
+static inline const char *gpu_engine_class(unsigned group, unsigned engine)
+{
+	static const char *const xe[] = {"rcs", "vcs", "vecs", "bcs", "other", "ccs"};
+	static const char *const i915[] = {"rcs", "bcs", "vcs", "vecs", "ccs"};
+	if (group == GPU_ENGINE_XE && engine < sizeof(xe) / sizeof(xe[0]))
+		return xe[engine];
+	if (group == GPU_ENGINE_I915 && engine < sizeof(i915) / sizeof(i915[0]))
+		return i915[engine];
+	return NULL;
+}
+
+/* A copy (blitter) engine: its work is memory movement. */
+static inline bool gpu_engine_is_copy(unsigned group, unsigned engine)
+{
+	const char *n = gpu_engine_class(group, engine);
+	return n && n[0] == 'b';
+}
+
+/* "xe/ccs", "i915/bcs", "xe/class9" into buf (fence intervals are named by
+ * the collector after their ops symbol). Returns buf. */
+static inline const char *gpu_engine_name(unsigned group, unsigned engine, char *buf, size_t len)
+{
+	const char *drv = group == GPU_ENGINE_XE     ? "xe"
+			  : group == GPU_ENGINE_I915 ? "i915"
+						     : "fence";
+	const char *n = gpu_engine_class(group, engine);
+	if (n)
+		snprintf(buf, len, "%s/%s", drv, n);
+	else
+		snprintf(buf, len, "%s/class%u", drv, engine);
+	return buf;
+}
+
+#endif
