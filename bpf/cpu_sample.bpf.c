@@ -162,8 +162,8 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 		slen = 0;
 	if (wakeup_bytes)
 		flags = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes
-			    ? BPF_RB_FORCE_WAKEUP
-			    : BPF_RB_NO_WAKEUP;
+				? BPF_RB_FORCE_WAKEUP
+				: BPF_RB_NO_WAKEUP;
 	if (wakeup_bytes && slen) {
 		struct seen_key k = {.tgid = tgid};
 		__u8 one = 1;
@@ -183,8 +183,7 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 			*dropped += 1;
 		return 0;
 	}
-	if (size > sizeof(*r) ||
-	    bpf_dynptr_write(&ptr, 0, r, size, 0) ||
+	if (size > sizeof(*r) || bpf_dynptr_write(&ptr, 0, r, size, 0) ||
 	    (pylen && bpf_dynptr_write(&ptr, size, sc->py.nodes, pylen, 0)) ||
 	    (slen && bpf_dynptr_write(&ptr, size + pylen, sc->stack, slen, 0))) {
 		bpf_ringbuf_discard_dynptr(&ptr, 0);

@@ -29,10 +29,10 @@
 /* The parser indexes its arrays with these masks (the verifier's bounds). */
 #define GPU_CS_POW2(n) ((n) && !((n) & ((n)-1)))
 _Static_assert(GPU_CS_POW2(GPU_CS_WIN_DW) && GPU_CS_POW2(GPU_CS_MAX_KSP) &&
-		   GPU_CS_POW2(GPU_CS_VISITED) && GPU_CS_POW2(GPU_CS_RETS),
+		       GPU_CS_POW2(GPU_CS_VISITED) && GPU_CS_POW2(GPU_CS_RETS),
 	       "masked indexes need powers of two");
 _Static_assert(GPU_CS_VISITED > GPU_CS_MAX_HOPS && GPU_CS_RETS > GPU_CS_MAX_NEST &&
-		   GPU_CS_FIELD_DW <= GPU_CS_WIN_DW && GPU_CS_FIELD_DW >= 21,
+		       GPU_CS_FIELD_DW <= GPU_CS_WIN_DW && GPU_CS_FIELD_DW >= 21,
 	       "room for every hop, call and field the parser reads");
 
 enum gpu_cs_status {

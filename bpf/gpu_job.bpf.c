@@ -176,8 +176,8 @@ static __always_inline int emit_copy(__u8 ev, __u8 group, __u8 flags, __u8 engin
 	compiler_barrier();
 	fill(&sc->r, ev, group, flags, engine, obj, f);
 	ustack_take_task(&sc->r.us, sc->stack, stack_bytes);
-	sc->r.npy = pystack_take(&sc->py, sc->r.pid, ((__u64)sc->r.pid << 32) | sc->r.tid,
-				 &pyflags);
+	sc->r.npy =
+		pystack_take(&sc->py, sc->r.pid, ((__u64)sc->r.pid << 32) | sc->r.tid, &pyflags);
 	sc->r.pyflags = (__u8)pyflags;
 	pylen = (__u64)sc->r.npy * PYSTACK_NODE_BYTES;
 	slen = sc->r.us.len;
@@ -193,7 +193,8 @@ static __always_inline int emit_copy(__u8 ev, __u8 group, __u8 flags, __u8 engin
 		lost_one();
 	} else if (bpf_dynptr_write(&ptr, 0, &sc->r, GPU_JOB_FULL_BYTES, 0) ||
 		   (pylen && bpf_dynptr_write(&ptr, GPU_JOB_FULL_BYTES, sc->py.nodes, pylen, 0)) ||
-		   (slen && bpf_dynptr_write(&ptr, GPU_JOB_FULL_BYTES + pylen, sc->stack, slen, 0))) {
+		   (slen &&
+		    bpf_dynptr_write(&ptr, GPU_JOB_FULL_BYTES + pylen, sc->stack, slen, 0))) {
 		bpf_ringbuf_discard_dynptr(&ptr, 0);
 		lost_one();
 	} else {

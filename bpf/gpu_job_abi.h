@@ -25,8 +25,8 @@
 
 /* Which tracepoint group produced a record; loaded independently. */
 enum gpu_job_group {
-	GPU_JOB_G_XE = 0,	/* xe_sched_job_*, xe_hw_fence_signal (module BTF "xe") */
-	GPU_JOB_G_I915 = 1,	/* i915_request_* (module BTF "i915") */
+	GPU_JOB_G_XE = 0,    /* xe_sched_job_*, xe_hw_fence_signal (module BTF "xe") */
+	GPU_JOB_G_I915 = 1,  /* i915_request_* (module BTF "i915") */
 	GPU_JOB_G_FENCE = 2, /* dma_fence_* (core kernel): the generic fallback */
 	GPU_JOB_G_COUNT,
 };
@@ -42,28 +42,29 @@ enum gpu_job_ev {
 /* gpu_job_rec.flags */
 #define GPU_JOB_F_OBJ_KEY 0x1 /* ctx/seqno not known yet: key the job by obj */
 #define GPU_JOB_F_KTHREAD 0x2 /* recorded in a kernel thread (no submitter) */
-#define GPU_JOB_F_USER 0x4    /* a full record (struct gpu_job_rec): a SUBMIT
+#define GPU_JOB_F_USER \
+	0x4 /* a full record (struct gpu_job_rec): a SUBMIT
 			       * from a user task with user stacks on */
 
 /* The fixed part of every record: fill() in gpu_job.bpf.c writes only this
  * much into a header-sized reservation (the records without a stack). */
-#define GPU_JOB_REC_HEADER                                                      \
-	__u16 type;   /* GPU_JOB_REC_TYPE */                                     \
-	__u8 version; /* GPU_JOB_REC_VERSION */                                  \
-	__u8 ev;      /* enum gpu_job_ev */                                      \
-	__u8 group;   /* enum gpu_job_group */                                   \
-	__u8 flags;   /* GPU_JOB_F_* */                                          \
-	__u8 engine;  /* engine class (driver numbering), 0xff unknown */        \
-	__u8 pyflags; /* PYSTACK_F_* (full records only) */                      \
-	__u16 nuser;  /* user frames in ips[] (full records only) */             \
-	__u16 npy;    /* Python frame nodes after ips[] (full records only) */   \
-	__u32 pid, tid, uid; /* uid: owner (owner.bpf.h) */                     \
-	__u64 ts_ns;  /* bpf_ktime_get_ns(): CLOCK_MONOTONIC, as the store */    \
-	__u64 obj;    /* job / request / fence address: the key until ctx is known */ \
-	__u64 ctx;    /* fence context (per exec queue / context timeline) */    \
-	__u64 seqno;  /* fence seqno in that context */                          \
-	__u64 ops;    /* fence->ops->get_driver_name: which driver made it */    \
-	__u64 release; /* fence->ops->release: which kind of fence it is */      \
+#define GPU_JOB_REC_HEADER                                                                   \
+	__u16 type;	     /* GPU_JOB_REC_TYPE */                                          \
+	__u8 version;	     /* GPU_JOB_REC_VERSION */                                       \
+	__u8 ev;	     /* enum gpu_job_ev */                                           \
+	__u8 group;	     /* enum gpu_job_group */                                        \
+	__u8 flags;	     /* GPU_JOB_F_* */                                               \
+	__u8 engine;	     /* engine class (driver numbering), 0xff unknown */             \
+	__u8 pyflags;	     /* PYSTACK_F_* (full records only) */                           \
+	__u16 nuser;	     /* user frames in ips[] (full records only) */                  \
+	__u16 npy;	     /* Python frame nodes after ips[] (full records only) */        \
+	__u32 pid, tid, uid; /* uid: owner (owner.bpf.h) */                                  \
+	__u64 ts_ns;	     /* bpf_ktime_get_ns(): CLOCK_MONOTONIC, as the store */         \
+	__u64 obj;	     /* job / request / fence address: the key until ctx is known */ \
+	__u64 ctx;	     /* fence context (per exec queue / context timeline) */         \
+	__u64 seqno;	     /* fence seqno in that context */                               \
+	__u64 ops;	     /* fence->ops->get_driver_name: which driver made it */         \
+	__u64 release;	     /* fence->ops->release: which kind of fence it is */            \
 	char comm[GPU_JOB_COMM_LEN];
 
 /* A record without a stack (every event but a SUBMIT from a user task). */

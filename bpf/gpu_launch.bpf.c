@@ -194,9 +194,8 @@ static __always_inline __u64 rb_flags(void)
 {
 	if (!wakeup_bytes)
 		return 0;
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes
-		       ? BPF_RB_FORCE_WAKEUP
-		       : BPF_RB_NO_WAKEUP;
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									     : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline struct scratch *get_scratch(void)
@@ -610,8 +609,7 @@ static __always_inline int send_copy(struct pt_regs *ctx, struct gpu_launch_rec 
 	}
 	if (bpf_dynptr_write(&ptr, 0, r, GPU_LAUNCH_HDR_BYTES, 0) ||
 	    (pylen && bpf_dynptr_write(&ptr, GPU_LAUNCH_HDR_BYTES, s->py.nodes, pylen, 0)) ||
-	    (slen &&
-	     bpf_dynptr_write(&ptr, GPU_LAUNCH_HDR_BYTES + pylen, s->stack, slen, 0))) {
+	    (slen && bpf_dynptr_write(&ptr, GPU_LAUNCH_HDR_BYTES + pylen, s->stack, slen, 0))) {
 		bpf_ringbuf_discard_dynptr(&ptr, 0);
 		count(0);
 		return 0;

@@ -37,18 +37,18 @@
 /* Which entry point produced a launch (store_rec.aux32 of a launch). */
 enum gpu_api {
 	GPU_API_UNKNOWN = 0,
-	GPU_API_ZE_APPEND = 1,	      /* zeCommandListAppendLaunchKernel */
-	GPU_API_ZE_COOPERATIVE = 2,   /* ...AppendLaunchCooperativeKernel */
-	GPU_API_ZE_INDIRECT = 3,      /* ...AppendLaunchKernelIndirect */
-	GPU_API_ZE_WITH_PARAMS = 4,   /* ...AppendLaunchKernelWithParameters */
-	GPU_API_ZE_WITH_ARGS = 5,     /* ...AppendLaunchKernelWithArguments */
-	GPU_API_ZE_USDT = 6,	      /* NEO's level_zero:launch_kernel USDT */
-	GPU_API_CU_LAUNCH = 7,	      /* cuLaunchKernel[_ptsz] */
-	GPU_API_CU_LAUNCH_EX = 8,     /* cuLaunchKernelEx[_ptsz] */
-	GPU_API_CU_COOPERATIVE = 9,   /* cuLaunchCooperativeKernel */
-	GPU_API_HIP_LAUNCH = 10,      /* hipLaunchKernel[_spt] */
+	GPU_API_ZE_APPEND = 1,		/* zeCommandListAppendLaunchKernel */
+	GPU_API_ZE_COOPERATIVE = 2,	/* ...AppendLaunchCooperativeKernel */
+	GPU_API_ZE_INDIRECT = 3,	/* ...AppendLaunchKernelIndirect */
+	GPU_API_ZE_WITH_PARAMS = 4,	/* ...AppendLaunchKernelWithParameters */
+	GPU_API_ZE_WITH_ARGS = 5,	/* ...AppendLaunchKernelWithArguments */
+	GPU_API_ZE_USDT = 6,		/* NEO's level_zero:launch_kernel USDT */
+	GPU_API_CU_LAUNCH = 7,		/* cuLaunchKernel[_ptsz] */
+	GPU_API_CU_LAUNCH_EX = 8,	/* cuLaunchKernelEx[_ptsz] */
+	GPU_API_CU_COOPERATIVE = 9,	/* cuLaunchCooperativeKernel */
+	GPU_API_HIP_LAUNCH = 10,	/* hipLaunchKernel[_spt] */
 	GPU_API_HIP_MODULE_LAUNCH = 11, /* hipModuleLaunchKernel */
-	GPU_API_HIP_EXT_LAUNCH = 12,  /* hipExtLaunchKernel */
+	GPU_API_HIP_EXT_LAUNCH = 12,	/* hipExtLaunchKernel */
 	GPU_API_MAX,
 };
 
@@ -105,7 +105,7 @@ struct gpu_launch_rec {
 	__u32 block[3];
 	char comm[GPU_LAUNCH_COMM_LEN];
 	char name[GPU_LAUNCH_NAME_LEN]; /* NUL-terminated when F_NAME */
-	struct ustack_hdr us; /* registers and stack bytes sent (len 0: none) */
+	struct ustack_hdr us;		/* registers and stack bytes sent (len 0: none) */
 	/* Python frame nodes (pystack_abi.h) sent between the frames and the
 	 * stack bytes; with the stack copy only */
 	__u16 npy;
@@ -131,8 +131,8 @@ struct gpu_proc_rec {
 	__u16 version; /* GPU_LAUNCH_REC_VERSION */
 	__u32 event;   /* enum gpu_proc_event */
 	__u32 pid;
-	__u32 ppid; /* FORK: the parent */
-	__u64 ino;  /* MMAP: inode of the mapped file */
+	__u32 ppid;		  /* FORK: the parent */
+	__u64 ino;		  /* MMAP: inode of the mapped file */
 	char file[GPU_WATCH_LEN]; /* MMAP: its basename (maybe cut) */
 };
 

@@ -63,8 +63,13 @@ const volatile __u32 target_tgid = 0; /* 0: every process */
  * tracepoints still see their arguments. Never set by the daemon. */
 const volatile __u8 accept_failed = 0;
 
-enum { PEND_MMAP_OFFSET = 1, PEND_MMAP = 2, PEND_I915_MMAP_OFFSET, PEND_I915_MMAP,
-       PEND_I915_USERPTR };
+enum {
+	PEND_MMAP_OFFSET = 1,
+	PEND_MMAP = 2,
+	PEND_I915_MMAP_OFFSET,
+	PEND_I915_MMAP,
+	PEND_I915_USERPTR
+};
 
 struct pend {
 	__u32 what;
@@ -180,7 +185,7 @@ static __always_inline struct job *job_get(void)
 static __always_inline int gpu_cs_read(void *rctx, __u64 addr, __u32 *dst, __u32 max_dw)
 {
 	struct job *j = rctx;
-	struct gpu_submit_bkey k = { j->tgid, j->fd, addr >> GPU_SUBMIT_BUCKET_SHIFT };
+	struct gpu_submit_bkey k = {j->tgid, j->fd, addr >> GPU_SUBMIT_BUCKET_SHIFT};
 	struct gpu_submit_bucket *b = bpf_map_lookup_elem(&binds, &k);
 
 	if (!b)
@@ -197,7 +202,7 @@ static __always_inline int gpu_cs_read(void *rctx, __u64 addr, __u32 *dst, __u32
 		if (x->kind == GPU_SUBMIT_BIND_USERPTR) {
 			user = x->src + off;
 		} else {
-			struct bokey bk = { j->tgid, j->fd, x->handle, 0 };
+			struct bokey bk = {j->tgid, j->fd, x->handle, 0};
 			struct boval *bo = bpf_map_lookup_elem(&bos, &bk);
 			__u64 in_bo = x->src + off;
 
@@ -237,7 +242,7 @@ static __always_inline __u32 tgid_now(void)
 static long bind_cb(__u32 i, void *arg)
 {
 	struct job *j = ((struct jctx *)arg)->j;
-	struct gpu_submit_bkey k = { j->tgid, j->fd, j->b0 + i };
+	struct gpu_submit_bkey k = {j->tgid, j->fd, j->b0 + i};
 	struct gpu_submit_bucket *b = bpf_map_lookup_elem(&binds, &k), fresh = {};
 	__u32 slot = GPU_SUBMIT_BINDS;
 
@@ -269,7 +274,7 @@ static long bind_cb(__u32 i, void *arg)
 static long unbind_cb(__u32 i, void *arg)
 {
 	struct job *j = ((struct jctx *)arg)->j;
-	struct gpu_submit_bkey k = { j->tgid, j->fd, j->b0 + i };
+	struct gpu_submit_bkey k = {j->tgid, j->fd, j->b0 + i};
 	struct gpu_submit_bucket *b = bpf_map_lookup_elem(&binds, &k);
 
 	if (!b)
@@ -291,7 +296,7 @@ static __always_inline __u32 op_buckets(const struct job *j)
 /* Index j->op under its buckets. */
 static __always_inline void bind_range(struct job *j)
 {
-	struct jctx jc = { j };
+	struct jctx jc = {j};
 
 	bpf_loop(op_buckets(j), bind_cb, &jc, 0);
 	count(GPU_SUBMIT_C_BINDS);
@@ -326,7 +331,7 @@ static __noinline void bind_op(struct job *j, const void *uop)
 							    : GPU_SUBMIT_BIND_USERPTR;
 		bind_range(j);
 	} else if (o.op == GPU_SUBMIT_XE_BIND_UNMAP) {
-		struct jctx jc = { j };
+		struct jctx jc = {j};
 
 		bpf_loop(op_buckets(j), unbind_cb, &jc, 0);
 		count(GPU_SUBMIT_C_UNBINDS);
@@ -372,7 +377,7 @@ static __noinline __u32 parse_send(struct job *j, const struct deferred *w)
 	__u64 batch = w->batch;
 	__u32 attempt = w->attempts;
 	struct gpu_submit_event *ev;
-	struct jctx jc = { j };
+	struct jctx jc = {j};
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 st;
 
@@ -427,7 +432,7 @@ static __always_inline void submit(struct job *j, int fd, __u64 batch, __u32 dri
 				   __u32 nbb)
 {
 	__u32 tgid = tgid_now();
-	struct deferred w = { batch, fd, driver, queue, nbb, 1 };
+	struct deferred w = {batch, fd, driver, queue, nbb, 1};
 
 	retry_deferred(j, tgid);
 	j->tgid = tgid;
@@ -469,7 +474,7 @@ static __noinline __u64 i915_object(struct job *j, const void *uobj)
 
 	if (bpf_probe_read_user(&o, sizeof(o), uobj))
 		return 0;
-	k = (struct bokey){ j->tgid, j->fd, o.handle, 0 };
+	k = (struct bokey){j->tgid, j->fd, o.handle, 0};
 	bo = bpf_map_lookup_elem(&bos, &k);
 	if (bo && bo->len && bo->len <= GPU_CS_VA_MASK) {
 		j->op.gpu = o.offset & GPU_CS_VA_MASK;
@@ -551,13 +556,13 @@ int BPF_PROG(gpu_submit_enter, struct pt_regs *regs, long id)
 	if (target_tgid && (__u32)(pt >> 32) != target_tgid)
 		return 0;
 	if (id == NR_MMAP) {
-		struct okey k = { (__u32)(pt >> 32), (int)PT_REGS_PARM5_CORE_SYSCALL(regs),
-				  SYSCALL_ARG6(regs) };
+		struct okey k = {(__u32)(pt >> 32), (int)PT_REGS_PARM5_CORE_SYSCALL(regs),
+				 SYSCALL_ARG6(regs)};
 		__u32 *h;
 
 		if (k.fd < 0 || !(h = bpf_map_lookup_elem(&offs, &k)))
 			return 0;
-		struct pend p = { PEND_MMAP, k.fd, *h, PT_REGS_PARM2_CORE_SYSCALL(regs) };
+		struct pend p = {PEND_MMAP, k.fd, *h, PT_REGS_PARM2_CORE_SYSCALL(regs)};
 
 		bpf_map_update_elem(&pend, &tid, &p, BPF_ANY);
 		return 0;
@@ -574,11 +579,11 @@ int BPF_PROG(gpu_submit_enter, struct pt_regs *regs, long id)
 		i915_execbuffer(fd, uarg);
 	} else if (cmd == GPU_SUBMIT_XE_GEM_MMAP_OFFSET || cmd == GPU_SUBMIT_I915_GEM_MMAP_OFFSET ||
 		   cmd == GPU_SUBMIT_I915_GEM_MMAP || cmd == GPU_SUBMIT_I915_GEM_USERPTR) {
-		struct pend p = { cmd == GPU_SUBMIT_XE_GEM_MMAP_OFFSET	 ? PEND_MMAP_OFFSET
-				  : cmd == GPU_SUBMIT_I915_GEM_MMAP_OFFSET ? PEND_I915_MMAP_OFFSET
-				  : cmd == GPU_SUBMIT_I915_GEM_MMAP	   ? PEND_I915_MMAP
-									   : PEND_I915_USERPTR,
-				  fd, uarg, 0 };
+		struct pend p = {cmd == GPU_SUBMIT_XE_GEM_MMAP_OFFSET	  ? PEND_MMAP_OFFSET
+				 : cmd == GPU_SUBMIT_I915_GEM_MMAP_OFFSET ? PEND_I915_MMAP_OFFSET
+				 : cmd == GPU_SUBMIT_I915_GEM_MMAP	  ? PEND_I915_MMAP
+									  : PEND_I915_USERPTR,
+				 fd, uarg, 0};
 
 		bpf_map_update_elem(&pend, &tid, &p, BPF_ANY);
 	}
@@ -609,7 +614,7 @@ int BPF_PROG(gpu_submit_exit, struct pt_regs *regs, long ret)
 		} mo;
 
 		if (!bpf_probe_read_user(&mo, sizeof(mo), (const void *)p->arg)) {
-			struct okey k = { (__u32)(pt >> 32), p->fd, mo.offset };
+			struct okey k = {(__u32)(pt >> 32), p->fd, mo.offset};
 
 			bpf_map_update_elem(&offs, &k, &mo.handle, BPF_ANY);
 		}
@@ -621,7 +626,7 @@ int BPF_PROG(gpu_submit_exit, struct pt_regs *regs, long ret)
 		} mo;
 
 		if (!bpf_probe_read_user(&mo, sizeof(mo), (const void *)p->arg)) {
-			struct okey k = { (__u32)(pt >> 32), p->fd, mo.offset };
+			struct okey k = {(__u32)(pt >> 32), p->fd, mo.offset};
 
 			bpf_map_update_elem(&offs, &k, &mo.handle, BPF_ANY);
 		}
@@ -631,24 +636,24 @@ int BPF_PROG(gpu_submit_exit, struct pt_regs *regs, long ret)
 		 * [offset, offset + size) of the object at addr_ptr;
 		 * drm_i915_gem_userptr {user_ptr, user_size, flags, handle (out)} */
 		__u64 f[5];
-		struct bokey k = { (__u32)(pt >> 32), p->fd, 0, 0 };
+		struct bokey k = {(__u32)(pt >> 32), p->fd, 0, 0};
 		struct boval v;
 
 		if (!bpf_probe_read_user(f, p->what == PEND_I915_MMAP ? 32 : 24,
 					 (const void *)p->arg)) {
 			if (p->what == PEND_I915_MMAP) {
 				k.handle = (__u32)f[0];
-				v = (struct boval){ f[3] - f[1], f[1] + f[2] };
+				v = (struct boval){f[3] - f[1], f[1] + f[2]};
 			} else {
 				k.handle = (__u32)(f[2] >> 32);
-				v = (struct boval){ f[0], f[1] };
+				v = (struct boval){f[0], f[1]};
 			}
 			bpf_map_update_elem(&bos, &k, &v, BPF_ANY);
 			count(GPU_SUBMIT_C_MMAPS);
 		}
 	} else if (p->what == PEND_MMAP && nr == NR_MMAP && (unsigned long)ret < -4095UL) {
-		struct bokey k = { (__u32)(pt >> 32), p->fd, (__u32)p->arg, 0 };
-		struct boval v = { (__u64)ret, p->len };
+		struct bokey k = {(__u32)(pt >> 32), p->fd, (__u32)p->arg, 0};
+		struct boval v = {(__u64)ret, p->len};
 
 		bpf_map_update_elem(&bos, &k, &v, BPF_ANY);
 		count(GPU_SUBMIT_C_MMAPS);

@@ -86,15 +86,15 @@ struct gpu_submit_event {
 
 /* Counters (an array map, one slot each). */
 enum gpu_submit_counter {
-	GPU_SUBMIT_C_EXECS = 0,	     /* xe exec / i915 execbuffer ioctls seen */
-	GPU_SUBMIT_C_PARSED,	     /* of them parsed (one batch buffer) */
-	GPU_SUBMIT_C_SKIPPED,	     /* sync-only or parallel (width > 1) execs */
-	GPU_SUBMIT_C_BINDS,	     /* map ops recorded */
-	GPU_SUBMIT_C_UNBINDS,	     /* unmap ops */
-	GPU_SUBMIT_C_BIND_EVICTED,   /* a full bucket dropped a binding */
-	GPU_SUBMIT_C_MMAPS,	     /* BO mmaps / i915 userptr objects recorded */
-	GPU_SUBMIT_C_RINGBUF_FULL,   /* events lost */
-	GPU_SUBMIT_C_READ_FAULTS,    /* bpf_probe_read_user failures */
+	GPU_SUBMIT_C_EXECS = 0,	   /* xe exec / i915 execbuffer ioctls seen */
+	GPU_SUBMIT_C_PARSED,	   /* of them parsed (one batch buffer) */
+	GPU_SUBMIT_C_SKIPPED,	   /* sync-only or parallel (width > 1) execs */
+	GPU_SUBMIT_C_BINDS,	   /* map ops recorded */
+	GPU_SUBMIT_C_UNBINDS,	   /* unmap ops */
+	GPU_SUBMIT_C_BIND_EVICTED, /* a full bucket dropped a binding */
+	GPU_SUBMIT_C_MMAPS,	   /* BO mmaps / i915 userptr objects recorded */
+	GPU_SUBMIT_C_RINGBUF_FULL, /* events lost */
+	GPU_SUBMIT_C_READ_FAULTS,  /* bpf_probe_read_user failures */
 	GPU_SUBMIT_NCOUNTERS
 };
 

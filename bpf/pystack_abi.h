@@ -52,9 +52,9 @@ struct pystack_layout {
 
 /* One node of the chain, raw. */
 struct pystack_node {
-	__u64 frame; /* the node's address (3.12+ shims are activation markers) */
-	__u64 code;  /* f_code / f_executable as read (3.14+: tag bits included) */
-	__u64 instr; /* 3.9/3.10: f_lasti (low 32 bits); 3.11+: the instruction pointer */
+	__u64 frame;	   /* the node's address (3.12+ shims are activation markers) */
+	__u64 code;	   /* f_code / f_executable as read (3.14+: tag bits included) */
+	__u64 instr;	   /* 3.9/3.10: f_lasti (low 32 bits); 3.11+: the instruction pointer */
 	__u32 firstlineno; /* co_firstlineno of code, 0 when unreadable */
 	__u8 owner, entry; /* as read; 0 when the version has none */
 	__u16 pad;

@@ -16,7 +16,7 @@ enum {
 	EXIT_OK = 0,
 	EXIT_REMOTE = 1, /* the daemon answered with an error, or the request broke */
 	EXIT_USAGE = 2,
-	EXIT_CONNECT = 3, /* cannot connect to the daemon */
+	EXIT_CONNECT = 3,  /* cannot connect to the daemon */
 	EXIT_LOCAL_IO = 4, /* cannot open/read/write a local file */
 };
 
@@ -36,7 +36,7 @@ struct command {
 	const char *name;
 	int (*run)(struct cli *cli, int argc, char **argv);
 	const char *summary; /* one line for `gpuprofctl help` */
-	const char *usage; /* the command's manual: synopsis, options, examples */
+	const char *usage;   /* the command's manual: synopsis, options, examples */
 	const char *methods; /* the JSON-RPC methods it calls (docs/cli.md); NULL: none */
 };
 
@@ -151,10 +151,10 @@ struct cli_out {
 	int fd;
 	bool is_stdout;
 	const char *path; /* as given, for messages */
-	char *target; /* path with a symlink resolved */
-	char *tmp; /* the temporary file, NULL when writing directly */
-	bool in_place; /* an existing file written without O_TRUNC (see outfile.c) */
-	bool tty; /* stdout is a terminal: fd is a temporary file, copied escaped */
+	char *target;	  /* path with a symlink resolved */
+	char *tmp;	  /* the temporary file, NULL when writing directly */
+	bool in_place;	  /* an existing file written without O_TRUNC (see outfile.c) */
+	bool tty;	  /* stdout is a terminal: fd is a temporary file, copied escaped */
 };
 int cli_out_open(struct cli_out *o, const char *path);
 int cli_out_close(struct cli_out *o, int status);

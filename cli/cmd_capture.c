@@ -83,14 +83,12 @@ void print_capture_info(const cJSON *info, const char *raw)
 	printf("pids:             ");
 	if (cJSON_GetArraySize(pids) == 0)
 		printf(" all");
-	cJSON_ArrayForEach(c, pids)
-		printf(" %.0f", c->valuedouble);
+	cJSON_ArrayForEach(c, pids) printf(" %.0f", c->valuedouble);
 	putchar('\n');
 	if (imp) /* an import's trace events live in its timeline, not as records */
 		printf("events:            %.0f\n", json_num(imp, "events", 0));
 	printf("records:           %.0f\n", json_num(info, "records", 0));
-	cJSON_ArrayForEach(c, by_type)
-		printf("  %-16s %.0f\n", c->string, c->valuedouble);
+	cJSON_ArrayForEach(c, by_type) printf("  %-16s %.0f\n", c->string, c->valuedouble);
 	printf("strings:           %.0f\n", json_num(info, "strings", 0));
 	printf("stacks:            %.0f\n", json_num(info, "stacks", 0));
 	printf("size:              %s\n", fmt_bytes(b, json_num(info, "file_bytes", 0)));
@@ -250,7 +248,7 @@ int cmd_capture(struct cli *cli, int argc, char **argv)
 	cJSON_Delete(p);
 	/* Elsewhere the blocking call, which also prints an error's detail. */
 	if (a.duration_ms && !a.no_wait && cli_progress_wanted()) {
-		struct countdown cd = { cli_now_ms(), (int64_t)a.duration_ms };
+		struct countdown cd = {cli_now_ms(), (int64_t)a.duration_ms};
 
 		r = cli_call_progress(cli, "capture.start", params, NULL, 0, countdown_line, &cd,
 				      &res);
@@ -290,7 +288,7 @@ out:
 
 int cmd_list(struct cli *cli, int argc, char **argv)
 {
-	static const char *const hdr[] = {">ID",      "NAME",     "KIND",     "STATE", "OWNER",
+	static const char *const hdr[] = {">ID",     "NAME",	  "KIND",    "STATE", "OWNER",
 					  "CREATED", ">DURATION", ">EVENTS", ">SIZE"};
 	char *res = NULL;
 	int first, r;

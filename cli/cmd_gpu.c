@@ -64,13 +64,13 @@ static int top_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 		break;
 	}
 	case 'w':
-		if (parse_ms(arg, &a->window_ms) < 0 || !a->window_ms ||
-		    a->window_ms > 3600000)
+		if (parse_ms(arg, &a->window_ms) < 0 || !a->window_ms || a->window_ms > 3600000)
 			return cli_usage_error(cli, "invalid --window '%s' (1ms to 1h)", arg);
 		break;
 	case 'i':
 		if (parse_ms(arg, &a->interval_ms) < 0 || a->interval_ms < 100)
-			return cli_usage_error(cli, "invalid --interval '%s' (at least 100ms)", arg);
+			return cli_usage_error(cli, "invalid --interval '%s' (at least 100ms)",
+					       arg);
 		break;
 	case 'n':
 		if (!cli_parse_u64(arg, &a->limit) || !a->limit || a->limit > 1000)
@@ -89,15 +89,16 @@ static int top_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 static void print_top(const cJSON *res, const struct top_args *a, bool clear)
 {
 	static const char *const hdr[] = {">LAUNCHES", ">PER SEC", "KERNEL", "GEOMETRY",
-					   "CALL SITES (launches)"};
+					  "CALL SITES (launches)"};
 	const cJSON *ks = cJSON_GetObjectItemCaseSensitive(res, "kernels"), *k;
 	char b1[32], b2[32], sites[512];
 	struct table *t;
 
 	if (clear)
 		fputs("\033[H\033[2J", stdout);
-	printf("gpuprofctl top: %.0f launches in the last %s (%.1f/s)", json_num(res, "launches", 0),
-	       fmt_duration_ns(b1, (double)a->window_ms * 1e6), json_num(res, "launches_per_s", 0));
+	printf("gpuprofctl top: %.0f launches in the last %s (%.1f/s)",
+	       json_num(res, "launches", 0), fmt_duration_ns(b1, (double)a->window_ms * 1e6),
+	       json_num(res, "launches_per_s", 0));
 	if (a->npids) {
 		printf(", pid");
 		for (size_t i = 0; i < a->npids; i++)
@@ -132,9 +133,12 @@ static void print_top(const cJSON *res, const struct top_args *a, bool clear)
 int cmd_gpu_top(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"pid", required_argument, NULL, 'p'},	   {"window", required_argument, NULL, 'w'},
-		{"interval", required_argument, NULL, 'i'}, {"limit", required_argument, NULL, 'n'},
-		{"count", required_argument, NULL, 'c'},   {},
+		{"pid", required_argument, NULL, 'p'},
+		{"window", required_argument, NULL, 'w'},
+		{"interval", required_argument, NULL, 'i'},
+		{"limit", required_argument, NULL, 'n'},
+		{"count", required_argument, NULL, 'c'},
+		{},
 	};
 	struct top_args a = {.window_ms = 5000, .interval_ms = 1000, .limit = 20};
 	bool tty = isatty(STDOUT_FILENO);

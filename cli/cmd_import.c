@@ -105,14 +105,17 @@ static int import_all(struct cli *cli, char **paths, size_t n, const struct impo
 	for (; nopen < n; nopen++) {
 		struct stat st;
 		const char *path = paths[nopen];
-		fds[nopen] = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : dup(STDIN_FILENO);
+		fds[nopen] = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC)
+					       : dup(STDIN_FILENO);
 		if (fds[nopen] < 0) {
-			status = cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", path, strerror(errno));
+			status = cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", path,
+					  strerror(errno));
 			goto out;
 		}
 		if (fstat(fds[nopen], &st) < 0) {
 			nopen++;
-			status = cli_fail(EXIT_LOCAL_IO, "cannot stat %s: %s", path, strerror(errno));
+			status = cli_fail(EXIT_LOCAL_IO, "cannot stat %s: %s", path,
+					  strerror(errno));
 			goto out;
 		}
 		if (S_ISREG(st.st_mode))
@@ -128,7 +131,8 @@ static int import_all(struct cli *cli, char **paths, size_t n, const struct impo
 	if (a->rank >= 0) {
 		cJSON *ranks = cJSON_AddArrayToObject(p, "ranks");
 		for (size_t i = 0; i < n; i++)
-			cJSON_AddItemToArray(ranks, cJSON_CreateNumber((double)(a->rank + (int64_t)i)));
+			cJSON_AddItemToArray(ranks,
+					     cJSON_CreateNumber((double)(a->rank + (int64_t)i)));
 	}
 	if (a->name)
 		cJSON_AddStringToObject(p, "name", a->name);
@@ -140,7 +144,7 @@ static int import_all(struct cli *cli, char **paths, size_t n, const struct impo
 	params = cJSON_PrintUnformatted(p);
 	cJSON_Delete(p);
 	if (all_regular) {
-		struct import_progress ip = { .fds = fds, .n = n, .total = total };
+		struct import_progress ip = {.fds = fds, .n = n, .total = total};
 
 		r = cli_call_progress(cli, "capture.import", params, fds, n, import_line, &ip,
 				      &res);

@@ -68,7 +68,8 @@ static int folded_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 		break;
 	case OPT_WEIGHT:
 		if (strcmp(arg, "samples") && strcmp(arg, "launches") && strcmp(arg, "gpu-time"))
-			return cli_usage_error(cli, "--weight is samples, launches or gpu-time, not '%s'",
+			return cli_usage_error(cli,
+					       "--weight is samples, launches or gpu-time, not '%s'",
 					       arg);
 		a->weight = arg;
 		break;
@@ -188,8 +189,8 @@ struct render_args {
 	const char *annotation, *instance, *overlay, *trace;
 	bool all_events, trust_trace;
 	int64_t max_edges; /* -1: the daemon's default */
-	cJSON *edits; /* --edit, as edit objects */
-	uint32_t scoped; /* bit i: option scoped[i] given */
+	cJSON *edits;	   /* --edit, as edit objects */
+	uint32_t scoped;   /* bit i: option scoped[i] given */
 };
 
 enum {
@@ -297,15 +298,18 @@ static int render_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 		uint64_t v;
 
 		if (!cli_parse_u64(arg, &v) || v > 10000000)
-			return cli_usage_error(cli, "invalid --max-edges '%s' (0 to 10000000)", arg);
+			return cli_usage_error(cli, "invalid --max-edges '%s' (0 to 10000000)",
+					       arg);
 		a->max_edges = (int64_t)v;
 		break;
 	}
 	case OPT_EDIT:
 		e = parse_edit(arg);
 		if (!e)
-			return cli_usage_error(cli, "invalid --edit '%s' (SELECTOR*FACTOR or "
-						    "SELECTOR=MICROSECONDS)", arg);
+			return cli_usage_error(cli,
+					       "invalid --edit '%s' (SELECTOR*FACTOR or "
+					       "SELECTOR=MICROSECONDS)",
+					       arg);
 		if (!a->edits)
 			a->edits = cJSON_CreateArray();
 		cJSON_AddItemToArray(a->edits, e);
@@ -464,10 +468,11 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 		if (*m == '-')
 			*m = '_';
 	for (size_t i = 0; i < sizeof(scoped) / sizeof(scoped[0]); i++)
-		if ((a.scoped >> i & 1) && strcmp(method + strlen("analyze."), scoped[i].analysis)) {
+		if ((a.scoped >> i & 1) &&
+		    strcmp(method + strlen("analyze."), scoped[i].analysis)) {
 			cJSON_Delete(a.edits);
-			return cli_usage_error(cli, "%s is an option of 'analyze %s'", scoped[i].name,
-					       scoped[i].analysis);
+			return cli_usage_error(cli, "%s is an option of 'analyze %s'",
+					       scoped[i].name, scoped[i].analysis);
 		}
 	if (!a.overlay != !a.trace) {
 		cJSON_Delete(a.edits);
@@ -491,7 +496,8 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 		if (!add_instance(p, a.instance)) {
 			cJSON_Delete(p);
 			cJSON_Delete(a.edits);
-			return cli_usage_error(cli, "invalid --instance '%s' (I or I:J)", a.instance);
+			return cli_usage_error(cli, "invalid --instance '%s' (I or I:J)",
+					       a.instance);
 		}
 	}
 	if (a.edits) {
@@ -517,7 +523,8 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 		in_fd = open(a.trace, O_RDONLY | O_CLOEXEC);
 		if (in_fd < 0) {
 			cJSON_Delete(p);
-			return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", a.trace, strerror(errno));
+			return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", a.trace,
+					strerror(errno));
 		}
 		r = cli_out_open(&ov, a.overlay);
 		if (r) {

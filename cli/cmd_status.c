@@ -37,9 +37,9 @@ static void print_unwind(const cJSON *u)
 	       json_num(by, "process_gone", 0), json_num(by, "depth", 0),
 	       json_num(by, "bad_frame", 0));
 	printf("            caches %s of %s, %.0f processes, %.0f objects; %.0f B copied per stack\n",
-	       fmt_bytes(b1, json_num(u, "bytes", 0)), fmt_bytes(b2, json_num(u, "budget_bytes", 0)),
-	       json_num(u, "processes", 0), json_num(u, "objects", 0),
-	       json_num(u, "stack_bytes_per_sample", 0));
+	       fmt_bytes(b1, json_num(u, "bytes", 0)),
+	       fmt_bytes(b2, json_num(u, "budget_bytes", 0)), json_num(u, "processes", 0),
+	       json_num(u, "objects", 0), json_num(u, "stack_bytes_per_sample", 0));
 	if (!cJSON_IsArray(procs) || !cJSON_GetArraySize(procs))
 		return;
 	static const char *const hdr[] = {">PID", "MODE", ">STACKS", ">TRUNCATED", ">MAPPINGS"};
@@ -95,7 +95,8 @@ static void print_status(const cJSON *st)
 	printf("daemon:     gpuprofd %s, pid %.0f, up %s\n", json_str(st, "version", "?"),
 	       json_num(st, "pid", 0), fmt_duration_ns(b1, json_num(st, "uptime_s", 0) * 1e9));
 	if (store) {
-		double newest = json_num(store, "newest_ns", 0), oldest = json_num(store, "oldest_ns", 0);
+		double newest = json_num(store, "newest_ns", 0),
+		       oldest = json_num(store, "oldest_ns", 0);
 		printf("store:      %.0f of %.0f records, budget %s; tables %s of %s\n",
 		       json_num(store, "records", 0), json_num(store, "capacity", 0),
 		       fmt_bytes(b1, json_num(store, "budget_bytes", 0)),

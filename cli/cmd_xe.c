@@ -56,11 +56,11 @@ static int xe_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 static int run_output(struct cli *cli, const char *method, int argc, char **argv, bool scope)
 {
 	static const struct option opts[] = {
-	    {"out", required_argument, NULL, 'o'},
-	    {"interval", required_argument, NULL, 'i'},
-	    {"pid", required_argument, NULL, 'p'},
-	    {"cgroup", no_argument, NULL, OPT_CGROUP},
-	    {},
+		{"out", required_argument, NULL, 'o'},
+		{"interval", required_argument, NULL, 'i'},
+		{"pid", required_argument, NULL, 'p'},
+		{"cgroup", no_argument, NULL, OPT_CGROUP},
+		{},
 	};
 	struct xe_args a = {.interval_ms = 100};
 	uint64_t id;
@@ -211,8 +211,8 @@ static int run_zebin(struct cli *cli, int argc, char **argv)
 	printf("kernels: %.0f (%s), binaries held: %.0f (%.0f bytes, %.0f dropped)\n",
 	       json_num(o, "kernels", 0),
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "kernel_table"))
-		   ? "added to the kernel table"
-		   : "no EU-stall stream: binaries only",
+		       ? "added to the kernel table"
+		       : "no EU-stall stream: binaries only",
 	       json_num(o, "binaries", 0), json_num(o, "binary_bytes", 0),
 	       json_num(o, "binaries_dropped", 0));
 	cJSON_Delete(o);
@@ -227,8 +227,8 @@ int cmd_xe(struct cli *cli, int argc, char **argv)
 	int r;
 
 	if (!sub)
-		return cli_usage_error(cli,
-				       "missing subcommand (folded, iaprof, pause, resume, batch, zebin)");
+		return cli_usage_error(
+			cli, "missing subcommand (folded, iaprof, pause, resume, batch, zebin)");
 	/* as every other command: --help before the subcommand */
 	if (!strcmp(sub, "--help") || !strcmp(sub, "-h")) {
 		help_print(stdout, "xe");

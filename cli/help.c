@@ -9,17 +9,17 @@
 
 static int cmd_help(struct cli *cli, int argc, char **argv);
 
-#define COMMON_FOOTER                                                                              \
-	"\nGLOBAL OPTIONS (before or after the command)\n"                                         \
-	"  --socket PATH    daemon socket (default $GPUPROF_SOCKET, else\n"                        \
-	"                   /run/gpuprof/gpuprofd.sock)\n"                                         \
-	"  --json           print the daemon's result as JSON on stdout\n"                         \
-	"  --timeout DUR    give up waiting for a reply after DUR (500ms, 30s, 2m)\n"              \
-	"  --wide           human tables as wide as their contents (default: cut\n"              \
-	"                   and split to fit 100 columns)\n"                                       \
-	"  -h, --help       show this help\n"                                                      \
-	"\nEXIT STATUS\n"                                                                          \
-	"  0 success; 1 the daemon returned an error (or the connection broke);\n"                 \
+#define COMMON_FOOTER                                                                 \
+	"\nGLOBAL OPTIONS (before or after the command)\n"                            \
+	"  --socket PATH    daemon socket (default $GPUPROF_SOCKET, else\n"           \
+	"                   /run/gpuprof/gpuprofd.sock)\n"                            \
+	"  --json           print the daemon's result as JSON on stdout\n"            \
+	"  --timeout DUR    give up waiting for a reply after DUR (500ms, 30s, 2m)\n" \
+	"  --wide           human tables as wide as their contents (default: cut\n"   \
+	"                   and split to fit 100 columns)\n"                          \
+	"  -h, --help       show this help\n"                                         \
+	"\nEXIT STATUS\n"                                                             \
+	"  0 success; 1 the daemon returned an error (or the connection broke);\n"    \
 	"  2 usage error; 3 cannot connect to the daemon; 4 local I/O error.\n"
 
 static const struct command commands[] = {
@@ -359,7 +359,8 @@ static const struct command commands[] = {
 	 "  -p, --pid PID         only that process's kernels\n"
 	 "  -o, --out FILE        write to FILE (default stdout)\n",
 	 "xe.flamescope"},
-	{"xe", cmd_xe, "Intel Xe EU stalls: folded / iaprof output, pause / resume, batch dumps, zebins",
+	{"xe", cmd_xe,
+	 "Intel Xe EU stalls: folded / iaprof output, pause / resume, batch dumps, zebins",
 	 "gpuprofctl xe folded ID [-p PID] [--cgroup] [-o FILE]\n"
 	 "gpuprofctl xe iaprof ID [-p PID] [-o FILE]\n"
 	 "gpuprofctl xe pause [SECONDS] | gpuprofctl xe resume\n"

@@ -203,7 +203,7 @@ int cli_out_close(struct cli_out *o, int status)
 		off_t end = lseek(o->fd, 0, SEEK_CUR);
 		if (end < 0 || ftruncate(o->fd, end) < 0)
 			status =
-			    cli_fail(EXIT_LOCAL_IO, "writing %s: %s", o->path, strerror(errno));
+				cli_fail(EXIT_LOCAL_IO, "writing %s: %s", o->path, strerror(errno));
 	}
 	/* fsync so a crash after the rename cannot leave an empty file
 	 * where the old one was */

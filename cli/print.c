@@ -117,8 +117,8 @@ void table_print(const struct table *t)
 			bool right = t->cells[c][0] == '>';
 			if (r == 0 && right)
 				s++;
-			len += (size_t)snprintf(line + len, sizeof(line) - len, right ? "%*s  " : "%-*s  ",
-						(int)width[c], s);
+			len += (size_t)snprintf(line + len, sizeof(line) - len,
+						right ? "%*s  " : "%-*s  ", (int)width[c], s);
 		}
 		if (len >= sizeof(line))
 			len = sizeof(line) - 1;
@@ -231,9 +231,7 @@ static bool all_scalars(const cJSON *obj)
 {
 	const cJSON *c;
 
-	cJSON_ArrayForEach(c, obj)
-		if (cJSON_IsObject(c) || cJSON_IsArray(c))
-			return false;
+	cJSON_ArrayForEach(c, obj) if (cJSON_IsObject(c) || cJSON_IsArray(c)) return false;
 	return true;
 }
 
@@ -246,9 +244,7 @@ static bool print_array_table(const cJSON *arr)
 
 	if (!cJSON_IsObject(first) || !all_scalars(first))
 		return false;
-	cJSON_ArrayForEach(col, first)
-		if (n < 16)
-			hdr[n++] = col->string;
+	cJSON_ArrayForEach(col, first) if (n < 16) hdr[n++] = col->string;
 	if (n == 0)
 		return false;
 	struct table *t = table_new(n, hdr);
@@ -287,8 +283,7 @@ void print_json_human(const cJSON *item, int indent)
 		} else if (cJSON_IsArray(c) && all_scalars(c)) {
 			printf("%*s%s:", indent, "", key);
 			const cJSON *e;
-			cJSON_ArrayForEach(e, c)
-				printf(" %s", scalar_text(e, buf, sizeof(buf)));
+			cJSON_ArrayForEach(e, c) printf(" %s", scalar_text(e, buf, sizeof(buf)));
 			putchar('\n');
 		} else {
 			printf("%*s%s:\n", indent, "", key);

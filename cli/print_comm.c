@@ -18,7 +18,7 @@
 
 #include <gpuprof/client.h>
 
-static const char *const tags[] = { "DP", "TP", "PP", "EP", "OTHER" };
+static const char *const tags[] = {"DP", "TP", "PP", "EP", "OTHER"};
 
 static const cJSON *path(const cJSON *o, const char *a, const char *b, const char *c)
 {
@@ -87,8 +87,8 @@ static void print_left_out(const cJSON *x)
 /* Per (rank, iteration): the specification's breakdown, in ms. */
 static void print_iterations(const cJSON *r)
 {
-	static const char *const h[] = { "RANK", ">ITER",  ">TIME ms", ">DP",	   ">TP",
-					 ">PP",	 ">EP",	   ">OTHER",   ">COMPUTE", ">IDLE" };
+	static const char *const h[] = {"RANK", ">ITER", ">TIME ms", ">DP",	 ">TP",
+					">PP",	">EP",	 ">OTHER",   ">COMPUTE", ">IDLE"};
 	const cJSON *x, *i;
 	struct table *t = table_new(10, h);
 	int rows = 0, more = 0;
@@ -96,8 +96,10 @@ static void print_iterations(const cJSON *r)
 
 	printf("Per iteration (ms; comm = sums per tag, compute = T - comm union, idle = T - "
 	       "kernels - comm):\n");
-	cJSON_ArrayForEach(x, path(r, "ranks", NULL, NULL)) {
-		cJSON_ArrayForEach(i, path(x, "iteration_list", NULL, NULL)) {
+	cJSON_ArrayForEach(x, path(r, "ranks", NULL, NULL))
+	{
+		cJSON_ArrayForEach(i, path(x, "iteration_list", NULL, NULL))
+		{
 			const cJSON *b = path(i, "breakdown", NULL, NULL);
 			const cJSON *cm = path(b, "comm_us", NULL, NULL);
 
@@ -127,16 +129,16 @@ static void print_iterations(const cJSON *r)
 /* Per collective type: events, sizes, time and its share of comm time. */
 static void print_types(const cJSON *r)
 {
-	static const char *const h[] = { "TYPE", ">EVENTS", ">NO SIZE", ">BYTES", ">TIME ms",
-					 ">SHARE" };
+	static const char *const h[] = {"TYPE",	  ">EVENTS",  ">NO SIZE",
+					">BYTES", ">TIME ms", ">SHARE"};
 	const cJSON *x, *types = path(r, "types", NULL, NULL);
 	struct table *t = table_new(6, h);
 	double all = 0;
 	char c[5][32];
 
+	cJSON_ArrayForEach(x, types) all += json_num(x, "time_us", 0);
 	cJSON_ArrayForEach(x, types)
-		all += json_num(x, "time_us", 0);
-	cJSON_ArrayForEach(x, types) {
+	{
 		const cJSON *b = path(x, "bytes", NULL, NULL);
 
 		snprintf(c[4], 32, "%.1f%%", all > 0 ? 100 * json_num(x, "time_us", 0) / all : 0);
@@ -153,16 +155,16 @@ static void print_types(const cJSON *r)
 
 void print_comm(const cJSON *r)
 {
-	static const char *const bh[] = { "RANK",  ">ITER ms", ">COMPUTE", ">DP",   ">TP",    ">PP",
-					  ">EP",   ">OTHER",   ">MEMORY",  ">IDLE", ">OVERLAP" };
-	static const char *const wh[] = { "TAG",	  ">EVENTS", ">NO SIZE", ">BYTES",
-					  ">TIME ms",	  ">ALGBW GB/s", ">BUSBW GB/s",
-					  ">AVG UTIL",	  ">P95 UTIL", ">GLOBAL UTIL" };
-	static const char *const ph[] = { "FROM", "TO", ">COUNT", ">MEAN us", ">P50 us", ">P95 us" };
-	static const char *const gh[] = { "GROUP",   "DESC",	">SIZE", "TAG",
-					  "SOURCE", ">EVENTS", "TYPES BY RULE" };
-	static const char *const sh[] = { "GROUP", ">INSTANCES", ">P50 us", ">P95 us", ">MAX us",
-					  "LAST ARRIVALS (rank:count)" };
+	static const char *const bh[] = {"RANK", ">ITER ms", ">COMPUTE", ">DP",	  ">TP",     ">PP",
+					 ">EP",	 ">OTHER",   ">MEMORY",	 ">IDLE", ">OVERLAP"};
+	static const char *const wh[] = {"TAG",	      ">EVENTS",     ">NO SIZE",    ">BYTES",
+					 ">TIME ms",  ">ALGBW GB/s", ">BUSBW GB/s", ">AVG UTIL",
+					 ">P95 UTIL", ">GLOBAL UTIL"};
+	static const char *const ph[] = {"FROM", "TO", ">COUNT", ">MEAN us", ">P50 us", ">P95 us"};
+	static const char *const gh[] = {"GROUP",  "DESC",    ">SIZE",	      "TAG",
+					 "SOURCE", ">EVENTS", "TYPES BY RULE"};
+	static const char *const sh[] = {"GROUP",   ">INSTANCES", ">P50 us",
+					 ">P95 us", ">MAX us",	  "LAST ARRIVALS (rank:count)"};
 	const cJSON *it = path(r, "iterations", NULL, NULL), *x;
 	struct table *t;
 	char c[12][32];
@@ -172,26 +174,28 @@ void print_comm(const cJSON *r)
 	       json_str(it, "source", "?"),
 	       num(c[0], path(it, "time_mean_us", NULL, NULL), 1e-3, 3),
 	       num(c[1], path(it, "time_p99_us", NULL, NULL), 1e-3, 3));
-	cJSON_ArrayForEach(x, path(it, "left_out", NULL, NULL))
-		print_left_out(x);
+	cJSON_ArrayForEach(x, path(it, "left_out", NULL, NULL)) print_left_out(x);
 	printf("link bandwidth: %s GB/s (%s)\n\n",
 	       num(c[2], path(r, "link_bandwidth_Bps", NULL, NULL), 1e-9, 1),
 	       json_str(r, "link_bandwidth_source", "?"));
 
 	printf("Time breakdown (exact interval union; shares of iteration time):\n");
 	t = table_new(11, bh);
-	cJSON_ArrayForEach(x, path(r, "ranks", NULL, NULL)) {
+	cJSON_ArrayForEach(x, path(r, "ranks", NULL, NULL))
+	{
 		char who[24];
 
 		snprintf(who, sizeof(who), "%d", (int)json_num(x, "rank", -1));
-		breakdown_row(t, who, path(x, "breakdown", NULL, NULL), path(x, "overlap_ratio", NULL, NULL));
+		breakdown_row(t, who, path(x, "breakdown", NULL, NULL),
+			      path(x, "overlap_ratio", NULL, NULL));
 	}
 	breakdown_row(t, "all", path(r, "breakdown", NULL, NULL),
 		      path(r, "overlap", "average_overlap_ratio", NULL));
 	table_print(t);
 	table_free(t);
 	{
-		const cJSON *s = path(r, "breakdown", "sum", "ratios"), *cm = path(s, "comm", NULL, NULL);
+		const cJSON *s = path(r, "breakdown", "sum", "ratios"),
+			    *cm = path(s, "comm", NULL, NULL);
 
 		printf("simple sums: kernels %s", pct(c[0], path(s, "compute", NULL, NULL)));
 		for (int k = 0; k < 5; k++)
@@ -216,7 +220,8 @@ void print_comm(const cJSON *r)
 		table_add(t, tags[k], num(c[0], path(b, "events", NULL, NULL), 1, 0),
 			  num(c[1], path(b, "events_bytes_unknown", NULL, NULL), 1, 0),
 			  cJSON_IsNumber(path(b, "total_bytes", NULL, NULL))
-				  ? fmt_bytes(c[2], json_num(b, "total_bytes", 0)) : "-",
+				  ? fmt_bytes(c[2], json_num(b, "total_bytes", 0))
+				  : "-",
 			  num(c[3], path(b, "time_us", NULL, NULL), 1e-3, 3),
 			  num(c[4], path(b, "algbw_Bps", NULL, NULL), 1e-9, 2),
 			  num(c[5], path(b, "busbw_Bps", NULL, NULL), 1e-9, 2),
@@ -240,17 +245,16 @@ void print_comm(const cJSON *r)
 
 	printf("\nProcess groups:\n");
 	t = table_new(7, gh);
-	cJSON_ArrayForEach(x, path(r, "groups", NULL, NULL)) {
+	cJSON_ArrayForEach(x, path(r, "groups", NULL, NULL))
+	{
 		char moved[128] = "";
 		size_t n = 0;
 		const cJSON *y;
 
 		/* types a "collective" rule gave another tag */
-		cJSON_ArrayForEach(y, path(x, "type_tags", NULL, NULL))
-			if (n < sizeof(moved) - 40)
-				n += (size_t)snprintf(moved + n, sizeof(moved) - n, "%s%s:%s",
-						      n ? " " : "", y->string,
-						      json_str(y, "tag", "?"));
+		cJSON_ArrayForEach(y, path(x, "type_tags", NULL, NULL)) if (n < sizeof(moved) - 40)
+			n += (size_t)snprintf(moved + n, sizeof(moved) - n, "%s%s:%s", n ? " " : "",
+					      y->string, json_str(y, "tag", "?"));
 		table_add(t, json_str(x, "key", ""), json_str(x, "desc", ""),
 			  num(c[0], path(x, "size", NULL, NULL), 1, 0), json_str(x, "tag", ""),
 			  json_str(x, "tag_source", ""),
@@ -264,16 +268,17 @@ void print_comm(const cJSON *r)
 	if (cJSON_GetArraySize(path(r, "straggler", "groups", NULL)) > 0) {
 		printf("\nStragglers (start spread of one collective across ranks):\n");
 		t = table_new(6, sh);
-		cJSON_ArrayForEach(x, path(r, "straggler", "groups", NULL)) {
+		cJSON_ArrayForEach(x, path(r, "straggler", "groups", NULL))
+		{
 			char last[256] = "";
 			size_t n = 0;
 			const cJSON *l;
 
-			cJSON_ArrayForEach(l, path(x, "last_arrivals", NULL, NULL))
-				if (n < sizeof(last) - 24)
-					n += (size_t)snprintf(last + n, sizeof(last) - n, "%s%d:%d",
-							      n ? " " : "", (int)json_num(l, "rank", -1),
-							      (int)json_num(l, "count", 0));
+			cJSON_ArrayForEach(l, path(x, "last_arrivals", NULL,
+						   NULL)) if (n < sizeof(last) - 24)
+				n += (size_t)snprintf(last + n, sizeof(last) - n, "%s%d:%d",
+						      n ? " " : "", (int)json_num(l, "rank", -1),
+						      (int)json_num(l, "count", 0));
 			table_add(t, json_str(x, "group", ""),
 				  num(c[0], path(x, "instances", NULL, NULL), 1, 0),
 				  num(c[1], path(x, "spread_p50_us", NULL, NULL), 1, 1),

@@ -28,15 +28,15 @@
 #define MAX_COLS 48
 #define MAX_DEPTH 8
 #define ROW_LIMIT 40
-#define SCREEN 100	/* columns */
-#define TEXT_MIN 16	/* a name column is not cut below this */
-#define WRAP_LINES 6	/* lines of a long list of scalars */
+#define SCREEN 100   /* columns */
+#define TEXT_MIN 16  /* a name column is not cut below this */
+#define WRAP_LINES 6 /* lines of a long list of scalars */
 
 struct ptable {
 	char *title;
 	char *cols[MAX_COLS]; /* member paths, "a.b" */
 	size_t ncols;
-	size_t nid; /* the first nid columns identify a row */
+	size_t nid;   /* the first nid columns identify a row */
 	char **cells; /* nrows * MAX_COLS, formatted */
 	size_t nrows, cap, total;
 };
@@ -87,9 +87,9 @@ static const char *leaf(const char *path)
  * "23", not "23.00" or "1,234". */
 static bool is_id_key(const char *path)
 {
-	static const char *const ids[] = {"rank",  "stream",   "pid",	     "tid",  "id",
-					  "device", "instance", "iteration", "index", "step",
-					  "correlation", "event", NULL};
+	static const char *const ids[] = {"rank",	 "stream",   "pid",	  "tid",   "id",
+					  "device",	 "instance", "iteration", "index", "step",
+					  "correlation", "event",    NULL};
 	const char *k = leaf(path);
 	size_t n = strlen(k);
 
@@ -294,17 +294,14 @@ static size_t own_scalars(const cJSON *obj)
 {
 	size_t n = 0;
 	const cJSON *c;
-	cJSON_ArrayForEach(c, obj)
-		n += is_scalar(c) || cJSON_IsObject(c);
+	cJSON_ArrayForEach(c, obj) n += is_scalar(c) || cJSON_IsObject(c);
 	return n;
 }
 
 static bool has_child_tables(const cJSON *obj)
 {
 	const cJSON *c;
-	cJSON_ArrayForEach(c, obj)
-		if (is_object_array(c))
-			return true;
+	cJSON_ArrayForEach(c, obj) if (is_object_array(c)) return true;
 	return false;
 }
 
@@ -452,8 +449,8 @@ static void print_cols(const struct ptable *t, const char *title, const size_t *
 				printf("%*s%s", (int)(pend + 2 + w[i] - vw), "", v);
 				pend = 0;
 			} else if (vw > w[i]) {
-				printf("%*s%.*s…", (int)(pend + 2), "", (int)prefix_bytes(v, w[i] - 1),
-				       v);
+				printf("%*s%.*s…", (int)(pend + 2), "",
+				       (int)prefix_bytes(v, w[i] - 1), v);
 				pend = 0;
 			} else {
 				printf("%*s%s", (int)(pend + 2), "", v);
@@ -554,7 +551,8 @@ static void print_table(const struct ptable *t, bool wide)
 	for (size_t c = t->nid; c < t->ncols; c++) {
 		size_t g = group_len(t->cols[c]), members = 0;
 		for (size_t d = t->nid; d < t->ncols && g; d++)
-			members += group_len(t->cols[d]) == g && !strncmp(t->cols[d], t->cols[c], g);
+			members += group_len(t->cols[d]) == g &&
+				   !strncmp(t->cols[d], t->cols[c], g);
 		if (!g || members < 2) {
 			part[n++] = c;
 			done[c] = true;

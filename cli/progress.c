@@ -54,8 +54,8 @@ static void erase_and_die(int sig)
 
 static void catch_signals(bool on, struct sigaction old[2])
 {
-	static const int sigs[2] = { SIGINT, SIGTERM };
-	struct sigaction sa = { .sa_handler = erase_and_die };
+	static const int sigs[2] = {SIGINT, SIGTERM};
+	struct sigaction sa = {.sa_handler = erase_and_die};
 
 	for (int i = 0; i < 2; i++) {
 		if (on)
@@ -119,7 +119,7 @@ int cli_call_progress(struct cli *cli, const char *method, const char *params, c
 	if (tty)
 		catch_signals(true, old);
 	for (;;) {
-		struct pollfd pfd = { .fd = gpuprof_client_get_fd(c), .events = POLLIN };
+		struct pollfd pfd = {.fd = gpuprof_client_get_fd(c), .events = POLLIN};
 
 		if (gpuprof_client_pending_output(c))
 			pfd.events |= POLLOUT;

@@ -19,7 +19,7 @@ int duration_parse_ms(const char *text, uint64_t *ms)
 		const char *suffix;
 		unsigned long long mul, div;
 	} units[] = {
-		{"", 1000, 1}, {"s", 1000, 1},	 {"ms", 1, 1},	     {"us", 1, 1000},
+		{"", 1000, 1},	 {"s", 1000, 1},    {"ms", 1, 1},      {"us", 1, 1000},
 		{"m", 60000, 1}, {"min", 60000, 1}, {"h", 3600000, 1},
 	};
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {

@@ -63,9 +63,9 @@ int frame_buf_next(struct frame_buf *fb, char **msg, size_t *len)
 {
 	char *start = fb->data + fb->off;
 	size_t have = fb->len - fb->off;
-	char *nl = have > fb->scanned ? memchr(start + fb->scanned, GPUPROF_MSG_DELIM,
-					       have - fb->scanned)
-				      : NULL;
+	char *nl = have > fb->scanned
+			   ? memchr(start + fb->scanned, GPUPROF_MSG_DELIM, have - fb->scanned)
+			   : NULL;
 	if (!nl) {
 		fb->scanned = have;
 		return have > fb->max ? -EMSGSIZE : 0;
@@ -147,8 +147,8 @@ static size_t skip_value(const char *t, size_t len, size_t i)
 				return i; /* end of the enclosing container */
 			if (--depth == 0)
 				return i + 1;
-		} else if (depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' ||
-					  c == '\r')) {
+		} else if (depth == 0 &&
+			   (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
 			return i;
 		}
 	}

@@ -14,8 +14,8 @@
 
 struct frame_buf {
 	char *data;
-	size_t len; /* bytes held */
-	size_t off; /* start of unconsumed bytes */
+	size_t len;	/* bytes held */
+	size_t off;	/* start of unconsumed bytes */
 	size_t scanned; /* bytes after off already searched for the delimiter */
 	size_t cap;
 	size_t max; /* largest message accepted, delimiter excluded */
@@ -56,8 +56,7 @@ bool json_nesting_ok(const char *text, size_t len, int max_depth);
  * can be handed on verbatim: re-printing through cJSON would round 64-bit
  * integers. Returns true when found.
  */
-bool json_member_span(const char *text, size_t len, const char *key, size_t *start,
-		      size_t *span);
+bool json_member_span(const char *text, size_t len, const char *key, size_t *start, size_t *span);
 
 /*
  * sendmsg() with optional fds as SCM_RIGHTS and MSG_NOSIGNAL | flags.

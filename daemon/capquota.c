@@ -56,8 +56,7 @@ int capreg_admit(struct capreg *r, uid_t uid, bool privileged, char *why)
 {
 	const struct config *cfg = &r->g->cfg;
 	size_t share = config_unpriv_max(cfg->captures_max, cfg->reserved_captures);
-	size_t cap = config_user_max(cfg->captures_max, cfg->reserved_captures,
-				     cfg->user_captures);
+	size_t cap = config_user_max(cfg->captures_max, cfg->reserved_captures, cfg->user_captures);
 
 	if (r->count >= cfg->captures_max) {
 		snprintf(why, CAPREG_WHY_MAX,

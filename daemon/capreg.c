@@ -52,8 +52,8 @@ static int check_state_dir(int fd, const char *path)
 		return -errno;
 	if (st.st_uid != geteuid()) {
 		log_err("state directory %s is owned by uid %u, not by the daemon's uid %u: "
-			  "refusing it (chown it or remove it)",
-			  path, (unsigned)st.st_uid, (unsigned)geteuid());
+			"refusing it (chown it or remove it)",
+			path, (unsigned)st.st_uid, (unsigned)geteuid());
 		return -EPERM;
 	}
 	mode_t allowed = st.st_gid == getegid() ? 0750 : 0700;
@@ -61,12 +61,12 @@ static int check_state_dir(int fd, const char *path)
 	if (mode & ~allowed) {
 		if (fchmod(fd, mode & allowed) < 0) {
 			int e = errno;
-			log_err("state directory %s has mode %04o and cannot be changed: %s",
-				  path, (unsigned)mode, strerror(e));
+			log_err("state directory %s has mode %04o and cannot be changed: %s", path,
+				(unsigned)mode, strerror(e));
 			return -e;
 		}
-		log_warn("state directory %s had mode %04o: changed to %04o", path,
-			 (unsigned)mode, (unsigned)(mode & allowed));
+		log_warn("state directory %s had mode %04o: changed to %04o", path, (unsigned)mode,
+			 (unsigned)(mode & allowed));
 	}
 	return 0;
 }
@@ -386,8 +386,8 @@ static void fail_waiters_why(struct capentry *e, int err, const char *why)
  */
 static void entry_fail(struct capentry *e, int err, const char *why)
 {
-	log_warn("capture %" PRIu64 " of uid %u not saved: %s", e->id,
-		 (unsigned)e->sum->owner_uid, why);
+	log_warn("capture %" PRIu64 " of uid %u not saved: %s", e->id, (unsigned)e->sum->owner_uid,
+		 why);
 	wait_remove(e);
 	fail_waiters_why(e, err, why);
 	if (e->sum->kind == CAPTURE_IMPORT || !e->id_given || e->deleted) {
@@ -588,8 +588,7 @@ static void on_window_end(uv_timer_t *t)
 	(void)finish(e, e->sum->t0_ns + e->duration_ns, false, why);
 }
 
-int capreg_start(struct capreg *r, const struct capreg_start *o, struct capentry **ret,
-		 char *why)
+int capreg_start(struct capreg *r, const struct capreg_start *o, struct capentry **ret, char *why)
 {
 	snprintf(why, CAPREG_WHY_MAX, "starting the capture");
 	if (r->closed)

@@ -33,14 +33,14 @@ struct capentry {
 	int32_t filter_pids[CAPTURE_MAX_PIDS];
 	uv_timer_t *timer; /* while recording */
 	bool persisting;
-	bool deleted; /* delete requested while persisting */
+	bool deleted;	       /* delete requested while persisting */
 	bool owner_privileged; /* the peer that made it was (exempt from per-uid quotas) */
-	bool id_given; /* its info went out while it was not ready yet */
-	bool waiting; /* taken, waiting for a job slot to be saved (capreg.c's queue) */
+	bool id_given;	       /* its info went out while it was not ready yet */
+	bool waiting;	       /* taken, waiting for a job slot to be saved (capreg.c's queue) */
 	struct capentry *wait_next;
-	uint64_t data_bytes; /* its data held in memory while waiting or persisting */
+	uint64_t data_bytes;	   /* its data held in memory while waiting or persisting */
 	struct capwaiter *waiters; /* told once it is saved, or not */
-	char *info_json; /* CAPSEC_IMPORT_INFO text kept past strip(), or NULL */
+	char *info_json;	   /* CAPSEC_IMPORT_INFO text kept past strip(), or NULL */
 };
 
 struct capreg_start {
@@ -76,8 +76,7 @@ int capreg_dirfd(const struct capreg *r);
  * limits.user_captures, limits.persist_queue), -EDQUOT for
  * limits.user_disk, -EFBIG for memory.capture_max.
  */
-int capreg_start(struct capreg *r, const struct capreg_start *o, struct capentry **ret,
-		 char *why);
+int capreg_start(struct capreg *r, const struct capreg_start *o, struct capentry **ret, char *why);
 /* End a forward window now (no-op unless recording). */
 void capreg_stop(struct capentry *e);
 /*

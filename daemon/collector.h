@@ -19,12 +19,12 @@
 struct gpd;
 
 enum collector_state {
-	COLLECTOR_OFF = 0, /* not opened yet / stopped */
-	COLLECTOR_ATTACHED, /* running */
+	COLLECTOR_OFF = 0,     /* not opened yet / stopped */
+	COLLECTOR_ATTACHED,    /* running */
 	COLLECTOR_UNAVAILABLE, /* cannot run on this host: reason says why */
-	COLLECTOR_BUSY, /* a resource is held by someone else, retrying */
-	COLLECTOR_PAUSED, /* released on request */
-	COLLECTOR_FAILED, /* ran, then broke: reason says why */
+	COLLECTOR_BUSY,	       /* a resource is held by someone else, retrying */
+	COLLECTOR_PAUSED,      /* released on request */
+	COLLECTOR_FAILED,      /* ran, then broke: reason says why */
 };
 
 struct collector;
@@ -54,7 +54,7 @@ struct collector {
 	enum collector_state state;
 	char reason[256];
 	uint64_t events; /* records delivered to the store */
-	uint64_t drops; /* records lost (ring buffer full, tables full, ...) */
+	uint64_t drops;	 /* records lost (ring buffer full, tables full, ...) */
 	void *priv;
 };
 

@@ -184,7 +184,8 @@ static int set_xe_key(struct config_xe *x, const char *key, const char *v)
 
 	if (!strcmp(key, "xe.sample_rate")) {
 		if (!strcmp(v, "slowest") || !strcmp(v, "fastest")) {
-			x->sample_rate = v[0] == 's' ? CONFIG_XE_RATE_SLOWEST : CONFIG_XE_RATE_FASTEST;
+			x->sample_rate = v[0] == 's' ? CONFIG_XE_RATE_SLOWEST
+						     : CONFIG_XE_RATE_FASTEST;
 			return 0;
 		}
 		/* GPU cycles between samples: the kernel takes 251 x 1..7 */
@@ -206,7 +207,9 @@ static int set_xe_key(struct config_xe *x, const char *key, const char *v)
 		return r;
 	}
 	if (!strcmp(key, "xe.rows") || !strcmp(key, "xe.deferred") || !strcmp(key, "xe.kernels")) {
-		uint32_t *dst = key[3] == 'r' ? &x->rows : key[3] == 'd' ? &x->deferred : &x->kernels;
+		uint32_t *dst = key[3] == 'r'	? &x->rows
+				: key[3] == 'd' ? &x->deferred
+						: &x->kernels;
 
 		r = parse_uint(v, 1u << 22, &n);
 		if (r == 0 && n < 16)
@@ -529,7 +532,8 @@ int config_load(struct config *cfg, const char *path, char *err, size_t errlen)
 		char *eq = strchr(s, '=');
 		if (!eq) {
 			if (err)
-				snprintf(err, errlen, "%s:%u: expected 'key = value'", path, lineno);
+				snprintf(err, errlen, "%s:%u: expected 'key = value'", path,
+					 lineno);
 			r = -EINVAL;
 			break;
 		}

@@ -14,27 +14,27 @@
 
 struct config {
 	char socket_path[108]; /* sun_path size */
-	unsigned socket_mode; /* when gpuprofd binds the socket itself */
+	unsigned socket_mode;  /* when gpuprofd binds the socket itself */
 	char state_dir[4096];
 	size_t store_budget_bytes; /* memory.store_budget */
-	size_t capture_max_bytes; /* memory.capture_max: per capture in memory / on disk */
+	size_t capture_max_bytes;  /* memory.capture_max: per capture in memory / on disk */
 	size_t jobs_max_bytes; /* memory.jobs_max: what all jobs together may reserve; 0 = no limit */
 	unsigned idle_trim_ms; /* memory.idle_trim: heap given back this long after the last job; 0 = never */
-	size_t analysis_cache_bytes; /* analysis.cache_bytes: decoded timelines kept */
-	size_t graph_cache_bytes; /* analysis.graph_cache_bytes: critical-path graphs kept */
+	size_t analysis_cache_bytes;   /* analysis.cache_bytes: decoded timelines kept */
+	size_t graph_cache_bytes;      /* analysis.graph_cache_bytes: critical-path graphs kept */
 	size_t analysis_scratch_bytes; /* analysis.scratch_bytes: freed big scratch arrays kept */
-	size_t captures_max; /* limits.captures: persisted captures kept */
+	size_t captures_max;	       /* limits.captures: persisted captures kept */
 	/* Per-uid quotas for unprivileged peers and the share of each global
 	 * limit kept for privileged ones, so one user cannot lock out root
 	 * (or, within the per-uid caps, everyone else). Privileged peers are
 	 * bound by the global limits only. */
-	unsigned user_captures; /* limits.user_captures: captures one uid keeps */
+	unsigned user_captures;	    /* limits.user_captures: captures one uid keeps */
 	unsigned reserved_captures; /* limits.reserved_captures: kept for privileged peers */
-	uint64_t user_disk_bytes; /* limits.user_disk: bytes one uid's captures take */
-	unsigned user_clients; /* limits.user_clients: connections of one uid */
-	unsigned reserved_clients; /* limits.reserved_clients */
-	unsigned user_jobs; /* limits.user_jobs: concurrent jobs of one uid */
-	unsigned reserved_jobs; /* limits.reserved_jobs */
+	uint64_t user_disk_bytes;   /* limits.user_disk: bytes one uid's captures take */
+	unsigned user_clients;	    /* limits.user_clients: connections of one uid */
+	unsigned reserved_clients;  /* limits.reserved_clients */
+	unsigned user_jobs;	    /* limits.user_jobs: concurrent jobs of one uid */
+	unsigned reserved_jobs;	    /* limits.reserved_jobs */
 	/* Captures whose window closed while every job slot was busy wait for
 	 * one, ahead of new jobs: at most this many (limits.persist_queue),
 	 * holding at most these bytes (memory.persist_queue). */
@@ -50,24 +50,24 @@ struct config {
 	size_t unwind_max_bytes; /* memory.unwind_max: the unwinder's caches */
 	size_t python_max_bytes; /* memory.python_max: Python frame names, processes */
 	bool python_frames;	 /* sampling.python: Python frames in stacks */
-	bool cpu_sampling; /* sampling.cpu */
-	bool demangle; /* symbols.demangle: C++/Rust frame names demangled */
-	bool sym_lines; /* symbols.lines: file:line recorded where DWARF is */
+	bool cpu_sampling;	 /* sampling.cpu */
+	bool demangle;		 /* symbols.demangle: C++/Rust frame names demangled */
+	bool sym_lines;		 /* symbols.lines: file:line recorded where DWARF is */
 	size_t gpu_jobs_pending; /* gpu_jobs.pending: GPU jobs awaiting completion */
 	/* gpu.stack_sample: the GPU launch probes walk the user stack for 1
 	 * launch in N per (thread, kernel, call site); 1 = every launch. */
 	uint32_t gpu_stack_sample;
-	unsigned gpu_watcher; /* gpu.watcher: CONFIG_GPU_WATCHER_* */
-	size_t max_msg_bytes; /* limits.max_message */
-	size_t max_conn_out_bytes; /* limits.max_output_buffer: per-client pending replies */
-	int max_nesting; /* limits.max_nesting */
-	unsigned max_clients; /* limits.max_clients */
-	unsigned idle_timeout_ms; /* limits.idle_timeout */
+	unsigned gpu_watcher;	     /* gpu.watcher: CONFIG_GPU_WATCHER_* */
+	size_t max_msg_bytes;	     /* limits.max_message */
+	size_t max_conn_out_bytes;   /* limits.max_output_buffer: per-client pending replies */
+	int max_nesting;	     /* limits.max_nesting */
+	unsigned max_clients;	     /* limits.max_clients */
+	unsigned idle_timeout_ms;    /* limits.idle_timeout */
 	unsigned request_timeout_ms; /* limits.request_timeout: a partial message this old */
-	unsigned io_timeout_ms; /* limits.io_timeout: a passed fd making no progress */
-	unsigned max_jobs; /* limits.max_jobs: concurrent worker jobs */
-	size_t import_max_bytes; /* limits.import_max: uncompressed trace bytes */
-	int verbosity; /* 0 = warnings, 1 = info, 2 = debug */
+	unsigned io_timeout_ms;	     /* limits.io_timeout: a passed fd making no progress */
+	unsigned max_jobs;	     /* limits.max_jobs: concurrent worker jobs */
+	size_t import_max_bytes;     /* limits.import_max: uncompressed trace bytes */
+	int verbosity;		     /* 0 = warnings, 1 = info, 2 = debug */
 	/* access.admin_group: peers of this gid (SO_PEERCRED gid or one of
 	 * SO_PEERGROUPS, both fixed at connect) are privileged like root;
 	 * meaningful only when admin_group_set. */
@@ -78,7 +78,7 @@ struct config {
 	char comm_params[4096];
 	/* xe.*: the Intel Xe EU-stall / OA collector (docs/xe.md) */
 	struct config_xe {
-		uint64_t sample_rate; /* xe.sample_rate: GPU cycles, the advertised rate
+		uint64_t sample_rate;	   /* xe.sample_rate: GPU cycles, the advertised rate
 				       * nearest is used; CONFIG_XE_RATE_SLOWEST/_FASTEST */
 		uint32_t wait_num_reports; /* xe.wait_num_reports; 0 = a quarter XeCore buffer */
 		uint32_t rows;		   /* xe.rows: aggregation rows */

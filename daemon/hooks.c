@@ -18,7 +18,6 @@
 #include "xe_collector.h"
 #include "zebin.h"
 
-
 static void note_pid(void *arg, uint32_t pid, bool exec)
 {
 	if (exec)
@@ -34,19 +33,19 @@ static void feed_xe(void *arg, const struct gpu_launch_kernel *k)
 	struct xe *x = xe_collector_core(arg);
 
 	if (x && xe_ktab_add(x, &(struct xe_kernel_info){
-				    .gpu_addr = k->gpu_addr,
-				    .size = k->size,
-				    .iba = k->iba,
-				    .pid = k->pid,
-				    .uid = k->uid,
-				    .name = k->name,
-				    .comm = k->comm,
-				    .cgroup = k->cgroup,
-				    .ustack = k->ustack,
-				    .nustack = k->nustack,
-			    }) < 0)
-		log_debug("xe: kernel %s at %#llx not added to the table",
-			  k->name ? k->name : "?", (unsigned long long)k->gpu_addr);
+					.gpu_addr = k->gpu_addr,
+					.size = k->size,
+					.iba = k->iba,
+					.pid = k->pid,
+					.uid = k->uid,
+					.name = k->name,
+					.comm = k->comm,
+					.cgroup = k->cgroup,
+					.ustack = k->ustack,
+					.nustack = k->nustack,
+				}) < 0)
+		log_debug("xe: kernel %s at %#llx not added to the table", k->name ? k->name : "?",
+			  (unsigned long long)k->gpu_addr);
 }
 
 /* NEO's compile_kernel USDT: debug zebins name kernels and give their ISA
@@ -99,11 +98,11 @@ static bool py_name(const void *ctx, uint64_t ip, char *name, size_t len, char *
 void hooks_init(struct gpd *g)
 {
 	struct sym_opts so = {
-	    .refresh_ns = 10ull * 1000000000ull,
-	    .no_demangle = !g->cfg.demangle,
-	    .lines = g->cfg.sym_lines,
-	    .py_name = py_name,
-	    .py_ctx = g->pyreg,
+		.refresh_ns = 10ull * 1000000000ull,
+		.no_demangle = !g->cfg.demangle,
+		.lines = g->cfg.sym_lines,
+		.py_name = py_name,
+		.py_ctx = g->pyreg,
 	};
 	struct symbolizer *symbolizer;
 	struct collector *xe_coll = collectors_find(g, "xe");
@@ -122,15 +121,17 @@ void hooks_init(struct gpd *g)
 	struct collector *gpu = collectors_find(g, "gpu");
 	if (gpu)
 		gpu_launch_set_pid_hook(gpu, note_pid, symbolizer);
-	if (gpu && xe_coll && (gpu_launch_set_kernel_hook(gpu, feed_xe, xe_coll) < 0 ||
-			       gpu_launch_set_zebin_hook(gpu, &(struct gpu_launch_zebin_hook){
-								   .read = xe_zebin_read_new,
-								   .load = zebin_load,
-								   .discard = xe_zebin_free,
-								   .arg = xe_coll,
-								   .max_bytes = XE_ZEBIN_MAX_FILE,
-							   }) < 0))
-		log_warn("gpu: launches and zebins do not reach the EU-stall kernel table (out of memory)");
+	if (gpu && xe_coll &&
+	    (gpu_launch_set_kernel_hook(gpu, feed_xe, xe_coll) < 0 ||
+	     gpu_launch_set_zebin_hook(gpu, &(struct gpu_launch_zebin_hook){
+						    .read = xe_zebin_read_new,
+						    .load = zebin_load,
+						    .discard = xe_zebin_free,
+						    .arg = xe_coll,
+						    .max_bytes = XE_ZEBIN_MAX_FILE,
+					    }) < 0))
+		log_warn(
+			"gpu: launches and zebins do not reach the EU-stall kernel table (out of memory)");
 }
 
 void hooks_finish(struct gpd *g)

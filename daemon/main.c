@@ -72,10 +72,13 @@ struct opts {
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-		{"foreground", no_argument, NULL, 'f'}, {"socket", required_argument, NULL, 's'},
+		{"foreground", no_argument, NULL, 'f'},
+		{"socket", required_argument, NULL, 's'},
 		{"state-dir", required_argument, NULL, 'd'},
-		{"config", required_argument, NULL, 'c'}, {"verbose", no_argument, NULL, 'v'},
-		{"version", no_argument, NULL, 'V'},	  {"help", no_argument, NULL, 'h'},
+		{"config", required_argument, NULL, 'c'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	int ch;
@@ -195,8 +198,8 @@ static void notify_status(struct gpd *g, const char *extra)
 	unsigned attached = 0;
 	for (unsigned i = 0; i < g->ncollectors; i++)
 		attached += g->collectors[i]->state == COLLECTOR_ATTACHED;
-	sd_notifyf(0, "%sSTATUS=%u/%u collectors attached, %zu captures, %u clients", extra, attached,
-		   g->ncollectors, capreg_count(g->captures), rpc_server_clients(g->rpc));
+	sd_notifyf(0, "%sSTATUS=%u/%u collectors attached, %zu captures, %u clients", extra,
+		   attached, g->ncollectors, capreg_count(g->captures), rpc_server_clients(g->rpc));
 }
 
 static void on_status_timer(uv_timer_t *t)
@@ -324,8 +327,7 @@ int main(int argc, char **argv)
 	}
 	r = capreg_new(&g, &g.captures);
 	if (r < 0) {
-		log_err("Failed to open the state directory %s: %s", g.cfg.state_dir,
-			strerror(-r));
+		log_err("Failed to open the state directory %s: %s", g.cfg.state_dir, strerror(-r));
 		return 1;
 	}
 	tl_big_cache_config(g.cfg.analysis_scratch_bytes, 10ull * 1000000000);

@@ -43,45 +43,45 @@ static inline uint64_t radix_key_f64(double d)
 #define RADIX_ALLOC(bytes) malloc(bytes)
 #define RADIX_FREE(p) free(p)
 #endif
-#define DEFINE_RADIX(fn, T, KEY)                                                                   \
-	static bool fn(T *v, size_t n)                                                             \
-	{                                                                                          \
-		if (n < 2)                                                                         \
-			return true;                                                               \
-		size_t(*cnt)[256] = calloc(8, sizeof(*cnt));                                       \
-		T *tmp = RADIX_ALLOC(n * sizeof(T)), *src = v, *dst = tmp;                         \
-                                                                                                   \
-		if (!cnt || !tmp) {                                                                \
-			free(cnt);                                                                 \
-			RADIX_FREE(tmp);                                                           \
-			return false;                                                              \
-		}                                                                                  \
-		for (size_t i = 0; i < n; i++) {                                                   \
-			uint64_t k = KEY(v[i]);                                                    \
-			for (int b = 0; b < 8; b++)                                                \
-				cnt[b][(k >> (8 * b)) & 0xff]++;                                   \
-		}                                                                                  \
-		for (int b = 0; b < 8; b++) {                                                      \
-			size_t sum = 0, *c = cnt[b];                                               \
-                                                                                                   \
-			if (c[(KEY(v[0]) >> (8 * b)) & 0xff] == n)                                 \
-				continue; /* every element has this byte */                        \
-			for (int d = 0; d < 256; d++) {                                            \
-				size_t t = c[d];                                                   \
-				c[d] = sum;                                                        \
-				sum += t;                                                          \
-			}                                                                          \
-			for (size_t i = 0; i < n; i++)                                             \
-				dst[c[(KEY(src[i]) >> (8 * b)) & 0xff]++] = src[i];                \
-			T *t = src;                                                                \
-			src = dst;                                                                 \
-			dst = t;                                                                   \
-		}                                                                                  \
-		if (src != v)                                                                      \
-			memcpy(v, src, n * sizeof(T));                                             \
-		RADIX_FREE(tmp);                                                                   \
-		free(cnt);                                                                         \
-		return true;                                                                       \
+#define DEFINE_RADIX(fn, T, KEY)                                                    \
+	static bool fn(T *v, size_t n)                                              \
+	{                                                                           \
+		if (n < 2)                                                          \
+			return true;                                                \
+		size_t(*cnt)[256] = calloc(8, sizeof(*cnt));                        \
+		T *tmp = RADIX_ALLOC(n * sizeof(T)), *src = v, *dst = tmp;          \
+                                                                                    \
+		if (!cnt || !tmp) {                                                 \
+			free(cnt);                                                  \
+			RADIX_FREE(tmp);                                            \
+			return false;                                               \
+		}                                                                   \
+		for (size_t i = 0; i < n; i++) {                                    \
+			uint64_t k = KEY(v[i]);                                     \
+			for (int b = 0; b < 8; b++)                                 \
+				cnt[b][(k >> (8 * b)) & 0xff]++;                    \
+		}                                                                   \
+		for (int b = 0; b < 8; b++) {                                       \
+			size_t sum = 0, *c = cnt[b];                                \
+                                                                                    \
+			if (c[(KEY(v[0]) >> (8 * b)) & 0xff] == n)                  \
+				continue; /* every element has this byte */         \
+			for (int d = 0; d < 256; d++) {                             \
+				size_t t = c[d];                                    \
+				c[d] = sum;                                         \
+				sum += t;                                           \
+			}                                                           \
+			for (size_t i = 0; i < n; i++)                              \
+				dst[c[(KEY(src[i]) >> (8 * b)) & 0xff]++] = src[i]; \
+			T *t = src;                                                 \
+			src = dst;                                                  \
+			dst = t;                                                    \
+		}                                                                   \
+		if (src != v)                                                       \
+			memcpy(v, src, n * sizeof(T));                              \
+		RADIX_FREE(tmp);                                                    \
+		free(cnt);                                                          \
+		return true;                                                        \
 	}
 
 #endif

@@ -16,14 +16,15 @@
 /* Takes all len bytes: 0, or a negative errno (which the writer keeps). */
 typedef int (*wb_sink_fn)(void *ctx, const void *buf, size_t len);
 
-#define WB_CHUNK (1u << 16) /* a function sink gets at most this much per call, but for a bigger put */
+#define WB_CHUNK \
+	(1u << 16) /* a function sink gets at most this much per call, but for a bigger put */
 
 struct wbuf {
 	wb_sink_fn fn; /* NULL: the bytes stay in buf, a heap block */
 	void *ctx;
-	int err; /* first error, sticky (negative errno) */
-	uint64_t total; /* bytes put so far */
-	char *buf; /* chunk, or the heap block without fn */
+	int err;	 /* first error, sticky (negative errno) */
+	uint64_t total;	 /* bytes put so far */
+	char *buf;	 /* chunk, or the heap block without fn */
 	size_t len, cap; /* bytes in buf, its size */
 	char chunk[WB_CHUNK];
 };

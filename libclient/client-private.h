@@ -37,9 +37,9 @@ struct out_msg {
 /* A parsed reply waiting to be claimed by id. */
 struct reply {
 	struct reply *next;
-	uint64_t id; /* 0 for an error reply with "id": null */
+	uint64_t id;  /* 0 for an error reply with "id": null */
 	char *result; /* JSON text, NULL for an error */
-	int code; /* 0 for a result */
+	int code;     /* 0 for a result */
 	char *message;
 	char *data; /* error "data" as JSON text, may be NULL */
 };

@@ -55,8 +55,7 @@ static cJSON *id_params(uint64_t id)
 
 /* The caller's options in this library's layout (*o): the size bytes it
  * passed, the rest zero. 0, -EINVAL or -E2BIG (see client.h). */
-static int capture_opts_copy(const struct gpuprof_capture_opts *in,
-			     struct gpuprof_capture_opts *o)
+static int capture_opts_copy(const struct gpuprof_capture_opts *in, struct gpuprof_capture_opts *o)
 {
 	size_t size = in->size ? in->size : CAPTURE_OPTS_SIZE_0;
 

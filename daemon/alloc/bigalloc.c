@@ -103,7 +103,7 @@ static void *big_take(unsigned i)
 
 	BIG_UNPOISON(p, big_slot[i].len);
 	big_cached -= big_slot[i].len;
-	big_slot[i] = (struct big_slot){ 0 };
+	big_slot[i] = (struct big_slot){0};
 	return p;
 }
 
@@ -232,7 +232,7 @@ void tl_free_big(void *p)
 		out[n++] = big_drop(old);
 	}
 	BIG_POISON(p, len);
-	big_slot[free_slot] = (struct big_slot){ .p = p, .len = len, .t = now };
+	big_slot[free_slot] = (struct big_slot){.p = p, .len = len, .t = now};
 	big_cached += len;
 unlock:
 	pthread_mutex_unlock(&big_mu);
@@ -397,7 +397,7 @@ int tl_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
 static void *popper_main(void *arg)
 {
 	struct tl_popper *p = arg;
-	struct sched_param sp = { 0 };
+	struct sched_param sp = {0};
 
 	/* only the time no other thread of the machine wants */
 	if (p->idle)
@@ -407,7 +407,8 @@ static void *popper_main(void *arg)
 			if (atomic_load_explicit(&p->stop, memory_order_relaxed))
 				return NULL;
 #ifdef MADV_POPULATE_WRITE
-			madvise(p->base[i] + off, p->len[i] - off < TL_HUGE ? p->len[i] - off : TL_HUGE,
+			madvise(p->base[i] + off,
+				p->len[i] - off < TL_HUGE ? p->len[i] - off : TL_HUGE,
 				MADV_POPULATE_WRITE);
 #endif
 		}

@@ -46,9 +46,9 @@ void tl_big_cache_config(size_t cap, uint64_t age_ns);
  * the bytes freed. */
 size_t tl_big_trim(bool all);
 struct tl_big_stats {
-	size_t cached, cap; /* bytes kept now, cap */
+	size_t cached, cap;	/* bytes kept now, cap */
 	uint64_t reused, fresh; /* big allocations served from the cache / not */
-	uint64_t trimmed; /* bytes freed from the cache (age, room, trim) */
+	uint64_t trimmed;	/* bytes freed from the cache (age, room, trim) */
 };
 void tl_big_stats(struct tl_big_stats *st);
 
@@ -87,7 +87,7 @@ static inline int tl_grow_pop(void **arr, uint32_t *cap, size_t *pop, uint32_t n
 
 		if (err < 0)
 			return err;
-		if (pop && *arr != old) /* moved: what was populated moved with it, */
+		if (pop && *arr != old)	       /* moved: what was populated moved with it, */
 			*pop = (size_t)n * sz; /* or was copied */
 	}
 	if (pop)

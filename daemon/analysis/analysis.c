@@ -12,33 +12,31 @@
 /* Every analysis: a new one is a file here (or a folder, when it needs
  * several) and one line in this table. */
 const struct analysis_desc analysis_table[] = {
-	{ "temporal", "compute / non-compute / idle time per rank, non-compute split", "rank",
-	  analysis_temporal },
-	{ "idle", "idle time per stream: host wait / kernel wait / other",
-	  "rank, consecutive_kernel_delay_us (30), interval_stats (false)", analysis_idle },
-	{ "kernels", "exclusive time per kernel-type combination, per-kernel statistics",
-	  "rank, include_memory (true), num_kernels (10), duration_ratio (0.8)",
-	  analysis_kernels },
-	{ "overlap", "communication / computation overlap per rank", "rank", analysis_overlap },
-	{ "launch", "launch call vs GPU duration and launch delay, outlier sets",
-	  "rank, runtime_cutoff_us (50), launch_delay_cutoff_us (100), include_memory (true), "
-	  "extended (false), per_launch (true)",
-	  analysis_launch },
-	{ "queue", "queue length per stream: summary, series, time blocked on a full queue",
-	  "rank, max_queue_length (1024), series (false)", analysis_queue },
-	{ "sequences", "frequent GPU kernel sequences under a CPU operator",
-	  "operator (required), rank, top_k (5, 0 = all), min_pattern_len (3)",
-	  analysis_sequences },
-	{ "critical_path",
-	  "longest path through CPU ops, launches and GPU kernels of one rank; what-if edits",
-	  "rank, annotation, instance, zero_weight_launch_edges (false), "
-	  "kernel_kernel_threshold_us (1500), data_load_events, edits, top (10), "
-	  "max_edges (1000), overlay (false)",
-	  analysis_critical_path },
-	{ "comm", "communication metrics (DP/TP/PP/EP) across ranks",
-	  "rank, link_bandwidth, iteration, tags, tp, pp, dp, ep, windows (false), top",
-	  analysis_comm },
-	{ NULL, NULL, NULL, NULL },
+	{"temporal", "compute / non-compute / idle time per rank, non-compute split", "rank",
+	 analysis_temporal},
+	{"idle", "idle time per stream: host wait / kernel wait / other",
+	 "rank, consecutive_kernel_delay_us (30), interval_stats (false)", analysis_idle},
+	{"kernels", "exclusive time per kernel-type combination, per-kernel statistics",
+	 "rank, include_memory (true), num_kernels (10), duration_ratio (0.8)", analysis_kernels},
+	{"overlap", "communication / computation overlap per rank", "rank", analysis_overlap},
+	{"launch", "launch call vs GPU duration and launch delay, outlier sets",
+	 "rank, runtime_cutoff_us (50), launch_delay_cutoff_us (100), include_memory (true), "
+	 "extended (false), per_launch (true)",
+	 analysis_launch},
+	{"queue", "queue length per stream: summary, series, time blocked on a full queue",
+	 "rank, max_queue_length (1024), series (false)", analysis_queue},
+	{"sequences", "frequent GPU kernel sequences under a CPU operator",
+	 "operator (required), rank, top_k (5, 0 = all), min_pattern_len (3)", analysis_sequences},
+	{"critical_path",
+	 "longest path through CPU ops, launches and GPU kernels of one rank; what-if edits",
+	 "rank, annotation, instance, zero_weight_launch_edges (false), "
+	 "kernel_kernel_threshold_us (1500), data_load_events, edits, top (10), "
+	 "max_edges (1000), overlay (false)",
+	 analysis_critical_path},
+	{"comm", "communication metrics (DP/TP/PP/EP) across ranks",
+	 "rank, link_bandwidth, iteration, tags, tp, pp, dp, ep, windows (false), top",
+	 analysis_comm},
+	{NULL, NULL, NULL, NULL},
 };
 
 const struct analysis_desc *analysis_find(const char *name)
@@ -72,8 +70,8 @@ static int parse_rank(struct actx *c)
 	return aerr(c, -EINVAL, "rank %d is not in this capture (ranks: %s)", c->rank, list);
 }
 
-int analysis_run(const char *name, const struct timeline *tl, const cJSON *params,
-		 cJSON **result, char *err, size_t errlen)
+int analysis_run(const char *name, const struct timeline *tl, const cJSON *params, cJSON **result,
+		 char *err, size_t errlen)
 {
 	return analysis_run_flags(name, tl, params, 0, result, err, errlen);
 }
@@ -81,8 +79,11 @@ int analysis_run(const char *name, const struct timeline *tl, const cJSON *param
 int analysis_run_flags(const char *name, const struct timeline *tl, const cJSON *params,
 		       unsigned flags, cJSON **result, char *err, size_t errlen)
 {
-	struct actx c = { .tl = tl, .params = params, .err = err, .errlen = errlen,
-			  .compact = flags & ANALYSIS_COMPACT };
+	struct actx c = {.tl = tl,
+			 .params = params,
+			 .err = err,
+			 .errlen = errlen,
+			 .compact = flags & ANALYSIS_COMPACT};
 	const struct analysis_desc *d = analysis_find(name);
 	int ret;
 

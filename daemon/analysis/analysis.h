@@ -32,9 +32,9 @@ struct timeline;
 struct actx;
 
 struct analysis_desc {
-	const char *name; /* "temporal", ... */
-	const char *summary; /* one line for --help */
-	const char *params; /* accepted params, one line for --help */
+	const char *name;			 /* "temporal", ... */
+	const char *summary;			 /* one line for --help */
+	const char *params;			 /* accepted params, one line for --help */
 	int (*run)(struct actx *c, cJSON **out); /* internal.h */
 };
 
@@ -52,8 +52,8 @@ const struct analysis_desc *analysis_find(const char *name);
  * into err (if err and errlen > 0), e.g. "rank 3 is not in this capture
  * (ranks: 0, 1)" or "no GPU activity in this capture".
  */
-int analysis_run(const char *name, const struct timeline *tl, const cJSON *params,
-		 cJSON **result, char *err, size_t errlen);
+int analysis_run(const char *name, const struct timeline *tl, const cJSON *params, cJSON **result,
+		 char *err, size_t errlen);
 
 enum analysis_flags {
 	/* Long arrays of numbers (per-launch columns, queue series, outlier

@@ -12,7 +12,7 @@
 
 #include "internal.h"
 
-const char *const ktype_name[KT_COUNT] = { "COMPUTATION", "COMMUNICATION", "MEMORY", "OTHER" };
+const char *const ktype_name[KT_COUNT] = {"COMPUTATION", "COMMUNICATION", "MEMORY", "OTHER"};
 
 static bool starts(const char *s, const char *p)
 {
@@ -26,11 +26,14 @@ static bool starts(const char *s, const char *p)
  */
 static enum ktype classify(const char *n)
 {
-	static const char *const not_comp_prefix[] = {
-		"nccl", "Stream Wait Event", "runFunction", "hip", "job_exe", "packet", "pe_exe",
-		"cpum_exe_subgraph", "hccl", "collective_subgraph_execution", NULL
-	};
-	static const char *const not_comp_sub[] = { "Memcpy", "Memset", "dma", "Sync", NULL };
+	static const char *const not_comp_prefix[] =
+		{"nccl",	"Stream Wait Event",
+		 "runFunction", "hip",
+		 "job_exe",	"packet",
+		 "pe_exe",	"cpum_exe_subgraph",
+		 "hccl",	"collective_subgraph_execution",
+		 NULL};
+	static const char *const not_comp_sub[] = {"Memcpy", "Memset", "dma", "Sync", NULL};
 
 	if (starts(n, "nccl") || starts(n, "hip") || starts(n, "hccl") || strstr(n, "ncclKernel"))
 		return KT_COMMUNICATION;
@@ -96,7 +99,7 @@ int an_each_rank(struct actx *c, cJSON *root, cJSON *ranks, an_rank_fn fn, const
 
 int an_rank_only(struct actx *c, const char *name, an_rank_fn fn, cJSON **out)
 {
-	static const char *const keys[] = { "rank", NULL };
+	static const char *const keys[] = {"rank", NULL};
 	cJSON *root, *ranks;
 	int err;
 

@@ -13,7 +13,7 @@
 #include "internal.h"
 
 enum { IC_HOST, IC_KERNEL, IC_OTHER, IC_COUNT };
-static const char *const ic_name[IC_COUNT] = { "host_wait", "kernel_wait", "other" };
+static const char *const ic_name[IC_COUNT] = {"host_wait", "kernel_wait", "other"};
 
 struct krow {
 	int64_t stream, ts, end;
@@ -85,8 +85,8 @@ static bool is_idle_row(const struct tl_event *e, uint32_t mtia_cat)
 }
 
 static void emit_stream(struct actx *c, cJSON *streams, int64_t stream, const int64_t sum[IC_COUNT],
-			const bool seen[IC_COUNT], double *vals[IC_COUNT], const size_t nvals[IC_COUNT],
-			bool stats)
+			const bool seen[IC_COUNT], double *vals[IC_COUNT],
+			const size_t nvals[IC_COUNT], bool stats)
 {
 	cJSON *s = cJSON_CreateObject(), *cats;
 	int64_t total = 0;
@@ -121,9 +121,9 @@ static void one_stream(struct actx *c, const struct tl_rank *r, cJSON *streams,
 		       const struct krow *k, size_t n, int64_t delay, bool stats,
 		       double *vals[IC_COUNT])
 {
-	int64_t sum[IC_COUNT] = { 0 };
-	bool seen[IC_COUNT] = { false };
-	size_t nvals[IC_COUNT] = { 0 };
+	int64_t sum[IC_COUNT] = {0};
+	bool seen[IC_COUNT] = {false};
+	size_t nvals[IC_COUNT] = {0};
 
 	for (size_t b = 0; b < n; b++) {
 		const struct tl_event *e = &r->ev[k[b].pos];
@@ -188,7 +188,7 @@ static size_t stream_groups(const struct krow *k, size_t n, struct sgroup *g)
 		for (b = a + 1; b < n && k[b].stream == k[a].stream; b++)
 			if (k[b].index < first)
 				first = k[b].index;
-		g[ng++] = (struct sgroup){ a, b, first };
+		g[ng++] = (struct sgroup){a, b, first};
 	}
 	qsort(g, ng, sizeof(*g), sgroup_cmp);
 	return ng;
@@ -207,7 +207,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const v
 	bool stats = io->stats;
 	uint32_t mtia_cat = io->mtia_cat;
 	struct krow *k = tl_malloc_big((r->nby_stream + 1) * sizeof(*k));
-	double *vals[IC_COUNT] = { NULL };
+	double *vals[IC_COUNT] = {NULL};
 	struct sgroup *groups = NULL;
 	size_t n = 0, ns;
 	int err = -ENOMEM;
@@ -221,8 +221,8 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const v
 		if (i + PREFETCH_AHEAD < r->nby_stream)
 			__builtin_prefetch(&r->ev[r->by_stream[i + PREFETCH_AHEAD]]);
 		if (is_idle_row(e, mtia_cat))
-			k[n++] = (struct krow){ e->stream, ev_ts(r, e), ev_end(r, e), e->index,
-						r->by_stream[i] };
+			k[n++] = (struct krow){e->stream, ev_ts(r, e), ev_end(r, e), e->index,
+					       r->by_stream[i]};
 	}
 	for (int j = 0; j < IC_COUNT; j++) {
 		vals[j] = malloc((n + 1) * sizeof(double));
@@ -253,8 +253,8 @@ out:
 
 int analysis_idle(struct actx *c, cJSON **out)
 {
-	static const char *const keys[] = { "rank", "consecutive_kernel_delay_us", "interval_stats",
-					    NULL };
+	static const char *const keys[] = {"rank", "consecutive_kernel_delay_us", "interval_stats",
+					   NULL};
 	double delay_us;
 	bool stats;
 	uint32_t mtia;
@@ -274,6 +274,6 @@ int analysis_idle(struct actx *c, cJSON **out)
 	root = jroot(c, "idle", &ranks);
 	jnum(c, root, "consecutive_kernel_delay_us", delay_us);
 	return an_each_rank(c, root, ranks, one_rank,
-			    &(struct idle_opts){ (int64_t)llround(delay_us * 1000.0), stats, mtia },
+			    &(struct idle_opts){(int64_t)llround(delay_us * 1000.0), stats, mtia},
 			    out);
 }

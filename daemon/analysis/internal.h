@@ -25,7 +25,7 @@ struct actx {
 	size_t errlen;
 	bool has_rank; /* params.rank given */
 	int32_t rank;
-	bool oom; /* a cJSON allocation failed somewhere: report -ENOMEM */
+	bool oom;	/* a cJSON allocation failed somewhere: report -ENOMEM */
 	uint8_t *ktype; /* per string id: enum ktype + 1, 0 = not yet classified */
 	uint32_t nstrs;
 	/* ANALYSIS_COMPACT: jpush_num() writes each array's numbers here as
@@ -89,8 +89,7 @@ int require_gpu(struct actx *c);
 
 /* One selected rank's part of a per-rank analysis, added to the array
  * ranks; opts are the analysis's parsed parameters. 0 or a negative errno. */
-typedef int (*an_rank_fn)(struct actx *c, const struct tl_rank *r, cJSON *ranks,
-			  const void *opts);
+typedef int (*an_rank_fn)(struct actx *c, const struct tl_rank *r, cJSON *ranks, const void *opts);
 /*
  * The end of every per-rank analysis: fn on each selected rank in timeline
  * order until one fails, then an_finish(). root holds ranks (jroot()).
@@ -109,7 +108,8 @@ int aerr(struct actx *c, int err, const char *fmt, ...) __attribute__((format(pr
 
 /* Params: each returns 0 (default when absent) or -EINVAL with a message. */
 int an_param_keys(struct actx *c, const char *const *allowed);
-int an_param_int(struct actx *c, const char *key, int64_t def, int64_t lo, int64_t hi, int64_t *out);
+int an_param_int(struct actx *c, const char *key, int64_t def, int64_t lo, int64_t hi,
+		 int64_t *out);
 int an_param_num(struct actx *c, const char *key, double def, double lo, double hi, double *out);
 int an_param_bool(struct actx *c, const char *key, bool def, bool *out);
 int an_param_str(struct actx *c, const char *key, const char **out); /* required */
@@ -137,7 +137,7 @@ struct gpu_merge {
 	struct gm_head {
 		int64_t ts;
 		uint32_t run, at, end; /* at/end: positions in by_stream */
-	} *h; /* min-heap on (ts, run) */
+	} * h;			       /* min-heap on (ts, run) */
 	uint32_t n;
 	bool unsorted;
 };
@@ -190,7 +190,7 @@ static inline const struct tl_event *gpu_merge_next(struct gpu_merge *m)
 
 /* HTA's union (4.12) of intervals added in start order, one at a time. */
 struct ival_acc {
-	int64_t s, e; /* the open group */
+	int64_t s, e;  /* the open group */
 	int64_t total; /* Σ lengths of the closed groups */
 	bool open;
 };
@@ -284,7 +284,7 @@ int analysis_launch(struct actx *c, cJSON **out);
 int analysis_queue(struct actx *c, cJSON **out);
 int analysis_sequences(struct actx *c, cJSON **out);
 int analysis_critical_path(struct actx *c, cJSON **out); /* critpath/request.c */
-int analysis_comm(struct actx *c, cJSON **out);		  /* comm/comm.c */
+int analysis_comm(struct actx *c, cJSON **out);		 /* comm/comm.c */
 
 /* The analyses' radix sorts (DEFINE_RADIX, daemon/radix.h) take their
  * scratch from tl_malloc_big(), whose big blocks are kept for the next

@@ -13,7 +13,7 @@
 
 int gpu_merge_init(struct gpu_merge *m, const struct tl_rank *r)
 {
-	*m = (struct gpu_merge){ .r = r };
+	*m = (struct gpu_merge){.r = r};
 	if (!r->nstreams)
 		return 0;
 	if (!(m->h = malloc(r->nstreams * sizeof(*m->h))))
@@ -25,8 +25,8 @@ int gpu_merge_init(struct gpu_merge *m, const struct tl_rank *r)
 
 		if (!st->count)
 			continue;
-		x = (struct gm_head){ ev_ts(r, &r->ev[r->by_stream[st->first]]), j, st->first,
-				      st->first + st->count };
+		x = (struct gm_head){ev_ts(r, &r->ev[r->by_stream[st->first]]), j, st->first,
+				     st->first + st->count};
 		/* sift up */
 		for (i = m->n++; i > 0; i = (i - 1) / 2) {
 			struct gm_head *p = &m->h[(i - 1) / 2];
@@ -51,8 +51,8 @@ int gpu_unions(struct actx *c, const struct tl_rank *r, uint32_t want, int64_t u
 	       uint32_t rows[KT_COUNT])
 {
 	enum { NSETS = 1u << KT_COUNT };
-	struct ival_acc acc[NSETS] = { 0 };
-	uint8_t sets[KT_COUNT][NSETS], nsets[KT_COUNT] = { 0 };
+	struct ival_acc acc[NSETS] = {0};
+	uint8_t sets[KT_COUNT][NSETS], nsets[KT_COUNT] = {0};
 	struct gpu_merge m;
 	const struct tl_event *e;
 	bool bad = false;

@@ -29,7 +29,7 @@ static int masks_by_unions(struct actx *c, const struct tl_rank *r, int ntypes, 
 {
 	unsigned all = (1u << ntypes) - 1, want = 0;
 	int64_t u[1u << KT_COUNT];
-	uint32_t rows[KT_COUNT] = { 0 };
+	uint32_t rows[KT_COUNT] = {0};
 	int err;
 
 	for (unsigned S = 1; S <= all; S++)
@@ -77,13 +77,13 @@ static int type_masks(struct actx *c, const struct tl_rank *r, int ntypes, int64
 			const struct tl_event *e = &r->ev[r->by_stream[i]];
 
 			if ((int)ktype_of(c, e->name) == t)
-				v[n++] = (struct ival){ ev_ts(r, e), ev_end(r, e) };
+				v[n++] = (struct ival){ev_ts(r, e), ev_end(r, e)};
 		}
 		n = ival_merge(v, n);
 		for (size_t i = 0; i < n; i++) {
 			/* delta: +bit / -bit (ntypes <= 3) */
-			ev[nev++] = (struct sweep_ev){ v[i].s, (int8_t)(1 << t), 0 };
-			ev[nev++] = (struct sweep_ev){ v[i].e, (int8_t)-(1 << t), 0 };
+			ev[nev++] = (struct sweep_ev){v[i].s, (int8_t)(1 << t), 0};
+			ev[nev++] = (struct sweep_ev){v[i].e, (int8_t) - (1 << t), 0};
 		}
 	}
 	sweep_sort(ev, nev);
@@ -180,7 +180,7 @@ static int fold_others(struct kvec *out, size_t first, int64_t num_kernels, doub
 		       int32_t rank, int type)
 {
 	size_t ng = out->n - first, nothers = 0, keep = 0;
-	struct kstat *g = out->v + first, others = { .name = "others" };
+	struct kstat *g = out->v + first, others = {.name = "others"};
 	double cum = 0, q, *vals;
 
 	if (ng) /* (out->v is NULL while nothing was added) */
@@ -255,7 +255,7 @@ static struct nacc *nacc_get(struct nacc **tab, uint32_t *cap, uint32_t *used, u
 		i = nacc_slot(nt, ncap, key);
 	}
 	(*used)++;
-	(*tab)[i] = (struct nacc){ .name = key, .max = -INFINITY, .min = INFINITY };
+	(*tab)[i] = (struct nacc){.name = key, .max = -INFINITY, .min = INFINITY};
 	return &(*tab)[i];
 }
 
@@ -322,17 +322,17 @@ static int kernel_stats(struct actx *c, const struct tl_rank *r, int ntypes, int
 			if (!(s = kvec_add(out)))
 				goto out;
 			a = &tab[j];
-			*s = (struct kstat){ .name = timeline_str(c->tl, a->name - 1, NULL),
-					     .name_id = a->name - 1,
-					     .rank = r->rank,
-					     .type = (uint8_t)t,
-					     .n = a->n,
-					     .sum = a->sum,
-					     .max = a->max,
-					     .min = a->min,
-					     .mean = a->mean,
-					     /* NaN -> 0 as HTA */
-					     .std = a->n > 1 ? sqrt(a->ss / (double)(a->n - 1)) : 0 };
+			*s = (struct kstat){.name = timeline_str(c->tl, a->name - 1, NULL),
+					    .name_id = a->name - 1,
+					    .rank = r->rank,
+					    .type = (uint8_t)t,
+					    .n = a->n,
+					    .sum = a->sum,
+					    .max = a->max,
+					    .min = a->min,
+					    .mean = a->mean,
+					    /* NaN -> 0 as HTA */
+					    .std = a->n > 1 ? sqrt(a->ss / (double)(a->n - 1)) : 0};
 		}
 		if ((err = fold_others(out, first, num_kernels, ratio, r->rank, t)) < 0)
 			goto out;
@@ -410,12 +410,12 @@ static void emit(struct actx *c, cJSON *root, const int64_t sum[8], const bool s
 
 int analysis_kernels(struct actx *c, cJSON **out)
 {
-	static const char *const keys[] = { "rank", "include_memory", "num_kernels",
-					    "duration_ratio", NULL };
-	int64_t sum[8] = { 0 }, num_kernels;
-	bool seen[8] = { false }, mem;
+	static const char *const keys[] = {"rank", "include_memory", "num_kernels",
+					   "duration_ratio", NULL};
+	int64_t sum[8] = {0}, num_kernels;
+	bool seen[8] = {false}, mem;
 	double ratio;
-	struct kvec k = { 0 };
+	struct kvec k = {0};
 	cJSON *root = NULL;
 	int err, ntypes;
 

@@ -60,7 +60,7 @@ static void col_add(struct col *k, double v)
 }
 
 struct launch_opts {
-	double rt_cut, delay_cut; /* runtime_cutoff_us, launch_delay_cutoff_us */
+	double rt_cut, delay_cut;  /* runtime_cutoff_us, launch_delay_cutoff_us */
 	bool mem, ext, per_launch; /* include_memory, extended, per_launch */
 };
 
@@ -71,12 +71,12 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const v
 	bool mem = lo->mem, ext = lo->ext, per_launch = lo->per_launch;
 	cJSON *o = cJSON_CreateObject(), *l, *corr = NULL, *cpu = NULL, *gpu = NULL, *delay = NULL,
 	      *flag = NULL, *sum;
-	struct col cols[3] = { { 0, 0 }, { 0, 0 }, { 0, 0 } }; /* cpu, gpu, delay */
-	static const char *const col_key[3] = { "cpu_duration_us", "gpu_duration_us",
-						"launch_delay_us" };
-	struct outlier ol[3] = { { "short_gpu_kernels" },
-				 { "runtime_outliers" },
-				 { "launch_delay_outliers" } };
+	struct col cols[3] = {{0, 0}, {0, 0}, {0, 0}}; /* cpu, gpu, delay */
+	static const char *const col_key[3] = {"cpu_duration_us", "gpu_duration_us",
+					       "launch_delay_us"};
+	struct outlier ol[3] = {{"short_gpu_kernels"},
+				{"runtime_outliers"},
+				{"launch_delay_outliers"}};
 	size_t count = 0;
 
 	jpush(c, out, o);
@@ -175,8 +175,13 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const v
 
 int analysis_launch(struct actx *c, cJSON **out)
 {
-	static const char *const keys[] = { "rank", "runtime_cutoff_us", "launch_delay_cutoff_us",
-					    "include_memory", "extended", "per_launch", NULL };
+	static const char *const keys[] = {"rank",
+					   "runtime_cutoff_us",
+					   "launch_delay_cutoff_us",
+					   "include_memory",
+					   "extended",
+					   "per_launch",
+					   NULL};
 	double rt_cut, delay_cut;
 	bool mem, ext, per_launch;
 	cJSON *root, *ranks;
@@ -204,5 +209,5 @@ int analysis_launch(struct actx *c, cJSON **out)
 	jbool(c, root, "extended", ext);
 	jbool(c, root, "per_launch", per_launch);
 	return an_each_rank(c, root, ranks, one_rank,
-			    &(struct launch_opts){ rt_cut, delay_cut, mem, ext, per_launch }, out);
+			    &(struct launch_opts){rt_cut, delay_cut, mem, ext, per_launch}, out);
 }

@@ -15,11 +15,11 @@
 #define SMALL_QUICKSORT 15
 #define PYA_QS_STACK 128
 
-#define SWAP(a, b)                                                                                 \
-	do {                                                                                       \
-		uint32_t _t = (a);                                                                 \
-		(a) = (b);                                                                         \
-		(b) = _t;                                                                          \
+#define SWAP(a, b)                 \
+	do {                       \
+		uint32_t _t = (a); \
+		(a) = (b);         \
+		(b) = _t;          \
 	} while (0)
 
 static void aheapsort(const int64_t *v, uint32_t *tosort, ptrdiff_t n)
@@ -138,7 +138,7 @@ void np_argsort_i64(const int64_t *v, uint32_t *idx, size_t num)
 				*pj-- = *pk--;
 			*pj = vi;
 		}
-stack_pop:
+	stack_pop:
 		if (sptr == stack)
 			break;
 		pr = *(--sptr);

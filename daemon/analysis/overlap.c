@@ -28,7 +28,7 @@ static int overlap_sorted(struct actx *c, const struct tl_rank *r, int64_t *tota
 	}
 	for (uint32_t i = 0; i < r->nby_stream; i++) {
 		const struct tl_event *e = &r->ev[r->by_stream[i]];
-		struct ival v = { ev_ts(r, e), ev_end(r, e) };
+		struct ival v = {ev_ts(r, e), ev_end(r, e)};
 		enum ktype t = ktype_of(c, e->name);
 
 		if (t == KT_COMMUNICATION)
@@ -51,7 +51,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const v
 	enum { CM = 1u << KT_COMMUNICATION, CP = 1u << KT_COMPUTATION };
 	size_t ncomm = 0;
 	int64_t total = 0, both = 0, u[1u << KT_COUNT];
-	uint32_t rows[KT_COUNT] = { 0 };
+	uint32_t rows[KT_COUNT] = {0};
 	cJSON *o;
 	int err;
 

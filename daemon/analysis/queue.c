@@ -49,9 +49,9 @@ static bool corr_has_launch(const struct tl_rank *r, int64_t corr)
 
 /* One stream's rows, in (ts, HTA's tie) order: their times and queue
  * lengths. */
-static void emit_stream(struct actx *c, cJSON *streams, int64_t stream, const int64_t *ts,
-			size_t n, const int64_t *ql, int64_t maxq, int64_t trace_dur, int64_t t0,
-			bool series, int64_t *hta_stream)
+static void emit_stream(struct actx *c, cJSON *streams, int64_t stream, const int64_t *ts, size_t n,
+			const int64_t *ql, int64_t maxq, int64_t trace_dur, int64_t t0, bool series,
+			int64_t *hta_stream)
 {
 	cJSON *s = cJSON_CreateObject(), *sum, *blk;
 	double *vals = malloc((n + 1) * sizeof(double));
@@ -118,7 +118,7 @@ static bool qmem_alloc(struct qmem *m, size_t cap)
 
 	if (!b)
 		return false;
-	*m = (struct qmem){ .blk = b, .cap = cap, .keys = (int64_t *)(void *)b };
+	*m = (struct qmem){.blk = b, .cap = cap, .keys = (int64_t *)(void *)b};
 	m->q = (struct qrow *)(void *)(b + cap * sizeof(*m->keys));
 	m->room = (char *)(m->q + cap);
 	m->idx = (uint32_t *)(void *)(m->room + cap * 16);
@@ -154,7 +154,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const v
 	 * so by_corr bounds each list: about half of a trace's events. Only
 	 * a row that is both a launch and GPU side (a stream arg on a
 	 * launch) is in both; the room then grows. */
-	struct qmem m = { 0 };
+	struct qmem m = {0};
 	struct qrow *q;
 	int64_t *keys, *ql, *ts;
 	int32_t *dl;
@@ -192,7 +192,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const v
 				if ((grp = stream_group(r, g->stream, &last)) == UINT32_MAX)
 					goto unindexed;
 				keys[n] = t;
-				q[n++] = (struct qrow){ grp, +1 };
+				q[n++] = (struct qrow){grp, +1};
 			}
 			/* each list holds at most one row per correlated row */
 			if (ev_gpu(e) && e->correlation != TL_NONE &&
@@ -200,7 +200,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const v
 				if ((grp = stream_group(r, e->stream, &last)) == UINT32_MAX)
 					goto unindexed;
 				gk[ng] = t;
-				gq[ng++] = (struct qrow){ grp, -1 };
+				gq[ng++] = (struct qrow){grp, -1};
 			}
 		}
 		if (n + ng > m.cap) { /* rows both launch and GPU side */
@@ -274,7 +274,7 @@ out:
 
 int analysis_queue(struct actx *c, cJSON **out)
 {
-	static const char *const keys[] = { "rank", "max_queue_length", "series", NULL };
+	static const char *const keys[] = {"rank", "max_queue_length", "series", NULL};
 	int64_t maxq, t0;
 	bool series;
 	cJSON *root, *ranks;
@@ -293,6 +293,5 @@ int analysis_queue(struct actx *c, cJSON **out)
 	t0 = timeline_hta_min_ts_us(c->tl) * 1000;
 	root = jroot(c, "queue", &ranks);
 	jint(c, root, "max_queue_length", maxq);
-	return an_each_rank(c, root, ranks, one_rank, &(struct queue_opts){ maxq, series, t0 },
-			    out);
+	return an_each_rank(c, root, ranks, one_rank, &(struct queue_opts){maxq, series, t0}, out);
 }

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "internal.h" /* RADIX_ALLOC / RADIX_FREE, RADIX_MIN */
-#include "radix.h" /* DEFINE_RADIX, shared with capture/ and timeline/ */
+#include "radix.h"    /* DEFINE_RADIX, shared with capture/ and timeline/ */
 
 #define IVAL_KEY(x) radix_key_i64((x).s)
 #define F64_KEY(x) radix_key_f64(x)

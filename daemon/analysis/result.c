@@ -58,7 +58,7 @@ void jnum(struct actx *c, cJSON *o, const char *key, double v)
 {
 	if (o)
 		jtree_add(&c->oom, o, key, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(),
-		       false);
+			  false);
 }
 
 void jint(struct actx *c, cJSON *o, const char *key, int64_t v)
@@ -98,7 +98,7 @@ struct jnums {
 	cJSON *arr;
 	char *txt;
 	size_t len, cap; /* bytes */
-	size_t n; /* numbers */
+	size_t n;	 /* numbers */
 };
 
 /* The buffer collecting arr's numbers (made on first use), or NULL. */
@@ -127,7 +127,7 @@ static struct jnums *nums_of(struct actx *c, cJSON *arr)
 		c->nums_cap = cap;
 	}
 	b = &c->nums[c->nnums];
-	*b = (struct jnums){ .arr = arr };
+	*b = (struct jnums){.arr = arr};
 	arr->valueint = (int)++c->nnums;
 	return b;
 }

@@ -26,7 +26,7 @@
 struct endpt {
 	int64_t time, dur;
 	uint32_t index, pos;
-	int kind; /* -1 open, +1 close (HTA's OPEN_END / CLOSE_END) */
+	int kind;      /* -1 open, +1 close (HTA's OPEN_END / CLOSE_END) */
 	bool boundary; /* its time holds a close, an open and a zero-length row */
 };
 
@@ -99,7 +99,7 @@ static int time_cmp(const void *a, const void *b)
 /* Mark the run ep[0..n) of one time when it holds all three kinds. */
 static void mark_boundary(struct endpt *ep, size_t n)
 {
-	bool seen[3] = { false }; /* zero-length, end, start */
+	bool seen[3] = {false}; /* zero-length, end, start */
 
 	for (size_t i = 0; i < n; i++)
 		seen[boundary_class(&ep[i])] = true;
@@ -135,12 +135,12 @@ static void endpt_sort(struct endpt *ep, size_t n)
 struct cg {
 	const struct tl_rank *r;
 	uint32_t n, nroots; /* nodes: events 0..n-1, then thread roots n.. */
-	int64_t *parent; /* NOT_NODE, or a node id */
+	int64_t *parent;    /* NOT_NODE, or a node id */
 	int32_t *depth;
 	uint32_t *nkern;
 	int64_t *kdur;
 	uint32_t *cfirst, *child; /* children CSR */
-	uint32_t *order; /* BFS order from the roots */
+	uint32_t *order;	  /* BFS order from the roots */
 	uint32_t norder;
 };
 
@@ -179,8 +179,8 @@ static int nest_thread(struct cg *g, const struct tl_thread *t, uint32_t root)
 		if (e->stream != TL_NONE)
 			continue;
 		d = d < 0 ? 0 : d; /* HTA crashes here (Q12) */
-		ep[n++] = (struct endpt){ ev_ts(r, e), d, e->index, p, -1, false };
-		ep[n++] = (struct endpt){ ev_ts(r, e) + d, d, e->index, p, 1, false };
+		ep[n++] = (struct endpt){ev_ts(r, e), d, e->index, p, -1, false};
+		ep[n++] = (struct endpt){ev_ts(r, e) + d, d, e->index, p, 1, false};
 	}
 	endpt_sort(ep, n);
 	for (size_t i = 0; i < n; i++) {
@@ -256,7 +256,7 @@ static int link_backward(struct actx *c, struct cg *g, const struct tl_thread *m
 			 uint32_t bwd_root)
 {
 	const struct tl_rank *r = g->r;
-	static const char *const anns[] = { "## backward ##", "ProfilerStep#" };
+	static const char *const anns[] = {"## backward ##", "ProfilerStep#"};
 	struct kid *k, *neg;
 	uint32_t left = 0, nk = 0, nneg = 0;
 
@@ -271,7 +271,7 @@ static int link_backward(struct actx *c, struct cg *g, const struct tl_thread *m
 	for (uint32_t p = 0; p < g->n; p++) {
 		if (g->parent[p] == bwd_root) {
 			const struct tl_event *e = &r->ev[p];
-			struct kid x = { ev_ts(r, e), ev_end(r, e), p };
+			struct kid x = {ev_ts(r, e), ev_end(r, e), p};
 
 			if (x.end >= x.ts)
 				k[nk++] = x;
@@ -450,7 +450,8 @@ static int pat_cmp_ids(const void *a, const void *b, void *ids)
 		return x->hash < y->hash ? -1 : 1;
 	if (x->len != y->len)
 		return x->len < y->len ? -1 : 1;
-	return memcmp((uint32_t *)ids + x->off, (uint32_t *)ids + y->off, x->len * sizeof(uint32_t));
+	return memcmp((uint32_t *)ids + x->off, (uint32_t *)ids + y->off,
+		      x->len * sizeof(uint32_t));
 }
 
 static int pat_cmp_out(const void *a, const void *b)
@@ -488,7 +489,8 @@ static int root_pattern(const struct cg *g, uint32_t root, uint32_t **ids, size_
 		uint32_t v = stack[--sp];
 
 		if (v < g->n && r->ev[v].stream != TL_NONE)
-			kr[nk++] = (struct kref){ ev_ts(r, &r->ev[v]), r->ev[v].index, r->ev[v].name };
+			kr[nk++] =
+				(struct kref){ev_ts(r, &r->ev[v]), r->ev[v].index, r->ev[v].name};
 		for (uint32_t i = g->cfirst[v]; i < g->cfirst[v + 1]; i++)
 			stack[sp++] = g->child[i];
 	}
@@ -624,7 +626,7 @@ out:
 }
 
 struct seq_opts {
-	const char *op; /* operator */
+	const char *op;		/* operator */
 	int64_t min_len, top_k; /* min_pattern_len, top_k */
 };
 
@@ -633,7 +635,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const v
 	const struct seq_opts *so = opts;
 	const char *op = so->op;
 	int64_t min_len = so->min_len, top_k = so->top_k;
-	struct cg g = { .r = r };
+	struct cg g = {.r = r};
 	int err = call_graph(c, &g);
 
 	if (!err)
@@ -644,7 +646,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const v
 
 int analysis_sequences(struct actx *c, cJSON **out)
 {
-	static const char *const keys[] = { "rank", "operator", "top_k", "min_pattern_len", NULL };
+	static const char *const keys[] = {"rank", "operator", "top_k", "min_pattern_len", NULL};
 	const char *op = NULL;
 	int64_t top_k, min_len;
 	cJSON *root, *ranks;
@@ -665,6 +667,5 @@ int analysis_sequences(struct actx *c, cJSON **out)
 	jstr(c, root, "operator", op);
 	jint(c, root, "top_k", top_k);
 	jint(c, root, "min_pattern_len", min_len);
-	return an_each_rank(c, root, ranks, one_rank, &(struct seq_opts){ op, min_len, top_k },
-			    out);
+	return an_each_rank(c, root, ranks, one_rank, &(struct seq_opts){op, min_len, top_k}, out);
 }

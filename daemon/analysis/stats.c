@@ -62,8 +62,8 @@ static double kth_counted(const uint32_t *cnt, uint32_t top, int64_t lo, size_t 
  */
 static bool dstats_counted(const double *v, size_t n, struct dstats *s)
 {
-	static const double qs[3] = { 0.25, 0.5, 0.75 };
-	double *out[3] = { &s->q25, &s->q50, &s->q75 };
+	static const double qs[3] = {0.25, 0.5, 0.75};
+	double *out[3] = {&s->q25, &s->q50, &s->q75};
 	/* a histogram no longer than the values (4 bytes a slot, scanned
 	 * six times), at least 65536 slots */
 	int64_t lo = INT64_MAX, hi = INT64_MIN, span = n > 65536 ? (int64_t)n : 65536;
@@ -93,8 +93,8 @@ static bool dstats_counted(const double *v, size_t n, struct dstats *s)
 		size_t k;
 		double frac = quantile_pos(n, qs[j], &k);
 
-		*out[j] = k + 1 >= n ? s->max :
-				       np_lerp(kth_counted(cnt, top, lo, k),
+		*out[j] = k + 1 >= n ? s->max
+				     : np_lerp(kth_counted(cnt, top, lo, k),
 					       kth_counted(cnt, top, lo, k + 1), frac);
 	}
 	free(cnt);
@@ -128,8 +128,8 @@ void dstats_compute(double *v, size_t n, struct dstats *s)
 
 void dstats_json(struct actx *c, cJSON *o, const struct dstats *s, const char *suffix)
 {
-	static const char *const k[] = { "mean", "std", "min", "p25", "p50", "p75", "max" };
-	const double v[] = { s->mean, s->std, s->min, s->q25, s->q50, s->q75, s->max };
+	static const char *const k[] = {"mean", "std", "min", "p25", "p50", "p75", "max"};
+	const double v[] = {s->mean, s->std, s->min, s->q25, s->q50, s->q75, s->max};
 	char key[32];
 
 	jint(c, o, "count", (int64_t)s->count);

@@ -34,7 +34,7 @@ struct tsums {
  */
 static int sums_merged(struct actx *c, const struct tl_rank *r, struct tsums *t)
 {
-	struct ival_acc all = { 0 }, comp = { 0 }, up[KT_COUNT] = { 0 };
+	struct ival_acc all = {0}, comp = {0}, up[KT_COUNT] = {0};
 	struct gpu_merge m;
 	const struct tl_event *e;
 	int64_t first = 0;
@@ -67,14 +67,13 @@ static int sums_merged(struct actx *c, const struct tl_rank *r, struct tsums *t)
 	return 0;
 }
 
-
 /* The same from sorted copies: for rows out of ev_ts order. */
 static int sums_sorted(struct actx *c, const struct tl_rank *r, struct tsums *t)
 {
 	struct ival *all = tl_malloc_big((r->nby_stream + 1) * sizeof(*all));
 	struct ival *comp = tl_malloc_big((r->nby_stream + 1) * sizeof(*comp));
 	struct sweep_ev *ev = tl_malloc_big(2 * (size_t)r->nby_stream * sizeof(*ev) + 1);
-	int64_t active[KT_COUNT] = { 0 };
+	int64_t active[KT_COUNT] = {0};
 	size_t nall = 0, ncomp = 0, n = 0;
 	int err = -ENOMEM;
 
@@ -85,13 +84,13 @@ static int sums_sorted(struct actx *c, const struct tl_rank *r, struct tsums *t)
 		int64_t s = ev_ts(r, e), d = ev_dur(r, e);
 		uint8_t k = (uint8_t)ktype_of(c, e->name);
 
-		all[nall++] = (struct ival){ s, s + d };
+		all[nall++] = (struct ival){s, s + d};
 		if (k == KT_COMPUTATION)
-			comp[ncomp++] = (struct ival){ s, s + d };
+			comp[ncomp++] = (struct ival){s, s + d};
 		if (d <= 0)
 			continue;
-		ev[n++] = (struct sweep_ev){ s, 1, k };
-		ev[n++] = (struct sweep_ev){ s + d, -1, k };
+		ev[n++] = (struct sweep_ev){s, 1, k};
+		ev[n++] = (struct sweep_ev){s + d, -1, k};
 	}
 	nall = ival_merge(all, nall);
 	ncomp = ival_merge(comp, ncomp);
@@ -125,14 +124,14 @@ out:
 
 static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
 {
-	struct tsums sum = { 0 };
+	struct tsums sum = {0};
 	int64_t span, idle, compute, noncomp, *split = sum.split;
 	cJSON *o;
 	int err;
 
 	err = sums_merged(c, r, &sum);
 	if (err == 1) {
-		sum = (struct tsums){ 0 };
+		sum = (struct tsums){0};
 		err = sums_sorted(c, r, &sum);
 	}
 	if (err < 0)
@@ -156,7 +155,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out)
 	/* The finer split: percentages of the span, like HTA's three. */
 	{
 		cJSON *s = jobj(c, o, "non_compute_split");
-		static const char *const key[KT_COUNT] = { NULL, "communication", "memory", "other" };
+		static const char *const key[KT_COUNT] = {NULL, "communication", "memory", "other"};
 		char k[48];
 
 		for (int t = KT_COMMUNICATION; t < KT_COUNT; t++) {

@@ -132,7 +132,7 @@ static int dec_strings(struct rd *r, struct capture *c, size_t off, size_t n)
 			return bad(r, "truncated at byte %zu (string %u wants %u bytes)", off + n,
 				   i + 1, l);
 		memcpy(c->str_blob + c->str_blob_len, r->buf + off + pos, l);
-		c->strs[i] = (struct capture_str){ .off = (uint32_t)c->str_blob_len, .len = l };
+		c->strs[i] = (struct capture_str){.off = (uint32_t)c->str_blob_len, .len = l};
 		c->str_blob_len += l;
 		pos += l;
 		c->nstrs = i + 1;
@@ -176,8 +176,9 @@ static int dec_stacks(struct rd *r, struct capture *c, size_t off, size_t n)
 				   i + 1, nf);
 		for (size_t k = 0; k < nf; k++)
 			c->ips[c->nips + k] = get64(r->buf + off + pos + 8 * k);
-		c->stacks[i] = (struct capture_stack){ .off = (uint32_t)c->nips, .nuser = nu,
-						       .nkernel = nk };
+		c->stacks[i] = (struct capture_stack){.off = (uint32_t)c->nips,
+						      .nuser = nu,
+						      .nkernel = nk};
 		c->nips += nf;
 		pos += 8 * nf;
 		c->nstacks = i + 1;
@@ -215,7 +216,7 @@ static int dec_records(struct rd *r, struct capture *c, size_t off, size_t n)
 			.type = get16(p + 40),
 			.cpu = get16(p + 42),
 			.aux32 = get32(p + 44),
-			.aux = { get64(p + 48), get64(p + 56) },
+			.aux = {get64(p + 48), get64(p + 56)},
 		};
 		if (c->recs[i].type != STORE_REC_GPU_LAUNCH)
 			continue;
@@ -265,7 +266,8 @@ static int dec_sections(struct rd *r, struct capture *c)
 		slen = get64(h + 8);
 		off += CAPFILE_SEC_HDR_LEN;
 		if (slen > r->len - off)
-			return bad(r, "truncated at byte %zu (section %u wants %llu bytes at byte %zu)",
+			return bad(r,
+				   "truncated at byte %zu (section %u wants %llu bytes at byte %zu)",
 				   r->len, i, (unsigned long long)slen, off);
 		if (CRC_ENFORCED && get32(h + 16) != capfile_sec_crc(h, r->buf + off, slen))
 			return bad(r, "section %u crc mismatch", i);
@@ -315,8 +317,8 @@ static int dec_sections(struct rd *r, struct capture *c)
 		if (store_rec_cgroup(rec) > sid)
 			sid = store_rec_cgroup(rec);
 		if (sid > c->nstrs)
-			return bad(r, "record %zu: string id %u out of range (%u strings)", i,
-				   sid, c->nstrs);
+			return bad(r, "record %zu: string id %u out of range (%u strings)", i, sid,
+				   c->nstrs);
 		if (rec->stack > c->nstacks)
 			return bad(r, "record %zu: stack id %u out of range (%u stacks)", i,
 				   rec->stack, c->nstacks);
@@ -324,10 +326,9 @@ static int dec_sections(struct rd *r, struct capture *c)
 	return 0;
 }
 
-int capture_decode_into(struct capture *c, const void *buf, size_t len, char *why,
-			size_t whylen)
+int capture_decode_into(struct capture *c, const void *buf, size_t len, char *why, size_t whylen)
 {
-	struct rd r = { .buf = buf, .len = len, .why = why, .whylen = whylen };
+	struct rd r = {.buf = buf, .len = len, .why = why, .whylen = whylen};
 	int ret;
 
 	if (why && whylen)

@@ -42,11 +42,11 @@ int capture_add_stacks(struct capture *c, const struct capture_newstack *in, siz
 	if (ips)
 		c->ips = ips;
 	struct capture_stack *st =
-	    ips ? realloc(c->stacks, ((size_t)c->nstacks + n + 1) * sizeof(*st)) : NULL;
+		ips ? realloc(c->stacks, ((size_t)c->nstacks + n + 1) * sizeof(*st)) : NULL;
 	if (st)
 		c->stacks = st;
 	struct capture_stackref *refs =
-	    st ? realloc(c->stackrefs, (c->nstackrefs + n + 1) * sizeof(*refs)) : NULL;
+		st ? realloc(c->stackrefs, (c->nstackrefs + n + 1) * sizeof(*refs)) : NULL;
 	if (refs)
 		c->stackrefs = refs;
 	if (!slot || !refs) {
@@ -73,13 +73,13 @@ int capture_add_stacks(struct capture *c, const struct capture_newstack *in, siz
 			if (k)
 				memcpy(c->ips + c->nips, ns->ips, k * sizeof(*c->ips));
 			c->stacks[c->nstacks] =
-			    (struct capture_stack){(uint32_t)c->nips, ns->nuser, ns->nkernel};
+				(struct capture_stack){(uint32_t)c->nips, ns->nuser, ns->nkernel};
 			c->nips += k;
 			slot[s] = ++c->nstacks;
 		}
 		ids[i] = slot[s];
 		c->stackrefs[c->nstackrefs++] =
-		    (struct capture_stackref){ns->pid, ns->uid, slot[s]};
+			(struct capture_stackref){ns->pid, ns->uid, slot[s]};
 	}
 	free(slot);
 	return 0;

@@ -80,7 +80,6 @@ static inline bool capture_extra_type_ok(uint32_t type)
  * -EBADMSG the tables are freed but the META fields, when the META
  * section itself was valid, are left in c for the damaged-file report.
  */
-int capture_decode_into(struct capture *c, const void *buf, size_t len, char *why,
-			size_t whylen);
+int capture_decode_into(struct capture *c, const void *buf, size_t len, char *why, size_t whylen);
 
 #endif

@@ -111,8 +111,8 @@ static int copy_str(struct builder *b, const struct store *s, uint32_t *id)
 	    reserve((void **)&c->strs, &b->strs_cap, (size_t)c->nstrs + 1, sizeof(*c->strs)))
 		return -ENOMEM;
 	memcpy(c->str_blob + c->str_blob_len, str, len);
-	c->strs[c->nstrs] = (struct capture_str){ .off = (uint32_t)c->str_blob_len,
-						  .len = (uint32_t)len };
+	c->strs[c->nstrs] =
+		(struct capture_str){.off = (uint32_t)c->str_blob_len, .len = (uint32_t)len};
 	c->str_blob_len += len;
 	b->map[*id] = ++c->nstrs;
 	*id = c->nstrs;
@@ -144,7 +144,7 @@ static int copy_stack(struct builder *b, const struct store *s, uint32_t *id)
 		return -ENOMEM;
 	memcpy(c->ips + c->nips, ips, ((size_t)nu + nk) * sizeof(*ips));
 	c->stacks[c->nstacks] =
-		(struct capture_stack){ .off = (uint32_t)c->nips, .nuser = nu, .nkernel = nk };
+		(struct capture_stack){.off = (uint32_t)c->nips, .nuser = nu, .nkernel = nk};
 	c->nips += (size_t)nu + nk;
 	b->map[*id] = ++c->nstacks;
 	*id = c->nstacks;
@@ -178,7 +178,7 @@ static uint64_t realtime_ns(void)
 int capture_take(const struct store *s, const struct capture_filter *f, uint64_t t0_ns,
 		 uint64_t t1_ns, struct capture **ret)
 {
-	struct builder b = { 0 };
+	struct builder b = {0};
 	struct capture *c = NULL;
 	size_t n = store_count(s), nmatch = 0;
 	int r;
@@ -332,7 +332,7 @@ int capture_adopt_extra(struct capture *c, uint32_t type, void *data, size_t len
 		c->extras = ex;
 	}
 	ex = c->extras;
-	ex[c->nextras++] = (struct capture_extra){ .type = type, .data = data, .len = len };
+	ex[c->nextras++] = (struct capture_extra){.type = type, .data = data, .len = len};
 	return 0;
 }
 

@@ -26,15 +26,15 @@
 #define CAPTURE_NAME_MAX 128
 
 enum capture_kind {
-	CAPTURE_LIVE = 0, /* cut from the store */
+	CAPTURE_LIVE = 0,   /* cut from the store */
 	CAPTURE_IMPORT = 1, /* created from a trace file */
 };
 
 enum capture_state {
 	CAPTURE_RECORDING = 0, /* forward window still open (in memory only) */
-	CAPTURE_READY = 1, /* complete and persisted */
-	CAPTURE_DAMAGED = 2, /* persisted file failed validation */
-	CAPTURE_FAILED = 3, /* could not be saved (in memory only, no data) */
+	CAPTURE_READY = 1,     /* complete and persisted */
+	CAPTURE_DAMAGED = 2,   /* persisted file failed validation */
+	CAPTURE_FAILED = 3,    /* could not be saved (in memory only, no data) */
 };
 
 /* Section types of the file format. Unknown types found on load are kept
@@ -44,8 +44,8 @@ enum capture_section_type {
 	CAPSEC_STRINGS = 2,
 	CAPSEC_STACKS = 3,
 	CAPSEC_RECORDS = 4,
-	CAPSEC_SYMBOLS = 5, /* reserved: resolved frames (CPU-stacks issue) */
-	CAPSEC_TIMELINE = 6, /* imported timeline (timeline_encode) */
+	CAPSEC_SYMBOLS = 5,	/* reserved: resolved frames (CPU-stacks issue) */
+	CAPSEC_TIMELINE = 6,	/* imported timeline (timeline_encode) */
 	CAPSEC_IMPORT_INFO = 7, /* JSON text: what an import read (files, ranks, warnings) */
 	CAPSEC_TYPE_MAX = 0x10000,
 };
@@ -85,15 +85,15 @@ struct capture {
 	enum capture_kind kind;
 	enum capture_state state;
 	char name[CAPTURE_NAME_MAX]; /* user label, NUL-terminated, may be "" */
-	char damage[256]; /* why, when state == CAPTURE_DAMAGED or CAPTURE_FAILED */
+	char damage[256];	     /* why, when state == CAPTURE_DAMAGED or CAPTURE_FAILED */
 
 	uint64_t created_realtime_ns; /* CLOCK_REALTIME when taken */
-	uint64_t t0_ns, t1_ns; /* window, CLOCK_MONOTONIC */
-	int64_t mono_to_realtime_ns; /* add to a monotonic ts for wall time */
+	uint64_t t0_ns, t1_ns;	      /* window, CLOCK_MONOTONIC */
+	int64_t mono_to_realtime_ns;  /* add to a monotonic ts for wall time */
 
 	/* filters */
 	int32_t pids[CAPTURE_MAX_PIDS];
-	uint32_t npids; /* 0 = all processes the owner may see */
+	uint32_t npids;	 /* 0 = all processes the owner may see */
 	bool uid_filter; /* only records with rec.uid == filter_uid */
 	uint32_t filter_uid;
 

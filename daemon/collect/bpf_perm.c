@@ -16,8 +16,8 @@ static bool has_cap(uint64_t mask, int bit)
 	return mask & ((uint64_t)1 << bit);
 }
 
-size_t bpf_perm_explain(uint64_t cap_eff, int unpriv_disabled, const char *lockdown,
-			char *buf, size_t n)
+size_t bpf_perm_explain(uint64_t cap_eff, int unpriv_disabled, const char *lockdown, char *buf,
+			size_t n)
 {
 	/* CAP_SYS_ADMIN still stands for both on kernels before 5.8. */
 	bool admin = has_cap(cap_eff, CAP_SYS_ADMIN_BIT);

@@ -18,8 +18,8 @@
  * kernel.unprivileged_bpf_disabled (-1: unknown) and the active lockdown
  * mode (NULL: none or unknown), write the permission cause and its fix into
  * buf. Returns the length written, 0 when permissions explain nothing. */
-size_t bpf_perm_explain(uint64_t cap_eff, int unpriv_disabled, const char *lockdown,
-			char *buf, size_t n);
+size_t bpf_perm_explain(uint64_t cap_eff, int unpriv_disabled, const char *lockdown, char *buf,
+			size_t n);
 
 /* Same, from this process's capabilities and the running kernel's knobs. */
 size_t bpf_perm_reason(char *buf, size_t n);
@@ -36,7 +36,8 @@ static inline void bpf_perm_unavailable(struct collector *c, int probe, const ch
 	else
 		collector_set_state(c, COLLECTOR_UNAVAILABLE, "BPF not supported: %s programs %s",
 				    progs,
-				    probe == 0 ? "are not available in this kernel" : strerror(-probe));
+				    probe == 0 ? "are not available in this kernel"
+					       : strerror(-probe));
 }
 
 /* Before a collector loads programs of type: the number of possible CPUs

@@ -211,7 +211,7 @@ int cgpath_resolve(struct cgpath *cg, uint64_t id, uint32_t pid, char *buf, size
 uint32_t cgpath_get(struct cgpath *cg, struct store *s, uint64_t id, uint32_t pid, uint64_t now_ns)
 {
 	uint32_t set =
-	    (uint32_t)((id * 0x9E3779B97F4A7C15ull) >> 40) % (CGPATH_SLOTS / CGPATH_WAYS);
+		(uint32_t)((id * 0x9E3779B97F4A7C15ull) >> 40) % (CGPATH_SLOTS / CGPATH_WAYS);
 	struct cgpath_slot *w, *victim;
 	char path[4096];
 

@@ -43,14 +43,14 @@
  * the loop; the epoll fd stays readable and we come back next iteration. */
 #define CPU_DRAIN_BUDGET 4096
 #define CPU_STACK_MAX STORE_MAX_FRAMES /* user frames stored, Python ones included */
-#define CPU_PIDSET_SLOTS 1024 /* power of two */
+#define CPU_PIDSET_SLOTS 1024	       /* power of two */
 #define CPU_PIDSET_PROBE 8
 #define CPU_ONLINE_PATH "/sys/devices/system/cpu/online"
 
 struct cpu_priv {
 	struct collector *c;
 	struct cpu_sample_bpf *skel; /* loaded by open, NULL when unavailable */
-	struct rbloop rbl;	 /* the ring buffer on the loop, between start and stop */
+	struct rbloop rbl;	     /* the ring buffer on the loop, between start and stop */
 
 	int ncpus;		 /* possible CPUs: sizes the arrays below */
 	struct bpf_link **links; /* per CPU; a link owns its perf event fd */
@@ -69,8 +69,8 @@ struct cpu_priv {
 
 	struct collector_pid_hook pid_hook;
 	struct {
-		uint32_t pid; /* 0 = empty */
-		uint32_t comm; /* its command name's string id when last seen */
+		uint32_t pid;	  /* 0 = empty */
+		uint32_t comm;	  /* its command name's string id when last seen */
 	} pids[CPU_PIDSET_SLOTS]; /* recently seen processes */
 };
 
@@ -193,12 +193,12 @@ static int open_cpu_event(uint32_t freq_hz, int cpu)
 	 * bpf_program__attach_perf_event() enables it once the program is
 	 * set, so no sample fires into an event without one. */
 	struct perf_event_attr attr = {
-	    .type = PERF_TYPE_SOFTWARE,
-	    .size = sizeof(attr),
-	    .config = PERF_COUNT_SW_CPU_CLOCK,
-	    .sample_freq = freq_hz,
-	    .freq = 1,
-	    .disabled = 1,
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_freq = freq_hz,
+		.freq = 1,
+		.disabled = 1,
 	};
 	long fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 
@@ -381,7 +381,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	    r->version != CPU_SAMPLE_REC_VERSION || r->nuser > CPU_SAMPLE_MAX_FRAMES ||
 	    r->nkernel > CPU_SAMPLE_MAX_FRAMES || r->npy > PYSTACK_MAX_NODES ||
 	    size < CPU_SAMPLE_HDR_BYTES + ((size_t)r->nuser + r->nkernel) * sizeof(uint64_t) +
-		       (size_t)r->npy * PYSTACK_NODE_BYTES) {
+			    (size_t)r->npy * PYSTACK_NODE_BYTES) {
 		p->local_drops++;
 		goto out;
 	}
@@ -400,15 +400,15 @@ static int on_sample(void *ctx, void *data, size_t size)
 	}
 
 	rec = (struct store_rec){
-	    .ts_ns = r->ts_ns,
-	    .pid = r->pid,
-	    .tid = r->tid,
-	    .uid = r->uid,
-	    .comm = comm,
-	    .stack = stack,
-	    .type = STORE_REC_CPU_SAMPLE,
-	    .cpu = (uint16_t)r->cpu,
-	    .aux32 = 1,
+		.ts_ns = r->ts_ns,
+		.pid = r->pid,
+		.tid = r->tid,
+		.uid = r->uid,
+		.comm = comm,
+		.stack = stack,
+		.type = STORE_REC_CPU_SAMPLE,
+		.cpu = (uint16_t)r->cpu,
+		.aux32 = 1,
 	};
 	store_append(s, &rec);
 	c->events++;
@@ -596,10 +596,10 @@ static void cpu_free(struct collector *c)
 }
 
 const struct collector_ops cpu_collector_ops = {
-    .name = "cpu",
-    .open = cpu_open,
-    .start = cpu_start,
-    .stop = cpu_stop,
-    .status = cpu_status,
-    .free = cpu_free,
+	.name = "cpu",
+	.open = cpu_open,
+	.start = cpu_start,
+	.stop = cpu_stop,
+	.status = cpu_status,
+	.free = cpu_free,
 };

@@ -170,8 +170,8 @@ static double mono_ms(void)
 static int scan(const struct attach_work *a, const char *const *names, size_t n, bool *present,
 		bool *has_sdt)
 {
-	return libscan_symbols(a->path, names, n, present, a->rt == GPU_RT_NEO ? "level_zero" : NULL,
-			       "launch_kernel", has_sdt);
+	return libscan_symbols(a->path, names, n, present,
+			       a->rt == GPU_RT_NEO ? "level_zero" : NULL, "launch_kernel", has_sdt);
 }
 
 /* Put the runtime's probes on the file. Missing entry points are skipped:
@@ -229,16 +229,17 @@ static void attach_run(uv_work_t *w)
 			a->errors++;
 			if (!first_err)
 				first_err = r;
-			log_debug("gpu: uprobe %s in %s: %s", specs[i].sym, a->lib_path, strerror(-r));
+			log_debug("gpu: uprobe %s in %s: %s", specs[i].sym, a->lib_path,
+				  strerror(-r));
 			continue;
 		}
 		if (specs[i].cookie)
 			launches++;
 	}
 	if (a->rt == GPU_RT_NEO && has_sdt) {
-		struct bpf_link *link = bpf_program__attach_usdt(a->p->skel->progs.gl_ze_usdt_launch,
-								 -1, a->path, "level_zero",
-								 "launch_kernel", NULL);
+		struct bpf_link *link =
+			bpf_program__attach_usdt(a->p->skel->progs.gl_ze_usdt_launch, -1, a->path,
+						 "level_zero", "launch_kernel", NULL);
 		if (link && add_link(a, link)) {
 			a->usdt = true;
 			launches++;

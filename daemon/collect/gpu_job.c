@@ -39,18 +39,18 @@ static const struct gj_prog {
 	const char *tp; /* tracepoint: tp_btf/<tp>, BTF typedef btf_trace_<tp> */
 	bool required;
 } gj_progs[] = {
-    {GPU_JOB_G_XE, "xe_sched_job_create", true},
-    {GPU_JOB_G_XE, "xe_sched_job_run", true},
-    {GPU_JOB_G_XE, "xe_hw_fence_signal", true},
-    {GPU_JOB_G_XE, "xe_sched_job_free", false},
-    {GPU_JOB_G_I915, "i915_request_add", true},
-    {GPU_JOB_G_I915, "i915_request_in", false}, /* low-level tracepoints only */
-    {GPU_JOB_G_I915, "i915_request_out", false},
-    {GPU_JOB_G_I915, "i915_request_retire", false}, /* the end without _out */
-    {GPU_JOB_G_FENCE, "dma_fence_init", true},
-    {GPU_JOB_G_FENCE, "dma_fence_emit", false},
-    {GPU_JOB_G_FENCE, "dma_fence_signaled", true},
-    {GPU_JOB_G_FENCE, "dma_fence_destroy", false},
+	{GPU_JOB_G_XE, "xe_sched_job_create", true},
+	{GPU_JOB_G_XE, "xe_sched_job_run", true},
+	{GPU_JOB_G_XE, "xe_hw_fence_signal", true},
+	{GPU_JOB_G_XE, "xe_sched_job_free", false},
+	{GPU_JOB_G_I915, "i915_request_add", true},
+	{GPU_JOB_G_I915, "i915_request_in", false}, /* low-level tracepoints only */
+	{GPU_JOB_G_I915, "i915_request_out", false},
+	{GPU_JOB_G_I915, "i915_request_retire", false}, /* the end without _out */
+	{GPU_JOB_G_FENCE, "dma_fence_init", true},
+	{GPU_JOB_G_FENCE, "dma_fence_emit", false},
+	{GPU_JOB_G_FENCE, "dma_fence_signaled", true},
+	{GPU_JOB_G_FENCE, "dma_fence_destroy", false},
 };
 #define GJ_NPROGS (sizeof(gj_progs) / sizeof(gj_progs[0]))
 
@@ -428,8 +428,7 @@ static void gj_status(struct collector *c, cJSON *obj)
 	cJSON_AddNumberToObject(obj, "filtered", (double)p->filtered);
 	cJSON_AddNumberToObject(obj, "ringbuf_bytes", (double)p->ringbuf_bytes);
 	cJSON_AddNumberToObject(obj, "lost", (double)p->lost);
-	cJSON_AddNumberToObject(obj, "stack_bytes",
-				p->owner ? p->owner->rodata->stack_bytes : 0);
+	cJSON_AddNumberToObject(obj, "stack_bytes", p->owner ? p->owner->rodata->stack_bytes : 0);
 	cJSON_AddNumberToObject(obj, "stacks_fp_fallback", (double)p->stacks_fp_fallback);
 }
 
@@ -452,10 +451,10 @@ static void gj_free(struct collector *c)
 }
 
 const struct collector_ops gpu_job_collector_ops = {
-    .name = "gpu_jobs",
-    .open = gj_open,
-    .start = gj_start,
-    .stop = gj_stop,
-    .status = gj_status,
-    .free = gj_free,
+	.name = "gpu_jobs",
+	.open = gj_open,
+	.start = gj_start,
+	.stop = gj_stop,
+	.status = gj_status,
+	.free = gj_free,
 };

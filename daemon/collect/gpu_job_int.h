@@ -50,7 +50,7 @@ struct gj_priv {
 	int ncpus;
 	uint64_t *percpu;
 	uint64_t lost, local_drops, filtered;
-	uint64_t stacks_fp_fallback; /* copying on, ring over half full: frame pointers */
+	uint64_t stacks_fp_fallback;  /* copying on, ring over half full: frame pointers */
 	struct gj_fence_name *fnames; /* sorted by addr */
 	size_t nfnames;
 	uint64_t fnames_loaded_ns; /* last /proc/kallsyms read */

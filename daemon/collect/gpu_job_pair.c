@@ -175,16 +175,16 @@ static void emit(struct gj_pair *p, uint32_t i, const struct gj_event *e)
 {
 	struct job *j = &p->jobs[i];
 	struct gj_interval iv = {
-	    .ctx = j->ctx ? j->ctx : e->ctx,
-	    .seqno = j->ctx ? j->seqno : e->seqno,
-	    .tag = j->tag ? j->tag : e->tag,
-	    .pid = j->pid,
-	    .tid = j->tid,
-	    .uid = j->uid,
-	    .comm = j->comm,
-	    .stack = j->stack,
-	    .group = j->group,
-	    .engine = j->engine != 0xff ? j->engine : e->engine,
+		.ctx = j->ctx ? j->ctx : e->ctx,
+		.seqno = j->ctx ? j->seqno : e->seqno,
+		.tag = j->tag ? j->tag : e->tag,
+		.pid = j->pid,
+		.tid = j->tid,
+		.uid = j->uid,
+		.comm = j->comm,
+		.stack = j->stack,
+		.group = j->group,
+		.engine = j->engine != 0xff ? j->engine : e->engine,
 	};
 	iv.start_ns = j->has_start ? j->start_ns : j->submit_ns;
 	iv.submit_ns = j->has_submit ? j->submit_ns : iv.start_ns;
@@ -235,8 +235,8 @@ static void fill_fence(struct gj_pair *p, uint32_t i, const struct gj_event *e)
 
 static uint32_t insert_for(struct gj_pair *p, const struct gj_event *e)
 {
-	uint32_t i =
-	    e->obj_key ? insert(p, KEY_OBJ, e->obj, 0) : insert(p, KEY_FENCE, e->ctx, e->seqno);
+	uint32_t i = e->obj_key ? insert(p, KEY_OBJ, e->obj, 0)
+				: insert(p, KEY_FENCE, e->ctx, e->seqno);
 	if (!e->obj_key) {
 		p->jobs[i].ctx = e->ctx;
 		p->jobs[i].seqno = e->seqno;

@@ -30,11 +30,11 @@
  * scheduler's "scheduled" fence, which marks a start, not a piece of work.
  */
 static const char *const skip_fns[] = {
-    "dma_fence_chain_get_driver_name",
-    "dma_fence_array_get_driver_name",
-    "dma_fence_stub_get_name",
-    "drm_sched_fence_release_scheduled",
-    NULL,
+	"dma_fence_chain_get_driver_name",
+	"dma_fence_array_get_driver_name",
+	"dma_fence_stub_get_name",
+	"drm_sched_fence_release_scheduled",
+	NULL,
 };
 
 static int fname_cmp(const void *a, const void *b)
@@ -94,7 +94,7 @@ static const struct gj_fence_name *fence_name(struct gj_priv *p, uint64_t ops)
 {
 	struct gj_fence_name key = {.addr = ops};
 	const struct gj_fence_name *hit =
-	    p->nfnames ? bsearch(&key, p->fnames, p->nfnames, sizeof(key), fname_cmp) : NULL;
+		p->nfnames ? bsearch(&key, p->fnames, p->nfnames, sizeof(key), fname_cmp) : NULL;
 	if (!hit && ops && gpd_now_ns() - p->fnames_loaded_ns > GJ_FNAMES_RELOAD_NS) {
 		gj_fence_names_load(p); /* a driver module loaded since */
 		hit = p->nfnames ? bsearch(&key, p->fnames, p->nfnames, sizeof(key), fname_cmp)
@@ -179,15 +179,15 @@ void gj_feed_record(struct gj_priv *p, const struct gpu_job_rec *r, size_t size)
 {
 	struct store *s = p->c->gpd->store;
 	struct gj_event e = {
-	    .ev = r->ev,
-	    .group = r->group,
-	    .engine = r->engine,
-	    .obj_key = r->flags & GPU_JOB_F_OBJ_KEY,
-	    .ts_ns = r->ts_ns,
-	    .obj = r->obj,
-	    .ctx = r->ctx,
-	    .seqno = r->seqno,
-	    .tag = r->ops,
+		.ev = r->ev,
+		.group = r->group,
+		.engine = r->engine,
+		.obj_key = r->flags & GPU_JOB_F_OBJ_KEY,
+		.ts_ns = r->ts_ns,
+		.obj = r->obj,
+		.ctx = r->ctx,
+		.seqno = r->seqno,
+		.tag = r->ops,
 	};
 
 	p->groups[r->group].events++;
@@ -240,18 +240,18 @@ void gj_emit(void *arg, const struct gj_interval *iv)
 		return;
 	}
 	struct store_rec rec = {
-	    .ts_ns = iv->start_ns,
-	    .dur_ns = iv->end_ns - iv->start_ns,
-	    .pid = iv->pid,
-	    .tid = iv->tid,
-	    .uid = iv->uid,
-	    .comm = iv->comm,
-	    .stack = iv->stack,
-	    .name = nid,
-	    .type = STORE_REC_GPU_INTERVAL,
-	    .cpu = (uint16_t)(iv->group << 8 | iv->engine),
-	    .aux32 = delay > UINT32_MAX ? UINT32_MAX : (uint32_t)delay,
-	    .aux = {iv->ctx, 0},
+		.ts_ns = iv->start_ns,
+		.dur_ns = iv->end_ns - iv->start_ns,
+		.pid = iv->pid,
+		.tid = iv->tid,
+		.uid = iv->uid,
+		.comm = iv->comm,
+		.stack = iv->stack,
+		.name = nid,
+		.type = STORE_REC_GPU_INTERVAL,
+		.cpu = (uint16_t)(iv->group << 8 | iv->engine),
+		.aux32 = delay > UINT32_MAX ? UINT32_MAX : (uint32_t)delay,
+		.aux = {iv->ctx, 0},
 	};
 	store_append(s, &rec);
 	p->c->events++;

@@ -200,8 +200,7 @@ static int gl_open(struct collector *c)
 		return 0;
 	}
 	for (int i = 0; i < GPU_RT_COUNT && i < GPU_WATCH_MAX; i++)
-		snprintf((char *)p->skel->rodata->watch[i], GPU_WATCH_LEN, "%s",
-			 libscan_prefix(i));
+		snprintf((char *)p->skel->rodata->watch[i], GPU_WATCH_LEN, "%s", libscan_prefix(i));
 	p->skel->rodata->wakeup_bytes = p->ringbuf_bytes / 8;
 	p->stack_sample = c->gpd ? c->gpd->cfg.gpu_stack_sample : 1;
 	p->skel->rodata->stack_sample = p->stack_sample;
@@ -410,7 +409,8 @@ static void gl_status(struct collector *c, cJSON *obj)
 	cJSON_AddNumberToObject(obj, "stacks_fp_fallback", (double)p->stacks_fp_fallback);
 	cg = cJSON_AddObjectToObject(obj, "cgroups");
 	if (cg && p->cg.mnt_fd < 0) {
-		cJSON_AddStringToObject(cg, "unavailable", p->cg.reason[0] ? p->cg.reason : "not loaded");
+		cJSON_AddStringToObject(cg, "unavailable",
+					p->cg.reason[0] ? p->cg.reason : "not loaded");
 	} else if (cg) {
 		cJSON_AddStringToObject(cg, "mount", p->cg.mnt);
 		cJSON_AddNumberToObject(cg, "resolved", (double)p->cg.resolved);

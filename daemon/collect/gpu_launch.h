@@ -44,7 +44,7 @@ struct gpu_launch_kernel {
 	uint32_t pid, uid; /* launching tgid and its uid */
 	const char *name;  /* kernel name, NULL when the probe gave none */
 	const char *comm;
-	const char *cgroup; /* launcher's cgroup v2 path, NULL when unknown */
+	const char *cgroup;	/* launcher's cgroup v2 path, NULL when unknown */
 	const uint64_t *ustack; /* launch stack, leaf = call site (runtime
 				 * frames trimmed); NULL when not walked */
 	uint16_t nustack;

@@ -66,7 +66,7 @@ struct gl_priv {
 	char mmap_hook_note[160]; /* why the narrow one is not in use */
 	uint32_t stack_sample;	  /* gpu.stack_sample as loaded */
 	struct gpu_sites sites;
-	struct cgpath cg; /* launch cgroup id -> path; mnt_fd -1 until open */
+	struct cgpath cg;  /* launch cgroup id -> path; mnt_fd -1 until open */
 	struct rbloop rbl; /* the ring buffer on the loop, between start and stop */
 	size_t ringbuf_bytes;
 	int ncpus;

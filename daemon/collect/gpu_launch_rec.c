@@ -151,7 +151,7 @@ static void on_launch(struct gl_priv *p, const struct gpu_launch_rec *r, size_t 
 
 	if (r->nuser > GPU_LAUNCH_MAX_FRAMES || r->npy > PYSTACK_MAX_NODES ||
 	    size < GPU_LAUNCH_HDR_BYTES + (size_t)r->nuser * sizeof(uint64_t) +
-		       (size_t)r->npy * PYSTACK_NODE_BYTES) {
+			    (size_t)r->npy * PYSTACK_NODE_BYTES) {
 		p->local_drops++;
 		return;
 	}
@@ -163,7 +163,8 @@ static void on_launch(struct gl_priv *p, const struct gpu_launch_rec *r, size_t 
 			/* Nothing remembered (a record lost, a slot reused):
 			 * the call site alone, and the next launch there takes
 			 * a full stack again. */
-			struct gpu_site_key k = {.tid = r->tid, .handle = r->handle,
+			struct gpu_site_key k = {.tid = r->tid,
+						 .handle = r->handle,
 						 .caller = r->caller};
 
 			bpf_map__delete_elem(p->skel->maps.sites, &k, sizeof(k), 0);
@@ -207,7 +208,8 @@ append:
 	}
 	comm = store_str_intern(s, r->comm, strnlen(r->comm, sizeof(r->comm)));
 	name = intern_name(s, r);
-	if (!comm || !name || (n > skip && !stack) || ((r->flags & GPU_LAUNCH_F_NOSTACK) && !stack)) {
+	if (!comm || !name || (n > skip && !stack) ||
+	    ((r->flags & GPU_LAUNCH_F_NOSTACK) && !stack)) {
 		if (comm)
 			store_str_unref(s, comm);
 		if (name)

@@ -62,8 +62,12 @@ void gpu_sites_put(struct gpu_sites *t, struct store *s, uint32_t pid, uint32_t 
 		return;
 	if (victim->stack)
 		store_stack_unref(s, victim->stack);
-	*victim = (struct gpu_site_slot){.pid = pid, .tid = tid, .handle = handle,
-					 .caller = caller, .stack = stack, .used = ++t->clock};
+	*victim = (struct gpu_site_slot){.pid = pid,
+					 .tid = tid,
+					 .handle = handle,
+					 .caller = caller,
+					 .stack = stack,
+					 .used = ++t->clock};
 }
 
 uint32_t gpu_sites_get(struct gpu_sites *t, struct store *s, uint32_t pid, uint32_t tid,

@@ -64,8 +64,8 @@ int libscan_pid(const char *proc_dir, uint32_t pid, struct libscan_hit *hits, si
 		size_t len;
 		int rt;
 
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &lo,
-			   &hi, perms, &off, &maj, &mnr, &ino, &pos) < 7 ||
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n",
+			   &lo, &hi, perms, &off, &maj, &mnr, &ino, &pos) < 7 ||
 		    !pos || perms[2] != 'x' || !ino)
 			continue;
 		file = line + pos;

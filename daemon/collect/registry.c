@@ -14,7 +14,6 @@
 #include "gpd.h"
 #include "log.h"
 
-
 /* Every collector, in the order they open, start and show in status. */
 static const struct collector_ops *const collector_table[] = {
 	&cpu_collector_ops,

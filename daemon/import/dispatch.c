@@ -42,13 +42,13 @@ static int peek_sqlite(int fd, uint32_t timeout_ms, const _Atomic bool *cancel)
 	} else if (S_ISFIFO(st.st_mode)) {
 		int p[2];
 		uint64_t end =
-		    tl_mono_ns() + (uint64_t)(timeout_ms ? timeout_ms : 30000) * 1000000ull;
+			tl_mono_ns() + (uint64_t)(timeout_ms ? timeout_ms : 30000) * 1000000ull;
 		ssize_t seen = 0;
 
 		if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
 			return -errno;
 		for (;;) {
-			struct pollfd pf = { .fd = fd, .events = POLLIN };
+			struct pollfd pf = {.fd = fd, .events = POLLIN};
 			ssize_t t;
 
 			if (cancel && atomic_load(cancel)) {

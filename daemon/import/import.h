@@ -20,26 +20,26 @@
 
 enum import_warn {
 	IMPORT_W_MISSING_TS = 0, /* event with dur+cat but no usable ts: dropped */
-	IMPORT_W_BAD_NUMBER, /* NaN/Inf/out of range/non-numeric where a number was expected */
-	IMPORT_W_NEG_DUR, /* negative dur in the file (kept, as HTA) */
-	IMPORT_W_UNKNOWN_PH, /* ph not in the Chrome trace set (kept if dur+cat) */
-	IMPORT_W_BAD_UTF8, /* invalid UTF-8 in a string (replaced by U+FFFD) */
-	IMPORT_W_STR_TRUNC, /* string longer than max_string (truncated) */
-	IMPORT_W_DUPLICATE, /* exact duplicate event (kept, as HTA) */
-	IMPORT_W_BAD_FIELD, /* field of the wrong JSON type (ignored) */
-	IMPORT_W_TOO_MANY, /* events beyond UINT32 positions / max_events (dropped) */
+	IMPORT_W_BAD_NUMBER,	 /* NaN/Inf/out of range/non-numeric where a number was expected */
+	IMPORT_W_NEG_DUR,	 /* negative dur in the file (kept, as HTA) */
+	IMPORT_W_UNKNOWN_PH,	 /* ph not in the Chrome trace set (kept if dur+cat) */
+	IMPORT_W_BAD_UTF8,	 /* invalid UTF-8 in a string (replaced by U+FFFD) */
+	IMPORT_W_STR_TRUNC,	 /* string longer than max_string (truncated) */
+	IMPORT_W_DUPLICATE,	 /* exact duplicate event (kept, as HTA) */
+	IMPORT_W_BAD_FIELD,	 /* field of the wrong JSON type (ignored) */
+	IMPORT_W_TOO_MANY,	 /* events beyond UINT32 positions / max_events (dropped) */
 	IMPORT_W_COUNT
 };
 
 struct import_opts {
-	int32_t rank; /* used when the file has no distributedInfo.rank; -1 → 0 */
-	uint64_t max_bytes; /* cap on uncompressed JSON bytes; 0 = 64 GiB */
-	uint32_t max_depth; /* JSON nesting limit; 0 = 64 */
-	uint32_t max_string; /* longest string kept, bytes; 0 = 64 KiB */
-	uint32_t max_events; /* 0 = no cap below UINT32_MAX - 1 */
-	uint32_t chunk_size; /* read() size; 0 = 64 KiB (tests use 1) */
+	int32_t rank;		 /* used when the file has no distributedInfo.rank; -1 → 0 */
+	uint64_t max_bytes;	 /* cap on uncompressed JSON bytes; 0 = 64 GiB */
+	uint32_t max_depth;	 /* JSON nesting limit; 0 = 64 */
+	uint32_t max_string;	 /* longest string kept, bytes; 0 = 64 KiB */
+	uint32_t max_events;	 /* 0 = no cap below UINT32_MAX - 1 */
+	uint32_t chunk_size;	 /* read() size; 0 = 64 KiB (tests use 1) */
 	unsigned finalize_flags; /* passed to timeline_finalize() */
-	bool no_finalize; /* multi-rank: import all, then timeline_finalize() once */
+	bool no_finalize;	 /* multi-rank: import all, then timeline_finalize() once */
 	/* gzip input of 64 KiB or more from memory or a regular file is
 	 * inflated on a second thread, pipelined with the parse (a large
 	 * plain one is read and partly parsed there, and the event arrays
@@ -87,20 +87,20 @@ struct import_opts {
 struct import_result {
 	int32_t rank; /* the rank the events went to */
 	bool gzip;
-	uint64_t bytes_in; /* bytes read from the fd */
+	uint64_t bytes_in;   /* bytes read from the fd */
 	uint64_t bytes_json; /* uncompressed JSON bytes parsed */
 	/* of those, bytes whose events the inflate thread parsed */
 	uint64_t bytes_spec;
-	uint64_t events_raw; /* elements of traceEvents */
+	uint64_t events_raw;  /* elements of traceEvents */
 	uint64_t events_kept; /* after the step filter (if finalized) */
 	/* flow events (ph s/t/f with an id) seen; counted, not kept: HTA drops
 	 * them at load and no analysis reads them */
 	uint64_t flows;
 	uint64_t warnings[IMPORT_W_COUNT];
 	uint64_t warnings_total;
-	int error; /* 0 or negative errno (also the return value) */
+	int error;	       /* 0 or negative errno (also the return value) */
 	uint64_t error_offset; /* byte offset in the uncompressed JSON */
-	char error_msg[256]; /* "" or e.g. "nesting deeper than 64 at byte 1234" */
+	char error_msg[256];   /* "" or e.g. "nesting deeper than 64 at byte 1234" */
 	/* Added for the Nsight Systems importer (zero for Kineto JSON). */
 	uint32_t format; /* enum import_format */
 	uint32_t nranks; /* ranks added: an nsys export may hold several (rank..rank+n-1) */

@@ -45,8 +45,7 @@ void src_probe(struct src *s)
 	struct stat st;
 	off_t cur;
 
-	if (fstat(s->fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (cur = lseek(s->fd, 0, SEEK_CUR)) < 0)
+	if (fstat(s->fd, &st) < 0 || !S_ISREG(st.st_mode) || (cur = lseek(s->fd, 0, SEEK_CUR)) < 0)
 		return;
 	s->regular = true;
 	s->file_size = (uint64_t)st.st_size;

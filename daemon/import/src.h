@@ -21,7 +21,7 @@ struct src {
 	int fd; /* -1: memory */
 	const uint8_t *mem;
 	size_t mem_len, mem_off;
-	bool regular; /* fd is a regular file (set by src_probe) */
+	bool regular;	    /* fd is a regular file (set by src_probe) */
 	uint64_t file_size; /* its size then */
 	/* regular file: offset up to which bytes were read (what a parse
 	 * took when a thread read ahead: gunzip.c) */

@@ -94,8 +94,8 @@ void gpufreq_emit(struct msnap *s, const char *drm_root)
 	DIR *d = opendir(drm_root);
 
 	msnap_family(
-	    s, "gpuprof_gpu_actual_frequency_hertz", MSNAP_GAUGE, "hertz",
-	    "GPU clock now, as the xe or i915 driver reports it in sysfs, per card and GT.");
+		s, "gpuprof_gpu_actual_frequency_hertz", MSNAP_GAUGE, "hertz",
+		"GPU clock now, as the xe or i915 driver reports it in sysfs, per card and GT.");
 	if (!d)
 		return;
 	while ((de = readdir(d)) && cards < GPUFREQ_MAX_CARDS) {

@@ -178,8 +178,9 @@ static struct snapref *snapshot_for_scrape(struct metrics *m)
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
 			     char *body, size_t len, bool owned)
 {
-	struct MHD_Response *resp = MHD_create_response_from_buffer(
-	    len, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body,
+								    owned ? MHD_RESPMEM_MUST_FREE
+									  : MHD_RESPMEM_PERSISTENT);
 	enum MHD_Result ret;
 
 	if (!resp) {
@@ -292,11 +293,12 @@ static void on_closed(uv_handle_t *h)
 
 static int start_http(struct metrics *m, int fd)
 {
-	m->mhd = MHD_start_daemon(
-	    MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, on_request, m, MHD_OPTION_LISTEN_SOCKET,
-	    (MHD_socket)fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNS,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S, MHD_OPTION_END);
+	m->mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, on_request, m,
+				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNS,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
+				  MHD_OPTION_END);
 	return m->mhd ? 0 : -EIO;
 }
 

@@ -387,8 +387,8 @@ void proctab_scan(struct proctab *t, const struct store *st)
 	if (t->ents) {
 		for (unsigned i = 0; i < PT_CAP; i++)
 			if (t->ents[i].pid)
-				t->ents[i].rate =
-				    t->ents[i].rate * RATE_DECAY + (double)weight(t, &t->ents[i]);
+				t->ents[i].rate = t->ents[i].rate * RATE_DECAY +
+						  (double)weight(t, &t->ents[i]);
 		assign_slots(t, st, now);
 		account(t);
 	}

@@ -49,8 +49,11 @@ void msnap_family(struct msnap *s, const char *name, enum msnap_type type, const
 		s->oom = true;
 		return;
 	}
-	s->fams[s->nfams++] = (struct msnap_family){
-	    .name = name, .help = help, .unit = unit, .type = type, .first = s->nsamples};
+	s->fams[s->nfams++] = (struct msnap_family){.name = name,
+						    .help = help,
+						    .unit = unit,
+						    .type = type,
+						    .first = s->nsamples};
 }
 
 /* A growable text buffer; on allocation failure it stops growing and
@@ -205,10 +208,10 @@ static void tb_help(struct tbuf *b, const char *h, bool om)
 static void render_family(struct tbuf *b, const struct msnap *s, const struct msnap_family *f,
 			  bool om)
 {
-	static const char *const suffixes[] = {
-	    [MSNAP_GAUGE] = "", [MSNAP_COUNTER] = "_total", [MSNAP_INFO] = "_info"};
+	static const char *const suffixes[] =
+		{[MSNAP_GAUGE] = "", [MSNAP_COUNTER] = "_total", [MSNAP_INFO] = "_info"};
 	static const char *const types[] = {
-	    [MSNAP_GAUGE] = " gauge\n", [MSNAP_COUNTER] = " counter\n", [MSNAP_INFO] = " info\n"};
+		[MSNAP_GAUGE] = " gauge\n", [MSNAP_COUNTER] = " counter\n", [MSNAP_INFO] = " info\n"};
 	/* 0.0.4 names a family by its samples' name (and has no info type);
 	 * OpenMetrics by the name without the suffix its samples carry. */
 	const char *suffix = suffixes[f->type];

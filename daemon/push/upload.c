@@ -49,10 +49,10 @@
 /* Our sample types as Pyroscope should store them; those not named (CPU
  * and GPU nanoseconds: its units are samples, objects or bytes) stay out. */
 static const char sample_type_config[] =
-    "{\"samples\":{\"units\":\"samples\",\"aggregation\":\"sum\","
-    "\"display-name\":\"cpu\",\"sampled\":true},"
-    "\"launches\":{\"units\":\"samples\",\"aggregation\":\"sum\","
-    "\"display-name\":\"gpu_launches\",\"sampled\":false}}";
+	"{\"samples\":{\"units\":\"samples\",\"aggregation\":\"sum\","
+	"\"display-name\":\"cpu\",\"sampled\":true},"
+	"\"launches\":{\"units\":\"samples\",\"aggregation\":\"sum\","
+	"\"display-name\":\"gpu_launches\",\"sampled\":false}}";
 
 struct upload {
 	char url[1024];
@@ -352,7 +352,7 @@ static void *upload_main(void *arg)
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			u->last_success_ns =
-			    (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+				(uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 			push_item_free(it);
 			continue;
 		}

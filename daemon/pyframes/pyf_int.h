@@ -73,8 +73,8 @@ struct pyf_proc {
 	struct pyf_layout lay;
 	/* runtime addresses in the target */
 	uint64_t runtime, code_type, bytes_type, unicode_type;
-	uint64_t runtime_size; /* st_size of _PyRuntime, 0 unknown */
-	char module[64];       /* base name of the file holding _PyRuntime */
+	uint64_t runtime_size;		/* st_size of _PyRuntime, 0 unknown */
+	char module[64];		/* base name of the file holding _PyRuntime */
 	uint64_t eval[PYF_MAX_EVAL][2]; /* _PyEval_EvalFrameDefault's code, absolute */
 	unsigned neval;
 	/* 3.9/3.10: offset of the kernel TID in glibc's struct pthread, found

@@ -64,7 +64,7 @@ struct elf_facts {
 	char soname[64];
 	char vstrings[8][24]; /* "3.X.Y" literals in .rodata */
 	unsigned nvstrings;
-	uint64_t getversion_buf; /* Py_GetVersion()'s static buffer (.symtab) */
+	uint64_t getversion_buf;	/* Py_GetVersion()'s static buffer (.symtab) */
 	uint64_t eval[PYF_MAX_EVAL][2]; /* the frame evaluator's code: [start, end) */
 	unsigned neval;
 };
@@ -116,7 +116,7 @@ static int list_candidates(struct pyf_proc *p, struct cand **ret, size_t *nret)
 		bool dup = false;
 
 		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &start, &end, &off, &pathpos) <
-			3 ||
+			    3 ||
 		    !pathpos || line[pathpos] != '/' || off != 0)
 			continue;
 		for (size_t i = 0; i < n && !dup; i++)
@@ -146,8 +146,8 @@ static void note_eval(struct elf_facts *f, const char *name, const GElf_Sym *sym
 {
 	static const char eval[] = "_PyEval_EvalFrameDefault";
 
-	if (strncmp(name, eval, sizeof(eval) - 1) || (name[sizeof(eval) - 1] &&
-						      name[sizeof(eval) - 1] != '.') ||
+	if (strncmp(name, eval, sizeof(eval) - 1) ||
+	    (name[sizeof(eval) - 1] && name[sizeof(eval) - 1] != '.') ||
 	    GELF_ST_TYPE(sym->st_info) != STT_FUNC || !sym->st_size)
 		return;
 	for (unsigned i = 0; i < f->neval; i++)
@@ -491,9 +491,10 @@ static void settle_layout(struct pyf_proc *p, const struct elf_facts *f)
 	why = check_live(p, &uninit);
 	if (why && !uninit && minor <= 12 && p->runtime_size &&
 	    p->runtime_size != expected_runtime_size(minor)) {
-		set_reason(
-		    p, "%.60s (_PyRuntime is %" PRIu64 " bytes, not %" PRIu64 ": a debug build?)",
-		    why, p->runtime_size, expected_runtime_size(minor));
+		set_reason(p,
+			   "%.60s (_PyRuntime is %" PRIu64 " bytes, not %" PRIu64
+			   ": a debug build?)",
+			   why, p->runtime_size, expected_runtime_size(minor));
 	} else if (why) {
 		set_reason(p, "%s", why);
 	}

@@ -104,11 +104,11 @@ unsigned pyf_from_nodes(const struct pyf_proc *p, const struct pystack_node *nod
 		if (k >= max)
 			break;
 		out[k++] = (struct pyf_frame){
-		    .code = code,
-		    .frame = nd->frame,
-		    .instr = instr_offset(l, nd, code),
-		    .flags = l->chain == PYF_CHAIN_FRAMEOBJ ? PYF_FRAME_ENTRY : 0,
-		    .firstlineno = (int32_t)nd->firstlineno,
+			.code = code,
+			.frame = nd->frame,
+			.instr = instr_offset(l, nd, code),
+			.flags = l->chain == PYF_CHAIN_FRAMEOBJ ? PYF_FRAME_ENTRY : 0,
+			.firstlineno = (int32_t)nd->firstlineno,
 		};
 		/* 3.11: the entry frame ends its run; its marker (the
 		 * activation's _PyCFrame) is not read by BPF */

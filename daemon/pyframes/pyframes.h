@@ -49,8 +49,8 @@ struct pyf_frame {
 	 * 3.9/3.10 have none: activations pair with frames one to one.
 	 */
 	uint64_t marker;
-	int32_t instr;	/* instruction offset in bytes; -1: before the first */
-	uint32_t flags; /* PYF_FRAME_* */
+	int32_t instr;	     /* instruction offset in bytes; -1: before the first */
+	uint32_t flags;	     /* PYF_FRAME_* */
 	int32_t firstlineno; /* pyf_from_nodes(): the code's first line as BPF read it */
 	uint32_t pad;
 };

@@ -287,8 +287,10 @@ static int walk_frameobj(struct pyf_proc *p, uint64_t ts, struct pyf_frame *out,
 			lasti = -1;
 		else if (l->lasti_units)
 			lasti = lasti > INT32_MAX / 2 ? -1 : lasti * 2;
-		out[(*n)++] = (struct pyf_frame){
-		    .code = code, .frame = f, .instr = lasti, .flags = PYF_FRAME_ENTRY};
+		out[(*n)++] = (struct pyf_frame){.code = code,
+						 .frame = f,
+						 .instr = lasti,
+						 .flags = PYF_FRAME_ENTRY};
 		f = back;
 	}
 	return 0;
@@ -376,10 +378,11 @@ static int walk_iframes(struct pyf_proc *p, uint64_t ts, struct pyf_frame *out, 
 			if (*n >= max)
 				return PYF_TRUNCATED;
 			off = (int64_t)(ip - (code + l->co_code_adaptive));
-			out[(*n)++] = (struct pyf_frame){
-			    .code = code,
-			    .frame = f,
-			    .instr = off < 0 || off > INT32_MAX ? -1 : (int32_t)off};
+			out[(*n)++] = (struct pyf_frame){.code = code,
+							 .frame = f,
+							 .instr = off < 0 || off > INT32_MAX
+									  ? -1
+									  : (int32_t)off};
 		}
 		if (entry) {
 			/* 3.11: the activation's _PyCFrame is the next node of

@@ -23,11 +23,11 @@
 #include "util.h"
 
 #define PROC_BUCKETS 1024
-#define CODE_SLOTS 1024		/* per process: (code, instr) -> frame id */
-#define MAX_TRIES 40		/* attach attempts of a starting interpreter */
-#define RETRY_NS 250000000ull	/* between them */
-#define MAX_SPLICE 256		/* Python frames interpreted per sample */
-#define MAPS_PEEK (4u << 20)	/* bytes of /proc/PID/maps searched for "python" */
+#define CODE_SLOTS 1024	      /* per process: (code, instr) -> frame id */
+#define MAX_TRIES 40	      /* attach attempts of a starting interpreter */
+#define RETRY_NS 250000000ull /* between them */
+#define MAX_SPLICE 256	      /* Python frames interpreted per sample */
+#define MAPS_PEEK (4u << 20)  /* bytes of /proc/PID/maps searched for "python" */
 
 enum pyp_state {
 	PYP_PENDING, /* not recognized yet: retried on a later sample */
@@ -81,7 +81,7 @@ struct pyreg {
 	unsigned nprocs;
 	struct pyname *chunks[NAME_CHUNKS]; /* ids below ID_FIRST unused */
 	uint32_t nnames;		    /* atomic: written by the loop only */
-	uint32_t *htab; /* open addressing, ids; size hcap (power of two) */
+	uint32_t *htab;			    /* open addressing, ids; size hcap (power of two) */
 	uint32_t hcap;
 	size_t bytes;
 	uint64_t table_full, procs_full, samples, spliced;
@@ -417,7 +417,8 @@ static uint32_t intern(struct pyreg *r, const char *qual, const char *file, int 
 
 	if (!r->nnames)
 		r->nnames = ID_FIRST;
-	for (k = r->hcap ? h & (r->hcap - 1) : 0; r->hcap && r->htab[k]; k = (k + 1) & (r->hcap - 1)) {
+	for (k = r->hcap ? h & (r->hcap - 1) : 0; r->hcap && r->htab[k];
+	     k = (k + 1) & (r->hcap - 1)) {
 		const struct pyname *n = name_at(r, r->htab[k]);
 
 		if (n->hash == h && n->line == line && !strcmp(n->qual, qual) &&
@@ -454,8 +455,7 @@ static uint32_t frame_id(struct pyreg *r, struct pyp *p, const struct pyf_frame 
 		r->bytes += CODE_SLOTS * sizeof(*p->codes);
 	}
 	c = &p->codes[(k * 0x9e3779b97f4a7c15ull) >> 54 & (CODE_SLOTS - 1)];
-	if (c->id && c->code == f->code && c->instr == f->instr &&
-	    c->firstlineno == f->firstlineno)
+	if (c->id && c->code == f->code && c->instr == f->instr && c->firstlineno == f->firstlineno)
 		return c->id;
 	if (pyf_resolve_seen(p->pf, f->code, f->firstlineno, f->instr, &qual, &file, &line) < 0) {
 		p->unresolved++;
@@ -508,10 +508,11 @@ static unsigned make_runs(const struct pyf_frame *f, unsigned n, struct run *run
 
 	for (unsigned i = 0; i < n && nr < max; i++)
 		if (f[i].flags & PYF_FRAME_ENTRY || i + 1 == n) {
-			runs[nr++] = (struct run){.start = start, .end = i + 1,
+			runs[nr++] = (struct run){.start = start,
+						  .end = i + 1,
 						  .marker = f[i].flags & PYF_FRAME_ENTRY
-								? f[i].marker
-								: 0};
+								    ? f[i].marker
+								    : 0};
 			start = i + 1;
 		}
 	return nr;
@@ -631,8 +632,8 @@ bool pyreg_frame_name(const struct pyreg *r, uint64_t ip, char *name, size_t len
 	if (!r || !PYREG_IS_PY(ip))
 		return false;
 	if (id == ID_FULL || id == ID_TRUNCATED) {
-		snprintf(name, len, "%s", id == ID_FULL ? "[python: frame table full]" PYREG_SUFFIX
-							: "[truncated]");
+		snprintf(name, len, "%s",
+			 id == ID_FULL ? "[python: frame table full]" PYREG_SUFFIX : "[truncated]");
 		return true;
 	}
 	if (id < ID_FIRST || id >= __atomic_load_n(&r->nnames, __ATOMIC_ACQUIRE))

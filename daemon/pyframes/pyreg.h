@@ -30,7 +30,7 @@ struct pyreg;
 struct pystack_node;
 
 #define PYREG_IP_FLAG (1ull << 63)
-#define PYREG_IS_PY(ip) (((ip) & PYREG_IP_FLAG) != 0)
+#define PYREG_IS_PY(ip) (((ip)&PYREG_IP_FLAG) != 0)
 /* The suffix that marks a Python frame's name in every output */
 #define PYREG_SUFFIX "_[p]"
 

@@ -73,7 +73,7 @@ static int sample_frame(struct chrome *x, const struct store_rec *r, uint32_t *o
 		size_t len;
 		const char *comm = capture_str(x->c, r->comm, &len);
 		uint32_t p =
-		    frame_id(x, 0, comm && len ? comm : "[unknown]", comm && len ? len : 9);
+			frame_id(x, 0, comm && len ? comm : "[unknown]", comm && len ? len : 9);
 		size_t n = capframes_get(x->f, r->pid, r->stack);
 		for (size_t i = 0; i < n && p; i++)
 			p = frame_id(x, p, x->f->name[i], x->f->len[i]);
@@ -132,8 +132,8 @@ static int write_event(struct chrome *x, const struct store_rec *r, struct expor
 		 * record's dur_ns bytes hold its cgroup, store.h) */
 		ev_begin(x, "X", "gpu_launch", r, tid);
 		wb_printf(x->w,
-			  ",\"dur\":0.000,\"args\":{\"queue\":%" PRIu64
-			  ",\"correlation\":%" PRIu64 "}}",
+			  ",\"dur\":0.000,\"args\":{\"queue\":%" PRIu64 ",\"correlation\":%" PRIu64
+			  "}}",
 			  r->aux[0], r->aux[1]);
 		break;
 	case STORE_REC_GPU_INTERVAL:
@@ -161,7 +161,7 @@ static void write_meta(struct chrome *x)
 	for (uint32_t id = 1; id <= x->threads.n; id++) {
 		size_t klen, len;
 		const uint32_t *k =
-		    (const uint32_t *)(const void *)bmap_key(&x->threads, id, &klen);
+			(const uint32_t *)(const void *)bmap_key(&x->threads, id, &klen);
 		uint32_t pid, tid;
 		memcpy(&pid, k, 4);
 		memcpy(&tid, (const char *)k + 4, 4);

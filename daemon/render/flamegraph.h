@@ -87,10 +87,10 @@ int flame_render(struct fold_set *s, const struct flame_opts *o, folded_write_fn
  * draws its flame graph in the page (heatmap.c, heatdata.c).
  */
 struct heatmap_opts {
-	uint64_t bucket_ns;	   /* rows; must divide a second; 0: 20 ms, or
+	uint64_t bucket_ns;  /* rows; must divide a second; 0: 20 ms, or
 				    * coarser (to 200 ms) while the busiest
 				    * cell would hold under 5 */
-	uint64_t capture_id;	   /* for the command line shown on selection */
+	uint64_t capture_id; /* for the command line shown on selection */
 	const char *title;
 	enum folded_weight weight; /* what a cell counts (CPU samples by default) */
 	bool no_kernel;		   /* leave kernel frames out of the stacks */
@@ -101,11 +101,11 @@ struct heatmap_opts {
 
 struct heatmap_totals {
 	uint64_t samples, columns, rows, max_cell;
-	uint64_t bucket_ns;		/* the rows' bucket, after any coarsening */
-	uint64_t min_count, pruned;	/* frames under min_count in all merged into callers
+	uint64_t bucket_ns;	    /* the rows' bucket, after any coarsening */
+	uint64_t min_count, pruned; /* frames under min_count in all merged into callers
 					   (0: none), how many */
-	uint64_t nodes, names;		/* stack and string table entries written */
-	uint64_t data_bytes;		/* bytes of the embedded data */
+	uint64_t nodes, names;	    /* stack and string table entries written */
+	uint64_t data_bytes;	    /* bytes of the embedded data */
 };
 
 int heatmap_render(const struct capture *c, const struct heatmap_opts *o, folded_write_fn fn,

@@ -156,9 +156,9 @@ static bool record_key(struct ctx *x, const struct store_rec *r, struct agg *k)
 {
 	const struct folded_opts *o = x->o;
 	static const uint16_t counted[] = {
-	    [FOLDED_WEIGHT_SAMPLES] = STORE_REC_CPU_SAMPLE,
-	    [FOLDED_WEIGHT_LAUNCHES] = STORE_REC_GPU_LAUNCH,
-	    [FOLDED_WEIGHT_GPU_TIME] = STORE_REC_GPU_INTERVAL,
+		[FOLDED_WEIGHT_SAMPLES] = STORE_REC_CPU_SAMPLE,
+		[FOLDED_WEIGHT_LAUNCHES] = STORE_REC_GPU_LAUNCH,
+		[FOLDED_WEIGHT_GPU_TIME] = STORE_REC_GPU_INTERVAL,
 	};
 	if (o->weight == FOLDED_WEIGHT_GPU_TIME) {
 		/* launches carry the matched time; intervals only their own
@@ -177,8 +177,13 @@ static bool record_key(struct ctx *x, const struct store_rec *r, struct agg *k)
 		return false;
 	/* the pid stays in the key even without o->pid: symbols are
 	 * per (pid, stack); equal lines merge in the second pass */
-	*k = (struct agg){r->stack, r->pid, o->tid ? r->tid : 0, r->comm, 0,
-			  r->aux32 ? r->aux32 : 1, o->cgroup ? store_rec_cgroup(r) : 0};
+	*k = (struct agg){r->stack,
+			  r->pid,
+			  o->tid ? r->tid : 0,
+			  r->comm,
+			  0,
+			  r->aux32 ? r->aux32 : 1,
+			  o->cgroup ? store_rec_cgroup(r) : 0};
 	if (o->weight == FOLDED_WEIGHT_LAUNCHES) {
 		k->name = r->name;
 		k->count = 1;

@@ -85,14 +85,14 @@ struct folded_opts {
 	const char *comm;	   /* exact match */
 	uint64_t start_ns, end_ns; /* record ts in [start, end]; 0 = open end */
 	enum folded_weight weight; /* what counts; default CPU samples */
-	struct render_view view; /* what the peer may see */
+	struct render_view view;   /* what the peer may see */
 };
 
 struct folded_totals {
-	uint64_t stacks;  /* lines written */
-	uint64_t samples; /* records that matched the filters */
-	uint64_t weight;  /* sum of the counts written */
-	bool symbolized;  /* the capture had a usable CAPSEC_SYMBOLS section */
+	uint64_t stacks;	/* lines written */
+	uint64_t samples;	/* records that matched the filters */
+	uint64_t weight;	/* sum of the counts written */
+	bool symbolized;	/* the capture had a usable CAPSEC_SYMBOLS section */
 	bool gpu_time_fallback; /* gpu-time asked, no intervals: launches counted */
 };
 

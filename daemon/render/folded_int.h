@@ -16,8 +16,8 @@ struct sym_table;
 
 struct agg {
 	uint32_t stack, pid, tid, comm;
-	uint32_t name;	/* GPU kernel string id, 0 for CPU samples */
-	uint64_t count; /* 0: empty slot */
+	uint32_t name;	 /* GPU kernel string id, 0 for CPU samples */
+	uint64_t count;	 /* 0: empty slot */
 	uint32_t cgroup; /* launch's cgroup string id with opts.cgroup, else 0 */
 };
 

@@ -136,7 +136,7 @@ static int add_line(struct fold_set *s, int side, const char *p, size_t len)
 	}
 	memcpy(s->text + s->tlen, p, sl);
 	s->lines[s->n++] =
-	    (struct fline){s->tlen, (uint32_t)sl, (uint32_t)depth, (uint8_t)side, count};
+		(struct fline){s->tlen, (uint32_t)sl, (uint32_t)depth, (uint8_t)side, count};
 	s->tlen += sl;
 	s->st.lines[side]++;
 	s->st.total[side] = sat_add(s->st.total[side], count);

@@ -86,7 +86,7 @@ static int pairs_sort(struct heatdata *d)
 		uint32_t node = (uint32_t)tmp[i].key, cell1 = (uint32_t)(tmp[i].key >> 32) + 1;
 		if (mark[node] == cell1) {
 			d->pairs[slot[node]].count =
-			    sat_add(d->pairs[slot[node]].count, tmp[i].count);
+				sat_add(d->pairs[slot[node]].count, tmp[i].count);
 			continue;
 		}
 		mark[node] = cell1;

@@ -22,12 +22,12 @@
 #include "svg_js.h"
 
 #define NS_PER_S 1000000000ull
-#define CELL_W 12     /* a column's width on a long capture */
-#define CELL_MAX_W 48 /* and at most, on a short one */
+#define CELL_W 12      /* a column's width on a long capture */
+#define CELL_MAX_W 48  /* and at most, on a short one */
 #define GRID_MIN_W 600 /* what a short capture's columns widen to fill */
 #define LABEL_MIN_W 40 /* between column labels: "1000s" at the page's font */
-#define CELL_H 8      /* a row's height at the 50 rows of 20 ms buckets */
-#define CELL_MAX_H 40 /* and at most, on coarser rows */
+#define CELL_H 8       /* a row's height at the 50 rows of 20 ms buckets */
+#define CELL_MAX_H 40  /* and at most, on coarser rows */
 #define LEFT 60
 #define TOP 50
 #define FLAME_W 1200
@@ -156,8 +156,7 @@ static unsigned cell_width(const struct heatdata *d)
 {
 	if (d->cols * CELL_W >= GRID_MIN_W)
 		return CELL_W;
-	return d->cols * CELL_MAX_W <= GRID_MIN_W ? CELL_MAX_W
-						  : (unsigned)(GRID_MIN_W / d->cols);
+	return d->cols * CELL_MAX_W <= GRID_MIN_W ? CELL_MAX_W : (unsigned)(GRID_MIN_W / d->cols);
 }
 
 /* A row's height: coarser buckets (fewer rows) keep the grid about as
@@ -193,8 +192,7 @@ static void write_grid(struct wbuf *w, const struct heatdata *d, uint64_t max_ce
 			  (unsigned long long)(row * d->bucket / 1000000));
 	for (uint64_t col = 0; col < d->cols; col += step)
 		wb_printf(w, "<text class=\"col\" x=\"%llu\" y=\"%d\">%llus</text>\n",
-			  (unsigned long long)(LEFT + col * cw), TOP - 4,
-			  (unsigned long long)col);
+			  (unsigned long long)(LEFT + col * cw), TOP - 4, (unsigned long long)col);
 	wb_puts(w, "<g id=\"cells\">\n");
 	for (uint64_t col = 0; col < d->cols && !w->err; col++) {
 		for (uint64_t row = 0; row < d->rows; row++) {
@@ -202,18 +200,17 @@ static void write_grid(struct wbuf *w, const struct heatdata *d, uint64_t max_ce
 			uint64_t s = d->t0 + col * NS_PER_S + row * d->bucket;
 			double v = max_cell ? (double)n / (double)max_cell : 0;
 			int g = n ? (int)(235 - 200 * v) : 245;
-			wb_printf(
-			    w,
-			    "<rect x=\"%llu\" y=\"%llu\" width=\"%d\" height=\"%d\" "
-			    "fill=\"rgb(%d,%d,%d)\" hm:s=\"%llu\" hm:e=\"%llu\" hm:n=\"%llu\">"
-			    "<title>%llus +%llums: %llu %s</title></rect>\n",
-			    (unsigned long long)(LEFT + col * cw),
-			    (unsigned long long)(TOP + row * ch), cw - 1, ch - 1,
-			    n ? 255 : 245, g, g, (unsigned long long)s,
-			    (unsigned long long)(s + d->bucket - 1), (unsigned long long)n,
-			    (unsigned long long)col,
-			    (unsigned long long)(row * d->bucket / 1000000), (unsigned long long)n,
-			    countname);
+			wb_printf(w,
+				  "<rect x=\"%llu\" y=\"%llu\" width=\"%d\" height=\"%d\" "
+				  "fill=\"rgb(%d,%d,%d)\" hm:s=\"%llu\" hm:e=\"%llu\" hm:n=\"%llu\">"
+				  "<title>%llus +%llums: %llu %s</title></rect>\n",
+				  (unsigned long long)(LEFT + col * cw),
+				  (unsigned long long)(TOP + row * ch), cw - 1, ch - 1,
+				  n ? 255 : 245, g, g, (unsigned long long)s,
+				  (unsigned long long)(s + d->bucket - 1), (unsigned long long)n,
+				  (unsigned long long)col,
+				  (unsigned long long)(row * d->bucket / 1000000),
+				  (unsigned long long)n, countname);
 		}
 	}
 	wb_puts(w, "</g>\n");
@@ -285,9 +282,9 @@ int heatmap_render(const struct capture *c, const struct heatmap_opts *opts, fol
 	write_note(w, d, (unsigned)(TOP + d->rows * cell_height(d) + 20));
 	wb_puts(w, "</g>\n");
 	write_flame_frame(w, countname);
-	wb_printf(
-	    w, "<text id=\"sel\" x=\"%d\" y=\"%u\">click a start cell, then an end cell</text>\n",
-	    LEFT, height - 12);
+	wb_printf(w,
+		  "<text id=\"sel\" x=\"%d\" y=\"%u\">click a start cell, then an end cell</text>\n",
+		  LEFT, height - 12);
 	wb_puts(w, "</svg>\n");
 	r = wb_flush(w);
 out:

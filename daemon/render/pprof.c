@@ -207,8 +207,8 @@ size_t pprof_frames(struct pprof *x, const struct capframes *f, size_t at)
 		 * a peer kept from kernel addresses gets none */
 		uint32_t map = f->map[k] ? pprof_map(x, PMAP_FILE, f->map[k])
 			       : f->kernel[k] && !f->view.kernel_hidden
-				   ? pprof_map(x, PMAP_KERNEL, 0)
-				   : 0;
+				       ? pprof_map(x, PMAP_KERNEL, 0)
+				       : 0;
 		size_t fl = 0, nl = f->len[k];
 		uint32_t line = 0;
 		if (!split_line(f->line[k], f->linelen[k], &fl, &line))
@@ -216,12 +216,11 @@ size_t pprof_frames(struct pprof *x, const struct capframes *f, size_t at)
 		/* a Python frame, "qualname (short file)_[p]": the function is
 		 * the qualified name, the file and line come separately */
 		const char *sp = nl > 4 && !memcmp(f->name[k] + nl - 4, "_[p]", 4)
-				     ? memchr(f->name[k], ' ', nl)
-				     : NULL;
+					 ? memchr(f->name[k], ' ', nl)
+					 : NULL;
 		if (sp)
 			nl = (size_t)(sp - f->name[k]);
-		x->locv[at + i] =
-		    pprof_loc(x, f->name[k], nl, f->ip[k], map, f->line[k], fl, line);
+		x->locv[at + i] = pprof_loc(x, f->name[k], nl, f->ip[k], map, f->line[k], fl, line);
 	}
 	return at + n;
 }
@@ -553,8 +552,8 @@ int pprof_export_labelled(const struct capture *c, const struct render_view *vie
 		memset(vals, 0, sizeof(vals));
 		vals[0] = cpu.v[id - 1][0];
 		if (period_ns)
-			vals[1] =
-			    vals[0] > UINT64_MAX / period_ns ? UINT64_MAX : vals[0] * period_ns;
+			vals[1] = vals[0] > UINT64_MAX / period_ns ? UINT64_MAX
+								   : vals[0] * period_ns;
 		cap_sample(x, &out, c, n, vals, nv, k[0], k[1]);
 		tt.events++;
 	}

@@ -85,7 +85,7 @@ void palette_color(const char *name, size_t len, bool kernel, char out[24]);
 struct capframes {
 	const struct capture *c;
 	struct render_view view; /* what the peer may see */
-	struct sym_table *syms; /* NULL without a usable section */
+	struct sym_table *syms;	 /* NULL without a usable section */
 	size_t n;
 	const char *name[2 * 127 + 2];
 	size_t len[2 * 127 + 2];

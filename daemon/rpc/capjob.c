@@ -117,7 +117,7 @@ static void capjob_run(struct capjob *j)
 	struct capture *c = NULL;
 	if (j->timeline_only && j->cache && (j->tl = tlcache_get(j->cache, j->id))) {
 		j->run(j, NULL); /* cached: no need to load the capture */
-		if (j->tl) { /* run() did not take it */
+		if (j->tl) {	 /* run() did not take it */
 			tlcache_release(j->cache, j->tl);
 			j->tl = NULL;
 		}
@@ -219,9 +219,9 @@ void capjob_submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for
 	submit(req, e, fd_idx, for_write, run, opts, free_opts, false);
 }
 
-void capjob_submit_timeline(struct rpc_req *req, struct capentry *e, int fd_idx,
-			    bool for_write, void (*run)(struct capjob *, struct capture *),
-			    void *opts, void (*free_opts)(void *))
+void capjob_submit_timeline(struct rpc_req *req, struct capentry *e, int fd_idx, bool for_write,
+			    void (*run)(struct capjob *, struct capture *), void *opts,
+			    void (*free_opts)(void *))
 {
 	submit(req, e, fd_idx, for_write, run, opts, free_opts, true);
 }

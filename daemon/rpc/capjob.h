@@ -26,7 +26,7 @@ struct capjob {
 	 * it to the renderers */
 	struct render_view view;
 	/* set by run() */
-	int err; /* negative errno, or 0 */
+	int err;  /* negative errno, or 0 */
 	int code; /* JSON-RPC code when err != 0 (0: derived from err) */
 	char msg[512];
 	cJSON *result;
@@ -56,9 +56,9 @@ void capjob_submit(struct rpc_req *req, struct capentry *e, int fd_idx, bool for
 		   void (*free_opts)(void *));
 /* The same for a run() that only calls capjob_timeline() on c: when the
  * decoded timeline is cached, the capture is not loaded and c is NULL. */
-void capjob_submit_timeline(struct rpc_req *req, struct capentry *e, int fd_idx,
-			    bool for_write, void (*run)(struct capjob *, struct capture *),
-			    void *opts, void (*free_opts)(void *));
+void capjob_submit_timeline(struct rpc_req *req, struct capentry *e, int fd_idx, bool for_write,
+			    void (*run)(struct capjob *, struct capture *), void *opts,
+			    void (*free_opts)(void *));
 
 /*
  * What req's peer may see in outputs (peer.c): privileged peers everything;

@@ -112,12 +112,13 @@ static void conn_read(struct rpc_conn *c)
 		size_t avail;
 		int r = frame_buf_reserve(&c->in, &p, &avail);
 		if (r < 0) {
-			rpc_conn_fatal(c, GPUPROF_ERR_TOO_LARGE, "message exceeds the maximum size");
+			rpc_conn_fatal(c, GPUPROF_ERR_TOO_LARGE,
+				       "message exceeds the maximum size");
 			return;
 		}
 		bool trunc = false;
-		ssize_t n = fd_recv(c->fd, p, avail, c->fdq, &c->nfdq, FDQ_MAX, &trunc,
-				    MSG_DONTWAIT);
+		ssize_t n =
+			fd_recv(c->fd, p, avail, c->fdq, &c->nfdq, FDQ_MAX, &trunc, MSG_DONTWAIT);
 		if (n == -EAGAIN || n == -EWOULDBLOCK)
 			break;
 		if (n < 0) {
@@ -125,7 +126,8 @@ static void conn_read(struct rpc_conn *c)
 			return;
 		}
 		if (trunc) {
-			rpc_conn_fatal(c, GPUPROF_ERR_TOO_LARGE, "too many file descriptors queued");
+			rpc_conn_fatal(c, GPUPROF_ERR_TOO_LARGE,
+				       "too many file descriptors queued");
 			return;
 		}
 		if (n == 0) {

@@ -202,8 +202,8 @@ void rpc_wait_saved(struct rpc_req *req, struct capentry *e)
 
 void method_capture_start(struct rpc_req *req, const cJSON *params)
 {
-	static const char *const allowed[] = {"pids", "duration_ms", "last_ms", "wait", "name",
-					      NULL};
+	static const char *const allowed[] = {"pids", "duration_ms", "last_ms",
+					      "wait", "name",	     NULL};
 	if (!params_only(req, params, allowed))
 		return;
 	struct capreg_start o = {
@@ -287,8 +287,7 @@ void method_capture_stop(struct rpc_req *req, const cJSON *params)
 	capreg_stop(e); /* one that cannot be saved stays, failed */
 	e = capreg_find(req->gpd->captures, id);
 	if (!e) {
-		rpc_error(req, GPUPROF_ERR_IO, NULL, "capture %llu failed",
-			  (unsigned long long)id);
+		rpc_error(req, GPUPROF_ERR_IO, NULL, "capture %llu failed", (unsigned long long)id);
 		return;
 	}
 	if (wait && e->sum->state == CAPTURE_RECORDING)

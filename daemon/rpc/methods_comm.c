@@ -16,7 +16,7 @@
 #include "timeline/timeline.h"
 
 struct comm_req {
-	cJSON *params; /* analysis params (no id, no fd) */
+	cJSON *params;	 /* analysis params (no id, no fd) */
 	cJSON *defaults; /* parsed comm.params, or NULL */
 	bool svg, windows_asked;
 };

@@ -89,7 +89,8 @@ cJSON *rpc_status_json(struct gpd *g, bool privileged)
 	FILE *f = fopen("/proc/self/statm", "re");
 	unsigned long pages_total, pages_rss;
 	if (f && fscanf(f, "%lu %lu", &pages_total, &pages_rss) == 2)
-		json_add_u64(mem, "rss_bytes", (uint64_t)pages_rss * (uint64_t)sysconf(_SC_PAGESIZE));
+		json_add_u64(mem, "rss_bytes",
+			     (uint64_t)pages_rss * (uint64_t)sysconf(_SC_PAGESIZE));
 	if (f)
 		fclose(f);
 	/* Under AddressSanitizer its allocator replaces malloc: what the

@@ -187,7 +187,7 @@ static const struct cp_graph *graph_for(struct capjob *j, struct capture *c, str
 		 * from the import info so the cache key names it */
 		cJSON *info = cJSON_ParseWithLength(ex->data, ex->len);
 		const cJSON *rk =
-		    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(info, "ranks"), 0);
+			cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(info, "ranks"), 0);
 		char *bar = strchr(x->key, '|');
 
 		if (cJSON_IsNumber(rk) && bar && !strncmp(bar, "|-1|", 4)) {
@@ -308,21 +308,21 @@ out:
 void method_analyze_critical_path(struct rpc_req *req, const cJSON *params)
 {
 	static const char *const allowed[] = {
-	    "id",
-	    "rank",
-	    "annotation",
-	    "instance",
-	    "zero_weight_launch_edges",
-	    "kernel_kernel_threshold_us",
-	    "data_load_events",
-	    "edits",
-	    "top",
-	    "max_edges",
-	    "overlay",
-	    "overlay_all_events",
-	    "overlay_unverified",
-	    "fds",
-	    NULL,
+		"id",
+		"rank",
+		"annotation",
+		"instance",
+		"zero_weight_launch_edges",
+		"kernel_kernel_threshold_us",
+		"data_load_events",
+		"edits",
+		"top",
+		"max_edges",
+		"overlay",
+		"overlay_all_events",
+		"overlay_unverified",
+		"fds",
+		NULL,
 	};
 	struct cpopts *x;
 	struct capentry *e;

@@ -146,14 +146,14 @@ void method_gpu_top(struct rpc_req *req, const cJSON *params)
 	}
 	if (!t || gpu_top_count(req->gpd->store,
 				&(struct gpu_top_query){
-				    .t0_ns = t->now_ns > window_ms * 1000000
-						 ? t->now_ns - window_ms * 1000000
-						 : 0,
-				    .pids = pids,
-				    .npids = npids,
-				    .all_uids = req->privileged,
-				    .uid = req->uid,
-				    .limit = (size_t)limit,
+					.t0_ns = t->now_ns > window_ms * 1000000
+							 ? t->now_ns - window_ms * 1000000
+							 : 0,
+					.pids = pids,
+					.npids = npids,
+					.all_uids = req->privileged,
+					.uid = req->uid,
+					.limit = (size_t)limit,
 				},
 				&t->r) < 0) {
 		free(t);

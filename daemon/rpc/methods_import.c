@@ -131,7 +131,8 @@ static void import_work(void *arg)
 			} else if (r == -ECANCELED) {
 				import_fail(j, r, GPUPROF_ERR_SHUTTING_DOWN,
 					    "file %zu: import cancelled (the client hung up or the "
-					    "daemon is stopping)", i);
+					    "daemon is stopping)",
+					    i);
 			} else if (r == -EFBIG) {
 				import_fail(j, r, GPUPROF_ERR_TOO_LARGE, "file %zu: %s", i,
 					    res.error_msg[0] ? res.error_msg : strerror(-r));
@@ -149,7 +150,8 @@ static void import_work(void *arg)
 		cJSON *f = cJSON_CreateObject();
 		cJSON_AddNumberToObject(f, "rank", res.rank);
 		cJSON_AddBoolToObject(f, "gzip", res.gzip);
-		cJSON_AddStringToObject(f, "format", res.format == IMPORT_FMT_NSYS ? "nsys" : "kineto");
+		cJSON_AddStringToObject(f, "format",
+					res.format == IMPORT_FMT_NSYS ? "nsys" : "kineto");
 		if (res.format == IMPORT_FMT_NSYS) {
 			cJSON *nc = cJSON_AddObjectToObject(f, "nccl");
 
@@ -222,7 +224,8 @@ static void import_work(void *arg)
 	for (uint32_t i = 0; i < timeline_nranks(tl); i++) {
 		const struct tl_rank *rk = timeline_rank_at(tl, i);
 		for (uint32_t k = 0; k < rk->nev; k++) {
-			int64_t end = rk->ev[k].ts_ns + (rk->ev[k].dur_ns > 0 ? rk->ev[k].dur_ns : 0);
+			int64_t end =
+				rk->ev[k].ts_ns + (rk->ev[k].dur_ns > 0 ? rk->ev[k].dur_ns : 0);
 			if (end > 0 && (uint64_t)end > c->t1_ns)
 				c->t1_ns = (uint64_t)end;
 		}
@@ -337,7 +340,8 @@ void method_capture_import(struct rpc_req *req, const cJSON *params)
 			free(j);
 			rpc_error(req, GPUPROF_ERR_BAD_FD, NULL,
 				  "descriptor %zu must be a file, pipe or connected socket open "
-				  "for reading", i);
+				  "for reading",
+				  i);
 			return;
 		}
 	}

@@ -111,9 +111,10 @@ static void folded_run(struct capjob *j, struct capture *c)
 
 void method_capture_folded(struct rpc_req *req, const cJSON *params)
 {
-	static const char *const allowed[] = {"id",   "fd",   "kernel",	  "pid",      "tid",
-					      "lines", "comm", "pids",	  "tids",     "start_ns",
-					      "end_ns", "weight", "from_ns", "to_ns", "cgroup", NULL};
+	static const char *const allowed[] = {"id",	 "fd",	     "kernel", "pid",
+					      "tid",	 "lines",    "comm",   "pids",
+					      "tids",	 "start_ns", "end_ns", "weight",
+					      "from_ns", "to_ns",    "cgroup", NULL};
 	if (!params_only(req, params, allowed))
 		return;
 	struct folded_req *f = calloc(1, sizeof(*f));

@@ -79,8 +79,8 @@ static int feed_cb(void *ctx, const void *buf, size_t len)
 
 /* An imported capture has no stack samples: its stacks are the CPU ops of
  * its timeline (timeline_folded_write()). */
-static int add_timeline_side(struct capjob *j, struct capture *c, bool cached,
-			     struct fold_set *s, int side)
+static int add_timeline_side(struct capjob *j, struct capture *c, bool cached, struct fold_set *s,
+			     int side)
 {
 	const struct timeline *tl = NULL;
 	struct timeline *own = NULL;
@@ -133,8 +133,8 @@ static int load_side(struct capjob *j, struct ropts *o, int side, struct capture
 }
 
 /* capture.export of an imported capture: the trace events of its timeline. */
-static int export_timeline(struct capjob *j, struct ropts *o, struct capture *c,
-			   struct fdout *out, struct export_totals *et)
+static int export_timeline(struct capjob *j, struct ropts *o, struct capture *c, struct fdout *out,
+			   struct export_totals *et)
 {
 	const struct timeline *tl = NULL;
 	int r = capjob_timeline(j, c, "an imported trace", &tl);
@@ -146,8 +146,8 @@ static int export_timeline(struct capjob *j, struct ropts *o, struct capture *c,
 			    "capture %llu holds %u ranks: name the one to export with \"rank\"",
 			    (unsigned long long)c->id, timeline_nranks(tl));
 	else if (r == -ENOENT)
-		capjob_fail(j, -EINVAL, GPUPROF_ERR_INVALID_PARAMS,
-			    "capture %llu has no rank %d", (unsigned long long)c->id, (int)o->rank);
+		capjob_fail(j, -EINVAL, GPUPROF_ERR_INVALID_PARAMS, "capture %llu has no rank %d",
+			    (unsigned long long)c->id, (int)o->rank);
 	capjob_timeline_done(j, tl);
 	return r;
 }
@@ -425,8 +425,8 @@ static void submit_sources(struct rpc_req *req, const cJSON *params, struct ropt
 		if (o->in_fd[side] < 0 || fdio_prepare(o->in_fd[side], false) < 0 ||
 		    idx == (int)fdi) {
 			rpc_error(
-			    req, GPUPROF_ERR_BAD_FD, NULL,
-			    "\"fds\" must name descriptors open for reading, apart from \"fd\"");
+				req, GPUPROF_ERR_BAD_FD, NULL,
+				"\"fds\" must name descriptors open for reading, apart from \"fd\"");
 			goto drop;
 		}
 	}
@@ -465,9 +465,9 @@ static struct ropts *ropts_new(struct rpc_req *req, enum rkind kind)
 	return o;
 }
 
-#define FLAME_KEYS                                                                                 \
-	"fd", "fds", "title", "subtitle", "countname", "comm", "minwidth", "width", "icicle",      \
-	    "kernel", "pid", "tid", "start_ns", "end_ns", "weight"
+#define FLAME_KEYS                                                                            \
+	"fd", "fds", "title", "subtitle", "countname", "comm", "minwidth", "width", "icicle", \
+		"kernel", "pid", "tid", "start_ns", "end_ns", "weight"
 
 void method_capture_flamegraph(struct rpc_req *req, const cJSON *params)
 {

@@ -110,8 +110,8 @@ static void out_run(struct capjob *j, struct capture *c)
 	}
 	r = xe_sec_decode(x->data, x->len, &d, why, sizeof(why));
 	if (r < 0) {
-		capjob_fail(j, r, r == -EBADMSG ? GPUPROF_ERR_DAMAGED : 0,
-			    "EU-stall section: %s", r == -EBADMSG ? why : strerror(-r));
+		capjob_fail(j, r, r == -EBADMSG ? GPUPROF_ERR_DAMAGED : 0, "EU-stall section: %s",
+			    r == -EBADMSG ? why : strerror(-r));
 		return;
 	}
 	out = malloc(sizeof(*out));

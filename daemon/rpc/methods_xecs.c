@@ -37,12 +37,12 @@ struct fd_job {
 	struct gpd *g;
 	int fd;
 	uint32_t io_timeout_ms;
-	size_t max; /* bytes accepted */
+	size_t max;	  /* bytes accepted */
 	const char *what; /* "batch-buffer dump" */
 	fd_job_apply apply;
 	uint8_t *buf;
 	size_t len;
-	int err; /* negative errno of the read */
+	int err;	      /* negative errno of the read */
 	uint32_t pid;	      /* xe.zebin: owner of the kernels (0 none) */
 	char zebin_file[256]; /* xe.zebin: the kernels' file frame */
 };
@@ -182,13 +182,12 @@ static void fd_job_submit(struct rpc_req *req, struct fd_job *proto)
 	/* The file names pids and feeds the shared kernel table. */
 	if (!req->privileged) {
 		rpc_error(req, GPUPROF_ERR_PERMISSION, NULL,
-			  "%s needs root or the admin group (access.admin_group)",
-			  req->method);
+			  "%s needs root or the admin group (access.admin_group)", req->method);
 		return;
 	}
 	if (req->nfds != 1) {
-		rpc_error(req, GPUPROF_ERR_BAD_FD, NULL,
-			  "pass the %s as one descriptor: \"fd\": 0", proto->what);
+		rpc_error(req, GPUPROF_ERR_BAD_FD, NULL, "pass the %s as one descriptor: \"fd\": 0",
+			  proto->what);
 		return;
 	}
 	fd = rpc_req_take_fd(req, 0);
@@ -231,7 +230,8 @@ void method_xe_batch(struct rpc_req *req, const cJSON *params)
 	if (!params_only(req, params, allowed))
 		return;
 	fd_job_submit(req, &(struct fd_job){.max = XE_BATCH_MAX_BYTES,
-					    .what = "batch-buffer dump", .apply = batch_apply});
+					    .what = "batch-buffer dump",
+					    .apply = batch_apply});
 }
 
 void method_xe_zebin(struct rpc_req *req, const cJSON *params)

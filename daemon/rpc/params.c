@@ -61,8 +61,7 @@ bool param_str(struct rpc_req *req, const cJSON *params, const char *key, size_t
 	/* cJSON passes any bytes through: a string kept or echoed must not
 	 * make a later reply invalid JSON for a strict reader */
 	if (!json_utf8_valid(v->valuestring, strlen(v->valuestring))) {
-		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "\"%s\" is not valid UTF-8",
-			  key);
+		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "\"%s\" is not valid UTF-8", key);
 		return false;
 	}
 	*out = v->valuestring;

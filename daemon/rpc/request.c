@@ -55,7 +55,7 @@ void rpc_method_shown(const char *name, char *out, size_t n)
 }
 
 const struct rpc_method *rpc_method_find(const struct rpc_method *table, size_t ntable,
-				       const char *name)
+					 const char *name)
 {
 	const struct rpc_method *wild = NULL;
 	for (size_t i = 0; i < ntable; i++) {

@@ -19,12 +19,12 @@ struct rpc_request {
 	cJSON *root; /* owned; freed by rpc_request_finish() */
 	/* The rest points into root and lives as long as it. */
 	const cJSON *reply_id; /* id to echo in an error: number/string, else NULL */
-	bool notification; /* no id, or id null: no reply */
+	bool notification;     /* no id, or id null: no reply */
 	const char *method_name;
 	const struct rpc_method *method; /* NULL: not in the table */
-	const cJSON *params; /* NULL, an object or an array */
-	int fd_err; /* 0, or -EINVAL when "fd"/"fds" are not valid indexes */
-	size_t nfds; /* descriptors the request names (highest index + 1) */
+	const cJSON *params;		 /* NULL, an object or an array */
+	int fd_err;			 /* 0, or -EINVAL when "fd"/"fds" are not valid indexes */
+	size_t nfds;			 /* descriptors the request names (highest index + 1) */
 };
 
 /*

@@ -128,7 +128,8 @@ static void on_conn_timer(uv_timer_t *t)
 	struct rpc_conn *c = t->data;
 	const struct config *cfg = &c->srv->g->cfg;
 	uint64_t now = gpd_now_ns();
-	if (c->partial_since_ns && now - c->partial_since_ns > cfg->request_timeout_ms * 1000000ull) {
+	if (c->partial_since_ns &&
+	    now - c->partial_since_ns > cfg->request_timeout_ms * 1000000ull) {
 		log_info("client uid=%u pid=%d too slow sending a request: disconnecting",
 			 (unsigned)c->uid, (int)c->pid);
 		rpc_conn_fatal(c, GPUPROF_ERR_TIMEOUT, "request not completed in time");
@@ -171,8 +172,7 @@ static void refuse(int fd, int code, const char *msg)
  * the refusal, naming the limit, into msg (no quotes or backslashes: it
  * goes into JSON as is).
  */
-static bool conn_admit(const struct rpc_server *s, uid_t uid, bool privileged, char *msg,
-		       size_t n)
+static bool conn_admit(const struct rpc_server *s, uid_t uid, bool privileged, char *msg, size_t n)
 {
 	const struct config *cfg = &s->g->cfg;
 	unsigned share = (unsigned)config_unpriv_max(cfg->max_clients, cfg->reserved_clients);

@@ -17,7 +17,6 @@
 #include "framing.h"
 #include "rpc.h"
 
-
 #define FDQ_MAX (2 * GPUPROF_MAX_FDS_PER_MSG)
 #define READ_BUDGET (256 * 1024) /* bytes per readable callback, for fairness */
 
@@ -30,7 +29,7 @@ struct rpc_conn {
 	int refs;
 	int handles_open;
 	bool closing; /* handles being closed */
-	bool eof; /* peer shut down its write side */
+	bool eof;     /* peer shut down its write side */
 	bool close_after_flush;
 	uid_t uid;
 	pid_t pid;
@@ -43,7 +42,7 @@ struct rpc_conn {
 	size_t out_len, out_off, out_cap;
 	int inflight;
 	uint64_t last_activity_ns;
-	uint64_t partial_since_ns; /* 0 = no partial message buffered */
+	uint64_t partial_since_ns;     /* 0 = no partial message buffered */
 	uint64_t out_stalled_since_ns; /* 0 = output drained */
 	int poll_events;
 };

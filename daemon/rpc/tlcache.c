@@ -16,7 +16,7 @@ struct tlent {
 	struct timeline *tl;
 	size_t bytes;
 	uint32_t refs;
-	bool kept; /* counted in the budget, findable by id */
+	bool kept;     /* counted in the budget, findable by id */
 	uint64_t used; /* tick of the last get/put */
 };
 

@@ -37,8 +37,8 @@ struct store {
 
 	struct ent *ents;
 	uint32_t ents_cap, ents_used; /* used: high-water mark of initialised slots */
-	uint32_t free_head; /* index + 1, 0 = empty */
-	uint32_t *buckets; /* entry index + 1, 0 = empty, TOMB = deleted */
+	uint32_t free_head;	      /* index + 1, 0 = empty */
+	uint32_t *buckets;	      /* entry index + 1, 0 = empty, TOMB = deleted */
 	uint32_t nbuckets, bucket_live, bucket_tomb;
 	size_t payload_bytes;
 	size_t nstrs, nstacks;

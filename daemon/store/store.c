@@ -28,7 +28,7 @@ static void checkpoint_push(struct store *s)
 		s->cp_base = s->cps[s->cp_next];
 	else
 		s->ncps++;
-	s->cps[s->cp_next] = (struct checkpoint){ .max_ts = s->ev_max_ts, .evicted = s->evicted };
+	s->cps[s->cp_next] = (struct checkpoint){.max_ts = s->ev_max_ts, .evicted = s->evicted};
 	s->cp_next = (s->cp_next + 1) % NCHECKPOINTS;
 	s->cp_since = 0;
 }

@@ -21,12 +21,12 @@
 #include <stdint.h>
 
 enum store_rec_type {
-	STORE_REC_CPU_SAMPLE = 1, /* stack = user+kernel stack, aux32 = weight (1) */
-	STORE_REC_GPU_LAUNCH = 2, /* name = kernel, aux[0] = queue, aux[1] = correlation,
+	STORE_REC_CPU_SAMPLE = 1,   /* stack = user+kernel stack, aux32 = weight (1) */
+	STORE_REC_GPU_LAUNCH = 2,   /* name = kernel, aux[0] = queue, aux[1] = correlation,
 				   * cgroup = launcher's cgroup path (no dur_ns) */
 	STORE_REC_GPU_INTERVAL = 3, /* dur_ns valid, name = kernel/engine, aux[0] = context */
-	STORE_REC_MARK = 4, /* name = annotation, dur_ns valid */
-	STORE_REC_GPU_METRIC = 5, /* name = metric ("frequency-MHz", "busy-percent"),
+	STORE_REC_MARK = 4,	    /* name = annotation, dur_ns valid */
+	STORE_REC_GPU_METRIC = 5,   /* name = metric ("frequency-MHz", "busy-percent"),
 				   * aux[0] = value, cpu = GT id (xe OA, docs/xe.md) */
 	STORE_REC_TYPE_MAX,
 };
@@ -47,12 +47,12 @@ struct store_rec {
 	/* authorization filter: the task's uid when a peer of that uid could
 	 * ptrace-read it, else GPUPROF_OWNER_ROOT_ONLY (bpf/owner.bpf.h) */
 	uint32_t uid;
-	uint32_t comm; /* string id */
+	uint32_t comm;	/* string id */
 	uint32_t stack; /* stack id */
-	uint32_t name; /* string id */
-	uint16_t type; /* enum store_rec_type */
+	uint32_t name;	/* string id */
+	uint16_t type;	/* enum store_rec_type */
 	uint16_t cpu;
-	uint32_t aux32; /* type-specific */
+	uint32_t aux32;	 /* type-specific */
 	uint64_t aux[2]; /* type-specific */
 };
 
@@ -74,11 +74,11 @@ struct store_config {
 };
 
 struct store_stats {
-	uint64_t appended; /* records ever appended */
-	uint64_t dropped; /* records refused (tables full even when empty) */
-	uint64_t evicted; /* records pushed out of the ring */
-	size_t records; /* records held now */
-	size_t capacity; /* ring slots */
+	uint64_t appended;	/* records ever appended */
+	uint64_t dropped;	/* records refused (tables full even when empty) */
+	uint64_t evicted;	/* records pushed out of the ring */
+	size_t records;		/* records held now */
+	size_t capacity;	/* ring slots */
 	size_t strings, stacks; /* live table entries */
 	size_t table_bytes, table_budget;
 	size_t budget_bytes;
@@ -103,8 +103,7 @@ void store_str_unref(struct store *s, uint32_t id);
  * Intern a stack: ips[0..nuser) are user frames, then ips[nuser..nuser+nkernel)
  * kernel frames, each leaf first. Same reference contract as strings.
  */
-uint32_t store_stack_intern(struct store *s, const uint64_t *ips, uint16_t nuser,
-			    uint16_t nkernel);
+uint32_t store_stack_intern(struct store *s, const uint64_t *ips, uint16_t nuser, uint16_t nkernel);
 void store_stack_unref(struct store *s, uint32_t id);
 
 /*
@@ -125,8 +124,7 @@ int store_append(struct store *s, const struct store_rec *rec);
 /* Look-ups; pointers stay valid until the entry is reclaimed, i.e. until
  * the next store_append/intern call. NULL / 0 for an unknown id. */
 const char *store_str(const struct store *s, uint32_t id, size_t *len);
-const uint64_t *store_stack(const struct store *s, uint32_t id, uint16_t *nuser,
-			    uint16_t *nkernel);
+const uint64_t *store_stack(const struct store *s, uint32_t id, uint16_t *nuser, uint16_t *nkernel);
 
 /* Records oldest first: i in [0, stats.records). */
 size_t store_count(const struct store *s);

@@ -124,7 +124,7 @@ void store_ent_unref(struct store *s, uint32_t id, uint8_t kind)
  * larger arrays plus `reserve` payload bytes would not fit the budget. */
 static bool grow(struct store *s, size_t reserve)
 {
-	uint32_t steps[2] = { s->ents_cap, s->ents_cap / 4 };
+	uint32_t steps[2] = {s->ents_cap, s->ents_cap / 4};
 
 	for (int k = 0; k < 2; k++) {
 		uint64_t ncap = (uint64_t)s->ents_cap + steps[k];
@@ -219,8 +219,13 @@ static uint32_t intern(struct store *s, uint8_t kind, uint64_t h, const void *da
 		id = ++s->ents_used;
 	}
 	e = &s->ents[id - 1];
-	*e = (struct ent){ .hash = h, .data = copy, .refs = 1, .len = len, .nuser = nuser,
-			   .nkernel = nkernel, .kind = kind };
+	*e = (struct ent){.hash = h,
+			  .data = copy,
+			  .refs = 1,
+			  .len = len,
+			  .nuser = nuser,
+			  .nkernel = nkernel,
+			  .kind = kind};
 	s->payload_bytes += cost;
 	if (kind == ENT_STR)
 		s->nstrs++;
@@ -244,8 +249,8 @@ uint32_t store_str_intern(struct store *s, const char *str, size_t len)
 		return 0;
 	if (len > STR_MAX)
 		len = STR_MAX;
-	return intern(s, ENT_STR, hash_bytes(0x5354520000000001ull, str, len), str,
-		      (uint32_t)len, 0, 0);
+	return intern(s, ENT_STR, hash_bytes(0x5354520000000001ull, str, len), str, (uint32_t)len,
+		      0, 0);
 }
 
 void store_str_unref(struct store *s, uint32_t id)
@@ -254,8 +259,7 @@ void store_str_unref(struct store *s, uint32_t id)
 		store_ent_unref(s, id, ENT_STR);
 }
 
-uint32_t store_stack_intern(struct store *s, const uint64_t *ips, uint16_t nuser,
-			    uint16_t nkernel)
+uint32_t store_stack_intern(struct store *s, const uint64_t *ips, uint16_t nuser, uint16_t nkernel)
 {
 	uint32_t n = (uint32_t)nuser + nkernel;
 
@@ -308,8 +312,7 @@ const char *store_str(const struct store *s, uint32_t id, size_t *len)
 	return s->ents[id - 1].data ? s->ents[id - 1].data : "";
 }
 
-const uint64_t *store_stack(const struct store *s, uint32_t id, uint16_t *nuser,
-			    uint16_t *nkernel)
+const uint64_t *store_stack(const struct store *s, uint32_t id, uint16_t *nuser, uint16_t *nkernel)
 {
 	static const uint64_t none[1];
 	const struct ent *e;

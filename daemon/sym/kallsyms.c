@@ -77,9 +77,9 @@ static int parse(struct ksyms *k, char *buf, size_t len)
 			cap = ncap;
 		}
 		k->syms[k->n++] = (struct ksym){
-		    .addr = addr,
-		    .name = (uint32_t)(name - buf),
-		    .mod = mod ? (uint32_t)(mod - buf) : (uint32_t)len,
+			.addr = addr,
+			.name = (uint32_t)(name - buf),
+			.mod = mod ? (uint32_t)(mod - buf) : (uint32_t)len,
 		};
 	}
 	k->restricted = !any_nonzero;

@@ -117,12 +117,12 @@ int procmaps_parse(const char *text, size_t len, uint32_t pid, struct sym_maps *
 		const char *path = line + n;
 		size_t plen = strlen(path);
 		struct sym_map m = {
-		    .start = start,
-		    .end = stop,
-		    .off = off,
-		    .ino = ino,
-		    .dev_major = maj,
-		    .dev_minor = min,
+			.start = start,
+			.end = stop,
+			.off = off,
+			.ino = ino,
+			.dev_major = maj,
+			.dev_minor = min,
 		};
 		static const char del[] = " (deleted)";
 		if (plen > sizeof(del) - 1 && !strcmp(path + plen - (sizeof(del) - 1), del)) {
@@ -165,8 +165,8 @@ static void mark_exe(const char *proc_dir, uint32_t pid, struct sym_maps *ms)
 	if ((size_t)n > sizeof(del) - 1 && !strcmp(exe + n - (sizeof(del) - 1), del))
 		exe[n - (sizeof(del) - 1)] = '\0';
 	for (size_t i = 0; i < ms->n; i++)
-		ms->m[i].exe =
-		    ms->m[i].kind == SYM_MAP_FILE && !strcmp(sym_map_path(ms, &ms->m[i]), exe);
+		ms->m[i].exe = ms->m[i].kind == SYM_MAP_FILE &&
+			       !strcmp(sym_map_path(ms, &ms->m[i]), exe);
 }
 
 int procmaps_read(const char *proc_dir, uint32_t pid, struct sym_maps **ret)

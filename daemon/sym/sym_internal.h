@@ -170,9 +170,9 @@ struct symobj_opts {
 	bool lines;
 	size_t max_dwarf_bytes; /* a file with DWARF larger than this gets no
 				 * lines (it is read whole); 0: 512 MiB */
-	const char *debug_dir; /* "/usr/lib/debug" */
-	const char *root;      /* prefix for debuglink look-ups ("" or "/proc/PID/root") */
-	const char *path;      /* the object's path inside root (for .gnu_debuglink) */
+	const char *debug_dir;	/* "/usr/lib/debug" */
+	const char *root;	/* prefix for debuglink look-ups ("" or "/proc/PID/root") */
+	const char *path;	/* the object's path inside root (for .gnu_debuglink) */
 };
 
 /* Open root/path for reading as a regular file. root "" opens path as is;

@@ -122,8 +122,10 @@ static int map_id(struct pass *ps, struct sym_pctx *pc, size_t i, uint32_t *id)
 	}
 	const struct sym_map *m = &pc->maps->m[i];
 	const struct sym_obj *o = pc->objs && pc->objs[i] != SYM_OBJ_NONE ? pc->objs[i] : NULL;
-	struct sym_mapping sm = {
-	    .start = m->start, .limit = m->end, .offset = m->off, .pid = pc->pid};
+	struct sym_mapping sm = {.start = m->start,
+				 .limit = m->end,
+				 .offset = m->off,
+				 .pid = pc->pid};
 	if (o && o->nsyms)
 		sm.flags |= SYMTAB_MAPF_SYMBOLS;
 	if (m->exe)

@@ -84,8 +84,9 @@ static int apply(struct capture *c, const struct pending *pd)
 	c->str_blob = nb;
 	for (size_t i = 0; i < pd->n; i++) {
 		size_t end = i + 1 < pd->n ? pd->offs[i + 1] : pd->len;
-		c->strs[pd->ids[i] - 1] = (struct capture_str){
-		    (uint32_t)(c->str_blob_len + pd->offs[i]), (uint32_t)(end - pd->offs[i])};
+		c->strs[pd->ids[i] - 1] =
+			(struct capture_str){(uint32_t)(c->str_blob_len + pd->offs[i]),
+					     (uint32_t)(end - pd->offs[i])};
 	}
 	c->str_blob_len += pd->len;
 	return 0;

@@ -47,8 +47,8 @@ int sym_open_in_root(const char *root, const char *path)
 		if (dfd < 0)
 			return -errno;
 		struct open_how how = {
-		    .flags = flags,
-		    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+			.flags = flags,
+			.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
 		};
 		fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
 		if (fd < 0 && errno == ENOSYS) /* before Linux 5.6: best effort */
@@ -170,10 +170,10 @@ int symobj_add(struct symbuild *b, const char *name, size_t nl, uint64_t addr, u
 	memcpy(o->strs + o->strs_len, name, nl);
 	o->strs[o->strs_len + nl] = '\0';
 	o->syms[o->nsyms++] = (struct objsym){
-	    .addr = addr,
-	    .size = size,
-	    .name = (uint32_t)o->strs_len,
-	    .rank = rank,
+		.addr = addr,
+		.size = size,
+		.name = (uint32_t)o->strs_len,
+		.rank = rank,
 	};
 	o->strs_len += nl + 1;
 	return 0;
@@ -443,8 +443,8 @@ int symobj_load(int fd, const struct symobj_opts *op, struct sym_obj **ret)
 		goto out;
 	if (n > 0)
 		symobj_sort(o);
-	o->bytes +=
-	    sizeof(*o) + o->nsyms * sizeof(*o->syms) + o->strs_len + o->nloads * sizeof(*o->loads);
+	o->bytes += sizeof(*o) + o->nsyms * sizeof(*o->syms) + o->strs_len +
+		    o->nloads * sizeof(*o->loads);
 	*ret = o;
 	o = NULL;
 	r = 0;

@@ -227,8 +227,8 @@ static long plt_got(Elf *e, struct symbuild *b)
 		memcpy(&disp, p + off + j + 2, 4);
 		uint64_t slot = gsh.sh_addr + off + j + 6 + (uint64_t)(int64_t)disp;
 		struct reloc key = {.off = slot};
-		const struct reloc *hit =
-		    nrel ? bsearch(&key, rel, nrel, sizeof(*rel), reloc_cmp) : NULL;
+		const struct reloc *hit = nrel ? bsearch(&key, rel, nrel, sizeof(*rel), reloc_cmp)
+					       : NULL;
 		const char *name = hit ? dynsym_name(&ds, hit->sym) : NULL;
 		if (!name)
 			continue;

@@ -89,10 +89,10 @@ static struct sym_obj *obj_insert(struct symbolizer *s, struct sym_obj *o)
 	struct sym_obj *have, *victims[8];
 	size_t nv = 0;
 	struct stat key = {
-	    .st_dev = o->dev,
-	    .st_ino = o->ino,
-	    .st_size = o->size,
-	    .st_mtim = {o->mtime_ns / 1000000000, o->mtime_ns % 1000000000},
+		.st_dev = o->dev,
+		.st_ino = o->ino,
+		.st_size = o->size,
+		.st_mtim = {o->mtime_ns / 1000000000, o->mtime_ns % 1000000000},
 	};
 
 	pthread_mutex_lock(&s->lock);
@@ -179,14 +179,14 @@ static struct sym_obj *get_object(struct sym_pctx *pc, const struct sym_map *m)
 	size_t idlen = 0;
 	struct stat st;
 	struct symobj_opts op = {
-	    .max_symbols = s->max_symbols,
-	    .lines = s->lines,
-	    /* a DWARF image counts against the object cache: one that would
+		.max_symbols = s->max_symbols,
+		.lines = s->lines,
+		/* a DWARF image counts against the object cache: one that would
 	     * take more than a quarter of it gets no lines */
-	    .max_dwarf_bytes = s->max_object_bytes / 4,
-	    .debug_dir = s->debug_dir,
-	    .root = pc->alive ? pc->root : "",
-	    .path = path,
+		.max_dwarf_bytes = s->max_object_bytes / 4,
+		.debug_dir = s->debug_dir,
+		.root = pc->alive ? pc->root : "",
+		.path = path,
 	};
 
 	int fd = open_object(pc, m, path);

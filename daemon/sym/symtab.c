@@ -71,11 +71,11 @@ static void swap_arrays(struct sym_table *t)
 #endif
 }
 
-#define BAD(...)                                                                                   \
-	do {                                                                                       \
-		if (why && whylen)                                                                 \
-			snprintf(why, whylen, __VA_ARGS__);                                        \
-		goto bad;                                                                          \
+#define BAD(...)                                            \
+	do {                                                \
+		if (why && whylen)                          \
+			snprintf(why, whylen, __VA_ARGS__); \
+		goto bad;                                   \
 	} while (0)
 
 static int validate(const struct sym_table *t, char *why, size_t whylen)
@@ -169,7 +169,7 @@ int sym_table_decode(const void *buf, size_t len, struct sym_table **ret, char *
 		if (!t->maps)
 			goto fail;
 		for (uint32_t i = 0; i < nmaps; i++, q += MAP_LEN)
-			t->maps[i] = (struct sym_mapping){rd64(q), rd64(q + 8), rd64(q + 16),
+			t->maps[i] = (struct sym_mapping){rd64(q),	rd64(q + 8),  rd64(q + 16),
 							  rd32(q + 24), rd32(q + 28), rd32(q + 32),
 							  rd32(q + 36)};
 		t->fmaps = (const uint32_t *)q;

@@ -44,7 +44,7 @@
 #define SYMTAB_F_MAPS 0x2
 #define SYMTAB_MAPF_SYMBOLS 0x1 /* the object's symbol table was read */
 #define SYMTAB_MAPF_MAIN 0x2	/* the process's executable (/proc/PID/exe) */
-#define SYMTAB_MAX_NAME 4096 /* longer names are cut by the builder */
+#define SYMTAB_MAX_NAME 4096	/* longer names are cut by the builder */
 
 /*
  * The user frame a stack ends with when its unwinding stopped early

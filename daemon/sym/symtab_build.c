@@ -157,7 +157,7 @@ int sym_tb_add_maps(struct sym_table_builder *b, uint32_t pid, uint32_t stack,
 			b->lrefs[b->nrefs + i] = lines && lines[i] < b->nnames ? lines[i] : 0;
 	}
 	b->entries[b->nentries++] =
-	    (struct st_entry){pid, stack, (uint32_t)b->nrefs, nuser, nkernel};
+		(struct st_entry){pid, stack, (uint32_t)b->nrefs, nuser, nkernel};
 	b->nrefs += n;
 	return 0;
 }

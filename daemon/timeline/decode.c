@@ -91,11 +91,17 @@ static bool dec_event(struct rbuf *b, struct tl_event *e, uint32_t nstrs, uint32
 /* One args record; false when a string id is out of range. */
 static bool dec_args(struct rbuf *b, struct tl_args *a, uint32_t nstrs)
 {
-	int64_t *n[] = { &a->wait_on_stream, &a->wait_on_event_record_corr,
-			 &a->wait_on_event_id, &a->queued, &a->bytes, &a->in_msg_nelems,
-			 &a->out_msg_nelems, &a->group_size, &a->context };
-	uint32_t *s[] = { &a->collective_name, &a->dtype, &a->pg_name, &a->pg_desc,
-			  &a->pg_ranks, &a->in_split, &a->out_split };
+	int64_t *n[] = {&a->wait_on_stream,
+			&a->wait_on_event_record_corr,
+			&a->wait_on_event_id,
+			&a->queued,
+			&a->bytes,
+			&a->in_msg_nelems,
+			&a->out_msg_nelems,
+			&a->group_size,
+			&a->context};
+	uint32_t *s[] = {&a->collective_name, &a->dtype,    &a->pg_name,  &a->pg_desc,
+			 &a->pg_ranks,	      &a->in_split, &a->out_split};
 
 	for (size_t j = 0; j < sizeof(n) / sizeof(n[0]); j++)
 		*n[j] = rb_i64(b);
@@ -149,7 +155,7 @@ static int dec_rank(struct rbuf *b, uint32_t version, uint32_t nstrs, struct tl_
 		return -ENOMEM;
 	r->rank = (int32_t)rb_u32(b);
 	r->flags = rb_u32(b) & (TL_RANK_HTA_ROUNDING | TL_RANK_STEP_FILTERED |
-				 TL_RANK_FROM_DIST_INFO | (version >= 2 ? TL_RANK_TAIL_KEPT : 0));
+				TL_RANK_FROM_DIST_INFO | (version >= 2 ? TL_RANK_TAIL_KEPT : 0));
 	r->raw_events = rb_u32(b);
 	r->parsed_events = rb_u32(b);
 	r->min_ts_ns = rb_i64(b);
@@ -251,7 +257,7 @@ bad:
 
 int timeline_decode(const void *buf, size_t len, struct timeline **ret, char *why, size_t whylen)
 {
-	struct rbuf b = { .p = buf, .len = len };
+	struct rbuf b = {.p = buf, .len = len};
 	struct timeline *tl = NULL;
 	const char *reason = "truncated header";
 	uint32_t version, nstrs, nranks;

@@ -90,11 +90,17 @@ static void enc_event(struct wbuf *w, const struct tl_event *e)
 
 static void enc_args(struct wbuf *w, const struct tl_args *a)
 {
-	const int64_t n[] = { a->wait_on_stream, a->wait_on_event_record_corr,
-			      a->wait_on_event_id, a->queued, a->bytes, a->in_msg_nelems,
-			      a->out_msg_nelems, a->group_size, a->context };
-	const uint32_t s[] = { a->collective_name, a->dtype, a->pg_name, a->pg_desc,
-			       a->pg_ranks, a->in_split, a->out_split };
+	const int64_t n[] = {a->wait_on_stream,
+			     a->wait_on_event_record_corr,
+			     a->wait_on_event_id,
+			     a->queued,
+			     a->bytes,
+			     a->in_msg_nelems,
+			     a->out_msg_nelems,
+			     a->group_size,
+			     a->context};
+	const uint32_t s[] = {a->collective_name, a->dtype,    a->pg_name,  a->pg_desc,
+			      a->pg_ranks,	  a->in_split, a->out_split};
 
 	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
 		wb_i64(w, n[i]);
@@ -170,8 +176,7 @@ static size_t enc_size(const struct timeline *tl)
 
 		n += 136 + (size_t)(r->nev + r->ntail) * TL_ENC_EVENT +
 		     (size_t)(r->nargs + r->ntail_args) * TL_ENC_ARGS +
-		     (size_t)r->nmeta * TL_ENC_META +
-		     (size_t)r->ndevices * TL_ENC_DEVICE;
+		     (size_t)r->nmeta * TL_ENC_META + (size_t)r->ndevices * TL_ENC_DEVICE;
 	}
 	return n;
 }
@@ -233,10 +238,10 @@ static bool args_eq(const struct tl_args *a, const struct tl_args *b)
 static bool rank_eq(const struct tl_rank *a, const struct tl_rank *b)
 {
 	if (a->rank != b->rank || a->flags != b->flags || a->nev != b->nev ||
-	    a->nargs != b->nargs || a->nmeta != b->nmeta ||
-	    a->ndevices != b->ndevices || a->raw_events != b->raw_events ||
-	    a->parsed_events != b->parsed_events || a->min_ts_ns != b->min_ts_ns ||
-	    a->hta_min_ts_us != b->hta_min_ts_us || a->step_cutoff_ns != b->step_cutoff_ns ||
+	    a->nargs != b->nargs || a->nmeta != b->nmeta || a->ndevices != b->ndevices ||
+	    a->raw_events != b->raw_events || a->parsed_events != b->parsed_events ||
+	    a->min_ts_ns != b->min_ts_ns || a->hta_min_ts_us != b->hta_min_ts_us ||
+	    a->step_cutoff_ns != b->step_cutoff_ns ||
 	    a->step_cutoff_hta_us != b->step_cutoff_hta_us || a->trace_name != b->trace_name ||
 	    a->base_time_ns != b->base_time_ns || a->nstreams != b->nstreams ||
 	    a->nthreads != b->nthreads)

@@ -73,7 +73,7 @@ int tl_corr_pairs(const struct tl_rank *r, struct tl_kp **pairs, uint32_t *npair
 		return -ENOMEM;
 	for (uint32_t i = 0; i < r->nev; i++)
 		if (r->ev[i].correlation != -1)
-			a[n++] = (struct tl_kp){ .key = r->ev[i].correlation, .pos = i };
+			a[n++] = (struct tl_kp){.key = r->ev[i].correlation, .pos = i};
 	if (tl_sort_kp(a, n) < 0) {
 		tl_free_big(a);
 		return -ENOMEM;
@@ -106,8 +106,9 @@ static int corr_link(struct tl_rank *r, struct tl_kp **pairs_out, uint32_t *npai
 			struct tl_event *ev = &r->ev[a[i].pos];
 
 			/* an index: below TL_NO_INDEX (kimp_count_raw) */
-			ev->index_corr = (uint32_t)((ev->flags & TL_EV_GPU_KERNEL_FILTER) ? last_cpu
-											    : last_gpu);
+			ev->index_corr = (uint32_t)((ev->flags & TL_EV_GPU_KERNEL_FILTER)
+							    ? last_cpu
+							    : last_gpu);
 		}
 		g = e;
 	}
@@ -195,7 +196,7 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 	int64_t cutoff = INT64_MIN, cutoff_ns = -1;
 	uint32_t n = 0, nargs = 0, *np, k = 0;
 	bool neg1 = false;
-	struct tail aside = { .rpc = rpc };
+	struct tail aside = {.rpc = rpc};
 
 	for (uint32_t i = 0; i < r->nev; i++) {
 		const struct tl_event *e = &r->ev[i];
@@ -219,7 +220,8 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 		for (; e < *npairs && pairs[e].key == pairs[g].key; e++) {
 			const struct tl_event *ev = &r->ev[pairs[e].pos];
 
-			keep |= !(ev->flags & TL_EV_GPU_KERNEL_FILTER) && tl_ev_hta_ts_us(ev) < cutoff;
+			keep |= !(ev->flags & TL_EV_GPU_KERNEL_FILTER) &&
+				tl_ev_hta_ts_us(ev) < cutoff;
 		}
 		for (; g < e; g++)
 			np[pairs[g].pos] = keep;
@@ -266,7 +268,7 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 	/* new positions keep the order: still sorted by (correlation, pos) */
 	for (uint32_t j = 0; j < *npairs; j++)
 		if (np[pairs[j].pos] != UINT32_MAX)
-			pairs[k++] = (struct tl_kp){ .key = pairs[j].key, .pos = np[pairs[j].pos] };
+			pairs[k++] = (struct tl_kp){.key = pairs[j].key, .pos = np[pairs[j].pos]};
 	*npairs = k;
 	if (bt)
 		tl_bythread_remap(bt, np);

@@ -50,8 +50,7 @@ static uint64_t gkey_hash(uint32_t f, int64_t a, int64_t b)
  * *keys_out the groups in key order (caller frees).
  */
 static int group_sort(struct tl_rank *r, bool streams, uint32_t *out, uint32_t *tmp,
-		      struct tl_kp *kp, uint32_t *nout, struct gkey **keys_out,
-		      uint32_t *nkeys_out)
+		      struct tl_kp *kp, uint32_t *nout, struct gkey **keys_out, uint32_t *nkeys_out)
 {
 	uint32_t nslots = 64, nkeys = 0, cap = 0, n = 0, *slots, *gid = tmp, *rank_of;
 	struct gkey *keys = NULL;
@@ -77,7 +76,7 @@ static int group_sort(struct tl_rank *r, bool streams, uint32_t *out, uint32_t *
 		if (!slots[s]) {
 			if (tl_grow((void **)&keys, &cap, nkeys + 1, sizeof(*keys)) < 0)
 				goto out;
-			keys[nkeys] = (struct gkey){ .f = f, .a = a, .b = b };
+			keys[nkeys] = (struct gkey){.f = f, .a = a, .b = b};
 			slots[s] = ++nkeys;
 			if (nkeys * 2 > nslots) { /* rehash */
 				uint32_t *ns = calloc(nslots * 2, sizeof(*ns));
@@ -125,7 +124,7 @@ static int group_sort(struct tl_rank *r, bool streams, uint32_t *out, uint32_t *
 		struct gkey *k = &keys[rank_of[gid[j]]];
 		uint32_t i = streams ? out[j] : j;
 
-		kp[k->first + k->count++] = (struct tl_kp){ .key = r->ev[i].ts_ns, .pos = i };
+		kp[k->first + k->count++] = (struct tl_kp){.key = r->ev[i].ts_ns, .pos = i};
 	}
 	free(rank_of);
 	for (uint32_t k = 0; k < nkeys; k++)
@@ -251,8 +250,10 @@ struct tl_bythread *tl_bythread_start(struct tl_rank *r)
 
 	if (!par_rank(r) || !(b = calloc(1, sizeof(*b))))
 		return NULL;
-	b->job = (struct gs_job){ .r = r, .out = tl_malloc_room(sz), .tmp = tl_malloc_room(sz),
-				  .kp = tl_malloc_room((size_t)r->nev * sizeof(struct tl_kp) + 1) };
+	b->job = (struct gs_job){.r = r,
+				 .out = tl_malloc_room(sz),
+				 .tmp = tl_malloc_room(sz),
+				 .kp = tl_malloc_room((size_t)r->nev * sizeof(struct tl_kp) + 1)};
 	if (b->job.out && b->job.tmp && b->job.kp &&
 	    tl_thread_start(&b->th, gs_main, &b->job) == 0) {
 		b->started = true;
@@ -313,7 +314,7 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs,
 	uint32_t *tmp, *tmp2 = NULL, n;
 	size_t sz = (size_t)r->nev * sizeof(uint32_t) + 4;
 	struct tl_kp *kp = pairs, *kp2 = NULL;
-	struct gs_job st = { 0 }, th = { 0 }, *par_job = NULL;
+	struct gs_job st = {0}, th = {0}, *par_job = NULL;
 	pthread_t helper;
 	int err;
 
@@ -345,8 +346,8 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs,
 	 * sort when the per-thread one is done, else for the latter (the
 	 * per-stream sort then gets scratch of its own, written only as
 	 * far as it goes). */
-	th = (struct gs_job){ .r = r, .out = r->by_thread, .tmp = tmp, .kp = kp };
-	st = (struct gs_job){ .r = r, .streams = true, .out = r->by_stream, .tmp = tmp, .kp = kp };
+	th = (struct gs_job){.r = r, .out = r->by_thread, .tmp = tmp, .kp = kp};
+	st = (struct gs_job){.r = r, .streams = true, .out = r->by_stream, .tmp = tmp, .kp = kp};
 	if (bt) {
 		if (tl_bythread_wait(bt) < 0)
 			goto nomem;
@@ -380,16 +381,18 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs,
 	r->nby_stream = st.n;
 	r->streams = calloc(st.nkeys + 1, sizeof(*r->streams));
 	for (uint32_t k = 0; r->streams && k < st.nkeys; k++)
-		r->streams[k] = (struct tl_stream){ .stream = st.keys[k].a, .pid = st.keys[k].b,
-						    .first = st.keys[k].first,
-						    .count = st.keys[k].count };
+		r->streams[k] = (struct tl_stream){.stream = st.keys[k].a,
+						   .pid = st.keys[k].b,
+						   .first = st.keys[k].first,
+						   .count = st.keys[k].count};
 	r->nstreams = st.nkeys;
 	r->threads = calloc(th.nkeys + 1, sizeof(*r->threads));
 	for (uint32_t k = 0; r->threads && k < th.nkeys; k++)
-		r->threads[k] = (struct tl_thread){ .pid = th.keys[k].a, .tid = th.keys[k].b,
-						    .first = th.keys[k].first,
-						    .count = th.keys[k].count,
-						    .flags = th.keys[k].f };
+		r->threads[k] = (struct tl_thread){.pid = th.keys[k].a,
+						   .tid = th.keys[k].b,
+						   .first = th.keys[k].first,
+						   .count = th.keys[k].count,
+						   .flags = th.keys[k].f};
 	r->nthreads = th.nkeys;
 	if (!r->streams || !r->threads)
 		goto nomem;
@@ -432,9 +435,8 @@ static uint64_t ev_hash(const struct tl_event *e)
 static bool ev_same(const struct tl_event *a, const struct tl_event *b)
 {
 	return a->ts_ns == b->ts_ns && a->dur_ns == b->dur_ns && a->name == b->name &&
-	       a->cat == b->cat && a->pid == b->pid && a->tid == b->tid &&
-	       a->stream == b->stream && a->correlation == b->correlation &&
-	       a->external_id == b->external_id &&
+	       a->cat == b->cat && a->pid == b->pid && a->tid == b->tid && a->stream == b->stream &&
+	       a->correlation == b->correlation && a->external_id == b->external_id &&
 	       (a->flags & (TL_EV_PID_STR | TL_EV_TID_STR)) ==
 		       (b->flags & (TL_EV_PID_STR | TL_EV_TID_STR));
 }
@@ -471,11 +473,11 @@ static inline uint32_t dup_part(uint64_t h, uint32_t bits)
 struct dup_job {
 	struct tl_rank *r;
 	uint32_t bits, lo, hi; /* rows [lo, hi): phases 1 and 2 */
-	uint32_t plo, phi; /* partitions [plo, phi): phase 3 */
+	uint32_t plo, phi;     /* partitions [plo, phi): phase 3 */
 	uint64_t *h, *ent;
-	uint32_t *cnt; /* phase 1: rows per partition; phase 2: cursors */
+	uint32_t *cnt;	     /* phase 1: rows per partition; phase 2: cursors */
 	const uint32_t *end; /* phase 3: end[p] = where partition p ends */
-	uint64_t nslots; /* phase 3: table size for the largest partition */
+	uint64_t nslots;     /* phase 3: table size for the largest partition */
 	int64_t dups;
 	int err;
 };
@@ -496,7 +498,8 @@ static void *dup_scatter(void *arg)
 	struct dup_job *j = arg;
 
 	for (uint32_t i = j->lo; i < j->hi; i++)
-		j->ent[j->cnt[dup_part(j->h[i], j->bits)]++] = (uint64_t)(uint32_t)j->h[i] << 32 | i;
+		j->ent[j->cnt[dup_part(j->h[i], j->bits)]++] = (uint64_t)(uint32_t)j->h[i] << 32 |
+							       i;
 	return NULL;
 }
 
@@ -558,7 +561,7 @@ static void dup_run(struct dup_job *jobs, int nt, void *(*fn)(void *))
 int64_t tl_rank_mark_duplicates_n(struct tl_rank *r, int nthreads)
 {
 	uint32_t n = r->nev, bits = 0, nparts, maxc = 0, *cnt = NULL, *end;
-	struct dup_job j[2] = { 0 };
+	struct dup_job j[2] = {0};
 	uint64_t *h = NULL, *ent = NULL, nslots = 16;
 	int nt = nthreads >= 2 && n >= 2 ? 2 : 1;
 	int64_t dups = -ENOMEM;
@@ -576,8 +579,12 @@ int64_t tl_rank_mark_duplicates_n(struct tl_rank *r, int nthreads)
 		goto out;
 	end = cnt + 2 * (size_t)nparts;
 	for (int t = 0; t < 2; t++)
-		j[t] = (struct dup_job){ .r = r, .bits = bits, .h = h, .ent = ent,
-					 .cnt = cnt + (size_t)t * nparts, .end = end };
+		j[t] = (struct dup_job){.r = r,
+					.bits = bits,
+					.h = h,
+					.ent = ent,
+					.cnt = cnt + (size_t)t * nparts,
+					.end = end};
 	j[0].hi = nt == 2 ? n / 2 : n;
 	j[1].lo = j[0].hi;
 	j[1].hi = n;

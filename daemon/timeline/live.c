@@ -16,19 +16,19 @@
 static const struct {
 	const char *name, *cat;
 } api[GPU_API_MAX] = {
-    [GPU_API_UNKNOWN] = {"launch", "cuda_runtime"},
-    [GPU_API_ZE_APPEND] = {"zeCommandListAppendLaunchKernel", "xpu_runtime"},
-    [GPU_API_ZE_COOPERATIVE] = {"zeCommandListAppendLaunchCooperativeKernel", "xpu_runtime"},
-    [GPU_API_ZE_INDIRECT] = {"zeCommandListAppendLaunchKernelIndirect", "xpu_runtime"},
-    [GPU_API_ZE_WITH_PARAMS] = {"zeCommandListAppendLaunchKernelWithParameters", "xpu_runtime"},
-    [GPU_API_ZE_WITH_ARGS] = {"zeCommandListAppendLaunchKernelWithArguments", "xpu_runtime"},
-    [GPU_API_ZE_USDT] = {"zeCommandListAppendLaunchKernel", "xpu_runtime"},
-    [GPU_API_CU_LAUNCH] = {"cuLaunchKernel", "cuda_driver"},
-    [GPU_API_CU_LAUNCH_EX] = {"cuLaunchKernelEx", "cuda_driver"},
-    [GPU_API_CU_COOPERATIVE] = {"cuLaunchCooperativeKernel", "cuda_driver"},
-    [GPU_API_HIP_LAUNCH] = {"hipLaunchKernel", "cuda_runtime"},
-    [GPU_API_HIP_MODULE_LAUNCH] = {"hipModuleLaunchKernel", "cuda_runtime"},
-    [GPU_API_HIP_EXT_LAUNCH] = {"hipExtLaunchKernel", "cuda_runtime"},
+	[GPU_API_UNKNOWN] = {"launch", "cuda_runtime"},
+	[GPU_API_ZE_APPEND] = {"zeCommandListAppendLaunchKernel", "xpu_runtime"},
+	[GPU_API_ZE_COOPERATIVE] = {"zeCommandListAppendLaunchCooperativeKernel", "xpu_runtime"},
+	[GPU_API_ZE_INDIRECT] = {"zeCommandListAppendLaunchKernelIndirect", "xpu_runtime"},
+	[GPU_API_ZE_WITH_PARAMS] = {"zeCommandListAppendLaunchKernelWithParameters", "xpu_runtime"},
+	[GPU_API_ZE_WITH_ARGS] = {"zeCommandListAppendLaunchKernelWithArguments", "xpu_runtime"},
+	[GPU_API_ZE_USDT] = {"zeCommandListAppendLaunchKernel", "xpu_runtime"},
+	[GPU_API_CU_LAUNCH] = {"cuLaunchKernel", "cuda_driver"},
+	[GPU_API_CU_LAUNCH_EX] = {"cuLaunchKernelEx", "cuda_driver"},
+	[GPU_API_CU_COOPERATIVE] = {"cuLaunchCooperativeKernel", "cuda_driver"},
+	[GPU_API_HIP_LAUNCH] = {"hipLaunchKernel", "cuda_runtime"},
+	[GPU_API_HIP_MODULE_LAUNCH] = {"hipModuleLaunchKernel", "cuda_runtime"},
+	[GPU_API_HIP_EXT_LAUNCH] = {"hipExtLaunchKernel", "cuda_runtime"},
 };
 
 /* A name interned once per distinct source (tl string id + 1; 0 = not yet)
@@ -124,18 +124,18 @@ static int push_interval(struct live *L, struct tl_rank *r, struct tl_build *cap
 	if (err < 0)
 		return err;
 	struct tl_event e = {
-	    .ts_ns = (int64_t)iv->ts_ns,
-	    .dur_ns = (int64_t)iv->dur_ns,
-	    .pid = 0,
-	    .tid = (int64_t)iv->aux[0],
-	    .stream = (int64_t)iv->aux[0],
-	    .correlation = last && last->aux[1] ? (int64_t)last->aux[1] : -1,
-	    .external_id = -1,
-	    .index = r->nev,
-	    .name = nm->id1 - 1,
-	    .cat = L->cat_kernel,
-	    .kind = TL_K_KERNEL,
-	    .device = 0,
+		.ts_ns = (int64_t)iv->ts_ns,
+		.dur_ns = (int64_t)iv->dur_ns,
+		.pid = 0,
+		.tid = (int64_t)iv->aux[0],
+		.stream = (int64_t)iv->aux[0],
+		.correlation = last && last->aux[1] ? (int64_t)last->aux[1] : -1,
+		.external_id = -1,
+		.index = r->nev,
+		.name = nm->id1 - 1,
+		.cat = L->cat_kernel,
+		.kind = TL_K_KERNEL,
+		.device = 0,
 	};
 	e.flags = nm->flags | TL_EV_GPU_SIDE;
 	if (e.correlation >= 0)
@@ -158,18 +158,18 @@ static int push_launch(struct live *L, struct tl_rank *r, struct tl_build *cap, 
 		L->api_kind[a] = tl_kind_from_cat(cat, strlen(cat));
 	}
 	struct tl_event e = {
-	    .ts_ns = (int64_t)l->ts_ns,
-	    .dur_ns = 0, /* the probes see the call, not its return */
-	    .pid = l->pid,
-	    .tid = l->tid,
-	    .stream = -1,
-	    .correlation = l->aux[1] ? (int64_t)l->aux[1] : -1,
-	    .external_id = -1,
-	    .index = r->nev,
-	    .name = L->api_name[a].id1 - 1,
-	    .cat = L->api_cat[a].id1 - 1,
-	    .kind = L->api_kind[a],
-	    .device = -1,
+		.ts_ns = (int64_t)l->ts_ns,
+		.dur_ns = 0, /* the probes see the call, not its return */
+		.pid = l->pid,
+		.tid = l->tid,
+		.stream = -1,
+		.correlation = l->aux[1] ? (int64_t)l->aux[1] : -1,
+		.external_id = -1,
+		.index = r->nev,
+		.name = L->api_name[a].id1 - 1,
+		.cat = L->api_cat[a].id1 - 1,
+		.kind = L->api_kind[a],
+		.device = -1,
 	};
 	e.flags = L->api_name[a].flags | TL_EV_LAUNCH_ANY;
 	int err = tl_rank_push(r, cap, &e, NULL);

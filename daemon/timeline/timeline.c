@@ -307,8 +307,8 @@ void timeline_shrink(struct timeline *tl)
 size_t timeline_mem_bytes(const struct timeline *tl)
 {
 	const struct strtab *st = &tl->st;
-	size_t n = sizeof(*tl) + st->blob_cap + (size_t)st->cap * (sizeof(*st->off) +
-				  sizeof(*st->len) + sizeof(*st->hashes)) +
+	size_t n = sizeof(*tl) + st->blob_cap +
+		   (size_t)st->cap * (sizeof(*st->off) + sizeof(*st->len) + sizeof(*st->hashes)) +
 		   (size_t)st->nslots * sizeof(*st->slots) + (size_t)tl->cap * sizeof(*tl->ranks);
 
 	for (uint32_t i = 0; i < tl->nranks; i++) {
@@ -317,7 +317,8 @@ size_t timeline_mem_bytes(const struct timeline *tl)
 		n += sizeof(*r) + (size_t)r->nev * (sizeof(*r->ev) + 2 * sizeof(uint32_t)) +
 		     (size_t)r->nargs * sizeof(*r->args) + (size_t)r->ntail * sizeof(*r->tail) +
 		     (size_t)r->ntail_args * sizeof(*r->tail_args) +
-		     (size_t)r->nmeta * sizeof(*r->meta) + (size_t)r->ndevices * sizeof(*r->devices) +
+		     (size_t)r->nmeta * sizeof(*r->meta) +
+		     (size_t)r->ndevices * sizeof(*r->devices) +
 		     (size_t)r->nby_stream * sizeof(*r->by_stream) +
 		     (size_t)r->nby_corr * (sizeof(*r->by_corr) + sizeof(*r->corr_keys)) +
 		     (r->corr_start ? ((size_t)r->corr_span + 1) * sizeof(*r->corr_start) : 0) +
@@ -439,4 +440,3 @@ int tl_rank_push(struct tl_rank *r, struct tl_build *cap, const struct tl_event 
 		r->hta_min_ts_us = tl_ev_hta_ts_us(ev);
 	return 0;
 }
-

@@ -37,56 +37,58 @@
 #include <stdint.h>
 
 #define TL_NO_ARGS UINT32_MAX /* tl_event.args when the event has no tl_args */
-#define TL_NONE (-1) /* "absent" for the int64 fields below (HTA's default) */
+#define TL_NONE (-1)	      /* "absent" for the int64 fields below (HTA's default) */
 
 /* Kind, from the event's `cat` (table-driven, see kinds.c). */
 enum tl_kind {
-	TL_K_OTHER = 0, /* any other category; cat string still available */
-	TL_K_CPU_OP, /* cpu_op */
-	TL_K_USER_ANNOTATION, /* user_annotation (ProfilerStep#N lives here) */
+	TL_K_OTHER = 0,		  /* any other category; cat string still available */
+	TL_K_CPU_OP,		  /* cpu_op */
+	TL_K_USER_ANNOTATION,	  /* user_annotation (ProfilerStep#N lives here) */
 	TL_K_GPU_USER_ANNOTATION, /* gpu_user_annotation (no stream in HTA) */
-	TL_K_PYTHON_FUNCTION, /* python_function */
-	TL_K_RUNTIME, /* cuda_runtime (also HIP calls on ROCm), xpu_runtime */
-	TL_K_DRIVER, /* cuda_driver (cuLaunchKernel ...), xpu_driver */
-	TL_K_KERNEL, /* kernel, Kernel */
-	TL_K_MEMCPY, /* gpu_memcpy, Memcpy */
-	TL_K_MEMSET, /* gpu_memset, Memset */
-	TL_K_SYNC, /* cuda_sync; see enum tl_sync */
-	TL_K_PROFILER_RANGE, /* cuda_profiler_range */
+	TL_K_PYTHON_FUNCTION,	  /* python_function */
+	TL_K_RUNTIME,		  /* cuda_runtime (also HIP calls on ROCm), xpu_runtime */
+	TL_K_DRIVER,		  /* cuda_driver (cuLaunchKernel ...), xpu_driver */
+	TL_K_KERNEL,		  /* kernel, Kernel */
+	TL_K_MEMCPY,		  /* gpu_memcpy, Memcpy */
+	TL_K_MEMSET,		  /* gpu_memset, Memset */
+	TL_K_SYNC,		  /* cuda_sync; see enum tl_sync */
+	TL_K_PROFILER_RANGE,	  /* cuda_profiler_range */
 	TL_K_COUNT
 };
 
 /* For TL_K_SYNC events, from the name (or args.cuda_sync_kind). */
 enum tl_sync {
 	TL_SYNC_NONE = 0,
-	TL_SYNC_STREAM, /* "Stream Sync" (carries a stream) */
-	TL_SYNC_EVENT, /* "Event Sync" (stream -1, wait_on_* args) */
-	TL_SYNC_CONTEXT, /* "Context Sync" (old traces: stream 4294967295) */
+	TL_SYNC_STREAM,	     /* "Stream Sync" (carries a stream) */
+	TL_SYNC_EVENT,	     /* "Event Sync" (stream -1, wait_on_* args) */
+	TL_SYNC_CONTEXT,     /* "Context Sync" (old traces: stream 4294967295) */
 	TL_SYNC_STREAM_WAIT, /* "Stream Wait Event" (carries a stream) */
 };
 
 /* tl_event.flags. Name-derived flags come from exact-name tables in kinds.c
  * that copy HTA's name sets (launch statistics, queue length, critical path). */
 enum tl_event_flags {
-	TL_EV_GPU_SIDE = 1u << 0, /* stream != -1 (HTA "GPU row") */
+	TL_EV_GPU_SIDE = 1u << 0,	   /* stream != -1 (HTA "GPU row") */
 	TL_EV_GPU_KERNEL_FILTER = 1u << 1, /* (stream>=0 && corr>=0) || Event/Context Sync */
-	TL_EV_PROFILER_STEP = 1u << 2, /* name matches ^ProfilerStep#\d+ */
-	TL_EV_LAUNCH_STATS = 1u << 3, /* launch stats set: cudaLaunchKernel, ...ExC, runFunction - job_prep... */
-	TL_EV_MEM_ASYNC = 1u << 4, /* cudaMemcpyAsync / cudaMemsetAsync (launch stats, memory events) */
+	TL_EV_PROFILER_STEP = 1u << 2,	   /* name matches ^ProfilerStep#\d+ */
+	TL_EV_LAUNCH_STATS =
+		1u << 3, /* launch stats set: cudaLaunchKernel, ...ExC, runFunction - job_prep... */
+	TL_EV_MEM_ASYNC =
+		1u << 4, /* cudaMemcpyAsync / cudaMemsetAsync (launch stats, memory events) */
 	TL_EV_LAUNCH_QUEUE = 1u << 5, /* queue length's launches (incl. cuLaunchKernel, hip*) */
-	TL_EV_BLOCKING = 1u << 6, /* critical path's is_blocking set */
+	TL_EV_BLOCKING = 1u << 6,     /* critical path's is_blocking set */
 	TL_EV_RUNTIME_LOCK = 1u << 7, /* cudaHostAlloc, cudaLaunchKernel, cudaMemcpyAsync */
 	TL_EV_EVENT_RECORD = 1u << 8, /* cudaEventRecord */
 	TL_EV_STREAM_WAIT_EVENT = 1u << 9, /* cudaStreamWaitEvent (the runtime call) */
-	TL_EV_EVENT_SYNC_CALL = 1u << 10, /* cudaEventSynchronize */
+	TL_EV_EVENT_SYNC_CALL = 1u << 10,  /* cudaEventSynchronize */
 	TL_EV_STREAM_SYNC_CALL = 1u << 11, /* cudaStreamSynchronize */
 	TL_EV_DEVICE_SYNC_CALL = 1u << 12, /* cudaDeviceSynchronize */
-	TL_EV_PID_STR = 1u << 13, /* pid was a string: tl_event.pid is its string id */
-	TL_EV_TID_STR = 1u << 14, /* tid was a string: tl_event.tid is its string id */
-	TL_EV_DUR_NEG = 1u << 15, /* dur_ns < 0 in the file */
-	TL_EV_HTA_DUR_NEG = 1u << 16, /* HTA's rounded dur < 0 (the "dur = -1" quirk) */
-	TL_EV_DUPLICATE = 1u << 17, /* same as an earlier event in every kept field */
-	TL_EV_NOT_X = 1u << 18, /* ph was not "X" (kept because it had dur + cat, as HTA) */
+	TL_EV_PID_STR = 1u << 13,	   /* pid was a string: tl_event.pid is its string id */
+	TL_EV_TID_STR = 1u << 14,	   /* tid was a string: tl_event.tid is its string id */
+	TL_EV_DUR_NEG = 1u << 15,	   /* dur_ns < 0 in the file */
+	TL_EV_HTA_DUR_NEG = 1u << 16,	   /* HTA's rounded dur < 0 (the "dur = -1" quirk) */
+	TL_EV_DUPLICATE = 1u << 17,	   /* same as an earlier event in every kept field */
+	TL_EV_NOT_X = 1u << 18,	     /* ph was not "X" (kept because it had dur + cat, as HTA) */
 	TL_EV_LAUNCH_ANY = 1u << 19, /* any vendor's launch/async copy/fill call,
 				      * CUDA, HIP and Intel XPU (ur*, ze*, pi*) */
 };
@@ -97,26 +99,26 @@ enum tl_event_flags {
  * int64 fields use TL_NONE (-1) for "absent", as HTA's defaults do.
  */
 struct tl_event {
-	int64_t ts_ns; /* absolute (file clock), exact from the decimal µs text */
-	int64_t dur_ns; /* may be negative when the file says so; ts + dur fits */
-	int64_t pid; /* or string id with TL_EV_PID_STR (GPU rows: device) */
-	int64_t tid; /* or string id with TL_EV_TID_STR (GPU rows: stream) */
-	int64_t stream; /* args.stream, numeric only; else -1, as HTA */
+	int64_t ts_ns;	     /* absolute (file clock), exact from the decimal µs text */
+	int64_t dur_ns;	     /* may be negative when the file says so; ts + dur fits */
+	int64_t pid;	     /* or string id with TL_EV_PID_STR (GPU rows: device) */
+	int64_t tid;	     /* or string id with TL_EV_TID_STR (GPU rows: stream) */
+	int64_t stream;	     /* args.stream, numeric only; else -1, as HTA */
 	int64_t correlation; /* args.correlation, -1 */
 	int64_t external_id; /* args["External id"], -1 */
-	uint32_t index; /* position in the file's traceEvents array */
+	uint32_t index;	     /* position in the file's traceEvents array */
 	/* HTA's index_correlation: read and set it with
 	 * tl_ev_index_corr() / tl_ev_set_index_corr() (an index, or
 	 * TL_NO_INDEX for -1: 32 bits, like index, keep the row at 96 bytes) */
 	uint32_t index_corr;
-	uint32_t name; /* string id (0 = "") */
-	uint32_t cat; /* string id of `cat` */
-	uint32_t args; /* index into tl_rank.args, or TL_NO_ARGS */
+	uint32_t name;	/* string id (0 = "") */
+	uint32_t cat;	/* string id of `cat` */
+	uint32_t args;	/* index into tl_rank.args, or TL_NO_ARGS */
 	uint32_t flags; /* enum tl_event_flags */
-	int32_t link; /* position (in this rank's ev[]) of the correlated partner, -1 */
+	int32_t link;	/* position (in this rank's ev[]) of the correlated partner, -1 */
 	int32_t device; /* args.device, -1 */
-	uint8_t kind; /* enum tl_kind */
-	uint8_t sync; /* enum tl_sync */
+	uint8_t kind;	/* enum tl_kind */
+	uint8_t sync;	/* enum tl_sync */
 	/* HTA's µs times in ns, as offsets from ts_ns and ts_ns + dur_ns:
 	 * read them with tl_ev_hta_ts_ns() / tl_ev_hta_end_ns() */
 	int16_t hta_ts_off, hta_end_off;
@@ -186,32 +188,32 @@ static inline bool tl_ev_set_hta(struct tl_event *e, int64_t ts_us, int64_t end_
 
 /* Typed args the analyses need; absent numbers are -1, absent strings 0. */
 struct tl_args {
-	int64_t wait_on_stream; /* cuda_sync: args.wait_on_stream */
+	int64_t wait_on_stream;		   /* cuda_sync: args.wait_on_stream */
 	int64_t wait_on_event_record_corr; /* args.wait_on_cuda_event_record_corr_id */
-	int64_t wait_on_event_id; /* args.wait_on_cuda_event_id */
-	int64_t queued; /* kernel: args.queued */
-	int64_t bytes; /* memcpy/memset: args.bytes */
-	int64_t in_msg_nelems; /* "In msg nelems" */
-	int64_t out_msg_nelems; /* "Out msg nelems" */
-	int64_t group_size; /* "Group size" */
-	int64_t context; /* args.context */
-	uint32_t collective_name; /* "Collective name" (string id) */
-	uint32_t dtype; /* "dtype" */
-	uint32_t pg_name; /* "Process Group Name" */
-	uint32_t pg_desc; /* "Process Group Description" */
-	uint32_t pg_ranks; /* "Process Group Ranks", text as in the file e.g. "[0, 1]" */
-	uint32_t in_split; /* "In split size", text */
+	int64_t wait_on_event_id;	   /* args.wait_on_cuda_event_id */
+	int64_t queued;			   /* kernel: args.queued */
+	int64_t bytes;			   /* memcpy/memset: args.bytes */
+	int64_t in_msg_nelems;		   /* "In msg nelems" */
+	int64_t out_msg_nelems;		   /* "Out msg nelems" */
+	int64_t group_size;		   /* "Group size" */
+	int64_t context;		   /* args.context */
+	uint32_t collective_name;	   /* "Collective name" (string id) */
+	uint32_t dtype;			   /* "dtype" */
+	uint32_t pg_name;		   /* "Process Group Name" */
+	uint32_t pg_desc;		   /* "Process Group Description" */
+	uint32_t pg_ranks;  /* "Process Group Ranks", text as in the file e.g. "[0, 1]" */
+	uint32_t in_split;  /* "In split size", text */
 	uint32_t out_split; /* "Out split size", text */
-	int32_t grid[3]; /* kernel: args.grid, -1 */
-	int32_t block[3]; /* kernel: args.block, -1 */
+	int32_t grid[3];    /* kernel: args.grid, -1 */
+	int32_t block[3];   /* kernel: args.block, -1 */
 };
 
 /* Metadata names (ph M: process_name, thread_name, process_labels). */
 enum tl_meta_kind { TL_META_PROCESS_NAME = 1, TL_META_THREAD_NAME, TL_META_PROCESS_LABELS };
 struct tl_meta {
 	int64_t pid, tid; /* -1 when not numeric */
-	uint32_t kind; /* enum tl_meta_kind */
-	uint32_t value; /* string id of args.name / args.labels */
+	uint32_t kind;	  /* enum tl_meta_kind */
+	uint32_t value;	  /* string id of args.name / args.labels */
 };
 
 /* deviceProperties[] entry. */
@@ -228,7 +230,7 @@ struct tl_device {
 /* Per-stream index entry: GPU-side events of one (stream, pid) pair. */
 struct tl_stream {
 	int64_t stream;
-	int64_t pid; /* the GPU row's pid (device for Kineto) */
+	int64_t pid;	/* the GPU row's pid (device for Kineto) */
 	uint32_t first; /* into tl_rank.by_stream */
 	uint32_t count;
 };
@@ -243,9 +245,9 @@ struct tl_thread {
 };
 
 enum tl_rank_flags {
-	TL_RANK_HTA_ROUNDING = 1u << 0, /* some ts was non-integer/missing: HTA rounds */
-	TL_RANK_STEP_FILTERED = 1u << 1, /* the ProfilerStep filter ran */
-	TL_RANK_FINALIZED = 1u << 2, /* indexes below are built */
+	TL_RANK_HTA_ROUNDING = 1u << 0,	  /* some ts was non-integer/missing: HTA rounds */
+	TL_RANK_STEP_FILTERED = 1u << 1,  /* the ProfilerStep filter ran */
+	TL_RANK_FINALIZED = 1u << 2,	  /* indexes below are built */
 	TL_RANK_FROM_DIST_INFO = 1u << 3, /* rank came from distributedInfo.rank */
 	/* the rows the ProfilerStep filter dropped are in tail[] (captures
 	 * encoded before version 2 lost them) */
@@ -266,13 +268,13 @@ struct tl_rank {
 	uint32_t ndevices;
 
 	/* Load facts, before the ProfilerStep filter. */
-	uint32_t raw_events; /* elements of traceEvents */
-	uint32_t parsed_events; /* rows HTA parses (dur + cat, not Trace) */
-	int64_t min_ts_ns; /* over parsed rows (INT64_MAX if none) */
-	int64_t hta_min_ts_us; /* HTA's min over parsed rows, rounded ts */
+	uint32_t raw_events;	    /* elements of traceEvents */
+	uint32_t parsed_events;	    /* rows HTA parses (dur + cat, not Trace) */
+	int64_t min_ts_ns;	    /* over parsed rows (INT64_MAX if none) */
+	int64_t hta_min_ts_us;	    /* HTA's min over parsed rows, rounded ts */
 	int64_t step_cutoff_hta_us; /* unaligned start of the last ProfilerStep; -1 */
-	int64_t step_cutoff_ns; /* same in ns; -1 */
-	uint32_t trace_name; /* top-level traceName (string id), 0 */
+	int64_t step_cutoff_ns;	    /* same in ns; -1 */
+	uint32_t trace_name;	    /* top-level traceName (string id), 0 */
 	uint32_t reserved;
 	int64_t base_time_ns; /* top-level baseTimeNanoseconds, -1 */
 
@@ -293,7 +295,7 @@ struct tl_rank {
 	struct tl_stream *streams; /* sorted by (stream, pid) */
 	uint32_t nstreams;
 	uint32_t nby_stream;
-	uint32_t *by_thread; /* all events grouped per tl_thread, each by (ts_ns, index) */
+	uint32_t *by_thread;	   /* all events grouped per tl_thread, each by (ts_ns, index) */
 	struct tl_thread *threads; /* sorted by (pid, tid) */
 	uint32_t nthreads;
 	uint32_t *by_corr; /* events with correlation != -1, sorted by (correlation, index) */
@@ -366,8 +368,7 @@ uint32_t tl_rank_corr(const struct tl_rank *r, int64_t correlation, uint32_t *fi
 /* Stream entry for (stream, pid), pid < 0 = first entry of that stream; NULL. */
 const struct tl_stream *tl_rank_stream(const struct tl_rank *r, int64_t stream, int64_t pid);
 /* Args of an event, NULL when it has none. */
-static inline const struct tl_args *tl_event_args(const struct tl_rank *r,
-						 const struct tl_event *e)
+static inline const struct tl_args *tl_event_args(const struct tl_rank *r, const struct tl_event *e)
 {
 	return e->args == TL_NO_ARGS ? NULL : &r->args[e->args];
 }
@@ -400,8 +401,7 @@ int timeline_encode(const struct timeline *tl, void **buf, size_t *len);
  * allocations are bounded by len). 0, or -EBADMSG with a reason in why,
  * -ENOTSUP for an unknown version, -ENOMEM. *ret untouched on failure.
  */
-int timeline_decode(const void *buf, size_t len, struct timeline **ret, char *why,
-		    size_t whylen);
+int timeline_decode(const void *buf, size_t len, struct timeline **ret, char *why, size_t whylen);
 /* true if a and b hold identical content (tests, round trips). */
 bool timeline_equal(const struct timeline *a, const struct timeline *b);
 

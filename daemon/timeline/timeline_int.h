@@ -33,9 +33,9 @@ struct strtab {
 	uint64_t *off; /* per id: offset into blob */
 	uint32_t *len; /* per id */
 	uint32_t n, cap;
-	uint32_t *slots; /* open addressing: id + 1, 0 = empty */
+	uint32_t *slots;  /* open addressing: id + 1, 0 = empty */
 	uint32_t *hashes; /* per id, low 32 bits of the hash */
-	uint32_t nslots; /* power of two */
+	uint32_t nslots;  /* power of two */
 };
 
 #define STRTAB_MAX_IDS (UINT32_MAX / 2)
@@ -64,8 +64,6 @@ struct timeline {
 	struct tl_rank **ranks; /* ascending rank; pointers stay put */
 	uint32_t nranks, cap;
 };
-
-
 
 /* Allocate an empty rank (not yet in a timeline). */
 struct tl_rank *tl_rank_alloc(int32_t rank);

@@ -113,9 +113,16 @@ static int eval(struct walk *w, const Dwarf_Op *ops, size_t nops, bool push_cfa,
 				return -1;
 			st[sp++] = w->cfa;
 			continue;
-		case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u: case DW_OP_const2s:
-		case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u: case DW_OP_const8s:
-		case DW_OP_constu: case DW_OP_consts:
+		case DW_OP_const1u:
+		case DW_OP_const1s:
+		case DW_OP_const2u:
+		case DW_OP_const2s:
+		case DW_OP_const4u:
+		case DW_OP_const4s:
+		case DW_OP_const8u:
+		case DW_OP_const8s:
+		case DW_OP_constu:
+		case DW_OP_consts:
 			st[sp++] = ops[i].number;
 			continue;
 		case DW_OP_dup:
@@ -152,22 +159,53 @@ static int eval(struct walk *w, const Dwarf_Op *ops, size_t nops, bool push_cfa,
 		b = st[--sp];
 		a = st[sp - 1];
 		switch (op) {
-		case DW_OP_plus: a += b; break;
-		case DW_OP_minus: a -= b; break;
-		case DW_OP_mul: a *= b; break;
-		case DW_OP_and: a &= b; break;
-		case DW_OP_or: a |= b; break;
-		case DW_OP_xor: a ^= b; break;
-		case DW_OP_shl: a = b < 64 ? a << b : 0; break;
-		case DW_OP_shr: a = b < 64 ? a >> b : 0; break;
-		case DW_OP_shra: a = b < 64 ? (uint64_t)((int64_t)a >> b) : 0; break;
-		case DW_OP_ge: a = (int64_t)a >= (int64_t)b; break;
-		case DW_OP_gt: a = (int64_t)a > (int64_t)b; break;
-		case DW_OP_le: a = (int64_t)a <= (int64_t)b; break;
-		case DW_OP_lt: a = (int64_t)a < (int64_t)b; break;
-		case DW_OP_eq: a = a == b; break;
-		case DW_OP_ne: a = a != b; break;
-		default: return -1; /* not used by CFI on x86-64 */
+		case DW_OP_plus:
+			a += b;
+			break;
+		case DW_OP_minus:
+			a -= b;
+			break;
+		case DW_OP_mul:
+			a *= b;
+			break;
+		case DW_OP_and:
+			a &= b;
+			break;
+		case DW_OP_or:
+			a |= b;
+			break;
+		case DW_OP_xor:
+			a ^= b;
+			break;
+		case DW_OP_shl:
+			a = b < 64 ? a << b : 0;
+			break;
+		case DW_OP_shr:
+			a = b < 64 ? a >> b : 0;
+			break;
+		case DW_OP_shra:
+			a = b < 64 ? (uint64_t)((int64_t)a >> b) : 0;
+			break;
+		case DW_OP_ge:
+			a = (int64_t)a >= (int64_t)b;
+			break;
+		case DW_OP_gt:
+			a = (int64_t)a > (int64_t)b;
+			break;
+		case DW_OP_le:
+			a = (int64_t)a <= (int64_t)b;
+			break;
+		case DW_OP_lt:
+			a = (int64_t)a < (int64_t)b;
+			break;
+		case DW_OP_eq:
+			a = a == b;
+			break;
+		case DW_OP_ne:
+			a = a != b;
+			break;
+		default:
+			return -1; /* not used by CFI on x86-64 */
 		}
 		st[sp - 1] = a;
 	}
@@ -298,7 +336,7 @@ static enum step walk(struct unwinder *u, struct uw_proc *p, struct walk *w, uin
 	while (*n < max) {
 		bool sig = false, entry = false;
 		const struct uw_rule *r =
-		    rule_at(u, p, exact ? w->ip : w->ip - 1, &refreshed, &entry);
+			rule_at(u, p, exact ? w->ip : w->ip - 1, &refreshed, &entry);
 
 		if (r && r->found && r->cfa.how != UW_BAD) {
 			sig = r->signal;
@@ -336,8 +374,8 @@ static void count_time(struct unwinder *u, uint64_t ns)
 	u->st.ns_recent[u->st.samples % 1024] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
 }
 
-static const char *const step_names[] = {"ok", "end", "stack copy exhausted", "no rule",
-					  "bad frame", "depth"};
+static const char *const step_names[] = {"ok",	    "end",	 "stack copy exhausted",
+					 "no rule", "bad frame", "depth"};
 
 /* Where walks stop, for whoever debugs a profile (-v -v): the address and
  * its object, never stack contents. At most one line per 1000 stops. */
@@ -370,8 +408,8 @@ int unwind_prepare(struct unwinder *u, uint32_t pid)
 	return 0;
 }
 
-int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs,
-		const void *stack, size_t len, uint64_t *ips, unsigned max, unsigned *n)
+int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs, const void *stack,
+		size_t len, uint64_t *ips, unsigned max, unsigned *n)
 {
 	return unwind_user_cfas(u, pid, regs, stack, len, ips, NULL, max, n);
 }
@@ -382,9 +420,14 @@ int unwind_user_cfas(struct unwinder *u, uint32_t pid, const struct unwind_regs 
 {
 	uint64_t t0 = uw_now_ns();
 	struct walk w = {
-	    .stack = stack, .lo = regs->sp, .hi = regs->sp + len,
-	    .ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .bp_known = true,
-	    .cfas = cfas,
+		.stack = stack,
+		.lo = regs->sp,
+		.hi = regs->sp + len,
+		.ip = regs->ip,
+		.sp = regs->sp,
+		.bp = regs->bp,
+		.bp_known = true,
+		.cfas = cfas,
 	};
 	struct uw_proc *p;
 	enum step s;

@@ -40,8 +40,8 @@ struct unwinder;
 #define UNWIND_IP_TRUNCATED 0x1ull
 
 struct unwind_opts {
-	size_t budget_bytes; /* processes + objects + rule caches; default 64 MiB */
-	unsigned max_frames; /* default 127 */
+	size_t budget_bytes;  /* processes + objects + rule caches; default 64 MiB */
+	unsigned max_frames;  /* default 127 */
 	const char *proc_dir; /* default "/proc" (tests) */
 };
 
@@ -65,8 +65,8 @@ void unwind_free(struct unwinder *u);
  * unwind_result; a truncated stack ends with UNWIND_IP_TRUNCATED (counted
  * within max).
  */
-int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs,
-		const void *stack, size_t len, uint64_t *ips, unsigned max, unsigned *n);
+int unwind_user(struct unwinder *u, uint32_t pid, const struct unwind_regs *regs, const void *stack,
+		size_t len, uint64_t *ips, unsigned max, unsigned *n);
 
 /*
  * unwind_user() that also gives each frame's canonical frame address in

@@ -28,10 +28,10 @@ enum uw_how {
 };
 
 struct uw_loc {
-	uint8_t how;  /* enum uw_how */
-	uint8_t reg;  /* UW_REG_OFF: DWARF register */
+	uint8_t how;   /* enum uw_how */
+	uint8_t reg;   /* UW_REG_OFF: DWARF register */
 	uint8_t value; /* UW_EXPR: the expression computes the value, not an address */
-	uint8_t nops; /* UW_EXPR */
+	uint8_t nops;  /* UW_EXPR */
 	int32_t off;
 	Dwarf_Op *ops; /* UW_EXPR: owned by the rule */
 };
@@ -47,7 +47,7 @@ struct uw_rule {
 struct uw_obj {
 	dev_t dev;
 	ino_t ino;
-	int fd; /* -1 for the vDSO image */
+	int fd;	     /* -1 for the vDSO image */
 	void *image; /* vDSO: our own copy of the image */
 	Elf *elf;
 	uint64_t entry; /* e_entry: the program's (or ld.so's) first instruction */
@@ -63,12 +63,12 @@ struct uw_obj {
 	/* rule cache: open addressing on pc, power-of-two slots */
 	struct uw_rule *rules;
 	size_t nslots, nrules;
-	size_t bytes; /* accounted: this struct, rules and their expressions */
+	size_t bytes;	   /* accounted: this struct, rules and their expressions */
 	size_t base_bytes; /* what stays after a flush of the rule cache */
-	unsigned refs; /* process mappings using it */
+	unsigned refs;	   /* process mappings using it */
 	uint64_t last_used;
 	struct uw_obj *next; /* hash chain */
-	char name[64]; /* base name, for status */
+	char name[64];	     /* base name, for status */
 };
 
 struct uw_map {
@@ -80,9 +80,9 @@ struct uw_proc {
 	uint32_t pid;
 	struct uw_map *maps;
 	size_t nmaps;
-	uint64_t read_ns; /* when maps were read; 0 = never could */
+	uint64_t read_ns;   /* when maps were read; 0 = never could */
 	uint64_t miss_page; /* page of the last address no mapping held */
-	bool gone; /* a re-read found the process gone: its snapshot is all there is */
+	bool gone;	    /* a re-read found the process gone: its snapshot is all there is */
 	uint64_t last_used;
 	uint64_t samples, truncated, frames_cfi, frames_fp;
 	struct uw_proc *next; /* hash chain */
@@ -101,7 +101,7 @@ struct unwind_stats {
 	uint64_t frames, frames_cfi, frames_fp;
 	uint64_t bytes_copied; /* stack bytes received */
 	uint64_t ns_total;
-	uint64_t ns_hist[32]; /* log2 buckets of per-sample unwinding time */
+	uint64_t ns_hist[32];	  /* log2 buckets of per-sample unwinding time */
 	uint32_t ns_recent[1024]; /* the last walks' times, for percentiles */
 	uint64_t maps_reads, maps_refreshes, objs_loaded, objs_failed;
 	uint64_t procs_evicted, objs_evicted, rule_flushes, objs_over_budget;

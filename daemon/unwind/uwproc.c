@@ -88,7 +88,8 @@ static int load_segments(struct uw_obj *o)
 bool uw_obj_vaddr(const struct uw_obj *o, uint64_t file_off, uint64_t *vaddr)
 {
 	for (size_t i = 0; i < o->nloads; i++)
-		if (file_off >= o->loads[i].off && file_off - o->loads[i].off < o->loads[i].filesz) {
+		if (file_off >= o->loads[i].off &&
+		    file_off - o->loads[i].off < o->loads[i].filesz) {
 			*vaddr = file_off - o->loads[i].off + o->loads[i].vaddr;
 			return true;
 		}
@@ -101,7 +102,8 @@ void uw_obj_free(struct uw_obj *o)
 		return;
 	for (size_t i = 0; o->rules && i < o->nslots; i++)
 		if (o->rules[i].pc)
-			free(o->rules[i].cfa.ops), free(o->rules[i].ra.ops), free(o->rules[i].rbp.ops);
+			free(o->rules[i].cfa.ops), free(o->rules[i].ra.ops),
+				free(o->rules[i].rbp.ops);
 	free(o->rules);
 	if (o->eh)
 		dwarf_cfi_end(o->eh);
@@ -268,8 +270,8 @@ static struct uw_obj *obj_get(struct unwinder *u, uint32_t pid, uint64_t start, 
 			o->last_used = ++u->tick;
 			return o;
 		}
-	snprintf(mf, sizeof(mf), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, u->proc_dir,
-		 pid, start, end);
+	snprintf(mf, sizeof(mf), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, u->proc_dir, pid,
+		 start, end);
 	fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || fstatfs(fd, &sfs) ||
 	    sfs.f_type == FUSE_SUPER_MAGIC) {
@@ -340,8 +342,8 @@ static int maps_read(struct unwinder *u, struct uw_proc *p)
 		int pathpos = 0;
 		struct uw_map m;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj,
-			   &min, &ino, &pathpos) < 7 ||
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
+			   &maj, &min, &ino, &pathpos) < 7 ||
 		    perms[2] != 'x')
 			continue;
 		m = (struct uw_map){.start = start, .end = end, .pgoff = off};
@@ -351,7 +353,8 @@ static int maps_read(struct unwinder *u, struct uw_proc *p)
 		else if (pathpos && !strcmp(line + pathpos, "[vdso]"))
 			m.obj = vdso_get(u);
 		if (n == cap) {
-			struct uw_map *nm = realloc(maps, (cap = cap ? cap * 2 : 32) * sizeof(*maps));
+			struct uw_map *nm =
+				realloc(maps, (cap = cap ? cap * 2 : 32) * sizeof(*maps));
 
 			if (!nm) {
 				if (m.obj != u->vdso)
@@ -458,8 +461,7 @@ static struct uw_proc *lru_proc(struct unwinder *u, const struct uw_proc *keep)
 
 	for (unsigned b = 0; b < UW_PROC_BUCKETS; b++)
 		for (struct uw_proc *p = u->procs[b]; p; p = p->next)
-			if (p != keep && p != u->busy &&
-			    (!best || p->last_used < best->last_used))
+			if (p != keep && p != u->busy && (!best || p->last_used < best->last_used))
 				best = p;
 	return best;
 }

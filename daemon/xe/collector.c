@@ -42,7 +42,7 @@ struct xe_coll {
 	unsigned nsrc;
 	uv_timer_t *tick;
 	char probe_why[200];
-	struct xe_cs *cs; /* host batch-buffer parser (docs/gpu-cs.md) */
+	struct xe_cs *cs;	 /* host batch-buffer parser (docs/gpu-cs.md) */
 	struct xe_cs_hook *hook; /* its BPF path on xe execs, NULL when off */
 	uv_poll_t *hook_poll;
 	struct xe_kbin *kbin; /* kernel binaries (zebin.h) */
@@ -104,7 +104,7 @@ static void on_state(void *arg, struct xe_stream *s)
 	int best = -1;
 	const char *why = "";
 	static const int rank[] = {[XS_RUNNING] = 5, [XS_PAUSED] = 4, [XS_BUSY] = 3,
-				   [XS_RESET] = 2, [XS_OFF] = 1, [XS_FAILED] = 0};
+				   [XS_RESET] = 2,   [XS_OFF] = 1,    [XS_FAILED] = 0};
 	enum xe_stream_state bst = XS_OFF;
 
 	(void)s;
@@ -165,9 +165,11 @@ int xe_collector_add_stream(struct collector *c, const struct xe_stream_cfg *cfg
 	if (!p->x) {
 		const struct config_xe *xc = &c->gpd->cfg.xe;
 		struct xe_config cfg_core = {
-		    .interval_ns = xc->interval_ns, .max_rows = xc->rows,
-		    .max_kernels = xc->kernels, .max_deferred = xc->deferred,
-		    .demangle = c->gpd->cfg.demangle,
+			.interval_ns = xc->interval_ns,
+			.max_rows = xc->rows,
+			.max_kernels = xc->kernels,
+			.max_deferred = xc->deferred,
+			.demangle = c->gpd->cfg.demangle,
 		};
 
 		r = xe_new(&cfg_core, mono_ns(), &p->x);
@@ -231,10 +233,10 @@ static void hook_open(struct xe_coll *p)
 		uv_poll_start(p->hook_poll, UV_READABLE, on_hook);
 		xe_cs_set_path(p->cs, "bpf",
 			       have_xe || have_i915
-				   ? "every xe exec / i915 execbuffer is parsed in BPF at "
-				     "submission (raw_tp sys_enter / sys_exit)"
-				   : "xe.submit_hook = on, but no xe or i915 driver is loaded: "
-				     "nothing to parse");
+				       ? "every xe exec / i915 execbuffer is parsed in BPF at "
+					 "submission (raw_tp sys_enter / sys_exit)"
+				       : "xe.submit_hook = on, but no xe or i915 driver is loaded: "
+					 "nothing to parse");
 		return;
 	}
 	if (r == 0) {
@@ -389,8 +391,10 @@ int xe_collector_attach_capture(struct collector *c, struct capture *cap)
 {
 	struct xe_coll *p = c ? c->priv : NULL;
 	struct xe_export_filter f = {
-	    .pids = cap->pids, .npids = cap->npids,
-	    .uid_filter = cap->uid_filter, .uid = cap->filter_uid,
+		.pids = cap->pids,
+		.npids = cap->npids,
+		.uid_filter = cap->uid_filter,
+		.uid = cap->filter_uid,
 	};
 	void *buf;
 	size_t len;
@@ -426,7 +430,7 @@ static void xe_status_config(struct xe_coll *p, cJSON *o)
 		cJSON_AddStringToObject(cf, "sample_rate",
 					xc->sample_rate == CONFIG_XE_RATE_SLOWEST   ? "slowest"
 					: xc->sample_rate == CONFIG_XE_RATE_FASTEST ? "fastest"
-										     : "cycles");
+										    : "cycles");
 		if (xc->sample_rate != CONFIG_XE_RATE_SLOWEST &&
 		    xc->sample_rate != CONFIG_XE_RATE_FASTEST)
 			cJSON_AddNumberToObject(cf, "sample_rate_cycles", (double)xc->sample_rate);
@@ -459,9 +463,9 @@ static void xe_status(struct collector *c, cJSON *o)
 	if (p)
 		xe_cs_status(p->cs, o);
 	if (p && p->hook) {
-		static const char *const names[GPU_SUBMIT_NCOUNTERS] = {
-		    "execs", "parsed", "skipped", "binds", "unbinds", "binds_evicted",
-		    "bo_mmaps", "events_lost", "read_faults"};
+		static const char *const names[GPU_SUBMIT_NCOUNTERS] =
+			{"execs",	  "parsed",   "skipped",     "binds",	   "unbinds",
+			 "binds_evicted", "bo_mmaps", "events_lost", "read_faults"};
 		uint64_t cnt[GPU_SUBMIT_NCOUNTERS];
 		cJSON *h = cJSON_AddObjectToObject(cJSON_GetObjectItem(o, "batch_parser"), "hook");
 
@@ -527,10 +531,10 @@ static void xe_coll_free(struct collector *c)
 }
 
 const struct collector_ops xe_collector_ops = {
-    .name = "xe",
-    .open = xe_open,
-    .start = xe_start,
-    .stop = xe_stop,
-    .status = xe_status,
-    .free = xe_coll_free,
+	.name = "xe",
+	.open = xe_open,
+	.start = xe_start,
+	.stop = xe_stop,
+	.status = xe_status,
+	.free = xe_coll_free,
 };

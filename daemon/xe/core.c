@@ -261,9 +261,15 @@ int xe_ktab_add(struct xe *x, const struct xe_kernel_info *k)
 	}
 	e = &x->k[slot];
 	*e = (struct xe_kent){
-	    .start = start, .end = end, .iba = k->iba & XE_VA_MASK, .id = slot + 1,
-	    .pid = k->pid, .uid = k->uid, .last_iv = now_iv, .active = true,
-	    .weak = k->weak,
+		.start = start,
+		.end = end,
+		.iba = k->iba & XE_VA_MASK,
+		.id = slot + 1,
+		.pid = k->pid,
+		.uid = k->uid,
+		.last_iv = now_iv,
+		.active = true,
+		.weak = k->weak,
 	};
 	if (x->cfg.demangle && k->name && sym_demangle(k->name, dm, sizeof(dm)))
 		e->name = strdup(dm); /* once per new kernel, not per launch */

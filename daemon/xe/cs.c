@@ -158,14 +158,14 @@ static void ktab(struct xe_cs *cs, struct xe *x, const struct xe_cs_submit *s, u
 		 uint64_t size, uint64_t iba, const char *name)
 {
 	int r = xe_ktab_add(x, &(struct xe_kernel_info){
-				   .gpu_addr = addr,
-				   .size = size,
-				   .iba = iba,
-				   .pid = s->pid,
-				   .uid = s->uid,
-				   .name = name,
-				   .comm = s->comm,
-				   .weak = true, /* launch probes' names win */
+				       .gpu_addr = addr,
+				       .size = size,
+				       .iba = iba,
+				       .pid = s->pid,
+				       .uid = s->uid,
+				       .name = name,
+				       .comm = s->comm,
+				       .weak = true, /* launch probes' names win */
 			       });
 
 	if (r < 0)
@@ -203,7 +203,7 @@ static void add_ksp(struct xe_cs *cs, struct xe *x, const struct xe_cs_submit *s
 		return; /* remembered no more: later neighbours may overlap it */
 	memmove(&cs->k[pos + 1], &cs->k[pos], (cs->nk - pos) * sizeof(*cs->k));
 	cs->k[pos] =
-	    (struct cs_ksp){.pid = s->pid, .iba = iba, .addr = addr, .size = size, .name = name};
+		(struct cs_ksp){.pid = s->pid, .iba = iba, .addr = addr, .size = size, .name = name};
 	cs->nk++;
 }
 
@@ -316,8 +316,11 @@ int xe_cs_add_buffer(struct xe_cs *cs, struct xe *x, uint32_t asid, uint64_t gpu
 		buf_remove(cs, old);
 		cs->stats.buffers_evicted++;
 	}
-	cs->b[cs->nb++] = (struct cs_buf){
-	    .asid = asid, .gpu = gpu_addr, .len = len, .seq = ++cs->seq, .data = copy};
+	cs->b[cs->nb++] = (struct cs_buf){.asid = asid,
+					  .gpu = gpu_addr,
+					  .len = len,
+					  .seq = ++cs->seq,
+					  .data = copy};
 	cs->bytes += len;
 	retry(cs, x, asid, 0, 0);
 	return 0;
@@ -376,7 +379,7 @@ void xe_cs_get_stats(const struct xe_cs *cs, struct xe_cs_stats *st)
 const char *xe_cs_status_name(uint32_t status)
 {
 	static const char *const names[GPU_CS_NSTATUS] = {
-	    "running", "done", "truncated", "loop", "limit", "depth", "retry", "invalid",
+		"running", "done", "truncated", "loop", "limit", "depth", "retry", "invalid",
 	};
 
 	return status < GPU_CS_NSTATUS ? names[status] : "unknown";
@@ -392,8 +395,9 @@ const char *xe_cs_path(char *why, size_t whylen)
 			 "no xe or i915 driver loaded: batch buffers are parsed "
 			 "only from dumps given to the daemon");
 	else
-		snprintf(why, whylen, "%s driver loaded, but the submission hook is not "
-				      "attached: batch buffers are parsed only from dumps",
+		snprintf(why, whylen,
+			 "%s driver loaded, but the submission hook is not "
+			 "attached: batch buffers are parsed only from dumps",
 			 have_xe ? "xe" : "i915");
 	return "host";
 }

@@ -38,8 +38,11 @@ static int on_event(void *ctx, void *data, size_t len)
 	comm[sizeof(ev->comm)] = '\0';
 	/* the address space: one process's VM on one DRM fd (gpu_submit_abi.h) */
 	xe_cs_feed_result(h->cs, h->x,
-			  &(struct xe_cs_submit){.asid = ev->pid, .pid = ev->pid, .uid = ev->uid,
-						 .batch = ev->batch, .comm = comm},
+			  &(struct xe_cs_submit){.asid = ev->pid,
+						 .pid = ev->pid,
+						 .uid = ev->uid,
+						 .batch = ev->batch,
+						 .comm = comm},
 			  &ev->r, ev->attempt, ev->final);
 	return 0;
 }

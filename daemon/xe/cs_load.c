@@ -66,8 +66,8 @@ int xe_cs_load(struct xe_cs *cs, struct xe *x, const void *buf, size_t len, char
 					     rlen - BUFFER_HDR);
 			if (r == -EINVAL)
 				return bad(
-				    why, whylen, off,
-				    "buffer unaligned, beyond 48 bits or over the size limit");
+					why, whylen, off,
+					"buffer unaligned, beyond 48 bits or over the size limit");
 			if (r < 0)
 				return r;
 			break;

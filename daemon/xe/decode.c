@@ -9,10 +9,10 @@
 #include <string.h>
 
 const char *const xe_reason_names[XE_NREASONS] = {
-    [XE_R_ACTIVE] = "active",	    [XE_R_CONTROL] = "control", [XE_R_PIPESTALL] = "pipestall",
-    [XE_R_SEND] = "send",	    [XE_R_DIST_ACC] = "dist_acc", [XE_R_SBID] = "sbid",
-    [XE_R_SYNC] = "sync",	    [XE_R_INST_FETCH] = "inst_fetch", [XE_R_OTHER] = "other",
-    [XE_R_TDR] = "tdr",
+	[XE_R_ACTIVE] = "active", [XE_R_CONTROL] = "control",	    [XE_R_PIPESTALL] = "pipestall",
+	[XE_R_SEND] = "send",	  [XE_R_DIST_ACC] = "dist_acc",	    [XE_R_SBID] = "sbid",
+	[XE_R_SYNC] = "sync",	  [XE_R_INST_FETCH] = "inst_fetch", [XE_R_OTHER] = "other",
+	[XE_R_TDR] = "tdr",
 };
 
 static inline uint64_t le64(const uint8_t *p)
@@ -85,11 +85,11 @@ static inline void decode_xe3p(const uint8_t *rec, struct xe_sample *s)
 	s->end_flag = (uint8_t)((w2 >> 16) & 1);
 }
 
-#define DECODE_N(name)                                                                     \
+#define DECODE_N(name)                                                                           \
 	static void name##_n(const uint8_t *buf, size_t n, size_t stride, struct xe_sample *out) \
-	{                                                                                  \
-		for (size_t i = 0; i < n; i++, buf += stride)                              \
-			name(buf, &out[i]);                                                \
+	{                                                                                        \
+		for (size_t i = 0; i < n; i++, buf += stride)                                    \
+			name(buf, &out[i]);                                                      \
 	}
 DECODE_N(decode_pvc)
 DECODE_N(decode_xe2)
@@ -99,9 +99,9 @@ DECODE_N(decode_xe3p)
  * EU-stall stream (the kernel supports XE_PVC and GRAPHICS_VER >= 20
  * only, the xe driver's EU-stall stream). Xe3 (30.xx) keeps the Xe2 layout. */
 static const struct xe_decoder decoders[] = {
-    {"pvc", 1260, 1260, 29, decode_pvc, decode_pvc_n},
-    {"xe2", 2000, 3499, 29, decode_xe2, decode_xe2_n},
-    {"xe3p", 3500, 9999, 61, decode_xe3p, decode_xe3p_n},
+	{"pvc", 1260, 1260, 29, decode_pvc, decode_pvc_n},
+	{"xe2", 2000, 3499, 29, decode_xe2, decode_xe2_n},
+	{"xe3p", 3500, 9999, 61, decode_xe3p, decode_xe3p_n},
 };
 
 const struct xe_decoder *xe_decoder_find(unsigned ver_major, unsigned ver_minor)

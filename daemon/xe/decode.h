@@ -40,8 +40,7 @@ struct xe_sample {
 typedef void (*xe_decode_fn)(const uint8_t *rec, struct xe_sample *s);
 /* n records at stride bytes apart into out[0..n): the hot path's loop,
  * one per layout so the per-record decode is inlined. */
-typedef void (*xe_decode_n_fn)(const uint8_t *buf, size_t n, size_t stride,
-			       struct xe_sample *out);
+typedef void (*xe_decode_n_fn)(const uint8_t *buf, size_t n, size_t stride, struct xe_sample *out);
 
 struct xe_decoder {
 	const char *name;

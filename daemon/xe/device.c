@@ -85,20 +85,22 @@ static int dev_open(void *ctx, const struct xe_stream_cfg *cfg)
 	/* SAMPLE_RATE, WAIT_NUM_REPORTS and GT_ID, linked by next_extension;
 	 * param points at the first (the xe driver's EU-stall stream). */
 	const struct xe_prop kv[3] = {
-	    {XE_EU_STALL_PROP_SAMPLE_RATE, cfg->rate},
-	    {XE_EU_STALL_PROP_WAIT_NUM_REPORTS, cfg->wait_num_reports ? cfg->wait_num_reports : 1},
-	    {XE_EU_STALL_PROP_GT_ID, cfg->gt_id},
+		{XE_EU_STALL_PROP_SAMPLE_RATE, cfg->rate},
+		{XE_EU_STALL_PROP_WAIT_NUM_REPORTS,
+		 cfg->wait_num_reports ? cfg->wait_num_reports : 1},
+		{XE_EU_STALL_PROP_GT_ID, cfg->gt_id},
 	};
 	struct xe_ext_set_property p[3];
 	struct xe_observation_param op = {
-	    .observation_type = XE_OBS_TYPE_EU_STALL,
-	    .observation_op = XE_OBS_OP_STREAM_OPEN,
-	    .param = (uintptr_t)&p[0],
+		.observation_type = XE_OBS_TYPE_EU_STALL,
+		.observation_op = XE_OBS_OP_STREAM_OPEN,
+		.param = (uintptr_t)&p[0],
 	};
 	int fd;
 
 	if (cfg->oa)
-		return xe_oa_stream_open(cfg, ctx ? &((struct xe_oa_desc *)ctx)->oa_buf_size : NULL);
+		return xe_oa_stream_open(cfg,
+					 ctx ? &((struct xe_oa_desc *)ctx)->oa_buf_size : NULL);
 	xe_props_chain(p, kv, 3);
 	fd = xioctl(cfg->drm_fd, XE_IOCTL_OBSERVATION, &op);
 	if (fd < 0)
@@ -140,8 +142,11 @@ static void dev_close(void *ctx, int fd)
 }
 
 const struct xe_obs_ops xe_device_ops = {
-    .open = dev_open, .enable = dev_enable, .disable = dev_disable,
-    .read = dev_read, .close = dev_close,
+	.open = dev_open,
+	.enable = dev_enable,
+	.disable = dev_disable,
+	.read = dev_read,
+	.close = dev_close,
 };
 
 /* Fill d's GTs; returns how many are usable, or -errno. */
@@ -181,15 +186,15 @@ static int probe_gts(struct xe_device *d, uint64_t want_rate, char *why, size_t 
 			continue;
 		dec = xe_decoder_find(g->ip_ver_major, g->ip_ver_minor);
 		if (!dec) {
-			snprintf(why, whylen, "%s: graphics IP %u.%u has no EU-stall layout", d->node,
-				 g->ip_ver_major, g->ip_ver_minor);
+			snprintf(why, whylen, "%s: graphics IP %u.%u has no EU-stall layout",
+				 d->node, g->ip_ver_major, g->ip_ver_minor);
 			continue;
 		}
 		memset(o, 0, sizeof(*o));
 		o->nrates = es->num_sampling_rates > 16 ? 16 : (unsigned)es->num_sampling_rates;
 		memcpy(o->rates, es->sampling_rates, o->nrates * 8);
-		snprintf(o->cfg.name, sizeof(o->cfg.name), "%s/gt%u",
-			 strrchr(d->node, '/') + 1, g->gt_id);
+		snprintf(o->cfg.name, sizeof(o->cfg.name), "%s/gt%u", strrchr(d->node, '/') + 1,
+			 g->gt_id);
 		o->cfg.drm_fd = d->fd;
 		o->cfg.gt_id = g->gt_id;
 		o->cfg.rate = xe_pick_rate(o->rates, o->nrates, want_rate);

@@ -15,18 +15,18 @@
 #define XE_MAX_GTS 16
 
 struct xe_gt_desc {
-	struct xe_stream_cfg cfg; /* ready for xe_stream_new (EU stall) */
+	struct xe_stream_cfg cfg;    /* ready for xe_stream_new (EU stall) */
 	uint16_t ip_major, ip_minor; /* graphics IP version (IGA platform) */
-	uint64_t rates[16];	  /* advertised rates, fastest first */
+	uint64_t rates[16];	     /* advertised rates, fastest first */
 	unsigned nrates;
 };
 
 /* The device's OA stream (xe_drm.h, the OA unit), filled by xe_device_probe_oa. */
 struct xe_oa_desc {
-	bool ok;		 /* cfg is ready for xe_stream_new */
+	bool ok;		  /* cfg is ready for xe_stream_new */
 	struct xe_stream_cfg cfg; /* oa = true; rate = OA timestamp Hz */
-	uint64_t oa_buf_size;	 /* from IOCTL_INFO at the last open; 0 unknown */
-	char why[200];		 /* !ok: "unavailable: ..." */
+	uint64_t oa_buf_size;	  /* from IOCTL_INFO at the last open; 0 unknown */
+	char why[200];		  /* !ok: "unavailable: ..." */
 };
 
 struct xe_device {

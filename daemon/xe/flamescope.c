@@ -20,7 +20,7 @@ int xe_write_flamescope(const struct xe_capdata *d, const struct xe_out_opts *o,
 	uint64_t bucket = o && o->bucket_ns ? o->bucket_ns : 100000000ull;
 	uint64_t t0 = UINT64_MAX, t1 = 0, nb;
 	struct xe_out_totals tot = {0};
-	uint64_t (*sum)[XE_NREASONS] = NULL;
+	uint64_t(*sum)[XE_NREASONS] = NULL;
 	uint32_t *top = NULL;
 	char line[1024];
 	int r = 0;
@@ -104,8 +104,8 @@ int xe_write_flamescope(const struct xe_capdata *d, const struct xe_out_opts *o,
 			name = "[unattributed]", nlen = strlen(name);
 		if (!nlen)
 			name = "[unnamed]", nlen = strlen(name);
-		len = snprintf(line, sizeof(line), "%" PRIu64 "\t%" PRIu64,
-			       b * bucket / 1000000, total);
+		len = snprintf(line, sizeof(line), "%" PRIu64 "\t%" PRIu64, b * bucket / 1000000,
+			       total);
 		for (int rr = 0; rr < XE_NREASONS; rr++)
 			len += snprintf(line + len, sizeof(line) - (size_t)len, "\t%" PRIu64,
 					sum[b][rr]);

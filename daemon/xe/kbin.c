@@ -187,7 +187,7 @@ const char *xe_insn_src_text(void *src, const struct xe_sec_kernel *k, uint32_t 
 	sl->va = va;
 	sl->pid = k->pid;
 	sl->off = off;
-	sl->state =
-	    kbin_insn(s->kb, s->iga, k->pid, va, off, sl->text, sizeof(sl->text)) > 0 ? 1 : -1;
+	sl->state = kbin_insn(s->kb, s->iga, k->pid, va, off, sl->text, sizeof(sl->text)) > 0 ? 1
+											      : -1;
 	return sl->state > 0 ? sl->text : NULL;
 }

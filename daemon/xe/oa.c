@@ -72,8 +72,11 @@ int xe_oa_store(struct store *s, uint64_t ts_ns, uint16_t gt, uint64_t mhz, uint
 	for (int i = 0; i < 2; i++) {
 		uint32_t name = store_str_intern(s, names[i], strlen(names[i]));
 		struct store_rec rec = {
-		    .ts_ns = ts_ns, .name = name, .type = STORE_REC_GPU_METRIC, .cpu = gt,
-		    .aux = {vals[i], 0},
+			.ts_ns = ts_ns,
+			.name = name,
+			.type = STORE_REC_GPU_METRIC,
+			.cpu = gt,
+			.aux = {vals[i], 0},
 		};
 
 		if (!name)

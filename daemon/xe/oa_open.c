@@ -31,11 +31,11 @@ int xe_oa_find_oag(const void *buf, size_t len, struct xe_oa_unit_info *out)
 			return -EPROTO;
 		if (u.oa_unit_type == XE_OA_UNIT_TYPE_OAG) {
 			*out = (struct xe_oa_unit_info){
-			    .id = u.oa_unit_id,
-			    .type = u.oa_unit_type,
-			    .capabilities = u.capabilities,
-			    .ts_freq = u.oa_timestamp_freq,
-			    .num_engines = u.num_engines,
+				.id = u.oa_unit_id,
+				.type = u.oa_unit_type,
+				.capabilities = u.capabilities,
+				.ts_freq = u.oa_timestamp_freq,
+				.num_engines = u.num_engines,
 			};
 			return 0;
 		}
@@ -48,9 +48,9 @@ void xe_props_chain(struct xe_ext_set_property *p, const struct xe_prop *kv, siz
 {
 	for (size_t i = 0; i < n; i++) {
 		p[i] = (struct xe_ext_set_property){
-		    .name = XE_EXT_SET_PROPERTY,
-		    .property = kv[i].id,
-		    .value = kv[i].value,
+			.name = XE_EXT_SET_PROPERTY,
+			.property = kv[i].id,
+			.value = kv[i].value,
 		};
 		p[i].next_extension = i + 1 < n ? (uintptr_t)&p[i + 1] : 0;
 	}
@@ -60,12 +60,12 @@ void xe_oa_props(struct xe_ext_set_property p[XE_OA_NPROPS], uint32_t unit, uint
 		 uint32_t exponent)
 {
 	const struct xe_prop kv[XE_OA_NPROPS] = {
-	    {XE_OA_PROP_OA_UNIT_ID, unit},
-	    {XE_OA_PROP_SAMPLE_OA, 1},
-	    {XE_OA_PROP_OA_METRIC_SET, metric_set},
-	    {XE_OA_PROP_OA_FORMAT, XE_OA_FORMAT_PEC},
-	    {XE_OA_PROP_OA_PERIOD_EXPONENT, exponent},
-	    {XE_OA_PROP_OA_DISABLED, 1},
+		{XE_OA_PROP_OA_UNIT_ID, unit},
+		{XE_OA_PROP_SAMPLE_OA, 1},
+		{XE_OA_PROP_OA_METRIC_SET, metric_set},
+		{XE_OA_PROP_OA_FORMAT, XE_OA_FORMAT_PEC},
+		{XE_OA_PROP_OA_PERIOD_EXPONENT, exponent},
+		{XE_OA_PROP_OA_DISABLED, 1},
 	};
 
 	xe_props_chain(p, kv, XE_OA_NPROPS);
@@ -149,9 +149,9 @@ int xe_oa_stream_open(const struct xe_stream_cfg *cfg, uint64_t *oa_buf_size)
 {
 	struct xe_ext_set_property p[XE_OA_NPROPS];
 	struct xe_observation_param op = {
-	    .observation_type = XE_OBS_TYPE_OA,
-	    .observation_op = XE_OBS_OP_STREAM_OPEN,
-	    .param = (uintptr_t)&p[0],
+		.observation_type = XE_OBS_TYPE_OA,
+		.observation_op = XE_OBS_OP_STREAM_OPEN,
+		.param = (uintptr_t)&p[0],
 	};
 	struct xe_oa_stream_info info = {0};
 	int fd, r;

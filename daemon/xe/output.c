@@ -381,8 +381,9 @@ int xe_write_iaprof(const struct xe_capdata *d, const struct xe_out_opts *o, xe_
 				apos += len + 1;
 			}
 			sym = str_id(&st, w, s, len);
-			wb_printf(w, "kernel\t%#" PRIx64 "\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu32
-				     "\t%" PRIu32 "\t%" PRIu32 "\n",
+			wb_printf(w,
+				  "kernel\t%#" PRIx64 "\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu32
+				  "\t%" PRIu32 "\t%" PRIu32 "\n",
 				  k ? k->start : 0, comm, k ? k->pid : 0, stack, file, sym);
 			cur_kid = rw->kid;
 			tot.kernels++;

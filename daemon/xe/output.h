@@ -27,8 +27,8 @@ struct sym_table;
 typedef int (*xe_write_fn)(void *ctx, const void *buf, size_t len);
 
 struct xe_out_opts {
-	bool cgroup;	  /* folded: the owner's cgroup path as the root frame */
-	uint32_t pid;	  /* only this process's kernels; 0 = all */
+	bool cgroup;	    /* folded: the owner's cgroup path as the root frame */
+	uint32_t pid;	    /* only this process's kernels; 0 = all */
 	uint64_t bucket_ns; /* flamescope bucket; 0 = 100 ms */
 	/* The capture's decoded CAPSEC_SYMBOLS section (symtab.h), or NULL:
 	 * CPU frames of kernels whose launch stack it covers (by the kernel's

@@ -237,7 +237,8 @@ int xe_export(struct xe *x, uint64_t t0_ns, uint64_t t1_ns, const struct xe_expo
 			nk++;
 			nips += e->nustack;
 			blen += (e->name ? strlen(e->name) : 0) + (e->file ? strlen(e->file) : 0) +
-				(e->comm ? strlen(e->comm) : 0) + (e->cgroup ? strlen(e->cgroup) : 0);
+				(e->comm ? strlen(e->comm) : 0) +
+				(e->cgroup ? strlen(e->cgroup) : 0);
 		}
 	}
 	r = 0;
@@ -257,10 +258,17 @@ int xe_export(struct xe *x, uint64_t t0_ns, uint64_t t1_ns, const struct xe_expo
 	uint32_t ki = 0, ipn = 0, bl = 0;
 
 	*h = (struct xe_sec_hdr){
-	    .magic = XE_SEC_MAGIC, .version = XE_SEC_VERSION, .nkernels = nk, .nrows = nrows,
-	    .nips = nips, .blob_len = (uint32_t)blen, .interval_ns = x->cfg.interval_ns,
-	    .epoch_ns = x->epoch_ns, .unattributed = x->st.unattributed,
-	    .deferred_now = x->dn, .records = x->st.records,
+		.magic = XE_SEC_MAGIC,
+		.version = XE_SEC_VERSION,
+		.nkernels = nk,
+		.nrows = nrows,
+		.nips = nips,
+		.blob_len = (uint32_t)blen,
+		.interval_ns = x->cfg.interval_ns,
+		.epoch_ns = x->epoch_ns,
+		.unattributed = x->st.unattributed,
+		.deferred_now = x->dn,
+		.records = x->st.records,
 	};
 	for (uint32_t id = 1; id <= x->kcap; id++) {
 		const struct xe_kent *e = &x->k[id - 1];

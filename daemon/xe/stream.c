@@ -161,7 +161,8 @@ static void do_open(struct xe_stream *s)
 	fd = s->ops->open(s->ops_ctx, &s->cfg);
 	if (fd == -EBUSY) {
 		s->st.busy++;
-		set_state(s, XS_BUSY, "the GT's %s stream is held by another process; retrying every %u ms",
+		set_state(s, XS_BUSY,
+			  "the GT's %s stream is held by another process; retrying every %u ms",
 			  s->cfg.oa ? "OA" : "EU-stall", s->cfg.busy_retry_ms);
 		retry_in(s, s->cfg.busy_retry_ms);
 		return;
@@ -263,8 +264,8 @@ void xe_stream_drain(struct xe_stream *s)
 				  n ? "GT reset (-ENODEV)" : "end of stream", s->backoff_ms);
 			retry_in(s, s->backoff_ms);
 			s->backoff_ms = s->backoff_ms * 2 > s->cfg.backoff_max_ms
-					    ? s->cfg.backoff_max_ms
-					    : s->backoff_ms * 2;
+						? s->cfg.backoff_max_ms
+						: s->backoff_ms * 2;
 			return;
 		}
 		release(s);

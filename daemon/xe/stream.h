@@ -29,11 +29,11 @@
 struct xe_stream;
 
 struct xe_stream_cfg {
-	char name[48];	  /* "card0/gt0" */
-	int drm_fd;	  /* owned by the device, not the stream */
+	char name[48]; /* "card0/gt0" */
+	int drm_fd;    /* owned by the device, not the stream */
 	uint16_t gt_id;
-	bool oa;	  /* OA stream (sink decides), else EU stall */
-	uint64_t rate;	  /* EU stall: sampling rate in GPU cycles (xe_drm.h);
+	bool oa;		/* OA stream (sink decides), else EU stall */
+	uint64_t rate;		/* EU stall: sampling rate in GPU cycles (xe_drm.h);
 			   * OA: the OA timestamp frequency in Hz */
 	uint32_t oa_unit;	/* OA: unit id (an OAG unit) */
 	uint32_t oa_exponent;	/* OA: period = 2^(exponent + 1) timestamp ticks */

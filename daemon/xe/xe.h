@@ -58,7 +58,7 @@ struct xe_kernel_info {
 	const char *name;  /* kernel symbol */
 	const char *file;  /* module / source file, e.g. the zebin path */
 	const char *comm;
-	const char *cgroup; /* cgroup v2 path of the owner: per-container split */
+	const char *cgroup;	/* cgroup v2 path of the owner: per-container split */
 	const uint64_t *ustack; /* launch call stack, leaf first (may be NULL) */
 	uint16_t nustack;
 	/* A guess (a batch buffer's KSP): never replaces a kernel a launch
@@ -69,16 +69,16 @@ struct xe_kernel_info {
 };
 
 struct xe_stats {
-	uint64_t records;	 /* EU-stall records decoded */
-	uint64_t empty;		 /* records with every counter 0 (skipped) */
-	uint64_t attributed;	 /* records added to a kernel's profile */
-	uint64_t deferred;	 /* records that had to wait (ever) */
-	uint64_t deferred_now;	 /* waiting now */
-	uint64_t late_attributed; /* of the deferred, attributed later */
-	uint64_t unattributed;	 /* gave up: kept as "[unattributed]" rows */
-	uint64_t rows, rows_evicted; /* aggregation table; evicted with their interval */
+	uint64_t records;		/* EU-stall records decoded */
+	uint64_t empty;			/* records with every counter 0 (skipped) */
+	uint64_t attributed;		/* records added to a kernel's profile */
+	uint64_t deferred;		/* records that had to wait (ever) */
+	uint64_t deferred_now;		/* waiting now */
+	uint64_t late_attributed;	/* of the deferred, attributed later */
+	uint64_t unattributed;		/* gave up: kept as "[unattributed]" rows */
+	uint64_t rows, rows_evicted;	/* aggregation table; evicted with their interval */
 	uint64_t kernels, kernels_full; /* table entries; adds refused (table full) */
-	uint64_t ibas;		 /* distinct instruction base addresses known */
+	uint64_t ibas;			/* distinct instruction base addresses known */
 };
 
 int xe_new(const struct xe_config *cfg, uint64_t epoch_ns, struct xe **ret);

@@ -286,12 +286,12 @@ int xe_zebin_load(struct xe *x, struct xe_kbin *kb, const struct xe_zebin *z, co
 	for (size_t i = 0; i < z->nk; i++) {
 		const struct xe_zebin_kernel *k = &z->k[i];
 		struct xe_kernel_info ki = {
-		    .gpu_addr = k->gpu_va,
-		    .size = k->size,
-		    .pid = pid,
-		    .uid = uid,
-		    .name = k->name,
-		    .file = file,
+			.gpu_addr = k->gpu_va,
+			.size = k->size,
+			.pid = pid,
+			.uid = uid,
+			.name = k->name,
+			.file = file,
 		};
 		int r = x ? xe_ktab_add(x, &ki) : 0;
 

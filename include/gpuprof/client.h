@@ -55,9 +55,8 @@ void gpuprof_client_set_timeout(struct gpuprof_client *client, int timeout_ms);
  * *result_json (if result_json is not NULL) receives the "result" member
  * as JSON text.
  */
-int gpuprof_client_call(struct gpuprof_client *client, const char *method,
-			const char *params_json, const int *fds, size_t nfds,
-			char **result_json);
+int gpuprof_client_call(struct gpuprof_client *client, const char *method, const char *params_json,
+			const int *fds, size_t nfds, char **result_json);
 
 /* Details of the last -EREMOTEIO: JSON-RPC error code, message, "data"
  * member as JSON text (NULL if absent). */
@@ -78,8 +77,8 @@ const char *gpuprof_client_error_data(const struct gpuprof_client *client);
  * NULL, *err_message set), 0 if none is queued.
  */
 int gpuprof_client_get_fd(const struct gpuprof_client *client);
-int gpuprof_client_send(struct gpuprof_client *client, const char *method,
-			const char *params_json, const int *fds, size_t nfds, uint64_t *id);
+int gpuprof_client_send(struct gpuprof_client *client, const char *method, const char *params_json,
+			const int *fds, size_t nfds, uint64_t *id);
 int gpuprof_client_flush(struct gpuprof_client *client);
 size_t gpuprof_client_pending_output(const struct gpuprof_client *client);
 int gpuprof_client_process(struct gpuprof_client *client);
@@ -106,13 +105,13 @@ int gpuprof_status(struct gpuprof_client *client, char **result_json);
  * -E2BIG).
  */
 struct gpuprof_capture_opts {
-	size_t size; /* sizeof(struct gpuprof_capture_opts), or 0 (first layout) */
+	size_t size;	     /* sizeof(struct gpuprof_capture_opts), or 0 (first layout) */
 	const int32_t *pids; /* processes to keep; NULL/0 = all the peer may see */
 	size_t npids;
 	uint64_t duration_ms; /* record forward this long ... */
-	uint64_t last_ms; /* ... or cut this much from the past (exactly one != 0) */
-	int wait; /* non-zero: reply only once the capture is complete */
-	const char *name; /* optional label, may be NULL */
+	uint64_t last_ms;     /* ... or cut this much from the past (exactly one != 0) */
+	int wait;	      /* non-zero: reply only once the capture is complete */
+	const char *name;     /* optional label, may be NULL */
 };
 
 /* "capture.start": on success *id is the new capture's id. -EINVAL for

@@ -37,17 +37,17 @@
  * gpuprof's own codes, in the implementation-defined server range
  * -32000..-32099. The message says what happened; "data" may add detail.
  */
-#define GPUPROF_ERR_TOO_LARGE -32001 /* message or nesting over a limit */
-#define GPUPROF_ERR_PERMISSION -32002 /* peer may not do this */
-#define GPUPROF_ERR_NOT_FOUND -32003 /* no such capture / pid */
-#define GPUPROF_ERR_BUSY -32004 /* too many jobs, try again later */
-#define GPUPROF_ERR_IO -32005 /* reading/writing a passed fd or disk failed */
-#define GPUPROF_ERR_BAD_FD -32006 /* fd missing, wrong type or wrong mode */
-#define GPUPROF_ERR_DAMAGED -32007 /* persisted capture failed validation */
-#define GPUPROF_ERR_UNAVAILABLE -32008 /* collector/feature not available */
-#define GPUPROF_ERR_BAD_INPUT -32009 /* a passed file could not be parsed */
-#define GPUPROF_ERR_NO_DATA -32010 /* capture holds nothing to analyse */
-#define GPUPROF_ERR_TIMEOUT -32011 /* peer too slow; connection is closed */
+#define GPUPROF_ERR_TOO_LARGE -32001	 /* message or nesting over a limit */
+#define GPUPROF_ERR_PERMISSION -32002	 /* peer may not do this */
+#define GPUPROF_ERR_NOT_FOUND -32003	 /* no such capture / pid */
+#define GPUPROF_ERR_BUSY -32004		 /* too many jobs, try again later */
+#define GPUPROF_ERR_IO -32005		 /* reading/writing a passed fd or disk failed */
+#define GPUPROF_ERR_BAD_FD -32006	 /* fd missing, wrong type or wrong mode */
+#define GPUPROF_ERR_DAMAGED -32007	 /* persisted capture failed validation */
+#define GPUPROF_ERR_UNAVAILABLE -32008	 /* collector/feature not available */
+#define GPUPROF_ERR_BAD_INPUT -32009	 /* a passed file could not be parsed */
+#define GPUPROF_ERR_NO_DATA -32010	 /* capture holds nothing to analyse */
+#define GPUPROF_ERR_TIMEOUT -32011	 /* peer too slow; connection is closed */
 #define GPUPROF_ERR_SHUTTING_DOWN -32012 /* daemon is stopping */
 
 #endif /* GPUPROF_PROTOCOL_H */

@@ -67,8 +67,8 @@ int comm_analyze(const struct timeline *tl, const cJSON *params, const cJSON *de
 	cj_str(&c, root, "unit", "us");
 	cj_str(&c, root, "percentile",
 	       "linear interpolation between closest ranks (numpy default, Hyndman-Fan 7)");
-	cj_num(&c, root, "link_bandwidth_Bps", c.nranks && c.ranks[0].link_bw > 0
-						       ? c.ranks[0].link_bw : NAN);
+	cj_num(&c, root, "link_bandwidth_Bps",
+	       c.nranks && c.ranks[0].link_bw > 0 ? c.ranks[0].link_bw : NAN);
 	cj_str(&c, root, "link_bandwidth_source", bw_source(&c));
 	cj_num(&c, root, "nranks", c.nranks);
 	if ((rc = comm_metrics(&c, root)) || (rc = comm_straggler(&c, root)))

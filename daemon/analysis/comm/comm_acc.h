@@ -15,17 +15,17 @@ void dvec_free(struct dvec *d);
 
 /* Time breakdown totals in ns, over some set of (iteration, rank) pairs. */
 struct brk {
-	double T; /* Σ iteration_time */
+	double T;					     /* Σ iteration_time */
 	double sum_comm[TAG_N], sum_comp, sum_mem, sum_idle; /* specification's simple sums */
-	double u_comm[TAG_N], u_comp, u_mem, u_idle; /* exact partition of T */
-	double comm_union; /* Σ |∪ comm| */
+	double u_comm[TAG_N], u_comp, u_mem, u_idle;	     /* exact partition of T */
+	double comm_union;				     /* Σ |∪ comm| */
 };
 
 /* Bandwidth/volume per tag. */
 struct bwacc {
-	uint64_t events, unknown; /* events, events without size */
-	double time_ns; /* Σ duration, every event */
-	double known_time_ns, bytes; /* over events with a size */
+	uint64_t events, unknown;      /* events, events without size */
+	double time_ns;		       /* Σ duration, every event */
+	double known_time_ns, bytes;   /* over events with a size */
 	double bus_bytes, bus_time_ns; /* Σ bytes·factor, Σ duration where the factor is known */
 	double bw_sum, busbw_sum, util_sum; /* Σ per-event values, summed in event order */
 	uint64_t bw_n, busbw_n;
@@ -44,9 +44,9 @@ struct cacc {
 	struct brk all;
 	struct tyacc type[CT_N];
 	struct bwacc bw[TAG_N];
-	struct dvec iter_time; /* every (i, r) */
+	struct dvec iter_time;	       /* every (i, r) */
 	struct dvec win[TAG_N][TAG_N]; /* phase windows (ns), from → to */
-	double ov_sum, ov_n; /* overlap ratio average over (i, r) with comm */
+	double ov_sum, ov_n;	       /* overlap ratio average over (i, r) with comm */
 	double ov_tag_sum[TAG_N], ov_tag_n[TAG_N];
 	uint64_t rank_iters; /* Σ_r iterations(r) */
 	uint32_t max_iters;

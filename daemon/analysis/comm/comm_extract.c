@@ -122,7 +122,7 @@ static int add_mark(struct crank *cr, uint32_t *cap, const struct tl_event *e)
 {
 	if (grow(&cr->iters, cr->niters, cap, sizeof(*cr->iters)))
 		return -ENOMEM;
-	cr->iters[cr->niters++] = (struct ival){ e->ts_ns, e->ts_ns + e->dur_ns };
+	cr->iters[cr->niters++] = (struct ival){e->ts_ns, e->ts_ns + e->dur_ns};
 	return 0;
 }
 
@@ -228,7 +228,7 @@ static const struct tl_args *coll_args(struct cctx *c, const struct tl_rank *r,
 	if (ext < 0 && e->link >= 0)
 		ext = r->ev[e->link].external_id;
 	if (ext >= 0 && nx) {
-		struct xarg key = { ext, NULL }, *h = bsearch(&key, x, nx, sizeof(*x), cmp_xarg);
+		struct xarg key = {ext, NULL}, *h = bsearch(&key, x, nx, sizeof(*x), cmp_xarg);
 
 		if (h && has_coll_args(c, h->a))
 			return h->a;
@@ -286,8 +286,7 @@ static int cmp_u32(const void *a, const void *b)
 /* Iteration windows: the CPU-side marks, else the GPU-side ones (in event
  * order, as for the CPU side), sorted and made disjoint; none → the rank's
  * GPU span as one iteration. */
-static int iterations(struct cctx *c, struct crank *cr, struct marks *m, int64_t gmin,
-		      int64_t gmax)
+static int iterations(struct cctx *c, struct crank *cr, struct marks *m, int64_t gmin, int64_t gmax)
 {
 	uint32_t cap = m->capcpu;
 
@@ -313,7 +312,7 @@ static int iterations(struct cctx *c, struct crank *cr, struct marks *m, int64_t
 	if (gmax > gmin) {
 		if (!(cr->iters = malloc(sizeof(*cr->iters))))
 			return -ENOMEM;
-		cr->iters[cr->niters++] = (struct ival){ gmin, gmax };
+		cr->iters[cr->niters++] = (struct ival){gmin, gmax};
 	}
 	return 0;
 }
@@ -384,11 +383,14 @@ comm_event(struct cctx *c, struct crank *cr, const struct tl_event *e, const str
 	if (tag == TTAG_UNSET)
 		tag = comm_tag_type(c, &c->groups[g], type);
 	/* built in registers, stored once (bit-fields) */
-	cr->ev[cr->nev++] = (struct cev){ .s = s, .e = en,
-					  .bytes = a ? bytes_of(type, a, el_size_cached(c, a->dtype))
-						     : -1,
-					  .n = n >= 0 ? n : c->groups[g].size, .group = g,
-					  .tag = tag, .type = type };
+	cr->ev[cr->nev++] =
+		(struct cev){.s = s,
+			     .e = en,
+			     .bytes = a ? bytes_of(type, a, el_size_cached(c, a->dtype)) : -1,
+			     .n = n >= 0 ? n : c->groups[g].size,
+			     .group = g,
+			     .tag = tag,
+			     .type = type};
 	c->groups[g].events++;
 	c->groups[g].tevents[type]++;
 	c->gcount[g]++;
@@ -427,9 +429,9 @@ static int tail_gpu(struct cctx *c, struct crank *cr, const struct marks *m, int
 		*gmin = s < *gmin ? s : *gmin;
 		*gmax = en > *gmax ? en : *gmax;
 		if (e->kind != TL_K_KERNEL)
-			cr->mem[cr->nmem++] = (struct ival){ s, en };
+			cr->mem[cr->nmem++] = (struct ival){s, en};
 		else if (sclass(c, e->name) != SC_COMM)
-			cr->comp[cr->ncomp++] = (struct ival){ s, en };
+			cr->comp[cr->ncomp++] = (struct ival){s, en};
 		else if ((err = comm_event(c, cr, e,
 					   e->args == TL_NO_ARGS ? NULL : &r->tail_args[e->args], m,
 					   s, en)))
@@ -503,7 +505,7 @@ static void mark_gpu(uint64_t *gpu, const uint32_t *pos, uint32_t n)
 int comm_extract_rank(struct cctx *c, struct crank *cr)
 {
 	const struct tl_rank *r = cr->r;
-	struct marks m = { 0 };
+	struct marks m = {0};
 	int64_t gmin = INT64_MAX, gmax = INT64_MIN;
 	int err;
 
@@ -542,9 +544,9 @@ int comm_extract_rank(struct cctx *c, struct crank *cr)
 		if (en > gmax)
 			gmax = en;
 		if (e->kind != TL_K_KERNEL)
-			cr->mem[cr->nmem++] = (struct ival){ s, en };
+			cr->mem[cr->nmem++] = (struct ival){s, en};
 		else if (sclass(c, e->name) != SC_COMM)
-			cr->comp[cr->ncomp++] = (struct ival){ s, en };
+			cr->comp[cr->ncomp++] = (struct ival){s, en};
 		else if ((err = comm_event(c, cr, e, tl_event_args(r, e), &m, s, en)))
 			goto out;
 	}
@@ -590,7 +592,8 @@ int comm_select(struct cctx *c)
 			continue;
 		cr->r = r;
 		for (uint32_t d = 0; !c->link_bw && d < r->ndevices && !cr->link_bw; d++)
-			cr->link_bw = comm_link_bw_for_device(timeline_str(c->tl, r->devices[d].name, NULL));
+			cr->link_bw = comm_link_bw_for_device(
+				timeline_str(c->tl, r->devices[d].name, NULL));
 		if (c->link_bw)
 			cr->link_bw = c->link_bw;
 		if (r->flags & TL_RANK_STEP_FILTERED) {
@@ -608,7 +611,8 @@ int comm_select(struct cctx *c)
 		for (uint32_t i = 0; i < n && k < sizeof(list) - 16; i++)
 			k += (size_t)snprintf(list + k, sizeof(list) - k, "%s%d", i ? ", " : "",
 					      timeline_rank_at(c->tl, i)->rank);
-		return cerr(c, -EINVAL, "rank %d is not in this capture (ranks: %s)", c->rank, list);
+		return cerr(c, -EINVAL, "rank %d is not in this capture (ranks: %s)", c->rank,
+			    list);
 	}
 	return 0;
 }

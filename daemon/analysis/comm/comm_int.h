@@ -15,8 +15,20 @@ enum ctag { TAG_DP = 0, TAG_TP, TAG_PP, TAG_EP, TAG_OTHER, TAG_N };
 extern const char *const tag_name[TAG_N];
 
 enum ctype {
-	CT_ALLREDUCE = 0, CT_ALLGATHER, CT_REDUCESCATTER, CT_ALLTOALL, CT_SENDRECV, CT_SEND,
-	CT_RECV, CT_BROADCAST, CT_REDUCE, CT_GATHER, CT_SCATTER, CT_BARRIER, CT_UNKNOWN, CT_N
+	CT_ALLREDUCE = 0,
+	CT_ALLGATHER,
+	CT_REDUCESCATTER,
+	CT_ALLTOALL,
+	CT_SENDRECV,
+	CT_SEND,
+	CT_RECV,
+	CT_BROADCAST,
+	CT_REDUCE,
+	CT_GATHER,
+	CT_SCATTER,
+	CT_BARRIER,
+	CT_UNKNOWN,
+	CT_N
 };
 extern const char *const ctype_name[CT_N];
 
@@ -26,11 +38,11 @@ extern const char *const ctype_name[CT_N];
 _Static_assert(CT_N <= 16 && TAG_N <= 8, "struct cev's tag/type bit-fields");
 struct cev {
 	int64_t s, e;
-	int64_t bytes; /* S as nccl-tests counts it; -1 unknown */
-	int32_t n; /* group size, -1 unknown */
+	int64_t bytes;	     /* S as nccl-tests counts it; -1 unknown */
+	int32_t n;	     /* group size, -1 unknown */
 	uint32_t group : 25; /* index into cctx.groups */
-	uint32_t tag : 3; /* enum ctag */
-	uint32_t type : 4; /* enum ctype */
+	uint32_t tag : 3;    /* enum ctag */
+	uint32_t type : 4;   /* enum ctype */
 };
 
 /* struct ival, ival_total() and ival_overlap() come from the timeline
@@ -39,11 +51,11 @@ struct cev {
 
 /* A process group (or NCCL communicator) seen in the capture. */
 struct cgroup {
-	uint32_t key; /* string id: pg name, else description, else ranks text */
+	uint32_t key;			 /* string id: pg name, else description, else ranks text */
 	uint32_t name, desc, ranks_text; /* string ids, 0 absent */
-	int32_t size; /* group size, -1 */
-	uint8_t tag; /* of its events that no "collective" rule moves */
-	const char *source; /* how the tag was decided (static string) */
+	int32_t size;			 /* group size, -1 */
+	uint8_t tag;			 /* of its events that no "collective" rule moves */
+	const char *source;		 /* how the tag was decided (static string) */
 	/* per collective type: the tag (TTAG_UNSET until the first event of
 	 * the type); tag_rule: a "collective" rule decided it */
 	uint8_t ttag[CT_N];
@@ -78,13 +90,13 @@ struct crank {
 	struct ival *iters; /* iteration windows, by start */
 	uint32_t niters;
 	double link_bw; /* B_hw for this rank (bytes/s), 0 unknown */
-	bool tail; /* the step filter's dropped rows are read too */
+	bool tail;	/* the step filter's dropped rows are read too */
 	/* the last step, when left out: why (enum left_out), its start, and
 	 * for LO_INCOMPLETE its kernels against the fewest of the earlier steps */
 	uint8_t left_out;
 	int64_t left_start;
 	uint32_t left_kernels, left_min;
-	int64_t left_comm_ns; /* iterations=hta: the tail's comm kernel time, not read */
+	int64_t left_comm_ns;  /* iterations=hta: the tail's comm kernel time, not read */
 	int64_t comm_total_ns; /* every comm kernel's duration, inside iterations or not */
 };
 
@@ -103,7 +115,7 @@ struct sginst {
 struct sggroup {
 	struct sginst *v;
 	uint32_t n, cap;
-	uint32_t cur; /* the current rank's kernels of the group so far */
+	uint32_t cur;		   /* the current rank's kernels of the group so far */
 	uint32_t with, nmin, nmax; /* ranks with kernels of the group; their min/max count */
 };
 
@@ -112,7 +124,7 @@ struct sggroup {
 struct cbuf {
 	struct cev *ev;
 	struct ival *comp, *mem;
-	void *tmp; /* sort scratch */
+	void *tmp;     /* sort scratch */
 	uint64_t *gpu; /* bit per event position: GPU-side (in by_stream) */
 	size_t cap, gpu_words;
 };
@@ -127,7 +139,7 @@ struct cctx {
 	/* params */
 	bool has_rank;
 	int32_t rank;
-	double link_bw; /* request/config B_hw, 0 = from the device name */
+	double link_bw;	       /* request/config B_hw, 0 = from the device name */
 	const char *iter_name; /* NULL = ProfilerStep#N */
 	bool iter_prefix;
 	int64_t size[TAG_N]; /* tp/pp/dp/ep given by the user, 0 unknown */
@@ -137,25 +149,25 @@ struct cctx {
 	struct crule *rules;
 	uint32_t nrules;
 
-	uint8_t *sclass; /* per string id: 0 unseen, 1 comm kernel, 2 compute, 3 other */
-	int8_t *coll_type; /* per string id: collective type + 1, 0 unseen, -1 none */
-	int8_t *el_size; /* per string id: dtype size + 1, 0 unseen, -1 unknown */
+	uint8_t *sclass;    /* per string id: 0 unseen, 1 comm kernel, 2 compute, 3 other */
+	int8_t *coll_type;  /* per string id: collective type + 1, 0 unseen, -1 none */
+	int8_t *el_size;    /* per string id: dtype size + 1, 0 unseen, -1 unknown */
 	uint8_t *iter_mark; /* with iter_name, per string id: 0 unseen, 1 mark, 2 not */
 	uint32_t nstrs;
-	uint32_t wait_id; /* string id of "wait", 0 if absent */
+	uint32_t wait_id;   /* string id of "wait", 0 if absent */
 	uint32_t *group_of; /* per string id (group key): group index + 1 */
 	struct cgroup *groups;
 	uint32_t ngroups, groups_cap;
-	uint32_t *gcount; /* per group: comm events of the rank being extracted */
+	uint32_t *gcount;	/* per group: comm events of the rank being extracted */
 	uint64_t tcount[TAG_N]; /* per tag: comm events of the rank being extracted */
-	struct sggroup *sg; /* per group */
+	struct sggroup *sg;	/* per group */
 	uint32_t nsg;
 
 	struct crank *ranks;
 	uint32_t nranks;
 	struct cbuf buf;
 	uint64_t comm_events; /* over the ranks extracted so far */
-	bool iter_marks; /* some rank had iteration annotations */
+	bool iter_marks;      /* some rank had iteration annotations */
 };
 
 /* comm_params.c */
@@ -178,7 +190,7 @@ void cbuf_free(struct cbuf *b);
 
 /* comm_types.c */
 bool comm_kernel_name(const char *s);
-int type_from_coll(const char *s); /* "Collective name" → enum ctype, -1 */
+int type_from_coll(const char *s);	 /* "Collective name" → enum ctype, -1 */
 uint8_t type_from_kernel(const char *s); /* NCCL kernel name → enum ctype */
 int64_t dtype_size(const char *s);
 int64_t bytes_of(uint8_t type, const struct tl_args *a, int64_t el); /* S, -1 unknown */
@@ -225,7 +237,7 @@ static inline void sg_put(struct cctx *c, uint32_t rank, const struct cev *v)
 
 	if (k == g->n) {
 		g->n++;
-		*x = (struct sginst){ v->s, v->s, rank, v->type };
+		*x = (struct sginst){v->s, v->s, rank, v->type};
 		return;
 	}
 	if (v->s < x->lo)

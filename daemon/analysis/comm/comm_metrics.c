@@ -98,7 +98,7 @@ static void scratch_free(struct scratch *s)
  * boundaries than events, and no heap. */
 static void tag_shares(const struct scratch *s, double *share)
 {
-	uint32_t pos[TAG_N] = { 0 };
+	uint32_t pos[TAG_N] = {0};
 	unsigned act = 0, k = 0; /* the tags inside one of their intervals, how many */
 	int64_t prev = 0;
 
@@ -152,7 +152,7 @@ static uint32_t clip_push(struct ival *u, uint32_t n, int64_t s, int64_t e, int6
 			u[n - 1].e = e;
 		return n;
 	}
-	u[n] = (struct ival){ s, e };
+	u[n] = (struct ival){s, e};
 	return n + 1;
 }
 
@@ -167,7 +167,7 @@ struct bfmemo {
  * sums in event order on both, the utilisation values on g only (room
  * reserved by one_rank()). */
 static void bw_event(struct bwacc *b, struct bwacc *g, const struct cev *v, double link_bw,
-		    struct bfmemo *memo)
+		     struct bfmemo *memo)
 {
 	double dur = (double)(v->e - v->s), bw, f;
 
@@ -183,7 +183,7 @@ static void bw_event(struct bwacc *b, struct bwacc *g, const struct cev *v, doub
 		return;
 	bw = (double)v->bytes / (dur * 1e-9);
 	if (v->type != memo->type || v->n != memo->n) /* runs of one collective: one division */
-		*memo = (struct bfmemo){ v->type, v->n, busbw_factor(v->type, v->n) };
+		*memo = (struct bfmemo){v->type, v->n, busbw_factor(v->type, v->n)};
 	f = memo->f;
 	b->bw_sum += bw, b->bw_n++;
 	g->bw_sum += bw, g->bw_n++;
@@ -234,17 +234,17 @@ static void iter_breakdown(struct cctx *c, cJSON *o, const struct brk *b)
 }
 
 /* One (iteration, rank): ev[0..n) are its comm events (by start). */
-static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct cev *ev,
-		    uint32_t n, uint32_t *ci, uint32_t *mi, struct scratch *s, struct cacc *a,
+static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct cev *ev, uint32_t n,
+		    uint32_t *ci, uint32_t *mi, struct scratch *s, struct cacc *a,
 		    struct rankacc *ra)
 {
 	int64_t lo = cr->iters[it].s, hi = cr->iters[it].e;
-	struct brk b = { .T = (double)(hi - lo) };
+	struct brk b = {.T = (double)(hi - lo)};
 	double bytes = 0, ov, u_all;
 	uint32_t nall, c0 = *ci, m0 = *mi, nunk = 0;
 	int64_t known_union = 0, ks = 0, ke = 0; /* sized events' union: total, open run */
 	bool kn = false;
-	struct bfmemo memo = { CT_N, 0, NAN };
+	struct bfmemo memo = {CT_N, 0, NAN};
 	const uint32_t rank = (uint32_t)(cr - c->ranks);
 	const double link_bw = cr->link_bw;
 	int err;
@@ -308,7 +308,8 @@ static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct 
 	b.u_comp = (double)ival_total(s->co, s->nco) - ov;
 	if (s->nme) { /* memory outside comm ∪ compute */
 		nall = ival_union2(s->cu, s->ncu, s->co, s->nco, s->tmp);
-		b.u_mem = (double)(ival_total(s->me, s->nme) - ival_overlap(s->me, s->nme, s->tmp, nall));
+		b.u_mem = (double)(ival_total(s->me, s->nme) -
+				   ival_overlap(s->me, s->nme, s->tmp, nall));
 	}
 	u_all = b.comm_union + b.u_comp + b.u_mem;
 	b.u_idle = b.T - u_all;
@@ -329,7 +330,8 @@ static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct 
 		double tu = (double)ival_total(s->tu[t], s->ntu[t]);
 
 		if (tu > 0) {
-			a->ov_tag_sum[t] += (double)overlap_window(s->tu[t], s->ntu[t], s->co, s->nco) / tu;
+			a->ov_tag_sum[t] +=
+				(double)overlap_window(s->tu[t], s->ntu[t], s->co, s->nco) / tu;
 			a->ov_tag_n[t]++;
 		}
 	}
@@ -341,8 +343,8 @@ static int one_iter(struct cctx *c, struct crank *cr, uint32_t it, const struct 
 
 		while (j + 1 < n && ev[j + 1].tag == ev[i].tag)
 			end = ev[++j].e > end ? ev[j].e : end;
-		if (j + 1 < n &&
-		    (err = dvec_push(&a->win[ev[i].tag][ev[j + 1].tag], (double)(ev[j + 1].s - end))))
+		if (j + 1 < n && (err = dvec_push(&a->win[ev[i].tag][ev[j + 1].tag],
+						  (double)(ev[j + 1].s - end))))
 			return err;
 		i = j + 1;
 	}
@@ -376,7 +378,7 @@ static void bw_merge(struct bwacc *d, const struct bwacc *s)
 static int one_rank(struct cctx *c, struct crank *cr, struct scratch *s, struct cacc *a,
 		    cJSON *ranks)
 {
-	struct rankacc ra = { 0 };
+	struct rankacc ra = {0};
 	size_t util0[TAG_N];
 	uint32_t i = 0, ci = 0, mi = 0;
 	cJSON *o = cj_obj(c, ranks, NULL);
@@ -424,8 +426,8 @@ static int one_rank(struct cctx *c, struct crank *cr, struct scratch *s, struct 
 	}
 	for (int t = 0; t < TAG_N; t++) { /* the rank's slice of the global values */
 		bw_merge(&a->bw[t], &ra.bw[t]);
-		ra.bw[t].util = (struct dvec){ a->bw[t].util.v + util0[t],
-					       a->bw[t].util.n - util0[t], 0 };
+		ra.bw[t].util =
+			(struct dvec){a->bw[t].util.v + util0[t], a->bw[t].util.n - util0[t], 0};
 	}
 	if (!err) {
 		cj_num(c, o, "rank", cr->r->rank);
@@ -448,7 +450,7 @@ static int one_rank(struct cctx *c, struct crank *cr, struct scratch *s, struct 
 int comm_metrics(struct cctx *c, cJSON *root)
 {
 	struct cacc a;
-	struct scratch s = { 0 };
+	struct scratch s = {0};
 	cJSON *ranks = cj_arr(c, root, "ranks");
 	int err = 0;
 

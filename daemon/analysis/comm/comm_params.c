@@ -12,7 +12,7 @@
 
 #include "comm_int.h"
 
-const char *const tag_name[TAG_N] = { "DP", "TP", "PP", "EP", "OTHER" };
+const char *const tag_name[TAG_N] = {"DP", "TP", "PP", "EP", "OTHER"};
 
 int cerr(struct cctx *c, int err, const char *fmt, ...)
 {
@@ -50,14 +50,17 @@ static int parse_rule(struct cctx *c, const cJSON *o, struct crule *r)
 	int tag;
 
 	if (!cJSON_IsObject(o) || !cJSON_IsString(t) || (tag = tag_from_text(t->valuestring)) < 0)
-		return cerr(c, -EINVAL, "each \"tags\" rule needs \"tag\": DP, TP, PP, EP or OTHER");
+		return cerr(c, -EINVAL,
+			    "each \"tags\" rule needs \"tag\": DP, TP, PP, EP or OTHER");
 	if (!m && !rk && !co)
-		return cerr(c, -EINVAL, "a \"tags\" rule needs \"match\", \"ranks\" or \"collective\"");
+		return cerr(c, -EINVAL,
+			    "a \"tags\" rule needs \"match\", \"ranks\" or \"collective\"");
 	r->tag = (uint8_t)tag;
 	if (m) {
 		if (!cJSON_IsString(m) || strlen(m->valuestring) > 256 ||
 		    regcomp(&r->re, m->valuestring, REG_EXTENDED | REG_ICASE | REG_NOSUB))
-			return cerr(c, -EINVAL, "\"match\" must be a POSIX extended regex (≤ 256 bytes)");
+			return cerr(c, -EINVAL,
+				    "\"match\" must be a POSIX extended regex (≤ 256 bytes)");
 		r->has_re = true;
 	}
 	if (co) {
@@ -77,8 +80,8 @@ static int parse_rule(struct cctx *c, const cJSON *o, struct crule *r)
 		for (int i = 0; i < n; i++) {
 			const cJSON *x = cJSON_GetArrayItem(rk, i);
 
-			if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > INT32_MAX ||
-			    x->valuedouble != floor(x->valuedouble))
+			if (!cJSON_IsNumber(x) || x->valuedouble < 0 ||
+			    x->valuedouble > INT32_MAX || x->valuedouble != floor(x->valuedouble))
 				return cerr(c, -EINVAL, "\"ranks\" must hold integers >= 0");
 			r->ranks[r->nranks++] = (int32_t)x->valuedouble;
 		}
@@ -103,18 +106,22 @@ static int num_param(struct cctx *c, const char *key, double lo, double hi, bool
 
 int comm_parse_params(struct cctx *c)
 {
-	static const char *const keys[] = { "rank", "link_bandwidth", "iteration", "tags", "tp",
-					    "pp", "dp", "ep", "windows", "top", "iterations",
-					    NULL };
-	static const char *const sizes[TAG_N] = { "dp", "tp", "pp", "ep", NULL };
-	const cJSON *objs[2] = { c->params, c->defaults }, *it, *v;
+	static const char *const keys[] = {"rank",	 "link_bandwidth",
+					   "iteration",	 "tags",
+					   "tp",	 "pp",
+					   "dp",	 "ep",
+					   "windows",	 "top",
+					   "iterations", NULL};
+	static const char *const sizes[TAG_N] = {"dp", "tp", "pp", "ep", NULL};
+	const cJSON *objs[2] = {c->params, c->defaults}, *it, *v;
 	double d;
 	int err;
 
 	for (int k = 0; k < 2; k++) {
 		if (objs[k] && !cJSON_IsObject(objs[k]))
 			return cerr(c, -EINVAL, "params must be an object");
-		cJSON_ArrayForEach(it, objs[k]) {
+		cJSON_ArrayForEach(it, objs[k])
+		{
 			size_t i;
 
 			for (i = 0; keys[i] && strcmp(keys[i], it->string); i++)
@@ -150,9 +157,10 @@ int comm_parse_params(struct cctx *c)
 		c->windows = cJSON_IsTrue(v);
 	}
 	if ((v = cparam(c, "iterations"))) {
-		if (!cJSON_IsString(v) || (strcmp(v->valuestring, "all") &&
-					   strcmp(v->valuestring, "hta")))
-			return cerr(c, -EINVAL, "\"iterations\" must be \"all\" (every complete "
+		if (!cJSON_IsString(v) ||
+		    (strcmp(v->valuestring, "all") && strcmp(v->valuestring, "hta")))
+			return cerr(c, -EINVAL,
+				    "\"iterations\" must be \"all\" (every complete "
 				    "step) or \"hta\" (without the last ProfilerStep, as HTA)");
 		c->hta_iters = !strcmp(v->valuestring, "hta");
 	}
@@ -373,11 +381,11 @@ static const struct {
 	const char *sub;
 	double bw;
 } link_table[] = {
-	{ "H100 PCIe", 64e9 },	{ "H100 NVL", 300e9 }, { "H800", 200e9 },  { "H100", 450e9 },
-	{ "H200", 450e9 },	{ "GH200", 450e9 },    { "B200", 900e9 },  { "GB200", 900e9 },
-	{ "B100", 900e9 },	{ "A100-PCIE", 32e9 }, { "A100 PCIe", 32e9 }, { "A800", 200e9 },
-	{ "A100", 300e9 },	{ "V100-PCIE", 16e9 }, { "V100", 150e9 },  { "MI300", 448e9 },
-	{ "MI250", 400e9 },	{ "L40", 32e9 },	{ "L4", 32e9 },	   { "A10", 32e9 },
+	{"H100 PCIe", 64e9}, {"H100 NVL", 300e9}, {"H800", 200e9},     {"H100", 450e9},
+	{"H200", 450e9},     {"GH200", 450e9},	  {"B200", 900e9},     {"GB200", 900e9},
+	{"B100", 900e9},     {"A100-PCIE", 32e9}, {"A100 PCIe", 32e9}, {"A800", 200e9},
+	{"A100", 300e9},     {"V100-PCIE", 16e9}, {"V100", 150e9},     {"MI300", 448e9},
+	{"MI250", 400e9},    {"L40", 32e9},	  {"L4", 32e9},	       {"A10", 32e9},
 };
 
 double comm_link_bw_for_device(const char *name)

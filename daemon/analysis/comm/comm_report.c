@@ -101,7 +101,8 @@ void report_bandwidth(struct cctx *c, cJSON *o, struct bwacc *bw, double link_bw
 		       b->bus_time_ns > 0 ? b->bus_bytes / (b->bus_time_ns * 1e-9) : NAN);
 		cj_num(c, x, "avg_util",
 		       link_bw > 0 && b->util.n ? b->util_sum / (double)b->util.n : NAN);
-		cj_num(c, x, "p95_util", link_bw > 0 ? pctl_unsorted(b->util.v, b->util.n, 95) : NAN);
+		cj_num(c, x, "p95_util",
+		       link_bw > 0 ? pctl_unsorted(b->util.v, b->util.n, 95) : NAN);
 		cj_num(c, x, "global_avg_util", link_bw > 0 ? alg / link_bw : NAN);
 	}
 }
@@ -256,15 +257,19 @@ static void left_out(struct cctx *c, cJSON *arr)
 
 		switch (cr->left_out) {
 		case LO_INCOMPLETE:
-			snprintf(why, sizeof(why), "incomplete: %u kernels, against at least %u "
-				 "in every earlier step", cr->left_kernels, cr->left_min);
+			snprintf(why, sizeof(why),
+				 "incomplete: %u kernels, against at least %u "
+				 "in every earlier step",
+				 cr->left_kernels, cr->left_min);
 			break;
 		case LO_HTA:
-			snprintf(why, sizeof(why), "iterations=hta: HTA's step filter drops the "
+			snprintf(why, sizeof(why),
+				 "iterations=hta: HTA's step filter drops the "
 				 "last ProfilerStep");
 			break;
 		case LO_OLD_CAPTURE:
-			snprintf(why, sizeof(why), "unavailable: captures encoded before "
+			snprintf(why, sizeof(why),
+				 "unavailable: captures encoded before "
 				 "timeline version 2 lack the rows HTA's step filter drops; "
 				 "import the trace again");
 			break;
@@ -286,7 +291,8 @@ int comm_report(struct cctx *c, cJSON *root, struct cacc *a)
 	if (a->iter_time.n)
 		qsort(a->iter_time.v, a->iter_time.n, sizeof(double), cmp_double);
 	src = !c->iter_marks ? "none: each rank's GPU span is one iteration"
-	      : c->iter_name ? "annotation" : "ProfilerStep#N";
+	      : c->iter_name ? "annotation"
+			     : "ProfilerStep#N";
 	cj_str(c, it, "source", src);
 	if (c->iter_marks && c->iter_name)
 		cj_str(c, it, "annotation", c->iter_name);

@@ -36,7 +36,7 @@ int comm_straggler_begin(struct cctx *c)
 			return -ENOMEM;
 		c->sg = p;
 		for (; c->nsg < c->ngroups; c->nsg++)
-			c->sg[c->nsg] = (struct sggroup){ .nmin = UINT32_MAX };
+			c->sg[c->nsg] = (struct sggroup){.nmin = UINT32_MAX};
 	}
 	for (uint32_t g = 0; g < c->ngroups; g++) {
 		struct sggroup *x = &c->sg[g];
@@ -100,8 +100,8 @@ static void topk_add(struct topk *t, struct inst x)
 	t->h[i] = x;
 }
 
-static int one_group(struct cctx *c, uint32_t g, struct topk *all, struct dvec *sp,
-		     uint64_t *last, bool *mismatch)
+static int one_group(struct cctx *c, uint32_t g, struct topk *all, struct dvec *sp, uint64_t *last,
+		     bool *mismatch)
 {
 	const struct sggroup *x = g < c->nsg ? &c->sg[g] : NULL;
 
@@ -117,8 +117,8 @@ static int one_group(struct cctx *c, uint32_t g, struct topk *all, struct dvec *
 	}
 	for (uint32_t k = 0; k < x->nmin; k++) {
 		const struct sginst *in = &x->v[k];
-		struct inst i = { (double)(in->hi - in->lo), g, k, c->ranks[in->last].r->rank,
-				  in->type };
+		struct inst i = {(double)(in->hi - in->lo), g, k, c->ranks[in->last].r->rank,
+				 in->type};
 
 		last[in->last]++;
 		sp->v[sp->n++] = i.spread;
@@ -131,12 +131,13 @@ int comm_straggler(struct cctx *c, cJSON *root)
 {
 	cJSON *o = cj_obj(c, root, "straggler"), *ga = cj_arr(c, o, "groups");
 	uint64_t *last = calloc(c->nranks + 1, sizeof(*last));
-	struct dvec sp = { 0 };
-	struct topk all = { calloc((size_t)c->top + 1, sizeof(struct inst)), 0, (size_t)c->top };
+	struct dvec sp = {0};
+	struct topk all = {calloc((size_t)c->top + 1, sizeof(struct inst)), 0, (size_t)c->top};
 	int err = 0;
 
-	cj_str(c, o, "matching", "k-th kernel of a process group on each rank (issue order); "
-				 "no clock-skew correction");
+	cj_str(c, o, "matching",
+	       "k-th kernel of a process group on each rank (issue order); "
+	       "no clock-skew correction");
 	if (!last || !all.h) {
 		err = -ENOMEM;
 		goto out;
@@ -150,8 +151,9 @@ int comm_straggler(struct cctx *c, cJSON *root)
 		if ((err = one_group(c, g, &all, &sp, last, &mismatch)) || !sp.n)
 			continue;
 		x = cj_obj(c, ga, NULL);
-		cj_str(c, x, "group", c->groups[g].key ? timeline_str(c->tl, c->groups[g].key, NULL)
-						       : "(unknown)");
+		cj_str(c, x, "group",
+		       c->groups[g].key ? timeline_str(c->tl, c->groups[g].key, NULL)
+					: "(unknown)");
 		cj_str(c, x, "tag", tag_name[c->groups[g].tag]);
 		cj_num(c, x, "instances", (double)sp.n);
 		cj_bool(c, x, "count_mismatch", mismatch);
@@ -187,7 +189,8 @@ int comm_straggler(struct cctx *c, cJSON *root)
 			cJSON *e = cj_obj(c, ta, NULL);
 			const struct cgroup *g = &c->groups[all.h[i].group];
 
-			cj_str(c, e, "group", g->key ? timeline_str(c->tl, g->key, NULL) : "(unknown)");
+			cj_str(c, e, "group",
+			       g->key ? timeline_str(c->tl, g->key, NULL) : "(unknown)");
 			cj_num(c, e, "seq", all.h[i].seq);
 			cj_str(c, e, "type", ctype_name[all.h[i].type]);
 			cj_us(c, e, "spread_us", all.h[i].spread);

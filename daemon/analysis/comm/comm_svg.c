@@ -48,9 +48,10 @@ static void sb(struct sbuf *b, const char *fmt, ...)
 	}
 }
 
-static const char *const seg_name[] = { "compute", "DP", "TP", "PP", "EP", "OTHER", "memory", "idle" };
-static const char *const seg_color[] = { "#4e79a7", "#e15759", "#f28e2b", "#59a14f",
-					 "#b07aa1", "#9c755f", "#76b7b2", "#d3d3d3" };
+static const char *const seg_name[] = {"compute", "DP",	   "TP",     "PP",
+				       "EP",	  "OTHER", "memory", "idle"};
+static const char *const seg_color[] = {"#4e79a7", "#e15759", "#f28e2b", "#59a14f",
+					"#b07aa1", "#9c755f", "#76b7b2", "#d3d3d3"};
 
 static double get(const cJSON *o, const char *k)
 {
@@ -84,8 +85,9 @@ static void legend(struct sbuf *b, double x0, double x1, double y)
 			x = x0;
 			y += row;
 		}
-		sb(b, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"%s\"/>"
-		      "<text x=\"%g\" y=\"%g\" font-size=\"%g\">%s</text>\n",
+		sb(b,
+		   "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"%s\"/>"
+		   "<text x=\"%g\" y=\"%g\" font-size=\"%g\">%s</text>\n",
 		   x, y, swatch, swatch, seg_color[s], x + swatch + pad, y + 9, font, seg_name[s]);
 		x += iw + gap;
 	}
@@ -99,18 +101,21 @@ static void bars(struct sbuf *b, const cJSON *ranks)
 	const cJSON *r;
 
 	sb(b, "<text x=\"60\" y=\"30\" font-size=\"14\">Time breakdown per rank (union)</text>\n");
-	sb(b, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n", x0, y0, x0, y0 + h);
+	sb(b, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n", x0, y0, x0,
+	   y0 + h);
 	for (int k = 0; k <= 4; k++)
 		sb(b, "<text x=\"%g\" y=\"%g\" font-size=\"10\" text-anchor=\"end\">%d%%</text>\n",
 		   x0 - 4, y0 + h - h * k / 4 + 3, 25 * k);
-	cJSON_ArrayForEach(r, ranks) {
+	cJSON_ArrayForEach(r, ranks)
+	{
 		const cJSON *u = cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetObjectItemCaseSensitive(
 				cJSON_GetObjectItemCaseSensitive(r, "breakdown"), "union"),
 			"ratios");
 		const cJSON *cm = cJSON_GetObjectItemCaseSensitive(u, "comm");
-		double v[8] = { get(u, "compute"), get(cm, "DP"), get(cm, "TP"), get(cm, "PP"),
-				get(cm, "EP"), get(cm, "OTHER"), get(u, "memory"), get(u, "idle") };
+		double v[8] = {get(u, "compute"), get(cm, "DP"), get(cm, "TP"),
+			       get(cm, "PP"),	  get(cm, "EP"), get(cm, "OTHER"),
+			       get(u, "memory"),  get(u, "idle")};
 		double y = y0 + h, x = x0 + 4 + i * bw;
 
 		for (int s = 0; s < 8; s++) {
@@ -119,12 +124,14 @@ static void bars(struct sbuf *b, const cJSON *ranks)
 			if (hh <= 0)
 				continue;
 			y -= hh;
-			sb(b, "<rect x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"%s\">"
-			      "<title>rank %d %s %.2f%%</title></rect>\n",
+			sb(b,
+			   "<rect x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"%s\">"
+			   "<title>rank %d %s %.2f%%</title></rect>\n",
 			   x, y, bw * 0.8, hh, seg_color[s], (int)get(r, "rank"), seg_name[s],
 			   100 * v[s]);
 		}
-		sb(b, "<text x=\"%.1f\" y=\"%g\" font-size=\"10\" text-anchor=\"middle\">%d</text>\n",
+		sb(b,
+		   "<text x=\"%.1f\" y=\"%g\" font-size=\"10\" text-anchor=\"middle\">%d</text>\n",
 		   x + bw * 0.4, y0 + h + 14, (int)get(r, "rank"));
 		i++;
 	}
@@ -139,13 +146,15 @@ static void cdf(struct sbuf *b, const cJSON *wins)
 	int k = 0;
 
 	sb(b, "<text x=\"%g\" y=\"30\" font-size=\"14\">Phase windows, CDF (us)</text>\n", x0);
-	sb(b, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"black\"/>\n",
+	sb(b,
+	   "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"black\"/>\n",
 	   x0, y0, w, h);
 	cJSON_ArrayForEach(p, wins)
-		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(p, "windows_us")) {
-			lo = v->valuedouble < lo ? v->valuedouble : lo;
-			hi = v->valuedouble > hi ? v->valuedouble : hi;
-		}
+		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(p, "windows_us"))
+	{
+		lo = v->valuedouble < lo ? v->valuedouble : lo;
+		hi = v->valuedouble > hi ? v->valuedouble : hi;
+	}
 	if (!isfinite(lo)) {
 		sb(b, "<text x=\"%g\" y=\"%g\" font-size=\"12\">no phase windows</text>\n", x0 + 10,
 		   y0 + 20);
@@ -153,10 +162,12 @@ static void cdf(struct sbuf *b, const cJSON *wins)
 	}
 	if (hi <= lo)
 		hi = lo + 1;
-	sb(b, "<text x=\"%g\" y=\"%g\" font-size=\"10\">%.4g</text>"
-	      "<text x=\"%g\" y=\"%g\" font-size=\"10\" text-anchor=\"end\">%.4g</text>\n",
+	sb(b,
+	   "<text x=\"%g\" y=\"%g\" font-size=\"10\">%.4g</text>"
+	   "<text x=\"%g\" y=\"%g\" font-size=\"10\" text-anchor=\"end\">%.4g</text>\n",
 	   x0, y0 + h + 14, lo, x0 + w, y0 + h + 14, hi);
-	cJSON_ArrayForEach(p, wins) {
+	cJSON_ArrayForEach(p, wins)
+	{
 		const cJSON *arr = cJSON_GetObjectItemCaseSensitive(p, "windows_us");
 		int n = cJSON_GetArraySize(arr), i = 0;
 		const char *f = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "from"));
@@ -165,14 +176,16 @@ static void cdf(struct sbuf *b, const cJSON *wins)
 		if (!n)
 			continue;
 		sb(b, "<polyline fill=\"none\" stroke=\"%s\" points=\"", seg_color[1 + k % 7]);
-		cJSON_ArrayForEach(v, arr) {
+		cJSON_ArrayForEach(v, arr)
+		{
 			double x = x0 + (v->valuedouble - lo) / (hi - lo) * w;
 
 			sb(b, "%.1f,%.1f %.1f,%.1f ", x, y0 + h - h * i / n, x,
 			   y0 + h - h * (i + 1) / n);
 			i++;
 		}
-		sb(b, "\"/>\n<text x=\"%g\" y=\"%g\" font-size=\"10\" fill=\"%s\">%s → %s (%d)</text>\n",
+		sb(b,
+		   "\"/>\n<text x=\"%g\" y=\"%g\" font-size=\"10\" fill=\"%s\">%s → %s (%d)</text>\n",
 		   x0 + w + 6, y0 + 12 + 12 * k, seg_color[1 + k % 7], f ? f : "?", t ? t : "?", n);
 		k++;
 	}
@@ -181,7 +194,7 @@ static void cdf(struct sbuf *b, const cJSON *wins)
 int comm_svg(const cJSON *result, char **svg, size_t *len)
 {
 	const cJSON *a = cJSON_GetObjectItemCaseSensitive(result, "analysis");
-	struct sbuf b = { 0 };
+	struct sbuf b = {0};
 
 	if (!cJSON_IsString(a) || strcmp(a->valuestring, "comm"))
 		return -EINVAL;

@@ -9,10 +9,10 @@
 
 #include "comm_int.h"
 
-const char *const ctype_name[CT_N] = { "AllReduce", "AllGather", "ReduceScatter", "AllToAll",
-				       "SendRecv",  "Send",	 "Recv",	  "Broadcast",
-				       "Reduce",    "Gather",	 "Scatter",	  "Barrier",
-				       "Unknown" };
+const char *const ctype_name[CT_N] = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll",
+				      "SendRecv",  "Send",	"Recv",		 "Broadcast",
+				      "Reduce",	   "Gather",	"Scatter",	 "Barrier",
+				      "Unknown"};
 
 /* NCCL/RCCL (nccl*, rccl*, ncclKernel), HCCL, oneCCL and DeepEP kernels. */
 bool comm_kernel_name(const char *s)
@@ -26,18 +26,31 @@ static const struct {
 	const char *name;
 	uint8_t type;
 } coll_names[] = {
-	{ "allreduce", CT_ALLREDUCE },	{ "allreduce_coalesced", CT_ALLREDUCE },
-	{ "all_reduce", CT_ALLREDUCE }, { "all_gather", CT_ALLGATHER },
-	{ "_allgather_base", CT_ALLGATHER }, { "allgather", CT_ALLGATHER },
-	{ "allgather_into_tensor_coalesced", CT_ALLGATHER }, { "allgather_coalesced", CT_ALLGATHER },
-	{ "all_gather_into_tensor", CT_ALLGATHER }, { "reduce_scatter", CT_REDUCESCATTER },
-	{ "_reduce_scatter_base", CT_REDUCESCATTER },
-	{ "reduce_scatter_tensor_coalesced", CT_REDUCESCATTER },
-	{ "reduce_scatter_tensor", CT_REDUCESCATTER }, { "all_to_all", CT_ALLTOALL },
-	{ "all_to_allv", CT_ALLTOALL }, { "alltoall", CT_ALLTOALL }, { "alltoall_base", CT_ALLTOALL },
-	{ "send", CT_SEND }, { "recv", CT_RECV }, { "sendrecv", CT_SENDRECV },
-	{ "broadcast", CT_BROADCAST }, { "reduce", CT_REDUCE }, { "gather", CT_GATHER },
-	{ "scatter", CT_SCATTER }, { "barrier", CT_BARRIER },
+	{"allreduce", CT_ALLREDUCE},
+	{"allreduce_coalesced", CT_ALLREDUCE},
+	{"all_reduce", CT_ALLREDUCE},
+	{"all_gather", CT_ALLGATHER},
+	{"_allgather_base", CT_ALLGATHER},
+	{"allgather", CT_ALLGATHER},
+	{"allgather_into_tensor_coalesced", CT_ALLGATHER},
+	{"allgather_coalesced", CT_ALLGATHER},
+	{"all_gather_into_tensor", CT_ALLGATHER},
+	{"reduce_scatter", CT_REDUCESCATTER},
+	{"_reduce_scatter_base", CT_REDUCESCATTER},
+	{"reduce_scatter_tensor_coalesced", CT_REDUCESCATTER},
+	{"reduce_scatter_tensor", CT_REDUCESCATTER},
+	{"all_to_all", CT_ALLTOALL},
+	{"all_to_allv", CT_ALLTOALL},
+	{"alltoall", CT_ALLTOALL},
+	{"alltoall_base", CT_ALLTOALL},
+	{"send", CT_SEND},
+	{"recv", CT_RECV},
+	{"sendrecv", CT_SENDRECV},
+	{"broadcast", CT_BROADCAST},
+	{"reduce", CT_REDUCE},
+	{"gather", CT_GATHER},
+	{"scatter", CT_SCATTER},
+	{"barrier", CT_BARRIER},
 };
 
 int type_from_coll(const char *s)
@@ -55,10 +68,14 @@ uint8_t type_from_kernel(const char *s)
 	static const struct {
 		const char *p;
 		uint8_t t;
-	} k[] = { { "AllReduce", CT_ALLREDUCE },       { "AllGather", CT_ALLGATHER },
-		  { "ReduceScatter", CT_REDUCESCATTER }, { "Broadcast", CT_BROADCAST },
-		  { "Reduce", CT_REDUCE },	       { "SendRecv", CT_SENDRECV },
-		  { "AllToAll", CT_ALLTOALL },	       { "AlltoAll", CT_ALLTOALL } };
+	} k[] = {{"AllReduce", CT_ALLREDUCE},
+		 {"AllGather", CT_ALLGATHER},
+		 {"ReduceScatter", CT_REDUCESCATTER},
+		 {"Broadcast", CT_BROADCAST},
+		 {"Reduce", CT_REDUCE},
+		 {"SendRecv", CT_SENDRECV},
+		 {"AllToAll", CT_ALLTOALL},
+		 {"AlltoAll", CT_ALLTOALL}};
 	const char *u = strstr(s, "Kernel_");
 
 	if (strstr(s, "deep_ep::") || strstr(s, "deepep"))
@@ -82,17 +99,46 @@ int64_t dtype_size(const char *s)
 		const char *n;
 		int8_t b;
 	} t[] = {
-		{ "Byte", 1 },	    { "Char", 1 },	   { "Short", 2 },	    { "Int", 4 },
-		{ "Long", 8 },	    { "Half", 2 },	   { "Float", 4 },	    { "Double", 8 },
-		{ "ComplexHalf", 4 }, { "ComplexFloat", 8 }, { "ComplexDouble", 16 }, { "Bool", 1 },
-		{ "QInt8", 1 },	    { "QUInt8", 1 },	   { "QInt32", 4 },	    { "BFloat16", 2 },
-		{ "QUInt4x2", 1 },  { "QUInt2x4", 1 },	   { "Bits1x8", 1 },	    { "Bits2x4", 1 },
-		{ "Bits4x2", 1 },   { "Bits8", 1 },	   { "Bits16", 2 },	    { "UInt16", 2 },
-		{ "UInt32", 4 },    { "UInt64", 8 },	   { "Float8_e5m2", 1 },    { "Float8_e4m3fn", 1 },
-		{ "Float8_e5m2fnuz", 1 }, { "Float8_e4m3fnuz", 1 }, { "Float8_e8m0fnu", 1 },
-		{ "Float4_e2m1fn_x2", 1 }, { "float32", 4 }, { "float16", 2 }, { "bfloat16", 2 },
-		{ "float64", 8 },   { "int64", 8 },	   { "int32", 4 },	    { "uint8", 1 },
-		{ "int8", 1 },
+		{"Byte", 1},
+		{"Char", 1},
+		{"Short", 2},
+		{"Int", 4},
+		{"Long", 8},
+		{"Half", 2},
+		{"Float", 4},
+		{"Double", 8},
+		{"ComplexHalf", 4},
+		{"ComplexFloat", 8},
+		{"ComplexDouble", 16},
+		{"Bool", 1},
+		{"QInt8", 1},
+		{"QUInt8", 1},
+		{"QInt32", 4},
+		{"BFloat16", 2},
+		{"QUInt4x2", 1},
+		{"QUInt2x4", 1},
+		{"Bits1x8", 1},
+		{"Bits2x4", 1},
+		{"Bits4x2", 1},
+		{"Bits8", 1},
+		{"Bits16", 2},
+		{"UInt16", 2},
+		{"UInt32", 4},
+		{"UInt64", 8},
+		{"Float8_e5m2", 1},
+		{"Float8_e4m3fn", 1},
+		{"Float8_e5m2fnuz", 1},
+		{"Float8_e4m3fnuz", 1},
+		{"Float8_e8m0fnu", 1},
+		{"Float4_e2m1fn_x2", 1},
+		{"float32", 4},
+		{"float16", 2},
+		{"bfloat16", 2},
+		{"float64", 8},
+		{"int64", 8},
+		{"int32", 4},
+		{"uint8", 1},
+		{"int8", 1},
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
@@ -151,4 +197,3 @@ int64_t bytes_of(uint8_t type, const struct tl_args *a, int64_t el)
 		return -1;
 	return nel;
 }
-

@@ -61,38 +61,38 @@ void big_free(void *p, size_t n)
 
 /* Natural merge sort by start, stable; merges ping-pong between v and tmp,
  * and the buffer that ends up sorted is returned (no copy back). */
-#define NATURAL_MSORT(NAME, T)                                                                   \
-	T *NAME(T *v, uint32_t n, T *tmp)                                                         \
-	{                                                                                         \
-		for (;;) {                                                                        \
-			uint32_t i = 0, k = 0;                                                    \
-			T *t;                                                                     \
-			while (i < n) {                                                           \
-				uint32_t a = i, m, b;                                             \
-				for (m = a + 1; m < n && v[m - 1].s <= v[m].s; m++)               \
-					;                                                         \
-				if (m >= n && !a)                                                 \
-					return v; /* one run: sorted */                           \
-				for (b = m + (m < n); b < n && v[b - 1].s <= v[b].s; b++)         \
-					;                                                         \
-				if (m >= n)                                                       \
-					b = n;                                                    \
-				uint32_t x = a, y = m;                                            \
-				while (x < m && y < b) { /* branch-free: streams interleave */   \
-					bool right = v[y].s < v[x].s;                             \
-					tmp[k++] = *(right ? &v[y] : &v[x]);                      \
-					y += right, x += !right;                                  \
-				}                                                                 \
-				while (x < m)                                                     \
-					tmp[k++] = v[x++];                                        \
-				while (y < b)                                                     \
-					tmp[k++] = v[y++];                                        \
-				i = b;                                                            \
-			}                                                                         \
-			if (!n)                                                                   \
-				return v;                                                         \
-			t = v, v = tmp, tmp = t;                                                  \
-		}                                                                                 \
+#define NATURAL_MSORT(NAME, T)                                                                 \
+	T *NAME(T *v, uint32_t n, T *tmp)                                                      \
+	{                                                                                      \
+		for (;;) {                                                                     \
+			uint32_t i = 0, k = 0;                                                 \
+			T *t;                                                                  \
+			while (i < n) {                                                        \
+				uint32_t a = i, m, b;                                          \
+				for (m = a + 1; m < n && v[m - 1].s <= v[m].s; m++)            \
+					;                                                      \
+				if (m >= n && !a)                                              \
+					return v; /* one run: sorted */                        \
+				for (b = m + (m < n); b < n && v[b - 1].s <= v[b].s; b++)      \
+					;                                                      \
+				if (m >= n)                                                    \
+					b = n;                                                 \
+				uint32_t x = a, y = m;                                         \
+				while (x < m && y < b) { /* branch-free: streams interleave */ \
+					bool right = v[y].s < v[x].s;                          \
+					tmp[k++] = *(right ? &v[y] : &v[x]);                   \
+					y += right, x += !right;                               \
+				}                                                              \
+				while (x < m)                                                  \
+					tmp[k++] = v[x++];                                     \
+				while (y < b)                                                  \
+					tmp[k++] = v[y++];                                     \
+				i = b;                                                         \
+			}                                                                      \
+			if (!n)                                                                \
+				return v;                                                      \
+			t = v, v = tmp, tmp = t;                                               \
+		}                                                                              \
 	}
 
 NATURAL_MSORT(sort_cev, struct cev)
@@ -101,23 +101,23 @@ NATURAL_MSORT(sort_ival, struct ival)
 /* First index from i on (v sorted by start, v[..i) all before t) whose
  * start is at or after t: galloping, then binary search. A window's events
  * are found without streaming through them once more before the metrics. */
-#define FIRST_AT(NAME, T)                                                              \
-	uint32_t NAME(const T *v, uint32_t i, uint32_t n, int64_t t)                   \
-	{                                                                              \
-		uint32_t hi = i, step = 1;                                             \
-		while (hi < n && v[hi].s < t) {                                        \
-			i = hi + 1;                                                    \
-			hi = n - hi > step ? hi + step : n;                            \
-			step = step < (1u << 30) ? step * 2 : step;                    \
-		}                                                                      \
-		while (i < hi) {                                                       \
-			uint32_t m = i + (hi - i) / 2;                                 \
-			if (v[m].s < t)                                                \
-				i = m + 1;                                             \
-			else                                                           \
-				hi = m;                                                \
-		}                                                                      \
-		return i;                                                              \
+#define FIRST_AT(NAME, T)                                            \
+	uint32_t NAME(const T *v, uint32_t i, uint32_t n, int64_t t) \
+	{                                                            \
+		uint32_t hi = i, step = 1;                           \
+		while (hi < n && v[hi].s < t) {                      \
+			i = hi + 1;                                  \
+			hi = n - hi > step ? hi + step : n;          \
+			step = step < (1u << 30) ? step * 2 : step;  \
+		}                                                    \
+		while (i < hi) {                                     \
+			uint32_t m = i + (hi - i) / 2;               \
+			if (v[m].s < t)                              \
+				i = m + 1;                           \
+			else                                         \
+				hi = m;                              \
+		}                                                    \
+		return i;                                            \
 	}
 
 FIRST_AT(first_cev_at, struct cev)

@@ -12,11 +12,11 @@
 #include "critpath_int.h"
 
 const char *const cp_edge_type_name[CP_E_COUNT] = {
-    "critical_path_operator",
-    "critical_path_dependency",
-    "critical_path_kernel_launch_delay",
-    "critical_path_kernel_kernel_delay",
-    "critical_path_sync_dependency",
+	"critical_path_operator",
+	"critical_path_dependency",
+	"critical_path_kernel_launch_delay",
+	"critical_path_kernel_kernel_delay",
+	"critical_path_sync_dependency",
 };
 
 void cp_opts_default(struct cp_opts *o)

@@ -148,7 +148,7 @@ int cp_overlay_write(const struct cp_graph *g, const struct cp_path *p, const st
  * without rank -1 resolved; a cache keys graphs by it).
  */
 struct cp_request {
-	struct cp_opts o; /* rank -1: the capture's lowest */
+	struct cp_opts o;   /* rank -1: the capture's lowest */
 	const cJSON *edits; /* array or NULL */
 	uint32_t top, max_edges;
 	bool overlay, all_events, unverified;
@@ -160,19 +160,18 @@ int cp_request_parse(const cJSON *params, struct cp_request *rq, char *err, size
 /* The path of a request's graph, with its edits applied when it has any. */
 struct cp_solved {
 	struct cp_path base, alt; /* alt: with the edits */
-	int64_t *weights; /* edited weights, NULL without edits */
-	uint32_t matched; /* edges the edits matched */
+	int64_t *weights;	  /* edited weights, NULL without edits */
+	uint32_t matched;	  /* edges the edits matched */
 };
 /*
  * Solve g for rq and build the result tree in *result (caller deletes).
  * 0, or -EDOM (a cycle, a same-stream sync edge), -EINVAL (bad edit),
  * -ENOMEM, with a reason in err. s is set either way: cp_solved_finish().
  */
-int cp_request_solve(const struct cp_graph *g, const struct cp_request *rq,
-		     struct cp_solved *s, cJSON **result, char *err, size_t errlen);
+int cp_request_solve(const struct cp_graph *g, const struct cp_request *rq, struct cp_solved *s,
+		     cJSON **result, char *err, size_t errlen);
 /* Adds "whatif" (baseline vs edited length) to result when rq has edits. */
-void cp_request_whatif_json(const struct cp_request *rq, const struct cp_solved *s,
-			    cJSON *result);
+void cp_request_whatif_json(const struct cp_request *rq, const struct cp_solved *s, cJSON *result);
 const struct cp_path *cp_solved_path(const struct cp_solved *s, const struct cp_request *rq);
 void cp_solved_finish(struct cp_solved *s);
 

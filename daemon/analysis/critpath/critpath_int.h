@@ -82,7 +82,7 @@ struct cp_build {
 };
 
 int cpb_fail(struct cp_build *b, int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 /* Position of the event with traceEvents index idx, or CP_NONE. */
 int32_t cpb_pos_of_index(const struct tl_rank *r, int64_t idx);
 /* g->ev entry for a position (added on first use); CP_NONE on ENOMEM. */

@@ -32,7 +32,7 @@ struct gstate {
 
 /* gpu_tables.c: each fills its part of s; 0 or -ENOMEM. */
 int cpb_gpu_queue_values(struct gstate *s); /* s->qv */
-int cpb_gpu_launches(struct gstate *s); /* s->l, s->nl */
+int cpb_gpu_launches(struct gstate *s);	    /* s->l, s->nl */
 /* records: s->prev_launch; otherwise waits: s->next_launch. */
 int cpb_gpu_pair_calls(struct gstate *s, bool records);
 

@@ -135,9 +135,9 @@ int cpb_gpu_launches(struct gstate *s)
 		/* inner merge with GPU rows having index_correlation > 0 */
 		if (k < 0 || !ev_gpu(&r->ev[k]) || tl_ev_index_corr(&r->ev[k]) <= 0)
 			continue;
-		s->l[s->nl] =
-		    (struct launch){pos[idx[i]],  (uint32_t)k, ev_ts(r, e), r->ev[k].stream,
-				    r->ev[k].pid, e->pid,      e->tid,	    s->nl};
+		s->l[s->nl] = (struct launch){pos[idx[i]],     (uint32_t)k,  ev_ts(r, e),
+					      r->ev[k].stream, r->ev[k].pid, e->pid,
+					      e->tid,	       s->nl};
 		s->nl++;
 	}
 	free(keys);

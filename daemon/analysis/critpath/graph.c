@@ -88,14 +88,14 @@ int32_t cpb_event(struct cp_build *b, uint32_t pos)
 	}
 	x = &g->ev[g->nev];
 	*x = (struct cp_event){
-	    .index = e->index,
-	    .pos = pos,
-	    .name = intern(b, e->name),
-	    .stream = e->stream,
-	    .ts = ev_ts(b->r, e),
-	    .dur = ev_dur(b->r, e),
-	    .kind = e->kind,
-	    .gpu = ev_gpu(e),
+		.index = e->index,
+		.pos = pos,
+		.name = intern(b, e->name),
+		.stream = e->stream,
+		.ts = ev_ts(b->r, e),
+		.dur = ev_dur(b->r, e),
+		.kind = e->kind,
+		.gpu = ev_gpu(e),
 	};
 	{
 		const char *n = cp_ev_name(g, x);

@@ -151,8 +151,8 @@ int overlay_element(struct ov *o)
 		if (field(s, n, "args", &a, &b) && s[a] == '{') {
 			size_t c, d;
 
-			ep->device =
-			    field(s + a, b - a, "device", &c, &d) && strtod(s + a + c, NULL) >= 0;
+			ep->device = field(s + a, b - a, "device", &c, &d) &&
+				     strtod(s + a + c, NULL) >= 0;
 		}
 	}
 	if (!keep)
@@ -204,14 +204,15 @@ int overlay_flows(struct ov *o)
 				continue;
 			ts = st ? ep->ts : ep->ts + ep->dur - (ep->device ? fmin(1, ep->dur) : 0);
 			len = snprintf(
-			    buf, sizeof(buf),
-			    "%s{\"ph\": \"%c\", \"id\": %u, \"pid\": %s, \"tid\": %s, "
-			    "\"ts\": %.0f, \"cat\": \"critical_path\", \"name\": "
-			    "\"critical_path\", \"args\": {\"weight\": %lld, \"critical\": "
-			    "true, \"type\": \"%s\"}%s}",
-			    o->nout++ ? "," : "", end ? 'f' : 's', i, ep->pid[0] ? ep->pid : "0",
-			    ep->tid[0] ? ep->tid : "0", trunc(ts), (long long)(f->w / 1000),
-			    cp_edge_type_name[f->type], end ? ", \"bp\": \"e\"" : "");
+				buf, sizeof(buf),
+				"%s{\"ph\": \"%c\", \"id\": %u, \"pid\": %s, \"tid\": %s, "
+				"\"ts\": %.0f, \"cat\": \"critical_path\", \"name\": "
+				"\"critical_path\", \"args\": {\"weight\": %lld, \"critical\": "
+				"true, \"type\": \"%s\"}%s}",
+				o->nout++ ? "," : "", end ? 'f' : 's', i,
+				ep->pid[0] ? ep->pid : "0", ep->tid[0] ? ep->tid : "0", trunc(ts),
+				(long long)(f->w / 1000), cp_edge_type_name[f->type],
+				end ? ", \"bp\": \"e\"" : "");
 			rc = put(o, buf, (size_t)len);
 		}
 	}

@@ -66,7 +66,7 @@ void cp_path_finish(struct cp_path *p)
 }
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+	__attribute__((format(printf, 4, 5)));
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 {

@@ -16,7 +16,7 @@
 #include "json.h" /* json_utf8_valid */
 
 static int bad(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 static int bad(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -121,10 +121,10 @@ static int get_data_load(const cJSON *params, struct cp_opts *o, char *err, size
 static int make_key(struct cp_request *rq, char *err, size_t errlen)
 {
 	const struct cp_opts *o = &rq->o;
-	int n =
-	    snprintf(rq->key, sizeof(rq->key), "%d|%lld|%lld|%d|%lld|%zu|%s", o->rank,
-		     (long long)o->instance_lo, (long long)o->instance_hi, o->zero_weight_launch,
-		     (long long)o->kk_threshold_ns, strlen(o->annotation), o->annotation);
+	int n = snprintf(rq->key, sizeof(rq->key), "%d|%lld|%lld|%d|%lld|%zu|%s", o->rank,
+			 (long long)o->instance_lo, (long long)o->instance_hi,
+			 o->zero_weight_launch, (long long)o->kk_threshold_ns,
+			 strlen(o->annotation), o->annotation);
 
 	for (size_t i = 0; i < o->ndata_load && n > 0 && (size_t)n < sizeof(rq->key); i++)
 		n += snprintf(rq->key + n, sizeof(rq->key) - (size_t)n, "|%zu|%s",
@@ -203,9 +203,10 @@ void cp_request_whatif_json(const struct cp_request *rq, const struct cp_solved 
 	cJSON_AddNumberToObject(wi, "matched_edges", s->matched);
 	cJSON_AddNumberToObject(wi, "baseline_length_us", (double)s->base.length_ns / 1000.0);
 	cJSON_AddNumberToObject(wi, "length_us", (double)s->alt.length_ns / 1000.0);
-	cJSON_AddNumberToObject(
-	    wi, "speedup",
-	    s->alt.length_ns ? (double)s->base.length_ns / (double)s->alt.length_ns : 0);
+	cJSON_AddNumberToObject(wi, "speedup",
+				s->alt.length_ns
+					? (double)s->base.length_ns / (double)s->alt.length_ns
+					: 0);
 }
 
 const struct cp_path *cp_solved_path(const struct cp_solved *s, const struct cp_request *rq)
@@ -226,16 +227,16 @@ void cp_solved_finish(struct cp_solved *s)
 int analysis_critical_path(struct actx *c, cJSON **out)
 {
 	static const char *const keys[] = {
-	    "rank",
-	    "annotation",
-	    "instance",
-	    "zero_weight_launch_edges",
-	    "kernel_kernel_threshold_us",
-	    "data_load_events",
-	    "edits",
-	    "top",
-	    "max_edges",
-	    NULL,
+		"rank",
+		"annotation",
+		"instance",
+		"zero_weight_launch_edges",
+		"kernel_kernel_threshold_us",
+		"data_load_events",
+		"edits",
+		"top",
+		"max_edges",
+		NULL,
 	};
 	struct cp_request rq;
 	struct cp_solved s;

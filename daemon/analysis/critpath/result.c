@@ -12,13 +12,13 @@
 #include "critpath_int.h"
 
 const char *const cp_bound_name[CP_B_COUNT] = {
-    "",
-    "cpu_bound",
-    "gpu_compute_bound",
-    "gpu_communication_bound",
-    "gpu_kernel_launch_overhead",
-    "gpu_kernel_kernel_overhead",
-    "data_loading",
+	"",
+	"cpu_bound",
+	"gpu_compute_bound",
+	"gpu_communication_bound",
+	"gpu_kernel_launch_overhead",
+	"gpu_kernel_kernel_overhead",
+	"data_loading",
 };
 
 static double usd(int64_t ns)
@@ -107,9 +107,10 @@ static void add_top(cJSON *o, const struct cp_graph *g, const struct cp_path *p,
 		cJSON_AddStringToObject(it, "name", cp_ev_name(g, x));
 		cJSON_AddNumberToObject(it, "stream", (double)x->stream);
 		cJSON_AddNumberToObject(it, "duration_us", usd(c[i].ns));
-		cJSON_AddNumberToObject(
-		    it, "path_pctg",
-		    p->length_ns ? 100.0 * (double)c[i].ns / (double)p->length_ns : 0);
+		cJSON_AddNumberToObject(it, "path_pctg",
+					p->length_ns
+						? 100.0 * (double)c[i].ns / (double)p->length_ns
+						: 0);
 		cJSON_AddStringToObject(it, "bound_by", cp_bound_name[x->bound]);
 	}
 	free(c);
@@ -155,9 +156,10 @@ cJSON *cp_result_json(const struct cp_graph *g, const struct cp_path *p, const i
 		char k[64];
 
 		snprintf(k, sizeof(k), "%s_pctg", cp_bound_name[b]);
-		cJSON_AddNumberToObject(
-		    sm, k,
-		    p->length_ns ? 100.0 * (double)p->by_bound_ns[b] / (double)p->length_ns : 0);
+		cJSON_AddNumberToObject(sm, k,
+					p->length_ns ? 100.0 * (double)p->by_bound_ns[b] /
+							       (double)p->length_ns
+						     : 0);
 		cJSON_AddNumberToObject(bu, cp_bound_name[b], usd(p->by_bound_ns[b]));
 	}
 	add_edges(o, g, p, w, max_edges);

@@ -32,16 +32,16 @@ static const struct {
 	const char *name;
 	enum kind k;
 } kinds[] = {
-    {"all", K_ALL},
-    {"cpu", K_CPU},
-    {"gpu", K_GPU},
-    {"kernel", K_KERNEL},
-    {"comm", K_COMM},
-    {"nccl", K_COMM},
-    {"memory", K_MEMORY},
-    {"launch_delay", K_LAUNCH},
-    {"kernel_kernel_delay", K_KK},
-    {NULL, 0},
+	{"all", K_ALL},
+	{"cpu", K_CPU},
+	{"gpu", K_GPU},
+	{"kernel", K_KERNEL},
+	{"comm", K_COMM},
+	{"nccl", K_COMM},
+	{"memory", K_MEMORY},
+	{"launch_delay", K_LAUNCH},
+	{"kernel_kernel_delay", K_KK},
+	{NULL, 0},
 };
 
 static int efail(char *err, size_t errlen, int i, const char *what)
@@ -159,8 +159,8 @@ int cp_whatif(const struct cp_graph *g, const cJSON *edits, int64_t **out, uint3
 		}
 		if (!cJSON_IsObject(it) || (!m == !kd) || (!sc == !st)) {
 			rc = efail(
-			    err, errlen, i,
-			    "give one of \"match\" or \"kind\" and one of \"scale\" or \"set_us\"");
+				err, errlen, i,
+				"give one of \"match\" or \"kind\" and one of \"scale\" or \"set_us\"");
 			goto out;
 		}
 		x = sc ? sc : st;
@@ -184,8 +184,8 @@ int cp_whatif(const struct cp_graph *g, const cJSON *edits, int64_t **out, uint3
 			k = kinds[j].k;
 		} else if (!cJSON_IsString(m) ||
 			   regcomp(&re, m->valuestring, REG_EXTENDED | REG_NOSUB)) {
-			rc =
-			    efail(err, errlen, i, "\"match\" must be a valid POSIX extended regex");
+			rc = efail(err, errlen, i,
+				   "\"match\" must be a valid POSIX extended regex");
 			goto out;
 		}
 		rc = apply(g, w, k, &re, st != NULL, v, sum, nmatched);

@@ -36,8 +36,8 @@
 #include "gunzip.h"
 #include "kineto_spec.h"
 
-int gz_inflate_src(struct src *s, const uint8_t *in, ssize_t r, const struct gz_io *io,
-		   char *msg, size_t msg_len)
+int gz_inflate_src(struct src *s, const uint8_t *in, ssize_t r, const struct gz_io *io, char *msg,
+		   size_t msg_len)
 {
 	int err, st;
 
@@ -62,8 +62,9 @@ int gz_inflate_src(struct src *s, const uint8_t *in, ssize_t r, const struct gz_
 				why = "inflate made no progress";
 			}
 			if (st == GZ_ERR) {
-				snprintf(msg, msg_len, "corrupt gzip data (%s) at compressed byte %llu",
-					 why, (unsigned long long)(s->bytes_in - avail));
+				snprintf(msg, msg_len,
+					 "corrupt gzip data (%s) at compressed byte %llu", why,
+					 (unsigned long long)(s->bytes_in - avail));
 				io->put(io->arg, out, 0); /* what it holds is not handed on */
 				return -EBADMSG;
 			}
@@ -91,8 +92,8 @@ int gz_inflate_src(struct src *s, const uint8_t *in, ssize_t r, const struct gz_
 /* A plain source through the same pipe: read() into the chunks, the
  * importer's first piece copied (the thread's only work besides
  * speculative parses). */
-static int copy_src(struct src *s, const uint8_t *in, ssize_t r, const struct gz_io *io,
-		    char *msg, size_t msg_len)
+static int copy_src(struct src *s, const uint8_t *in, ssize_t r, const struct gz_io *io, char *msg,
+		    size_t msg_len)
 {
 	msg[0] = '\0';
 	while (r > 0) {
@@ -133,15 +134,15 @@ struct gz_pipe {
 	uint8_t *buf[NSLOT];
 	size_t len[NSLOT];
 	struct kseg *seg[NSLOT]; /* the slot's speculative parse (spec != OFF) */
-	bool seg_set[NSLOT]; /* ... made for the piece in it */
+	bool seg_set[NSLOT];	 /* ... made for the piece in it */
 	enum gz_spec spec;
-	bool plain; /* not gzip: copy_src() */
+	bool plain;		/* not gzip: copy_src() */
 	struct kspec_worker *w; /* the thread's parse state */
-	bool ctx_ok; /* ctx set by the parser */
+	bool ctx_ok;		/* ctx set by the parser */
 	struct kspec_ctx ctx;
 	uint64_t bytes_in[NSLOT], file_hi[NSLOT]; /* source counters after the piece */
-	unsigned head, tail, nfull; /* nfull counts the piece the parser holds */
-	bool holding; /* the parser holds buf[head] */
+	unsigned head, tail, nfull;		  /* nfull counts the piece the parser holds */
+	bool holding;				  /* the parser holds buf[head] */
 	bool took_any;
 	uint64_t took_bytes_in, took_file_hi;
 	bool cancel, done;
@@ -198,12 +199,12 @@ static int pipe_put(void *arg, uint8_t *buf, size_t n)
 static void *pipe_main(void *arg)
 {
 	struct gz_pipe *g = arg;
-	struct gz_io io = { .out = pipe_out, .put = pipe_put, .arg = g };
+	struct gz_io io = {.out = pipe_out, .put = pipe_put, .arg = g};
 	char msg[sizeof(g->msg)];
 	int err;
 
-	err = g->plain ? copy_src(g->s, g->in0, g->r0, &io, msg, sizeof(msg)) :
-			 gz_inflate_src(g->s, g->in0, g->r0, &io, msg, sizeof(msg));
+	err = g->plain ? copy_src(g->s, g->in0, g->r0, &io, msg, sizeof(msg))
+		       : gz_inflate_src(g->s, g->in0, g->r0, &io, msg, sizeof(msg));
 	pthread_mutex_lock(&g->mu);
 	g->err = err;
 	memcpy(g->msg, msg, sizeof(msg));

@@ -31,8 +31,8 @@ enum { GZ_ERR = -1, GZ_OK = 0, GZ_END = 1 };
  * consumed) into out (cap bytes; *got written). GZ_END: a gzip member
  * ended (what follows is the next member's); GZ_ERR: corrupt data, *why a
  * zlib-style reason. Resets for the next member first when s->gz_done. */
-int gz_step(struct src *s, const uint8_t **in, size_t *avail, uint8_t *out, size_t cap,
-	    size_t *got, const char **why);
+int gz_step(struct src *s, const uint8_t **in, size_t *avail, uint8_t *out, size_t cap, size_t *got,
+	    const char **why);
 
 /*
  * Inflate s (already gz_begin()'d; its first r bytes are at in) to the
@@ -41,8 +41,8 @@ int gz_step(struct src *s, const uint8_t **in, size_t *avail, uint8_t *out, size
  * "truncated gzip stream after N compressed bytes", "read error"); or the
  * error put() returned, msg left empty.
  */
-int gz_inflate_src(struct src *s, const uint8_t *in, ssize_t r, const struct gz_io *io,
-		   char *msg, size_t msg_len);
+int gz_inflate_src(struct src *s, const uint8_t *in, ssize_t r, const struct gz_io *io, char *msg,
+		   size_t msg_len);
 
 struct gz_pipe;
 struct kseg;

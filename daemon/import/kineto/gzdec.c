@@ -102,14 +102,22 @@ static int gz_reset(struct gz_dec *d)
 static const char *isal_why(int r)
 {
 	switch (r) {
-	case ISAL_INVALID_BLOCK: return "invalid block type";
-	case ISAL_INVALID_SYMBOL: return "invalid code";
-	case ISAL_INVALID_LOOKBACK: return "invalid distance too far back";
-	case ISAL_INVALID_WRAPPER: return "incorrect header check";
-	case ISAL_UNSUPPORTED_METHOD: return "unknown compression method";
-	case ISAL_INCORRECT_CHECKSUM: return "incorrect data check";
-	case ISAL_NEED_DICT: return "need dictionary";
-	default: return "inflate error";
+	case ISAL_INVALID_BLOCK:
+		return "invalid block type";
+	case ISAL_INVALID_SYMBOL:
+		return "invalid code";
+	case ISAL_INVALID_LOOKBACK:
+		return "invalid distance too far back";
+	case ISAL_INVALID_WRAPPER:
+		return "incorrect header check";
+	case ISAL_UNSUPPORTED_METHOD:
+		return "unknown compression method";
+	case ISAL_INCORRECT_CHECKSUM:
+		return "incorrect data check";
+	case ISAL_NEED_DICT:
+		return "need dictionary";
+	default:
+		return "inflate error";
 	}
 }
 
@@ -135,8 +143,8 @@ static int isal_step(struct inflate_state *is, const uint8_t **in, size_t *avail
 }
 #endif
 
-int gz_step(struct src *s, const uint8_t **in, size_t *avail, uint8_t *out, size_t cap,
-	    size_t *got, const char **why)
+int gz_step(struct src *s, const uint8_t **in, size_t *avail, uint8_t *out, size_t cap, size_t *got,
+	    const char **why)
 {
 	struct gz_dec *d = s->gzd;
 	int zr;

@@ -22,10 +22,10 @@
 #include "jsontok_num.h"
 
 enum {
-	ST_VALUE, /* a value must come */
+	ST_VALUE,	   /* a value must come */
 	ST_VALUE_OR_CLOSE, /* after '[' */
-	ST_KEY_OR_CLOSE, /* after '{' */
-	ST_KEY, /* after ',' in an object */
+	ST_KEY_OR_CLOSE,   /* after '{' */
+	ST_KEY,		   /* after ',' in an object */
 	ST_COLON,
 	ST_COMMA_OR_CLOSE,
 	ST_DONE,
@@ -37,16 +37,20 @@ enum { T_NONE, T_STR, T_STR_ESC, T_STR_U, T_NUM, T_WORD };
 
 /* 1 = byte that ends the fast string scan: '"', '\\', control, non-ASCII. */
 static const uint8_t str_stop[256] = {
-	[0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x80 ... 0xff] = 1,
+	[0 ... 0x1f] = 1,
+	['"'] = 1,
+	['\\'] = 1,
+	[0x80 ... 0xff] = 1,
 };
 
 /* Byte classes: one load per byte instead of a chain of compares. */
 enum { C_NUM = 1, C_WORD = 2, C_WS = 4 };
 static const uint8_t cls[256] = {
-	['0' ... '9'] = C_NUM, ['-'] = C_NUM, ['+'] = C_NUM, ['.'] = C_NUM,
-	['a' ... 'd'] = C_WORD, ['e'] = C_NUM | C_WORD, ['f' ... 'z'] = C_WORD,
-	['A' ... 'D'] = C_WORD, ['E'] = C_NUM | C_WORD, ['F' ... 'Z'] = C_WORD,
-	[' '] = C_WS, ['\n'] = C_WS, ['\r'] = C_WS, ['\t'] = C_WS,
+	['0' ... '9'] = C_NUM,	['-'] = C_NUM,		['+'] = C_NUM,
+	['.'] = C_NUM,		['a' ... 'd'] = C_WORD, ['e'] = C_NUM | C_WORD,
+	['f' ... 'z'] = C_WORD, ['A' ... 'D'] = C_WORD, ['E'] = C_NUM | C_WORD,
+	['F' ... 'Z'] = C_WORD, [' '] = C_WS,		['\n'] = C_WS,
+	['\r'] = C_WS,		['\t'] = C_WS,
 };
 
 /* First byte in [q, end) that is not JSON whitespace, or end. */
@@ -58,8 +62,9 @@ static inline const char *ws_skip(const char *q, const char *end)
 
 	while (end - q >= 16) {
 		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)q);
-		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, sp), _mm_cmpeq_epi8(x, nl)),
-					 _mm_or_si128(_mm_cmpeq_epi8(x, cr), _mm_cmpeq_epi8(x, tb)));
+		__m128i m =
+			_mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, sp), _mm_cmpeq_epi8(x, nl)),
+				     _mm_or_si128(_mm_cmpeq_epi8(x, cr), _mm_cmpeq_epi8(x, tb)));
 		unsigned bits = (unsigned)_mm_movemask_epi8(m) ^ 0xffffu;
 
 		if (bits)
@@ -104,8 +109,8 @@ static int fail(struct json_tok *t, uint64_t off, int err, const char *what)
 	return err;
 }
 
-void json_tok_init(struct json_tok *t, const struct json_sax *sax, void *ctx,
-		   uint32_t max_depth, uint32_t max_string)
+void json_tok_init(struct json_tok *t, const struct json_sax *sax, void *ctx, uint32_t max_depth,
+		   uint32_t max_string)
 {
 	memset(t, 0, sizeof(*t));
 	t->sax = sax;
@@ -249,8 +254,11 @@ static int emit_string(struct json_tok *t, const char *s, size_t n, uint64_t off
 		t->state = ST_COLON;
 		err = t->sax->key ? t->sax->key(t->ctx, s, n, t->tok_trunc) : 0;
 	} else {
-		struct jv v = { .type = JV_STRING, .s = s, .n = n, .truncated = t->tok_trunc,
-				.bad_utf8 = t->tok_bad };
+		struct jv v = {.type = JV_STRING,
+			       .s = s,
+			       .n = n,
+			       .truncated = t->tok_trunc,
+			       .bad_utf8 = t->tok_bad};
 
 		err = emit_value(t, &v);
 	}
@@ -264,7 +272,7 @@ static int emit_string(struct json_tok *t, const char *s, size_t n, uint64_t off
 
 static int emit_scalar(struct json_tok *t, const char *s, size_t n, uint64_t off)
 {
-	struct jv v = { .s = s, .n = n };
+	struct jv v = {.s = s, .n = n};
 	int err;
 
 	t->tstate = T_NONE;
@@ -325,8 +333,7 @@ static int hexval(char c)
 
 /* Continue a string token in the slow path (escapes, UTF-8, chunk edges).
  * Returns bytes consumed or < 0; sets *done when the closing quote was seen. */
-static long str_slow(struct json_tok *t, const char *p, const char *end, uint64_t base,
-		     bool *done)
+static long str_slow(struct json_tok *t, const char *p, const char *end, uint64_t base, bool *done)
 {
 	const char *s = p;
 	int err = 0;
@@ -361,7 +368,8 @@ static long str_slow(struct json_tok *t, const char *p, const char *end, uint64_
 			int h = hexval((char)c);
 
 			if (h < 0)
-				return fail(t, base + (uint64_t)(p - s), -EBADMSG, "invalid \\u escape");
+				return fail(t, base + (uint64_t)(p - s), -EBADMSG,
+					    "invalid \\u escape");
 			p++;
 			t->ucode = t->ucode << 4 | (uint32_t)h;
 			if (++t->uesc < 4)
@@ -373,8 +381,9 @@ static long str_slow(struct json_tok *t, const char *p, const char *end, uint64_
 				t->hi_surrogate = t->ucode;
 			} else if (t->ucode >= 0xdc00 && t->ucode <= 0xdfff) {
 				if (t->hi_surrogate)
-					err = put_cp(t, 0x10000 + ((t->hi_surrogate - 0xd800) << 10) +
-							       (t->ucode - 0xdc00));
+					err = put_cp(t, 0x10000 +
+								((t->hi_surrogate - 0xd800) << 10) +
+								(t->ucode - 0xdc00));
 				else
 					err = bad_utf8(t); /* lone low surrogate */
 				t->hi_surrogate = 0;
@@ -447,7 +456,6 @@ static inline bool scalar_classify(const char *s, size_t n, struct jv *v)
 	return true;
 }
 
-
 /*
  * Fast path for the common case: between tokens, whole tokens inside this
  * chunk, ASCII strings without escapes, valid grammar. State lives in
@@ -506,7 +514,7 @@ static const char *feed_fast(struct json_tok *t, const char *p, const char *end,
 		default:
 			goto stop;
 		}
-key:
+	key:
 		/* the input streams in once: a TLB or cache miss at each page
 		 * the hardware prefetcher does not cross, otherwise (1 GB plain,
 		 * one core: +4-15 %) */
@@ -533,7 +541,7 @@ key:
 			goto value;
 		}
 		continue;
-value:
+	value:
 		if (c == '"') {
 			struct jv v;
 
@@ -541,7 +549,7 @@ value:
 			q = str_scan(s0, end);
 			if (q == end || *q != '"' || (size_t)(q - s0) > t->max_string)
 				goto stop;
-			v = (struct jv){ .type = JV_STRING, .s = s0, .n = (size_t)(q - s0) };
+			v = (struct jv){.type = JV_STRING, .s = s0, .n = (size_t)(q - s0)};
 			p = q + 1;
 			state = depth ? ST_COMMA_OR_CLOSE : ST_DONE;
 			if ((err = sax->value(ctx, &v)) < 0)
@@ -560,7 +568,7 @@ value:
 		}
 		{
 			uint8_t k = cls[(uint8_t)c] & C_WORD ? C_WORD : C_NUM;
-			struct jv v = { 0 };
+			struct jv v = {0};
 
 #if defined(__SSE2__)
 			if ((c == '-' || (c >= '0' && c <= '9')) && (q = num_fast(p, end, &v))) {
@@ -570,7 +578,7 @@ value:
 					goto out;
 				goto next_member;
 			}
-			v = (struct jv){ 0 };
+			v = (struct jv){0};
 #endif
 			q = p + 1;
 			if (!(c == '-' || (c >= '0' && c <= '9') || k == C_WORD) ||
@@ -585,7 +593,7 @@ value:
 			if ((err = sax->value(ctx, &v)) < 0)
 				goto out;
 		}
-next_member:
+	next_member:
 		/* `, "key"` or `,"key"` inside an object: straight to the next
 		 * key */
 		if (end - p > 2 && p[0] == ',' && p[1] == ' ' && p[2] == '"' && depth &&
@@ -594,13 +602,14 @@ next_member:
 			state = ST_KEY;
 			goto key;
 		}
-		if (end - p > 1 && p[0] == ',' && p[1] == '"' && depth && t->stack[depth - 1] == '{') {
+		if (end - p > 1 && p[0] == ',' && p[1] == '"' && depth &&
+		    t->stack[depth - 1] == '{') {
 			p++;
 			state = ST_KEY;
 			goto key;
 		}
 		continue;
-close:
+	close:
 		if (!depth || t->stack[depth - 1] != (uint8_t)(c == '}' ? '{' : '['))
 			goto stop;
 		depth--;
@@ -690,7 +699,8 @@ int json_tok_feed(struct json_tok *t, const char *p, size_t n)
 				continue;
 			}
 			if (c != '}' && c != ']')
-				return fail(t, OFF(), -EBADMSG, "expected ',' or a closing bracket");
+				return fail(t, OFF(), -EBADMSG,
+					    "expected ',' or a closing bracket");
 			goto close;
 		case ST_DONE:
 			return fail(t, OFF(), -EBADMSG, "trailing data after the JSON document");
@@ -764,7 +774,7 @@ int json_tok_feed(struct json_tok *t, const char *p, size_t n)
 			continue; /* else the carry-over path above gathers it */
 		}
 		return fail(t, OFF(), -EBADMSG, "unexpected character");
-close:
+	close:
 		if (!t->depth || t->stack[t->depth - 1] != (uint8_t)(c == '}' ? '{' : '['))
 			return fail(t, OFF(), -EBADMSG, "mismatched closing bracket");
 		t->depth--;

@@ -20,10 +20,10 @@ struct jv {
 	enum jv_type type;
 	const char *s; /* string contents (decoded) or number text; not NUL-terminated */
 	size_t n;
-	bool special; /* number: NaN / Infinity / -Infinity */
-	bool is_float; /* number: has '.', 'e' or 'E' (or special) */
+	bool special;	/* number: NaN / Infinity / -Infinity */
+	bool is_float;	/* number: has '.', 'e' or 'E' (or special) */
 	bool truncated; /* string longer than max_string */
-	bool bad_utf8; /* invalid UTF-8 replaced by U+FFFD */
+	bool bad_utf8;	/* invalid UTF-8 replaced by U+FFFD */
 	/* Number fast path, filled while validating: when `simple` (no
 	 * exponent, at most 19 digits in all), the value is
 	 * (neg ? -1 : 1) * mant * 10^exp10 exactly, exp10 = -(fraction digits),
@@ -55,19 +55,19 @@ struct json_tok {
 	uint64_t offset; /* bytes consumed so far (uncompressed stream) */
 	uint32_t depth;
 	uint8_t stack[JSON_MAX_DEPTH_HARD]; /* '{' or '[' */
-	int state; /* expectation between tokens */
-	int tstate; /* inside a token */
-	bool in_key; /* the current string token is a key */
-	bool fast; /* every callback set: feed_fast() may run */
+	int state;			    /* expectation between tokens */
+	int tstate;			    /* inside a token */
+	bool in_key;			    /* the current string token is a key */
+	bool fast;			    /* every callback set: feed_fast() may run */
 
 	/* Token in progress across chunks / with escapes. */
 	char *buf;
 	size_t blen, bcap;
 	bool tok_trunc, tok_bad;
-	uint32_t uesc; /* \u hex digits gathered */
-	uint32_t ucode; /* code point being gathered */
+	uint32_t uesc;	       /* \u hex digits gathered */
+	uint32_t ucode;	       /* code point being gathered */
 	uint32_t hi_surrogate; /* pending high surrogate, 0 = none */
-	uint8_t utf8_need; /* continuation bytes still expected */
+	uint8_t utf8_need;     /* continuation bytes still expected */
 	uint8_t utf8_have;
 	uint8_t utf8_seq[4];
 
@@ -75,8 +75,8 @@ struct json_tok {
 	uint64_t err_offset;
 };
 
-void json_tok_init(struct json_tok *t, const struct json_sax *sax, void *ctx,
-		   uint32_t max_depth, uint32_t max_string);
+void json_tok_init(struct json_tok *t, const struct json_sax *sax, void *ctx, uint32_t max_depth,
+		   uint32_t max_string);
 void json_tok_finish(struct json_tok *t);
 /* Feed a chunk. Returns 0, or < 0 with t->err / t->err_offset set. */
 int json_tok_feed(struct json_tok *t, const char *p, size_t n);

@@ -99,7 +99,8 @@ static inline uint64_t digits8(const char *q, unsigned n)
 	w <<= 8 * (8 - n);
 	w = w * 10 + (w >> 8);
 	return (((w & 0x000000ff000000ffull) * 0x000f424000000064ull) +
-		(((w >> 16) & 0x000000ff000000ffull) * 0x0000271000000001ull)) >> 32;
+		(((w >> 16) & 0x000000ff000000ffull) * 0x0000271000000001ull)) >>
+	       32;
 }
 
 /* Value of the n (1-16) digits at q (16 bytes readable). */
@@ -120,9 +121,23 @@ static inline uint64_t digits16(const char *q, unsigned n)
 static inline const char *num_fast(const char *p, const char *end, struct jv *v)
 {
 	static const uint64_t pow10[17] = {
-		1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
-		100000000ull, 1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
-		10000000000000ull, 100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+		1ull,
+		10ull,
+		100ull,
+		1000ull,
+		10000ull,
+		100000ull,
+		1000000ull,
+		10000000ull,
+		100000000ull,
+		1000000000ull,
+		10000000000ull,
+		100000000000ull,
+		1000000000000ull,
+		10000000000000ull,
+		100000000000000ull,
+		1000000000000000ull,
+		10000000000000000ull,
 	};
 	const char *q = p;
 	unsigned n, nd;

@@ -22,31 +22,57 @@ struct key_row {
 };
 
 static const struct key_row keys[] = {
-	{ R_TOP, K_TRACE_EVENTS, sizeof("traceEvents") - 1, "traceEvents" }, { R_TOP, K_DIST, sizeof("distributedInfo") - 1, "distributedInfo" },
-	{ R_TOP, K_DEVPROPS, sizeof("deviceProperties") - 1, "deviceProperties" }, { R_TOP, K_TRACE_NAME, sizeof("traceName") - 1, "traceName" },
-	{ R_TOP, K_BASE_TIME, sizeof("baseTimeNanoseconds") - 1, "baseTimeNanoseconds" }, { R_DIST, K_RANK, sizeof("rank") - 1, "rank" },
-	{ R_EVENT, K_PH, sizeof("ph") - 1, "ph" }, { R_EVENT, K_CAT, sizeof("cat") - 1, "cat" }, { R_EVENT, K_NAME, sizeof("name") - 1, "name" },
-	{ R_EVENT, K_TS, sizeof("ts") - 1, "ts" }, { R_EVENT, K_DUR, sizeof("dur") - 1, "dur" }, { R_EVENT, K_PID, sizeof("pid") - 1, "pid" },
-	{ R_EVENT, K_TID, sizeof("tid") - 1, "tid" }, { R_EVENT, K_ARGS, sizeof("args") - 1, "args" }, { R_EVENT, K_ID, sizeof("id") - 1, "id" },
-	{ R_ARGS, K_STREAM, sizeof("stream") - 1, "stream" }, { R_ARGS, K_CORR, sizeof("correlation") - 1, "correlation" },
-	{ R_ARGS, K_EXT_ID, sizeof("External id") - 1, "External id" }, { R_ARGS, K_DEVICE, sizeof("device") - 1, "device" },
-	{ R_ARGS, K_CONTEXT, sizeof("context") - 1, "context" }, { R_ARGS, K_QUEUED, sizeof("queued") - 1, "queued" },
-	{ R_ARGS, K_BYTES, sizeof("bytes") - 1, "bytes" }, { R_ARGS, K_WAIT_STREAM, sizeof("wait_on_stream") - 1, "wait_on_stream" },
-	{ R_ARGS, K_WAIT_CORR, sizeof("wait_on_cuda_event_record_corr_id") - 1, "wait_on_cuda_event_record_corr_id" },
-	{ R_ARGS, K_WAIT_EVID, sizeof("wait_on_cuda_event_id") - 1, "wait_on_cuda_event_id" },
-	{ R_ARGS, K_COLL, sizeof("Collective name") - 1, "Collective name" }, { R_ARGS, K_DTYPE, sizeof("dtype") - 1, "dtype" },
-	{ R_ARGS, K_IN_NEL, sizeof("In msg nelems") - 1, "In msg nelems" }, { R_ARGS, K_OUT_NEL, sizeof("Out msg nelems") - 1, "Out msg nelems" },
-	{ R_ARGS, K_GROUP_SIZE, sizeof("Group size") - 1, "Group size" }, { R_ARGS, K_PG_NAME, sizeof("Process Group Name") - 1, "Process Group Name" },
-	{ R_ARGS, K_PG_DESC, sizeof("Process Group Description") - 1, "Process Group Description" },
-	{ R_ARGS, K_PG_RANKS, sizeof("Process Group Ranks") - 1, "Process Group Ranks" }, { R_ARGS, K_IN_SPLIT, sizeof("In split size") - 1, "In split size" },
-	{ R_ARGS, K_OUT_SPLIT, sizeof("Out split size") - 1, "Out split size" }, { R_ARGS, K_GRID, sizeof("grid") - 1, "grid" },
-	{ R_ARGS, K_BLOCK, sizeof("block") - 1, "block" }, { R_ARGS, K_META_NAME, sizeof("name") - 1, "name" },
-	{ R_ARGS, K_LABELS, sizeof("labels") - 1, "labels" },
-	{ R_DEV, K_D_ID, sizeof("id") - 1, "id" }, { R_DEV, K_D_NAME, sizeof("name") - 1, "name" }, { R_DEV, K_D_MEM, sizeof("totalGlobalMem") - 1, "totalGlobalMem" },
-	{ R_DEV, K_D_MAJOR, sizeof("computeMajor") - 1, "computeMajor" }, { R_DEV, K_D_MINOR, sizeof("computeMinor") - 1, "computeMinor" },
-	{ R_DEV, K_D_SMS, sizeof("numSms") - 1, "numSms" }, { R_DEV, K_D_WARP, sizeof("warpSize") - 1, "warpSize" },
-	{ R_DEV, K_D_TPB, sizeof("maxThreadsPerBlock") - 1, "maxThreadsPerBlock" }, { R_DEV, K_D_TPSM, sizeof("maxThreadsPerMultiprocessor") - 1, "maxThreadsPerMultiprocessor" },
-	{ R_DEV, K_D_REGS, sizeof("regsPerBlock") - 1, "regsPerBlock" }, { R_DEV, K_D_SHMEM, sizeof("sharedMemPerBlock") - 1, "sharedMemPerBlock" },
+	{R_TOP, K_TRACE_EVENTS, sizeof("traceEvents") - 1, "traceEvents"},
+	{R_TOP, K_DIST, sizeof("distributedInfo") - 1, "distributedInfo"},
+	{R_TOP, K_DEVPROPS, sizeof("deviceProperties") - 1, "deviceProperties"},
+	{R_TOP, K_TRACE_NAME, sizeof("traceName") - 1, "traceName"},
+	{R_TOP, K_BASE_TIME, sizeof("baseTimeNanoseconds") - 1, "baseTimeNanoseconds"},
+	{R_DIST, K_RANK, sizeof("rank") - 1, "rank"},
+	{R_EVENT, K_PH, sizeof("ph") - 1, "ph"},
+	{R_EVENT, K_CAT, sizeof("cat") - 1, "cat"},
+	{R_EVENT, K_NAME, sizeof("name") - 1, "name"},
+	{R_EVENT, K_TS, sizeof("ts") - 1, "ts"},
+	{R_EVENT, K_DUR, sizeof("dur") - 1, "dur"},
+	{R_EVENT, K_PID, sizeof("pid") - 1, "pid"},
+	{R_EVENT, K_TID, sizeof("tid") - 1, "tid"},
+	{R_EVENT, K_ARGS, sizeof("args") - 1, "args"},
+	{R_EVENT, K_ID, sizeof("id") - 1, "id"},
+	{R_ARGS, K_STREAM, sizeof("stream") - 1, "stream"},
+	{R_ARGS, K_CORR, sizeof("correlation") - 1, "correlation"},
+	{R_ARGS, K_EXT_ID, sizeof("External id") - 1, "External id"},
+	{R_ARGS, K_DEVICE, sizeof("device") - 1, "device"},
+	{R_ARGS, K_CONTEXT, sizeof("context") - 1, "context"},
+	{R_ARGS, K_QUEUED, sizeof("queued") - 1, "queued"},
+	{R_ARGS, K_BYTES, sizeof("bytes") - 1, "bytes"},
+	{R_ARGS, K_WAIT_STREAM, sizeof("wait_on_stream") - 1, "wait_on_stream"},
+	{R_ARGS, K_WAIT_CORR, sizeof("wait_on_cuda_event_record_corr_id") - 1,
+	 "wait_on_cuda_event_record_corr_id"},
+	{R_ARGS, K_WAIT_EVID, sizeof("wait_on_cuda_event_id") - 1, "wait_on_cuda_event_id"},
+	{R_ARGS, K_COLL, sizeof("Collective name") - 1, "Collective name"},
+	{R_ARGS, K_DTYPE, sizeof("dtype") - 1, "dtype"},
+	{R_ARGS, K_IN_NEL, sizeof("In msg nelems") - 1, "In msg nelems"},
+	{R_ARGS, K_OUT_NEL, sizeof("Out msg nelems") - 1, "Out msg nelems"},
+	{R_ARGS, K_GROUP_SIZE, sizeof("Group size") - 1, "Group size"},
+	{R_ARGS, K_PG_NAME, sizeof("Process Group Name") - 1, "Process Group Name"},
+	{R_ARGS, K_PG_DESC, sizeof("Process Group Description") - 1, "Process Group Description"},
+	{R_ARGS, K_PG_RANKS, sizeof("Process Group Ranks") - 1, "Process Group Ranks"},
+	{R_ARGS, K_IN_SPLIT, sizeof("In split size") - 1, "In split size"},
+	{R_ARGS, K_OUT_SPLIT, sizeof("Out split size") - 1, "Out split size"},
+	{R_ARGS, K_GRID, sizeof("grid") - 1, "grid"},
+	{R_ARGS, K_BLOCK, sizeof("block") - 1, "block"},
+	{R_ARGS, K_META_NAME, sizeof("name") - 1, "name"},
+	{R_ARGS, K_LABELS, sizeof("labels") - 1, "labels"},
+	{R_DEV, K_D_ID, sizeof("id") - 1, "id"},
+	{R_DEV, K_D_NAME, sizeof("name") - 1, "name"},
+	{R_DEV, K_D_MEM, sizeof("totalGlobalMem") - 1, "totalGlobalMem"},
+	{R_DEV, K_D_MAJOR, sizeof("computeMajor") - 1, "computeMajor"},
+	{R_DEV, K_D_MINOR, sizeof("computeMinor") - 1, "computeMinor"},
+	{R_DEV, K_D_SMS, sizeof("numSms") - 1, "numSms"},
+	{R_DEV, K_D_WARP, sizeof("warpSize") - 1, "warpSize"},
+	{R_DEV, K_D_TPB, sizeof("maxThreadsPerBlock") - 1, "maxThreadsPerBlock"},
+	{R_DEV, K_D_TPSM, sizeof("maxThreadsPerMultiprocessor") - 1, "maxThreadsPerMultiprocessor"},
+	{R_DEV, K_D_REGS, sizeof("regsPerBlock") - 1, "regsPerBlock"},
+	{R_DEV, K_D_SHMEM, sizeof("sharedMemPerBlock") - 1, "sharedMemPerBlock"},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -93,7 +119,8 @@ void kimp_warn(struct kimp *k, enum import_warn w)
 
 int kimp_oom(struct kimp *k, int err)
 {
-	snprintf(k->err, sizeof(k->err), "%s", err == -E2BIG ? "too many strings" : "out of memory");
+	snprintf(k->err, sizeof(k->err), "%s",
+		 err == -E2BIG ? "too many strings" : "out of memory");
 	return err;
 }
 
@@ -125,7 +152,8 @@ int kimp_intern(struct kimp *k, const struct jv *v, uint32_t *id)
 		c = &k->sc[((a ^ (b * 0x9e3779b97f4a7c15ull) ^ v->n) * 0xbf58476d1ce4e5b9ull) >>
 			   (64 - KIMP_SC_BITS)];
 		if (c->id && c->len == v->n && c->a == a && c->b == b &&
-		    (v->n <= 16 || !memcmp(strtab_get(k->st, c->id, NULL) + 8, v->s + 8, v->n - 16))) {
+		    (v->n <= 16 ||
+		     !memcmp(strtab_get(k->st, c->id, NULL) + 8, v->s + 8, v->n - 16))) {
 			*id = c->id;
 			return k->spec ? kspec_note(k, c->id) : 0;
 		}
@@ -147,7 +175,7 @@ int kimp_intern(struct kimp *k, const struct jv *v, uint32_t *id)
 	}
 	*id = (uint32_t)r;
 	if (c)
-		*c = (struct kimp_sc){ .a = a, .b = b, .len = (uint32_t)v->n, .id = (uint32_t)r };
+		*c = (struct kimp_sc){.a = a, .b = b, .len = (uint32_t)v->n, .id = (uint32_t)r};
 	return k->spec ? kspec_note(k, (uint32_t)r) : 0;
 }
 
@@ -188,8 +216,8 @@ int kimp_set_time(struct kimp *k, const struct jv *v, int64_t *ns, double *d, bo
 			kimp_warn(k, IMPORT_W_BAD_FIELD);
 		return 0;
 	}
-	if (v->special || (v->simple ? num_time_dec(v->neg, v->mant, v->exp10, v->s, v->n, ns, d) :
-				       num_time(v->s, v->n, ns, d)) < 0) {
+	if (v->special || (v->simple ? num_time_dec(v->neg, v->mant, v->exp10, v->s, v->n, ns, d)
+				     : num_time(v->s, v->n, ns, d)) < 0) {
 		kimp_warn(k, IMPORT_W_BAD_NUMBER);
 		return 0;
 	}
@@ -228,10 +256,10 @@ static int on_begin(void *ctx, char type)
 	else if (d >= 15)
 		role = R_SKIP;
 	else if (parent == R_TOP)
-		role = (pkey == K_TRACE_EVENTS && type == '[') ? R_EVENTS :
-		       (pkey == K_DIST && type == '{')	       ? R_DIST :
-		       (pkey == K_DEVPROPS && type == '[')     ? R_DEVS :
-								 R_SKIP;
+		role = (pkey == K_TRACE_EVENTS && type == '[') ? R_EVENTS
+		       : (pkey == K_DIST && type == '{')       ? R_DIST
+		       : (pkey == K_DEVPROPS && type == '[')   ? R_DEVS
+							       : R_SKIP;
 	else if (parent == R_EVENTS) {
 		if (type == '{') {
 			role = R_EVENT;

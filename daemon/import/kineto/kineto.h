@@ -15,17 +15,59 @@ enum role { R_SKIP, R_TOP, R_EVENTS, R_EVENT, R_ARGS, R_ARGS_ARR, R_DIST, R_DEVS
 enum key {
 	K_NONE,
 	/* top */
-	K_TRACE_EVENTS, K_DIST, K_DEVPROPS, K_TRACE_NAME, K_BASE_TIME, K_RANK,
+	K_TRACE_EVENTS,
+	K_DIST,
+	K_DEVPROPS,
+	K_TRACE_NAME,
+	K_BASE_TIME,
+	K_RANK,
 	/* event */
-	K_PH, K_CAT, K_NAME, K_TS, K_DUR, K_PID, K_TID, K_ARGS, K_ID,
+	K_PH,
+	K_CAT,
+	K_NAME,
+	K_TS,
+	K_DUR,
+	K_PID,
+	K_TID,
+	K_ARGS,
+	K_ID,
 	/* args */
-	K_STREAM, K_CORR, K_EXT_ID, K_DEVICE, K_CONTEXT, K_QUEUED, K_BYTES, K_WAIT_STREAM,
-	K_WAIT_CORR, K_WAIT_EVID, K_COLL, K_DTYPE, K_IN_NEL, K_OUT_NEL, K_GROUP_SIZE,
-	K_PG_NAME, K_PG_DESC, K_PG_RANKS, K_IN_SPLIT, K_OUT_SPLIT, K_GRID, K_BLOCK,
-	K_META_NAME, K_LABELS,
+	K_STREAM,
+	K_CORR,
+	K_EXT_ID,
+	K_DEVICE,
+	K_CONTEXT,
+	K_QUEUED,
+	K_BYTES,
+	K_WAIT_STREAM,
+	K_WAIT_CORR,
+	K_WAIT_EVID,
+	K_COLL,
+	K_DTYPE,
+	K_IN_NEL,
+	K_OUT_NEL,
+	K_GROUP_SIZE,
+	K_PG_NAME,
+	K_PG_DESC,
+	K_PG_RANKS,
+	K_IN_SPLIT,
+	K_OUT_SPLIT,
+	K_GRID,
+	K_BLOCK,
+	K_META_NAME,
+	K_LABELS,
 	/* deviceProperties[] */
-	K_D_ID, K_D_NAME, K_D_MEM, K_D_MAJOR, K_D_MINOR, K_D_SMS, K_D_WARP, K_D_TPB,
-	K_D_TPSM, K_D_REGS, K_D_SHMEM,
+	K_D_ID,
+	K_D_NAME,
+	K_D_MEM,
+	K_D_MAJOR,
+	K_D_MINOR,
+	K_D_SMS,
+	K_D_WARP,
+	K_D_TPB,
+	K_D_TPSM,
+	K_D_REGS,
+	K_D_SHMEM,
 };
 
 enum { KF_TS = 1, KF_DUR = 2, KF_CAT = 4, KF_PH = 8, KF_ID = 16, KF_NAME = 32 };
@@ -105,7 +147,7 @@ struct kimp {
 	 * events array. */
 	bool spec;
 	/* spec: ids interned in this segment, in first-use order */
-	uint32_t gen; /* the segment's number, from 1 */
+	uint32_t gen;	    /* the segment's number, from 1 */
 	uint32_t *seen_gen; /* per id: gen of its last noted use */
 	uint32_t seen_cap;
 	uint32_t *first;

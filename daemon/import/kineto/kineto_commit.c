@@ -31,8 +31,9 @@ static int push_row(struct kimp *k)
 		return err;
 	if ((err = tl_grow_pop((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, r->nev, 1,
 			       sizeof(*r->ev))) < 0 ||
-	    (e->has_args && (err = tl_grow_pop((void **)&r->args, &k->cap.args_cap,
-					       &k->cap.args_pop, r->nargs, 1, sizeof(*r->args))) < 0))
+	    (e->has_args &&
+	     (err = tl_grow_pop((void **)&r->args, &k->cap.args_cap, &k->cap.args_pop, r->nargs, 1,
+				sizeof(*r->args))) < 0))
 		return kimp_oom(k, err);
 
 	/* HTA's rounding with Python floats: ts = ceil(ts), end = floor(ts + dur). */
@@ -119,8 +120,8 @@ static int push_meta(struct kimp *k)
 		return 0;
 	if (!e->meta_value || r->nmeta >= k->max_events)
 		return 0;
-	if (k->mem && (err = kimp_mem_grow(k, 0, 0, 1 + (r->nmeta + 1 > k->cap.meta_cap ?
-							   r->nmeta : 0))) < 0)
+	if (k->mem &&
+	    (err = kimp_mem_grow(k, 0, 0, 1 + (r->nmeta + 1 > k->cap.meta_cap ? r->nmeta : 0))) < 0)
 		return err;
 	err = tl_grow((void **)&r->meta, &k->cap.meta_cap, r->nmeta + 1, sizeof(*r->meta));
 	if (err < 0)

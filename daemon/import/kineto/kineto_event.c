@@ -156,25 +156,56 @@ static int args_value(struct kimp *k, uint8_t key, const struct jv *v)
 		else if (v->type != JV_STRING && !kimp_get_i64(k, v, &e->stream, true))
 			e->stream = -1;
 		return 0;
-	case K_CORR: set_num(k, v, &e->correlation, false); return 0;
-	case K_EXT_ID: set_num(k, v, &e->external_id, false); return 0;
-	case K_DEVICE: set_num(k, v, &e->device, false); return 0;
-	case K_CONTEXT: set_num(k, v, &a->context, false); return 0;
-	case K_QUEUED: set_num(k, v, &a->queued, true); return 0;
-	case K_BYTES: set_num(k, v, &a->bytes, true); return 0;
-	case K_WAIT_STREAM: set_num(k, v, &a->wait_on_stream, true); return 0;
-	case K_WAIT_CORR: set_num(k, v, &a->wait_on_event_record_corr, true); return 0;
-	case K_WAIT_EVID: set_num(k, v, &a->wait_on_event_id, true); return 0;
-	case K_IN_NEL: set_num(k, v, &a->in_msg_nelems, true); return 0;
-	case K_OUT_NEL: set_num(k, v, &a->out_msg_nelems, true); return 0;
-	case K_GROUP_SIZE: set_num(k, v, &a->group_size, true); return 0;
-	case K_COLL: return set_str(k, v, &a->collective_name);
-	case K_DTYPE: return set_str(k, v, &a->dtype);
-	case K_PG_NAME: return set_str(k, v, &a->pg_name);
-	case K_PG_DESC: return set_str(k, v, &a->pg_desc);
-	case K_PG_RANKS: return set_str(k, v, &a->pg_ranks);
-	case K_IN_SPLIT: return set_str(k, v, &a->in_split);
-	case K_OUT_SPLIT: return set_str(k, v, &a->out_split);
+	case K_CORR:
+		set_num(k, v, &e->correlation, false);
+		return 0;
+	case K_EXT_ID:
+		set_num(k, v, &e->external_id, false);
+		return 0;
+	case K_DEVICE:
+		set_num(k, v, &e->device, false);
+		return 0;
+	case K_CONTEXT:
+		set_num(k, v, &a->context, false);
+		return 0;
+	case K_QUEUED:
+		set_num(k, v, &a->queued, true);
+		return 0;
+	case K_BYTES:
+		set_num(k, v, &a->bytes, true);
+		return 0;
+	case K_WAIT_STREAM:
+		set_num(k, v, &a->wait_on_stream, true);
+		return 0;
+	case K_WAIT_CORR:
+		set_num(k, v, &a->wait_on_event_record_corr, true);
+		return 0;
+	case K_WAIT_EVID:
+		set_num(k, v, &a->wait_on_event_id, true);
+		return 0;
+	case K_IN_NEL:
+		set_num(k, v, &a->in_msg_nelems, true);
+		return 0;
+	case K_OUT_NEL:
+		set_num(k, v, &a->out_msg_nelems, true);
+		return 0;
+	case K_GROUP_SIZE:
+		set_num(k, v, &a->group_size, true);
+		return 0;
+	case K_COLL:
+		return set_str(k, v, &a->collective_name);
+	case K_DTYPE:
+		return set_str(k, v, &a->dtype);
+	case K_PG_NAME:
+		return set_str(k, v, &a->pg_name);
+	case K_PG_DESC:
+		return set_str(k, v, &a->pg_desc);
+	case K_PG_RANKS:
+		return set_str(k, v, &a->pg_ranks);
+	case K_IN_SPLIT:
+		return set_str(k, v, &a->in_split);
+	case K_OUT_SPLIT:
+		return set_str(k, v, &a->out_split);
 	case K_META_NAME:
 	case K_LABELS:
 		if (v->type == JV_STRING)
@@ -205,15 +236,33 @@ static void dev_value(struct kimp *k, uint8_t key, const struct jv *v)
 		return;
 	}
 	switch (key) {
-	case K_D_ID: d->id = (int32_t)x; break;
-	case K_D_MAJOR: d->compute_major = (int32_t)x; break;
-	case K_D_MINOR: d->compute_minor = (int32_t)x; break;
-	case K_D_SMS: d->num_sms = (int32_t)x; break;
-	case K_D_WARP: d->warp_size = (int32_t)x; break;
-	case K_D_TPB: d->max_threads_per_block = (int32_t)x; break;
-	case K_D_TPSM: d->max_threads_per_sm = (int32_t)x; break;
-	case K_D_REGS: d->regs_per_block = (int32_t)x; break;
-	case K_D_SHMEM: d->shared_mem_per_block = (int32_t)x; break;
+	case K_D_ID:
+		d->id = (int32_t)x;
+		break;
+	case K_D_MAJOR:
+		d->compute_major = (int32_t)x;
+		break;
+	case K_D_MINOR:
+		d->compute_minor = (int32_t)x;
+		break;
+	case K_D_SMS:
+		d->num_sms = (int32_t)x;
+		break;
+	case K_D_WARP:
+		d->warp_size = (int32_t)x;
+		break;
+	case K_D_TPB:
+		d->max_threads_per_block = (int32_t)x;
+		break;
+	case K_D_TPSM:
+		d->max_threads_per_sm = (int32_t)x;
+		break;
+	case K_D_REGS:
+		d->regs_per_block = (int32_t)x;
+		break;
+	case K_D_SHMEM:
+		d->shared_mem_per_block = (int32_t)x;
+		break;
 	}
 }
 
@@ -261,7 +310,9 @@ int kimp_on_value(void *ctx, const struct jv *v)
 			k->rank = x;
 		}
 		return 0;
-	case R_DEV: dev_value(k, key, v); return 0;
+	case R_DEV:
+		dev_value(k, key, v);
+		return 0;
 	case R_TOP:
 		if (key == K_TRACE_NAME && v->type == JV_STRING)
 			return kimp_intern(k, v, &k->r->trace_name);

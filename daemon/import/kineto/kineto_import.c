@@ -24,7 +24,7 @@
  * import ~18 % slower). */
 #define DEF_CHUNK (64u * 1024)
 #define DEF_MAX_BYTES (64ull << 30)
-#define PIPE_MIN_IN (64u * 1024) /* compressed bytes worth a thread */
+#define PIPE_MIN_IN (64u * 1024)  /* compressed bytes worth a thread */
 #define PIPE_MIN_PLAIN (1u << 20) /* plain bytes worth a thread */
 /* Parsed bytes of an input of known size after which its event
  * arrays get room for the whole input at once (kimp_reserve): an eighth
@@ -156,7 +156,7 @@ static bool use_pipe(const struct importer *im, const struct src *s)
 static int pump_pipe(struct importer *im, struct src *s, const uint8_t *in, ssize_t r)
 {
 	struct kspec_ctx ctx;
-	struct kspec_map map = { 0 };
+	struct kspec_map map = {0};
 	bool have_ctx = false;
 	struct kseg *seg;
 	struct gz_pipe *g;
@@ -165,8 +165,8 @@ static int pump_pipe(struct importer *im, struct src *s, const uint8_t *in, ssiz
 	ssize_t n;
 	int err = 0;
 
-	if (gz_pipe_start(s, in, r, !s->gz, im->o ? (enum gz_spec)im->o->spec : GZ_SPEC_AUTO,
-			  &g) < 0)
+	if (gz_pipe_start(s, in, r, !s->gz, im->o ? (enum gz_spec)im->o->spec : GZ_SPEC_AUTO, &g) <
+	    0)
 		return 1;
 	while ((n = gz_pipe_next(g, &p, &seg, msg, sizeof(msg))) > 0) {
 		size_t a, b;
@@ -211,7 +211,7 @@ static int pump_pipe(struct importer *im, struct src *s, const uint8_t *in, ssiz
  * a second thread; every piece goes to feed() in order. */
 static int pump_gz(struct importer *im, struct src *s, const uint8_t *in, ssize_t r)
 {
-	struct gz_io io = { .out = serial_out, .put = serial_put, .arg = im };
+	struct gz_io io = {.out = serial_out, .put = serial_put, .arg = im};
 	char msg[200];
 	int err;
 
@@ -267,7 +267,10 @@ static int pump(struct importer *im, struct src *s)
 		if (gz_begin(s, im->o && im->o->inflate_zlib) < 0)
 			return set_err(im, -ENOMEM, 0, "gzip init failed");
 	}
-	im->total = s->gz ? gz_size_hint(s) : s->fd < 0 ? s->mem_len : s->regular ? s->file_size : 0;
+	im->total = s->gz	 ? gz_size_hint(s)
+		    : s->fd < 0	 ? s->mem_len
+		    : s->regular ? s->file_size
+				 : 0;
 	im->reserve_at = im->total / 8 < RESERVE_AFTER ? im->total / 8 : RESERVE_AFTER;
 	if (s->gz) {
 		err = pump_gz(im, s, in, r);
@@ -318,8 +321,8 @@ static int import_src(struct src *s, const struct import_opts *o, struct timelin
 		goto out;
 	}
 	kimp_init(&im.k, &tl->st, r, res,
-		  o && o->max_events && o->max_events < UINT32_MAX - 1 ? o->max_events :
-									 UINT32_MAX - 1);
+		  o && o->max_events && o->max_events < UINT32_MAX - 1 ? o->max_events
+								       : UINT32_MAX - 1);
 	tl_memcap_init(&mem, o, tl);
 	if (mem.o)
 		im.k.mem = &mem;
@@ -393,8 +396,10 @@ out:
 int timeline_import_fd(int fd, const struct import_opts *o, struct timeline *tl,
 		       struct import_result *res)
 {
-	struct src s = { .fd = fd, .io_timeout_ms = o ? o->io_timeout_ms : 0,
-			 .cancel = o ? o->cancel : NULL, .digest = o ? o->digest : NULL };
+	struct src s = {.fd = fd,
+			.io_timeout_ms = o ? o->io_timeout_ms : 0,
+			.cancel = o ? o->cancel : NULL,
+			.digest = o ? o->digest : NULL};
 
 	return import_src(&s, o, tl, res);
 }
@@ -402,8 +407,7 @@ int timeline_import_fd(int fd, const struct import_opts *o, struct timeline *tl,
 int timeline_import_buf(const void *buf, size_t len, const struct import_opts *o,
 			struct timeline *tl, struct import_result *res)
 {
-	struct src s = { .fd = -1, .mem = buf, .mem_len = len,
-			 .digest = o ? o->digest : NULL };
+	struct src s = {.fd = -1, .mem = buf, .mem_len = len, .digest = o ? o->digest : NULL};
 
 	return import_src(&s, o, tl, res);
 }
@@ -411,14 +415,10 @@ int timeline_import_buf(const void *buf, size_t len, const struct import_opts *o
 const char *import_warn_name(enum import_warn w)
 {
 	static const char *const n[IMPORT_W_COUNT] = {
-		[IMPORT_W_MISSING_TS] = "missing_ts",
-		[IMPORT_W_BAD_NUMBER] = "bad_number",
-		[IMPORT_W_NEG_DUR] = "negative_dur",
-		[IMPORT_W_UNKNOWN_PH] = "unknown_ph",
-		[IMPORT_W_BAD_UTF8] = "bad_utf8",
-		[IMPORT_W_STR_TRUNC] = "string_truncated",
-		[IMPORT_W_DUPLICATE] = "duplicate",
-		[IMPORT_W_BAD_FIELD] = "bad_field",
+		[IMPORT_W_MISSING_TS] = "missing_ts",	 [IMPORT_W_BAD_NUMBER] = "bad_number",
+		[IMPORT_W_NEG_DUR] = "negative_dur",	 [IMPORT_W_UNKNOWN_PH] = "unknown_ph",
+		[IMPORT_W_BAD_UTF8] = "bad_utf8",	 [IMPORT_W_STR_TRUNC] = "string_truncated",
+		[IMPORT_W_DUPLICATE] = "duplicate",	 [IMPORT_W_BAD_FIELD] = "bad_field",
 		[IMPORT_W_TOO_MANY] = "too_many_events",
 	};
 

@@ -139,7 +139,8 @@ int kspec_note(struct kimp *k, uint32_t id)
 	if (k->seen_gen[id] == k->gen)
 		return 0;
 	k->seen_gen[id] = k->gen;
-	if ((err = tl_grow((void **)&k->first, &k->first_cap, k->nfirst + 1, sizeof(*k->first))) < 0)
+	if ((err = tl_grow((void **)&k->first, &k->first_cap, k->nfirst + 1, sizeof(*k->first))) <
+	    0)
 		return kimp_oom(k, err);
 	k->first[k->nfirst++] = id;
 	return 0;
@@ -172,8 +173,9 @@ static bool copy_strings(struct kseg *g, const struct kimp *k)
 		size_t len;
 		const char *str = strtab_get(k->st, k->first[i], &len);
 
-		g->str[i] = (struct kseg_str){ .id = k->first[i], .len = (uint32_t)len,
-					       .off = g->blob_len };
+		g->str[i] = (struct kseg_str){.id = k->first[i],
+					      .len = (uint32_t)len,
+					      .off = g->blob_len};
 		memcpy(g->blob + g->blob_len, str, len);
 		g->blob_len += len;
 	}
@@ -278,8 +280,8 @@ static int try_at(struct kspec_worker *w, struct kseg *g, const struct kspec_ctx
  * plus this. */
 #define KSPEC_MAX_STR_BYTES (8u << 20)
 
-void kseg_run(struct kspec_worker *w, struct kseg *g, const struct kspec_ctx *c,
-	      const uint8_t *p, size_t n)
+void kseg_run(struct kspec_worker *w, struct kseg *g, const struct kspec_ctx *c, const uint8_t *p,
+	      size_t n)
 {
 	size_t start = 0, end = last_elem_end(p, n), at;
 

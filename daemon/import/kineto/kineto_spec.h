@@ -18,13 +18,13 @@
 /* Where the events are: the state a piece's parse starts from. Taken from
  * the importer's thread once it is inside the events array. */
 struct kspec_ctx {
-	uint32_t depth; /* containers around an event: 1 (bare array) or 2 */
-	uint8_t stack[2]; /* the tokenizer's open containers */
+	uint32_t depth;		 /* containers around an event: 1 (bare array) or 2 */
+	uint8_t stack[2];	 /* the tokenizer's open containers */
 	uint8_t role[3], key[3]; /* the consumer's, depths 1..depth */
 	uint32_t max_depth, max_string, max_events;
 };
 
-struct kseg; /* one piece's parse: events, counters, its new strings */
+struct kseg;	     /* one piece's parse: events, counters, its new strings */
 struct kspec_worker; /* the parsing thread's state, kept across pieces */
 /* On the importer's thread: segment string id -> the importer's. */
 struct kspec_map {
@@ -42,8 +42,8 @@ void kseg_free(struct kseg *g);
 /* Parse the whole events of p[0..n), from the first one that follows a
  * "}," to the last one followed by ",", into g (marked usable or not).
  * One thread at a time per worker; g is then read by the importer's. */
-void kseg_run(struct kspec_worker *w, struct kseg *g, const struct kspec_ctx *c,
-	      const uint8_t *p, size_t n);
+void kseg_run(struct kspec_worker *w, struct kseg *g, const struct kspec_ctx *c, const uint8_t *p,
+	      size_t n);
 /* Where g's bytes start and end within its piece; false when g is NULL or
  * not usable (then feed the piece as usual). */
 bool kseg_span(const struct kseg *g, size_t *start, size_t *end);

@@ -18,7 +18,7 @@ struct dec {
 	bool neg;
 	uint64_t mant; /* first 19 significant digits */
 	int32_t exp10; /* value = mant * 10^exp10 (before dropped digits) */
-	bool inexact; /* more than 19 significant digits: dropped ones non-zero */
+	bool inexact;  /* more than 19 significant digits: dropped ones non-zero */
 };
 
 /* Parse validated JSON number text (json.c checked the grammar). */
@@ -79,10 +79,26 @@ static int dec_parse(const char *s, size_t n, struct dec *d)
 }
 
 static const uint64_t pow10u[] = {
-	1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
-	100000000ull, 1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
-	10000000000000ull, 100000000000000ull, 1000000000000000ull, 10000000000000000ull,
-	100000000000000000ull, 1000000000000000000ull, 10000000000000000000ull,
+	1ull,
+	10ull,
+	100ull,
+	1000ull,
+	10000ull,
+	100000ull,
+	1000000ull,
+	10000000ull,
+	100000000ull,
+	1000000000ull,
+	10000000000ull,
+	100000000000ull,
+	1000000000000ull,
+	10000000000000ull,
+	100000000000000ull,
+	1000000000000000ull,
+	10000000000000000ull,
+	100000000000000000ull,
+	1000000000000000000ull,
+	10000000000000000000ull,
 };
 
 static int dec_scaled(const struct dec *dp, int scale, int64_t *out)
@@ -131,7 +147,7 @@ int num_scaled_i64(const char *s, size_t n, int scale, int64_t *out)
 }
 
 static const double pow10d[] = {
-	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e0,  1e1,  1e2,  1e3,	1e4,  1e5,  1e6,  1e7,	1e8,  1e9,  1e10, 1e11,
 	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 };
 
@@ -180,7 +196,7 @@ int num_time_dec(bool neg, uint64_t mant, int32_t exp10, const char *s, size_t n
 {
 	/* What dec_parse() gives for such text: every digit accumulated,
 	 * one exponent step per fraction digit, nothing dropped. */
-	struct dec dd = { .neg = neg, .mant = mant, .exp10 = exp10 };
+	struct dec dd = {.neg = neg, .mant = mant, .exp10 = exp10};
 	int err;
 
 	if ((err = dec_scaled(&dd, 3, ns)) < 0)

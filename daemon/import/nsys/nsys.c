@@ -40,8 +40,8 @@ int nsys_push(struct nsys_imp *m, struct nsys_rank *nr, const struct tl_event *e
 	r->raw_events++;
 	r->parsed_events++;
 	if (m->memcap && !(++m->mem_tick % NSYS_MEM_EVERY)) {
-		uint64_t b = m->file_bytes + NSYS_MEM_EVERY * (sizeof(struct tl_event) +
-							       sizeof(struct tl_args));
+		uint64_t b = m->file_bytes +
+			     NSYS_MEM_EVERY * (sizeof(struct tl_event) + sizeof(struct tl_args));
 		int err;
 
 		for (uint32_t i = 0; i < m->nranks; i++)
@@ -135,7 +135,7 @@ static void imp_free(struct nsys_imp *m)
 
 static int session_epoch(struct nsys_imp *m)
 {
-	static const char *const cols[] = { "utcEpochNs", NULL };
+	static const char *const cols[] = {"utcEpochNs", NULL};
 	sqlite3_stmt *s;
 	int err = nsys_select(m, "TARGET_INFO_SESSION_START_TIME", cols, "LIMIT 1", &s);
 
@@ -158,20 +158,20 @@ static int32_t next_free_rank(const struct timeline *tl)
 }
 
 int nsys_import_db(void *buf, size_t len, const struct import_opts *o, struct timeline *tl,
-		     struct import_result *res, struct tl_memcap *mem)
+		   struct import_result *res, struct tl_memcap *mem)
 {
-	struct nsys_imp m = { .st = &tl->st, .o = o, .res = res, .memcap = mem, .file_bytes = len };
+	struct nsys_imp m = {.st = &tl->st, .o = o, .res = res, .memcap = mem, .file_bytes = len};
 	int32_t base;
 	int err;
 
 	m.max_events = o && o->max_events && o->max_events < UINT32_MAX - 1 ? o->max_events
-									     : UINT32_MAX - 1;
+									    : UINT32_MAX - 1;
 	res->format = IMPORT_FMT_NSYS;
 	if ((err = nsys_open_db(&m, buf, len)) || (err = session_epoch(&m)) ||
 	    (err = nsys_load_strings(&m)) || (err = nsys_read_schemas(&m)) ||
 	    (err = nsys_read_ranks(&m)) || (err = nsys_read_devices(&m)) ||
-	    (err = nsys_read_gpu(&m)) ||
-	    (err = nsys_read_runtime(&m)) || (err = nsys_read_nvtx(&m)))
+	    (err = nsys_read_gpu(&m)) || (err = nsys_read_runtime(&m)) ||
+	    (err = nsys_read_nvtx(&m)))
 		goto out;
 	m.base = base = o && o->rank >= 0 ? o->rank : next_free_rank(tl);
 	if ((err = nsys_enrich(&m)))

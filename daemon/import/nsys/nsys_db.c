@@ -113,7 +113,7 @@ int nsys_step(struct nsys_imp *m, sqlite3_stmt *s)
 
 int nsys_load_strings(struct nsys_imp *m)
 {
-	static const char *const cols[] = { "id", "value", NULL };
+	static const char *const cols[] = {"id", "value", NULL};
 	sqlite3_stmt *s;
 	uint32_t cap = 0;
 	int err, rc;
@@ -131,9 +131,13 @@ int nsys_load_strings(struct nsys_imp *m)
 			uint32_t c2 = cap, c3 = cap, c4 = cap;
 
 			err = tl_grow((void **)&m->sid, &cap, m->nstr + 1, sizeof(*m->sid));
-			err = err ?: tl_grow((void **)&m->stext, &c2, m->nstr + 1, sizeof(*m->stext));
+			err = err
+				      ?: tl_grow((void **)&m->stext, &c2, m->nstr + 1,
+						 sizeof(*m->stext));
 			err = err ?: tl_grow((void **)&m->sraw, &c3, m->nstr + 1, sizeof(*m->sraw));
-			err = err ?: tl_grow((void **)&m->sclean, &c4, m->nstr + 1, sizeof(*m->sclean));
+			err = err
+				      ?: tl_grow((void **)&m->sclean, &c4, m->nstr + 1,
+						 sizeof(*m->sclean));
 			if (err) {
 				sqlite3_finalize(s);
 				return nsys_fail(m, -ENOMEM, "out of memory");
@@ -223,8 +227,8 @@ int nsys_open_db(struct nsys_imp *m, void *buf, size_t len)
 {
 	int on = 1;
 
-	if (sqlite3_open_v2(":memory:", &m->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY,
-			    NULL) != SQLITE_OK)
+	if (sqlite3_open_v2(":memory:", &m->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, NULL) !=
+	    SQLITE_OK)
 		return nsys_fail(m, -ENOMEM, "cannot start SQLite");
 	sqlite3_db_config(m->db, SQLITE_DBCONFIG_DEFENSIVE, 1, &on);
 	sqlite3_db_config(m->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, &on);

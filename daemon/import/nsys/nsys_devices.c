@@ -28,7 +28,7 @@ static int32_t col_i32(sqlite3_stmt *s, int i)
 	int64_t v = sqlite3_column_int64(s, i);
 
 	return sqlite3_column_type(s, i) == SQLITE_INTEGER && v >= 0 && v <= INT32_MAX ? (int32_t)v
-										     : -1;
+										       : -1;
 }
 
 /* The name column is TEXT; a StringIds id is accepted too. */
@@ -44,9 +44,9 @@ static int64_t gpu_name(struct nsys_imp *m, sqlite3_stmt *s, int i)
 
 static int read_gpus(struct nsys_imp *m, struct gpu **out, uint32_t *n)
 {
-	static const char *const cols[] = { "id",	   "name",	   "totalMemory",
-					    "smCount",	   "computeMajor", "computeMinor",
-					    "threadsPerWarp", "maxThreadsPerBlock", NULL };
+	static const char *const cols[] =
+		{"id",		 "name",	   "totalMemory",	 "smCount", "computeMajor",
+		 "computeMinor", "threadsPerWarp", "maxThreadsPerBlock", NULL};
 	uint32_t cap = 0;
 	sqlite3_stmt *s;
 	int err, rc;
@@ -71,7 +71,8 @@ static int read_gpus(struct nsys_imp *m, struct gpu **out, uint32_t *n)
 		g->id = sqlite3_column_int64(s, 0);
 		g->d.name = (uint32_t)name;
 		g->d.total_global_mem = sqlite3_column_type(s, 2) == SQLITE_INTEGER
-						? sqlite3_column_int64(s, 2) : -1;
+						? sqlite3_column_int64(s, 2)
+						: -1;
 		g->d.num_sms = col_i32(s, 3);
 		g->d.compute_major = col_i32(s, 4);
 		g->d.compute_minor = col_i32(s, 5);
@@ -85,7 +86,7 @@ static int read_gpus(struct nsys_imp *m, struct gpu **out, uint32_t *n)
 
 static int read_cuda_devs(struct nsys_imp *m, struct cuda_dev **out, uint32_t *n)
 {
-	static const char *const cols[] = { "pid", "cudaId", "gpuId", NULL };
+	static const char *const cols[] = {"pid", "cudaId", "gpuId", NULL};
 	uint32_t cap = 0;
 	sqlite3_stmt *s;
 	int err, rc;
@@ -100,9 +101,9 @@ static int read_cuda_devs(struct nsys_imp *m, struct cuda_dev **out, uint32_t *n
 			rc = nsys_fail(m, -ENOMEM, "out of memory");
 			break;
 		}
-		(*out)[(*n)++] = (struct cuda_dev){ sqlite3_column_int64(s, 0),
-						    sqlite3_column_int64(s, 1),
-						    sqlite3_column_int64(s, 2) };
+		(*out)[(*n)++] = (struct cuda_dev){sqlite3_column_int64(s, 0),
+						   sqlite3_column_int64(s, 1),
+						   sqlite3_column_int64(s, 2)};
 	}
 	sqlite3_finalize(s);
 	return rc < 0 ? rc : 0;
@@ -115,8 +116,7 @@ int nsys_read_devices(struct nsys_imp *m)
 	uint32_t ngpus = 0, ncd = 0;
 	int err;
 
-	if ((err = read_gpus(m, &gpus, &ngpus)) || !ngpus ||
-	    (err = read_cuda_devs(m, &cd, &ncd)))
+	if ((err = read_gpus(m, &gpus, &ngpus)) || !ngpus || (err = read_cuda_devs(m, &cd, &ncd)))
 		goto out;
 	for (uint32_t i = 0; i < m->nranks; i++) {
 		struct nsys_rank *nr = &m->ranks[i];
@@ -135,8 +135,8 @@ int nsys_read_devices(struct nsys_imp *m)
 				goto out;
 			}
 			nr->r->devices[0] = gpus[k].d;
-			nr->r->devices[0].id = (int32_t)(nr->dev >= 0 && nr->dev <= INT32_MAX ? nr->dev
-												 : -1);
+			nr->r->devices[0].id =
+				(int32_t)(nr->dev >= 0 && nr->dev <= INT32_MAX ? nr->dev : -1);
 			nr->r->ndevices = 1;
 			break;
 		}

@@ -22,32 +22,44 @@
 
 struct nsys_rank {
 	int64_t gpid; /* globalPid (TID bits 0) */
-	int64_t dev; /* deviceId as the process saw it */
+	int64_t dev;  /* deviceId as the process saw it */
 	struct tl_rank *r;
 	struct tl_build cap;
 };
 
 /* An NVTX range the NCCL enrichment needs, per launching thread. */
 enum nsys_op {
-	NOP_NONE = 0, NOP_GROUP_START, NOP_GROUP_END, NOP_ALLREDUCE, NOP_ALLGATHER,
-	NOP_REDUCESCATTER, NOP_BROADCAST, NOP_REDUCE, NOP_SEND, NOP_RECV, NOP_ALLTOALL,
-	NOP_GATHER, NOP_SCATTER, NOP_COMM_INIT, NOP_TORCH /* PyTorch "nccl:<coll>" range */
+	NOP_NONE = 0,
+	NOP_GROUP_START,
+	NOP_GROUP_END,
+	NOP_ALLREDUCE,
+	NOP_ALLGATHER,
+	NOP_REDUCESCATTER,
+	NOP_BROADCAST,
+	NOP_REDUCE,
+	NOP_SEND,
+	NOP_RECV,
+	NOP_ALLTOALL,
+	NOP_GATHER,
+	NOP_SCATTER,
+	NOP_COMM_INIT,
+	NOP_TORCH /* PyTorch "nccl:<coll>" range */
 };
 
 struct nsys_range {
 	int64_t gtid, start, end;
-	uint64_t hash; /* NCCL communicator id, when has_hash */
-	int64_t bytes; /* payload message size, -1 unknown */
+	uint64_t hash;			/* NCCL communicator id, when has_hash */
+	int64_t bytes;			/* payload message size, -1 unknown */
 	int32_t nranks, crank, cudadev; /* CommInit payload, -1 unknown */
-	uint32_t name; /* NOP_TORCH: interned collective name */
-	uint8_t op; /* enum nsys_op */
+	uint32_t name;			/* NOP_TORCH: interned collective name */
+	uint8_t op;			/* enum nsys_op */
 	bool has_hash;
 };
 
 /* A communication kernel waiting for its launch to be found. */
 struct nsys_comm {
 	int64_t pid, corr;
-	uint32_t rank, ev; /* nsys_imp.ranks index, position in its ev[] */
+	uint32_t rank, ev;    /* nsys_imp.ranks index, position in its ev[] */
 	int64_t gtid, launch; /* launching thread and time, gtid -1 = not found */
 };
 
@@ -68,7 +80,7 @@ struct nsys_imp {
 	struct strtab *st;
 	const struct import_opts *o;
 	struct import_result *res;
-	int64_t epoch; /* TARGET_INFO_SESSION_START_TIME.utcEpochNs, 0 if absent */
+	int64_t epoch;	      /* TARGET_INFO_SESSION_START_TIME.utcEpochNs, 0 if absent */
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC bound on SQL work */
 	uint32_t max_events;
 
@@ -89,7 +101,7 @@ struct nsys_imp {
 	struct nsys_schema *sch;
 	uint32_t nsch, sch_cap;
 	uint32_t ids_byte; /* interned "Byte" */
-	int32_t base; /* timeline rank of ranks[0] (ranks[i] is base + i) */
+	int32_t base;	   /* timeline rank of ranks[0] (ranks[i] is base + i) */
 	struct nsys_members *mem;
 	uint32_t nmem, mem_cap;
 	/* the import's memory limit (NULL: none): the export in memory

@@ -24,22 +24,22 @@ static const struct {
 	uint8_t op;
 	const char *coll; /* PyTorch's spelling, for tl_args.collective_name */
 } ops[] = {
-	{ "ncclGroupStart", NOP_GROUP_START, NULL },
-	{ "ncclGroupEnd", NOP_GROUP_END, NULL },
-	{ "ncclAllReduce", NOP_ALLREDUCE, "allreduce" },
-	{ "ncclAllGather", NOP_ALLGATHER, "all_gather" },
-	{ "ncclReduceScatter", NOP_REDUCESCATTER, "reduce_scatter" },
-	{ "ncclBroadcast", NOP_BROADCAST, "broadcast" },
-	{ "ncclReduce", NOP_REDUCE, "reduce" },
-	{ "ncclSend", NOP_SEND, "send" },
-	{ "ncclRecv", NOP_RECV, "recv" },
-	{ "ncclAlltoAll", NOP_ALLTOALL, "all_to_all" },
-	{ "ncclGather", NOP_GATHER, "gather" },
-	{ "ncclScatter", NOP_SCATTER, "scatter" },
-	{ "ncclCommInitRank", NOP_COMM_INIT, NULL },
-	{ "ncclCommInitRankConfig", NOP_COMM_INIT, NULL },
-	{ "ncclCommInitRankScalable", NOP_COMM_INIT, NULL },
-	{ "ncclCommSplit", NOP_COMM_INIT, NULL },
+	{"ncclGroupStart", NOP_GROUP_START, NULL},
+	{"ncclGroupEnd", NOP_GROUP_END, NULL},
+	{"ncclAllReduce", NOP_ALLREDUCE, "allreduce"},
+	{"ncclAllGather", NOP_ALLGATHER, "all_gather"},
+	{"ncclReduceScatter", NOP_REDUCESCATTER, "reduce_scatter"},
+	{"ncclBroadcast", NOP_BROADCAST, "broadcast"},
+	{"ncclReduce", NOP_REDUCE, "reduce"},
+	{"ncclSend", NOP_SEND, "send"},
+	{"ncclRecv", NOP_RECV, "recv"},
+	{"ncclAlltoAll", NOP_ALLTOALL, "all_to_all"},
+	{"ncclGather", NOP_GATHER, "gather"},
+	{"ncclScatter", NOP_SCATTER, "scatter"},
+	{"ncclCommInitRank", NOP_COMM_INIT, NULL},
+	{"ncclCommInitRankConfig", NOP_COMM_INIT, NULL},
+	{"ncclCommInitRankScalable", NOP_COMM_INIT, NULL},
+	{"ncclCommSplit", NOP_COMM_INIT, NULL},
 };
 
 enum nsys_op nsys_op_from_name(const char *s, size_t n)
@@ -67,8 +67,8 @@ bool nsys_is_comm_kernel(const char *s, size_t n)
 
 int nsys_read_schemas(struct nsys_imp *m)
 {
-	static const char *const cols[] = { "domainId", "schemaId", "idx", "type", "name",
-					    "offset", NULL };
+	static const char *const cols[] = {"domainId", "schemaId", "idx", "type",
+					   "name",     "offset",   NULL};
 	sqlite3_stmt *s;
 	int err, rc;
 
@@ -79,7 +79,8 @@ int nsys_read_schemas(struct nsys_imp *m)
 		int64_t d = sqlite3_column_int64(s, 0), id = sqlite3_column_int64(s, 1);
 		int64_t type = sqlite3_column_int64(s, 3);
 		/* the first entry's offset is NULL, meaning 0 (the nsys SQLite schema) */
-		int64_t off = sqlite3_column_type(s, 5) == SQLITE_NULL ? 0 : sqlite3_column_int64(s, 5);
+		int64_t off = sqlite3_column_type(s, 5) == SQLITE_NULL ? 0
+								       : sqlite3_column_int64(s, 5);
 		const char *name = (const char *)sqlite3_column_text(s, 4);
 		struct nsys_schema *x = NULL;
 
@@ -94,7 +95,7 @@ int nsys_read_schemas(struct nsys_imp *m)
 				return nsys_fail(m, -ENOMEM, "out of memory");
 			}
 			x = &m->sch[m->nsch++];
-			*x = (struct nsys_schema){ d, id, -1, -1, -1, -1, -1 };
+			*x = (struct nsys_schema){d, id, -1, -1, -1, -1, -1};
 		}
 		name = name ? name : "";
 		/* by entry type and name, never by schema id: ids move across
@@ -133,7 +134,7 @@ void nsys_decode_payload(struct nsys_imp *m, struct nsys_range *g, const void *b
 	const uint8_t *b = blob;
 	uint64_t dom, sid, psize, poff, v;
 	const struct nsys_schema *x = NULL;
-	struct nsys_schema fb = { 0, 0, 0, 8, -1, -1, -1 };
+	struct nsys_schema fb = {0, 0, 0, 8, -1, -1, -1};
 
 	if (!b || len < 32)
 		return;
@@ -149,7 +150,7 @@ void nsys_decode_payload(struct nsys_imp *m, struct nsys_range *g, const void *b
 			x = &m->sch[i];
 	if (!x) {
 		if (g->op == NOP_COMM_INIT)
-			fb = (struct nsys_schema){ 0, 0, 0, -1, 8, 12, 16 };
+			fb = (struct nsys_schema){0, 0, 0, -1, 8, 12, 16};
 		x = &fb;
 	}
 	if (rd(b, psize, x->off_hash, 8, &v))
@@ -255,7 +256,7 @@ static int64_t comm_members(struct nsys_imp *m, uint64_t hash, int32_t n)
 	}
 	if (tl_grow((void **)&m->mem, &m->mem_cap, m->nmem + 1, sizeof(*m->mem)))
 		goto oom;
-	m->mem[m->nmem++] = (struct nsys_members){ hash, id };
+	m->mem[m->nmem++] = (struct nsys_members){hash, id};
 	goto out;
 oom:
 	id = nsys_fail(m, -ENOMEM, "out of memory");
@@ -267,7 +268,7 @@ out:
 
 struct acc {
 	int64_t send, recv, other; /* summed bytes per kind, -1 once unknown */
-	uint8_t op; /* single op kind, NOP_NONE if none, 255 if mixed */
+	uint8_t op;		   /* single op kind, NOP_NONE if none, 255 if mixed */
 	uint32_t nops, nother;
 	bool has_hash;
 	uint64_t hash;
@@ -314,7 +315,8 @@ static void collect_ops(const struct nsys_imp *m, int64_t gtid, int64_t t, struc
 				depth++;
 			else if (h->op == NOP_GROUP_START && depth-- == 0)
 				return;
-			else if (h->op != NOP_TORCH && h->op != NOP_COMM_INIT && h->op != NOP_GROUP_START)
+			else if (h->op != NOP_TORCH && h->op != NOP_COMM_INIT &&
+				 h->op != NOP_GROUP_START)
 				acc_add(a, h);
 		}
 		return;
@@ -351,7 +353,7 @@ static int enrich_one(struct nsys_imp *m, const struct nsys_comm *c)
 	struct nsys_rank *nr = &m->ranks[c->rank];
 	struct tl_event *e = &nr->r->ev[c->ev];
 	struct tl_args *a = e->args == TL_NO_ARGS ? NULL : &nr->r->args[e->args];
-	struct acc x = { 0, 0, 0, NOP_NONE, 0, 0, false, 0 };
+	struct acc x = {0, 0, 0, NOP_NONE, 0, 0, false, 0};
 	int64_t bytes, name = 0, n = -1, in, out;
 	const char *coll = NULL;
 	uint32_t tn;

@@ -19,7 +19,7 @@ struct dom {
 
 static int read_domains(struct nsys_imp *m, struct dom **out, uint32_t *n)
 {
-	static const char *const cols[] = { "globalTid", "domainId", "text", NULL };
+	static const char *const cols[] = {"globalTid", "domainId", "text", NULL};
 	uint32_t cap = 0;
 	sqlite3_stmt *s;
 	int err, rc;
@@ -53,8 +53,8 @@ static bool is_nccl_domain(const struct dom *d, uint32_t n, int64_t pid, int64_t
 	return dom != 0 && !strncmp(name, "nccl", 4);
 }
 
-static int keep_range(struct nsys_imp *m, int64_t gtid, int64_t start, int64_t end,
-		      enum nsys_op op, uint32_t name, sqlite3_stmt *s)
+static int keep_range(struct nsys_imp *m, int64_t gtid, int64_t start, int64_t end, enum nsys_op op,
+		      uint32_t name, sqlite3_stmt *s)
 {
 	struct nsys_range *g;
 
@@ -76,8 +76,8 @@ static int keep_range(struct nsys_imp *m, int64_t gtid, int64_t start, int64_t e
 
 int nsys_read_nvtx(struct nsys_imp *m)
 {
-	static const char *const cols[] = { "start", "end", "globalTid", "domainId", "text",
-					    "textId", "binaryData", NULL };
+	static const char *const cols[] = {"start", "end",    "globalTid",  "domainId",
+					   "text",  "textId", "binaryData", NULL};
 	int64_t c_op = nsys_intern(m, "cpu_op", 6), c_ann = nsys_intern(m, "user_annotation", 15);
 	int64_t c_nccl = nsys_intern(m, "nccl_nvtx", 9);
 	struct dom *doms = NULL;
@@ -103,7 +103,7 @@ int nsys_read_nvtx(struct nsys_imp *m)
 		const char *t = (const char *)sqlite3_column_text(s, 4);
 		size_t len, cl;
 		bool nccl;
-		struct tl_event e = { 0 };
+		struct tl_event e = {0};
 
 		if (!t)
 			t = nsys_text(m, nsys_col_i64(s, 5, -1));
@@ -127,7 +127,7 @@ int nsys_read_nvtx(struct nsys_imp *m)
 			int64_t cn = nsys_intern(m, t + 5, cl - 5);
 
 			if (cn < 0 || (err = keep_range(m, gtid, m->epoch + start, m->epoch + end,
-							 NOP_TORCH, (uint32_t)cn, NULL))) {
+							NOP_TORCH, (uint32_t)cn, NULL))) {
 				err = cn < 0 ? (int)cn : err;
 				break;
 			}

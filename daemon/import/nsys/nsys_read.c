@@ -33,7 +33,8 @@ static int slurp(int fd, uint64_t max, const char *max_name, const struct import
 
 	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0) {
 		off_t at = lseek(fd, 0, SEEK_CUR);
-		uint64_t left = (uint64_t)st.st_size - (at > 0 && at < st.st_size ? (uint64_t)at : 0);
+		uint64_t left =
+			(uint64_t)st.st_size - (at > 0 && at < st.st_size ? (uint64_t)at : 0);
 
 		if (left > max)
 			goto too_big;

@@ -12,9 +12,8 @@
 
 #include "nsys_int.h"
 
-static const char *const gpu_tables[] = { "CUPTI_ACTIVITY_KIND_KERNEL",
-					  "CUPTI_ACTIVITY_KIND_MEMCPY",
-					  "CUPTI_ACTIVITY_KIND_MEMSET", NULL };
+static const char *const gpu_tables[] = {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+					 "CUPTI_ACTIVITY_KIND_MEMSET", NULL};
 
 static int cmp_rank(const void *a, const void *b)
 {
@@ -29,7 +28,7 @@ static int cmp_rank(const void *a, const void *b)
  * export does not say which global rank a process was. */
 int nsys_read_ranks(struct nsys_imp *m)
 {
-	static const char *const cols[] = { "globalPid", "deviceId", NULL };
+	static const char *const cols[] = {"globalPid", "deviceId", NULL};
 	uint32_t cap = 0;
 	int err, rc;
 
@@ -77,11 +76,13 @@ int nsys_read_ranks(struct nsys_imp *m)
 
 static const char *memcpy_name(int64_t kind)
 {
-	static const char *const n[] = { "Memcpy Unknown", "Memcpy HtoD", "Memcpy DtoH",
-					 "Memcpy HtoA",	   "Memcpy AtoH", "Memcpy AtoA",
-					 "Memcpy AtoD",	   "Memcpy DtoA", "Memcpy DtoD",
-					 "Memcpy HtoH",	   "Memcpy PtoP", "Memcpy HtoD (UVM)",
-					 "Memcpy DtoH (UVM)", "Memcpy DtoD (UVM)" };
+	static const char *const n[] = {"Memcpy Unknown",    "Memcpy HtoD",
+					"Memcpy DtoH",	     "Memcpy HtoA",
+					"Memcpy AtoH",	     "Memcpy AtoA",
+					"Memcpy AtoD",	     "Memcpy DtoA",
+					"Memcpy DtoD",	     "Memcpy HtoH",
+					"Memcpy PtoP",	     "Memcpy HtoD (UVM)",
+					"Memcpy DtoH (UVM)", "Memcpy DtoD (UVM)"};
 
 	return kind >= 0 && kind < 14 ? n[kind] : n[0];
 }
@@ -90,11 +91,16 @@ static const char *sync_name(int64_t type, bool *has_stream)
 {
 	*has_stream = type == 2 || type == 3;
 	switch (type) {
-	case 1: return "Event Sync";
-	case 2: return "Stream Wait Event";
-	case 3: return "Stream Sync";
-	case 4: return "Context Sync";
-	default: return "Sync";
+	case 1:
+		return "Event Sync";
+	case 2:
+		return "Stream Wait Event";
+	case 3:
+		return "Stream Sync";
+	case 4:
+		return "Context Sync";
+	default:
+		return "Sync";
 	}
 }
 
@@ -117,17 +123,17 @@ static int comm_note(struct nsys_imp *m, struct nsys_rank *nr, int64_t corr)
 /* kind 0 kernel, 1 memcpy, 2 memset, 3 sync */
 static int read_gpu_table(struct nsys_imp *m, int kind)
 {
-	static const char *const cols[] = { "start", "end", "globalPid", "deviceId", "streamId",
-					    "correlationId", "demangledName", "shortName",
-					    "bytes", "copyKind", "syncType", "gridX", "gridY",
-					    "gridZ", "blockX", "blockY", "blockZ", "contextId",
-					    NULL };
-	static const char *const tables[] = { "CUPTI_ACTIVITY_KIND_KERNEL",
-					      "CUPTI_ACTIVITY_KIND_MEMCPY",
-					      "CUPTI_ACTIVITY_KIND_MEMSET",
-					      "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" };
-	static const char *const cats[] = { "kernel", "gpu_memcpy", "gpu_memset", "cuda_sync" };
-	static const uint8_t kinds[] = { TL_K_KERNEL, TL_K_MEMCPY, TL_K_MEMSET, TL_K_SYNC };
+	static const char *const cols[] =
+		{"start",	  "end",	   "globalPid", "deviceId", "streamId",
+		 "correlationId", "demangledName", "shortName", "bytes",    "copyKind",
+		 "syncType",	  "gridX",	   "gridY",	"gridZ",    "blockX",
+		 "blockY",	  "blockZ",	   "contextId", NULL};
+	static const char *const tables[] = {"CUPTI_ACTIVITY_KIND_KERNEL",
+					     "CUPTI_ACTIVITY_KIND_MEMCPY",
+					     "CUPTI_ACTIVITY_KIND_MEMSET",
+					     "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"};
+	static const char *const cats[] = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_sync"};
+	static const uint8_t kinds[] = {TL_K_KERNEL, TL_K_MEMCPY, TL_K_MEMSET, TL_K_SYNC};
 	int64_t cat = nsys_intern(m, cats[kind], strlen(cats[kind]));
 	sqlite3_stmt *s;
 	int err, rc;
@@ -139,8 +145,9 @@ static int read_gpu_table(struct nsys_imp *m, int kind)
 		return err == -ENOENT ? 0 : err;
 	while ((rc = nsys_step(m, s)) == 1) {
 		int64_t start = nsys_col_i64(s, 0, 0), end = nsys_col_i64(s, 1, start);
-		struct nsys_rank *nr = nsys_rank_of(m, nsys_col_i64(s, 2, 0), nsys_col_i64(s, 3, 0));
-		struct tl_event e = { 0 };
+		struct nsys_rank *nr =
+			nsys_rank_of(m, nsys_col_i64(s, 2, 0), nsys_col_i64(s, 3, 0));
+		struct tl_event e = {0};
 		struct tl_args a;
 		bool has_args = false, has_stream = true;
 		int64_t name = 0;
@@ -208,7 +215,8 @@ static int read_gpu_table(struct nsys_imp *m, int kind)
 		if (kind == 0 && e.correlation >= 0) {
 			const char *t = strtab_get(m->st, e.name, NULL);
 
-			if (nsys_is_comm_kernel(t, strlen(t)) && (err = comm_note(m, nr, e.correlation)))
+			if (nsys_is_comm_kernel(t, strlen(t)) &&
+			    (err = comm_note(m, nr, e.correlation)))
 				break;
 		}
 	}
@@ -237,7 +245,7 @@ static int cmp_comm(const void *a, const void *b)
 
 static struct nsys_comm *comm_find(struct nsys_imp *m, int64_t pid, int64_t corr)
 {
-	struct nsys_comm key = { .pid = pid, .corr = corr };
+	struct nsys_comm key = {.pid = pid, .corr = corr};
 
 	return m->ncomm ? bsearch(&key, m->comm, m->ncomm, sizeof(*m->comm), cmp_comm) : NULL;
 }
@@ -295,7 +303,7 @@ static int build_cmap(struct nsys_imp *m, struct cmap **out, uint32_t *n)
 static struct nsys_rank *runtime_rank(struct nsys_imp *m, const struct cmap *cm, uint32_t ncm,
 				      int64_t gtid, int64_t corr)
 {
-	struct cmap key = { .pid = (int64_t)NSYS_PID(gtid), .corr = corr };
+	struct cmap key = {.pid = (int64_t)NSYS_PID(gtid), .corr = corr};
 	const struct cmap *hit = ncm ? bsearch(&key, cm, ncm, sizeof(*cm), cmp_cmap) : NULL;
 
 	return hit ? &m->ranks[hit->rank] : nsys_rank_of(m, gtid, -1);
@@ -303,9 +311,10 @@ static struct nsys_rank *runtime_rank(struct nsys_imp *m, const struct cmap *cm,
 
 int nsys_read_runtime(struct nsys_imp *m)
 {
-	static const char *const cols[] = { "start", "end", "globalTid", "correlationId",
-					    "nameId", "eventClass", NULL };
-	int64_t cat_rt = nsys_intern(m, "cuda_runtime", 12), cat_drv = nsys_intern(m, "cuda_driver", 11);
+	static const char *const cols[] = {"start",  "end",	   "globalTid", "correlationId",
+					   "nameId", "eventClass", NULL};
+	int64_t cat_rt = nsys_intern(m, "cuda_runtime", 12),
+		cat_drv = nsys_intern(m, "cuda_driver", 11);
 	struct cmap *cm = NULL;
 	uint32_t ncm = 0;
 	sqlite3_stmt *s;
@@ -327,7 +336,7 @@ int nsys_read_runtime(struct nsys_imp *m)
 		int64_t corr = nsys_col_i64(s, 3, -1);
 		struct nsys_rank *nr = runtime_rank(m, cm, ncm, gtid, corr);
 		struct nsys_comm *c;
-		struct tl_event e = { 0 };
+		struct tl_event e = {0};
 		int64_t name;
 
 		if (!nr) /* a process without GPU work */
