@@ -25,5 +25,10 @@ if [ $# -eq 0 ] && [ "${GPUPROF_SKIP_FUZZ:-0}" = 0 ]; then
 		rc=1
 	fi
 fi
+# The C style (.clang-format), applied to the whole tree once: a change that
+# drifts from it fails the run (scripts/format-check.sh -d shows the diff).
+if [ $# -eq 0 ] && ! sh scripts/format-check.sh; then
+	rc=1
+fi
 python3 scripts/test-summary.py "$BUILD/meson-logs/testlog.json" $fuzz
 exit $rc
