@@ -42,9 +42,9 @@ enum gpu_job_ev {
 /* gpu_job_rec.flags */
 #define GPU_JOB_F_OBJ_KEY 0x1 /* ctx/seqno not known yet: key the job by obj */
 #define GPU_JOB_F_KTHREAD 0x2 /* recorded in a kernel thread (no submitter) */
-#define GPU_JOB_F_USER \
-	0x4 /* a full record (struct gpu_job_rec): a SUBMIT
-			       * from a user task with user stacks on */
+/* a full record (struct gpu_job_rec): a SUBMIT from a user task with user
+ * stacks on */
+#define GPU_JOB_F_USER 0x4
 
 /* The fixed part of every record: fill() in gpu_job.bpf.c writes only this
  * much into a header-sized reservation (the records without a stack). */

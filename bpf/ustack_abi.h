@@ -25,9 +25,9 @@
 
 /* ustack_hdr.flags */
 #define USTACK_F_REGS 0x1 /* ip, sp, bp are the user registers */
-#define USTACK_F_SHORT \
-	0x2		     /* the copy stopped at an unreadable page before
-			      * the configured size (end of mapping, swapped) */
+/* the copy stopped at an unreadable page before the configured size (end of
+ * mapping, swapped) */
+#define USTACK_F_SHORT 0x2
 #define USTACK_F_MAINTOP 0x4 /* the main thread's stack, copied up to its top */
 
 struct ustack_hdr {

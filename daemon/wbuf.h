@@ -16,8 +16,8 @@
 /* Takes all len bytes: 0, or a negative errno (which the writer keeps). */
 typedef int (*wb_sink_fn)(void *ctx, const void *buf, size_t len);
 
-#define WB_CHUNK \
-	(1u << 16) /* a function sink gets at most this much per call, but for a bigger put */
+/* a function sink gets at most this much per call, but for a bigger put */
+#define WB_CHUNK (1u << 16)
 
 struct wbuf {
 	wb_sink_fn fn; /* NULL: the bytes stay in buf, a heap block */
