@@ -109,6 +109,10 @@ int pyf_line_lnotab(const uint8_t *t, size_t n, int first, int32_t off);
 int pyf_line_pep626(const uint8_t *t, size_t n, int first, int32_t off);
 int pyf_line_locations(const uint8_t *t, size_t n, int first, int32_t off);
 
+/* pyfwalk.c: flag the oldest frame emitted since run_start as the end of
+ * one activation's run, with its marker (shared with pyfbpf.c) */
+void pyf_end_run(struct pyf_frame *out, unsigned n, unsigned run_start, uint64_t marker);
+
 /* pyfcode.c */
 void pyf_codes_free(struct pyf_proc *p);
 

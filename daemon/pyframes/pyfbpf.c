@@ -55,14 +55,6 @@ int pyf_bpf_layout(struct pyf_proc *p, struct pystack_layout *out)
 	return 0;
 }
 
-static void end_run(struct pyf_frame *out, unsigned n, unsigned run_start, uint64_t marker)
-{
-	if (n > run_start) {
-		out[n - 1].flags |= PYF_FRAME_ENTRY;
-		out[n - 1].marker = marker;
-	}
-}
-
 static int32_t instr_offset(const struct pyf_layout *l, const struct pystack_node *nd,
 			    uint64_t code)
 {
@@ -94,7 +86,7 @@ unsigned pyf_from_nodes(const struct pyf_proc *p, const struct pystack_node *nod
 		if (l->chain != PYF_CHAIN_FRAMEOBJ && nd->owner >= 3) {
 			/* a shim: the end of one activation's run (3.12+) */
 			if (nd->owner == 3) {
-				end_run(out, k, run_start, nd->frame);
+				pyf_end_run(out, k, run_start, nd->frame);
 				run_start = k;
 			}
 			continue;
@@ -113,7 +105,7 @@ unsigned pyf_from_nodes(const struct pyf_proc *p, const struct pystack_node *nod
 		/* 3.11: the entry frame ends its run; its marker (the
 		 * activation's _PyCFrame) is not read by BPF */
 		if (nd->entry) {
-			end_run(out, k, run_start, 0);
+			pyf_end_run(out, k, run_start, 0);
 			run_start = k;
 		}
 	}

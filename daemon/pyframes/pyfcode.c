@@ -199,6 +199,12 @@ static int line_of(const struct pyf_proc *p, const struct pyf_code *c, int32_t i
 	return -1;
 }
 
+/* The cache slot of the code object at code (direct-mapped) */
+static struct pyf_code *code_slot(struct pyf_proc *p, uint64_t code)
+{
+	return &p->codes[(code >> 4) * 0x9e3779b97f4a7c15ull >> 53 & (PYF_CODE_SLOTS - 1)];
+}
+
 int pyf_resolve(struct pyf_proc *p, uint64_t code, int32_t instr, const char **qualname,
 		const char **file, int *line)
 {
@@ -212,7 +218,7 @@ int pyf_resolve(struct pyf_proc *p, uint64_t code, int32_t instr, const char **q
 	r = read_ident(p, code, &now);
 	if (r < 0)
 		return r;
-	slot = &p->codes[(code >> 4) * 0x9e3779b97f4a7c15ull >> 53 & (PYF_CODE_SLOTS - 1)];
+	slot = code_slot(p, code);
 	if (!same_ident(slot, &now)) {
 		code_clear(slot);
 		*slot = now;
@@ -232,7 +238,7 @@ int pyf_resolve_seen(struct pyf_proc *p, uint64_t code, int32_t firstlineno, int
 	const struct pyf_code *slot;
 
 	if (p->codes && !p->reason[0]) {
-		slot = &p->codes[(code >> 4) * 0x9e3779b97f4a7c15ull >> 53 & (PYF_CODE_SLOTS - 1)];
+		slot = code_slot(p, code);
 		if (slot->addr == code && slot->qual && slot->firstlineno == firstlineno) {
 			*qualname = slot->qual;
 			*file = slot->file;

@@ -310,7 +310,7 @@ static bool incomplete(struct pyf_proc *p, uint64_t code, uint64_t instr_ptr, ui
 }
 
 /* Mark the oldest frame emitted since the last boundary. */
-static void end_run(struct pyf_frame *out, unsigned n, unsigned run_start, uint64_t marker)
+void pyf_end_run(struct pyf_frame *out, unsigned n, unsigned run_start, uint64_t marker)
 {
 	if (n > run_start) {
 		out[n - 1].flags |= PYF_FRAME_ENTRY;
@@ -368,7 +368,7 @@ static int walk_iframes(struct pyf_proc *p, uint64_t ts, struct pyf_frame *out, 
 			 * elsewhere (3.15's base frame lives in the thread
 			 * state) and mark nothing */
 			if (owner == 3) {
-				end_run(out, *n, run_start, f);
+				pyf_end_run(out, *n, run_start, f);
 				run_start = *n;
 			}
 			f = prev;
@@ -387,7 +387,7 @@ static int walk_iframes(struct pyf_proc *p, uint64_t ts, struct pyf_frame *out, 
 		if (entry) {
 			/* 3.11: the activation's _PyCFrame is the next node of
 			 * the tstate's cframe chain */
-			end_run(out, *n, run_start, cframe);
+			pyf_end_run(out, *n, run_start, cframe);
 			run_start = *n;
 			if (cframe && pyf_read_u64(p, cframe + l->cf_previous, &cframe))
 				cframe = 0;

@@ -52,7 +52,7 @@ struct pyp {
 	uint64_t eval[4][2];
 	unsigned neval;
 	struct pyp_code *codes; /* CODE_SLOTS, on first use */
-	uint64_t samples, with_frames, nothread, unresolved;
+	uint64_t samples, with_frames, unresolved;
 	uint64_t exe_dev, exe_ino; /* the program attached to (an exec changes it) */
 	unsigned misses;	   /* samples in a row without frames */
 };
@@ -84,7 +84,7 @@ struct pyreg {
 	uint32_t *htab;			    /* open addressing, ids; size hcap (power of two) */
 	uint32_t hcap;
 	size_t bytes;
-	uint64_t table_full, procs_full, samples, spliced;
+	uint64_t table_full, procs_full, samples;
 };
 
 static uint64_t now_ns(void)
@@ -574,10 +574,8 @@ unsigned pyreg_splice(struct pyreg *r, uint32_t pid, const uint64_t *ips, const 
 	if (p && p->state == PYP_READY && !nn && ++p->misses % 64 == 0 && exec_since(r, p))
 		p = NULL; /* re-recognized on its next sample */
 	if (!p || p->state != PYP_READY || !nn) {
-		if (p && p->state == PYP_READY) {
+		if (p && p->state == PYP_READY)
 			p->samples++;
-			p->nothread += !!(flags & PYSTACK_F_NOTHREAD);
-		}
 		nu = nu < max ? nu : max;
 		memcpy(out, ips, nu * sizeof(*out));
 		return nu;
@@ -611,8 +609,6 @@ unsigned pyreg_splice(struct pyreg *r, uint32_t pid, const uint64_t *ips, const 
 		}
 		lo = hi;
 	}
-	if (next)
-		r->spliced++;
 	if (k > max) { /* longer than a stored stack: cut at the root */
 		out[max - 1] = 0x1;
 		k = max;
