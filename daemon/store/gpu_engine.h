@@ -12,7 +12,21 @@
 #include <stdio.h>
 
 /* The tracepoint group of an interval (cpu >> 8): bpf/gpu_job_abi.h values. */
-enum gpu_engine_group { GPU_ENGINE_XE = 0, GPU_ENGINE_I915 = 1, GPU_ENGINE_FENCE = 2 };
+enum gpu_engine_group {
+	GPU_ENGINE_XE = 0,
+	GPU_ENGINE_I915 = 1,
+	GPU_ENGINE_FENCE = 2,
+	GPU_ENGINE_CUPTI = 3, /* NVIDIA activity from the CUPTI library (store.h) */
+};
+
+/* The engine of a GPU_ENGINE_CUPTI interval: the activity's kind. */
+enum gpu_cupti_kind {
+	GPU_CUPTI_KERNEL = 0,
+	GPU_CUPTI_MEMCPY = 1,
+	GPU_CUPTI_MEMSET = 2,
+	GPU_CUPTI_SYNC = 3,
+	GPU_CUPTI_GRAPH = 4,
+};
 
 /*
  * Engine class names: xe numbers them as the kernel's enum xe_engine_class

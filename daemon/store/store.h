@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "gpu_engine.h"
 
 enum store_rec_type {
 	STORE_REC_CPU_SAMPLE = 1,   /* stack = user+kernel stack, aux32 = weight (1) */
@@ -28,8 +29,39 @@ enum store_rec_type {
 	STORE_REC_MARK = 4,	    /* name = annotation, dur_ns valid */
 	STORE_REC_GPU_METRIC = 5,   /* name = metric ("frequency-MHz", "busy-percent"),
 				   * aux[0] = value, cpu = GT id (xe OA, docs/xe.md) */
+	STORE_REC_GPU_API = 6,	    /* a runtime / driver call seen by the CUPTI library:
+				   * ts = entry, dur_ns valid, name = function, cpu =
+				   * domain (1 driver, 2 runtime), aux32 = callback id |
+				   * failed << 16, aux[1] = CUPTI correlation id */
 	STORE_REC_TYPE_MAX,
 };
+
+/*
+ * Records from the CUPTI library (docs/collectors.md, "NVIDIA"), besides
+ * STORE_REC_GPU_API:
+ *  - GPU activity is STORE_REC_GPU_INTERVAL with cpu = GPU_ENGINE_CUPTI << 8
+ *    | enum gpu_cupti_kind (store/gpu_engine.h); tid 0, stack 0; name = the
+ *    kernel's name, or for the others the name Kineto gives them ("Memcpy
+ *    HtoD (Pageable -> Device)", "Memset (Device)", "Stream Sync", ...);
+ *    aux[0] = STORE_CUPTI_WHERE(device, context, stream); aux[1] = the
+ *    CUPTI correlation id (low 32 bits; not the launch probe's correlation)
+ *    | the detail string id << 32 (store_rec_detail()); aux32 = kernel:
+ *    registers per thread, memcpy / memset: STORE_BYTES32() of the bytes,
+ *    sync: the CUDA event id.
+ *  - NVTX ranges and marks are STORE_REC_MARK with cpu = 1, on their
+ *    thread, aux[1] = the domain's string id << 32 (0 = default domain).
+ */
+#define STORE_CUPTI_WHERE(dev, ctx, stream) \
+	((uint64_t)((dev)&0xff) << 48 | (uint64_t)((ctx)&0xffff) << 32 | (uint32_t)(stream))
+#define STORE_CUPTI_DEVICE(aux0) ((uint32_t)((aux0) >> 48) & 0xff)
+#define STORE_CUPTI_CONTEXT(aux0) ((uint32_t)((aux0) >> 32) & 0xffff)
+#define STORE_CUPTI_STREAM(aux0) ((uint32_t)(aux0))
+/* bytes in 32 bits: exact below 2 GiB, else KiB with bit 31 set */
+#define STORE_BYTES32(b)                                                                   \
+	((uint64_t)(b) < (1ull << 31)	      ? (uint32_t)(b)                              \
+	 : (uint64_t)(b) >> 10 < (1ull << 31) ? (uint32_t)((uint64_t)(b) >> 10) | 1u << 31 \
+					      : UINT32_MAX)
+#define STORE_BYTES64(v) ((v)&1u << 31 ? (uint64_t)((v) & ~(1u << 31)) << 10 : (uint64_t)(v))
 
 /* 64 bytes, fixed. Ids are 0 for "none". */
 struct store_rec {
@@ -63,6 +95,17 @@ _Static_assert(sizeof(struct store_rec) == 64, "store_rec must stay 64 bytes");
 static inline uint32_t store_rec_cgroup(const struct store_rec *r)
 {
 	return r->type == STORE_REC_GPU_LAUNCH ? r->cgroup : 0;
+}
+
+/*
+ * The second string a record may hold, in aux[1]'s high half: a CUPTI
+ * interval's detail ("grid [128,1,1] block [256,1,1] ..."), an NVTX mark's
+ * domain. A reference held by the record like comm and name; 0 = none.
+ */
+static inline uint32_t store_rec_detail(const struct store_rec *r)
+{
+	bool cupti = r->type == STORE_REC_GPU_INTERVAL && r->cpu >> 8 == GPU_ENGINE_CUPTI;
+	return cupti || r->type == STORE_REC_MARK ? (uint32_t)(r->aux[1] >> 32) : 0;
 }
 
 /* Per user or kernel stack: BPF's 127 native frames, and room for the

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire between libgpuprof-cupti.so, which runs inside a CUDA process
+ * (loaded by the driver through CUDA_INJECTION64_PATH), and gpuprofd's
+ * `cupti` collector (docs/collectors.md, "NVIDIA"). This header is the one
+ * place both sides take the layout from; plain C11, no CUDA or daemon types.
+ *
+ * Transport: a SOCK_SEQPACKET Unix socket the daemon listens on
+ * (`cupti.socket`, default GPI_SOCKET_DEFAULT). Any local user may connect:
+ * the processes a fleet profiles run as every user, not as members of group
+ * `gpuprof`. So the daemon trusts nothing in a message about who sent it:
+ * every record is attributed to the peer the kernel reports for the
+ * connection (SO_PEERCRED pid and uid, fixed at connect), and the fields
+ * below that name a thread, device or stream are only ever read as facts
+ * about that peer.
+ *
+ * One message = one batch: a struct gpi_hdr, then records back to back,
+ * each starting with a struct gpi_rec whose len (a multiple of 8, header
+ * included) says where the next one starts. A message is at most
+ * GPI_MSG_MAX bytes. The library sends with MSG_DONTWAIT: a batch the
+ * socket cannot take at once is dropped and counted (gpi_stats), so the
+ * application never waits for the daemon.
+ *
+ * Times are CLOCK_MONOTONIC nanoseconds (the clock of bpf_ktime_get_ns()
+ * and of every other record in the store): the library registers a CUPTI
+ * timestamp callback reading that clock, and converts when it cannot.
+ *
+ * Strings (kernel, API, marker and domain names) travel once per
+ * connection as GPI_STRING records defining a small id; later records
+ * name them by id (0 = none). A string record may redefine an id that is
+ * already defined (the library recycles ids when its table is full); the
+ * new text applies to records after it in the same connection. Ids are
+ * below GPI_STRING_IDS, texts at most GPI_STRING_MAX bytes.
+ *
+ * Versioning: the daemon refuses a connection whose first message is not
+ * a GPI_HELLO of a version it knows. Record types it does not know are
+ * skipped by len (a newer library may send more); a record shorter than
+ * its type's struct is malformed, and a malformed message closes the
+ * connection.
+ */
+#ifndef GPUPROF_INJECT_CUPTI_ABI_H
+#define GPUPROF_INJECT_CUPTI_ABI_H
+
+#include <stdint.h>
+
+#define GPI_SOCKET_DEFAULT "/run/gpuprof/cupti.sock"
+/* the environment variable naming another socket (tests, private daemons) */
+#define GPI_SOCKET_ENV "GPUPROF_CUPTI_SOCKET"
+
+#define GPI_MAGIC 0x49505047u /* "GPPI", little-endian */
+#define GPI_VERSION 1
+#define GPI_MSG_MAX 65536u
+#define GPI_STRING_IDS 65536u
+#define GPI_STRING_MAX 4095u
+
+/* 16 bytes; seq counts the connection's messages from 0, so the daemon
+ * sees batches the library dropped as gaps */
+struct gpi_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t nrec; /* records in this message */
+	uint32_t seq;
+	uint32_t rsv; /* 0 */
+};
+
+enum gpi_type {
+	GPI_HELLO = 1,	/* struct gpi_hello: first record of the first message */
+	GPI_STRING = 2, /* struct gpi_string */
+	GPI_KERNEL = 3, /* struct gpi_kernel */
+	GPI_MEMCPY = 4, /* struct gpi_memcpy */
+	GPI_MEMSET = 5, /* struct gpi_memset */
+	GPI_SYNC = 6,	/* struct gpi_sync */
+	GPI_GRAPH = 7,	/* struct gpi_graph: a graph launch as one interval */
+	GPI_API = 8,	/* struct gpi_api: a runtime / driver call (callbacks) */
+	GPI_MARKER = 9, /* struct gpi_marker: an NVTX range or mark */
+	GPI_STATS = 10, /* struct gpi_stats: the library's counters and state */
+	/* reserved for PC sampling: stall reason names, PC samples, cubins */
+	GPI_STALL_NAME = 11,
+	GPI_PC = 12,
+	GPI_CUBIN = 13,
+};
+
+/* 8 bytes at the start of every record */
+struct gpi_rec {
+	uint16_t type; /* enum gpi_type */
+	uint16_t len;  /* bytes, this header included, a multiple of 8 */
+	uint32_t rsv;  /* 0 */
+};
+
+/* the library's features (gpi_hello.features, gpi_stats.on / .failed) */
+enum gpi_feature {
+	GPI_F_KERNEL = 1u << 0, /* CONCURRENT_KERNEL activity */
+	GPI_F_MEMCPY = 1u << 1, /* MEMCPY (and MEMCPY2, peer to peer) */
+	GPI_F_MEMSET = 1u << 2, /* MEMSET */
+	GPI_F_SYNC = 1u << 3,	/* SYNCHRONIZATION */
+	GPI_F_GRAPH = 1u << 4,	/* GRAPH_TRACE */
+	GPI_F_API = 1u << 5,	/* launch / copy API callbacks (gpi_api) */
+	GPI_F_NVTX = 1u << 6,	/* MARKER (NVTX ranges and marks) */
+	GPI_F_PC = 1u << 7,	/* PC sampling */
+	GPI_F_MONO = 1u << 8,	/* CUPTI's timestamps are CLOCK_MONOTONIC (callback) */
+};
+
+struct gpi_hello {
+	struct gpi_rec h;
+	uint32_t lib_version;	/* GPI_VERSION the library was built with */
+	uint32_t cupti_version; /* cuptiGetVersion() */
+	int32_t driver_version; /* cuDriverGetVersion(), -1 unknown */
+	uint32_t features;	/* enum gpi_feature asked for by configuration */
+	uint64_t mono_ns;	/* CLOCK_MONOTONIC when sent */
+};
+
+struct gpi_string {
+	struct gpi_rec h;
+	uint32_t id;  /* 1 .. GPI_STRING_IDS - 1 */
+	uint32_t len; /* bytes of text, <= GPI_STRING_MAX, no NUL needed */
+	char text[];  /* then padding to a multiple of 8 */
+};
+
+/* gpi_kernel.flags */
+enum { GPI_KF_DEVICE_LAUNCHED = 1u << 0 };
+
+struct gpi_kernel {
+	struct gpi_rec h;
+	uint64_t start, end; /* ns; both 0: CUPTI had no timestamp (skipped) */
+	uint32_t corr;	     /* correlation id: = the launching gpi_api's */
+	uint32_t name;	     /* string id of the (mangled) kernel name */
+	uint32_t device, context, stream;
+	uint32_t grid[3], block[3];
+	uint32_t static_smem, dynamic_smem, local_mem; /* bytes (local: per thread) */
+	uint16_t regs;				       /* registers per thread */
+	uint8_t flags;				       /* GPI_KF_* */
+	uint8_t rsv;
+	uint32_t graph_id; /* 0 when not launched from a graph */
+	uint64_t graph_node;
+};
+
+/* gpi_memcpy.copy_kind: CUpti_ActivityMemcpyKind values (1 HtoD, 2 DtoH,
+ * 8 DtoD, 10 PtoP ...); src_kind / dst_kind: CUpti_ActivityMemoryKind */
+enum { GPI_MF_ASYNC = 1u << 0, GPI_MF_P2P = 1u << 1 };
+
+struct gpi_memcpy {
+	struct gpi_rec h;
+	uint64_t start, end;
+	uint64_t bytes;
+	uint32_t corr;
+	uint32_t device, context, stream;
+	uint32_t src_device, dst_device; /* peer to peer; else = device */
+	uint8_t copy_kind, src_kind, dst_kind, flags;
+	uint32_t graph_id;
+};
+
+struct gpi_memset {
+	struct gpi_rec h;
+	uint64_t start, end;
+	uint64_t bytes;
+	uint32_t corr;
+	uint32_t device, context, stream;
+	uint32_t value;
+	uint8_t mem_kind, flags, rsv[2];
+	uint32_t graph_id;
+	uint32_t rsv2;
+};
+
+/* gpi_sync.type: CUpti_ActivitySynchronizationType */
+enum {
+	GPI_SYNC_EVENT = 1,	  /* cudaEventSynchronize */
+	GPI_SYNC_STREAM_WAIT = 2, /* cudaStreamWaitEvent */
+	GPI_SYNC_STREAM = 3,	  /* cudaStreamSynchronize */
+	GPI_SYNC_CONTEXT = 4,	  /* cudaDeviceSynchronize / cuCtxSynchronize */
+};
+#define GPI_NO_STREAM UINT32_MAX
+
+struct gpi_sync {
+	struct gpi_rec h;
+	uint64_t start, end;
+	uint32_t corr;
+	uint32_t type;
+	uint32_t context, stream; /* stream GPI_NO_STREAM when none */
+	uint32_t event;		  /* CUDA event id, 0 none */
+	uint32_t rsv;
+};
+
+struct gpi_graph {
+	struct gpi_rec h;
+	uint64_t start, end;
+	uint32_t corr; /* = its cuGraphLaunch's gpi_api */
+	uint32_t device, context, stream;
+	uint32_t graph_id;
+	uint32_t rsv;
+};
+
+/* gpi_api.domain */
+enum { GPI_API_DRIVER = 1, GPI_API_RUNTIME = 2 };
+
+/*
+ * One runtime or driver call that the library's callbacks saw, on the
+ * calling thread: the bridge between the daemon's launch probe (which has
+ * the CPU stack, the thread and the entry time) and the activity records
+ * (which have the correlation id). A runtime call and the driver call it
+ * makes share one correlation id.
+ */
+struct gpi_api {
+	struct gpi_rec h;
+	uint64_t enter, exit; /* ns at the callback's ENTER and EXIT */
+	uint32_t corr;
+	uint32_t tid;  /* gettid() of the calling thread */
+	uint32_t name; /* string id of the function name */
+	uint16_t cbid; /* CUPTI callback id within its domain */
+	uint8_t domain;
+	uint8_t failed; /* the call returned an error */
+};
+
+/* gpi_marker.flags */
+enum { GPI_MK_INSTANT = 1u << 0, GPI_MK_RANGE = 1u << 1 };
+
+/* An NVTX range (start..end, paired by the library) or an instant mark
+ * (end = start). */
+struct gpi_marker {
+	struct gpi_rec h;
+	uint64_t start, end;
+	uint32_t tid;	 /* the thread it was recorded on, 0 unknown */
+	uint32_t name;	 /* string id */
+	uint32_t domain; /* string id, 0 = the default domain */
+	uint32_t flags;	 /* GPI_MK_* */
+};
+
+/* gpi_stats.state */
+enum gpi_state {
+	GPI_ST_ACTIVE = 1,   /* collecting */
+	GPI_ST_CONFLICT = 2, /* another CUPTI subscriber holds the process: stepped aside */
+	GPI_ST_DISABLED = 3, /* nothing could be enabled (every feature failed) */
+};
+
+/* Cumulative since the library started; sent about once a second while
+ * connected and at exit. */
+struct gpi_stats {
+	struct gpi_rec h;
+	uint32_t state;	    /* enum gpi_state */
+	uint32_t on;	    /* enum gpi_feature: working now */
+	uint32_t failed;    /* enum gpi_feature: turned off after a CUPTI error */
+	int32_t last_error; /* the last CUptiResult that turned a feature off, 0 */
+	uint32_t conflict;  /* string id: the other subscriber's name, 0 */
+	uint32_t rsv;
+	uint64_t records;	  /* activity records read from CUPTI */
+	uint64_t cupti_dropped;	  /* cuptiActivityGetNumDroppedRecords, summed */
+	uint64_t buffers_refused; /* CUPTI asked for a buffer when the pool was empty */
+	uint64_t api_dropped;	  /* callback records lost to a full per-thread ring */
+	uint64_t batches_sent;
+	uint64_t batches_dropped; /* socket full, or no daemon */
+	uint64_t records_dropped; /* records in those batches */
+	uint64_t reconnects;
+};
+
+_Static_assert(sizeof(struct gpi_hdr) == 16, "gpi_hdr");
+_Static_assert(sizeof(struct gpi_rec) == 8, "gpi_rec");
+_Static_assert(sizeof(struct gpi_hello) % 8 == 0, "gpi_hello");
+_Static_assert(sizeof(struct gpi_string) == 16, "gpi_string");
+_Static_assert(sizeof(struct gpi_kernel) % 8 == 0, "gpi_kernel");
+_Static_assert(sizeof(struct gpi_memcpy) % 8 == 0, "gpi_memcpy");
+_Static_assert(sizeof(struct gpi_memset) % 8 == 0, "gpi_memset");
+_Static_assert(sizeof(struct gpi_sync) % 8 == 0, "gpi_sync");
+_Static_assert(sizeof(struct gpi_graph) % 8 == 0, "gpi_graph");
+_Static_assert(sizeof(struct gpi_api) % 8 == 0, "gpi_api");
+_Static_assert(sizeof(struct gpi_marker) % 8 == 0, "gpi_marker");
+_Static_assert(sizeof(struct gpi_stats) % 8 == 0, "gpi_stats");
+
+#endif
