@@ -58,8 +58,10 @@ struct push {
 /* Per-process labels of one profile, sorted by pid (builder thread). */
 struct pidlabel {
 	uint32_t pid;
+	uint64_t gpus; /* bit d: the process ran work on CUDA device d (d < 64) */
 	char cgroup[PUSH_CGROUP_MAX];
 	char unit[128];
+	char gpu[192]; /* "0", "0,3": the devices in gpus */
 };
 
 struct labels {
@@ -109,6 +111,46 @@ static void read_cgroup(struct pidlabel *l)
 	}
 }
 
+static struct pidlabel *label_find(const struct labels *lb, uint32_t pid)
+{
+	size_t lo = 0, hi = lb->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (lb->v[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < lb->n && lb->v[lo].pid == pid ? &lb->v[lo] : NULL;
+}
+
+/*
+ * The GPUs each process used in the window, from its NVIDIA activity
+ * (CUPTI intervals carry the device index; the Intel driver-side
+ * intervals carry none, so Intel processes get no gpu label).
+ */
+static void label_gpus(struct labels *lb, const struct capture *c)
+{
+	for (size_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *r = &c->recs[i];
+		struct pidlabel *l;
+		uint32_t dev;
+		if (r->type != STORE_REC_GPU_INTERVAL || r->cpu >> 8 != GPU_ENGINE_CUPTI)
+			continue;
+		dev = STORE_CUPTI_DEVICE(r->aux[0]);
+		if (dev < 64 && (l = label_find(lb, r->pid)))
+			l->gpus |= 1ull << dev;
+	}
+	for (size_t i = 0; i < lb->n; i++) {
+		struct pidlabel *l = &lb->v[i];
+		size_t off = 0;
+		for (unsigned d = 0; d < 64 && off < sizeof(l->gpu) - 4; d++)
+			if (l->gpus >> d & 1)
+				off += (size_t)snprintf(l->gpu + off, sizeof(l->gpu) - off, "%s%u",
+							off ? "," : "", d);
+	}
+}
+
 static int labels_build(struct labels *lb, const struct capture *c)
 {
 	uint32_t *pids = malloc(PUSH_MAX_LABELLED_PIDS * sizeof(*pids));
@@ -138,27 +180,22 @@ static int labels_build(struct labels *lb, const struct capture *c)
 	}
 	lb->n = u;
 	free(pids);
+	label_gpus(lb, c);
 	return 0;
 }
 
 static size_t label_fn(void *arg, uint32_t pid, const char **keys, const char **vals, size_t max)
 {
-	const struct labels *lb = arg;
-	size_t lo = 0, hi = lb->n, n = 0;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (lb->v[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == lb->n || lb->v[lo].pid != pid)
+	const struct pidlabel *l = label_find(arg, pid);
+	size_t n = 0;
+	if (!l)
 		return 0;
-	const struct pidlabel *l = &lb->v[lo];
 	if (l->cgroup[0] && n < max)
 		keys[n] = "cgroup", vals[n++] = l->cgroup;
 	if (l->unit[0] && n < max)
 		keys[n] = "unit", vals[n++] = l->unit;
+	if (l->gpu[0] && n < max)
+		keys[n] = "gpu", vals[n++] = l->gpu;
 	return n;
 }
 
