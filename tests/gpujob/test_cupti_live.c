@@ -752,6 +752,220 @@ out:
 	capture_free(c);
 }
 
+/*
+ * Graph launches, kinds this build does not know, a pid with CUPTI
+ * activity but no API calls, and Intel intervals in a CUPTI pid.
+ */
+static void test_edges(void)
+{
+	struct capture *c = scene_of(false);
+	struct ids id = {.comm = cb_str(c, "train")};
+	struct timeline *tl = NULL;
+	const struct tl_event *e;
+
+	api(c, &id, MAIN, "cudaGraphLaunch", 2, 300, 303, 20);
+	activity(c, &id, GPU_CUPTI_GRAPH, "CUDA Graph", 310, 400, 7, 20, 0);
+	activity(c, &id, 9, "future kind", 310, 320, 7, 21, 0);
+	/* an Intel interval of the same pid, with a launch probe whose id
+	 * equals a CUPTI one */
+	probe(c, &id, MAIN, "xe_k", 500, 0, 20);
+	*rec(c) = (struct store_rec){.ts_ns = T0 + 505 * US,
+				     .dur_ns = US,
+				     .pid = PID,
+				     .comm = id.comm,
+				     .name = cb_str(c, "xe/ccs"),
+				     .type = STORE_REC_GPU_INTERVAL,
+				     .cpu = GPU_ENGINE_XE << 8 | 5,
+				     .aux32 = US,
+				     .aux = {3, 0}};
+	/* pid 500: activity, no calls (API callbacks off) */
+	*rec(c) = (struct store_rec){.ts_ns = T0 + 10 * US,
+				     .dur_ns = 5 * US,
+				     .pid = 500,
+				     .type = STORE_REC_GPU_INTERVAL,
+				     .cpu = GPU_ENGINE_CUPTI << 8 | GPU_CUPTI_KERNEL,
+				     .aux = {STORE_CUPTI_WHERE(1, 2, 4), 1}};
+	*rec(c) = (struct store_rec){.ts_ns = T0 + 9 * US,
+				     .pid = 500,
+				     .tid = 500,
+				     .name = cb_str(c, "k500"),
+				     .type = STORE_REC_GPU_LAUNCH,
+				     .aux = {0, 1}};
+	struct gpu_match m;
+	CHECK_EQ_INT(gpu_match_build(c, &m), 0);
+	CHECK_EQ_U64(m.ncupti, 13);
+	CHECK_EQ_U64(m.ncupti_call, 10); /* + the graph, the future kind */
+	uint32_t iv500 = c->nrecs - 2, xe = c->nrecs - 3;
+	CHECK_EQ_INT(m.count[iv500], 0); /* no call: its probe's id is not CUPTI's */
+	CHECK_EQ_INT(m.count[xe], 1);	 /* the Intel rule still works */
+	gpu_match_finish(&m);
+
+	CHECK_EQ_INT(timeline_from_capture(c, &tl), 0);
+	if (!tl)
+		goto out;
+	const struct tl_rank *r = timeline_rank(tl, PID);
+	CHECK(r && r->nev == 22 + 2 + 1); /* + the graph call and launch, the Intel row */
+	e = r ? row(tl, r, "CUDA Graph", 0) : NULL;
+	CHECK(e && e->kind == TL_K_KERNEL && e->link >= 0 &&
+	      !strcmp(timeline_str(tl, r->ev[e->link].name, NULL), "cudaGraphLaunch"));
+	CHECK(r && row(tl, r, "future kind", 0) == NULL);
+	/* the Intel interval, named after its launch, which is no row
+	 * beside CUPTI's calls; its probe id (= a CUPTI id) is not shown */
+	e = r ? row(tl, r, "xe_k", 0) : NULL;
+	CHECK(e && e->kind == TL_K_KERNEL && e->correlation == -1 && e->stream == 3);
+	CHECK(r && row(tl, r, "xe_k", 1) == NULL);
+	r = timeline_rank(tl, 500);
+	CHECK(r && r->nev == 1);
+	e = r ? &r->ev[0] : NULL;
+	CHECK(e && e->pid == 1 && e->device == 1 && e->stream == 4 && e->link == -1);
+	CHECK(e && !strcmp(timeline_str(tl, e->name, NULL), "cuda/kernel"));
+out:
+	timeline_free(tl);
+	capture_free(c);
+}
+
+/*
+ * The join against a direct reading of its rules on random captures:
+ * several pids and threads, calls with and without a nested driver call,
+ * probes anywhere, intervals naming calls that may not exist, equal
+ * times everywhere.
+ */
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t below(uint64_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng % n;
+}
+
+/* The outer call of (pid, corr) and its innermost entry, directly. */
+static int64_t ref_call(const struct capture *c, uint32_t pid, uint32_t corr, uint64_t *in)
+{
+	int64_t o = -1;
+
+	for (uint32_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *x = &c->recs[i];
+		if (x->type != STORE_REC_GPU_API || x->pid != pid || (uint32_t)x->aux[1] != corr)
+			continue;
+		if (o < 0) {
+			o = i;
+			*in = x->ts_ns;
+			continue;
+		}
+		const struct store_rec *y = &c->recs[o];
+		if (x->ts_ns < y->ts_ns || (x->ts_ns == y->ts_ns && x->cpu > y->cpu))
+			o = i;
+		if (x->ts_ns > *in)
+			*in = x->ts_ns;
+	}
+	return o;
+}
+
+static int64_t ref_launch(const struct capture *c, uint32_t pid, uint32_t corr)
+{
+	uint64_t in = 0, prev = 0;
+	bool have_prev = false;
+	int64_t o = ref_call(c, pid, corr, &in);
+
+	if (o < 0)
+		return -2; /* no call */
+	uint32_t tid = c->recs[o].tid;
+	/* the previous call on the thread: the latest (entry, corr) before ours */
+	for (uint32_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *x = &c->recs[i];
+		uint64_t in2 = 0;
+		uint32_t k = (uint32_t)x->aux[1];
+		if (x->type != STORE_REC_GPU_API || x->pid != pid || !k || k == corr)
+			continue;
+		int64_t o2 = ref_call(c, pid, k, &in2);
+		if (o2 != (int64_t)i || x->tid != tid)
+			continue; /* each call once, by its outer record */
+		if ((in2 < in || (in2 == in && k < corr)) && (!have_prev || in2 > prev))
+			prev = in2, have_prev = true;
+	}
+	int64_t best = -1;
+	for (uint32_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *x = &c->recs[i];
+		if (x->type != STORE_REC_GPU_LAUNCH || x->pid != pid || x->tid != tid ||
+		    x->ts_ns > in || (have_prev && x->ts_ns <= prev))
+			continue;
+		if (best < 0 || x->ts_ns >= c->recs[best].ts_ns)
+			best = i;
+	}
+	return best;
+}
+
+static void test_join_random(void)
+{
+	for (int round = 0; round < 6; round++) {
+		struct capture *c;
+		if (capture_new(&c) < 0)
+			abort();
+		uint32_t nm = cb_str(c, "k");
+		size_t n = 400 + below(400);
+		for (size_t i = 0; i < n; i++) {
+			uint32_t pid = 10 + (uint32_t)below(3), tid = pid + (uint32_t)below(3);
+			uint64_t ts = T0 + below(3000) * 100;
+			uint32_t corr = 1 + (uint32_t)below(150);
+			uint64_t what = below(10);
+			struct store_rec *x = rec(c);
+			*x = (struct store_rec){.ts_ns = ts, .pid = pid, .tid = tid, .name = nm};
+			if (what < 3) {
+				x->type = STORE_REC_GPU_LAUNCH;
+				x->aux[1] = corr; /* the probe's own ids */
+			} else if (what < 6) {
+				x->type = STORE_REC_GPU_API;
+				x->cpu = (uint16_t)(1 + below(2));
+				x->dur_ns = below(500);
+				x->aux[1] = corr;
+			} else if (what < 9) {
+				x->type = STORE_REC_GPU_INTERVAL;
+				x->cpu = GPU_ENGINE_CUPTI << 8 | (uint16_t)below(5);
+				x->dur_ns = below(1000);
+				x->tid = 0;
+				x->aux[0] = STORE_CUPTI_WHERE(0, 1, below(3));
+				x->aux[1] = below(20) ? corr : 0;
+			} else {
+				x->type = STORE_REC_GPU_INTERVAL; /* Intel */
+				x->cpu = 5;
+				x->dur_ns = below(1000);
+				x->aux[0] = 7;
+			}
+		}
+		struct gpu_match m;
+		size_t ncall = 0, nlaunch = 0, bad = 0;
+		CHECK_EQ_INT(gpu_match_build(c, &m), 0);
+		for (uint32_t i = 0; i < c->nrecs; i++) {
+			const struct store_rec *x = &c->recs[i];
+			if (!gpu_is_cupti(x))
+				continue;
+			uint32_t corr = (uint32_t)x->aux[1];
+			int64_t want = corr ? ref_launch(c, x->pid, corr) : -2;
+			int64_t got = m.count[i] ? (int64_t)m.launch[m.first[i]] : -1;
+			uint64_t in;
+			ncall += want != -2;
+			nlaunch += want >= 0;
+			if (want == -2)
+				bad += m.call[i] != 0 || m.count[i];
+			else
+				bad += m.call[i] != ref_call(c, x->pid, corr, &in) + 1 ||
+				       got != want;
+		}
+		CHECK_EQ_U64(bad, 0);
+		CHECK_EQ_U64(m.ncupti_call, ncall);
+		CHECK_EQ_U64(m.ncupti_launch, nlaunch);
+		CHECK(nlaunch > 10 && ncall > nlaunch);
+		gpu_match_finish(&m);
+		/* and the timeline builds, whatever the mix */
+		struct timeline *tl = NULL;
+		CHECK_EQ_INT(timeline_from_capture(c, &tl), 0);
+		timeline_free(tl);
+		capture_free(c);
+	}
+}
+
 int main(void)
 {
 	RUN(test_join);
@@ -759,5 +973,7 @@ int main(void)
 	RUN(test_analyses);
 	RUN(test_folded);
 	RUN(test_chrome);
+	RUN(test_edges);
+	RUN(test_join_random);
 	return test_summary();
 }
