@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <zlib.h>
 
 #include "sym/capbuild.h"
 #include "analysis/analysis.h"
@@ -752,6 +753,37 @@ out:
 	capture_free(c);
 }
 
+/* pprof: GPU time per kernel; a sync interval (the CPU waiting) is none. */
+static void test_pprof(void)
+{
+	struct capture *c = scene_of(false);
+	struct membuf m = {0};
+	struct export_totals t;
+
+	CHECK_EQ_INT(pprof_export(c, NULL, 1000000, mem_cb, &m, &t), 0);
+	z_stream zs = {0};
+	size_t cap = 1 << 20;
+	char *out = malloc(cap + 1);
+	CHECK(out && m.p && inflateInit2(&zs, 15 + 16) == Z_OK);
+	if (!out || !m.p)
+		goto out;
+	zs.next_in = (unsigned char *)m.p;
+	zs.avail_in = (uInt)m.len;
+	zs.next_out = (unsigned char *)out;
+	zs.avail_out = (uInt)cap;
+	CHECK_EQ_INT(inflate(&zs, Z_FINISH), Z_STREAM_END);
+	inflateEnd(&zs);
+	CHECK(memmem(out, zs.total_out, "gpu", 3) != NULL);
+	CHECK(memmem(out, zs.total_out, "gemm_kernel_[G]", 15) != NULL);
+	CHECK(memmem(out, zs.total_out, MEMCPY_NAME "_[G]", strlen(MEMCPY_NAME) + 4) != NULL);
+	CHECK(memmem(out, zs.total_out, "Stream Sync", 11) == NULL);
+	CHECK(memmem(out, zs.total_out, "Event Sync", 10) == NULL);
+out:
+	free(out);
+	free(m.p);
+	capture_free(c);
+}
+
 /*
  * Graph launches, kinds this build does not know, a pid with CUPTI
  * activity but no API calls, and Intel intervals in a CUPTI pid.
@@ -973,6 +1005,7 @@ int main(void)
 	RUN(test_analyses);
 	RUN(test_folded);
 	RUN(test_chrome);
+	RUN(test_pprof);
 	RUN(test_edges);
 	RUN(test_join_random);
 	return test_summary();
