@@ -55,8 +55,8 @@ struct live {
 	 * id as they are, and the engine name of an unnamed interval */
 	struct name cat[C_N];
 	uint8_t cat_kind[C_N];
-	struct name *cname, unnamed[CUPTI_KINDS];
-	bool cupti; /* the rank being built has CUPTI records */
+	struct name *cname, unnamed[CUPTI_KINDS + 2]; /* + a call's, a mark's */
+	bool cupti;				      /* the rank being built has CUPTI records */
 	/* per capture string id (ids past nstrs share slot 0, as they read as
 	 * no string): the kernel named by a launch; an interval's own name,
 	 * plain and as a copy ("Memcpy …") */
@@ -216,12 +216,17 @@ static const struct name *cupti_name(struct live *L, const struct store_rec *x, 
 		*err = (int)intern(L, slot, s, len);
 		return slot;
 	}
-	unsigned k = x->type == STORE_REC_GPU_INTERVAL ? (x->cpu & 0xff) : 0;
-	slot = &L->unnamed[k < CUPTI_KINDS ? k : 0];
-	if (x->type == STORE_REC_GPU_INTERVAL)
+	unsigned k = x->cpu & 0xff; /* shown intervals are of known kinds */
+	if (x->type == STORE_REC_GPU_INTERVAL) {
 		s = gpu_engine_name(GPU_ENGINE_CUPTI, k, buf, sizeof(buf));
-	else
-		s = x->type == STORE_REC_GPU_API ? "cuda call" : "nvtx";
+	} else if (x->type == STORE_REC_GPU_API) {
+		k = CUPTI_KINDS;
+		s = "cuda call";
+	} else {
+		k = CUPTI_KINDS + 1;
+		s = "nvtx";
+	}
+	slot = &L->unnamed[k < CUPTI_KINDS + 2 ? k : 0];
 	if (!slot->id1)
 		*err = (int)intern(L, slot, s, strlen(s));
 	return slot;

@@ -810,6 +810,20 @@ static void test_edges(void)
 				     .cpu = GPU_ENGINE_XE << 8 | 5,
 				     .aux32 = US,
 				     .aux = {3, 0}};
+	/* unnamed: a call and a kernel each get their own fallback name */
+	*rec(c) = (struct store_rec){.ts_ns = T0 + 600 * US,
+				     .dur_ns = US,
+				     .pid = PID,
+				     .tid = WORKER,
+				     .type = STORE_REC_GPU_API,
+				     .cpu = 2,
+				     .aux = {0, 30}};
+	*rec(c) = (struct store_rec){.ts_ns = T0 + 610 * US,
+				     .dur_ns = US,
+				     .pid = PID,
+				     .type = STORE_REC_GPU_INTERVAL,
+				     .cpu = GPU_ENGINE_CUPTI << 8 | GPU_CUPTI_KERNEL,
+				     .aux = {STORE_CUPTI_WHERE(0, 1, 7), 30}};
 	/* pid 500: activity, no calls (API callbacks off) */
 	*rec(c) = (struct store_rec){.ts_ns = T0 + 10 * US,
 				     .dur_ns = 5 * US,
@@ -825,9 +839,9 @@ static void test_edges(void)
 				     .aux = {0, 1}};
 	struct gpu_match m;
 	CHECK_EQ_INT(gpu_match_build(c, &m), 0);
-	CHECK_EQ_U64(m.ncupti, 13);
-	CHECK_EQ_U64(m.ncupti_call, 10); /* + the graph, the future kind */
-	uint32_t iv500 = c->nrecs - 2, xe = c->nrecs - 3;
+	CHECK_EQ_U64(m.ncupti, 14);
+	CHECK_EQ_U64(m.ncupti_call, 11); /* + the graph, the future kind, the unnamed */
+	uint32_t iv500 = c->nrecs - 2, xe = find(c, STORE_REC_GPU_INTERVAL, "xe/ccs", 0);
 	CHECK_EQ_INT(m.count[iv500], 0); /* no call: its probe's id is not CUPTI's */
 	CHECK_EQ_INT(m.count[xe], 1);	 /* the Intel rule still works */
 	gpu_match_finish(&m);
@@ -836,7 +850,11 @@ static void test_edges(void)
 	if (!tl)
 		goto out;
 	const struct tl_rank *r = timeline_rank(tl, PID);
-	CHECK(r && r->nev == 22 + 2 + 1); /* + the graph call and launch, the Intel row */
+	/* + the graph call and launch, the Intel row, the unnamed pair */
+	CHECK(r && r->nev == 22 + 2 + 1 + 2);
+	e = r ? row(tl, r, "cuda/kernel", 0) : NULL;
+	CHECK(e && e->link >= 0 &&
+	      !strcmp(timeline_str(tl, r->ev[e->link].name, NULL), "cuda call"));
 	e = r ? row(tl, r, "CUDA Graph", 0) : NULL;
 	CHECK(e && e->kind == TL_K_KERNEL && e->link >= 0 &&
 	      !strcmp(timeline_str(tl, r->ev[e->link].name, NULL), "cudaGraphLaunch"));
