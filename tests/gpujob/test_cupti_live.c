@@ -5,7 +5,7 @@
  * NVTX marks), beside the launch probes: the join (capture/gpumatch.c),
  * the Kineto-shaped timeline (timeline/live.c), every analysis on it with
  * the numbers worked out by hand below, `folded --weight gpu-time` and the
- * Chrome trace export.
+ * Chrome trace export; analyze.comm on a capture with an NCCL kernel.
  *
  * pid 300 "train", device 0, context 1; µs from T0.
  * Thread 300 (stream 7):
@@ -753,6 +753,54 @@ out:
 	capture_free(c);
 }
 
+/*
+ * analyze.comm on a CUDA capture, µs from T0: gemm [20, 120], an NCCL
+ * all-reduce kernel [200, 250], gemm [310, 350], each launched by its own
+ * cudaLaunchKernel. One iteration = the GPU span 330; compute 140, comm 50
+ * (OTHER: no sizes or groups without Kineto's args), idle 140.
+ */
+static void test_comm(void)
+{
+	struct capture *c;
+	struct ids id;
+	struct timeline *tl = NULL;
+	cJSON *res = NULL;
+	char err[256] = "";
+
+	if (capture_new(&c) < 0)
+		abort();
+	c->kind = CAPTURE_LIVE;
+	id.comm = cb_str(c, "train");
+	api(c, &id, MAIN, "cudaLaunchKernel", 2, 0, 2, 1);
+	api(c, &id, MAIN, "cudaLaunchKernel", 2, 50, 52, 2);
+	activity(c, &id, GPU_CUPTI_KERNEL, "gemm_kernel", 20, 120, 7, 1, 32);
+	api(c, &id, MAIN, "cudaLaunchKernel", 2, 300, 302, 3);
+	activity(c, &id, GPU_CUPTI_KERNEL, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 200, 250, 7,
+		 2, 32);
+	activity(c, &id, GPU_CUPTI_KERNEL, "gemm_kernel", 310, 350, 7, 3, 32);
+	tl = attached(c);
+	if (!tl)
+		goto out;
+	CHECK_EQ_INT(comm_analyze(tl, NULL, NULL, &res, err, sizeof(err)), 0);
+	if (!res) {
+		fprintf(stderr, "comm: %s\n", err);
+		goto out;
+	}
+	const cJSON *it = cJSON_GetObjectItem(res, "iterations");
+	CHECK_NEAR(num(it, "time_mean_us"), 330, 1e-9);
+	const cJSON *u = cJSON_GetObjectItem(cJSON_GetObjectItem(res, "breakdown"), "union");
+	CHECK_NEAR(num(u, "compute_us"), 140, 1e-9);
+	CHECK_NEAR(num(u, "all_comm_us"), 50, 1e-9);
+	CHECK_NEAR(num(cJSON_GetObjectItem(u, "comm_us"), "OTHER"), 50, 1e-9);
+	CHECK_NEAR(num(u, "idle_us"), 140, 1e-9);
+	const cJSON *b = cJSON_GetObjectItem(cJSON_GetObjectItem(res, "bandwidth"), "OTHER");
+	CHECK_NEAR(num(b, "events_bytes_unknown"), 1, 0);
+out:
+	cJSON_Delete(res);
+	timeline_free(tl);
+	capture_free(c);
+}
+
 /* pprof: GPU time per kernel; a sync interval (the CPU waiting) is none. */
 static void test_pprof(void)
 {
@@ -1023,6 +1071,7 @@ int main(void)
 	RUN(test_analyses);
 	RUN(test_folded);
 	RUN(test_chrome);
+	RUN(test_comm);
 	RUN(test_pprof);
 	RUN(test_edges);
 	RUN(test_join_random);
