@@ -6,7 +6,10 @@
  *  - a live capture of N intervals and N launches: the launch <-> interval
  *    match, the timeline build + encode (timeline/live.c), the temporal
  *    analysis on it, and `folded --weight gpu-time`; each as wall time and
- *    as this thread's CPU time (steadier on a loaded machine).
+ *    as this thread's CPU time (steadier on a loaded machine);
+ *  - the same for a CUDA capture from the CUPTI library: N kernels, each
+ *    with its launch probe, runtime call and the driver call inside it,
+ *    over 4 pids of 2 threads, activity arriving in batches of 256.
  * Usage: bench_gpu_job [N (default 1000000)] [in-flight K (default 256)]
  */
 #include <stdio.h>
@@ -76,8 +79,10 @@ static void bench_pair(uint64_t n, uint64_t k)
 		}
 		if (i >= k) {
 			uint64_t j = i - k;
-			struct gj_event e = {
-			    .ev = GJ_END, .ts_ns = 10 * i + 5, .ctx = j % 64 + 1, .seqno = j / 64};
+			struct gj_event e = {.ev = GJ_END,
+					     .ts_ns = 10 * i + 5,
+					     .ctx = j % 64 + 1,
+					     .seqno = j / 64};
 			gj_pair_feed(p, &e);
 		}
 	}
@@ -174,6 +179,108 @@ static void bench_live(uint64_t n)
 	capture_free(c);
 }
 
+/* A CUDA capture as the CUPTI collector fills it (store.h). */
+static struct capture *cupti_capture(uint64_t n)
+{
+	struct capture *c;
+	if (capture_new(&c) < 0)
+		exit(1);
+	c->kind = CAPTURE_LIVE;
+	uint32_t comm = cb_str(c, "train"), rt = cb_str(c, "cudaLaunchKernel"),
+		 drv = cb_str(c, "cuLaunchKernel"), names[16], stacks[16];
+	uint64_t ips[4] = {0x1004, 0x1003, 0x1002, 0x1001};
+	for (int i = 0; i < 16; i++) {
+		char b[32];
+		snprintf(b, sizeof(b), "_Z8kernel_%di", i);
+		names[i] = cb_str(c, b);
+		ips[0] = 0x2000 + (uint64_t)i;
+		stacks[i] = cb_stack(c, ips, 4, 0);
+	}
+	c->recs = malloc(4 * n * sizeof(*c->recs));
+	for (uint64_t b = 0; b < n; b += 256) {
+		uint64_t e = b + 256 < n ? b + 256 : n;
+		for (uint64_t i = b; i < e; i++) { /* the calls as they happen */
+			uint64_t t = 1000000000000ull + i * 10000;
+			uint32_t pid = 100 + (uint32_t)(i % 4), tid = pid + (uint32_t)(i / 4 % 2);
+			struct store_rec base = {.ts_ns = t, .pid = pid, .tid = tid, .comm = comm};
+			struct store_rec *r = &c->recs[c->nrecs];
+			r[0] = base;
+			r[0].type = STORE_REC_GPU_LAUNCH;
+			r[0].stack = stacks[i % 16];
+			r[0].name = names[i % 16];
+			r[0].ts_ns += 500;
+			r[1] = base;
+			r[1].type = STORE_REC_GPU_API;
+			r[1].ts_ns += 500, r[1].dur_ns = 2000, r[1].name = drv, r[1].cpu = 1;
+			r[1].aux[1] = i + 1;
+			r[2] = base;
+			r[2].type = STORE_REC_GPU_API;
+			r[2].dur_ns = 3000, r[2].name = rt, r[2].cpu = 2, r[2].aux[1] = i + 1;
+			c->nrecs += 3;
+		}
+		for (uint64_t i = b; i < e; i++) /* their activity, a batch later */
+			c->recs[c->nrecs++] =
+				(struct store_rec){.ts_ns = 1000000000000ull + i * 10000 + 5000,
+						   .dur_ns = 6000,
+						   .pid = 100 + (uint32_t)(i % 4),
+						   .comm = comm,
+						   .name = names[i % 16],
+						   .type = STORE_REC_GPU_INTERVAL,
+						   .cpu = GPU_ENGINE_CUPTI << 8 | GPU_CUPTI_KERNEL,
+						   .aux = {STORE_CUPTI_WHERE(0, 1, 7 + i % 4),
+							   i + 1}};
+	}
+	return c;
+}
+
+static void bench_cupti(uint64_t n)
+{
+	struct capture *c = cupti_capture(n);
+	double t[7], u[7];
+	t[0] = now(), u[0] = cpu();
+	struct gpu_match m;
+	if (gpu_match_build(c, &m) < 0)
+		exit(1);
+	t[1] = now(), u[1] = cpu();
+	size_t launched = m.ncupti_launch;
+	gpu_match_finish(&m);
+	if (timeline_live_attach(c) < 0)
+		exit(1);
+	t[2] = now(), u[2] = cpu();
+	const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
+	struct timeline *tl;
+	char why[64];
+	if (!x || timeline_decode(x->data, x->len, &tl, why, sizeof(why)) < 0)
+		exit(1);
+	t[3] = now(), u[3] = cpu();
+	cJSON *res = NULL, *res2 = NULL;
+	char err[128];
+	if (analysis_run("temporal", tl, NULL, &res, err, sizeof(err)) < 0)
+		exit(1);
+	t[4] = now(), u[4] = cpu();
+	if (analysis_run("launch", tl, NULL, &res2, err, sizeof(err)) < 0)
+		exit(1);
+	t[5] = now(), u[5] = cpu();
+	struct folded_opts o = {.weight = FOLDED_WEIGHT_GPU_TIME};
+	size_t bytes = 0;
+	if (folded_write(c, &o, sink, &bytes, NULL) < 0)
+		exit(1);
+	t[6] = now(), u[6] = cpu();
+	printf("CUDA capture: %llu kernels + as many probes and 2 calls each, %zu joined to "
+	       "their probe, section %zu bytes\n",
+	       (unsigned long long)n, launched, x->len);
+	static const char *const what[] = {"join",   "timeline build+encode", "decode", "temporal",
+					   "launch", "folded gpu-time"};
+	for (int i = 0; i < 6; i++)
+		printf("  %-22s %7.0f ms wall %7.0f ns/kernel, %7.0f ms CPU %7.0f ns/kernel\n",
+		       what[i], (t[i + 1] - t[i]) * 1e3, (t[i + 1] - t[i]) * 1e9 / (double)n,
+		       (u[i + 1] - u[i]) * 1e3, (u[i + 1] - u[i]) * 1e9 / (double)n);
+	cJSON_Delete(res);
+	cJSON_Delete(res2);
+	timeline_free(tl);
+	capture_free(c);
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
@@ -184,5 +291,6 @@ int main(int argc, char **argv)
 	}
 	bench_pair(n, k);
 	bench_live(n);
+	bench_cupti(n);
 	return 0;
 }

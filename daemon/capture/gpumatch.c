@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Launches matched to job intervals (gpumatch.h). */
+/* Launches matched to job intervals and CUPTI activity (gpumatch.h). */
 #include "gpumatch.h"
 
 #include <errno.h>
@@ -74,6 +74,7 @@ static uint64_t submit_time(const struct store_rec *r)
 
 void gpu_match_finish(struct gpu_match *m)
 {
+	free(m->call);
 	free(m->first);
 	free(m->count);
 	free(m->launch);
@@ -115,10 +116,181 @@ static size_t match_by_corr(const struct capture *c, struct gpu_match *m, const 
 	return out;
 }
 
+/* ---- CUPTI intervals: joined through their API call (gpumatch.h) ---- */
+
+#define NO_LAUNCH UINT32_MAX
+
+/* One API call: the records of one (pid, correlation), outer = the one
+ * entered first, enter_in = the latest entry among them. */
+struct call {
+	uint32_t pid, corr, outer, launch;
+	uint64_t enter_in;
+};
+
+/* A launch or a call on its thread, for the per-thread walk. */
+struct step {
+	uint64_t ts;
+	uint32_t pid, tid, ref; /* launch: record index; call: index into calls */
+	uint32_t is_call;	/* at equal times the launch comes first */
+};
+
+static int step_cmp(const void *a, const void *b)
+{
+	const struct step *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->is_call != y->is_call)
+		return x->is_call < y->is_call ? -1 : 1;
+	return x->ref < y->ref ? -1 : x->ref > y->ref;
+}
+
+/* Whether record a was entered before b (the runtime call before the
+ * driver call it makes when both have one time). */
+static bool entered_before(const struct store_rec *a, uint32_t ia, const struct store_rec *b,
+			   uint32_t ib)
+{
+	if (a->ts_ns != b->ts_ns)
+		return a->ts_ns < b->ts_ns;
+	if (a->cpu != b->cpu)
+		return a->cpu > b->cpu; /* 2 runtime before 1 driver */
+	return ia < ib;
+}
+
+/* The calls of c by (pid, corr), their nested records marked in m->call.
+ * *ret: malloc'ed, *n entries. 0 or -ENOMEM. */
+static int group_calls(const struct capture *c, struct gpu_match *m, struct call **ret, size_t *n)
+{
+	struct gpu_key *k = malloc((m->napi + 1) * sizeof(*k));
+	struct call *cl = malloc((m->napi + 1) * sizeof(*cl));
+	size_t nk = 0, nc = 0;
+
+	if (!k || !cl)
+		goto fail;
+	for (size_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *r = &c->recs[i];
+		if (r->type == STORE_REC_GPU_API && (uint32_t)r->aux[1])
+			k[nk++] = (struct gpu_key){(uint32_t)r->aux[1], r->pid, (uint32_t)i};
+	}
+	if (gpu_sort_pid_key(k, nk) < 0)
+		goto fail;
+	for (size_t a = 0, b; a < nk; a = b) {
+		uint32_t outer = k[a].idx;
+		uint64_t in = c->recs[outer].ts_ns;
+
+		for (b = a + 1; b < nk && k[b].pid == k[a].pid && k[b].key == k[a].key; b++) {
+			const struct store_rec *r = &c->recs[k[b].idx];
+			if (entered_before(r, k[b].idx, &c->recs[outer], outer))
+				outer = k[b].idx;
+			if (r->ts_ns > in)
+				in = r->ts_ns;
+		}
+		for (size_t j = a; j < b; j++)
+			if (k[j].idx != outer)
+				m->call[k[j].idx] = outer + 1;
+		cl[nc++] = (struct call){k[a].pid, (uint32_t)k[a].key, outer, NO_LAUNCH, in};
+	}
+	free(k);
+	*ret = cl;
+	*n = nc;
+	return 0;
+fail:
+	free(k);
+	free(cl);
+	return -ENOMEM;
+}
+
+/* Each call's launch probe: per thread in time order, a call takes the
+ * latest launch since the previous call (gpumatch.h). */
+static int call_launches(const struct capture *c, const struct gpu_match *m, struct call *cl,
+			 size_t nc)
+{
+	struct step *s = malloc((m->nlaunches + nc + 1) * sizeof(*s));
+	size_t n = 0;
+
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *r = &c->recs[i];
+		if (r->type == STORE_REC_GPU_LAUNCH)
+			s[n++] = (struct step){r->ts_ns, r->pid, r->tid, (uint32_t)i, 0};
+	}
+	for (size_t j = 0; j < nc; j++)
+		s[n++] = (struct step){cl[j].enter_in, cl[j].pid, c->recs[cl[j].outer].tid,
+				       (uint32_t)j, 1};
+	qsort(s, n, sizeof(*s), step_cmp);
+	uint32_t pending = NO_LAUNCH;
+	for (size_t i = 0; i < n; i++) {
+		if (i && (s[i].pid != s[i - 1].pid || s[i].tid != s[i - 1].tid))
+			pending = NO_LAUNCH; /* another thread */
+		if (!s[i].is_call) {
+			pending = s[i].ref;
+		} else {
+			cl[s[i].ref].launch = pending;
+			pending = NO_LAUNCH;
+		}
+	}
+	free(s);
+	return 0;
+}
+
+static const struct call *find_call(const struct call *cl, size_t nc, uint32_t pid, uint32_t corr)
+{
+	size_t lo = 0, hi = nc;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (cl[mid].pid < pid || (cl[mid].pid == pid && cl[mid].corr < corr))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < nc && cl[lo].pid == pid && cl[lo].corr == corr ? &cl[lo] : NULL;
+}
+
+/* Join every CUPTI interval to its call and launch; marks the launches
+ * taken in state[]. Returns how many launches went out (from out), or
+ * -ENOMEM. */
+static int64_t match_cupti(const struct capture *c, struct gpu_match *m, uint8_t *state, size_t out)
+{
+	struct call *cl = NULL;
+	size_t nc = 0;
+
+	if (group_calls(c, m, &cl, &nc) < 0 || call_launches(c, m, cl, nc) < 0) {
+		free(cl);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *r = &c->recs[i];
+		if (!gpu_is_cupti(r))
+			continue;
+		const struct call *k = find_call(cl, nc, r->pid, (uint32_t)r->aux[1]);
+		if (!k || !(uint32_t)r->aux[1])
+			continue;
+		m->call[i] = k->outer + 1;
+		m->ncupti_call++;
+		if (k->launch == NO_LAUNCH)
+			continue;
+		state[k->launch] |= ST_USED;
+		state[i] |= ST_USED;
+		m->first[i] = (uint32_t)out;
+		m->count[i] = 1;
+		m->launch[out++] = k->launch;
+		m->ncupti_launch++;
+		m->nmatched++;
+	}
+	free(cl);
+	return (int64_t)out;
+}
+
 int gpu_match_build(const struct capture *c, struct gpu_match *m)
 {
 	struct gpu_key *it = NULL, *lc = NULL;
-	size_t n = 0, nl = 0, out = 0;
+	size_t n = 0, nl = 0, out = 0, nxe;
 	uint8_t *state = NULL;
 	bool any_corr = false;
 	int err = -ENOMEM;
@@ -129,22 +301,35 @@ int gpu_match_build(const struct capture *c, struct gpu_match *m)
 	for (size_t i = 0; i < c->nrecs; i++) {
 		m->nlaunches += c->recs[i].type == STORE_REC_GPU_LAUNCH;
 		m->nintervals += c->recs[i].type == STORE_REC_GPU_INTERVAL;
+		m->ncupti += gpu_is_cupti(&c->recs[i]);
+		m->napi += c->recs[i].type == STORE_REC_GPU_API;
 	}
+	nxe = m->nintervals - m->ncupti;
 	m->first = calloc(c->nrecs + 1, sizeof(*m->first));
 	m->count = calloc(c->nrecs + 1, sizeof(*m->count));
-	m->launch = malloc((m->nlaunches + 1) * sizeof(*m->launch));
-	it = malloc((m->nlaunches + m->nintervals + 1) * sizeof(*it));
+	/* a launch goes out once by the two rules below, and once more per
+	 * CUPTI interval at most */
+	m->launch = malloc((m->nlaunches + m->ncupti + 1) * sizeof(*m->launch));
+	it = malloc((m->nlaunches + nxe + 1) * sizeof(*it));
 	state = calloc(c->nrecs + 1, 1);
 	if (!m->first || !m->count || !m->launch || !it || !state)
 		goto out;
+	/* CUPTI first: the launches it takes are not offered to the rest */
+	if (m->ncupti || m->napi) {
+		int64_t o;
+		if (!(m->call = calloc(c->nrecs + 1, sizeof(*m->call))) ||
+		    (o = match_cupti(c, m, state, out)) < 0)
+			goto out;
+		out = (size_t)o;
+	}
 	/* launches, then intervals, each in record order */
 	nl = m->nlaunches;
-	n = nl + m->nintervals;
+	n = nl + nxe;
 	for (size_t i = 0, a = 0, b = nl; i < c->nrecs; i++) {
 		const struct store_rec *r = &c->recs[i];
 		if (r->type == STORE_REC_GPU_LAUNCH) {
 			it[a++] = (struct gpu_key){r->ts_ns, r->pid, (uint32_t)i};
-		} else if (r->type == STORE_REC_GPU_INTERVAL) {
+		} else if (r->type == STORE_REC_GPU_INTERVAL && !gpu_is_cupti(r)) {
 			it[b++] = (struct gpu_key){submit_time(r), r->pid, (uint32_t)i};
 			any_corr |= r->aux[1] != 0;
 		}

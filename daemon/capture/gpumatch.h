@@ -14,6 +14,19 @@
  * by correlation (aux[1] = a launch's aux[1], same pid) takes exactly that
  * one. Limits: a process submitting on several queues at once interleaves
  * them, and a batch split over two submissions goes to the first.
+ *
+ * NVIDIA intervals from the CUPTI library (cpu >> 8 == GPU_ENGINE_CUPTI,
+ * store.h) take no part in either rule: their correlation id is CUPTI's,
+ * not the launch probe's. They name their launch through the API call of
+ * the same pid whose CUPTI correlation they carry (STORE_REC_GPU_API; a
+ * runtime call and the driver call it makes share one id: the call entered
+ * first is the outer one). That call ran on thread T; its launch probe is
+ * the latest launch of the same pid and thread at or before the entry of
+ * the call's innermost record (the probe fires at the entry point, before
+ * CUPTI's callback) and after the entry of the previous API call on that
+ * thread. An interval whose call is missing gets no launch: it is counted,
+ * never guessed by time. Several intervals may share a launch (a graph
+ * launch's work); each carries its own time to it.
  */
 #ifndef GPUPROF_CAPTURE_GPUMATCH_H
 #define GPUPROF_CAPTURE_GPUMATCH_H
@@ -21,7 +34,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "store/gpu_engine.h"
+#include "store/store.h"
 
 struct capture;
 
@@ -33,7 +46,24 @@ struct gpu_match {
 	uint32_t *launch;
 	size_t nmatched;	      /* intervals with at least one launch */
 	size_t nintervals, nlaunches; /* in the capture */
+	/*
+	 * CUPTI records, NULL / 0 when the capture has none. call[i]: for a
+	 * CUPTI interval, the record index + 1 of its outer API call; for an
+	 * API call that shares its correlation with an outer one (a driver
+	 * call made by a runtime call), the outer one's + 1; else 0.
+	 */
+	uint32_t *call;
+	size_t ncupti;	      /* CUPTI intervals (also in nintervals) */
+	size_t ncupti_call;   /* ... joined to their API call */
+	size_t ncupti_launch; /* ... and through it to a launch probe (in nmatched) */
+	size_t napi;	      /* STORE_REC_GPU_API records */
 };
+
+/* An interval from the CUPTI library (store.h). */
+static inline bool gpu_is_cupti(const struct store_rec *r)
+{
+	return r->type == STORE_REC_GPU_INTERVAL && r->cpu >> 8 == GPU_ENGINE_CUPTI;
+}
 
 /* Build the match of c. 0, -ENOMEM or -E2BIG (over 2^32 records). */
 int gpu_match_build(const struct capture *c, struct gpu_match *m);

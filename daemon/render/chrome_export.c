@@ -8,6 +8,17 @@
  * events on one synthetic thread per GPU context (args.stream set, so our
  * own importer treats them as GPU-side); marks "X" user annotations. Times
  * are microseconds with exact nanosecond decimals.
+ *
+ * NVIDIA activity from the CUPTI library (store.h) is written as Kineto
+ * writes it, so the export reads back as a Kineto trace: categories
+ * "kernel", "gpu_memcpy", "gpu_memset", "cuda_sync", args correlation /
+ * device / context / stream / bytes, on one thread per (device, stream)
+ * of its process ("GPU 0 stream 7"); the runtime / driver calls on their
+ * threads ("cuda_runtime", "cuda_driver") with their duration and
+ * correlation, and an "ac2g" flow arrow from each call to its activity. A
+ * driver call made by a runtime call keeps its id as
+ * "runtime_correlation", so the id links the runtime call alone, as in
+ * Kineto's traces.
  */
 #include "flamegraph.h"
 #include "render_int.h"
@@ -19,8 +30,13 @@
 #include <string.h>
 
 #include "capture/capture.h"
+#include "capture/gpumatch.h"
 
 #define GPU_TID_BASE 1000000000u /* synthetic tids of GPU contexts */
+/* CUPTI rows: GPU_TID_BASE + CUPTI_TID_OFF + device * CUPTI_TID_DEV +
+ * stream (CUPTI_TID_DEV - 1: no stream); 255 devices fit in 32 bits */
+#define CUPTI_TID_OFF 1000000u
+#define CUPTI_TID_DEV 10000000u
 
 struct chrome {
 	const struct capture *c;
@@ -34,6 +50,7 @@ struct chrome {
 	uint32_t *thread_comm;
 	size_t tcap;
 	bool first;
+	struct gpu_match m; /* CUPTI's calls (m.call), built when there are any */
 };
 
 static int grow_u32(uint32_t **a, size_t *cap, size_t need)
@@ -114,6 +131,97 @@ static void ev_begin(struct chrome *x, const char *ph, const char *cat, const st
 	wb_puts(x->w, "\"");
 }
 
+static void write_str(struct chrome *x, uint32_t id)
+{
+	size_t len;
+	const char *s = capture_str(x->c, id, &len);
+	wb_json(x->w, s ? s : "", s ? len : 0);
+}
+
+static void write_ts(struct chrome *x, const char *key, uint64_t ns)
+{
+	wb_printf(x->w, ",\"%s\":%" PRIu64 ".%03u", key, ns / 1000, (unsigned)(ns % 1000));
+}
+
+/* A runtime / driver call (STORE_REC_GPU_API) on its thread. */
+static void write_api(struct chrome *x, const struct store_rec *r)
+{
+	uint32_t corr = (uint32_t)r->aux[1];
+	bool nested = x->m.call && x->m.call[r - x->c->recs];
+
+	ev_begin(x, "X", r->cpu == 1 ? "cuda_driver" : "cuda_runtime", r, r->tid);
+	write_ts(x, "dur", r->dur_ns);
+	wb_printf(x->w, ",\"args\":{\"%s\":%" PRIu32 ",\"cbid\":%u%s}}",
+		  nested ? "runtime_correlation" : "correlation", corr, r->aux32 & 0xffff,
+		  r->aux32 >> 16 ? ",\"failed\":true" : "");
+}
+
+/* The "ac2g" arrow from call (the outer API record) to activity r on tid. */
+static void write_flow(struct chrome *x, const struct store_rec *call, const struct store_rec *r,
+		       uint32_t tid)
+{
+	uint32_t id = (uint32_t)(r - x->c->recs);
+
+	wb_printf(x->w,
+		  ",\n{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%" PRIu32
+		  ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32,
+		  id, call->pid, call->tid);
+	write_ts(x, "ts", call->ts_ns);
+	wb_printf(x->w,
+		  "},\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%" PRIu32
+		  ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32,
+		  id, r->pid, tid);
+	write_ts(x, "ts", r->ts_ns);
+	wb_puts(x->w, "}");
+}
+
+/* NVIDIA activity on its (device, stream) row, as Kineto writes it. */
+static int write_cupti(struct chrome *x, const struct store_rec *r, struct export_totals *t)
+{
+	static const char *const cat[] = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_sync",
+					  "kernel"};
+	unsigned k = r->cpu & 0xff;
+	uint32_t dev = STORE_CUPTI_DEVICE(r->aux[0]), st = STORE_CUPTI_STREAM(r->aux[0]);
+	size_t len;
+	const char *n = capture_str(x->c, r->name, &len);
+	/* Kineto: event and context syncs have no stream */
+	bool no_stream = st == UINT32_MAX || (k == GPU_CUPTI_SYNC && n &&
+					      ((len == 10 && !memcmp(n, "Event Sync", 10)) ||
+					       (len == 12 && !memcmp(n, "Context Sync", 12))));
+	uint32_t tid = GPU_TID_BASE + CUPTI_TID_OFF + dev * CUPTI_TID_DEV +
+		       (no_stream ? CUPTI_TID_DEV - 1 : st % (CUPTI_TID_DEV - 1));
+
+	if (k >= sizeof(cat) / sizeof(cat[0]))
+		return 0; /* a kind this build does not know */
+	ev_begin(x, "X", cat[k], r, tid);
+	write_ts(x, "dur", r->dur_ns);
+	wb_printf(x->w,
+		  ",\"args\":{\"correlation\":%" PRIu32 ",\"device\":%" PRIu32
+		  ",\"context\":%" PRIu32,
+		  (uint32_t)r->aux[1], dev, STORE_CUPTI_CONTEXT(r->aux[0]));
+	if (no_stream)
+		wb_puts(x->w, ",\"stream\":-1");
+	else
+		wb_printf(x->w, ",\"stream\":%" PRIu32, st);
+	if (k == GPU_CUPTI_MEMCPY || k == GPU_CUPTI_MEMSET)
+		wb_printf(x->w, ",\"bytes\":%" PRIu64, STORE_BYTES64(r->aux32));
+	else if (k == GPU_CUPTI_KERNEL)
+		wb_printf(x->w, ",\"registers per thread\":%" PRIu32, r->aux32);
+	else if (k == GPU_CUPTI_SYNC && r->aux32)
+		wb_printf(x->w, ",\"wait_on_cuda_event_id\":%" PRIu32, r->aux32);
+	if (store_rec_detail(r)) {
+		wb_puts(x->w, ",\"detail\":\"");
+		write_str(x, store_rec_detail(r));
+		wb_puts(x->w, "\"");
+	}
+	wb_puts(x->w, "}}");
+	uint32_t call = x->m.call ? x->m.call[r - x->c->recs] : 0;
+	if (call)
+		write_flow(x, &x->c->recs[call - 1], r, tid);
+	t->events++;
+	return note_thread(x, r->pid, tid, 0);
+}
+
 static int write_event(struct chrome *x, const struct store_rec *r, struct export_totals *t)
 {
 	uint32_t sf, tid = r->tid;
@@ -131,12 +239,14 @@ static int write_event(struct chrome *x, const struct store_rec *r, struct expor
 		/* no duration: the probes see the call, not its return (the
 		 * record's dur_ns bytes hold its cgroup, store.h) */
 		ev_begin(x, "X", "gpu_launch", r, tid);
+		/* beside CUPTI's calls, the probe's id is another space's */
 		wb_printf(x->w,
-			  ",\"dur\":0.000,\"args\":{\"queue\":%" PRIu64 ",\"correlation\":%" PRIu64
-			  "}}",
-			  r->aux[0], r->aux[1]);
+			  ",\"dur\":0.000,\"args\":{\"queue\":%" PRIu64 ",\"%s\":%" PRIu64 "}}",
+			  r->aux[0], x->m.call ? "probe_correlation" : "correlation", r->aux[1]);
 		break;
 	case STORE_REC_GPU_INTERVAL:
+		if (gpu_is_cupti(r))
+			return write_cupti(x, r, t);
 		tid = GPU_TID_BASE + (uint32_t)(r->aux[0] % 1000000u);
 		ev_begin(x, "X", "kernel", r, tid);
 		wb_printf(x->w,
@@ -146,8 +256,17 @@ static int write_event(struct chrome *x, const struct store_rec *r, struct expor
 		break;
 	case STORE_REC_MARK:
 		ev_begin(x, "X", "user_annotation", r, tid);
-		wb_printf(x->w, ",\"dur\":%" PRIu64 ".%03u}", r->dur_ns / 1000,
+		wb_printf(x->w, ",\"dur\":%" PRIu64 ".%03u", r->dur_ns / 1000,
 			  (unsigned)(r->dur_ns % 1000));
+		if (store_rec_detail(r)) { /* an NVTX domain */
+			wb_puts(x->w, ",\"args\":{\"domain\":\"");
+			write_str(x, store_rec_detail(r));
+			wb_puts(x->w, "\"}");
+		}
+		wb_puts(x->w, "}");
+		break;
+	case STORE_REC_GPU_API:
+		write_api(x, r);
 		break;
 	default:
 		return 0; /* types added later are left out, not guessed at */
@@ -167,7 +286,16 @@ static void write_meta(struct chrome *x)
 		memcpy(&tid, (const char *)k + 4, 4);
 		const char *comm = capture_str(x->c, x->thread_comm[id - 1], &len);
 		char gname[48];
-		if (tid >= GPU_TID_BASE) {
+		if (tid >= GPU_TID_BASE + CUPTI_TID_OFF) {
+			uint32_t o = tid - GPU_TID_BASE - CUPTI_TID_OFF;
+			if (o % CUPTI_TID_DEV == CUPTI_TID_DEV - 1)
+				len = (size_t)snprintf(gname, sizeof(gname), "GPU %u",
+						       o / CUPTI_TID_DEV);
+			else
+				len = (size_t)snprintf(gname, sizeof(gname), "GPU %u stream %u",
+						       o / CUPTI_TID_DEV, o % CUPTI_TID_DEV);
+			comm = gname;
+		} else if (tid >= GPU_TID_BASE) {
 			len = (size_t)snprintf(gname, sizeof(gname), "GPU context %u",
 					       tid - GPU_TID_BASE);
 			comm = gname;
@@ -229,6 +357,14 @@ int chrome_export(const struct capture *c, const struct render_view *view, folde
 		  c->id);
 	wb_json(x.w, c->name, strnlen(c->name, sizeof(c->name)));
 	wb_puts(x.w, "\"},\n\"traceEvents\":[");
+	/* CUPTI's calls and their nesting, for the flows and the ids */
+	for (size_t i = 0; i < c->nrecs; i++) {
+		if (c->recs[i].type != STORE_REC_GPU_API)
+			continue;
+		if ((r = gpu_match_build(c, &x.m)) < 0)
+			goto out_f;
+		break;
+	}
 	for (size_t i = 0; i < c->nrecs && !x.w->err; i++)
 		if ((r = write_event(&x, &c->recs[i], &tt)) < 0)
 			goto out_f;
@@ -246,6 +382,7 @@ out:
 	free(x.f);
 	free(x.leaf);
 	free(x.thread_comm);
+	gpu_match_finish(&x.m);
 	bmap_finish(&x.frames);
 	bmap_init(&x.frames);
 	bmap_finish(&x.stacks);

@@ -128,6 +128,9 @@ static int gpu_shares(struct ctx *x)
 		gpu_match_finish(&m);
 		return 0;
 	}
+	x->cupti[0] = m.ncupti;
+	x->cupti[1] = m.ncupti - m.ncupti_call;
+	x->cupti[2] = m.ncupti_call - m.ncupti_launch;
 	x->share = calloc(x->c->nrecs + 1, sizeof(*x->share));
 	if (!x->share) {
 		gpu_match_finish(&m);
@@ -136,8 +139,9 @@ static int gpu_shares(struct ctx *x)
 	for (size_t i = 0; i < x->c->nrecs; i++) {
 		const struct store_rec *r = &x->c->recs[i];
 		uint32_t n = m.count[i];
-		if (r->type != STORE_REC_GPU_INTERVAL)
-			continue;
+		if (r->type != STORE_REC_GPU_INTERVAL ||
+		    (gpu_is_cupti(r) && (r->cpu & 0xff) == GPU_CUPTI_SYNC))
+			continue; /* a sync interval is the CPU waiting */
 		if (!n) {
 			x->share[i] += r->dur_ns;
 			continue;
@@ -301,6 +305,9 @@ int folded_write(const struct capture *c, const struct folded_opts *opts, folded
 	int r = ctx_init(&x, c, opts ? opts : &defaults, &t.symbolized);
 
 	t.gpu_time_fallback = x.gpu_fallback;
+	t.cupti_intervals = x.cupti[0];
+	t.cupti_no_call = x.cupti[1];
+	t.cupti_no_launch = x.cupti[2];
 	if (r == 0 && !fn)
 		r = -EINVAL;
 	if (r < 0)

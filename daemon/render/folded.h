@@ -16,7 +16,9 @@
  *             "launches"; an interval with no launch keeps its own
  *             submission stack topped by its engine ("xe/ccs_[G]"). A
  *             capture without intervals counts launches instead, 1 each
- *             (folded_totals.gpu_time_fallback)
+ *             (folded_totals.gpu_time_fallback). NVIDIA (CUPTI)
+ *             intervals reach their launch through their API call; one
+ *             without is drawn on no stack ("comm;kernel_[G]")
  * Annotation suffixes as iaprof's flame graphs use them: "_[G]" a GPU
  * kernel (or GPU file), "_[g]" an instruction-level GPU frame (none yet),
  * "_[k]" is not used (kernel frames follow the "-" separator instead).
@@ -94,6 +96,11 @@ struct folded_totals {
 	uint64_t weight;	/* sum of the counts written */
 	bool symbolized;	/* the capture had a usable CAPSEC_SYMBOLS section */
 	bool gpu_time_fallback; /* gpu-time asked, no intervals: launches counted */
+	/* gpu-time on NVIDIA (capture/gpumatch.h): CUPTI intervals, those
+	 * whose API call is not in the capture, those whose call had no
+	 * launch probe (both drawn without a launch stack); synchronization
+	 * intervals are CPU waits, not GPU time, and count nothing */
+	uint64_t cupti_intervals, cupti_no_call, cupti_no_launch;
 };
 
 /* Receives the output in chunks of up to 1 MiB; returns 0 or -errno

@@ -41,6 +41,7 @@ struct ctx {
 	 * launches count 1 each then (gpu_fallback). */
 	uint64_t *share;
 	bool gpu_fallback;
+	uint64_t cupti[3]; /* folded_totals.cupti_intervals, _no_call, _no_launch */
 };
 
 /* The line of one key, without its count, appended to x->a (foldline.c).

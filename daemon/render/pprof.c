@@ -387,6 +387,13 @@ static int gzip_out(const struct pb *b, folded_write_fn fn, void *ctx, uint64_t 
 	return r;
 }
 
+/* A CUPTI synchronization interval (store.h): the CPU waiting, not GPU
+ * time. */
+static bool cupti_sync(const struct store_rec *r)
+{
+	return r->cpu >> 8 == GPU_ENGINE_CUPTI && (r->cpu & 0xff) == GPU_CUPTI_SYNC;
+}
+
 /* Aggregate CPU samples by (pid, comm, stack) and GPU launches/intervals
  * by (pid, comm, name). */
 static int aggregate(const struct capture *c, struct agg *cpu, struct agg *gpu, bool *has_launch,
@@ -400,7 +407,7 @@ static int aggregate(const struct capture *c, struct agg *cpu, struct agg *gpu, 
 			key[2] = rec->stack;
 			r = agg_add(cpu, key, sizeof(key), rec->aux32 ? rec->aux32 : 1, 0);
 		} else if (rec->type == STORE_REC_GPU_LAUNCH ||
-			   rec->type == STORE_REC_GPU_INTERVAL) {
+			   (rec->type == STORE_REC_GPU_INTERVAL && !cupti_sync(rec))) {
 			bool launch = rec->type == STORE_REC_GPU_LAUNCH;
 			*has_launch |= launch;
 			*has_gpu |= !launch;

@@ -105,6 +105,14 @@ static void folded_run(struct capjob *j, struct capture *c)
 			cJSON_AddStringToObject(j->result, "weighted_by", "exclusive-ns");
 		else if (t.gpu_time_fallback) /* no GPU job intervals: launches were counted */
 			cJSON_AddStringToObject(j->result, "weighted_by", "launches");
+		if (t.cupti_intervals) { /* NVIDIA: how the join went (render/folded.h) */
+			cJSON *n = cJSON_AddObjectToObject(j->result, "cupti");
+			if (n) {
+				json_add_u64(n, "intervals", t.cupti_intervals);
+				json_add_u64(n, "no_call", t.cupti_no_call);
+				json_add_u64(n, "no_launch", t.cupti_no_launch);
+			}
+		}
 	}
 	free(out);
 }

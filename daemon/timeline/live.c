@@ -37,11 +37,26 @@ struct name {
 	uint32_t id1, flags;
 };
 
+/* The categories of CUPTI rows, as Kineto writes them (kinds.c). */
+enum { C_KERNEL, C_MEMCPY, C_MEMSET, C_SYNC, C_RUNTIME, C_DRIVER, C_ANNOTATION, C_N };
+static const char *const cupti_cat[C_N] = {"kernel",	     "gpu_memcpy",   "gpu_memset",
+					   "cuda_sync",	     "cuda_runtime", "cuda_driver",
+					   "user_annotation"};
+/* enum gpu_cupti_kind -> category; a graph launch is GPU work like a kernel */
+static const uint8_t cupti_kind_cat[] = {C_KERNEL, C_MEMCPY, C_MEMSET, C_SYNC, C_KERNEL};
+#define CUPTI_KINDS (sizeof(cupti_kind_cat) / sizeof(cupti_kind_cat[0]))
+
 struct live {
 	const struct capture *c;
 	struct timeline *tl;
 	struct gpu_match m;
 	uint32_t cat_kernel;
+	/* CUPTI rows: categories (with their kind), names per capture string
+	 * id as they are, and the engine name of an unnamed interval */
+	struct name cat[C_N];
+	uint8_t cat_kind[C_N];
+	struct name *cname, unnamed[CUPTI_KINDS + 2]; /* + a call's, a mark's */
+	bool cupti;				      /* the rank being built has CUPTI records */
 	/* per capture string id (ids past nstrs share slot 0, as they read as
 	 * no string): the kernel named by a launch; an interval's own name,
 	 * plain and as a copy ("Memcpy …") */
@@ -129,7 +144,8 @@ static int push_interval(struct live *L, struct tl_rank *r, struct tl_build *cap
 		.pid = 0,
 		.tid = (int64_t)iv->aux[0],
 		.stream = (int64_t)iv->aux[0],
-		.correlation = last && last->aux[1] ? (int64_t)last->aux[1] : -1,
+		/* launch probes' ids: not shown beside CUPTI's (live.h) */
+		.correlation = last && last->aux[1] && !L->cupti ? (int64_t)last->aux[1] : -1,
 		.external_id = -1,
 		.index = r->nev,
 		.name = nm->id1 - 1,
@@ -176,29 +192,239 @@ static int push_launch(struct live *L, struct tl_rank *r, struct tl_build *cap, 
 	return err == -ERANGE ? 0 : err; /* ts + dur past int64 ns: skipped */
 }
 
-/* One rank from its launches la[0..nl) and intervals iv[0..ni) (one pid,
- * each by (ts, record index)), merged in that order as it goes; its events
- * array sized once. */
-static int add_rank(struct live *L, const struct gpu_key *la, size_t nl, const struct gpu_key *iv,
-		    size_t ni)
+/* A CUPTI category's id, interned on first use. */
+static int64_t cat_id(struct live *L, unsigned c)
 {
-	struct tl_build cap = {0};
-	struct tl_rank *r = tl_rank_alloc((int32_t)iv[0].pid);
-	size_t n = nl + ni, i = 0, j = 0;
+	if (!L->cat[c].id1)
+		L->cat_kind[c] = tl_kind_from_cat(cupti_cat[c], strlen(cupti_cat[c]));
+	return intern(L, &L->cat[c], cupti_cat[c], strlen(cupti_cat[c]));
+}
+
+/* The name of a CUPTI record as the collector wrote it; an unnamed
+ * interval gets its engine's ("cuda/kernel"). */
+static const struct name *cupti_name(struct live *L, const struct store_rec *x, int *err)
+{
+	struct name *slot = &L->cname[str_slot(L->c, x->name)];
+	const char *s;
+	char buf[32];
+	size_t len = 0;
+
+	if (slot->id1)
+		return slot;
+	s = capture_str(L->c, x->name, &len);
+	if (s && len) {
+		*err = (int)intern(L, slot, s, len);
+		return slot;
+	}
+	unsigned k = x->cpu & 0xff; /* shown intervals are of known kinds */
+	if (x->type == STORE_REC_GPU_INTERVAL) {
+		s = gpu_engine_name(GPU_ENGINE_CUPTI, k, buf, sizeof(buf));
+	} else if (x->type == STORE_REC_GPU_API) {
+		k = CUPTI_KINDS;
+		s = "cuda call";
+	} else {
+		k = CUPTI_KINDS + 1;
+		s = "nvtx";
+	}
+	slot = &L->unnamed[k < CUPTI_KINDS + 2 ? k : 0];
+	if (!slot->id1)
+		*err = (int)intern(L, slot, s, strlen(s));
+	return slot;
+}
+
+static int push_row(struct tl_rank *r, struct tl_build *cap, struct tl_event *e,
+		    const struct tl_args *a)
+{
+	e->index = r->nev;
+	int err = tl_rank_push(r, cap, e, a);
+	return err == -ERANGE ? 0 : err; /* ts + dur past int64 ns: skipped */
+}
+
+/*
+ * GPU activity as Kineto writes it: GPU row pid = device, tid = stream;
+ * "Event Sync" and "Context Sync" have no stream (-1), as in Kineto's
+ * traces, and count as GPU rows by their name (HTA's GPUKernelFilter).
+ */
+static int push_cupti(struct live *L, struct tl_rank *r, struct tl_build *cap, uint32_t i)
+{
+	const struct store_rec *x = &L->c->recs[i];
+	unsigned k = x->cpu & 0xff;
+	uint32_t corr = (uint32_t)x->aux[1], st = STORE_CUPTI_STREAM(x->aux[0]);
+	size_t len;
 	int err = 0;
 
-	if (!r || !(r->ev = malloc(n * sizeof(*r->ev)))) {
+	if (k >= CUPTI_KINDS)
+		return 0; /* a kind this build does not know: not guessed at */
+	unsigned c = cupti_kind_cat[k];
+	int64_t cat = cat_id(L, c);
+	const struct name *nm = cupti_name(L, x, &err);
+	if (cat < 0 || err < 0)
+		return cat < 0 ? (int)cat : err;
+	const char *text = timeline_str(L->tl, nm->id1 - 1, &len);
+	struct tl_event e = {
+		.ts_ns = (int64_t)x->ts_ns,
+		.dur_ns = (int64_t)x->dur_ns,
+		.pid = STORE_CUPTI_DEVICE(x->aux[0]),
+		.stream = st == UINT32_MAX ? -1 : (int64_t)st,
+		.correlation = corr ? (int64_t)corr : -1,
+		.external_id = -1,
+		.name = nm->id1 - 1,
+		.cat = (uint32_t)cat,
+		.kind = L->cat_kind[c],
+		.sync = c == C_SYNC ? tl_sync_from_name(text, len) : TL_SYNC_NONE,
+		.device = (int32_t)STORE_CUPTI_DEVICE(x->aux[0]),
+		.flags = nm->flags,
+	};
+	if (e.sync == TL_SYNC_EVENT || e.sync == TL_SYNC_CONTEXT)
+		e.stream = -1;
+	e.tid = e.stream;
+	if (e.stream != -1)
+		e.flags |= TL_EV_GPU_SIDE;
+	if ((e.stream >= 0 && e.correlation >= 0) || e.sync == TL_SYNC_EVENT ||
+	    e.sync == TL_SYNC_CONTEXT)
+		e.flags |= TL_EV_GPU_KERNEL_FILTER;
+	struct tl_args a = {
+		.wait_on_stream = -1,
+		.wait_on_event_record_corr = -1,
+		.wait_on_event_id = c == C_SYNC && x->aux32 ? (int64_t)x->aux32 : -1,
+		.queued = -1,
+		.bytes = c == C_MEMCPY || c == C_MEMSET ? (int64_t)STORE_BYTES64(x->aux32) : -1,
+		.in_msg_nelems = -1,
+		.out_msg_nelems = -1,
+		.group_size = -1,
+		.context = STORE_CUPTI_CONTEXT(x->aux[0]),
+		.grid = {-1, -1, -1},
+		.block = {-1, -1, -1},
+	};
+	return push_row(r, cap, &e, &a);
+}
+
+/* A runtime / driver call on its thread, with its real duration and
+ * CUPTI's correlation id (which its GPU rows carry). */
+static int push_api(struct live *L, struct tl_rank *r, struct tl_build *cap, uint32_t i)
+{
+	const struct store_rec *x = &L->c->recs[i];
+	unsigned c = x->cpu == 1 ? C_DRIVER : C_RUNTIME;
+	uint32_t corr = (uint32_t)x->aux[1];
+	int err = 0;
+
+	if (L->m.call && L->m.call[i])
+		return 0; /* the driver call a runtime call made: shown as that one */
+	int64_t cat = cat_id(L, c);
+	const struct name *nm = cupti_name(L, x, &err);
+	if (cat < 0 || err < 0)
+		return cat < 0 ? (int)cat : err;
+	struct tl_event e = {
+		.ts_ns = (int64_t)x->ts_ns,
+		.dur_ns = (int64_t)x->dur_ns,
+		.pid = x->pid,
+		.tid = x->tid,
+		.stream = -1,
+		.correlation = corr ? (int64_t)corr : -1,
+		.external_id = -1,
+		.name = nm->id1 - 1,
+		.cat = (uint32_t)cat,
+		.kind = L->cat_kind[c],
+		.device = -1,
+		.flags = nm->flags,
+	};
+	return push_row(r, cap, &e, NULL);
+}
+
+/* An NVTX range or mark: a user annotation on its thread. */
+static int push_mark(struct live *L, struct tl_rank *r, struct tl_build *cap, uint32_t i)
+{
+	const struct store_rec *x = &L->c->recs[i];
+	int err = 0;
+	int64_t cat = cat_id(L, C_ANNOTATION);
+	const struct name *nm = cupti_name(L, x, &err);
+
+	if (cat < 0 || err < 0)
+		return cat < 0 ? (int)cat : err;
+	struct tl_event e = {
+		.ts_ns = (int64_t)x->ts_ns,
+		.dur_ns = (int64_t)x->dur_ns,
+		.pid = x->pid,
+		.tid = x->tid,
+		.stream = -1,
+		.correlation = -1,
+		.external_id = -1,
+		.name = nm->id1 - 1,
+		.cat = (uint32_t)cat,
+		.kind = L->cat_kind[C_ANNOTATION],
+		.device = -1,
+		.flags = nm->flags,
+	};
+	return push_row(r, cap, &e, NULL);
+}
+
+/* An NVTX range or mark from the CUPTI library (store.h). */
+static bool is_nvtx(const struct store_rec *r)
+{
+	return r->type == STORE_REC_MARK && r->cpu == 1;
+}
+
+/* Whether the pid of the records ev[0..n) is shown with CUPTI's rows. */
+static bool has_cupti(const struct capture *c, const struct gpu_key *ev, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		const struct store_rec *x = &c->recs[ev[k].idx];
+		if (x->type == STORE_REC_GPU_API || gpu_is_cupti(x))
+			return true;
+	}
+	return false;
+}
+
+/* Whether record x becomes a row of a rank that has CUPTI records (cupti)
+ * or not. */
+static bool shown(const struct live *L, const struct store_rec *x, size_t i, bool cupti)
+{
+	switch (x->type) {
+	case STORE_REC_GPU_LAUNCH: /* with CUPTI, the API calls stand for them */
+		return !cupti;
+	case STORE_REC_GPU_INTERVAL:
+		return !gpu_is_cupti(x) || (x->cpu & 0xff) < CUPTI_KINDS;
+	case STORE_REC_GPU_API:
+		return !L->m.call || !L->m.call[i];
+	default:
+		return is_nvtx(x);
+	}
+}
+
+/* One rank from the records ev[0..n) of one pid, by (ts, record index);
+ * its events array sized once. */
+static int add_rank(struct live *L, const struct gpu_key *ev, size_t n)
+{
+	struct tl_build cap = {0};
+	struct tl_rank *r = tl_rank_alloc((int32_t)ev[0].pid);
+	size_t rows = 0;
+	int err = 0;
+
+	L->cupti = has_cupti(L->c, ev, n);
+	for (size_t k = 0; k < n; k++)
+		rows += shown(L, &L->c->recs[ev[k].idx], ev[k].idx, L->cupti);
+	if (!r || !(r->ev = malloc((rows + 1) * sizeof(*r->ev)))) {
 		tl_rank_free(r);
 		return -ENOMEM;
 	}
-	cap.ev_cap = (uint32_t)n;
-	tl_prefault(r->ev, n * sizeof(*r->ev), &cap.ev_pop, n * sizeof(*r->ev)); /* all written */
-	while (!err && (i < nl || j < ni)) {
-		if (j < ni && (i >= nl || iv[j].key < la[i].key ||
-			       (iv[j].key == la[i].key && iv[j].idx < la[i].idx)))
-			err = push_interval(L, r, &cap, iv[j++].idx);
+	cap.ev_cap = (uint32_t)rows + 1;
+	tl_prefault(r->ev, rows * sizeof(*r->ev), &cap.ev_pop, rows * sizeof(*r->ev));
+	for (size_t k = 0; k < n && !err; k++) {
+		uint32_t i = ev[k].idx;
+		const struct store_rec *x = &L->c->recs[i];
+
+		if (!shown(L, x, i, L->cupti))
+			continue;
+		if (x->type == STORE_REC_GPU_LAUNCH)
+			err = push_launch(L, r, &cap, i);
+		else if (gpu_is_cupti(x))
+			err = push_cupti(L, r, &cap, i);
+		else if (x->type == STORE_REC_GPU_INTERVAL)
+			err = push_interval(L, r, &cap, i);
+		else if (x->type == STORE_REC_GPU_API)
+			err = push_api(L, r, &cap, i);
 		else
-			err = push_launch(L, r, &cap, la[i++].idx);
+			err = push_mark(L, r, &cap, i);
 	}
 	r->raw_events = r->parsed_events = r->nev;
 	if (!err)
@@ -208,27 +434,33 @@ static int add_rank(struct live *L, const struct gpu_key *la, size_t nl, const s
 	return err;
 }
 
-/* The launches (it[0..nl)) and intervals (it[nl..nl + ni)) of c, each by
- * (pid, ts, record index). */
-static int sorted_events(const struct capture *c, size_t nl, size_t ni, struct gpu_key **ret)
+/* The records of c a timeline may show (launches, intervals, API calls,
+ * NVTX marks) by (pid, ts, record index): *n of them. */
+static int sorted_events(const struct capture *c, struct gpu_key **ret, size_t *n)
 {
-	struct gpu_key *it = malloc((nl + ni + 1) * sizeof(*it));
-	size_t a = 0, b = nl;
+	size_t k = 0;
 
-	if (!it)
-		return -ENOMEM;
 	for (size_t i = 0; i < c->nrecs; i++) {
 		const struct store_rec *r = &c->recs[i];
-		if (r->type == STORE_REC_GPU_LAUNCH)
-			it[a++] = (struct gpu_key){r->ts_ns, r->pid, (uint32_t)i};
-		else if (r->type == STORE_REC_GPU_INTERVAL)
-			it[b++] = (struct gpu_key){r->ts_ns, r->pid, (uint32_t)i};
+		k += r->type == STORE_REC_GPU_LAUNCH || r->type == STORE_REC_GPU_INTERVAL ||
+		     r->type == STORE_REC_GPU_API || is_nvtx(r);
 	}
-	if (gpu_sort_pid_key(it, nl) < 0 || gpu_sort_pid_key(it + nl, ni) < 0) {
+	struct gpu_key *it = malloc((k + 1) * sizeof(*it));
+	if (!it)
+		return -ENOMEM;
+	k = 0;
+	for (size_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *r = &c->recs[i];
+		if (r->type == STORE_REC_GPU_LAUNCH || r->type == STORE_REC_GPU_INTERVAL ||
+		    r->type == STORE_REC_GPU_API || is_nvtx(r))
+			it[k++] = (struct gpu_key){r->ts_ns, r->pid, (uint32_t)i};
+	}
+	if (gpu_sort_pid_key(it, k) < 0) {
 		free(it);
 		return -ENOMEM;
 	}
 	*ret = it;
+	*n = k;
 	return 0;
 }
 
@@ -238,6 +470,7 @@ static void live_finish(struct live *L)
 	free(L->kname);
 	free(L->ename[0]);
 	free(L->ename[1]);
+	free(L->cname);
 }
 
 /* The ranks of c, not finalized. 0, -ENODATA, -ENOMEM, -E2BIG. */
@@ -245,6 +478,7 @@ static int build(const struct capture *c, struct timeline **ret)
 {
 	struct live L = {.c = c};
 	struct gpu_key *it = NULL;
+	size_t n = 0;
 	int err;
 
 	if ((err = gpu_match_build(c, &L.m)) < 0)
@@ -260,8 +494,9 @@ static int build(const struct capture *c, struct timeline **ret)
 	L.kname = calloc((size_t)c->nstrs + 1, sizeof(*L.kname));
 	L.ename[0] = calloc((size_t)c->nstrs + 1, sizeof(*L.ename[0]));
 	L.ename[1] = calloc((size_t)c->nstrs + 1, sizeof(*L.ename[1]));
-	if (!L.kname || !L.ename[0] || !L.ename[1] || (err = timeline_new(&L.tl)) < 0 ||
-	    (err = sorted_events(c, L.m.nlaunches, L.m.nintervals, &it)) < 0) {
+	L.cname = calloc((size_t)c->nstrs + 1, sizeof(*L.cname));
+	if (!L.kname || !L.ename[0] || !L.ename[1] || !L.cname || (err = timeline_new(&L.tl)) < 0 ||
+	    (err = sorted_events(c, &it, &n)) < 0) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -273,20 +508,12 @@ static int build(const struct capture *c, struct timeline **ret)
 	}
 	L.cat_kernel = (uint32_t)k;
 	/* ranks in pid order; a pid that only launched has no GPU side here */
-	const struct gpu_key *la = it, *iv = it + L.m.nlaunches;
-	size_t nl = L.m.nlaunches, ni = L.m.nintervals;
-	for (size_t i = 0, j = 0; j < ni && !err;) {
-		uint32_t pid = iv[j].pid;
-		size_t i1, j1;
-		while (i < nl && la[i].pid < pid)
-			i++;
-		for (i1 = i; i1 < nl && la[i1].pid == pid; i1++)
-			;
-		for (j1 = j; j1 < ni && iv[j1].pid == pid; j1++)
-			;
-		err = add_rank(&L, la + i, i1 - i, iv + j, j1 - j);
-		i = i1;
-		j = j1;
+	for (size_t j = 0, j1; j < n && !err; j = j1) {
+		bool gpu = false;
+		for (j1 = j; j1 < n && it[j1].pid == it[j].pid; j1++)
+			gpu |= c->recs[it[j1].idx].type == STORE_REC_GPU_INTERVAL;
+		if (gpu)
+			err = add_rank(&L, it + j, j1 - j);
 	}
 out:
 	free(it);

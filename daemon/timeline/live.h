@@ -15,6 +15,15 @@
  *    its thread, with its correlation id, which the kernel it was matched
  *    to carries too (the launch ↔ kernel link the idle and queue analyses
  *    use).
+ *
+ * NVIDIA activity from the CUPTI library (store.h) is laid out as a
+ * Kineto trace of the same run would be (docs/import.md, "Live captures"):
+ * kernels, copies, sets and syncs on GPU rows (pid = device, tid =
+ * stream) with Kineto's categories and args, the runtime / driver calls
+ * (STORE_REC_GPU_API) on their threads with their durations and CUPTI's
+ * correlation ids, NVTX ranges as user annotations. A pid with CUPTI
+ * records shows no launch-probe rows (its calls stand for them, and the
+ * probes' ids are another space).
  */
 #ifndef GPUPROF_TIMELINE_LIVE_H
 #define GPUPROF_TIMELINE_LIVE_H
