@@ -12,155 +12,19 @@ reads; another CUPTI subscriber; a kind CUPTI refuses; no timestamp
 callback; no libcupti; fork."""
 
 import os
-import socket
-import struct
 import subprocess
 import tempfile
-import threading
 import time
 
+from cupti_wire import (API, F_API, F_GRAPH, F_KERNEL, F_MEMCPY, F_MEMSET, F_MONO, F_NVTX,
+                        F_SYNC, GRAPH, HELLO, KERNEL, MARKER, MEMCPY, MEMSET, MK_INSTANT,
+                        MK_RANGE, ST_ACTIVE, ST_CONFLICT, ST_DISABLED, STATS, SYNC, Receiver)
 from gpd import BUILD, Skip, eq, expect, main, test
 
 LIB = os.path.join(BUILD, "inject", "libgpuprof-cupti.so")
 FAKE_CUPTI = os.path.join(BUILD, "tests", "cupti", "libcupti.so.13")
 FAKE_CUDA = os.path.join(BUILD, "tests", "gpu", "cuda", "libcuda.so.1")
 APP = os.path.join(BUILD, "tests", "cupti", "cuda_app")
-
-# inject/cupti_abi.h
-MAGIC, VERSION = 0x49505047, 1
-HELLO, STRING, KERNEL, MEMCPY, MEMSET, SYNC, GRAPH, API, MARKER, STATS = range(1, 11)
-F_KERNEL, F_MEMCPY, F_MEMSET, F_SYNC, F_GRAPH, F_API, F_NVTX, F_PC, F_MONO = (1 << i for i in range(9))
-ST_ACTIVE, ST_CONFLICT, ST_DISABLED = 1, 2, 3
-MK_INSTANT, MK_RANGE = 1, 2
-LAYOUT = {
-    HELLO: ("<IIiIQ", "lib_version cupti_version driver_version features mono_ns"),
-    KERNEL: ("<QQIIIII3I3IIIIHBBIQ", "start end corr name device context stream gx gy gz bx by bz "
-             "static_smem dynamic_smem local_mem regs flags rsv graph_id graph_node"),
-    MEMCPY: ("<QQQIIIIIIBBBBI", "start end bytes corr device context stream src_device dst_device "
-             "copy_kind src_kind dst_kind flags graph_id"),
-    MEMSET: ("<QQQIIIIIBBBBII", "start end bytes corr device context stream value mem_kind flags "
-             "rsv0 rsv1 graph_id rsv2"),
-    SYNC: ("<QQIIIIII", "start end corr type context stream event rsv"),
-    GRAPH: ("<QQIIIIII", "start end corr device context stream graph_id rsv"),
-    API: ("<QQIIIHBB", "enter exit corr tid name cbid domain failed"),
-    MARKER: ("<QQIIII", "start end tid name domain flags"),
-    STATS: ("<IIIiII8Q", "state on failed last_error conflict rsv records cupti_dropped "
-            "buffers_refused api_dropped batches_sent batches_dropped records_dropped reconnects"),
-}
-NAMED = {KERNEL: ("name",), API: ("name",), MARKER: ("name", "domain"), STATS: ("conflict",)}
-
-
-class Conn:
-    """One connection's messages, decoded in order with its string table."""
-
-    def __init__(self):
-        self.msgs, self.recs, self.strings, self.seqs = [], [], {}, []
-
-    def decode(self, msg):
-        magic, version, nrec, seq, rsv = struct.unpack_from("<IHHII", msg)
-        eq(magic, MAGIC, "magic")
-        eq(version, VERSION, "version")
-        expect(len(msg) <= 65536, "message of %d bytes", len(msg))
-        self.seqs.append(seq)
-        off, n = 16, 0
-        while off < len(msg):
-            typ, ln, _ = struct.unpack_from("<HHI", msg, off)
-            expect(ln >= 8 and ln % 8 == 0 and off + ln <= len(msg), "bad record len %d", ln)
-            self.record(typ, msg[off + 8:off + ln])
-            off += ln
-            n += 1
-        eq(n, nrec, "records in message")
-
-    def record(self, typ, body):
-        if typ == STRING:
-            sid, ln = struct.unpack_from("<II", body)
-            self.strings[sid] = body[8:8 + ln].decode()
-            return
-        fmt, names = LAYOUT[typ]
-        expect(len(body) >= struct.calcsize(fmt), "short record type %d", typ)
-        r = dict(zip(names.split(), struct.unpack_from(fmt, body)))
-        r["rtype"] = typ
-        for f in NAMED.get(typ, ()):
-            if r[f]:
-                expect(r[f] in self.strings, "type %d: string id %d undefined", typ, r[f])
-                r[f] = self.strings[r[f]]
-            else:
-                r[f] = None
-        self.recs.append(r)
-
-    def of(self, typ):
-        return [r for r in self.recs if r["rtype"] == typ]
-
-
-class Receiver:
-    """A SOCK_SEQPACKET listener where the daemon would be. read=False:
-    accept but read nothing until resume()."""
-
-    def __init__(self, path, read=True):
-        self.path, self.conns, self.lock = path, [], threading.Lock()
-        self.reading = threading.Event()
-        if read:
-            self.reading.set()
-        self.stopped = False
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        if os.path.exists(path):
-            os.unlink(path)
-        self.sock.bind(path)
-        self.sock.listen(8)
-        self.socks = []
-        self.threads = [threading.Thread(target=self.accept, daemon=True)]
-        self.threads[0].start()
-
-    def accept(self):
-        while not self.stopped:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            conn = Conn()
-            with self.lock:
-                self.conns.append(conn)
-                self.socks.append(c)
-            t = threading.Thread(target=self.serve, args=(c, conn), daemon=True)
-            t.start()
-            self.threads.append(t)
-
-    def serve(self, c, conn):
-        self.reading.wait()
-        while True:
-            try:
-                m = c.recv(65536)
-            except OSError:
-                return
-            if not m:
-                return
-            with self.lock:
-                conn.msgs.append(m)
-
-    def resume(self):
-        self.reading.set()
-
-    def stop(self):
-        self.stopped = True
-        self.reading.set()
-        for s in [self.sock] + self.socks:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            s.close()
-        for t in self.threads:
-            t.join(5)
-        if os.path.exists(self.path):
-            os.unlink(self.path)
-
-    def decoded(self):
-        with self.lock:
-            conns = list(self.conns)
-        for c in conns:
-            for m in c.msgs:
-                c.decode(m)
-        return conns
 
 
 def run_app(sock, args, env=None, timeout=60, **kw):
