@@ -85,6 +85,14 @@ def check_hello_first(conn):
 
 
 @test
+def exports_only_the_entry_point():
+    need_build()
+    p = subprocess.run(["nm", "-D", "--defined-only", LIB], capture_output=True, text=True,
+                       check=True)
+    eq([line.split()[-1] for line in p.stdout.splitlines()], ["InitializeInjection"], "exports")
+
+
+@test
 @with_receiver
 def end_to_end(sock):
     rx = Receiver(sock)
