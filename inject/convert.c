@@ -45,7 +45,7 @@ static void kernel(const CUpti_ActivityKernel10 *k)
 
 	if (!k->start && !k->end)
 		return; /* no timestamp (device memory short, or forced flush) */
-	name = emit_string(k->name);
+	name = emit_const_string(k->name); /* shared by CUPTI, constant */
 	if (!(g = emit(GPI_KERNEL, sizeof(*g))))
 		return;
 	g->start = emit_time(k->start);

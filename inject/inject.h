@@ -126,6 +126,9 @@ void buffers_atfork_child(void);
  * *define is set when the id must be (re)sent on this connection before
  * use. Sender thread only. */
 uint32_t names_intern(const char *text, int *define);
+/* The same for a string that never changes while the process lives
+ * (CUPTI's kernel and API function names): found by its address first. */
+uint32_t names_intern_const(const char *text, int *define);
 /* The text of an id as last interned (for the GPI_STRING record). */
 const char *names_text(uint32_t id, uint32_t *len);
 /* Every id must be sent again (a new connection, or a dropped batch that
@@ -166,6 +169,8 @@ void gpi_cupti_flush(int forced);
  * sending the batch first when full; string ids already defined. */
 void *emit(uint16_t type, size_t len);
 uint32_t emit_string(const char *text);
+/* ... for a string that never changes (names_intern_const) */
+uint32_t emit_const_string(const char *text);
 /* The realtime -> monotonic offset for CUPTI times without our callback. */
 uint64_t emit_time(uint64_t cupti_ns);
 

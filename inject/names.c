@@ -15,14 +15,26 @@
 #define NAMES_N 4096u /* ids 1..NAMES_N, a power of two */
 #define PROBE 16u
 
+#define PTR_CACHE 1024u /* a power of two */
+
 struct name {
 	char *text; /* NULL: free */
 	uint32_t len;
+	uint32_t epoch; /* bumped when the slot takes another text */
 	uint64_t hash;
 	int sent; /* defined on the current connection */
 };
 
 static struct name names[NAMES_N];
+
+/* CUPTI's kernel and function names are shared strings: their address
+ * finds the id without hashing and probing (a mangled name runs to
+ * hundreds of bytes). A plain compare still confirms the text, since a
+ * module unload may free a name and another take its address. */
+static struct {
+	const char *ptr;
+	uint32_t id, epoch;
+} ptr_cache[PTR_CACHE];
 
 static uint64_t fnv1a(const char *s, uint32_t len)
 {
@@ -46,6 +58,7 @@ static int take(struct name *n, const char *text, uint32_t len, uint64_t h)
 	n->len = len;
 	n->hash = h;
 	n->sent = 0;
+	n->epoch++;
 	return 0;
 }
 
@@ -78,6 +91,30 @@ uint32_t names_intern(const char *text, int *define)
 	}
 	*define = !n->sent;
 	return ((home + i) & (NAMES_N - 1)) + 1;
+}
+
+uint32_t names_intern_const(const char *text, int *define)
+{
+	size_t slot = ((uintptr_t)text >> 3) & (PTR_CACHE - 1);
+	uint32_t id;
+
+	*define = 0;
+	if (!text)
+		return 0;
+	id = ptr_cache[slot].id;
+	if (ptr_cache[slot].ptr == text && id && names[id - 1].epoch == ptr_cache[slot].epoch &&
+	    !strncmp(names[id - 1].text, text, names[id - 1].len) &&
+	    (names[id - 1].len == GPI_STRING_MAX || !text[names[id - 1].len])) {
+		*define = !names[id - 1].sent;
+		return id;
+	}
+	id = names_intern(text, define);
+	if (id) {
+		ptr_cache[slot].ptr = text;
+		ptr_cache[slot].id = id;
+		ptr_cache[slot].epoch = names[id - 1].epoch;
+	}
+	return id;
 }
 
 const char *names_text(uint32_t id, uint32_t *len)

@@ -90,7 +90,7 @@ void *emit(uint16_t type, size_t len)
 	return p;
 }
 
-uint32_t emit_string(const char *text)
+static uint32_t emit_interned(const char *text, int constant)
 {
 	uint32_t id, len;
 	int define;
@@ -98,7 +98,7 @@ uint32_t emit_string(const char *text)
 
 	if (!text || !*text)
 		return 0;
-	id = names_intern(text, &define);
+	id = constant ? names_intern_const(text, &define) : names_intern(text, &define);
 	if (!id || !define)
 		return id;
 	t = names_text(id, &len);
@@ -108,6 +108,16 @@ uint32_t emit_string(const char *text)
 		return 0;
 	names_mark_sent(id);
 	return id;
+}
+
+uint32_t emit_string(const char *text)
+{
+	return emit_interned(text, 0);
+}
+
+uint32_t emit_const_string(const char *text)
+{
+	return emit_interned(text, 1);
 }
 
 static int send_hello(void)
@@ -175,7 +185,7 @@ static void emit_stats(void)
 
 static void emit_api(const struct api_ev *ev, void *arg)
 {
-	uint32_t name = emit_string(ev->name);
+	uint32_t name = emit_const_string(ev->name);
 	struct gpi_api *a = emit(GPI_API, sizeof(*a));
 
 	if (!a)

@@ -87,6 +87,35 @@ static void test_names(void)
 	}
 }
 
+static void test_names_const(void)
+{
+	char name[] = "_Z6kernelPfi";
+	uint32_t a, b, len;
+	int def;
+
+	names_forget_sent();
+	a = names_intern_const(name, &def);
+	CHECK(a > 0);
+	CHECK_EQ_INT(def, 1);
+	names_mark_sent(a);
+	CHECK_EQ_INT(names_intern_const(name, &def), a);
+	CHECK_EQ_INT(def, 0);
+	CHECK_EQ_INT(names_intern("_Z6kernelPfi", &def), a); /* same text, same id */
+	/* another text at the same address (a freed and reused name) */
+	name[3] = 'K';
+	b = names_intern_const(name, &def);
+	CHECK_STREQ(names_text(b, &len), "_Z6KernelPfi");
+	CHECK_EQ_INT(def, 1);
+	/* the address cache survives its slot taking another text */
+	for (int i = 0; i < 20000; i++) {
+		char buf[16];
+
+		snprintf(buf, sizeof(buf), "m%d", i);
+		names_intern(buf, &def);
+	}
+	CHECK_STREQ(names_text(names_intern_const(name, &def), &len), "_Z6KernelPfi");
+}
+
 static void test_wire(void)
 {
 	static struct wire w;
@@ -116,6 +145,7 @@ int main(void)
 	RUN(test_features);
 	RUN(test_config_env);
 	RUN(test_names);
+	RUN(test_names_const);
 	RUN(test_wire);
 	return test_summary();
 }

@@ -37,11 +37,11 @@ def run_app(sock, args, env=None, timeout=60, **kw):
 
 def totals(out):
     """What cuda_app says it asked for."""
-    t = {"tids": set(), "kernels": {}}
+    t = {"tids": [], "kernels": {}}
     for line in out.splitlines():
         w = line.split()
         if w[0] == "tid":
-            t["tids"].add(int(w[1]))
+            t["tids"].append(int(w[1]))
         elif w[0] == "kernel":
             t["kernels"][w[1]] = (int(w[3]), int(w[5]))
         elif w[0] in ("memcpy", "memset"):
@@ -131,7 +131,8 @@ def end_to_end(sock):
         eq(a["name"], "cuLaunchKernel", "API name")
         eq(a["domain"], 1, "API domain")
         eq(a["failed"], 0, "API failed")
-        expect(a["tid"] in t["tids"], "API tid %d not a worker %r", a["tid"], t["tids"])
+        # cuda_app's thread t launches on stream t + 1
+        eq(a["tid"], t["tids"][k["stream"] - 1], "tid of the launch on stream %d" % k["stream"])
         expect(0 < a["enter"] < a["exit"] <= k["start"] < k["end"],
                "enter %d exit %d start %d end %d", a["enter"], a["exit"], k["start"], k["end"])
         expect(now - 120e9 < k["start"] < now, "kernel start %d not CLOCK_MONOTONIC", k["start"])
