@@ -5,13 +5,16 @@
  * application's thread). The request callback hands out a free buffer or
  * declines (NULL: CUPTI drops records and counts them); the complete
  * callback only queues the buffer for the sender thread, which walks it
- * and gives it back. Memory is bounded at POOL_N * BUF_SIZE.
+ * and gives it back. Memory is bounded at POOL_N * BUF_SIZE. The
+ * sender sleeps on an eventfd that any thread may kick without a lock.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "inject.h"
 
@@ -19,7 +22,9 @@
 #define BUF_SIZE (256u * 1024u) /* about 1200 kernel records */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond;
+/* wakes the sender: written without a lock from any thread (an API ring
+ * half full, a buffer completed, exit) */
+static int kick_fd = -1;
 static uint8_t *free_bufs[POOL_N];
 static unsigned nfree;
 static struct {
@@ -27,16 +32,9 @@ static struct {
 	size_t valid;
 } full[POOL_N];
 static unsigned full_head, nfull;
-static int woken;
 
 int buffers_init(void)
 {
-	pthread_condattr_t ca;
-
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&cond, &ca);
-	pthread_condattr_destroy(&ca);
 	for (unsigned i = 0; i < POOL_N; i++) {
 		uint8_t *b = aligned_alloc(8, BUF_SIZE);
 
@@ -72,8 +70,8 @@ void buffers_complete_cb(void *ctx, uint32_t stream, uint8_t *buf, size_t size, 
 	full[(full_head + nfull) % POOL_N].buf = buf;
 	full[(full_head + nfull) % POOL_N].valid = valid < size ? valid : size;
 	nfull++;
-	pthread_cond_signal(&cond);
 	pthread_mutex_unlock(&lock);
+	buffers_wake();
 }
 
 uint8_t *buffers_take(size_t *valid)
@@ -99,34 +97,41 @@ void buffers_put(uint8_t *buf, size_t valid)
 	pthread_mutex_unlock(&lock);
 }
 
+int buffers_wake_init(void)
+{
+	kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	return kick_fd < 0 ? -errno : 0;
+}
+
 void buffers_wake(void)
 {
-	pthread_mutex_lock(&lock);
-	woken = 1;
-	pthread_cond_signal(&cond);
-	pthread_mutex_unlock(&lock);
+	uint64_t one = 1;
+
+	if (kick_fd >= 0 && write(kick_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is full, the sender is woken anyway */
+	}
 }
 
 void buffers_wait(unsigned ms)
 {
-	struct timespec ts;
+	struct pollfd p = { .fd = kick_fd, .events = POLLIN };
+	uint64_t n;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
+	if (kick_fd < 0) {
+		usleep(ms * 1000u);
+		return;
 	}
-	pthread_mutex_lock(&lock);
-	while (!nfull && !woken)
-		if (pthread_cond_timedwait(&cond, &lock, &ts))
-			break;
-	woken = 0;
-	pthread_mutex_unlock(&lock);
+	if (poll(&p, 1, (int)ms) > 0 && read(kick_fd, &n, sizeof(n)) < 0) {
+		/* EAGAIN: another read took it */
+	}
 }
 
 void buffers_atfork_child(void)
 {
 	pthread_mutex_init(&lock, NULL);
+	/* the eventfd is shared with the parent: the child's kicks must not
+	 * wake the parent's sender */
+	if (kick_fd >= 0)
+		close(kick_fd);
+	kick_fd = -1;
 }

@@ -244,6 +244,7 @@ static void start(void)
 	gpi.pid = getpid();
 	gpi.state = GPI_ST_DISABLED;
 	gpi.driver_version = driver_version();
+	buffers_wake_init();
 	setup_cupti();
 	atexit(at_exit);
 	pthread_atfork(NULL, NULL, atfork_child);

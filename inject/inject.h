@@ -114,7 +114,11 @@ void buffers_complete_cb(void *ctx, uint32_t stream, uint8_t *buf, size_t size, 
 uint8_t *buffers_take(size_t *valid);
 /* ... and gives it back, zeroed, once walked. */
 void buffers_put(uint8_t *buf, size_t valid);
-/* Wakes the sender (a buffer completed, or exit is near). */
+/* The sender's wake-up (an eventfd): 0 or negative errno; without it the
+ * sender only polls. */
+int buffers_wake_init(void);
+/* Wakes the sender (a buffer completed, a ring half full, exit is near):
+ * one write(2), no lock. */
 void buffers_wake(void);
 /* Sender: waits up to ms for a completed buffer or a wake-up. */
 void buffers_wait(unsigned ms);
