@@ -237,6 +237,10 @@ void CUPTIAPI gpi_api_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cb
 	const CUpti_CallbackData *cd = data;
 	struct api_ev ev;
 
+	if (dom == CUPTI_CB_DOMAIN_STATE && cbid == CUPTI_CBID_STATE_FATAL_ERROR && data) {
+		gpi_cupti_fatal(((const CUpti_StateData *)data)->notification.result);
+		return;
+	}
 	if ((dom != CUPTI_CB_DOMAIN_DRIVER_API && dom != CUPTI_CB_DOMAIN_RUNTIME_API) || !cd ||
 	    !(atomic_load_explicit(&gpi.on, memory_order_relaxed) & GPI_F_API))
 		return;

@@ -24,7 +24,9 @@ struct gpi gpi;
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int init_done;
 static CUpti_SubscriberHandle sub;
-static int activity_ours; /* our buffer callbacks are registered */
+/* our buffer callbacks are registered and CUPTI is alive (read by the
+ * sender thread) */
+static _Atomic int activity_ours;
 
 static const struct {
 	uint32_t feature;
@@ -181,9 +183,18 @@ static void enable_api(void)
 		atomic_fetch_or(&gpi.on, GPI_F_API);
 }
 
+void gpi_cupti_fatal(CUptiResult r)
+{
+	/* CUPTI calls cuptiFinalize() itself after this callback: nothing of
+	 * ours may call it again; what was collected still goes out */
+	atomic_store(&activity_ours, 0);
+	gpi_fail(atomic_load(&gpi.on) & ~GPI_F_MONO, (int32_t)r);
+	atomic_store(&gpi.state, GPI_ST_DISABLED);
+}
+
 void gpi_cupti_flush(int forced)
 {
-	if (activity_ours && getpid() == gpi.pid)
+	if (atomic_load(&activity_ours) && getpid() == gpi.pid)
 		cl->cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
 
@@ -191,7 +202,7 @@ static void at_exit(void)
 {
 	if (getpid() != gpi.pid)
 		return; /* a forked child: nothing of CUPTI's or ours runs here */
-	if (activity_ours) {
+	if (atomic_load(&activity_ours)) {
 		for (size_t i = 0; i < NKINDS; i++)
 			if (kind_on[i])
 				cl->cuptiActivityDisable(kinds[i].kind);
@@ -225,6 +236,8 @@ static void setup_cupti(void)
 	}
 	if (err)
 		return;
+	/* CUPTI's own fatal errors: it detaches, we stop calling it */
+	cl->cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR);
 	set_clock();
 	if (setup_buffers()) {
 		gpi_fail(gpi.cfg.features & ~GPI_F_API, CUPTI_ERROR_UNKNOWN);

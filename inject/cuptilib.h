@@ -34,4 +34,6 @@ struct cuptilib {
 void CUPTIAPI gpi_api_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
 			 const void *data);
 int callbacks_enable(CUpti_SubscriberHandle sub);
+/* cupti.c: CUPTI reported a fatal error and finalized itself */
+void gpi_cupti_fatal(CUptiResult r);
 #endif

@@ -251,6 +251,7 @@ static int extra_dropped_given;
 static pthread_t worker;
 static int worker_on;
 static uint64_t nkernels;
+static unsigned records_per_buffer, cur_records;
 
 static size_t rec_size(CUpti_ActivityKind k)
 {
@@ -348,6 +349,10 @@ static void append(const void *rec, CUpti_ActivityKind k)
 	} else {
 		memcpy(cur + cur_used, rec, n);
 		cur_used += n;
+		if (records_per_buffer && ++cur_records >= records_per_buffer) {
+			cur_records = 0;
+			deliver_locked();
+		}
 	}
 	pthread_mutex_unlock(&mu);
 }
@@ -369,9 +374,12 @@ static void *worker_main(void *arg)
 API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
 					       CUpti_BuffersCallbackCompleteFunc done)
 {
+	const char *rpb = getenv("FAKE_CUPTI_RECORDS_PER_BUFFER");
+
 	if (!req || !done)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	pthread_mutex_lock(&mu);
+	records_per_buffer = rpb ? (unsigned)atoi(rpb) : 0;
 	req_cb = req;
 	done_cb = done;
 	if (!worker_on && !pthread_create(&worker, NULL, worker_main, NULL)) {
@@ -507,12 +515,35 @@ static void overhead(void)
 	append(&o, CUPTI_ACTIVITY_KIND_OVERHEAD);
 }
 
+/* A fatal error as CUPTI reports one: the STATE callback, then CUPTI
+ * finalizes itself (nothing enabled, no subscriber; the buffer in use is
+ * handed back). */
+static void fatal(void)
+{
+	CUpti_StateData sd;
+
+	memset(&sd, 0, sizeof(sd));
+	sd.notification.result = CUPTI_ERROR_UNKNOWN;
+	sd.notification.message = "stand-in fatal error";
+	if (subscriber.used && subscriber.on[CUPTI_CB_DOMAIN_STATE][CUPTI_CBID_STATE_FATAL_ERROR])
+		subscriber.cb(subscriber.ud, CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR, &sd);
+	pthread_mutex_lock(&mu);
+	memset(kind_on, 0, sizeof(kind_on));
+	subscriber.used = 0;
+	deliver_locked();
+	pthread_mutex_unlock(&mu);
+}
+
 API void fakecupti_kernel(uint32_t corr, const char *name, uint64_t dur_ns, const uint32_t grid[3],
 			  const uint32_t block[3], uint32_t stream)
 {
+	const char *fatal_at = getenv("FAKE_CUPTI_FATAL_AT");
+	uint64_t nth = __atomic_fetch_add(&nkernels, 1, __ATOMIC_RELAXED);
 	CUpti_ActivityKernel10 k;
 
-	if (__atomic_fetch_add(&nkernels, 1, __ATOMIC_RELAXED) % 7 == 0)
+	if (fatal_at && nth == strtoull(fatal_at, NULL, 10))
+		fatal();
+	if (nth % 7 == 0)
 		overhead();
 	memset(&k, 0, sizeof(k));
 	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;

@@ -19,8 +19,18 @@
  *                               fails: timestamps stay CLOCK_REALTIME
  *   FAKE_CUPTI_DROPPED=N        cuptiActivityGetNumDroppedRecords reports
  *                               N once (then 0), on top of real drops
+ *                               (a record is dropped when the client
+ *                               declines a buffer)
+ * Every 7th kernel record (from the first) is preceded by an OVERHEAD
+ * record, a kind the client did not ask for and must skip.
  *   FAKE_CUPTI_BUFFER_MS=MS     the stand-in's worker hands back the
  *                               current buffer every MS ms (default 50)
+ *   FAKE_CUPTI_RECORDS_PER_BUFFER=N  a buffer is handed back after N
+ *                               records (so buffers run out quickly)
+ *   FAKE_CUPTI_FATAL_AT=N       before the Nth kernel record (from 0):
+ *                               the STATE domain's FATAL_ERROR callback,
+ *                               then CUPTI is finalized (no more callbacks
+ *                               or records)
  */
 #ifndef GPUPROF_TESTS_FAKECUPTI_H
 #define GPUPROF_TESTS_FAKECUPTI_H

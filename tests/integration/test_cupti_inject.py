@@ -353,6 +353,48 @@ def cupti_dropped_and_disabled(sock):
 
 @test
 @with_receiver
+def buffers_run_out(sock):
+    """A buffer per record: the pool of 16 runs dry, CUPTI is refused
+    buffers and drops; every record is either read or counted dropped."""
+    rx = Receiver(sock)
+    n = 20000
+    try:
+        p = run_app(sock, ["--launches", str(n), "--kernel", "k:100", "--sleep-ms", "1500"],
+                    env={"FAKE_CUPTI_RECORDS_PER_BUFFER": "1", "GPUPROF_CUPTI_FEATURES": "kernel"})
+        eq(p.returncode, 0, "app exit: " + p.stderr)
+        time.sleep(0.2)
+    finally:
+        rx.stop()
+    c = rx.decoded()[0]
+    # the last stats that arrived (the final one may have found the socket full)
+    s = max(c.of(STATS), key=lambda s: s["records"] + s["cupti_dropped"])
+    overhead = (n + 6) // 7  # the stand-in's OVERHEAD records (fakecupti.h)
+    eq(s["records"] + s["cupti_dropped"], n + overhead, "records read + dropped")
+    eq(s["cupti_dropped"], s["buffers_refused"], "one record dropped per refused buffer")
+    expect(s["buffers_refused"] > 0, "the pool never ran dry: %r", s)
+
+
+@test
+@with_receiver
+def cupti_fatal_error(sock):
+    rx = Receiver(sock)
+    try:
+        p = run_app(sock, ["--launches", "50", "--memset", "8:100"],
+                    env={"FAKE_CUPTI_FATAL_AT": "10"})
+        eq(p.returncode, 0, "app exit: " + p.stderr)
+        time.sleep(0.2)
+    finally:
+        rx.stop()
+    c = rx.decoded()[0]
+    s = last_stats(c)
+    eq((s["state"], s["on"] & ~F_MONO, s["last_error"]), (ST_DISABLED, 0, 999), "stats")
+    eq(s["failed"], F_KERNEL | F_MEMCPY | F_MEMSET | F_SYNC | F_API | F_NVTX, "failed")
+    eq(len(c.of(KERNEL)), 10, "kernels before the error")
+    eq(len(c.of(MEMSET)), 10, "memsets before the error")
+
+
+@test
+@with_receiver
 def fork_child_idle(sock):
     rx = Receiver(sock)
     try:
