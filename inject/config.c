@@ -16,7 +16,8 @@ static const struct {
 } feature_words[] = {
 	{ "kernel", GPI_F_KERNEL }, { "memcpy", GPI_F_MEMCPY }, { "memset", GPI_F_MEMSET },
 	{ "sync", GPI_F_SYNC },	    { "graph", GPI_F_GRAPH },	{ "api", GPI_F_API },
-	{ "nvtx", GPI_F_NVTX },	    { "default", GPI_FEATURES_DEFAULT },
+	{ "nvtx", GPI_F_NVTX },	    { "pc", GPI_F_PC }, /* not built yet: reported failed */
+	{ "default", GPI_FEATURES_DEFAULT },
 	{ "all", GPI_FEATURES_ALL }, { "none", 0 },
 };
 
@@ -72,7 +73,7 @@ void config_read(struct gpi_config *cfg)
 	cfg->enabled = !(s && (!strcmp(s, "0") || !strcmp(s, "off") || !strcmp(s, "no")));
 	cfg->features = GPI_FEATURES_DEFAULT;
 	s = getenv("GPUPROF_CUPTI_FEATURES");
-	if (s && config_parse_features(s, &cfg->features))
+	if (s && *s && config_parse_features(s, &cfg->features))
 		cfg->features = GPI_FEATURES_DEFAULT; /* a typo must not switch it all off */
 	s = getenv(GPI_SOCKET_ENV);
 	if (!s || !*s || strlen(s) >= sizeof(cfg->socket))

@@ -221,7 +221,12 @@ static void atfork_child(void)
 /* Sets CUPTI up; returns nothing: every outcome is in gpi.state. */
 static void setup_cupti(void)
 {
-	int err = cuptilib_open();
+	int err;
+
+	/* asked for nothing: do not take the one CUPTI subscription */
+	if (!(gpi.cfg.features & ~GPI_F_PC))
+		return;
+	err = cuptilib_open();
 
 	if (err) {
 		atomic_store(&gpi.last_error, err);
@@ -239,6 +244,8 @@ static void setup_cupti(void)
 	/* CUPTI's own fatal errors: it detaches, we stop calling it */
 	cl->cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR);
 	set_clock();
+	if (gpi.cfg.features & GPI_F_PC)
+		gpi_fail(GPI_F_PC, CUPTI_ERROR_NOT_SUPPORTED); /* PC sampling is not built yet */
 	if (setup_buffers()) {
 		gpi_fail(gpi.cfg.features & ~GPI_F_API, CUPTI_ERROR_UNKNOWN);
 	} else {

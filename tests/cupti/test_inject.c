@@ -24,6 +24,8 @@ static void test_features(void)
 	CHECK_EQ_INT(config_parse_features("kernel,kernels", &f), -EINVAL);
 	CHECK_EQ_INT(config_parse_features("kern", &f), -EINVAL);
 	CHECK(!(GPI_FEATURES_DEFAULT & GPI_F_GRAPH));
+	CHECK_EQ_INT(config_parse_features("kernel,pc", &f), 0);
+	CHECK_EQ_INT(f, GPI_F_KERNEL | GPI_F_PC);
 }
 
 static void test_config_env(void)
@@ -42,6 +44,9 @@ static void test_config_env(void)
 	CHECK_EQ_INT(c.features, GPI_FEATURES_DEFAULT); /* a typo keeps the default */
 	CHECK_EQ_INT(c.flush_ms, 500);			/* below 10: the default */
 	CHECK_STREQ(c.socket, GPI_SOCKET_DEFAULT);	/* too long for sun_path */
+	setenv("GPUPROF_CUPTI_FEATURES", "", 1);
+	config_read(&c);
+	CHECK_EQ_INT(c.features, GPI_FEATURES_DEFAULT); /* empty: the default */
 	setenv("GPUPROF_CUPTI", "0", 1);
 	setenv("GPUPROF_CUPTI_FEATURES", "kernel", 1);
 	setenv("GPUPROF_CUPTI_FLUSH_MS", "100", 1);

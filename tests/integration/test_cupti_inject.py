@@ -17,7 +17,7 @@ import tempfile
 import time
 
 from cupti_wire import (API, F_API, F_GRAPH, F_KERNEL, F_MEMCPY, F_MEMSET, F_MONO, F_NVTX,
-                        F_SYNC, GRAPH, HELLO, KERNEL, MARKER, MEMCPY, MEMSET, MK_INSTANT,
+                        F_PC, F_SYNC, GRAPH, HELLO, KERNEL, MARKER, MEMCPY, MEMSET, MK_INSTANT,
                         MK_RANGE, ST_ACTIVE, ST_CONFLICT, ST_DISABLED, STATS, SYNC, Receiver)
 from gpd import BUILD, Skip, eq, expect, main, test
 
@@ -340,11 +340,24 @@ def cupti_dropped_and_disabled(sock):
         eq(p.returncode, 0, "app exit without libcupti: " + p.stderr)
         p = run_app(sock, ["--launches", "10"], env={"GPUPROF_CUPTI": "0"})
         eq(p.returncode, 0, "app exit, library off: " + p.stderr)
+        p = run_app(sock, ["--launches", "10"], env={"GPUPROF_CUPTI_FEATURES": "none"})
+        eq(p.returncode, 0, "app exit, no features: " + p.stderr)
+        p = run_app(sock, ["--launches", "10"], env={"GPUPROF_CUPTI_FEATURES": "kernel,pc"})
+        eq(p.returncode, 0, "app exit, pc asked for: " + p.stderr)
         time.sleep(0.2)
     finally:
         rx.stop()
     conns = rx.decoded()
-    eq(len(conns), 2, "connections (GPUPROF_CUPTI=0 makes none)")
+    eq(len(conns), 4, "connections (GPUPROF_CUPTI=0 makes none)")
+    # no features: CUPTI is not even opened (its subscription stays free)
+    s = last_stats(conns[2])
+    eq((s["state"], s["on"], s["last_error"], conns[2].recs[0]["cupti_version"]),
+       (ST_DISABLED, 0, 0, 0), "features none")
+    # PC sampling is not built: asked for, it is reported failed (27 NOT_SUPPORTED)
+    s = last_stats(conns[3])
+    eq((s["state"], s["on"] & ~F_MONO, s["failed"], s["last_error"]),
+       (ST_ACTIVE, F_KERNEL, F_PC, 27), "kernel,pc")
+    eq(len(conns[3].of(KERNEL)), 10, "kernels with pc asked for")
     eq(last_stats(conns[0])["cupti_dropped"], 5, "cupti_dropped")
     s = last_stats(conns[1])
     eq((s["state"], s["last_error"], s["on"]), (ST_DISABLED, -2, 0), "without libcupti")
