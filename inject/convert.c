@@ -33,7 +33,7 @@ static void measure_offset(void)
 	time_off = (int64_t)(ts_ns(&m) - ts_ns(&r));
 }
 
-uint64_t emit_time(uint64_t ns)
+static uint64_t to_mono(uint64_t ns)
 {
 	return ns && !gpi.mono ? (uint64_t)((int64_t)ns + time_off) : ns;
 }
@@ -48,8 +48,8 @@ static void kernel(const CUpti_ActivityKernel10 *k)
 	name = emit_const_string(k->name); /* shared by CUPTI, constant */
 	if (!(g = emit(GPI_KERNEL, sizeof(*g))))
 		return;
-	g->start = emit_time(k->start);
-	g->end = emit_time(k->end);
+	g->start = to_mono(k->start);
+	g->end = to_mono(k->end);
 	g->corr = k->correlationId;
 	g->name = name;
 	g->device = k->deviceId;
@@ -74,8 +74,8 @@ static void memcpy_rec(const CUpti_ActivityMemcpy6 *m)
 
 	if (!g)
 		return;
-	g->start = emit_time(m->start);
-	g->end = emit_time(m->end);
+	g->start = to_mono(m->start);
+	g->end = to_mono(m->end);
 	g->bytes = m->bytes;
 	g->corr = m->correlationId;
 	g->device = g->src_device = g->dst_device = m->deviceId;
@@ -94,8 +94,8 @@ static void memcpy_p2p(const CUpti_ActivityMemcpyPtoP4 *m)
 
 	if (!g)
 		return;
-	g->start = emit_time(m->start);
-	g->end = emit_time(m->end);
+	g->start = to_mono(m->start);
+	g->end = to_mono(m->end);
 	g->bytes = m->bytes;
 	g->corr = m->correlationId;
 	g->device = m->deviceId;
@@ -116,8 +116,8 @@ static void memset_rec(const CUpti_ActivityMemset4 *m)
 
 	if (!g)
 		return;
-	g->start = emit_time(m->start);
-	g->end = emit_time(m->end);
+	g->start = to_mono(m->start);
+	g->end = to_mono(m->end);
 	g->bytes = m->bytes;
 	g->corr = m->correlationId;
 	g->device = m->deviceId;
@@ -135,8 +135,8 @@ static void sync_rec(const CUpti_ActivitySynchronization2 *s)
 
 	if (!g)
 		return;
-	g->start = emit_time(s->start);
-	g->end = emit_time(s->end);
+	g->start = to_mono(s->start);
+	g->end = to_mono(s->end);
 	g->corr = s->correlationId;
 	g->type = s->type;
 	g->context = s->contextId;
@@ -150,8 +150,8 @@ static void graph_rec(const CUpti_ActivityGraphTrace2 *t)
 
 	if (!g)
 		return;
-	g->start = emit_time(t->start);
-	g->end = emit_time(t->end);
+	g->start = to_mono(t->start);
+	g->end = to_mono(t->end);
 	g->corr = t->correlationId;
 	g->device = t->deviceId;
 	g->context = t->contextId;
@@ -178,7 +178,7 @@ static uint32_t marker_tid(const CUpti_ActivityMarker2 *m)
 static void marker_out(uint64_t start, uint64_t end, uint32_t tid, const char *name,
 		       const char *domain, uint32_t flags)
 {
-	uint32_t dom_id = emit_string(domain), name_id = emit_string(name);
+	uint32_t dom_id = emit_string_first_of_two(domain), name_id = emit_string(name);
 	struct gpi_marker *g = emit(GPI_MARKER, sizeof(*g));
 
 	if (!g)
@@ -206,7 +206,7 @@ static char *copy_text(const char *t)
 static void marker(const CUpti_ActivityMarker2 *m)
 {
 	struct mark *s = &marks[m->id & (MARKS_N - 1)];
-	uint64_t t = emit_time(m->timestamp);
+	uint64_t t = to_mono(m->timestamp);
 
 	if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
 		marker_out(t, t, marker_tid(m), m->name, m->domain, GPI_MK_INSTANT);

@@ -31,11 +31,13 @@ static _Atomic int activity_ours;
 static const struct {
 	uint32_t feature;
 	CUpti_ActivityKind kind;
+	int optional; /* refused: noted in last_error, the feature stays on */
 } kinds[] = {
 	/* never CUPTI_ACTIVITY_KIND_KERNEL: it serializes every kernel */
 	{ GPI_F_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL },
 	{ GPI_F_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY },
-	{ GPI_F_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2 },
+	/* peer to peer only: a host without it still has its copies */
+	{ GPI_F_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, 1 },
 	{ GPI_F_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET },
 	{ GPI_F_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION },
 	{ GPI_F_GRAPH, CUPTI_ACTIVITY_KIND_GRAPH_TRACE },
@@ -155,7 +157,10 @@ static void enable_kinds(void)
 			continue;
 		r = cl->cuptiActivityEnable(kinds[i].kind);
 		if (r != CUPTI_SUCCESS) {
-			gpi_fail(f, r);
+			if (kinds[i].optional)
+				atomic_store(&gpi.last_error, (int32_t)r);
+			else
+				gpi_fail(f, r);
 			continue;
 		}
 		kind_on[i] = 1;
@@ -227,7 +232,6 @@ static void setup_cupti(void)
 	if (!(gpi.cfg.features & ~GPI_F_PC))
 		return;
 	err = cuptilib_open();
-
 	if (err) {
 		atomic_store(&gpi.last_error, err);
 		return;

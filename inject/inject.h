@@ -169,13 +169,14 @@ void convert_buffer(uint8_t *buf, size_t valid);
 /* cupti.c: cuptiActivityFlushAll (forced or not) when CUPTI is ours */
 void gpi_cupti_flush(int forced);
 
-/* Emitters (sender.c): reserve room for a record in the current batch,
- * sending the batch first when full; string ids already defined. */
+/* Emitters (sender.c): room for a record in the current batch, sending
+ * the batch first when full. emit_string*() give a string's id, its
+ * definition added first when this connection lacks it, with room kept
+ * for the record that uses it (and, first_of_two, one more string). */
 void *emit(uint16_t type, size_t len);
 uint32_t emit_string(const char *text);
+uint32_t emit_string_first_of_two(const char *text);
 /* ... for a string that never changes (names_intern_const) */
 uint32_t emit_const_string(const char *text);
-/* The realtime -> monotonic offset for CUPTI times without our callback. */
-uint64_t emit_time(uint64_t cupti_ns);
 
 #endif

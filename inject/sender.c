@@ -23,9 +23,11 @@
 #define BACKOFF_MIN_MS 50u
 #define BACKOFF_MAX_MS 1000u
 #define STATS_MS 1000u
-/* room kept behind a string definition, so that the records using it
- * (at most two strings and one record) land in the same batch */
-#define STRING_MARGIN (2u * (GPI_STRING_MAX + 24u) + 256u)
+/* Room kept behind a string definition so that the record using it lands
+ * in the same batch: were they split and the first batch dropped, the
+ * record would name an id the daemon never got. */
+#define REC_ROOM 256u			       /* any record */
+#define STR_ROOM (GPI_STRING_MAX + 24u)	       /* any string definition */
 
 static struct wire w;
 static int fd = -1;
@@ -90,7 +92,7 @@ void *emit(uint16_t type, size_t len)
 	return p;
 }
 
-static uint32_t emit_interned(const char *text, int constant)
+static uint32_t emit_interned(const char *text, int constant, size_t tail)
 {
 	uint32_t id, len;
 	int define;
@@ -102,7 +104,7 @@ static uint32_t emit_interned(const char *text, int constant)
 	if (!id || !define)
 		return id;
 	t = names_text(id, &len);
-	if (w.used + sizeof(struct gpi_string) + len + 8 + STRING_MARGIN > GPI_MSG_MAX)
+	if (w.used + sizeof(struct gpi_string) + len + 8 + tail > GPI_MSG_MAX)
 		flush_batch();
 	if (wire_add_string(&w, id, t, len))
 		return 0;
@@ -112,12 +114,17 @@ static uint32_t emit_interned(const char *text, int constant)
 
 uint32_t emit_string(const char *text)
 {
-	return emit_interned(text, 0);
+	return emit_interned(text, 0, REC_ROOM);
+}
+
+uint32_t emit_string_first_of_two(const char *text)
+{
+	return emit_interned(text, 0, STR_ROOM + REC_ROOM);
 }
 
 uint32_t emit_const_string(const char *text)
 {
-	return emit_interned(text, 1);
+	return emit_interned(text, 1, REC_ROOM);
 }
 
 static int send_hello(void)
@@ -218,9 +225,8 @@ static void tick(int final)
 
 	if (fd < 0 && now >= next_try)
 		try_connect();
-	if (final || now - last_flush >= (uint64_t)gpi.cfg.flush_ms * 1000000u) {
-		if (!final)
-			gpi_cupti_flush(0);
+	if (!final && now - last_flush >= (uint64_t)gpi.cfg.flush_ms * 1000000u) {
+		gpi_cupti_flush(0); /* the final flush (forced) is the exit handler's */
 		last_flush = now;
 	}
 	drain();
