@@ -114,7 +114,7 @@ void buffers_wake(void)
 
 void buffers_wait(unsigned ms)
 {
-	struct pollfd p = { .fd = kick_fd, .events = POLLIN };
+	struct pollfd p = {.fd = kick_fd, .events = POLLIN};
 	uint64_t n;
 
 	if (kick_fd < 0) {

@@ -14,11 +14,17 @@ static const struct {
 	const char *word;
 	uint32_t bits;
 } feature_words[] = {
-	{ "kernel", GPI_F_KERNEL }, { "memcpy", GPI_F_MEMCPY }, { "memset", GPI_F_MEMSET },
-	{ "sync", GPI_F_SYNC },	    { "graph", GPI_F_GRAPH },	{ "api", GPI_F_API },
-	{ "nvtx", GPI_F_NVTX },	    { "pc", GPI_F_PC }, /* not built yet: reported failed */
-	{ "default", GPI_FEATURES_DEFAULT },
-	{ "all", GPI_FEATURES_ALL }, { "none", 0 },
+	{"kernel", GPI_F_KERNEL},
+	{"memcpy", GPI_F_MEMCPY},
+	{"memset", GPI_F_MEMSET},
+	{"sync", GPI_F_SYNC},
+	{"graph", GPI_F_GRAPH},
+	{"api", GPI_F_API},
+	{"nvtx", GPI_F_NVTX},
+	{"pc", GPI_F_PC}, /* not built yet: reported failed */
+	{"default", GPI_FEATURES_DEFAULT},
+	{"all", GPI_FEATURES_ALL},
+	{"none", 0},
 };
 
 static int feature_word(const char *w, size_t n, uint32_t *bits)

@@ -43,8 +43,9 @@ static void kernel(const CUpti_ActivityKernel10 *k)
 	uint32_t name;
 	struct gpi_kernel *g;
 
+	/* no timestamp: device memory was short, or a forced flush */
 	if (!k->start && !k->end)
-		return; /* no timestamp (device memory short, or forced flush) */
+		return;
 	name = emit_const_string(k->name); /* shared by CUPTI, constant */
 	if (!(g = emit(GPI_KERNEL, sizeof(*g))))
 		return;
@@ -140,7 +141,8 @@ static void sync_rec(const CUpti_ActivitySynchronization2 *s)
 	g->corr = s->correlationId;
 	g->type = s->type;
 	g->context = s->contextId;
-	g->stream = s->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? GPI_NO_STREAM : s->streamId;
+	g->stream = s->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? GPI_NO_STREAM
+								       : s->streamId;
 	g->event = s->cudaEventId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->cudaEventId;
 }
 

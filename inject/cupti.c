@@ -34,14 +34,14 @@ static const struct {
 	int optional; /* refused: noted in last_error, the feature stays on */
 } kinds[] = {
 	/* never CUPTI_ACTIVITY_KIND_KERNEL: it serializes every kernel */
-	{ GPI_F_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL },
-	{ GPI_F_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY },
+	{GPI_F_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+	{GPI_F_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
 	/* peer to peer only: a host without it still has its copies */
-	{ GPI_F_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, 1 },
-	{ GPI_F_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET },
-	{ GPI_F_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION },
-	{ GPI_F_GRAPH, CUPTI_ACTIVITY_KIND_GRAPH_TRACE },
-	{ GPI_F_NVTX, CUPTI_ACTIVITY_KIND_MARKER },
+	{GPI_F_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, 1},
+	{GPI_F_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET},
+	{GPI_F_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+	{GPI_F_GRAPH, CUPTI_ACTIVITY_KIND_GRAPH_TRACE},
+	{GPI_F_NVTX, CUPTI_ACTIVITY_KIND_MARKER},
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 static int kind_on[NKINDS];
@@ -108,7 +108,8 @@ static int subscribe(void)
 
 		r = cl->cuptiSubscribe_v2(&sub, gpi_api_cb, NULL, &p);
 		if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-			snprintf(gpi.conflict, sizeof(gpi.conflict), "%s", old[0] ? old : "unknown");
+			snprintf(gpi.conflict, sizeof(gpi.conflict), "%s",
+				 old[0] ? old : "unknown");
 	} else {
 		r = cl->cuptiSubscribe(&sub, gpi_api_cb, NULL);
 		if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)

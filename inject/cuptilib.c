@@ -36,10 +36,10 @@ static void *open_lib(void)
 	return dlopen(GPI_CUPTI_LIBDIR "/libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
 }
 
-#define REQ(name)                                                                  \
-	do {                                                                       \
-		if (!(lib.name = (__typeof__(lib.name))dlsym(lib.handle, #name)))  \
-			return -ENOSYS;                                            \
+#define REQ(name)                                                                 \
+	do {                                                                      \
+		if (!(lib.name = (__typeof__(lib.name))dlsym(lib.handle, #name))) \
+			return -ENOSYS;                                           \
 	} while (0)
 #define OPT(name) (lib.name = (__typeof__(lib.name))dlsym(lib.handle, #name))
 

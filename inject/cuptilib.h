@@ -28,8 +28,6 @@ struct cuptilib {
 };
 #undef CL_FN
 
-
-
 /* callbacks.c: the API callback and enabling its cbids (a CUptiResult) */
 void CUPTIAPI gpi_api_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
 			 const void *data);

@@ -52,15 +52,15 @@ struct gpi_counters {
 
 struct gpi {
 	struct gpi_config cfg;
-	pid_t pid;		  /* the process that initialized (fork check) */
-	_Atomic uint32_t state;	  /* enum gpi_state */
-	_Atomic uint32_t on;	  /* enum gpi_feature: working */
-	_Atomic uint32_t failed;  /* enum gpi_feature: off after an error */
+	pid_t pid;		 /* the process that initialized (fork check) */
+	_Atomic uint32_t state;	 /* enum gpi_state */
+	_Atomic uint32_t on;	 /* enum gpi_feature: working */
+	_Atomic uint32_t failed; /* enum gpi_feature: off after an error */
 	_Atomic int32_t last_error;
-	char conflict[64];	  /* the other subscriber's name, "" none */
+	char conflict[64]; /* the other subscriber's name, "" none */
 	uint32_t cupti_version;
 	int32_t driver_version;
-	int mono;		  /* CUPTI's timestamps are CLOCK_MONOTONIC */
+	int mono; /* CUPTI's timestamps are CLOCK_MONOTONIC */
 	struct gpi_counters n;
 };
 

@@ -26,8 +26,8 @@
 /* Room kept behind a string definition so that the record using it lands
  * in the same batch: were they split and the first batch dropped, the
  * record would name an id the daemon never got. */
-#define REC_ROOM 256u			       /* any record */
-#define STR_ROOM (GPI_STRING_MAX + 24u)	       /* any string definition */
+#define REC_ROOM 256u			/* any record */
+#define STR_ROOM (GPI_STRING_MAX + 24u) /* any string definition */
 
 static struct wire w;
 static int fd = -1;
@@ -41,7 +41,6 @@ static _Atomic int finishing;
 static pthread_mutex_t done_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t done_cond = PTHREAD_COND_INITIALIZER;
 static int done;
-
 
 static void drop_batch(void)
 {
@@ -147,7 +146,7 @@ static int send_hello(void)
 
 static void try_connect(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
 	/* config_read() bounds the path below sizeof(sun_path) */
 	memcpy(sa.sun_path, gpi.cfg.socket, strlen(gpi.cfg.socket) + 1);

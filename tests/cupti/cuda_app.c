@@ -8,7 +8,8 @@
  *
  *   cuda_app [--cuda LIB] [--threads T] [--launches N] [--kernel NAME:NS]...
  *            [--memcpy BYTES:NS] [--memset BYTES:NS] [--sync] [--graph NS]
- *            [--nvtx] [--pause-ms MS] [--sleep-ms MS] [--wait] [--fork]
+ *            [--nvtx] [--pause-ms MS] [--sleep-ms MS] [--wait] [--until-eof]
+ *            [--fork]
  *
  * Each of T threads (default 1) runs N iterations (default 10); one
  * iteration launches every --kernel once (default gpuprof_k_a:20000) on
@@ -19,7 +20,10 @@
  * domain "gpuprof_test" and each thread makes one mark "thread_start".
  * --pause-ms sleeps between iterations, --sleep-ms before exiting, --wait
  * prints "ready PID" and waits for a line on stdin before the work,
- * --fork forks a child after the work that launches once and exits.
+ * --until-eof stops the threads after their current iteration once stdin
+ * reaches its end (N stays the most), --fork forks a child after the work
+ * that launches once and exits. The counts printed are of the iterations
+ * actually run.
  *
  * Prints, once all threads are done:
  *   tid TID                                  one per worker thread
@@ -33,6 +37,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +87,10 @@ static int nkernels;
 static int threads = 1, launches = 10, do_sync, nvtx, pause_ms, sleep_ms, wait_stdin, do_fork;
 static uint64_t memcpy_bytes, memcpy_ns, memset_bytes, memset_ns, graph_ns;
 static int do_memcpy, do_memset, do_graph;
+static int until_eof;
 static pid_t tids[MAX_THREADS];
+static int done_iters[MAX_THREADS];
+static atomic_int stop;
 
 static void *need(void *lib, const char *name)
 {
@@ -160,8 +168,10 @@ static void *worker(void *arg)
 	tids[t] = (pid_t)syscall(SYS_gettid);
 	if (nvtx)
 		cu.mark("gpuprof_test", "thread_start");
-	for (int i = 0; i < launches; i++)
+	for (int i = 0; i < launches && !stop; i++) {
 		iteration(t, i);
+		done_iters[t]++;
+	}
 	return NULL;
 }
 
@@ -219,6 +229,8 @@ static const char *parse(int argc, char **argv)
 			sleep_ms = atoi(v), i++;
 		else if (!strcmp(a, "--wait"))
 			wait_stdin = 1;
+		else if (!strcmp(a, "--until-eof"))
+			until_eof = 1;
 		else if (!strcmp(a, "--fork"))
 			do_fork = 1;
 		else {
@@ -237,23 +249,29 @@ static const char *parse(int argc, char **argv)
 
 static void report(void)
 {
-	uint64_t n = (uint64_t)threads * (uint64_t)launches;
+	uint64_t n = 0;
+
+	for (int t = 0; t < threads; t++)
+		n += (uint64_t)done_iters[t];
 
 	for (int t = 0; t < threads; t++)
 		printf("tid %d\n", (int)tids[t]);
 	for (int k = 0; k < nkernels; k++)
 		printf("kernel %s launches %llu total_ns %llu\n", kernels[k].name,
 		       (unsigned long long)n, (unsigned long long)(n * kernels[k].ns));
-	printf("memcpy count %llu bytes %llu total_ns %llu\n", (unsigned long long)(do_memcpy ? 2 * n : 0),
+	printf("memcpy count %llu bytes %llu total_ns %llu\n",
+	       (unsigned long long)(do_memcpy ? 2 * n : 0),
 	       (unsigned long long)(do_memcpy ? 2 * n * memcpy_bytes : 0),
 	       (unsigned long long)(do_memcpy ? 2 * n * memcpy_ns : 0));
-	printf("memset count %llu bytes %llu total_ns %llu\n", (unsigned long long)(do_memset ? n : 0),
+	printf("memset count %llu bytes %llu total_ns %llu\n",
+	       (unsigned long long)(do_memset ? n : 0),
 	       (unsigned long long)(do_memset ? n * memset_bytes : 0),
 	       (unsigned long long)(do_memset ? n * memset_ns : 0));
 	printf("graph count %llu total_ns %llu\n", (unsigned long long)(do_graph ? n : 0),
 	       (unsigned long long)(do_graph ? n * graph_ns : 0));
 	printf("sync count %llu\n", (unsigned long long)(do_sync ? n : 0));
-	printf("nvtx ranges %llu marks %d\n", (unsigned long long)(nvtx ? n : 0), nvtx ? threads : 0);
+	printf("nvtx ranges %llu marks %d\n", (unsigned long long)(nvtx ? n : 0),
+	       nvtx ? threads : 0);
 	printf("done\n");
 	fflush(stdout);
 }
@@ -278,6 +296,11 @@ int main(int argc, char **argv)
 	}
 	for (int t = 0; t < threads; t++)
 		pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);
+	if (until_eof) {
+		while (fgets(line, sizeof(line), stdin))
+			;
+		stop = 1;
+	}
 	for (int t = 0; t < threads; t++)
 		pthread_join(th[t], NULL);
 	report();

@@ -21,10 +21,12 @@
 #define API __attribute__((visibility("default")))
 
 _Static_assert(FAKE_CBID_cuLaunchKernel == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cbid");
-_Static_assert(FAKE_CBID_cuLaunchKernel_ptsz == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, "cbid");
+_Static_assert(FAKE_CBID_cuLaunchKernel_ptsz == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+	       "cbid");
 _Static_assert(FAKE_CBID_cuLaunchKernelEx == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cbid");
 _Static_assert(FAKE_CBID_cuLaunchCooperativeKernel ==
-		       CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, "cbid");
+		       CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+	       "cbid");
 _Static_assert(FAKE_CBID_cuMemcpyHtoD_v2 == CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, "cbid");
 _Static_assert(FAKE_CBID_cuMemcpyHtoDAsync_v2 == CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
 	       "cbid");
@@ -526,7 +528,8 @@ static void fatal(void)
 	sd.notification.result = CUPTI_ERROR_UNKNOWN;
 	sd.notification.message = "stand-in fatal error";
 	if (subscriber.used && subscriber.on[CUPTI_CB_DOMAIN_STATE][CUPTI_CBID_STATE_FATAL_ERROR])
-		subscriber.cb(subscriber.ud, CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR, &sd);
+		subscriber.cb(subscriber.ud, CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR,
+			      &sd);
 	pthread_mutex_lock(&mu);
 	memset(kind_on, 0, sizeof(kind_on));
 	subscriber.used = 0;
@@ -571,10 +574,12 @@ API void fakecupti_memcpy(uint32_t corr, uint8_t copy_kind, uint64_t bytes, uint
 	memset(&m, 0, sizeof(m));
 	m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
 	m.copyKind = copy_kind;
-	m.srcKind = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD ? CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE
-								  : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-	m.dstKind = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ? CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE
-								  : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	m.srcKind = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD
+			    ? CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE
+			    : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	m.dstKind = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH
+			    ? CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE
+			    : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
 	m.flags = async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
 	m.bytes = bytes;
 	schedule(stream, dur_ns, &m.start, &m.end);

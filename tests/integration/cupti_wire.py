@@ -8,6 +8,7 @@ import os
 import socket
 import struct
 import threading
+import time
 
 
 class WireError(AssertionError):
@@ -48,6 +49,7 @@ class Conn:
 
     def __init__(self):
         self.msgs, self.recs, self.strings, self.seqs = [], [], {}, []
+        self.ndecoded = 0
 
     def decode(self, msg):
         magic, version, nrec, seq, rsv = struct.unpack_from("<IHHII", msg)
@@ -151,8 +153,21 @@ class Receiver:
         with self.lock:
             conns = list(self.conns)
         for c in conns:
-            for m in c.msgs:
+            with self.lock:
+                new = c.msgs[c.ndecoded:]
+                c.ndecoded += len(new)
+            for m in new:
                 c.decode(m)
         return conns
+
+    def wait_for(self, typ, timeout=20):
+        """Until some connection has a record of type typ: True, or False
+        when timeout seconds pass."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(c.of(typ) for c in self.decoded()):
+                return True
+            time.sleep(0.05)
+        return False
 
 
