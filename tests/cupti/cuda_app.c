@@ -9,7 +9,7 @@
  *   cuda_app [--cuda LIB] [--threads T] [--launches N] [--kernel NAME:NS]...
  *            [--memcpy BYTES:NS] [--memset BYTES:NS] [--sync] [--graph NS]
  *            [--nvtx] [--pause-ms MS] [--sleep-ms MS] [--wait] [--until-eof]
- *            [--fork]
+ *            [--fork] [--subscribe-first NAME]
  *
  * Each of T threads (default 1) runs N iterations (default 10); one
  * iteration launches every --kernel once (default gpuprof_k_a:20000) on
@@ -22,8 +22,10 @@
  * prints "ready PID" and waits for a line on stdin before the work,
  * --until-eof stops the threads after their current iteration once stdin
  * reaches its end (N stays the most), --fork forks a child after the work
- * that launches once and exits. The counts printed are of the iterations
- * actually run.
+ * that launches once and exits. --subscribe-first subscribes to CUPTI
+ * (GPUPROF_CUPTI_LIB, else libcupti.so.13) as NAME before cuInit, the way
+ * a profiler that started first holds it. The counts printed are of the
+ * iterations actually run.
  *
  * Prints, once all threads are done:
  *   tid TID                                  one per worker thread
@@ -35,6 +37,7 @@
  *   nvtx ranges R marks M
  *   done
  */
+#include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -88,6 +91,7 @@ static int threads = 1, launches = 10, do_sync, nvtx, pause_ms, sleep_ms, wait_s
 static uint64_t memcpy_bytes, memcpy_ns, memset_bytes, memset_ns, graph_ns;
 static int do_memcpy, do_memset, do_graph;
 static int until_eof;
+static const char *first_subscriber;
 static pid_t tids[MAX_THREADS];
 static int done_iters[MAX_THREADS];
 static atomic_int stop;
@@ -124,6 +128,34 @@ static void load(const char *path)
 	cu.push = (push_fn)need(lib, "fake_nvtx_range_push");
 	cu.pop = (pop_fn)need(lib, "fake_nvtx_range_pop");
 	cu.mark = (mark_fn)need(lib, "fake_nvtx_mark");
+}
+
+static void CUPTIAPI other_tool_cb(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId id,
+				   const void *data)
+{
+}
+
+/* Holds CUPTI as another tool would (its handle is never released). */
+static void subscribe_first(const char *name)
+{
+	const char *path = getenv("GPUPROF_CUPTI_LIB");
+	void *lib = dlopen(path && *path ? path : "libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
+	__typeof__(cuptiSubscribe_v2) *sub;
+	CUpti_SubscriberParams p = {
+		.structSize = CUpti_SubscriberParams_STRUCT_SIZE,
+		.subscriberName = name,
+	};
+	CUpti_SubscriberHandle h;
+
+	if (!lib) {
+		fprintf(stderr, "cuda_app: %s\n", dlerror());
+		exit(1);
+	}
+	sub = (__typeof__(sub))need(lib, "cuptiSubscribe_v2");
+	if (sub(&h, other_tool_cb, NULL, &p) != CUPTI_SUCCESS) {
+		fprintf(stderr, "cuda_app: cuptiSubscribe_v2 failed\n");
+		exit(1);
+	}
 }
 
 static void iteration(int t, int i)
@@ -229,6 +261,8 @@ static const char *parse(int argc, char **argv)
 			sleep_ms = atoi(v), i++;
 		else if (!strcmp(a, "--wait"))
 			wait_stdin = 1;
+		else if (!strcmp(a, "--subscribe-first"))
+			first_subscriber = v, i++;
 		else if (!strcmp(a, "--until-eof"))
 			until_eof = 1;
 		else if (!strcmp(a, "--fork"))
@@ -282,6 +316,8 @@ int main(int argc, char **argv)
 	char line[16];
 
 	load(parse(argc, argv));
+	if (first_subscriber)
+		subscribe_first(first_subscriber);
 	if (cu.init(0)) {
 		fprintf(stderr, "cuda_app: cuInit failed\n");
 		return 1;

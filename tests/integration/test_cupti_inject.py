@@ -295,6 +295,23 @@ def conflict(sock):
 
 @test
 @with_receiver
+def conflict_with_a_profiler_that_came_first(sock):
+    rx = Receiver(sock)
+    try:
+        p = run_app(sock, ["--launches", "20", "--subscribe-first", "kineto"])
+        eq(p.returncode, 0, "app exit: " + p.stderr)
+        totals(p.stdout)
+        time.sleep(0.2)
+    finally:
+        rx.stop()
+    c = rx.decoded()[0]
+    s = last_stats(c)
+    eq((s["state"], s["conflict"], s["on"]), (ST_CONFLICT, "CUPTI for kineto", 0), "stats")
+    eq(len(c.of(KERNEL)) + len(c.of(API)), 0, "records in conflict")
+
+
+@test
+@with_receiver
 def kind_refused(sock):
     rx = Receiver(sock)
     try:
