@@ -35,6 +35,7 @@
  *   graph count C total_ns S
  *   sync count C
  *   nvtx ranges R marks M
+ *   cpu_ns_per_iteration X                   the workers' own CPU time
  *   done
  */
 #include <cupti.h>
@@ -47,6 +48,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_KERNELS 16
@@ -94,6 +96,7 @@ static int until_eof;
 static const char *first_subscriber;
 static pid_t tids[MAX_THREADS];
 static int done_iters[MAX_THREADS];
+static uint64_t cpu_ns[MAX_THREADS];
 static atomic_int stop;
 
 static void *need(void *lib, const char *name)
@@ -200,10 +203,16 @@ static void *worker(void *arg)
 	tids[t] = (pid_t)syscall(SYS_gettid);
 	if (nvtx)
 		cu.mark("gpuprof_test", "thread_start");
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
 	for (int i = 0; i < launches && !stop; i++) {
 		iteration(t, i);
 		done_iters[t]++;
 	}
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+	cpu_ns[t] = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000ull + (uint64_t)b.tv_nsec -
+		    (uint64_t)a.tv_nsec;
 	return NULL;
 }
 
@@ -306,6 +315,11 @@ static void report(void)
 	printf("sync count %llu\n", (unsigned long long)(do_sync ? n : 0));
 	printf("nvtx ranges %llu marks %d\n", (unsigned long long)(nvtx ? n : 0),
 	       nvtx ? threads : 0);
+	uint64_t cpu = 0;
+
+	for (int t = 0; t < threads; t++)
+		cpu += cpu_ns[t];
+	printf("cpu_ns_per_iteration %.1f\n", n ? (double)cpu / (double)n : 0.0);
 	printf("done\n");
 	fflush(stdout);
 }

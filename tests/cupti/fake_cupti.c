@@ -540,11 +540,16 @@ static void fatal(void)
 API void fakecupti_kernel(uint32_t corr, const char *name, uint64_t dur_ns, const uint32_t grid[3],
 			  const uint32_t block[3], uint32_t stream)
 {
-	const char *fatal_at = getenv("FAKE_CUPTI_FATAL_AT");
+	static int64_t fatal_at = -2; /* -2: not read yet, -1: never */
 	uint64_t nth = __atomic_fetch_add(&nkernels, 1, __ATOMIC_RELAXED);
 	CUpti_ActivityKernel10 k;
 
-	if (fatal_at && nth == strtoull(fatal_at, NULL, 10))
+	if (fatal_at == -2) {
+		const char *s = getenv("FAKE_CUPTI_FATAL_AT");
+
+		fatal_at = s && *s ? (int64_t)strtoull(s, NULL, 10) : -1;
+	}
+	if (fatal_at >= 0 && nth == (uint64_t)fatal_at)
 		fatal();
 	if (nth % 7 == 0)
 		overhead();
