@@ -204,24 +204,21 @@ static CUresult launch_as(uint32_t cbid, const char *api, CUfunction f, unsigned
 	r = launch_work(f, gx, gy, gz, bx, by, bz, s);
 	call_exit(&c, r);
 	if (!r) {
-		uint32_t grid[3] = { gx, gy, gz }, block[3] = { bx, by, bz };
+		uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
 
 		cupti.kernel(c.corr, f->name, next_dur, grid, block, stream_id(s));
 	}
 	return r;
 }
 
-#define launch(...) launch_as(cbid, __func__, __VA_ARGS__)
-
 API CUresult cuLaunchKernel(CUfunction f, unsigned gridDimX, unsigned gridDimY,
 			    unsigned gridDimZ, unsigned blockDimX, unsigned blockDimY,
 			    unsigned blockDimZ, unsigned sharedMemBytes, CUstream hStream,
 			    void **kernelParams, void **extra)
 {
-	const uint32_t cbid = FAKE_CBID_cuLaunchKernel;
-
 	(void)sharedMemBytes, (void)kernelParams, (void)extra;
-	return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream);
+	return launch_as(FAKE_CBID_cuLaunchKernel, __func__, f, gridDimX, gridDimY, gridDimZ,
+			 blockDimX, blockDimY, blockDimZ, hStream);
 }
 
 API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gridDimX, unsigned gridDimY,
@@ -229,10 +226,9 @@ API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gridDimX, unsigned gridD
 				 unsigned blockDimZ, unsigned sharedMemBytes, CUstream hStream,
 				 void **kernelParams, void **extra)
 {
-	const uint32_t cbid = FAKE_CBID_cuLaunchKernel_ptsz;
-
 	(void)sharedMemBytes, (void)kernelParams, (void)extra;
-	return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream);
+	return launch_as(FAKE_CBID_cuLaunchKernel_ptsz, __func__, f, gridDimX, gridDimY, gridDimZ,
+			 blockDimX, blockDimY, blockDimZ, hStream);
 }
 
 API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gridDimX, unsigned gridDimY,
@@ -240,22 +236,20 @@ API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gridDimX, unsigned
 				       unsigned blockDimZ, unsigned sharedMemBytes,
 				       CUstream hStream, void **kernelParams)
 {
-	const uint32_t cbid = FAKE_CBID_cuLaunchCooperativeKernel;
-
 	(void)sharedMemBytes, (void)kernelParams;
-	return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream);
+	return launch_as(FAKE_CBID_cuLaunchCooperativeKernel, __func__, f, gridDimX, gridDimY,
+			 gridDimZ, blockDimX, blockDimY, blockDimZ, hStream);
 }
 
 API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
 			      void **extra)
 {
-	const uint32_t cbid = FAKE_CBID_cuLaunchKernelEx;
-
 	(void)kernelParams, (void)extra;
 	if (!config)
 		return 1;
-	return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-		      config->blockDimY, config->blockDimZ, config->hStream);
+	return launch_as(FAKE_CBID_cuLaunchKernelEx, __func__, f, config->gridDimX, config->gridDimY,
+			 config->gridDimZ, config->blockDimX, config->blockDimY, config->blockDimZ,
+			 config->hStream);
 }
 
 /* ---------------------------------------------------------------- copies, sync, graphs */
