@@ -18,8 +18,12 @@
 
 #include "inject.h"
 
-#define POOL_N 16u
-#define BUF_SIZE (256u * 1024u) /* about 1200 kernel records */
+/* CUPTI keeps a buffer open per thread that records (its default,
+ * PER_THREAD_ACTIVITY_BUFFER): the pool must outnumber the launching
+ * threads. calloc'd memory is mapped lazily, so the pool costs resident
+ * memory only for the buffers CUPTI has filled at least once. */
+#define POOL_N 64u
+#define BUF_SIZE (128u * 1024u) /* about 600 kernel records */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* wakes the sender: written without a lock from any thread (an API ring
@@ -36,11 +40,10 @@ static unsigned full_head, nfull;
 int buffers_init(void)
 {
 	for (unsigned i = 0; i < POOL_N; i++) {
-		uint8_t *b = aligned_alloc(8, BUF_SIZE);
+		uint8_t *b = calloc(1, BUF_SIZE); /* zeroed, aligned to 16 */
 
 		if (!b)
 			return -ENOMEM;
-		memset(b, 0, BUF_SIZE);
 		free_bufs[nfree++] = b;
 	}
 	return 0;

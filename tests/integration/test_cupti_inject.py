@@ -387,7 +387,7 @@ def cupti_dropped_and_disabled(sock):
 @test
 @with_receiver
 def buffers_run_out(sock):
-    """A buffer per record: the pool of 16 runs dry, CUPTI is refused
+    """A buffer per record: the pool of 64 runs dry, CUPTI is refused
     buffers and drops; every record is either read or counted dropped."""
     rx = Receiver(sock)
     n = 20000
