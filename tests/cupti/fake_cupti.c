@@ -254,6 +254,7 @@ static pthread_t worker;
 static int worker_on;
 static uint64_t nkernels;
 static unsigned records_per_buffer, cur_records;
+static int64_t fatal_at = -1; /* FAKE_CUPTI_FATAL_AT, -1: never */
 
 static size_t rec_size(CUpti_ActivityKind k)
 {
@@ -382,6 +383,7 @@ API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc 
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	pthread_mutex_lock(&mu);
 	records_per_buffer = rpb ? (unsigned)atoi(rpb) : 0;
+	fatal_at = getenv("FAKE_CUPTI_FATAL_AT") ? atoll(getenv("FAKE_CUPTI_FATAL_AT")) : -1;
 	req_cb = req;
 	done_cb = done;
 	if (!worker_on && !pthread_create(&worker, NULL, worker_main, NULL)) {
@@ -540,15 +542,9 @@ static void fatal(void)
 API void fakecupti_kernel(uint32_t corr, const char *name, uint64_t dur_ns, const uint32_t grid[3],
 			  const uint32_t block[3], uint32_t stream)
 {
-	static int64_t fatal_at = -2; /* -2: not read yet, -1: never */
 	uint64_t nth = __atomic_fetch_add(&nkernels, 1, __ATOMIC_RELAXED);
 	CUpti_ActivityKernel10 k;
 
-	if (fatal_at == -2) {
-		const char *s = getenv("FAKE_CUPTI_FATAL_AT");
-
-		fatal_at = s && *s ? (int64_t)strtoull(s, NULL, 10) : -1;
-	}
 	if (fatal_at >= 0 && nth == (uint64_t)fatal_at)
 		fatal();
 	if (nth % 7 == 0)

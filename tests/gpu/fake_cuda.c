@@ -187,8 +187,10 @@ static CUresult launch_work(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 {
 	if (!f)
 		return 400; /* CUDA_ERROR_INVALID_HANDLE */
-	fake_cu_launches++;
-	fake_cu_sum += (uint64_t)gx * gy * gz * bx * by * bz + (uintptr_t)s;
+	/* atomic: the CUPTI tests launch from several threads */
+	__atomic_fetch_add(&fake_cu_launches, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&fake_cu_sum, (uint64_t)gx * gy * gz * bx * by * bz + (uintptr_t)s,
+			   __ATOMIC_RELAXED);
 	return 0;
 }
 
