@@ -25,7 +25,7 @@ fi
 
 if [ $# -eq 0 ]; then
 	set -- $(git ls-files -- 'daemon/*.[ch]' 'bpf/*.[ch]' 'libclient/*.[ch]' 'cli/*.[ch]' \
-		'common/*.[ch]' 'include/*.h' | grep -v '^bpf/vmlinux\.h$')
+		'common/*.[ch]' 'include/*.h' 'inject/*.[ch]' | grep -v '^bpf/vmlinux\.h$')
 fi
 
 bad=0

@@ -11,6 +11,10 @@ grep -qx '/.devbundle/' .git/info/exclude 2>/dev/null || echo '/.devbundle/' >>.
 rm -rf .devbundle
 mkdir -p .devbundle/bin .devbundle/lib
 cp "$B/daemon/gpuprofd" "$B/cli/gpuprofctl" .devbundle/bin/
+# the CUPTI injection library, where the build found the CUPTI headers
+if [ -f "$B/inject/libgpuprof-cupti.so" ]; then
+    cp "$B/inject/libgpuprof-cupti.so" .devbundle/lib/
+fi
 for bin in "$B/daemon/gpuprofd" "$B/cli/gpuprofctl"; do
     ldd "$bin" | awk '$3 ~ /^\// { print $3 }'
 done | sort -u | while read -r lib; do

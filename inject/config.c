@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Configuration from the environment: the library runs inside every CUDA
+ * process of a host, so it has no file of its own to read (docs/collectors.md,
+ * "NVIDIA", lists the variables).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject.h"
+
+static const struct {
+	const char *word;
+	uint32_t bits;
+} feature_words[] = {
+	{"kernel", GPI_F_KERNEL},
+	{"memcpy", GPI_F_MEMCPY},
+	{"memset", GPI_F_MEMSET},
+	{"sync", GPI_F_SYNC},
+	{"graph", GPI_F_GRAPH},
+	{"api", GPI_F_API},
+	{"nvtx", GPI_F_NVTX},
+	{"pc", GPI_F_PC}, /* not built yet: reported failed */
+	{"default", GPI_FEATURES_DEFAULT},
+	{"all", GPI_FEATURES_ALL},
+	{"none", 0},
+};
+
+static int feature_word(const char *w, size_t n, uint32_t *bits)
+{
+	for (size_t i = 0; i < sizeof(feature_words) / sizeof(feature_words[0]); i++) {
+		if (strlen(feature_words[i].word) == n && !strncmp(feature_words[i].word, w, n)) {
+			*bits = feature_words[i].bits;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int config_parse_features(const char *s, uint32_t *out)
+{
+	uint32_t acc = 0, bits;
+
+	while (*s) {
+		size_t n = strcspn(s, ", ");
+
+		if (n && feature_word(s, n, &bits))
+			return -EINVAL;
+		if (n)
+			acc |= bits;
+		s += n;
+		s += strspn(s, ", ");
+	}
+	*out = acc;
+	return 0;
+}
+
+static unsigned env_uint(const char *name, unsigned def, unsigned lo, unsigned hi)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return def;
+	v = strtoul(s, &end, 10);
+	if (*end || v < lo || v > hi)
+		return def;
+	return (unsigned)v;
+}
+
+void config_read(struct gpi_config *cfg)
+{
+	const char *s;
+
+	memset(cfg, 0, sizeof(*cfg));
+	s = getenv("GPUPROF_CUPTI");
+	cfg->enabled = !(s && (!strcmp(s, "0") || !strcmp(s, "off") || !strcmp(s, "no")));
+	cfg->features = GPI_FEATURES_DEFAULT;
+	s = getenv("GPUPROF_CUPTI_FEATURES");
+	if (s && *s && config_parse_features(s, &cfg->features))
+		cfg->features = GPI_FEATURES_DEFAULT; /* a typo must not switch it all off */
+	s = getenv(GPI_SOCKET_ENV);
+	if (!s || !*s || strlen(s) >= sizeof(cfg->socket))
+		s = GPI_SOCKET_DEFAULT;
+	strcpy(cfg->socket, s);
+	cfg->flush_ms = env_uint("GPUPROF_CUPTI_FLUSH_MS", 500, 10, 60000);
+}

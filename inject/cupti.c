@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libgpuprof-cupti.so's entry point: the CUDA driver loads the library
+ * named by CUDA_INJECTION64_PATH and calls InitializeInjection() while it
+ * initializes. We subscribe to CUPTI (stepping aside when another tool
+ * already did), make CUPTI's clock CLOCK_MONOTONIC, enable the activity
+ * kinds and callbacks asked for, and start the sender thread. Whatever
+ * fails turns its feature off and is reported in the stats record: the
+ * application never notices us.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuptilib.h"
+
+struct gpi gpi;
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static int init_done;
+static CUpti_SubscriberHandle sub;
+/* our buffer callbacks are registered and CUPTI is alive (read by the
+ * sender thread) */
+static _Atomic int activity_ours;
+
+static const struct {
+	uint32_t feature;
+	CUpti_ActivityKind kind;
+	int optional; /* refused: noted in last_error, the feature stays on */
+} kinds[] = {
+	/* never CUPTI_ACTIVITY_KIND_KERNEL: it serializes every kernel */
+	{GPI_F_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+	{GPI_F_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
+	/* peer to peer only: a host without it still has its copies */
+	{GPI_F_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, 1},
+	{GPI_F_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET},
+	{GPI_F_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+	{GPI_F_GRAPH, CUPTI_ACTIVITY_KIND_GRAPH_TRACE},
+	{GPI_F_NVTX, CUPTI_ACTIVITY_KIND_MARKER},
+};
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+static int kind_on[NKINDS];
+
+uint64_t gpi_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void gpi_fail(uint32_t f, int err)
+{
+	atomic_fetch_or(&gpi.failed, f);
+	atomic_fetch_and(&gpi.on, ~f);
+	atomic_store(&gpi.last_error, err);
+}
+
+static uint64_t CUPTIAPI mono_timestamp(void)
+{
+	return gpi_now();
+}
+
+static void CUPTIAPI request_cb(uint8_t **buf, size_t *size, size_t *max_records)
+{
+	buffers_request_cb(buf, size, max_records);
+}
+
+static void CUPTIAPI complete_cb(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+				 size_t valid)
+{
+	buffers_complete_cb(ctx, stream, buf, size, valid);
+}
+
+static int32_t driver_version(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+	int (*get)(int *);
+	int v = -1;
+
+	if (!h)
+		return -1;
+	get = (int (*)(int *))dlsym(h, "cuDriverGetVersion");
+	if (!get || get(&v))
+		v = -1;
+	dlclose(h);
+	return v;
+}
+
+/* 0, or -EBUSY when another subscriber holds CUPTI (its name kept) */
+static int subscribe(void)
+{
+	CUptiResult r;
+
+	if (cl->cuptiSubscribe_v2) {
+		char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
+		CUpti_SubscriberParams p = {
+			.structSize = CUpti_SubscriberParams_STRUCT_SIZE,
+			.subscriberName = "gpuprof",
+			.oldSubscriberName = old,
+			.oldSubscriberSize = sizeof(old),
+		};
+
+		r = cl->cuptiSubscribe_v2(&sub, gpi_api_cb, NULL, &p);
+		if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+			snprintf(gpi.conflict, sizeof(gpi.conflict), "%s",
+				 old[0] ? old : "unknown");
+	} else {
+		r = cl->cuptiSubscribe(&sub, gpi_api_cb, NULL);
+		if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+			strcpy(gpi.conflict, "unknown");
+	}
+	if (r == CUPTI_SUCCESS)
+		return 0;
+	atomic_store(&gpi.last_error, (int32_t)r);
+	return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? -EBUSY : -EIO;
+}
+
+static void set_clock(void)
+{
+	/* before any kind is enabled: switching later mixes two clocks */
+	if (cl->cuptiActivityRegisterTimestampCallback &&
+	    cl->cuptiActivityRegisterTimestampCallback(mono_timestamp) == CUPTI_SUCCESS) {
+		gpi.mono = 1;
+		atomic_fetch_or(&gpi.on, GPI_F_MONO);
+	}
+}
+
+static int setup_buffers(void)
+{
+	uint8_t zeroed = 1;
+	size_t len = sizeof(zeroed);
+
+	if (buffers_init())
+		return -ENOMEM;
+	/* our buffers come zeroed: CUPTI need not zero them on the app's thread */
+	if (cl->cuptiActivitySetAttribute)
+		cl->cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &len,
+					      &zeroed);
+	if (cl->cuptiActivityRegisterCallbacks(request_cb, complete_cb) != CUPTI_SUCCESS)
+		return -EIO;
+	activity_ours = 1;
+	return 0;
+}
+
+static void enable_kinds(void)
+{
+	for (size_t i = 0; i < NKINDS; i++) {
+		uint32_t f = kinds[i].feature;
+		CUptiResult r;
+
+		if (!(gpi.cfg.features & f) || (atomic_load(&gpi.failed) & f))
+			continue;
+		r = cl->cuptiActivityEnable(kinds[i].kind);
+		if (r != CUPTI_SUCCESS) {
+			if (kinds[i].optional)
+				atomic_store(&gpi.last_error, (int32_t)r);
+			else
+				gpi_fail(f, r);
+			continue;
+		}
+		kind_on[i] = 1;
+		atomic_fetch_or(&gpi.on, f);
+	}
+	/* a feature of two kinds whose second failed: the first goes too */
+	for (size_t i = 0; i < NKINDS; i++) {
+		if (kind_on[i] && (atomic_load(&gpi.failed) & kinds[i].feature)) {
+			cl->cuptiActivityDisable(kinds[i].kind);
+			kind_on[i] = 0;
+		}
+	}
+}
+
+static void enable_api(void)
+{
+	int r;
+
+	if (!(gpi.cfg.features & GPI_F_API))
+		return;
+	r = callbacks_enable(sub);
+	if (r)
+		gpi_fail(GPI_F_API, r);
+	else
+		atomic_fetch_or(&gpi.on, GPI_F_API);
+}
+
+void gpi_cupti_fatal(CUptiResult r)
+{
+	/* CUPTI calls cuptiFinalize() itself after this callback: nothing of
+	 * ours may call it again; what was collected still goes out */
+	atomic_store(&activity_ours, 0);
+	gpi_fail(atomic_load(&gpi.on) & ~GPI_F_MONO, (int32_t)r);
+	atomic_store(&gpi.state, GPI_ST_DISABLED);
+}
+
+void gpi_cupti_flush(int forced)
+{
+	if (atomic_load(&activity_ours) && getpid() == gpi.pid)
+		cl->cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+}
+
+static void at_exit(void)
+{
+	if (getpid() != gpi.pid)
+		return; /* a forked child: nothing of CUPTI's or ours runs here */
+	if (atomic_load(&activity_ours)) {
+		for (size_t i = 0; i < NKINDS; i++)
+			if (kind_on[i])
+				cl->cuptiActivityDisable(kinds[i].kind);
+		cl->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	}
+	sender_finish(100); /* a bounded wait: exit never hangs on us */
+}
+
+static void atfork_child(void)
+{
+	apiring_atfork_child();
+	buffers_atfork_child();
+	sender_atfork_child();
+}
+
+/* Sets CUPTI up; returns nothing: every outcome is in gpi.state. */
+static void setup_cupti(void)
+{
+	int err;
+
+	/* asked for nothing: do not take the one CUPTI subscription */
+	if (!(gpi.cfg.features & ~GPI_F_PC))
+		return;
+	err = cuptilib_open();
+	if (err) {
+		atomic_store(&gpi.last_error, err);
+		return;
+	}
+	err = subscribe();
+	if (err == -EBUSY) {
+		/* another tool (Nsight, Kineto ...) holds CUPTI: touch
+		 * nothing of its process-global state */
+		atomic_store(&gpi.state, GPI_ST_CONFLICT);
+		return;
+	}
+	if (err)
+		return;
+	/* CUPTI's own fatal errors: it detaches, we stop calling it */
+	cl->cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR);
+	set_clock();
+	if (gpi.cfg.features & GPI_F_PC)
+		gpi_fail(GPI_F_PC, CUPTI_ERROR_NOT_SUPPORTED); /* PC sampling is not built yet */
+	if (setup_buffers()) {
+		gpi_fail(gpi.cfg.features & ~GPI_F_API, CUPTI_ERROR_UNKNOWN);
+	} else {
+		enable_kinds();
+	}
+	enable_api();
+	if (atomic_load(&gpi.on) & ~GPI_F_MONO)
+		atomic_store(&gpi.state, GPI_ST_ACTIVE);
+}
+
+static void start(void)
+{
+	config_read(&gpi.cfg);
+	if (!gpi.cfg.enabled)
+		return;
+	gpi.pid = getpid();
+	gpi.state = GPI_ST_DISABLED;
+	gpi.driver_version = driver_version();
+	buffers_wake_init();
+	setup_cupti();
+	atexit(at_exit);
+	pthread_atfork(NULL, NULL, atfork_child);
+	sender_start(); /* also when CUPTI failed: the daemon shows why */
+}
+
+__attribute__((visibility("default"))) int InitializeInjection(void)
+{
+	pthread_mutex_lock(&init_lock);
+	if (!init_done) {
+		init_done = 1;
+		start();
+	}
+	pthread_mutex_unlock(&init_lock);
+	return 1;
+}

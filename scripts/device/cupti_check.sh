@@ -1,0 +1,126 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# libgpuprof-cupti.so on a machine with an NVIDIA GPU, the real driver,
+# CUPTI 13 and nvcc (the device machine): a CUDA program with known work
+# (cupti_real.cu) runs with the library injected (CUDA_INJECTION64_PATH)
+# and NVTX routed to CUPTI (NVTX_INJECTION64_PATH), a receiver decodes
+# what arrives (cupti_recv.py); then the cost per launch with the library
+# off, at its defaults, and with kernels only; then a PyTorch loop's
+# throughput without and with the library (torch_loop.py's step), and the
+# PyTorch profiler in a process the library already holds.
+# Run from the repository root after scripts/device/bundle.sh on a build
+# that has inject/ (CUPTI headers found). Results go to $OUT (default
+# /tmp/cupti_check); a summary on stdout.
+# Usage: scripts/device/cupti_check.sh [N]   (iterations of cupti_real)
+set -u
+N=${1:-2000}
+OUT=${OUT:-/tmp/cupti_check}
+R=$OUT/res
+mkdir -p "$R"
+W=$(mktemp -d /tmp/gpcupti.XXXXXX)
+BUN=$PWD/.devbundle
+LIB=$BUN/lib/libgpuprof-cupti.so
+say() { printf '== %s\n' "$*"; }
+
+say machine
+nvidia-smi -L 2>&1 | head -2
+[ -f "$LIB" ] || { echo "no $LIB: bundle a build with CUPTI (scripts/device/bundle.sh)"; exit 1; }
+nm -D --defined-only "$LIB" | awk '{print $3}'
+# the libcupti the dynamic linker finds; NVTX must be routed to the same one
+CUPTI=$(ldconfig -p | awk '/libcupti\.so\.13 / { print $NF; exit }')
+for c in /usr/local/cuda/lib64/libcupti.so.13 /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13; do
+    [ -n "$CUPTI" ] || { [ -f "$c" ] && CUPTI=$c; }
+done
+echo "libcupti: ${CUPTI:-none}"
+[ -n "$CUPTI" ] || exit 1
+export LD_LIBRARY_PATH=$(dirname "$CUPTI")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+say build
+nvcc -O2 -arch=native -o "$W/cupti_real" scripts/device/cupti_real.cu || exit 1
+
+# inject ENV... CMD...: run with the library and a receiver; summary in $R/$name.json
+inject() {
+    local name=$1; shift
+    python3 scripts/device/cupti_recv.py "$W/cupti.sock" "$R/$name.json" &
+    local rpid=$!
+    for _ in $(seq 50); do [ -S "$W/cupti.sock" ] && break; sleep 0.1; done
+    env CUDA_INJECTION64_PATH="$LIB" GPUPROF_CUPTI_SOCKET="$W/cupti.sock" "$@" >"$R/$name.out" 2>&1
+    echo "exit $?" >>"$R/$name.out"
+    sleep 0.5
+    kill -TERM $rpid
+    wait $rpid
+}
+
+say "records (N=$N, all features, NVTX through CUPTI)"
+inject real NVTX_INJECTION64_PATH="$CUPTI" GPUPROF_CUPTI_FEATURES=all "$W/cupti_real" "$N"
+cat "$R/real.out"
+python3 - "$R/real.out" "$R/real.json" <<'PY'
+import json, sys
+want = {}
+for line in open(sys.argv[1]):
+    w = line.split()
+    if w and w[0] == "kernel":
+        want[w[1]] = int(w[3])
+conns = json.load(open(sys.argv[2]))
+print("connections", len(conns))
+c = conns[-1]
+print("hello", c["hello"])
+for name, n in want.items():
+    got = c["kernels"].get(name, {"count": 0, "total_ns": 0})
+    print("%-40s want %6d got %6d  mean %.0f ns" % (name, n, got["count"],
+          got["total_ns"] / max(got["count"], 1)))
+others = {k: v for k, v in c["kernels"].items() if k not in want}
+print("other kernels", others)
+for k in ("kernels_joined_to_api", "kernels_starting_before_their_api_enter", "api",
+          "memcpy", "memset", "sync", "graph", "markers", "seq_gaps", "stats"):
+    print(k, c[k])
+PY
+
+say "cost per launch (ns, empty kernel, 200000 launches, 3 runs each)"
+for mode in off default kernel; do
+    for i in 1 2 3; do
+        case $mode in
+        off) env GPUPROF_CUPTI=0 CUDA_INJECTION64_PATH="$LIB" "$W/cupti_real" 200000 --bench ;;
+        default) env CUDA_INJECTION64_PATH="$LIB" GPUPROF_CUPTI_SOCKET="$W/none.sock" \
+            "$W/cupti_real" 200000 --bench ;;
+        kernel) env CUDA_INJECTION64_PATH="$LIB" GPUPROF_CUPTI_SOCKET="$W/none.sock" \
+            GPUPROF_CUPTI_FEATURES=kernel "$W/cupti_real" 200000 --bench ;;
+        esac | sed "s/^/$mode /"
+    done
+done
+echo "(no daemon listens on none.sock: batches are built and dropped, as on a host whose daemon is down)"
+
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    say "PyTorch loop: steps in 3 s, without and with the library (3 runs each)"
+    cat >"$W/torch_rate.py" <<'PY'
+import time, torch
+def step(a, b):  # as torch_loop.py's: a cuBLAS matmul and two elementwise kernels
+    return torch.relu(a @ b) + 1.0
+a = torch.randn(256, 256, device="cuda"); b = torch.randn(256, 256, device="cuda")
+for _ in range(50): step(a, b)
+torch.cuda.synchronize()
+t0, n = time.time(), 0
+while time.time() - t0 < 3:
+    step(a, b); n += 1
+torch.cuda.synchronize()
+print("steps_per_s %.0f" % (n / (time.time() - t0)))
+PY
+    for i in 1 2 3; do
+        python3 "$W/torch_rate.py" | sed 's/^/without /'
+        env CUDA_INJECTION64_PATH="$LIB" GPUPROF_CUPTI_SOCKET="$W/none.sock" \
+            python3 "$W/torch_rate.py" | sed 's/^/with /'
+    done
+    say "PyTorch profiler in a process the library holds (expect: the app runs; Kineto logs error 39)"
+    inject kineto python3 -c '
+import torch
+from torch.profiler import profile, ProfilerActivity
+a = torch.randn(256, 256, device="cuda")
+with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:
+    for _ in range(10): a = a @ a
+    torch.cuda.synchronize()
+print("kineto_gpu_events", sum(1 for e in p.events() if e.device_type.name == "CUDA"))
+print("done")'
+    tail -5 "$R/kineto.out"
+    python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))[-1]; print("library state", c["stats"]["state"], "kernels", sum(v["count"] for v in c["kernels"].values()))' "$R/kineto.json"
+fi
+rm -rf "$W"

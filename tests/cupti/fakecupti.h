@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control interface of the stand-in libcupti.so.13 (fake_cupti.c),
+ * through which the fake CUDA driver (tests/gpu/fake_cuda.c) plays what
+ * the real driver does to CUPTI: API callbacks on the calling thread and
+ * activity records for the work it "runs". Plain C, no CUDA types, so
+ * that the fake driver builds without a CUDA toolkit.
+ *
+ * Test modes (environment of the process, read by the stand-in):
+ *   FAKE_CUPTI_SUBSCRIBER=NAME  another tool named NAME already holds
+ *                               CUPTI: cuptiSubscribe* return 39 and
+ *                               cuptiSubscribe_v2 reports NAME
+ *   FAKE_CUPTI_FAIL_KIND=K[,K]  cuptiActivityEnable(K) returns 35
+ *                               (INSUFFICIENT_PRIVILEGES); K are
+ *                               CUpti_ActivityKind numbers (10 kernel,
+ *                               1 memcpy, 2 memset, 38 sync, 51 graph,
+ *                               12 marker)
+ *   FAKE_CUPTI_NO_TIMESTAMP_CB=1  cuptiActivityRegisterTimestampCallback
+ *                               fails: timestamps stay CLOCK_REALTIME
+ *   FAKE_CUPTI_DROPPED=N        cuptiActivityGetNumDroppedRecords reports
+ *                               N once (then 0), on top of real drops
+ *                               (a record is dropped when the client
+ *                               declines a buffer)
+ * Every 7th kernel record (from the first) is preceded by an OVERHEAD
+ * record, a kind the client did not ask for and must skip.
+ *   FAKE_CUPTI_BUFFER_MS=MS     the stand-in's worker hands back the
+ *                               current buffer every MS ms (default 50)
+ *   FAKE_CUPTI_RECORDS_PER_BUFFER=N  a buffer is handed back after N
+ *                               records (so buffers run out quickly)
+ *   FAKE_CUPTI_FATAL_AT=N       before the Nth kernel record (from 0):
+ *                               the STATE domain's FATAL_ERROR callback,
+ *                               then CUPTI is finalized (no more callbacks
+ *                               or records)
+ */
+#ifndef GPUPROF_TESTS_FAKECUPTI_H
+#define GPUPROF_TESTS_FAKECUPTI_H
+
+#include <stdint.h>
+
+/* callback ids the fake driver reports (checked against cupti_driver_cbid.h
+ * in fake_cupti.c) */
+#define FAKE_CBID_cuCtxSynchronize 17
+#define FAKE_CBID_cuStreamSynchronize 126
+#define FAKE_CBID_cuMemsetD8_v2 249
+#define FAKE_CBID_cuMemsetD32_v2 251
+#define FAKE_CBID_cuMemcpyHtoD_v2 276
+#define FAKE_CBID_cuMemcpyHtoDAsync_v2 277
+#define FAKE_CBID_cuMemcpyDtoH_v2 278
+#define FAKE_CBID_cuMemcpyDtoD_v2 280
+#define FAKE_CBID_cuLaunchKernel 307
+#define FAKE_CBID_cuLaunchKernel_ptsz 442
+#define FAKE_CBID_cuLaunchCooperativeKernel 477
+#define FAKE_CBID_cuGraphLaunch 514
+#define FAKE_CBID_cuLaunchKernelEx 652
+
+/* One driver call in flight: the fake driver keeps it on its stack from
+ * ENTER to EXIT (corr_data is CUPTI's correlationData for the call). */
+struct fakecupti_call {
+	uint32_t cbid;
+	uint32_t corr; /* set by fakecupti_api_enter: a fresh correlation id */
+	const char *name;
+	int32_t result; /* the call's CUresult, set before EXIT */
+	uint64_t corr_data;
+};
+
+/* ENTER / EXIT callbacks (driver domain), when a subscriber enabled the cbid */
+void fakecupti_api_enter(struct fakecupti_call *c);
+void fakecupti_api_exit(struct fakecupti_call *c);
+/* Activity records, queued "now" on the stream (a stream runs its work in
+ * order: a record starts when the stream's previous one ended) */
+void fakecupti_kernel(uint32_t corr, const char *name, uint64_t dur_ns, const uint32_t grid[3],
+		      const uint32_t block[3], uint32_t stream);
+void fakecupti_memcpy(uint32_t corr, uint8_t copy_kind, uint64_t bytes, uint64_t dur_ns,
+		      uint32_t stream, int async);
+void fakecupti_memset(uint32_t corr, uint32_t value, uint64_t bytes, uint64_t dur_ns,
+		      uint32_t stream);
+void fakecupti_sync(uint32_t corr, uint32_t type, uint32_t stream, uint64_t dur_ns);
+void fakecupti_graph(uint32_t corr, uint32_t graph_id, uint32_t stream, uint64_t dur_ns);
+/* NVTX as CUPTI records it (Route A): flags 1 instant, 2 start, 4 end */
+void fakecupti_marker(uint32_t flags, uint32_t id, const char *name, const char *domain,
+		      uint32_t tid);
+
+typedef void (*fakecupti_call_fn)(struct fakecupti_call *);
+
+#endif
