@@ -23,6 +23,7 @@ static const char *const type_names[STORE_REC_TYPE_MAX] = {
 	[STORE_REC_GPU_LAUNCH] = "gpu_launch",
 	[STORE_REC_GPU_INTERVAL] = "gpu_interval",
 	[STORE_REC_MARK] = "mark",
+	[STORE_REC_GPU_API] = "gpu_api",
 };
 
 int capreg_dirfd(const struct capreg *r)
