@@ -173,7 +173,7 @@ struct msnap *metrics_build(struct gpd *g, struct proctab *pt, bool bpf_on)
 	s->built_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	/* as root sees it: the endpoint's own privacy rules are applied to
 	 * what it emits, and the health figures are the same for everyone */
-	st = rpc_status_json(g, true);
+	st = rpc_status_json(g, 0, true);
 	if (!st) {
 		msnap_free(s);
 		return NULL;
