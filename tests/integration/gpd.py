@@ -32,7 +32,9 @@ class Daemon:
         self.state = state_dir or os.path.join(self.tmp, "state")
         self.conf = os.path.join(self.tmp, "gpuprofd.conf")
         with open(self.conf, "w") as f:
-            f.write(config)
+            # the CUPTI library's socket: this daemon's own, not the
+            # system's /run/gpuprof/cupti.sock (a later line wins)
+            f.write("cupti.socket = %s\n" % os.path.join(self.tmp, "cupti.sock") + config)
         self.log = os.path.join(self.tmp, "gpuprofd.log")
         self.extra_args = list(extra_args)
         self.wrapper = list(wrapper)
