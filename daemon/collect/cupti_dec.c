@@ -179,12 +179,28 @@ static void drop(struct cupti_peer *p, enum cupti_drop why)
 	p->cu->col->drops++;
 }
 
-static struct cupti_str *str_slot(struct cupti_strtab *t, uint32_t id, bool alloc)
+#define CUPTI_PAGE_BYTES (CUPTI_STR_PAGE * sizeof(struct cupti_str))
+
+/* Can t take cost more bytes, within the peer's and everyone's bound? */
+static bool str_room(const struct cupti *cu, const struct cupti_strtab *t, size_t cost)
+{
+	return t->bytes + cost <= cu->lim.peer_strings &&
+	       cu->strings_bytes + cost <= cu->lim.strings_total;
+}
+
+/* id's entry; with alloc, its page is made (and charged like names, so ids
+ * spread over every page cost what they hold) */
+static struct cupti_str *str_slot(struct cupti *cu, struct cupti_strtab *t, uint32_t id, bool alloc)
 {
 	struct cupti_str **pg = &t->pages[id / CUPTI_STR_PAGE];
 
-	if (!*pg && alloc)
+	if (!*pg && alloc && str_room(cu, t, CUPTI_PAGE_BYTES)) {
 		*pg = calloc(CUPTI_STR_PAGE, sizeof(**pg));
+		if (*pg) {
+			t->bytes += CUPTI_PAGE_BYTES;
+			cu->strings_bytes += CUPTI_PAGE_BYTES;
+		}
+	}
 	return *pg ? &(*pg)[id % CUPTI_STR_PAGE] : NULL;
 }
 
@@ -209,6 +225,8 @@ void cupti_strtab_clear(struct cupti *cu, struct cupti_strtab *t)
 			str_release(cu, t, &t->pages[pg][k]);
 		free(t->pages[pg]);
 		t->pages[pg] = NULL;
+		t->bytes -= CUPTI_PAGE_BYTES;
+		cu->strings_bytes -= CUPTI_PAGE_BYTES;
 	}
 }
 
@@ -231,15 +249,16 @@ static void define_string(struct cupti_peer *p, const uint8_t *rec)
 	for (size_t k = 0; k < len; k++)
 		if ((unsigned char)text[k] < 0x20 || text[k] == 0x7f)
 			text[k] = '?';
-	e = str_slot(t, s.id, true);
+	e = str_slot(cu, t, s.id, true);
 	if (!e) {
 		drop(p, CUPTI_DROP_STRINGS);
+		snprintf(p->last_error, sizeof(p->last_error), "string table full (%zu bytes)",
+			 t->bytes);
 		return;
 	}
 	str_release(cu, t, e);
 	cost = len + CUPTI_STR_OVERHEAD;
-	if (t->bytes + cost > cu->lim.peer_strings ||
-	    cu->strings_bytes + cost > cu->lim.strings_total) {
+	if (!str_room(cu, t, cost)) {
 		drop(p, CUPTI_DROP_STRINGS);
 		snprintf(p->last_error, sizeof(p->last_error),
 			 "string table full (%zu bytes, %u ids)", t->bytes, t->count);
@@ -261,7 +280,7 @@ static uint32_t name_ref(struct cupti_peer *p, uint32_t id)
 
 	if (!id)
 		return 0;
-	e = str_slot(&p->strs, id, false);
+	e = str_slot(p->cu, &p->strs, id, false);
 	if (!e || !e->len) {
 		drop(p, CUPTI_DROP_UNDEFINED);
 		return 0;
@@ -524,7 +543,7 @@ static void dec_stats(struct cupti_peer *p, const uint8_t *rec)
 	memcpy(&l->s, rec, sizeof(l->s));
 	l->seen = true;
 	l->conflict[0] = '\0';
-	e = l->s.conflict ? str_slot(&p->strs, l->s.conflict, false) : NULL;
+	e = l->s.conflict ? str_slot(p->cu, &p->strs, l->s.conflict, false) : NULL;
 	if (e && e->sid)
 		s = store_str(p->cu->store, e->sid, &len);
 	if (s)
@@ -564,12 +583,14 @@ static void dec_record(struct cupti_peer *p, uint16_t type, const uint8_t *rec, 
 		dec_stats(p, rec);
 		return;
 	}
+	/* every record but those two costs a token, unknown ones too: what
+	 * the daemon reads of a peer is bounded, not only what it keeps */
+	if (!take_token(p, now))
+		return;
 	if (!known(type)) {
 		p->cu->tot.records[CUPTI_N_UNKNOWN]++;
 		return;
 	}
-	if (!take_token(p, now))
-		return;
 	switch (type) {
 	case GPI_STRING:
 		define_string(p, rec);
