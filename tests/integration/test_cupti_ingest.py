@@ -94,11 +94,13 @@ def read_capture(d, cid):
     return strs, recs
 
 
-def capture(d, pids, user=None, last="30s"):
+def capture(d, pids, user=None, last="30s", cid_out=None):
     args = ["capture", "--last", last]
     for pid in pids:
         args += ["--pid", str(pid)]
     cid = ctl_json(d, *args, user=user)["id"]
+    if cid_out is not None:
+        cid_out.append(cid)
     return read_capture(d, cid)[1]
 
 
@@ -132,8 +134,22 @@ def records_attributed_to_the_connecting_process():
             W.stats(state=1),
         ], seq=1))
         st = wait_status(d, lambda st: st["records"]["marker"] >= 1, "records counted")
-        recs = cupti_recs(capture(d, [os.getpid()]))
+        cids = []
+        recs = cupti_recs(capture(d, [os.getpid()], cid_out=cids))
         eq(len(recs), 9, "store records")
+        # the outputs that read every record type take these (their rich
+        # GPU timeline is the timeline's; here: nothing breaks)
+        out = os.path.join(d.tmp, "trace.json")
+        d.ctl("export", str(cids[0]), "--format", "chrome", "--out", out, check=0)
+        with open(out) as f:
+            ev = json.load(f)["traceEvents"]
+        expect(any(e.get("name") == "matmul(float*, float*)" and e.get("pid") == os.getpid()
+                   for e in ev), "the kernel in the Chrome export")
+        d.ctl("folded", str(cids[0]), check=0)
+        d.ctl("folded", str(cids[0]), "--weight", "gpu-time", check=None)
+        for a in ("temporal", "kernels"):
+            d.ctl("analyze", a, str(cids[0]), check=None)
+        expect(d.proc.poll() is None, "daemon alive after the outputs")
         for r in recs:
             eq(r["pid"], os.getpid(), "pid")
             eq(r["uid"], 0, "owner (root)")
