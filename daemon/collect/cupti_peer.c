@@ -90,6 +90,10 @@ static int peer_pidfd(int fd, pid_t pid)
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0)
 		return pidfd;
+	/* the kernel knows the option, the process is gone: opening the pid
+	 * now could open another process that has it since */
+	if (errno != ENOPROTOOPT && errno != EINVAL)
+		return -ESRCH;
 	/* Before 6.5: open the pid, then check that the socket's pid is
 	 * still a live process, so the pidfd is of the one that connected
 	 * unless it exited and the pid was reused in between, which needs a
@@ -289,7 +293,7 @@ static void refuse(struct cupti *cu, int fd, enum cupti_close why, const char *w
 int cupti_peer_accept(struct cupti *cu, int fd)
 {
 	struct cupti_peer *p;
-	struct ucred uc;
+	struct ucred uc = {0};
 	socklen_t len = sizeof(uc);
 	char comm[16] = "";
 	uint32_t owner;
