@@ -9,6 +9,7 @@ shows it all."""
 
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -191,6 +192,10 @@ def records_attributed_to_the_connecting_process():
         p = st["peer_list"][0]
         eq((p["pid"], p["uid"], p["owner"], p["state"]), (os.getpid(), 0, 0, "active"), "peer")
         eq(p["features"], ["kernel", "memcpy", "memset", "sync", "graph", "api", "nvtx"], "features")
+        human = d.ctl("status", check=0).stdout.decode()
+        expect("cupti:      1 connections (1 ever), 0 stepped aside, 9 records\n" in human and
+               re.search(r"^\s*%d\s+\S+\s+0\s+active\s+9\b" % os.getpid(), human, re.M),
+               "human status: %s" % human)
         # a conflict reported by the library shows in status
         s.send(W.msg([W.stats(state=2, conflict=5, on=0)], seq=2))
         st = wait_status(d, lambda st: st["conflicts"] == 1, "conflict")
