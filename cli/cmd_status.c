@@ -99,8 +99,8 @@ static void print_cupti(const cJSON *cu)
 		return;
 	cJSON_ArrayForEach(k, rec)
 	{
-		if (cJSON_IsNumber(k) && strcmp(k->string, "string") && strcmp(k->string, "stats") &&
-		    strcmp(k->string, "unknown"))
+		if (cJSON_IsNumber(k) && strcmp(k->string, "string") &&
+		    strcmp(k->string, "stats") && strcmp(k->string, "unknown"))
 			kinds += k->valuedouble;
 	}
 	printf("cupti:      %.0f connections (%.0f ever), %.0f stepped aside, %.0f records\n",
@@ -113,8 +113,8 @@ static void print_cupti(const cJSON *cu)
 	       json_num(cl, "limit", 0) + json_num(cl, "credentials", 0));
 	if (!cJSON_IsArray(peers) || !cJSON_GetArraySize(peers))
 		return;
-	static const char *const hdr[] = {">PID", "COMM", ">UID", "STATE", ">RECORDS", "CONFLICT",
-					  "LAST ERROR"};
+	static const char *const hdr[] = {">PID",     "COMM",	  ">UID",      "STATE",
+					  ">RECORDS", "CONFLICT", "LAST ERROR"};
 	struct table *t = table_new(7, hdr);
 	char c1[32], c2[32], c3[32];
 	cJSON_ArrayForEach(p, peers)
