@@ -316,6 +316,7 @@ static void peer_json(cJSON *arr, const struct cupti_peer *p)
 	json_add_u64(o, "lib_version", p->lib_version);
 	json_add_u64(o, "cupti_version", p->cupti_version);
 	cJSON_AddNumberToObject(o, "driver_version", p->driver_version);
+	cJSON_AddNumberToObject(o, "hello_delay_ns", (double)p->hello_delay_ns);
 	cJSON_AddItemToObject(o, "features", features_json(p->features));
 	cJSON_AddItemToObject(o, "on", features_json(p->lib.seen ? p->lib.s.on : 0));
 	cJSON_AddItemToObject(o, "failed", features_json(p->lib.seen ? p->lib.s.failed : 0));

@@ -293,6 +293,11 @@ static bool time_ok(struct cupti_peer *p, uint64_t start, uint64_t end, uint64_t
 	if (!start || !end || end < start || end > now + CUPTI_FUTURE_NS ||
 	    start + CUPTI_PAST_NS < now) {
 		drop(p, CUPTI_DROP_TIME);
+		/* the most common cause is a clock other than CLOCK_MONOTONIC:
+		 * say how far off */
+		snprintf(p->last_error, sizeof(p->last_error),
+			 "record times %llu..%llu dropped (now %llu)", (unsigned long long)start,
+			 (unsigned long long)end, (unsigned long long)now);
 		return false;
 	}
 	return true;
@@ -561,7 +566,7 @@ static void dec_stats(struct cupti_peer *p, const uint8_t *rec)
 	p->cu->tot.records[CUPTI_N_STATS]++;
 }
 
-static void dec_hello(struct cupti_peer *p, const uint8_t *rec)
+static void dec_hello(struct cupti_peer *p, const uint8_t *rec, uint64_t now)
 {
 	struct gpi_hello h;
 
@@ -571,12 +576,15 @@ static void dec_hello(struct cupti_peer *p, const uint8_t *rec)
 	p->driver_version = h.driver_version;
 	p->features = h.features;
 	p->state = CUPTI_PEER_ACTIVE;
+	/* the library's CLOCK_MONOTONIC when it sent the hello, against ours
+	 * when we read it: small and positive when both read the same clock */
+	p->hello_delay_ns = (int64_t)(now - h.mono_ns);
 }
 
 static void dec_record(struct cupti_peer *p, uint16_t type, const uint8_t *rec, uint64_t now)
 {
 	if (type == GPI_HELLO) {
-		dec_hello(p, rec);
+		dec_hello(p, rec, now);
 		return;
 	}
 	if (type == GPI_STATS) {

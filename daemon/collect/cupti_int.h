@@ -100,6 +100,7 @@ struct cupti_peer {
 	enum cupti_peer_state state;
 	uint32_t lib_version, cupti_version, features;
 	int32_t driver_version;
+	int64_t hello_delay_ns; /* our clock at the hello - the library's in it */
 	struct cupti_libstats lib;
 	uint32_t next_seq;
 	uint64_t seq_gaps; /* messages the library numbered but we never got */

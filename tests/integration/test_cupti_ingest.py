@@ -192,6 +192,7 @@ def records_attributed_to_the_connecting_process():
         p = st["peer_list"][0]
         eq((p["pid"], p["uid"], p["owner"], p["state"]), (os.getpid(), 0, 0, "active"), "peer")
         eq(p["features"], ["kernel", "memcpy", "memset", "sync", "graph", "api", "nvtx"], "features")
+        expect(0 <= p["hello_delay_ns"] < 5e9, "the same clock: %r", p["hello_delay_ns"])
         human = d.ctl("status", check=0).stdout.decode()
         expect("cupti:      1 connections (1 ever), 0 stepped aside, 9 records\n" in human and
                re.search(r"^\s*%d\s+\S+\s+0\s+active\s+9\b" % os.getpid(), human, re.M),
@@ -293,6 +294,8 @@ def hostile_input_closes_only_that_connection():
                       W.kernel(t - 7200 * 10**9, t - 7199 * 10**9, 0)]))
         st = wait_status(d, lambda st: st["drops"]["time"] == 4, "time drops")
         eq(st["drops"]["undefined"], 1, "undefined name")
+        bad = [x for x in st["peer_list"] if x["drops"]["time"]][0]
+        expect(bad["last_error"].startswith("record times "), "why: %r", bad["last_error"])
         eq(st["records"]["kernel"], len(cases) + 1, "the unnamed kernel is kept")
         expect(not W.closed_by_daemon(s, 0.3), "closed on droppable records")
         s.close()
