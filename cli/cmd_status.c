@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gpuprof-build.h"
 
@@ -83,6 +84,52 @@ static void print_push(const cJSON *p)
 		       json_num(dir, "removed", 0), json_num(dir, "write_failures", 0));
 }
 
+/* The CUPTI library's connections (docs/collectors.md, "NVIDIA"): totals,
+ * then the connections the caller may see. */
+static void print_cupti(const cJSON *cu)
+{
+	const cJSON *dr = cJSON_GetObjectItemCaseSensitive(cu, "drops");
+	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(cu, "records");
+	const cJSON *cl = cJSON_GetObjectItemCaseSensitive(cu, "closed");
+	const cJSON *peers = cJSON_GetObjectItemCaseSensitive(cu, "peer_list"), *p;
+	double kinds = 0;
+	const cJSON *k;
+
+	if (!cu || !cJSON_GetObjectItemCaseSensitive(cu, "peers_ever"))
+		return;
+	cJSON_ArrayForEach(k, rec)
+	{
+		if (cJSON_IsNumber(k) && strcmp(k->string, "string") &&
+		    strcmp(k->string, "stats") && strcmp(k->string, "unknown"))
+			kinds += k->valuedouble;
+	}
+	printf("cupti:      %.0f connections (%.0f ever), %.0f stepped aside, %.0f records\n",
+	       json_num(cu, "peers", 0), json_num(cu, "peers_ever", 0),
+	       json_num(cu, "conflicts", 0), kinds);
+	printf("            dropped: %.0f rate, %.0f names, %.0f time; closed: %.0f malformed, "
+	       "%.0f refused\n",
+	       json_num(dr, "rate", 0), json_num(dr, "strings", 0) + json_num(dr, "undefined", 0),
+	       json_num(dr, "time", 0), json_num(cl, "malformed", 0),
+	       json_num(cl, "limit", 0) + json_num(cl, "credentials", 0));
+	if (!cJSON_IsArray(peers) || !cJSON_GetArraySize(peers))
+		return;
+	static const char *const hdr[] = {">PID",     "COMM",	  ">UID",      "STATE",
+					  ">RECORDS", "CONFLICT", "LAST ERROR"};
+	struct table *t = table_new(7, hdr);
+	char c1[32], c2[32], c3[32];
+	cJSON_ArrayForEach(p, peers)
+	{
+		snprintf(c1, sizeof(c1), "%.0f", json_num(p, "pid", 0));
+		snprintf(c2, sizeof(c2), "%.0f", json_num(p, "uid", 0));
+		snprintf(c3, sizeof(c3), "%.0f", json_num(p, "records", 0));
+		table_add(t, c1, json_str(p, "comm", ""), c2, json_str(p, "state", "?"), c3,
+			  json_str(p, "conflict", ""), json_str(p, "last_error", ""));
+	}
+	putchar('\n');
+	table_print(t);
+	table_free(t);
+}
+
 static void print_status(const cJSON *st)
 {
 	const cJSON *store = cJSON_GetObjectItemCaseSensitive(st, "store");
@@ -123,6 +170,7 @@ static void print_status(const cJSON *st)
 		       json_num(jobs, "max", 0));
 	print_push(cJSON_GetObjectItemCaseSensitive(st, "push"));
 	print_unwind(cJSON_GetObjectItemCaseSensitive(st, "unwind"));
+	print_cupti(cJSON_GetObjectItemCaseSensitive(st, "cupti"));
 	if (!cJSON_IsArray(cols))
 		return;
 	static const char *const hdr[] = {"NAME", "STATE", ">EVENTS", ">DROPS", "REASON"};

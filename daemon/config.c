@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gpuprof-build.h"
+#include "cupti_abi.h" /* GPI_SOCKET_DEFAULT */
 #include "duration.h"
 #include "alloc/bigalloc.h" /* TL_BIG_CACHE_DEFAULT */
 
@@ -65,6 +66,12 @@ void config_defaults(struct config *cfg)
 	cfg->xe.interval_ns = 100000000ull;
 	cfg->xe.oa = true;
 	cfg->metrics.top = 10;
+	snprintf(cfg->cupti.socket, sizeof(cfg->cupti.socket), "%s", GPI_SOCKET_DEFAULT);
+	cfg->cupti.max_peers = 256;
+	cfg->cupti.user_peers = 64;
+	cfg->cupti.peer_rate = 200000;
+	cfg->cupti.peer_strings = 4u << 20;
+	cfg->cupti.hello_timeout_ms = 10000;
 	config_push_defaults(&cfg->push);
 }
 
@@ -277,6 +284,58 @@ static int set_metrics_key(struct config_metrics *m, const char *key, const char
 	return -ENOKEY;
 }
 
+/* cupti.* keys (docs/operations.md) */
+static int set_cupti_key(struct config_cupti *c, const char *key, const char *v)
+{
+	unsigned long long n;
+	uint64_t ms;
+	int r;
+
+	if (!strcmp(key, "cupti.socket")) {
+		if (!strcmp(v, "off"))
+			v = "";
+		if (strlen(v) >= sizeof(c->socket) || (v[0] && v[0] != '/'))
+			return -EINVAL;
+		strcpy(c->socket, v);
+		return 0;
+	}
+	if (!strcmp(key, "cupti.max_peers") || !strcmp(key, "cupti.user_peers")) {
+		unsigned *dst = key[6] == 'm' ? &c->max_peers : &c->user_peers;
+
+		r = parse_uint(v, 65536, &n);
+		if (r == 0 && n == 0)
+			return -ERANGE;
+		*dst = r ? *dst : (unsigned)n;
+		return r;
+	}
+	if (!strcmp(key, "cupti.peer_rate")) {
+		r = parse_uint(v, 100000000, &n);
+		if (r == 0 && n == 0)
+			return -ERANGE;
+		c->peer_rate = r ? c->peer_rate : (uint32_t)n;
+		return r;
+	}
+	if (!strcmp(key, "cupti.peer_strings")) {
+		size_t b;
+
+		r = config_parse_size(v, &b);
+		if (r == 0 && (b < 4096 || b > ((size_t)1 << 30)))
+			return -ERANGE;
+		c->peer_strings = r ? c->peer_strings : b;
+		return r;
+	}
+	if (!strcmp(key, "cupti.hello_timeout")) {
+		r = duration_parse_ms(v, &ms);
+		if (r < 0)
+			return r;
+		if (ms < 100 || ms > 600000)
+			return -ERANGE;
+		c->hello_timeout_ms = (uint32_t)ms;
+		return 0;
+	}
+	return -ENOKEY;
+}
+
 /* Per-uid caps (1 and up), privileged reserves (0 and up) and the
  * persist queue, all counts. */
 static int set_quota_key(struct config *cfg, const char *key, const char *v)
@@ -484,6 +543,8 @@ static int set_key(struct config *cfg, const char *key, const char *v)
 		return set_xe_key(&cfg->xe, key, v);
 	if (!strncmp(key, "metrics.", 8))
 		return set_metrics_key(&cfg->metrics, key, v);
+	if (!strncmp(key, "cupti.", 6))
+		return set_cupti_key(&cfg->cupti, key, v);
 	if (!strncmp(key, "push.", 5))
 		return config_push_set(&cfg->push, key, v);
 	if (!strcmp(key, "log.verbosity")) {

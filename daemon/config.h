@@ -99,6 +99,16 @@ struct config {
 		unsigned top;	      /* metrics.top: processes with their own series */
 		bool bpf_stats;	      /* metrics.bpf_stats: kernel BPF run-time accounting on */
 	} metrics;
+	/* cupti.*: the CUPTI library's socket and its peers' bounds
+	 * (collect/cupti.h) */
+	struct config_cupti {
+		char socket[108];	  /* cupti.socket; "" = off */
+		unsigned max_peers;	  /* cupti.max_peers: connections at once */
+		unsigned user_peers;	  /* cupti.user_peers: of one uid (root: no cap) */
+		uint32_t peer_rate;	  /* cupti.peer_rate: records per second per peer */
+		size_t peer_strings;	  /* cupti.peer_strings: bytes of names per peer */
+		uint32_t hello_timeout_ms; /* cupti.hello_timeout */
+	} cupti;
 	/* push.*: continuous profiles to a profiling store and/or a
 	 * directory (daemon/push/); off while both url and dir are "" */
 	struct config_push {

@@ -218,6 +218,10 @@ static int dec_records(struct rd *r, struct capture *c, size_t off, size_t n)
 			.aux32 = get32(p + 44),
 			.aux = {get64(p + 48), get64(p + 56)},
 		};
+		/* v3: a detail string id in aux[1]'s high half; before, no
+		 * writer made such records, so those bits meant nothing */
+		if (r->version < 3 && store_rec_detail(&c->recs[i]))
+			c->recs[i].aux[1] &= UINT32_MAX;
 		if (c->recs[i].type != STORE_REC_GPU_LAUNCH)
 			continue;
 		/* v2: cgroup string id, then 4 zero bytes; v1 had a dur_ns
@@ -316,6 +320,8 @@ static int dec_sections(struct rd *r, struct capture *c)
 
 		if (store_rec_cgroup(rec) > sid)
 			sid = store_rec_cgroup(rec);
+		if (store_rec_detail(rec) > sid)
+			sid = store_rec_detail(rec);
 		if (sid > c->nstrs)
 			return bad(r, "record %zu: string id %u out of range (%u strings)", i, sid,
 				   c->nstrs);

@@ -69,7 +69,7 @@ int capture_encode(const struct capture *c, void **buf, size_t *len)
 		const struct store_rec *r = &c->recs[i];
 
 		if (r->comm > c->nstrs || r->name > c->nstrs || r->stack > c->nstacks ||
-		    store_rec_cgroup(r) > c->nstrs)
+		    store_rec_cgroup(r) > c->nstrs || store_rec_detail(r) > c->nstrs)
 			return -EINVAL;
 	}
 	if (c->nrecs > (SIZE_MAX - 8) / CAPFILE_REC_LEN)

@@ -220,6 +220,12 @@ int capture_take(const struct store *s, const struct capture_filter *f, uint64_t
 			r = copy_str(&b, s, &cr->name);
 		if (!r && cr->type == STORE_REC_GPU_LAUNCH)
 			r = copy_str(&b, s, &cr->cgroup);
+		if (!r && store_rec_detail(cr)) {
+			uint32_t d = store_rec_detail(cr);
+
+			r = copy_str(&b, s, &d);
+			cr->aux[1] = (uint64_t)d << 32 | (cr->aux[1] & UINT32_MAX);
+		}
 		if (!r)
 			r = copy_stack(&b, s, &cr->stack);
 		if (r < 0)

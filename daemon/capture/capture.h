@@ -20,8 +20,10 @@
 #include "store/store.h"
 
 /* 2: a launch record's bytes 8..15 hold its cgroup string id (was dur_ns,
- * always 0 for launches); version 1 files still load (no cgroup). */
-#define CAPTURE_FORMAT_VERSION 2
+ * always 0 for launches); version 1 files still load (no cgroup).
+ * 3: the high half of aux[1] is a string id in the records that have
+ * store_rec_detail() (CUPTI intervals, marks); older files load without it. */
+#define CAPTURE_FORMAT_VERSION 3
 #define CAPTURE_MAX_PIDS 64
 #define CAPTURE_NAME_MAX 128
 

@@ -8,6 +8,7 @@
 
 #include "collector.h"
 #include "cpu.h"
+#include "cupti.h"
 #include "gpu_job.h"
 #include "gpu_launch.h"
 #include "xe_collector.h"
@@ -20,6 +21,7 @@ static const struct collector_ops *const collector_table[] = {
 	&gpu_launch_collector_ops,
 	&xe_collector_ops,
 	&gpu_job_collector_ops,
+	&cupti_collector_ops,
 	NULL,
 };
 

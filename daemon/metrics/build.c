@@ -132,6 +132,50 @@ static void add_collectors(struct msnap *s, const cJSON *arr)
 	}
 }
 
+/* One family from the members of a status object, each a label value. */
+static void add_labelled(struct msnap *s, const cJSON *obj, const char *name, enum msnap_type type,
+			 const char *label, const char *help)
+{
+	const cJSON *it;
+	double v;
+
+	msnap_family(s, name, type, NULL, help);
+	cJSON_ArrayForEach(it, obj)
+	{
+		if (it->string && jnum(obj, it->string, &v))
+			msnap_add(s, v, label, it->string, NULL);
+	}
+}
+
+/* The CUPTI library's connections (status "cupti", docs/collectors.md,
+ * "NVIDIA"): totals only, no process is named. */
+static void add_cupti(struct msnap *s, const cJSON *cu)
+{
+	double v;
+
+	msnap_family(s, "gpuprof_cupti_peers", MSNAP_GAUGE, NULL,
+		     "CUPTI library connections open now.");
+	if (jnum(cu, "peers", &v))
+		msnap_add(s, v, NULL);
+	msnap_family(s, "gpuprof_cupti_connections", MSNAP_COUNTER, NULL,
+		     "CUPTI library connections accepted.");
+	if (jnum(cu, "peers_ever", &v))
+		msnap_add(s, v, NULL);
+	add_labelled(s, cJSON_GetObjectItem(cu, "states"), "gpuprof_cupti_peers_state",
+		     MSNAP_GAUGE, "state",
+		     "CUPTI library connections by the library's state (conflict: stepped "
+		     "aside for another CUPTI subscriber).");
+	add_labelled(s, cJSON_GetObjectItem(cu, "records"), "gpuprof_cupti_records",
+		     MSNAP_COUNTER, "kind", "Records read from CUPTI library connections, by kind.");
+	add_labelled(s, cJSON_GetObjectItem(cu, "drops"), "gpuprof_cupti_drops", MSNAP_COUNTER,
+		     "cause", "CUPTI library records the daemon dropped, by cause.");
+	add_labelled(s, cJSON_GetObjectItem(cu, "closed"), "gpuprof_cupti_closed", MSNAP_COUNTER,
+		     "reason", "CUPTI library connections closed or refused, by reason.");
+	add_labelled(s, cJSON_GetObjectItem(cu, "library_drops"), "gpuprof_cupti_library_drops",
+		     MSNAP_COUNTER, "counter",
+		     "What the CUPTI libraries report they lost, summed over connections.");
+}
+
 void metrics_add_status(struct msnap *s, const cJSON *st)
 {
 	double v, oldest, newest, records, slots;
@@ -159,6 +203,8 @@ void metrics_add_status(struct msnap *s, const cJSON *st)
 	    newest >= oldest)
 		msnap_add(s, (newest - oldest) / 1e9, NULL);
 	add_collectors(s, cJSON_GetObjectItem(st, "collectors"));
+	if (cJSON_GetObjectItem(st, "cupti"))
+		add_cupti(s, cJSON_GetObjectItem(st, "cupti"));
 }
 
 struct msnap *metrics_build(struct gpd *g, struct proctab *pt, bool bpf_on)
@@ -173,7 +219,7 @@ struct msnap *metrics_build(struct gpd *g, struct proctab *pt, bool bpf_on)
 	s->built_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	/* as root sees it: the endpoint's own privacy rules are applied to
 	 * what it emits, and the health figures are the same for everyone */
-	st = rpc_status_json(g, true);
+	st = rpc_status_json(g, 0, true);
 	if (!st) {
 		msnap_free(s);
 		return NULL;

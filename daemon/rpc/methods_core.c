@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "capreg.h"
+#include "collect/cupti.h"
 #include "collect/registry.h"
 #include "gpd.h"
 #include "tlcache.h"
@@ -35,7 +36,7 @@ void method_version(struct rpc_req *req, const cJSON *params)
 
 /* The status result: the RPC method's reply, and what the metrics endpoint
  * (metrics/) turns into series, so both report the same figures. */
-cJSON *rpc_status_json(struct gpd *g, bool privileged)
+cJSON *rpc_status_json(struct gpd *g, uid_t uid, bool privileged)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "version", GPUPROF_VERSION);
@@ -59,6 +60,8 @@ cJSON *rpc_status_json(struct gpd *g, bool privileged)
 	json_add_u64(s, "newest_ns", (uint64_t)st.newest_ts_ns);
 
 	cJSON_AddItemToObject(o, "collectors", collectors_status(g));
+	/* the CUPTI library's peers: a member sees its own processes' */
+	cupti_status_json(g, o, uid, privileged);
 	/* Which processes are sampled is what ps shows anyway, but keep the
 	 * per-process list to those who may see every process's stacks. */
 	if (g->unwinder)
@@ -135,5 +138,5 @@ void method_status(struct rpc_req *req, const cJSON *params)
 {
 	if (!params_only(req, params, no_params))
 		return;
-	rpc_reply(req, rpc_status_json(req->gpd, req->privileged));
+	rpc_reply(req, rpc_status_json(req->gpd, req->uid, req->privileged));
 }

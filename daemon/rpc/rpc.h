@@ -55,9 +55,9 @@ void rpc_error_errno(struct rpc_req *req, int err, const char *what);
 /* Take fd number idx of the request (ownership moves to the caller), or -1. */
 int rpc_req_take_fd(struct rpc_req *req, size_t idx);
 
-/* The result of the status method as a peer privileged or not sees it (a
+/* The result of the status method as a peer of uid, privileged or not, sees it (a
  * new tree, owned by the caller). Loop thread only. */
-cJSON *rpc_status_json(struct gpd *g, bool privileged);
+cJSON *rpc_status_json(struct gpd *g, uid_t uid, bool privileged);
 
 /* Handler: must eventually call rpc_reply()/rpc_error() exactly once. */
 typedef void (*rpc_handler_fn)(struct rpc_req *req, const cJSON *params);

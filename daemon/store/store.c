@@ -51,6 +51,7 @@ bool store_evict_one(struct store *s)
 	store_ent_unref(s, r->comm, ENT_STR);
 	store_ent_unref(s, r->name, ENT_STR);
 	store_ent_unref(s, store_rec_cgroup(r), ENT_STR);
+	store_ent_unref(s, store_rec_detail(r), ENT_STR);
 	store_ent_unref(s, r->stack, ENT_STACK);
 	return true;
 }
@@ -111,6 +112,8 @@ int store_append(struct store *s, const struct store_rec *rec)
 		if (r->cgroup && !ent_ok(s, r->cgroup, ENT_STR))
 			r->cgroup = 0;
 	}
+	if (store_rec_detail(r) && !ent_ok(s, store_rec_detail(r), ENT_STR))
+		r->aux[1] &= UINT32_MAX;
 	if (r->stack && !ent_ok(s, r->stack, ENT_STACK))
 		r->stack = 0;
 	s->count++;

@@ -159,7 +159,8 @@ uint32_t store_stack_ref(struct store *s, uint32_t id);
 
 /*
  * Append a record. The references held by rec->comm, rec->stack,
- * rec->name and a launch's rec->cgroup move into the store (the caller must not unref them). May evict
+ * rec->name, a launch's rec->cgroup and store_rec_detail(rec) move into
+ * the store (the caller must not unref them). May evict
  * the oldest record. Returns 0.
  */
 int store_append(struct store *s, const struct store_rec *rec);

@@ -5,6 +5,7 @@ state directory, the real gpuprofctl, and raw protocol access."""
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -33,6 +34,11 @@ class Daemon:
         self.conf = os.path.join(self.tmp, "gpuprofd.conf")
         with open(self.conf, "w") as f:
             f.write(config)
+            # the CUPTI library's socket: this daemon's own, not the
+            # system's /run/gpuprof/cupti.sock (after the test's lines, so
+            # their numbers in error messages stay)
+            if not re.search(r"^\s*cupti\.socket\s*=", config, re.M):
+                f.write("\ncupti.socket = %s\n" % os.path.join(self.tmp, "cupti.sock"))
         self.log = os.path.join(self.tmp, "gpuprofd.log")
         self.extra_args = list(extra_args)
         self.wrapper = list(wrapper)

@@ -254,6 +254,8 @@ def exposition_passes_promtool_in_both_formats():
         expect(any(k[0] == "gpuprof_bpf_program_run_seconds_total" for k in s),
                "BPF run time with metrics.bpf_stats: %s" % body[:3000])
         expect(any(k[0] == "gpuprof_process_gpu_launches_total" for k in s), "GPU per process")
+        expect(s.get(("gpuprof_cupti_peers", "")) == 0 and
+               ("gpuprof_cupti_drops_total", 'cause="rate"') in s, "the cupti families")
         status, hdr, om = get(port, headers={
             "Accept": "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"})
         eq(hdr["Content-Type"], "application/openmetrics-text; version=1.0.0; charset=utf-8", "OM")

@@ -96,6 +96,8 @@ static inline struct capture *sample_capture(void)
 	/* record 1 is a launch: its dur_ns bytes hold a cgroup string id */
 	c->recs[1].dur_ns = 0;
 	c->recs[1].cgroup = 1;
+	/* record 3 is a mark: aux[1]'s high half is its detail string id */
+	c->recs[3].aux[1] = (uint64_t)2 << 32 | 0x05060708;
 	capture_add_extra(c, CAPSEC_SYMBOLS, "sym\0bols", 8);
 	capture_add_extra(c, 4242, NULL, 0);
 	return c;

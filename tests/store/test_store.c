@@ -217,6 +217,53 @@ static void test_launch_cgroup_ref(void)
 	store_free(s);
 }
 
+/* The detail string of a CUPTI interval or a mark (store_rec_detail()) is
+ * a reference the record holds; other records' aux[1] holds nothing. */
+static void test_detail_ref(void)
+{
+	struct store *s = mk(64 * 1024);
+	uint32_t det = store_str_intern(s, "grid [1,1,1] block [32,1,1]", 27);
+	uint32_t dom = store_str_intern(s, "NCCL", 4);
+	struct store_rec r = rec(1, 0, 0, 0);
+	struct store_stats st;
+
+	r.type = STORE_REC_GPU_INTERVAL;
+	r.cpu = GPU_ENGINE_CUPTI << 8 | GPU_CUPTI_KERNEL;
+	r.aux[1] = (uint64_t)det << 32 | 77;
+	store_append(s, &r);
+	CHECK_EQ_INT(store_rec_detail(store_at(s, 0)), det);
+	r = rec(2, 0, 0, 0);
+	r.type = STORE_REC_MARK;
+	r.aux[1] = (uint64_t)dom << 32;
+	store_append(s, &r);
+	CHECK_EQ_INT(store_rec_detail(store_at(s, 1)), dom);
+	/* an xe interval's aux[1] is its own business */
+	r = rec(3, 0, 0, 0);
+	r.type = STORE_REC_GPU_INTERVAL;
+	r.cpu = GPU_ENGINE_XE << 8;
+	r.aux[1] = (uint64_t)det << 32;
+	store_append(s, &r);
+	CHECK_EQ_INT(store_rec_detail(store_at(s, 2)), 0);
+	CHECK_EQ_U64(store_at(s, 2)->aux[1], (uint64_t)det << 32);
+	/* an unknown id is dropped, the correlation in the low half kept */
+	r = rec(4, 0, 0, 0);
+	r.type = STORE_REC_GPU_INTERVAL;
+	r.cpu = GPU_ENGINE_CUPTI << 8 | GPU_CUPTI_MEMCPY;
+	r.aux[1] = (uint64_t)4242 << 32 | 9;
+	store_append(s, &r);
+	CHECK_EQ_U64(store_at(s, 3)->aux[1], 9);
+	store_get_stats(s, &st);
+	CHECK_EQ_INT(st.strings, 2);
+	for (size_t i = 0; i < 512; i++) {
+		struct store_rec z = rec(5 + i, 0, 0, 0);
+
+		store_append(s, &z);
+	}
+	store_get_stats(s, &st);
+	CHECK_EQ_INT(st.strings, 0); /* both references went with their records */
+	store_free(s);
+}
+
 static void test_invalid_ids(void)
 {
 	struct store *s = mk(64 * 1024);
@@ -342,6 +389,7 @@ int main(void)
 	RUN(test_append_evict_order);
 	RUN(test_refs_follow_records);
 	RUN(test_launch_cgroup_ref);
+	RUN(test_detail_ref);
 	RUN(test_invalid_ids);
 	RUN(test_flat_memory);
 	RUN(test_drop_when_full);

@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The cupti collector: the listening SOCK_SEQPACKET socket the CUPTI
+ * injection library connects to, the list of peers, a one-second tick for
+ * the hello timeout, and the status block. A peer's own life is in
+ * cupti_peer.c, its messages in cupti_dec.c.
+ *
+ * The socket is world-connectable (mode 0666): the CUDA processes a fleet
+ * profiles run as every user. So its directory must be the daemon's: owned
+ * by the daemon's uid and writable by nobody else, which is what makes
+ * replacing a stale socket there safe (no one else can plant a link or swap
+ * the name between the check and the unlink).
+ */
+#include "cupti.h"
+#include "cupti_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "gpd.h"
+#include "json.h"
+#include "store/store.h"
+
+/* Does something listen on path (another daemon's socket, not a stale
+ * one)? A connect that is not refused says so. */
+static bool socket_live(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	bool live;
+
+	if (fd < 0)
+		return false;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	live = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN ||
+	       errno == EINPROGRESS;
+	close(fd);
+	return live;
+}
+
+/* Check the socket's directory and clear a stale socket in it. */
+static int prepare_path(struct collector *c, const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)], base[sizeof(dir)];
+	struct stat st;
+	int dfd, r = 0;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	snprintf(base, sizeof(base), "%s", path);
+	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (dfd < 0) {
+		collector_set_state(c, COLLECTOR_UNAVAILABLE, "cannot open the directory of %s: %s",
+				    path, strerror(errno));
+		return -errno;
+	}
+	if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		collector_set_state(c, COLLECTOR_UNAVAILABLE,
+				    "the directory of %s must be owned by the daemon's uid and "
+				    "writable by no one else",
+				    path);
+		r = -EPERM;
+		goto out;
+	}
+	if (fstatat(dfd, basename(base), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			collector_set_state(c, COLLECTOR_UNAVAILABLE,
+					    "%s exists and is not a socket", path);
+			r = -EEXIST;
+			goto out;
+		}
+		if (socket_live(path)) {
+			collector_set_state(c, COLLECTOR_UNAVAILABLE,
+					    "%s is in use by another process", path);
+			r = -EADDRINUSE;
+			goto out;
+		}
+		unlinkat(dfd, basename(base), 0);
+	}
+out:
+	close(dfd);
+	return r;
+}
+
+static int bind_socket(struct collector *c, struct cupti *cu)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *path = c->gpd->cfg.cupti.socket;
+	int fd, r;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		collector_set_state(c, COLLECTOR_UNAVAILABLE, "cupti.socket is too long");
+		return -ENAMETOOLONG;
+	}
+	r = prepare_path(c, path);
+	if (r < 0)
+		return r;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0666) < 0 ||
+	    listen(fd, 128) < 0) {
+		r = -errno;
+		collector_set_state(c, COLLECTOR_UNAVAILABLE, "cannot listen on %s: %s", path,
+				    strerror(errno));
+		close(fd);
+		return r;
+	}
+	snprintf(cu->path, sizeof(cu->path), "%s", path);
+	cu->lfd = fd;
+	return 0;
+}
+
+static void on_accept(uv_poll_t *h, int status, int events)
+{
+	struct cupti *cu = h->data;
+
+	(void)events;
+	if (status < 0)
+		return;
+	/* a bounded batch per wake-up, like the peers' reads */
+	for (int i = 0; i < 32; i++) {
+		int fd = accept4(cu->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				cupti_warn(cu, "accept: %s", strerror(errno));
+			return;
+		}
+		if (cupti_peer_accept(cu, fd) < 0)
+			cupti_warn(cu, "out of memory for a peer");
+	}
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct cupti *cu = t->data;
+	uint64_t now = gpd_now_ns();
+	struct cupti_peer *p = cu->peers, *next;
+
+	for (; p; p = next) {
+		next = p->next;
+		cupti_peer_tick(p, now);
+	}
+}
+
+static int cupti_open(struct collector *c)
+{
+	struct gpd *g = c->gpd;
+	const struct config_cupti *cc = &g->cfg.cupti;
+	struct store_stats st;
+	struct cupti *cu;
+	int r;
+
+	if (!cc->socket[0]) {
+		collector_set_state(c, COLLECTOR_UNAVAILABLE, "cupti.socket is empty (off)");
+		return 0;
+	}
+	cu = calloc(1, sizeof(*cu));
+	if (!cu)
+		return -ENOMEM;
+	cu->buf = malloc(GPI_MSG_MAX);
+	if (!cu->buf) {
+		free(cu);
+		return -ENOMEM;
+	}
+	cu->col = c;
+	cu->store = g->store;
+	cu->loop = g->loop;
+	cu->lfd = -1;
+	cu->lim.max_peers = cc->max_peers;
+	cu->lim.user_peers = cc->user_peers;
+	cu->lim.peer_rate = cc->peer_rate;
+	cu->lim.peer_strings = cc->peer_strings;
+	cu->lim.hello_timeout_ns = (uint64_t)cc->hello_timeout_ms * 1000000ull;
+	/* every peer's names together keep at most a quarter of the store's
+	 * string table, so the libraries cannot starve the other collectors */
+	store_get_stats(g->store, &st);
+	cu->lim.strings_total = st.table_budget / 4;
+	c->priv = cu;
+	r = bind_socket(c, cu);
+	return r < 0 && c->state == COLLECTOR_UNAVAILABLE ? 0 : r;
+}
+
+static int cupti_start(struct collector *c)
+{
+	struct cupti *cu = c->priv;
+	int r;
+
+	if (!cu || cu->lfd < 0)
+		return 0;
+	r = uv_poll_init(cu->loop, &cu->lpoll, cu->lfd);
+	if (r < 0)
+		return r;
+	cu->lpoll.data = cu;
+	cu->lpoll_on = true;
+	r = uv_timer_init(cu->loop, &cu->tick);
+	if (r < 0)
+		return r;
+	cu->tick.data = cu;
+	cu->tick_on = true;
+	uv_poll_start(&cu->lpoll, UV_READABLE, on_accept);
+	uv_timer_start(&cu->tick, on_tick, 1000, 1000);
+	uv_unref((uv_handle_t *)&cu->tick);
+	collector_set_state(c, COLLECTOR_ATTACHED, "listening on %s", cu->path);
+	return 0;
+}
+
+void cupti_handle_closed(struct cupti *cu)
+{
+	if (--cu->closing == 0 && cu->free_pending) {
+		free(cu->buf);
+		free(cu);
+	}
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+	cupti_handle_closed(h->data);
+}
+
+static void cupti_stop(struct collector *c)
+{
+	struct cupti *cu = c->priv;
+
+	if (!cu)
+		return;
+	while (cu->peers)
+		cupti_peer_close(cu->peers, CUPTI_CLOSE_HANGUP, "daemon stopping");
+	if (cu->lpoll_on) {
+		cu->lpoll_on = false;
+		cu->closing++;
+		uv_close((uv_handle_t *)&cu->lpoll, handle_closed);
+	}
+	if (cu->tick_on) {
+		cu->tick_on = false;
+		cu->closing++;
+		uv_close((uv_handle_t *)&cu->tick, handle_closed);
+	}
+	if (cu->lfd >= 0) {
+		unlink(cu->path);
+		close(cu->lfd);
+		cu->lfd = -1;
+	}
+	if (c->state == COLLECTOR_ATTACHED)
+		collector_set_state(c, COLLECTOR_OFF, "stopped");
+}
+
+static void cupti_free(struct collector *c)
+{
+	struct cupti *cu = c->priv;
+
+	if (!cu)
+		return;
+	cupti_stop(c);
+	c->priv = NULL;
+	/* the handles' close callbacks, still to run on the loop, free it */
+	if (cu->closing) {
+		cu->free_pending = true;
+		return;
+	}
+	free(cu->buf);
+	free(cu);
+}
+
+static const char *const drop_names[CUPTI_DROP_MAX] = {
+	[CUPTI_DROP_RATE] = "rate",	      [CUPTI_DROP_STRINGS] = "strings",
+	[CUPTI_DROP_UNDEFINED] = "undefined", [CUPTI_DROP_TIME] = "time",
+	[CUPTI_DROP_STORE] = "store",
+};
+static const char *const close_names[CUPTI_CLOSE_MAX] = {
+	[CUPTI_CLOSE_MALFORMED] = "malformed", [CUPTI_CLOSE_NO_HELLO] = "no_hello",
+	[CUPTI_CLOSE_EXITED] = "exited",       [CUPTI_CLOSE_HANGUP] = "hangup",
+	[CUPTI_CLOSE_LIMIT] = "limit",	       [CUPTI_CLOSE_CRED] = "credentials",
+};
+static const char *const count_names[CUPTI_N_MAX] = {
+	[CUPTI_N_KERNEL] = "kernel",   [CUPTI_N_MEMCPY] = "memcpy", [CUPTI_N_MEMSET] = "memset",
+	[CUPTI_N_SYNC] = "sync",       [CUPTI_N_GRAPH] = "graph",   [CUPTI_N_API] = "api",
+	[CUPTI_N_MARKER] = "marker",   [CUPTI_N_STRING] = "string", [CUPTI_N_STATS] = "stats",
+	[CUPTI_N_UNKNOWN] = "unknown",
+};
+static const char *const feature_names[] = {"kernel", "memcpy", "memset", "sync", "graph",
+					    "api",    "nvtx",	"pc",	  "mono"};
+
+static cJSON *features_json(uint32_t mask)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (unsigned i = 0; a && i < sizeof(feature_names) / sizeof(feature_names[0]); i++)
+		if (mask & 1u << i)
+			cJSON_AddItemToArray(a, cJSON_CreateString(feature_names[i]));
+	return a;
+}
+
+static void peer_json(cJSON *arr, const struct cupti_peer *p)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *d;
+
+	if (!o)
+		return;
+	json_add_u64(o, "pid", p->pid);
+	cJSON_AddStringToObject(o, "comm", p->comm_text);
+	json_add_u64(o, "uid", p->uid);
+	json_add_u64(o, "owner", p->owner);
+	cJSON_AddStringToObject(o, "state", cupti_peer_state_name(p->state));
+	json_add_u64(o, "connected_ns", p->connected_ns);
+	json_add_u64(o, "lib_version", p->lib_version);
+	json_add_u64(o, "cupti_version", p->cupti_version);
+	cJSON_AddNumberToObject(o, "driver_version", p->driver_version);
+	cJSON_AddNumberToObject(o, "hello_delay_ns", (double)p->hello_delay_ns);
+	cJSON_AddItemToObject(o, "features", features_json(p->features));
+	cJSON_AddItemToObject(o, "on", features_json(p->lib.seen ? p->lib.s.on : 0));
+	cJSON_AddItemToObject(o, "failed", features_json(p->lib.seen ? p->lib.s.failed : 0));
+	cJSON_AddStringToObject(o, "conflict", p->lib.conflict);
+	cJSON_AddNumberToObject(o, "last_cupti_error", p->lib.seen ? p->lib.s.last_error : 0);
+	cJSON_AddStringToObject(o, "last_error", p->last_error);
+	json_add_u64(o, "messages", p->msgs);
+	json_add_u64(o, "records", p->records);
+	json_add_u64(o, "seq_gaps", p->seq_gaps);
+	json_add_u64(o, "strings", p->strs.count);
+	json_add_u64(o, "string_bytes", p->strs.bytes);
+	d = cJSON_AddObjectToObject(o, "drops");
+	for (int i = 0; d && i < CUPTI_DROP_MAX; i++)
+		json_add_u64(d, drop_names[i], p->drops[i]);
+	d = cJSON_AddObjectToObject(o, "library");
+	if (d && p->lib.seen) {
+		json_add_u64(d, "records", p->lib.s.records);
+		json_add_u64(d, "cupti_dropped", p->lib.s.cupti_dropped);
+		json_add_u64(d, "buffers_refused", p->lib.s.buffers_refused);
+		json_add_u64(d, "api_dropped", p->lib.s.api_dropped);
+		json_add_u64(d, "batches_sent", p->lib.s.batches_sent);
+		json_add_u64(d, "batches_dropped", p->lib.s.batches_dropped);
+		json_add_u64(d, "records_dropped", p->lib.s.records_dropped);
+		json_add_u64(d, "reconnects", p->lib.s.reconnects);
+	}
+	cJSON_AddItemToArray(arr, o);
+}
+
+void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged)
+{
+	struct collector *c = NULL;
+	struct cupti *cu;
+	unsigned states[CUPTI_PEER_STATE_MAX] = {0};
+	uint64_t lib_cupti, lib_api, lib_rec, lib_buf;
+	cJSON *o, *x, *arr;
+
+	for (unsigned i = 0; i < g->ncollectors; i++)
+		if (g->collectors[i]->ops == &cupti_collector_ops)
+			c = g->collectors[i];
+	if (!c)
+		return;
+	cu = c->priv;
+	o = cJSON_AddObjectToObject(obj, "cupti");
+	if (!o)
+		return;
+	cJSON_AddStringToObject(o, "state", collector_state_name(c->state));
+	cJSON_AddStringToObject(o, "socket", cu ? cu->path : "");
+	if (!cu)
+		return;
+	lib_cupti = cu->tot.lib_cupti_dropped;
+	lib_api = cu->tot.lib_api_dropped;
+	lib_rec = cu->tot.lib_records_dropped;
+	lib_buf = cu->tot.lib_buffers_refused;
+	for (const struct cupti_peer *p = cu->peers; p; p = p->next) {
+		states[p->state]++;
+		if (p->lib.seen) {
+			lib_cupti += p->lib.s.cupti_dropped;
+			lib_api += p->lib.s.api_dropped;
+			lib_rec += p->lib.s.records_dropped;
+			lib_buf += p->lib.s.buffers_refused;
+		}
+	}
+	json_add_u64(o, "peers", cu->npeers);
+	json_add_u64(o, "peers_ever", cu->tot.peers_ever);
+	json_add_u64(o, "max_peers", cu->lim.max_peers);
+	x = cJSON_AddObjectToObject(o, "states");
+	for (int i = 0; x && i < CUPTI_PEER_STATE_MAX; i++)
+		json_add_u64(x, cupti_peer_state_name(i), states[i]);
+	json_add_u64(o, "conflicts", states[CUPTI_PEER_CONFLICT]);
+	json_add_u64(o, "messages", cu->tot.msgs);
+	json_add_u64(o, "seq_gaps", cu->tot.seq_gaps);
+	json_add_u64(o, "string_bytes", cu->strings_bytes);
+	x = cJSON_AddObjectToObject(o, "records");
+	for (int i = 0; x && i < CUPTI_N_MAX; i++)
+		json_add_u64(x, count_names[i], cu->tot.records[i]);
+	x = cJSON_AddObjectToObject(o, "drops");
+	for (int i = 0; x && i < CUPTI_DROP_MAX; i++)
+		json_add_u64(x, drop_names[i], cu->tot.drops[i]);
+	x = cJSON_AddObjectToObject(o, "closed");
+	for (int i = 0; x && i < CUPTI_CLOSE_MAX; i++)
+		json_add_u64(x, close_names[i], cu->tot.closed[i]);
+	x = cJSON_AddObjectToObject(o, "library_drops");
+	if (x) {
+		json_add_u64(x, "cupti_dropped", lib_cupti);
+		json_add_u64(x, "api_dropped", lib_api);
+		json_add_u64(x, "records_dropped", lib_rec);
+		json_add_u64(x, "buffers_refused", lib_buf);
+	}
+	/* a member sees the peers whose records it may see: the owner is
+	 * its uid exactly when the process was its own and readable */
+	arr = cJSON_AddArrayToObject(o, "peer_list");
+	for (const struct cupti_peer *p = cu->peers; arr && p; p = p->next)
+		if (privileged || p->owner == uid)
+			peer_json(arr, p);
+}
+
+const struct collector_ops cupti_collector_ops = {
+	.name = "cupti",
+	.open = cupti_open,
+	.start = cupti_start,
+	.stop = cupti_stop,
+	.free = cupti_free,
+};

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The `cupti` collector: gpuprofd's end of the wire from libgpuprof-cupti.so
+ * (inject/cupti_abi.h). It listens on a SOCK_SEQPACKET Unix socket any local
+ * user may connect to, attributes every record to the peer the kernel
+ * reports (SO_PEERCRED, fixed at connect), and turns the batches into store
+ * records as store/store.h describes ("Records from the CUPTI library").
+ * docs/collectors.md, "NVIDIA", "In the daemon".
+ */
+#ifndef GPUPROF_COLLECT_CUPTI_H
+#define GPUPROF_COLLECT_CUPTI_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "collector.h"
+
+extern const struct collector_ops cupti_collector_ops;
+
+struct gpd;
+
+/*
+ * The `cupti` block of `status` into obj: totals for everyone; the peers
+ * list holds every peer for a privileged caller, else only the peers whose
+ * records uid may see (their owner is uid). Nothing when the collector is
+ * not in the registry.
+ */
+void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged);
+
+#endif
