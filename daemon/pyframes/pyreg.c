@@ -20,6 +20,7 @@
 
 #include "pyframes.h"
 #include "pystack_abi.h"
+#include "sym/symtab.h"
 #include "util.h"
 
 #define PROC_BUCKETS 1024
@@ -629,7 +630,7 @@ bool pyreg_frame_name(const struct pyreg *r, uint64_t ip, char *name, size_t len
 		return false;
 	if (id == ID_FULL || id == ID_TRUNCATED) {
 		snprintf(name, len, "%s",
-			 id == ID_FULL ? "[python: frame table full]" PYREG_SUFFIX : "[truncated]");
+			 id == ID_FULL ? "[python: frame table full]" SYMTAB_PY_SUFFIX : "[truncated]");
 		return true;
 	}
 	if (id < ID_FIRST || id >= __atomic_load_n(&r->nnames, __ATOMIC_ACQUIRE))
@@ -641,7 +642,7 @@ bool pyreg_frame_name(const struct pyreg *r, uint64_t ip, char *name, size_t len
 		f = s + 15;
 	else if ((s = strstr(f, "/lib/python3")) && (s = strchr(s + 12, '/')))
 		f = s + 1;
-	snprintf(name, len, "%s (%s)" PYREG_SUFFIX, n->qual, f);
+	snprintf(name, len, "%s (%s)" SYMTAB_PY_SUFFIX, n->qual, f);
 	if (line && linelen)
 		snprintf(line, linelen, "%s:%d", n->file, n->line);
 	return true;

@@ -31,8 +31,6 @@ struct pystack_node;
 
 #define PYREG_IP_FLAG (1ull << 63)
 #define PYREG_IS_PY(ip) (((ip)&PYREG_IP_FLAG) != 0)
-/* The suffix that marks a Python frame's name in every output */
-#define PYREG_SUFFIX "_[p]"
 
 struct pyreg_opts {
 	size_t budget_bytes;  /* frame table + per-process caches; default 32 MiB */
@@ -64,7 +62,8 @@ unsigned pyreg_splice(struct pyreg *r, uint32_t pid, const uint64_t *ips, const 
 		      unsigned flags, uint64_t *out, unsigned max);
 
 /*
- * The name of a Python frame ip (PYREG_IS_PY): "qualname (file)_[p]", file
+ * The name of a Python frame ip (PYREG_IS_PY): "qualname (file)_[p]"
+ * (SYMTAB_PY_SUFFIX in sym/symtab.h, which every output recognizes), file
  * shortened to its package path; line gets "file:line" with the full file
  * name. False when ip names no frame.
  */
