@@ -70,6 +70,7 @@ struct pyf_proc {
 	int mem_fd;
 	char proc_dir[200];
 	char reason[160]; /* empty: supported */
+	enum pyf_refusal refusal;
 	uint32_t version;
 	struct pyf_layout lay;
 	/* runtime addresses in the target */
