@@ -61,8 +61,8 @@ struct pyp {
 	unsigned neval;
 	struct pyp_code *codes; /* PYREG_CODE_SLOTS, on first use */
 	uint64_t samples, with_frames, unresolved;
-	uint64_t exe_dev, exe_ino; /* the program attached to (an exec changes it) */
-	unsigned misses;	   /* samples in a row without frames */
+	uint64_t exe_dev, exe_ino;   /* the program attached to (an exec changes it) */
+	uint64_t next_exec_check_ns; /* samples without frames: check exe_* again */
 };
 
 /* One distinct (function, file, line) */

@@ -314,13 +314,26 @@ def ctypes_launches_show_python_frames():
 # 5 percentage points, and most runs are within it (docs/pyframes.md). The
 # in-process sampler sees the main thread only when it hands over the GIL,
 # which moves its shares by a few points from run to run (up to 5.7 seen
-# on 3.12); 3.9 differs from both samplers by 2.5-5 points, always the same
-# way, not explained yet. Those get 7, so that the test fails on a real
-# error and not on a sampler's noise.
+# on 3.12, and mix_a about 2 points under ours on every version, even in a
+# window of the run's middle): it gets 7, so that the test fails on a real
+# error and not on that sampler's bias.
 def allowed_pp(v, sampler):
-    if sampler == "in-process" or v.startswith("3.9"):
-        return 7
-    return 5
+    return 7 if sampler == "in-process" else 5
+
+
+def our_python_stacks(d, pid, cap):
+    """Our main-thread samples by Python stack, names only. Samples with no
+    Python frame (the interpreter's start-up and finalization, native code
+    before any Python runs) are left out, as the other samplers, which see
+    only Python frames, leave them out: counted in, they lowered every
+    share by their 2-6 % of a short run, most visibly on the heaviest stack
+    (docs/pyframes.md, "Against independent samplers")."""
+    ours = {}
+    for s, n in folded(d, pid, "", "--tid", str(pid), cap=cap).items():
+        k = py_names(s)
+        if k:
+            ours[k] = ours.get(k, 0) + n
+    return ours
 
 
 def py_names(stack):
@@ -351,10 +364,7 @@ def agrees_with_an_in_process_sampler():
                 if p.poll() is None:
                     p.kill()
                     p.wait()
-            ours = {}
-            for s, n in folded(d, p.pid, "", "--tid", str(p.pid), cap=cap).items():
-                k = py_names(s)
-                ours[k] = ours.get(k, 0) + n
+            ours = our_python_stacks(d, p.pid, cap)
             theirs = {}
             with open(out) as f:
                 for line in f:
@@ -416,10 +426,7 @@ def agrees_with_austin():
             pid = int(kids[0])
             expect(a.wait(60) == 0, "austin exit status")
             cap = d.ctl_json("capture", "--pid", str(pid), "--last", "8s")["id"]
-            ours = {}
-            for s, n in folded(d, pid, "", "--tid", str(pid), cap=cap).items():
-                k = py_names(s)
-                ours[k] = ours.get(k, 0) + n
+            ours = our_python_stacks(d, pid, cap)
             theirs = austin_stacks(out)
             to, tt = sum(ours.values()), sum(theirs.values())
             heavy = sorted(theirs, key=lambda k: -theirs[k])[:10]

@@ -206,6 +206,86 @@ out:
 	rmdir(dir);
 }
 
+/*
+ * A Python process that execs another Python under the same command name
+ * (a launcher, multiprocessing's spawn): the collectors see no exec, yet
+ * samples without frames make the registry notice the new program within
+ * a few samples and read it afresh.
+ */
+static void test_exec_same_name(void)
+{
+	const char *a = "/root/.pyenv/versions/3.12.1/bin/python3.12",
+		   *b = "/root/.pyenv/versions/3.9.18/bin/python3.9";
+	char code[512];
+	struct pyreg *r = NULL;
+	const cJSON *e;
+	uv_loop_t loop;
+	cJSON *st;
+	pid_t pid;
+	int s, k = -1;
+
+	if (access(a, X_OK) || access(b, X_OK)) {
+		fprintf(stderr, "skip: needs %s and %s\n", a, b);
+		return;
+	}
+	snprintf(code, sizeof(code),
+		 "import os, sys, time\nsys.stdin.readline()\n"
+		 "os.execv('%s', ['python3', '-c', 'import time; time.sleep(60)'])",
+		 b);
+	int fds[2];
+
+	CHECK_EQ_INT(pipe(fds), 0);
+	pid = fork();
+	if (pid == 0) {
+		dup2(fds[0], 0);
+		close(fds[1]);
+		execl(a, "python3", "-c", code, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[0]);
+	CHECK_EQ_INT(uv_loop_init(&loop), 0);
+	CHECK_EQ_INT(pyreg_new(&(struct pyreg_opts){.no_bpf = true, .loop = &loop}, &r), 0);
+	/* recognized as 3.12 first */
+	for (int i = 0; r && i < 500; i++) {
+		uv_run(&loop, UV_RUN_NOWAIT);
+		pyreg_note_pid(r, (uint32_t)pid, false);
+		sample(r, pid);
+		st = status(r);
+		e = entry(st, pid);
+		k = !strcmp(str(e, "state"), "frames") && !strcmp(str(e, "version"), "3.12.1");
+		cJSON_Delete(st);
+		if (k)
+			break;
+		usleep(10000);
+	}
+	CHECK_EQ_INT(k, 1);
+	CHECK_EQ_INT(write(fds[1], "\n", 1), 1); /* exec now */
+	usleep(300000);				 /* 3.9 started and initialized */
+	/* then read as 3.9 within 30 samples 10 ms apart (the same name: no
+	 * exec reported) */
+	k = -1;
+	for (int i = 0; r && i < 30; i++) {
+		uv_run(&loop, UV_RUN_NOWAIT);
+		sample(r, pid);
+		st = status(r);
+		e = entry(st, pid);
+		if (!strcmp(str(e, "state"), "frames") && !strncmp(str(e, "version"), "3.9", 3))
+			k = i;
+		cJSON_Delete(st);
+		if (k >= 0)
+			break;
+		usleep(10000);
+	}
+	fprintf(stderr, "3.9 read after %d samples\n", k);
+	CHECK(k >= 0);
+	pyreg_free(r);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	CHECK_EQ_INT(uv_loop_close(&loop), 0);
+	close(fds[1]);
+	kill(pid, SIGKILL);
+	waitpid(pid, &s, 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -214,5 +294,6 @@ int main(int argc, char **argv)
 	}
 	target_py = argv[1];
 	RUN(test_scans_on_the_pool);
+	RUN(test_exec_same_name);
 	return test_summary();
 }
