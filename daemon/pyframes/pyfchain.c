@@ -42,8 +42,10 @@ static int32_t instr_offset(const struct pyf_layout *l, const struct pystack_nod
 	return off < 0 || off > INT32_MAX ? -1 : (int32_t)off;
 }
 
-int pyf_chain_add(struct pyf_runs *c, const struct pystack_node *nd, bool hide,
-		  uint64_t entry_marker)
+/* Inlined into pyf_from_nodes()'s loop, the per-sample path; the walker
+ * calls it through pyf_chain_add(). */
+static inline __attribute__((always_inline)) int
+chain_add(struct pyf_runs *c, const struct pystack_node *nd, bool hide, uint64_t entry_marker)
 {
 	const struct pyf_layout *l = c->l;
 	bool old = l->chain == PYF_CHAIN_FRAMEOBJ;
@@ -78,6 +80,12 @@ int pyf_chain_add(struct pyf_runs *c, const struct pystack_node *nd, bool hide,
 	return 0;
 }
 
+int pyf_chain_add(struct pyf_runs *c, const struct pystack_node *nd, bool hide,
+		  uint64_t entry_marker)
+{
+	return chain_add(c, nd, hide, entry_marker);
+}
+
 unsigned pyf_from_nodes(const struct pyf_proc *p, const struct pystack_node *nodes, unsigned n,
 			struct pyf_frame *out, unsigned max)
 {
@@ -86,7 +94,7 @@ unsigned pyf_from_nodes(const struct pyf_proc *p, const struct pystack_node *nod
 	/* 3.11's entry markers (the activations' _PyCFrames) are not read by
 	 * BPF: those runs pair with activations in order */
 	for (unsigned i = 0; i < n; i++)
-		if (pyf_chain_add(&c, &nodes[i], false, 0))
+		if (chain_add(&c, &nodes[i], false, 0))
 			break;
 	return c.n;
 }
