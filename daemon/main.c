@@ -319,7 +319,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (g.cfg.python_frames) {
-		struct pyreg_opts po = {.budget_bytes = g.cfg.python_max_bytes};
+		struct pyreg_opts po = {.budget_bytes = g.cfg.python_max_bytes, .loop = g.loop};
 
 		r = pyreg_new(&po, &g.pyreg);
 		if (r < 0)

@@ -343,26 +343,20 @@ static uint32_t intern_stack(struct cpu_priv *p, const struct cpu_sample_rec *r,
 	struct gpd *g = p->c->gpd;
 	const uint8_t *pyb = (const uint8_t *)r->ips + ((size_t)r->nuser + r->nkernel) * 8;
 	const uint8_t *bytes = pyb + (size_t)r->npy * PYSTACK_NODE_BYTES;
-	uint64_t nat[CPU_SAMPLE_MAX_FRAMES + 1], cfas[CPU_SAMPLE_MAX_FRAMES + 1];
 	uint64_t ips[CPU_STACK_MAX + CPU_SAMPLE_MAX_FRAMES];
-	struct pystack_node nodes[PYSTACK_MAX_NODES];
-	struct unwind_regs regs;
-	size_t avail = size - (size_t)(bytes - (const uint8_t *)r);
-	unsigned nu = 0;
+	struct pyreg_sample smp = {
+		.pid = r->pid,
+		.us = &r->us,
+		.stack = bytes,
+		.stack_avail = size - (size_t)(bytes - (const uint8_t *)r),
+		.ips = (const uint64_t *)r->ips,
+		.nips = r->nuser,
+		.nodes = pyb,
+		.nnodes = r->npy,
+		.pyflags = r->pyflags,
+	};
+	unsigned nu = pyreg_user_stack(g->pyreg, g->unwinder, &smp, ips, CPU_STACK_MAX, NULL);
 
-	if (r->us.flags & USTACK_F_REGS && g->unwinder) {
-		regs = (struct unwind_regs){.ip = r->us.ip, .sp = r->us.sp, .bp = r->us.bp};
-		unwind_user_cfas(g->unwinder, r->pid, &regs, bytes,
-				 r->us.len <= avail ? r->us.len : 0, nat, cfas,
-				 CPU_SAMPLE_MAX_FRAMES + 1, &nu);
-	} else {
-		nu = r->nuser;
-		memcpy(nat, r->ips, (size_t)nu * sizeof(uint64_t));
-	}
-	/* nodes copied out: the record gives no alignment guarantee */
-	memcpy(nodes, pyb, (size_t)r->npy * PYSTACK_NODE_BYTES);
-	nu = pyreg_splice(g->pyreg, r->pid, nat, r->us.flags & USTACK_F_REGS ? cfas : NULL, nu,
-			  r->us.sp, nodes, r->npy, r->pyflags, ips, CPU_STACK_MAX);
 	memcpy(&ips[nu], (const uint64_t *)r->ips + r->nuser,
 	       (size_t)r->nkernel * sizeof(uint64_t));
 	return store_stack_intern(g->store, ips, (uint16_t)nu, r->nkernel);

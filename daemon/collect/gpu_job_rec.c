@@ -143,35 +143,29 @@ bool gj_record_ok(const void *data, size_t size)
 static uint32_t submit_stack(struct gj_priv *p, const struct gpu_job_rec *r, size_t size)
 {
 	struct store *s = p->c->gpd->store;
-	struct unwinder *u = p->c->gpd->unwinder;
 	size_t pyoff = GPU_JOB_FULL_BYTES + (size_t)r->nuser * sizeof(uint64_t);
 	size_t off = pyoff + (size_t)r->npy * PYSTACK_NODE_BYTES;
-	uint64_t nat[GPU_JOB_MAX_FRAMES + 1], cfas[GPU_JOB_MAX_FRAMES + 1];
 	uint64_t ips[STORE_MAX_FRAMES];
-	struct pystack_node nodes[PYSTACK_MAX_NODES];
-	struct unwind_regs regs;
-	unsigned n = 0;
+	struct pyreg_sample smp = {
+		.pid = r->pid,
+		.us = &r->us,
+		.stack = (const uint8_t *)r + off,
+		.stack_avail = size - off,
+		.ips = (const uint64_t *)r->ips,
+		.nips = r->nuser,
+		.nodes = (const uint8_t *)r + pyoff,
+		.nnodes = r->npy,
+		.pyflags = r->pyflags,
+	};
+	unsigned n;
+	bool fp;
 
-	if (!(r->flags & GPU_JOB_F_USER))
+	if (!(r->flags & GPU_JOB_F_USER) || r->npy > PYSTACK_MAX_NODES || off > size)
 		return 0;
-	if (!(r->us.flags & USTACK_F_REGS) || !u) {
-		if (u && r->nuser)
-			p->stacks_fp_fallback++;
-		return r->nuser ? store_stack_intern(s, (const uint64_t *)r->ips, r->nuser, 0) : 0;
-	}
-	regs = (struct unwind_regs){.ip = r->us.ip, .sp = r->us.sp, .bp = r->us.bp};
-	/* A length the record does not hold unwinds from the registers
-	 * alone (a [truncated] stack), never past the record. */
-	if (r->npy > PYSTACK_MAX_NODES || off > size)
-		return 0;
-	unwind_user_cfas(u, r->pid, &regs, (const uint8_t *)r + off,
-			 r->us.len <= size - off ? r->us.len : 0, nat, cfas, GPU_JOB_MAX_FRAMES + 1,
-			 &n);
-	/* nodes copied out: the record gives no alignment guarantee */
-	memcpy(nodes, (const uint8_t *)r + pyoff, (size_t)r->npy * PYSTACK_NODE_BYTES);
 	pyreg_note_pid(p->c->gpd->pyreg, r->pid, false);
-	n = pyreg_splice(p->c->gpd->pyreg, r->pid, nat, cfas, n, r->us.sp, nodes, r->npy,
-			 r->pyflags, ips, STORE_MAX_FRAMES);
+	n = pyreg_user_stack(p->c->gpd->pyreg, p->c->gpd->unwinder, &smp, ips, STORE_MAX_FRAMES,
+			     &fp);
+	p->stacks_fp_fallback += fp;
 	return n ? store_stack_intern(s, ips, (uint16_t)n, 0) : 0;
 }
 

@@ -114,30 +114,25 @@ static void report_kernel(struct gl_priv *p, const struct gpu_launch_rec *r, con
 static unsigned user_stack(struct gl_priv *p, const struct gpu_launch_rec *r, size_t size,
 			   uint64_t *ips)
 {
-	struct unwinder *u = p->c->gpd->unwinder;
 	size_t pyoff = GPU_LAUNCH_HDR_BYTES + (size_t)r->nuser * sizeof(uint64_t);
 	size_t off = pyoff + (size_t)r->npy * PYSTACK_NODE_BYTES;
-	uint64_t nat[GPU_LAUNCH_MAX_FRAMES + 1], cfas[GPU_LAUNCH_MAX_FRAMES + 1];
-	struct pystack_node nodes[PYSTACK_MAX_NODES];
-	struct unwind_regs regs;
-	unsigned n = 0;
+	struct pyreg_sample smp = {
+		.pid = r->pid,
+		.us = &r->us,
+		.stack = (const uint8_t *)r + off,
+		.stack_avail = size - off,
+		.ips = (const uint64_t *)r->ips,
+		.nips = r->nuser,
+		.nodes = (const uint8_t *)r + pyoff,
+		.nnodes = r->npy,
+		.pyflags = r->pyflags,
+	};
+	bool fp;
+	unsigned n = pyreg_user_stack(p->c->gpd->pyreg, p->c->gpd->unwinder, &smp, ips,
+				      GL_STACK_MAX - 1, &fp);
 
-	if (!(r->us.flags & USTACK_F_REGS) || !u) {
-		if (u && r->nuser)
-			p->stacks_fp_fallback++;
-		memcpy(ips, r->ips, (size_t)r->nuser * sizeof(uint64_t));
-		return r->nuser;
-	}
-	regs = (struct unwind_regs){.ip = r->us.ip, .sp = r->us.sp, .bp = r->us.bp};
-	/* A length the record does not hold unwinds from the registers alone
-	 * (a [truncated] stack), never past the record. */
-	unwind_user_cfas(u, r->pid, &regs, (const uint8_t *)r + off,
-			 r->us.len <= size - off ? r->us.len : 0, nat, cfas,
-			 GPU_LAUNCH_MAX_FRAMES + 1, &n);
-	/* nodes copied out: the record gives no alignment guarantee */
-	memcpy(nodes, (const uint8_t *)r + pyoff, (size_t)r->npy * PYSTACK_NODE_BYTES);
-	return pyreg_splice(p->c->gpd->pyreg, r->pid, nat, cfas, n, r->us.sp, nodes, r->npy,
-			    r->pyflags, ips, GL_STACK_MAX - 1);
+	p->stacks_fp_fallback += fp;
+	return n;
 }
 
 static void on_launch(struct gl_priv *p, const struct gpu_launch_rec *r, size_t size)

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "pyframes.h"
+#include "pystack_abi.h"
 
 #define PYF_NONE UINT32_MAX /* a field this version does not have */
 
@@ -69,6 +70,7 @@ struct pyf_proc {
 	int mem_fd;
 	char proc_dir[200];
 	char reason[160]; /* empty: supported */
+	enum pyf_refusal refusal;
 	uint32_t version;
 	struct pyf_layout lay;
 	/* runtime addresses in the target */
@@ -109,9 +111,29 @@ int pyf_line_lnotab(const uint8_t *t, size_t n, int first, int32_t off);
 int pyf_line_pep626(const uint8_t *t, size_t n, int first, int32_t off);
 int pyf_line_locations(const uint8_t *t, size_t n, int first, int32_t off);
 
-/* pyfwalk.c: flag the oldest frame emitted since run_start as the end of
- * one activation's run, with its marker (shared with pyfbpf.c) */
-void pyf_end_run(struct pyf_frame *out, unsigned n, unsigned run_start, uint64_t marker);
+/* pyfchain.c: a chain's interpretation, node by node (leaf first), shared
+ * by the user-space walk and pyf_from_nodes(). */
+struct pyf_runs {
+	const struct pyf_layout *l;
+	struct pyf_frame *out;
+	unsigned max, n;    /* out's size, frames written */
+	unsigned run_start; /* the first frame of the current run */
+};
+
+/* The code object a node names (3.14+: f_executable's tag bits masked). */
+static inline uint64_t pyf_node_code(const struct pyf_layout *l, const struct pystack_node *nd)
+{
+	return l->tagged_code ? nd->code & ~7ull : nd->code;
+}
+
+/*
+ * Add one node: a shim ends the current run (its address the marker), a
+ * frame with code is written unless hide (an incomplete frame, which only
+ * the user-space walk can tell), a 3.11 entry frame ends its run with
+ * entry_marker. 0, or PYF_TRUNCATED when out is full.
+ */
+int pyf_chain_add(struct pyf_runs *c, const struct pystack_node *nd, bool hide,
+		  uint64_t entry_marker);
 
 /* pyfcode.c */
 void pyf_codes_free(struct pyf_proc *p);

@@ -69,7 +69,9 @@ struct elf_facts {
 	unsigned neval;
 };
 
-#define set_reason(p, ...) snprintf((p)->reason, sizeof((p)->reason), __VA_ARGS__)
+/* Every refusal has a kind (for the caller's logic) and a text (for people). */
+#define set_reason(p, kind, ...) \
+	((p)->refusal = (kind), snprintf((p)->reason, sizeof((p)->reason), __VA_ARGS__))
 
 static int rank_of(const char *path, const char *exe)
 {
@@ -458,7 +460,8 @@ static void settle_layout(struct pyf_proc *p, const struct elf_facts *f)
 		char v[16];
 
 		snprintf(v, sizeof(v), "%u.%u", p->version >> 24, minor);
-		set_reason(p, "CPython %s is not supported (3.9 and later are)", v);
+		set_reason(p, PYF_REFUSED_UNSUPPORTED,
+			   "CPython %s is not supported (3.9 and later are)", v);
 		return;
 	}
 	if (minor <= 12) {
@@ -470,33 +473,34 @@ static void settle_layout(struct pyf_proc *p, const struct elf_facts *f)
 		if (n > 128)
 			n = 128;
 		if (!p->code_type) {
-			set_reason(p, "no PyCode_Type next to _PyRuntime");
+			set_reason(p, PYF_REFUSED_UNSUPPORTED, "no PyCode_Type next to _PyRuntime");
 			return;
 		}
 		if (pyf_read(p, p->runtime, slots, n * 8) ||
 		    pyf_read_u64(p, p->code_type + 32, &basicsize)) {
-			set_reason(p, "_PyRuntime is unreadable");
+			set_reason(p, PYF_REFUSED_UNSUPPORTED, "_PyRuntime is unreadable");
 			return;
 		}
 		if (slots[1] != p->version && f->py_version) {
-			set_reason(p, "_Py_DebugOffsets and Py_Version disagree on the version");
+			set_reason(p, PYF_REFUSED_UNSUPPORTED,
+				   "_Py_DebugOffsets and Py_Version disagree on the version");
 			return;
 		}
 		why = pyf_layout_debug_offsets(slots, n, minor, basicsize, &p->lay);
 		if (why) {
-			set_reason(p, "%s", why);
+			set_reason(p, PYF_REFUSED_UNSUPPORTED, "%s", why);
 			return;
 		}
 	}
 	why = check_live(p, &uninit);
 	if (why && !uninit && minor <= 12 && p->runtime_size &&
 	    p->runtime_size != expected_runtime_size(minor)) {
-		set_reason(p,
+		set_reason(p, PYF_REFUSED_UNSUPPORTED,
 			   "%.60s (_PyRuntime is %" PRIu64 " bytes, not %" PRIu64
 			   ": a debug build?)",
 			   why, p->runtime_size, expected_runtime_size(minor));
 	} else if (why) {
-		set_reason(p, "%s", why);
+		set_reason(p, uninit ? PYF_REFUSED_STARTING : PYF_REFUSED_UNSUPPORTED, "%s", why);
 	}
 }
 
@@ -538,7 +542,7 @@ static void settle_version(struct pyf_proc *p, const struct elf_facts *f, uint64
 		if (!minor)
 			minor = minor_from_name(base ? base + 1 : path);
 		if (!minor) {
-			set_reason(p,
+			set_reason(p, PYF_REFUSED_UNSUPPORTED,
 				   "CPython of unknown version (no Py_Version, no versioned name)");
 			return;
 		}
@@ -551,7 +555,8 @@ static void settle_version(struct pyf_proc *p, const struct elf_facts *f, uint64
 		    minor_here != ((p->version >> 16) & 0xff))
 			continue;
 		if (!version_text_agrees(p, f->vstrings[i])) {
-			set_reason(p, "the version string %s in the binary contradicts Py_Version",
+			set_reason(p, PYF_REFUSED_UNSUPPORTED,
+				   "the version string %s in the binary contradicts Py_Version",
 				   f->vstrings[i]);
 			return;
 		}
@@ -565,7 +570,8 @@ static void settle_version(struct pyf_proc *p, const struct elf_facts *f, uint64
 		text[sizeof(text) - 1] = '\0';
 		text[strcspn(text, " ")] = '\0';
 		if (!version_text_agrees(p, text))
-			set_reason(p, "sys.version %s contradicts the interpreter's version", text);
+			set_reason(p, PYF_REFUSED_UNSUPPORTED,
+				   "sys.version %s contradicts the interpreter's version", text);
 	}
 }
 
@@ -605,7 +611,8 @@ static int find_runtime(struct pyf_proc *p)
 		return 0;
 	}
 	free(c);
-	set_reason(p, "not a CPython process (no _PyRuntime in any mapped file)");
+	set_reason(p, PYF_REFUSED_NOT_PYTHON,
+		   "not a CPython process (no _PyRuntime in any mapped file)");
 	return 0;
 }
 
@@ -652,6 +659,11 @@ void pyf_free(struct pyf_proc *p)
 const char *pyf_reason(const struct pyf_proc *p)
 {
 	return p->reason[0] ? p->reason : NULL;
+}
+
+enum pyf_refusal pyf_refusal(const struct pyf_proc *p)
+{
+	return p->reason[0] ? p->refusal : PYF_REFUSED_NONE;
 }
 
 uint32_t pyf_version(const struct pyf_proc *p)

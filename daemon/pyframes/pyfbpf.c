@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * What the BPF walk (bpf/pystack.bpf.h) needs from the reader: the layout
- * of one process, and the interpretation of the raw chain it reads, the
- * same as pyfwalk.c gives for a chain read from user space.
+ * of one process and where its frame evaluator lies (the chain BPF reads is
+ * interpreted by pyfchain.c, as a chain read from user space is).
  */
 #include "pyf_int.h"
 
@@ -53,63 +53,6 @@ int pyf_bpf_layout(struct pyf_proc *p, struct pystack_layout *out)
 	out->f_entry = old ? PYSTACK_NONE : bpf_off(l->if_is_entry);
 	out->co_firstlineno = l->co_firstlineno;
 	return 0;
-}
-
-static int32_t instr_offset(const struct pyf_layout *l, const struct pystack_node *nd,
-			    uint64_t code)
-{
-	int64_t off;
-	int32_t lasti;
-
-	if (l->chain == PYF_CHAIN_FRAMEOBJ) {
-		lasti = (int32_t)(uint32_t)nd->instr;
-		if (lasti < 0)
-			return -1;
-		if (l->lasti_units)
-			return lasti > INT32_MAX / 2 ? -1 : lasti * 2;
-		return lasti;
-	}
-	off = (int64_t)(nd->instr - (code + l->co_code_adaptive));
-	return off < 0 || off > INT32_MAX ? -1 : (int32_t)off;
-}
-
-unsigned pyf_from_nodes(const struct pyf_proc *p, const struct pystack_node *nodes, unsigned n,
-			struct pyf_frame *out, unsigned max)
-{
-	const struct pyf_layout *l = &p->lay;
-	unsigned k = 0, run_start = 0;
-
-	for (unsigned i = 0; i < n; i++) {
-		const struct pystack_node *nd = &nodes[i];
-		uint64_t code = l->tagged_code ? nd->code & ~7ull : nd->code;
-
-		if (l->chain != PYF_CHAIN_FRAMEOBJ && nd->owner >= 3) {
-			/* a shim: the end of one activation's run (3.12+) */
-			if (nd->owner == 3) {
-				pyf_end_run(out, k, run_start, nd->frame);
-				run_start = k;
-			}
-			continue;
-		}
-		if (!code)
-			continue;
-		if (k >= max)
-			break;
-		out[k++] = (struct pyf_frame){
-			.code = code,
-			.frame = nd->frame,
-			.instr = instr_offset(l, nd, code),
-			.flags = l->chain == PYF_CHAIN_FRAMEOBJ ? PYF_FRAME_ENTRY : 0,
-			.firstlineno = (int32_t)nd->firstlineno,
-		};
-		/* 3.11: the entry frame ends its run; its marker (the
-		 * activation's _PyCFrame) is not read by BPF */
-		if (nd->entry) {
-			pyf_end_run(out, k, run_start, 0);
-			run_start = k;
-		}
-	}
-	return k;
 }
 
 unsigned pyf_eval_ranges(const struct pyf_proc *p, uint64_t (*ranges)[2], unsigned max)

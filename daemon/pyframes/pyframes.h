@@ -70,6 +70,18 @@ void pyf_free(struct pyf_proc *p);
  * process", "CPython 3.8 is not supported", ...). Lives as long as p. */
 const char *pyf_reason(const struct pyf_proc *p);
 
+/* The kind of pyf_reason(), for decisions: whether attaching again later
+ * may succeed. */
+enum pyf_refusal {
+	PYF_REFUSED_NONE,	 /* frames can be read */
+	PYF_REFUSED_NOT_PYTHON,	 /* no _PyRuntime in any mapped file (yet: a process
+				  * caught before the loader mapped libpython) */
+	PYF_REFUSED_STARTING,	 /* the interpreter is not initialized yet */
+	PYF_REFUSED_UNSUPPORTED, /* a version, build or layout this reader refuses */
+};
+
+enum pyf_refusal pyf_refusal(const struct pyf_proc *p);
+
 /* PY_VERSION_HEX of the interpreter (0x030b07f0 for 3.11.7; for 3.9/3.10
  * from sys.version where the binary names its buffer, else the minor only,
  * e.g. 0x03090000), 0 when not a CPython. */

@@ -263,8 +263,7 @@ static int find_tstate(struct pyf_proc *p, uint32_t tid, uint64_t *ret)
 }
 
 /* 3.9/3.10: PyFrameObjects, each run by its own activation. */
-static int walk_frameobj(struct pyf_proc *p, uint64_t ts, struct pyf_frame *out, unsigned max,
-			 unsigned *n)
+static int walk_frameobj(struct pyf_proc *p, uint64_t ts, struct pyf_runs *c)
 {
 	const struct pyf_layout *l = &p->lay;
 	uint64_t f;
@@ -273,58 +272,43 @@ static int walk_frameobj(struct pyf_proc *p, uint64_t ts, struct pyf_frame *out,
 		return -EFAULT;
 	for (unsigned steps = 0; f; steps++) {
 		uint8_t hdr[128];
-		uint64_t code, back;
-		int32_t lasti;
+		struct pystack_node nd = {.frame = f};
+		uint32_t lasti;
 
-		if (*n >= max || steps >= PYF_MAX_WALK)
+		if (steps >= PYF_MAX_WALK)
 			return PYF_TRUNCATED;
 		if (pyf_read(p, f, hdr, l->fo_lasti + 4))
-			return *n ? PYF_TRUNCATED : -EFAULT;
-		memcpy(&code, hdr + l->fo_code, 8);
-		memcpy(&back, hdr + l->fo_back, 8);
+			return c->n ? PYF_TRUNCATED : -EFAULT;
+		memcpy(&nd.code, hdr + l->fo_code, 8);
 		memcpy(&lasti, hdr + l->fo_lasti, 4);
-		if (lasti < 0)
-			lasti = -1;
-		else if (l->lasti_units)
-			lasti = lasti > INT32_MAX / 2 ? -1 : lasti * 2;
-		out[(*n)++] = (struct pyf_frame){.code = code,
-						 .frame = f,
-						 .instr = lasti,
-						 .flags = PYF_FRAME_ENTRY};
-		f = back;
+		nd.instr = lasti; /* as BPF reads it: the low 32 bits */
+		if (pyf_chain_add(c, &nd, false, 0))
+			return PYF_TRUNCATED;
+		memcpy(&f, hdr + l->fo_back, 8);
 	}
 	return 0;
 }
 
 /* Is the frame still running its prologue (arguments copied, RESUME not
- * reached)? CPython's own walkers hide those (_PyFrame_IsIncomplete). */
+ * reached)? CPython's own walkers hide those (_PyFrame_IsIncomplete); the
+ * BPF walk does not read _co_firsttraceable and shows them. */
 static bool incomplete(struct pyf_proc *p, uint64_t code, uint64_t instr_ptr, uint8_t owner)
 {
 	const struct pyf_layout *l = &p->lay;
 	int32_t first;
 
-	if (owner == 1 /* FRAME_OWNED_BY_GENERATOR */ || l->co_firsttraceable == PYF_NONE ||
+	if (!code || owner == 1 /* FRAME_OWNED_BY_GENERATOR */ ||
+	    l->co_firsttraceable == PYF_NONE ||
 	    pyf_read(p, code + l->co_firsttraceable, &first, sizeof(first)))
 		return false;
 	return instr_ptr < code + l->co_code_adaptive + (uint64_t)first * 2;
 }
 
-/* Mark the oldest frame emitted since the last boundary. */
-void pyf_end_run(struct pyf_frame *out, unsigned n, unsigned run_start, uint64_t marker)
-{
-	if (n > run_start) {
-		out[n - 1].flags |= PYF_FRAME_ENTRY;
-		out[n - 1].marker = marker;
-	}
-}
-
 /* 3.11+: _PyInterpreterFrames. */
-static int walk_iframes(struct pyf_proc *p, uint64_t ts, struct pyf_frame *out, unsigned max,
-			unsigned *n)
+static int walk_iframes(struct pyf_proc *p, uint64_t ts, struct pyf_runs *c)
 {
 	const struct pyf_layout *l = &p->lay;
 	uint64_t f, cframe = 0;
-	unsigned run_start = 0;
 	size_t hlen = l->if_owner + 1;
 
 	if (l->chain == PYF_CHAIN_CFRAME) {
@@ -345,54 +329,26 @@ static int walk_iframes(struct pyf_proc *p, uint64_t ts, struct pyf_frame *out, 
 	if (hlen > 256)
 		return -EINVAL;
 	for (unsigned steps = 0; f; steps++) {
-		uint8_t hdr[256], owner;
-		uint64_t code, prev, ip;
-		bool entry;
-		int64_t off;
+		uint8_t hdr[256];
+		struct pystack_node nd = {.frame = f};
+		bool hide;
 
 		if (steps >= PYF_MAX_WALK)
 			return PYF_TRUNCATED;
 		if (pyf_read(p, f, hdr, hlen))
-			return *n ? PYF_TRUNCATED : -EFAULT;
-		memcpy(&code, hdr + l->if_code, 8);
-		memcpy(&prev, hdr + l->if_previous, 8);
-		memcpy(&ip, hdr + l->if_instr, 8);
-		owner = hdr[l->if_owner];
-		entry = l->if_is_entry != PYF_NONE && hdr[l->if_is_entry];
-		if (l->tagged_code)
-			code &= ~7ull; /* _PyStackRef tag bits */
-		if (owner >= 3) {
-			/* not Python. 3 (3.12/3.13 CSTACK, 3.14+ INTERPRETER):
-			 * the shim entry frame below each activation's run, a
-			 * local of that activation; 4 and up are sentinels
-			 * elsewhere (3.15's base frame lives in the thread
-			 * state) and mark nothing */
-			if (owner == 3) {
-				pyf_end_run(out, *n, run_start, f);
-				run_start = *n;
-			}
-			f = prev;
-			continue;
-		}
-		if (!incomplete(p, code, ip, owner)) {
-			if (*n >= max)
-				return PYF_TRUNCATED;
-			off = (int64_t)(ip - (code + l->co_code_adaptive));
-			out[(*n)++] = (struct pyf_frame){.code = code,
-							 .frame = f,
-							 .instr = off < 0 || off > INT32_MAX
-									  ? -1
-									  : (int32_t)off};
-		}
-		if (entry) {
-			/* 3.11: the activation's _PyCFrame is the next node of
-			 * the tstate's cframe chain */
-			pyf_end_run(out, *n, run_start, cframe);
-			run_start = *n;
-			if (cframe && pyf_read_u64(p, cframe + l->cf_previous, &cframe))
-				cframe = 0;
-		}
-		f = prev;
+			return c->n ? PYF_TRUNCATED : -EFAULT;
+		memcpy(&nd.code, hdr + l->if_code, 8);
+		memcpy(&nd.instr, hdr + l->if_instr, 8);
+		nd.owner = hdr[l->if_owner];
+		nd.entry = l->if_is_entry != PYF_NONE && hdr[l->if_is_entry];
+		hide = nd.owner < 3 && incomplete(p, pyf_node_code(l, &nd), nd.instr, nd.owner);
+		/* 3.11: an entry frame's activation has the next _PyCFrame of
+		 * the thread state's chain, its marker */
+		if (pyf_chain_add(c, &nd, hide, cframe))
+			return PYF_TRUNCATED;
+		if (nd.entry && cframe && pyf_read_u64(p, cframe + l->cf_previous, &cframe))
+			cframe = 0;
+		memcpy(&f, hdr + l->if_previous, 8);
 	}
 	return 0;
 }
@@ -400,6 +356,7 @@ static int walk_iframes(struct pyf_proc *p, uint64_t ts, struct pyf_frame *out, 
 int pyf_thread_stack(struct pyf_proc *p, uint32_t tid, struct pyf_frame *frames, unsigned max,
 		     unsigned *n)
 {
+	struct pyf_runs c = {.l = &p->lay, .out = frames, .max = max};
 	uint64_t ts;
 	int r;
 
@@ -409,7 +366,7 @@ int pyf_thread_stack(struct pyf_proc *p, uint32_t tid, struct pyf_frame *frames,
 	r = find_tstate(p, tid, &ts);
 	if (r < 0)
 		return r;
-	if (p->lay.chain == PYF_CHAIN_FRAMEOBJ)
-		return walk_frameobj(p, ts, frames, max, n);
-	return walk_iframes(p, ts, frames, max, n);
+	r = p->lay.chain == PYF_CHAIN_FRAMEOBJ ? walk_frameobj(p, ts, &c) : walk_iframes(p, ts, &c);
+	*n = c.n;
+	return r;
 }

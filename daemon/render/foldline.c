@@ -59,7 +59,7 @@ static int put_raw(struct arena *a, const char *s, size_t len)
 }
 
 /*
- * A Python frame is named "qualname (short file)_[p]" (pyframes/pyreg.h);
+ * A Python frame is named "qualname (short file)_[p]" (SYMTAB_PY_SUFFIX);
  * with lines, "qualname (file:line)_[p]" rather than the file twice.
  * 1 when s is no such name; else 0 (appended) or -ENOMEM.
  */
@@ -68,11 +68,12 @@ static int py_frame_with_line(struct ctx *x, const char *s, size_t len, uint32_t
 	const char *sp = memchr(s, ' ', len), *l;
 	size_t ll;
 
-	if (len < 4 || memcmp(s + len - 4, "_[p]", 4) || !sp)
+	if (!symtab_is_py_name(s, len) || !sp)
 		return 1;
 	l = sym_table_name(x->syms, line, &ll);
 	if (put_name(&x->a, s, (size_t)(sp - s)) < 0 || put_raw(&x->a, " (", 2) < 0 ||
-	    put_name(&x->a, l, ll) < 0 || put_raw(&x->a, ")_[p]", 5) < 0)
+	    put_name(&x->a, l, ll) < 0 ||
+	    put_raw(&x->a, ")" SYMTAB_PY_SUFFIX, 1 + SYMTAB_PY_SUFFIX_LEN) < 0)
 		return -ENOMEM;
 	return 0;
 }

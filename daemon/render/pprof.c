@@ -215,9 +215,8 @@ size_t pprof_frames(struct pprof *x, const struct capframes *f, size_t at)
 			fl = 0;
 		/* a Python frame, "qualname (short file)_[p]": the function is
 		 * the qualified name, the file and line come separately */
-		const char *sp = nl > 4 && !memcmp(f->name[k] + nl - 4, "_[p]", 4)
-					 ? memchr(f->name[k], ' ', nl)
-					 : NULL;
+		const char *sp = symtab_is_py_name(f->name[k], nl) ? memchr(f->name[k], ' ', nl)
+								   : NULL;
 		if (sp)
 			nl = (size_t)(sp - f->name[k]);
 		x->locv[at + i] = pprof_loc(x, f->name[k], nl, f->ip[k], map, f->line[k], fl, line);

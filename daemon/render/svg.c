@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "symtab.h"
+
 static const char REPL[] = "\xef\xbf\xbd"; /* U+FFFD */
 
 static size_t count_chars(const unsigned char *p, size_t len)
@@ -94,7 +96,7 @@ static bool has_suffix(const char *s, size_t len, const char *suf)
  *   CPU frames         warm (flamegraph.pl's "hot" range)
  *   kernel frames      orange (after the '-' separator, or "_[k]")
  *   "_[G]" GPU kernels blue;  "_[g]" GPU-side frames light blue
- *   "_[p]" Python frames green
+ *   "_[p]" Python frames green (SYMTAB_PY_SUFFIX)
  *   "-" separators     grey
  */
 void palette_color(const char *name, size_t len, bool kernel, char out[24])
@@ -107,7 +109,7 @@ void palette_color(const char *name, size_t len, bool kernel, char out[24])
 		r = g = b = 200;
 	} else if (has_suffix(name, len, "_[G]")) {
 		r = (int)(40 + 50 * v1), g = (int)(100 + 60 * v2), b = (int)(200 + 55 * v3);
-	} else if (has_suffix(name, len, "_[p]")) {
+	} else if (symtab_is_py_name(name, len)) {
 		r = (int)(50 + 60 * v1), g = (int)(170 + 60 * v2), b = (int)(60 + 50 * v3);
 	} else if (has_suffix(name, len, "_[g]")) {
 		r = (int)(140 + 40 * v1), g = (int)(190 + 40 * v2), b = (int)(230 + 25 * v3);

@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SYMTAB_MAGIC 0x59535047u
 #define SYMTAB_VERSION 2
@@ -55,6 +56,21 @@
  */
 #define SYMTAB_IP_TRUNCATED 0x1ull
 #define SYMTAB_TRUNCATED_NAME "[truncated]"
+
+/*
+ * The suffix that marks a Python frame in every output: the symbolizer
+ * names one "qualname (file)_[p]" (daemon/pyframes/pyreg.h); renderers
+ * colour it, split it into function and file, or put its line in
+ * (docs/render.md, "Python frames").
+ */
+#define SYMTAB_PY_SUFFIX "_[p]"
+#define SYMTAB_PY_SUFFIX_LEN (sizeof(SYMTAB_PY_SUFFIX) - 1)
+
+static inline bool symtab_is_py_name(const char *name, size_t len)
+{
+	return len >= SYMTAB_PY_SUFFIX_LEN &&
+	       !memcmp(name + len - SYMTAB_PY_SUFFIX_LEN, SYMTAB_PY_SUFFIX, SYMTAB_PY_SUFFIX_LEN);
+}
 
 /* ---- reading ---- */
 

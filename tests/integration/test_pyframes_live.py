@@ -65,6 +65,20 @@ def capture(d, pids, secs="2s"):
                       timeout=300)["id"]
 
 
+def wait_frames(d, pids, timeout=60):
+    """Until the daemon reads Python frames of every pid: it inspects
+    processes on its thread pool, a few at a time, so a capture cut at
+    once could hold samples taken before."""
+    deadline = time.time() + timeout
+    while True:
+        by = {e["pid"]: e for e in d.ctl_json("status")["python"].get("by_process", [])}
+        if all(by.get(p, {}).get("state") == "frames" for p in pids):
+            return
+        expect(time.time() < deadline, "Python frames read for %r: %r" %
+               (pids, [by.get(p) for p in pids]))
+        time.sleep(0.1)
+
+
 def folded(d, pid, secs="2s", *extra, cap=None):
     if cap is None:
         cap = capture(d, [pid], secs)
@@ -120,7 +134,7 @@ def chain_on_every_version():
     d = Daemon(CONFIG).start()
     try:
         need_sampler(d)
-        time.sleep(1)
+        wait_frames(d, [p.pid for _, p in procs])
         bad = []
         cap = capture(d, [p.pid for _, p in procs], "5s")
         for v, p in procs:
@@ -170,6 +184,49 @@ def threads_each_show_their_own_chain():
     finally:
         p.kill()
         p.wait()
+        d.cleanup()
+
+
+@test
+def running_coroutines_under_the_event_loop():
+    """A task running coro_a -> coro_b shows main -> asyncio's event loop ->
+    coro_a -> coro_b -> hot; coroutines suspended in await (amain awaiting
+    coro_a's task, idle_waiter an event) are not running and appear in no
+    CPU sample (docs/pyframes.md, "Coroutines")."""
+    procs = [(v, start(exe, "async")) for v, exe in interpreters()]
+    d = Daemon(CONFIG).start()
+    try:
+        need_sampler(d)
+        wait_frames(d, [p.pid for _, p in procs])
+        cap = capture(d, [p.pid for _, p in procs], "3s")
+        asyncio_frame = r".* \(.*/asyncio/\w+\.py:\d+\)_\[p\]"
+        leaf = [py("coro_a", "coro_a"), py("coro_b", "coro_b"), py("hot", "hot", rng=True)]
+        bad = []
+        for v, p in procs:
+            stacks = folded(d, p.pid, cap=cap)
+
+            def running(s):
+                fr = [f for f in s.split(";") if f.endswith("_[p]")]
+                if len(fr) < 5 or not all(re.fullmatch(pat, f)
+                                          for pat, f in zip(leaf, fr[-3:])):
+                    return False
+                mains = [i for i, f in enumerate(fr) if re.fullmatch(py("main", "async_main"), f)]
+                return bool(mains) and any(re.fullmatch(asyncio_frame, f)
+                                           for f in fr[mains[0] + 1:-3])
+
+            total, ok = share(stacks, running)
+            suspended = sum(n for s, n in stacks.items()
+                            if re.search(r"(^|;)(amain|idle_waiter) \(", s))
+            print("%-12s %5d samples, %.1f%% main;asyncio;coro_a;coro_b;hot, %d in a "
+                  "suspended coroutine" % (v, total, 100 * ok, suspended))
+            if total < 20 or ok < 0.9 or suspended:
+                bad.append("%s: %.1f%% of %d, %d suspended\n%s" % (v, 100 * ok, total,
+                                                                   suspended, top(stacks)))
+        expect(not bad, "\n".join(bad))
+    finally:
+        for _, p in procs:
+            p.kill()
+            p.wait()
         d.cleanup()
 
 
@@ -257,13 +314,26 @@ def ctypes_launches_show_python_frames():
 # 5 percentage points, and most runs are within it (docs/pyframes.md). The
 # in-process sampler sees the main thread only when it hands over the GIL,
 # which moves its shares by a few points from run to run (up to 5.7 seen
-# on 3.12); 3.9 differs from both samplers by 2.5-5 points, always the same
-# way, not explained yet. Those get 7, so that the test fails on a real
-# error and not on a sampler's noise.
+# on 3.12, and mix_a about 2 points under ours on every version, even in a
+# window of the run's middle): it gets 7, so that the test fails on a real
+# error and not on that sampler's bias.
 def allowed_pp(v, sampler):
-    if sampler == "in-process" or v.startswith("3.9"):
-        return 7
-    return 5
+    return 7 if sampler == "in-process" else 5
+
+
+def our_python_stacks(d, pid, cap):
+    """Our main-thread samples by Python stack, names only. Samples with no
+    Python frame (the interpreter's start-up and finalization, native code
+    before any Python runs) are left out, as the other samplers, which see
+    only Python frames, leave them out: counted in, they lowered every
+    share by their 2-6 % of a short run, most visibly on the heaviest stack
+    (docs/pyframes.md, "Against independent samplers")."""
+    ours = {}
+    for s, n in folded(d, pid, "", "--tid", str(pid), cap=cap).items():
+        k = py_names(s)
+        if k:
+            ours[k] = ours.get(k, 0) + n
+    return ours
 
 
 def py_names(stack):
@@ -294,10 +364,7 @@ def agrees_with_an_in_process_sampler():
                 if p.poll() is None:
                     p.kill()
                     p.wait()
-            ours = {}
-            for s, n in folded(d, p.pid, "", "--tid", str(p.pid), cap=cap).items():
-                k = py_names(s)
-                ours[k] = ours.get(k, 0) + n
+            ours = our_python_stacks(d, p.pid, cap)
             theirs = {}
             with open(out) as f:
                 for line in f:
@@ -359,10 +426,7 @@ def agrees_with_austin():
             pid = int(kids[0])
             expect(a.wait(60) == 0, "austin exit status")
             cap = d.ctl_json("capture", "--pid", str(pid), "--last", "8s")["id"]
-            ours = {}
-            for s, n in folded(d, pid, "", "--tid", str(pid), cap=cap).items():
-                k = py_names(s)
-                ours[k] = ours.get(k, 0) + n
+            ours = our_python_stacks(d, pid, cap)
             theirs = austin_stacks(out)
             to, tt = sum(ours.values()), sum(theirs.values())
             heavy = sorted(theirs, key=lambda k: -theirs[k])[:10]

@@ -2,12 +2,13 @@
 """CPU-bound Python with known call chains, for the live tests of Python
 frames in sampled stacks (tests/integration/test_pyframes_live.py), which
 find the lines below by the "# line:" marks. Usage: busy.py SECONDS MODE,
-MODE one of chain, threads, zlib, json; busy.py SECONDS deep DEPTH (a
+MODE one of chain, threads, zlib, json, async; busy.py SECONDS deep DEPTH (a
 chain DEPTH Python frames deep); or busy.py SECONDS mix OUT (an
 in-process sampler writes its stacks to OUT); or busy.py 0 launch LIBCUDA: load
 that (fake) CUDA driver through ctypes, print "ready", and on "go" from
 stdin name a kernel and launch it 30 times from launch_a and 50 from launch_b, print "done"
 and exit when stdin closes. Prints "ready" once running."""
+import asyncio
 import json
 import sys
 import threading
@@ -53,6 +54,30 @@ def j_caller(end):
     obj = [{"k%d" % i: [i, str(i), i * 0.5]} for i in range(20000)]
     while time.time() < end:
         json.dumps(obj)  # line: j_caller
+
+
+async def coro_b(n):
+    return hot(n)  # line: coro_b
+
+
+async def coro_a(end):
+    while time.time() < end:
+        await coro_b(20000)  # line: coro_a
+        await asyncio.sleep(0)  # the loop's turn: the idle task could run
+
+
+async def idle_waiter(ev):
+    await ev.wait()  # suspended for the whole run
+
+
+async def amain(end):
+    """coro_a runs as a task of its own while amain awaits it and
+    idle_waiter awaits an event: only coro_a -> coro_b runs."""
+    ev = asyncio.Event()
+    idle = asyncio.create_task(idle_waiter(ev))
+    await asyncio.create_task(coro_a(end))
+    ev.set()
+    await idle
 
 
 def launch_one(cu, fn):
@@ -163,6 +188,8 @@ def main():
         z_caller(end)
     elif mode == "json":
         j_caller(end)
+    elif mode == "async":
+        asyncio.run(amain(end))  # line: async_main
 
 
 if __name__ == "__main__":
