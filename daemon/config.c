@@ -10,7 +10,7 @@
 
 #include "gpuprof-build.h"
 #include "duration.h"
-#include "alloc/bigalloc.h" /* TL_BIG_CACHE_DEFAULT */
+#include "alloc/bigalloc.h" /* BIGALLOC_CACHE_DEFAULT */
 
 void config_defaults(struct config *cfg)
 {

@@ -104,10 +104,10 @@ cJSON *rpc_status_json(struct gpd *g, bool privileged)
 	cJSON_AddNumberToObject(j, "max", g->cfg.max_jobs);
 
 	{ /* freed big scratch arrays kept for the next analysis */
-		struct tl_big_stats bs;
+		struct bigalloc_stats bs;
 		cJSON *sc = cJSON_AddObjectToObject(o, "analysis_scratch");
 
-		tl_big_stats(&bs);
+		bigalloc_stats(&bs);
 		json_add_u64(sc, "bytes", bs.cached);
 		json_add_u64(sc, "cap_bytes", bs.cap);
 		json_add_u64(sc, "reused", bs.reused);

@@ -192,7 +192,8 @@ static int add_rank(struct live *L, const struct gpu_key *la, size_t nl, const s
 		return -ENOMEM;
 	}
 	cap.ev_cap = (uint32_t)n;
-	tl_prefault(r->ev, n * sizeof(*r->ev), &cap.ev_pop, n * sizeof(*r->ev)); /* all written */
+	/* all written */
+	bigalloc_prefault(r->ev, n * sizeof(*r->ev), &cap.ev_pop, n * sizeof(*r->ev));
 	while (!err && (i < nl || j < ni)) {
 		if (j < ni && (i >= nl || iv[j].key < la[i].key ||
 			       (iv[j].key == la[i].key && iv[j].idx < la[i].idx)))
