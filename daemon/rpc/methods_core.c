@@ -14,6 +14,7 @@
 #include "push/push.h"
 #include "store/store.h"
 #include "alloc/bigalloc.h"
+#include "analysis/critpath/cpcache.h"
 #include "timeline/timeline.h"
 #include "pyframes/pyreg.h"
 #include "unwind/unwind.h"
@@ -31,6 +32,20 @@ void method_version(struct rpc_req *req, const cJSON *params)
 	cJSON_AddStringToObject(o, "version", GPUPROF_VERSION);
 	cJSON_AddNumberToObject(o, "protocol", GPUPROF_PROTOCOL_VERSION);
 	rpc_reply(req, o);
+}
+
+/* A cache kept under a budget, under name: the same keys for each. */
+static void add_cache_stats(cJSON *o, const char *name, const struct cache_stats *st)
+{
+	cJSON *c = cJSON_AddObjectToObject(o, name);
+
+	json_add_u64(c, "entries", st->entries);
+	json_add_u64(c, "bytes", st->bytes);
+	json_add_u64(c, "budget_bytes", st->budget);
+	json_add_u64(c, "hits", st->hits);
+	json_add_u64(c, "misses", st->misses);
+	json_add_u64(c, "evicted", st->evicted);
+	json_add_u64(c, "too_large", st->too_large);
 }
 
 /* The status result: the RPC method's reply, and what the metrics endpoint
@@ -116,17 +131,16 @@ cJSON *rpc_status_json(struct gpd *g, bool privileged)
 	}
 
 	if (g->tlcache) { /* decoded timelines kept between analyses */
-		struct tlcache_stats ts;
-		cJSON *ac = cJSON_AddObjectToObject(o, "analysis_cache");
+		struct cache_stats st;
 
-		tlcache_get_stats(g->tlcache, &ts);
-		json_add_u64(ac, "entries", ts.entries);
-		json_add_u64(ac, "bytes", ts.bytes);
-		json_add_u64(ac, "budget_bytes", ts.budget);
-		json_add_u64(ac, "hits", ts.hits);
-		json_add_u64(ac, "misses", ts.misses);
-		json_add_u64(ac, "evicted", ts.evicted);
-		json_add_u64(ac, "too_large", ts.too_large);
+		tlcache_get_stats(g->tlcache, &st);
+		add_cache_stats(o, "analysis_cache", &st);
+	}
+	if (g->cpcache) { /* built critical-path graphs kept between requests */
+		struct cache_stats st;
+
+		cp_cache_get_stats(g->cpcache, &st);
+		add_cache_stats(o, "graph_cache", &st);
 	}
 	return o;
 }
