@@ -205,13 +205,14 @@ struct analyze_args {
 	const char *overlay, *trace;
 	const char *fd_path, *fd_param; /* a parameter of type "fd": its file */
 	cJSON *set;			/* the parameters the options set */
-	int given[AN_MAX_OPTS];		/* the parameter options given */
+	int given[AN_MAX_OPTS];		/* the parameter options given, once each */
 	size_t ngiven;
 };
 
 static int analyze_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 {
 	struct analyze_args *a = ctx;
+	size_t i;
 
 	switch (opt) {
 	case 'r':
@@ -225,7 +226,10 @@ static int analyze_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 	}
 	if (opt < AN_OPT_BASE || opt >= AN_OPT_BASE + (int)a->t->n)
 		return cli_usage_error(cli, "unexpected option");
-	if (a->ngiven < AN_MAX_OPTS)
+	/* each option once: there are at most AN_MAX_OPTS */
+	for (i = 0; i < a->ngiven && a->given[i] != opt; i++)
+		;
+	if (i == a->ngiven)
 		a->given[a->ngiven++] = opt;
 	return an_table_set(cli, a->t, opt, arg, a->set, &a->fd_path, &a->fd_param);
 }
