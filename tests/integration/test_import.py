@@ -101,6 +101,18 @@ def analysis_parameters_are_options_of_gpuprofctl():
         expect(b"not an option of 'analyze temporal'" in q.stderr, q.stderr.decode())
 
         cid = str(d.ctl_json("import", *trace_files("nccl_parser_config"))["id"])
+        # the table and the code that reads the parameters agree: each one
+        # listed is taken (its value may still be refused), none unknown
+        sample = {"int": 1, "number": 1, "bool": True, "string": "x", "json": [], "range": 0,
+                  "edits": [], "fd": 0, "fds": [0, 1]}
+        with d.connect() as c:
+            for a in listed["analyses"]:
+                for p in a["parameters"]:
+                    r = c.call("analyze." + a["name"], {"id": int(cid),
+                                                        p["name"]: sample[p["type"]]})
+                    msg = r.get("error", {}).get("message", "")
+                    expect("unknown parameter" not in msg and "not allowed" not in msg,
+                           "analyze.%s takes %s: %r" % (a["name"], p["name"], r.get("error")))
         by_kv = d.ctl_json("analyze", "kernels", cid, "num_kernels=2", "include_memory=false")
         by_opt = d.ctl_json("analyze", "kernels", cid, "--num-kernels", "2",
                             "--include-memory=false")
