@@ -184,4 +184,35 @@ int cli_write_folded(struct cli *cli, uint64_t id, int out_fd, cJSON *params, bo
 /* Print one capture's info as "key: value" lines. */
 void print_capture_info(const cJSON *info, const char *raw);
 
+/*
+ * The analyses' parameters as options of analyze (analyses.c), from
+ * gpuprofd's analysis table as built. an_table_load() makes one long option
+ * per parameter of any analysis (val AN_OPT_BASE + i), leaving out those
+ * the command's own options (own, ending with a NULL name) stand for;
+ * CLI_CONTINUE or an exit status. an_table_free() undoes it.
+ */
+#define AN_OPT_BASE 0x1000
+#define AN_MAX_OPTS 64
+struct an_table {
+	cJSON *root;
+	const cJSON *list; /* analyze.list's "analyses" */
+	struct option opts[AN_MAX_OPTS + 1];
+	const cJSON *param[AN_MAX_OPTS]; /* the parameter of opts[i] */
+	size_t n;
+};
+int an_table_load(struct an_table *t, const struct option *own);
+void an_table_free(struct an_table *t);
+/* The analysis called name ("critical-path" or "critical_path"), or NULL. */
+const cJSON *an_table_find(const struct an_table *t, const char *name);
+/* Whether analysis takes a parameter of that name and type (NULL: any). */
+bool an_takes(const cJSON *analysis, const char *name, const char *type);
+/* Option val's arg into params by the parameter's type (a usage error
+ * naming the option when it does not convert); a parameter of type "fd"
+ * only gives its file and name, for the caller to open once it knows the
+ * analysis. CLI_CONTINUE or an exit status. */
+int an_table_set(struct cli *cli, const struct an_table *t, int val, const char *arg, cJSON *params,
+		 const char **fd_path, const char **fd_param);
+/* analyze.list's result as text: each analysis and its options. */
+void an_print_list(const cJSON *result);
+
 #endif

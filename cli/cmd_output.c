@@ -180,166 +180,110 @@ int cmd_folded(struct cli *cli, int argc, char **argv)
 	return cli_out_close(&out, r);
 }
 
-/* Options of analyze: --rank, --svg, the critical-path options, then
- * KEY=VALUE. Each becomes a parameter; the analysis refuses those it does
- * not take. */
-struct render_args {
-	const char *out, *svg;
-	int64_t rank;
-	const char *annotation, *instance, *overlay, *trace;
-	bool all_events, trust_trace;
-	int64_t max_edges; /* -1: the daemon's default */
-	cJSON *edits;	   /* --edit, as edit objects */
-	uint32_t scoped;   /* bit i: option scoped[i] given */
-};
-
-enum {
-	OPT_ANNOTATION = 0x300,
-	OPT_INSTANCE,
-	OPT_OVERLAY,
-	OPT_TRACE,
-	OPT_EDIT,
-	OPT_ALL_EVENTS,
-	OPT_MAX_EDGES,
-	OPT_TRUST_TRACE,
-	OPT_SVG,
-};
-
-/* The options only one analysis takes (its own parameters), refused for
- * the others before anything is sent. */
-static const struct {
-	int opt;
-	const char *name, *analysis;
-} scoped[] = {
-	{OPT_ANNOTATION, "--annotation", "critical_path"},
-	{OPT_INSTANCE, "--instance", "critical_path"},
-	{OPT_OVERLAY, "--overlay", "critical_path"},
-	{OPT_TRACE, "--trace", "critical_path"},
-	{OPT_EDIT, "--edit", "critical_path"},
-	{OPT_ALL_EVENTS, "--overlay-all-events", "critical_path"},
-	{OPT_MAX_EDGES, "--max-edges", "critical_path"},
-	{OPT_TRUST_TRACE, "--trust-trace", "critical_path"},
-	{OPT_SVG, "--svg", "comm"},
-};
-
 /*
- * --edit SPEC: [kind:KIND | match:REGEX | REGEX] then *FACTOR or =MICROSECONDS
- * at the end, e.g. "kind:comm*0.5", "kind:launch_delay=5", "^aten::mm$*0.8".
- * The last '*' or '=' followed by a number splits it, so regexes may hold both.
+ * Options of analyze: --rank, the two files of the critical-path overlay,
+ * and one per parameter of any analysis (analyses.c); then KEY=VALUE
+ * operands. Each becomes a parameter; an option the named analysis does
+ * not take is refused before anything is sent.
  */
-static cJSON *parse_edit(const char *spec)
+enum {
+	OPT_OVERLAY = 0x300,
+	OPT_TRACE,
+};
+
+static const struct option analyze_own[] = {
+	{"rank", required_argument, NULL, 'r'},
+	{"overlay", required_argument, NULL, OPT_OVERLAY},
+	{"trace", required_argument, NULL, OPT_TRACE},
+	{},
+};
+#define N_ANALYZE_OWN (sizeof(analyze_own) / sizeof(analyze_own[0]) - 1)
+
+struct analyze_args {
+	const struct an_table *t;
+	int64_t rank;
+	const char *overlay, *trace;
+	const char *fd_path, *fd_param; /* a parameter of type "fd": its file */
+	cJSON *set;			/* the parameters the options set */
+	int given[AN_MAX_OPTS];		/* the parameter options given, once each */
+	size_t ngiven;
+};
+
+static int analyze_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 {
-	const char *op = NULL;
-	char *end, *sel;
-	double v = 0;
-	cJSON *e;
+	struct analyze_args *a = ctx;
+	size_t i;
 
-	for (const char *q = spec; *q; q++) {
-		if (*q != '*' && *q != '=')
-			continue;
-		v = strtod(q + 1, &end);
-		if (end != q + 1 && !*end)
-			op = q;
-	}
-	if (!op || op == spec)
-		return NULL;
-	sel = strndup(spec, (size_t)(op - spec));
-	e = cJSON_CreateObject();
-	if (!sel || !e) {
-		free(sel);
-		cJSON_Delete(e);
-		return NULL;
-	}
-	if (!strncmp(sel, "kind:", 5))
-		cJSON_AddStringToObject(e, "kind", sel + 5);
-	else
-		cJSON_AddStringToObject(e, "match", strncmp(sel, "match:", 6) ? sel : sel + 6);
-	cJSON_AddNumberToObject(e, *op == '*' ? "scale" : "set_us", v);
-	free(sel);
-	return e;
-}
-
-static int render_opt(struct cli *cli, int opt, const char *arg, void *ctx)
-{
-	struct render_args *a = ctx;
-	cJSON *e;
-
-	for (size_t i = 0; i < sizeof(scoped) / sizeof(scoped[0]); i++)
-		if (scoped[i].opt == opt)
-			a->scoped |= 1u << i;
 	switch (opt) {
-	case 'o':
-		a->out = arg;
-		break;
 	case 'r':
 		return cli_opt_rank(cli, arg, &a->rank);
-	case OPT_ANNOTATION:
-		a->annotation = arg;
-		break;
-	case OPT_INSTANCE:
-		a->instance = arg;
-		break;
 	case OPT_OVERLAY:
 		a->overlay = arg;
-		break;
+		return CLI_CONTINUE;
 	case OPT_TRACE:
 		a->trace = arg;
-		break;
-	case OPT_SVG:
-		a->svg = arg;
-		break;
-	case OPT_ALL_EVENTS:
-		a->all_events = true;
-		break;
-	case OPT_TRUST_TRACE:
-		a->trust_trace = true;
-		break;
-	case OPT_MAX_EDGES: {
-		uint64_t v;
-
-		if (!cli_parse_u64(arg, &v) || v > 10000000)
-			return cli_usage_error(cli, "invalid --max-edges '%s' (0 to 10000000)",
-					       arg);
-		a->max_edges = (int64_t)v;
-		break;
+		return CLI_CONTINUE;
 	}
-	case OPT_EDIT:
-		e = parse_edit(arg);
-		if (!e)
-			return cli_usage_error(cli,
-					       "invalid --edit '%s' (SELECTOR*FACTOR or "
-					       "SELECTOR=MICROSECONDS)",
-					       arg);
-		if (!a->edits)
-			a->edits = cJSON_CreateArray();
-		cJSON_AddItemToArray(a->edits, e);
-		break;
-	default:
+	if (opt < AN_OPT_BASE || opt >= AN_OPT_BASE + (int)a->t->n)
 		return cli_usage_error(cli, "unexpected option");
+	/* each option once: there are at most AN_MAX_OPTS */
+	for (i = 0; i < a->ngiven && a->given[i] != opt; i++)
+		;
+	if (i == a->ngiven)
+		a->given[a->ngiven++] = opt;
+	return an_table_set(cli, a->t, opt, arg, a->set, &a->fd_path, &a->fd_param);
+}
+
+/* Each option given is a parameter of analysis name, where this build
+ * knows it (a newer daemon's analysis gets them unchecked, and refuses
+ * what it does not take). */
+static int check_options(struct cli *cli, const struct analyze_args *a, const char *name)
+{
+	const cJSON *an = an_table_find(a->t, name);
+
+	if (!an)
+		return CLI_CONTINUE;
+	for (size_t i = 0; i < a->ngiven; i++) {
+		const cJSON *p = a->t->param[a->given[i] - AN_OPT_BASE];
+		const cJSON *pn = cJSON_GetObjectItemCaseSensitive(p, "name");
+
+		if (!an_takes(an, pn->valuestring, NULL))
+			return cli_usage_error(cli,
+					       "--%s is not an option of 'analyze %s' ('gpuprofctl "
+					       "analyze list' shows each analysis's)",
+					       a->t->opts[a->given[i] - AN_OPT_BASE].name, name);
 	}
+	if ((a->overlay || a->trace) && !an_takes(an, NULL, "fds"))
+		return cli_usage_error(cli, "--%s is not an option of 'analyze %s'",
+				       a->overlay ? "overlay" : "trace", name);
+	if (!a->overlay != !a->trace)
+		return cli_usage_error(cli, "--overlay FILE needs --trace ORIGINAL (the imported "
+					    "trace file, streamed through the daemon)");
 	return CLI_CONTINUE;
 }
 
-/* --instance I or I:J into params.instance. */
-static bool add_instance(cJSON *p, const char *s)
+/* analyze list: the daemon's analyses and their options. */
+static int list_analyses(struct cli *cli)
 {
-	uint64_t a, b;
-	const char *colon = strchr(s, ':');
-	char first[32];
+	char *res = NULL;
+	int r = cli_connect(cli);
 
-	if (!colon)
-		return cli_parse_u64(s, &a) && a < 1000000000 &&
-		       cJSON_AddNumberToObject(p, "instance", (double)a);
-	if ((size_t)(colon - s) >= sizeof(first))
-		return false;
-	memcpy(first, s, (size_t)(colon - s));
-	first[colon - s] = 0;
-	if (!cli_parse_u64(first, &a) || !cli_parse_u64(colon + 1, &b) || b < a || b >= 1000000000)
-		return false;
-	cJSON *arr = cJSON_AddArrayToObject(p, "instance");
-	cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)a));
-	cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)b));
-	return true;
+	if (r)
+		return r;
+	r = gpuprof_client_call(cli->client, "analyze.list", NULL, NULL, 0, &res);
+	if (r < 0)
+		return cli_call_failed(cli, "analyze.list", r);
+	if (cli->json) {
+		r = print_json_text(res);
+	} else {
+		cJSON *v = cli_parse_reply(res);
+
+		an_print_list(v);
+		cJSON_Delete(v);
+		r = EXIT_OK;
+	}
+	free(res);
+	return r;
 }
 
 /* The critical edges are a prefix of the path's (max_edges, 1000 unless
@@ -426,153 +370,116 @@ static cJSON *id_and_extras(struct cli *cli, uint64_t id, int argc, char **argv,
 	return p;
 }
 
-int cmd_analyze(struct cli *cli, int argc, char **argv)
+/* Move every parameter of from into to, replacing those of the same name. */
+static void merge_params(cJSON *to, cJSON *from)
 {
-	static const struct option opts[] = {
-		{"rank", required_argument, NULL, 'r'},
-		{"annotation", required_argument, NULL, OPT_ANNOTATION},
-		{"instance", required_argument, NULL, OPT_INSTANCE},
-		{"overlay", required_argument, NULL, OPT_OVERLAY},
-		{"trace", required_argument, NULL, OPT_TRACE},
-		{"overlay-all-events", no_argument, NULL, OPT_ALL_EVENTS},
-		{"edit", required_argument, NULL, OPT_EDIT},
-		{"max-edges", required_argument, NULL, OPT_MAX_EDGES},
-		{"trust-trace", no_argument, NULL, OPT_TRUST_TRACE},
-		{"svg", required_argument, NULL, OPT_SVG},
-		{},
-	};
-	struct render_args a = {.rank = -1, .max_edges = -1};
-	char method[96];
-	uint64_t id;
-	int first, r, in_fd = -1, fds[2] = {-1, -1};
-	struct cli_out ov = {.fd = -1};
-	size_t nfds = 0;
+	cJSON *v;
 
-	manual_of(cli, argc, argv, opts);
-	r = cli_parse(cli, argc, argv, "r:", opts, render_opt, &a, &first);
-	if (r != CLI_CONTINUE) {
-		cJSON_Delete(a.edits);
-		return r;
+	while ((v = from->child)) {
+		cJSON_DetachItemViaPointer(from, v);
+		cJSON_DeleteItemFromObjectCaseSensitive(to, v->string);
+		cJSON_AddItemToObject(to, v->string, v);
 	}
-	if (first >= argc)
-		return cli_usage_error(cli, "missing analysis NAME");
-	const char *name = argv[first];
+}
+
+/* "analyze.NAME" into method, NAME checked; "critical-path" and
+ * "critical_path" both name analyze.critical_path. */
+static int method_of(struct cli *cli, const char *name, char *method, size_t len)
+{
 	for (const char *s = name; *s; s++)
 		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-' && *s != '.')
 			return cli_usage_error(cli, "invalid analysis name '%s'", name);
 	if (!*name || strlen(name) > 64)
 		return cli_usage_error(cli, "invalid analysis name '%s'", name);
-	snprintf(method, sizeof(method), "analyze.%s", name);
-	/* "critical-path" and "critical_path" both name analyze.critical_path */
+	snprintf(method, len, "analyze.%s", name);
 	for (char *m = method; *m; m++)
 		if (*m == '-')
 			*m = '_';
-	for (size_t i = 0; i < sizeof(scoped) / sizeof(scoped[0]); i++)
-		if ((a.scoped >> i & 1) &&
-		    strcmp(method + strlen("analyze."), scoped[i].analysis)) {
-			cJSON_Delete(a.edits);
-			return cli_usage_error(cli, "%s is an option of 'analyze %s'",
-					       scoped[i].name, scoped[i].analysis);
-		}
-	if (!a.overlay != !a.trace) {
-		cJSON_Delete(a.edits);
-		return cli_usage_error(cli, "--overlay FILE needs --trace ORIGINAL (the imported "
-					    "trace file, streamed through the daemon)");
-	}
-	r = one_id(cli, argc, argv, first + 1, &id);
-	if (r != CLI_CONTINUE)
-		return r;
-	cJSON *p = id_and_extras(cli, id, argc, argv, first + 2);
-	if (!p) {
-		cJSON_Delete(a.edits);
-		return EXIT_USAGE;
-	}
-	if (a.annotation) {
-		cJSON_DeleteItemFromObjectCaseSensitive(p, "annotation");
-		cJSON_AddStringToObject(p, "annotation", a.annotation);
-	}
-	if (a.instance) {
-		cJSON_DeleteItemFromObjectCaseSensitive(p, "instance");
-		if (!add_instance(p, a.instance)) {
-			cJSON_Delete(p);
-			cJSON_Delete(a.edits);
-			return cli_usage_error(cli, "invalid --instance '%s' (I or I:J)",
-					       a.instance);
-		}
-	}
-	if (a.edits) {
-		cJSON_DeleteItemFromObjectCaseSensitive(p, "edits");
-		cJSON_AddItemToObject(p, "edits", a.edits);
-		a.edits = NULL;
-	}
-	if (a.all_events)
-		cJSON_AddBoolToObject(p, "overlay_all_events", true);
-	if (a.trust_trace)
-		cJSON_AddBoolToObject(p, "overlay_unverified", true);
-	if (a.max_edges >= 0) {
-		cJSON_DeleteItemFromObjectCaseSensitive(p, "max_edges");
-		cJSON_AddNumberToObject(p, "max_edges", (double)a.max_edges);
-	}
-	if (a.overlay) {
+	return CLI_CONTINUE;
+}
+
+/* The request's descriptors: the overlay's trace in and file out, or the
+ * file of a parameter of type "fd". */
+static int open_files(struct analyze_args *a, cJSON *p, struct cli_out *ov, int fds[2],
+		      size_t *nfds)
+{
+	int r;
+
+	if (a->overlay) {
 		cJSON_DeleteItemFromObjectCaseSensitive(p, "overlay");
 		cJSON_AddBoolToObject(p, "overlay", true);
 		cJSON_DeleteItemFromObjectCaseSensitive(p, "fds");
 		cJSON *fa = cJSON_AddArrayToObject(p, "fds");
 		cJSON_AddItemToArray(fa, cJSON_CreateNumber(0));
 		cJSON_AddItemToArray(fa, cJSON_CreateNumber(1));
-		in_fd = open(a.trace, O_RDONLY | O_CLOEXEC);
-		if (in_fd < 0) {
-			cJSON_Delete(p);
-			return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", a.trace,
+		fds[0] = open(a->trace, O_RDONLY | O_CLOEXEC);
+		if (fds[0] < 0)
+			return cli_fail(EXIT_LOCAL_IO, "cannot open %s: %s", a->trace,
 					strerror(errno));
-		}
-		r = cli_out_open(&ov, a.overlay);
+		r = cli_out_open(ov, a->overlay);
 		if (r) {
-			close(in_fd);
-			cJSON_Delete(p);
+			close(fds[0]);
+			fds[0] = -1;
 			return r;
 		}
-		fds[0] = in_fd;
-		fds[1] = ov.fd;
-		nfds = 2;
-	} else if (a.svg) {
-		/* the SVG on "fd": 0 */
-		r = cli_out_open(&ov, a.svg);
-		if (r) {
-			cJSON_Delete(p);
+		fds[1] = ov->fd;
+		*nfds = 2;
+	} else if (a->fd_path) {
+		r = cli_out_open(ov, a->fd_path);
+		if (r)
 			return r;
-		}
-		cJSON_DeleteItemFromObjectCaseSensitive(p, "fd");
-		cJSON_AddNumberToObject(p, "fd", 0);
-		fds[0] = ov.fd;
-		nfds = 1;
+		cJSON_DeleteItemFromObjectCaseSensitive(p, a->fd_param);
+		cJSON_AddNumberToObject(p, a->fd_param, 0);
+		fds[0] = ov->fd;
+		*nfds = 1;
 	}
-	if (a.rank >= 0) {
+	return 0;
+}
+
+/* The daemon refused the overlay's --trace: say what to do about it. */
+static void trace_hint(struct cli *cli, const char *trace, uint64_t id)
+{
+	const char *m = gpuprof_client_error_message(cli->client);
+
+	if (m && strstr(m, "cannot be verified"))
+		fprintf(stderr,
+			"gpuprofctl: --trace %s: re-import it, or add --trust-trace to "
+			"overlay it unchecked\n",
+			trace);
+	else
+		fprintf(stderr,
+			"gpuprofctl: --trace %s cannot be overlaid on capture %llu: give "
+			"the file that capture was imported from\n",
+			trace, (unsigned long long)id);
+}
+
+static int analyze_call(struct cli *cli, struct analyze_args *a, const char *method, uint64_t id,
+			cJSON *p)
+{
+	struct cli_out ov = {.fd = -1};
+	int r, fds[2] = {-1, -1};
+	size_t nfds = 0;
+	char *params = NULL, *res = NULL;
+
+	r = open_files(a, p, &ov, fds, &nfds);
+	if (r)
+		return r;
+	if (a->rank >= 0) {
 		cJSON_DeleteItemFromObjectCaseSensitive(p, "rank");
-		cJSON_AddNumberToObject(p, "rank", (double)a.rank);
+		cJSON_AddNumberToObject(p, "rank", (double)a->rank);
 	}
-	char *params = cJSON_PrintUnformatted(p), *res = NULL;
-	cJSON_Delete(p);
+	params = cJSON_PrintUnformatted(p);
 	r = cli_connect(cli);
 	if (r)
 		goto out;
 	r = gpuprof_client_call(cli->client, method, params, nfds ? fds : NULL, nfds, &res);
 	if (r < 0) {
-		bool bad_trace = a.trace && r == -EREMOTEIO &&
+		bool bad_trace = a->trace && r == -EREMOTEIO &&
 				 gpuprof_client_error_code(cli->client) == GPUPROF_ERR_BAD_INPUT;
-		const char *m = bad_trace ? gpuprof_client_error_message(cli->client) : NULL;
 
 		r = cli_call_failed(cli, method, r);
-		if (m && strstr(m, "cannot be verified"))
-			fprintf(stderr,
-				"gpuprofctl: --trace %s: re-import it, or add --trust-trace to "
-				"overlay it unchecked\n",
-				a.trace);
-		else if (bad_trace)
-			fprintf(stderr,
-				"gpuprofctl: --trace %s cannot be overlaid on capture %llu: give "
-				"the file that capture was imported from\n",
-				a.trace, (unsigned long long)id);
+		if (bad_trace)
+			trace_hint(cli, a->trace, id);
 		goto out;
 	}
 	if (cli->json) {
@@ -584,11 +491,57 @@ int cmd_analyze(struct cli *cli, int argc, char **argv)
 	}
 	r = EXIT_OK;
 out:
-	if (in_fd >= 0)
-		close(in_fd);
+	if (a->overlay && fds[0] >= 0)
+		close(fds[0]);
 	if (nfds)
 		r = cli_out_close(&ov, r);
 	free(res);
 	free(params);
+	return r;
+}
+
+int cmd_analyze(struct cli *cli, int argc, char **argv)
+{
+	struct option opts[N_ANALYZE_OWN + AN_MAX_OPTS + 1];
+	struct an_table t;
+	struct analyze_args a = {.t = &t, .rank = -1};
+	char method[96];
+	uint64_t id;
+	int first, r;
+	cJSON *p = NULL;
+
+	r = an_table_load(&t, analyze_own);
+	if (r != CLI_CONTINUE)
+		goto out;
+	memcpy(opts, analyze_own, N_ANALYZE_OWN * sizeof(opts[0]));
+	memcpy(opts + N_ANALYZE_OWN, t.opts, (t.n + 1) * sizeof(opts[0]));
+	a.set = cJSON_CreateObject();
+	manual_of(cli, argc, argv, opts);
+	r = cli_parse(cli, argc, argv, "r:", opts, analyze_opt, &a, &first);
+	if (r != CLI_CONTINUE)
+		goto out;
+	if (first >= argc) {
+		r = cli_usage_error(cli, "missing analysis NAME");
+		goto out;
+	}
+	if (!strcmp(argv[first], "list") && argc - first == 1 && !a.ngiven) {
+		r = list_analyses(cli);
+		goto out;
+	}
+	if ((r = method_of(cli, argv[first], method, sizeof(method))) != CLI_CONTINUE ||
+	    (r = check_options(cli, &a, argv[first])) != CLI_CONTINUE ||
+	    (r = one_id(cli, argc, argv, first + 1, &id)) != CLI_CONTINUE)
+		goto out;
+	p = id_and_extras(cli, id, argc, argv, first + 2);
+	if (!p) {
+		r = EXIT_USAGE;
+		goto out;
+	}
+	merge_params(p, a.set);
+	r = analyze_call(cli, &a, method, id, p);
+out:
+	cJSON_Delete(p);
+	cJSON_Delete(a.set);
+	an_table_free(&t);
 	return r;
 }

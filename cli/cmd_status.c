@@ -130,6 +130,36 @@ static void print_cupti(const cJSON *cu)
 	table_free(t);
 }
 
+/* A cache the analyses keep under a budget (status's analysis_cache,
+ * graph_cache): use against budget, then how well it serves. */
+static void print_cache(const char *label, const cJSON *c)
+{
+	char b1[32], b2[32];
+
+	if (!c)
+		return;
+	printf("%-12s%.0f kept, %s of %s; %.0f hits, %.0f misses, %.0f evicted, %.0f too large\n",
+	       label, json_num(c, "entries", 0), fmt_bytes(b1, json_num(c, "bytes", 0)),
+	       fmt_bytes(b2, json_num(c, "budget_bytes", 0)), json_num(c, "hits", 0),
+	       json_num(c, "misses", 0), json_num(c, "evicted", 0), json_num(c, "too_large", 0));
+}
+
+/* The analyses' caches: decoded timelines, critical-path graphs, and the
+ * big scratch blocks kept for the next analysis. */
+static void print_caches(const cJSON *st)
+{
+	const cJSON *sc = cJSON_GetObjectItemCaseSensitive(st, "analysis_scratch");
+	char b1[32], b2[32], b3[32];
+
+	print_cache("timelines:", cJSON_GetObjectItemCaseSensitive(st, "analysis_cache"));
+	print_cache("graphs:", cJSON_GetObjectItemCaseSensitive(st, "graph_cache"));
+	if (sc)
+		printf("scratch:    %s of %s kept; %.0f reused, %.0f fresh, %s given back\n",
+		       fmt_bytes(b1, json_num(sc, "bytes", 0)),
+		       fmt_bytes(b2, json_num(sc, "cap_bytes", 0)), json_num(sc, "reused", 0),
+		       json_num(sc, "fresh", 0), fmt_bytes(b3, json_num(sc, "trimmed_bytes", 0)));
+}
+
 static void print_status(const cJSON *st)
 {
 	const cJSON *store = cJSON_GetObjectItemCaseSensitive(st, "store");
@@ -168,6 +198,7 @@ static void print_status(const cJSON *st)
 	if (jobs)
 		printf("jobs:       %.0f of %.0f running\n", json_num(jobs, "running", 0),
 		       json_num(jobs, "max", 0));
+	print_caches(st);
 	print_push(cJSON_GetObjectItemCaseSensitive(st, "push"));
 	print_unwind(cJSON_GetObjectItemCaseSensitive(st, "unwind"));
 	print_cupti(cJSON_GetObjectItemCaseSensitive(st, "cupti"));

@@ -98,12 +98,12 @@ int cli_parse(struct cli *cli, int argc, char **argv, const char *shortopts,
 	      int (*handle)(struct cli *cli, int opt, const char *arg, void *ctx), void *ctx,
 	      int *first)
 {
-	struct option all[32];
+	struct option all[128]; /* analyze: an option per analysis parameter */
 	char shorts[64];
 	size_t n = 0;
 	int r = CLI_CONTINUE;
 
-	for (; opts && opts[n].name && n < 32 - N_GLOBAL_OPTS - 1; n++)
+	for (; opts && opts[n].name && n < sizeof(all) / sizeof(all[0]) - N_GLOBAL_OPTS - 1; n++)
 		all[n] = opts[n];
 	memcpy(all + n, global_opts, sizeof(global_opts));
 	memset(all + n + N_GLOBAL_OPTS, 0, sizeof(all[0]));

@@ -11,7 +11,7 @@
 #include "gpuprof-build.h"
 #include "cupti_abi.h" /* GPI_SOCKET_DEFAULT */
 #include "duration.h"
-#include "alloc/bigalloc.h" /* TL_BIG_CACHE_DEFAULT */
+#include "alloc/bigalloc.h" /* BIGALLOC_CACHE_DEFAULT */
 
 void config_defaults(struct config *cfg)
 {

@@ -205,7 +205,7 @@ static void notify_status(struct gpd *g, const char *extra)
 static void on_status_timer(uv_timer_t *t)
 {
 	notify_status(t->data, "");
-	tl_big_trim(false); /* scratch blocks unused for 10 s go back */
+	bigalloc_trim(false); /* scratch blocks unused for 10 s go back */
 }
 
 static void on_watchdog(uv_timer_t *t)
@@ -330,7 +330,7 @@ int main(int argc, char **argv)
 		log_err("Failed to open the state directory %s: %s", g.cfg.state_dir, strerror(-r));
 		return 1;
 	}
-	tl_big_cache_config(g.cfg.analysis_scratch_bytes, 10ull * 1000000000);
+	bigalloc_cache_config(g.cfg.analysis_scratch_bytes, 10ull * 1000000000);
 	uv_timer_init(g.loop, &g.trim_timer); /* armed when the last job ends (jobs.c) */
 	g.trim_timer.data = &g;
 	r = tlcache_new(g.cfg.analysis_cache_bytes, &g.tlcache);

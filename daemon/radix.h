@@ -38,7 +38,7 @@ static inline uint64_t radix_key_f64(double d)
 }
 
 /* The scratch array's allocator: a user may define these first (the
- * analyses keep big scratch blocks for reuse, timeline.h tl_malloc_big). */
+ * analyses keep big scratch blocks for reuse, alloc/bigalloc.h bigalloc_malloc). */
 #ifndef RADIX_ALLOC
 #define RADIX_ALLOC(bytes) malloc(bytes)
 #define RADIX_FREE(p) free(p)

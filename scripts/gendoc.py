@@ -10,6 +10,11 @@ from their one source:
   gendoc.py bash GPUPROFCTL TEMPLATE OUT       bash completion (TEMPLATE: its
                                                function, after the generated tables)
   gendoc.py zsh  GPUPROFCTL OUT                zsh completion
+  gendoc.py analyses-header ANALYSES_JSON OUT  gpuprofctl's table of the
+                                               analyses and their parameters
+                                               (a C header), from the daemon's
+                                               (ANALYSES_JSON: the built
+                                               program that prints it)
 
 GPUPROFCTL is the built gpuprofctl: `gpuprofctl __describe` prints its
 command table (name, summary, manual) as JSON, the same text `gpuprofctl
@@ -523,6 +528,44 @@ def zsh(exe, out):
         f.write("\n".join(L))
 
 
+# --- the analyses' parameters for gpuprofctl ------------------------------------
+
+
+def c_string(text):
+    """text as C string literal lines."""
+    out, line = [], ""
+    for ch in text:
+        if ch in "\\\"?":  # '?' too: no trigraph can form
+            line += "\\" + ch
+        elif " " <= ch <= "~":
+            line += ch
+        else:
+            line += "\\%03o" % ord(ch) if ord(ch) < 128 else "".join(
+                "\\%03o" % b for b in ch.encode())
+        if len(line) >= 88:
+            out.append('\t"%s"' % line)
+            line = ""
+    out.append('\t"%s"' % line)
+    return out
+
+
+def analyses_header(exe, out):
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = "detect_leaks=0"  # as describe(): a sanitizer build runs here too
+    text = subprocess.run([exe], check=True, capture_output=True, env=env).stdout.decode()
+    table = json.loads(text)  # checked here rather than when gpuprofctl runs
+    if not table.get("analyses"):
+        sys.exit("gendoc: no analyses in the output of " + exe)
+    L = ["/* SPDX-License-Identifier: MIT */",
+         "/* Generated from gpuprofd's analysis table (daemon/analysis/analysis.c) by",
+         " * scripts/gendoc.py: analyze.list's answer as the daemon was built. */",
+         "static const char analyses_json[] ="]
+    L += c_string(json.dumps(table, separators=(",", ":"), ensure_ascii=False))
+    L[-1] += ";"
+    with open(out, "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
@@ -535,6 +578,8 @@ def main():
         bash(*sys.argv[2:5])
     elif mode == "zsh":
         zsh(*sys.argv[2:4])
+    elif mode == "analyses-header":
+        analyses_header(*sys.argv[2:4])
     else:
         sys.exit(__doc__)
 

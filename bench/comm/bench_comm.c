@@ -97,7 +97,7 @@ static struct timeline *build(int nranks, int iters, int ncomm, int ncomp)
 		uint32_t n = (uint32_t)(iters * (ncomm + ncomp + 1)), e = 0;
 		int64_t t0 = 1000000000ll + r * 3000;
 
-		rk->ev = tl_calloc_big(n, sizeof(*rk->ev)); /* as timeline_decode() */
+		rk->ev = bigalloc_calloc(n, sizeof(*rk->ev)); /* as timeline_decode() */
 		rk->args = malloc(sizeof(args));
 		memcpy(rk->args, args, sizeof(args));
 		rk->nargs = 4;

@@ -6,10 +6,10 @@
  * the passes after it (docs/import.md, "2026-11-26"): MB of 112-byte rows
  * (struct tl_event) appended one at a time, then read twice in order. Per
  * mode, wall ms of the fill, the first read and the second read:
- *   realloc       tl_grow() (realloc, mremap on each move), 4 KiB faults
- *   realloc+pop   the same, populated 4 MiB ahead (tl_prefault): the
+ *   realloc       bigalloc_grow() (realloc, mremap on each move), 4 KiB faults
+ *   realloc+pop   the same, populated 4 MiB ahead (bigalloc_prefault): the
  *                 importer before 2026-11-26
- *   grow_pop      tl_grow_pop(): huge pages, 4 times the room, copies
+ *   grow_pop      bigalloc_grow_pop(): huge pages, 4 times the room, copies
  *                 instead of moves, populated ahead: the importer now
  *   huge-fault    one huge-page array that never moves, faulted in
  *   huge-pop      the same, populated 4 MiB ahead
@@ -80,23 +80,23 @@ static int run(enum mode m, uint32_t n)
 
 		switch (m) {
 		case REALLOC:
-			err = tl_grow((void **)&ev, &cap, i + 1, sizeof(*ev));
+			err = bigalloc_grow((void **)&ev, &cap, i + 1, sizeof(*ev));
 			break;
 		case REALLOC_POP:
 			if (i + 1 > cap) {
 				struct tl_event *old = ev;
 
-				err = tl_grow((void **)&ev, &cap, i + 1, sizeof(*ev));
+				err = bigalloc_grow((void **)&ev, &cap, i + 1, sizeof(*ev));
 				if (ev != old)
 					pop = (size_t)i * sizeof(*ev);
 			}
-			tl_prefault(ev, (size_t)cap * sizeof(*ev), &pop, (size_t)(i + 1) * sizeof(*ev));
+			bigalloc_prefault(ev, (size_t)cap * sizeof(*ev), &pop, (size_t)(i + 1) * sizeof(*ev));
 			break;
 		case GROW_POP:
-			err = tl_grow_pop((void **)&ev, &cap, &pop, i, 1, sizeof(*ev));
+			err = bigalloc_grow_pop((void **)&ev, &cap, &pop, i, 1, sizeof(*ev));
 			break;
 		case HUGE_POP:
-			tl_prefault(ev, huge_len, &pop, (size_t)(i + 1) * sizeof(*ev));
+			bigalloc_prefault(ev, huge_len, &pop, (size_t)(i + 1) * sizeof(*ev));
 			break;
 		default:
 			break;

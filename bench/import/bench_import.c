@@ -211,7 +211,7 @@ int main(int argc, char **argv)
 		unlink(gpath);
 	}
 	printf("resident with every timeline freed: %.1f MB", rss_mb());
-	tl_big_trim(true);
+	bigalloc_trim(true);
 	trim_s = now();
 	malloc_trim(0);
 	trim_s = now() - trim_s;

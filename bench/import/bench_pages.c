@@ -4,7 +4,7 @@
  *
  * What fresh memory costs on this machine: the rate at which anonymous
  * memory is populated (MADV_POPULATE_WRITE, huge pages advised, as
- * tl_malloc_big() does) the first time, right after the same amount was
+ * bigalloc_malloc() does) the first time, right after the same amount was
  * unmapped, and again after --sleep seconds idle; then the same with
  * 4 KiB pages. On a VM whose guest reports free pages to its host, memory
  * not touched for a few seconds comes back from the host at first touch,

@@ -19,7 +19,7 @@
 #include "bigalloc.h"
 
 /* A kept block is poisoned under AddressSanitizer: a use after
- * tl_free_big() is reported as a use after free() would be. */
+ * bigalloc_free() is reported as a use after free() would be. */
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #define BIG_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
@@ -38,7 +38,7 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void tl_prefault(void *base, size_t alloc, size_t *done, size_t upto)
+void bigalloc_prefault(void *base, size_t alloc, size_t *done, size_t upto)
 {
 	/* One madvise per 4 MiB instead of a page fault per 4 KiB: the
 	 * faults on the growing event array were ~10 % of a 1 GB import.
@@ -64,7 +64,7 @@ void tl_prefault(void *base, size_t alloc, size_t *done, size_t upto)
 }
 
 #define TL_HUGE (2u << 20)
-#define TL_HUGE_MIN (4u << 20) /* smaller arrays: plain 4 KiB pages */
+#define BIGALLOC_HUGE_MIN (4u << 20) /* smaller arrays: plain 4 KiB pages */
 
 /*
  * Recycled big blocks. An analysis of a large capture allocates scratch
@@ -72,9 +72,9 @@ void tl_prefault(void *base, size_t alloc, size_t *done, size_t upto)
  * nodes) and frees them when it answers; the next analysis allocates the
  * same sizes again. glibc maps blocks over 32 MiB afresh each time, and
  * fresh memory is dear: the kernel faults and zeroes every page, and in a
- * VM the host may have to back it first. tl_free_big() keeps such a block,
- * up to big_cap bytes in all, for a later tl_malloc_big() of about the
- * same size; blocks unused for big_age_ns are freed (tl_big_trim(), run by
+ * VM the host may have to back it first. bigalloc_free() keeps such a block,
+ * up to big_cap bytes in all, for a later bigalloc_malloc() of about the
+ * same size; blocks unused for big_age_ns are freed (bigalloc_trim(), run by
  * the daemon's periodic timer, and on every call here), so an idle daemon
  * gives the memory back (figures: docs/import.md, "Later on 2026-11-26";
  * bench/analysis/bench_analyses --size 1G).
@@ -91,9 +91,9 @@ static struct big_slot {
 	size_t len;
 	uint64_t t; /* when it was freed (CLOCK_MONOTONIC ns) */
 } big_slot[BIG_SLOTS];
-static size_t big_cached, big_cap = TL_BIG_CACHE_DEFAULT;
+static size_t big_cached, big_cap = BIGALLOC_CACHE_DEFAULT;
 static uint64_t big_age_ns = 10ull * 1000000000;
-static struct tl_big_stats big_stats;
+static struct bigalloc_stats big_stats;
 static pthread_mutex_t big_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* Under big_mu: take slot i out; its block is the caller's to free. */
@@ -133,7 +133,7 @@ static void free_all(void **v, unsigned n)
 		free(v[--n]);
 }
 
-void tl_big_cache_config(size_t cap, uint64_t age_ns)
+void bigalloc_cache_config(size_t cap, uint64_t age_ns)
 {
 	void *out[BIG_SLOTS];
 	unsigned n;
@@ -146,7 +146,7 @@ void tl_big_cache_config(size_t cap, uint64_t age_ns)
 	free_all(out, n);
 }
 
-size_t tl_big_trim(bool all)
+size_t bigalloc_trim(bool all)
 {
 	void *out[BIG_SLOTS];
 	size_t before;
@@ -161,7 +161,7 @@ size_t tl_big_trim(bool all)
 	return before;
 }
 
-void tl_big_stats(struct tl_big_stats *st)
+void bigalloc_stats(struct bigalloc_stats *st)
 {
 	pthread_mutex_lock(&big_mu);
 	*st = big_stats;
@@ -194,7 +194,7 @@ static void *big_reuse(size_t len)
 	return p;
 }
 
-void tl_free_big(void *p)
+void bigalloc_free(void *p)
 {
 	void *out[BIG_SLOTS + 1];
 	size_t len;
@@ -270,29 +270,29 @@ populate:
 	return p;
 }
 
-void *tl_malloc_big(size_t bytes)
+void *bigalloc_malloc(size_t bytes)
 {
-	if (bytes < TL_HUGE_MIN)
+	if (bytes < BIGALLOC_HUGE_MIN)
 		return malloc(bytes ? bytes : 1);
 	return huge_alloc(bytes, bytes);
 }
 
-void *tl_malloc_room(size_t bytes)
+void *bigalloc_malloc_room(size_t bytes)
 {
-	if (bytes < TL_HUGE_MIN)
+	if (bytes < BIGALLOC_HUGE_MIN)
 		return malloc(bytes ? bytes : 1);
 	return huge_alloc(bytes, 0);
 }
 
-void *tl_calloc_big(size_t n, size_t sz)
+void *bigalloc_calloc(size_t n, size_t sz)
 {
 	void *p;
 
 	if (sz && n > SIZE_MAX / sz)
 		return NULL;
-	if (n * sz < TL_HUGE_MIN)
+	if (n * sz < BIGALLOC_HUGE_MIN)
 		return calloc(n ? n : 1, sz ? sz : 1);
-	if ((p = tl_malloc_big(n * sz))) /* recycled memory: not known to be zero */
+	if ((p = bigalloc_malloc(n * sz))) /* recycled memory: not known to be zero */
 		memset(p, 0, n * sz);
 	return p;
 }
@@ -309,7 +309,7 @@ static uint64_t grown_cap(uint32_t cap, uint32_t need)
 	return ncap < need ? 0 : ncap;
 }
 
-int tl_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)
+int bigalloc_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)
 {
 	uint64_t ncap;
 	void *p;
@@ -336,7 +336,7 @@ static int move_big(void **arr, uint32_t *cap, uint32_t n, uint64_t ncap, size_t
 		return -ENOMEM;
 	if (n)
 		memcpy(p, *arr, (size_t)n * sz);
-	/* free(), not tl_free_big(): kept, the old arrays raised a 1 GB
+	/* free(), not bigalloc_free(): kept, the old arrays raised a 1 GB
 	 * import's peak RSS from 0.66 to 0.86 x its JSON (bench_import) */
 	free(*arr);
 	*arr = p;
@@ -344,7 +344,7 @@ static int move_big(void **arr, uint32_t *cap, uint32_t n, uint64_t ncap, size_t
 	return 0;
 }
 
-int tl_grow_big(void **arr, uint32_t *cap, uint32_t n, uint32_t need, size_t sz)
+int bigalloc_grow_huge(void **arr, uint32_t *cap, uint32_t n, uint32_t need, size_t sz)
 {
 	uint64_t ncap;
 
@@ -352,8 +352,8 @@ int tl_grow_big(void **arr, uint32_t *cap, uint32_t n, uint32_t need, size_t sz)
 		return 0;
 	if (!(ncap = grown_cap(*cap, need)))
 		return -E2BIG;
-	if (ncap * sz < TL_HUGE_MIN)
-		return tl_grow(arr, cap, need, sz);
+	if (ncap * sz < BIGALLOC_HUGE_MIN)
+		return bigalloc_grow(arr, cap, need, sz);
 	/* Past the doubling, room that is not written costs address space
 	 * only (populated as it fills): 4 times more room, 4 times fewer
 	 * copies. Where that much cannot be had, the doubling. */
@@ -362,11 +362,11 @@ int tl_grow_big(void **arr, uint32_t *cap, uint32_t n, uint32_t need, size_t sz)
 	return move_big(arr, cap, n, ncap, sz);
 }
 
-int tl_reserve_big(void **arr, uint32_t *cap, uint32_t n, uint32_t want, size_t sz)
+int bigalloc_reserve(void **arr, uint32_t *cap, uint32_t n, uint32_t want, size_t sz)
 {
 	if (want <= *cap)
 		return 0;
-	if ((uint64_t)want * sz < TL_HUGE_MIN) {
+	if ((uint64_t)want * sz < BIGALLOC_HUGE_MIN) {
 		void *p = realloc(*arr, (size_t)want * sz);
 
 		if (!p)
@@ -378,7 +378,7 @@ int tl_reserve_big(void **arr, uint32_t *cap, uint32_t n, uint32_t want, size_t 
 	return move_big(arr, cap, n, want, sz);
 }
 
-int tl_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+int bigalloc_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
 {
 	sigset_t all, old;
 	int err;
@@ -396,7 +396,7 @@ int tl_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
 
 static void *popper_main(void *arg)
 {
-	struct tl_popper *p = arg;
+	struct bigalloc_popper *p = arg;
 	struct sched_param sp = {0};
 
 	/* only the time no other thread of the machine wants */
@@ -427,19 +427,19 @@ static size_t huge_inside(void *base, size_t from, size_t to, char **lo)
 	return base && b > a ? b - a : 0;
 }
 
-void tl_popper_start(struct tl_popper *p, bool idle, void *a, size_t a_from, size_t a_to, void *b,
-		     size_t b_from, size_t b_to)
+void bigalloc_popper_start(struct bigalloc_popper *p, bool idle, void *a, size_t a_from,
+			   size_t a_to, void *b, size_t b_from, size_t b_to)
 {
-	tl_popper_stop(p);
+	bigalloc_popper_stop(p);
 	p->len[0] = huge_inside(a, a_from, a_to, &p->base[0]);
 	p->len[1] = huge_inside(b, b_from, b_to, &p->base[1]);
 	atomic_store(&p->stop, false);
 	p->idle = idle;
-	p->running = (p->len[0] || p->len[1]) && tl_two_cpus() &&
-		     tl_thread_start(&p->th, popper_main, p) == 0;
+	p->running = (p->len[0] || p->len[1]) && bigalloc_two_cpus() &&
+		     bigalloc_thread_start(&p->th, popper_main, p) == 0;
 }
 
-void tl_popper_stop(struct tl_popper *p)
+void bigalloc_popper_stop(struct bigalloc_popper *p)
 {
 	if (!p->running)
 		return;
@@ -448,7 +448,7 @@ void tl_popper_stop(struct tl_popper *p)
 	p->running = false;
 }
 
-void tl_room_release(void *base, size_t used, size_t cap)
+void bigalloc_room_release(void *base, size_t used, size_t cap)
 {
 	char *lo;
 	size_t len = huge_inside(base, used, cap, &lo);
@@ -457,7 +457,7 @@ void tl_room_release(void *base, size_t used, size_t cap)
 		madvise(lo, len, MADV_DONTNEED);
 }
 
-bool tl_two_cpus(void)
+bool bigalloc_two_cpus(void)
 {
 	cpu_set_t cpus;
 

@@ -9,33 +9,103 @@
 
 #include "internal.h"
 
+/* The parameters of each analysis besides "rank" (docs/analyses.md). */
+static const struct analysis_param no_params[] = {{NULL}};
+
+static const struct analysis_param idle_params[] = {
+	{"consecutive_kernel_delay_us", "number", "30",
+	 "gaps between kernels up to this many us count as kernel wait"},
+	{"interval_stats", "bool", "false", "add statistics of the idle intervals"},
+	{NULL},
+};
+
+static const struct analysis_param kernels_params[] = {
+	{"include_memory", "bool", "true", "count memory copies and sets as kernels"},
+	{"num_kernels", "int", "10", "kernels listed per kernel type"},
+	{"duration_ratio", "number", "0.8", "list kernels up to this share of the time"},
+	{NULL},
+};
+
+static const struct analysis_param launch_params[] = {
+	{"runtime_cutoff_us", "number", "50", "launch calls longer than this are outliers"},
+	{"launch_delay_cutoff_us", "number", "100", "launch delays longer than this are outliers"},
+	{"include_memory", "bool", "true", "count cudaMemcpyAsync / cudaMemsetAsync as launches"},
+	{"extended", "bool", "false", "also pair the launch calls HTA leaves out"},
+	{"per_launch", "bool", "true", "include the per-launch arrays"},
+	{NULL},
+};
+
+static const struct analysis_param queue_params[] = {
+	{"max_queue_length", "int", "1024", "queue length at which a stream blocks"},
+	{"series", "bool", "false", "include the queue-length series"},
+	{NULL},
+};
+
+static const struct analysis_param sequences_params[] = {
+	{"operator", "string", NULL, "the CPU operator (substring of its name; required)"},
+	{"top_k", "int", "5", "sequences listed, 0 for all"},
+	{"min_pattern_len", "int", "3", "kernels in a sequence at least"},
+	{NULL},
+};
+
+static const struct analysis_param critical_path_params[] = {
+	{"annotation", "string", "", "window: instances of annotations whose name contains this"},
+	{"instance", "range", "0", "which instance(s) of the annotation, 0-based, inclusive"},
+	{"zero_weight_launch_edges", "bool", "false", "add HTA's zero-weight launch edges"},
+	{"kernel_kernel_threshold_us", "int", "1500",
+	 "kernel-to-kernel gaps up to this many us are edges"},
+	{"data_load_events", "json", NULL, "list of regexes: CPU ops that count as data loading"},
+	{"edits", "edits", NULL, "what-if: scale, or set in us, events or delays (repeatable)",
+	 "edit"},
+	{"top", "int", "10", "events listed by time on the path"},
+	{"max_edges", "int", "1000", "critical edges listed at most"},
+	{"overlay", "fds", "false", "write the trace with the path marked to fds[1]"},
+	{"overlay_all_events", "bool", "false", "keep non-critical events in the overlay"},
+	{"overlay_unverified", "bool", "false",
+	 "overlay a capture imported before trace digests were recorded", "trust-trace"},
+	{"fds", "fds", NULL, "the overlay's descriptors: the imported trace, the output"},
+	{NULL},
+};
+
+static const struct analysis_param comm_params[] = {
+	{"link_bandwidth", "number", NULL,
+	 "link bandwidth per GPU and direction, bytes/s (default: from the device)"},
+	{"iteration", "string", "ProfilerStep#N",
+	 "annotation marking iterations (a trailing * matches a prefix)"},
+	{"iterations", "string", "all", "all: every complete step; hta: without the last"},
+	{"tags", "json", NULL, "list of rules tagging process groups DP, TP, PP, EP or OTHER"},
+	{"tp", "int", NULL, "tensor-parallel size"},
+	{"pp", "int", NULL, "pipeline-parallel size"},
+	{"dp", "int", NULL, "data-parallel size"},
+	{"ep", "int", NULL, "expert-parallel size"},
+	{"windows", "bool", "false", "keep every phase window"},
+	{"top", "int", "10", "straggler instances listed"},
+	{"fd", "fd", NULL, "also write an SVG of the breakdown and phase windows", "svg"},
+	{NULL},
+};
+
 /* Every analysis: a new one is a file here (or a folder, when it needs
- * several) and one line in this table. */
+ * several) and one line in this table, with its parameters above: that
+ * makes it analyze.NAME, lists it in analyze.list and gives gpuprofctl its
+ * options. */
 const struct analysis_desc analysis_table[] = {
-	{"temporal", "compute / non-compute / idle time per rank, non-compute split", "rank",
+	{"temporal", "compute / non-compute / idle time per rank, non-compute split", no_params,
 	 analysis_temporal},
-	{"idle", "idle time per stream: host wait / kernel wait / other",
-	 "rank, consecutive_kernel_delay_us (30), interval_stats (false)", analysis_idle},
+	{"idle", "idle time per stream: host wait / kernel wait / other", idle_params,
+	 analysis_idle},
 	{"kernels", "exclusive time per kernel-type combination, per-kernel statistics",
-	 "rank, include_memory (true), num_kernels (10), duration_ratio (0.8)", analysis_kernels},
-	{"overlap", "communication / computation overlap per rank", "rank", analysis_overlap},
-	{"launch", "launch call vs GPU duration and launch delay, outlier sets",
-	 "rank, runtime_cutoff_us (50), launch_delay_cutoff_us (100), include_memory (true), "
-	 "extended (false), per_launch (true)",
+	 kernels_params, analysis_kernels},
+	{"overlap", "communication / computation overlap per rank", no_params, analysis_overlap},
+	{"launch", "launch call vs GPU duration and launch delay, outlier sets", launch_params,
 	 analysis_launch},
 	{"queue", "queue length per stream: summary, series, time blocked on a full queue",
-	 "rank, max_queue_length (1024), series (false)", analysis_queue},
-	{"sequences", "frequent GPU kernel sequences under a CPU operator",
-	 "operator (required), rank, top_k (5, 0 = all), min_pattern_len (3)", analysis_sequences},
+	 queue_params, analysis_queue},
+	{"sequences", "frequent GPU kernel sequences under a CPU operator", sequences_params,
+	 analysis_sequences},
 	{"critical_path",
 	 "longest path through CPU ops, launches and GPU kernels of one rank; what-if edits",
-	 "rank, annotation, instance, zero_weight_launch_edges (false), "
-	 "kernel_kernel_threshold_us (1500), data_load_events, edits, top (10), "
-	 "max_edges (1000), overlay (false)",
-	 analysis_critical_path},
-	{"comm", "communication metrics (DP/TP/PP/EP) across ranks",
-	 "rank, link_bandwidth, iteration, tags, tp, pp, dp, ep, windows (false), top",
-	 analysis_comm},
+	 critical_path_params, analysis_critical_path},
+	{"comm", "communication metrics (DP/TP/PP/EP) across ranks", comm_params, analysis_comm},
 	{NULL, NULL, NULL, NULL},
 };
 
@@ -45,6 +115,64 @@ const struct analysis_desc *analysis_find(const char *name)
 		if (strcmp(d->name, name) == 0)
 			return d;
 	return NULL;
+}
+
+/* "rank" comes first in every list: the dispatcher takes it for all. */
+static const struct analysis_param rank_param =
+	{"rank", "int", NULL, "only this rank (default: every rank; critical_path: the lowest)"};
+
+static cJSON *param_json(const struct analysis_param *p)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "name", p->name);
+	cJSON_AddStringToObject(o, "type", p->type);
+	if (p->def)
+		cJSON_AddStringToObject(o, "default", p->def);
+	cJSON_AddStringToObject(o, "help", p->help);
+	if (p->option)
+		cJSON_AddStringToObject(o, "option", p->option);
+	return o;
+}
+
+/* "rank, consecutive_kernel_delay_us (30), ...": the parameters in a line. */
+static void params_line(const struct analysis_desc *d, char *buf, size_t len)
+{
+	size_t at = (size_t)snprintf(buf, len, "rank");
+
+	for (const struct analysis_param *p = d->params; p->name && at < len; p++)
+		at += (size_t)snprintf(buf + at, len - at, p->def ? ", %s (%s)" : ", %s", p->name,
+				       p->def);
+}
+
+static cJSON *desc_json(const struct analysis_desc *d)
+{
+	cJSON *o = cJSON_CreateObject(), *ps;
+	char line[1024];
+
+	cJSON_AddStringToObject(o, "name", d->name);
+	cJSON_AddStringToObject(o, "summary", d->summary);
+	params_line(d, line, sizeof(line));
+	cJSON_AddStringToObject(o, "params", line);
+	ps = cJSON_AddArrayToObject(o, "parameters");
+	cJSON_AddItemToArray(ps, param_json(&rank_param));
+	for (const struct analysis_param *p = d->params; p->name; p++)
+		cJSON_AddItemToArray(ps, param_json(p));
+	return o;
+}
+
+cJSON *analysis_list_json(void)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(o, "analyses");
+
+	if (!arr) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	for (const struct analysis_desc *d = analysis_table; d->name; d++)
+		cJSON_AddItemToArray(arr, desc_json(d));
+	return o;
 }
 
 static int parse_rank(struct actx *c)

@@ -31,10 +31,36 @@ struct timeline;
 
 struct actx;
 
+/*
+ * One parameter of an analysis besides "rank" (which every analysis takes):
+ * analyze.list reports it, and gpuprofctl offers it as the option
+ * --NAME-WITH-DASHES (or --`option`), converting the option's text by
+ * `type`, so that a new parameter needs no client code:
+ *   "int", "number"  a JSON number
+ *   "bool"           --NAME alone is true, --NAME=false false
+ *   "string"         the text as it is
+ *   "json"           JSON text (an object or a list)
+ *   "range"          I or I:J (JSON I, [I, J] or "I:J")
+ *   "edits"          SELECTOR*FACTOR or SELECTOR=MICROSECONDS, repeatable,
+ *                    into a list of edit objects (critical-path what-ifs)
+ *   "fd"             the index of a passed descriptor the result is written
+ *                    to; the client opens the file the option names
+ *   "fds"            descriptors, and the switch that asks for them, that the
+ *                    client fills through options of its own (the
+ *                    critical-path overlay's --trace and --overlay)
+ */
+struct analysis_param {
+	const char *name, *type;
+	const char *def;    /* the default as text; NULL: none (or required) */
+	const char *help;   /* one line */
+	const char *option; /* the command line's spelling; NULL: the name */
+};
+
 struct analysis_desc {
-	const char *name;			 /* "temporal", ... */
-	const char *summary;			 /* one line for --help */
-	const char *params;			 /* accepted params, one line for --help */
+	const char *name;    /* "temporal", ... */
+	const char *summary; /* one line for --help */
+	/* its parameters besides "rank", ending with a NULL name */
+	const struct analysis_param *params;
 	int (*run)(struct actx *c, cJSON **out); /* internal.h */
 };
 
@@ -43,6 +69,11 @@ struct analysis_desc {
 extern const struct analysis_desc analysis_table[];
 /* The entry named name, or NULL. */
 const struct analysis_desc *analysis_find(const char *name);
+/* The table as analyze.list answers it: {"analyses": [{"name", "summary",
+ * "params" (one line: names and defaults), "parameters": [{"name", "type",
+ * "default", "help", "option"}]}]}, "rank" first in each; NULL when its
+ * root cannot be made. The caller deletes it. */
+cJSON *analysis_list_json(void);
 
 /*
  * Run analysis `name` on the finalized timeline `tl`. `params` is a JSON

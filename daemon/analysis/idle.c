@@ -206,7 +206,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const v
 	int64_t delay = io->delay;
 	bool stats = io->stats;
 	uint32_t mtia_cat = io->mtia_cat;
-	struct krow *k = tl_malloc_big((r->nby_stream + 1) * sizeof(*k));
+	struct krow *k = bigalloc_malloc((r->nby_stream + 1) * sizeof(*k));
 	double *vals[IC_COUNT] = {NULL};
 	struct sgroup *groups = NULL;
 	size_t n = 0, ns;
@@ -247,7 +247,7 @@ out:
 	for (int j = 0; j < IC_COUNT; j++)
 		free(vals[j]);
 	free(groups);
-	tl_free_big(k);
+	bigalloc_free(k);
 	return err;
 }
 

@@ -287,10 +287,10 @@ int analysis_critical_path(struct actx *c, cJSON **out); /* critpath/request.c *
 int analysis_comm(struct actx *c, cJSON **out);		 /* comm/comm.c */
 
 /* The analyses' radix sorts (DEFINE_RADIX, daemon/radix.h) take their
- * scratch from tl_malloc_big(), whose big blocks are kept for the next
+ * scratch from bigalloc_malloc(), whose big blocks are kept for the next
  * sort; below RADIX_MIN elements qsort is as fast. */
-#define RADIX_ALLOC(bytes) tl_malloc_big(bytes)
-#define RADIX_FREE(p) tl_free_big(p)
+#define RADIX_ALLOC(bytes) bigalloc_malloc(bytes)
+#define RADIX_FREE(p) bigalloc_free(p)
 #define RADIX_MIN 256
 
 /* Radix sorts (radix.c) for sorts whose result ignores the order of equal

@@ -63,11 +63,11 @@ static int type_masks(struct actx *c, const struct tl_rank *r, int ntypes, int64
 
 	if ((err = masks_by_unions(c, r, ntypes, sum, seen)) <= 0)
 		return err;
-	v = tl_malloc_big((r->nby_stream + 1) * sizeof(*v));
-	ev = tl_malloc_big((2 * (size_t)r->nby_stream + 1) * sizeof(*ev));
+	v = bigalloc_malloc((r->nby_stream + 1) * sizeof(*v));
+	ev = bigalloc_malloc((2 * (size_t)r->nby_stream + 1) * sizeof(*ev));
 	if (!v || !ev) {
-		tl_free_big(v);
-		tl_free_big(ev);
+		bigalloc_free(v);
+		bigalloc_free(ev);
 		return -ENOMEM;
 	}
 	for (int t = 0; t < ntypes; t++) {
@@ -97,8 +97,8 @@ static int type_masks(struct actx *c, const struct tl_rank *r, int ntypes, int64
 			seen[mask & 7] = true;
 		}
 	}
-	tl_free_big(v);
-	tl_free_big(ev);
+	bigalloc_free(v);
+	bigalloc_free(ev);
 	return 0;
 }
 

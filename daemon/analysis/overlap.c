@@ -17,13 +17,13 @@
 static int overlap_sorted(struct actx *c, const struct tl_rank *r, int64_t *total, int64_t *both,
 			  size_t *ncomm)
 {
-	struct ival *comm = tl_malloc_big((r->nby_stream + 1) * sizeof(*comm));
-	struct ival *comp = tl_malloc_big((r->nby_stream + 1) * sizeof(*comp));
+	struct ival *comm = bigalloc_malloc((r->nby_stream + 1) * sizeof(*comm));
+	struct ival *comp = bigalloc_malloc((r->nby_stream + 1) * sizeof(*comp));
 	size_t nc = 0, np = 0;
 
 	if (!comm || !comp) {
-		tl_free_big(comm);
-		tl_free_big(comp);
+		bigalloc_free(comm);
+		bigalloc_free(comp);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < r->nby_stream; i++) {
@@ -41,8 +41,8 @@ static int overlap_sorted(struct actx *c, const struct tl_rank *r, int64_t *tota
 	*total = ival_total(comm, nc);
 	*both = ival_overlap(comm, nc, comp, np);
 	*ncomm = nc;
-	tl_free_big(comm);
-	tl_free_big(comp);
+	bigalloc_free(comm);
+	bigalloc_free(comp);
 	return 0;
 }
 

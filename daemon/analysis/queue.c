@@ -98,7 +98,7 @@ static void emit_stream(struct actx *c, cJSON *streams, int64_t stream, const in
 }
 
 /* One rank's scratch, in one block of room: a block that size is recycled
- * between calls (tl_free_big), where separate medium-sized arrays were
+ * between calls (bigalloc_free), where separate medium-sized arrays were
  * fresh memory in every call. Per entry: a row's time (keys), the row, its
  * argsort index, and 16 bytes that hold first the GPU rows gathered in the
  * first pass, then the rows' times and deltas grouped by stream. */
@@ -114,7 +114,7 @@ struct qmem {
 static bool qmem_alloc(struct qmem *m, size_t cap)
 {
 	size_t per = sizeof(*m->keys) + sizeof(*m->q) + sizeof(*m->idx) + 16;
-	char *b = tl_malloc_room(cap * per);
+	char *b = bigalloc_malloc_room(cap * per);
 
 	if (!b)
 		return false;
@@ -212,7 +212,7 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const v
 			memcpy(g.keys, keys, n * sizeof(*keys));
 			memcpy(g.q + n, gq, ng * sizeof(*q));
 			memcpy(g.keys + n, gk, ng * sizeof(*keys));
-			tl_free_big(m.blk);
+			bigalloc_free(m.blk);
 			m = g;
 			q = m.q;
 			keys = m.keys;
@@ -268,7 +268,7 @@ unindexed:
 	err = aerr(c, -EPROTO, "internal: a GPU row's stream is not in the stream index");
 out:
 	free(start);
-	tl_free_big(m.blk);
+	bigalloc_free(m.blk);
 	return err;
 }
 

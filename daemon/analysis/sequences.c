@@ -162,13 +162,13 @@ static bool gpu_thread(const struct tl_rank *r, const struct tl_thread *t)
 static int nest_thread(struct cg *g, const struct tl_thread *t, uint32_t root)
 {
 	const struct tl_rank *r = g->r;
-	struct endpt *ep = tl_malloc_big((2 * (size_t)t->count + 1) * sizeof(*ep));
-	uint32_t *stack = tl_malloc_room(((size_t)t->count + 1) * sizeof(*stack));
+	struct endpt *ep = bigalloc_malloc((2 * (size_t)t->count + 1) * sizeof(*ep));
+	uint32_t *stack = bigalloc_malloc_room(((size_t)t->count + 1) * sizeof(*stack));
 	size_t n = 0, sp = 0;
 
 	if (!ep || !stack) {
-		tl_free_big(ep);
-		tl_free_big(stack);
+		bigalloc_free(ep);
+		bigalloc_free(stack);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < t->count; i++) {
@@ -191,8 +191,8 @@ static int nest_thread(struct cg *g, const struct tl_thread *t, uint32_t root)
 			sp--; /* HTA pops the top, whichever row ends */
 		}
 	}
-	tl_free_big(ep);
-	tl_free_big(stack);
+	bigalloc_free(ep);
+	bigalloc_free(stack);
 	return 0;
 }
 
@@ -264,7 +264,7 @@ static int link_backward(struct actx *c, struct cg *g, const struct tl_thread *m
 		left += g->parent[p] == bwd_root;
 	if (!left)
 		return 0;
-	k = tl_malloc_big((size_t)left * 2 * sizeof(*k));
+	k = bigalloc_malloc((size_t)left * 2 * sizeof(*k));
 	if (!k)
 		return -ENOMEM;
 	neg = k + left;
@@ -301,7 +301,7 @@ static int link_backward(struct actx *c, struct cg *g, const struct tl_thread *m
 		if (any)
 			break;
 	}
-	tl_free_big(k);
+	bigalloc_free(k);
 	return 0;
 }
 
@@ -309,9 +309,9 @@ static int build_tree(struct cg *g)
 {
 	uint32_t total = g->n + g->nroots, head = 0;
 
-	g->cfirst = tl_calloc_big(total + 1, sizeof(uint32_t));
-	g->child = tl_malloc_big(((size_t)g->n + 1) * sizeof(uint32_t));
-	g->order = tl_malloc_big(((size_t)total + 1) * sizeof(uint32_t));
+	g->cfirst = bigalloc_calloc(total + 1, sizeof(uint32_t));
+	g->child = bigalloc_malloc(((size_t)g->n + 1) * sizeof(uint32_t));
+	g->order = bigalloc_malloc(((size_t)total + 1) * sizeof(uint32_t));
 	if (!g->cfirst || !g->child || !g->order)
 		return -ENOMEM;
 	for (uint32_t p = 0; p < g->n; p++)
@@ -320,7 +320,7 @@ static int build_tree(struct cg *g)
 	for (uint32_t i = 0; i < total; i++)
 		g->cfirst[i + 1] += g->cfirst[i];
 	{
-		uint32_t *fill = tl_malloc_big(((size_t)total + 1) * sizeof(uint32_t));
+		uint32_t *fill = bigalloc_malloc(((size_t)total + 1) * sizeof(uint32_t));
 
 		if (!fill)
 			return -ENOMEM;
@@ -328,7 +328,7 @@ static int build_tree(struct cg *g)
 		for (uint32_t p = 0; p < g->n; p++)
 			if (g->parent[p] != NOT_NODE)
 				g->child[fill[g->parent[p]]++] = p;
-		tl_free_big(fill);
+		bigalloc_free(fill);
 	}
 	/* BFS from the roots gives depth (first level 0) and an order whose
 	 * reverse visits children before parents. */
@@ -370,10 +370,10 @@ static int call_graph(struct actx *c, struct cg *g)
 	g->n = r->nev;
 	g->nroots = r->nthreads;
 	total = g->n + g->nroots;
-	g->parent = tl_malloc_big(((size_t)total + 1) * sizeof(int64_t));
-	g->depth = tl_malloc_big(((size_t)total + 1) * sizeof(int32_t));
-	g->nkern = tl_calloc_big(total + 1, sizeof(uint32_t));
-	g->kdur = tl_calloc_big(total + 1, sizeof(int64_t));
+	g->parent = bigalloc_malloc(((size_t)total + 1) * sizeof(int64_t));
+	g->depth = bigalloc_malloc(((size_t)total + 1) * sizeof(int32_t));
+	g->nkern = bigalloc_calloc(total + 1, sizeof(uint32_t));
+	g->kdur = bigalloc_calloc(total + 1, sizeof(int64_t));
 	if (!g->parent || !g->depth || !g->nkern || !g->kdur)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < total; i++) {
@@ -426,13 +426,13 @@ static int call_graph(struct actx *c, struct cg *g)
 
 static void cg_free(struct cg *g)
 {
-	tl_free_big(g->parent);
-	tl_free_big(g->depth);
-	tl_free_big(g->nkern);
-	tl_free_big(g->kdur);
-	tl_free_big(g->cfirst);
-	tl_free_big(g->child);
-	tl_free_big(g->order);
+	bigalloc_free(g->parent);
+	bigalloc_free(g->depth);
+	bigalloc_free(g->nkern);
+	bigalloc_free(g->kdur);
+	bigalloc_free(g->cfirst);
+	bigalloc_free(g->child);
+	bigalloc_free(g->order);
 }
 
 struct pat {
@@ -541,9 +541,9 @@ static int seq_patterns(struct actx *c, const struct cg *g, const char *op, int6
 	uint8_t *match = calloc(nstrs + 1, 1);
 	/* room for the worst case; a root's kernels, the stack and the
 	 * patterns are a small part of it */
-	struct kref *kr = tl_malloc_room(((size_t)g->n + 1) * sizeof(*kr));
-	uint32_t *stack = tl_malloc_room(((size_t)g->n + g->nroots + 1) * sizeof(*stack));
-	struct pat *pats = tl_malloc_room(((size_t)g->n + 1) * sizeof(*pats));
+	struct kref *kr = bigalloc_malloc_room(((size_t)g->n + 1) * sizeof(*kr));
+	uint32_t *stack = bigalloc_malloc_room(((size_t)g->n + g->nroots + 1) * sizeof(*stack));
+	struct pat *pats = bigalloc_malloc_room(((size_t)g->n + 1) * sizeof(*pats));
 	uint32_t *ids = NULL;
 	size_t nids = 0, cap = 0;
 	int32_t min_depth = INT32_MAX;
@@ -617,11 +617,11 @@ out:
 	if (pats)
 		for (uint32_t i = 0; i < ngroups; i++)
 			free(pats[i].str);
-	tl_free_big(pats);
+	bigalloc_free(pats);
 	free(ids);
 	free(match);
-	tl_free_big(kr);
-	tl_free_big(stack);
+	bigalloc_free(kr);
+	bigalloc_free(stack);
 	return err;
 }
 

@@ -70,9 +70,9 @@ static int sums_merged(struct actx *c, const struct tl_rank *r, struct tsums *t)
 /* The same from sorted copies: for rows out of ev_ts order. */
 static int sums_sorted(struct actx *c, const struct tl_rank *r, struct tsums *t)
 {
-	struct ival *all = tl_malloc_big((r->nby_stream + 1) * sizeof(*all));
-	struct ival *comp = tl_malloc_big((r->nby_stream + 1) * sizeof(*comp));
-	struct sweep_ev *ev = tl_malloc_big(2 * (size_t)r->nby_stream * sizeof(*ev) + 1);
+	struct ival *all = bigalloc_malloc((r->nby_stream + 1) * sizeof(*all));
+	struct ival *comp = bigalloc_malloc((r->nby_stream + 1) * sizeof(*comp));
+	struct sweep_ev *ev = bigalloc_malloc(2 * (size_t)r->nby_stream * sizeof(*ev) + 1);
 	int64_t active[KT_COUNT] = {0};
 	size_t nall = 0, ncomp = 0, n = 0;
 	int err = -ENOMEM;
@@ -116,9 +116,9 @@ static int sums_sorted(struct actx *c, const struct tl_rank *r, struct tsums *t)
 	}
 	err = 0;
 out:
-	tl_free_big(all);
-	tl_free_big(comp);
-	tl_free_big(ev);
+	bigalloc_free(all);
+	bigalloc_free(comp);
+	bigalloc_free(ev);
 	return err;
 }
 

@@ -88,6 +88,12 @@ static const struct status_series {
 	 "Analyses that found their timeline decoded."},
 	{"analysis_cache", "misses", "gpuprof_analysis_cache_misses", NULL, MSNAP_COUNTER,
 	 "Analyses that decoded their timeline."},
+	{"graph_cache", "bytes", "gpuprof_graph_cache_bytes", "bytes", MSNAP_GAUGE,
+	 "Critical-path graphs kept between requests."},
+	{"graph_cache", "hits", "gpuprof_graph_cache_hits", NULL, MSNAP_COUNTER,
+	 "Critical-path requests that found their graph built."},
+	{"graph_cache", "misses", "gpuprof_graph_cache_misses", NULL, MSNAP_COUNTER,
+	 "Critical-path requests that built their graph."},
 };
 
 static void add_collectors(struct msnap *s, const cJSON *arr)

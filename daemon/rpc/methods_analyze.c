@@ -85,15 +85,11 @@ void method_analyze_list(struct rpc_req *req, const cJSON *params)
 	static const char *const allowed[] = {NULL};
 	if (!params_only(req, params, allowed))
 		return;
-	cJSON *o = cJSON_CreateObject();
-	cJSON *arr = cJSON_AddArrayToObject(o, "analyses");
-	for (const struct analysis_desc *d = analysis_table; d->name; d++) {
-		cJSON *a = cJSON_CreateObject();
-		cJSON_AddStringToObject(a, "name", d->name);
-		cJSON_AddStringToObject(a, "summary", d->summary);
-		if (d->params)
-			cJSON_AddStringToObject(a, "params", d->params);
-		cJSON_AddItemToArray(arr, a);
+	cJSON *o = analysis_list_json();
+
+	if (!o) {
+		rpc_error_errno(req, -ENOMEM, "analyze.list");
+		return;
 	}
 	rpc_reply(req, o);
 }

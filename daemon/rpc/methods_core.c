@@ -15,6 +15,7 @@
 #include "push/push.h"
 #include "store/store.h"
 #include "alloc/bigalloc.h"
+#include "analysis/critpath/cpcache.h"
 #include "timeline/timeline.h"
 #include "pyframes/pyreg.h"
 #include "unwind/unwind.h"
@@ -32,6 +33,20 @@ void method_version(struct rpc_req *req, const cJSON *params)
 	cJSON_AddStringToObject(o, "version", GPUPROF_VERSION);
 	cJSON_AddNumberToObject(o, "protocol", GPUPROF_PROTOCOL_VERSION);
 	rpc_reply(req, o);
+}
+
+/* A cache kept under a budget, under name: the same keys for each. */
+static void add_cache_stats(cJSON *o, const char *name, const struct cache_stats *st)
+{
+	cJSON *c = cJSON_AddObjectToObject(o, name);
+
+	json_add_u64(c, "entries", st->entries);
+	json_add_u64(c, "bytes", st->bytes);
+	json_add_u64(c, "budget_bytes", st->budget);
+	json_add_u64(c, "hits", st->hits);
+	json_add_u64(c, "misses", st->misses);
+	json_add_u64(c, "evicted", st->evicted);
+	json_add_u64(c, "too_large", st->too_large);
 }
 
 /* The status result: the RPC method's reply, and what the metrics endpoint
@@ -107,10 +122,10 @@ cJSON *rpc_status_json(struct gpd *g, uid_t uid, bool privileged)
 	cJSON_AddNumberToObject(j, "max", g->cfg.max_jobs);
 
 	{ /* freed big scratch arrays kept for the next analysis */
-		struct tl_big_stats bs;
+		struct bigalloc_stats bs;
 		cJSON *sc = cJSON_AddObjectToObject(o, "analysis_scratch");
 
-		tl_big_stats(&bs);
+		bigalloc_stats(&bs);
 		json_add_u64(sc, "bytes", bs.cached);
 		json_add_u64(sc, "cap_bytes", bs.cap);
 		json_add_u64(sc, "reused", bs.reused);
@@ -119,17 +134,16 @@ cJSON *rpc_status_json(struct gpd *g, uid_t uid, bool privileged)
 	}
 
 	if (g->tlcache) { /* decoded timelines kept between analyses */
-		struct tlcache_stats ts;
-		cJSON *ac = cJSON_AddObjectToObject(o, "analysis_cache");
+		struct cache_stats st;
 
-		tlcache_get_stats(g->tlcache, &ts);
-		json_add_u64(ac, "entries", ts.entries);
-		json_add_u64(ac, "bytes", ts.bytes);
-		json_add_u64(ac, "budget_bytes", ts.budget);
-		json_add_u64(ac, "hits", ts.hits);
-		json_add_u64(ac, "misses", ts.misses);
-		json_add_u64(ac, "evicted", ts.evicted);
-		json_add_u64(ac, "too_large", ts.too_large);
+		tlcache_get_stats(g->tlcache, &st);
+		add_cache_stats(o, "analysis_cache", &st);
+	}
+	if (g->cpcache) { /* built critical-path graphs kept between requests */
+		struct cache_stats st;
+
+		cp_cache_get_stats(g->cpcache, &st);
+		add_cache_stats(o, "graph_cache", &st);
 	}
 	return o;
 }

@@ -24,7 +24,7 @@ struct tlcache {
 	pthread_mutex_t mu;
 	struct tlent *head;
 	uint64_t budget, bytes, tick;
-	struct tlcache_stats st;
+	struct cache_stats st;
 };
 
 int tlcache_new(uint64_t budget_bytes, struct tlcache **ret)
@@ -175,7 +175,7 @@ void tlcache_drop(struct tlcache *c, uint64_t id)
 	pthread_mutex_unlock(&c->mu);
 }
 
-void tlcache_get_stats(struct tlcache *c, struct tlcache_stats *st)
+void tlcache_get_stats(struct tlcache *c, struct cache_stats *st)
 {
 	pthread_mutex_lock(&c->mu);
 	*st = c->st;

@@ -15,13 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cachestats.h"
+
 struct timeline;
 struct tlcache;
-
-struct tlcache_stats {
-	uint64_t entries, bytes, budget;
-	uint64_t hits, misses, evicted, too_large;
-};
 
 int tlcache_new(uint64_t budget_bytes, struct tlcache **ret); /* 0 or -ENOMEM */
 void tlcache_free(struct tlcache *c);			      /* NULL: no-op */
@@ -42,6 +39,6 @@ void tlcache_release(struct tlcache *c, const struct timeline *tl);
  * c NULL: no-op. */
 void tlcache_drop(struct tlcache *c, uint64_t id);
 
-void tlcache_get_stats(struct tlcache *c, struct tlcache_stats *st);
+void tlcache_get_stats(struct tlcache *c, struct cache_stats *st);
 
 #endif

@@ -180,7 +180,7 @@ static int dec_rank(struct rbuf *b, uint32_t version, uint32_t nstrs, struct tl_
 	*why = "string id out of range";
 	if (r->trace_name >= nstrs)
 		goto bad;
-	r->ev = tl_calloc_big(nev, sizeof(*r->ev));
+	r->ev = bigalloc_calloc(nev, sizeof(*r->ev));
 	r->args = calloc(nargs ? nargs : 1, sizeof(*r->args));
 	r->meta = calloc(nmeta ? nmeta : 1, sizeof(*r->meta));
 	r->devices = calloc(ndev ? ndev : 1, sizeof(*r->devices));

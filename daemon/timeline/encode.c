@@ -193,7 +193,7 @@ int tl_encode(const struct timeline *tl, void **buf, size_t *len)
 	{ /* written from start to (almost) end */
 		size_t done = 0;
 
-		tl_prefault(w.buf, w.cap, &done, w.cap);
+		bigalloc_prefault(w.buf, w.cap, &done, w.cap);
 	}
 	wb_put(&w, TL_ENC_MAGIC, 4);
 	wb_u32(&w, TIMELINE_ENC_VERSION);

@@ -17,11 +17,11 @@
 
 /* The shared LSD radix sort (radix.h: constant bytes skipped, stable, so
  * pairs filled in position order come out in (key, pos) order), its
- * scratch from tl_malloc_big. The merge sort it replaces took ~0.3 s of a
+ * scratch from bigalloc_malloc. The merge sort it replaces took ~0.3 s of a
  * 1 GB import's finalize on the per-thread sorts alone (Kineto writes an
  * enclosing op after its children: far from time order). */
-#define RADIX_ALLOC(bytes) tl_malloc_big(bytes)
-#define RADIX_FREE(p) tl_free_big(p)
+#define RADIX_ALLOC(bytes) bigalloc_malloc(bytes)
+#define RADIX_FREE(p) bigalloc_free(p)
 #include "radix.h"
 #define KP_KEY(x) radix_key_i64((x).key)
 DEFINE_RADIX(kp_radix, struct tl_kp, KP_KEY)
@@ -63,10 +63,10 @@ int tl_sort_kp(struct tl_kp *a, uint32_t n)
 /* HTA's correlation link over the rank's (unfiltered) rows: index_correlation. Several
  * partners: the last one (highest index) wins. *pairs_out (optional): the
  * (correlation, position) pairs of the rows with a correlation, sorted,
- * in a block with room for r->nev pairs (the caller tl_free_big()s it). */
+ * in a block with room for r->nev pairs (the caller bigalloc_free()s it). */
 int tl_corr_pairs(const struct tl_rank *r, struct tl_kp **pairs, uint32_t *npairs)
 {
-	struct tl_kp *a = tl_malloc_big((size_t)r->nev * sizeof(*a) + 1);
+	struct tl_kp *a = bigalloc_malloc((size_t)r->nev * sizeof(*a) + 1);
 	uint32_t n = 0;
 
 	if (!a)
@@ -75,7 +75,7 @@ int tl_corr_pairs(const struct tl_rank *r, struct tl_kp **pairs, uint32_t *npair
 		if (r->ev[i].correlation != -1)
 			a[n++] = (struct tl_kp){.key = r->ev[i].correlation, .pos = i};
 	if (tl_sort_kp(a, n) < 0) {
-		tl_free_big(a);
+		bigalloc_free(a);
 		return -ENOMEM;
 	}
 	*pairs = a;
@@ -116,7 +116,7 @@ static int corr_link(struct tl_rank *r, struct tl_kp **pairs_out, uint32_t *npai
 		*pairs_out = a;
 		*npairs = n;
 	} else {
-		tl_free_big(a);
+		bigalloc_free(a);
 	}
 	return 0;
 }
@@ -163,7 +163,7 @@ static int tail_put(struct tl_rank *r, struct tail *t, const struct tl_event *e,
 {
 	struct tl_event *x;
 
-	if (tl_grow((void **)&r->tail, &t->cap, r->ntail + 1, sizeof(*r->tail)) < 0)
+	if (bigalloc_grow((void **)&r->tail, &t->cap, r->ntail + 1, sizeof(*r->tail)) < 0)
 		return -ENOMEM;
 	x = &r->tail[r->ntail++];
 	memcpy(x, e, sizeof(*x)); /* padding too: timeline_equal() compares bytes */
@@ -174,7 +174,8 @@ static int tail_put(struct tl_rank *r, struct tail *t, const struct tl_event *e,
 		x->args = TL_NO_ARGS;
 		return 0;
 	}
-	if (tl_grow((void **)&r->tail_args, &t->acap, r->ntail_args + 1, sizeof(*r->tail_args)) < 0)
+	if (bigalloc_grow((void **)&r->tail_args, &t->acap, r->ntail_args + 1,
+			  sizeof(*r->tail_args)) < 0)
 		return -ENOMEM;
 	r->tail_args[r->ntail_args] = r->args[e->args];
 	x->args = r->ntail_args++;
@@ -211,7 +212,7 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 		return 0;
 	/* np[i]: first whether GPU row i (with a correlation) is kept, then
 	 * row i's new position (UINT32_MAX: dropped) */
-	if (!(np = tl_malloc_big((size_t)r->nev * sizeof(*np) + 1)))
+	if (!(np = bigalloc_malloc((size_t)r->nev * sizeof(*np) + 1)))
 		return -ENOMEM;
 	for (uint32_t g = 0; g < *npairs;) {
 		uint32_t e = g;
@@ -231,7 +232,7 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 		       tl_ev_hta_ts_us(&r->ev[i]) < cutoff;
 	/* rows move below: the per-thread sort reading them must be done */
 	if (bt && tl_bythread_wait(bt) < 0) {
-		tl_free_big(np);
+		bigalloc_free(np);
 		return -ENOMEM;
 	}
 	tail_reset(r);
@@ -250,7 +251,7 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 			 * numbered in row order */
 			if (tail_row(&aside, e) && tail_put(r, &aside, e, nargs) < 0) {
 				/* rows have moved: the rank is unusable either way */
-				tl_free_big(np);
+				bigalloc_free(np);
 				return -ENOMEM;
 			}
 			continue;
@@ -272,7 +273,7 @@ static int step_filter(struct tl_rank *r, struct tl_kp *pairs, uint32_t *npairs,
 	*npairs = k;
 	if (bt)
 		tl_bythread_remap(bt, np);
-	tl_free_big(np);
+	bigalloc_free(np);
 	r->nargs = nargs;
 	r->nev = n;
 	r->step_cutoff_hta_us = cutoff;
@@ -339,12 +340,12 @@ int timeline_finalize(struct timeline *tl, unsigned flags)
 			return err;
 		}
 		if (filter && (err = step_filter(r, pairs, &npairs, bt, rpc)) < 0) {
-			tl_free_big(pairs);
+			bigalloc_free(pairs);
 			tl_bythread_free(bt);
 			return err;
 		}
 		err = tl_rank_index_pairs(r, pairs, npairs, bt);
-		tl_free_big(pairs);
+		bigalloc_free(pairs);
 		tl_bythread_free(bt);
 		if (err < 0)
 			return err;

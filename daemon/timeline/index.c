@@ -74,7 +74,7 @@ static int group_sort(struct tl_rank *r, bool streams, uint32_t *out, uint32_t *
 				break;
 		}
 		if (!slots[s]) {
-			if (tl_grow((void **)&keys, &cap, nkeys + 1, sizeof(*keys)) < 0)
+			if (bigalloc_grow((void **)&keys, &cap, nkeys + 1, sizeof(*keys)) < 0)
 				goto out;
 			keys[nkeys] = (struct gkey){.f = f, .a = a, .b = b};
 			slots[s] = ++nkeys;
@@ -184,7 +184,7 @@ static int corr_index(struct tl_rank *r)
 	while ((span >> shift) >= 4ull * n + 64 || (span >> shift) >= UINT32_MAX - 1)
 		shift++;
 	nb = (span >> shift) + 1;
-	if (!(r->corr_start = tl_malloc_big(((size_t)nb + 1) * sizeof(*r->corr_start))))
+	if (!(r->corr_start = bigalloc_malloc(((size_t)nb + 1) * sizeof(*r->corr_start))))
 		return -ENOMEM;
 	r->corr_lo = k[0];
 	r->corr_span = (uint32_t)nb;
@@ -225,7 +225,7 @@ static void *gs_main(void *arg)
 /* Worth a second thread: a large rank, and a second CPU to run it. */
 static bool par_rank(const struct tl_rank *r)
 {
-	return r->nev >= PAR_MIN_ROWS && tl_two_cpus();
+	return r->nev >= PAR_MIN_ROWS && bigalloc_two_cpus();
 }
 
 /*
@@ -251,11 +251,12 @@ struct tl_bythread *tl_bythread_start(struct tl_rank *r)
 	if (!par_rank(r) || !(b = calloc(1, sizeof(*b))))
 		return NULL;
 	b->job = (struct gs_job){.r = r,
-				 .out = tl_malloc_room(sz),
-				 .tmp = tl_malloc_room(sz),
-				 .kp = tl_malloc_room((size_t)r->nev * sizeof(struct tl_kp) + 1)};
+				 .out = bigalloc_malloc_room(sz),
+				 .tmp = bigalloc_malloc_room(sz),
+				 .kp = bigalloc_malloc_room((size_t)r->nev * sizeof(struct tl_kp) +
+							    1)};
 	if (b->job.out && b->job.tmp && b->job.kp &&
-	    tl_thread_start(&b->th, gs_main, &b->job) == 0) {
+	    bigalloc_thread_start(&b->th, gs_main, &b->job) == 0) {
 		b->started = true;
 		return b;
 	}
@@ -268,8 +269,8 @@ int tl_bythread_wait(struct tl_bythread *b)
 	if (b->started) {
 		pthread_join(b->th, NULL);
 		b->started = false;
-		tl_free_big(b->job.tmp);
-		tl_free_big(b->job.kp);
+		bigalloc_free(b->job.tmp);
+		bigalloc_free(b->job.kp);
 		b->job.tmp = NULL;
 		b->job.kp = NULL;
 	}
@@ -303,7 +304,7 @@ void tl_bythread_free(struct tl_bythread *b)
 	if (!b)
 		return;
 	tl_bythread_wait(b);
-	tl_free_big(b->job.out);
+	bigalloc_free(b->job.out);
 	free(b->job.keys);
 	free(b);
 }
@@ -322,12 +323,12 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs,
 	/* huge pages: a 4 KiB page fault per first touch of these arrays
 	 * was ~5 % of a 1 GB import (finalize's temporaries are fresh
 	 * mappings each time) */
-	tmp = tl_malloc_big(sz);
+	tmp = bigalloc_malloc(sz);
 	/* by_corr holds npairs; by_stream the GPU-side rows, not yet
 	 * counted: room, populated as the sort writes it */
-	r->by_corr = tl_malloc_big((size_t)npairs * sizeof(uint32_t) + 4);
-	r->by_stream = tl_malloc_room(sz);
-	r->by_thread = bt ? NULL : tl_malloc_big(sz);
+	r->by_corr = bigalloc_malloc((size_t)npairs * sizeof(uint32_t) + 4);
+	r->by_stream = bigalloc_malloc_room(sz);
+	r->by_thread = bt ? NULL : bigalloc_malloc(sz);
 	if (!tmp || !r->by_corr || !r->by_stream || (!bt && !r->by_thread))
 		goto nomem;
 	/* No pass resetting links: build_links() writes the link of every
@@ -335,7 +336,7 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs,
 	 * and never linked (a pass writing all rows was 12 ms of a 1 GB
 	 * import). */
 	r->nby_corr = n = npairs;
-	if (!(r->corr_keys = tl_malloc_big((size_t)n * sizeof(*r->corr_keys) + 1)))
+	if (!(r->corr_keys = bigalloc_malloc((size_t)n * sizeof(*r->corr_keys) + 1)))
 		goto nomem;
 	for (uint32_t i = 0; i < n; i++) {
 		r->by_corr[i] = kp[i].pos;
@@ -355,11 +356,11 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs,
 		r->by_thread = bt->job.out;
 		bt->job.out = NULL;
 		bt->job.keys = NULL;
-		if (tl_thread_start(&helper, gs_main, &st) == 0)
+		if (bigalloc_thread_start(&helper, gs_main, &st) == 0)
 			par_job = &st;
-	} else if (par_rank(r) && (tmp2 = tl_malloc_room(sz)) &&
-		   (kp2 = tl_malloc_room((size_t)r->nev * sizeof(*kp2) + 1)) &&
-		   tl_thread_start(&helper, gs_main, &th) == 0) {
+	} else if (par_rank(r) && (tmp2 = bigalloc_malloc_room(sz)) &&
+		   (kp2 = bigalloc_malloc_room((size_t)r->nev * sizeof(*kp2) + 1)) &&
+		   bigalloc_thread_start(&helper, gs_main, &th) == 0) {
 		par_job = &th;
 		st.tmp = tmp2;
 		st.kp = kp2;
@@ -374,8 +375,8 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs,
 	}
 	if (par_job)
 		pthread_join(helper, NULL);
-	tl_free_big(tmp2);
-	tl_free_big(kp2);
+	bigalloc_free(tmp2);
+	bigalloc_free(kp2);
 	if (err < 0 || st.err < 0 || th.err < 0)
 		goto nomem;
 	r->nby_stream = st.n;
@@ -398,13 +399,13 @@ int tl_rank_index_pairs(struct tl_rank *r, struct tl_kp *pairs, uint32_t npairs,
 		goto nomem;
 	free(st.keys);
 	free(th.keys);
-	tl_free_big(tmp);
+	bigalloc_free(tmp);
 	r->flags |= TL_RANK_FINALIZED;
 	return 0;
 nomem:
 	free(st.keys);
 	free(th.keys);
-	tl_free_big(tmp);
+	bigalloc_free(tmp);
 	tl_rank_drop_indexes(r);
 	return -ENOMEM;
 }
@@ -417,7 +418,7 @@ int tl_rank_index(struct tl_rank *r)
 
 	if (!err)
 		err = tl_rank_index_pairs(r, pairs, n, NULL);
-	tl_free_big(pairs);
+	bigalloc_free(pairs);
 	return err;
 }
 
@@ -511,7 +512,7 @@ static void *dup_tables(void *arg)
 
 	if (j->plo == j->phi)
 		return NULL;
-	if (!(slots = tl_malloc_big(j->nslots * sizeof(*slots)))) {
+	if (!(slots = bigalloc_malloc(j->nslots * sizeof(*slots)))) {
 		j->err = -ENOMEM;
 		return NULL;
 	}
@@ -540,7 +541,7 @@ static void *dup_tables(void *arg)
 				slots[s] = tag | (i + 1ull);
 		}
 	}
-	tl_free_big(slots);
+	bigalloc_free(slots);
 	return NULL;
 }
 
@@ -549,7 +550,7 @@ static void *dup_tables(void *arg)
 static void dup_run(struct dup_job *jobs, int nt, void *(*fn)(void *))
 {
 	pthread_t th;
-	bool par = nt == 2 && tl_thread_start(&th, fn, &jobs[1]) == 0;
+	bool par = nt == 2 && bigalloc_thread_start(&th, fn, &jobs[1]) == 0;
 
 	fn(&jobs[0]);
 	if (par)
@@ -571,8 +572,8 @@ int64_t tl_rank_mark_duplicates_n(struct tl_rank *r, int nthreads)
 	while (bits < DUP_MAX_BITS && ((uint64_t)DUP_PART_ROWS << bits) < n)
 		bits++;
 	nparts = 1u << bits;
-	h = tl_malloc_big((size_t)n * sizeof(*h));
-	ent = tl_malloc_big((size_t)n * sizeof(*ent));
+	h = bigalloc_malloc((size_t)n * sizeof(*h));
+	ent = bigalloc_malloc((size_t)n * sizeof(*ent));
 	/* per thread: counts then cursors; then end[] */
 	cnt = calloc(3 * (size_t)nparts, sizeof(*cnt));
 	if (!h || !ent || !cnt)
@@ -600,7 +601,7 @@ int64_t tl_rank_mark_duplicates_n(struct tl_rank *r, int nthreads)
 		maxc = c0 + c1 > maxc ? c0 + c1 : maxc;
 	}
 	dup_run(j, nt, dup_scatter);
-	tl_free_big(h);
+	bigalloc_free(h);
 	h = NULL;
 	while (nslots < (uint64_t)maxc * 2)
 		nslots *= 2;
@@ -619,8 +620,8 @@ int64_t tl_rank_mark_duplicates_n(struct tl_rank *r, int nthreads)
 	dup_run(j, nt, dup_tables);
 	dups = j[0].err < 0 || j[1].err < 0 ? -ENOMEM : j[0].dups + j[1].dups;
 out:
-	tl_free_big(h);
-	tl_free_big(ent);
+	bigalloc_free(h);
+	bigalloc_free(ent);
 	free(cnt);
 	return dups;
 }

@@ -408,7 +408,7 @@ static int add_rank(struct live *L, const struct gpu_key *ev, size_t n)
 		return -ENOMEM;
 	}
 	cap.ev_cap = (uint32_t)rows + 1;
-	tl_prefault(r->ev, rows * sizeof(*r->ev), &cap.ev_pop, rows * sizeof(*r->ev));
+	bigalloc_prefault(r->ev, rows * sizeof(*r->ev), &cap.ev_pop, rows * sizeof(*r->ev));
 	for (size_t k = 0; k < n && !err; k++) {
 		uint32_t i = ev[k].idx;
 		const struct store_rec *x = &L->c->recs[i];

@@ -234,7 +234,7 @@ int tl_insert_rank(struct timeline *tl, struct tl_rank *r)
 		;
 	if (i < tl->nranks && tl->ranks[i]->rank == r->rank)
 		return -EEXIST;
-	err = tl_grow((void **)&tl->ranks, &tl->cap, tl->nranks + 1, sizeof(*tl->ranks));
+	err = bigalloc_grow((void **)&tl->ranks, &tl->cap, tl->nranks + 1, sizeof(*tl->ranks));
 	if (err < 0)
 		return err;
 	memmove(tl->ranks + i + 1, tl->ranks + i, (tl->nranks - i) * sizeof(*tl->ranks));
@@ -420,8 +420,8 @@ int tl_rank_push(struct tl_rank *r, struct tl_build *cap, const struct tl_event 
 	if (!tl_ev_set_hta(&x, e->ts_ns / 1000 + (e->ts_ns % 1000 > 0),
 			   (int64_t)(((__int128)e->ts_ns + e->dur_ns) / 1000)))
 		return -ERANGE;
-	if (tl_grow((void **)&r->ev, &cap->ev_cap, r->nev + 1, sizeof(*r->ev)) ||
-	    (a && tl_grow((void **)&r->args, &cap->args_cap, r->nargs + 1, sizeof(*r->args))))
+	if (bigalloc_grow((void **)&r->ev, &cap->ev_cap, r->nev + 1, sizeof(*r->ev)) ||
+	    (a && bigalloc_grow((void **)&r->args, &cap->args_cap, r->nargs + 1, sizeof(*r->args))))
 		return -ENOMEM;
 	ev = &r->ev[r->nev++];
 	*ev = x;

@@ -91,7 +91,7 @@ int tl_bythread_wait(struct tl_bythread *b);
 void tl_bythread_remap(struct tl_bythread *b, const uint32_t *np);
 void tl_bythread_free(struct tl_bythread *b); /* waits for it first */
 /* The (correlation, position) pairs of the rows with a correlation,
- * sorted, in a tl_malloc_big() block with room for r->nev pairs
+ * sorted, in a bigalloc_malloc() block with room for r->nev pairs
  * (finalize.c). 0 or -ENOMEM. */
 int tl_corr_pairs(const struct tl_rank *r, struct tl_kp **pairs, uint32_t *npairs);
 /* Name-derived flags/kinds, needs the string (kinds.c). */
@@ -123,7 +123,7 @@ int64_t tl_rank_mark_duplicates_n(struct tl_rank *r, int nthreads);
 /* Capacities tracked next to the public arrays while building. */
 struct tl_build {
 	uint32_t ev_cap, args_cap, meta_cap, dev_cap;
-	size_t ev_pop, args_pop; /* bytes prefaulted (tl_prefault) */
+	size_t ev_pop, args_pop; /* bytes prefaulted (bigalloc_prefault) */
 };
 
 /*

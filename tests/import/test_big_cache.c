@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * Recycled big scratch blocks (tl_malloc_big / tl_free_big in
+ * Recycled big scratch blocks (bigalloc_malloc / bigalloc_free in
  * daemon/alloc/bigalloc.c): a freed block of more than 32 MiB is reused
  * by a later request of about its size, never by a much smaller one; the
  * bytes kept stay within the cap; blocks past their age and everything on
  * a zero cap are freed; small blocks are freed at once; many threads at
  * once. Under ASan in CI a kept block is poisoned, so any use after
- * tl_free_big() (or a leak of a kept block at exit) fails the run.
+ * bigalloc_free() (or a leak of a kept block at exit) fails the run.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -17,87 +17,87 @@
 
 #include "alloc/bigalloc.h"
 #include "timeline/timeline.h"
-#include "timeline/timeline_int.h" /* tl_popper */
+#include "timeline/timeline_int.h" /* bigalloc_popper */
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #define MiB ((size_t)1 << 20)
 
-static struct tl_big_stats stats(void)
+static struct bigalloc_stats stats(void)
 {
-	struct tl_big_stats s;
+	struct bigalloc_stats s;
 
-	tl_big_stats(&s);
+	bigalloc_stats(&s);
 	return s;
 }
 
 static void test_reuse_same_size(void)
 {
-	struct tl_big_stats s0, s1;
+	struct bigalloc_stats s0, s1;
 	uint8_t *a, *b;
 
-	tl_big_cache_config(256 * MiB, 60ull * 1000000000);
-	a = tl_malloc_big(40 * MiB);
+	bigalloc_cache_config(256 * MiB, 60ull * 1000000000);
+	a = bigalloc_malloc(40 * MiB);
 	CHECK(a != NULL);
 	memset(a, 0x5a, 40 * MiB);
-	tl_free_big(a);
+	bigalloc_free(a);
 	s0 = stats();
 	CHECK(s0.cached >= 40 * MiB);
-	b = tl_malloc_big(40 * MiB - 12345); /* about the same size */
+	b = bigalloc_malloc(40 * MiB - 12345); /* about the same size */
 	s1 = stats();
 	CHECK(b == a);
 	CHECK_EQ_U64(s1.reused, s0.reused + 1);
 	CHECK_EQ_U64(s1.cached, 0);
 	b[0] = 1; /* usable again (ASan: unpoisoned) */
 	b[40 * MiB - 12346] = 2;
-	tl_free_big(b);
-	tl_big_trim(true);
+	bigalloc_free(b);
+	bigalloc_trim(true);
 	CHECK_EQ_U64(stats().cached, 0);
 }
 
 static void test_no_reuse_for_smaller_or_larger(void)
 {
-	struct tl_big_stats s0;
+	struct bigalloc_stats s0;
 	void *a, *b, *c;
 
-	tl_big_cache_config(256 * MiB, 60ull * 1000000000);
-	a = tl_malloc_big(100 * MiB);
-	tl_free_big(a);
+	bigalloc_cache_config(256 * MiB, 60ull * 1000000000);
+	a = bigalloc_malloc(100 * MiB);
+	bigalloc_free(a);
 	s0 = stats();
-	b = tl_malloc_big(40 * MiB); /* under half: a fresh block */
-	c = tl_malloc_big(120 * MiB); /* larger: fresh */
+	b = bigalloc_malloc(40 * MiB); /* under half: a fresh block */
+	c = bigalloc_malloc(120 * MiB); /* larger: fresh */
 	CHECK(b != a && c != a);
 	CHECK_EQ_U64(stats().reused, s0.reused);
 	CHECK_EQ_U64(stats().fresh, s0.fresh + 2);
 	CHECK(stats().cached >= 100 * MiB);
-	tl_free_big(b);
-	tl_free_big(c);
-	tl_big_trim(true);
+	bigalloc_free(b);
+	bigalloc_free(c);
+	bigalloc_trim(true);
 }
 
 static void test_cap_and_eviction(void)
 {
 	void *a, *b, *c;
-	struct tl_big_stats s;
+	struct bigalloc_stats s;
 
-	tl_big_cache_config(100 * MiB, 60ull * 1000000000);
-	a = tl_malloc_big(60 * MiB);
-	b = tl_malloc_big(60 * MiB);
-	c = tl_malloc_big(200 * MiB);
-	tl_free_big(a);
-	tl_free_big(b); /* a goes: both do not fit */
+	bigalloc_cache_config(100 * MiB, 60ull * 1000000000);
+	a = bigalloc_malloc(60 * MiB);
+	b = bigalloc_malloc(60 * MiB);
+	c = bigalloc_malloc(200 * MiB);
+	bigalloc_free(a);
+	bigalloc_free(b); /* a goes: both do not fit */
 	s = stats();
 	CHECK(s.cached >= 60 * MiB && s.cached <= 100 * MiB);
 	CHECK_EQ_U64(s.cap, 100 * MiB);
-	tl_free_big(c); /* over the cap: freed at once */
+	bigalloc_free(c); /* over the cap: freed at once */
 	CHECK(stats().cached <= 100 * MiB);
-	CHECK(tl_malloc_big(60 * MiB) == b); /* the newest was kept */
-	tl_free_big(b);
-	tl_big_cache_config(0, 60ull * 1000000000); /* 0: keeps none, frees all */
+	CHECK(bigalloc_malloc(60 * MiB) == b); /* the newest was kept */
+	bigalloc_free(b);
+	bigalloc_cache_config(0, 60ull * 1000000000); /* 0: keeps none, frees all */
 	CHECK_EQ_U64(stats().cached, 0);
-	a = tl_malloc_big(60 * MiB);
-	tl_free_big(a);
+	a = bigalloc_malloc(60 * MiB);
+	bigalloc_free(a);
 	CHECK_EQ_U64(stats().cached, 0);
 }
 
@@ -116,42 +116,42 @@ static void test_age(void)
 	double t0;
 	size_t freed;
 
-	tl_big_cache_config(256 * MiB, 200ull * 1000000); /* 200 ms */
-	a = tl_malloc_big(40 * MiB);
-	tl_free_big(a);
+	bigalloc_cache_config(256 * MiB, 200ull * 1000000); /* 200 ms */
+	a = bigalloc_malloc(40 * MiB);
+	bigalloc_free(a);
 	t0 = mono_s();
 	CHECK(stats().cached >= 40 * MiB);
-	freed = tl_big_trim(false);
+	freed = bigalloc_trim(false);
 	if (mono_s() - t0 < 0.15) /* a stalled machine may take longer */
 		CHECK_EQ_U64(freed, 0); /* not old yet */
 	nanosleep(&ts, NULL);
-	freed += tl_big_trim(false);
+	freed += bigalloc_trim(false);
 	CHECK(freed >= 40 * MiB);
 	CHECK_EQ_U64(stats().cached, 0);
 	/* an old block is also dropped by the next allocation, not reused */
-	a = tl_malloc_big(40 * MiB);
-	tl_free_big(a);
+	a = bigalloc_malloc(40 * MiB);
+	bigalloc_free(a);
 	nanosleep(&ts, NULL);
 	{
 		uint64_t reused = stats().reused;
-		void *b = tl_malloc_big(40 * MiB);
+		void *b = bigalloc_malloc(40 * MiB);
 
 		CHECK_EQ_U64(stats().reused, reused);
 		CHECK_EQ_U64(stats().cached, 0);
-		tl_free_big(b);
+		bigalloc_free(b);
 	}
-	tl_big_trim(true);
+	bigalloc_trim(true);
 }
 
 static void test_small_blocks_not_kept(void)
 {
-	void *a = tl_malloc_big(8 * MiB), *b = tl_malloc_big(1000), *c = tl_calloc_big(5, MiB);
+	void *a = bigalloc_malloc(8 * MiB), *b = bigalloc_malloc(1000), *c = bigalloc_calloc(5, MiB);
 
-	tl_big_cache_config(256 * MiB, 60ull * 1000000000);
-	tl_free_big(a);
-	tl_free_big(b);
-	tl_free_big(c);
-	tl_free_big(NULL);
+	bigalloc_cache_config(256 * MiB, 60ull * 1000000000);
+	bigalloc_free(a);
+	bigalloc_free(b);
+	bigalloc_free(c);
+	bigalloc_free(NULL);
 	CHECK_EQ_U64(stats().cached, 0);
 }
 
@@ -160,17 +160,17 @@ static void test_calloc_zeroes_reused(void)
 	uint8_t *a, *b;
 	size_t i, nz = 0;
 
-	tl_big_cache_config(256 * MiB, 60ull * 1000000000);
-	a = tl_malloc_big(48 * MiB);
+	bigalloc_cache_config(256 * MiB, 60ull * 1000000000);
+	a = bigalloc_malloc(48 * MiB);
 	memset(a, 0xff, 48 * MiB);
-	tl_free_big(a);
-	b = tl_calloc_big(48, MiB);
+	bigalloc_free(a);
+	b = bigalloc_calloc(48, MiB);
 	CHECK(b == a);
 	for (i = 0; i < 48 * MiB; i += 4093)
 		nz += b[i] != 0;
 	CHECK_EQ_U64(nz, 0);
-	tl_free_big(b);
-	tl_big_trim(true);
+	bigalloc_free(b);
+	bigalloc_trim(true);
 }
 
 static void *worker(void *arg)
@@ -179,14 +179,14 @@ static void *worker(void *arg)
 
 	for (int i = 0; i < 40; i++) {
 		size_t n = (33 + (seed = seed * 1103515245 + 12345) % 40) * MiB;
-		uint8_t *p = tl_malloc_big(n);
+		uint8_t *p = bigalloc_malloc(n);
 
 		if (!p)
 			abort();
 		p[0] = p[n - 1] = (uint8_t)i; /* the whole block is ours */
 		if (p[0] != (uint8_t)i)
 			abort();
-		tl_free_big(p);
+		bigalloc_free(p);
 	}
 	return NULL;
 }
@@ -196,14 +196,14 @@ static void test_threads(void)
 	pthread_t t[4];
 	uint64_t reused = stats().reused;
 
-	tl_big_cache_config(160 * MiB, 60ull * 1000000000);
+	bigalloc_cache_config(160 * MiB, 60ull * 1000000000);
 	for (uintptr_t i = 0; i < 4; i++)
 		pthread_create(&t[i], NULL, worker, (void *)(i + 1));
 	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
 	CHECK(stats().cached <= 160 * MiB);
 	CHECK(stats().reused > reused);
-	tl_big_trim(true);
+	bigalloc_trim(true);
 	CHECK_EQ_U64(stats().cached, 0);
 }
 
@@ -220,7 +220,7 @@ static size_t resident(const char *p, size_t len)
 	return r;
 }
 
-/* tl_popper populates the room it is given and nothing else, never
+/* bigalloc_popper populates the room it is given and nothing else, never
  * writes a byte, and stops at once when asked, while the owner writes
  * the array from the front. */
 static void test_popper(void)
@@ -231,20 +231,20 @@ static void test_popper(void)
 	char *m = mmap(NULL, len + 2 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		       -1, 0);
 	char *p = (char *)(((uintptr_t)m + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1));
-	struct tl_popper pop = { 0 };
+	struct bigalloc_popper pop = { 0 };
 
 	CHECK(m != MAP_FAILED);
 	memset(p, 0x5a, head);
 	/* the first half only, as an estimate's room past what is used */
-	tl_popper_start(&pop, false, p, head, len / 2, NULL, 0, 0);
-	CHECK_EQ_INT(pop.running, tl_two_cpus()); /* one CPU: no thread, by design */
+	bigalloc_popper_start(&pop, false, p, head, len / 2, NULL, 0, 0);
+	CHECK_EQ_INT(pop.running, bigalloc_two_cpus()); /* one CPU: no thread, by design */
 	for (int i = 0; pop.running && i < 20000 &&
 			resident(p + head, len / 2 - head) < (len / 2 - head) / 4096;
 	     i++)
 		usleep(1000);
 	if (pop.running) /* an ordinary thread here: it gets there */
 		CHECK_EQ_U64(resident(p + head, len / 2 - head), (len / 2 - head) / 4096);
-	tl_popper_stop(&pop);
+	bigalloc_popper_stop(&pop);
 	CHECK(!pop.running);
 	for (size_t i = 0; i < head; i++)
 		if (p[i] != 0x5a) {
@@ -260,8 +260,8 @@ static void test_popper(void)
 			break;
 		}
 	/* stopping twice, and a range smaller than a huge page: no thread */
-	tl_popper_stop(&pop);
-	tl_popper_start(&pop, false, p, 0, MiB, NULL, 0, 0);
+	bigalloc_popper_stop(&pop);
+	bigalloc_popper_start(&pop, false, p, 0, MiB, NULL, 0, 0);
 	CHECK(!pop.running);
 	munmap(m, len + 2 * MiB);
 }
@@ -276,6 +276,6 @@ int main(void)
 	RUN(test_calloc_zeroes_reused);
 	RUN(test_threads);
 	RUN(test_popper);
-	tl_big_trim(true);
+	bigalloc_trim(true);
 	return test_summary();
 }

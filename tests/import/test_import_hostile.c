@@ -348,7 +348,7 @@ static char *kernel_rows(int n, const int64_t *corr, size_t *len)
 }
 
 /* Enough rows for the event and args arrays to move to huge pages with
- * room to spare (tl_grow_big): every row and its args kept in order
+ * room to spare (bigalloc_grow_huge): every row and its args kept in order
  * across the copies, the event array 2 MiB-aligned. */
 static void test_big_arrays(void)
 {

@@ -36,7 +36,7 @@ static struct timeline *tl_of(unsigned kib)
 static void test_hits_and_eviction(void)
 {
 	struct tlcache *c;
-	struct tlcache_stats st;
+	struct cache_stats st;
 	struct timeline *a = tl_of(300), *b = tl_of(300), *d = tl_of(300);
 	size_t one = timeline_mem_bytes(a);
 
@@ -69,7 +69,7 @@ static void test_hits_and_eviction(void)
 static void test_too_large_and_drop(void)
 {
 	struct tlcache *c;
-	struct tlcache_stats st;
+	struct cache_stats st;
 	struct timeline *big = tl_of(400), *small = tl_of(10);
 	const struct timeline *x;
 
@@ -132,7 +132,7 @@ static void test_threads(void)
 		CHECK_EQ_INT(pthread_create(&th[i], NULL, hammer, (void *)(i + 1)), 0);
 	for (int i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
-	struct tlcache_stats st;
+	struct cache_stats st;
 	tlcache_get_stats(shared, &st);
 	CHECK(st.bytes <= st.budget);
 	CHECK(st.hits > 0 && st.misses > 0 && st.evicted > 0);

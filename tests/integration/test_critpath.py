@@ -57,6 +57,13 @@ def critical_path_overlay_and_whatif():
                        "--instance", "0:0", "--edit", "kind:cpu*0.5",
                        "--edit", "kind:launch_delay=5")
         eq(w["graph_cached"], True, "what-if reuses the saved graph")
+        gc = d.ctl_json("status")["graph_cache"]
+        eq((gc["entries"], gc["hits"], gc["misses"], gc["evicted"], gc["budget_bytes"]),
+           (1, 1, 1, 0, 256 << 20), "status: one graph built, then found: %r" % gc)
+        expect(0 < gc["bytes"] <= gc["budget_bytes"], "its bytes counted: %r" % gc)
+        st = d.ctl("status").stdout.decode()
+        expect(re.search(r"^graphs: +1 kept, .* of 256(\.0)? MiB; 1 hits, 1 misses", st, re.M),
+               "gpuprofctl status shows the graph cache:\n" + st)
         eq(w["whatif"]["baseline_length_us"], r["path"]["length_us"], "baseline")
         expect(w["whatif"]["length_us"] < r["path"]["length_us"], "faster CPU, shorter path")
         expect(w["whatif"]["matched_edges"] > 0, "edits matched edges")

@@ -66,6 +66,66 @@ def every_reference_trace_imports_and_analyses_answer():
         d.cleanup()
 
 
+# a value of each parameter type as a command line writes it
+TYPE_VALUES = {"int": ["1"], "number": ["1"], "bool": [], "string": ["x"], "json": ["[]"],
+               "range": ["0"], "edits": ["kind:cpu*0.5"]}
+
+
+@test
+def analysis_parameters_are_options_of_gpuprofctl():
+    """The CLI's analyze options come from the daemon's table: each
+    parameter analyze.list names is an option (--with-dashes), taken only
+    for its analysis, converted by type, and the same as KEY=VALUE."""
+    d = Daemon().start()
+    tmp = d.tmp
+    try:
+        with d.connect() as c:
+            listed = c.call("analyze.list")["result"]
+        eq(d.ctl_json("analyze", "list"), listed, "analyze list --json: analyze.list")
+        human = d.ctl("analyze", "list", check=0).stdout.decode()
+        for a in listed["analyses"]:
+            eq(a["parameters"][0]["name"], "rank", a["name"] + ": rank first")
+            expect(a["name"] + ": " + a["summary"] in human, "analyze list names " + a["name"])
+            for p in a["parameters"][1:]:
+                if p["type"] == "fds":  # analyze's own --overlay and --trace fill these
+                    continue
+                opt = "--" + p.get("option", p["name"]).replace("_", "-")
+                expect(opt + " " in human or opt + "\n" in human, "%s listed:\n%s" % (opt, human))
+                value = TYPE_VALUES.get(p["type"], [os.path.join(tmp, "out.svg")])
+                # no daemon at this socket: parsed, then the connect fails (3)
+                q = subprocess.run([GPUPROFCTL, "--socket", "/nonexistent/s", "analyze",
+                                    a["name"], "1", opt] + value, capture_output=True)
+                eq(q.returncode, 3, "%s %s accepted: %s" % (a["name"], opt, q.stderr.decode()))
+        q = d.ctl("analyze", "temporal", "1", "--num-kernels", "2")
+        eq(q.returncode, 2, "an option of another analysis is a usage error")
+        expect(b"not an option of 'analyze temporal'" in q.stderr, q.stderr.decode())
+
+        cid = str(d.ctl_json("import", *trace_files("nccl_parser_config"))["id"])
+        # the table and the code that reads the parameters agree: each one
+        # listed is taken (its value may still be refused), none unknown
+        sample = {"int": 1, "number": 1, "bool": True, "string": "x", "json": [], "range": 0,
+                  "edits": [], "fd": 0, "fds": [0, 1]}
+        with d.connect() as c:
+            for a in listed["analyses"]:
+                for p in a["parameters"]:
+                    r = c.call("analyze." + a["name"], {"id": int(cid),
+                                                        p["name"]: sample[p["type"]]})
+                    msg = r.get("error", {}).get("message", "")
+                    expect("unknown parameter" not in msg and "not allowed" not in msg,
+                           "analyze.%s takes %s: %r" % (a["name"], p["name"], r.get("error")))
+        by_kv = d.ctl_json("analyze", "kernels", cid, "num_kernels=2", "include_memory=false")
+        by_opt = d.ctl_json("analyze", "kernels", cid, "--num-kernels", "2",
+                            "--include-memory=false")
+        eq(by_opt, by_kv, "options and KEY=VALUE give the same request")
+        eq(by_opt["include_memory"], False, "a flag set false")
+        idle = d.ctl_json("analyze", "idle", cid, "--interval-stats")
+        st = [c for r in idle["ranks"] for s in r["streams"] for c in s["categories"]]
+        expect(st and all("interval_stats" in c for c in st), "a flag alone is true")
+        eq(d.stop(), 0, "clean stop")
+    finally:
+        d.cleanup()
+
+
 @test
 def temporal_matches_hta_through_the_daemon():
     """The RPC path gives HTA's numbers (the unit parity test covers every

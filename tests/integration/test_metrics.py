@@ -251,6 +251,8 @@ def exposition_passes_promtool_in_both_formats():
         s = parse_text(body)
         expect(("gpuprof_uptime_seconds", "") in s, "uptime")
         expect(0 < s[("gpuprof_metrics_snapshot_seconds", "")] < 1, "the loop's time for a scrape")
+        eq((s.get(("gpuprof_graph_cache_bytes", "")), s.get(("gpuprof_graph_cache_hits_total", ""))),
+           (0, 0), "the critical-path graph cache, empty: %s" % body[:3000])
         expect(any(k[0] == "gpuprof_bpf_program_run_seconds_total" for k in s),
                "BPF run time with metrics.bpf_stats: %s" % body[:3000])
         expect(any(k[0] == "gpuprof_process_gpu_launches_total" for k in s), "GPU per process")

@@ -27,6 +27,7 @@ struct cp_cache {
 	struct cp_cached *e[CACHE_MAX_ENTRIES];
 	size_t n;
 	uint64_t clock;
+	struct cache_stats st; /* the counters; the rest filled when read */
 };
 
 int cp_cache_new(uint64_t budget_bytes, struct cp_cache **ret)
@@ -75,6 +76,10 @@ struct cp_cached *cp_cache_get(struct cp_cache *c, const char *key)
 			h->used = ++c->clock;
 			break;
 		}
+	if (h)
+		c->st.hits++;
+	else
+		c->st.misses++;
 	pthread_mutex_unlock(&c->lock);
 	return h;
 }
@@ -86,6 +91,7 @@ static void evict(struct cp_cache *c, size_t at)
 
 	membudget_give(&c->mem, e->bytes);
 	c->e[at] = c->e[--c->n];
+	c->st.evicted++;
 	if (e->refs)
 		e->dead = true;
 	else
@@ -108,6 +114,7 @@ struct cp_cached *cp_cache_put(struct cp_cache *c, const char *key, struct cp_gr
 	e->used = ++c->clock;
 	/* too large to keep (or a budget of 0): used once */
 	e->dead = e->bytes > c->mem.max / 2;
+	c->st.too_large += e->dead;
 	while (!e->dead && c->n &&
 	       (c->n == CACHE_MAX_ENTRIES || membudget_take(&c->mem, e->bytes) < 0)) {
 		size_t lru = 0;
@@ -133,5 +140,15 @@ void cp_cache_release(struct cp_cache *c, struct cp_cached *h)
 	pthread_mutex_lock(&c->lock);
 	if (--h->refs == 0 && h->dead)
 		entry_free(h);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void cp_cache_get_stats(struct cp_cache *c, struct cache_stats *st)
+{
+	pthread_mutex_lock(&c->lock);
+	*st = c->st;
+	st->entries = c->n;
+	st->bytes = membudget_used(&c->mem);
+	st->budget = c->mem.max;
 	pthread_mutex_unlock(&c->lock);
 }

@@ -14,6 +14,8 @@
 
 #include <stdint.h>
 
+#include "cachestats.h"
+
 struct cp_cache;
 struct cp_graph;
 
@@ -33,5 +35,7 @@ struct cp_cached *cp_cache_get(struct cp_cache *c, const char *key);
 struct cp_cached *cp_cache_put(struct cp_cache *c, const char *key, struct cp_graph *g);
 /* Drop a reference from cp_cache_get / cp_cache_put (h NULL: no-op). */
 void cp_cache_release(struct cp_cache *c, struct cp_cached *h);
+/* Its figures now, for status. */
+void cp_cache_get_stats(struct cp_cache *c, struct cache_stats *st);
 
 #endif

@@ -253,8 +253,8 @@ int gz_pipe_start(struct src *s, const uint8_t *in, ssize_t r, bool plain, enum 
 	g->s = s;
 	g->in0 = in;
 	g->r0 = r;
-	/* the thread takes no asynchronous signals (tl_thread_start) */
-	err = tl_thread_start(&g->th, pipe_main, g);
+	/* the thread takes no asynchronous signals (bigalloc_thread_start) */
+	err = bigalloc_thread_start(&g->th, pipe_main, g);
 	if (err) {
 		pipe_free(g);
 		return -err;

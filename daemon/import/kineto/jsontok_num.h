@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * JSON number parsing for the tokenizer (json.c): the validating one-pass
+ * JSON number parsing for the tokenizer (jsontok.c): the validating one-pass
  * parse of a number's text (num_parse), and the fast path's parse straight
  * from the input (num_fast: SSE2 digit runs + SWAR conversion). Both fill
- * struct jv's number fields the same way. Only json.c includes this.
+ * struct jv's number fields the same way. Only jsontok.c includes this.
  */
 #ifndef GPUPROF_IMPORT_JSONTOK_NUM_H
 #define GPUPROF_IMPORT_JSONTOK_NUM_H
@@ -17,6 +17,7 @@
 #endif
 
 #include "jsontok.h"
+#include "num.h"
 
 /*
  * Validate JSON number text and convert it in the same pass: is_float,
@@ -120,25 +121,6 @@ static inline uint64_t digits16(const char *q, unsigned n)
  */
 static inline const char *num_fast(const char *p, const char *end, struct jv *v)
 {
-	static const uint64_t pow10[17] = {
-		1ull,
-		10ull,
-		100ull,
-		1000ull,
-		10000ull,
-		100000ull,
-		1000000ull,
-		10000000ull,
-		100000000ull,
-		1000000000ull,
-		10000000000ull,
-		100000000000ull,
-		1000000000000ull,
-		10000000000000ull,
-		100000000000000ull,
-		1000000000000000ull,
-		10000000000000000ull,
-	};
 	const char *q = p;
 	unsigned n, nd;
 	uint64_t m;
@@ -157,7 +139,7 @@ static inline const char *num_fast(const char *p, const char *end, struct jv *v)
 		n = digit_run(++q);
 		if (!n || n == 16)
 			return NULL;
-		m = m * pow10[n] + digits16(q, n); /* wraps only past 19 digits: unused then */
+		m = m * num_pow10[n] + digits16(q, n); /* wraps only past 19 digits: unused then */
 		nd += n;
 		q += n;
 		v->exp10 = -(int32_t)n;

@@ -391,15 +391,15 @@ int kimp_reserve(struct kimp *k, uint64_t done, uint64_t total, bool populate)
 		k->err[0] = '\0';
 		populate = false;
 	}
-	if (tl_reserve_pop((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, r->nev, (uint32_t)ev,
-			   sizeof(*r->ev)) < 0 ||
-	    tl_reserve_pop((void **)&r->args, &k->cap.args_cap, &k->cap.args_pop, r->nargs,
-			   (uint32_t)args, sizeof(*r->args)) < 0)
+	if (bigalloc_reserve_pop((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, r->nev,
+				 (uint32_t)ev, sizeof(*r->ev)) < 0 ||
+	    bigalloc_reserve_pop((void **)&r->args, &k->cap.args_cap, &k->cap.args_pop, r->nargs,
+				 (uint32_t)args, sizeof(*r->args)) < 0)
 		return -ENOMEM;
 	if (populate)
-		tl_popper_start(&k->pop, true, r->ev, k->cap.ev_pop,
-				(size_t)k->cap.ev_cap * sizeof(*r->ev), r->args, k->cap.args_pop,
-				(size_t)k->cap.args_cap * sizeof(*r->args));
+		bigalloc_popper_start(&k->pop, true, r->ev, k->cap.ev_pop,
+				      (size_t)k->cap.ev_cap * sizeof(*r->ev), r->args,
+				      k->cap.args_pop, (size_t)k->cap.args_cap * sizeof(*r->args));
 	return 0;
 }
 
@@ -407,12 +407,12 @@ void kimp_stop_pop(struct kimp *k)
 {
 	if (!k->pop.running)
 		return;
-	tl_popper_stop(&k->pop);
+	bigalloc_popper_stop(&k->pop);
 	/* the estimate's margin, populated ahead and not used */
-	tl_room_release(k->r->ev, (size_t)k->r->nev * sizeof(*k->r->ev),
-			(size_t)k->cap.ev_cap * sizeof(*k->r->ev));
-	tl_room_release(k->r->args, (size_t)k->r->nargs * sizeof(*k->r->args),
-			(size_t)k->cap.args_cap * sizeof(*k->r->args));
+	bigalloc_room_release(k->r->ev, (size_t)k->r->nev * sizeof(*k->r->ev),
+			      (size_t)k->cap.ev_cap * sizeof(*k->r->ev));
+	bigalloc_room_release(k->r->args, (size_t)k->r->nargs * sizeof(*k->r->args),
+			      (size_t)k->cap.args_cap * sizeof(*k->r->args));
 }
 
 void kimp_finish(struct kimp *k)

@@ -153,7 +153,7 @@ struct kimp {
 	uint32_t *first;
 	uint32_t nfirst, first_cap;
 	/* populates the reserved room of ev and args (kimp_reserve) */
-	struct tl_popper pop;
+	struct bigalloc_popper pop;
 	/* the import's memory limit and reservation; NULL: none (the
 	 * speculative parses, whose pieces are bounded) */
 	struct tl_memcap *mem;
@@ -187,7 +187,7 @@ static inline void kimp_pop_guard(struct kimp *k, uint32_t add_ev, uint32_t add_
 {
 	if (k->pop.running && ((uint64_t)k->r->nev + add_ev > k->cap.ev_cap ||
 			       (uint64_t)k->r->nargs + add_args > k->cap.args_cap))
-		tl_popper_stop(&k->pop);
+		bigalloc_popper_stop(&k->pop);
 }
 
 /* Before ev and args grow by add_ev / add_args rows: the import's memory
@@ -197,8 +197,8 @@ int kimp_mem_grow(struct kimp *k, uint32_t add_ev, uint32_t add_args, uint32_t a
 
 /* done of total input bytes parsed: give the event and args arrays room for
  * the counts the rest of the input will likely bring, in one move (see
- * tl_reserve_big; a file of events of one kind is the likely case), and
- * (populate) start populating that room at idle priority (tl_popper). More rows than
+ * bigalloc_reserve; a file of events of one kind is the likely case), and
+ * (populate) start populating that room at idle priority (bigalloc_popper). More rows than
  * that just grow the arrays as before (the populate thread stops first).
  * 0 or -ENOMEM. */
 int kimp_reserve(struct kimp *k, uint64_t done, uint64_t total, bool populate);

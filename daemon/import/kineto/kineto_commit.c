@@ -29,11 +29,11 @@ static int push_row(struct kimp *k)
 	kimp_pop_guard(k, 1, e->has_args);
 	if (k->mem && (err = kimp_mem_grow(k, 1, e->has_args, 0)) < 0)
 		return err;
-	if ((err = tl_grow_pop((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, r->nev, 1,
-			       sizeof(*r->ev))) < 0 ||
+	if ((err = bigalloc_grow_pop((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, r->nev, 1,
+				     sizeof(*r->ev))) < 0 ||
 	    (e->has_args &&
-	     (err = tl_grow_pop((void **)&r->args, &k->cap.args_cap, &k->cap.args_pop, r->nargs, 1,
-				sizeof(*r->args))) < 0))
+	     (err = bigalloc_grow_pop((void **)&r->args, &k->cap.args_cap, &k->cap.args_pop,
+				      r->nargs, 1, sizeof(*r->args))) < 0))
 		return kimp_oom(k, err);
 
 	/* HTA's rounding with Python floats: ts = ceil(ts), end = floor(ts + dur). */
@@ -123,7 +123,7 @@ static int push_meta(struct kimp *k)
 	if (k->mem &&
 	    (err = kimp_mem_grow(k, 0, 0, 1 + (r->nmeta + 1 > k->cap.meta_cap ? r->nmeta : 0))) < 0)
 		return err;
-	err = tl_grow((void **)&r->meta, &k->cap.meta_cap, r->nmeta + 1, sizeof(*r->meta));
+	err = bigalloc_grow((void **)&r->meta, &k->cap.meta_cap, r->nmeta + 1, sizeof(*r->meta));
 	if (err < 0)
 		return kimp_oom(k, err);
 	r->meta[r->nmeta].pid = e->pidtid_flags & TL_EV_PID_STR ? -1 : e->pid;
@@ -181,8 +181,8 @@ int kimp_on_end(void *ctx, char type)
 	if (role == R_EVENT) {
 		err = commit_event(k);
 	} else if (role == R_DEV && r->ndevices < 1024) {
-		err = tl_grow((void **)&r->devices, &k->cap.dev_cap, r->ndevices + 1,
-			      sizeof(*r->devices));
+		err = bigalloc_grow((void **)&r->devices, &k->cap.dev_cap, r->ndevices + 1,
+				    sizeof(*r->devices));
 		if (err < 0)
 			err = kimp_oom(k, err);
 		else

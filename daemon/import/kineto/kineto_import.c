@@ -142,7 +142,7 @@ static bool use_pipe(const struct importer *im, const struct src *s)
 {
 	uint64_t min = s->gz ? PIPE_MIN_IN : PIPE_MIN_PLAIN;
 
-	if ((im->o && im->o->no_inflate_thread) || s->chunk < 4096 || !tl_two_cpus())
+	if ((im->o && im->o->no_inflate_thread) || s->chunk < 4096 || !bigalloc_two_cpus())
 		return false;
 	if (s->fd < 0)
 		return s->mem_len >= min;

@@ -131,16 +131,16 @@ int kspec_note(struct kimp *k, uint32_t id)
 	if (id >= k->seen_cap) {
 		uint32_t old = k->seen_cap;
 
-		if ((err = tl_grow((void **)&k->seen_gen, &k->seen_cap, id + 1,
-				   sizeof(*k->seen_gen))) < 0)
+		if ((err = bigalloc_grow((void **)&k->seen_gen, &k->seen_cap, id + 1,
+					 sizeof(*k->seen_gen))) < 0)
 			return kimp_oom(k, err);
 		memset(k->seen_gen + old, 0, (size_t)(k->seen_cap - old) * sizeof(*k->seen_gen));
 	}
 	if (k->seen_gen[id] == k->gen)
 		return 0;
 	k->seen_gen[id] = k->gen;
-	if ((err = tl_grow((void **)&k->first, &k->first_cap, k->nfirst + 1, sizeof(*k->first))) <
-	    0)
+	if ((err = bigalloc_grow((void **)&k->first, &k->first_cap, k->nfirst + 1,
+				 sizeof(*k->first))) < 0)
 		return kimp_oom(k, err);
 	k->first[k->nfirst++] = id;
 	return 0;
@@ -152,7 +152,7 @@ static bool copy_strings(struct kseg *g, const struct kimp *k)
 {
 	size_t need = 0;
 
-	if (tl_grow((void **)&g->str, &g->str_cap, k->nfirst, sizeof(*g->str)) < 0)
+	if (bigalloc_grow((void **)&g->str, &g->str_cap, k->nfirst, sizeof(*g->str)) < 0)
 		return false;
 	for (uint32_t i = 0; i < k->nfirst; i++) {
 		size_t len;
@@ -347,7 +347,7 @@ int kseg_adopt(struct kseg *g, const struct kspec_ctx *c, struct kspec_map *m, s
 	if (maxid >= m->cap) {
 		uint32_t old = m->cap;
 
-		if ((err = tl_grow((void **)&m->id, &m->cap, maxid + 1, sizeof(*m->id))) < 0)
+		if ((err = bigalloc_grow((void **)&m->id, &m->cap, maxid + 1, sizeof(*m->id))) < 0)
 			return kimp_oom(k, err);
 		memset(m->id + old, 0, (size_t)(m->cap - old) * sizeof(*m->id));
 	}
@@ -365,12 +365,12 @@ int kseg_adopt(struct kseg *g, const struct kspec_ctx *c, struct kspec_map *m, s
 	kimp_pop_guard(k, s->nev, s->nargs);
 	if (k->mem && (err = kimp_mem_grow(k, s->nev, s->nargs, s->nmeta)) < 0)
 		return err;
-	if ((err = tl_grow_pop((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, ev0, s->nev,
-			       sizeof(*r->ev))) < 0 ||
-	    (err = tl_grow_pop((void **)&r->args, &k->cap.args_cap, &k->cap.args_pop, args0,
-			       s->nargs, sizeof(*r->args))) < 0 ||
-	    (err = tl_grow_pop((void **)&r->meta, &k->cap.meta_cap, NULL, me0, s->nmeta,
-			       sizeof(*r->meta))) < 0)
+	if ((err = bigalloc_grow_pop((void **)&r->ev, &k->cap.ev_cap, &k->cap.ev_pop, ev0, s->nev,
+				     sizeof(*r->ev))) < 0 ||
+	    (err = bigalloc_grow_pop((void **)&r->args, &k->cap.args_cap, &k->cap.args_pop, args0,
+				     s->nargs, sizeof(*r->args))) < 0 ||
+	    (err = bigalloc_grow_pop((void **)&r->meta, &k->cap.meta_cap, NULL, me0, s->nmeta,
+				     sizeof(*r->meta))) < 0)
 		return kimp_oom(k, err);
 
 	if (g->rounding && !k->rounding) { /* as commit_event() would have */

@@ -21,7 +21,7 @@ struct dec {
 	bool inexact;  /* more than 19 significant digits: dropped ones non-zero */
 };
 
-/* Parse validated JSON number text (json.c checked the grammar). */
+/* Parse validated JSON number text (jsontok.c checked the grammar). */
 static int dec_parse(const char *s, size_t n, struct dec *d)
 {
 	size_t i = 0;
@@ -78,7 +78,8 @@ static int dec_parse(const char *s, size_t n, struct dec *d)
 	return 0;
 }
 
-static const uint64_t pow10u[] = {
+/* The one table of them: the tokenizer's fast path scales by it too. */
+const uint64_t num_pow10[20] = {
 	1ull,
 	10ull,
 	100ull,
@@ -113,9 +114,9 @@ static int dec_scaled(const struct dec *dp, int scale, int64_t *out)
 		return 0;
 	}
 	if (e >= 0) {
-		if (e > 19 || d.mant > UINT64_MAX / pow10u[e])
+		if (e > 19 || d.mant > UINT64_MAX / num_pow10[e])
 			return -ERANGE;
-		v = d.mant * pow10u[e];
+		v = d.mant * num_pow10[e];
 	} else {
 		uint64_t q, r, half;
 
@@ -123,9 +124,9 @@ static int dec_scaled(const struct dec *dp, int scale, int64_t *out)
 			*out = 0;
 			return 0;
 		}
-		q = d.mant / pow10u[-e];
-		r = d.mant % pow10u[-e];
-		half = pow10u[-e] / 2;
+		q = d.mant / num_pow10[-e];
+		r = d.mant % num_pow10[-e];
+		half = num_pow10[-e] / 2;
 		/* round half to even; dropped non-zero digits break ties upward */
 		if (r > half || (r == half && (d.inexact || (q & 1))))
 			q++;
@@ -146,6 +147,7 @@ int num_scaled_i64(const char *s, size_t n, int scale, int64_t *out)
 	return dec_scaled(&d, scale, out);
 }
 
+/* Clinger's exact double powers go to 10^22, past what num_pow10 holds. */
 static const double pow10d[] = {
 	1e0,  1e1,  1e2,  1e3,	1e4,  1e5,  1e6,  1e7,	1e8,  1e9,  1e10, 1e11,
 	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,

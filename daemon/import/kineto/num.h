@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* 10^0 .. 10^19: every power of ten a uint64_t holds. */
+extern const uint64_t num_pow10[20];
+
 /* value * 10^scale, exactly, rounded half-even to an integer.
  * 0, -ERANGE (does not fit int64) or -EINVAL. */
 int num_scaled_i64(const char *s, size_t n, int scale, int64_t *out);

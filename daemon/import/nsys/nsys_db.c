@@ -130,14 +130,16 @@ int nsys_load_strings(struct nsys_imp *m)
 		if (m->nstr == cap) {
 			uint32_t c2 = cap, c3 = cap, c4 = cap;
 
-			err = tl_grow((void **)&m->sid, &cap, m->nstr + 1, sizeof(*m->sid));
+			err = bigalloc_grow((void **)&m->sid, &cap, m->nstr + 1, sizeof(*m->sid));
 			err = err
-				      ?: tl_grow((void **)&m->stext, &c2, m->nstr + 1,
-						 sizeof(*m->stext));
-			err = err ?: tl_grow((void **)&m->sraw, &c3, m->nstr + 1, sizeof(*m->sraw));
+				      ?: bigalloc_grow((void **)&m->stext, &c2, m->nstr + 1,
+						       sizeof(*m->stext));
 			err = err
-				      ?: tl_grow((void **)&m->sclean, &c4, m->nstr + 1,
-						 sizeof(*m->sclean));
+				      ?: bigalloc_grow((void **)&m->sraw, &c3, m->nstr + 1,
+						       sizeof(*m->sraw));
+			err = err
+				      ?: bigalloc_grow((void **)&m->sclean, &c4, m->nstr + 1,
+						       sizeof(*m->sclean));
 			if (err) {
 				sqlite3_finalize(s);
 				return nsys_fail(m, -ENOMEM, "out of memory");

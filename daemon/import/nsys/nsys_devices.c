@@ -62,7 +62,7 @@ static int read_gpus(struct nsys_imp *m, struct gpu **out, uint32_t *n)
 			rc = (int)name;
 			break;
 		}
-		if (tl_grow((void **)out, &cap, *n + 1, sizeof(**out))) {
+		if (bigalloc_grow((void **)out, &cap, *n + 1, sizeof(**out))) {
 			rc = nsys_fail(m, -ENOMEM, "out of memory");
 			break;
 		}
@@ -97,7 +97,7 @@ static int read_cuda_devs(struct nsys_imp *m, struct cuda_dev **out, uint32_t *n
 	while ((rc = nsys_step(m, s)) == 1) {
 		if (sqlite3_column_type(s, 2) != SQLITE_INTEGER)
 			continue;
-		if (tl_grow((void **)out, &cap, *n + 1, sizeof(**out))) {
+		if (bigalloc_grow((void **)out, &cap, *n + 1, sizeof(**out))) {
 			rc = nsys_fail(m, -ENOMEM, "out of memory");
 			break;
 		}

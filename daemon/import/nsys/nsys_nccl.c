@@ -90,7 +90,8 @@ int nsys_read_schemas(struct nsys_imp *m)
 			if (m->sch[i].domain == d && m->sch[i].schema == id)
 				x = &m->sch[i];
 		if (!x) {
-			if (tl_grow((void **)&m->sch, &m->sch_cap, m->nsch + 1, sizeof(*m->sch))) {
+			if (bigalloc_grow((void **)&m->sch, &m->sch_cap, m->nsch + 1,
+					  sizeof(*m->sch))) {
 				sqlite3_finalize(s);
 				return nsys_fail(m, -ENOMEM, "out of memory");
 			}
@@ -254,7 +255,7 @@ static int64_t comm_members(struct nsys_imp *m, uint64_t hash, int32_t n)
 				goto out;
 		}
 	}
-	if (tl_grow((void **)&m->mem, &m->mem_cap, m->nmem + 1, sizeof(*m->mem)))
+	if (bigalloc_grow((void **)&m->mem, &m->mem_cap, m->nmem + 1, sizeof(*m->mem)))
 		goto oom;
 	m->mem[m->nmem++] = (struct nsys_members){hash, id};
 	goto out;
@@ -435,7 +436,7 @@ int nsys_enrich(struct nsys_imp *m)
 	for (uint32_t i = 0; i < m->nrng; i++) {
 		if (m->rng[i].op != NOP_COMM_INIT || !m->rng[i].has_hash)
 			continue;
-		if (tl_grow((void **)&m->init, &m->init_cap, m->ninit + 1, sizeof(*m->init)))
+		if (bigalloc_grow((void **)&m->init, &m->init_cap, m->ninit + 1, sizeof(*m->init)))
 			return nsys_fail(m, -ENOMEM, "out of memory");
 		m->init[m->ninit++] = i;
 	}

@@ -30,7 +30,7 @@ static int read_domains(struct nsys_imp *m, struct dom **out, uint32_t *n)
 	while ((rc = nsys_step(m, s)) == 1) {
 		const char *t = (const char *)sqlite3_column_text(s, 2);
 
-		if (tl_grow((void **)out, &cap, *n + 1, sizeof(**out))) {
+		if (bigalloc_grow((void **)out, &cap, *n + 1, sizeof(**out))) {
 			sqlite3_finalize(s);
 			return nsys_fail(m, -ENOMEM, "out of memory");
 		}
@@ -58,7 +58,7 @@ static int keep_range(struct nsys_imp *m, int64_t gtid, int64_t start, int64_t e
 {
 	struct nsys_range *g;
 
-	if (tl_grow((void **)&m->rng, &m->rng_cap, m->nrng + 1, sizeof(*m->rng)))
+	if (bigalloc_grow((void **)&m->rng, &m->rng_cap, m->nrng + 1, sizeof(*m->rng)))
 		return nsys_fail(m, -ENOMEM, "out of memory");
 	g = &m->rng[m->nrng++];
 	memset(g, 0, sizeof(*g));

@@ -49,7 +49,8 @@ int nsys_read_ranks(struct nsys_imp *m)
 				sqlite3_finalize(s);
 				return nsys_fail(m, -E2BIG, "more than 4096 GPU processes/devices");
 			}
-			if (tl_grow((void **)&m->ranks, &cap, m->nranks + 1, sizeof(*m->ranks))) {
+			if (bigalloc_grow((void **)&m->ranks, &cap, m->nranks + 1,
+					  sizeof(*m->ranks))) {
 				sqlite3_finalize(s);
 				return nsys_fail(m, -ENOMEM, "out of memory");
 			}
@@ -108,7 +109,7 @@ static int comm_note(struct nsys_imp *m, struct nsys_rank *nr, int64_t corr)
 {
 	struct nsys_comm *c;
 
-	if (tl_grow((void **)&m->comm, &m->comm_cap, m->ncomm + 1, sizeof(*m->comm)))
+	if (bigalloc_grow((void **)&m->comm, &m->comm_cap, m->ncomm + 1, sizeof(*m->comm)))
 		return nsys_fail(m, -ENOMEM, "out of memory");
 	c = &m->comm[m->ncomm++];
 	c->pid = (int64_t)NSYS_PID(nr->gpid);
@@ -285,7 +286,7 @@ static int build_cmap(struct nsys_imp *m, struct cmap **out, uint32_t *n)
 		for (uint32_t k = 0; k < r->nev; k++) {
 			if (r->ev[k].correlation < 0)
 				continue;
-			if (tl_grow((void **)out, &cap, *n + 1, sizeof(**out)))
+			if (bigalloc_grow((void **)out, &cap, *n + 1, sizeof(**out)))
 				return nsys_fail(m, -ENOMEM, "out of memory");
 			(*out)[*n].pid = (int64_t)NSYS_PID(m->ranks[i].gpid);
 			(*out)[*n].corr = r->ev[k].correlation;
