@@ -254,6 +254,7 @@ static pthread_t worker;
 static int worker_on;
 static uint64_t nkernels;
 static unsigned records_per_buffer, cur_records;
+static uint32_t device_id; /* FAKE_CUPTI_DEVICE: the device every record names */
 static int64_t fatal_at = -1; /* FAKE_CUPTI_FATAL_AT, -1: never */
 
 static size_t rec_size(CUpti_ActivityKind k)
@@ -383,6 +384,7 @@ API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc 
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	pthread_mutex_lock(&mu);
 	records_per_buffer = rpb ? (unsigned)atoi(rpb) : 0;
+	device_id = getenv("FAKE_CUPTI_DEVICE") ? (uint32_t)atoi(getenv("FAKE_CUPTI_DEVICE")) : 0;
 	fatal_at = getenv("FAKE_CUPTI_FATAL_AT") ? atoll(getenv("FAKE_CUPTI_FATAL_AT")) : -1;
 	req_cb = req;
 	done_cb = done;
@@ -554,7 +556,7 @@ API void fakecupti_kernel(uint32_t corr, const char *name, uint64_t dur_ns, cons
 	k.registersPerThread = 32;
 	schedule(stream, dur_ns, &k.start, &k.end);
 	k.completed = k.end;
-	k.deviceId = 0;
+	k.deviceId = device_id;
 	k.contextId = 1;
 	k.streamId = stream;
 	k.gridX = (int32_t)grid[0], k.gridY = (int32_t)grid[1], k.gridZ = (int32_t)grid[2];
@@ -584,6 +586,7 @@ API void fakecupti_memcpy(uint32_t corr, uint8_t copy_kind, uint64_t bytes, uint
 	m.flags = async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
 	m.bytes = bytes;
 	schedule(stream, dur_ns, &m.start, &m.end);
+	m.deviceId = device_id;
 	m.contextId = 1;
 	m.streamId = stream;
 	m.correlationId = corr;
@@ -600,6 +603,7 @@ API void fakecupti_memset(uint32_t corr, uint32_t value, uint64_t bytes, uint64_
 	m.value = value;
 	m.bytes = bytes;
 	schedule(stream, dur_ns, &m.start, &m.end);
+	m.deviceId = device_id;
 	m.contextId = 1;
 	m.streamId = stream;
 	m.correlationId = corr;
@@ -634,6 +638,7 @@ API void fakecupti_graph(uint32_t corr, uint32_t graph_id, uint32_t stream, uint
 	g.correlationId = corr;
 	schedule(stream, dur_ns, &g.start, &g.end);
 	g.graphId = graph_id;
+	g.deviceId = device_id;
 	g.contextId = 1;
 	g.streamId = stream;
 	append(&g, CUPTI_ACTIVITY_KIND_GRAPH_TRACE);

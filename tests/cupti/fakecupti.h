@@ -23,6 +23,8 @@
  *                               declines a buffer)
  * Every 7th kernel record (from the first) is preceded by an OVERHEAD
  * record, a kind the client did not ask for and must skip.
+ *   FAKE_CUPTI_DEVICE=N         kernels, copies, sets and graph launches
+ *                               ran on CUDA device N (default 0)
  *   FAKE_CUPTI_BUFFER_MS=MS     the stand-in's worker hands back the
  *                               current buffer every MS ms (default 50)
  *   FAKE_CUPTI_RECORDS_PER_BUFFER=N  a buffer is handed back after N

@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""NVIDIA end to end, without a GPU: a CUDA program (tests/cupti/cuda_app)
+loads the fake driver, which loads libgpuprof-cupti.so through
+CUDA_INJECTION64_PATH and plays the stand-in libcupti; the library sends
+its batches to a real gpuprofd, whose launch probes see the same program's
+cuLaunchKernel calls. Checked through the real CLI: the live capture's
+GPU-time flame graph (each kernel's synthetic durations summed exactly on
+the stack that launched it), the live timeline under every analysis
+(against sums and unions computed here from the program's own totals and
+from the Chrome export), drops counted while the daemon is down, and a
+stopped daemon never holding the program up."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+from gpd import BUILD, Daemon, Skip, eq, expect, main, test
+
+LIB = os.path.join(BUILD, "inject", "libgpuprof-cupti.so")
+FAKE_CUPTI = os.path.join(BUILD, "tests", "cupti", "libcupti.so.13")
+FAKE_CUDA = os.path.join(BUILD, "tests", "gpu", "cuda", "libcuda.so.1")
+APP = os.path.join(BUILD, "tests", "cupti", "cuda_app")
+
+# two kernels, one with a real Itanium-mangled name (saved captures show
+# it demangled), on two threads and so two streams
+K_A, K_B = "gpuprof_k_a", "_Z11gpuprof_k_bPfi"
+K_B_SHOWN = "gpuprof_k_b(float*, int)"
+WORK = ["--threads", "2", "--launches", "40", "--kernel", K_A + ":20000",
+        "--kernel", K_B + ":5000", "--memcpy", "4096:3000", "--sync", "--nvtx"]
+
+
+def need_build():
+    for p in (LIB, FAKE_CUPTI, FAKE_CUDA, APP):
+        if not os.path.exists(p):
+            raise Skip("not built (no CUPTI headers?): %s" % p)
+    if os.geteuid() != 0:
+        raise Skip("the launch probes need root")
+
+
+def daemon(extra=""):
+    """A daemon with its own CUPTI socket; TMP in extra is its directory."""
+    d = Daemon("sampling.cpu = false\n")
+    d.cupti = os.path.join(d.tmp, "cupti.sock")
+    with open(d.conf, "a") as f:
+        f.write(extra.replace("TMP", d.tmp))
+    d.start()
+    return d
+
+
+def app_env(d, extra=None):
+    e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
+             GPUPROF_CUPTI_SOCKET=d.cupti, GPUPROF_CUPTI_FLUSH_MS="50")
+    e.update(extra or {})
+    return e
+
+
+def status(d, name):
+    st = d.ctl_json("status")
+    return st[name] if name == "cupti" else [c for c in st["collectors"] if c["name"] == name][0]
+
+
+def wait_until(cond, what, timeout=15.0):
+    deadline = time.time() + timeout
+    while not cond():
+        expect(time.time() < deadline, "timed out waiting for " + what)
+        time.sleep(0.05)
+
+
+class App:
+    """cuda_app --wait: started, probed by the daemon, then told to go."""
+
+    def __init__(self, d, args, env=None):
+        self.p = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--wait"] + args, env=app_env(d, env),
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline().split()
+        expect(line[:1] == ["ready"], "cuda_app started: %r" % line)
+        self.pid = int(line[1])
+
+    def probed(self, d):
+        g = status(d, "gpu")
+        expect(g["state"] == "attached", "gpu collector: %r" % g)
+        return any(os.path.samefile(lib["path"], FAKE_CUDA) and lib["processes"] >= 1
+                   and lib["probes"] >= 1 for lib in g["libraries"]) and \
+            not any(lib.get("attaching") for lib in g["libraries"])
+
+    def run(self, d, timeout=120):
+        wait_until(lambda: self.probed(d), "probes on the fake driver")
+        out, _ = self.p.communicate("go\n", timeout=timeout)
+        eq(self.p.returncode, 0, "cuda_app exit status")
+        return totals(out)
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+def totals(out):
+    """What cuda_app says it asked for."""
+    t = {"kernels": {}, "tids": []}
+    for line in out.splitlines():
+        w = line.split()
+        if w[0] == "tid":
+            t["tids"].append(int(w[1]))
+        elif w[0] == "kernel":
+            t["kernels"][w[1]] = (int(w[3]), int(w[5]))
+        elif w[0] == "memcpy":
+            t["memcpy"] = (int(w[2]), int(w[6]))
+        elif w[0] == "sync":
+            t["sync"] = int(w[2])
+        elif w[0] == "nvtx":
+            t["nvtx"] = (int(w[2]), int(w[4]))
+    expect(out.rstrip().endswith("done"), "cuda_app did not finish: %r" % out)
+    return t
+
+
+def kernels_stored(d):
+    return status(d, "cupti")["records"]["kernel"]
+
+
+def capture(d, pid):
+    return d.ctl_json("capture", "--pid", str(pid), "--last", "60s")["id"]
+
+
+def analyze(d, name, cid, *args):
+    return d.ctl_json("analyze", name, str(cid), *args)
+
+
+def union(ivs):
+    """Total length of the union of [start, end) intervals."""
+    total, end = 0.0, None
+    for s, e in sorted(ivs):
+        if end is None or s > end:
+            total += e - s
+            end = e
+        elif e > end:
+            total += e - end
+            end = e
+    return total
+
+
+@test
+def live_capture_of_a_cuda_process():
+    need_build()
+    d = daemon()
+    app = None
+    try:
+        app = App(d, WORK)
+        t = app.run(d)
+        n = 2 * 40
+        eq(t["kernels"], {K_A: (n, n * 20000), K_B: (n, n * 5000)}, "what the program did")
+        wait_until(lambda: kernels_stored(d) >= 2 * n, "the library's last batch")
+        cid = capture(d, app.pid)
+
+        # GPU time per launching stack: each kernel's durations, summed
+        # exactly, on the stack the launch probe took for its launch
+        p = d.ctl("folded", str(cid), "--weight", "gpu-time")
+        per_kernel = {}
+        for line in p.stdout.decode().splitlines():
+            frames, _, w = line.rpartition(" ")
+            top = frames.split(";")[-1]
+            if top.startswith("gpuprof_k_"):
+                expect(";worker;" in frames, "a kernel on its launching stack: %r" % line)
+                per_kernel[top] = per_kernel.get(top, 0) + int(w)
+        eq(per_kernel, {K_A + "_[G]": n * 20000, K_B_SHOWN + "_[G]": n * 5000},
+           "gpu-time per kernel frame, ns")
+        info = json.loads(d.ctl("--json", "folded", str(cid), "--weight", "gpu-time",
+                                "--out", "/dev/null").stdout)
+        eq(info["cupti"], {"intervals": 2 * n + t["memcpy"][0] + t["sync"],
+                           "no_call": t["sync"], "no_launch": t["memcpy"][0]},
+           "the join: syncs have no launch call, copies no launch probe")
+
+        # the kernels analysis: count and total of each kernel
+        rows = analyze(d, "kernels", cid)["kernels"]
+        got = {r["name"]: (r["count"], round(r["sum_us"], 3)) for r in rows}
+        eq(got[K_A], (n, n * 20.0), "kernels: " + K_A)
+        eq(got[K_B_SHOWN], (n, n * 5.0), "kernels: the demangled second kernel")
+
+        # temporal against the Chrome export of the same capture: span,
+        # busy time as the union of every GPU interval, computed here
+        trace = os.path.join(d.tmp, "trace.json")
+        d.ctl("export", str(cid), "--format", "chrome", "--out", trace)
+        with open(trace) as f:
+            ev = json.load(f)["traceEvents"]
+        gpu = [(e["ts"], e["ts"] + e["dur"]) for e in ev
+               if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+        eq(len(gpu), 2 * n + t["memcpy"][0], "GPU rows in the export")
+        calls = [e for e in ev if e.get("cat") == "cuda_driver"]
+        eq(len(calls), 2 * n + t["memcpy"][0], "launch and copy calls on their threads")
+        expect({e["tid"] for e in calls} == set(t["tids"]), "calls on the launching threads")
+        tp = analyze(d, "temporal", cid)["ranks"][0]
+        span = max(e for _, e in gpu) - min(s for s, _ in gpu)
+        busy = union(gpu)
+        expect(abs(tp["kernel_time_us"] - span) < 0.01, "temporal span %r vs %r" % (tp, span))
+        expect(abs(tp["idle_time_us"] - (span - busy)) < 0.01,
+               "temporal idle %r vs %r" % (tp["idle_time_us"], span - busy))
+
+        # every analysis runs on the live timeline
+        analyze(d, "idle", cid)
+        analyze(d, "overlap", cid)
+        analyze(d, "queue", cid)
+        ln = analyze(d, "launch", cid, "--extended")["ranks"][0]
+        # cuLaunchKernel pairs with its kernel; the synchronous copies are
+        # not launches (HTA counts cudaMemcpyAsync only)
+        eq(ln["count"], 2 * n, "launch pairs (driver calls, extended)")
+        sq = analyze(d, "sequences", cid, "--operator", "iteration")
+        expect(json.dumps(sq).count(K_A) > 0, "sequences under the NVTX ranges: %s" % sq)
+        cp = analyze(d, "critical_path", cid, "--annotation", "iteration")
+        expect(cp["path"]["length_us"] > 0, "critical path: %s" % cp["path"])
+        p = d.ctl("analyze", "comm", str(cid), check=1)
+        expect(p.returncode != 0 and b"no communication kernels" in p.stderr,
+               "comm without NCCL kernels says so: %r" % p.stderr)
+    finally:
+        if app:
+            app.kill()
+        d.cleanup()
+
+
+@test
+def drops_counted_while_the_daemon_is_down():
+    """The daemon stops in the middle of a run and comes back: the program
+    never notices, the library reconnects, and the batches it could not
+    send are counted in the daemon's status."""
+    need_build()
+    d = daemon()
+    app = None
+    try:
+        app = App(d, ["--launches", "100000", "--pause-ms", "10", "--until-eof",
+                      "--kernel", K_A + ":1000"])
+        wait_until(lambda: app.probed(d), "probes on the fake driver")
+        app.p.stdin.write("go\n")
+        app.p.stdin.flush()
+        wait_until(lambda: kernels_stored(d) >= 5, "the first kernels")
+        d.stop()
+        time.sleep(1.0)
+        d.start()
+        wait_until(lambda: kernels_stored(d) >= 5, "kernels after the restart")
+        wait_until(lambda: status(d, "cupti")["library_drops"]["records_dropped"] > 0,
+                   "the library's count of what it could not send")
+        app.p.stdin.close()
+        out = app.p.stdout.read()
+        eq(app.p.wait(30), 0, "cuda_app exit status")
+        made = totals(out)["kernels"][K_A][0]
+        st = status(d, "cupti")
+        eq(st["peers_ever"], 1, "one reconnection")
+        expect(st["records"]["kernel"] < made, "%d kernels made, %d after the restart: %s" %
+               (made, st["records"]["kernel"], st))
+    finally:
+        if app:
+            app.kill()
+        d.cleanup()
+
+
+@test
+def a_stopped_daemon_never_holds_the_program_up():
+    """SIGSTOP the daemon: its socket fills, the library drops batches
+    instead of waiting, and the program runs at its own pace."""
+    need_build()
+    d = daemon()
+    app = None
+    try:
+        # the same work once with the daemon running, for the pace
+        base = App(d, ["--launches", "4000", "--kernel", K_A + ":1000"])
+        t0 = time.time()
+        base.run(d)
+        free = time.time() - t0
+        os.kill(d.proc.pid, signal.SIGSTOP)
+        try:
+            app = App(d, ["--launches", "4000", "--kernel", K_A + ":1000"])
+            app.p.stdin.write("go\n")
+            app.p.stdin.flush()
+            t0 = time.time()
+            out, _ = app.p.communicate(timeout=60)
+            held = time.time() - t0
+        finally:
+            os.kill(d.proc.pid, signal.SIGCONT)
+        eq(app.p.returncode, 0, "cuda_app exit status")
+        eq(totals(out)["kernels"][K_A][0], 4000, "every launch made")
+        expect(held < max(10.0, free * 5), "%.2fs with the daemon stopped vs %.2fs" % (held, free))
+    finally:
+        if app:
+            app.kill()
+        d.cleanup()
+
+
+@test
+def pushed_profiles_carry_the_gpu_label():
+    """Continuous profiles (the directory sink): the CUDA process's samples
+    carry the pprof label gpu = the device its work ran on."""
+    need_build()
+    go = shutil.which("go")
+    if not go:
+        raise Skip("go not installed: no go tool pprof to read the profiles")
+    d = daemon("push.dir = TMP/profiles\npush.interval = 1s\n")
+    pdir = os.path.join(d.tmp, "profiles")
+    app = None
+    try:
+        app = App(d, ["--launches", "100000", "--pause-ms", "5", "--until-eof",
+                      "--kernel", K_A + ":30000"], env={"FAKE_CUPTI_DEVICE": "3"})
+        wait_until(lambda: app.probed(d), "probes on the fake driver")
+        app.p.stdin.write("go\n")
+        app.p.stdin.flush()
+        env = dict(os.environ, HOME=d.tmp, GOCACHE=os.path.join(d.tmp, "gocache"))
+
+        def tags_with_kernel():
+            for n in sorted(os.listdir(pdir)) if os.path.isdir(pdir) else []:
+                if n.endswith(".pb.gz"):
+                    p = subprocess.run([go, "tool", "pprof", "-symbolize=none", "-tags",
+                                        "-tagfocus=pid=%d" % app.pid, os.path.join(pdir, n)],
+                                       capture_output=True, text=True, env=env, timeout=120)
+                    if p.returncode == 0 and "gpu" in p.stdout:
+                        return p.stdout
+            return None
+        deadline = time.time() + 60
+        tags = None
+        while not tags and time.time() < deadline:
+            tags = tags_with_kernel()
+            time.sleep(0.5)
+        expect(tags, "a profile with the CUDA process's labels in %s" % pdir)
+        expect(re.search(r"^ gpu: Total [^\n]+\n\s+[^\n]*\(\s*100%\): 3$", tags, re.M),
+               "every sample of the process has gpu = 3:\n" + tags)
+    finally:
+        if app:
+            app.kill()
+        d.cleanup()
+
+
+if __name__ == "__main__":
+    main()
