@@ -24,4 +24,23 @@ done
 out=$(systemd-analyze verify --man=no "$tmp/gpuprofd.socket" "$tmp/gpuprofd.service" 2>&1) || {
 	echo "$out"; exit 1; }
 if [ -n "$out" ]; then echo "$out"; exit 1; fi
-echo "1 passed, 0 failed"
+# The drop-ins docs/operations.md tells operators to add (systemctl edit
+# gpuprofd: TCP for the metrics endpoint and the uploads, a runtime
+# directory): each ```ini block holding [Service], verified as a drop-in of
+# the installed unit (found through the unit path), with no message either.
+mkdir "$tmp/gpuprofd.service.d"
+awk -v dir="$tmp/gpuprofd.service.d" '
+	/^ *```ini/ { inb = 1; buf = ""; next }
+	inb && /^ *```/ { inb = 0; if (buf ~ /\[Service\]/) { n++; f = sprintf("%s/doc%02d.conf", dir, n); printf "%s", buf > f; close(f) } next }
+	inb { sub(/^   /, ""); buf = buf $0 "\n" }
+	END { print n + 0 }' "$GPUPROF_SOURCE/docs/operations.md" > "$tmp/ndropins"
+n=$(cat "$tmp/ndropins")
+[ "$n" -ge 3 ] || { echo "expected the documented drop-ins in operations.md, found $n"; exit 1; }
+out=$(SYSTEMD_UNIT_PATH="$tmp:" systemd-analyze verify --man=no "$tmp/gpuprofd.socket" "$tmp/gpuprofd.service" 2>&1) || {
+	echo "$out"; exit 1; }
+if [ -n "$out" ]; then echo "the documented drop-ins: $out"; exit 1; fi
+# and the unit path really is read: a broken drop-in is reported
+printf '[Service]\nNoSuchKey=1\n' > "$tmp/gpuprofd.service.d/zz-broken.conf"
+out=$(SYSTEMD_UNIT_PATH="$tmp:" systemd-analyze verify --man=no "$tmp/gpuprofd.service" 2>&1 || true)
+case $out in *NoSuchKey*) ;; *) echo "drop-ins in $tmp not read by systemd-analyze: $out"; exit 1 ;; esac
+echo "2 passed, 0 failed ($n documented drop-ins)"
