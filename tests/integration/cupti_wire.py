@@ -23,6 +23,8 @@ def _expect(cond, msg, *args):
 # inject/cupti_abi.h
 MAGIC, VERSION = 0x49505047, 1
 HELLO, STRING, KERNEL, MEMCPY, MEMSET, SYNC, GRAPH, API, MARKER, STATS = range(1, 11)
+STALL_NAME, PC, CUBIN = 11, 12, 13
+CUBIN_CHUNK = 32768
 F_KERNEL, F_MEMCPY, F_MEMSET, F_SYNC, F_GRAPH, F_API, F_NVTX, F_PC, F_MONO = (1 << i for i in range(9))
 ST_ACTIVE, ST_CONFLICT, ST_DISABLED = 1, 2, 3
 MK_INSTANT, MK_RANGE = 1, 2
@@ -40,8 +42,12 @@ LAYOUT = {
     MARKER: ("<QQIIII", "start end tid name domain flags"),
     STATS: ("<IIIiII8Q", "state on failed last_error conflict rsv records cupti_dropped "
             "buffers_refused api_dropped batches_sent batches_dropped records_dropped reconnects"),
+    STALL_NAME: ("<IIII", "device index name rsv"),
+    PC: ("<QQQIIIIII", "time cubin_crc pc function reason samples device corr rsv"),
+    CUBIN: ("<QIIII", "crc size offset len rsv"),
 }
-NAMED = {KERNEL: ("name",), API: ("name",), MARKER: ("name", "domain"), STATS: ("conflict",)}
+NAMED = {KERNEL: ("name",), API: ("name",), MARKER: ("name", "domain"), STATS: ("conflict",),
+         STALL_NAME: ("name",), PC: ("function",)}
 
 
 class Conn:
@@ -75,6 +81,10 @@ class Conn:
         _expect(len(body) >= struct.calcsize(fmt), "short record type %d", typ)
         r = dict(zip(names.split(), struct.unpack_from(fmt, body)))
         r["rtype"] = typ
+        if typ == CUBIN:
+            _expect(r["len"] <= CUBIN_CHUNK and 32 + r["len"] <= len(body) + 8, "cubin chunk len %d",
+                    r["len"])
+            r["data"] = bytes(body[24:24 + r["len"]])
         for f in NAMED.get(typ, ()):
             if r[f]:
                 _expect(r[f] in self.strings, "type %d: string id %d undefined", typ, r[f])
