@@ -973,7 +973,7 @@ API CUptiResult cuptiPCSamplingGetStallReasons(CUpti_PCSamplingGetStallReasonsPa
 
 /* Hands out the oldest collected PCs, at most collectNumPcs (and at most
  * FAKE_CUPTI_PC_PER_CALL), saying how many remain. FAKE_CUPTI_PC_OOM_AT=N:
- * the Nth call (from 1) finds the hardware buffer full: the samples are
+ * the Nth call (from 1) with samples to hand out finds the hardware buffer full: the samples are
  * lost and the context collects nothing more until disabled and enabled. */
 API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
 {
@@ -997,7 +997,7 @@ API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
 	d->totalNumPcs = d->remainingNumPcs = 0;
 	d->totalSamples = d->droppedSamples = 0;
 	d->hardwareBufferFull = 0;
-	if (++pc_getdata_calls == (uint64_t)env_int("FAKE_CUPTI_PC_OOM_AT", 0)) {
+	if (c->nhw && ++pc_getdata_calls == (uint64_t)env_int("FAKE_CUPTI_PC_OOM_AT", 0)) {
 		c->nhw = 0;
 		c->wedged = 1;
 		d->hardwareBufferFull = 1;

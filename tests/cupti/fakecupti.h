@@ -29,7 +29,7 @@
  *                               records (so buffers run out quickly)
  *   FAKE_CUPTI_PC_FAIL=R        cuptiPCSamplingEnable returns R (e.g. 35)
  *   FAKE_CUPTI_PC_OOM_AT=N      the Nth cuptiPCSamplingGetData (from 1)
- *                               finds the hardware buffer full: OOM,
+ *                               with samples to hand out finds the hardware buffer full: OOM,
  *                               hardwareBufferFull, the samples lost, and
  *                               the context wedged until disabled and
  *                               enabled again

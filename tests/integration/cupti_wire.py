@@ -96,6 +96,21 @@ class Conn:
     def of(self, typ):
         return [r for r in self.recs if r["rtype"] == typ]
 
+    def cubins(self):
+        """crc -> bytes of every cubin whose chunks arrived whole and in
+        order (a chunk at offset 0 restarts one)."""
+        parts, whole = {}, {}
+        for r in self.of(CUBIN):
+            if r["offset"] == 0:
+                parts[r["crc"]] = b""
+            got = parts.get(r["crc"])
+            _expect(got is not None and len(got) == r["offset"], "cubin %x: chunk at %d after %r",
+                    r["crc"], r["offset"], None if got is None else len(got))
+            parts[r["crc"]] = got + r["data"]
+            if len(parts[r["crc"]]) == r["size"]:
+                whole[r["crc"]] = parts[r["crc"]]
+        return whole
+
 
 class Receiver:
     """A SOCK_SEQPACKET listener where the daemon would be. read=False:
