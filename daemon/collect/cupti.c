@@ -180,6 +180,9 @@ static int cupti_open(struct collector *c)
 	cu->lim.user_peers = cc->user_peers;
 	cu->lim.peer_rate = cc->peer_rate;
 	cu->lim.peer_strings = cc->peer_strings;
+	cu->lim.peer_cubin_bytes = cc->peer_cubin_bytes;
+	cu->lim.cubin_cache_bytes = cc->cubin_cache_bytes;
+	cu->cubins_tail = &cu->cubins;
 	cu->lim.hello_timeout_ns = (uint64_t)cc->hello_timeout_ms * 1000000ull;
 	/* every peer's names together keep at most a quarter of the store's
 	 * string table, so the libraries cannot starve the other collectors */
@@ -217,6 +220,7 @@ static int cupti_start(struct collector *c)
 void cupti_handle_closed(struct cupti *cu)
 {
 	if (--cu->closing == 0 && cu->free_pending) {
+		cupti_cubins_free(cu);
 		free(cu->buf);
 		free(cu);
 	}
@@ -267,6 +271,7 @@ static void cupti_free(struct collector *c)
 		cu->free_pending = true;
 		return;
 	}
+	cupti_cubins_free(cu);
 	free(cu->buf);
 	free(cu);
 }
@@ -274,7 +279,8 @@ static void cupti_free(struct collector *c)
 static const char *const drop_names[CUPTI_DROP_MAX] = {
 	[CUPTI_DROP_RATE] = "rate",	      [CUPTI_DROP_STRINGS] = "strings",
 	[CUPTI_DROP_UNDEFINED] = "undefined", [CUPTI_DROP_TIME] = "time",
-	[CUPTI_DROP_STORE] = "store",
+	[CUPTI_DROP_STORE] = "store",	      [CUPTI_DROP_PC] = "pc",
+	[CUPTI_DROP_CUBIN] = "cubin",
 };
 static const char *const close_names[CUPTI_CLOSE_MAX] = {
 	[CUPTI_CLOSE_MALFORMED] = "malformed", [CUPTI_CLOSE_NO_HELLO] = "no_hello",
@@ -285,6 +291,7 @@ static const char *const count_names[CUPTI_N_MAX] = {
 	[CUPTI_N_KERNEL] = "kernel",   [CUPTI_N_MEMCPY] = "memcpy", [CUPTI_N_MEMSET] = "memset",
 	[CUPTI_N_SYNC] = "sync",       [CUPTI_N_GRAPH] = "graph",   [CUPTI_N_API] = "api",
 	[CUPTI_N_MARKER] = "marker",   [CUPTI_N_STRING] = "string", [CUPTI_N_STATS] = "stats",
+	[CUPTI_N_STALL_NAME] = "stall_name", [CUPTI_N_PC] = "pc", [CUPTI_N_CUBIN] = "cubin",
 	[CUPTI_N_UNKNOWN] = "unknown",
 };
 static const char *const feature_names[] = {"kernel", "memcpy", "memset", "sync", "graph",
@@ -389,6 +396,9 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged)
 	json_add_u64(o, "messages", cu->tot.msgs);
 	json_add_u64(o, "seq_gaps", cu->tot.seq_gaps);
 	json_add_u64(o, "string_bytes", cu->strings_bytes);
+	json_add_u64(o, "pc_samples", cu->tot.pc_samples);
+	json_add_u64(o, "cubins", cu->tot.cubins);
+	json_add_u64(o, "cubin_bytes", cu->cubins_bytes);
 	x = cJSON_AddObjectToObject(o, "records");
 	for (int i = 0; x && i < CUPTI_N_MAX; i++)
 		json_add_u64(x, count_names[i], cu->tot.records[i]);
