@@ -80,7 +80,18 @@ def pc_samples_stall_names_and_cubins():
         for r in recs:
             eq((r["pid"], r["uid"], r["aux0"], r["dur"], r["tid"]), (os.getpid(), 0, crc, 0, 0),
                "pid, owner, crc, dur, tid")
-            expect(r["name_s"] in ("_Z6matmulPfS_", "matmul(float*, float*)"), "name %r", r["name_s"])
+            eq(r["name_s"], "matmul(float*, float*)", "name (demangled as launches are)")
+        # folded --weight stalls: KERNEL_[G];+offset_[g];reason_[g] (no
+        # launch in this capture: no CPU frames), samples summed exactly
+        out = d.ctl("folded", str(cid), "--weight", "stalls", check=0).stdout.decode()
+        comm = recs[0]["comm_s"]
+        kern = recs[0]["name_s"]
+        eq(sorted(out.splitlines()),
+           sorted(["%s;%s_[G];+0x1a0_[g];barrier_[g] 30" % (comm, kern),
+                   "%s;%s_[G];+0x1a0_[g];long_scoreboard_[g] 12" % (comm, kern),
+                   "%s;%s_[G];+0x40_[g];long_scoreboard_[g] 5" % (comm, kern),
+                   "%s;%s_[G];+0x50_[g];stall_9_[g] 4" % (comm, kern)]),
+           "folded stall frames")
         # the outputs that read every record type take these
         d.ctl("folded", str(cid), check=0)
         d.ctl("export", str(cid), "--format", "chrome", "--out", os.path.join(d.tmp, "t.json"),
