@@ -379,10 +379,11 @@ def cupti_dropped_and_disabled(sock):
     s = last_stats(conns[2])
     eq((s["state"], s["on"], s["last_error"], conns[2].recs[0]["cupti_version"]),
        (ST_DISABLED, 0, 0, 0), "features none")
-    # PC sampling is not built: asked for, it is reported failed (27 NOT_SUPPORTED)
+    # PC sampling asked for beside kernels: on (no context made: no samples)
     s = last_stats(conns[3])
     eq((s["state"], s["on"] & ~F_MONO, s["failed"], s["last_error"]),
-       (ST_ACTIVE, F_KERNEL, F_PC, 27), "kernel,pc")
+       (ST_ACTIVE, F_KERNEL | F_PC, 0, 0), "kernel,pc")
+    eq(len(conns[3].of(PC)), 0, "no PC records without a context")
     eq(len(conns[3].of(KERNEL)), 10, "kernels with pc asked for")
     eq(last_stats(conns[0])["cupti_dropped"], 5, "cupti_dropped")
     s = last_stats(conns[1])
