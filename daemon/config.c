@@ -337,6 +337,12 @@ static int set_cupti_key(struct config_cupti *c, const char *key, const char *v)
 		*dst = r ? *dst : b;
 		return r;
 	}
+	if (!strcmp(key, "cupti.nvdisasm")) {
+		if (strlen(v) >= sizeof(c->nvdisasm) || (v[0] && v[0] != '/' && strcmp(v, "off")))
+			return -EINVAL;
+		strcpy(c->nvdisasm, v);
+		return 0;
+	}
 	if (!strcmp(key, "cupti.hello_timeout")) {
 		r = duration_parse_ms(v, &ms);
 		if (r < 0)

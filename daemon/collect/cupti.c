@@ -183,6 +183,7 @@ static int cupti_open(struct collector *c)
 	cu->lim.peer_cubin_bytes = cc->peer_cubin_bytes;
 	cu->lim.cubin_cache_bytes = cc->cubin_cache_bytes;
 	cu->cubins_tail = &cu->cubins;
+	pthread_mutex_init(&cu->cubins_mu, NULL);
 	cu->lim.hello_timeout_ns = (uint64_t)cc->hello_timeout_ms * 1000000ull;
 	/* every peer's names together keep at most a quarter of the store's
 	 * string table, so the libraries cannot starve the other collectors */

@@ -626,12 +626,43 @@ static void dec_pc(struct cupti_peer *p, const uint8_t *rec, uint64_t now)
 	append(p, &r, CUPTI_N_PC);
 }
 
-const struct cupti_cubin *cupti_cubin_find(const struct cupti *cu, uint64_t crc, uint32_t uid)
+static const struct cupti_cubin *find_locked(struct cupti *cu, uint64_t crc, uint32_t uid)
 {
 	for (const struct cupti_cubin *c = cu->cubins; c; c = c->next)
 		if (c->crc == crc && (c->owner == uid || uid == 0))
 			return c;
 	return NULL;
+}
+
+const struct cupti_cubin *cupti_cubin_find(struct cupti *cu, uint64_t crc, uint32_t uid)
+{
+	const struct cupti_cubin *c;
+
+	pthread_mutex_lock(&cu->cubins_mu);
+	c = find_locked(cu, crc, uid);
+	pthread_mutex_unlock(&cu->cubins_mu);
+	return c; /* only the loop thread frees it: valid for its caller there */
+}
+
+int cupti_cubin_copy(struct cupti *cu, uint64_t crc, uint32_t uid, void **bytes, size_t *size,
+		     uint32_t *owner)
+{
+	const struct cupti_cubin *c;
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&cu->cubins_mu);
+	c = find_locked(cu, crc, uid);
+	if (c) {
+		*bytes = malloc(c->size);
+		r = *bytes ? 0 : -ENOMEM;
+		if (!r) {
+			memcpy(*bytes, c->bytes, c->size);
+			*size = c->size;
+			*owner = c->owner;
+		}
+	}
+	pthread_mutex_unlock(&cu->cubins_mu);
+	return r;
 }
 
 static void cubin_abort(struct cupti_pcstate *pc)
@@ -654,6 +685,7 @@ static void cubin_keep(struct cupti_peer *p)
 		cubin_abort(pc);
 		return;
 	}
+	pthread_mutex_lock(&cu->cubins_mu);
 	while (cu->cubins && cu->cubins_bytes + size > cu->lim.cubin_cache_bytes) {
 		struct cupti_cubin *old = cu->cubins;
 
@@ -672,6 +704,7 @@ static void cubin_keep(struct cupti_peer *p)
 	*cu->cubins_tail = c;
 	cu->cubins_tail = &c->next;
 	cu->cubins_bytes += size;
+	pthread_mutex_unlock(&cu->cubins_mu);
 	cu->tot.cubins++;
 	cubin_abort(pc);
 }
@@ -734,6 +767,7 @@ void cupti_pc_clear(struct cupti *cu, struct cupti_pcstate *pc)
 
 void cupti_cubins_free(struct cupti *cu)
 {
+	pthread_mutex_lock(&cu->cubins_mu);
 	while (cu->cubins) {
 		struct cupti_cubin *c = cu->cubins;
 
@@ -742,6 +776,7 @@ void cupti_cubins_free(struct cupti *cu)
 	}
 	cu->cubins_tail = &cu->cubins;
 	cu->cubins_bytes = 0;
+	pthread_mutex_unlock(&cu->cubins_mu);
 }
 
 static void dec_stats(struct cupti_peer *p, const uint8_t *rec)

@@ -7,6 +7,7 @@
 #ifndef GPUPROF_COLLECT_CUPTI_INT_H
 #define GPUPROF_COLLECT_CUPTI_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -180,7 +181,10 @@ struct cupti {
 	struct cupti_peer *peers;
 	unsigned npeers;
 	size_t strings_bytes; /* every peer's strtab bytes */
-	struct cupti_cubin *cubins, **cubins_tail; /* the cubin cache, oldest first */
+	/* the cubin cache, oldest first; the loop thread changes it, render
+	 * workers copy from it (cupti_cubin_copy): under cubins_mu */
+	pthread_mutex_t cubins_mu;
+	struct cupti_cubin *cubins, **cubins_tail;
 	size_t cubins_bytes;
 	struct cupti_totals tot;
 	uint64_t log_next_ns; /* rate limit of the peer warnings */
@@ -206,8 +210,12 @@ void cupti_strtab_clear(struct cupti *cu, struct cupti_strtab *t);
 /* a closing peer's PC sampling state; the whole cubin cache */
 void cupti_pc_clear(struct cupti *cu, struct cupti_pcstate *pc);
 void cupti_cubins_free(struct cupti *cu);
-/* The cubin of crc that uid may see (root: any), or NULL. */
-const struct cupti_cubin *cupti_cubin_find(const struct cupti *cu, uint64_t crc, uint32_t uid);
+/* The cubin of crc that uid may see (root: any), or NULL: loop thread. */
+const struct cupti_cubin *cupti_cubin_find(struct cupti *cu, uint64_t crc, uint32_t uid);
+/* Any thread: a malloc()ed copy of that cubin and its owner; 0 or
+ * -ENOENT / -ENOMEM. */
+int cupti_cubin_copy(struct cupti *cu, uint64_t crc, uint32_t uid, void **bytes, size_t *size,
+		     uint32_t *owner);
 const char *cupti_peer_state_name(enum cupti_peer_state st);
 
 #endif

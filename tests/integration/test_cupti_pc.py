@@ -8,8 +8,9 @@ their bounds; hostile PC and cubin records (malformed: the connection
 closes; out of bounds: dropped and counted)."""
 
 import os
-import struct
+import shutil
 import sys
+import tempfile
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,9 +41,28 @@ def pc_recs(d, cid):
     return out
 
 
+# nvdisasm -c's shape for the test's kernel; it checks it was handed a
+# readable cubin of the size sent, and that it does not run as root
+FAKE_NVDISASM = """#!/bin/sh
+[ "$1" = -c ] && [ "$(id -u)" != 0 ] && [ "$(wc -c < "$2")" = 70000 ] || exit 3
+cat <<'EOT'
+\t.section\t.text._Z6matmulPfS_,"ax",@progbits
+.text._Z6matmulPfS_:
+        /*0040*/                   LDG.E R2, desc[UR4][R2.64] ;
+        /*01a0*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+EOT
+"""
+
+
 @test
 def pc_samples_stall_names_and_cubins():
-    d = daemon()
+    tool_dir = tempfile.mkdtemp(prefix="gpnvdis.")
+    os.chmod(tool_dir, 0o755)
+    tool = os.path.join(tool_dir, "nvdisasm")
+    with open(tool, "w") as f:
+        f.write(FAKE_NVDISASM)
+    os.chmod(tool, 0o755)
+    d = daemon("cupti.nvdisasm = %s\n" % tool)
     try:
         s = W.connect(d.cupti)
         t = W.now()
@@ -81,17 +101,24 @@ def pc_samples_stall_names_and_cubins():
             eq((r["pid"], r["uid"], r["aux0"], r["dur"], r["tid"]), (os.getpid(), 0, crc, 0, 0),
                "pid, owner, crc, dur, tid")
             eq(r["name_s"], "matmul(float*, float*)", "name (demangled as launches are)")
-        # folded --weight stalls: KERNEL_[G];+offset_[g];reason_[g] (no
-        # launch in this capture: no CPU frames), samples summed exactly
+        # folded --weight stalls: KERNEL_[G];instruction_[g];reason_[g] (no
+        # launch in this capture: no CPU frames), samples summed exactly;
+        # SASS text from (the fake) nvdisasm on the kept cubin, an offset
+        # where it has no instruction
         out = d.ctl("folded", str(cid), "--weight", "stalls", check=0).stdout.decode()
         comm = recs[0]["comm_s"]
         kern = recs[0]["name_s"]
+        bar, ldg = "BAR.SYNC.DEFER_BLOCKING 0x0", "LDG.E R2, desc[UR4][R2.64]"
         eq(sorted(out.splitlines()),
-           sorted(["%s;%s_[G];+0x1a0_[g];barrier_[g] 30" % (comm, kern),
-                   "%s;%s_[G];+0x1a0_[g];long_scoreboard_[g] 12" % (comm, kern),
-                   "%s;%s_[G];+0x40_[g];long_scoreboard_[g] 5" % (comm, kern),
+           sorted(["%s;%s_[G];%s_[g];barrier_[g] 30" % (comm, kern, bar),
+                   "%s;%s_[G];%s_[g];long_scoreboard_[g] 12" % (comm, kern, bar),
+                   "%s;%s_[G];%s_[g];long_scoreboard_[g] 5" % (comm, kern, ldg),
                    "%s;%s_[G];+0x50_[g];stall_9_[g] 4" % (comm, kern)]),
            "folded stall frames")
+        # no usable nvdisasm: offsets
+        os.chmod(tool, 0o644)
+        out = d.ctl("folded", str(cid), "--weight", "stalls", check=0).stdout.decode()
+        expect("+0x1a0_[g];barrier_[g] 30" in out, "offsets without nvdisasm: %r", out)
         # the outputs that read every record type take these
         d.ctl("folded", str(cid), check=0)
         d.ctl("export", str(cid), "--format", "chrome", "--out", os.path.join(d.tmp, "t.json"),
@@ -101,6 +128,7 @@ def pc_samples_stall_names_and_cubins():
         expect(d.proc.poll() is None, "daemon alive")
     finally:
         d.cleanup()
+        shutil.rmtree(tool_dir, ignore_errors=True)
 
 
 def hostile_pc_cases():
