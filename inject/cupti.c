@@ -237,6 +237,7 @@ static void atfork_child(void)
 {
 	apiring_atfork_child();
 	buffers_atfork_child();
+	pcsamp_atfork_child();
 	sender_atfork_child();
 }
 

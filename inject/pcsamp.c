@@ -388,7 +388,7 @@ static struct pctx *find(CUcontext ctx)
 
 static void ctx_created(CUcontext ctx)
 {
-	struct pctx *c = find(NULL);
+	struct pctx *c = NULL;
 	uint32_t dev = 0;
 	int r;
 
@@ -579,6 +579,14 @@ int pcsamp_setup(CUpti_SubscriberHandle sub)
 		return r;
 	atomic_store(&active, 1);
 	return 0;
+}
+
+void pcsamp_atfork_child(void)
+{
+	/* CUPTI does not follow a fork: the child samples nothing, and the
+	 * lock may have been held by a thread that is not there */
+	atomic_store(&active, 0);
+	pthread_mutex_init(&mu, NULL);
 }
 
 /* ------------------------------------------------------------ sender side */

@@ -46,8 +46,9 @@ void pcsamp_launch(void *ctx);
 void pcsamp_drain_all(void);
 void pcsamp_emit(void);
 void pcsamp_forget_sent(void);
-/* cupti.c at exit: close windows, drain */
+/* cupti.c at exit: close windows, drain; in a forked child: off */
 void pcsamp_finish(void);
+void pcsamp_atfork_child(void);
 /* cuptiGetCubinCrc: 0 or -EIO */
 int pcsamp_crc(const void *cubin, size_t size, uint64_t *crc);
 

@@ -249,9 +249,9 @@ static int add_name(struct sass_cubin *c, const char *s, size_t n)
 }
 
 /*
- * nvdisasm -c: a function starts at a label ".text.NAME:", its
- * instructions read "/*01a0*\/  TEXT ;" (dual-issue braces and the
- * trailing ';' dropped).
+ * nvdisasm -c: a function starts at a label ".text.NAME:", each of its
+ * instructions is a line of the offset in hex inside a C comment, then
+ * the text up to ';' (dual-issue braces and the ';' dropped).
  */
 static int parse(struct sass_cubin *c, char *text)
 {
