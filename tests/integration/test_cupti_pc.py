@@ -9,12 +9,13 @@ closes; out of bounds: dropped and counted)."""
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpd import eq, expect, main, test  # noqa: E402
+from gpd import BUILD, Skip, eq, expect, main, test  # noqa: E402
 import cupti_send as W  # noqa: E402
 import gpd  # noqa: E402
 
@@ -129,6 +130,61 @@ def pc_samples_stall_names_and_cubins():
     finally:
         d.cleanup()
         shutil.rmtree(tool_dir, ignore_errors=True)
+
+
+LIB = os.path.join(BUILD, "inject", "libgpuprof-cupti.so")
+FAKE_CUPTI = os.path.join(BUILD, "tests", "cupti", "libcupti.so.13")
+FAKE_CUDA = os.path.join(BUILD, "tests", "gpu", "cuda", "libcuda.so.1")
+APP = os.path.join(BUILD, "tests", "cupti", "cuda_app")
+CUBIN = os.path.join(BUILD, "tests", "cupti", "pc_kernel.cubin")
+
+
+@test
+def library_to_folded_stalls():
+    """The real library (over the stand-in libcupti) into the daemon: the
+    folded stall lines sum to the stand-in's fixed distribution."""
+    for p in (LIB, FAKE_CUPTI, FAKE_CUDA, APP, CUBIN):
+        if not os.path.exists(p):
+            raise Skip("not built: %s" % p)
+    d = daemon()
+    try:
+        env = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
+                   GPUPROF_CUPTI_SOCKET=d.cupti, GPUPROF_CUPTI_FLUSH_MS="50",
+                   GPUPROF_CUPTI_FEATURES="default,pc", GPUPROF_CUPTI_PC_DUTY="100")
+        launches = 12
+        p = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--kernel", "gpuprof_pc_kernel:20000",
+                              "--pc", CUBIN, "--launches", str(launches), "--threads", "2",
+                              "--wait"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            pid = int(p.stdout.readline().split()[1])  # "ready PID"
+            out, err = p.communicate("go\n", timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        eq(p.returncode, 0, "app: " + err)
+        n = 2 * launches
+        wait_status(d, lambda st: st["pc_samples"] == 41 * n and st["cubins"] == 1,
+                    "the app's samples and cubin")
+        cid = ctl_json(d, "capture", "--last", "30s", "--pid", str(pid))["id"]
+        out = d.ctl("folded", str(cid), "--weight", "stalls", check=0).stdout.decode()
+        want = {}
+        for i in range(8):
+            key = "+0x%x_[g];%s_[g]" % (i * 0x40, ("long_scoreboard", "math_pipe_throttle",
+                                                   "wait", "barrier")[i % 4])
+            want[key] = want.get(key, 0) + (i + 1) * n
+        want["+0x0_[g];not_selected_[g]"] = 5 * n
+        got = {}
+        for line in out.splitlines():
+            frames, count = line.rsplit(" ", 1)
+            f = frames.split(";")
+            eq(f[-3], "gpuprof_pc_kernel_[G]", "kernel frame of %r" % line)
+            key = ";".join(f[-2:])
+            got[key] = got.get(key, 0) + int(count)
+        eq(got, want, "samples per (instruction, stall reason)")
+    finally:
+        d.cleanup()
 
 
 def hostile_pc_cases():
