@@ -44,7 +44,9 @@ void cubin_keep(const void *bytes, size_t size)
 	if (!bytes || !size || size > UINT32_MAX)
 		return;
 	if (pcsamp_crc(bytes, size, &crc)) {
+		pthread_mutex_lock(&mu);
 		cubin_n.refused++;
+		pthread_mutex_unlock(&mu);
 		return;
 	}
 	pthread_mutex_lock(&mu);
@@ -69,6 +71,15 @@ void cubin_keep(const void *bytes, size_t size)
 	cubin_n.kept++;
 	cubin_n.bytes = total;
 out:
+	pthread_mutex_unlock(&mu);
+}
+
+void cubin_stats(uint64_t *kept, uint64_t *refused, uint64_t *bytes)
+{
+	pthread_mutex_lock(&mu);
+	*kept = cubin_n.kept;
+	*refused = cubin_n.refused;
+	*bytes = cubin_n.bytes;
 	pthread_mutex_unlock(&mu);
 }
 

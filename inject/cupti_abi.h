@@ -78,6 +78,7 @@ enum gpi_type {
 	GPI_STALL_NAME = 11, /* struct gpi_stall_name */
 	GPI_PC = 12,	     /* struct gpi_pc */
 	GPI_CUBIN = 13,	     /* struct gpi_cubin: one chunk of a cubin */
+	GPI_PC_STATS = 14,   /* struct gpi_pc_stats: PC sampling's counters */
 };
 
 /* 8 bytes at the start of every record */
@@ -298,7 +299,21 @@ struct gpi_cubin {
 	uint8_t data[]; /* then padding to a multiple of 8 */
 };
 
+/* PC sampling's counters, cumulative, sent with each gpi_stats while PC
+ * sampling was asked for. */
+struct gpi_pc_stats {
+	struct gpi_rec h;
+	uint64_t samples;	   /* read from CUPTI */
+	uint64_t sent;		   /* in GPI_PC records */
+	uint64_t dropped;	   /* CUPTI's droppedSamples + the library's table full */
+	uint64_t oom;		   /* hardware buffer full: context disabled, enabled again */
+	uint64_t drains, windows;  /* drains started; duty-cycle windows opened */
+	uint64_t contexts_refused; /* contexts beyond what the library tracks */
+	uint64_t cubins, cubins_refused, cubin_bytes; /* kept, refused (cap, CRC), bytes kept */
+};
+
 _Static_assert(sizeof(struct gpi_hdr) == 16, "gpi_hdr");
+_Static_assert(sizeof(struct gpi_pc_stats) == 88, "gpi_pc_stats");
 _Static_assert(sizeof(struct gpi_stall_name) == 24, "gpi_stall_name");
 _Static_assert(sizeof(struct gpi_pc) == 56, "gpi_pc");
 _Static_assert(sizeof(struct gpi_cubin) == 32, "gpi_cubin");

@@ -619,6 +619,24 @@ static void emit_names(void)
 	}
 }
 
+void pcsamp_emit_stats(void)
+{
+	struct gpi_pc_stats *s;
+
+	if (!(gpi.cfg.features & GPI_F_PC) || !(s = emit(GPI_PC_STATS, sizeof(*s))))
+		return;
+	/* read without the lock: counters, each word whole on x86-64 and
+	 * arm64, at worst one drain old */
+	s->samples = pc_n.samples;
+	s->sent = pc_n.sent;
+	s->dropped = pc_n.dropped;
+	s->oom = pc_n.oom;
+	s->drains = pc_n.drains;
+	s->windows = pc_n.windows;
+	s->contexts_refused = pc_n.contexts_refused;
+	cubin_stats(&s->cubins, &s->cubins_refused, &s->cubin_bytes);
+}
+
 void pcsamp_emit(void)
 {
 	uint64_t now = gpi_now();

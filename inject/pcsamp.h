@@ -46,6 +46,8 @@ void pcsamp_launch(void *ctx);
 void pcsamp_drain_all(void);
 void pcsamp_emit(void);
 void pcsamp_forget_sent(void);
+/* sender.c, beside gpi_stats: a GPI_PC_STATS when pc was asked for */
+void pcsamp_emit_stats(void);
 /* cupti.c at exit: close windows, drain; in a forked child: off */
 void pcsamp_finish(void);
 void pcsamp_atfork_child(void);
@@ -63,5 +65,6 @@ struct cubin_counters {
 	uint64_t bytes;
 };
 extern struct cubin_counters cubin_n;
+void cubin_stats(uint64_t *kept, uint64_t *refused, uint64_t *bytes);
 
 #endif

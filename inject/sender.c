@@ -190,6 +190,7 @@ static void emit_stats(void)
 	s->batches_dropped = atomic_load(&gpi.n.batches_dropped);
 	s->records_dropped = atomic_load(&gpi.n.records_dropped);
 	s->reconnects = atomic_load(&gpi.n.reconnects);
+	pcsamp_emit_stats();
 }
 
 static void emit_api(const struct api_ev *ev, void *arg)

@@ -350,6 +350,22 @@ static void peer_json(cJSON *arr, const struct cupti_peer *p)
 		json_add_u64(d, "records_dropped", p->lib.s.records_dropped);
 		json_add_u64(d, "reconnects", p->lib.s.reconnects);
 	}
+	/* PC sampling as the library counts it (GPI_PC_STATS) */
+	d = p->pc.lib_seen ? cJSON_AddObjectToObject(o, "pc_library") : NULL;
+	if (d) {
+		const struct gpi_pc_stats *s = &p->pc.lib;
+
+		json_add_u64(d, "samples", s->samples);
+		json_add_u64(d, "sent", s->sent);
+		json_add_u64(d, "dropped", s->dropped);
+		json_add_u64(d, "oom", s->oom);
+		json_add_u64(d, "drains", s->drains);
+		json_add_u64(d, "windows", s->windows);
+		json_add_u64(d, "contexts_refused", s->contexts_refused);
+		json_add_u64(d, "cubins", s->cubins);
+		json_add_u64(d, "cubins_refused", s->cubins_refused);
+		json_add_u64(d, "cubin_bytes", s->cubin_bytes);
+	}
 	cJSON_AddItemToArray(arr, o);
 }
 

@@ -48,7 +48,7 @@ static const size_t min_len[] = {
 	[GPI_GRAPH] = sizeof(struct gpi_graph),	  [GPI_API] = sizeof(struct gpi_api),
 	[GPI_MARKER] = sizeof(struct gpi_marker), [GPI_STATS] = sizeof(struct gpi_stats),
 	[GPI_STALL_NAME] = sizeof(struct gpi_stall_name), [GPI_PC] = sizeof(struct gpi_pc),
-	[GPI_CUBIN] = sizeof(struct gpi_cubin),
+	[GPI_CUBIN] = sizeof(struct gpi_cubin),	  [GPI_PC_STATS] = sizeof(struct gpi_pc_stats),
 };
 
 static const char *const state_names[CUPTI_PEER_STATE_MAX] = {
@@ -830,6 +830,11 @@ static void dec_record(struct cupti_peer *p, uint16_t type, const uint8_t *rec, 
 	}
 	if (type == GPI_STATS) {
 		dec_stats(p, rec);
+		return;
+	}
+	if (type == GPI_PC_STATS) { /* like gpi_stats: a state, not a record */
+		memcpy(&p->pc.lib, rec, sizeof(p->pc.lib));
+		p->pc.lib_seen = true;
 		return;
 	}
 	/* every record but those two costs a token, unknown ones too: what

@@ -94,6 +94,8 @@ struct cupti_pcstate {
 	uint64_t cubin_crc;
 	uint32_t cubin_size, cubin_got;
 	size_t cubin_bytes; /* charged: cubins this peer started, in bytes */
+	struct gpi_pc_stats lib; /* the library's last GPI_PC_STATS */
+	bool lib_seen;
 };
 
 /* A cubin kept for disassembly, one per (crc, owner): code is its owner's

@@ -99,6 +99,12 @@ def cubin_chunk(crc, size, offset, data, declared=None):
                                   len(data) if declared is None else declared, 0) + data)
 
 
+def pc_stats(samples=0, sent=0, dropped=0, oom=0, drains=0, windows=0, contexts_refused=0,
+             cubins=0, cubins_refused=0, cubin_bytes=0):
+    return rec(14, struct.pack("<10Q", samples, sent, dropped, oom, drains, windows,
+                               contexts_refused, cubins, cubins_refused, cubin_bytes))
+
+
 def cubin_chunks(crc, data):
     """A cubin as the library sends it: CUBIN_CHUNK pieces in order."""
     return [cubin_chunk(crc, len(data), o, data[o:o + CUBIN_CHUNK])

@@ -23,7 +23,7 @@ def _expect(cond, msg, *args):
 # inject/cupti_abi.h
 MAGIC, VERSION = 0x49505047, 1
 HELLO, STRING, KERNEL, MEMCPY, MEMSET, SYNC, GRAPH, API, MARKER, STATS = range(1, 11)
-STALL_NAME, PC, CUBIN = 11, 12, 13
+STALL_NAME, PC, CUBIN, PC_STATS = 11, 12, 13, 14
 CUBIN_CHUNK = 32768
 F_KERNEL, F_MEMCPY, F_MEMSET, F_SYNC, F_GRAPH, F_API, F_NVTX, F_PC, F_MONO = (1 << i for i in range(9))
 ST_ACTIVE, ST_CONFLICT, ST_DISABLED = 1, 2, 3
@@ -45,6 +45,8 @@ LAYOUT = {
     STALL_NAME: ("<IIII", "device index name rsv"),
     PC: ("<QQQIIIIII", "time cubin_crc pc function reason samples device corr rsv"),
     CUBIN: ("<QIIII", "crc size offset len rsv"),
+    PC_STATS: ("<10Q", "samples sent dropped oom drains windows contexts_refused cubins "
+               "cubins_refused cubin_bytes"),
 }
 NAMED = {KERNEL: ("name",), API: ("name",), MARKER: ("name", "domain"), STATS: ("conflict",),
          STALL_NAME: ("name",), PC: ("function",)}

@@ -21,8 +21,8 @@ import zlib
 
 from cupti_wire import (API, F_API, F_GRAPH, F_KERNEL, F_MEMCPY, F_MEMSET, F_MONO, F_NVTX,
                         F_PC, F_SYNC, GRAPH, HELLO, KERNEL, MARKER, MEMCPY, MEMSET, MK_INSTANT,
-                        MK_RANGE, PC, ST_ACTIVE, ST_CONFLICT, ST_DISABLED, STALL_NAME, STATS, SYNC,
-                        Receiver)
+                        MK_RANGE, PC, PC_STATS, ST_ACTIVE, ST_CONFLICT, ST_DISABLED, STALL_NAME,
+                        STATS, SYNC, Receiver)
 from gpd import BUILD, Skip, eq, expect, main, test
 
 LIB = os.path.join(BUILD, "inject", "libgpuprof-cupti.so")
@@ -514,6 +514,10 @@ def pc_sampling(sock):
     crc = zlib.crc32(cubin)
     eq({r["cubin_crc"] for r in c.of(PC)}, {crc}, "PC records name the cubin's crc")
     eq(c.cubins(), {crc: cubin}, "cubin reassembled from its chunks")
+    ps = c.of(PC_STATS)[-1]
+    eq((ps["samples"], ps["sent"], ps["dropped"], ps["oom"], ps["windows"]),
+       (41 * 30, 41 * 30, 0, 0, 0), "the library's PC counters")
+    eq((ps["cubins"], ps["cubins_refused"], ps["cubin_bytes"]), (1, 0, len(cubin)), "cubins kept")
     s = last_stats(c)
     expect(s["on"] & F_PC and not s["failed"] & F_PC, "PC sampling on: %r", s)
     eq(c.recs[0]["features"] & F_PC, F_PC, "hello asks for pc")
@@ -539,6 +543,7 @@ def pc_hardware_buffer_full(sock):
     got = sum(pc_sums(c).values())
     expect(0 < got < produced, "samples %d of %d: some lost, later ones kept", got, produced)
     expect(got % 41 == 0, "whole launches lost or kept: %d", got)
+    eq(c.of(PC_STATS)[-1]["oom"], 1, "the full buffer counted")
     s = last_stats(c)
     expect(s["on"] & F_PC and not s["failed"] & F_PC, "PC sampling stays on: %r", s)
 
@@ -563,6 +568,7 @@ def pc_duty_cycle(sock):
     c, rep, produced = pc_run(sock, {"GPUPROF_CUPTI_PC_DUTY": "25", "GPUPROF_CUPTI_PC_WINDOW_MS": "20"},
                               ["--launches", "60", "--pause-ms", "4"])
     expect(rep["start"] >= 2 and rep["stop"] >= 1, "windows: %r", rep)
+    eq(c.of(PC_STATS)[-1]["windows"], rep["start"], "windows counted")
     expect(0 < produced < 41 * 60, "sampled %d of %d", produced, 41 * 60)
     eq(sum(pc_sums(c).values()), produced, "every sample taken arrives")
 

@@ -85,6 +85,13 @@ def pc_samples_stall_names_and_cubins():
         eq((st["cubins"], st["cubin_bytes"]), (1, 70000), "cubin kept")
         eq(st["drops"]["undefined"], 1, "the unnamed reason")
         eq((st["drops"]["pc"], st["drops"]["cubin"]), (0, 0), "no pc / cubin drops")
+        # the library's PC counters, per connection in status
+        s.send(W.msg([W.pc_stats(samples=51, sent=51, oom=2, drains=7, cubins=1,
+                                 cubin_bytes=70000)], seq=4))
+        st = wait_status(d, lambda st: "pc_library" in st["peer_list"][0], "pc_library")
+        pl = st["peer_list"][0]["pc_library"]
+        eq((pl["samples"], pl["oom"], pl["drains"], pl["cubin_bytes"]), (51, 2, 7, 70000),
+           "the library's PC counters")
         # the same cubin again (a reconnecting library): not kept twice
         for i, ch in enumerate(W.cubin_chunks(crc, blob)):
             s.send(W.msg([ch], seq=5 + i))
