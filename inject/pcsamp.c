@@ -36,10 +36,10 @@
 
 #define MAX_CTX 64
 #define MAX_REASONS 64
-#define GET_PCS 512	   /* PCs per GetData call */
-#define AGG_SLOTS 8192	   /* distinct keys between two sender ticks */
-#define MAX_FNAMES 4096	   /* distinct function names kept */
-#define DRAIN_ROUNDS 1024  /* GetData calls per drain at most */
+#define GET_PCS 512	  /* PCs per GetData call */
+#define AGG_SLOTS 8192	  /* distinct keys between two sender ticks */
+#define MAX_FNAMES 4096	  /* distinct function names kept */
+#define DRAIN_ROUNDS 1024 /* GetData calls per drain at most */
 #define TOGGLE_CHECK_NS 1000000ull
 
 #define PC_FN(name) __typeof__(name) *name
@@ -96,7 +96,7 @@ static struct {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct pctx ctxs[MAX_CTX];
-static struct pcbuf getbuf;	/* our GetData buffer (under mu) */
+static struct pcbuf getbuf; /* our GetData buffer (under mu) */
 static struct agg agg[AGG_SLOTS], out[AGG_SLOTS];
 static size_t nagg;
 static char *fnames[MAX_FNAMES];
@@ -204,7 +204,9 @@ static void agg_add(const struct agg *k)
 
 static void take_pc(struct pctx *c, CUpti_PCSamplingPCData *p, uint64_t now)
 {
-	struct agg k = {.crc = p->cubinCrc, .pc = p->pcOffset, .device = c->device,
+	struct agg k = {.crc = p->cubinCrc,
+			.pc = p->pcOffset,
+			.device = c->device,
 			.corr = p->correlationId};
 	size_t n = p->stallReasonCount < c->nreasons ? p->stallReasonCount : c->nreasons;
 
@@ -244,8 +246,8 @@ static int configure(struct pctx *c)
 	info[n].attributeData.stallReasonData.stallReasonCount = c->nreasons;
 	info[n++].attributeData.stallReasonData.pStallReasonIndex = c->idx;
 	info[n].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
-	info[n++].attributeData.enableStartStopControlData.enableStartStopControl =
-		pc_cfg.duty < 100;
+	info[n++].attributeData.enableStartStopControlData.enableStartStopControl = pc_cfg.duty <
+										    100;
 	/* unset by default: CUPTI picks one from the SM count, and explicit
 	 * periods were seen to break sampling on some GPUs */
 	if (pc_cfg.period) {

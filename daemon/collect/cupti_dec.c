@@ -42,13 +42,20 @@
 #define CUPTI_STR_OVERHEAD 64u
 
 static const size_t min_len[] = {
-	[GPI_HELLO] = sizeof(struct gpi_hello),	  [GPI_STRING] = sizeof(struct gpi_string),
-	[GPI_KERNEL] = sizeof(struct gpi_kernel), [GPI_MEMCPY] = sizeof(struct gpi_memcpy),
-	[GPI_MEMSET] = sizeof(struct gpi_memset), [GPI_SYNC] = sizeof(struct gpi_sync),
-	[GPI_GRAPH] = sizeof(struct gpi_graph),	  [GPI_API] = sizeof(struct gpi_api),
-	[GPI_MARKER] = sizeof(struct gpi_marker), [GPI_STATS] = sizeof(struct gpi_stats),
-	[GPI_STALL_NAME] = sizeof(struct gpi_stall_name), [GPI_PC] = sizeof(struct gpi_pc),
-	[GPI_CUBIN] = sizeof(struct gpi_cubin),	  [GPI_PC_STATS] = sizeof(struct gpi_pc_stats),
+	[GPI_HELLO] = sizeof(struct gpi_hello),
+	[GPI_STRING] = sizeof(struct gpi_string),
+	[GPI_KERNEL] = sizeof(struct gpi_kernel),
+	[GPI_MEMCPY] = sizeof(struct gpi_memcpy),
+	[GPI_MEMSET] = sizeof(struct gpi_memset),
+	[GPI_SYNC] = sizeof(struct gpi_sync),
+	[GPI_GRAPH] = sizeof(struct gpi_graph),
+	[GPI_API] = sizeof(struct gpi_api),
+	[GPI_MARKER] = sizeof(struct gpi_marker),
+	[GPI_STATS] = sizeof(struct gpi_stats),
+	[GPI_STALL_NAME] = sizeof(struct gpi_stall_name),
+	[GPI_PC] = sizeof(struct gpi_pc),
+	[GPI_CUBIN] = sizeof(struct gpi_cubin),
+	[GPI_PC_STATS] = sizeof(struct gpi_pc_stats),
 };
 
 static const char *const state_names[CUPTI_PEER_STATE_MAX] = {
@@ -740,7 +747,8 @@ static void dec_cubin(struct cupti_peer *p, const uint8_t *rec)
 		pc->cubin_size = c.size;
 	} else if (!pc->cubin) {
 		return; /* the rest of one not received (kept already, or refused) */
-	} else if (c.crc != pc->cubin_crc || c.size != pc->cubin_size || c.offset != pc->cubin_got) {
+	} else if (c.crc != pc->cubin_crc || c.size != pc->cubin_size ||
+		   c.offset != pc->cubin_got) {
 		drop(p, CUPTI_DROP_CUBIN);
 		cubin_abort(pc);
 		return;

@@ -93,7 +93,7 @@ struct cupti_pcstate {
 	uint8_t *cubin;	 /* the cubin being received, NULL none */
 	uint64_t cubin_crc;
 	uint32_t cubin_size, cubin_got;
-	size_t cubin_bytes; /* charged: cubins this peer started, in bytes */
+	size_t cubin_bytes;	 /* charged: cubins this peer started, in bytes */
 	struct gpi_pc_stats lib; /* the library's last GPI_PC_STATS */
 	bool lib_seen;
 };

@@ -30,9 +30,9 @@
 
 #include "sym/demangle.h"
 
-#define SASS_CUBINS 32		  /* distinct cubins one render disassembles */
-#define SASS_OUT_MAX (16u << 20)  /* nvdisasm output read at most */
-#define SASS_TIMEOUT_MS 10000	  /* one nvdisasm run */
+#define SASS_CUBINS 32		 /* distinct cubins one render disassembles */
+#define SASS_OUT_MAX (16u << 20) /* nvdisasm output read at most */
+#define SASS_TIMEOUT_MS 10000	 /* one nvdisasm run */
 #define SASS_NOBODY 65534u
 #define OWNER_ROOT_ONLY 0xffffffffu /* store_rec.uid of a root-only process */
 
@@ -43,7 +43,7 @@ struct sass_ins {
 
 struct sass_cubin {
 	uint64_t crc;
-	bool done; /* tried (ok or not) */
+	bool done;    /* tried (ok or not) */
 	char **names; /* functions: as nvdisasm names them, then demangled */
 	char **dnames;
 	size_t nnames;
@@ -69,7 +69,8 @@ static bool executable(const char *p)
 static bool find_tool(const char *conf, char *out, size_t len)
 {
 	const char *path = getenv("PATH");
-	static const char *const fixed[] = {"/usr/local/cuda/bin/nvdisasm", "/opt/cuda/bin/nvdisasm"};
+	static const char *const fixed[] = {"/usr/local/cuda/bin/nvdisasm",
+					    "/opt/cuda/bin/nvdisasm"};
 
 	if (conf && *conf) {
 		snprintf(out, len, "%s", conf);
@@ -242,8 +243,7 @@ static int add_name(struct sass_cubin *c, const char *s, size_t n)
 	c->names[c->nnames] = strndup(s, n);
 	if (!c->names[c->nnames])
 		return -ENOMEM;
-	c->dnames[c->nnames] =
-		sym_demangle(c->names[c->nnames], d, sizeof(d)) ? strdup(d) : NULL;
+	c->dnames[c->nnames] = sym_demangle(c->names[c->nnames], d, sizeof(d)) ? strdup(d) : NULL;
 	c->nnames++;
 	return 0;
 }
@@ -262,7 +262,8 @@ static int parse(struct sass_cubin *c, char *text)
 		unsigned long pc;
 		struct sass_ins *ni;
 
-		if (!strncmp(s, ".text.", 6) && (e = strchr(s, ':')) && !e[1 + strspn(e + 1, " \t")]) {
+		if (!strncmp(s, ".text.", 6) && (e = strchr(s, ':')) &&
+		    !e[1 + strspn(e + 1, " \t")]) {
 			if (add_name(c, s + 6, (size_t)(e - s - 6)) < 0)
 				return -ENOMEM;
 			continue;

@@ -197,8 +197,9 @@ static int launch_index(struct ctx *x)
 		const struct store_rec *r = &x->c->recs[i];
 
 		if (r->type == STORE_REC_GPU_LAUNCH && r->stack)
-			x->launches[x->nlaunches++] = (struct launch_at){
-				launch_key(x->c, r->pid, r->name), r->ts_ns, r->stack};
+			x->launches[x->nlaunches++] =
+				(struct launch_at){launch_key(x->c, r->pid, r->name), r->ts_ns,
+						   r->stack};
 	}
 	qsort(x->launches, x->nlaunches, sizeof(*x->launches), launch_at_cmp);
 	return 0;

@@ -53,7 +53,7 @@ struct ctx {
 	 * launches count 1 each then (gpu_fallback). */
 	uint64_t *share;
 	bool gpu_fallback;
-	uint64_t cupti[3]; /* folded_totals.cupti_intervals, _no_call, _no_launch */
+	uint64_t cupti[3];	    /* folded_totals.cupti_intervals, _no_call, _no_launch */
 	struct launch_at *launches; /* stalls only */
 	size_t nlaunches;
 	/* stalls: SASS text of an instruction, or NULL (offsets printed) */

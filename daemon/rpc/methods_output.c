@@ -16,7 +16,7 @@
 
 struct folded_req {
 	struct folded_opts o;
-	uint32_t sass_uid; /* stalls: whose cubins the peer may see (0: all) */
+	uint32_t sass_uid;   /* stalls: whose cubins the peer may see (0: all) */
 	struct cupti *cupti; /* the cupti collector's state, NULL: none */
 	char nvdisasm[256];
 	uint32_t pids[CAPTURE_MAX_PIDS];
