@@ -67,10 +67,11 @@ static int folded_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 		a->comm = arg;
 		break;
 	case OPT_WEIGHT:
-		if (strcmp(arg, "samples") && strcmp(arg, "launches") && strcmp(arg, "gpu-time"))
-			return cli_usage_error(cli,
-					       "--weight is samples, launches or gpu-time, not '%s'",
-					       arg);
+		if (strcmp(arg, "samples") && strcmp(arg, "launches") && strcmp(arg, "gpu-time") &&
+		    strcmp(arg, "stalls"))
+			return cli_usage_error(
+				cli, "--weight is samples, launches, gpu-time or stalls, not '%s'",
+				arg);
 		a->weight = arg;
 		break;
 	case OPT_TID:

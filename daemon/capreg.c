@@ -24,6 +24,7 @@ static const char *const type_names[STORE_REC_TYPE_MAX] = {
 	[STORE_REC_GPU_INTERVAL] = "gpu_interval",
 	[STORE_REC_MARK] = "mark",
 	[STORE_REC_GPU_API] = "gpu_api", /* CUPTI runtime / driver calls */
+	[STORE_REC_GPU_PC] = "gpu_pc",	 /* CUPTI PC samples with stall reasons */
 };
 
 int capreg_dirfd(const struct capreg *r)

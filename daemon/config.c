@@ -71,6 +71,8 @@ void config_defaults(struct config *cfg)
 	cfg->cupti.user_peers = 64;
 	cfg->cupti.peer_rate = 200000;
 	cfg->cupti.peer_strings = 4u << 20;
+	cfg->cupti.peer_cubin_bytes = (size_t)64 << 20;
+	cfg->cupti.cubin_cache_bytes = (size_t)256 << 20;
 	cfg->cupti.hello_timeout_ms = 10000;
 	config_push_defaults(&cfg->push);
 }
@@ -323,6 +325,23 @@ static int set_cupti_key(struct config_cupti *c, const char *key, const char *v)
 			return -ERANGE;
 		c->peer_strings = r ? c->peer_strings : b;
 		return r;
+	}
+	if (!strcmp(key, "cupti.peer_cubin_bytes") || !strcmp(key, "cupti.cubin_cache_bytes")) {
+		size_t *dst = key[6] == 'p' ? &c->peer_cubin_bytes : &c->cubin_cache_bytes;
+		size_t b;
+
+		/* 0: no cubins kept (PC samples then print offsets) */
+		r = config_parse_size(v, &b);
+		if (r == 0 && b > ((size_t)4 << 30))
+			return -ERANGE;
+		*dst = r ? *dst : b;
+		return r;
+	}
+	if (!strcmp(key, "cupti.nvdisasm")) {
+		if (strlen(v) >= sizeof(c->nvdisasm) || (v[0] && v[0] != '/' && strcmp(v, "off")))
+			return -EINVAL;
+		strcpy(c->nvdisasm, v);
+		return 0;
 	}
 	if (!strcmp(key, "cupti.hello_timeout")) {
 		r = duration_parse_ms(v, &ms);

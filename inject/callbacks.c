@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cuptilib.h"
+#include "pcsamp.h"
 
 /* the cbids enabled (cupti_driver_cbid.h, cupti_runtime_cbid.h of 13.0) */
 #define D(n) CUPTI_DRIVER_TRACE_CBID_##n
@@ -241,6 +242,12 @@ void CUPTIAPI gpi_api_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cb
 		gpi_cupti_fatal(((const CUpti_StateData *)data)->notification.result);
 		return;
 	}
+	if (dom == CUPTI_CB_DOMAIN_RESOURCE) {
+		pcsamp_resource(cbid, data);
+		return;
+	}
+	if (dom == CUPTI_CB_DOMAIN_DRIVER_API && cd && cd->callbackSite == CUPTI_API_ENTER)
+		pcsamp_launch(cd->context); /* a duty cycle's window opens or closes */
 	if ((dom != CUPTI_CB_DOMAIN_DRIVER_API && dom != CUPTI_CB_DOMAIN_RUNTIME_API) || !cd ||
 	    !(atomic_load_explicit(&gpi.on, memory_order_relaxed) & GPI_F_API))
 		return;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cuptilib.h"
+#include "pcsamp.h"
 
 struct gpi gpi;
 
@@ -189,6 +190,19 @@ static void enable_api(void)
 		atomic_fetch_or(&gpi.on, GPI_F_API);
 }
 
+static void enable_pc(void)
+{
+	int r;
+
+	if (!(gpi.cfg.features & GPI_F_PC))
+		return;
+	r = pcsamp_setup(sub);
+	if (r)
+		gpi_fail(GPI_F_PC, r);
+	else
+		atomic_fetch_or(&gpi.on, GPI_F_PC);
+}
+
 void gpi_cupti_fatal(CUptiResult r)
 {
 	/* CUPTI calls cuptiFinalize() itself after this callback: nothing of
@@ -208,6 +222,8 @@ static void at_exit(void)
 {
 	if (getpid() != gpi.pid)
 		return; /* a forked child: nothing of CUPTI's or ours runs here */
+	if (atomic_load(&activity_ours) && (atomic_load(&gpi.on) & GPI_F_PC))
+		pcsamp_finish(); /* the last window's samples */
 	if (atomic_load(&activity_ours)) {
 		for (size_t i = 0; i < NKINDS; i++)
 			if (kind_on[i])
@@ -221,6 +237,7 @@ static void atfork_child(void)
 {
 	apiring_atfork_child();
 	buffers_atfork_child();
+	pcsamp_atfork_child();
 	sender_atfork_child();
 }
 
@@ -230,7 +247,7 @@ static void setup_cupti(void)
 	int err;
 
 	/* asked for nothing: do not take the one CUPTI subscription */
-	if (!(gpi.cfg.features & ~GPI_F_PC))
+	if (!gpi.cfg.features)
 		return;
 	err = cuptilib_open();
 	if (err) {
@@ -249,8 +266,7 @@ static void setup_cupti(void)
 	/* CUPTI's own fatal errors: it detaches, we stop calling it */
 	cl->cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR);
 	set_clock();
-	if (gpi.cfg.features & GPI_F_PC)
-		gpi_fail(GPI_F_PC, CUPTI_ERROR_NOT_SUPPORTED); /* PC sampling is not built yet */
+	enable_pc();
 	if (setup_buffers()) {
 		gpi_fail(gpi.cfg.features & ~GPI_F_API, CUPTI_ERROR_UNKNOWN);
 	} else {

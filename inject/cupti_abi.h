@@ -74,10 +74,11 @@ enum gpi_type {
 	GPI_API = 8,	/* struct gpi_api: a runtime / driver call (callbacks) */
 	GPI_MARKER = 9, /* struct gpi_marker: an NVTX range or mark */
 	GPI_STATS = 10, /* struct gpi_stats: the library's counters and state */
-	/* reserved for PC sampling: stall reason names, PC samples, cubins */
-	GPI_STALL_NAME = 11,
-	GPI_PC = 12,
-	GPI_CUBIN = 13,
+	/* PC sampling: stall reason names, PC samples, cubins */
+	GPI_STALL_NAME = 11, /* struct gpi_stall_name */
+	GPI_PC = 12,	     /* struct gpi_pc */
+	GPI_CUBIN = 13,	     /* struct gpi_cubin: one chunk of a cubin */
+	GPI_PC_STATS = 14,   /* struct gpi_pc_stats: PC sampling's counters */
 };
 
 /* 8 bytes at the start of every record */
@@ -251,7 +252,71 @@ struct gpi_stats {
 	uint64_t reconnects;
 };
 
+/*
+ * PC sampling. Stall reason indices are per device (CUPTI numbers them per
+ * GPU): a GPI_STALL_NAME names one index of one device before the first
+ * GPI_PC that uses it (again on every connection). name is a string id of
+ * CUPTI's full name (e.g. "smsp__pcsamp_warps_issue_stalled_barrier").
+ */
+struct gpi_stall_name {
+	struct gpi_rec h;
+	uint32_t device; /* CUDA device ordinal */
+	uint32_t index;	 /* CUPTI's stall reason index */
+	uint32_t name;	 /* string id */
+	uint32_t rsv;
+};
+
+/* One (cubin, function, pc, reason) key with its samples, summed over one
+ * drain of CUPTI's PC sampling buffer (the library aggregates identical
+ * keys before sending). pc is the byte offset into the function's code
+ * as CUPTI reports it. */
+struct gpi_pc {
+	struct gpi_rec h;
+	uint64_t time;	    /* ns when drained (the samples are older) */
+	uint64_t cubin_crc; /* cuptiGetCubinCrc of the module = gpi_cubin.crc */
+	uint64_t pc;	    /* pcOffset */
+	uint32_t function;  /* string id of the (mangled) function name */
+	uint32_t reason;    /* stall reason index on device */
+	uint32_t samples;
+	uint32_t device;
+	uint32_t corr; /* correlation id (serialized mode only), else 0 */
+	uint32_t rsv;
+};
+
+/* GPI_CUBIN_CHUNK bytes (the last chunk less) of a cubin at offset, so the
+ * daemon can disassemble the code PC samples point into. The library
+ * sends a cubin once per connection, whole (offset 0 .. size), chunks in
+ * order and in batches of their own; the daemon keeps a cubin only when
+ * every chunk arrived. */
+#define GPI_CUBIN_CHUNK 32768u
+struct gpi_cubin {
+	struct gpi_rec h;
+	uint64_t crc;	 /* cuptiGetCubinCrc */
+	uint32_t size;	 /* of the whole cubin */
+	uint32_t offset; /* of this chunk */
+	uint32_t len;	 /* bytes of data here, <= GPI_CUBIN_CHUNK */
+	uint32_t rsv;
+	uint8_t data[]; /* then padding to a multiple of 8 */
+};
+
+/* PC sampling's counters, cumulative, sent with each gpi_stats while PC
+ * sampling was asked for. */
+struct gpi_pc_stats {
+	struct gpi_rec h;
+	uint64_t samples;	   /* read from CUPTI */
+	uint64_t sent;		   /* in GPI_PC records */
+	uint64_t dropped;	   /* CUPTI's droppedSamples + the library's table full */
+	uint64_t oom;		   /* hardware buffer full: context disabled, enabled again */
+	uint64_t drains, windows;  /* drains started; duty-cycle windows opened */
+	uint64_t contexts_refused; /* contexts beyond what the library tracks */
+	uint64_t cubins, cubins_refused, cubin_bytes; /* kept, refused (cap, CRC), bytes kept */
+};
+
 _Static_assert(sizeof(struct gpi_hdr) == 16, "gpi_hdr");
+_Static_assert(sizeof(struct gpi_pc_stats) == 88, "gpi_pc_stats");
+_Static_assert(sizeof(struct gpi_stall_name) == 24, "gpi_stall_name");
+_Static_assert(sizeof(struct gpi_pc) == 56, "gpi_pc");
+_Static_assert(sizeof(struct gpi_cubin) == 32, "gpi_cubin");
 _Static_assert(sizeof(struct gpi_rec) == 8, "gpi_rec");
 _Static_assert(sizeof(struct gpi_hello) % 8 == 0, "gpi_hello");
 _Static_assert(sizeof(struct gpi_string) == 16, "gpi_string");

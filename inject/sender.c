@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "inject.h"
+#include "pcsamp.h"
 
 #define TICK_MS 20u
 #define BACKOFF_MIN_MS 50u
@@ -48,6 +49,7 @@ static void drop_batch(void)
 	atomic_fetch_add_explicit(&gpi.n.records_dropped, w.nrec, memory_order_relaxed);
 	/* the batch may have carried definitions the daemon now lacks */
 	names_forget_sent();
+	pcsamp_forget_sent();
 }
 
 static void disconnect(void)
@@ -154,6 +156,7 @@ static void try_connect(void)
 	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && !send_hello()) {
 		backoff_ms = BACKOFF_MIN_MS;
 		names_forget_sent();
+		pcsamp_forget_sent();
 		if (ever_connected)
 			atomic_fetch_add_explicit(&gpi.n.reconnects, 1, memory_order_relaxed);
 		ever_connected = 1;
@@ -187,6 +190,7 @@ static void emit_stats(void)
 	s->batches_dropped = atomic_load(&gpi.n.batches_dropped);
 	s->records_dropped = atomic_load(&gpi.n.records_dropped);
 	s->reconnects = atomic_load(&gpi.n.reconnects);
+	pcsamp_emit_stats();
 }
 
 static void emit_api(const struct api_ev *ev, void *arg)
@@ -216,6 +220,7 @@ static void drain(void)
 		convert_buffer(buf, valid);
 		buffers_put(buf, valid);
 	}
+	pcsamp_emit();
 }
 
 static void tick(int final)
@@ -226,6 +231,8 @@ static void tick(int final)
 		try_connect();
 	if (!final && now - last_flush >= (uint64_t)gpi.cfg.flush_ms * 1000000u) {
 		gpi_cupti_flush(0); /* the final flush (forced) is the exit handler's */
+		if (atomic_load(&gpi.on) & GPI_F_PC)
+			pcsamp_drain_all();
 		last_flush = now;
 	}
 	drain();

@@ -180,6 +180,10 @@ static int cupti_open(struct collector *c)
 	cu->lim.user_peers = cc->user_peers;
 	cu->lim.peer_rate = cc->peer_rate;
 	cu->lim.peer_strings = cc->peer_strings;
+	cu->lim.peer_cubin_bytes = cc->peer_cubin_bytes;
+	cu->lim.cubin_cache_bytes = cc->cubin_cache_bytes;
+	cu->cubins_tail = &cu->cubins;
+	pthread_mutex_init(&cu->cubins_mu, NULL);
 	cu->lim.hello_timeout_ns = (uint64_t)cc->hello_timeout_ms * 1000000ull;
 	/* every peer's names together keep at most a quarter of the store's
 	 * string table, so the libraries cannot starve the other collectors */
@@ -217,6 +221,7 @@ static int cupti_start(struct collector *c)
 void cupti_handle_closed(struct cupti *cu)
 {
 	if (--cu->closing == 0 && cu->free_pending) {
+		cupti_cubins_free(cu);
 		free(cu->buf);
 		free(cu);
 	}
@@ -267,6 +272,7 @@ static void cupti_free(struct collector *c)
 		cu->free_pending = true;
 		return;
 	}
+	cupti_cubins_free(cu);
 	free(cu->buf);
 	free(cu);
 }
@@ -274,7 +280,8 @@ static void cupti_free(struct collector *c)
 static const char *const drop_names[CUPTI_DROP_MAX] = {
 	[CUPTI_DROP_RATE] = "rate",	      [CUPTI_DROP_STRINGS] = "strings",
 	[CUPTI_DROP_UNDEFINED] = "undefined", [CUPTI_DROP_TIME] = "time",
-	[CUPTI_DROP_STORE] = "store",
+	[CUPTI_DROP_STORE] = "store",	      [CUPTI_DROP_PC] = "pc",
+	[CUPTI_DROP_CUBIN] = "cubin",
 };
 static const char *const close_names[CUPTI_CLOSE_MAX] = {
 	[CUPTI_CLOSE_MALFORMED] = "malformed", [CUPTI_CLOSE_NO_HELLO] = "no_hello",
@@ -282,9 +289,12 @@ static const char *const close_names[CUPTI_CLOSE_MAX] = {
 	[CUPTI_CLOSE_LIMIT] = "limit",	       [CUPTI_CLOSE_CRED] = "credentials",
 };
 static const char *const count_names[CUPTI_N_MAX] = {
-	[CUPTI_N_KERNEL] = "kernel",   [CUPTI_N_MEMCPY] = "memcpy", [CUPTI_N_MEMSET] = "memset",
-	[CUPTI_N_SYNC] = "sync",       [CUPTI_N_GRAPH] = "graph",   [CUPTI_N_API] = "api",
-	[CUPTI_N_MARKER] = "marker",   [CUPTI_N_STRING] = "string", [CUPTI_N_STATS] = "stats",
+	[CUPTI_N_KERNEL] = "kernel",   [CUPTI_N_MEMCPY] = "memcpy",
+	[CUPTI_N_MEMSET] = "memset",   [CUPTI_N_SYNC] = "sync",
+	[CUPTI_N_GRAPH] = "graph",     [CUPTI_N_API] = "api",
+	[CUPTI_N_MARKER] = "marker",   [CUPTI_N_STRING] = "string",
+	[CUPTI_N_STATS] = "stats",     [CUPTI_N_STALL_NAME] = "stall_name",
+	[CUPTI_N_PC] = "pc",	       [CUPTI_N_CUBIN] = "cubin",
 	[CUPTI_N_UNKNOWN] = "unknown",
 };
 static const char *const feature_names[] = {"kernel", "memcpy", "memset", "sync", "graph",
@@ -342,6 +352,22 @@ static void peer_json(cJSON *arr, const struct cupti_peer *p)
 		json_add_u64(d, "records_dropped", p->lib.s.records_dropped);
 		json_add_u64(d, "reconnects", p->lib.s.reconnects);
 	}
+	/* PC sampling as the library counts it (GPI_PC_STATS) */
+	d = p->pc.lib_seen ? cJSON_AddObjectToObject(o, "pc_library") : NULL;
+	if (d) {
+		const struct gpi_pc_stats *s = &p->pc.lib;
+
+		json_add_u64(d, "samples", s->samples);
+		json_add_u64(d, "sent", s->sent);
+		json_add_u64(d, "dropped", s->dropped);
+		json_add_u64(d, "oom", s->oom);
+		json_add_u64(d, "drains", s->drains);
+		json_add_u64(d, "windows", s->windows);
+		json_add_u64(d, "contexts_refused", s->contexts_refused);
+		json_add_u64(d, "cubins", s->cubins);
+		json_add_u64(d, "cubins_refused", s->cubins_refused);
+		json_add_u64(d, "cubin_bytes", s->cubin_bytes);
+	}
 	cJSON_AddItemToArray(arr, o);
 }
 
@@ -389,6 +415,9 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged)
 	json_add_u64(o, "messages", cu->tot.msgs);
 	json_add_u64(o, "seq_gaps", cu->tot.seq_gaps);
 	json_add_u64(o, "string_bytes", cu->strings_bytes);
+	json_add_u64(o, "pc_samples", cu->tot.pc_samples);
+	json_add_u64(o, "cubins", cu->tot.cubins);
+	json_add_u64(o, "cubin_bytes", cu->cubins_bytes);
 	x = cJSON_AddObjectToObject(o, "records");
 	for (int i = 0; x && i < CUPTI_N_MAX; i++)
 		json_add_u64(x, count_names[i], cu->tot.records[i]);

@@ -14,7 +14,9 @@
  *    >= GPI_STRING_IDS, or whose text is longer than GPI_STRING_MAX or than
  *    its record; a name id >= GPI_STRING_IDS;
  *  - a first message that does not start with a GPI_HELLO of version
- *    GPI_VERSION, or a GPI_HELLO anywhere else.
+ *    GPI_VERSION, or a GPI_HELLO anywhere else;
+ *  - a cubin chunk longer than GPI_CUBIN_CHUNK or its record, of a cubin of
+ *    size 0, or reaching past its cubin's size.
  * A name id below GPI_STRING_IDS that this connection never defined is not
  * malformed (the batch that defined it may be one the library dropped): the
  * record is kept without that name and counted as "undefined".
@@ -40,11 +42,20 @@
 #define CUPTI_STR_OVERHEAD 64u
 
 static const size_t min_len[] = {
-	[GPI_HELLO] = sizeof(struct gpi_hello),	  [GPI_STRING] = sizeof(struct gpi_string),
-	[GPI_KERNEL] = sizeof(struct gpi_kernel), [GPI_MEMCPY] = sizeof(struct gpi_memcpy),
-	[GPI_MEMSET] = sizeof(struct gpi_memset), [GPI_SYNC] = sizeof(struct gpi_sync),
-	[GPI_GRAPH] = sizeof(struct gpi_graph),	  [GPI_API] = sizeof(struct gpi_api),
-	[GPI_MARKER] = sizeof(struct gpi_marker), [GPI_STATS] = sizeof(struct gpi_stats),
+	[GPI_HELLO] = sizeof(struct gpi_hello),
+	[GPI_STRING] = sizeof(struct gpi_string),
+	[GPI_KERNEL] = sizeof(struct gpi_kernel),
+	[GPI_MEMCPY] = sizeof(struct gpi_memcpy),
+	[GPI_MEMSET] = sizeof(struct gpi_memset),
+	[GPI_SYNC] = sizeof(struct gpi_sync),
+	[GPI_GRAPH] = sizeof(struct gpi_graph),
+	[GPI_API] = sizeof(struct gpi_api),
+	[GPI_MARKER] = sizeof(struct gpi_marker),
+	[GPI_STATS] = sizeof(struct gpi_stats),
+	[GPI_STALL_NAME] = sizeof(struct gpi_stall_name),
+	[GPI_PC] = sizeof(struct gpi_pc),
+	[GPI_CUBIN] = sizeof(struct gpi_cubin),
+	[GPI_PC_STATS] = sizeof(struct gpi_pc_stats),
 };
 
 static const char *const state_names[CUPTI_PEER_STATE_MAX] = {
@@ -94,6 +105,12 @@ static void name_ids(uint16_t type, const uint8_t *rec, uint32_t ids[2])
 	case GPI_STATS:
 		memcpy(&ids[0], rec + offsetof(struct gpi_stats, conflict), 4);
 		break;
+	case GPI_STALL_NAME:
+		memcpy(&ids[0], rec + offsetof(struct gpi_stall_name, name), 4);
+		break;
+	case GPI_PC:
+		memcpy(&ids[0], rec + offsetof(struct gpi_pc, function), 4);
+		break;
 	}
 }
 
@@ -128,6 +145,15 @@ static int check_record(struct cupti_peer *p, uint16_t type, const uint8_t *rec,
 		if (s.len > GPI_STRING_MAX || s.len > len - sizeof(s))
 			return malformed(p, "record %zu: string of %u bytes in a %zu-byte record",
 					 i, s.len, len);
+	}
+	if (type == GPI_CUBIN) {
+		struct gpi_cubin c;
+
+		memcpy(&c, rec, sizeof(c));
+		if (c.len > GPI_CUBIN_CHUNK || c.len > len - sizeof(c) || !c.size ||
+		    c.offset > c.size || c.len > c.size - c.offset || (!c.len && c.offset < c.size))
+			return malformed(p, "record %zu: cubin chunk %u+%u of %u in %zu bytes", i,
+					 c.offset, c.len, c.size, len);
 	}
 	name_ids(type, rec, ids);
 	if (ids[0] >= GPI_STRING_IDS || ids[1] >= GPI_STRING_IDS)
@@ -538,6 +564,229 @@ static void dec_marker(struct cupti_peer *p, const uint8_t *rec, uint64_t now)
 	append(p, &r, CUPTI_N_MARKER);
 }
 
+/* ------------------------------------------------------------ PC sampling */
+
+static void dec_stall_name(struct cupti_peer *p, const uint8_t *rec)
+{
+	struct cupti_pcstate *pc = &p->pc;
+	struct gpi_stall_name s;
+	uint32_t *slot;
+
+	memcpy(&s, rec, sizeof(s));
+	if (s.device >= CUPTI_STALL_DEVS || s.index >= CUPTI_STALL_IDS) {
+		drop(p, CUPTI_DROP_PC);
+		return;
+	}
+	if (!pc->stall) {
+		/* 16 KiB once per peer that samples: charged like names */
+		size_t cost = (size_t)CUPTI_STALL_DEVS * CUPTI_STALL_IDS * sizeof(uint32_t);
+
+		if (!str_room(p->cu, &p->strs, cost) ||
+		    !(pc->stall = calloc(CUPTI_STALL_DEVS * CUPTI_STALL_IDS, sizeof(uint32_t)))) {
+			drop(p, CUPTI_DROP_STRINGS);
+			return;
+		}
+		p->strs.bytes += cost;
+		p->cu->strings_bytes += cost;
+	}
+	slot = &pc->stall[s.device * CUPTI_STALL_IDS + s.index];
+	if (*slot)
+		store_str_unref(p->cu->store, *slot);
+	*slot = name_ref(p, s.name);
+	p->cu->tot.records[CUPTI_N_STALL_NAME]++;
+}
+
+/* A stall reason's store string (a new reference): its name, or
+ * "stall_<index>" when the peer never named it. */
+static uint32_t stall_ref(struct cupti_peer *p, uint32_t device, uint32_t index)
+{
+	uint32_t sid = p->pc.stall ? p->pc.stall[device * CUPTI_STALL_IDS + index] : 0;
+	char buf[32];
+
+	if (sid)
+		return store_str_ref(p->cu->store, sid);
+	drop(p, CUPTI_DROP_UNDEFINED);
+	snprintf(buf, sizeof(buf), "stall_%u", index);
+	return intern_name(p, buf);
+}
+
+static void dec_pc(struct cupti_peer *p, const uint8_t *rec, uint64_t now)
+{
+	struct gpi_pc g;
+	struct store_rec r;
+
+	memcpy(&g, rec, sizeof(g));
+	if (g.device >= CUPTI_STALL_DEVS || g.reason >= CUPTI_STALL_IDS || g.pc > UINT32_MAX ||
+	    !g.samples) {
+		drop(p, CUPTI_DROP_PC);
+		return;
+	}
+	if (!time_ok(p, g.time, g.time, now))
+		return;
+	r = base_rec(p, STORE_REC_GPU_PC, g.time, g.time);
+	r.name = name_ref(p, g.function);
+	r.cpu = (uint16_t)g.device;
+	r.aux32 = g.samples;
+	r.aux[0] = g.cubin_crc;
+	r.aux[1] = (uint64_t)stall_ref(p, g.device, g.reason) << 32 | (uint32_t)g.pc;
+	p->cu->tot.pc_samples += g.samples;
+	append(p, &r, CUPTI_N_PC);
+}
+
+static const struct cupti_cubin *find_locked(struct cupti *cu, uint64_t crc, uint32_t uid)
+{
+	for (const struct cupti_cubin *c = cu->cubins; c; c = c->next)
+		if (c->crc == crc && (c->owner == uid || uid == 0))
+			return c;
+	return NULL;
+}
+
+const struct cupti_cubin *cupti_cubin_find(struct cupti *cu, uint64_t crc, uint32_t uid)
+{
+	const struct cupti_cubin *c;
+
+	pthread_mutex_lock(&cu->cubins_mu);
+	c = find_locked(cu, crc, uid);
+	pthread_mutex_unlock(&cu->cubins_mu);
+	return c; /* only the loop thread frees it: valid for its caller there */
+}
+
+int cupti_cubin_copy(struct cupti *cu, uint64_t crc, uint32_t uid, void **bytes, size_t *size,
+		     uint32_t *owner)
+{
+	const struct cupti_cubin *c;
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&cu->cubins_mu);
+	c = find_locked(cu, crc, uid);
+	if (c) {
+		*bytes = malloc(c->size);
+		r = *bytes ? 0 : -ENOMEM;
+		if (!r) {
+			memcpy(*bytes, c->bytes, c->size);
+			*size = c->size;
+			*owner = c->owner;
+		}
+	}
+	pthread_mutex_unlock(&cu->cubins_mu);
+	return r;
+}
+
+static void cubin_abort(struct cupti_pcstate *pc)
+{
+	free(pc->cubin);
+	pc->cubin = NULL;
+	pc->cubin_got = pc->cubin_size = 0;
+}
+
+/* The cubin received whole: into the cache, the oldest out to make room. */
+static void cubin_keep(struct cupti_peer *p)
+{
+	struct cupti *cu = p->cu;
+	struct cupti_pcstate *pc = &p->pc;
+	size_t size = pc->cubin_size;
+	struct cupti_cubin *c;
+
+	if (size > cu->lim.cubin_cache_bytes || !(c = malloc(sizeof(*c) + size))) {
+		drop(p, CUPTI_DROP_CUBIN);
+		cubin_abort(pc);
+		return;
+	}
+	pthread_mutex_lock(&cu->cubins_mu);
+	while (cu->cubins && cu->cubins_bytes + size > cu->lim.cubin_cache_bytes) {
+		struct cupti_cubin *old = cu->cubins;
+
+		cu->cubins = old->next;
+		if (!cu->cubins)
+			cu->cubins_tail = &cu->cubins;
+		cu->cubins_bytes -= old->size;
+		free(old);
+	}
+	c->next = NULL;
+	c->crc = pc->cubin_crc;
+	c->owner = p->owner;
+	c->pid = p->pid;
+	c->size = size;
+	memcpy(c->bytes, pc->cubin, size);
+	*cu->cubins_tail = c;
+	cu->cubins_tail = &c->next;
+	cu->cubins_bytes += size;
+	pthread_mutex_unlock(&cu->cubins_mu);
+	cu->tot.cubins++;
+	cubin_abort(pc);
+}
+
+/*
+ * Chunks come in order, a chunk at offset 0 (re)starting a cubin. A cubin
+ * already kept for this owner is not received again; one that would pass
+ * cupti.peer_cubin_bytes is refused whole; a chunk out of order drops the
+ * cubin it belongs to (the library sends it again after a dropped batch).
+ */
+static void dec_cubin(struct cupti_peer *p, const uint8_t *rec)
+{
+	struct cupti_pcstate *pc = &p->pc;
+	struct gpi_cubin c;
+
+	memcpy(&c, rec, sizeof(c));
+	p->cu->tot.records[CUPTI_N_CUBIN]++;
+	if (c.offset == 0) {
+		cubin_abort(pc);
+		if (cupti_cubin_find(p->cu, c.crc, p->owner))
+			return;
+		if (c.size > p->cu->lim.peer_cubin_bytes - pc->cubin_bytes ||
+		    pc->cubin_bytes > p->cu->lim.peer_cubin_bytes ||
+		    !(pc->cubin = malloc(c.size))) {
+			drop(p, CUPTI_DROP_CUBIN);
+			snprintf(p->last_error, sizeof(p->last_error),
+				 "cubin of %u bytes refused (%zu of %zu delivered)", c.size,
+				 pc->cubin_bytes, p->cu->lim.peer_cubin_bytes);
+			return;
+		}
+		pc->cubin_bytes += c.size;
+		pc->cubin_crc = c.crc;
+		pc->cubin_size = c.size;
+	} else if (!pc->cubin) {
+		return; /* the rest of one not received (kept already, or refused) */
+	} else if (c.crc != pc->cubin_crc || c.size != pc->cubin_size ||
+		   c.offset != pc->cubin_got) {
+		drop(p, CUPTI_DROP_CUBIN);
+		cubin_abort(pc);
+		return;
+	}
+	memcpy(pc->cubin + c.offset, rec + sizeof(c), c.len);
+	pc->cubin_got = c.offset + c.len;
+	if (pc->cubin_got == pc->cubin_size)
+		cubin_keep(p);
+}
+
+void cupti_pc_clear(struct cupti *cu, struct cupti_pcstate *pc)
+{
+	if (pc->stall) {
+		for (size_t i = 0; i < CUPTI_STALL_DEVS * CUPTI_STALL_IDS; i++)
+			if (pc->stall[i])
+				store_str_unref(cu->store, pc->stall[i]);
+		free(pc->stall);
+		pc->stall = NULL;
+		/* the peer's strtab bytes go with it; the total is every peer's */
+		cu->strings_bytes -= (size_t)CUPTI_STALL_DEVS * CUPTI_STALL_IDS * sizeof(uint32_t);
+	}
+	cubin_abort(pc);
+}
+
+void cupti_cubins_free(struct cupti *cu)
+{
+	pthread_mutex_lock(&cu->cubins_mu);
+	while (cu->cubins) {
+		struct cupti_cubin *c = cu->cubins;
+
+		cu->cubins = c->next;
+		free(c);
+	}
+	cu->cubins_tail = &cu->cubins;
+	cu->cubins_bytes = 0;
+	pthread_mutex_unlock(&cu->cubins_mu);
+}
+
 static void dec_stats(struct cupti_peer *p, const uint8_t *rec)
 {
 	struct cupti_libstats *l = &p->lib;
@@ -591,6 +840,11 @@ static void dec_record(struct cupti_peer *p, uint16_t type, const uint8_t *rec, 
 		dec_stats(p, rec);
 		return;
 	}
+	if (type == GPI_PC_STATS) { /* like gpi_stats: a state, not a record */
+		memcpy(&p->pc.lib, rec, sizeof(p->pc.lib));
+		p->pc.lib_seen = true;
+		return;
+	}
 	/* every record but those two costs a token, unknown ones too: what
 	 * the daemon reads of a peer is bounded, not only what it keeps */
 	if (!take_token(p, now))
@@ -624,6 +878,15 @@ static void dec_record(struct cupti_peer *p, uint16_t type, const uint8_t *rec, 
 		break;
 	case GPI_MARKER:
 		dec_marker(p, rec, now);
+		break;
+	case GPI_STALL_NAME:
+		dec_stall_name(p, rec);
+		break;
+	case GPI_PC:
+		dec_pc(p, rec, now);
+		break;
+	case GPI_CUBIN:
+		dec_cubin(p, rec);
 		break;
 	}
 }

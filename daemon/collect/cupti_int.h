@@ -7,6 +7,7 @@
 #ifndef GPUPROF_COLLECT_CUPTI_INT_H
 #define GPUPROF_COLLECT_CUPTI_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -26,6 +27,8 @@ enum cupti_drop {
 	CUPTI_DROP_UNDEFINED, /* named a string id never defined (kept, unnamed) */
 	CUPTI_DROP_TIME,      /* no timestamps, end < start, or far from now */
 	CUPTI_DROP_STORE,     /* the store could not take a string */
+	CUPTI_DROP_PC,	      /* a PC record or stall name out of bounds (device, index, pc) */
+	CUPTI_DROP_CUBIN,     /* a cubin over cupti.peer_cubin_bytes, the cache, or in pieces */
 	CUPTI_DROP_MAX,
 };
 
@@ -51,6 +54,9 @@ enum cupti_count {
 	CUPTI_N_MARKER,
 	CUPTI_N_STRING,
 	CUPTI_N_STATS,
+	CUPTI_N_STALL_NAME,
+	CUPTI_N_PC,	 /* PC sample records (their samples: cupti_totals.pc_samples) */
+	CUPTI_N_CUBIN,	 /* cubin chunks */
 	CUPTI_N_UNKNOWN, /* record types this daemon does not know: skipped */
 	CUPTI_N_MAX,
 };
@@ -75,6 +81,31 @@ struct cupti_strtab {
 	struct cupti_str *pages[GPI_STRING_IDS / CUPTI_STR_PAGE];
 	size_t bytes;	/* charged: text + per-entry overhead */
 	uint32_t count; /* ids defined */
+};
+
+/* PC sampling of one peer: stall reason names per (device, index), and
+ * the cubin being received. */
+#define CUPTI_STALL_DEVS 16u
+#define CUPTI_STALL_IDS 256u
+struct cupti_pcstate {
+	uint32_t *stall; /* [device * CUPTI_STALL_IDS + index]: store string id
+			  * (a reference), NULL until the first name */
+	uint8_t *cubin;	 /* the cubin being received, NULL none */
+	uint64_t cubin_crc;
+	uint32_t cubin_size, cubin_got;
+	size_t cubin_bytes;	 /* charged: cubins this peer started, in bytes */
+	struct gpi_pc_stats lib; /* the library's last GPI_PC_STATS */
+	bool lib_seen;
+};
+
+/* A cubin kept for disassembly, one per (crc, owner): code is its owner's
+ * to see. */
+struct cupti_cubin {
+	struct cupti_cubin *next; /* oldest first */
+	uint64_t crc;
+	uint32_t owner, pid;
+	size_t size;
+	uint8_t bytes[];
 };
 
 /* The library's last gpi_stats, and what it says. */
@@ -108,6 +139,7 @@ struct cupti_peer {
 	double tokens;
 	uint64_t tokens_ns;
 	struct cupti_strtab strs;
+	struct cupti_pcstate pc;
 	/* counters */
 	uint64_t records, msgs;
 	uint64_t drops[CUPTI_DROP_MAX];
@@ -121,6 +153,8 @@ struct cupti_totals {
 	uint64_t drops[CUPTI_DROP_MAX];
 	uint64_t closed[CUPTI_CLOSE_MAX];
 	uint64_t seq_gaps;
+	uint64_t pc_samples; /* in the PC records stored */
+	uint64_t cubins;     /* cubins kept (ever) */
 	/* the library's own counters of closed peers (gpi_stats, summed) */
 	uint64_t lib_cupti_dropped, lib_api_dropped, lib_records_dropped, lib_buffers_refused;
 };
@@ -130,6 +164,7 @@ struct cupti_limits {
 	uint32_t peer_rate;   /* records per second */
 	size_t peer_strings;  /* bytes */
 	size_t strings_total; /* bytes, every peer together */
+	size_t peer_cubin_bytes, cubin_cache_bytes;
 	uint64_t hello_timeout_ns;
 };
 
@@ -148,6 +183,11 @@ struct cupti {
 	struct cupti_peer *peers;
 	unsigned npeers;
 	size_t strings_bytes; /* every peer's strtab bytes */
+	/* the cubin cache, oldest first; the loop thread changes it, render
+	 * workers copy from it (cupti_cubin_copy): under cubins_mu */
+	pthread_mutex_t cubins_mu;
+	struct cupti_cubin *cubins, **cubins_tail;
+	size_t cubins_bytes;
 	struct cupti_totals tot;
 	uint64_t log_next_ns; /* rate limit of the peer warnings */
 	unsigned log_suppressed;
@@ -169,6 +209,15 @@ void cupti_warn(struct cupti *cu, const char *fmt, ...) __attribute__((format(pr
  * (the caller closes the connection) */
 int cupti_decode(struct cupti_peer *p, const void *msg, size_t len, uint64_t now_ns);
 void cupti_strtab_clear(struct cupti *cu, struct cupti_strtab *t);
+/* a closing peer's PC sampling state; the whole cubin cache */
+void cupti_pc_clear(struct cupti *cu, struct cupti_pcstate *pc);
+void cupti_cubins_free(struct cupti *cu);
+/* The cubin of crc that uid may see (root: any), or NULL: loop thread. */
+const struct cupti_cubin *cupti_cubin_find(struct cupti *cu, uint64_t crc, uint32_t uid);
+/* Any thread: a malloc()ed copy of that cubin and its owner; 0 or
+ * -ENOENT / -ENOMEM. */
+int cupti_cubin_copy(struct cupti *cu, uint64_t crc, uint32_t uid, void **bytes, size_t *size,
+		     uint32_t *owner);
 const char *cupti_peer_state_name(enum cupti_peer_state st);
 
 #endif

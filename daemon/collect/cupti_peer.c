@@ -205,6 +205,7 @@ void cupti_peer_close(struct cupti_peer *p, enum cupti_close why, const char *fm
 		}
 	cu->npeers--;
 	cupti_strtab_clear(cu, &p->strs);
+	cupti_pc_clear(cu, &p->pc);
 	if (p->comm)
 		store_str_unref(cu->store, p->comm);
 	p->comm = 0;

@@ -34,6 +34,8 @@ static uint64_t key_hash(const struct agg *k)
 	uint64_t h = ((uint64_t)k->stack << 32 | k->pid) * 0x9E3779B97F4A7C15ull;
 	h ^= ((uint64_t)k->tid << 32 | k->comm) * 0xC2B2AE3D27D4EB4Full;
 	h ^= ((uint64_t)k->cgroup << 32 | k->name) * 0x165667B19E3779F9ull;
+	h ^= ((uint64_t)k->pc << 32 | k->reason) * 0x27D4EB2F165667C5ull;
+	h ^= k->crc * 0x9E3779B97F4A7C15ull;
 	return h ^ (h >> 29);
 }
 
@@ -70,7 +72,8 @@ static int agg_add(struct ctx *x, const struct agg *k)
 			return 0;
 		}
 		if (a->stack == k->stack && a->pid == k->pid && a->tid == k->tid &&
-		    a->comm == k->comm && a->name == k->name && a->cgroup == k->cgroup) {
+		    a->comm == k->comm && a->name == k->name && a->cgroup == k->cgroup &&
+		    a->pc == k->pc && a->reason == k->reason && a->crc == k->crc) {
 			a->count += k->count;
 			return 0;
 		}
@@ -155,6 +158,71 @@ static int gpu_shares(struct ctx *x)
 	return 0;
 }
 
+/* A launch's or a PC sample's (pid, kernel name) as one number: the name
+ * up to the NUL a launch collector may append its geometry after, so the
+ * launch probe's name and CUPTI's function name meet when they agree. */
+static uint64_t launch_key(const struct capture *c, uint32_t pid, uint32_t name)
+{
+	size_t len;
+	const char *s = name ? capture_str(c, name, &len) : NULL;
+	uint64_t h = 0xcbf29ce484222325ull ^ pid;
+
+	for (size_t i = 0; s && i < len && s[i]; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static int launch_at_cmp(const void *a, const void *b)
+{
+	const struct launch_at *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* stalls: the launches with a stack, sorted for stall_stack() */
+static int launch_index(struct ctx *x)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < x->c->nrecs; i++)
+		n += x->c->recs[i].type == STORE_REC_GPU_LAUNCH && x->c->recs[i].stack;
+	if (!n)
+		return 0;
+	x->launches = malloc(n * sizeof(*x->launches));
+	if (!x->launches)
+		return -ENOMEM;
+	for (size_t i = 0; i < x->c->nrecs; i++) {
+		const struct store_rec *r = &x->c->recs[i];
+
+		if (r->type == STORE_REC_GPU_LAUNCH && r->stack)
+			x->launches[x->nlaunches++] =
+				(struct launch_at){launch_key(x->c, r->pid, r->name), r->ts_ns,
+						   r->stack};
+	}
+	qsort(x->launches, x->nlaunches, sizeof(*x->launches), launch_at_cmp);
+	return 0;
+}
+
+/* The stack of the latest launch of r's kernel in r's pid at or before r
+ * (a PC sample has no launch of its own: its samples span a window), 0. */
+static uint32_t stall_stack(const struct ctx *x, const struct store_rec *r)
+{
+	struct launch_at want = {launch_key(x->c, r->pid, r->name), r->ts_ns, 0};
+	size_t lo = 0, hi = x->nlaunches;
+
+	while (lo < hi) { /* the first entry after want */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (launch_at_cmp(&x->launches[mid], &want) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && x->launches[lo - 1].key == want.key ? x->launches[lo - 1].stack : 0;
+}
+
 /* Whether r counts (type, window, filters); its key and weight in *k. */
 static bool record_key(struct ctx *x, const struct store_rec *r, struct agg *k)
 {
@@ -163,6 +231,7 @@ static bool record_key(struct ctx *x, const struct store_rec *r, struct agg *k)
 		[FOLDED_WEIGHT_SAMPLES] = STORE_REC_CPU_SAMPLE,
 		[FOLDED_WEIGHT_LAUNCHES] = STORE_REC_GPU_LAUNCH,
 		[FOLDED_WEIGHT_GPU_TIME] = STORE_REC_GPU_INTERVAL,
+		[FOLDED_WEIGHT_STALLS] = STORE_REC_GPU_PC,
 	};
 	if (o->weight == FOLDED_WEIGHT_GPU_TIME) {
 		/* launches carry the matched time; intervals only their own
@@ -194,6 +263,15 @@ static bool record_key(struct ctx *x, const struct store_rec *r, struct agg *k)
 	} else if (o->weight == FOLDED_WEIGHT_GPU_TIME) {
 		k->name = r->name;
 		k->count = x->share ? x->share[r - x->c->recs] : 1;
+	} else if (o->weight == FOLDED_WEIGHT_STALLS) {
+		k->stack = stall_stack(x, r);
+		k->name = r->name;
+		k->pc = (uint32_t)r->aux[1];
+		k->reason = store_rec_detail(r);
+		k->count = r->aux32;
+		k->crc = r->aux[0];
+		if (!k->count)
+			return false;
 	}
 	return true;
 }
@@ -218,8 +296,10 @@ static int ctx_init(struct ctx *x, const struct capture *c, const struct folded_
 {
 	*x = (struct ctx){.c = c, .o = o};
 	if (!c || (o->npids && !o->pids) || (o->ntids && !o->tids) ||
-	    (unsigned)o->weight > FOLDED_WEIGHT_GPU_TIME)
+	    (unsigned)o->weight > FOLDED_WEIGHT_STALLS)
 		return -EINVAL;
+	x->insn = o->insn;
+	x->insn_ctx = o->insn_ctx;
 	const struct capture_extra *ex = capture_find_extra(c, CAPSEC_SYMBOLS);
 	if (ex && sym_table_decode(ex->data, ex->len, &x->syms, NULL, 0) == 0)
 		*symbolized = true;
@@ -229,6 +309,8 @@ static int ctx_init(struct ctx *x, const struct capture *c, const struct folded_
 	if (o->comm && !(x->comm_ok = calloc((size_t)c->nstrs + 1, 1)))
 		return -ENOMEM;
 	if (o->weight == FOLDED_WEIGHT_GPU_TIME && gpu_shares(x) < 0)
+		return -ENOMEM;
+	if (o->weight == FOLDED_WEIGHT_STALLS && launch_index(x) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -241,6 +323,7 @@ static void ctx_finish(struct ctx *x)
 	free(x->pids);
 	free(x->tids);
 	free(x->share);
+	free(x->launches);
 	sym_table_free(x->syms);
 }
 

@@ -67,7 +67,18 @@ enum folded_weight {
 	FOLDED_WEIGHT_SAMPLES = 0,
 	FOLDED_WEIGHT_LAUNCHES = 1,
 	FOLDED_WEIGHT_GPU_TIME = 2,
+	/* NVIDIA PC samples (STORE_REC_GPU_PC): "...;KERNEL_[G];
+	 * sass_instruction_[g];stall_reason_[g] samples", the CPU stack of
+	 * the latest launch of that kernel name in that pid at or before the
+	 * samples were drained (none: the line starts at the kernel frame) */
+	FOLDED_WEIGHT_STALLS = 3,
 };
+
+/* SASS text of the instruction at pc of the function name in the cubin
+ * crc, as the peer may see it, or NULL (the line then reads "+0x1a0").
+ * Stalls weight only. */
+typedef const char *(*folded_insn_fn)(void *ctx, uint32_t pid, uint64_t crc, const char *name,
+				      uint32_t pc);
 
 struct folded_opts {
 	bool no_kernel; /* leave kernel frames out (default: shown) */
@@ -88,6 +99,8 @@ struct folded_opts {
 	uint64_t start_ns, end_ns; /* record ts in [start, end]; 0 = open end */
 	enum folded_weight weight; /* what counts; default CPU samples */
 	struct render_view view;   /* what the peer may see */
+	folded_insn_fn insn;	   /* stalls: instruction text; NULL: offsets */
+	void *insn_ctx;
 };
 
 struct folded_totals {

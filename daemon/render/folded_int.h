@@ -12,6 +12,8 @@
 
 #include "folded.h"
 
+struct store_rec;
+
 struct sym_table;
 
 struct agg {
@@ -19,6 +21,16 @@ struct agg {
 	uint32_t name;	 /* GPU kernel string id, 0 for CPU samples */
 	uint64_t count;	 /* 0: empty slot */
 	uint32_t cgroup; /* launch's cgroup string id with opts.cgroup, else 0 */
+	/* stalls: the pc offset and the stall reason's string id (0 otherwise) */
+	uint32_t pc, reason;
+	uint64_t crc; /* the cubin's */
+};
+
+/* stalls: the launches of a capture, by (pid, kernel name) then time */
+struct launch_at {
+	uint64_t key; /* launch_key() */
+	uint64_t ts;
+	uint32_t stack;
 };
 
 struct arena {
@@ -41,7 +53,12 @@ struct ctx {
 	 * launches count 1 each then (gpu_fallback). */
 	uint64_t *share;
 	bool gpu_fallback;
-	uint64_t cupti[3]; /* folded_totals.cupti_intervals, _no_call, _no_launch */
+	uint64_t cupti[3];	    /* folded_totals.cupti_intervals, _no_call, _no_launch */
+	struct launch_at *launches; /* stalls only */
+	size_t nlaunches;
+	/* stalls: SASS text of an instruction, or NULL (offsets printed) */
+	folded_insn_fn insn;
+	void *insn_ctx;
 };
 
 /* The line of one key, without its count, appended to x->a (foldline.c).

@@ -104,6 +104,44 @@ static int put_frame(struct ctx *x, const struct sym_frames *f, size_t i, uint64
 
 static int gpu_frame(struct ctx *x, const struct agg *k);
 
+/* CUPTI's stall reason names all start so; the frame keeps the rest */
+#define STALL_PREFIX "smsp__pcsamp_warps_issue_stalled_"
+
+/* stalls: ";sass_instruction_[g];stall_reason_[g]" after the kernel frame:
+ * the instruction's SASS text where the hook has it, else "+0x1a0" */
+static int stall_frames(struct ctx *x, const struct agg *k, const char *kn, size_t knlen)
+{
+	const char *insn = NULL, *rs;
+	char tmp[24], name[512];
+	size_t len;
+	int n;
+
+	if (x->insn && kn) {
+		snprintf(name, sizeof(name), "%.*s", (int)knlen, kn);
+		insn = x->insn(x->insn_ctx, k->pid, k->crc, name, k->pc);
+	}
+	if (put_raw(&x->a, ";", 1) < 0)
+		return -ENOMEM;
+	if (insn) {
+		if (put_name(&x->a, insn, strlen(insn)) < 0)
+			return -ENOMEM;
+	} else {
+		n = snprintf(tmp, sizeof(tmp), "+0x%" PRIx32, k->pc);
+		if (put_raw(&x->a, tmp, (size_t)n) < 0)
+			return -ENOMEM;
+	}
+	rs = k->reason ? capture_str(x->c, k->reason, &len) : NULL;
+	if (rs && len > sizeof(STALL_PREFIX) - 1 &&
+	    !memcmp(rs, STALL_PREFIX, sizeof(STALL_PREFIX) - 1)) {
+		rs += sizeof(STALL_PREFIX) - 1;
+		len -= sizeof(STALL_PREFIX) - 1;
+	}
+	if (put_raw(&x->a, "_[g];", 5) < 0 || put_name(&x->a, rs ? rs : "", rs ? len : 0) < 0 ||
+	    put_raw(&x->a, "_[g]", 4) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 /* The line of one key, without its count, appended to the arena. */
 int folded_build_line(struct ctx *x, const struct agg *k)
 {
@@ -180,5 +218,5 @@ static int gpu_frame(struct ctx *x, const struct agg *k)
 	if (put_raw(&x->a, ";", 1) < 0 || put_name(&x->a, kn ? kn : "", kn ? len : 0) < 0 ||
 	    put_raw(&x->a, "_[G]", 4) < 0)
 		return -ENOMEM;
-	return 0;
+	return x->o->weight == FOLDED_WEIGHT_STALLS ? stall_frames(x, k, kn, len) : 0;
 }

@@ -9,9 +9,16 @@
 #include "methods.h"
 #include "render/folded.h"
 #include "render/tlrender.h"
+#include "collect/cupti_sass.h"
+#include "collector.h"
+#include "collect/registry.h"
+#include "gpd.h"
 
 struct folded_req {
 	struct folded_opts o;
+	uint32_t sass_uid;   /* stalls: whose cubins the peer may see (0: all) */
+	struct cupti *cupti; /* the cupti collector's state, NULL: none */
+	char nvdisasm[256];
 	uint32_t pids[CAPTURE_MAX_PIDS];
 	uint32_t tids[CAPTURE_MAX_PIDS];
 	char comm[64];
@@ -86,8 +93,17 @@ static void folded_run(struct capjob *j, struct capture *c)
 			return;
 		}
 	} else {
+		struct cupti_sass *sass = NULL;
+
 		f->o.view = j->view;
+		/* NVIDIA stalls: SASS text where nvdisasm and the cubin are */
+		if (f->o.weight == FOLDED_WEIGHT_STALLS && f->cupti &&
+		    cupti_sass_new(f->cupti, f->nvdisasm, f->sass_uid, &sass) == 0 && sass) {
+			f->o.insn = cupti_sass_insn;
+			f->o.insn_ctx = sass;
+		}
 		r = folded_write(c, &f->o, fdout_cb, out, &t);
+		cupti_sass_free(sass);
 	}
 	if (r == 0)
 		r = fdout_flush(out);
@@ -158,6 +174,13 @@ void method_capture_folded(struct rpc_req *req, const cJSON *params)
 	if (comm) {
 		strcpy(f->comm, comm);
 		f->o.comm = f->comm;
+	}
+	if (f->o.weight == FOLDED_WEIGHT_STALLS) {
+		struct collector *cc = collectors_find(req->gpd, "cupti");
+
+		f->cupti = cc ? cc->priv : NULL;
+		f->sass_uid = req->privileged ? 0 : (uint32_t)req->uid;
+		snprintf(f->nvdisasm, sizeof(f->nvdisasm), "%s", req->gpd->cfg.cupti.nvdisasm);
 	}
 	struct capentry *e = capture_for_req(req, params, false);
 	if (!e) {

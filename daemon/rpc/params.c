@@ -110,9 +110,12 @@ bool param_weight(struct rpc_req *req, const cJSON *params, enum folded_weight *
 		*out = FOLDED_WEIGHT_LAUNCHES;
 	} else if (!strcmp(w, "gpu-time")) {
 		*out = FOLDED_WEIGHT_GPU_TIME;
+	} else if (!strcmp(w, "stalls")) {
+		*out = FOLDED_WEIGHT_STALLS;
 	} else {
 		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,
-			  "\"weight\" must be \"samples\", \"launches\" or \"gpu-time\"");
+			  "\"weight\" must be \"samples\", \"launches\", \"gpu-time\" or "
+			  "\"stalls\"");
 		return false;
 	}
 	return true;

@@ -33,6 +33,8 @@ enum store_rec_type {
 				   * ts = entry, dur_ns valid, name = function, cpu =
 				   * domain (1 driver, 2 runtime), aux32 = callback id |
 				   * failed << 16, aux[1] = CUPTI correlation id */
+	STORE_REC_GPU_PC = 7,	    /* PC samples of one (function, pc, stall reason):
+				   * see "Records from the CUPTI library" */
 	STORE_REC_TYPE_MAX,
 };
 
@@ -50,6 +52,15 @@ enum store_rec_type {
  *    sync: the CUDA event id.
  *  - NVTX ranges and marks are STORE_REC_MARK with cpu = 1, on their
  *    thread, aux[1] = the domain's string id << 32 (0 = default domain).
+ *  - PC samples are STORE_REC_GPU_PC, one per (function, pc, stall reason)
+ *    and drain of the library: ts = when the library drained them (the
+ *    samples are older: within its sampling window), dur_ns 0, tid 0,
+ *    stack 0 (the launch stack is joined by kernel name at render), name =
+ *    the (mangled) function name, cpu = CUDA device, aux32 = samples,
+ *    aux[0] = the cubin's CRC (cuptiGetCubinCrc), aux[1] = the pc offset
+ *    into the function (low 32 bits) | the stall reason's string id << 32
+ *    (store_rec_detail(): CUPTI's full name, e.g.
+ *    "smsp__pcsamp_warps_issue_stalled_barrier").
  */
 #define STORE_CUPTI_WHERE(dev, ctx, stream) \
 	((uint64_t)((dev)&0xff) << 48 | (uint64_t)((ctx)&0xffff) << 32 | (uint32_t)(stream))
@@ -100,12 +111,14 @@ static inline uint32_t store_rec_cgroup(const struct store_rec *r)
 /*
  * The second string a record may hold, in aux[1]'s high half: a CUPTI
  * interval's detail ("grid [128,1,1] block [256,1,1] ..."), an NVTX mark's
- * domain. A reference held by the record like comm and name; 0 = none.
+ * domain, a PC sample's stall reason. A reference held by the record like comm and name; 0 = none.
  */
 static inline uint32_t store_rec_detail(const struct store_rec *r)
 {
 	bool cupti = r->type == STORE_REC_GPU_INTERVAL && r->cpu >> 8 == GPU_ENGINE_CUPTI;
-	return cupti || r->type == STORE_REC_MARK ? (uint32_t)(r->aux[1] >> 32) : 0;
+	return cupti || r->type == STORE_REC_MARK || r->type == STORE_REC_GPU_PC
+		       ? (uint32_t)(r->aux[1] >> 32)
+		       : 0;
 }
 
 /* Per user or kernel stack: BPF's 127 native frames, and room for the

@@ -103,7 +103,10 @@ int sym_demangle_kernels(struct symbolizer *s, struct capture *c)
 	for (size_t i = 0; r == 0 && i < c->nrecs; i++) {
 		const struct store_rec *rec = &c->recs[i];
 		uint32_t id = rec->name;
-		if ((rec->type != STORE_REC_GPU_LAUNCH && rec->type != STORE_REC_GPU_INTERVAL) ||
+		/* PC samples too: their frames then read, and join by name, as
+		 * the launches of the same kernel do */
+		if ((rec->type != STORE_REC_GPU_LAUNCH && rec->type != STORE_REC_GPU_INTERVAL &&
+		     rec->type != STORE_REC_GPU_PC) ||
 		    !id || id > c->nstrs || seen[id - 1])
 			continue;
 		seen[id - 1] = 1;

@@ -9,7 +9,7 @@
  *   cuda_app [--cuda LIB] [--threads T] [--launches N] [--kernel NAME:NS]...
  *            [--memcpy BYTES:NS] [--memset BYTES:NS] [--sync] [--graph NS]
  *            [--nvtx] [--pause-ms MS] [--sleep-ms MS] [--wait] [--until-eof]
- *            [--fork] [--subscribe-first NAME]
+ *            [--fork] [--subscribe-first NAME] [--pc CUBIN]
  *
  * Each of T threads (default 1) runs N iterations (default 10); one
  * iteration launches every --kernel once (default gpuprof_k_a:20000) on
@@ -24,8 +24,12 @@
  * reaches its end (N stays the most), --fork forks a child after the work
  * that launches once and exits. --subscribe-first subscribes to CUPTI
  * (GPUPROF_CUPTI_LIB, else libcupti.so.13) as NAME before cuInit, the way
- * a profiler that started first holds it. The counts printed are of the
- * iterations actually run.
+ * a profiler that started first holds it. --pc plays a context that loads
+ * the module CUBIN (a real cubin) after cuInit, and PC sampling of every
+ * launch of a --kernel NAME that the cubin defines (the stand-in's fixed
+ * sample distribution, fakecupti_pc_kernel); the module unloads and the
+ * context goes after the work. The counts printed are of the iterations
+ * actually run.
  *
  * Prints, once all threads are done:
  *   tid TID                                  one per worker thread
@@ -35,6 +39,7 @@
  *   graph count C total_ns S
  *   sync count C
  *   nvtx ranges R marks M
+ *   pc samples S                             with --pc: what the stand-in sampled
  *   cpu_ns_per_iteration X                   the workers' own CPU time
  *   done
  */
@@ -94,6 +99,15 @@ static uint64_t memcpy_bytes, memcpy_ns, memset_bytes, memset_ns, graph_ns;
 static int do_memcpy, do_memset, do_graph;
 static int until_eof;
 static const char *first_subscriber;
+static const char *pc_cubin;
+static atomic_ullong pc_samples;
+/* the stand-in's context and module hooks (fakecupti.h) */
+static void (*fk_context)(void *, int);
+static void (*fk_module)(void *, uint32_t, const void *, size_t, int);
+static uint32_t (*fk_pc_kernel)(void *, const char *);
+static void *cubin_bytes;
+static size_t cubin_size;
+#define PC_CTX ((void *)(uintptr_t)0xc0de)
 static pid_t tids[MAX_THREADS];
 static int done_iters[MAX_THREADS];
 static uint64_t cpu_ns[MAX_THREADS];
@@ -161,6 +175,39 @@ static void subscribe_first(const char *name)
 	}
 }
 
+static void pc_open(void)
+{
+	const char *path = getenv("GPUPROF_CUPTI_LIB");
+	void *lib = dlopen(path && *path ? path : "libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+	FILE *f = fopen(pc_cubin, "rb");
+
+	if (!lib || !f) {
+		fprintf(stderr, "cuda_app: --pc: no stand-in libcupti or no %s\n", pc_cubin);
+		exit(1);
+	}
+	fk_context = (__typeof__(fk_context))need(lib, "fakecupti_context");
+	fk_module = (__typeof__(fk_module))need(lib, "fakecupti_module");
+	fk_pc_kernel = (__typeof__(fk_pc_kernel))need(lib, "fakecupti_pc_kernel");
+	fseek(f, 0, SEEK_END);
+	cubin_size = (size_t)ftell(f);
+	rewind(f);
+	cubin_bytes = malloc(cubin_size);
+	if (!cubin_bytes || fread(cubin_bytes, 1, cubin_size, f) != cubin_size) {
+		fprintf(stderr, "cuda_app: cannot read %s\n", pc_cubin);
+		exit(1);
+	}
+	fclose(f);
+	fk_context(PC_CTX, 1);
+	fk_module(PC_CTX, 1, cubin_bytes, cubin_size, 1);
+}
+
+static void pc_close(void)
+{
+	fk_module(PC_CTX, 1, cubin_bytes, cubin_size, 0);
+	fk_context(PC_CTX, 0);
+	free(cubin_bytes);
+}
+
 static void iteration(int t, int i)
 {
 	void *stream = (void *)(uintptr_t)(t + 1);
@@ -172,6 +219,8 @@ static void iteration(int t, int i)
 		cu.dur(kernels[k].ns);
 		cu.launch(kernels[k].fn, (unsigned)(i % 4) + 1, 1, 1, 128, 1, 1, 0, stream, NULL,
 			  NULL);
+		if (pc_cubin)
+			pc_samples += fk_pc_kernel(PC_CTX, kernels[k].name);
 	}
 	if (do_memcpy) {
 		cu.dur(memcpy_ns);
@@ -276,6 +325,8 @@ static const char *parse(int argc, char **argv)
 			until_eof = 1;
 		else if (!strcmp(a, "--fork"))
 			do_fork = 1;
+		else if (!strcmp(a, "--pc"))
+			pc_cubin = v, i++;
 		else {
 			fprintf(stderr, "cuda_app: unknown option %s\n", a);
 			exit(2);
@@ -319,6 +370,8 @@ static void report(void)
 
 	for (int t = 0; t < threads; t++)
 		cpu += cpu_ns[t];
+	if (pc_cubin)
+		printf("pc samples %llu\n", (unsigned long long)pc_samples);
 	printf("cpu_ns_per_iteration %.1f\n", n ? (double)cpu / (double)n : 0.0);
 	printf("done\n");
 	fflush(stdout);
@@ -338,6 +391,8 @@ int main(int argc, char **argv)
 	}
 	for (int k = 0; k < nkernels; k++)
 		cu.getfn(&kernels[k].fn, NULL, kernels[k].name);
+	if (pc_cubin)
+		pc_open();
 	if (wait_stdin) {
 		printf("ready %d\n", (int)getpid());
 		fflush(stdout);
@@ -353,6 +408,8 @@ int main(int argc, char **argv)
 	}
 	for (int t = 0; t < threads; t++)
 		pthread_join(th[t], NULL);
+	if (pc_cubin)
+		pc_close();
 	report();
 	if (do_fork) {
 		pid_t pid = fork();

@@ -9,6 +9,8 @@
  * fakecupti.h. Test modes: see fakecupti.h.
  */
 #include <cupti.h>
+#include <cupti_pcsampling.h>
+#include <elf.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +55,7 @@ static struct {
 	uint8_t on[CUPTI_CB_DOMAIN_SIZE][MAX_CBID];
 } subscriber;
 static uint32_t next_corr = 1;
+static void *cur_ctx; /* the context fakecupti_context made, the calls' context */
 
 static int kind_fails(CUpti_ActivityKind k)
 {
@@ -224,6 +227,7 @@ static void fire(struct fakecupti_call *c, CUpti_ApiCallbackSite site)
 	cd.functionName = c->name;
 	cd.correlationId = c->corr;
 	cd.correlationData = &c->corr_data;
+	cd.context = (CUcontext)cur_ctx;
 	cd.functionReturnValue = site == CUPTI_API_EXIT ? &c->result : NULL;
 	cb(ud, CUPTI_CB_DOMAIN_DRIVER_API, c->cbid, &cd);
 }
@@ -660,4 +664,545 @@ API void fakecupti_marker(uint32_t flags, uint32_t id, const char *name, const c
 	m.name = (flags & CUPTI_ACTIVITY_FLAG_MARKER_END) ? NULL : name;
 	m.domain = domain;
 	append(&m, CUPTI_ACTIVITY_KIND_MARKER);
+}
+
+/* ------------------------------------------------------------ resources */
+
+static void fire_resource(CUpti_CallbackId cbid, void *ctx, void *desc)
+{
+	CUpti_ResourceData rd;
+
+	if (!subscriber.used || !subscriber.on[CUPTI_CB_DOMAIN_RESOURCE][cbid])
+		return;
+	memset(&rd, 0, sizeof(rd));
+	rd.context = (CUcontext)ctx;
+	rd.resourceDescriptor = desc;
+	subscriber.cb(subscriber.ud, CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
+}
+
+API CUptiResult cuptiGetDeviceId(CUcontext ctx, uint32_t *dev)
+{
+	if (!dev)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*dev = 0;
+	return CUPTI_SUCCESS;
+}
+
+/* ------------------------------------------------------------ PC sampling */
+
+/* CUPTI's per-GPU stall reasons, with indices that are not 0..n-1 (the
+ * client must use GetStallReasons' indices, never positions) */
+#define NREASONS 6
+static const uint32_t reason_idx[NREASONS] = {0, 2, 5, 7, 11, 13};
+static const char *const reason_name[NREASONS] = {
+	"smsp__pcsamp_warps_issue_stalled_barrier",
+	"smsp__pcsamp_warps_issue_stalled_long_scoreboard",
+	"smsp__pcsamp_warps_issue_stalled_math_pipe_throttle",
+	"smsp__pcsamp_warps_issue_stalled_wait",
+	"smsp__pcsamp_warps_issue_stalled_not_selected",
+	"smsp__pcsamp_warps_issue_stalled_selected",
+};
+
+#define MAX_PCCTX 4
+#define MAX_MODULES 8
+#define MAX_FUNCS 16
+#define MAX_HW 256
+
+struct fmodule {
+	int used;
+	void *ctx;
+	uint32_t id;
+	uint64_t crc;
+	size_t nfuncs;
+	struct {
+		char name[128];
+		uint32_t index; /* .symtab index */
+		uint64_t size;
+	} fn[MAX_FUNCS];
+};
+
+struct hwpc {
+	uint32_t mod, fn;
+	uint64_t pc;
+	uint32_t samples[NREASONS];
+};
+
+static struct pcctx {
+	void *ctx;
+	int enabled, start_stop, started, wedged;
+	uint32_t period;
+	CUpti_PCSamplingData *cfg_buf;
+	size_t nhw;
+	struct hwpc hw[MAX_HW];
+} pcctx[MAX_PCCTX];
+static struct fmodule modules[MAX_MODULES];
+static pthread_mutex_t pcmu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t pc_getdata_calls;
+static struct {
+	uint64_t enable, disable, start, stop, getdata, samples;
+} pcstat;
+
+static uint32_t crc32_bytes(const uint8_t *p, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+
+	for (size_t i = 0; i < n; i++) {
+		c ^= p[i];
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
+	}
+	return ~c;
+}
+
+/* zlib's crc32 of the bytes: the tests compute it the same way */
+API CUptiResult cuptiGetCubinCrc(CUpti_GetCubinCrcParams *p)
+{
+	if (!p || p->size < CUpti_GetCubinCrcParamsSize || !p->cubin || !p->cubinSize)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	p->cubinCrc = crc32_bytes(p->cubin, p->cubinSize);
+	return CUPTI_SUCCESS;
+}
+
+static struct pcctx *pc_find(void *ctx)
+{
+	for (size_t i = 0; i < MAX_PCCTX; i++)
+		if (ctx && pcctx[i].ctx == ctx)
+			return &pcctx[i];
+	return NULL;
+}
+
+static int env_int(const char *name, int def)
+{
+	const char *s = getenv(name);
+
+	return s && *s ? atoi(s) : def;
+}
+
+API CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p)
+{
+	struct pcctx *c;
+	int fail = env_int("FAKE_CUPTI_PC_FAIL", 0);
+
+	if (!p || p->size < CUpti_PCSamplingEnableParamsSize || !p->ctx)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (fail)
+		return (CUptiResult)fail;
+	pthread_mutex_lock(&pcmu);
+	c = pc_find(p->ctx);
+	for (size_t i = 0; i < MAX_PCCTX && !c; i++)
+		if (!pcctx[i].ctx)
+			c = &pcctx[i];
+	if (!c || c->enabled) {
+		pthread_mutex_unlock(&pcmu);
+		return CUPTI_ERROR_INVALID_OPERATION;
+	}
+	memset(c, 0, sizeof(*c));
+	c->ctx = p->ctx;
+	c->enabled = 1;
+	pcstat.enable++;
+	pthread_mutex_unlock(&pcmu);
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p)
+{
+	struct pcctx *c;
+
+	if (!p || p->size < CUpti_PCSamplingDisableParamsSize)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&pcmu);
+	c = pc_find(p->ctx);
+	if (c) {
+		memset(c, 0, sizeof(*c)); /* unread samples are lost */
+		pcstat.disable++;
+	}
+	pthread_mutex_unlock(&pcmu);
+	return c ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_OPERATION;
+}
+
+static CUptiResult start_stop(CUcontext ctx, int start)
+{
+	struct pcctx *c;
+	CUptiResult r = CUPTI_SUCCESS;
+
+	pthread_mutex_lock(&pcmu);
+	c = pc_find(ctx);
+	if (!c || !c->start_stop || c->started == start)
+		r = CUPTI_ERROR_INVALID_OPERATION;
+	else
+		c->started = start;
+	if (!r)
+		start ? pcstat.start++ : pcstat.stop++;
+	pthread_mutex_unlock(&pcmu);
+	return r;
+}
+
+API CUptiResult cuptiPCSamplingStart(CUpti_PCSamplingStartParams *p)
+{
+	if (!p || p->size < CUpti_PCSamplingStartParamsSize)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	return start_stop(p->ctx, 1);
+}
+
+API CUptiResult cuptiPCSamplingStop(CUpti_PCSamplingStopParams *p)
+{
+	if (!p || p->size < CUpti_PCSamplingStopParamsSize)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	return start_stop(p->ctx, 0);
+}
+
+static int known_reason(uint32_t idx)
+{
+	for (size_t i = 0; i < NREASONS; i++)
+		if (reason_idx[i] == idx)
+			return 1;
+	return 0;
+}
+
+static CUptiResult set_attr(struct pcctx *c, CUpti_PCSamplingConfigurationInfo *a)
+{
+	switch (a->attributeType) {
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
+		if (a->attributeData.samplingPeriodData.samplingPeriod < 5 ||
+		    a->attributeData.samplingPeriodData.samplingPeriod > 31)
+			return CUPTI_ERROR_INVALID_PARAMETER;
+		c->period = a->attributeData.samplingPeriodData.samplingPeriod;
+		return CUPTI_SUCCESS;
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON:
+		for (size_t i = 0; i < a->attributeData.stallReasonData.stallReasonCount; i++)
+			if (!known_reason(a->attributeData.stallReasonData.pStallReasonIndex[i]))
+				return CUPTI_ERROR_INVALID_PARAMETER;
+		return CUPTI_SUCCESS;
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
+		return a->attributeData.collectionModeData.collectionMode ==
+					       CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS ||
+				       a->attributeData.collectionModeData.collectionMode ==
+					       CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED
+			       ? CUPTI_SUCCESS
+			       : CUPTI_ERROR_INVALID_PARAMETER;
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
+		c->start_stop = !!a->attributeData.enableStartStopControlData.enableStartStopControl;
+		return CUPTI_SUCCESS;
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER:
+		c->cfg_buf = a->attributeData.samplingDataBufferData.samplingDataBuffer;
+		return c->cfg_buf ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+	default:
+		return CUPTI_SUCCESS; /* sizes, worker period, output format */
+	}
+}
+
+API CUptiResult cuptiPCSamplingSetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *p)
+{
+	CUptiResult r = CUPTI_SUCCESS;
+	struct pcctx *c;
+
+	if (!p || p->size < CUpti_PCSamplingConfigurationInfoParamsSize ||
+	    (p->numAttributes && !p->pPCSamplingConfigurationInfo))
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&pcmu);
+	c = pc_find(p->ctx);
+	if (!c) {
+		r = CUPTI_ERROR_INVALID_OPERATION; /* before Enable */
+	} else {
+		for (size_t i = 0; i < p->numAttributes; i++) {
+			CUpti_PCSamplingConfigurationInfo *a = &p->pPCSamplingConfigurationInfo[i];
+
+			a->attributeStatus = set_attr(c, a);
+			if (a->attributeStatus)
+				r = a->attributeStatus;
+		}
+	}
+	pthread_mutex_unlock(&pcmu);
+	return r;
+}
+
+API CUptiResult cuptiPCSamplingGetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *p)
+{
+	CUptiResult r = CUPTI_SUCCESS;
+	struct pcctx *c;
+
+	if (!p || p->size < CUpti_PCSamplingConfigurationInfoParamsSize)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&pcmu);
+	c = pc_find(p->ctx);
+	for (size_t i = 0; c && i < p->numAttributes; i++) {
+		CUpti_PCSamplingConfigurationInfo *a = &p->pPCSamplingConfigurationInfo[i];
+
+		a->attributeStatus = CUPTI_SUCCESS;
+		if (a->attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)
+			a->attributeData.samplingPeriodData.samplingPeriod = c->period ? c->period : 20;
+		else if (a->attributeType ==
+			 CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
+			a->attributeData.enableStartStopControlData.enableStartStopControl =
+				(uint32_t)c->start_stop;
+	}
+	if (!c)
+		r = CUPTI_ERROR_INVALID_OPERATION;
+	pthread_mutex_unlock(&pcmu);
+	return r;
+}
+
+API CUptiResult cuptiPCSamplingGetNumStallReasons(CUpti_PCSamplingGetNumStallReasonsParams *p)
+{
+	int ok;
+
+	if (!p || p->size < CUpti_PCSamplingGetNumStallReasonsParamsSize || !p->numStallReasons)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&pcmu);
+	ok = pc_find(p->ctx) != NULL;
+	pthread_mutex_unlock(&pcmu);
+	if (!ok)
+		return CUPTI_ERROR_INVALID_OPERATION; /* "after cuptiPCSamplingEnable" */
+	*p->numStallReasons = NREASONS;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiPCSamplingGetStallReasons(CUpti_PCSamplingGetStallReasonsParams *p)
+{
+	int ok;
+
+	if (!p || p->size < CUpti_PCSamplingGetStallReasonsParamsSize || !p->stallReasonIndex ||
+	    !p->stallReasons || p->numStallReasons > NREASONS)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&pcmu);
+	ok = pc_find(p->ctx) != NULL;
+	pthread_mutex_unlock(&pcmu);
+	if (!ok)
+		return CUPTI_ERROR_INVALID_OPERATION;
+	for (size_t i = 0; i < p->numStallReasons; i++) {
+		p->stallReasonIndex[i] = reason_idx[i];
+		snprintf(p->stallReasons[i], CUPTI_STALL_REASON_STRING_SIZE, "%s", reason_name[i]);
+	}
+	return CUPTI_SUCCESS;
+}
+
+/* Hands out the oldest collected PCs, at most collectNumPcs (and at most
+ * FAKE_CUPTI_PC_PER_CALL), saying how many remain. FAKE_CUPTI_PC_OOM_AT=N:
+ * the Nth call (from 1) with samples to hand out finds the hardware buffer full: the samples are
+ * lost and the context collects nothing more until disabled and enabled. */
+API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
+{
+	CUpti_PCSamplingData *d;
+	struct pcctx *c;
+	size_t n, cap = (size_t)env_int("FAKE_CUPTI_PC_PER_CALL", 1 << 30);
+	CUptiResult r = CUPTI_SUCCESS;
+
+	if (!p || p->size < CUpti_PCSamplingGetDataParamsSize || !p->pcSamplingData)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	d = p->pcSamplingData;
+	if (d->size < sizeof(*d) || !d->pPcData)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&pcmu);
+	c = pc_find(p->ctx);
+	if (!c || !c->cfg_buf || d == c->cfg_buf) {
+		r = c ? CUPTI_ERROR_INVALID_PARAMETER : CUPTI_ERROR_INVALID_OPERATION;
+		goto out;
+	}
+	pcstat.getdata++;
+	d->totalNumPcs = d->remainingNumPcs = 0;
+	d->totalSamples = d->droppedSamples = 0;
+	d->hardwareBufferFull = 0;
+	if (c->nhw && ++pc_getdata_calls == (uint64_t)env_int("FAKE_CUPTI_PC_OOM_AT", 0)) {
+		c->nhw = 0;
+		c->wedged = 1;
+		d->hardwareBufferFull = 1;
+		r = CUPTI_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	n = c->nhw;
+	if (n > d->collectNumPcs)
+		n = d->collectNumPcs;
+	if (n > cap)
+		n = cap;
+	for (size_t i = 0; i < n; i++) {
+		const struct hwpc *h = &c->hw[i];
+		CUpti_PCSamplingPCData *o = &d->pPcData[i];
+		size_t k = 0;
+
+		if (o->size < sizeof(*o) || !o->stallReason || o->stallReasonCount < NREASONS) {
+			r = CUPTI_ERROR_INVALID_PARAMETER;
+			goto out;
+		}
+		o->cubinCrc = modules[h->mod].crc;
+		o->pcOffset = h->pc;
+		o->functionIndex = modules[h->mod].fn[h->fn].index;
+		o->functionName = strdup(modules[h->mod].fn[h->fn].name); /* the client frees it */
+		o->correlationId = 0;
+		for (size_t j = 0; j < NREASONS; j++) {
+			if (!h->samples[j])
+				continue;
+			o->stallReason[k].pcSamplingStallReasonIndex = reason_idx[j];
+			o->stallReason[k++].samples = h->samples[j];
+			d->totalSamples += h->samples[j];
+		}
+		o->stallReasonCount = k;
+	}
+	memmove(c->hw, c->hw + n, (c->nhw - n) * sizeof(c->hw[0]));
+	c->nhw -= n;
+	d->totalNumPcs = n;
+	d->remainingNumPcs = c->nhw;
+out:
+	pthread_mutex_unlock(&pcmu);
+	return r;
+}
+
+/* the FUNC symbols of an ELF64 cubin (bounds-checked: tests feed it ours) */
+static void parse_cubin(struct fmodule *m, const uint8_t *b, size_t n)
+{
+	const Elf64_Ehdr *eh = (const void *)b;
+	const Elf64_Shdr *sh;
+
+	m->nfuncs = 0;
+	if (n < sizeof(*eh) || memcmp(b, ELFMAG, SELFMAG) || eh->e_shoff > n ||
+	    eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shnum > (n - eh->e_shoff) / sizeof(*sh))
+		return;
+	sh = (const void *)(b + eh->e_shoff);
+	for (size_t s = 0; s < eh->e_shnum; s++) {
+		const Elf64_Shdr *st;
+
+		if (sh[s].sh_type != SHT_SYMTAB || sh[s].sh_link >= eh->e_shnum)
+			continue;
+		st = &sh[sh[s].sh_link];
+		if (sh[s].sh_offset > n || sh[s].sh_size > n - sh[s].sh_offset ||
+		    st->sh_offset > n || st->sh_size > n - st->sh_offset)
+			return;
+		for (size_t i = 0; i < sh[s].sh_size / sizeof(Elf64_Sym) && m->nfuncs < MAX_FUNCS;
+		     i++) {
+			const Elf64_Sym *y = (const void *)(b + sh[s].sh_offset) + i * sizeof(*y);
+
+			if (ELF64_ST_TYPE(y->st_info) != STT_FUNC || y->st_name >= st->sh_size ||
+			    !y->st_size)
+				continue;
+			snprintf(m->fn[m->nfuncs].name, sizeof(m->fn[0].name), "%.*s",
+				 (int)strnlen((const char *)b + st->sh_offset + y->st_name,
+					      st->sh_size - y->st_name),
+				 (const char *)b + st->sh_offset + y->st_name);
+			m->fn[m->nfuncs].index = (uint32_t)i;
+			m->fn[m->nfuncs++].size = y->st_size;
+		}
+	}
+}
+
+API void fakecupti_context(void *ctx, int create)
+{
+	cur_ctx = create ? ctx : NULL;
+	fire_resource(create ? CUPTI_CBID_RESOURCE_CONTEXT_CREATED
+			     : CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+		      ctx, NULL);
+	if (!create) {
+		pthread_mutex_lock(&pcmu);
+		for (size_t i = 0; i < MAX_MODULES; i++)
+			if (modules[i].ctx == ctx)
+				modules[i].used = 0;
+		pthread_mutex_unlock(&pcmu);
+	}
+}
+
+API void fakecupti_module(void *ctx, uint32_t id, const void *cubin, size_t size, int load)
+{
+	CUpti_ModuleResourceData md = {.moduleId = id, .cubinSize = size, .pCubin = cubin};
+	struct fmodule *m = NULL;
+
+	if (load) {
+		pthread_mutex_lock(&pcmu);
+		for (size_t i = 0; i < MAX_MODULES && !m; i++)
+			if (!modules[i].used)
+				m = &modules[i];
+		if (m) {
+			m->used = 1;
+			m->ctx = ctx;
+			m->id = id;
+			m->crc = crc32_bytes(cubin, size);
+			parse_cubin(m, cubin, size);
+		}
+		pthread_mutex_unlock(&pcmu);
+	}
+	fire_resource(load ? CUPTI_CBID_RESOURCE_MODULE_LOADED
+			   : CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
+		      ctx, &md);
+	if (!load) {
+		pthread_mutex_lock(&pcmu);
+		for (size_t i = 0; i < MAX_MODULES; i++)
+			if (modules[i].used && modules[i].ctx == ctx && modules[i].id == id)
+				modules[i].used = 0;
+		pthread_mutex_unlock(&pcmu);
+	}
+}
+
+static void hw_add(struct pcctx *c, uint32_t mod, uint32_t fn, uint64_t pc, uint32_t reason,
+		   uint32_t samples)
+{
+	size_t r = 0, i;
+
+	while (reason_idx[r] != reason)
+		r++;
+	for (i = 0; i < c->nhw; i++)
+		if (c->hw[i].mod == mod && c->hw[i].fn == fn && c->hw[i].pc == pc)
+			break;
+	if (i == c->nhw) {
+		if (c->nhw == MAX_HW)
+			return;
+		memset(&c->hw[i], 0, sizeof(c->hw[i]));
+		c->hw[i].mod = mod;
+		c->hw[i].fn = fn;
+		c->hw[i].pc = pc;
+		c->nhw++;
+	}
+	c->hw[i].samples[r] += samples;
+	pcstat.samples += samples;
+}
+
+/*
+ * One launch of function fn of a loaded module on ctx, as PC sampling
+ * sees it (when sampling is enabled, not wedged, and started if under
+ * start/stop control). The distribution is fixed so tests can sum it:
+ * PC i * 0x40 (i = 0..7, clipped into the function's code, 16-byte
+ * aligned) gets i + 1 samples of reason {2, 5, 7, 0}[i % 4], and PC 0
+ * also 5 samples of reason 11: 41 samples per launch. Returns the number
+ * of samples collected.
+ */
+API uint32_t fakecupti_pc_kernel(void *ctx, const char *fn)
+{
+	static const uint32_t reasons[4] = {2, 5, 7, 0};
+	struct pcctx *c;
+	uint32_t added = 0;
+
+	pthread_mutex_lock(&pcmu);
+	c = pc_find(ctx);
+	if (!c || !c->cfg_buf || c->wedged || (c->start_stop && !c->started))
+		goto out;
+	for (uint32_t m = 0; m < MAX_MODULES; m++) {
+		if (!modules[m].used || modules[m].ctx != ctx)
+			continue;
+		for (uint32_t f = 0; f < modules[m].nfuncs; f++) {
+			uint64_t size = modules[m].fn[f].size;
+
+			if (strcmp(modules[m].fn[f].name, fn))
+				continue;
+			for (uint32_t i = 0; i < 8; i++) {
+				uint64_t pc = ((uint64_t)i * 0x40 % size) & ~(uint64_t)0xf;
+
+				hw_add(c, m, f, pc, reasons[i % 4], i + 1);
+				added += i + 1;
+			}
+			hw_add(c, m, f, 0, 11, 5);
+			added += 5;
+			goto out;
+		}
+	}
+out:
+	pthread_mutex_unlock(&pcmu);
+	return added;
+}
+
+/* FAKE_CUPTI_PC_REPORT=1: what the client did, on stderr at exit */
+__attribute__((destructor)) static void pc_report(void)
+{
+	if (env_int("FAKE_CUPTI_PC_REPORT", 0))
+		fprintf(stderr,
+			"fakecupti pc: enable %llu disable %llu start %llu stop %llu getdata %llu "
+			"samples %llu\n",
+			(unsigned long long)pcstat.enable, (unsigned long long)pcstat.disable,
+			(unsigned long long)pcstat.start, (unsigned long long)pcstat.stop,
+			(unsigned long long)pcstat.getdata, (unsigned long long)pcstat.samples);
 }

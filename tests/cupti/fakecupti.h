@@ -29,6 +29,16 @@
  *                               current buffer every MS ms (default 50)
  *   FAKE_CUPTI_RECORDS_PER_BUFFER=N  a buffer is handed back after N
  *                               records (so buffers run out quickly)
+ *   FAKE_CUPTI_PC_FAIL=R        cuptiPCSamplingEnable returns R (e.g. 35)
+ *   FAKE_CUPTI_PC_OOM_AT=N      the Nth cuptiPCSamplingGetData (from 1)
+ *                               with samples to hand out finds the hardware buffer full: OOM,
+ *                               hardwareBufferFull, the samples lost, and
+ *                               the context wedged until disabled and
+ *                               enabled again
+ *   FAKE_CUPTI_PC_PER_CALL=N    GetData hands out at most N PCs per call
+ *   FAKE_CUPTI_PC_REPORT=1      at exit, on stderr: "fakecupti pc: enable
+ *                               E disable D start S stop T getdata G
+ *                               samples N"
  *   FAKE_CUPTI_FATAL_AT=N       before the Nth kernel record (from 0):
  *                               the STATE domain's FATAL_ERROR callback,
  *                               then CUPTI is finalized (no more callbacks
@@ -37,6 +47,7 @@
 #ifndef GPUPROF_TESTS_FAKECUPTI_H
 #define GPUPROF_TESTS_FAKECUPTI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* callback ids the fake driver reports (checked against cupti_driver_cbid.h
@@ -81,6 +92,17 @@ void fakecupti_graph(uint32_t corr, uint32_t graph_id, uint32_t stream, uint64_t
 /* NVTX as CUPTI records it (Route A): flags 1 instant, 2 start, 4 end */
 void fakecupti_marker(uint32_t flags, uint32_t id, const char *name, const char *domain,
 		      uint32_t tid);
+
+/* Resources (RESOURCE domain callbacks, when enabled): a context created
+ * (it becomes the API callbacks' context) or about to go; a module (a real
+ * cubin: its FUNC symbols are the functions PC samples name) loaded or
+ * about to unload. */
+void fakecupti_context(void *ctx, int create);
+void fakecupti_module(void *ctx, uint32_t id, const void *cubin, size_t size, int load);
+/* PC sampling of one launch of function fn (fixed distribution: see
+ * fake_cupti.c): the number of samples the "hardware" took, 0 when not
+ * sampling. */
+uint32_t fakecupti_pc_kernel(void *ctx, const char *fn);
 
 typedef void (*fakecupti_call_fn)(struct fakecupti_call *);
 

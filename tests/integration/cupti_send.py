@@ -15,6 +15,8 @@ VERSION = 1
 MSG_MAX = 65536
 
 HELLO, STRING, KERNEL, MEMCPY, MEMSET, SYNC, GRAPH, API, MARKER, STATS = range(1, 11)
+STALL_NAME, PC, CUBIN = 11, 12, 13
+CUBIN_CHUNK = 32768
 F_KERNEL, F_MEMCPY, F_MEMSET, F_SYNC, F_GRAPH, F_API, F_NVTX = (1 << i for i in range(7))
 
 
@@ -81,6 +83,32 @@ def stats(state=1, on=0x7f, failed=0, last_error=0, conflict=0, records=10, cupt
     return rec(STATS, struct.pack("<IIIiII8Q", state, on, failed, last_error, conflict, 0, records,
                                   cupti_dropped, buffers_refused, api_dropped, batches_sent,
                                   batches_dropped, records_dropped, reconnects))
+
+
+def stall_name(device, index, name):
+    return rec(STALL_NAME, struct.pack("<IIII", device, index, name, 0))
+
+
+def pc(time_ns, crc, pc_off, function, reason, samples, device=0, corr=0):
+    return rec(PC, struct.pack("<QQQIIIIII", time_ns, crc, pc_off, function, reason, samples, device,
+                               corr, 0))
+
+
+def cubin_chunk(crc, size, offset, data, declared=None):
+    return rec(CUBIN, struct.pack("<QIIII", crc, size, offset,
+                                  len(data) if declared is None else declared, 0) + data)
+
+
+def pc_stats(samples=0, sent=0, dropped=0, oom=0, drains=0, windows=0, contexts_refused=0,
+             cubins=0, cubins_refused=0, cubin_bytes=0):
+    return rec(14, struct.pack("<10Q", samples, sent, dropped, oom, drains, windows,
+                               contexts_refused, cubins, cubins_refused, cubin_bytes))
+
+
+def cubin_chunks(crc, data):
+    """A cubin as the library sends it: CUBIN_CHUNK pieces in order."""
+    return [cubin_chunk(crc, len(data), o, data[o:o + CUBIN_CHUNK])
+            for o in range(0, len(data), CUBIN_CHUNK)]
 
 
 def connect(path):

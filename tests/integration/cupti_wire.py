@@ -23,6 +23,8 @@ def _expect(cond, msg, *args):
 # inject/cupti_abi.h
 MAGIC, VERSION = 0x49505047, 1
 HELLO, STRING, KERNEL, MEMCPY, MEMSET, SYNC, GRAPH, API, MARKER, STATS = range(1, 11)
+STALL_NAME, PC, CUBIN, PC_STATS = 11, 12, 13, 14
+CUBIN_CHUNK = 32768
 F_KERNEL, F_MEMCPY, F_MEMSET, F_SYNC, F_GRAPH, F_API, F_NVTX, F_PC, F_MONO = (1 << i for i in range(9))
 ST_ACTIVE, ST_CONFLICT, ST_DISABLED = 1, 2, 3
 MK_INSTANT, MK_RANGE = 1, 2
@@ -40,8 +42,14 @@ LAYOUT = {
     MARKER: ("<QQIIII", "start end tid name domain flags"),
     STATS: ("<IIIiII8Q", "state on failed last_error conflict rsv records cupti_dropped "
             "buffers_refused api_dropped batches_sent batches_dropped records_dropped reconnects"),
+    STALL_NAME: ("<IIII", "device index name rsv"),
+    PC: ("<QQQIIIIII", "time cubin_crc pc function reason samples device corr rsv"),
+    CUBIN: ("<QIIII", "crc size offset len rsv"),
+    PC_STATS: ("<10Q", "samples sent dropped oom drains windows contexts_refused cubins "
+               "cubins_refused cubin_bytes"),
 }
-NAMED = {KERNEL: ("name",), API: ("name",), MARKER: ("name", "domain"), STATS: ("conflict",)}
+NAMED = {KERNEL: ("name",), API: ("name",), MARKER: ("name", "domain"), STATS: ("conflict",),
+         STALL_NAME: ("name",), PC: ("function",)}
 
 
 class Conn:
@@ -75,6 +83,10 @@ class Conn:
         _expect(len(body) >= struct.calcsize(fmt), "short record type %d", typ)
         r = dict(zip(names.split(), struct.unpack_from(fmt, body)))
         r["rtype"] = typ
+        if typ == CUBIN:
+            _expect(r["len"] <= CUBIN_CHUNK and 32 + r["len"] <= len(body) + 8, "cubin chunk len %d",
+                    r["len"])
+            r["data"] = bytes(body[24:24 + r["len"]])
         for f in NAMED.get(typ, ()):
             if r[f]:
                 _expect(r[f] in self.strings, "type %d: string id %d undefined", typ, r[f])
@@ -85,6 +97,21 @@ class Conn:
 
     def of(self, typ):
         return [r for r in self.recs if r["rtype"] == typ]
+
+    def cubins(self):
+        """crc -> bytes of every cubin whose chunks arrived whole and in
+        order (a chunk at offset 0 restarts one)."""
+        parts, whole = {}, {}
+        for r in self.of(CUBIN):
+            if r["offset"] == 0:
+                parts[r["crc"]] = b""
+            got = parts.get(r["crc"])
+            _expect(got is not None and len(got) == r["offset"], "cubin %x: chunk at %d after %r",
+                    r["crc"], r["offset"], None if got is None else len(got))
+            parts[r["crc"]] = got + r["data"]
+            if len(parts[r["crc"]]) == r["size"]:
+                whole[r["crc"]] = parts[r["crc"]]
+        return whole
 
 
 class Receiver:

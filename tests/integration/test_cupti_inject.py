@@ -9,22 +9,28 @@ first, every kernel with its name, duration and correlation id, API records
 of the launching threads, NVTX ranges, copies, memsets, syncs, graphs,
 counters; a daemon that appears late or restarts; a receiver that never
 reads; another CUPTI subscriber; a kind CUPTI refuses; no timestamp
-callback; no libcupti; fork."""
+callback; no libcupti; fork; PC sampling (stall names, exact sample sums,
+cubins whole, a full hardware buffer, a refused feature, the duty cycle)."""
 
 import os
+import re
 import subprocess
 import tempfile
 import time
+import zlib
 
 from cupti_wire import (API, F_API, F_GRAPH, F_KERNEL, F_MEMCPY, F_MEMSET, F_MONO, F_NVTX,
                         F_PC, F_SYNC, GRAPH, HELLO, KERNEL, MARKER, MEMCPY, MEMSET, MK_INSTANT,
-                        MK_RANGE, ST_ACTIVE, ST_CONFLICT, ST_DISABLED, STATS, SYNC, Receiver)
+                        MK_RANGE, PC, PC_STATS, ST_ACTIVE, ST_CONFLICT, ST_DISABLED, STALL_NAME,
+                        STATS, SYNC, Receiver)
 from gpd import BUILD, Skip, eq, expect, main, test
 
 LIB = os.path.join(BUILD, "inject", "libgpuprof-cupti.so")
 FAKE_CUPTI = os.path.join(BUILD, "tests", "cupti", "libcupti.so.13")
 FAKE_CUDA = os.path.join(BUILD, "tests", "gpu", "cuda", "libcuda.so.1")
 APP = os.path.join(BUILD, "tests", "cupti", "cuda_app")
+CUBIN = os.path.join(BUILD, "tests", "cupti", "pc_kernel.cubin")
+PC_KERNEL = "gpuprof_pc_kernel"
 
 
 def run_app(sock, args, env=None, timeout=60, **kw):
@@ -373,10 +379,11 @@ def cupti_dropped_and_disabled(sock):
     s = last_stats(conns[2])
     eq((s["state"], s["on"], s["last_error"], conns[2].recs[0]["cupti_version"]),
        (ST_DISABLED, 0, 0, 0), "features none")
-    # PC sampling is not built: asked for, it is reported failed (27 NOT_SUPPORTED)
+    # PC sampling asked for beside kernels: on (no context made: no samples)
     s = last_stats(conns[3])
     eq((s["state"], s["on"] & ~F_MONO, s["failed"], s["last_error"]),
-       (ST_ACTIVE, F_KERNEL, F_PC, 27), "kernel,pc")
+       (ST_ACTIVE, F_KERNEL | F_PC, 0, 0), "kernel,pc")
+    eq(len(conns[3].of(PC)), 0, "no PC records without a context")
     eq(len(conns[3].of(KERNEL)), 10, "kernels with pc asked for")
     eq(last_stats(conns[0])["cupti_dropped"], 5, "cupti_dropped")
     s = last_stats(conns[1])
@@ -439,6 +446,131 @@ def fork_child_idle(sock):
     conns = rx.decoded()
     eq(len(conns), 1, "the child made no connection of its own")
     eq(len(conns[0].of(KERNEL)), 5, "kernels of the parent")
+
+
+# ------------------------------------------------------------ PC sampling
+
+# the stand-in's CUPTI stall reasons (fake_cupti.c): index -> name
+STALL = {0: "barrier", 2: "long_scoreboard", 5: "math_pipe_throttle", 7: "wait",
+         11: "not_selected", 13: "selected"}
+
+
+def pc_expected(launches):
+    """fakecupti_pc_kernel's fixed distribution: (pc, reason) -> samples."""
+    e = {}
+    for i in range(8):
+        key = (i * 0x40, (2, 5, 7, 0)[i % 4])
+        e[key] = e.get(key, 0) + (i + 1) * launches
+    e[(0, 11)] = 5 * launches
+    return e
+
+
+def pc_run(sock, extra_env, args=()):
+    if not os.path.exists(CUBIN):
+        raise Skip("no cubin (nvcc absent at build time)")
+    env = {"GPUPROF_CUPTI_FEATURES": "default,pc", "FAKE_CUPTI_PC_REPORT": "1"}
+    env.update(extra_env)
+    rx = Receiver(sock)
+    try:
+        p = run_app(sock, ["--kernel", PC_KERNEL + ":20000", "--pc", CUBIN] + list(args), env=env)
+        eq(p.returncode, 0, "app exit: " + p.stderr)
+        time.sleep(0.3)
+    finally:
+        rx.stop()
+    m = re.search(r"fakecupti pc: enable (\d+) disable (\d+) start (\d+) stop (\d+) "
+                  r"getdata (\d+) samples (\d+)", p.stderr)
+    expect(m, "no stand-in report: %r", p.stderr)
+    rep = dict(zip("enable disable start stop getdata samples".split(), map(int, m.groups())))
+    produced = int(re.search(r"^pc samples (\d+)$", p.stdout, re.M).group(1))
+    eq(produced, rep["samples"], "samples the app saw taken")
+    conns = rx.decoded()
+    eq(len(conns), 1, "connections")
+    return conns[0], rep, produced
+
+
+def pc_sums(c):
+    got = {}
+    for r in c.of(PC):
+        eq(r["function"], PC_KERNEL, "function name")
+        eq(r["device"], 0, "device")
+        key = (r["pc"], r["reason"])
+        got[key] = got.get(key, 0) + r["samples"]
+    return got
+
+
+@test
+@with_receiver
+def pc_sampling(sock):
+    # always on (duty 100), GetData handing out 3 PCs a call: the library loops
+    c, rep, produced = pc_run(sock, {"GPUPROF_CUPTI_PC_DUTY": "100", "FAKE_CUPTI_PC_PER_CALL": "3"},
+                              ["--threads", "2", "--launches", "15"])
+    eq(produced, 41 * 30, "the stand-in sampled every launch")
+    eq((rep["enable"], rep["disable"], rep["start"]), (1, 1, 0), "enable, disable, start")
+    names = {(s["device"], s["index"]): s["name"] for s in c.of(STALL_NAME)}
+    eq(names, {(0, i): "smsp__pcsamp_warps_issue_stalled_" + n for i, n in STALL.items()},
+       "stall reason names")
+    eq(pc_sums(c), pc_expected(30), "samples per (pc, reason)")
+    cubin = open(CUBIN, "rb").read()
+    crc = zlib.crc32(cubin)
+    eq({r["cubin_crc"] for r in c.of(PC)}, {crc}, "PC records name the cubin's crc")
+    eq(c.cubins(), {crc: cubin}, "cubin reassembled from its chunks")
+    ps = c.of(PC_STATS)[-1]
+    eq((ps["samples"], ps["sent"], ps["dropped"], ps["oom"], ps["windows"]),
+       (41 * 30, 41 * 30, 0, 0, 0), "the library's PC counters")
+    eq((ps["cubins"], ps["cubins_refused"], ps["cubin_bytes"]), (1, 0, len(cubin)), "cubins kept")
+    s = last_stats(c)
+    expect(s["on"] & F_PC and not s["failed"] & F_PC, "PC sampling on: %r", s)
+    eq(c.recs[0]["features"] & F_PC, F_PC, "hello asks for pc")
+
+
+@test
+@with_receiver
+def pc_off_by_default(sock):
+    c, rep, produced = pc_run(sock, {"GPUPROF_CUPTI_FEATURES": ""}, ["--launches", "5"])
+    eq((rep["enable"], produced), (0, 0), "PC sampling enabled, samples taken")
+    eq((len(c.of(PC)), len(c.of(STALL_NAME))), (0, 0), "PC records")
+    eq(len(c.of(KERNEL)), 5, "kernels still come")
+
+
+@test
+@with_receiver
+def pc_hardware_buffer_full(sock):
+    # the 2nd GetData finds the hardware buffer full: those samples are
+    # lost, the context wedged until the library disables and re-enables it
+    c, rep, produced = pc_run(sock, {"GPUPROF_CUPTI_PC_DUTY": "100", "FAKE_CUPTI_PC_OOM_AT": "2"},
+                              ["--launches", "12", "--pause-ms", "25"])
+    eq(rep["enable"], 2, "enabled again after the full buffer")
+    got = sum(pc_sums(c).values())
+    expect(0 < got < produced, "samples %d of %d: some lost, later ones kept", got, produced)
+    expect(got % 41 == 0, "whole launches lost or kept: %d", got)
+    eq(c.of(PC_STATS)[-1]["oom"], 1, "the full buffer counted")
+    s = last_stats(c)
+    expect(s["on"] & F_PC and not s["failed"] & F_PC, "PC sampling stays on: %r", s)
+
+
+@test
+@with_receiver
+def pc_refused(sock):
+    c, rep, produced = pc_run(sock, {"FAKE_CUPTI_PC_FAIL": "35"}, ["--launches", "5"])
+    s = last_stats(c)
+    expect(s["failed"] & F_PC and not s["on"] & F_PC, "PC sampling failed: %r", s)
+    eq(s["last_error"], 35, "last error")
+    eq(s["state"], ST_ACTIVE, "the rest goes on")
+    eq((len(c.of(PC)), produced), (0, 0), "no PC samples")
+    eq(len(c.of(KERNEL)), 5, "kernels")
+
+
+@test
+@with_receiver
+def pc_duty_cycle(sock):
+    # windows of 20 ms at 25 %: sampled only while a window is open, and
+    # whatever was sampled arrives
+    c, rep, produced = pc_run(sock, {"GPUPROF_CUPTI_PC_DUTY": "25", "GPUPROF_CUPTI_PC_WINDOW_MS": "20"},
+                              ["--launches", "60", "--pause-ms", "4"])
+    expect(rep["start"] >= 2 and rep["stop"] >= 1, "windows: %r", rep)
+    eq(c.of(PC_STATS)[-1]["windows"], rep["start"], "windows counted")
+    expect(0 < produced < 41 * 60, "sampled %d of %d", produced, 41 * 60)
+    eq(sum(pc_sums(c).values()), produced, "every sample taken arrives")
 
 
 if __name__ == "__main__":

@@ -258,8 +258,8 @@ def bash_completion_offers_commands_options_and_values():
                 "--json", "--timeout"):
         expect(opt in capture, "capture offers %s: %r" % (opt, capture))
     expect("--weight" not in capture, "not another command's options")
-    eq(complete(["gpuprofctl", "folded", "3", "--weight", ""]), ["gpu-time", "launches", "samples"],
-       "the values the manual lists")
+    eq(complete(["gpuprofctl", "folded", "3", "--weight", ""]),
+       ["gpu-time", "launches", "samples", "stalls"], "the values the manual lists")
     eq(complete(["gpuprofctl", "export", "3", "--format", "p"]), ["pprof"], "export's formats")
     expect("resume" in complete(["gpuprofctl", "xe", ""]), "xe's sub-commands")
     expect("critical-path" in complete(["gpuprofctl", "analyze", ""]), "analyses by name")

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: MIT
+/*
+ * SASS text for `folded --weight stalls` (render/folded.h's insn hook):
+ * the toolkit's nvdisasm run on a cubin the cupti collector kept, once per
+ * cubin and render. A cubin is its owner's code, so a peer gets text only
+ * for the cubins its uid owns (root: all). nvdisasm parses bytes a user
+ * sent, so it never runs as root: as the cubin's owner (nobody for a
+ * root-only owner or root itself), with its CPU time, memory and output
+ * bounded, from a memfd rather than a file anyone could swap.
+ *
+ * The hook runs on a capture job's worker thread; the cache is the
+ * collector's (cupti_dec.c), copied out under its lock.
+ */
+#include "cupti_sass.h"
+#include "cupti_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sym/demangle.h"
+
+#define SASS_CUBINS 32		 /* distinct cubins one render disassembles */
+#define SASS_OUT_MAX (16u << 20) /* nvdisasm output read at most */
+#define SASS_TIMEOUT_MS 10000	 /* one nvdisasm run */
+#define SASS_NOBODY 65534u
+#define OWNER_ROOT_ONLY 0xffffffffu /* store_rec.uid of a root-only process */
+
+struct sass_ins {
+	uint32_t fn, pc; /* fn: index into names */
+	char *text;
+};
+
+struct sass_cubin {
+	uint64_t crc;
+	bool done;    /* tried (ok or not) */
+	char **names; /* functions: as nvdisasm names them, then demangled */
+	char **dnames;
+	size_t nnames;
+	struct sass_ins *ins; /* sorted by (fn, pc) */
+	size_t nins;
+};
+
+struct cupti_sass {
+	struct cupti *cu;
+	uint32_t uid;
+	char tool[4096];
+	struct sass_cubin c[SASS_CUBINS];
+	size_t n;
+};
+
+static bool executable(const char *p)
+{
+	return access(p, X_OK) == 0;
+}
+
+/* cupti.nvdisasm, else nvdisasm on the daemon's PATH, else the CUDA
+ * prefix's; false: none (offsets are printed) */
+static bool find_tool(const char *conf, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	static const char *const fixed[] = {"/usr/local/cuda/bin/nvdisasm",
+					    "/opt/cuda/bin/nvdisasm"};
+
+	if (conf && *conf) {
+		snprintf(out, len, "%s", conf);
+		return strcmp(conf, "off") && executable(out);
+	}
+	while (path && *path) {
+		size_t n = strcspn(path, ":");
+
+		if (n && (size_t)snprintf(out, len, "%.*s/nvdisasm", (int)n, path) < len &&
+		    out[0] == '/' && executable(out))
+			return true;
+		path += n + (path[n] == ':');
+	}
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		snprintf(out, len, "%s", fixed[i]);
+		if (executable(out))
+			return true;
+	}
+	return false;
+}
+
+int cupti_sass_new(struct cupti *cu, const char *tool, uint32_t uid, struct cupti_sass **out)
+{
+	struct cupti_sass *s;
+
+	*out = NULL;
+	if (!cu)
+		return 0;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	if (!find_tool(tool, s->tool, sizeof(s->tool))) {
+		free(s);
+		return 0;
+	}
+	s->cu = cu;
+	s->uid = uid;
+	*out = s;
+	return 0;
+}
+
+static void cubin_free(struct sass_cubin *c)
+{
+	for (size_t i = 0; i < c->nnames; i++) {
+		free(c->names[i]);
+		free(c->dnames[i]);
+	}
+	for (size_t i = 0; i < c->nins; i++)
+		free(c->ins[i].text);
+	free(c->names);
+	free(c->dnames);
+	free(c->ins);
+}
+
+void cupti_sass_free(struct cupti_sass *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		cubin_free(&s->c[i]);
+	free(s);
+}
+
+/* The child (after fork: only async-signal-safe calls): drop to uid
+ * (never root), bound it, exec tool on the cubin (arg names the memfd). */
+static void child(const char *tool, const char *arg, int outfd, uint32_t uid)
+{
+	struct rlimit cpu = {10, 10}, as = {(rlim_t)2 << 30, (rlim_t)2 << 30};
+	int null = open("/dev/null", O_RDWR);
+
+	if (uid == 0 || uid == OWNER_ROOT_ONLY)
+		uid = SASS_NOBODY;
+	if (null < 0 || dup2(null, 0) < 0 || dup2(outfd, 1) < 0 || dup2(null, 2) < 0 ||
+	    setgroups(0, NULL) || setgid(SASS_NOBODY) || setuid(uid) || setuid(0) == 0)
+		_exit(126);
+	setrlimit(RLIMIT_CPU, &cpu);
+	setrlimit(RLIMIT_AS, &as);
+	execl(tool, "nvdisasm", "-c", arg, (char *)NULL);
+	_exit(127);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* nvdisasm's output for bytes, as uid: a malloc()ed NUL-terminated text */
+static char *disassemble(const char *tool, const void *bytes, size_t size, uint32_t uid)
+{
+	int memfd = memfd_create("gpuprof-cubin", 0), p[2] = {-1, -1};
+	uint64_t deadline = now_ms() + SASS_TIMEOUT_MS;
+	char *buf = NULL, arg[64];
+	size_t len = 0;
+	pid_t pid = -1;
+	bool ok = false;
+
+	if (memfd < 0 || write(memfd, bytes, size) != (ssize_t)size || pipe2(p, O_CLOEXEC))
+		goto out;
+	buf = malloc(SASS_OUT_MAX + 1);
+	snprintf(arg, sizeof(arg), "/proc/self/fd/%d", memfd);
+	pid = buf ? fork() : -1;
+	if (pid == 0)
+		child(tool, arg, p[1], uid);
+	if (pid < 0)
+		goto out;
+	close(p[1]);
+	p[1] = -1;
+	for (;;) {
+		struct pollfd pf = {p[0], POLLIN, 0};
+		uint64_t t = now_ms();
+		ssize_t n;
+
+		if (t >= deadline || poll(&pf, 1, (int)(deadline - t)) <= 0)
+			break;
+		n = read(p[0], buf + len, SASS_OUT_MAX - len);
+		if (n <= 0) {
+			ok = n == 0;
+			break;
+		}
+		len += (size_t)n;
+		if (len == SASS_OUT_MAX)
+			break;
+	}
+out:
+	if (pid > 0) {
+		int st = 0;
+
+		kill(pid, SIGKILL); /* done or not: it has nothing more to say */
+		waitpid(pid, &st, 0);
+		ok = ok && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	}
+	if (memfd >= 0)
+		close(memfd);
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0)
+			close(p[i]);
+	if (!ok) {
+		free(buf);
+		return NULL;
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+static int ins_cmp(const void *a, const void *b)
+{
+	const struct sass_ins *x = a, *y = b;
+
+	if (x->fn != y->fn)
+		return x->fn < y->fn ? -1 : 1;
+	return x->pc < y->pc ? -1 : x->pc > y->pc;
+}
+
+static int add_name(struct sass_cubin *c, const char *s, size_t n)
+{
+	char d[1024];
+	char **nn = realloc(c->names, (c->nnames + 1) * sizeof(*nn));
+	char **dn;
+
+	if (!nn)
+		return -ENOMEM;
+	c->names = nn;
+	dn = realloc(c->dnames, (c->nnames + 1) * sizeof(*dn));
+	if (!dn)
+		return -ENOMEM;
+	c->dnames = dn;
+	c->names[c->nnames] = strndup(s, n);
+	if (!c->names[c->nnames])
+		return -ENOMEM;
+	c->dnames[c->nnames] = sym_demangle(c->names[c->nnames], d, sizeof(d)) ? strdup(d) : NULL;
+	c->nnames++;
+	return 0;
+}
+
+/*
+ * nvdisasm -c: a function starts at a label ".text.NAME:", each of its
+ * instructions is a line of the offset in hex inside a C comment, then
+ * the text up to ';' (dual-issue braces and the ';' dropped).
+ */
+static int parse(struct sass_cubin *c, char *text)
+{
+	size_t cap = 0;
+
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		char *s = line + strspn(line, " \t{"), *e;
+		unsigned long pc;
+		struct sass_ins *ni;
+
+		if (!strncmp(s, ".text.", 6) && (e = strchr(s, ':')) &&
+		    !e[1 + strspn(e + 1, " \t")]) {
+			if (add_name(c, s + 6, (size_t)(e - s - 6)) < 0)
+				return -ENOMEM;
+			continue;
+		}
+		if (!c->nnames || strncmp(s, "/*", 2))
+			continue;
+		pc = strtoul(s + 2, &e, 16);
+		if (e == s + 2 || strncmp(e, "*/", 2) || pc > UINT32_MAX)
+			continue;
+		s = e + 2 + strspn(e + 2, " \t");
+		e = s + strcspn(s, ";}");
+		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if (e == s)
+			continue;
+		if (c->nins == cap) {
+			cap = cap ? cap * 2 : 256;
+			ni = realloc(c->ins, cap * sizeof(*ni));
+			if (!ni)
+				return -ENOMEM;
+			c->ins = ni;
+		}
+		c->ins[c->nins].fn = (uint32_t)(c->nnames - 1);
+		c->ins[c->nins].pc = (uint32_t)pc;
+		c->ins[c->nins].text = strndup(s, (size_t)(e - s));
+		if (!c->ins[c->nins].text)
+			return -ENOMEM;
+		c->nins++;
+	}
+	qsort(c->ins, c->nins, sizeof(*c->ins), ins_cmp);
+	return 0;
+}
+
+static struct sass_cubin *get_cubin(struct cupti_sass *s, uint64_t crc)
+{
+	struct sass_cubin *c;
+	void *bytes = NULL;
+	size_t size = 0;
+	uint32_t owner = 0;
+	char *text;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (s->c[i].crc == crc)
+			return &s->c[i];
+	if (s->n == SASS_CUBINS)
+		return NULL;
+	c = &s->c[s->n++];
+	c->crc = crc;
+	c->done = true;
+	if (cupti_cubin_copy(s->cu, crc, s->uid, &bytes, &size, &owner) < 0)
+		return c;
+	text = disassemble(s->tool, bytes, size, owner);
+	free(bytes);
+	if (text && parse(c, text) < 0) {
+		cubin_free(c);
+		memset(c, 0, sizeof(*c));
+		c->crc = crc;
+		c->done = true;
+	}
+	free(text);
+	return c;
+}
+
+const char *cupti_sass_insn(void *ctx, uint32_t pid, uint64_t crc, const char *name, uint32_t pc)
+{
+	struct cupti_sass *s = ctx;
+	struct sass_cubin *c = s ? get_cubin(s, crc) : NULL;
+
+	(void)pid; /* a cubin is found by CRC and owner, not by process */
+	for (size_t f = 0; c && f < c->nnames; f++) {
+		struct sass_ins key = {(uint32_t)f, pc, NULL}, *hit;
+
+		/* the capture demangles names; nvdisasm keeps them mangled */
+		if (strcmp(c->names[f], name) && (!c->dnames[f] || strcmp(c->dnames[f], name)))
+			continue;
+		hit = bsearch(&key, c->ins, c->nins, sizeof(*c->ins), ins_cmp);
+		return hit ? hit->text : NULL;
+	}
+	return NULL;
+}

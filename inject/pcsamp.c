@@ -1,0 +1,680 @@
+// SPDX-License-Identifier: MIT
+/*
+ * PC sampling with stall reasons (docs/collectors.md, "NVIDIA", "PC
+ * sampling"), per CUDA context, through CUPTI's PC Sampling API:
+ *
+ *   CONTEXT_CREATED         Enable, read the device's stall reason names,
+ *                           configure (continuous mode: kernels are never
+ *                           serialized; start/stop control when duty-cycled)
+ *   launch ENTER            duty cycle: open a window (Start) every
+ *                           window * 100 / duty ms, close it (Stop, drain)
+ *                           after window ms
+ *   MODULE_LOADED/UNLOADING drain (CUPTI requires it around module loads in
+ *                           continuous mode); keep the cubin (cubin.c)
+ *   CONTEXT_DESTROY         drain, Disable
+ *   sender tick, exit       drain every context (GetData never synchronizes
+ *                           the device)
+ *
+ * A drain calls GetData with our own buffer (the configured one belongs to
+ * CUPTI) until remainingNumPcs is 0, frees each functionName, and sums
+ * identical (device, cubin, function, pc, reason) keys into a bounded table
+ * the sender thread empties into GPI_PC records. A full hardware buffer
+ * (CUPTI_ERROR_OUT_OF_MEMORY) wedges the context until it is disabled,
+ * enabled and configured again, so that is what we do; any other error
+ * turns the feature off. One mutex covers all of it: the callbacks run on
+ * the application's threads, drains on the sender's too.
+ */
+#include <cupti_pcsampling.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuptilib.h"
+#include "pcsamp.h"
+
+#define MAX_CTX 64
+#define MAX_REASONS 64
+#define GET_PCS 512	  /* PCs per GetData call */
+#define AGG_SLOTS 8192	  /* distinct keys between two sender ticks */
+#define MAX_FNAMES 4096	  /* distinct function names kept */
+#define DRAIN_ROUNDS 1024 /* GetData calls per drain at most */
+#define TOGGLE_CHECK_NS 1000000ull
+
+#define PC_FN(name) __typeof__(name) *name
+static struct {
+	PC_FN(cuptiPCSamplingEnable);
+	PC_FN(cuptiPCSamplingDisable);
+	PC_FN(cuptiPCSamplingStart);
+	PC_FN(cuptiPCSamplingStop);
+	PC_FN(cuptiPCSamplingSetConfigurationAttribute);
+	PC_FN(cuptiPCSamplingGetNumStallReasons);
+	PC_FN(cuptiPCSamplingGetStallReasons);
+	PC_FN(cuptiPCSamplingGetData);
+	PC_FN(cuptiGetCubinCrc);
+	PC_FN(cuptiGetDeviceId);
+} f;
+#undef PC_FN
+
+struct pcsamp_config pc_cfg;
+
+/* a PC sampling buffer: the CUPTI struct plus the arrays it points to */
+struct pcbuf {
+	CUpti_PCSamplingData d;
+	CUpti_PCSamplingPCData pcs[GET_PCS];
+	CUpti_PCSamplingStallReason reasons[GET_PCS][MAX_REASONS];
+};
+
+struct pctx {
+	CUcontext ctx;
+	uint32_t device;
+	int on, started;
+	uint64_t close_at, open_at;
+	size_t nreasons;
+	uint32_t idx[MAX_REASONS];
+	char names[MAX_REASONS][CUPTI_STALL_REASON_STRING_SIZE];
+	struct pcbuf *cfgbuf; /* handed to CUPTI with SAMPLING_DATA_BUFFER */
+};
+
+struct agg {
+	uint64_t crc, pc;
+	const char *fn; /* interned: fnames[] */
+	uint32_t reason, device, corr;
+	uint64_t samples; /* 0: slot free */
+};
+
+/* stall reason names per device, kept after its contexts go: the sender
+ * sends them on every connection */
+#define MAX_DEV 16
+static struct {
+	int have, sent;
+	size_t n;
+	uint32_t idx[MAX_REASONS];
+	char names[MAX_REASONS][CUPTI_STALL_REASON_STRING_SIZE];
+} devs[MAX_DEV];
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct pctx ctxs[MAX_CTX];
+static struct pcbuf getbuf; /* our GetData buffer (under mu) */
+static struct agg agg[AGG_SLOTS], out[AGG_SLOTS];
+static size_t nagg;
+static char *fnames[MAX_FNAMES];
+static size_t nfnames;
+static _Atomic uint64_t next_check;
+static _Atomic int active;
+static _Atomic int resend; /* stall names must be sent again */
+struct pcsamp_counters pc_n;
+
+static unsigned env_num(const char *name, unsigned def, unsigned lo, unsigned hi)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return def;
+	v = strtoul(s, &end, 10);
+	return *end || v < lo || v > hi ? def : (unsigned)v;
+}
+
+void pcsamp_config_read(struct pcsamp_config *c)
+{
+	c->period = env_num("GPUPROF_CUPTI_PC_PERIOD", 0, 5, 31);
+	c->duty = env_num("GPUPROF_CUPTI_PC_DUTY", PCSAMP_DUTY_DEFAULT, 1, 100);
+	c->window_ms = env_num("GPUPROF_CUPTI_PC_WINDOW_MS", PCSAMP_WINDOW_DEFAULT, 1, 60000);
+	c->cubin_mb = env_num("GPUPROF_CUPTI_CUBIN_MB", PCSAMP_CUBIN_MB_DEFAULT, 0, 4096);
+}
+
+static int resolve(void)
+{
+	void *h = cl->handle;
+
+#define R(n) (f.n = (__typeof__(f.n))dlsym(h, #n))
+	R(cuptiGetCubinCrc);
+	R(cuptiGetDeviceId);
+	if (!R(cuptiPCSamplingEnable) || !R(cuptiPCSamplingDisable) || !R(cuptiPCSamplingStart) ||
+	    !R(cuptiPCSamplingStop) || !R(cuptiPCSamplingSetConfigurationAttribute) ||
+	    !R(cuptiPCSamplingGetNumStallReasons) || !R(cuptiPCSamplingGetStallReasons) ||
+	    !R(cuptiPCSamplingGetData))
+		return -ENOSYS;
+#undef R
+	return 0;
+}
+
+static void pcbuf_reset(struct pcbuf *b, size_t nreasons)
+{
+	memset(&b->d, 0, sizeof(b->d));
+	b->d.size = sizeof(b->d);
+	b->d.collectNumPcs = GET_PCS;
+	b->d.pPcData = b->pcs;
+	for (size_t i = 0; i < GET_PCS; i++) {
+		memset(&b->pcs[i], 0, sizeof(b->pcs[i]));
+		b->pcs[i].size = sizeof(b->pcs[i]);
+		b->pcs[i].stallReasonCount = nreasons;
+		b->pcs[i].stallReason = b->reasons[i];
+	}
+}
+
+/* A copy of a function name that lives as long as the process (bounded:
+ * a process with more distinct sampled functions loses the rest's
+ * samples, counted). */
+static const char *fname_intern(const char *s)
+{
+	for (size_t i = 0; i < nfnames; i++)
+		if (!strcmp(fnames[i], s))
+			return fnames[i];
+	if (nfnames == MAX_FNAMES || !(fnames[nfnames] = strdup(s)))
+		return NULL;
+	return fnames[nfnames++];
+}
+
+static uint64_t key_hash(const struct agg *k)
+{
+	uint64_t h = k->crc * 0x9e3779b97f4a7c15ull;
+
+	h ^= k->pc + (h << 6) + (h >> 2);
+	h ^= (uint64_t)(uintptr_t)k->fn + (h << 6) + (h >> 2);
+	h ^= ((uint64_t)k->reason << 32 | k->device) + (h << 6) + (h >> 2);
+	return h ^ k->corr;
+}
+
+static void agg_add(const struct agg *k)
+{
+	size_t i = (size_t)(key_hash(k) % AGG_SLOTS);
+
+	for (size_t n = 0; n < AGG_SLOTS; n++, i = (i + 1) % AGG_SLOTS) {
+		struct agg *a = &agg[i];
+
+		if (!a->samples) {
+			if (nagg * 4 >= AGG_SLOTS * 3)
+				break; /* kept below 3/4 full: probes stay short */
+			*a = *k;
+			nagg++;
+			return;
+		}
+		if (a->crc == k->crc && a->pc == k->pc && a->fn == k->fn &&
+		    a->reason == k->reason && a->device == k->device && a->corr == k->corr) {
+			a->samples += k->samples;
+			return;
+		}
+	}
+	pc_n.dropped += k->samples;
+}
+
+static void take_pc(struct pctx *c, CUpti_PCSamplingPCData *p, uint64_t now)
+{
+	struct agg k = {.crc = p->cubinCrc,
+			.pc = p->pcOffset,
+			.device = c->device,
+			.corr = p->correlationId};
+	size_t n = p->stallReasonCount < c->nreasons ? p->stallReasonCount : c->nreasons;
+
+	(void)now;
+	k.fn = p->functionName ? fname_intern(p->functionName) : NULL;
+	for (size_t j = 0; j < n; j++) {
+		k.reason = p->stallReason[j].pcSamplingStallReasonIndex;
+		k.samples = p->stallReason[j].samples;
+		if (!k.samples)
+			continue;
+		pc_n.samples += k.samples;
+		if (k.fn)
+			agg_add(&k);
+		else
+			pc_n.dropped += k.samples;
+	}
+}
+
+static int configure(struct pctx *c)
+{
+	CUpti_PCSamplingConfigurationInfo info[6];
+	CUpti_PCSamplingConfigurationInfoParams p = {
+		.size = CUpti_PCSamplingConfigurationInfoParamsSize,
+		.ctx = c->ctx,
+		.pPCSamplingConfigurationInfo = info,
+	};
+	size_t n = 0;
+
+	memset(info, 0, sizeof(info));
+	pcbuf_reset(c->cfgbuf, c->nreasons);
+	info[n].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
+	info[n++].attributeData.samplingDataBufferData.samplingDataBuffer = &c->cfgbuf->d;
+	info[n].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
+	info[n++].attributeData.collectionModeData.collectionMode =
+		CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+	info[n].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
+	info[n].attributeData.stallReasonData.stallReasonCount = c->nreasons;
+	info[n++].attributeData.stallReasonData.pStallReasonIndex = c->idx;
+	info[n].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
+	info[n++].attributeData.enableStartStopControlData.enableStartStopControl = pc_cfg.duty <
+										    100;
+	/* unset by default: CUPTI picks one from the SM count, and explicit
+	 * periods were seen to break sampling on some GPUs */
+	if (pc_cfg.period) {
+		info[n].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+		info[n++].attributeData.samplingPeriodData.samplingPeriod = pc_cfg.period;
+	}
+	p.numAttributes = n;
+	return f.cuptiPCSamplingSetConfigurationAttribute(&p);
+}
+
+static int reasons(struct pctx *c)
+{
+	CUpti_PCSamplingGetNumStallReasonsParams np = {
+		.size = CUpti_PCSamplingGetNumStallReasonsParamsSize,
+		.ctx = c->ctx,
+		.numStallReasons = &c->nreasons,
+	};
+	CUpti_PCSamplingGetStallReasonsParams rp = {
+		.size = CUpti_PCSamplingGetStallReasonsParamsSize,
+		.ctx = c->ctx,
+	};
+	char *names[MAX_REASONS];
+	int r = f.cuptiPCSamplingGetNumStallReasons(&np);
+
+	if (r)
+		return r;
+	if (c->nreasons > MAX_REASONS)
+		c->nreasons = MAX_REASONS; /* the rest stay unnamed and unsampled */
+	for (size_t i = 0; i < c->nreasons; i++)
+		names[i] = c->names[i];
+	rp.numStallReasons = c->nreasons;
+	rp.stallReasonIndex = c->idx;
+	rp.stallReasons = names;
+	r = f.cuptiPCSamplingGetStallReasons(&rp);
+	for (size_t i = 0; i < c->nreasons; i++)
+		c->names[i][CUPTI_STALL_REASON_STRING_SIZE - 1] = 0;
+	return r;
+}
+
+static int enable(struct pctx *c)
+{
+	CUpti_PCSamplingEnableParams p = {.size = CUpti_PCSamplingEnableParamsSize, .ctx = c->ctx};
+
+	return f.cuptiPCSamplingEnable(&p);
+}
+
+static void disable(struct pctx *c)
+{
+	CUpti_PCSamplingDisableParams p = {.size = CUpti_PCSamplingDisableParamsSize,
+					   .ctx = c->ctx};
+
+	f.cuptiPCSamplingDisable(&p);
+	c->on = c->started = 0;
+}
+
+static void off(struct pctx *c, int err)
+{
+	disable(c);
+	gpi_fail(GPI_F_PC, err);
+}
+
+static int start_stop(struct pctx *c, int start)
+{
+	CUpti_PCSamplingStartParams p = {.size = CUpti_PCSamplingStartParamsSize, .ctx = c->ctx};
+	int r;
+
+	/* the Start and Stop params are the same struct */
+	r = start ? f.cuptiPCSamplingStart(&p)
+		  : f.cuptiPCSamplingStop((CUpti_PCSamplingStopParams *)&p);
+	if (r)
+		off(c, r);
+	else
+		c->started = start;
+	return r;
+}
+
+/* The hardware buffer overflowed: a context stays wedged until it is
+ * disabled, enabled and configured again (stop and start do not do). */
+static void recover(struct pctx *c)
+{
+	int was = c->started, r;
+
+	pc_n.oom++;
+	disable(c);
+	r = enable(c);
+	if (!r)
+		r = configure(c);
+	if (r) {
+		off(c, r);
+		return;
+	}
+	c->on = 1;
+	if (was && pc_cfg.duty < 100)
+		start_stop(c, 1);
+}
+
+static void drain_ctx(struct pctx *c, uint64_t now)
+{
+	CUpti_PCSamplingGetDataParams p = {.size = CUpti_PCSamplingGetDataParamsSize,
+					   .ctx = c->ctx,
+					   .pcSamplingData = &getbuf.d};
+
+	if (!c->on)
+		return;
+	pc_n.drains++;
+	for (int round = 0; round < DRAIN_ROUNDS; round++) {
+		size_t n;
+		int r;
+
+		pcbuf_reset(&getbuf, c->nreasons);
+		r = f.cuptiPCSamplingGetData(&p);
+		n = getbuf.d.totalNumPcs < GET_PCS ? getbuf.d.totalNumPcs : GET_PCS;
+		for (size_t i = 0; i < n; i++) {
+			if (r == CUPTI_SUCCESS)
+				take_pc(c, &getbuf.pcs[i], now);
+			free(getbuf.pcs[i].functionName);
+			getbuf.pcs[i].functionName = NULL;
+		}
+		pc_n.dropped += getbuf.d.droppedSamples;
+		if (r == CUPTI_ERROR_OUT_OF_MEMORY || getbuf.d.hardwareBufferFull) {
+			recover(c);
+			return;
+		}
+		if (r) {
+			off(c, r);
+			return;
+		}
+		if (!getbuf.d.remainingNumPcs || !n)
+			return;
+	}
+}
+
+static struct pctx *find(CUcontext ctx)
+{
+	for (size_t i = 0; i < MAX_CTX; i++)
+		if (ctx && ctxs[i].ctx == ctx)
+			return &ctxs[i];
+	return NULL;
+}
+
+static void ctx_created(CUcontext ctx)
+{
+	struct pctx *c = NULL;
+	uint32_t dev = 0;
+	int r;
+
+	for (size_t i = 0; i < MAX_CTX && !c; i++)
+		if (!ctxs[i].ctx)
+			c = &ctxs[i];
+	if (!c) {
+		pc_n.contexts_refused++;
+		return;
+	}
+	if (!c->cfgbuf && !(c->cfgbuf = malloc(sizeof(*c->cfgbuf)))) {
+		pc_n.contexts_refused++;
+		return;
+	}
+	if (f.cuptiGetDeviceId && f.cuptiGetDeviceId(ctx, &dev))
+		dev = 0;
+	c->ctx = ctx;
+	c->device = dev;
+	c->started = 0;
+	c->open_at = 0;
+	r = enable(c);
+	if (r) {
+		gpi_fail(GPI_F_PC, r);
+		c->ctx = NULL;
+		return;
+	}
+	r = reasons(c);
+	if (!r)
+		r = configure(c);
+	if (r) {
+		off(c, r);
+		c->ctx = NULL;
+		return;
+	}
+	c->on = 1;
+	if (dev < MAX_DEV && !devs[dev].have) {
+		devs[dev].have = 1;
+		devs[dev].n = c->nreasons;
+		memcpy(devs[dev].idx, c->idx, sizeof(c->idx));
+		memcpy(devs[dev].names, c->names, sizeof(c->names));
+	}
+}
+
+static void ctx_destroy(CUcontext ctx, uint64_t now)
+{
+	struct pctx *c = find(ctx);
+
+	if (!c)
+		return;
+	if (c->on) {
+		if (c->started)
+			start_stop(c, 0);
+		drain_ctx(c, now);
+		disable(c);
+	}
+	c->ctx = NULL;
+}
+
+void pcsamp_resource(uint32_t cbid, const void *data)
+{
+	const CUpti_ResourceData *rd = data;
+	uint64_t now = gpi_now();
+	struct pctx *c;
+
+	if (!rd || !atomic_load(&active))
+		return;
+	pthread_mutex_lock(&mu);
+	switch (cbid) {
+	case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+		if (!(atomic_load(&gpi.failed) & GPI_F_PC))
+			ctx_created(rd->context);
+		break;
+	case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
+		ctx_destroy(rd->context, now);
+		break;
+	case CUPTI_CBID_RESOURCE_MODULE_LOADED:
+	case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
+		/* before the module changes: the samples so far still name it */
+		if ((c = find(rd->context)))
+			drain_ctx(c, now);
+		if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED && rd->resourceDescriptor) {
+			const CUpti_ModuleResourceData *m = rd->resourceDescriptor;
+
+			cubin_keep(m->pCubin, m->cubinSize);
+		}
+		break;
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+void pcsamp_launch(void *ctx)
+{
+	uint64_t now;
+	struct pctx *c;
+
+	if (pc_cfg.duty >= 100 || !atomic_load_explicit(&active, memory_order_relaxed))
+		return;
+	now = gpi_now();
+	if (now < atomic_load_explicit(&next_check, memory_order_relaxed))
+		return; /* the common case: no lock */
+	atomic_store_explicit(&next_check, now + TOGGLE_CHECK_NS, memory_order_relaxed);
+	pthread_mutex_lock(&mu);
+	c = find(ctx);
+	if (c && c->on) {
+		uint64_t win = (uint64_t)pc_cfg.window_ms * 1000000u;
+
+		if (!c->started && now >= c->open_at) {
+			if (!start_stop(c, 1)) {
+				c->close_at = now + win;
+				pc_n.windows++;
+			}
+		} else if (c->started && now >= c->close_at) {
+			if (!start_stop(c, 0))
+				drain_ctx(c, now);
+			/* closed for window * (100 / duty - 1) */
+			c->open_at = now + win * (100 - pc_cfg.duty) / pc_cfg.duty;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+void pcsamp_drain_all(void)
+{
+	uint64_t now = gpi_now();
+
+	if (!atomic_load(&active))
+		return;
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < MAX_CTX; i++)
+		if (ctxs[i].ctx)
+			drain_ctx(&ctxs[i], now);
+	pthread_mutex_unlock(&mu);
+}
+
+void pcsamp_finish(void)
+{
+	uint64_t now = gpi_now();
+
+	if (!atomic_load(&active))
+		return;
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < MAX_CTX; i++) {
+		struct pctx *c = &ctxs[i];
+
+		if (c->ctx && c->on) {
+			if (c->started)
+				start_stop(c, 0);
+			drain_ctx(c, now);
+		}
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+int pcsamp_crc(const void *cubin, size_t size, uint64_t *crc)
+{
+	CUpti_GetCubinCrcParams p = {.size = CUpti_GetCubinCrcParamsSize,
+				     .cubinSize = size,
+				     .cubin = cubin};
+
+	if (!f.cuptiGetCubinCrc || f.cuptiGetCubinCrc(&p))
+		return -EIO;
+	*crc = p.cubinCrc;
+	return 0;
+}
+
+int pcsamp_setup(CUpti_SubscriberHandle sub)
+{
+	static const CUpti_CallbackId ids[] = {
+		CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
+		CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+		CUPTI_CBID_RESOURCE_MODULE_LOADED,
+		CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
+	};
+	int r;
+
+	pcsamp_config_read(&pc_cfg);
+	if (resolve())
+		return CUPTI_ERROR_NOT_SUPPORTED;
+	cubin_init((size_t)pc_cfg.cubin_mb << 20);
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		r = cl->cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, ids[i]);
+		if (r)
+			return r;
+	}
+	/* the duty cycle turns on launch ENTER: the launch callbacks must run
+	 * even when API records were not asked for (they are then not sent) */
+	if (pc_cfg.duty < 100 && (r = callbacks_enable(sub)))
+		return r;
+	atomic_store(&active, 1);
+	return 0;
+}
+
+void pcsamp_atfork_child(void)
+{
+	/* CUPTI does not follow a fork: the child samples nothing, and the
+	 * lock may have been held by a thread that is not there */
+	atomic_store(&active, 0);
+	pthread_mutex_init(&mu, NULL);
+}
+
+/* ------------------------------------------------------------ sender side */
+
+/* Sender thread, also from inside emit() (a dropped batch): no lock of
+ * ours is taken here, the next pcsamp_emit() acts on it. */
+void pcsamp_forget_sent(void)
+{
+	atomic_store(&resend, 1);
+	cubin_forget_sent();
+}
+
+/* stall names of devices not yet named on this connection; under mu */
+static void emit_names(void)
+{
+	for (uint32_t d = 0; d < MAX_DEV; d++) {
+		if (!devs[d].have || devs[d].sent)
+			continue;
+		for (size_t j = 0; j < devs[d].n; j++) {
+			uint32_t id = emit_string(devs[d].names[j]);
+			struct gpi_stall_name *s = emit(GPI_STALL_NAME, sizeof(*s));
+
+			if (!s)
+				return;
+			s->device = d;
+			s->index = devs[d].idx[j];
+			s->name = id;
+		}
+		devs[d].sent = 1;
+	}
+}
+
+void pcsamp_emit_stats(void)
+{
+	struct gpi_pc_stats *s;
+
+	if (!(gpi.cfg.features & GPI_F_PC) || !(s = emit(GPI_PC_STATS, sizeof(*s))))
+		return;
+	/* read without the lock: counters, each word whole on x86-64 and
+	 * arm64, at worst one drain old */
+	s->samples = pc_n.samples;
+	s->sent = pc_n.sent;
+	s->dropped = pc_n.dropped;
+	s->oom = pc_n.oom;
+	s->drains = pc_n.drains;
+	s->windows = pc_n.windows;
+	s->contexts_refused = pc_n.contexts_refused;
+	cubin_stats(&s->cubins, &s->cubins_refused, &s->cubin_bytes);
+}
+
+void pcsamp_emit(void)
+{
+	uint64_t now = gpi_now();
+	size_t n = 0;
+
+	if (!atomic_load(&active))
+		return;
+	pthread_mutex_lock(&mu);
+	if (atomic_exchange(&resend, 0))
+		for (size_t i = 0; i < MAX_DEV; i++)
+			devs[i].sent = 0;
+	emit_names();
+	for (size_t i = 0; i < AGG_SLOTS && nagg; i++) {
+		if (agg[i].samples) {
+			out[n++] = agg[i];
+			agg[i].samples = 0;
+			nagg--;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	/* the records outside mu: the app's launches may wait on it */
+	for (size_t i = 0; i < n; i++) {
+		uint32_t fn = emit_string(out[i].fn);
+		struct gpi_pc *p = emit(GPI_PC, sizeof(*p));
+
+		if (!p)
+			break;
+		p->time = now;
+		p->cubin_crc = out[i].crc;
+		p->pc = out[i].pc;
+		p->function = fn;
+		p->reason = out[i].reason;
+		p->samples = out[i].samples > UINT32_MAX ? UINT32_MAX : (uint32_t)out[i].samples;
+		p->device = out[i].device;
+		p->corr = out[i].corr;
+		pc_n.sent += out[i].samples;
+	}
+	cubin_emit();
+}
