@@ -241,8 +241,14 @@ void CUPTIAPI gpi_api_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cb
 		gpi_cupti_fatal(((const CUpti_StateData *)data)->notification.result);
 		return;
 	}
-	if ((dom != CUPTI_CB_DOMAIN_DRIVER_API && dom != CUPTI_CB_DOMAIN_RUNTIME_API) || !cd ||
-	    !(atomic_load_explicit(&gpi.on, memory_order_relaxed) & GPI_F_API))
+	if ((dom != CUPTI_CB_DOMAIN_DRIVER_API && dom != CUPTI_CB_DOMAIN_RUNTIME_API) || !cd)
+		return;
+	if (cd->callbackSite == CUPTI_API_EXIT &&
+	    atomic_load_explicit(&gpi_release_pending, memory_order_relaxed)) {
+		gpi_cupti_exit_site(); /* stepping aside (coexist.c) */
+		return;
+	}
+	if (!(atomic_load_explicit(&gpi.on, memory_order_relaxed) & GPI_F_API))
 		return;
 	if (cd->callbackSite == CUPTI_API_ENTER) {
 		if (cd->correlationData)

@@ -206,29 +206,37 @@ static void emit_api(const struct api_ev *ev, void *arg)
 	a->failed = ev->failed;
 }
 
-static void drain(void)
+/* Returns how many API records and activity buffers it handled. */
+static void drain(size_t *calls, size_t *bufs)
 {
 	uint8_t *buf;
 	size_t valid;
 
-	apiring_drain(emit_api, NULL);
+	*calls = apiring_drain(emit_api, NULL);
+	*bufs = 0;
 	while ((buf = buffers_take(&valid))) {
 		convert_buffer(buf, valid);
 		buffers_put(buf, valid);
+		(*bufs)++;
 	}
 }
 
 static void tick(int final)
 {
 	uint64_t now = gpi_now();
+	size_t calls, bufs;
+	int flushed = 0;
 
 	if (fd < 0 && now >= next_try)
 		try_connect();
 	if (!final && now - last_flush >= (uint64_t)gpi.cfg.flush_ms * 1000000u) {
 		gpi_cupti_flush(0); /* the final flush (forced) is the exit handler's */
 		last_flush = now;
+		flushed = 1;
 	}
-	drain();
+	drain(&calls, &bufs);
+	if (!final)
+		coexist_tick(now, calls, bufs, flushed);
 	if (final || (fd >= 0 && now - last_stats >= (uint64_t)STATS_MS * 1000000u)) {
 		emit_stats();
 		last_stats = now;

@@ -165,8 +165,14 @@ API CUptiResult cuptiGetLastError(void)
 	return CUPTI_SUCCESS;
 }
 
+static void finalize(void);
+
+/* Detaches CUPTI from the process: the buffer in use goes back, then no
+ * subscriber, no kind, no buffer or timestamp callback is left, and the
+ * next subscriber succeeds. */
 API CUptiResult cuptiFinalize(void)
 {
+	finalize();
 	return CUPTI_SUCCESS;
 }
 
@@ -386,6 +392,12 @@ API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc 
 	fatal_at = getenv("FAKE_CUPTI_FATAL_AT") ? atoll(getenv("FAKE_CUPTI_FATAL_AT")) : -1;
 	req_cb = req;
 	done_cb = done;
+	/* The registration is process-global and belongs to no subscriber: a
+	 * second client's replaces the first's. A buffer handed out before is
+	 * completed through the callback registered when it completes, here
+	 * at once (CUPTI's own order is undocumented): the new client gets
+	 * a buffer it never allocated, its records go to its own buffers. */
+	deliver_locked();
 	if (!worker_on && !pthread_create(&worker, NULL, worker_main, NULL)) {
 		pthread_detach(worker);
 		worker_on = 1;
@@ -536,6 +548,19 @@ static void fatal(void)
 	memset(kind_on, 0, sizeof(kind_on));
 	subscriber.used = 0;
 	deliver_locked();
+	pthread_mutex_unlock(&mu);
+}
+
+static void finalize(void)
+{
+	pthread_mutex_lock(&mu);
+	deliver_locked();
+	memset(kind_on, 0, sizeof(kind_on));
+	req_cb = NULL;
+	done_cb = NULL;
+	subscriber.used = 0;
+	ts_cb = NULL;
+	any_enabled = 0;
 	pthread_mutex_unlock(&mu);
 }
 
