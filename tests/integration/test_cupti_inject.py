@@ -8,8 +8,9 @@ listens where the daemon would and decodes every message. Checked: HELLO
 first, every kernel with its name, duration and correlation id, API records
 of the launching threads, NVTX ranges, copies, memsets, syncs, graphs,
 counters; a daemon that appears late or restarts; a receiver that never
-reads; another CUPTI subscriber; a kind CUPTI refuses; no timestamp
-callback; no libcupti; fork."""
+reads; another CUPTI subscriber; a profiler that starts after the library
+(PyTorch's Kineto, played by cuda_app) under each GPUPROF_CUPTI_YIELD
+policy; a kind CUPTI refuses; no timestamp callback; no libcupti; fork."""
 
 import os
 import subprocess
@@ -25,6 +26,7 @@ LIB = os.path.join(BUILD, "inject", "libgpuprof-cupti.so")
 FAKE_CUPTI = os.path.join(BUILD, "tests", "cupti", "libcupti.so.13")
 FAKE_CUDA = os.path.join(BUILD, "tests", "gpu", "cuda", "libcuda.so.1")
 APP = os.path.join(BUILD, "tests", "cupti", "cuda_app")
+FAKE_TORCH = os.path.join(BUILD, "tests", "cupti", "libtorch_cuda.so")
 
 
 def run_app(sock, args, env=None, timeout=60, **kw):
@@ -439,6 +441,120 @@ def fork_child_idle(sock):
     conns = rx.decoded()
     eq(len(conns), 1, "the child made no connection of its own")
     eq(len(conns[0].of(KERNEL)), 5, "kernels of the parent")
+
+
+def later_profiler(sock, args, env):
+    """cuda_app with a Kineto-like profiler starting inside it; returns
+    (its 'kineto' line as a dict, the probe's subscribe result, the
+    connection)."""
+    rx = Receiver(sock)
+    try:
+        e = {"GPUPROF_CUPTI_YIELD_QUIET_MS": "300"}
+        e.update(env)
+        p = run_app(sock, args + ["--probe-subscribe"], env=e)
+        eq(p.returncode, 0, "app exit: " + p.stderr)
+        totals(p.stdout)
+        time.sleep(0.3)
+    finally:
+        rx.stop()
+    kin, probe = None, None
+    for line in p.stdout.splitlines():
+        w = line.split()
+        if w[0] == "kineto":
+            kin = {w[i]: w[i + 1] for i in range(1, len(w) - 1, 2)}
+        elif w[0] == "probe":
+            probe = int(w[2])
+    conns = rx.decoded()
+    eq(len(conns), 1, "connections")
+    return kin, probe, conns[0]
+
+
+def our_kernels(c):
+    ks = c.of(KERNEL)
+    eq({k["name"] for k in ks} - {"gpuprof_k_a"}, set(), "the other tool's kernels reached us")
+    return ks
+
+
+@test
+@with_receiver
+def later_profiler_takes_over(sock):
+    """The common PyTorch order: CUDA (and we) first, the profiler later.
+    Its subscription fails (one subscriber), its trace still gets every
+    kernel of its window; we notice our callbacks were replaced, step
+    aside and let the subscription go, so CUPTI is free afterwards."""
+    kin, probe, c = later_profiler(
+        sock, ["--launches", "120", "--pause-ms", "10", "--kineto-after", "20",
+               "--kineto-teardown"], {})
+    eq((kin["subscribe"], kin["kernels"], kin["other_kernels"]), ("39", "10", "0"),
+       "the profiler's subscription and trace")
+    # its teardown retries the subscription at trace stop, before we noticed
+    eq(kin["teardown"], "skipped", "teardown")
+    eq(probe, 0, "CUPTI free once we stepped aside")
+    s = last_stats(c)
+    eq((s["state"], s["conflict"], s["on"] & ~F_MONO), (ST_CONFLICT, "activity callbacks replaced", 0),
+       "stats")
+    ks = our_kernels(c)
+    expect(0 < len(ks) <= 20, "our kernels %d: only those before the takeover", len(ks))
+    api = c.of(API)
+    expect(len(api) < 130, "API records %d: they stop once we let go", len(api))
+
+
+@test
+@with_receiver
+def later_profiler_policy_never(sock):
+    """GPUPROF_CUPTI_YIELD=never: the takeover is reported, the
+    subscription (and with it every API record) kept."""
+    kin, probe, c = later_profiler(
+        sock, ["--launches", "120", "--pause-ms", "5", "--kineto-after", "20"],
+        {"GPUPROF_CUPTI_YIELD": "never"})
+    eq((kin["subscribe"], kin["kernels"], kin["other_kernels"]), ("39", "10", "0"), "profiler")
+    eq(probe, 39, "we kept the subscription")
+    s = last_stats(c)
+    eq((s["state"], s["conflict"], s["on"] & ~F_MONO),
+       (ST_CONFLICT, "activity callbacks replaced", F_API), "stats")
+    expect(0 < len(our_kernels(c)) <= 20, "our kernels: only those before the takeover")
+    launches = [a for a in c.of(API) if a["name"] == "cuLaunchKernel"]
+    eq(len(launches), 130, "every launch's API record, the profiler's included")
+
+
+@test
+@with_receiver
+def torch_loaded_later_policy_torch(sock):
+    """GPUPROF_CUPTI_YIELD=torch: PyTorch's CUDA library appears, we give
+    CUPTI back whole (our kinds off, our buffers flushed back), and the
+    profiler that starts later subscribes, traces and finalizes."""
+    kin, probe, c = later_profiler(
+        sock, ["--launches", "200", "--pause-ms", "10", "--load", FAKE_TORCH + "@5",
+               "--kineto-after", "150", "--kineto-teardown"],
+        {"GPUPROF_CUPTI_YIELD": "torch"})
+    eq(kin, {"subscribe": "0", "kernels": "10", "other_kernels": "0", "unknown_buffers": "0",
+             "teardown": "done"}, "profiler")
+    eq(probe, 0, "CUPTI free after its cuptiFinalize")
+    s = last_stats(c)
+    eq((s["state"], s["conflict"], s["on"] & ~F_MONO),
+       (ST_CONFLICT, "libtorch_cuda loaded (yield=torch)", 0), "stats")
+    ks = our_kernels(c)
+    launches = [a for a in c.of(API) if a["name"] == "cuLaunchKernel"]
+    expect(len(ks) >= 5, "our kernels before the library appeared: %d", len(ks))
+    # every kernel we launched while collecting came back to us; a launch
+    # may slip between switching the kinds off and letting go
+    expect(0 <= len(launches) - len(ks) <= 1, "launches %d, kernels %d", len(launches), len(ks))
+    eq(s["cupti_dropped"], 0, "dropped")
+
+
+@test
+@with_receiver
+def torch_loaded_first_policy_torch(sock):
+    """GPUPROF_CUPTI_YIELD=torch with PyTorch loaded before CUDA starts:
+    we never subscribe."""
+    kin, probe, c = later_profiler(
+        sock, ["--launches", "30", "--load", FAKE_TORCH, "--kineto-after", "5"],
+        {"GPUPROF_CUPTI_YIELD": "torch"})
+    eq((kin["subscribe"], kin["kernels"], kin["unknown_buffers"]), ("0", "10", "0"), "profiler")
+    s = last_stats(c)
+    eq((s["state"], s["conflict"], s["on"]), (ST_CONFLICT, "libtorch_cuda loaded (yield=torch)", 0),
+       "stats")
+    eq(len(c.of(KERNEL)) + len(c.of(API)), 0, "records")
 
 
 if __name__ == "__main__":
