@@ -20,7 +20,7 @@ import time
 from cupti_wire import (API, F_API, F_GRAPH, F_KERNEL, F_MEMCPY, F_MEMSET, F_MONO, F_NVTX,
                         F_PC, F_SYNC, GRAPH, HELLO, KERNEL, MARKER, MEMCPY, MEMSET, MK_INSTANT,
                         MK_RANGE, ST_ACTIVE, ST_CONFLICT, ST_DISABLED, STATS, SYNC, Receiver)
-from gpd import BUILD, Skip, eq, expect, main, test
+from gpd import BUILD, Daemon, Skip, eq, expect, main, test
 
 LIB = os.path.join(BUILD, "inject", "libgpuprof-cupti.so")
 FAKE_CUPTI = os.path.join(BUILD, "tests", "cupti", "libcupti.so.13")
@@ -555,6 +555,44 @@ def torch_loaded_first_policy_torch(sock):
     eq((s["state"], s["conflict"], s["on"]), (ST_CONFLICT, "libtorch_cuda loaded (yield=torch)", 0),
        "stats")
     eq(len(c.of(KERNEL)) + len(c.of(API)), 0, "records")
+
+
+@test
+def takeover_in_daemon_status():
+    """The step aside reaches gpuprofd: `status` shows the process in
+    state conflict with the reason, while it keeps running."""
+    need_build()
+    d = Daemon()
+    d.start()
+    app = None
+    try:
+        e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
+                 GPUPROF_CUPTI_SOCKET=os.path.join(d.tmp, "cupti.sock"),
+                 GPUPROF_CUPTI_FLUSH_MS="50", GPUPROF_CUPTI_YIELD_QUIET_MS="300")
+        app = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--launches", "100000", "--pause-ms", "5",
+                                "--kineto-after", "20", "--until-eof"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=e, text=True)
+        deadline, peer = time.time() + 20, None
+        while time.time() < deadline:
+            peers = d.ctl_json("status")["cupti"]["peer_list"]
+            peer = next((x for x in peers if x["pid"] == app.pid), None)
+            if peer and peer["state"] == "conflict":
+                break
+            time.sleep(0.1)
+        expect(peer and peer["state"] == "conflict", "no conflict in status: %r", peer)
+        eq(peer["conflict"], "activity callbacks replaced", "reason")
+        txt = d.ctl("status", check=0).stdout.decode()
+        expect("activity callbacks replaced" in txt, "not in gpuprofctl status:\n%s", txt)
+        eq(app.poll(), None, "the application keeps running")
+        out, err = app.communicate("", timeout=30)
+        eq(app.returncode, 0, "app exit: " + err)
+        expect("kineto subscribe 39 kernels 10 other_kernels 0" in out, "profiler: %r", out)
+    finally:
+        if app and app.poll() is None:
+            app.kill()
+            app.wait()
+        d.cleanup()
 
 
 if __name__ == "__main__":
