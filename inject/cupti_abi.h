@@ -227,7 +227,8 @@ struct gpi_marker {
 /* gpi_stats.state */
 enum gpi_state {
 	GPI_ST_ACTIVE = 1,   /* collecting */
-	GPI_ST_CONFLICT = 2, /* another CUPTI subscriber holds the process: stepped aside */
+	GPI_ST_CONFLICT = 2, /* another CUPTI user holds CUPTI or took it over: stepped aside
+			      * (gpi_stats.conflict names it, or says why) */
 	GPI_ST_DISABLED = 3, /* nothing could be enabled (every feature failed) */
 };
 
@@ -239,7 +240,7 @@ struct gpi_stats {
 	uint32_t on;	    /* enum gpi_feature: working now */
 	uint32_t failed;    /* enum gpi_feature: turned off after a CUPTI error */
 	int32_t last_error; /* the last CUptiResult that turned a feature off, 0 */
-	uint32_t conflict;  /* string id: the other subscriber's name, 0 */
+	uint32_t conflict;  /* string id: the other subscriber's name or why we yielded, 0 */
 	uint32_t rsv;
 	uint64_t records;	  /* activity records read from CUPTI */
 	uint64_t cupti_dropped;	  /* cuptiActivityGetNumDroppedRecords, summed */
