@@ -558,6 +558,30 @@ def torch_loaded_first_policy_torch(sock):
 
 
 @test
+@with_receiver
+def no_takeover_no_step_aside(sock):
+    """The takeover test's timing without a second tool: steady work for
+    several quiet times, two threads, copies and syncs: the library stays
+    active and every kernel arrives (no false alarm)."""
+    rx = Receiver(sock)
+    try:
+        p = run_app(sock, ["--threads", "2", "--launches", "120", "--pause-ms", "10",
+                           "--memcpy", "64:1000", "--memset", "64:1000", "--sync",
+                           "--probe-subscribe"],
+                    env={"GPUPROF_CUPTI_YIELD_QUIET_MS": "300", "GPUPROF_CUPTI_YIELD": "torch"})
+        eq(p.returncode, 0, "app exit: " + p.stderr)
+        t = totals(p.stdout)
+        expect("probe subscribe 39" in p.stdout, "we let go: %r", p.stdout)
+        time.sleep(0.3)
+    finally:
+        rx.stop()
+    c = rx.decoded()[0]
+    s = last_stats(c)
+    eq((s["state"], s["conflict"]), (ST_ACTIVE, None), "stats")
+    eq(len(c.of(KERNEL)), t["kernels"]["gpuprof_k_a"][0], "kernels")
+
+
+@test
 def takeover_in_daemon_status():
     """The step aside reaches gpuprofd: `status` shows the process in
     state conflict with the reason, while it keeps running."""
