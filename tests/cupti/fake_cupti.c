@@ -412,8 +412,12 @@ API CUptiResult cuptiActivityEnable(CUpti_ActivityKind k)
 		return CUPTI_ERROR_NOT_SUPPORTED;
 	if (kind_fails(k))
 		return CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+	/* kinds are process-global: any client's thread may switch them
+	 * while the driver's threads record */
+	pthread_mutex_lock(&mu);
 	kind_on[k] = 1;
 	any_enabled = 1;
+	pthread_mutex_unlock(&mu);
 	return CUPTI_SUCCESS;
 }
 
@@ -421,7 +425,9 @@ API CUptiResult cuptiActivityDisable(CUpti_ActivityKind k)
 {
 	if (k <= 0 || k >= CUPTI_ACTIVITY_KIND_COUNT)
 		return CUPTI_ERROR_INVALID_KIND;
+	pthread_mutex_lock(&mu);
 	kind_on[k] = 0;
+	pthread_mutex_unlock(&mu);
 	return CUPTI_SUCCESS;
 }
 
@@ -445,7 +451,10 @@ API CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t *
 	if (attr == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER) {
 		if (*size != sizeof(uint8_t))
 			return CUPTI_ERROR_INVALID_PARAMETER;
+		/* any thread may set it while another records */
+		pthread_mutex_lock(&mu);
 		zeroed_attr = *(uint8_t *)value != 0;
+		pthread_mutex_unlock(&mu);
 	}
 	return CUPTI_SUCCESS;
 }
@@ -454,8 +463,11 @@ API CUptiResult cuptiActivityGetAttribute(CUpti_ActivityAttribute attr, size_t *
 {
 	if (!size || !value)
 		return CUPTI_ERROR_INVALID_PARAMETER;
-	if (attr == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER && *size >= 1)
+	if (attr == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER && *size >= 1) {
+		pthread_mutex_lock(&mu);
 		*(uint8_t *)value = (uint8_t)zeroed_attr;
+		pthread_mutex_unlock(&mu);
+	}
 	return CUPTI_SUCCESS;
 }
 
@@ -526,6 +538,12 @@ static void overhead(void)
 	o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION;
 	o.start = o.end = now_ns();
 	pthread_mutex_lock(&mu);
+	/* ... but only alongside the kernel records it accompanies: with
+	 * every kind off, CUPTI asks nobody for a buffer */
+	if (!kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) {
+		pthread_mutex_unlock(&mu);
+		return;
+	}
 	kind_on[CUPTI_ACTIVITY_KIND_OVERHEAD] = 1;
 	pthread_mutex_unlock(&mu);
 	append(&o, CUPTI_ACTIVITY_KIND_OVERHEAD);
