@@ -34,7 +34,9 @@
  * before cuInit, or with @N before thread 0's Nth iteration ("import
  * torch"). --kineto-after N: before thread 0's Nth iteration, Kineto's
  * calls in Kineto's order: cuptiSubscribe once (its callback API; a
- * failure is only remembered), cuptiActivityRegisterCallbacks with its own
+ * failure is only remembered), cuptiActivityRegisterTimestampCallback
+ * with its own clock (Kineto's approximate TSC clock on CUDA >= 11.6),
+ * cuptiActivityRegisterCallbacks with its own
  * buffer functions, cuptiActivityEnable(CONCURRENT_KERNEL), then K
  * launches of kernel "kineto_k" (--kineto-kernels, default 10),
  * cuptiActivityFlushAll(FORCED), cuptiActivityDisable(CONCURRENT_KERNEL);
@@ -55,9 +57,10 @@
  *   sync count C
  *   nvtx ranges R marks M
  *   cpu_ns_per_iteration X                   the workers' own CPU time
- *   kineto subscribe R kernels K other_kernels O unknown_buffers U teardown T
+ *   kineto subscribe R timestamp S kernels K other_kernels O unknown_buffers U teardown T
  *                                            with --kineto-after: R its
- *                                            cuptiSubscribe's result, K / O
+ *                                            cuptiSubscribe's result, S its
+ *                                            timestamp callback's, K / O
  *                                            kernel records named kineto_k /
  *                                            other in its own buffers, T
  *                                            none, done or skipped
@@ -196,6 +199,7 @@ static struct {
 	__typeof__(cuptiUnsubscribe) *unsubscribe;
 	__typeof__(cuptiEnableDomain) *enable_domain;
 	__typeof__(cuptiActivityRegisterCallbacks) *reg;
+	__typeof__(cuptiActivityRegisterTimestampCallback) *reg_ts;
 	__typeof__(cuptiActivityEnable) *enable;
 	__typeof__(cuptiActivityDisable) *disable;
 	__typeof__(cuptiActivityFlushAll) *flush;
@@ -207,7 +211,7 @@ static struct {
 #define KBUF_SIZE (64 * 1024)
 static pthread_mutex_t kmu = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *kbufs[KBUF_N];
-static int k_sub_result = -1, k_kernels, k_other, k_unknown;
+static int k_sub_result = -1, k_ts_result = -1, k_kernels, k_other, k_unknown;
 static const char *k_teardown = "none";
 static CUpti_SubscriberHandle k_sub;
 static atomic_int k_finalize_now;
@@ -293,6 +297,14 @@ static void CUPTIAPI k_callback(void *ud, CUpti_CallbackDomain d, CUpti_Callback
 	}
 }
 
+static uint64_t CUPTIAPI k_clock(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
 static void kineto_like(void)
 {
 	void *lib = cupti_lib();
@@ -302,6 +314,7 @@ static void kineto_like(void)
 	kc.unsubscribe = (__typeof__(kc.unsubscribe))need(lib, "cuptiUnsubscribe");
 	kc.enable_domain = (__typeof__(kc.enable_domain))need(lib, "cuptiEnableDomain");
 	kc.reg = (__typeof__(kc.reg))need(lib, "cuptiActivityRegisterCallbacks");
+	kc.reg_ts = (__typeof__(kc.reg_ts))need(lib, "cuptiActivityRegisterTimestampCallback");
 	kc.enable = (__typeof__(kc.enable))need(lib, "cuptiActivityEnable");
 	kc.disable = (__typeof__(kc.disable))need(lib, "cuptiActivityDisable");
 	kc.flush = (__typeof__(kc.flush))need(lib, "cuptiActivityFlushAll");
@@ -310,6 +323,7 @@ static void kineto_like(void)
 	/* its callback API: subscribed once, never retried (until teardown) */
 	k_sub_result = (int)kc.subscribe(&k_sub, k_callback, NULL);
 	/* trace start */
+	k_ts_result = (int)kc.reg_ts(k_clock);
 	kc.reg(k_request, k_complete);
 	kc.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 	if (!fn)
@@ -538,8 +552,9 @@ static void report(void)
 	printf("cpu_ns_per_iteration %.1f\n", n ? (double)cpu / (double)n : 0.0);
 	if (kineto_after >= 0) {
 		pthread_mutex_lock(&kmu);
-		printf("kineto subscribe %d kernels %d other_kernels %d unknown_buffers %d teardown %s\n",
-		       k_sub_result, k_kernels, k_other, k_unknown, k_teardown);
+		printf("kineto subscribe %d timestamp %d kernels %d other_kernels %d unknown_buffers %d "
+		       "teardown %s\n",
+		       k_sub_result, k_ts_result, k_kernels, k_other, k_unknown, k_teardown);
 		pthread_mutex_unlock(&kmu);
 	}
 	if (probe)
