@@ -20,6 +20,8 @@
  *   - with GPUPROF_CUPTI_YIELD=torch, PyTorch's CUDA library in the
  *     process is enough: we step aside before its profiler can start, so
  *     Kineto gets a whole CUPTI (its subscription included).
+ *   - the daemon asks (GPI_CTL_RELEASE, an operator freeing CUPTI before
+ *     running a profiler): the same, under every policy.
  *
  * The first needs our API callbacks and every activity kind that those
  * calls produce (kernel, memcpy, memset); with fewer it stays off rather
@@ -76,6 +78,16 @@ static int replaced(uint64_t now, size_t calls, size_t bufs, int flushed)
 	       now - quiet_since >= (uint64_t)gpi.cfg.quiet_ms * 1000000u;
 }
 
+void coexist_release(void)
+{
+	/* our kinds are still ours unless a takeover is already suspected:
+	 * switching them off then would cut the other tool's trace short */
+	int suspected = quiet_since && calls_since >= REPLACED_MIN_CALLS;
+
+	if (gpi_cupti_collecting())
+		gpi_cupti_step_aside("released on request", !suspected, 1);
+}
+
 void coexist_tick(uint64_t now, size_t calls, size_t bufs, int flushed)
 {
 	gpi_cupti_release_poll(now, RELEASE_WAIT_MS);
@@ -84,10 +96,11 @@ void coexist_tick(uint64_t now, size_t calls, size_t bufs, int flushed)
 	if (gpi.cfg.yield == GPI_YIELD_TORCH && now - last_torch_check >= TORCH_CHECK_NS) {
 		last_torch_check = now;
 		if (coexist_torch_loaded()) {
-			gpi_cupti_step_aside("libtorch_cuda loaded (yield=torch)", 1);
+			gpi_cupti_step_aside("libtorch_cuda loaded (yield=torch)", 1, 1);
 			return;
 		}
 	}
 	if (replaced(now, calls, bufs, flushed))
-		gpi_cupti_step_aside("activity callbacks replaced", 0);
+		gpi_cupti_step_aside("activity callbacks replaced", 0,
+				     gpi.cfg.yield != GPI_YIELD_NEVER);
 }

@@ -244,7 +244,7 @@ void gpi_cupti_release_poll(uint64_t now, unsigned ms)
 		unsubscribe();
 }
 
-void gpi_cupti_step_aside(const char *why, int kinds_ours)
+void gpi_cupti_step_aside(const char *why, int kinds_ours, int let_go)
 {
 	if (getpid() != gpi.pid || !atomic_load(&activity_ours))
 		return;
@@ -271,7 +271,7 @@ void gpi_cupti_step_aside(const char *why, int kinds_ours)
 	snprintf(gpi.conflict, sizeof(gpi.conflict), "%s", why);
 	atomic_fetch_and(&gpi.on, GPI_F_MONO | GPI_F_API);
 	atomic_store(&gpi.state, GPI_ST_CONFLICT);
-	if (gpi.cfg.yield == GPI_YIELD_NEVER)
+	if (!let_go)
 		return; /* keep the subscription (and the API records) */
 	if (!(atomic_load(&gpi.on) & GPI_F_API)) {
 		unsubscribe(); /* no callback of ours is enabled to run meanwhile */

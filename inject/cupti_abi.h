@@ -78,6 +78,8 @@ enum gpi_type {
 	GPI_STALL_NAME = 11,
 	GPI_PC = 12,
 	GPI_CUBIN = 13,
+	/* daemon -> library (the one message type that travels that way) */
+	GPI_CONTROL = 32, /* struct gpi_control */
 };
 
 /* 8 bytes at the start of every record */
@@ -252,6 +254,26 @@ struct gpi_stats {
 	uint64_t reconnects;
 };
 
+/* gpi_control.op */
+enum gpi_control_op {
+	/* Give CUPTI up, as GPUPROF_CUPTI_YIELD does when another tool takes
+	 * it over: stop collecting, unsubscribe (state GPI_ST_CONFLICT,
+	 * conflict "released on request"), so that a profiler started next
+	 * in the process gets all of CUPTI. There is no way back. */
+	GPI_CTL_RELEASE = 1,
+};
+
+/* The daemon's requests to the library, on the same connection: a
+ * message of a struct gpi_hdr and one struct gpi_control. The daemon
+ * decides who may ask (the process's owner or an administrator); the
+ * library takes them only from a peer whose SO_PEERCRED uid is 0 or its
+ * own, and ignores what it does not know. */
+struct gpi_control {
+	struct gpi_rec h;
+	uint32_t op; /* enum gpi_control_op */
+	uint32_t rsv;
+};
+
 _Static_assert(sizeof(struct gpi_hdr) == 16, "gpi_hdr");
 _Static_assert(sizeof(struct gpi_rec) == 8, "gpi_rec");
 _Static_assert(sizeof(struct gpi_hello) % 8 == 0, "gpi_hello");
@@ -264,5 +286,6 @@ _Static_assert(sizeof(struct gpi_graph) % 8 == 0, "gpi_graph");
 _Static_assert(sizeof(struct gpi_api) % 8 == 0, "gpi_api");
 _Static_assert(sizeof(struct gpi_marker) % 8 == 0, "gpi_marker");
 _Static_assert(sizeof(struct gpi_stats) % 8 == 0, "gpi_stats");
+_Static_assert(sizeof(struct gpi_control) == 16, "gpi_control");
 
 #endif

@@ -183,8 +183,9 @@ int gpi_cupti_collecting(void);
 /* cupti.c, sender thread: stop collecting and leave CUPTI to another
  * tool; why goes to the stats' conflict string. kinds_ours: nobody else
  * has touched the activity kinds yet, so ours are disabled and our
- * buffers flushed back first. */
-void gpi_cupti_step_aside(const char *why, int kinds_ours);
+ * buffers flushed back first. let_go: unsubscribe too (else the API
+ * callbacks go on). */
+void gpi_cupti_step_aside(const char *why, int kinds_ours, int let_go);
 /* cupti.c, sender thread: unsubscribes when a release asked for at an
  * API callback's exit site did not happen within ms */
 void gpi_cupti_release_poll(uint64_t now, unsigned ms);
@@ -197,6 +198,8 @@ int coexist_torch_loaded(void);
  * completed activity buffers taken, flushed = a periodic flush was
  * asked for. Decides whether to step aside (GPUPROF_CUPTI_YIELD). */
 void coexist_tick(uint64_t now, size_t calls, size_t bufs, int flushed);
+/* Sender thread: the daemon asked us to give CUPTI up (GPI_CTL_RELEASE). */
+void coexist_release(void);
 /* buffers.c: how many buffers CUPTI has asked us for so far */
 uint64_t buffers_requests(void);
 

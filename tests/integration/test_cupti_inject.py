@@ -18,9 +18,10 @@ import subprocess
 import tempfile
 import time
 
-from cupti_wire import (API, F_API, F_GRAPH, F_KERNEL, F_MEMCPY, F_MEMSET, F_MONO, F_NVTX,
+from cupti_wire import (API, CTL_RELEASE, F_API, F_GRAPH, F_KERNEL, F_MEMCPY, F_MEMSET, F_MONO, F_NVTX,
                         F_PC, F_SYNC, GRAPH, HELLO, KERNEL, MARKER, MEMCPY, MEMSET, MK_INSTANT,
-                        MK_RANGE, ST_ACTIVE, ST_CONFLICT, ST_DISABLED, STATS, SYNC, Receiver)
+                        MK_RANGE, ST_ACTIVE, ST_CONFLICT, ST_DISABLED, STATS, SYNC, Receiver,
+                        control)
 from gpd import BUILD, Daemon, Skip, eq, expect, main, test
 
 LIB = os.path.join(BUILD, "inject", "libgpuprof-cupti.so")
@@ -584,6 +585,59 @@ def no_takeover_no_step_aside(sock):
     s = last_stats(c)
     eq((s["state"], s["conflict"]), (ST_ACTIVE, None), "stats")
     eq(len(c.of(KERNEL)), t["kernels"]["gpuprof_k_a"][0], "kernels")
+
+
+@test
+@with_receiver
+def release_on_request(sock):
+    """The daemon's GPI_CTL_RELEASE: malformed or unknown requests are
+    ignored; a release turns our kinds off, flushes what we collected,
+    lets the subscription go, and a profiler started afterwards gets all
+    of CUPTI (its subscription, clock and teardown)."""
+    rx = Receiver(sock)
+    e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
+             GPUPROF_CUPTI_SOCKET=sock, GPUPROF_CUPTI_FLUSH_MS="50")
+    app = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--launches", "150", "--pause-ms", "10",
+                            "--kineto-after", "100", "--kineto-teardown", "--probe-subscribe"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e, text=True)
+    try:
+        deadline = time.time() + 10
+        while not rx.socks and time.time() < deadline:
+            time.sleep(0.02)
+        expect(rx.socks, "the library never connected")
+        s = rx.socks[0]
+        s.send(control(99))                    # unknown op
+        s.send(control(CTL_RELEASE, typ=31))   # unknown type
+        s.send(control(CTL_RELEASE, magic=1))  # bad magic
+        s.send(control(CTL_RELEASE)[:20])      # short
+        time.sleep(0.3)
+        s.send(control(CTL_RELEASE))
+        out, err = app.communicate(timeout=60)
+        eq(app.returncode, 0, "app exit: " + err)
+        time.sleep(0.3)
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+        rx.stop()
+    kin = {}
+    for line in out.splitlines():
+        w = line.split()
+        if w[0] == "kineto":
+            kin = {w[i]: w[i + 1] for i in range(1, len(w) - 1, 2)}
+    del kin["timestamp"]  # whether CUPTI takes a clock after kinds were on and off: unknown
+    eq(kin, {"subscribe": "0", "kernels": "10", "other_kernels": "0", "unknown_buffers": "0",
+             "teardown": "done"}, "profiler")
+    expect("probe subscribe 0" in out, "CUPTI not free at the end: %r", out)
+    c = rx.decoded()[0]
+    st = c.of(STATS)
+    expect(any(x["state"] == ST_ACTIVE for x in st), "never active before the release")
+    eq((st[-1]["state"], st[-1]["conflict"]), (ST_CONFLICT, "released on request"), "stats")
+    ks = our_kernels(c)
+    launches = [a for a in c.of(API) if a["name"] == "cuLaunchKernel"]
+    # the bad requests came first and changed nothing: some 30 iterations ran
+    expect(len(ks) >= 20, "kernels before the release: %d", len(ks))
+    expect(0 <= len(launches) - len(ks) <= 1, "launches %d, kernels %d", len(launches), len(ks))
 
 
 @test
