@@ -22,7 +22,7 @@ from cupti_wire import (API, CTL_RELEASE, F_API, F_GRAPH, F_KERNEL, F_MEMCPY, F_
                         F_PC, F_SYNC, GRAPH, HELLO, KERNEL, MARKER, MEMCPY, MEMSET, MK_INSTANT,
                         MK_RANGE, ST_ACTIVE, ST_CONFLICT, ST_DISABLED, STATS, SYNC, Receiver,
                         control)
-from gpd import BUILD, Daemon, Skip, eq, expect, main, test
+from gpd import BUILD, GPUPROFCTL, Daemon, Skip, as_attacker, eq, expect, main, open_to_group, test
 
 LIB = os.path.join(BUILD, "inject", "libgpuprof-cupti.so")
 FAKE_CUPTI = os.path.join(BUILD, "tests", "cupti", "libcupti.so.13")
@@ -675,6 +675,65 @@ def takeover_in_daemon_status():
         if app and app.poll() is None:
             app.kill()
             app.wait()
+        d.cleanup()
+
+
+def wait_peer(d, pid, cond, what, timeout=20):
+    deadline, peer = time.time() + timeout, None
+    while time.time() < deadline:
+        peers = d.ctl_json("status")["cupti"]["peer_list"]
+        peer = next((x for x in peers if x["pid"] == pid), None)
+        if peer and cond(peer):
+            return peer
+        time.sleep(0.1)
+    raise AssertionError("%s: %r" % (what, peer))
+
+
+@test
+def release_through_the_daemon():
+    """gpuprofctl cupti release PID: the owner of a process or root may,
+    another user may not (and learns nothing: "not found")."""
+    need_build()
+    d = Daemon()
+    d.start()
+    open_to_group(d)
+    apps = []
+    try:
+        e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
+                 GPUPROF_CUPTI_SOCKET=os.path.join(d.tmp, "cupti.sock"), GPUPROF_CUPTI_FLUSH_MS="50")
+        argv = [APP, "--cuda", FAKE_CUDA, "--launches", "100000", "--pause-ms", "5", "--until-eof",
+                "--probe-subscribe"]
+        for wrap in (lambda a: a, as_attacker):
+            apps.append(subprocess.Popen(wrap(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, env=e, text=True))
+        root_app, user_app = apps
+        # as_attacker runs the app through setpriv, which execs it: same pid
+        for a in apps:
+            wait_peer(d, a.pid, lambda x: x["state"] == "active", "never active")
+        ctl = [GPUPROFCTL, "--socket", d.sock, "cupti", "release"]
+        p = subprocess.run(as_attacker(ctl + [str(root_app.pid)]), capture_output=True, text=True,
+                           timeout=30)
+        eq(p.returncode, 1, "another user's release: " + p.stderr)
+        expect("no CUPTI library of yours" in p.stderr, "error: %r", p.stderr)
+        p = subprocess.run(as_attacker(ctl + [str(user_app.pid)]), capture_output=True, text=True,
+                           timeout=30)
+        eq(p.returncode, 0, "the owner's release: " + p.stderr)
+        peer = wait_peer(d, user_app.pid, lambda x: x["state"] == "conflict", "owner's release")
+        eq(peer["conflict"], "released on request", "reason")
+        eq(d.ctl_json("status")["cupti"]["states"]["active"], 1, "the root app untouched")
+        r = d.ctl_json("cupti", "release", str(root_app.pid))
+        eq((r["pid"], r["state_before"], r["sent"]), (root_app.pid, "active", True), "reply")
+        wait_peer(d, root_app.pid, lambda x: x["state"] == "conflict", "root's release")
+        eq(d.ctl("cupti", "release", "0").returncode, 2, "pid 0: usage")
+        for a in apps:
+            out, err = a.communicate("", timeout=30)
+            eq(a.returncode, 0, "app exit: " + err)
+            expect("probe subscribe 0" in out, "CUPTI not free: %r", out)
+    finally:
+        for a in apps:
+            if a.poll() is None:
+                a.kill()
+                a.wait()
         d.cleanup()
 
 
