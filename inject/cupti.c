@@ -29,6 +29,8 @@ static CUpti_SubscriberHandle sub;
 static _Atomic int activity_ours;
 /* we hold the subscription (sub is valid) */
 static _Atomic int subscribed;
+/* stepped aside (sender thread only) */
+static int stepped;
 /* stepped aside: the timestamp callback answers with CUPTI's own clock */
 static _Atomic int clock_default;
 /* an unsubscribe is waiting for an API callback's exit site (read there
@@ -212,13 +214,14 @@ void gpi_cupti_fatal(CUptiResult r)
 	/* CUPTI calls cuptiFinalize() itself after this callback: nothing of
 	 * ours may call it again; what was collected still goes out */
 	atomic_store(&activity_ours, 0);
+	atomic_store(&subscribed, 0); /* gone with it */
 	gpi_fail(atomic_load(&gpi.on) & ~GPI_F_MONO, (int32_t)r);
 	atomic_store(&gpi.state, GPI_ST_DISABLED);
 }
 
 int gpi_cupti_collecting(void)
 {
-	return atomic_load(&activity_ours);
+	return !stepped && (atomic_load(&activity_ours) || atomic_load(&subscribed));
 }
 
 static void unsubscribe(void)
@@ -237,8 +240,8 @@ void gpi_cupti_exit_site(void)
 
 void gpi_cupti_release_poll(uint64_t now, unsigned ms)
 {
-	/* no CUDA call came to release it: the application is idle in CUDA,
-	 * so no callback of ours is running either */
+	/* no CUDA call returned for a while: our callback runs only at a
+	 * call's entry and exit, so at most one can race with this */
 	if (atomic_load(&gpi_release_pending) && now - release_asked >= (uint64_t)ms * 1000000u &&
 	    atomic_exchange(&gpi_release_pending, 0))
 		unsubscribe();
@@ -246,9 +249,10 @@ void gpi_cupti_release_poll(uint64_t now, unsigned ms)
 
 void gpi_cupti_step_aside(const char *why, int kinds_ours, int let_go)
 {
-	if (getpid() != gpi.pid || !atomic_load(&activity_ours))
+	if (getpid() != gpi.pid || !gpi_cupti_collecting())
 		return;
-	if (kinds_ours) {
+	stepped = 1;
+	if (kinds_ours && atomic_load(&activity_ours)) {
 		/* nobody else uses them yet: switch ours off and take our
 		 * buffers back (the sender walks them on its next tick) */
 		for (size_t i = 0; i < NKINDS; i++)

@@ -178,7 +178,8 @@ void sender_atfork_child(void);
 void convert_buffer(uint8_t *buf, size_t valid);
 /* cupti.c: cuptiActivityFlushAll (forced or not) when CUPTI is ours */
 void gpi_cupti_flush(int forced);
-/* cupti.c, sender thread: our activity collection is running */
+/* cupti.c, sender thread: we collect or hold the subscription, and have
+ * not stepped aside */
 int gpi_cupti_collecting(void);
 /* cupti.c, sender thread: stop collecting and leave CUPTI to another
  * tool; why goes to the stats' conflict string. kinds_ours: nobody else

@@ -234,7 +234,7 @@ static void read_control(void)
 	}
 }
 
-/* Returns how many API records and activity buffers it handled. */
+/* *calls, *bufs: how many API records and activity buffers it handled */
 static void drain(size_t *calls, size_t *bufs)
 {
 	uint8_t *buf;

@@ -549,6 +549,24 @@ def torch_loaded_later_policy_torch(sock):
 
 @test
 @with_receiver
+def torch_loaded_later_api_only(sock):
+    """yield=torch also gives up a subscription that only serves the API
+    callbacks (no activity kinds of ours)."""
+    kin, probe, c = later_profiler(
+        sock, ["--launches", "200", "--pause-ms", "10", "--load", FAKE_TORCH + "@5",
+               "--kineto-after", "150"],
+        {"GPUPROF_CUPTI_YIELD": "torch", "GPUPROF_CUPTI_FEATURES": "api"})
+    eq((kin["subscribe"], kin["kernels"]), ("0", "10"), "profiler")
+    eq(probe, 39, "the profiler holds CUPTI (it did not tear down)")
+    s = last_stats(c)
+    eq((s["state"], s["conflict"], s["on"] & ~F_MONO),
+       (ST_CONFLICT, "libtorch_cuda loaded (yield=torch)", 0), "stats")
+    n = len(c.of(API))
+    expect(5 <= n < 150, "API records %d: those before the library appeared", n)
+
+
+@test
+@with_receiver
 def torch_loaded_first_policy_torch(sock):
     """GPUPROF_CUPTI_YIELD=torch with PyTorch loaded before CUDA starts:
     we never subscribe."""
