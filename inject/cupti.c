@@ -240,9 +240,12 @@ void gpi_cupti_exit_site(void)
 
 void gpi_cupti_release_poll(uint64_t now, unsigned ms)
 {
+	/* now may be older than release_asked: the tick read the clock
+	 * before a request in the same tick asked for the release */
 	/* no CUDA call returned for a while: our callback runs only at a
 	 * call's entry and exit, so at most one can race with this */
-	if (atomic_load(&gpi_release_pending) && now - release_asked >= (uint64_t)ms * 1000000u &&
+	if (atomic_load(&gpi_release_pending) && now >= release_asked &&
+	    now - release_asked >= (uint64_t)ms * 1000000u &&
 	    atomic_exchange(&gpi_release_pending, 0))
 		unsubscribe();
 }
