@@ -282,7 +282,7 @@ def socket_full(sock):
 def conflict(sock):
     rx = Receiver(sock)
     try:
-        p = run_app(sock, ["--launches", "20", "--nvtx"],
+        p = run_app(sock, ["--launches", "20", "--nvtx", "--sleep-ms", "300"],
                     env={"FAKE_CUPTI_SUBSCRIBER": "Nsight Systems"})
         eq(p.returncode, 0, "app exit: " + p.stderr)
         totals(p.stdout)
@@ -302,7 +302,8 @@ def conflict(sock):
 def conflict_with_a_profiler_that_came_first(sock):
     rx = Receiver(sock)
     try:
-        p = run_app(sock, ["--launches", "20", "--subscribe-first", "kineto"])
+        # --sleep-ms: time for the sender's first connect on a loaded host
+        p = run_app(sock, ["--launches", "20", "--subscribe-first", "kineto", "--sleep-ms", "300"])
         eq(p.returncode, 0, "app exit: " + p.stderr)
         totals(p.stdout)
         time.sleep(0.2)
