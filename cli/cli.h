@@ -133,6 +133,7 @@ void print_comm(const cJSON *result);
 int cmd_import(struct cli *cli, int argc, char **argv);
 int cmd_flamescope(struct cli *cli, int argc, char **argv); /* cmd_xe.c */
 int cmd_xe(struct cli *cli, int argc, char **argv);
+int cmd_cupti(struct cli *cli, int argc, char **argv);
 int cmd_gpu_top(struct cli *cli, int argc, char **argv);
 
 /*

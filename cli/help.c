@@ -394,6 +394,16 @@ static const struct command commands[] = {
 	 "(Debian 12: up to PVC); needs root or the daemon's admin group\n"
 	 "(access.admin_group).\n",
 	 "xe.folded, xe.iaprof, xe.pause, xe.resume, xe.batch, xe.zebin"},
+	{"cupti", cmd_cupti, "NVIDIA: make a process's CUPTI library give CUPTI up",
+	 "gpuprofctl cupti release PID\n\n"
+	 "Ask the CUPTI injection library in process PID to stop collecting and\n"
+	 "unsubscribe, so that a profiler started in that process next (the PyTorch\n"
+	 "profiler) gets all of CUPTI. The process keeps running; its GPU timeline\n"
+	 "stops until it restarts. Allowed for root, the daemon's admin group,\n"
+	 "and the user whose process it is (whoever sees it in status).\n"
+	 "\nEXAMPLES\n"
+	 "  gpuprofctl cupti release 4242     (then start torch.profiler in 4242)\n",
+	 "cupti.release"},
 	{"help", cmd_help, "show help for a command",
 	 "gpuprofctl help [COMMAND]\n\n"
 	 "Show the overview, or the manual of COMMAND.\n",

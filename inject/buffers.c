@@ -29,6 +29,10 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* wakes the sender: written without a lock from any thread (an API ring
  * half full, a buffer completed, exit) */
 static int kick_fd = -1;
+/* one block, so that a buffer is known to be ours by its address: CUPTI's
+ * buffer callbacks are process-global, and another tool's buffer must
+ * never enter the pool */
+static uint8_t *pool;
 static uint8_t *free_bufs[POOL_N];
 static unsigned nfree;
 static struct {
@@ -36,16 +40,16 @@ static struct {
 	size_t valid;
 } full[POOL_N];
 static unsigned full_head, nfull;
+/* requests so far: coexist.c's sign that our registration still stands */
+static _Atomic uint64_t requests;
 
 int buffers_init(void)
 {
-	for (unsigned i = 0; i < POOL_N; i++) {
-		uint8_t *b = calloc(1, BUF_SIZE); /* zeroed, aligned to 16 */
-
-		if (!b)
-			return -ENOMEM;
-		free_bufs[nfree++] = b;
-	}
+	pool = calloc(POOL_N, BUF_SIZE); /* zeroed, aligned to 16 */
+	if (!pool)
+		return -ENOMEM;
+	for (unsigned i = 0; i < POOL_N; i++)
+		free_bufs[nfree++] = pool + (size_t)i * BUF_SIZE;
 	return 0;
 }
 
@@ -53,6 +57,7 @@ void buffers_request_cb(uint8_t **buf, size_t *size, size_t *max_records)
 {
 	uint8_t *b = NULL;
 
+	atomic_fetch_add_explicit(&requests, 1, memory_order_relaxed);
 	pthread_mutex_lock(&lock);
 	if (nfree)
 		b = free_bufs[--nfree];
@@ -66,8 +71,9 @@ void buffers_request_cb(uint8_t **buf, size_t *size, size_t *max_records)
 
 void buffers_complete_cb(void *ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid)
 {
-	if (!buf)
-		return;
+	if (!buf || !pool || buf < pool || buf >= pool + (size_t)POOL_N * BUF_SIZE ||
+	    (size_t)(buf - pool) % BUF_SIZE)
+		return; /* not one of ours: another tool's, which it still owns */
 	pthread_mutex_lock(&lock);
 	/* at most POOL_N buffers exist, so the queue cannot overflow */
 	full[(full_head + nfull) % POOL_N].buf = buf;
@@ -75,6 +81,11 @@ void buffers_complete_cb(void *ctx, uint32_t stream, uint8_t *buf, size_t size, 
 	nfull++;
 	pthread_mutex_unlock(&lock);
 	buffers_wake();
+}
+
+uint64_t buffers_requests(void)
+{
+	return atomic_load_explicit(&requests, memory_order_relaxed);
 }
 
 uint8_t *buffers_take(size_t *valid)

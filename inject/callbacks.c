@@ -246,10 +246,16 @@ void CUPTIAPI gpi_api_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cb
 		pcsamp_resource(cbid, data);
 		return;
 	}
-	if (dom == CUPTI_CB_DOMAIN_DRIVER_API && cd && cd->callbackSite == CUPTI_API_ENTER)
+	if ((dom != CUPTI_CB_DOMAIN_DRIVER_API && dom != CUPTI_CB_DOMAIN_RUNTIME_API) || !cd)
+		return;
+	if (cd->callbackSite == CUPTI_API_EXIT &&
+	    atomic_load_explicit(&gpi_release_pending, memory_order_relaxed)) {
+		gpi_cupti_exit_site(); /* stepping aside (coexist.c) */
+		return;
+	}
+	if (dom == CUPTI_CB_DOMAIN_DRIVER_API && cd->callbackSite == CUPTI_API_ENTER)
 		pcsamp_launch(cd->context); /* a duty cycle's window opens or closes */
-	if ((dom != CUPTI_CB_DOMAIN_DRIVER_API && dom != CUPTI_CB_DOMAIN_RUNTIME_API) || !cd ||
-	    !(atomic_load_explicit(&gpi.on, memory_order_relaxed) & GPI_F_API))
+	if (!(atomic_load_explicit(&gpi.on, memory_order_relaxed) & GPI_F_API))
 		return;
 	if (cd->callbackSite == CUPTI_API_ENTER) {
 		if (cd->correlationData)

@@ -86,4 +86,11 @@ void config_read(struct gpi_config *cfg)
 		s = GPI_SOCKET_DEFAULT;
 	strcpy(cfg->socket, s);
 	cfg->flush_ms = env_uint("GPUPROF_CUPTI_FLUSH_MS", 500, 10, 60000);
+	s = getenv("GPUPROF_CUPTI_YIELD");
+	cfg->yield = GPI_YIELD_AUTO; /* unset or a typo: the safe default */
+	if (s && !strcmp(s, "never"))
+		cfg->yield = GPI_YIELD_NEVER;
+	else if (s && !strcmp(s, "torch"))
+		cfg->yield = GPI_YIELD_TORCH;
+	cfg->quiet_ms = env_uint("GPUPROF_CUPTI_YIELD_QUIET_MS", 5000, 100, 600000);
 }

@@ -28,6 +28,16 @@ static CUpti_SubscriberHandle sub;
 /* our buffer callbacks are registered and CUPTI is alive (read by the
  * sender thread) */
 static _Atomic int activity_ours;
+/* we hold the subscription (sub is valid) */
+static _Atomic int subscribed;
+/* stepped aside (sender thread only) */
+static int stepped;
+/* stepped aside: the timestamp callback answers with CUPTI's own clock */
+static _Atomic int clock_default;
+/* an unsubscribe is waiting for an API callback's exit site (read there
+ * on every call: callbacks.c) */
+_Atomic int gpi_release_pending;
+static uint64_t release_asked;
 
 static const struct {
 	uint32_t feature;
@@ -64,7 +74,15 @@ void gpi_fail(uint32_t f, int err)
 
 static uint64_t CUPTIAPI mono_timestamp(void)
 {
-	return gpi_now();
+	struct timespec ts;
+
+	/* The callback is process-global and cannot be taken back once a
+	 * kind is enabled: after we stepped aside, the tool that now reads
+	 * the records gets the clock CUPTI would have used on Linux. */
+	if (!atomic_load_explicit(&clock_default, memory_order_relaxed))
+		return gpi_now();
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void CUPTIAPI request_cb(uint8_t **buf, size_t *size, size_t *max_records)
@@ -116,8 +134,10 @@ static int subscribe(void)
 		if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
 			strcpy(gpi.conflict, "unknown");
 	}
-	if (r == CUPTI_SUCCESS)
+	if (r == CUPTI_SUCCESS) {
+		atomic_store(&subscribed, 1);
 		return 0;
+	}
 	atomic_store(&gpi.last_error, (int32_t)r);
 	return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? -EBUSY : -EIO;
 }
@@ -208,8 +228,79 @@ void gpi_cupti_fatal(CUptiResult r)
 	/* CUPTI calls cuptiFinalize() itself after this callback: nothing of
 	 * ours may call it again; what was collected still goes out */
 	atomic_store(&activity_ours, 0);
+	atomic_store(&subscribed, 0); /* gone with it */
 	gpi_fail(atomic_load(&gpi.on) & ~GPI_F_MONO, (int32_t)r);
 	atomic_store(&gpi.state, GPI_ST_DISABLED);
+}
+
+int gpi_cupti_collecting(void)
+{
+	return !stepped && (atomic_load(&activity_ours) || atomic_load(&subscribed));
+}
+
+static void unsubscribe(void)
+{
+	atomic_fetch_and(&gpi.on, ~GPI_F_API);
+	if (atomic_exchange(&subscribed, 0))
+		cl->cuptiUnsubscribe(sub);
+}
+
+/* An API callback's exit site, where CUPTI allows detaching (callbacks.c) */
+void gpi_cupti_exit_site(void)
+{
+	if (atomic_exchange(&gpi_release_pending, 0))
+		unsubscribe();
+}
+
+void gpi_cupti_release_poll(uint64_t now, unsigned ms)
+{
+	/* now may be older than release_asked: the tick read the clock
+	 * before a request in the same tick asked for the release */
+	/* no CUDA call returned for a while: our callback runs only at a
+	 * call's entry and exit, so at most one can race with this */
+	if (atomic_load(&gpi_release_pending) && now >= release_asked &&
+	    now - release_asked >= (uint64_t)ms * 1000000u &&
+	    atomic_exchange(&gpi_release_pending, 0))
+		unsubscribe();
+}
+
+void gpi_cupti_step_aside(const char *why, int kinds_ours, int let_go)
+{
+	if (getpid() != gpi.pid || !gpi_cupti_collecting())
+		return;
+	stepped = 1;
+	if (kinds_ours && atomic_load(&activity_ours)) {
+		/* nobody else uses them yet: switch ours off and take our
+		 * buffers back (the sender walks them on its next tick) */
+		for (size_t i = 0; i < NKINDS; i++)
+			if (kind_on[i])
+				cl->cuptiActivityDisable(kinds[i].kind);
+		cl->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	}
+	/* from here on CUPTI's activity state is the other tool's: no flush,
+	 * no disable, not even at exit */
+	atomic_store(&activity_ours, 0);
+	atomic_store(&clock_default, 1);
+	if (cl->cuptiActivitySetAttribute) {
+		/* the other tool's buffers need not come zeroed: CUPTI's default */
+		uint8_t zeroed = 0;
+		size_t len = sizeof(zeroed);
+
+		cl->cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &len,
+					      &zeroed);
+	}
+	pcsamp_stop(); /* PC sampling is ours to end too */
+	snprintf(gpi.conflict, sizeof(gpi.conflict), "%s", why);
+	atomic_fetch_and(&gpi.on, GPI_F_MONO | GPI_F_API);
+	atomic_store(&gpi.state, GPI_ST_CONFLICT);
+	if (!let_go)
+		return; /* keep the subscription (and the API records) */
+	if (!(atomic_load(&gpi.on) & GPI_F_API)) {
+		unsubscribe(); /* no callback of ours is enabled to run meanwhile */
+		return;
+	}
+	release_asked = gpi_now();
+	atomic_store(&gpi_release_pending, 1);
 }
 
 void gpi_cupti_flush(int forced)
@@ -252,6 +343,12 @@ static void setup_cupti(void)
 	err = cuptilib_open();
 	if (err) {
 		atomic_store(&gpi.last_error, err);
+		return;
+	}
+	if (gpi.cfg.yield == GPI_YIELD_TORCH && coexist_torch_loaded()) {
+		/* PyTorch's profiler may want CUPTI: leave it whole */
+		snprintf(gpi.conflict, sizeof(gpi.conflict), "libtorch_cuda loaded (yield=torch)");
+		atomic_store(&gpi.state, GPI_ST_CONFLICT);
 		return;
 	}
 	err = subscribe();

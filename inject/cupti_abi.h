@@ -79,6 +79,8 @@ enum gpi_type {
 	GPI_PC = 12,	     /* struct gpi_pc */
 	GPI_CUBIN = 13,	     /* struct gpi_cubin: one chunk of a cubin */
 	GPI_PC_STATS = 14,   /* struct gpi_pc_stats: PC sampling's counters */
+	/* daemon -> library (the one message type that travels that way) */
+	GPI_CONTROL = 32, /* struct gpi_control */
 };
 
 /* 8 bytes at the start of every record */
@@ -228,7 +230,8 @@ struct gpi_marker {
 /* gpi_stats.state */
 enum gpi_state {
 	GPI_ST_ACTIVE = 1,   /* collecting */
-	GPI_ST_CONFLICT = 2, /* another CUPTI subscriber holds the process: stepped aside */
+	GPI_ST_CONFLICT = 2, /* another CUPTI user holds CUPTI or took it over: stepped aside
+			      * (gpi_stats.conflict names it, or says why) */
 	GPI_ST_DISABLED = 3, /* nothing could be enabled (every feature failed) */
 };
 
@@ -240,7 +243,7 @@ struct gpi_stats {
 	uint32_t on;	    /* enum gpi_feature: working now */
 	uint32_t failed;    /* enum gpi_feature: turned off after a CUPTI error */
 	int32_t last_error; /* the last CUptiResult that turned a feature off, 0 */
-	uint32_t conflict;  /* string id: the other subscriber's name, 0 */
+	uint32_t conflict;  /* string id: the other subscriber's name or why we yielded, 0 */
 	uint32_t rsv;
 	uint64_t records;	  /* activity records read from CUPTI */
 	uint64_t cupti_dropped;	  /* cuptiActivityGetNumDroppedRecords, summed */
@@ -312,6 +315,26 @@ struct gpi_pc_stats {
 	uint64_t cubins, cubins_refused, cubin_bytes; /* kept, refused (cap, CRC), bytes kept */
 };
 
+/* gpi_control.op */
+enum gpi_control_op {
+	/* Give CUPTI up, as GPUPROF_CUPTI_YIELD does when another tool takes
+	 * it over: stop collecting, unsubscribe (state GPI_ST_CONFLICT,
+	 * conflict "released on request"), so that a profiler started next
+	 * in the process gets all of CUPTI. There is no way back. */
+	GPI_CTL_RELEASE = 1,
+};
+
+/* The daemon's requests to the library, on the same connection: a
+ * message of a struct gpi_hdr and one struct gpi_control. The daemon
+ * decides who may ask (the process's owner or an administrator); the
+ * library takes them only from a peer whose SO_PEERCRED uid is 0 or its
+ * own, and ignores what it does not know. */
+struct gpi_control {
+	struct gpi_rec h;
+	uint32_t op; /* enum gpi_control_op */
+	uint32_t rsv;
+};
+
 _Static_assert(sizeof(struct gpi_hdr) == 16, "gpi_hdr");
 _Static_assert(sizeof(struct gpi_pc_stats) == 88, "gpi_pc_stats");
 _Static_assert(sizeof(struct gpi_stall_name) == 24, "gpi_stall_name");
@@ -328,5 +351,6 @@ _Static_assert(sizeof(struct gpi_graph) % 8 == 0, "gpi_graph");
 _Static_assert(sizeof(struct gpi_api) % 8 == 0, "gpi_api");
 _Static_assert(sizeof(struct gpi_marker) % 8 == 0, "gpi_marker");
 _Static_assert(sizeof(struct gpi_stats) % 8 == 0, "gpi_stats");
+_Static_assert(sizeof(struct gpi_control) == 16, "gpi_control");
 
 #endif

@@ -34,4 +34,8 @@ void CUPTIAPI gpi_api_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cb
 int callbacks_enable(CUpti_SubscriberHandle sub);
 /* cupti.c: CUPTI reported a fatal error and finalized itself */
 void gpi_cupti_fatal(CUptiResult r);
+/* cupti.c: set when we are to unsubscribe at the next API callback's exit
+ * site, which then calls gpi_cupti_exit_site() */
+extern _Atomic int gpi_release_pending;
+void gpi_cupti_exit_site(void);
 #endif

@@ -35,6 +35,16 @@ struct gpi_config {
 	uint32_t features; /* GPUPROF_CUPTI_FEATURES */
 	char socket[108];  /* GPUPROF_CUPTI_SOCKET */
 	unsigned flush_ms; /* GPUPROF_CUPTI_FLUSH_MS: how often to ask CUPTI for buffers */
+	int yield;	   /* GPUPROF_CUPTI_YIELD: enum gpi_yield */
+	unsigned quiet_ms; /* GPUPROF_CUPTI_YIELD_QUIET_MS: see coexist.c */
+};
+
+/* When the library gives CUPTI up to another tool of the same process
+ * (coexist.c; docs/collectors.md, "Other CUPTI users"). */
+enum gpi_yield {
+	GPI_YIELD_AUTO = 0, /* when our activity callbacks were replaced */
+	GPI_YIELD_NEVER,    /* keep the subscription; a takeover is only reported */
+	GPI_YIELD_TORCH,    /* auto, and as soon as PyTorch's CUDA library is loaded */
 };
 
 /* Reads the environment into *cfg (defaults for anything unset or bad). */
@@ -168,6 +178,31 @@ void sender_atfork_child(void);
 void convert_buffer(uint8_t *buf, size_t valid);
 /* cupti.c: cuptiActivityFlushAll (forced or not) when CUPTI is ours */
 void gpi_cupti_flush(int forced);
+/* cupti.c, sender thread: we collect or hold the subscription, and have
+ * not stepped aside */
+int gpi_cupti_collecting(void);
+/* cupti.c, sender thread: stop collecting and leave CUPTI to another
+ * tool; why goes to the stats' conflict string. kinds_ours: nobody else
+ * has touched the activity kinds yet, so ours are disabled and our
+ * buffers flushed back first. let_go: unsubscribe too (else the API
+ * callbacks go on). */
+void gpi_cupti_step_aside(const char *why, int kinds_ours, int let_go);
+/* cupti.c, sender thread: unsubscribes when a release asked for at an
+ * API callback's exit site did not happen within ms */
+void gpi_cupti_release_poll(uint64_t now, unsigned ms);
+
+/* ------------------------------------------------------------ coexistence */
+
+/* PyTorch's CUDA library (and with it Kineto) is loaded in the process */
+int coexist_torch_loaded(void);
+/* Sender thread, every tick: calls = API records drained, bufs =
+ * completed activity buffers taken, flushed = a periodic flush was
+ * asked for. Decides whether to step aside (GPUPROF_CUPTI_YIELD). */
+void coexist_tick(uint64_t now, size_t calls, size_t bufs, int flushed);
+/* Sender thread: the daemon asked us to give CUPTI up (GPI_CTL_RELEASE). */
+void coexist_release(void);
+/* buffers.c: how many buffers CUPTI has asked us for so far */
+uint64_t buffers_requests(void);
 
 /* Emitters (sender.c): room for a record in the current batch, sending
  * the batch first when full. emit_string*() give a string's id, its

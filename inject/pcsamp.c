@@ -583,6 +583,19 @@ int pcsamp_setup(CUpti_SubscriberHandle sub)
 	return 0;
 }
 
+void pcsamp_stop(void)
+{
+	/* stepping aside for another CUPTI user: the last samples, then
+	 * every context's sampling off, before the subscription goes */
+	pcsamp_finish();
+	pthread_mutex_lock(&mu);
+	if (atomic_exchange(&active, 0))
+		for (size_t i = 0; i < MAX_CTX; i++)
+			if (ctxs[i].ctx && ctxs[i].on)
+				disable(&ctxs[i]);
+	pthread_mutex_unlock(&mu);
+}
+
 void pcsamp_atfork_child(void)
 {
 	/* CUPTI does not follow a fork: the child samples nothing, and the

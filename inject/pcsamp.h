@@ -50,6 +50,8 @@ void pcsamp_forget_sent(void);
 void pcsamp_emit_stats(void);
 /* cupti.c at exit: close windows, drain; in a forked child: off */
 void pcsamp_finish(void);
+/* cupti.c, stepping aside for another CUPTI user: drain, then off */
+void pcsamp_stop(void);
 void pcsamp_atfork_child(void);
 /* cuptiGetCubinCrc: 0 or -EIO */
 int pcsamp_crc(const void *cubin, size_t size, uint64_t *crc);

@@ -6,7 +6,8 @@
  * drained API records into records, and sends the batch with MSG_DONTWAIT:
  * a batch the socket cannot take, or built while no daemon listens, is
  * dropped and counted. A new connection starts with a HELLO message and
- * sends string definitions again as they are needed.
+ * sends string definitions again as they are needed. The daemon may send
+ * requests back (gpi_control); they are read once a tick.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -34,6 +35,8 @@ static struct wire w;
 static int fd = -1;
 static uint32_t seq;
 static int ever_connected;
+/* the daemon's end runs as root or as us: its requests are taken */
+static int peer_trusted;
 static uint64_t next_try, backoff_ms = BACKOFF_MIN_MS, last_stats, last_flush;
 
 static pthread_t thread;
@@ -154,6 +157,11 @@ static void try_connect(void)
 	memcpy(sa.sun_path, gpi.cfg.socket, strlen(gpi.cfg.socket) + 1);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && !send_hello()) {
+		struct ucred cr;
+		socklen_t len = sizeof(cr);
+
+		peer_trusted = !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) &&
+			       (cr.uid == 0 || cr.uid == getuid());
 		backoff_ms = BACKOFF_MIN_MS;
 		names_forget_sent();
 		pcsamp_forget_sent();
@@ -210,15 +218,38 @@ static void emit_api(const struct api_ev *ev, void *arg)
 	a->failed = ev->failed;
 }
 
-static void drain(void)
+/* The daemon's requests (cupti_abi.h, gpi_control): anything malformed,
+ * unknown or from an untrusted peer is ignored. A message left unread
+ * costs nothing: the daemon sends very few. */
+static void read_control(void)
+{
+	uint8_t m[64] __attribute__((aligned(8)));
+	const struct gpi_hdr *h = (const void *)m;
+	const struct gpi_control *c = (const void *)(m + sizeof(*h));
+	ssize_t n;
+
+	while ((n = recv(fd, m, sizeof(m), MSG_DONTWAIT)) > 0) {
+		if (!peer_trusted || (size_t)n < sizeof(*h) + sizeof(*c) ||
+		    h->magic != GPI_MAGIC || h->version != GPI_VERSION || h->nrec != 1 ||
+		    c->h.type != GPI_CONTROL || c->h.len < sizeof(*c))
+			continue;
+		if (c->op == GPI_CTL_RELEASE)
+			coexist_release();
+	}
+}
+
+/* *calls, *bufs: how many API records and activity buffers it handled */
+static void drain(size_t *calls, size_t *bufs)
 {
 	uint8_t *buf;
 	size_t valid;
 
-	apiring_drain(emit_api, NULL);
+	*calls = apiring_drain(emit_api, NULL);
+	*bufs = 0;
 	while ((buf = buffers_take(&valid))) {
 		convert_buffer(buf, valid);
 		buffers_put(buf, valid);
+		(*bufs)++;
 	}
 	pcsamp_emit();
 }
@@ -226,6 +257,8 @@ static void drain(void)
 static void tick(int final)
 {
 	uint64_t now = gpi_now();
+	size_t calls, bufs;
+	int flushed = 0;
 
 	if (fd < 0 && now >= next_try)
 		try_connect();
@@ -234,8 +267,13 @@ static void tick(int final)
 		if (atomic_load(&gpi.on) & GPI_F_PC)
 			pcsamp_drain_all();
 		last_flush = now;
+		flushed = 1;
 	}
-	drain();
+	drain(&calls, &bufs);
+	if (!final && fd >= 0)
+		read_control();
+	if (!final)
+		coexist_tick(now, calls, bufs, flushed);
 	if (final || (fd >= 0 && now - last_stats >= (uint64_t)STATS_MS * 1000000u)) {
 		emit_stats();
 		last_stats = now;

@@ -442,6 +442,37 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged)
 			peer_json(arr, p);
 }
 
+int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const char **state)
+{
+	struct {
+		struct gpi_hdr h;
+		struct gpi_control c;
+	} m = {
+		.h = {.magic = GPI_MAGIC, .version = GPI_VERSION, .nrec = 1},
+		.c = {.h = {.type = GPI_CONTROL, .len = sizeof(struct gpi_control)},
+		      .op = GPI_CTL_RELEASE},
+	};
+	struct cupti *cu = NULL;
+	struct cupti_peer *p;
+
+	for (unsigned i = 0; i < g->ncollectors; i++)
+		if (g->collectors[i]->ops == &cupti_collector_ops)
+			cu = g->collectors[i]->priv;
+	if (!cu)
+		return -ENODEV;
+	/* the peers a caller may see are the ones it may release: nobody
+	 * learns of, or stops, another user's process */
+	for (p = cu->peers; p; p = p->next)
+		if (!p->dead && p->pid == (uint32_t)pid && (privileged || p->owner == uid))
+			break;
+	if (!p)
+		return -ESRCH;
+	*state = cupti_peer_state_name(p->state);
+	if (send(p->fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(m))
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	return 0;
+}
+
 const struct collector_ops cupti_collector_ops = {
 	.name = "cupti",
 	.open = cupti_open,

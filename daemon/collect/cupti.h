@@ -29,4 +29,13 @@ struct gpd;
  */
 void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged);
 
+/*
+ * Asks the library in process pid to give CUPTI up (GPI_CTL_RELEASE), for
+ * a caller who may see that peer in status (privileged, or the owner of
+ * its records). 0 sent; -ENODEV no collector; -ESRCH no such peer the
+ * caller may see; -EAGAIN the socket is full; other negative errno from
+ * send(2). *state: the peer's state name before the request.
+ */
+int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const char **state);
+
 #endif

@@ -36,6 +36,7 @@ static const struct rpc_method methods[] = {
 	{"analyze.critical_path", method_analyze_critical_path},
 	{"analyze.comm", method_analyze_comm},
 	{"analyze.*", method_analyze},
+	{"cupti.release", method_cupti_release},
 	{"xe.pause", method_xe_pause},
 	{"xe.resume", method_xe_resume},
 	{"xe.folded", method_xe_output},

@@ -57,6 +57,9 @@ void method_xe_batch(struct rpc_req *req, const cJSON *params);
 /* xe.zebin: a NEO debug zebin on an fd: kernels and binaries (docs/xe.md) */
 void method_xe_zebin(struct rpc_req *req, const cJSON *params);
 
+/* cupti.release (methods_cupti.c): a process's CUPTI library gives CUPTI up. */
+void method_cupti_release(struct rpc_req *req, const cJSON *params);
+
 /* Param helpers: each answers -32602 itself and returns false on error. */
 struct rpc_req;
 bool param_u64(struct rpc_req *req, const cJSON *params, const char *key, bool required,

@@ -134,16 +134,16 @@ cJSON *rpc_status_json(struct gpd *g, uid_t uid, bool privileged)
 	}
 
 	if (g->tlcache) { /* decoded timelines kept between analyses */
-		struct cache_stats st;
+		struct cache_stats cs;
 
-		tlcache_get_stats(g->tlcache, &st);
-		add_cache_stats(o, "analysis_cache", &st);
+		tlcache_get_stats(g->tlcache, &cs);
+		add_cache_stats(o, "analysis_cache", &cs);
 	}
 	if (g->cpcache) { /* built critical-path graphs kept between requests */
-		struct cache_stats st;
+		struct cache_stats cs;
 
-		cp_cache_get_stats(g->cpcache, &st);
-		add_cache_stats(o, "graph_cache", &st);
+		cp_cache_get_stats(g->cpcache, &cs);
+		add_cache_stats(o, "graph_cache", &cs);
 	}
 	return o;
 }

@@ -7,7 +7,8 @@
 # what arrives (cupti_recv.py); then the cost per launch with the library
 # off, at its defaults, and with kernels only; then a PyTorch loop's
 # throughput without and with the library (torch_loop.py's step), and the
-# PyTorch profiler in a process the library already holds.
+# PyTorch profiler in a process the library already holds, under each
+# GPUPROF_CUPTI_YIELD policy.
 # Run from the repository root after scripts/device/bundle.sh on a build
 # that has inject/ (CUPTI headers found). Results go to $OUT (default
 # /tmp/cupti_check); a summary on stdout.
@@ -110,17 +111,39 @@ PY
         env CUDA_INJECTION64_PATH="$LIB" GPUPROF_CUPTI_SOCKET="$W/none.sock" \
             python3 "$W/torch_rate.py" | sed 's/^/with /'
     done
-    say "PyTorch profiler in a process the library holds (expect: the app runs; Kineto logs error 39)"
-    inject kineto python3 -c '
-import torch
+    say "PyTorch profiler in a process the library holds, per GPUPROF_CUPTI_YIELD"
+    # Two profiler windows with 4 s of plain work between (the library's
+    # quiet time set to 2 s): expect Kineto's GPU events in both windows
+    # under every policy, the library in state conflict afterwards (auto,
+    # never: "activity callbacks replaced"; torch: "libtorch_cuda loaded",
+    # no kernels: torch is imported before CUDA starts). Not checkable on
+    # the stand-in: whether CUPTI hands a buffer in flight to the new
+    # callback, and whether it refuses Kineto's timestamp callback.
+    cat >"$W/kineto2.py" <<'PY'
+import time, torch
 from torch.profiler import profile, ProfilerActivity
 a = torch.randn(256, 256, device="cuda")
-with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:
-    for _ in range(10): a = a @ a
+def work(seconds):
+    global a
+    t0 = time.time()
+    while time.time() - t0 < seconds:
+        a = torch.relu(a @ a) * 0.001
     torch.cuda.synchronize()
-print("kineto_gpu_events", sum(1 for e in p.events() if e.device_type.name == "CUDA"))
-print("done")'
-    tail -5 "$R/kineto.out"
-    python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))[-1]; print("library state", c["stats"]["state"], "kernels", sum(v["count"] for v in c["kernels"].values()))' "$R/kineto.json"
+work(1)
+for window in (1, 2):
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:
+        work(0.5)
+    print("window", window, "kineto_gpu_events",
+          sum(1 for e in p.events() if e.device_type.name == "CUDA"))
+    work(4)
+print("done")
+PY
+    for y in auto torch never; do
+        inject "kineto_$y" GPUPROF_CUPTI_YIELD=$y GPUPROF_CUPTI_YIELD_QUIET_MS=2000 \
+            python3 "$W/kineto2.py"
+        echo "-- yield=$y"
+        grep -E "window|done|exit|CUPTI|39" "$R/kineto_$y.out" | head -12
+        python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))[-1]; s=c["stats"] or {}; print("library state", s.get("state"), "conflict", s.get("conflict"), "kernels", sum(v["count"] for v in c["kernels"].values()))' "$R/kineto_$y.json"
+    done
 fi
 rm -rf "$W"

@@ -9,7 +9,9 @@
  *   cuda_app [--cuda LIB] [--threads T] [--launches N] [--kernel NAME:NS]...
  *            [--memcpy BYTES:NS] [--memset BYTES:NS] [--sync] [--graph NS]
  *            [--nvtx] [--pause-ms MS] [--sleep-ms MS] [--wait] [--until-eof]
- *            [--fork] [--subscribe-first NAME] [--pc CUBIN]
+ *            [--fork] [--subscribe-first NAME] [--pc CUBIN] [--load LIB[@N]]
+ *            [--kineto-after N] [--kineto-kernels K] [--kineto-teardown]
+ *            [--probe-subscribe]
  *
  * Each of T threads (default 1) runs N iterations (default 10); one
  * iteration launches every --kernel once (default gpuprof_k_a:20000) on
@@ -31,6 +33,25 @@
  * context goes after the work. The counts printed are of the iterations
  * actually run.
  *
+ * A profiler that starts later, the way PyTorch's (Kineto) does, for tests
+ * of two CUPTI users in one process: --load dlopens LIB (RTLD_GLOBAL)
+ * before cuInit, or with @N before thread 0's Nth iteration ("import
+ * torch"). --kineto-after N: before thread 0's Nth iteration, Kineto's
+ * calls in Kineto's order: cuptiSubscribe once (its callback API; a
+ * failure is only remembered), cuptiActivityRegisterTimestampCallback
+ * with its own clock (Kineto's approximate TSC clock on CUDA >= 11.6),
+ * cuptiActivityRegisterCallbacks with its own
+ * buffer functions, cuptiActivityEnable(CONCURRENT_KERNEL), then K
+ * launches of kernel "kineto_k" (--kineto-kernels, default 10),
+ * cuptiActivityFlushAll(FORCED), cuptiActivityDisable(CONCURRENT_KERNEL);
+ * with --kineto-teardown (Kineto's TEARDOWN_CUPTI=1) it then subscribes
+ * again if it had failed, enables the driver domain and, at the exit
+ * callback of the next driver call, unsubscribes and calls cuptiFinalize
+ * (skipped, like Kineto, when that subscription fails too). Like Kineto
+ * its buffer-complete function ignores a buffer it did not allocate.
+ * --probe-subscribe: after the work, tries cuptiSubscribe once (and lets
+ * go again) to show whether CUPTI is free.
+ *
  * Prints, once all threads are done:
  *   tid TID                                  one per worker thread
  *   kernel NAME launches C total_ns S        one per --kernel
@@ -41,6 +62,14 @@
  *   nvtx ranges R marks M
  *   pc samples S                             with --pc: what the stand-in sampled
  *   cpu_ns_per_iteration X                   the workers' own CPU time
+ *   kineto subscribe R timestamp S kernels K other_kernels O unknown_buffers U teardown T
+ *                                            with --kineto-after: R its
+ *                                            cuptiSubscribe's result, S its
+ *                                            timestamp callback's, K / O
+ *                                            kernel records named kineto_k /
+ *                                            other in its own buffers, T
+ *                                            none, done or skipped
+ *   probe subscribe R                        with --probe-subscribe
  *   done
  */
 #include <cupti.h>
@@ -108,6 +137,8 @@ static uint32_t (*fk_pc_kernel)(void *, const char *);
 static void *cubin_bytes;
 static size_t cubin_size;
 #define PC_CTX ((void *)(uintptr_t)0xc0de)
+static const char *load_lib;
+static int load_at = -1, kineto_after = -1, kineto_kernels = 10, kineto_teardown, probe;
 static pid_t tids[MAX_THREADS];
 static int done_iters[MAX_THREADS];
 static uint64_t cpu_ns[MAX_THREADS];
@@ -208,6 +239,185 @@ static void pc_close(void)
 	free(cubin_bytes);
 }
 
+/* ------------------------------------------------------------ a later profiler */
+
+static struct {
+	__typeof__(cuptiSubscribe) *subscribe;
+	__typeof__(cuptiUnsubscribe) *unsubscribe;
+	__typeof__(cuptiEnableDomain) *enable_domain;
+	__typeof__(cuptiActivityRegisterCallbacks) *reg;
+	__typeof__(cuptiActivityRegisterTimestampCallback) *reg_ts;
+	__typeof__(cuptiActivityEnable) *enable;
+	__typeof__(cuptiActivityDisable) *disable;
+	__typeof__(cuptiActivityFlushAll) *flush;
+	__typeof__(cuptiActivityGetNextRecord) *next;
+	__typeof__(cuptiFinalize) *finalize;
+} kc;
+
+#define KBUF_N 64
+#define KBUF_SIZE (64 * 1024)
+static pthread_mutex_t kmu = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *kbufs[KBUF_N];
+static int k_sub_result = -1, k_ts_result = -1, k_kernels, k_other, k_unknown;
+static const char *k_teardown = "none";
+static CUpti_SubscriberHandle k_sub;
+static atomic_int k_finalize_now;
+
+static void *cupti_lib(void)
+{
+	const char *path = getenv("GPUPROF_CUPTI_LIB");
+	void *lib = dlopen(path && *path ? path : "libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
+
+	if (!lib) {
+		fprintf(stderr, "cuda_app: %s\n", dlerror());
+		exit(1);
+	}
+	return lib;
+}
+
+static void CUPTIAPI k_request(uint8_t **buf, size_t *size, size_t *max)
+{
+	/* Kineto's buffers are zero-initialized vectors */
+	uint8_t *b = aligned_alloc(8, KBUF_SIZE);
+
+	if (b)
+		memset(b, 0, KBUF_SIZE);
+
+	pthread_mutex_lock(&kmu);
+	for (int i = 0; b && i < KBUF_N; i++) {
+		if (!kbufs[i]) {
+			kbufs[i] = b;
+			pthread_mutex_unlock(&kmu);
+			*buf = b;
+			*size = KBUF_SIZE;
+			*max = 0;
+			return;
+		}
+	}
+	pthread_mutex_unlock(&kmu);
+	free(b);
+	*buf = NULL;
+	*size = 0;
+	*max = 0;
+}
+
+static void CUPTIAPI k_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+				size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	int i;
+
+	pthread_mutex_lock(&kmu);
+	for (i = 0; i < KBUF_N && kbufs[i] != buf; i++)
+		;
+	if (!buf || i == KBUF_N) {
+		k_unknown++; /* Kineto logs "unknown buffer" and returns */
+		pthread_mutex_unlock(&kmu);
+		return;
+	}
+	kbufs[i] = NULL;
+	while (kc.next(buf, valid, &rec) == CUPTI_SUCCESS) {
+		const CUpti_ActivityKernel10 *k = (const void *)rec;
+
+		if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+			continue;
+		if (k->name && !strcmp(k->name, "kineto_k"))
+			k_kernels++;
+		else
+			k_other++;
+	}
+	pthread_mutex_unlock(&kmu);
+	free(buf);
+}
+
+static void CUPTIAPI k_callback(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId id,
+				const void *data)
+{
+	const CUpti_CallbackData *cd = data;
+
+	/* Kineto's teardown: detach at an exit site, as CUPTI requires */
+	if (d == CUPTI_CB_DOMAIN_DRIVER_API && cd && cd->callbackSite == CUPTI_API_EXIT &&
+	    atomic_exchange(&k_finalize_now, 0)) {
+		kc.unsubscribe(k_sub);
+		kc.finalize();
+		k_teardown = "done";
+	}
+}
+
+static uint64_t CUPTIAPI k_clock(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void kineto_like(void)
+{
+	void *lib = cupti_lib();
+	static void *fn;
+
+	kc.subscribe = (__typeof__(kc.subscribe))need(lib, "cuptiSubscribe");
+	kc.unsubscribe = (__typeof__(kc.unsubscribe))need(lib, "cuptiUnsubscribe");
+	kc.enable_domain = (__typeof__(kc.enable_domain))need(lib, "cuptiEnableDomain");
+	kc.reg = (__typeof__(kc.reg))need(lib, "cuptiActivityRegisterCallbacks");
+	kc.reg_ts = (__typeof__(kc.reg_ts))need(lib, "cuptiActivityRegisterTimestampCallback");
+	kc.enable = (__typeof__(kc.enable))need(lib, "cuptiActivityEnable");
+	kc.disable = (__typeof__(kc.disable))need(lib, "cuptiActivityDisable");
+	kc.flush = (__typeof__(kc.flush))need(lib, "cuptiActivityFlushAll");
+	kc.next = (__typeof__(kc.next))need(lib, "cuptiActivityGetNextRecord");
+	kc.finalize = (__typeof__(kc.finalize))need(lib, "cuptiFinalize");
+	/* its callback API: subscribed once, never retried (until teardown) */
+	k_sub_result = (int)kc.subscribe(&k_sub, k_callback, NULL);
+	/* trace start */
+	k_ts_result = (int)kc.reg_ts(k_clock);
+	kc.reg(k_request, k_complete);
+	kc.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	if (!fn)
+		cu.getfn(&fn, NULL, "kineto_k");
+	for (int i = 0; i < kineto_kernels; i++) {
+		cu.dur(5000);
+		cu.launch(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+	}
+	/* trace stop */
+	kc.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	kc.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	if (!kineto_teardown)
+		return;
+	if (k_sub_result != CUPTI_SUCCESS) {
+		k_sub_result = (int)kc.subscribe(&k_sub, k_callback, NULL);
+		if (k_sub_result != CUPTI_SUCCESS) {
+			k_teardown = "skipped";
+			return;
+		}
+	}
+	kc.enable_domain(1, k_sub, CUPTI_CB_DOMAIN_DRIVER_API);
+	kc.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	atomic_store(&k_finalize_now, 1);
+	cu.ssync(NULL); /* the next driver call's exit callback finalizes */
+}
+
+static int probe_subscribe(void)
+{
+	__typeof__(cuptiSubscribe) *sub = (__typeof__(sub))need(cupti_lib(), "cuptiSubscribe");
+	__typeof__(cuptiUnsubscribe) *unsub =
+		(__typeof__(unsub))need(cupti_lib(), "cuptiUnsubscribe");
+	CUpti_SubscriberHandle h;
+	CUptiResult r = sub(&h, other_tool_cb, NULL);
+
+	if (r == CUPTI_SUCCESS)
+		unsub(h);
+	return (int)r;
+}
+
+static void load_now(void)
+{
+	if (!dlopen(load_lib, RTLD_NOW | RTLD_GLOBAL)) {
+		fprintf(stderr, "cuda_app: %s\n", dlerror());
+		exit(1);
+	}
+}
+
 static void iteration(int t, int i)
 {
 	void *stream = (void *)(uintptr_t)(t + 1);
@@ -256,6 +466,10 @@ static void *worker(void *arg)
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
 	for (int i = 0; i < launches && !stop; i++) {
+		if (t == 0 && load_lib && i == load_at)
+			load_now();
+		if (t == 0 && i == kineto_after)
+			kineto_like();
 		iteration(t, i);
 		done_iters[t]++;
 	}
@@ -321,6 +535,16 @@ static const char *parse(int argc, char **argv)
 			wait_stdin = 1;
 		else if (!strcmp(a, "--subscribe-first"))
 			first_subscriber = v, i++;
+		else if (!strcmp(a, "--load"))
+			load_lib = v, i++;
+		else if (!strcmp(a, "--kineto-after"))
+			kineto_after = atoi(v), i++;
+		else if (!strcmp(a, "--kineto-kernels"))
+			kineto_kernels = atoi(v), i++;
+		else if (!strcmp(a, "--kineto-teardown"))
+			kineto_teardown = 1;
+		else if (!strcmp(a, "--probe-subscribe"))
+			probe = 1;
 		else if (!strcmp(a, "--until-eof"))
 			until_eof = 1;
 		else if (!strcmp(a, "--fork"))
@@ -338,6 +562,12 @@ static const char *parse(int argc, char **argv)
 	}
 	if (!nkernels)
 		add_kernel("gpuprof_k_a:20000");
+	if (load_lib && strchr(load_lib, '@')) {
+		char *at = strrchr(load_lib, '@');
+
+		load_at = atoi(at + 1);
+		load_lib = strndup(load_lib, (size_t)(at - load_lib));
+	}
 	return lib;
 }
 
@@ -373,6 +603,15 @@ static void report(void)
 	if (pc_cubin)
 		printf("pc samples %llu\n", (unsigned long long)pc_samples);
 	printf("cpu_ns_per_iteration %.1f\n", n ? (double)cpu / (double)n : 0.0);
+	if (kineto_after >= 0) {
+		pthread_mutex_lock(&kmu);
+		printf("kineto subscribe %d timestamp %d kernels %d other_kernels %d unknown_buffers %d "
+		       "teardown %s\n",
+		       k_sub_result, k_ts_result, k_kernels, k_other, k_unknown, k_teardown);
+		pthread_mutex_unlock(&kmu);
+	}
+	if (probe)
+		printf("probe subscribe %d\n", probe_subscribe());
 	printf("done\n");
 	fflush(stdout);
 }
@@ -385,6 +624,8 @@ int main(int argc, char **argv)
 	load(parse(argc, argv));
 	if (first_subscriber)
 		subscribe_first(first_subscriber);
+	if (load_lib && load_at < 0)
+		load_now();
 	if (cu.init(0)) {
 		fprintf(stderr, "cuda_app: cuInit failed\n");
 		return 1;

@@ -168,8 +168,14 @@ API CUptiResult cuptiGetLastError(void)
 	return CUPTI_SUCCESS;
 }
 
+static void finalize(void);
+
+/* Detaches CUPTI from the process: the buffer in use goes back, then no
+ * subscriber, no kind, no buffer or timestamp callback is left, and the
+ * next subscriber succeeds. */
 API CUptiResult cuptiFinalize(void)
 {
+	finalize();
 	return CUPTI_SUCCESS;
 }
 
@@ -392,6 +398,12 @@ API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc 
 	fatal_at = getenv("FAKE_CUPTI_FATAL_AT") ? atoll(getenv("FAKE_CUPTI_FATAL_AT")) : -1;
 	req_cb = req;
 	done_cb = done;
+	/* The registration is process-global and belongs to no subscriber: a
+	 * second client's replaces the first's. A buffer handed out before is
+	 * completed through the callback registered when it completes, here
+	 * at once (CUPTI's own order is undocumented): the new client gets
+	 * a buffer it never allocated, its records go to its own buffers. */
+	deliver_locked();
 	if (!worker_on && !pthread_create(&worker, NULL, worker_main, NULL)) {
 		pthread_detach(worker);
 		worker_on = 1;
@@ -406,8 +418,12 @@ API CUptiResult cuptiActivityEnable(CUpti_ActivityKind k)
 		return CUPTI_ERROR_NOT_SUPPORTED;
 	if (kind_fails(k))
 		return CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+	/* kinds are process-global: any client's thread may switch them
+	 * while the driver's threads record */
+	pthread_mutex_lock(&mu);
 	kind_on[k] = 1;
 	any_enabled = 1;
+	pthread_mutex_unlock(&mu);
 	return CUPTI_SUCCESS;
 }
 
@@ -415,7 +431,9 @@ API CUptiResult cuptiActivityDisable(CUpti_ActivityKind k)
 {
 	if (k <= 0 || k >= CUPTI_ACTIVITY_KIND_COUNT)
 		return CUPTI_ERROR_INVALID_KIND;
+	pthread_mutex_lock(&mu);
 	kind_on[k] = 0;
+	pthread_mutex_unlock(&mu);
 	return CUPTI_SUCCESS;
 }
 
@@ -439,7 +457,10 @@ API CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t *
 	if (attr == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER) {
 		if (*size != sizeof(uint8_t))
 			return CUPTI_ERROR_INVALID_PARAMETER;
+		/* any thread may set it while another records */
+		pthread_mutex_lock(&mu);
 		zeroed_attr = *(uint8_t *)value != 0;
+		pthread_mutex_unlock(&mu);
 	}
 	return CUPTI_SUCCESS;
 }
@@ -448,8 +469,11 @@ API CUptiResult cuptiActivityGetAttribute(CUpti_ActivityAttribute attr, size_t *
 {
 	if (!size || !value)
 		return CUPTI_ERROR_INVALID_PARAMETER;
-	if (attr == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER && *size >= 1)
+	if (attr == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER && *size >= 1) {
+		pthread_mutex_lock(&mu);
 		*(uint8_t *)value = (uint8_t)zeroed_attr;
+		pthread_mutex_unlock(&mu);
+	}
 	return CUPTI_SUCCESS;
 }
 
@@ -520,6 +544,12 @@ static void overhead(void)
 	o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION;
 	o.start = o.end = now_ns();
 	pthread_mutex_lock(&mu);
+	/* ... but only alongside the kernel records it accompanies: with
+	 * every kind off, CUPTI asks nobody for a buffer */
+	if (!kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) {
+		pthread_mutex_unlock(&mu);
+		return;
+	}
 	kind_on[CUPTI_ACTIVITY_KIND_OVERHEAD] = 1;
 	pthread_mutex_unlock(&mu);
 	append(&o, CUPTI_ACTIVITY_KIND_OVERHEAD);
@@ -542,6 +572,19 @@ static void fatal(void)
 	memset(kind_on, 0, sizeof(kind_on));
 	subscriber.used = 0;
 	deliver_locked();
+	pthread_mutex_unlock(&mu);
+}
+
+static void finalize(void)
+{
+	pthread_mutex_lock(&mu);
+	deliver_locked();
+	memset(kind_on, 0, sizeof(kind_on));
+	req_cb = NULL;
+	done_cb = NULL;
+	subscriber.used = 0;
+	ts_cb = NULL;
+	any_enabled = 0;
 	pthread_mutex_unlock(&mu);
 }
 

@@ -58,6 +58,40 @@ static void test_config_env(void)
 	CHECK_STREQ(c.socket, "/tmp/x.sock");
 }
 
+static void test_config_yield(void)
+{
+	static const struct {
+		const char *yield, *quiet;
+		int want_yield;
+		unsigned want_quiet;
+	} cases[] = {
+		{NULL, NULL, GPI_YIELD_AUTO, 5000},
+		{"auto", "300", GPI_YIELD_AUTO, 300},
+		{"never", "100", GPI_YIELD_NEVER, 100},
+		{"torch", "600000", GPI_YIELD_TORCH, 600000},
+		{"Torch", "99", GPI_YIELD_AUTO, 5000},	  /* unknown word, below range */
+		{"", "600001", GPI_YIELD_AUTO, 5000},	  /* empty, above range */
+		{"never ", "1x", GPI_YIELD_AUTO, 5000},	  /* no trimming, not a number */
+	};
+	struct gpi_config c;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (cases[i].yield)
+			setenv("GPUPROF_CUPTI_YIELD", cases[i].yield, 1);
+		else
+			unsetenv("GPUPROF_CUPTI_YIELD");
+		if (cases[i].quiet)
+			setenv("GPUPROF_CUPTI_YIELD_QUIET_MS", cases[i].quiet, 1);
+		else
+			unsetenv("GPUPROF_CUPTI_YIELD_QUIET_MS");
+		config_read(&c);
+		CHECK_EQ_INT(c.yield, cases[i].want_yield);
+		CHECK_EQ_INT(c.quiet_ms, cases[i].want_quiet);
+	}
+	unsetenv("GPUPROF_CUPTI_YIELD");
+	unsetenv("GPUPROF_CUPTI_YIELD_QUIET_MS");
+}
+
 static void test_names(void)
 {
 	uint32_t a, b, a2, len;
@@ -149,6 +183,7 @@ int main(void)
 {
 	RUN(test_features);
 	RUN(test_config_env);
+	RUN(test_config_yield);
 	RUN(test_names);
 	RUN(test_names_const);
 	RUN(test_wire);

@@ -22,6 +22,12 @@ def _expect(cond, msg, *args):
 
 # inject/cupti_abi.h
 MAGIC, VERSION = 0x49505047, 1
+CONTROL, CTL_RELEASE = 32, 1
+
+
+def control(op, typ=CONTROL, rlen=16, magic=MAGIC):
+    """A daemon-to-library request (struct gpi_hdr + struct gpi_control)."""
+    return struct.pack("<IHHII", magic, VERSION, 1, 0, 0) + struct.pack("<HHIII", typ, rlen, 0, op, 0)
 HELLO, STRING, KERNEL, MEMCPY, MEMSET, SYNC, GRAPH, API, MARKER, STATS = range(1, 11)
 STALL_NAME, PC, CUBIN, PC_STATS = 11, 12, 13, 14
 CUBIN_CHUNK = 32768

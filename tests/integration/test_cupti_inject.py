@@ -8,9 +8,11 @@ listens where the daemon would and decodes every message. Checked: HELLO
 first, every kernel with its name, duration and correlation id, API records
 of the launching threads, NVTX ranges, copies, memsets, syncs, graphs,
 counters; a daemon that appears late or restarts; a receiver that never
-reads; another CUPTI subscriber; a kind CUPTI refuses; no timestamp
-callback; no libcupti; fork; PC sampling (stall names, exact sample sums,
-cubins whole, a full hardware buffer, a refused feature, the duty cycle)."""
+reads; another CUPTI subscriber; a profiler that starts after the library
+(PyTorch's Kineto, played by cuda_app) under each GPUPROF_CUPTI_YIELD
+policy; a kind CUPTI refuses; no timestamp callback; no libcupti; fork;
+PC sampling (stall names, exact sample sums, cubins whole, a full
+hardware buffer, a refused feature, the duty cycle)."""
 
 import os
 import re
@@ -19,16 +21,17 @@ import tempfile
 import time
 import zlib
 
-from cupti_wire import (API, F_API, F_GRAPH, F_KERNEL, F_MEMCPY, F_MEMSET, F_MONO, F_NVTX,
+from cupti_wire import (API, CTL_RELEASE, F_API, F_GRAPH, F_KERNEL, F_MEMCPY, F_MEMSET, F_MONO, F_NVTX,
                         F_PC, F_SYNC, GRAPH, HELLO, KERNEL, MARKER, MEMCPY, MEMSET, MK_INSTANT,
                         MK_RANGE, PC, PC_STATS, ST_ACTIVE, ST_CONFLICT, ST_DISABLED, STALL_NAME,
-                        STATS, SYNC, Receiver)
-from gpd import BUILD, Skip, eq, expect, main, test
+                        STATS, SYNC, Receiver, control)
+from gpd import BUILD, GPUPROFCTL, Daemon, Skip, as_attacker, eq, expect, main, open_to_group, test
 
 LIB = os.path.join(BUILD, "inject", "libgpuprof-cupti.so")
 FAKE_CUPTI = os.path.join(BUILD, "tests", "cupti", "libcupti.so.13")
 FAKE_CUDA = os.path.join(BUILD, "tests", "gpu", "cuda", "libcuda.so.1")
 APP = os.path.join(BUILD, "tests", "cupti", "cuda_app")
+FAKE_TORCH = os.path.join(BUILD, "tests", "cupti", "libtorch_cuda.so")
 CUBIN = os.path.join(BUILD, "tests", "cupti", "pc_kernel.cubin")
 PC_KERNEL = "gpuprof_pc_kernel"
 
@@ -284,7 +287,7 @@ def socket_full(sock):
 def conflict(sock):
     rx = Receiver(sock)
     try:
-        p = run_app(sock, ["--launches", "20", "--nvtx"],
+        p = run_app(sock, ["--launches", "20", "--nvtx", "--sleep-ms", "300"],
                     env={"FAKE_CUPTI_SUBSCRIBER": "Nsight Systems"})
         eq(p.returncode, 0, "app exit: " + p.stderr)
         totals(p.stdout)
@@ -304,7 +307,8 @@ def conflict(sock):
 def conflict_with_a_profiler_that_came_first(sock):
     rx = Receiver(sock)
     try:
-        p = run_app(sock, ["--launches", "20", "--subscribe-first", "kineto"])
+        # --sleep-ms: time for the sender's first connect on a loaded host
+        p = run_app(sock, ["--launches", "20", "--subscribe-first", "kineto", "--sleep-ms", "300"])
         eq(p.returncode, 0, "app exit: " + p.stderr)
         totals(p.stdout)
         time.sleep(0.2)
@@ -446,6 +450,316 @@ def fork_child_idle(sock):
     conns = rx.decoded()
     eq(len(conns), 1, "the child made no connection of its own")
     eq(len(conns[0].of(KERNEL)), 5, "kernels of the parent")
+
+
+def later_profiler(sock, args, env):
+    """cuda_app with a Kineto-like profiler starting inside it; returns
+    (its 'kineto' line as a dict, the probe's subscribe result, the
+    connection)."""
+    rx = Receiver(sock)
+    try:
+        e = {"GPUPROF_CUPTI_YIELD_QUIET_MS": "300"}
+        e.update(env)
+        p = run_app(sock, args + ["--probe-subscribe"], env=e)
+        eq(p.returncode, 0, "app exit: " + p.stderr)
+        totals(p.stdout)
+        time.sleep(0.3)
+    finally:
+        rx.stop()
+    kin, probe = None, None
+    for line in p.stdout.splitlines():
+        w = line.split()
+        if w[0] == "kineto":
+            kin = {w[i]: w[i + 1] for i in range(1, len(w) - 1, 2)}
+        elif w[0] == "probe":
+            probe = int(w[2])
+    conns = rx.decoded()
+    eq(len(conns), 1, "connections")
+    return kin, probe, conns[0]
+
+
+def our_kernels(c):
+    ks = c.of(KERNEL)
+    eq({k["name"] for k in ks} - {"gpuprof_k_a"}, set(), "the other tool's kernels reached us")
+    return ks
+
+
+@test
+@with_receiver
+def later_profiler_takes_over(sock):
+    """The common PyTorch order: CUDA (and we) first, the profiler later.
+    Its subscription fails (one subscriber), its trace still gets every
+    kernel of its window; we notice our callbacks were replaced, step
+    aside and let the subscription go, so CUPTI is free afterwards."""
+    kin, probe, c = later_profiler(
+        sock, ["--launches", "120", "--pause-ms", "10", "--kineto-after", "20",
+               "--kineto-teardown"], {})
+    eq((kin["subscribe"], kin["kernels"], kin["other_kernels"]), ("39", "10", "0"),
+       "the profiler's subscription and trace")
+    # its own clock comes after our kinds: refused, it keeps CUPTI's default
+    expect(kin["timestamp"] != "0", "the profiler's timestamp callback: %r", kin)
+    # its teardown retries the subscription at trace stop, before we noticed
+    eq(kin["teardown"], "skipped", "teardown")
+    eq(probe, 0, "CUPTI free once we stepped aside")
+    s = last_stats(c)
+    eq((s["state"], s["conflict"], s["on"] & ~F_MONO), (ST_CONFLICT, "activity callbacks replaced", 0),
+       "stats")
+    ks = our_kernels(c)
+    expect(0 < len(ks) <= 20, "our kernels %d: only those before the takeover", len(ks))
+    api = c.of(API)
+    expect(len(api) < 130, "API records %d: they stop once we let go", len(api))
+
+
+@test
+@with_receiver
+def later_profiler_policy_never(sock):
+    """GPUPROF_CUPTI_YIELD=never: the takeover is reported, the
+    subscription (and with it every API record) kept."""
+    kin, probe, c = later_profiler(
+        sock, ["--launches", "120", "--pause-ms", "5", "--kineto-after", "20"],
+        {"GPUPROF_CUPTI_YIELD": "never"})
+    eq((kin["subscribe"], kin["kernels"], kin["other_kernels"]), ("39", "10", "0"), "profiler")
+    eq(probe, 39, "we kept the subscription")
+    s = last_stats(c)
+    eq((s["state"], s["conflict"], s["on"] & ~F_MONO),
+       (ST_CONFLICT, "activity callbacks replaced", F_API), "stats")
+    expect(0 < len(our_kernels(c)) <= 20, "our kernels: only those before the takeover")
+    launches = [a for a in c.of(API) if a["name"] == "cuLaunchKernel"]
+    eq(len(launches), 130, "every launch's API record, the profiler's included")
+
+
+@test
+@with_receiver
+def torch_loaded_later_policy_torch(sock):
+    """GPUPROF_CUPTI_YIELD=torch: PyTorch's CUDA library appears, we give
+    CUPTI back whole (our kinds off, our buffers flushed back), and the
+    profiler that starts later subscribes, traces and finalizes."""
+    kin, probe, c = later_profiler(
+        sock, ["--launches", "200", "--pause-ms", "10", "--load", FAKE_TORCH + "@5",
+               "--kineto-after", "150", "--kineto-teardown"],
+        {"GPUPROF_CUPTI_YIELD": "torch"})
+    del kin["timestamp"]  # whether CUPTI takes a clock after kinds were on and off: unknown
+    eq(kin, {"subscribe": "0", "kernels": "10", "other_kernels": "0", "unknown_buffers": "0",
+             "teardown": "done"}, "profiler")
+    eq(probe, 0, "CUPTI free after its cuptiFinalize")
+    s = last_stats(c)
+    eq((s["state"], s["conflict"], s["on"] & ~F_MONO),
+       (ST_CONFLICT, "libtorch_cuda loaded (yield=torch)", 0), "stats")
+    ks = our_kernels(c)
+    launches = [a for a in c.of(API) if a["name"] == "cuLaunchKernel"]
+    expect(len(ks) >= 5, "our kernels before the library appeared: %d", len(ks))
+    # every kernel we launched while collecting came back to us; a launch
+    # may slip between switching the kinds off and letting go
+    expect(0 <= len(launches) - len(ks) <= 1, "launches %d, kernels %d", len(launches), len(ks))
+    eq(s["cupti_dropped"], 0, "dropped")
+
+
+@test
+@with_receiver
+def torch_loaded_later_api_only(sock):
+    """yield=torch also gives up a subscription that only serves the API
+    callbacks (no activity kinds of ours)."""
+    kin, probe, c = later_profiler(
+        sock, ["--launches", "200", "--pause-ms", "10", "--load", FAKE_TORCH + "@5",
+               "--kineto-after", "150"],
+        {"GPUPROF_CUPTI_YIELD": "torch", "GPUPROF_CUPTI_FEATURES": "api"})
+    eq((kin["subscribe"], kin["kernels"]), ("0", "10"), "profiler")
+    eq(probe, 39, "the profiler holds CUPTI (it did not tear down)")
+    s = last_stats(c)
+    eq((s["state"], s["conflict"], s["on"] & ~F_MONO),
+       (ST_CONFLICT, "libtorch_cuda loaded (yield=torch)", 0), "stats")
+    n = len(c.of(API))
+    expect(5 <= n < 150, "API records %d: those before the library appeared", n)
+
+
+@test
+@with_receiver
+def torch_loaded_first_policy_torch(sock):
+    """GPUPROF_CUPTI_YIELD=torch with PyTorch loaded before CUDA starts:
+    we never subscribe."""
+    kin, probe, c = later_profiler(
+        sock, ["--launches", "30", "--load", FAKE_TORCH, "--kineto-after", "5"],
+        {"GPUPROF_CUPTI_YIELD": "torch"})
+    eq((kin["subscribe"], kin["timestamp"], kin["kernels"], kin["unknown_buffers"]),
+       ("0", "0", "10", "0"), "profiler: all of CUPTI its own")
+    s = last_stats(c)
+    eq((s["state"], s["conflict"], s["on"]), (ST_CONFLICT, "libtorch_cuda loaded (yield=torch)", 0),
+       "stats")
+    eq(len(c.of(KERNEL)) + len(c.of(API)), 0, "records")
+
+
+@test
+@with_receiver
+def no_takeover_no_step_aside(sock):
+    """The takeover test's timing without a second tool: steady work for
+    several quiet times, two threads, copies and syncs: the library stays
+    active and every kernel arrives (no false alarm)."""
+    rx = Receiver(sock)
+    try:
+        p = run_app(sock, ["--threads", "2", "--launches", "120", "--pause-ms", "10",
+                           "--memcpy", "64:1000", "--memset", "64:1000", "--sync",
+                           "--probe-subscribe"],
+                    env={"GPUPROF_CUPTI_YIELD_QUIET_MS": "300", "GPUPROF_CUPTI_YIELD": "torch"})
+        eq(p.returncode, 0, "app exit: " + p.stderr)
+        t = totals(p.stdout)
+        expect("probe subscribe 39" in p.stdout, "we let go: %r", p.stdout)
+        time.sleep(0.3)
+    finally:
+        rx.stop()
+    c = rx.decoded()[0]
+    s = last_stats(c)
+    eq((s["state"], s["conflict"]), (ST_ACTIVE, None), "stats")
+    eq(len(c.of(KERNEL)), t["kernels"]["gpuprof_k_a"][0], "kernels")
+
+
+@test
+@with_receiver
+def release_on_request(sock):
+    """The daemon's GPI_CTL_RELEASE: malformed or unknown requests are
+    ignored; a release turns our kinds off, flushes what we collected,
+    lets the subscription go, and a profiler started afterwards gets all
+    of CUPTI (its subscription, clock and teardown)."""
+    rx = Receiver(sock)
+    e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
+             GPUPROF_CUPTI_SOCKET=sock, GPUPROF_CUPTI_FLUSH_MS="50")
+    app = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--launches", "150", "--pause-ms", "10",
+                            "--kineto-after", "100", "--kineto-teardown", "--probe-subscribe"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e, text=True)
+    try:
+        deadline = time.time() + 10
+        while not rx.socks and time.time() < deadline:
+            time.sleep(0.02)
+        expect(rx.socks, "the library never connected")
+        s = rx.socks[0]
+        s.send(control(99))                    # unknown op
+        s.send(control(CTL_RELEASE, typ=31))   # unknown type
+        s.send(control(CTL_RELEASE, magic=1))  # bad magic
+        s.send(control(CTL_RELEASE)[:20])      # short
+        time.sleep(0.3)
+        s.send(control(CTL_RELEASE))
+        out, err = app.communicate(timeout=60)
+        eq(app.returncode, 0, "app exit: " + err)
+        time.sleep(0.3)
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+        rx.stop()
+    kin = {}
+    for line in out.splitlines():
+        w = line.split()
+        if w[0] == "kineto":
+            kin = {w[i]: w[i + 1] for i in range(1, len(w) - 1, 2)}
+    del kin["timestamp"]  # whether CUPTI takes a clock after kinds were on and off: unknown
+    eq(kin, {"subscribe": "0", "kernels": "10", "other_kernels": "0", "unknown_buffers": "0",
+             "teardown": "done"}, "profiler")
+    expect("probe subscribe 0" in out, "CUPTI not free at the end: %r", out)
+    c = rx.decoded()[0]
+    st = c.of(STATS)
+    expect(any(x["state"] == ST_ACTIVE for x in st), "never active before the release")
+    eq((st[-1]["state"], st[-1]["conflict"]), (ST_CONFLICT, "released on request"), "stats")
+    ks = our_kernels(c)
+    launches = [a for a in c.of(API) if a["name"] == "cuLaunchKernel"]
+    # the bad requests came first and changed nothing: some 30 iterations ran
+    expect(len(ks) >= 20, "kernels before the release: %d", len(ks))
+    expect(0 <= len(launches) - len(ks) <= 1, "launches %d, kernels %d", len(launches), len(ks))
+
+
+@test
+def takeover_in_daemon_status():
+    """The step aside reaches gpuprofd: `status` shows the process in
+    state conflict with the reason, while it keeps running."""
+    need_build()
+    d = Daemon()
+    d.start()
+    app = None
+    try:
+        e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
+                 GPUPROF_CUPTI_SOCKET=os.path.join(d.tmp, "cupti.sock"),
+                 GPUPROF_CUPTI_FLUSH_MS="50", GPUPROF_CUPTI_YIELD_QUIET_MS="300")
+        app = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--launches", "100000", "--pause-ms", "5",
+                                "--kineto-after", "20", "--until-eof"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=e, text=True)
+        deadline, peer = time.time() + 20, None
+        while time.time() < deadline:
+            peers = d.ctl_json("status")["cupti"]["peer_list"]
+            peer = next((x for x in peers if x["pid"] == app.pid), None)
+            if peer and peer["state"] == "conflict":
+                break
+            time.sleep(0.1)
+        expect(peer and peer["state"] == "conflict", "no conflict in status: %r", peer)
+        eq(peer["conflict"], "activity callbacks replaced", "reason")
+        txt = d.ctl("status", check=0).stdout.decode()
+        expect("activity callbacks replaced" in txt, "not in gpuprofctl status:\n%s", txt)
+        eq(app.poll(), None, "the application keeps running")
+        out, err = app.communicate("", timeout=30)
+        eq(app.returncode, 0, "app exit: " + err)
+        expect(re.search(r"kineto subscribe 39 timestamp \d+ kernels 10 other_kernels 0", out), "profiler: %r", out)
+    finally:
+        if app and app.poll() is None:
+            app.kill()
+            app.wait()
+        d.cleanup()
+
+
+def wait_peer(d, pid, cond, what, timeout=20):
+    deadline, peer = time.time() + timeout, None
+    while time.time() < deadline:
+        peers = d.ctl_json("status")["cupti"]["peer_list"]
+        peer = next((x for x in peers if x["pid"] == pid), None)
+        if peer and cond(peer):
+            return peer
+        time.sleep(0.1)
+    raise AssertionError("%s: %r" % (what, peer))
+
+
+@test
+def release_through_the_daemon():
+    """gpuprofctl cupti release PID: the owner of a process or root may,
+    another user may not (and learns nothing: "not found")."""
+    need_build()
+    d = Daemon()
+    d.start()
+    open_to_group(d)
+    apps = []
+    try:
+        e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
+                 GPUPROF_CUPTI_SOCKET=os.path.join(d.tmp, "cupti.sock"), GPUPROF_CUPTI_FLUSH_MS="50")
+        argv = [APP, "--cuda", FAKE_CUDA, "--launches", "100000", "--pause-ms", "5", "--until-eof",
+                "--probe-subscribe"]
+        for wrap in (lambda a: a, as_attacker):
+            apps.append(subprocess.Popen(wrap(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, env=e, text=True))
+        root_app, user_app = apps
+        # as_attacker runs the app through setpriv, which execs it: same pid
+        for a in apps:
+            wait_peer(d, a.pid, lambda x: x["state"] == "active", "never active")
+        ctl = [GPUPROFCTL, "--socket", d.sock, "cupti", "release"]
+        p = subprocess.run(as_attacker(ctl + [str(root_app.pid)]), capture_output=True, text=True,
+                           timeout=30)
+        eq(p.returncode, 1, "another user's release: " + p.stderr)
+        expect("no CUPTI library of yours" in p.stderr, "error: %r", p.stderr)
+        p = subprocess.run(as_attacker(ctl + [str(user_app.pid)]), capture_output=True, text=True,
+                           timeout=30)
+        eq(p.returncode, 0, "the owner's release: " + p.stderr)
+        peer = wait_peer(d, user_app.pid, lambda x: x["state"] == "conflict", "owner's release")
+        eq(peer["conflict"], "released on request", "reason")
+        eq(d.ctl_json("status")["cupti"]["states"]["active"], 1, "the root app untouched")
+        r = d.ctl_json("cupti", "release", str(root_app.pid))
+        eq((r["pid"], r["state_before"], r["sent"]), (root_app.pid, "active", True), "reply")
+        wait_peer(d, root_app.pid, lambda x: x["state"] == "conflict", "root's release")
+        eq(d.ctl("cupti", "release", "0").returncode, 2, "pid 0: usage")
+        for a in apps:
+            out, err = a.communicate("", timeout=30)
+            eq(a.returncode, 0, "app exit: " + err)
+            expect("probe subscribe 0" in out, "CUPTI not free: %r", out)
+    finally:
+        for a in apps:
+            if a.poll() is None:
+                a.kill()
+                a.wait()
+        d.cleanup()
 
 
 # ------------------------------------------------------------ PC sampling
