@@ -227,7 +227,10 @@ def failures_retry_with_backoff_then_drop():
     rec.script = [500, 500]
     tmp = tempfile.mkdtemp(prefix="gpd-push-")
     auth = secret(tmp, "basic", "alice:pa55word\n")
-    d = Daemon("push.url = %s\npush.interval = 1s\npush.basic_auth_file = %s\n"
+    # a 2 s interval: while the first window is retried (backoff 0.3 s,
+    # then longer) at most one more window is queued, so a loaded machine
+    # cannot overflow the queue (2) and drop the window being retried
+    d = Daemon("push.url = %s\npush.interval = 2s\npush.basic_auth_file = %s\n"
                "push.queue_max = 2\npush.retry_max = 2s\nsymbols.lines = false\n"
                % (rec.url(), auth))
     w = subprocess.Popen([WORKLOAD, "0"])
