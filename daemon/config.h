@@ -102,14 +102,14 @@ struct config {
 	/* cupti.*: the CUPTI library's socket and its peers' bounds
 	 * (collect/cupti.h) */
 	struct config_cupti {
-		char socket[108];	  /* cupti.socket; "" = off */
-		unsigned max_peers;	  /* cupti.max_peers: connections at once */
-		unsigned user_peers;	  /* cupti.user_peers: of one uid (root: no cap) */
-		uint32_t peer_rate;	  /* cupti.peer_rate: records per second per peer */
-		size_t peer_strings;	  /* cupti.peer_strings: bytes of names per peer */
-		size_t peer_cubin_bytes;  /* cupti.peer_cubin_bytes: cubin bytes per peer */
-		size_t cubin_cache_bytes; /* cupti.cubin_cache_bytes: cubins kept, all peers */
-		char nvdisasm[256];	  /* cupti.nvdisasm: "" = PATH, CUDA prefix; "off" */
+		char socket[108];	   /* cupti.socket; "" = off */
+		unsigned max_peers;	   /* cupti.max_peers: connections at once */
+		unsigned user_peers;	   /* cupti.user_peers: of one uid (root: no cap) */
+		uint32_t peer_rate;	   /* cupti.peer_rate: records per second per peer */
+		size_t peer_strings;	   /* cupti.peer_strings: bytes of names per peer */
+		size_t peer_cubin_bytes;   /* cupti.peer_cubin_bytes: cubin bytes per peer */
+		size_t cubin_cache_bytes;  /* cupti.cubin_cache_bytes: cubins kept, all peers */
+		char nvdisasm[256];	   /* cupti.nvdisasm: "" = PATH, CUDA prefix; "off" */
 		uint32_t hello_timeout_ms; /* cupti.hello_timeout */
 	} cupti;
 	/* push.*: continuous profiles to a profiling store and/or a

@@ -229,9 +229,9 @@ static void read_control(void)
 	ssize_t n;
 
 	while ((n = recv(fd, m, sizeof(m), MSG_DONTWAIT)) > 0) {
-		if (!peer_trusted || (size_t)n < sizeof(*h) + sizeof(*c) ||
-		    h->magic != GPI_MAGIC || h->version != GPI_VERSION || h->nrec != 1 ||
-		    c->h.type != GPI_CONTROL || c->h.len < sizeof(*c))
+		if (!peer_trusted || (size_t)n < sizeof(*h) + sizeof(*c) || h->magic != GPI_MAGIC ||
+		    h->version != GPI_VERSION || h->nrec != 1 || c->h.type != GPI_CONTROL ||
+		    c->h.len < sizeof(*c))
 			continue;
 		if (c->op == GPI_CTL_RELEASE)
 			coexist_release();

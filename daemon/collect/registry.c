@@ -17,12 +17,8 @@
 
 /* Every collector, in the order they open, start and show in status. */
 static const struct collector_ops *const collector_table[] = {
-	&cpu_collector_ops,
-	&gpu_launch_collector_ops,
-	&xe_collector_ops,
-	&gpu_job_collector_ops,
-	&cupti_collector_ops,
-	NULL,
+	&cpu_collector_ops,	&gpu_launch_collector_ops, &xe_collector_ops,
+	&gpu_job_collector_ops, &cupti_collector_ops,	   NULL,
 };
 
 static bool enabled(const struct gpd *g, const char *name)

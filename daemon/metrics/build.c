@@ -167,12 +167,12 @@ static void add_cupti(struct msnap *s, const cJSON *cu)
 		     "CUPTI library connections accepted.");
 	if (jnum(cu, "peers_ever", &v))
 		msnap_add(s, v, NULL);
-	add_labelled(s, cJSON_GetObjectItem(cu, "states"), "gpuprof_cupti_peers_state",
-		     MSNAP_GAUGE, "state",
+	add_labelled(s, cJSON_GetObjectItem(cu, "states"), "gpuprof_cupti_peers_state", MSNAP_GAUGE,
+		     "state",
 		     "CUPTI library connections by the library's state (conflict: stepped "
 		     "aside for another CUPTI subscriber).");
-	add_labelled(s, cJSON_GetObjectItem(cu, "records"), "gpuprof_cupti_records",
-		     MSNAP_COUNTER, "kind", "Records read from CUPTI library connections, by kind.");
+	add_labelled(s, cJSON_GetObjectItem(cu, "records"), "gpuprof_cupti_records", MSNAP_COUNTER,
+		     "kind", "Records read from CUPTI library connections, by kind.");
 	add_labelled(s, cJSON_GetObjectItem(cu, "drops"), "gpuprof_cupti_drops", MSNAP_COUNTER,
 		     "cause", "CUPTI library records the daemon dropped, by cause.");
 	add_labelled(s, cJSON_GetObjectItem(cu, "closed"), "gpuprof_cupti_closed", MSNAP_COUNTER,
