@@ -33,9 +33,10 @@ JOBS=${FUZZ_JOBS:-1}
 ALL="rpc capture symtab timeline import"
 [ -f daemon/render/foldedin.c ] && ALL="$ALL foldedin"
 [ -f daemon/xe/section.c ] && ALL="$ALL xe_decode xe_section"
-[ -f daemon/timeline/nsys.c ] && ALL="$ALL nsys"
+[ -f daemon/import/nsys/nsys.c ] && ALL="$ALL nsys"
 [ -f daemon/xe/cs.c ] && ALL="$ALL gpu_cs"
 [ -f daemon/xe/zebin.c ] && ALL="$ALL zebin"
+[ -f daemon/collect/cupti_dec.c ] && ALL="$ALL cupti"
 HARNESSES=${*:-$ALL}
 
 command -v clang >/dev/null || { echo "fuzz.sh: clang is required" >&2; exit 1; }
@@ -79,6 +80,8 @@ for h in $HARNESSES; do
 	gpu_cs) max_len=65536 ;;
 	# small ELF images (seeds are a few KB)
 	zebin) max_len=65536 ;;
+	# a few messages of the CUPTI wire, 2-byte length each
+	cupti) max_len=65536 ;;
 	*) max_len=262144 ;;
 	esac
 	par=""
@@ -97,6 +100,7 @@ for h in $HARNESSES; do
 		nsys) runs=45000 ;;
 		gpu_cs) runs=80000 ;;
 		zebin) runs=5000000 ;;
+		cupti) runs=300000 ;;
 		*) runs=100000 ;;
 		esac
 		time_opt="-seed=1 -runs=$runs"
