@@ -20,7 +20,7 @@
  *  - the collector's "unwind" status object, when it has one.
  *
  *   bench-cpu-overhead [seconds] [frequency_hz] [--stack-bytes N] [--python]
- *                      [-- COMMAND [ARGS...]]
+ *                      [--copies N] [-- COMMAND [ARGS...]]
  *
  * --stack-bytes N: the user stack copied per sample for the CFI unwinder
  * (default 16384, the daemon's; 0 = frame pointers in BPF, no unwinder).
@@ -29,6 +29,11 @@
  * splices them in; run it with a Python COMMAND, e.g.
  *   -- python3 tests/pyframes/busy.py 60 deep 50
  * and without the flag for the same run's cost without Python frames.
+ * It then also prints how many samples had Python frames: the BPF and daemon-side figures are means over every task
+ * sampled on the host, so the added cost per Python sample is the
+ * difference of the two runs' totals over those samples (docs/pyframes.md).
+ * --copies N: N children running COMMAND (or spinning), so that the
+ * workload fills more of the CPUs' samples on a shared machine.
  *
  * Symbolization is not in these figures: it runs once per capture, on a
  * worker thread (bench/folded measures it). Needs root. Build without
@@ -266,6 +271,21 @@ static void on_done(uv_timer_t *t)
 	uv_stop(t->loop);
 }
 
+/* Samples with Python frames, counted by the registry so far. */
+static double py_samples(const struct pyreg *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	double n = 0;
+
+	if (!o || !r)
+		goto out;
+	pyreg_status(r, o, false);
+	n = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "samples"));
+out:
+	cJSON_Delete(o);
+	return n;
+}
+
 /* The workload the sampler interrupts: COMMAND when given, else a spin. */
 static pid_t start_child(char **cmd)
 {
@@ -295,7 +315,9 @@ int main(int argc, char **argv)
 	uv_loop_t loop;
 	uv_timer_t done;
 	int stats_fd, r, npos = 0;
-	pid_t child;
+	pid_t child[16];
+	unsigned copies = 1;
+	double py_s0, py_s1;
 	double t0, c0, p0, s0, wall, used, pused, sused, bpf_s = 0, per_sample_ns = 0;
 	uint64_t ev0, cons0 = 0, runs = 0;
 	bool have_bpf = false;
@@ -306,6 +328,10 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--stack-bytes") && i + 1 < argc) {
 			stack_bytes = atol(argv[++i]);
+			continue;
+		}
+		if (!strcmp(argv[i], "--copies") && i + 1 < argc) {
+			copies = (unsigned)atoi(argv[++i]);
 			continue;
 		}
 		if (!strcmp(argv[i], "--python")) {
@@ -322,9 +348,9 @@ int main(int argc, char **argv)
 			freq = (uint32_t)atoi(argv[i]);
 		npos++;
 	}
-	if (secs <= 0 || !freq || npos > 2) {
+	if (secs <= 0 || !freq || npos > 2 || !copies || copies > 16) {
 		fprintf(stderr, "usage: %s [seconds] [frequency_hz] [--stack-bytes N] [--python] "
-				"[-- COMMAND [ARGS...]]\n",
+				"[--copies N (1-16)] [-- COMMAND [ARGS...]]\n",
 			argv[0]);
 		return 2;
 	}
@@ -350,15 +376,18 @@ int main(int argc, char **argv)
 	 * (BPF_ENABLE_STATS, Linux 5.8). Optional. */
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 
-	child = start_child(cmd);
+	for (unsigned k = 0; k < copies; k++)
+		child[k] = start_child(cmd);
 
 	r = c.ops->open(&c);
 	if (r == 0 && c.state == COLLECTOR_OFF)
 		r = c.ops->start(&c);
 	if (r < 0 || c.state != COLLECTOR_ATTACHED) {
 		fprintf(stderr, "collector not attached: %s\n", c.reason);
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
+		for (unsigned k = 0; k < copies; k++) {
+			kill(child[k], SIGKILL);
+			waitpid(child[k], NULL, 0);
+		}
 		return 1;
 	}
 	if (find_prog(&info0) == 0 && ring_pos_open(&info0, &rp) < 0)
@@ -373,7 +402,9 @@ int main(int argc, char **argv)
 	s0 = proc_stat_cpu_s(getpid());
 	ev0 = c.events;
 	cons0 = ring_pos_read(&rp);
+	py_s0 = py_samples(g.pyreg);
 	uv_run(&loop, UV_RUN_DEFAULT);
+	py_s1 = py_samples(g.pyreg);
 	used = cpu_s() - c0;
 	pused = cputime_s() - p0;
 	sused = proc_stat_cpu_s(getpid()) - s0;
@@ -394,10 +425,13 @@ int main(int argc, char **argv)
 	else
 		printf("bpf program: no run-time statistics (BPF_ENABLE_STATS needs Linux 5.8+)\n");
 
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
-	printf("cpu collector: %.1f s at %u Hz on %ld CPUs, 1 child (%s)\n", wall, freq,
-	       sysconf(_SC_NPROCESSORS_ONLN), cmd ? cmd[0] : "spinning");
+	for (unsigned k = 0; k < copies; k++) {
+		kill(child[k], SIGKILL);
+		waitpid(child[k], NULL, 0);
+	}
+	printf("cpu collector: %.1f s at %u Hz on %ld CPUs, %u child%s (%s)\n", wall, freq,
+	       sysconf(_SC_NPROCESSORS_ONLN), copies, copies > 1 ? "ren" : "",
+	       cmd ? cmd[0] : "spinning");
 	printf("daemon-side cpu: %.4f%% of one core (getrusage utime+stime %.3f s; "
 	       "CLOCK_PROCESS_CPUTIME_ID %.4f%%; /proc/PID/stat %.2f s in clock ticks)\n",
 	       used / wall * 100.0, used, pused / wall * 100.0, sused);
@@ -422,6 +456,9 @@ int main(int argc, char **argv)
 	else
 		printf("ring: %.0f bytes/sample (store estimate)\n", mean_record_bytes(g.store));
 	print_unwind_status(&g);
+	if (g.pyreg && ev0)
+		printf("python samples: %.0f of %llu in the window (%.1f%%)\n", py_s1 - py_s0,
+		       (unsigned long long)ev0, 100.0 * (py_s1 - py_s0) / (double)ev0);
 	if (g.pyreg) {
 		cJSON *o = cJSON_CreateObject();
 		char *txt;
