@@ -20,7 +20,7 @@
  *  - the collector's "unwind" status object, when it has one.
  *
  *   bench-cpu-overhead [seconds] [frequency_hz] [--stack-bytes N] [--python]
- *                      [--copies N] [-- COMMAND [ARGS...]]
+ *                      [--copies N] [--warmup S] [-- COMMAND [ARGS...]]
  *
  * --stack-bytes N: the user stack copied per sample for the CFI unwinder
  * (default 16384, the daemon's; 0 = frame pointers in BPF, no unwinder).
@@ -34,6 +34,11 @@
  * difference of the two runs' totals over those samples (docs/pyframes.md).
  * --copies N: N children running COMMAND (or spinning), so that the
  * workload fills more of the CPUs' samples on a shared machine.
+ * --warmup S: run the collector S seconds before the measured window: the
+ * unwinder's first load of every sampled process's objects (hundreds of
+ * microseconds each) and the recognition of Python processes are a
+ * start-up cost, which a short window from a cold start mixes into the
+ * steady state an always-on daemon runs in.
  *
  * Symbolization is not in these figures: it runs once per capture, on a
  * worker thread (bench/folded measures it). Needs root. Build without
@@ -317,6 +322,7 @@ int main(int argc, char **argv)
 	int stats_fd, r, npos = 0;
 	pid_t child[16];
 	unsigned copies = 1;
+	double warmup = 0;
 	double py_s0, py_s1;
 	double t0, c0, p0, s0, wall, used, pused, sused, bpf_s = 0, per_sample_ns = 0;
 	uint64_t ev0, cons0 = 0, runs = 0;
@@ -328,6 +334,10 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--stack-bytes") && i + 1 < argc) {
 			stack_bytes = atol(argv[++i]);
+			continue;
+		}
+		if (!strcmp(argv[i], "--warmup") && i + 1 < argc) {
+			warmup = atof(argv[++i]);
 			continue;
 		}
 		if (!strcmp(argv[i], "--copies") && i + 1 < argc) {
@@ -348,9 +358,9 @@ int main(int argc, char **argv)
 			freq = (uint32_t)atoi(argv[i]);
 		npos++;
 	}
-	if (secs <= 0 || !freq || npos > 2 || !copies || copies > 16) {
+	if (secs <= 0 || !freq || npos > 2 || !copies || copies > 16 || warmup < 0) {
 		fprintf(stderr, "usage: %s [seconds] [frequency_hz] [--stack-bytes N] [--python] "
-				"[--copies N (1-16)] [-- COMMAND [ARGS...]]\n",
+				"[--copies N (1-16)] [--warmup SECONDS] [-- COMMAND [ARGS...]]\n",
 			argv[0]);
 		return 2;
 	}
@@ -395,6 +405,14 @@ int main(int argc, char **argv)
 
 	uv_timer_init(&loop, &done);
 	uv_update_time(&loop); /* the loop's clock is as old as uv_loop_init() */
+	if (warmup > 0) {
+		/* the first seconds load every sampled process's objects into
+		 * the unwinder and recognize the Python processes: a start-up
+		 * cost, left out of a steady-state window */
+		uv_timer_start(&done, on_done, (uint64_t)(warmup * 1000), 0);
+		uv_run(&loop, UV_RUN_DEFAULT);
+		find_prog(&info0);
+	}
 	uv_timer_start(&done, on_done, (uint64_t)(secs * 1000), 0);
 	t0 = now_s();
 	c0 = cpu_s();
