@@ -44,6 +44,7 @@
  * worker thread (bench/folded measures it). Needs root. Build without
  * sanitizers for figures worth quoting.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -58,6 +59,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <cjson/cJSON.h>
 #include <uv.h>
 
@@ -139,7 +141,40 @@ static double mean_record_bytes(const struct store *s)
 	return cnt ? sum / (double)cnt : 0;
 }
 
-/* The newest loaded perf_event program named "cpu_sample": ours. */
+/* Whether this process holds a file descriptor of BPF program id: other
+ * daemons and benches on a shared host load programs of the same name. */
+static bool prog_held_by_self(uint32_t id)
+{
+	char path[300], line[128];
+	bool held = false;
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/fdinfo");
+
+	if (!d)
+		return true; /* cannot tell: take the newest, as before */
+	while (!held && (de = readdir(d))) {
+		FILE *f;
+		unsigned v;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s", de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "prog_id: %u", &v) == 1 && v == id) {
+				held = true;
+				break;
+			}
+		fclose(f);
+	}
+	closedir(d);
+	return held;
+}
+
+/* The newest loaded perf_event program named "cpu_sample" that this
+ * process holds: ours. */
 static int find_prog(struct bpf_prog_info *out)
 {
 	uint32_t id = 0, best = 0;
@@ -153,7 +188,7 @@ static int find_prog(struct bpf_prog_info *out)
 			continue;
 		if (!bpf_obj_get_info_by_fd(fd, &info, &len) &&
 		    info.type == BPF_PROG_TYPE_PERF_EVENT && !strcmp(info.name, "cpu_sample") &&
-		    id > best) {
+		    id > best && prog_held_by_self(id)) {
 			best = id;
 			*out = info;
 		}
@@ -276,19 +311,74 @@ static void on_done(uv_timer_t *t)
 	uv_stop(t->loop);
 }
 
-/* Samples with Python frames, counted by the registry so far. */
-static double py_samples(const struct pyreg *r)
+/* The registry's counts so far: samples with Python frames, records
+ * spliced and the time spent on them. */
+struct py_counts {
+	double samples, spliced, splice_ns;
+	uint64_t walk_ns, walks, nodes; /* the BPF program's py_cost, all CPUs */
+};
+
+/* The program's per-CPU "py_cost" map (the Python walk's time in BPF),
+ * summed over the CPUs; false when the program has none. */
+static bool py_cost_read(const struct bpf_prog_info *prog, struct py_counts *pc)
+{
+	uint32_t ids[16], n = prog->nr_map_ids < 16 ? prog->nr_map_ids : 16, zero = 0;
+	struct bpf_prog_info info = {0};
+	uint32_t len = sizeof(info);
+	int pfd, ncpu = libbpf_num_possible_cpus();
+	bool found = false;
+
+	pfd = bpf_prog_get_fd_by_id(prog->id);
+	if (pfd < 0 || ncpu <= 0)
+		return false;
+	info.nr_map_ids = n;
+	info.map_ids = (uint64_t)(uintptr_t)ids;
+	if (bpf_obj_get_info_by_fd(pfd, &info, &len))
+		goto out;
+	for (uint32_t i = 0; i < n && !found; i++) {
+		struct bpf_map_info mi = {0};
+		uint32_t ml = sizeof(mi);
+		int mfd = bpf_map_get_fd_by_id(ids[i]);
+		uint64_t *v;
+
+		if (mfd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(mfd, &mi, &ml) && !strcmp(mi.name, "py_cost") &&
+		    mi.value_size == 3 * sizeof(uint64_t) &&
+		    (v = calloc((size_t)ncpu, 3 * sizeof(uint64_t)))) {
+			if (!bpf_map_lookup_elem(mfd, &zero, v)) {
+				for (int c = 0; c < ncpu; c++) {
+					pc->walk_ns += v[3 * c];
+					pc->walks += v[3 * c + 1];
+					pc->nodes += v[3 * c + 2];
+				}
+				found = true;
+			}
+			free(v);
+		}
+		close(mfd);
+	}
+out:
+	close(pfd);
+	return found;
+}
+
+static void py_counts(const struct pyreg *r, const struct bpf_prog_info *prog,
+		      struct py_counts *pc)
 {
 	cJSON *o = cJSON_CreateObject();
-	double n = 0;
 
+	memset(pc, 0, sizeof(*pc));
+	if (prog->id)
+		py_cost_read(prog, pc);
 	if (!o || !r)
 		goto out;
 	pyreg_status(r, o, false);
-	n = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "samples"));
+	pc->samples = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "samples"));
+	pc->spliced = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "spliced"));
+	pc->splice_ns = pc->spliced * cJSON_GetNumberValue(cJSON_GetObjectItem(o, "splice_ns_mean"));
 out:
 	cJSON_Delete(o);
-	return n;
 }
 
 /* The workload the sampler interrupts: COMMAND when given, else a spin. */
@@ -323,7 +413,7 @@ int main(int argc, char **argv)
 	pid_t child[16];
 	unsigned copies = 1;
 	double warmup = 0;
-	double py_s0, py_s1;
+	struct py_counts py0, py1;
 	double t0, c0, p0, s0, wall, used, pused, sused, bpf_s = 0, per_sample_ns = 0;
 	uint64_t ev0, cons0 = 0, runs = 0;
 	bool have_bpf = false;
@@ -420,9 +510,9 @@ int main(int argc, char **argv)
 	s0 = proc_stat_cpu_s(getpid());
 	ev0 = c.events;
 	cons0 = ring_pos_read(&rp);
-	py_s0 = py_samples(g.pyreg);
+	py_counts(g.pyreg, &info0, &py0);
 	uv_run(&loop, UV_RUN_DEFAULT);
-	py_s1 = py_samples(g.pyreg);
+	py_counts(g.pyreg, &info0, &py1);
 	used = cpu_s() - c0;
 	pused = cputime_s() - p0;
 	sused = proc_stat_cpu_s(getpid()) - s0;
@@ -474,9 +564,26 @@ int main(int argc, char **argv)
 	else
 		printf("ring: %.0f bytes/sample (store estimate)\n", mean_record_bytes(g.store));
 	print_unwind_status(&g);
-	if (g.pyreg && ev0)
-		printf("python samples: %.0f of %llu in the window (%.1f%%)\n", py_s1 - py_s0,
-		       (unsigned long long)ev0, 100.0 * (py_s1 - py_s0) / (double)ev0);
+	if (g.pyreg && ev0) {
+		double ns = py1.samples - py0.samples, nspl = py1.spliced - py0.spliced;
+		uint64_t walks = py1.walks - py0.walks;
+
+		printf("python samples: %.0f of %llu in the window (%.1f%%)\n", ns,
+		       (unsigned long long)ev0, 100.0 * ns / (double)ev0);
+		if (walks)
+			printf("python per sample: bpf walk %.0f ns (%llu walks, %.1f chain nodes "
+			       "each)",
+			       (double)(py1.walk_ns - py0.walk_ns) / (double)walks,
+			       (unsigned long long)walks,
+			       (double)(py1.nodes - py0.nodes) / (double)walks);
+		else
+			printf("python per sample: bpf walk not measured");
+		if (nspl)
+			printf("; daemon side %.0f ns interpreting, naming, splicing (%.0f "
+			       "records)",
+			       (py1.splice_ns - py0.splice_ns) / nspl, nspl);
+		printf("\n");
+	}
 	if (g.pyreg) {
 		cJSON *o = cJSON_CreateObject();
 		char *txt;
