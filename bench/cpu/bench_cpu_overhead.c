@@ -186,13 +186,17 @@ static int find_prog(struct bpf_prog_info *out)
 
 		if (fd < 0)
 			continue;
-		if (!bpf_obj_get_info_by_fd(fd, &info, &len) &&
-		    info.type == BPF_PROG_TYPE_PERF_EVENT && !strcmp(info.name, "cpu_sample") &&
-		    id > best && prog_held_by_self(id)) {
+		if (bpf_obj_get_info_by_fd(fd, &info, &len) ||
+		    info.type != BPF_PROG_TYPE_PERF_EVENT || strcmp(info.name, "cpu_sample")) {
+			close(fd);
+			continue;
+		}
+		/* closed first: this fd would make any program look held */
+		close(fd);
+		if (id > best && prog_held_by_self(id)) {
 			best = id;
 			*out = info;
 		}
-		close(fd);
 	}
 	return best ? 0 : -ENOENT;
 }
