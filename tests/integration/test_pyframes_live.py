@@ -359,6 +359,9 @@ def compare(v, ours, theirs, who):
     se = 100.0 * (p * (1 - p) * (1.0 / to + 1.0 / tt)) ** 0.5
     line = ("%-12s ours %4d samples, %s %4d; largest share difference %.1f pp "
             "(standard error %.1f pp) on %s" % (v, to, who, tt, worst, se, wk[-60:]))
+    for k in heavy[:4]:
+        line += "\n      %5.1f%% %5.1f%% %s" % (100.0 * ours.get(k, 0) / to,
+                                           100.0 * theirs[k] / tt, k[-70:])
     return worst, line
 
 
