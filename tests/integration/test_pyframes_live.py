@@ -424,8 +424,10 @@ def agrees_with_an_in_process_sampler():
 def austin_stacks(path, lines):
     """Austin 1.0's collapsed samples of the main thread (the one running
     <module>), counted per sample, keyed as stack_key() keys ours when
-    lines is true. Austin 1.0.1 gives 3.10 frames their function's first
-    line (it predates 3.10's line table), so 3.10 is compared by names."""
+    lines is true, else by names. Its lines are not compared: it gives 3.10
+    frames their function's first line (it predates 3.10's line table),
+    and on 3.9, reading the process without stopping it, it tears 1-7 % of
+    its stacks (a caller's line read after the callee returned)."""
     out = {}
     with open(path) as f:
         for line in f:
@@ -449,7 +451,8 @@ def austin_stacks(path, lines):
 def agrees_with_austin():
     """Debian's austin (1.0.1, which reads CPython up to 3.10) samples the
     same run of the same program every millisecond from outside: the ten
-    heaviest Python stacks and their shares within 5 percentage points."""
+    heaviest Python stacks, by function names, and their shares within 5
+    percentage points."""
     if not shutil.which("austin"):
         raise AssertionError("austin is not installed (scripts/deps.sh installs it)")
     d = Daemon(CONFIG).start()
@@ -470,11 +473,15 @@ def agrees_with_austin():
             pid = int(kids[0])
             expect(a.wait(60) == 0, "austin exit status")
             cap = d.ctl_json("capture", "--pid", str(pid), "--last", "12s")["id"]
-            lines = v.startswith("3.9")
+            # by names: austin's call-site lines are not to be trusted
+            # (docs/pyframes.md); the in-process sampler checks those
             ours = our_python_stacks(d, pid, cap)
-            worst, line = compare(v, ours if lines else names_only(ours),
-                                  austin_stacks(out, lines), "austin")
-            print(line + ("" if lines else " (names only)"))
+            worst, line = compare(v, names_only(ours), austin_stacks(out, False), "austin")
+            print(line + " (names only)")
+            if v.startswith("3.9"):
+                # for the log: austin's torn 3.9 stacks, by call-site lines
+                print("%-12s with call-site lines: %.1f pp" % (v, compare(
+                    v, ours, austin_stacks(out, True), "austin")[0]))
             if worst > TARGET_PP:
                 bad.append(line)
         expect(not bad, "\n".join(bad))
