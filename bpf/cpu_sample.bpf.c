@@ -77,6 +77,38 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
+/* The Python frame walk's cost, per CPU: its time (the clock reads
+ * included), the samples that had Python frames and their frame-chain
+ * nodes; read by bench/cpu for the added cost per Python sample. */
+struct py_cost {
+	__u64 ns, walks, nodes;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_cost);
+} py_cost SEC(".maps");
+
+/* pystack_take() timed. A subprogram: inlined, the accounting reshuffles
+ * the registers that carry the record's bounds below, which the verifier
+ * then cannot follow. */
+static __noinline __u32 pystack_take_timed(struct pystack_scratch *ps, __u32 tgid, __u64 id,
+					   __u16 *flags)
+{
+	__u64 t0 = bpf_ktime_get_ns();
+	__u32 zero = 0, n = pystack_take(ps, tgid, id, flags);
+	struct py_cost *pc;
+
+	if (n && (pc = bpf_map_lookup_elem(&py_cost, &zero))) {
+		pc->ns += bpf_ktime_get_ns() - t0;
+		pc->walks++;
+		pc->nodes += n;
+	}
+	return n;
+}
+
 /* The saved cs, read as the whole 8-byte slot: the perf_event context
  * allows only 8-byte reads of its registers, and newer kernels declare cs
  * as a 16-bit field of that slot. The low two bits are the ring. */
@@ -150,7 +182,7 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 		nk = CPU_SAMPLE_MAX_FRAMES;
 	r->nuser = nu;
 	r->nkernel = nk;
-	r->npy = pystack_take(&sc->py, tgid, id, &r->pyflags);
+	r->npy = pystack_take_timed(&sc->py, tgid, id, &r->pyflags);
 	r->pad = 0;
 
 	size = CPU_SAMPLE_HDR_BYTES + (nu + nk) * sizeof(__u64);

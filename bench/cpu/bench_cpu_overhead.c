@@ -20,7 +20,7 @@
  *  - the collector's "unwind" status object, when it has one.
  *
  *   bench-cpu-overhead [seconds] [frequency_hz] [--stack-bytes N] [--python]
- *                      [-- COMMAND [ARGS...]]
+ *                      [--copies N] [--warmup S] [-- COMMAND [ARGS...]]
  *
  * --stack-bytes N: the user stack copied per sample for the CFI unwinder
  * (default 16384, the daemon's; 0 = frame pointers in BPF, no unwinder).
@@ -29,11 +29,22 @@
  * splices them in; run it with a Python COMMAND, e.g.
  *   -- python3 tests/pyframes/busy.py 60 deep 50
  * and without the flag for the same run's cost without Python frames.
+ * It then also prints how many samples had Python frames: the BPF and daemon-side figures are means over every task
+ * sampled on the host, so the added cost per Python sample is the
+ * difference of the two runs' totals over those samples (docs/pyframes.md).
+ * --copies N: N children running COMMAND (or spinning), so that the
+ * workload fills more of the CPUs' samples on a shared machine.
+ * --warmup S: run the collector S seconds before the measured window: the
+ * unwinder's first load of every sampled process's objects (hundreds of
+ * microseconds each) and the recognition of Python processes are a
+ * start-up cost, which a short window from a cold start mixes into the
+ * steady state an always-on daemon runs in.
  *
  * Symbolization is not in these figures: it runs once per capture, on a
  * worker thread (bench/folded measures it). Needs root. Build without
  * sanitizers for figures worth quoting.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -48,6 +59,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <cjson/cJSON.h>
 #include <uv.h>
 
@@ -129,7 +141,40 @@ static double mean_record_bytes(const struct store *s)
 	return cnt ? sum / (double)cnt : 0;
 }
 
-/* The newest loaded perf_event program named "cpu_sample": ours. */
+/* Whether this process holds a file descriptor of BPF program id: other
+ * daemons and benches on a shared host load programs of the same name. */
+static bool prog_held_by_self(uint32_t id)
+{
+	char path[300], line[128];
+	bool held = false;
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/fdinfo");
+
+	if (!d)
+		return true; /* cannot tell: take the newest, as before */
+	while (!held && (de = readdir(d))) {
+		FILE *f;
+		unsigned v;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s", de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "prog_id: %u", &v) == 1 && v == id) {
+				held = true;
+				break;
+			}
+		fclose(f);
+	}
+	closedir(d);
+	return held;
+}
+
+/* The newest loaded perf_event program named "cpu_sample" that this
+ * process holds: ours. */
 static int find_prog(struct bpf_prog_info *out)
 {
 	uint32_t id = 0, best = 0;
@@ -141,13 +186,17 @@ static int find_prog(struct bpf_prog_info *out)
 
 		if (fd < 0)
 			continue;
-		if (!bpf_obj_get_info_by_fd(fd, &info, &len) &&
-		    info.type == BPF_PROG_TYPE_PERF_EVENT && !strcmp(info.name, "cpu_sample") &&
-		    id > best) {
+		if (bpf_obj_get_info_by_fd(fd, &info, &len) ||
+		    info.type != BPF_PROG_TYPE_PERF_EVENT || strcmp(info.name, "cpu_sample")) {
+			close(fd);
+			continue;
+		}
+		/* closed first: this fd would make any program look held */
+		close(fd);
+		if (id > best && prog_held_by_self(id)) {
 			best = id;
 			*out = info;
 		}
-		close(fd);
 	}
 	return best ? 0 : -ENOENT;
 }
@@ -266,6 +315,76 @@ static void on_done(uv_timer_t *t)
 	uv_stop(t->loop);
 }
 
+/* The registry's counts so far: samples with Python frames, records
+ * spliced and the time spent on them. */
+struct py_counts {
+	double samples, spliced, splice_ns;
+	uint64_t walk_ns, walks, nodes; /* the BPF program's py_cost, all CPUs */
+};
+
+/* The program's per-CPU "py_cost" map (the Python walk's time in BPF),
+ * summed over the CPUs; false when the program has none. */
+static bool py_cost_read(const struct bpf_prog_info *prog, struct py_counts *pc)
+{
+	uint32_t ids[16], n = prog->nr_map_ids < 16 ? prog->nr_map_ids : 16, zero = 0;
+	struct bpf_prog_info info = {0};
+	uint32_t len = sizeof(info);
+	int pfd, ncpu = libbpf_num_possible_cpus();
+	bool found = false;
+
+	pfd = bpf_prog_get_fd_by_id(prog->id);
+	if (pfd < 0 || ncpu <= 0)
+		return false;
+	info.nr_map_ids = n;
+	info.map_ids = (uint64_t)(uintptr_t)ids;
+	if (bpf_obj_get_info_by_fd(pfd, &info, &len))
+		goto out;
+	for (uint32_t i = 0; i < n && !found; i++) {
+		struct bpf_map_info mi = {0};
+		uint32_t ml = sizeof(mi);
+		int mfd = bpf_map_get_fd_by_id(ids[i]);
+		uint64_t *v;
+
+		if (mfd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(mfd, &mi, &ml) && !strcmp(mi.name, "py_cost") &&
+		    mi.value_size == 3 * sizeof(uint64_t) &&
+		    (v = calloc((size_t)ncpu, 3 * sizeof(uint64_t)))) {
+			if (!bpf_map_lookup_elem(mfd, &zero, v)) {
+				for (int c = 0; c < ncpu; c++) {
+					pc->walk_ns += v[3 * c];
+					pc->walks += v[3 * c + 1];
+					pc->nodes += v[3 * c + 2];
+				}
+				found = true;
+			}
+			free(v);
+		}
+		close(mfd);
+	}
+out:
+	close(pfd);
+	return found;
+}
+
+static void py_counts(const struct pyreg *r, const struct bpf_prog_info *prog,
+		      struct py_counts *pc)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	memset(pc, 0, sizeof(*pc));
+	if (prog->id)
+		py_cost_read(prog, pc);
+	if (!o || !r)
+		goto out;
+	pyreg_status(r, o, false);
+	pc->samples = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "samples"));
+	pc->spliced = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "spliced"));
+	pc->splice_ns = pc->spliced * cJSON_GetNumberValue(cJSON_GetObjectItem(o, "splice_ns_mean"));
+out:
+	cJSON_Delete(o);
+}
+
 /* The workload the sampler interrupts: COMMAND when given, else a spin. */
 static pid_t start_child(char **cmd)
 {
@@ -295,7 +414,10 @@ int main(int argc, char **argv)
 	uv_loop_t loop;
 	uv_timer_t done;
 	int stats_fd, r, npos = 0;
-	pid_t child;
+	pid_t child[16];
+	unsigned copies = 1;
+	double warmup = 0;
+	struct py_counts py0, py1;
 	double t0, c0, p0, s0, wall, used, pused, sused, bpf_s = 0, per_sample_ns = 0;
 	uint64_t ev0, cons0 = 0, runs = 0;
 	bool have_bpf = false;
@@ -306,6 +428,14 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--stack-bytes") && i + 1 < argc) {
 			stack_bytes = atol(argv[++i]);
+			continue;
+		}
+		if (!strcmp(argv[i], "--warmup") && i + 1 < argc) {
+			warmup = atof(argv[++i]);
+			continue;
+		}
+		if (!strcmp(argv[i], "--copies") && i + 1 < argc) {
+			copies = (unsigned)atoi(argv[++i]);
 			continue;
 		}
 		if (!strcmp(argv[i], "--python")) {
@@ -322,9 +452,9 @@ int main(int argc, char **argv)
 			freq = (uint32_t)atoi(argv[i]);
 		npos++;
 	}
-	if (secs <= 0 || !freq || npos > 2) {
+	if (secs <= 0 || !freq || npos > 2 || !copies || copies > 16 || warmup < 0) {
 		fprintf(stderr, "usage: %s [seconds] [frequency_hz] [--stack-bytes N] [--python] "
-				"[-- COMMAND [ARGS...]]\n",
+				"[--copies N (1-16)] [--warmup SECONDS] [-- COMMAND [ARGS...]]\n",
 			argv[0]);
 		return 2;
 	}
@@ -350,15 +480,18 @@ int main(int argc, char **argv)
 	 * (BPF_ENABLE_STATS, Linux 5.8). Optional. */
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 
-	child = start_child(cmd);
+	for (unsigned k = 0; k < copies; k++)
+		child[k] = start_child(cmd);
 
 	r = c.ops->open(&c);
 	if (r == 0 && c.state == COLLECTOR_OFF)
 		r = c.ops->start(&c);
 	if (r < 0 || c.state != COLLECTOR_ATTACHED) {
 		fprintf(stderr, "collector not attached: %s\n", c.reason);
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
+		for (unsigned k = 0; k < copies; k++) {
+			kill(child[k], SIGKILL);
+			waitpid(child[k], NULL, 0);
+		}
 		return 1;
 	}
 	if (find_prog(&info0) == 0 && ring_pos_open(&info0, &rp) < 0)
@@ -366,6 +499,14 @@ int main(int argc, char **argv)
 
 	uv_timer_init(&loop, &done);
 	uv_update_time(&loop); /* the loop's clock is as old as uv_loop_init() */
+	if (warmup > 0) {
+		/* the first seconds load every sampled process's objects into
+		 * the unwinder and recognize the Python processes: a start-up
+		 * cost, left out of a steady-state window */
+		uv_timer_start(&done, on_done, (uint64_t)(warmup * 1000), 0);
+		uv_run(&loop, UV_RUN_DEFAULT);
+		find_prog(&info0);
+	}
 	uv_timer_start(&done, on_done, (uint64_t)(secs * 1000), 0);
 	t0 = now_s();
 	c0 = cpu_s();
@@ -373,7 +514,9 @@ int main(int argc, char **argv)
 	s0 = proc_stat_cpu_s(getpid());
 	ev0 = c.events;
 	cons0 = ring_pos_read(&rp);
+	py_counts(g.pyreg, &info0, &py0);
 	uv_run(&loop, UV_RUN_DEFAULT);
+	py_counts(g.pyreg, &info0, &py1);
 	used = cpu_s() - c0;
 	pused = cputime_s() - p0;
 	sused = proc_stat_cpu_s(getpid()) - s0;
@@ -394,10 +537,13 @@ int main(int argc, char **argv)
 	else
 		printf("bpf program: no run-time statistics (BPF_ENABLE_STATS needs Linux 5.8+)\n");
 
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
-	printf("cpu collector: %.1f s at %u Hz on %ld CPUs, 1 child (%s)\n", wall, freq,
-	       sysconf(_SC_NPROCESSORS_ONLN), cmd ? cmd[0] : "spinning");
+	for (unsigned k = 0; k < copies; k++) {
+		kill(child[k], SIGKILL);
+		waitpid(child[k], NULL, 0);
+	}
+	printf("cpu collector: %.1f s at %u Hz on %ld CPUs, %u child%s (%s)\n", wall, freq,
+	       sysconf(_SC_NPROCESSORS_ONLN), copies, copies > 1 ? "ren" : "",
+	       cmd ? cmd[0] : "spinning");
 	printf("daemon-side cpu: %.4f%% of one core (getrusage utime+stime %.3f s; "
 	       "CLOCK_PROCESS_CPUTIME_ID %.4f%%; /proc/PID/stat %.2f s in clock ticks)\n",
 	       used / wall * 100.0, used, pused / wall * 100.0, sused);
@@ -422,6 +568,26 @@ int main(int argc, char **argv)
 	else
 		printf("ring: %.0f bytes/sample (store estimate)\n", mean_record_bytes(g.store));
 	print_unwind_status(&g);
+	if (g.pyreg && ev0) {
+		double ns = py1.samples - py0.samples, nspl = py1.spliced - py0.spliced;
+		uint64_t walks = py1.walks - py0.walks;
+
+		printf("python samples: %.0f of %llu in the window (%.1f%%)\n", ns,
+		       (unsigned long long)ev0, 100.0 * ns / (double)ev0);
+		if (walks)
+			printf("python per sample: bpf walk %.0f ns (%llu walks, %.1f chain nodes "
+			       "each)",
+			       (double)(py1.walk_ns - py0.walk_ns) / (double)walks,
+			       (unsigned long long)walks,
+			       (double)(py1.nodes - py0.nodes) / (double)walks);
+		else
+			printf("python per sample: bpf walk not measured");
+		if (nspl)
+			printf("; daemon side %.0f ns interpreting, naming, splicing (%.0f "
+			       "records)",
+			       (py1.splice_ns - py0.splice_ns) / nspl, nspl);
+		printf("\n");
+	}
 	if (g.pyreg) {
 		cJSON *o = cJSON_CreateObject();
 		char *txt;

@@ -648,6 +648,9 @@ void pyreg_status(const struct pyreg *r, struct cJSON *obj, bool with_processes)
 		}
 	cJSON_AddNumberToObject(obj, "processes", ready);
 	cJSON_AddNumberToObject(obj, "samples", (double)r->samples);
+	cJSON_AddNumberToObject(obj, "spliced", (double)r->spliced);
+	cJSON_AddNumberToObject(obj, "splice_ns_mean",
+				r->spliced ? (double)r->splice_ns / (double)r->spliced : 0);
 	cJSON_AddNumberToObject(obj, "frames",
 				r->nnames > PYREG_ID_FIRST ? r->nnames - PYREG_ID_FIRST : 0);
 	cJSON_AddNumberToObject(obj, "bytes", (double)r->bytes);

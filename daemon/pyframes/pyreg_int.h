@@ -93,6 +93,10 @@ struct pyreg {
 	uint32_t hcap;
 	size_t bytes;
 	uint64_t table_full, procs_full, samples;
+	/* time spent interpreting, naming and splicing the Python frames of
+	 * records that carried some, and how many: the daemon side's added
+	 * cost per Python sample (status python.splice_ns_mean) */
+	uint64_t splice_ns, spliced;
 	unsigned scanning;		/* attach scans on the thread pool now */
 	uint64_t scans, scans_deferred; /* done; put off for want of a slot */
 	double scan_ms_max;

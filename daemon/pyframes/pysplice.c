@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pyframes.h"
 #include "pystack_abi.h"
@@ -176,6 +177,8 @@ unsigned pyreg_user_stack(struct pyreg *r, struct unwinder *u, const struct pyre
 	struct pystack_node nodes[PYSTACK_MAX_NODES];
 	unsigned n = 0, nn = s->nnodes <= PYSTACK_MAX_NODES ? s->nnodes : 0;
 	bool unwound = u && s->us->flags & USTACK_F_REGS;
+	struct timespec t0, t1;
+	unsigned out_n;
 
 	if (fp_fallback)
 		*fp_fallback = u && !unwound && s->nips;
@@ -193,7 +196,16 @@ unsigned pyreg_user_stack(struct pyreg *r, struct unwinder *u, const struct pyre
 		memcpy(nat, s->ips, (size_t)n * sizeof(uint64_t));
 	}
 	/* nodes copied out: a record gives no alignment guarantee */
+	if (nn)
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 	memcpy(nodes, s->nodes, (size_t)nn * PYSTACK_NODE_BYTES);
-	return pyreg_splice(r, s->pid, nat, unwound ? cfas : NULL, n, s->us->sp, nodes, nn,
-			    s->pyflags, out, max);
+	out_n = pyreg_splice(r, s->pid, nat, unwound ? cfas : NULL, n, s->us->sp, nodes, nn,
+			     s->pyflags, out, max);
+	if (nn) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		r->splice_ns += (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000ull +
+				(uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
+		r->spliced++;
+	}
+	return out_n;
 }

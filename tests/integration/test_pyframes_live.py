@@ -310,102 +310,154 @@ def ctypes_launches_show_python_frames():
         d.cleanup()
 
 
-# Share differences allowed against an independent sampler. The target is
-# 5 percentage points, and most runs are within it (docs/pyframes.md). The
-# in-process sampler sees the main thread only when it hands over the GIL,
-# which moves its shares by a few points from run to run (up to 5.7 seen
-# on 3.12, and mix_a about 2 points under ours on every version, even in a
-# window of the run's middle): it gets 7, so that the test fails on a real
-# error and not on that sampler's bias.
-def allowed_pp(v, sampler):
-    return 7 if sampler == "in-process" else 5
+# What the comparisons call a Python stack: every frame's function name,
+# and the line of every frame but the leaf, which is the line of the call
+# it is in. Both sides see a caller at its call instruction, so those lines
+# must agree (and the tests above check them against the marks). The leaf's
+# line is left out: an in-process sampler can only see the main thread
+# where it gives up the GIL (a loop's back edge, a function's entry), never
+# in the middle of a line's bytecode, so its leaf lines are those few
+# points, not where the time goes (docs/pyframes.md, "Against independent
+# samplers"). Bare names: 3.9/3.10 have no qualified names, and the
+# in-process sampler writes co_name.
+def stack_key(frames):
+    """frames: (name, line) pairs, root first."""
+    return ";".join("%s:%s" % (n.split(".")[-1], ln) if i < len(frames) - 1 else
+                    n.split(".")[-1] for i, (n, ln) in enumerate(frames))
 
 
 def our_python_stacks(d, pid, cap):
-    """Our main-thread samples by Python stack, names only. Samples with no
-    Python frame (the interpreter's start-up and finalization, native code
-    before any Python runs) are left out, as the other samplers, which see
-    only Python frames, leave them out: counted in, they lowered every
-    share by their 2-6 % of a short run, most visibly on the heaviest stack
+    """Our main-thread samples by Python stack. Samples with no Python
+    frame (the interpreter's start-up and finalization, native code before
+    any Python runs) are left out, as the other samplers, which see only
+    Python frames, leave them out: counted in, they lowered every share by
+    their 2-6 % of a short run, most visibly on the heaviest stack
     (docs/pyframes.md, "Against independent samplers")."""
     ours = {}
     for s, n in folded(d, pid, "", "--tid", str(pid), cap=cap).items():
-        k = py_names(s)
-        if k:
+        fr = [re.fullmatch(r"(.+?) \((.*):(-?\d+)\)_\[p\]", f) or f
+              for f in s.split(";") if f.endswith("_[p]")]
+        if fr:
+            k = stack_key([(m.group(1), m.group(3)) if isinstance(m, re.Match) else (m, "?")
+                           for m in fr])
             ours[k] = ours.get(k, 0) + n
     return ours
 
 
-def py_names(stack):
-    """The Python frames of a folded stack, bare names (3.9/3.10 have no
-    qualified names; the in-process sampler uses co_name)."""
-    return ";".join(re.sub(r" \(.*", "", f).split(".")[-1]
-                    for f in stack.split(";") if f.endswith("_[p]"))
+def compare(v, ours, theirs, who):
+    """The ten heaviest of their Python stacks, each share against ours:
+    the largest difference in percentage points (the target: 5), and that
+    stack's standard error of the difference, which two independent
+    unbiased samplers of these sizes would show."""
+    to, tt = sum(ours.values()), sum(theirs.values())
+    heavy = sorted(theirs, key=lambda k: -theirs[k])[:10]
+    if not heavy or to < 50:
+        return 100.0, "%s: %d samples of ours, %d of %s" % (v, to, tt, who)
+    diffs = [(abs(100.0 * ours.get(k, 0) / to - 100.0 * theirs[k] / tt), k) for k in heavy]
+    worst, wk = max(diffs)
+    p = theirs[wk] / tt
+    se = 100.0 * (p * (1 - p) * (1.0 / to + 1.0 / tt)) ** 0.5
+    line = ("%-12s ours %4d samples, %s %4d; largest share difference %.1f pp "
+            "(standard error %.1f pp) on %s" % (v, to, who, tt, worst, se, wk[-60:]))
+    for k in heavy[:4]:
+        line += "\n      %5.1f%% %5.1f%% %s" % (100.0 * ours.get(k, 0) / to,
+                                           100.0 * theirs[k] / tt, k[-70:])
+    return worst, line
+
+
+def names_only(stacks):
+    """The same stacks by function names alone."""
+    out = {}
+    for k, n in stacks.items():
+        kk = ";".join(f.split(":")[0] for f in k.split(";"))
+        out[kk] = out.get(kk, 0) + n
+    return out
+
+
+# The mix's run: long enough for a few thousand samples on each side, so
+# that two unbiased samplers differ by less than 5 points on every stack
+# with a wide margin (the tests print the standard error).
+MIX_SECS = "8"
+TARGET_PP = 5
 
 
 @test
 def agrees_with_an_in_process_sampler():
     """The ten heaviest Python stacks and their shares, against the
-    interpreter's own view (a thread reading sys._current_frames() every
-    2 ms in the same run), within 5 percentage points, on every version.
-    Both see the program's whole run: the capture is cut after it ended."""
+    interpreter's own view (a thread reading sys._current_frames() of the
+    main thread every millisecond in the same run), within 5 percentage
+    points, on every version. Both see the program's whole run: the capture
+    is cut after it ended."""
     d = Daemon(CONFIG).start()
     bad = []
     try:
         need_sampler(d)
         for v, exe in interpreters():
             out = os.path.join(d.tmp, "inproc-%s.txt" % v)
-            p = subprocess.Popen([exe, BUSY, "5", "mix", out], stdout=subprocess.PIPE)
+            p = subprocess.Popen([exe, BUSY, MIX_SECS, "mix", out], stdout=subprocess.PIPE)
             try:
                 expect(p.stdout.readline().strip() == b"ready", "%s started" % v)
                 expect(p.wait(60) == 0, "%s mix exit status" % v)
-                cap = d.ctl_json("capture", "--pid", str(p.pid), "--last", "8s")["id"]
+                cap = d.ctl_json("capture", "--pid", str(p.pid), "--last", "12s")["id"]
             finally:
                 if p.poll() is None:
                     p.kill()
                     p.wait()
-            ours = our_python_stacks(d, p.pid, cap)
+            # the sampler runs only while mix() does: ours from the same
+            # window, without the imports before it and the exit after it
+            # (1-2 % of ours, which lowered the heaviest stack's share by
+            # about a point)
+            ours = {k: n for k, n in our_python_stacks(d, p.pid, cap).items()
+                    if re.search(r"(^|;)mix(:|$)", k)}
             theirs = {}
             with open(out) as f:
                 for line in f:
                     k, _, n = line.rstrip("\n").rpartition(" ")
+                    k = stack_key([f.rpartition(":")[::2] for f in k.split(";")])
                     theirs[k] = theirs.get(k, 0) + int(n)
-            to, tt = sum(ours.values()), sum(theirs.values())
-            heavy = sorted(theirs, key=lambda k: -theirs[k])[:10]
-            worst = max(abs(100.0 * ours.get(k, 0) / max(to, 1) - 100.0 * theirs[k] / tt)
-                        for k in heavy)
-            print("%-12s ours %4d samples, in-process %4d; largest share difference %.1f pp"
-                  % (v, to, tt, worst))
-            if to < 50 or worst > allowed_pp(v, "in-process"):
-                bad.append("%s: %.1f pp\nours: %s\ntheirs: %s" % (
-                    v, worst, sorted(ours.items(), key=lambda kv: -kv[1])[:5],
+            worst, line = compare(v, ours, theirs, "in-process")
+            print(line)
+            if worst > TARGET_PP:
+                bad.append("%s\nours: %s\ntheirs: %s" % (
+                    line, sorted(ours.items(), key=lambda kv: -kv[1])[:5],
                     sorted(theirs.items(), key=lambda kv: -kv[1])[:5]))
         expect(not bad, "\n".join(bad))
     finally:
         d.cleanup()
 
 
-def austin_stacks(path):
+def austin_stacks(path, lines):
     """Austin 1.0's collapsed samples of the main thread (the one running
-    <module>), Python names only, counted per sample."""
+    <module>), counted per sample, keyed as stack_key() keys ours when
+    lines is true, else by names. Its lines are not compared: it gives 3.10
+    frames their function's first line (it predates 3.10's line table),
+    and on 3.9, reading the process without stopping it, it tears 1-7 % of
+    its stacks (a caller's line read after the callee returned)."""
     out = {}
     with open(path) as f:
         for line in f:
             frames, _, _us = line.rstrip("\n").rpartition(" ")
-            parts = frames.split(";")[1:]
-            names = [re.sub(r" \(.*", "", x) for x in parts if not re.fullmatch(r"L\d+", x)]
-            if not names or names[0] != "<module>":
+            fr = []
+            for x in frames.split(";")[1:]:
+                m = re.fullmatch(r"L(\d+)", x)
+                if m:
+                    if fr:
+                        fr[-1] = (fr[-1][0], m.group(1))
+                else:
+                    fr.append((re.sub(r" \(.*", "", x), "?"))
+            if not fr or fr[0][0] != "<module>":
                 continue
-            k = ";".join(names)
+            k = stack_key(fr)
             out[k] = out.get(k, 0) + 1
-    return out
+    return out if lines else names_only(out)
 
 
 @test
 def agrees_with_austin():
     """Debian's austin (1.0.1, which reads CPython up to 3.10) samples the
     same run of the same program every millisecond from outside: the ten
-    heaviest Python stacks and their shares within 5 percentage points."""
+    heaviest Python stacks, by function names, and their shares within 5
+    percentage points."""
     if not shutil.which("austin"):
         raise AssertionError("austin is not installed (scripts/deps.sh installs it)")
     d = Daemon(CONFIG).start()
@@ -417,7 +469,7 @@ def agrees_with_austin():
                 continue
             out = os.path.join(d.tmp, "austin-%s.txt" % v)
             a = subprocess.Popen(["austin", "-s", "-i", "1000", "-t", "1000", "-o", out, exe, BUSY,
-                                  "5", "mix", os.path.join(d.tmp, "inproc.txt")],
+                                  MIX_SECS, "mix", os.path.join(d.tmp, "inproc.txt")],
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             expect(a.stdout.readline().strip() == b"ready", "%s started under austin" % v)
             kids = subprocess.run(["pgrep", "-P", str(a.pid)], capture_output=True,
@@ -425,19 +477,18 @@ def agrees_with_austin():
             expect(len(kids) == 1, "austin's child: %r" % kids)
             pid = int(kids[0])
             expect(a.wait(60) == 0, "austin exit status")
-            cap = d.ctl_json("capture", "--pid", str(pid), "--last", "8s")["id"]
+            cap = d.ctl_json("capture", "--pid", str(pid), "--last", "12s")["id"]
+            # by names: austin's call-site lines are not to be trusted
+            # (docs/pyframes.md); the in-process sampler checks those
             ours = our_python_stacks(d, pid, cap)
-            theirs = austin_stacks(out)
-            to, tt = sum(ours.values()), sum(theirs.values())
-            heavy = sorted(theirs, key=lambda k: -theirs[k])[:10]
-            worst = max(abs(100.0 * ours.get(k, 0) / max(to, 1) - 100.0 * theirs[k] / tt)
-                        for k in heavy) if heavy else 100
-            print("%-12s ours %4d samples, austin %4d; largest share difference %.1f pp"
-                  % (v, to, tt, worst))
-            if to < 50 or worst > allowed_pp(v, "austin"):
-                bad.append("%s: %.1f pp\nours: %s\naustin: %s" % (
-                    v, worst, sorted(ours.items(), key=lambda kv: -kv[1])[:5],
-                    sorted(theirs.items(), key=lambda kv: -kv[1])[:5]))
+            worst, line = compare(v, names_only(ours), austin_stacks(out, False), "austin")
+            print(line + " (names only)")
+            if v.startswith("3.9"):
+                # for the log: austin's torn 3.9 stacks, by call-site lines
+                print("%-12s with call-site lines: %.1f pp" % (v, compare(
+                    v, ours, austin_stacks(out, True), "austin")[0]))
+            if worst > TARGET_PP:
+                bad.append(line)
         expect(not bad, "\n".join(bad))
     finally:
         d.cleanup()

@@ -124,24 +124,26 @@ def mix_b():
 
 def mix(end, out):
     """A stationary mix of chains, and an in-process sampler: a thread that
-    reads the main thread's frames every 2 ms (sys._current_frames(), the
-    interpreter's own view) and writes each stack, root first, to out."""
+    reads the main thread's frames every millisecond (sys._current_frames(),
+    the interpreter's own view) and writes each stack, root first, as
+    name:line frames, to out."""
     main_id = threading.get_ident()
     seen = {}
-    # the sampler asks for the GIL every 2 ms; the main thread gives it up
-    # within 0.5 ms of being asked (the default is 5 ms: a coarse view)
-    sys.setswitchinterval(0.0005)
+    # the sampler asks for the GIL after each 1 ms sleep; the main thread
+    # gives it up within 0.1 ms of being asked (the default is 5 ms: a
+    # coarse, uneven view), at its next eval-breaker check
+    sys.setswitchinterval(0.0001)
 
     def sampler():
         while time.time() < end:
             f = sys._current_frames().get(main_id)
             names = []
             while f is not None:
-                names.append(f.f_code.co_name)
+                names.append("%s:%d" % (f.f_code.co_name, f.f_lineno))
                 f = f.f_back
             key = ";".join(reversed(names))
             seen[key] = seen.get(key, 0) + 1
-            time.sleep(0.002)
+            time.sleep(0.001)
     t = threading.Thread(target=sampler, name="sampler")
     t.start()
     while time.time() < end:
