@@ -402,7 +402,7 @@ static const struct command commands[] = {
 	 "stops until it restarts. Allowed for root, the daemon's admin group,\n"
 	 "and the user whose process it is (whoever sees it in status).\n"
 	 "\nEXAMPLES\n"
-	 "  gpuprofctl cupti release 4242     (then start torch.profiler in 4242)\n",
+	 "  gpuprofctl cupti release 4242     # then start torch.profiler in 4242\n",
 	 "cupti.release"},
 	{"help", cmd_help, "show help for a command",
 	 "gpuprofctl help [COMMAND]\n\n"
