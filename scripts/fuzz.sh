@@ -100,7 +100,7 @@ for h in $HARNESSES; do
 		nsys) runs=45000 ;;
 		gpu_cs) runs=80000 ;;
 		zebin) runs=5000000 ;;
-		cupti) runs=300000 ;;
+		cupti) runs=70000 ;;
 		*) runs=100000 ;;
 		esac
 		time_opt="-seed=1 -runs=$runs"
