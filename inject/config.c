@@ -56,7 +56,7 @@ int config_parse_features(const char *s, uint32_t *out)
 	return 0;
 }
 
-static unsigned env_uint(const char *name, unsigned def, unsigned lo, unsigned hi)
+unsigned config_env_uint(const char *name, unsigned def, unsigned lo, unsigned hi)
 {
 	const char *s = getenv(name);
 	char *end;
@@ -85,12 +85,12 @@ void config_read(struct gpi_config *cfg)
 	if (!s || !*s || strlen(s) >= sizeof(cfg->socket))
 		s = GPI_SOCKET_DEFAULT;
 	strcpy(cfg->socket, s);
-	cfg->flush_ms = env_uint("GPUPROF_CUPTI_FLUSH_MS", 500, 10, 60000);
+	cfg->flush_ms = config_env_uint("GPUPROF_CUPTI_FLUSH_MS", 500, 10, 60000);
 	s = getenv("GPUPROF_CUPTI_YIELD");
 	cfg->yield = GPI_YIELD_AUTO; /* unset or a typo: the safe default */
 	if (s && !strcmp(s, "never"))
 		cfg->yield = GPI_YIELD_NEVER;
 	else if (s && !strcmp(s, "torch"))
 		cfg->yield = GPI_YIELD_TORCH;
-	cfg->quiet_ms = env_uint("GPUPROF_CUPTI_YIELD_QUIET_MS", 5000, 100, 600000);
+	cfg->quiet_ms = config_env_uint("GPUPROF_CUPTI_YIELD_QUIET_MS", 5000, 100, 600000);
 }

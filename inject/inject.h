@@ -52,6 +52,9 @@ void config_read(struct gpi_config *cfg);
 /* Parses a feature list ("kernel,memcpy,...", "default", "all", "none");
  * -EINVAL on an unknown word. */
 int config_parse_features(const char *s, uint32_t *out);
+/* The number in environment variable name, or def when it is unset, not a
+ * number or outside [lo, hi]. */
+unsigned config_env_uint(const char *name, unsigned def, unsigned lo, unsigned hi);
 
 /* ------------------------------------------------------------ shared state */
 

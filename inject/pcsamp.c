@@ -106,24 +106,13 @@ static _Atomic int active;
 static _Atomic int resend; /* stall names must be sent again */
 struct pcsamp_counters pc_n;
 
-static unsigned env_num(const char *name, unsigned def, unsigned lo, unsigned hi)
-{
-	const char *s = getenv(name);
-	char *end;
-	unsigned long v;
-
-	if (!s || !*s)
-		return def;
-	v = strtoul(s, &end, 10);
-	return *end || v < lo || v > hi ? def : (unsigned)v;
-}
-
 void pcsamp_config_read(struct pcsamp_config *c)
 {
-	c->period = env_num("GPUPROF_CUPTI_PC_PERIOD", 0, 5, 31);
-	c->duty = env_num("GPUPROF_CUPTI_PC_DUTY", PCSAMP_DUTY_DEFAULT, 1, 100);
-	c->window_ms = env_num("GPUPROF_CUPTI_PC_WINDOW_MS", PCSAMP_WINDOW_DEFAULT, 1, 60000);
-	c->cubin_mb = env_num("GPUPROF_CUPTI_CUBIN_MB", PCSAMP_CUBIN_MB_DEFAULT, 0, 4096);
+	c->period = config_env_uint("GPUPROF_CUPTI_PC_PERIOD", 0, 5, 31);
+	c->duty = config_env_uint("GPUPROF_CUPTI_PC_DUTY", PCSAMP_DUTY_DEFAULT, 1, 100);
+	c->window_ms =
+		config_env_uint("GPUPROF_CUPTI_PC_WINDOW_MS", PCSAMP_WINDOW_DEFAULT, 1, 60000);
+	c->cubin_mb = config_env_uint("GPUPROF_CUPTI_CUBIN_MB", PCSAMP_CUBIN_MB_DEFAULT, 0, 4096);
 }
 
 static int resolve(void)
