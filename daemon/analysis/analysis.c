@@ -59,11 +59,13 @@ static const struct analysis_param critical_path_params[] = {
 	 "edit"},
 	{"top", "int", "10", "events listed by time on the path"},
 	{"max_edges", "int", "1000", "critical edges listed at most"},
-	{"overlay", "fds", "false", "write the trace with the path marked to fds[1]"},
-	{"overlay_all_events", "bool", "false", "keep non-critical events in the overlay"},
+	{"overlay", "fds", "false", "write the trace with the path marked to fds[1]", NULL, true},
+	{"overlay_all_events", "bool", "false", "keep non-critical events in the overlay", NULL,
+	 true},
 	{"overlay_unverified", "bool", "false",
-	 "overlay a capture imported before trace digests were recorded", "trust-trace"},
-	{"fds", "fds", NULL, "the overlay's descriptors: the imported trace, the output"},
+	 "overlay a capture imported before trace digests were recorded", "trust-trace", true},
+	{"fds", "fds", NULL, "the overlay's descriptors: the imported trace, the output", NULL,
+	 true},
 	{NULL},
 };
 
@@ -80,7 +82,7 @@ static const struct analysis_param comm_params[] = {
 	{"ep", "int", NULL, "expert-parallel size"},
 	{"windows", "bool", "false", "keep every phase window"},
 	{"top", "int", "10", "straggler instances listed"},
-	{"fd", "fd", NULL, "also write an SVG of the breakdown and phase windows", "svg"},
+	{"fd", "fd", NULL, "also write an SVG of the breakdown and phase windows", "svg", true},
 	{NULL},
 };
 
@@ -135,14 +137,31 @@ static cJSON *param_json(const struct analysis_param *p)
 	return o;
 }
 
-/* "rank, consecutive_kernel_delay_us (30), ...": the parameters in a line. */
-static void params_line(const struct analysis_desc *d, char *buf, size_t len)
+/* "rank, consecutive_kernel_delay_us (30), ...": the parameters in a line;
+ * `method` adds the method_only ones. */
+static void params_line(const struct analysis_desc *d, bool method, char *buf, size_t len)
 {
 	size_t at = (size_t)snprintf(buf, len, "rank");
 
 	for (const struct analysis_param *p = d->params; p->name && at < len; p++)
-		at += (size_t)snprintf(buf + at, len - at, p->def ? ", %s (%s)" : ", %s", p->name,
-				       p->def);
+		if (method || !p->method_only)
+			at += (size_t)snprintf(buf + at, len - at, p->def ? ", %s (%s)" : ", %s",
+					       p->name, p->def);
+}
+
+void analysis_params_line(const struct analysis_desc *d, char *buf, size_t len)
+{
+	params_line(d, false, buf, len);
+}
+
+bool analysis_param_known(const struct analysis_desc *d, const char *key, bool method)
+{
+	if (!strcmp(key, "rank"))
+		return true;
+	for (const struct analysis_param *p = d->params; p->name; p++)
+		if (!strcmp(p->name, key))
+			return method || !p->method_only;
+	return false;
 }
 
 static cJSON *desc_json(const struct analysis_desc *d)
@@ -152,7 +171,7 @@ static cJSON *desc_json(const struct analysis_desc *d)
 
 	cJSON_AddStringToObject(o, "name", d->name);
 	cJSON_AddStringToObject(o, "summary", d->summary);
-	params_line(d, line, sizeof(line));
+	params_line(d, true, line, sizeof(line));
 	cJSON_AddStringToObject(o, "params", line);
 	ps = cJSON_AddArrayToObject(o, "parameters");
 	cJSON_AddItemToArray(ps, param_json(&rank_param));
@@ -226,6 +245,12 @@ int analysis_run_flags(const char *name, const struct timeline *tl, const cJSON 
 		return aerr(&c, -EINVAL, "params must be an object");
 	if (params && cJSON_IsNull(params))
 		c.params = NULL;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, c.params)
+	{
+		if (!analysis_param_known(d, it->string, false))
+			return aerr(&c, -EINVAL, "unknown parameter '%s'", it->string);
+	}
 	ret = parse_rank(&c);
 	if (!ret)
 		ret = d->run(&c, result);

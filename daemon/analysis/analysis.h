@@ -14,6 +14,7 @@
 #ifndef GPUPROF_ANALYSIS_H
 #define GPUPROF_ANALYSIS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
@@ -54,6 +55,9 @@ struct analysis_param {
 	const char *def;    /* the default as text; NULL: none (or required) */
 	const char *help;   /* one line */
 	const char *option; /* the command line's spelling; NULL: the name */
+	/* taken by the analysis's own RPC method (descriptors, the overlay
+	 * they carry), not by analysis_run() */
+	bool method_only;
 };
 
 struct analysis_desc {
@@ -74,6 +78,13 @@ const struct analysis_desc *analysis_find(const char *name);
  * "default", "help", "option"}]}]}, "rank" first in each; NULL when its
  * root cannot be made. The caller deletes it. */
 cJSON *analysis_list_json(void);
+/* Whether `key` is a parameter of d: "rank", one in its table, and where
+ * `method` is set the table's method_only ones too. Every caller checks
+ * request keys with this, so the table is the one list of them. */
+bool analysis_param_known(const struct analysis_desc *d, const char *key, bool method);
+/* "rank, consecutive_kernel_delay_us (30), ...": the parameters analysis_run()
+ * takes, in a line, for messages. */
+void analysis_params_line(const struct analysis_desc *d, char *buf, size_t len);
 
 /*
  * Run analysis `name` on the finalized timeline `tl`. `params` is a JSON

@@ -99,13 +99,10 @@ int an_each_rank(struct actx *c, cJSON *root, cJSON *ranks, an_rank_fn fn, const
 
 int an_rank_only(struct actx *c, const char *name, an_rank_fn fn, cJSON **out)
 {
-	static const char *const keys[] = {"rank", NULL};
 	cJSON *root, *ranks;
 	int err;
 
-	err = an_param_keys(c, keys);
-	if (!err)
-		err = require_gpu(c);
+	err = require_gpu(c);
 	if (err)
 		return err;
 	root = jroot(c, name, &ranks);

@@ -253,17 +253,13 @@ out:
 
 int analysis_idle(struct actx *c, cJSON **out)
 {
-	static const char *const keys[] = {"rank", "consecutive_kernel_delay_us", "interval_stats",
-					   NULL};
 	double delay_us;
 	bool stats;
 	uint32_t mtia;
 	cJSON *root, *ranks;
 	int err;
 
-	err = an_param_keys(c, keys);
-	if (!err)
-		err = an_param_num(c, "consecutive_kernel_delay_us", 30, 0, 1e12, &delay_us);
+	err = an_param_num(c, "consecutive_kernel_delay_us", 30, 0, 1e12, &delay_us);
 	if (!err)
 		err = an_param_bool(c, "interval_stats", false, &stats);
 	if (!err)

@@ -107,7 +107,6 @@ int an_rank_only(struct actx *c, const char *name, an_rank_fn fn, cJSON **out);
 int aerr(struct actx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Params: each returns 0 (default when absent) or -EINVAL with a message. */
-int an_param_keys(struct actx *c, const char *const *allowed);
 int an_param_int(struct actx *c, const char *key, int64_t def, int64_t lo, int64_t hi,
 		 int64_t *out);
 int an_param_num(struct actx *c, const char *key, double def, double lo, double hi, double *out);

@@ -410,8 +410,6 @@ static void emit(struct actx *c, cJSON *root, const int64_t sum[8], const bool s
 
 int analysis_kernels(struct actx *c, cJSON **out)
 {
-	static const char *const keys[] = {"rank", "include_memory", "num_kernels",
-					   "duration_ratio", NULL};
 	int64_t sum[8] = {0}, num_kernels;
 	bool seen[8] = {false}, mem;
 	double ratio;
@@ -419,9 +417,7 @@ int analysis_kernels(struct actx *c, cJSON **out)
 	cJSON *root = NULL;
 	int err, ntypes;
 
-	err = an_param_keys(c, keys);
-	if (!err)
-		err = an_param_bool(c, "include_memory", true, &mem);
+	err = an_param_bool(c, "include_memory", true, &mem);
 	if (!err)
 		err = an_param_int(c, "num_kernels", 10, 1, 1000000, &num_kernels);
 	if (!err)

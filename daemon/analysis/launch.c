@@ -175,21 +175,12 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const v
 
 int analysis_launch(struct actx *c, cJSON **out)
 {
-	static const char *const keys[] = {"rank",
-					   "runtime_cutoff_us",
-					   "launch_delay_cutoff_us",
-					   "include_memory",
-					   "extended",
-					   "per_launch",
-					   NULL};
 	double rt_cut, delay_cut;
 	bool mem, ext, per_launch;
 	cJSON *root, *ranks;
 	int err;
 
-	err = an_param_keys(c, keys);
-	if (!err)
-		err = an_param_num(c, "runtime_cutoff_us", 50, 0, 1e12, &rt_cut);
+	err = an_param_num(c, "runtime_cutoff_us", 50, 0, 1e12, &rt_cut);
 	if (!err)
 		err = an_param_num(c, "launch_delay_cutoff_us", 100, 0, 1e12, &delay_cut);
 	if (!err)

@@ -8,22 +8,6 @@
 
 #include "internal.h"
 
-int an_param_keys(struct actx *c, const char *const *allowed)
-{
-	const cJSON *it;
-
-	cJSON_ArrayForEach(it, c->params)
-	{
-		bool ok = false;
-
-		for (int i = 0; allowed[i]; i++)
-			ok |= strcmp(it->string, allowed[i]) == 0;
-		if (!ok)
-			return aerr(c, -EINVAL, "unknown parameter '%s'", it->string);
-	}
-	return 0;
-}
-
 int an_param_num(struct actx *c, const char *key, double def, double lo, double hi, double *out)
 {
 	const cJSON *v = c->params ? cJSON_GetObjectItemCaseSensitive(c->params, key) : NULL;

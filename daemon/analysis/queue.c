@@ -274,15 +274,12 @@ out:
 
 int analysis_queue(struct actx *c, cJSON **out)
 {
-	static const char *const keys[] = {"rank", "max_queue_length", "series", NULL};
 	int64_t maxq, t0;
 	bool series;
 	cJSON *root, *ranks;
 	int err;
 
-	err = an_param_keys(c, keys);
-	if (!err)
-		err = an_param_int(c, "max_queue_length", 1024, 1, INT32_MAX, &maxq);
+	err = an_param_int(c, "max_queue_length", 1024, 1, INT32_MAX, &maxq);
 	if (!err)
 		err = an_param_bool(c, "series", false, &series);
 	if (!err)

@@ -646,15 +646,12 @@ static int one_rank(struct actx *c, const struct tl_rank *r, cJSON *out, const v
 
 int analysis_sequences(struct actx *c, cJSON **out)
 {
-	static const char *const keys[] = {"rank", "operator", "top_k", "min_pattern_len", NULL};
 	const char *op = NULL;
 	int64_t top_k, min_len;
 	cJSON *root, *ranks;
 	int err;
 
-	err = an_param_keys(c, keys);
-	if (!err)
-		err = an_param_str(c, "operator", &op);
+	err = an_param_str(c, "operator", &op);
 	if (!err)
 		err = an_param_int(c, "top_k", 5, 0, INT32_MAX, &top_k);
 	if (!err)

@@ -77,5 +77,8 @@ bool param_name(struct rpc_req *req, const cJSON *params, const char *key, size_
 bool param_weight(struct rpc_req *req, const cJSON *params, enum folded_weight *out);
 /* Reject members not in the NULL-terminated list (typos are errors). */
 bool params_only(struct rpc_req *req, const cJSON *params, const char *const *allowed);
+/* The same with a predicate: a key is allowed when known(key, arg). */
+bool params_known(struct rpc_req *req, const cJSON *params,
+		  bool (*known)(const char *key, const void *arg), const void *arg);
 
 #endif

@@ -32,6 +32,7 @@
 
 #include "capjob.h"
 #include "analysis/critpath/cpcache.h"
+#include "analysis/analysis.h"
 #include "analysis/critpath/critpath.h"
 #include "gpd.h"
 #include "methods.h"
@@ -305,25 +306,17 @@ out:
 	cp_cache_release(j->req->gpd->cpcache, ce);
 }
 
+/* The analysis table's critical-path parameters, its method-only ones (the
+ * overlay) included, and the capture's "id". */
+static bool critpath_key(const char *key, const void *unused)
+{
+	(void)unused;
+	return !strcmp(key, "id") ||
+	       analysis_param_known(analysis_find("critical_path"), key, true);
+}
+
 void method_analyze_critical_path(struct rpc_req *req, const cJSON *params)
 {
-	static const char *const allowed[] = {
-		"id",
-		"rank",
-		"annotation",
-		"instance",
-		"zero_weight_launch_edges",
-		"kernel_kernel_threshold_us",
-		"data_load_events",
-		"edits",
-		"top",
-		"max_edges",
-		"overlay",
-		"overlay_all_events",
-		"overlay_unverified",
-		"fds",
-		NULL,
-	};
 	struct cpopts *x;
 	struct capentry *e;
 	char idkey[sizeof(x->key) + 32], err[512];
@@ -333,7 +326,7 @@ void method_analyze_critical_path(struct rpc_req *req, const cJSON *params)
 		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL, "params must be an object");
 		return;
 	}
-	if (!params_only(req, params, allowed))
+	if (!params_known(req, params, critpath_key, NULL))
 		return;
 	x = calloc(1, sizeof(*x));
 	if (!x || !(x->params = cJSON_Duplicate(params, 1))) {

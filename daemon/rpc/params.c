@@ -121,7 +121,21 @@ bool param_weight(struct rpc_req *req, const cJSON *params, enum folded_weight *
 	return true;
 }
 
+static bool in_list(const char *key, const void *list)
+{
+	for (const char *const *a = list; *a; a++)
+		if (!strcmp(key, *a))
+			return true;
+	return false;
+}
+
 bool params_only(struct rpc_req *req, const cJSON *params, const char *const *allowed)
+{
+	return params_known(req, params, in_list, allowed);
+}
+
+bool params_known(struct rpc_req *req, const cJSON *params,
+		  bool (*known)(const char *key, const void *arg), const void *arg)
 {
 	if (!params)
 		return true;
@@ -132,11 +146,7 @@ bool params_only(struct rpc_req *req, const cJSON *params, const char *const *al
 	const cJSON *it;
 	cJSON_ArrayForEach(it, params)
 	{
-		bool ok = false;
-		for (size_t i = 0; allowed[i]; i++)
-			if (!strcmp(it->string, allowed[i]))
-				ok = true;
-		if (!ok) {
+		if (!known(it->string, arg)) {
 			/* The name is the client's bytes: echo printable ASCII
 			 * only, or a reply could carry invalid UTF-8 (cJSON
 			 * passes it through) and break the client's decoder. */

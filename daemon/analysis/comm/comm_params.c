@@ -106,14 +106,10 @@ static int num_param(struct cctx *c, const char *key, double lo, double hi, bool
 
 int comm_parse_params(struct cctx *c)
 {
-	static const char *const keys[] = {"rank",	 "link_bandwidth",
-					   "iteration",	 "tags",
-					   "tp",	 "pp",
-					   "dp",	 "ep",
-					   "windows",	 "top",
-					   "iterations", NULL};
 	static const char *const sizes[TAG_N] = {"dp", "tp", "pp", "ep", NULL};
 	const cJSON *objs[2] = {c->params, c->defaults}, *it, *v;
+	const struct analysis_desc *desc = analysis_find("comm");
+	char accepted[512];
 	double d;
 	int err;
 
@@ -122,16 +118,11 @@ int comm_parse_params(struct cctx *c)
 			return cerr(c, -EINVAL, "params must be an object");
 		cJSON_ArrayForEach(it, objs[k])
 		{
-			size_t i;
-
-			for (i = 0; keys[i] && strcmp(keys[i], it->string); i++)
-				;
-			if (!keys[i])
-				return cerr(c, -EINVAL,
-					    "unknown parameter \"%s\" (accepted: rank, "
-					    "link_bandwidth, iteration, iterations, tags, tp, pp, "
-					    "dp, ep, windows, top)",
-					    it->string);
+			if (analysis_param_known(desc, it->string, false))
+				continue;
+			analysis_params_line(desc, accepted, sizeof(accepted));
+			return cerr(c, -EINVAL, "unknown parameter \"%s\" (accepted: %s)",
+				    it->string, accepted);
 		}
 	}
 	d = -1;

@@ -226,25 +226,12 @@ void cp_solved_finish(struct cp_solved *s)
  * now (the RPC method keeps built graphs and adds the overlay). */
 int analysis_critical_path(struct actx *c, cJSON **out)
 {
-	static const char *const keys[] = {
-		"rank",
-		"annotation",
-		"instance",
-		"zero_weight_launch_edges",
-		"kernel_kernel_threshold_us",
-		"data_load_events",
-		"edits",
-		"top",
-		"max_edges",
-		NULL,
-	};
 	struct cp_request rq;
 	struct cp_solved s;
 	struct cp_graph *g = NULL;
 	int r;
 
-	if ((r = an_param_keys(c, keys)) ||
-	    (r = cp_request_parse(c->params, &rq, c->err, c->errlen)))
+	if ((r = cp_request_parse(c->params, &rq, c->err, c->errlen)))
 		return r;
 	if (rq.o.rank < 0) /* default: the lowest rank, as HTA's ranks=None */
 		rq.o.rank = timeline_nranks(c->tl) ? timeline_rank_at(c->tl, 0)->rank : 0;
