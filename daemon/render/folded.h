@@ -140,6 +140,8 @@ struct store_rec;
 struct folded_liner;
 struct folded_key {
 	uint32_t stack, pid, tid, comm, name, cgroup;
+	uint32_t pc, reason; /* stalls: the instruction and the stall reason */
+	uint64_t crc;	     /* stalls: the cubin */
 };
 
 /* o is copied, but its pids/tids/comm must outlive the liner. -EINVAL for
