@@ -153,6 +153,17 @@ static int synth(const char *what, int argc, char **argv)
 		capture_free(c);
 		c = synth_main_capture();
 		r = pprof_export(c, NULL, 10000000, out_cb, NULL, &et);
+	} else if (!strcmp(what, "pprof-pc")) { /* with NVIDIA PC samples */
+		synth_add_pc(c);
+		r = pprof_export(c, NULL, 10000000, out_cb, NULL, &et);
+	} else if (!strcmp(what, "pprof-pc-cpu")) { /* the same, opening on CPU samples */
+		synth_add_pc(c);
+		r = pprof_export_typed(c, NULL, 10000000, "samples", out_cb, NULL, &et);
+	} else if (!strcmp(what, "folded-pc")) {
+		struct folded_opts o = {.weight = FOLDED_WEIGHT_STALLS};
+
+		synth_add_pc(c);
+		r = folded_write(c, &o, out_cb, NULL, NULL);
 	} else if (!strcmp(what, "pprof-xe")) { /* with an EU-stall section */
 		synth_add_xe(c);
 		r = pprof_export(c, NULL, 10000000, out_cb, NULL, &et);
