@@ -159,6 +159,15 @@ static int synth(const char *what, int argc, char **argv)
 	} else if (!strcmp(what, "pprof-pc-cpu")) { /* the same, opening on CPU samples */
 		synth_add_pc(c);
 		r = pprof_export_typed(c, NULL, 10000000, "samples", out_cb, NULL, &et);
+	} else if (!strcmp(what, "gpc-pc")) { /* the capture file (a fuzz seed) */
+		void *buf;
+		size_t len;
+
+		synth_add_pc(c);
+		if ((r = capture_encode(c, &buf, &len)) == 0) {
+			r = fwrite(buf, 1, len, stdout) == len ? 0 : -EIO;
+			free(buf);
+		}
 	} else if (!strcmp(what, "folded-pc")) {
 		struct folded_opts o = {.weight = FOLDED_WEIGHT_STALLS};
 
