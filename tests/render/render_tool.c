@@ -105,6 +105,8 @@ static int heat_args(int argc, char **argv, struct heatmap_opts *o)
 			o->weight = FOLDED_WEIGHT_GPU_TIME;
 		else if (!strcmp(argv[i], "--weight") && !strcmp(v, "eu-stall"))
 			o->eu_stall = true;
+		else if (!strcmp(argv[i], "--weight") && !strcmp(v, "stalls"))
+			o->weight = FOLDED_WEIGHT_STALLS; /* with synth_add_pc() */
 		else if (strcmp(argv[i], "--weight") || strcmp(v, "samples"))
 			return -EINVAL;
 		i++;
@@ -135,6 +137,8 @@ static int synth(const char *what, int argc, char **argv)
 		struct heatmap_totals t;
 		if ((r = heat_args(argc, argv, &o)) == 0 && o.eu_stall)
 			synth_add_xe(c);
+		if (r == 0 && o.weight == FOLDED_WEIGHT_STALLS)
+			synth_add_pc(c);
 		if (r == 0)
 			r = heatmap_render(c, &o, out_cb, NULL, &t);
 		fprintf(stderr,
