@@ -59,6 +59,12 @@ struct cupti_sass {
 	char tool[4096];
 	struct sass_cubin c[SASS_CUBINS];
 	size_t n;
+	/* the last function looked up: callers ask for many offsets of one
+	 * function in a row (a capture's keys are sorted), and a cubin may
+	 * hold thousands of functions to compare names with */
+	const struct sass_cubin *last_c;
+	char *last_name;
+	size_t last_f;
 };
 
 static bool executable(const char *p)
@@ -133,6 +139,7 @@ void cupti_sass_free(struct cupti_sass *s)
 		return;
 	for (size_t i = 0; i < s->n; i++)
 		cubin_free(&s->c[i]);
+	free(s->last_name);
 	free(s);
 }
 
@@ -329,22 +336,35 @@ static struct sass_cubin *get_cubin(struct cupti_sass *s, uint64_t crc)
 	return c;
 }
 
+/* The index of function name in c (mangled or demangled), or nnames. */
+static size_t find_fn(struct cupti_sass *s, const struct sass_cubin *c, const char *name)
+{
+	size_t f;
+
+	if (s->last_c == c && s->last_name && !strcmp(s->last_name, name))
+		return s->last_f;
+	for (f = 0; f < c->nnames; f++)
+		/* the capture demangles names; nvdisasm keeps them mangled */
+		if (!strcmp(c->names[f], name) || (c->dnames[f] && !strcmp(c->dnames[f], name)))
+			break;
+	free(s->last_name);
+	s->last_name = strdup(name);
+	s->last_c = c;
+	s->last_f = f;
+	return f;
+}
+
 const char *cupti_sass_insn(void *ctx, uint32_t pid, uint64_t crc, const char *name, uint32_t pc)
 {
 	struct cupti_sass *s = ctx;
 	struct sass_cubin *c = s ? get_cubin(s, crc) : NULL;
+	struct sass_ins key = {0, pc, NULL}, *hit;
 
 	(void)pid; /* a cubin is found by CRC and owner, not by process */
-	for (size_t f = 0; c && f < c->nnames; f++) {
-		struct sass_ins key = {(uint32_t)f, pc, NULL}, *hit;
-
-		/* the capture demangles names; nvdisasm keeps them mangled */
-		if (strcmp(c->names[f], name) && (!c->dnames[f] || strcmp(c->dnames[f], name)))
-			continue;
-		hit = bsearch(&key, c->ins, c->nins, sizeof(*c->ins), ins_cmp);
-		return hit ? hit->text : NULL;
-	}
-	return NULL;
+	if (!c || (key.fn = (uint32_t)find_fn(s, c, name)) == c->nnames)
+		return NULL;
+	hit = bsearch(&key, c->ins, c->nins, sizeof(*c->ins), ins_cmp);
+	return hit ? hit->text : NULL;
 }
 
 /* ---- the SASS text a saved capture keeps (capture/capsass.h) ---- */
