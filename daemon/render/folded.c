@@ -326,6 +326,10 @@ int folded_write(const struct capture *c, const struct folded_opts *opts, folded
 	t.cupti_intervals = x.cupti[0];
 	t.cupti_no_call = x.cupti[1];
 	t.cupti_no_launch = x.cupti[2];
+	t.sass = x.pcs.sass.base != NULL;
+	t.sass_kept = x.pcs.sass.n;
+	t.sass_missing = x.pcs.sass.missing;
+	t.sass_capped = x.pcs.sass.capped;
 	if (r == 0 && !fn)
 		r = -EINVAL;
 	if (r < 0)

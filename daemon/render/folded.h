@@ -114,6 +114,10 @@ struct folded_totals {
 	 * launch probe (both drawn without a launch stack); synchronization
 	 * intervals are CPU waits, not GPU time, and count nothing */
 	uint64_t cupti_intervals, cupti_no_call, cupti_no_launch;
+	/* stalls: the capture's SASS section (capture/capsass.h), when it has
+	 * one: instructions kept, keys without text, keys over its bounds */
+	bool sass;
+	uint64_t sass_kept, sass_missing, sass_capped;
 };
 
 /* Receives the output in chunks of up to 1 MiB; returns 0 or -errno

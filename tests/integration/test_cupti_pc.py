@@ -131,6 +131,9 @@ def pc_samples_stall_names_and_cubins():
         # needed to show it again, while a capture cut without a usable
         # nvdisasm shows offsets
         eq(sass_section(d, cid), {(crc, 0x1a0): bar, (crc, 0x40): ldg}, "the capture's SASS section")
+        res = d.ctl_json("folded", str(cid), "--weight", "stalls", "--out",
+                         os.path.join(d.tmp, "f.txt"))
+        eq(res["sass"], {"kept": 2, "missing": 1, "capped": 0}, "folded's sass counts")
         os.chmod(tool, 0o644)
         out = d.ctl("folded", str(cid), "--weight", "stalls", check=0).stdout.decode()
         expect("%s_[g];barrier_[g] 30" % bar in out, "text kept in the capture: %r", out)
