@@ -398,8 +398,17 @@ int cmd_export(struct cli *cli, int argc, char **argv)
 	cJSON *rank = cJSON_DetachItemFromObjectCaseSensitive(a.p, "rank");
 	if (rank)
 		cJSON_AddItemToObject(p, "rank", rank);
+	/* pprof holds every weight as a sample type: --weight picks the one
+	 * it opens on, the type that counts what `folded --weight` counts */
+	cJSON *w = cJSON_DetachItemFromObjectCaseSensitive(a.p, "weight");
+	if (w)
+		cJSON_AddItemToObject(p, "weight", w);
 	cJSON_Delete(a.p);
 	a.p = p;
+	if (w && strcmp(a.format, "pprof")) {
+		r = cli_usage_error(cli, "--weight applies to --format pprof");
+		goto out;
+	}
 	r = call_render(cli, "capture.export", a.p, a.out, NULL, 0);
 out:
 	cJSON_Delete(a.p);

@@ -346,14 +346,19 @@ static const struct command commands[] = {
 	 "  gpuprofctl diff before.folded after.folded --out diff.svg\n",
 	 "capture.diff"},
 	{"export", cmd_export, "export a capture as Chrome trace JSON or pprof",
-	 "gpuprofctl export ID --format chrome|pprof --out FILE [--period-ns N] [--rank R]\n\n"
+	 "gpuprofctl export ID --format chrome|pprof --out FILE [--period-ns N] [--rank R]\n"
+	 "                    [--weight samples|launches|gpu-time|stalls]\n\n"
 	 "chrome: Trace Event JSON (CPU samples with stackFrames, launches, GPU\n"
 	 "intervals, annotations) for ui.perfetto.dev and chrome://tracing.\n"
 	 "pprof: gzipped profile.proto for go tool pprof, Pyroscope and Parca;\n"
 	 "cpu/nanoseconds = samples x the sampling period (default: the\n"
 	 "daemon's sampling.cpu_frequency; --period-ns overrides). Mappings carry\n"
 	 "the objects' paths and GNU build ids; a capture with Intel Xe EU stalls\n"
-	 "adds one sample type per stall reason (go tool pprof -sample_index=send).\n"
+	 "adds one sample type per stall reason (go tool pprof -sample_index=send);\n"
+	 "NVIDIA PC samples add stall_samples/count: stall reason <- instruction <-\n"
+	 "kernel <- launching stack, as folded --weight stalls, label stall_reason.\n"
+	 "--weight W (pprof only): the profile opens (its default sample type) on\n"
+	 "what folded --weight W counts: samples, launches, gpu, stall_samples.\n"
 	 "An imported trace exports as chrome only: its events as they were kept,\n"
 	 "one rank per file (--rank R when it holds several); importing the file\n"
 	 "again gives the same events.\n"

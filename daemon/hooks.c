@@ -13,6 +13,7 @@
 #include "pyframes/pyreg.h"
 #include "sym.h"
 #include "collect/cpu.h"
+#include "collect/cupti_sass.h"
 #include "collect/gpu_launch.h"
 #include "timeline/live.h"
 #include "xe_collector.h"
@@ -66,6 +67,23 @@ static int zebin_load(void *arg, void *state, uint32_t pid, const char *path, ch
 	return r;
 }
 
+/* NVIDIA PC samples: the SASS text of their instructions kept in the
+ * capture (names demangled first: nvdisasm's are matched either way) */
+static void sass_text(struct gpd *g, struct capture *c)
+{
+	struct collector *cc = collectors_find(g, "cupti");
+	struct cupti_sass_totals t;
+	int r = cupti_sass_attach(cc ? cc->priv : NULL, g->cfg.cupti.nvdisasm, c, &t);
+
+	if (r < 0)
+		log_warn("capture %llu: SASS text not kept: %s", (unsigned long long)c->id,
+			 strerror(-r));
+	else if (t.keys)
+		log_debug("capture %llu: SASS text of %zu of %zu instructions kept (%zu bytes), "
+			  "%zu without text, %zu over the bounds",
+			  (unsigned long long)c->id, t.texts, t.keys, t.bytes, t.missing, t.capped);
+}
+
 static void symbolize(void *arg, struct capture *c)
 {
 	struct gpd *g = arg;
@@ -87,6 +105,7 @@ static void symbolize(void *arg, struct capture *c)
 	if (r < 0)
 		log_warn("capture %llu: symbolization failed: %s", (unsigned long long)c->id,
 			 strerror(-r));
+	sass_text(g, c);
 }
 
 static bool py_name(const void *ctx, uint64_t ip, char *name, size_t len, char *line,

@@ -12,6 +12,7 @@
  *  - every failure is -EBADMSG with a reason naming the byte or section.
  */
 #include "capture/capture-int.h"
+#include "capture/capsass.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -239,6 +240,17 @@ static int dec_records(struct rd *r, struct capture *c, size_t off, size_t n)
 	return 0;
 }
 
+/* Extras that refer into the core tables are checked like the records:
+ * the SASS text of PC samples names functions by string id. */
+static int dec_extras(struct rd *r, struct capture *c)
+{
+	struct capsass s;
+	int ret = capsass_of_capture(c, &s, r->why, r->whylen);
+
+	capsass_finish(&s);
+	return ret;
+}
+
 static int dec_sections(struct rd *r, struct capture *c)
 {
 	uint32_t nsec, seen = 0;
@@ -329,7 +341,7 @@ static int dec_sections(struct rd *r, struct capture *c)
 			return bad(r, "record %zu: stack id %u out of range (%u stacks)", i,
 				   rec->stack, c->nstacks);
 	}
-	return 0;
+	return dec_extras(r, c);
 }
 
 int capture_decode_into(struct capture *c, const void *buf, size_t len, char *why, size_t whylen)

@@ -5,6 +5,7 @@
  * depend on padding or host byte order. The reader is capdecode.c.
  */
 #include "capture/capture-int.h"
+#include "capture/capsass.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -71,6 +72,14 @@ int capture_encode(const struct capture *c, void **buf, size_t *len)
 		if (r->comm > c->nstrs || r->name > c->nstrs || r->stack > c->nstacks ||
 		    store_rec_cgroup(r) > c->nstrs || store_rec_detail(r) > c->nstrs)
 			return -EINVAL;
+	}
+	{
+		struct capsass s;
+		int r = capsass_of_capture(c, &s, NULL, 0);
+
+		capsass_finish(&s);
+		if (r < 0)
+			return r == -EBADMSG ? -EINVAL : r;
 	}
 	if (c->nrecs > (SIZE_MAX - 8) / CAPFILE_REC_LEN)
 		return -E2BIG;

@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture/capsass.h"
+#include "capture/capture.h"
 #include "sym/demangle.h"
 
 #define SASS_CUBINS 32		 /* distinct cubins one render disassembles */
@@ -57,6 +59,12 @@ struct cupti_sass {
 	char tool[4096];
 	struct sass_cubin c[SASS_CUBINS];
 	size_t n;
+	/* the last function looked up: callers ask for many offsets of one
+	 * function in a row (a capture's keys are sorted), and a cubin may
+	 * hold thousands of functions to compare names with */
+	const struct sass_cubin *last_c;
+	char *last_name;
+	size_t last_f;
 };
 
 static bool executable(const char *p)
@@ -131,6 +139,7 @@ void cupti_sass_free(struct cupti_sass *s)
 		return;
 	for (size_t i = 0; i < s->n; i++)
 		cubin_free(&s->c[i]);
+	free(s->last_name);
 	free(s);
 }
 
@@ -327,20 +336,140 @@ static struct sass_cubin *get_cubin(struct cupti_sass *s, uint64_t crc)
 	return c;
 }
 
+/* The index of function name in c (mangled or demangled), or nnames. */
+static size_t find_fn(struct cupti_sass *s, const struct sass_cubin *c, const char *name)
+{
+	size_t f;
+
+	if (s->last_c == c && s->last_name && !strcmp(s->last_name, name))
+		return s->last_f;
+	for (f = 0; f < c->nnames; f++)
+		/* the capture demangles names; nvdisasm keeps them mangled */
+		if (!strcmp(c->names[f], name) || (c->dnames[f] && !strcmp(c->dnames[f], name)))
+			break;
+	free(s->last_name);
+	s->last_name = strdup(name);
+	s->last_c = c;
+	s->last_f = f;
+	return f;
+}
+
 const char *cupti_sass_insn(void *ctx, uint32_t pid, uint64_t crc, const char *name, uint32_t pc)
 {
 	struct cupti_sass *s = ctx;
 	struct sass_cubin *c = s ? get_cubin(s, crc) : NULL;
+	struct sass_ins key = {0, pc, NULL}, *hit;
 
 	(void)pid; /* a cubin is found by CRC and owner, not by process */
-	for (size_t f = 0; c && f < c->nnames; f++) {
-		struct sass_ins key = {(uint32_t)f, pc, NULL}, *hit;
+	if (!c || (key.fn = (uint32_t)find_fn(s, c, name)) == c->nnames)
+		return NULL;
+	hit = bsearch(&key, c->ins, c->nins, sizeof(*c->ins), ins_cmp);
+	return hit ? hit->text : NULL;
+}
 
-		/* the capture demangles names; nvdisasm keeps them mangled */
-		if (strcmp(c->names[f], name) && (!c->dnames[f] || strcmp(c->dnames[f], name)))
-			continue;
-		hit = bsearch(&key, c->ins, c->nins, sizeof(*c->ins), ins_cmp);
-		return hit ? hit->text : NULL;
+/* ---- the SASS text a saved capture keeps (capture/capsass.h) ---- */
+
+struct pc_key {
+	uint64_t crc;
+	uint32_t name, pc;
+};
+
+static int pc_key_cmp(const void *a, const void *b)
+{
+	const struct pc_key *x = a, *y = b;
+
+	if (x->crc != y->crc)
+		return x->crc < y->crc ? -1 : 1;
+	if (x->name != y->name)
+		return x->name < y->name ? -1 : 1;
+	return x->pc < y->pc ? -1 : x->pc > y->pc;
+}
+
+/* The distinct (cubin, function, offset) keys of c's PC records. */
+static int pc_keys(const struct capture *c, struct pc_key **out, size_t *n)
+{
+	struct pc_key *k;
+	size_t m = 0, u = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (size_t i = 0; i < c->nrecs; i++)
+		m += c->recs[i].type == STORE_REC_GPU_PC && c->recs[i].name;
+	if (!m)
+		return 0;
+	k = malloc(m * sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *r = &c->recs[i];
+
+		if (r->type == STORE_REC_GPU_PC && r->name)
+			k[u++] = (struct pc_key){r->aux[0], r->name, (uint32_t)r->aux[1]};
 	}
-	return NULL;
+	qsort(k, u, sizeof(*k), pc_key_cmp);
+	m = 0;
+	for (size_t i = 0; i < u; i++)
+		if (!m || pc_key_cmp(&k[m - 1], &k[i]))
+			k[m++] = k[i];
+	*out = k;
+	*n = m;
+	return 0;
+}
+
+/* The function name of string id: up to the NUL a launch collector may
+ * append its geometry after (as the renderers read it), NUL-terminated. */
+static char *fn_name(const struct capture *c, uint32_t id)
+{
+	size_t len;
+	const char *s = capture_str(c, id, &len);
+
+	return s ? strndup(s, strnlen(s, len)) : NULL;
+}
+
+int cupti_sass_attach(struct cupti *cu, const char *tool, struct capture *c,
+		      struct cupti_sass_totals *t)
+{
+	struct capsass_builder b = {0};
+	struct cupti_sass *s = NULL;
+	struct pc_key *k = NULL;
+	size_t n = 0, len = 0;
+	void *buf = NULL;
+	int r;
+
+	*t = (struct cupti_sass_totals){0};
+	if (!cu || c->kind != CAPTURE_LIVE || capture_find_extra(c, CAPSEC_CUPTI_SASS))
+		return 0;
+	if ((r = pc_keys(c, &k, &n)) < 0 || !n)
+		goto out;
+	/* what the capture's owner may see: a member's capture holds only
+	 * its own records (uid filter) and gets text only for the cubins its
+	 * uid owns; a privileged peer's capture is unfiltered, as root */
+	r = cupti_sass_new(cu, tool, c->uid_filter ? c->filter_uid : 0, &s);
+	if (r < 0 || !s)
+		goto out;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		char *name = fn_name(c, k[i].name);
+		const char *text = name ? cupti_sass_insn(s, 0, k[i].crc, name, k[i].pc) : NULL;
+
+		r = text ? capsass_add(&b, k[i].crc, k[i].name, k[i].pc, text) : 0;
+		b.missing += !text;
+		free(name);
+	}
+	t->keys = n;
+	t->texts = b.n;
+	t->missing = b.missing;
+	t->capped = b.capped;
+	/* nothing resolved: no section (the renderers print offsets, or
+	 * resolve later if the cubins are still kept) */
+	if (r < 0 || !b.n)
+		goto out;
+	if ((r = capsass_encode(&b, &buf, &len)) == 0 &&
+	    (r = capture_adopt_extra(c, CAPSEC_CUPTI_SASS, buf, len)) < 0)
+		free(buf);
+	t->bytes = r == 0 ? len : 0;
+out:
+	cupti_sass_free(s);
+	capsass_builder_finish(&b);
+	free(k);
+	return r;
 }

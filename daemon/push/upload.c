@@ -52,7 +52,9 @@ static const char sample_type_config[] =
 	"{\"samples\":{\"units\":\"samples\",\"aggregation\":\"sum\","
 	"\"display-name\":\"cpu\",\"sampled\":true},"
 	"\"launches\":{\"units\":\"samples\",\"aggregation\":\"sum\","
-	"\"display-name\":\"gpu_launches\",\"sampled\":false}}";
+	"\"display-name\":\"gpu_launches\",\"sampled\":false},"
+	"\"stall_samples\":{\"units\":\"samples\",\"aggregation\":\"sum\","
+	"\"display-name\":\"gpu_stalls\",\"sampled\":false}}";
 
 struct upload {
 	char url[1024];

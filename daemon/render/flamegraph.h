@@ -129,6 +129,14 @@ int chrome_export(const struct capture *c, const struct render_view *view, folde
 int pprof_export(const struct capture *c, const struct render_view *view, uint64_t period_ns,
 		 folded_write_fn fn, void *ctx, struct export_totals *t);
 
+/* pprof_export() whose default sample type (the one `go tool pprof`
+ * shows without -sample_index; else the last) is sample_type: "samples",
+ * "launches", "gpu", "stall_samples" (NVIDIA PC samples) or an EU-stall
+ * reason. -ENOENT when the profile has no such type. */
+int pprof_export_typed(const struct capture *c, const struct render_view *view, uint64_t period_ns,
+		       const char *sample_type, folded_write_fn fn, void *ctx,
+		       struct export_totals *t);
+
 /* Labels a caller adds to every sample of a process, after "comm" and
  * "pid" (continuous profiles add its cgroup and systemd unit): up to max
  * (key, value) pairs, NUL-terminated strings that stay valid until the

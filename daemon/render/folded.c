@@ -158,71 +158,6 @@ static int gpu_shares(struct ctx *x)
 	return 0;
 }
 
-/* A launch's or a PC sample's (pid, kernel name) as one number: the name
- * up to the NUL a launch collector may append its geometry after, so the
- * launch probe's name and CUPTI's function name meet when they agree. */
-static uint64_t launch_key(const struct capture *c, uint32_t pid, uint32_t name)
-{
-	size_t len;
-	const char *s = name ? capture_str(c, name, &len) : NULL;
-	uint64_t h = 0xcbf29ce484222325ull ^ pid;
-
-	for (size_t i = 0; s && i < len && s[i]; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return h;
-}
-
-static int launch_at_cmp(const void *a, const void *b)
-{
-	const struct launch_at *x = a, *y = b;
-
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	return x->ts < y->ts ? -1 : x->ts > y->ts;
-}
-
-/* stalls: the launches with a stack, sorted for stall_stack() */
-static int launch_index(struct ctx *x)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < x->c->nrecs; i++)
-		n += x->c->recs[i].type == STORE_REC_GPU_LAUNCH && x->c->recs[i].stack;
-	if (!n)
-		return 0;
-	x->launches = malloc(n * sizeof(*x->launches));
-	if (!x->launches)
-		return -ENOMEM;
-	for (size_t i = 0; i < x->c->nrecs; i++) {
-		const struct store_rec *r = &x->c->recs[i];
-
-		if (r->type == STORE_REC_GPU_LAUNCH && r->stack)
-			x->launches[x->nlaunches++] =
-				(struct launch_at){launch_key(x->c, r->pid, r->name), r->ts_ns,
-						   r->stack};
-	}
-	qsort(x->launches, x->nlaunches, sizeof(*x->launches), launch_at_cmp);
-	return 0;
-}
-
-/* The stack of the latest launch of r's kernel in r's pid at or before r
- * (a PC sample has no launch of its own: its samples span a window), 0. */
-static uint32_t stall_stack(const struct ctx *x, const struct store_rec *r)
-{
-	struct launch_at want = {launch_key(x->c, r->pid, r->name), r->ts_ns, 0};
-	size_t lo = 0, hi = x->nlaunches;
-
-	while (lo < hi) { /* the first entry after want */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (launch_at_cmp(&x->launches[mid], &want) <= 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo && x->launches[lo - 1].key == want.key ? x->launches[lo - 1].stack : 0;
-}
-
 /* Whether r counts (type, window, filters); its key and weight in *k. */
 static bool record_key(struct ctx *x, const struct store_rec *r, struct agg *k)
 {
@@ -264,7 +199,7 @@ static bool record_key(struct ctx *x, const struct store_rec *r, struct agg *k)
 		k->name = r->name;
 		k->count = x->share ? x->share[r - x->c->recs] : 1;
 	} else if (o->weight == FOLDED_WEIGHT_STALLS) {
-		k->stack = stall_stack(x, r);
+		k->stack = pcstall_stack(&x->pcs, r);
 		k->name = r->name;
 		k->pc = (uint32_t)r->aux[1];
 		k->reason = store_rec_detail(r);
@@ -310,7 +245,7 @@ static int ctx_init(struct ctx *x, const struct capture *c, const struct folded_
 		return -ENOMEM;
 	if (o->weight == FOLDED_WEIGHT_GPU_TIME && gpu_shares(x) < 0)
 		return -ENOMEM;
-	if (o->weight == FOLDED_WEIGHT_STALLS && launch_index(x) < 0)
+	if (o->weight == FOLDED_WEIGHT_STALLS && pcstall_init(&x->pcs, c) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -323,7 +258,7 @@ static void ctx_finish(struct ctx *x)
 	free(x->pids);
 	free(x->tids);
 	free(x->share);
-	free(x->launches);
+	pcstall_finish(&x->pcs);
 	sym_table_free(x->syms);
 }
 
@@ -391,6 +326,10 @@ int folded_write(const struct capture *c, const struct folded_opts *opts, folded
 	t.cupti_intervals = x.cupti[0];
 	t.cupti_no_call = x.cupti[1];
 	t.cupti_no_launch = x.cupti[2];
+	t.sass = x.pcs.sass.base != NULL;
+	t.sass_kept = x.pcs.sass.n;
+	t.sass_missing = x.pcs.sass.missing;
+	t.sass_capped = x.pcs.sass.capped;
 	if (r == 0 && !fn)
 		r = -EINVAL;
 	if (r < 0)
@@ -458,7 +397,8 @@ bool folded_liner_match(struct folded_liner *l, const struct store_rec *r, struc
 	struct agg k;
 	if (!record_key(&l->x, r, &k))
 		return false;
-	*key = (struct folded_key){k.stack, k.pid, k.tid, k.comm, k.name, k.cgroup};
+	*key = (struct folded_key){k.stack,  k.pid, k.tid,    k.comm, k.name,
+				   k.cgroup, k.pc,  k.reason, k.crc};
 	*count = k.count;
 	return true;
 }
@@ -466,7 +406,8 @@ bool folded_liner_match(struct folded_liner *l, const struct store_rec *r, struc
 int folded_liner_line(struct folded_liner *l, const struct folded_key *key, const char **text,
 		      size_t *len)
 {
-	struct agg k = {key->stack, key->pid, key->tid, key->comm, key->name, 1, key->cgroup};
+	struct agg k = {key->stack, key->pid,	 key->tid, key->comm,	key->name,
+			1,	    key->cgroup, key->pc,  key->reason, key->crc};
 	l->x.a.len = 0;
 	int r = folded_build_line(&l->x, &k);
 	*text = l->x.a.p;

@@ -114,6 +114,10 @@ struct folded_totals {
 	 * launch probe (both drawn without a launch stack); synchronization
 	 * intervals are CPU waits, not GPU time, and count nothing */
 	uint64_t cupti_intervals, cupti_no_call, cupti_no_launch;
+	/* stalls: the capture's SASS section (capture/capsass.h), when it has
+	 * one: instructions kept, keys without text, keys over its bounds */
+	bool sass;
+	uint64_t sass_kept, sass_missing, sass_capped;
 };
 
 /* Receives the output in chunks of up to 1 MiB; returns 0 or -errno
@@ -140,6 +144,8 @@ struct store_rec;
 struct folded_liner;
 struct folded_key {
 	uint32_t stack, pid, tid, comm, name, cgroup;
+	uint32_t pc, reason; /* stalls: the instruction and the stall reason */
+	uint64_t crc;	     /* stalls: the cubin */
 };
 
 /* o is copied, but its pids/tids/comm must outlive the liner. -EINVAL for

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "folded.h"
+#include "pcstall.h"
 
 struct store_rec;
 
@@ -24,13 +25,6 @@ struct agg {
 	/* stalls: the pc offset and the stall reason's string id (0 otherwise) */
 	uint32_t pc, reason;
 	uint64_t crc; /* the cubin's */
-};
-
-/* stalls: the launches of a capture, by (pid, kernel name) then time */
-struct launch_at {
-	uint64_t key; /* launch_key() */
-	uint64_t ts;
-	uint32_t stack;
 };
 
 struct arena {
@@ -53,9 +47,8 @@ struct ctx {
 	 * launches count 1 each then (gpu_fallback). */
 	uint64_t *share;
 	bool gpu_fallback;
-	uint64_t cupti[3];	    /* folded_totals.cupti_intervals, _no_call, _no_launch */
-	struct launch_at *launches; /* stalls only */
-	size_t nlaunches;
+	uint64_t cupti[3];  /* folded_totals.cupti_intervals, _no_call, _no_launch */
+	struct pcstall pcs; /* stalls only: launch stacks, SASS text */
 	/* stalls: SASS text of an instruction, or NULL (offsets printed) */
 	folded_insn_fn insn;
 	void *insn_ctx;

@@ -104,39 +104,48 @@ static int put_frame(struct ctx *x, const struct sym_frames *f, size_t i, uint64
 
 static int gpu_frame(struct ctx *x, const struct agg *k);
 
-/* CUPTI's stall reason names all start so; the frame keeps the rest */
-#define STALL_PREFIX "smsp__pcsamp_warps_issue_stalled_"
+/* The hook's instruction text for k (the function name NUL-terminated:
+ * nvdisasm's names are matched whole, however long). */
+static const char *hook_insn(struct ctx *x, const struct agg *k, const char *kn, size_t knlen)
+{
+	char buf[512], *name = knlen < sizeof(buf) ? buf : malloc(knlen + 1);
+	const char *insn;
+
+	if (!name)
+		return NULL;
+	memcpy(name, kn, knlen);
+	name[knlen] = '\0';
+	insn = x->insn(x->insn_ctx, k->pid, k->crc, name, k->pc);
+	if (name != buf)
+		free(name);
+	return insn;
+}
 
 /* stalls: ";sass_instruction_[g];stall_reason_[g]" after the kernel frame:
- * the instruction's SASS text where the hook has it, else "+0x1a0" */
+ * the instruction's SASS text the capture kept (pcstall.h), else the
+ * hook's, else "+0x1a0" */
 static int stall_frames(struct ctx *x, const struct agg *k, const char *kn, size_t knlen)
 {
 	const char *insn = NULL, *rs;
-	char tmp[24], name[512];
-	size_t len;
+	char tmp[24];
+	size_t len = 0;
 	int n;
 
-	if (x->insn && kn) {
-		snprintf(name, sizeof(name), "%.*s", (int)knlen, kn);
-		insn = x->insn(x->insn_ctx, k->pid, k->crc, name, k->pc);
-	}
+	insn = pcstall_insn(&x->pcs, k->crc, k->name, k->pc, &len);
+	if (!insn && x->insn && kn && (insn = hook_insn(x, k, kn, knlen)))
+		len = strlen(insn);
 	if (put_raw(&x->a, ";", 1) < 0)
 		return -ENOMEM;
 	if (insn) {
-		if (put_name(&x->a, insn, strlen(insn)) < 0)
+		if (put_name(&x->a, insn, len) < 0)
 			return -ENOMEM;
 	} else {
 		n = snprintf(tmp, sizeof(tmp), "+0x%" PRIx32, k->pc);
 		if (put_raw(&x->a, tmp, (size_t)n) < 0)
 			return -ENOMEM;
 	}
-	rs = k->reason ? capture_str(x->c, k->reason, &len) : NULL;
-	if (rs && len > sizeof(STALL_PREFIX) - 1 &&
-	    !memcmp(rs, STALL_PREFIX, sizeof(STALL_PREFIX) - 1)) {
-		rs += sizeof(STALL_PREFIX) - 1;
-		len -= sizeof(STALL_PREFIX) - 1;
-	}
-	if (put_raw(&x->a, "_[g];", 5) < 0 || put_name(&x->a, rs ? rs : "", rs ? len : 0) < 0 ||
+	rs = pcstall_reason(x->c, k->reason, &len);
+	if (put_raw(&x->a, "_[g];", 5) < 0 || put_name(&x->a, rs, len) < 0 ||
 	    put_raw(&x->a, "_[g]", 4) < 0)
 		return -ENOMEM;
 	return 0;

@@ -61,7 +61,7 @@ static void put_num(struct wbuf *w, char sep, uint64_t v)
 
 static const char *count_name(const struct heatmap_opts *o)
 {
-	if (o->eu_stall)
+	if (o->eu_stall || o->weight == FOLDED_WEIGHT_STALLS)
 		return "stall samples";
 	return o->weight == FOLDED_WEIGHT_LAUNCHES   ? "launches"
 	       : o->weight == FOLDED_WEIGHT_GPU_TIME ? "ns"
@@ -249,12 +249,14 @@ int heatmap_render(const struct capture *c, const struct heatmap_opts *opts, fol
 		width = 720; /* room for the title and the selection's command line */
 	/* the command drawing a range's graph (none for EU stalls yet: the
 	 * page then shows the range in ns) */
-	static const char *const wopt[] = {"", " --weight launches", " --weight gpu-time"};
+	static const char *const wopt[] = {"", " --weight launches", " --weight gpu-time",
+					   " --weight stalls"};
 	char cmd[128] = "";
 	if (!o->eu_stall)
 		snprintf(cmd, sizeof(cmd), "gpuprofctl flamegraph %llu --out range.svg%s%s",
 			 (unsigned long long)o->capture_id, o->no_kernel ? " --no-kernel" : "",
-			 (unsigned)o->weight < 3 ? wopt[o->weight] : "");
+			 (unsigned)o->weight < sizeof(wopt) / sizeof(wopt[0]) ? wopt[o->weight]
+									      : "");
 	wb_init(w, fn, ctx);
 	wb_printf(w,
 		  "<?xml version=\"1.0\" standalone=\"no\"?>\n"

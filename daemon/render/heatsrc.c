@@ -26,6 +26,8 @@ static uint64_t key_hash(const struct folded_key *k)
 	uint64_t h = ((uint64_t)k->stack << 32 | k->pid) * 0x9E3779B97F4A7C15ull;
 	h ^= ((uint64_t)k->tid << 32 | k->comm) * 0xC2B2AE3D27D4EB4Full;
 	h ^= (uint64_t)k->name * 0x165667B19E3779F9ull;
+	h ^= ((uint64_t)k->pc << 32 | k->reason) * 0x27D4EB2F165667C5ull; /* stalls */
+	h ^= k->crc * 0x9E3779B97F4A7C15ull;
 	return h ^ (h >> 29);
 }
 

@@ -6,11 +6,14 @@
  *
  *   sample types   samples/count, cpu/nanoseconds (count x period) and,
  *                  when the capture has them, launches/count, gpu/nanoseconds
- *                  and one REASON/samples per EU-stall reason (pprof_xe.c)
+ *                  one REASON/samples per EU-stall reason (pprof_xe.c),
+ *                  stall_samples/count for NVIDIA PC samples (pprof_pc.c)
  *   samples        one per (pid, stack, comm), leaf location first, labels
  *                  "comm" and "pid"; GPU kernels as one-frame "NAME_[G]"
  *                  stacks under their process; EU stalls as (kernel,
- *                  offset) locations on top of the launching CPU stack
+ *                  offset) locations on top of the launching CPU stack;
+ *                  NVIDIA PC samples as reason <- instruction <- kernel <-
+ *                  launching CPU stack, as `folded --weight stalls`
  *   locations      one per (address, function, mapping)
  *   mappings       [kernel.kallsyms]; per process the file mappings the
  *                  symbols section records (path, range, offset, GNU build
@@ -260,6 +263,12 @@ void pprof_sample(struct pprof *x, struct pb *out, size_t nloc, const uint64_t *
 		pb_u64(&lab, 2, pprof_str(x, labv[i], strlen(labv[i])));
 		pb_bytes(m, 3, lab.p, lab.len);
 	}
+	if (x->slabel_key) {
+		lab.len = 0;
+		pb_u64(&lab, 1, pprof_str(x, x->slabel_key, strlen(x->slabel_key)));
+		pb_u64(&lab, 2, pprof_str(x, x->slabel, x->slabel_len));
+		pb_bytes(m, 3, lab.p, lab.len);
+	}
 	if (lab.err)
 		m->err = lab.err;
 	free(lab.p);
@@ -488,15 +497,44 @@ static int main_mapping(struct pprof *x, const struct agg *cpu, const struct agg
 	return 0;
 }
 
+_Static_assert(5 + XE_NREASONS <= PPROF_MAX_VALUES, "PPROF_MAX_VALUES too small");
+
+static int export_profile(const struct capture *c, const struct render_view *view,
+			  uint64_t period_ns, pprof_label_fn labels, void *labels_arg,
+			  const char *dflt, folded_write_fn fn, void *ctx, struct export_totals *t);
+
 int pprof_export(const struct capture *c, const struct render_view *view, uint64_t period_ns,
 		 folded_write_fn fn, void *ctx, struct export_totals *t)
 {
-	return pprof_export_labelled(c, view, period_ns, NULL, NULL, fn, ctx, t);
+	return export_profile(c, view, period_ns, NULL, NULL, NULL, fn, ctx, t);
+}
+
+int pprof_export_typed(const struct capture *c, const struct render_view *view, uint64_t period_ns,
+		       const char *sample_type, folded_write_fn fn, void *ctx,
+		       struct export_totals *t)
+{
+	return export_profile(c, view, period_ns, NULL, NULL, sample_type, fn, ctx, t);
 }
 
 int pprof_export_labelled(const struct capture *c, const struct render_view *view,
 			  uint64_t period_ns, pprof_label_fn labels, void *labels_arg,
 			  folded_write_fn fn, void *ctx, struct export_totals *t)
+{
+	return export_profile(c, view, period_ns, labels, labels_arg, NULL, fn, ctx, t);
+}
+
+/* The string index of sample type name when the profile has it, else 0. */
+static uint64_t type_index(struct pprof *x, const char *name, const char *const *types, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(types[i], name))
+			return pprof_str(x, name, strlen(name));
+	return 0;
+}
+
+static int export_profile(const struct capture *c, const struct render_view *view,
+			  uint64_t period_ns, pprof_label_fn labels, void *labels_arg,
+			  const char *dflt, folded_write_fn fn, void *ctx, struct export_totals *t)
 {
 	struct export_totals tt = {0};
 	struct pprof *x = calloc(1, sizeof(*x));
@@ -504,7 +542,9 @@ int pprof_export_labelled(const struct capture *c, const struct render_view *vie
 	struct agg cpu = {0}, gpu = {0};
 	struct pb out = {0};
 	struct xe_capdata xd = {0};
-	bool has_launch = false, has_gpu = false;
+	bool has_launch = false, has_gpu = false, has_pc;
+	const char *types[PPROF_MAX_VALUES];
+	uint64_t dflt_idx = 0;
 	int r = -ENOMEM;
 	if (!x || !f)
 		goto out;
@@ -526,8 +566,9 @@ int pprof_export_labelled(const struct capture *c, const struct render_view *vie
 	r = aggregate(c, &cpu, &gpu, &has_launch, &has_gpu);
 	if (r < 0)
 		goto out_f;
+	has_pc = pprof_pc_present(c);
 	r = -ENODATA;
-	if (!cpu.keys.n && !gpu.keys.n && !x->xe)
+	if (!cpu.keys.n && !gpu.keys.n && !x->xe && !has_pc)
 		goto out_f;
 
 	r = main_mapping(x, &cpu, &gpu);
@@ -535,20 +576,28 @@ int pprof_export_labelled(const struct capture *c, const struct render_view *vie
 		goto out_f;
 	pprof_str(x, "", 0); /* index 0 */
 	size_t nv = 1;
+	types[0] = "samples";
 	value_type(x, &out, 1, "samples", "count");
 	if (period_ns)
-		value_type(x, &out, 1, "cpu", "nanoseconds"), nv++;
-	size_t iv_launch = nv, iv_gpu, iv_xe;
+		value_type(x, &out, 1, types[nv++] = "cpu", "nanoseconds");
+	size_t iv_launch = nv, iv_gpu, iv_xe, iv_pc;
 	if (has_launch)
-		value_type(x, &out, 1, "launches", "count"), nv++;
+		value_type(x, &out, 1, types[nv++] = "launches", "count");
 	iv_gpu = nv;
 	if (has_gpu)
-		value_type(x, &out, 1, "gpu", "nanoseconds"), nv++;
+		value_type(x, &out, 1, types[nv++] = "gpu", "nanoseconds");
 	iv_xe = nv;
 	for (int i = 0; x->xe && i < XE_NREASONS; i++)
-		value_type(x, &out, 1, xe_reason_names[i], "samples"), nv++;
+		value_type(x, &out, 1, types[nv++] = xe_reason_names[i], "samples");
+	iv_pc = nv;
+	if (has_pc)
+		value_type(x, &out, 1, types[nv++] = "stall_samples", "count");
+	/* what `go tool pprof` shows without -sample_index (else the last) */
+	r = -ENOENT;
+	if (dflt && !(dflt_idx = type_index(x, dflt, types, nv)))
+		goto out_f;
 
-	uint64_t vals[4 + XE_NREASONS];
+	uint64_t vals[PPROF_MAX_VALUES];
 	for (uint32_t id = 1; id <= cpu.keys.n; id++) {
 		size_t kl;
 		uint32_t k[3];
@@ -586,6 +635,8 @@ int pprof_export_labelled(const struct capture *c, const struct render_view *vie
 	}
 	if (x->xe && (r = pprof_xe_samples(x, &out, iv_xe, nv, &tt.events)) < 0)
 		goto out_f;
+	if (has_pc && (r = pprof_pc_samples(x, &out, c, iv_pc, nv, &tt.events)) < 0)
+		goto out_f;
 	mappings(x, &out);
 	locations_functions(x, &out);
 	/* time_nanos etc. intern nothing new (period_type's strings are the
@@ -604,6 +655,7 @@ int pprof_export_labelled(const struct capture *c, const struct render_view *vie
 		pb_bytes(&out, 11, x->msg.p, x->msg.len);
 		pb_u64(&out, 12, period_ns);
 	}
+	pb_u64(&out, 14, dflt_idx); /* default_sample_type */
 	r = out.err ? out.err : x->msg.err ? x->msg.err : x->tmp.err;
 	if (r == 0 && out.len > (size_t)UINT32_MAX)
 		r = -EFBIG;

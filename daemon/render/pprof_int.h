@@ -10,6 +10,11 @@
 #include "store/store.h"
 
 struct xe_capdata;
+struct capture;
+
+/* Values per Sample at most: samples, cpu, launches, gpu, the EU-stall
+ * reasons, NVIDIA stall samples (pprof.c checks it) */
+#define PPROF_MAX_VALUES 16
 
 /* A growing protobuf message; err sticks at the first -ENOMEM. */
 struct pb {
@@ -36,6 +41,9 @@ struct pprof {
 	pprof_label_fn labels;	     /* extra per-process labels, or NULL */
 	void *labels_arg;
 	uint64_t locv[2 * STORE_MAX_FRAMES + 3];
+	/* one more label for the next pprof_sample(), when slabel_key is set */
+	const char *slabel_key, *slabel;
+	size_t slabel_len;
 };
 
 /* Index of s in the string table (made valid UTF-8). */
@@ -56,5 +64,12 @@ void pprof_sample(struct pprof *x, struct pb *out, size_t nloc, const uint64_t *
 /* pprof_xe.c: the EU-stall samples, one per (kernel, offset), values at
  * vals[iv0 .. iv0 + XE_NREASONS) of nv; *events counts them. */
 int pprof_xe_samples(struct pprof *x, struct pb *out, size_t iv0, size_t nv, uint64_t *events);
+
+/* pprof_pc.c: whether c has NVIDIA PC samples; the samples, one per
+ * (pid, launch stack, kernel, instruction, stall reason), the count at
+ * vals[iv] of nv; *events counts them. */
+bool pprof_pc_present(const struct capture *c);
+int pprof_pc_samples(struct pprof *x, struct pb *out, const struct capture *c, size_t iv, size_t nv,
+		     uint64_t *events);
 
 #endif

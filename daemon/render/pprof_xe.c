@@ -69,7 +69,7 @@ int pprof_xe_samples(struct pprof *x, struct pb *out, size_t iv0, size_t nv, uin
 {
 	const struct xe_capdata *d = x->xe;
 	struct xe_sums s = {0};
-	uint64_t vals[4 + XE_NREASONS];
+	uint64_t vals[PPROF_MAX_VALUES];
 	int r = 0;
 
 	bmap_init(&s.keys);

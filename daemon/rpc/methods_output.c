@@ -121,6 +121,14 @@ static void folded_run(struct capjob *j, struct capture *c)
 			cJSON_AddStringToObject(j->result, "weighted_by", "exclusive-ns");
 		else if (t.gpu_time_fallback) /* no GPU job intervals: launches were counted */
 			cJSON_AddStringToObject(j->result, "weighted_by", "launches");
+		if (t.sass) { /* NVIDIA stalls: the SASS text the capture kept */
+			cJSON *n = cJSON_AddObjectToObject(j->result, "sass");
+			if (n) {
+				json_add_u64(n, "kept", t.sass_kept);
+				json_add_u64(n, "missing", t.sass_missing);
+				json_add_u64(n, "capped", t.sass_capped);
+			}
+		}
 		if (t.cupti_intervals) { /* NVIDIA: how the join went (render/folded.h) */
 			cJSON *n = cJSON_AddObjectToObject(j->result, "cupti");
 			if (n) {

@@ -40,6 +40,17 @@ struct ropts {
 	int loaded;	 /* side of the capture capjob loads, -1: none */
 	uint64_t period_ns;
 	int32_t rank; /* export of an imported capture: its rank, -1: the only one */
+	bool typed;   /* pprof: "weight" named the default sample type (fold.weight) */
+};
+
+/* pprof's sample type of each weight of capture.folded, so that the
+ * export opens (`go tool pprof` without -sample_index) on what `folded
+ * --weight W` counts */
+static const char *const pprof_type[] = {
+	[FOLDED_WEIGHT_SAMPLES] = "samples",
+	[FOLDED_WEIGHT_LAUNCHES] = "launches",
+	[FOLDED_WEIGHT_GPU_TIME] = "gpu",
+	[FOLDED_WEIGHT_STALLS] = "stall_samples",
 };
 
 static void ropts_free(void *p)
@@ -218,7 +229,15 @@ static void render_run(struct capjob *j, struct capture *c)
 				    (unsigned long long)c->id);
 			goto done;
 		}
-		r = pprof_export(c, &j->view, o->period_ns, fdout_cb, out, &et);
+		r = pprof_export_typed(c, &j->view, o->period_ns,
+				       o->typed ? pprof_type[o->fold.weight] : NULL, fdout_cb, out,
+				       &et);
+		if (r == -ENOENT) {
+			capjob_fail(j, r, GPUPROF_ERR_NO_DATA,
+				    "capture %llu has no %s samples to make the default",
+				    (unsigned long long)c->id, pprof_type[o->fold.weight]);
+			goto done;
+		}
 		break;
 	}
 	if (r == 0)
@@ -545,7 +564,8 @@ void method_capture_heatmap(struct rpc_req *req, const cJSON *params)
 
 void method_capture_export(struct rpc_req *req, const cJSON *params)
 {
-	static const char *const allowed[] = {"id", "fd", "format", "period_ns", "rank", NULL};
+	static const char *const allowed[] = {"id",   "fd",	"format", "period_ns",
+					      "rank", "weight", NULL};
 	static const char *const keys[] = {"id"};
 	const char *fmt = NULL;
 	if (!params_only(req, params, allowed) || !param_str(req, params, "format", 16, &fmt))
@@ -573,5 +593,16 @@ void method_capture_export(struct rpc_req *req, const cJSON *params)
 		return;
 	}
 	o->rank = rank == UINT64_MAX ? -1 : (int32_t)rank;
+	o->typed = cJSON_GetObjectItemCaseSensitive(params, "weight") != NULL;
+	if (o->typed && kind != R_PPROF) {
+		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,
+			  "\"weight\" applies to format \"pprof\" only");
+		ropts_free(o);
+		return;
+	}
+	if (!param_weight(req, params, &o->fold.weight)) {
+		ropts_free(o);
+		return;
+	}
 	submit_sources(req, params, o, 1, keys);
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture/capsass.h"
 #include "capture/capture-int.h"
 
 static void fix_crcs(uint8_t *b, size_t len)
@@ -70,6 +71,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (ips && (nu || nk))
 			(void)((volatile const uint64_t *)ips)[nu + nk - 1];
 	}
+	/* The SASS text of PC samples (capture/capsass.h), looked up as the
+	 * renderers do: every entry finds itself, its text in bounds. */
+	struct capsass sass;
+	if (capsass_of_capture(c, &sass, why, sizeof(why)) < 0)
+		abort(); /* the loader checked it */
+	for (size_t i = 0; i < sass.n; i++) {
+		size_t l;
+		const char *t = capsass_find(&sass, sass.ents[i].crc, sass.ents[i].name,
+					     sass.ents[i].pc, &l);
+		if (!t || !l || l > CAPSASS_MAX_TEXT)
+			abort();
+		(void)((volatile const char *)t)[l - 1];
+	}
+	capsass_finish(&sass);
 	if (capture_encode(c, &enc, &elen) < 0)
 		goto out;
 	if (capture_decode(enc, elen, &c2, why, sizeof(why)) < 0) {

@@ -145,6 +145,17 @@ def main():
             seq += 1
         print("sent", flush=True)
         time.sleep(hold)
+    elif scenario == "pcs":
+        # pcs NAME CRC HOLD_S: PC samples of function NAME in cubin CRC
+        # (0x1a0, reason 0 "..._barrier", 7 samples; no cubin), then stay
+        # alive HOLD_S seconds
+        name, crc, hold = sys.argv[3], int(sys.argv[4], 0), float(sys.argv[5])
+        s = connect(path)
+        s.send(msg([hello(features=0xff), string(1, name),
+                    string(2, "smsp__pcsamp_warps_issue_stalled_barrier"), stall_name(0, 0, 2)]))
+        s.send(msg([pc(now() - 1000, crc, 0x1a0, 1, 0, 7)], seq=1))
+        print("sent", flush=True)
+        time.sleep(hold)
     elif scenario == "forkexit":
         # the parent connects and exits; its child keeps the socket and
         # sends a kernel named NAME after the parent is gone

@@ -5,17 +5,22 @@ GPI_STALL_NAME, GPI_PC, GPI_CUBIN), from a Python sender: stall reason
 names per device, PC samples into the store (STORE_REC_GPU_PC) and into a
 capture with exact sums, cubins reassembled into the daemon's cache within
 their bounds; hostile PC and cubin records (malformed: the connection
-closes; out of bounds: dropped and counted)."""
+closes; out of bounds: dropped and counted); the SASS text a saved
+capture keeps (after a restart, only the owner's cubins) and the pprof
+export of the stalls."""
 
 import os
+import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpd import BUILD, Skip, eq, expect, main, test  # noqa: E402
+from gpd import (BUILD, GPUPROFCTL, Skip, as_attacker, attacker, eq, expect, main,  # noqa: E402
+                 open_to_group, test)
 import cupti_send as W  # noqa: E402
 import gpd  # noqa: E402
 
@@ -117,16 +122,27 @@ def pc_samples_stall_names_and_cubins():
         comm = recs[0]["comm_s"]
         kern = recs[0]["name_s"]
         bar, ldg = "BAR.SYNC.DEFER_BLOCKING 0x0", "LDG.E R2, desc[UR4][R2.64]"
-        eq(sorted(out.splitlines()),
-           sorted(["%s;%s_[G];%s_[g];barrier_[g] 30" % (comm, kern, bar),
-                   "%s;%s_[G];%s_[g];long_scoreboard_[g] 12" % (comm, kern, bar),
-                   "%s;%s_[G];%s_[g];long_scoreboard_[g] 5" % (comm, kern, ldg),
-                   "%s;%s_[G];+0x50_[g];stall_9_[g] 4" % (comm, kern)]),
-           "folded stall frames")
-        # no usable nvdisasm: offsets
+        want = sorted(["%s;%s_[G];%s_[g];barrier_[g] 30" % (comm, kern, bar),
+                       "%s;%s_[G];%s_[g];long_scoreboard_[g] 12" % (comm, kern, bar),
+                       "%s;%s_[G];%s_[g];long_scoreboard_[g] 5" % (comm, kern, ldg),
+                       "%s;%s_[G];+0x50_[g];stall_9_[g] 4" % (comm, kern)])
+        eq(sorted(out.splitlines()), want, "folded stall frames")
+        # the capture keeps that text (its SASS section): no nvdisasm
+        # needed to show it again, while a capture cut without a usable
+        # nvdisasm shows offsets
+        eq(sass_section(d, cid), {(crc, 0x1a0): bar, (crc, 0x40): ldg}, "the capture's SASS section")
+        res = d.ctl_json("folded", str(cid), "--weight", "stalls", "--out",
+                         os.path.join(d.tmp, "f.txt"))
+        eq(res["sass"], {"kept": 2, "missing": 1, "capped": 0}, "folded's sass counts")
         os.chmod(tool, 0o644)
         out = d.ctl("folded", str(cid), "--weight", "stalls", check=0).stdout.decode()
+        expect("%s_[g];barrier_[g] 30" % bar in out, "text kept in the capture: %r", out)
+        cid2 = ctl_json(d, "capture", "--last", "30s", "--pid", str(os.getpid()))["id"]
+        eq(sass_section(d, cid2), None, "no section without nvdisasm")
+        out = d.ctl("folded", str(cid2), "--weight", "stalls", check=0).stdout.decode()
         expect("+0x1a0_[g];barrier_[g] 30" in out, "offsets without nvdisasm: %r", out)
+        # pprof: the same frames as stall_samples/count, the reason a label
+        pprof_stalls(d, cid, kern, bar, ldg)
         # the outputs that read every record type take these
         d.ctl("folded", str(cid), check=0)
         d.ctl("export", str(cid), "--format", "chrome", "--out", os.path.join(d.tmp, "t.json"),
@@ -134,6 +150,105 @@ def pc_samples_stall_names_and_cubins():
         s.close()
         wait_status(d, lambda st: st["peers"] == 0, "peer gone")
         expect(d.proc.poll() is None, "daemon alive")
+        # after a restart (no cubin, no peer, nvdisasm unusable) the saved
+        # capture still shows its instructions
+        eq(d.stop(), 0, "clean exit")
+        d.start()
+        out = d.ctl("folded", str(cid), "--weight", "stalls", check=0).stdout.decode()
+        eq(sorted(out.splitlines()), want, "folded stall frames after a restart")
+        pprof_stalls(d, cid, kern, bar, ldg)
+    finally:
+        d.cleanup()
+        shutil.rmtree(tool_dir, ignore_errors=True)
+
+
+def sass_section(d, cid):
+    """{(crc, pc): text} of the capture file's CAPSEC_CUPTI_SASS section
+    (capture/capsass.h), None without one."""
+    with open(os.path.join(d.state, "%d.gpc" % cid), "rb") as f:
+        buf = f.read()
+    nsec, off = struct.unpack_from("<I", buf, 12)[0], 20
+    for _ in range(nsec):
+        stype, _, slen = struct.unpack_from("<IIQ", buf, off)
+        p = off + 24
+        if stype == 0x4353:
+            ver, n, _, _ = struct.unpack_from("<IIII", buf, p)
+            eq(ver, 1, "section version")
+            out, q = {}, p + 16
+            for _ in range(n):
+                crc, _, pc, ln = struct.unpack_from("<QIIH", buf, q)
+                out[(crc, pc)] = buf[q + 18:q + 18 + ln].decode()
+                q += 18 + ln
+            eq(q, p + slen, "section length")
+            return out
+        off = p + slen
+    return None
+
+
+def pprof_stalls(d, cid, kern, bar, ldg):
+    """export --format pprof: stall_samples/count, the default type with
+    --weight stalls; checked with go tool pprof where it is installed."""
+    path = os.path.join(d.tmp, "stalls.pb.gz")
+    d.ctl("export", str(cid), "--format", "pprof", "--weight", "stalls", "--out", path, check=0)
+    p = d.ctl("export", str(cid), "--format", "chrome", "--weight", "stalls", "--out",
+              os.path.join(d.tmp, "x.json"))
+    expect(p.returncode != 0 and b"--weight applies to --format pprof" in p.stderr,
+           "chrome refuses --weight: %r", p.stderr)
+    go = shutil.which("go")
+    if not go:
+        return
+    env = dict(os.environ, HOME=d.tmp, GOCACHE=os.path.join(d.tmp, "gocache"), GOFLAGS="")
+    top = subprocess.run([go, "tool", "pprof", "-symbolize=none", "-traces", path],
+                         capture_output=True, env=env, timeout=300).stdout.decode()
+    expect("Type: stall_samples" in top, "opens on stall samples:\n" + top)
+    for frames, n in (((bar, "barrier"), 30), ((bar, "long_scoreboard"), 12),
+                      ((ldg, "long_scoreboard"), 5), ((kern + "+0x50", "stall_9"), 4)):
+        want = r"\s+%d\s+%s_\[g\]\n\s+%s_\[g\]\n\s+%s_\[G\]\n" % (
+            n, re.escape(frames[1]), re.escape(frames[0]), re.escape(kern))
+        expect(re.search(want, top), "trace %r %d in:\n%s", frames, n, top)
+
+
+@test
+def sass_text_only_for_the_owners_cubins():
+    """A member's capture keeps no text for a cubin another uid sent, even
+    with the same CRC; root's capture of the same samples has it."""
+    tool_dir = tempfile.mkdtemp(prefix="gpnvdis.")
+    os.chmod(tool_dir, 0o755)
+    tool = os.path.join(tool_dir, "nvdisasm")
+    with open(tool, "w") as f:
+        f.write(FAKE_NVDISASM)
+    os.chmod(tool, 0o755)
+    d = daemon("cupti.nvdisasm = %s\n" % tool)
+    try:
+        open_to_group(d)
+        uid, _ = attacker()
+        blob = os.urandom(70000)
+        crc = zlib.crc32(blob)
+        s = W.connect(d.cupti)
+        s.send(W.msg([W.hello(features=0xff), W.string(1, "_Z6matmulPfS_")]))
+        for i, ch in enumerate(W.cubin_chunks(crc, blob)):
+            s.send(W.msg([ch], seq=1 + i))
+        wait_status(d, lambda st: st["cubins"] == 1, "root's cubin")
+        p = subprocess.Popen(as_attacker([sys.executable, W.__file__, d.cupti, "pcs",
+                                          "_Z6matmulPfS_", str(crc), "30"]),
+                             stdout=subprocess.PIPE)
+        try:
+            expect(p.stdout.readline().strip() == b"sent", "user sender ran")
+            wait_status(d, lambda st: st["pc_samples"] == 7, "the user's samples")
+            cid = ctl_json(d, "capture", "--last", "30s", "--pid", str(p.pid), user=uid)["id"]
+            eq(sass_section(d, cid), None, "no text of root's cubin in the user's capture")
+            out = subprocess.run(as_attacker([GPUPROFCTL, "--socket", d.sock, "folded", str(cid),
+                                              "--weight", "stalls"]),
+                                 capture_output=True, timeout=60).stdout.decode()
+            expect(out.endswith("_[G];+0x1a0_[g];barrier_[g] 7\n") and "BAR" not in out,
+                   "the user sees offsets: %r", out)
+            cid = ctl_json(d, "capture", "--last", "30s", "--pid", str(p.pid))["id"]
+            eq(sass_section(d, cid), {(crc, 0x1a0): "BAR.SYNC.DEFER_BLOCKING 0x0"},
+               "root's capture has the text")
+        finally:
+            p.kill()
+            p.wait()
+        s.close()
     finally:
         d.cleanup()
         shutil.rmtree(tool_dir, ignore_errors=True)

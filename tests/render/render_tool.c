@@ -105,6 +105,8 @@ static int heat_args(int argc, char **argv, struct heatmap_opts *o)
 			o->weight = FOLDED_WEIGHT_GPU_TIME;
 		else if (!strcmp(argv[i], "--weight") && !strcmp(v, "eu-stall"))
 			o->eu_stall = true;
+		else if (!strcmp(argv[i], "--weight") && !strcmp(v, "stalls"))
+			o->weight = FOLDED_WEIGHT_STALLS; /* with synth_add_pc() */
 		else if (strcmp(argv[i], "--weight") || strcmp(v, "samples"))
 			return -EINVAL;
 		i++;
@@ -135,6 +137,8 @@ static int synth(const char *what, int argc, char **argv)
 		struct heatmap_totals t;
 		if ((r = heat_args(argc, argv, &o)) == 0 && o.eu_stall)
 			synth_add_xe(c);
+		if (r == 0 && o.weight == FOLDED_WEIGHT_STALLS)
+			synth_add_pc(c);
 		if (r == 0)
 			r = heatmap_render(c, &o, out_cb, NULL, &t);
 		fprintf(stderr,
@@ -153,6 +157,26 @@ static int synth(const char *what, int argc, char **argv)
 		capture_free(c);
 		c = synth_main_capture();
 		r = pprof_export(c, NULL, 10000000, out_cb, NULL, &et);
+	} else if (!strcmp(what, "pprof-pc")) { /* with NVIDIA PC samples */
+		synth_add_pc(c);
+		r = pprof_export(c, NULL, 10000000, out_cb, NULL, &et);
+	} else if (!strcmp(what, "pprof-pc-cpu")) { /* the same, opening on CPU samples */
+		synth_add_pc(c);
+		r = pprof_export_typed(c, NULL, 10000000, "samples", out_cb, NULL, &et);
+	} else if (!strcmp(what, "gpc-pc")) { /* the capture file (a fuzz seed) */
+		void *buf;
+		size_t len;
+
+		synth_add_pc(c);
+		if ((r = capture_encode(c, &buf, &len)) == 0) {
+			r = fwrite(buf, 1, len, stdout) == len ? 0 : -EIO;
+			free(buf);
+		}
+	} else if (!strcmp(what, "folded-pc")) {
+		struct folded_opts o = {.weight = FOLDED_WEIGHT_STALLS};
+
+		synth_add_pc(c);
+		r = folded_write(c, &o, out_cb, NULL, NULL);
 	} else if (!strcmp(what, "pprof-xe")) { /* with an EU-stall section */
 		synth_add_xe(c);
 		r = pprof_export(c, NULL, 10000000, out_cb, NULL, &et);

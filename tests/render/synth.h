@@ -11,6 +11,7 @@
 #ifndef GPUPROF_TESTS_RENDER_SYNTH_H
 #define GPUPROF_TESTS_RENDER_SYNTH_H
 
+#include "capture/capsass.h"
 #include "sym/capbuild.h"
 #include "section.h"
 #include "symtab.h"
@@ -233,6 +234,41 @@ static inline void synth_add_xe(struct capture *c)
 	memcpy(sec.blob, blob, sizeof(sec.blob));
 	if (capture_add_extra(c, CAPSEC_XE_EU_STALL, &sec, sizeof(sec)) < 0)
 		abort();
+}
+
+/*
+ * NVIDIA PC samples (STORE_REC_GPU_PC) of "gemm<float>" in pid 10, after
+ * a launch of it from stack 1 (main;run;compute): +0x1a0 barrier 30 and
+ * long_scoreboard 12, +0x40 barrier 5; a SASS section with the text of
+ * +0x1a0 only (capture/capsass.h).
+ */
+static inline void synth_add_pc(struct capture *c)
+{
+	static const char *const why[] = {"smsp__pcsamp_warps_issue_stalled_barrier",
+					  "smsp__pcsamp_warps_issue_stalled_long_scoreboard",
+					  "smsp__pcsamp_warps_issue_stalled_barrier"};
+	static const uint32_t pcs[] = {0x1a0, 0x1a0, 0x40}, n[] = {30, 12, 5};
+	uint32_t gemm = cb_str(c, "gemm<float>"), app = cb_str(c, "app");
+	struct capsass_builder b = {0};
+	void *buf;
+	size_t len;
+
+	cb_rec(c, 0, 0, 0, 0, 0);
+	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = SYNTH_T0 + 6000, .pid = 10,
+						   .tid = 10, .comm = app, .stack = 1,
+						   .name = gemm, .type = STORE_REC_GPU_LAUNCH};
+	for (int i = 0; i < 3; i++) {
+		cb_rec(c, 0, 0, 0, 0, 0);
+		c->recs[c->nrecs - 1] = (struct store_rec){
+			.ts_ns = SYNTH_T0 + 9000, .pid = 10, .comm = app, .name = gemm,
+			.type = STORE_REC_GPU_PC, .aux32 = n[i],
+			.aux = {0xc0b1, (uint64_t)cb_str(c, why[i]) << 32 | pcs[i]}};
+	}
+	if (capsass_add(&b, 0xc0b1, gemm, 0x1a0, "BAR.SYNC.DEFER_BLOCKING 0x0") < 0 ||
+	    capsass_encode(&b, &buf, &len) < 0 ||
+	    capture_adopt_extra(c, CAPSEC_CUPTI_SASS, buf, len) < 0)
+		abort();
+	capsass_builder_finish(&b);
 }
 
 #endif

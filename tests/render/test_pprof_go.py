@@ -4,7 +4,8 @@
 golang-go) must accept the profile and report what we put in — sample
 types, per-type totals, function names, stacks, mappings with their build
 ids — for a CPU capture (render_tool synth pprof) and one with an EU-stall
-section (synth pprof-xe). Exit 77 when `go` is not installed."""
+section (synth pprof-xe) and one with NVIDIA PC samples (synth pprof-pc).
+Exit 77 when `go` is not installed."""
 
 import os
 import re
@@ -152,6 +153,49 @@ def go_reads_eu_stall_profile():
     top = pprof("-top", "-sample_index=send", export("pprof-xe"))
     expect(re.search(r"^\s+8samples\s+100%.*gemm<float>_\[G\]$", top, re.M),
            "-top -sample_index=send:\n" + top)
+
+
+def run_tool(*args):
+    p = subprocess.run([TOOL] + list(args), capture_output=True, timeout=60)
+    expect(p.returncode == 0, "render_tool %s: %s" % (args, p.stderr.decode()))
+    return p.stdout.decode()
+
+
+@test
+def go_reads_nvidia_stalls():
+    """render_tool synth pprof-pc: NVIDIA PC samples as stall_samples/count,
+    stall reason <- instruction <- kernel <- launching CPU stack, the same
+    frames as folded --weight stalls; the reason also as a label."""
+    path = export("pprof-pc")
+    types, samples, locs, maps = raw(path)
+    eq(types[-1], ("stall_samples", "count"), "one NVIDIA stall type, last")
+    iv = len(types) - 1
+    bar = "BAR.SYNC.DEFER_BLOCKING 0x0_[g]"
+    want = {"main;run;compute;gemm<float>_[G];%s;barrier_[g]" % bar: 30,
+            "main;run;compute;gemm<float>_[G];%s;long_scoreboard_[g]" % bar: 12,
+            "main;run;compute;gemm<float>_[G];gemm<float>+0x40_[g];barrier_[g]": 5}
+    eq(stacks(samples, locs, iv), want, "stall stacks")
+    eq(sum(v[0] for v, _ in samples), 100, "CPU samples unchanged")
+    # folded --weight stalls draws the same frames under the comm (the
+    # offset alone: its kernel frame is its parent there)
+    folded = {}
+    for line in run_tool("synth", "folded-pc").splitlines():
+        frames, n = line.rsplit(" ", 1)
+        folded[frames.split(";", 1)[1].replace(";+0x40_[g]", ";gemm<float>+0x40_[g]")] = int(n)
+    eq(folded, want, "pprof and folded agree")
+    insn = [i for i in locs if locs[i][2] == bar][0]
+    eq(locs[insn][:2], (0x1a0, 0), "instruction: its offset, no mapping")
+    tags = pprof("-tags", "-sample_index=stall_samples", path)
+    expect(re.search(r"stall_reason: Total 47(\.0)?\n\s+35(\.0)? \(\s*74\.47%\): barrier\n"
+                     r"\s+12(\.0)? \(\s*25\.53%\): long_scoreboard", tags),
+           "stall_reason label:\n" + tags)
+    top = pprof("-top", path)  # the last type, stall_samples, by default
+    expect("Type: stall_samples" in top and re.search(r"^\s+35\s.*\sbarrier_\[g\]$", top, re.M),
+           "-top on stall samples:\n" + top)
+    # --weight samples: the same profile opens on CPU samples
+    top = pprof("-top", export("pprof-pc-cpu"))
+    expect("Type: samples" in top and re.search(r"^\s+60\s.*\scompute$", top, re.M),
+           "-top opens on CPU samples:\n" + top)
 
 
 if __name__ == "__main__":

@@ -293,6 +293,30 @@ def heatmap_cells():
         expect(int(c.get(HM + "e")) - int(c.get(HM + "s")) == 20000000 - 1, "20 ms cells")
 
 
+@test
+def heatmap_nvidia_stalls():
+    """--weight stalls: each PC sample's own instruction and reason (the
+    capture's SASS text, else its offset), counted in stall samples, and
+    the range command keeps the weight."""
+    page, _ = run("synth", "heat", "--weight", "stalls")
+    d = heat_data(page)
+    eq(d["count"], "stall samples", "unit")
+    for name in ("BAR.SYNC.DEFER_BLOCKING 0x0_[g]", "+0x40_[g]", "barrier_[g]",
+                 "long_scoreboard_[g]"):
+        expect(name in d["names"], "%s in %r", name, d["names"])
+    eq(sum(d["cells"][i + 3 + 2 * j] for i, k in heat_cells(d["cells"]) for j in range(k)), 47,
+       "samples")
+    expect(b"--weight stalls" in page, "range command keeps the weight")
+
+
+def heat_cells(c):
+    """(offset, pairs) of each cell of HMD.cells"""
+    i = 0
+    while i < len(c):
+        yield i, c[i + 1]
+        i += 2 + 2 * c[i + 1]
+
+
 def heat_data(page):
     """The page's embedded data (a JSON object literal in its own script)."""
     text = page.decode("utf-8")
