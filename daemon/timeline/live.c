@@ -296,6 +296,14 @@ static int push_cupti(struct live *L, struct tl_rank *r, struct tl_build *cap, u
 		.grid = {-1, -1, -1},
 		.block = {-1, -1, -1},
 	};
+	/* the cudaEventRecord a wait waits on, as Kineto writes it: the
+	 * stream it was recorded on and its call's correlation id */
+	uint32_t w = L->m.wait ? L->m.wait[i] : 0;
+	if (w) {
+		const struct store_rec *ev = &L->c->recs[w - 1];
+		a.wait_on_stream = (int32_t)STORE_CUPTI_STREAM(ev->aux[0]);
+		a.wait_on_event_record_corr = (uint32_t)ev->aux[1];
+	}
 	return push_row(r, cap, &e, &a);
 }
 
