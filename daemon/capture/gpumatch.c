@@ -76,6 +76,7 @@ void gpu_match_finish(struct gpu_match *m)
 {
 	free(m->call);
 	free(m->wait);
+	free(m->ctxdev);
 	free(m->first);
 	free(m->count);
 	free(m->launch);
@@ -362,6 +363,63 @@ static int match_waits(const struct capture *c, struct gpu_match *m)
 	return 0;
 }
 
+static int ctxdev_cmp(const void *a, const void *b)
+{
+	const struct gpu_ctxdev *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->ctx != y->ctx)
+		return x->ctx < y->ctx ? -1 : 1;
+	return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* m->ctxdev: each (pid, context) with the device of its first record that
+ * names one. 0 or -ENOMEM. */
+static int map_contexts(const struct capture *c, struct gpu_match *m)
+{
+	size_t n = 0, k = 0;
+
+	m->ctxdev = malloc((m->ncupti + m->nevents + 1) * sizeof(*m->ctxdev));
+	if (!m->ctxdev)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *r = &c->recs[i];
+
+		if (r->type != STORE_REC_GPU_EVENT &&
+		    (!gpu_is_cupti(r) || (r->cpu & 0xff) == GPU_CUPTI_SYNC))
+			continue;
+		m->ctxdev[n++] = (struct gpu_ctxdev){r->pid, STORE_CUPTI_CONTEXT(r->aux[0]),
+						     STORE_CUPTI_DEVICE(r->aux[0]), (uint32_t)i};
+	}
+	qsort(m->ctxdev, n, sizeof(*m->ctxdev), ctxdev_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!k || m->ctxdev[k - 1].pid != m->ctxdev[i].pid ||
+		    m->ctxdev[k - 1].ctx != m->ctxdev[i].ctx)
+			m->ctxdev[k++] = m->ctxdev[i];
+	m->nctxdev = k;
+	return 0;
+}
+
+uint32_t gpu_match_sync_device(const struct gpu_match *m, const struct store_rec *r)
+{
+	struct gpu_ctxdev key = {r->pid, STORE_CUPTI_CONTEXT(r->aux[0]), 0, 0};
+	size_t lo = 0, hi = m->nctxdev;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->ctxdev[mid].pid < key.pid ||
+		    (m->ctxdev[mid].pid == key.pid && m->ctxdev[mid].ctx < key.ctx))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < m->nctxdev && m->ctxdev[lo].pid == key.pid && m->ctxdev[lo].ctx == key.ctx)
+		return m->ctxdev[lo].dev;
+	return STORE_CUPTI_DEVICE(r->aux[0]);
+}
+
 int gpu_match_build(const struct capture *c, struct gpu_match *m)
 {
 	struct gpu_key *it = NULL, *lc = NULL;
@@ -399,6 +457,8 @@ int gpu_match_build(const struct capture *c, struct gpu_match *m)
 		out = (size_t)o;
 	}
 	if (m->nevents && match_waits(c, m) < 0)
+		goto out;
+	if ((m->ncupti || m->nevents) && map_contexts(c, m) < 0)
 		goto out;
 	/* launches, then intervals, each in record order */
 	nl = m->nlaunches;

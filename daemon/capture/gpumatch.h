@@ -34,6 +34,11 @@
  * the same pid, context and event id, the record with the highest CUPTI
  * correlation id below the sync's own (one event is recorded again and
  * again; the wait is a later call).
+ *
+ * A sync interval names no device (CUPTI gives a sync none): its context's
+ * is the device of that context's first kernel, copy, set, graph launch or
+ * event record in the capture (of the same pid), 0 when there is none, as
+ * Kineto maps it (gpu_match_sync_device).
  */
 #ifndef GPUPROF_CAPTURE_GPUMATCH_H
 #define GPUPROF_CAPTURE_GPUMATCH_H
@@ -70,7 +75,17 @@ struct gpu_match {
 	uint32_t *wait;
 	size_t nevents;	      /* STORE_REC_GPU_EVENT records */
 	size_t nwaits_linked; /* sync intervals with wait[i] set */
+	/* (pid, context) -> device, sorted; NULL / 0 without CUPTI records */
+	struct gpu_ctxdev *ctxdev;
+	size_t nctxdev;
 };
+
+struct gpu_ctxdev {
+	uint32_t pid, ctx, dev, idx;
+};
+
+/* The device of a CUPTI sync interval r (gpumatch.h above). */
+uint32_t gpu_match_sync_device(const struct gpu_match *m, const struct store_rec *r);
 
 /* An interval from the CUPTI library (store.h). */
 static inline bool gpu_is_cupti(const struct store_rec *r)

@@ -196,7 +196,10 @@ static int write_cupti(struct chrome *x, const struct store_rec *r, struct expor
 	static const char *const cat[] = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_sync",
 					  "kernel"};
 	unsigned k = r->cpu & 0xff;
-	uint32_t dev = STORE_CUPTI_DEVICE(r->aux[0]), st = STORE_CUPTI_STREAM(r->aux[0]);
+	/* a sync's device is its context's (gpumatch.h), as Kineto's */
+	uint32_t dev = k == GPU_CUPTI_SYNC && x->m.ctxdev ? gpu_match_sync_device(&x->m, r)
+							  : STORE_CUPTI_DEVICE(r->aux[0]),
+		 st = STORE_CUPTI_STREAM(r->aux[0]);
 	size_t len;
 	const char *n = capture_str(x->c, r->name, &len);
 	/* Kineto: event and context syncs have no stream */

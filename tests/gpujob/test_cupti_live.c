@@ -994,12 +994,17 @@ static void check_wait(const struct tl_rank *r, const struct tl_event *e, int64_
 	CHECK_EQ_INT(a->wait_on_event_id, event);
 }
 
-/* r: the rank of pid 300 (an imported trace numbers its one rank 0) */
-static void check_event_rows(const struct timeline *tl, const struct tl_rank *r)
+/* r: the rank of pid 300 (an imported trace numbers its one rank 0);
+ * dev: the device of the work, which the syncs take from their context */
+static void check_event_rows(const struct timeline *tl, const struct tl_rank *r, int dev)
 {
 	CHECK(r != NULL);
 	if (!r)
 		return;
+	for (unsigned k = 0; k < 2; k++) {
+		const struct tl_event *w = row(tl, r, "Stream Wait Event", k);
+		CHECK(w && w->device == dev);
+	}
 	check_wait(r, row(tl, r, "Stream Wait Event", 0), 7, 3, 5);
 	check_wait(r, row(tl, r, "Event Sync", 0), 13, 6, 6);
 	check_wait(r, row(tl, r, "Stream Wait Event", 1), -1, -1, 9);
@@ -1007,16 +1012,28 @@ static void check_event_rows(const struct timeline *tl, const struct tl_rank *r)
 	CHECK_EQ_INT(r->nev, 9 + 5);
 }
 
-static void test_event_waits(void)
+/* dev: every kernel and event record on that device; the syncs name none
+ * (device 0 in the store, as the collector writes them) */
+static void event_waits_on(uint32_t dev)
 {
 	struct capture *c = event_scene();
-	struct timeline *tl = attached(c), *back = NULL;
+	struct timeline *tl = NULL, *back = NULL;
 	struct gpu_match m;
 	struct membuf mb = {0};
 	struct export_totals t;
 	struct import_result res;
 
+	for (uint32_t i = 0; i < c->nrecs; i++) {
+		struct store_rec *x = &c->recs[i];
+		if ((gpu_is_cupti(x) && (x->cpu & 0xff) != GPU_CUPTI_SYNC) ||
+		    x->type == STORE_REC_GPU_EVENT)
+			x->aux[0] = STORE_CUPTI_WHERE(dev, 1, STORE_CUPTI_STREAM(x->aux[0]));
+	}
+	tl = attached(c);
 	CHECK_EQ_INT(gpu_match_build(c, &m), 0);
+	CHECK_EQ_INT(gpu_match_sync_device(
+			     &m, &c->recs[find(c, STORE_REC_GPU_INTERVAL, "Event Sync", 0)]),
+		     dev);
 	CHECK_EQ_U64(m.nevents, 4);
 	CHECK_EQ_U64(m.nwaits_linked, 2);
 	CHECK_EQ_INT(m.wait[find(c, STORE_REC_GPU_INTERVAL, "Stream Wait Event", 0)],
@@ -1025,7 +1042,7 @@ static void test_event_waits(void)
 	gpu_match_finish(&m);
 	if (!tl)
 		goto out;
-	check_event_rows(tl, timeline_rank(tl, PID));
+	check_event_rows(tl, timeline_rank(tl, PID), (int)dev);
 
 	/* critical path: ka's end -> kb's start across the streams (the
 	 * wait), kb's end -> the end of cudaEventSynchronize */
@@ -1056,7 +1073,7 @@ static void test_event_waits(void)
 	CHECK_EQ_INT(timeline_new(&back), 0);
 	CHECK_EQ_INT(timeline_import_buf(mb.p, mb.len, NULL, back, &res), 0);
 	CHECK_EQ_INT(timeline_finalize(back, TL_FIN_NO_STEP_FILTER), 0);
-	check_event_rows(back, timeline_rank(back, 0));
+	check_event_rows(back, timeline_rank(back, 0), (int)dev);
 	cp = run(back, "critical_path", "{\"rank\": 0}");
 	g = cJSON_GetObjectItem(cp, "graph");
 	CHECK_NEAR(at(g, "edges_by_type", "critical_path_sync_dependency"), 2, 0);
@@ -1066,6 +1083,12 @@ out:
 	timeline_free(tl);
 	free(mb.p);
 	capture_free(c);
+}
+
+static void test_event_waits(void)
+{
+	event_waits_on(0);
+	event_waits_on(2); /* a process on another GPU: its syncs too */
 }
 
 /*

@@ -241,8 +241,9 @@ def critical_path_follows_cuda_events():
     try:
         # kernels long next to the program's own CPU time, so that the GPU
         # side makes the critical path
+        # on device 2: the syncs, which name no device, take their context's
         app = App(d, ["--launches", str(n), "--kernel", K_A + ":400000", "--events",
-                      k_c + ":200000", "--nvtx"])
+                      k_c + ":200000", "--nvtx"], env={"FAKE_CUPTI_DEVICE": "2"})
         t = app.run(d)
         eq(t["kernels"], {K_A: (n, n * 400000), k_c: (n, n * 200000)}, "what the program did")
         wait_until(lambda: kernels_stored(d) >= 2 * n and
@@ -270,7 +271,7 @@ def critical_path_follows_cuda_events():
         eq(len(waits), n, "Stream Wait Event rows")
         records = {e["args"]["correlation"] for e in ev if e.get("name") == "cudaEventRecord"}
         expect(all(w["wait_on_stream"] == 1 and w["wait_on_cuda_event_record_corr_id"] in records
-                   and w["wait_on_cuda_event_id"] == 1 for w in waits),
+                   and w["wait_on_cuda_event_id"] == 1 and w["device"] == 2 for w in waits),
                "waits linked to the first stream's records: %s" % waits[:3])
     finally:
         if app:
