@@ -23,8 +23,9 @@ static const char *const type_names[STORE_REC_TYPE_MAX] = {
 	[STORE_REC_GPU_LAUNCH] = "gpu_launch",
 	[STORE_REC_GPU_INTERVAL] = "gpu_interval",
 	[STORE_REC_MARK] = "mark",
-	[STORE_REC_GPU_API] = "gpu_api", /* CUPTI runtime / driver calls */
-	[STORE_REC_GPU_PC] = "gpu_pc",	 /* CUPTI PC samples with stall reasons */
+	[STORE_REC_GPU_API] = "gpu_api",     /* CUPTI runtime / driver calls */
+	[STORE_REC_GPU_PC] = "gpu_pc",	     /* CUPTI PC samples with stall reasons */
+	[STORE_REC_GPU_EVENT] = "gpu_event", /* CUPTI CUDA event records */
 };
 
 int capreg_dirfd(const struct capreg *r)

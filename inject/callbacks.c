@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * The API callbacks, on the application's threads: only the calls that
- * put work on the GPU (launches, copies, memsets, graph launches), ENTER
- * and EXIT. ENTER keeps its time in CUPTI's per-call correlationData;
+ * put work on the GPU (launches, copies, memsets, graph launches) and the
+ * runtime's event and synchronization calls (the CPU ends of the
+ * dependencies critical path follows: a cudaEventRecord, the
+ * cudaStreamWaitEvent or cudaEventSynchronize that waits on it, a stream
+ * or device synchronize), ENTER and EXIT. ENTER keeps its time in CUPTI's per-call correlationData;
  * EXIT pushes one record into the thread's ring. No lock, no allocation
  * (after the thread's first record), no system call: clock_gettime is
  * the vDSO's.
@@ -213,6 +216,17 @@ static const CUpti_CallbackId runtime_cbids[] = {
 	R(cudaMemsetAsync_v3020),
 	R(cudaMemset_ptds_v7000),
 	R(cudaMemset_v3020),
+	/* events and synchronization */
+	R(cudaEventRecord_v3020),
+	R(cudaEventRecord_ptsz_v7000),
+	R(cudaEventRecordWithFlags_v11010),
+	R(cudaEventRecordWithFlags_ptsz_v11010),
+	R(cudaStreamWaitEvent_v3020),
+	R(cudaStreamWaitEvent_ptsz_v7000),
+	R(cudaEventSynchronize_v3020),
+	R(cudaStreamSynchronize_v3020),
+	R(cudaStreamSynchronize_ptsz_v7000),
+	R(cudaDeviceSynchronize_v3020),
 };
 #undef D
 #undef R

@@ -17,7 +17,7 @@ static const struct {
 	{"kernel", GPI_F_KERNEL},
 	{"memcpy", GPI_F_MEMCPY},
 	{"memset", GPI_F_MEMSET},
-	{"sync", GPI_F_SYNC},
+	{"sync", GPI_F_SYNC | GPI_F_EVENT}, /* the waits, and the event records they wait on */
 	{"graph", GPI_F_GRAPH},
 	{"api", GPI_F_API},
 	{"nvtx", GPI_F_NVTX},

@@ -146,6 +146,56 @@ static void sync_rec(const CUpti_ActivitySynchronization2 *s)
 	g->event = s->cudaEventId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->cudaEventId;
 }
 
+/* The entry times of the latest cudaEventRecord calls by correlation id
+ * (direct-mapped: a slot reused by a newer call loses the older one). The
+ * call's callback comes before CUPTI hands over the record it made, and
+ * the sender drains the API records before the buffers. */
+#define RECORD_CALLS 1024u
+static struct {
+	uint32_t corr;
+	uint64_t enter;
+} record_calls[RECORD_CALLS];
+
+static int is_event_record(const struct api_ev *ev)
+{
+	if (ev->domain != GPI_API_RUNTIME)
+		return 0;
+	switch (ev->cbid) {
+	case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020:
+	case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000:
+	case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010:
+	case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010:
+		return 1;
+	}
+	return 0;
+}
+
+void convert_api_seen(const struct api_ev *ev)
+{
+	if (ev->corr && is_event_record(ev)) {
+		record_calls[ev->corr % RECORD_CALLS].corr = ev->corr;
+		record_calls[ev->corr % RECORD_CALLS].enter = ev->enter;
+	}
+}
+
+static void cuda_event(const CUpti_ActivityCudaEvent2 *e)
+{
+	uint32_t slot = e->correlationId % RECORD_CALLS;
+	struct gpi_cuda_event *g = emit(GPI_CUDA_EVENT, sizeof(*g));
+
+	if (!g)
+		return;
+	/* CUPTI times the record only on the device, and only when asked */
+	g->time = e->correlationId && record_calls[slot].corr == e->correlationId
+			  ? record_calls[slot].enter
+			  : gpi_now();
+	g->corr = e->correlationId;
+	g->event = e->eventId;
+	g->device = e->deviceId;
+	g->context = e->contextId;
+	g->stream = e->streamId;
+}
+
 static void graph_rec(const CUpti_ActivityGraphTrace2 *t)
 {
 	struct gpi_graph *g = emit(GPI_GRAPH, sizeof(*g));
@@ -243,6 +293,9 @@ static void one(const CUpti_Activity *r)
 		break;
 	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
 		sync_rec((const CUpti_ActivitySynchronization2 *)r);
+		break;
+	case CUPTI_ACTIVITY_KIND_CUDA_EVENT:
+		cuda_event((const CUpti_ActivityCudaEvent2 *)r);
 		break;
 	case CUPTI_ACTIVITY_KIND_GRAPH_TRACE:
 		graph_rec((const CUpti_ActivityGraphTrace2 *)r);

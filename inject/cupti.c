@@ -51,6 +51,11 @@ static const struct {
 	{GPI_F_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, 1},
 	{GPI_F_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET},
 	{GPI_F_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+	/* which cudaEventRecord a wait waits on (event id -> the record's
+	 * correlation id and stream); its deviceTimestamp field stays off
+	 * (cuptiActivityEnableCudaEventDeviceTimestamps): the link needs no
+	 * device time */
+	{GPI_F_EVENT, CUPTI_ACTIVITY_KIND_CUDA_EVENT},
 	{GPI_F_GRAPH, CUPTI_ACTIVITY_KIND_GRAPH_TRACE},
 	{GPI_F_NVTX, CUPTI_ACTIVITY_KIND_MARKER},
 };

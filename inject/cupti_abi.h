@@ -79,6 +79,7 @@ enum gpi_type {
 	GPI_PC = 12,	     /* struct gpi_pc */
 	GPI_CUBIN = 13,	     /* struct gpi_cubin: one chunk of a cubin */
 	GPI_PC_STATS = 14,   /* struct gpi_pc_stats: PC sampling's counters */
+	GPI_CUDA_EVENT = 15, /* struct gpi_cuda_event: a CUDA event recorded on a stream */
 	/* daemon -> library (the one message type that travels that way) */
 	GPI_CONTROL = 32, /* struct gpi_control */
 };
@@ -101,6 +102,7 @@ enum gpi_feature {
 	GPI_F_NVTX = 1u << 6,	/* MARKER (NVTX ranges and marks) */
 	GPI_F_PC = 1u << 7,	/* PC sampling */
 	GPI_F_MONO = 1u << 8,	/* CUPTI's timestamps are CLOCK_MONOTONIC (callback) */
+	GPI_F_EVENT = 1u << 9,	/* CUDA_EVENT (asked for with GPI_F_SYNC) */
 };
 
 struct gpi_hello {
@@ -180,6 +182,24 @@ struct gpi_sync {
 	uint32_t type;
 	uint32_t context, stream; /* stream GPI_NO_STREAM when none */
 	uint32_t event;		  /* CUDA event id, 0 none */
+	uint32_t rsv;
+};
+
+/*
+ * A CUDA event recorded on a stream (CUPTI's CUDA_EVENT activity: one per
+ * cudaEventRecord), which is what a gpi_sync's event names: a sync of type
+ * GPI_SYNC_EVENT or GPI_SYNC_STREAM_WAIT waits on the latest record of its
+ * (context, event) whose correlation id is below the sync's own, since one
+ * event is recorded again and again. CUPTI gives the record no host time:
+ * time is the entry of the cudaEventRecord call when the library saw it
+ * (gpi_api), else when the library read the record.
+ */
+struct gpi_cuda_event {
+	struct gpi_rec h;
+	uint64_t time;
+	uint32_t corr;	/* the cudaEventRecord call's correlation id */
+	uint32_t event; /* CUDA event id, as gpi_sync.event */
+	uint32_t device, context, stream;
 	uint32_t rsv;
 };
 
@@ -348,6 +368,7 @@ _Static_assert(sizeof(struct gpi_memcpy) % 8 == 0, "gpi_memcpy");
 _Static_assert(sizeof(struct gpi_memset) % 8 == 0, "gpi_memset");
 _Static_assert(sizeof(struct gpi_sync) % 8 == 0, "gpi_sync");
 _Static_assert(sizeof(struct gpi_graph) % 8 == 0, "gpi_graph");
+_Static_assert(sizeof(struct gpi_cuda_event) == 40, "gpi_cuda_event");
 _Static_assert(sizeof(struct gpi_api) % 8 == 0, "gpi_api");
 _Static_assert(sizeof(struct gpi_marker) % 8 == 0, "gpi_marker");
 _Static_assert(sizeof(struct gpi_stats) % 8 == 0, "gpi_stats");

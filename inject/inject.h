@@ -26,8 +26,11 @@ int InitializeInjection(void);
 
 /* ------------------------------------------------------------ config */
 
-#define GPI_FEATURES_DEFAULT \
-	(GPI_F_KERNEL | GPI_F_MEMCPY | GPI_F_MEMSET | GPI_F_SYNC | GPI_F_API | GPI_F_NVTX)
+/* GPI_F_EVENT comes with GPI_F_SYNC ("sync"): the records that say which
+ * cudaEventRecord a wait waits on */
+#define GPI_FEATURES_DEFAULT                                                                 \
+	(GPI_F_KERNEL | GPI_F_MEMCPY | GPI_F_MEMSET | GPI_F_SYNC | GPI_F_EVENT | GPI_F_API | \
+	 GPI_F_NVTX)
 #define GPI_FEATURES_ALL (GPI_FEATURES_DEFAULT | GPI_F_GRAPH)
 
 struct gpi_config {
@@ -179,6 +182,10 @@ void sender_atfork_child(void);
 /* The record conversions (convert.c), on the sender thread: each walks
  * one CUPTI buffer and emits records through the sender's emitters. */
 void convert_buffer(uint8_t *buf, size_t valid);
+/* Sender thread, for each API record drained before the buffers: a
+ * cudaEventRecord call's entry time is kept for the event record it made
+ * (gpi_cuda_event.time). */
+void convert_api_seen(const struct api_ev *ev);
 /* cupti.c: cuptiActivityFlushAll (forced or not) when CUPTI is ours */
 void gpi_cupti_flush(int forced);
 /* cupti.c, sender thread: we collect or hold the subscription, and have

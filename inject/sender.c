@@ -206,6 +206,8 @@ static void emit_api(const struct api_ev *ev, void *arg)
 	uint32_t name = emit_const_string(ev->name);
 	struct gpi_api *a = emit(GPI_API, sizeof(*a));
 
+	convert_api_seen(ev);
+
 	if (!a)
 		return;
 	a->enter = ev->enter;
@@ -247,6 +249,10 @@ static void drain(size_t *calls, size_t *bufs)
 	*calls = apiring_drain(emit_api, NULL);
 	*bufs = 0;
 	while ((buf = buffers_take(&valid))) {
+		/* the calls behind buf's records were made before it completed:
+		 * their API records first (an event record takes its call's
+		 * time, convert_api_seen) */
+		*calls += apiring_drain(emit_api, NULL);
 		convert_buffer(buf, valid);
 		buffers_put(buf, valid);
 		(*bufs)++;

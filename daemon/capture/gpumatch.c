@@ -75,6 +75,8 @@ static uint64_t submit_time(const struct store_rec *r)
 void gpu_match_finish(struct gpu_match *m)
 {
 	free(m->call);
+	free(m->wait);
+	free(m->ctxdev);
 	free(m->first);
 	free(m->count);
 	free(m->launch);
@@ -287,6 +289,137 @@ static int64_t match_cupti(const struct capture *c, struct gpu_match *m, uint8_t
 	return (int64_t)out;
 }
 
+/* An event record by what a wait names it with: (pid, context, event),
+ * then its correlation id. */
+struct evkey {
+	uint32_t pid, ctx, event, corr, idx;
+};
+
+static int evkey_cmp(const void *a, const void *b)
+{
+	const struct evkey *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->ctx != y->ctx)
+		return x->ctx < y->ctx ? -1 : 1;
+	if (x->event != y->event)
+		return x->event < y->event ? -1 : 1;
+	if (x->corr != y->corr)
+		return x->corr < y->corr ? -1 : 1;
+	return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static bool is_event_wait(const struct store_rec *r)
+{
+	return gpu_is_cupti(r) && (r->cpu & 0xff) == GPU_CUPTI_SYNC && r->aux32;
+}
+
+/* m->wait (gpumatch.h): each wait looks up the first record at or past
+ * its own key and correlation; the one before it, if of the same key, is
+ * the latest recorded before the wait. 0 or -ENOMEM. */
+static int match_waits(const struct capture *c, struct gpu_match *m)
+{
+	struct evkey *ev = malloc((m->nevents + 1) * sizeof(*ev));
+	size_t n = 0;
+
+	m->wait = calloc(c->nrecs + 1, sizeof(*m->wait));
+	if (!ev || !m->wait) {
+		free(ev);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *r = &c->recs[i];
+
+		if (r->type == STORE_REC_GPU_EVENT)
+			ev[n++] = (struct evkey){r->pid, STORE_CUPTI_CONTEXT(r->aux[0]), r->aux32,
+						 (uint32_t)r->aux[1], (uint32_t)i};
+	}
+	qsort(ev, n, sizeof(*ev), evkey_cmp);
+	for (size_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *r = &c->recs[i];
+		struct evkey k;
+		size_t lo = 0, hi = n;
+
+		if (!is_event_wait(r))
+			continue;
+		k = (struct evkey){r->pid, STORE_CUPTI_CONTEXT(r->aux[0]), r->aux32,
+				   (uint32_t)r->aux[1], 0};
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (evkey_cmp(&ev[mid], &k) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo > 0 && ev[lo - 1].pid == k.pid && ev[lo - 1].ctx == k.ctx &&
+		    ev[lo - 1].event == k.event && ev[lo - 1].corr < k.corr) {
+			m->wait[i] = ev[lo - 1].idx + 1;
+			m->nwaits_linked++;
+		}
+	}
+	free(ev);
+	return 0;
+}
+
+static int ctxdev_cmp(const void *a, const void *b)
+{
+	const struct gpu_ctxdev *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->ctx != y->ctx)
+		return x->ctx < y->ctx ? -1 : 1;
+	return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* m->ctxdev: each (pid, context) with the device of its first record that
+ * names one. 0 or -ENOMEM. */
+static int map_contexts(const struct capture *c, struct gpu_match *m)
+{
+	size_t n = 0, k = 0;
+
+	m->ctxdev = malloc((m->ncupti + m->nevents + 1) * sizeof(*m->ctxdev));
+	if (!m->ctxdev)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *r = &c->recs[i];
+
+		if (r->type != STORE_REC_GPU_EVENT &&
+		    (!gpu_is_cupti(r) || (r->cpu & 0xff) == GPU_CUPTI_SYNC))
+			continue;
+		m->ctxdev[n++] = (struct gpu_ctxdev){r->pid, STORE_CUPTI_CONTEXT(r->aux[0]),
+						     STORE_CUPTI_DEVICE(r->aux[0]), (uint32_t)i};
+	}
+	qsort(m->ctxdev, n, sizeof(*m->ctxdev), ctxdev_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!k || m->ctxdev[k - 1].pid != m->ctxdev[i].pid ||
+		    m->ctxdev[k - 1].ctx != m->ctxdev[i].ctx)
+			m->ctxdev[k++] = m->ctxdev[i];
+	m->nctxdev = k;
+	return 0;
+}
+
+uint32_t gpu_match_sync_device(const struct gpu_match *m, const struct store_rec *r)
+{
+	struct gpu_ctxdev key = {r->pid, STORE_CUPTI_CONTEXT(r->aux[0]), 0, 0};
+	size_t lo = 0, hi = m->nctxdev;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->ctxdev[mid].pid < key.pid ||
+		    (m->ctxdev[mid].pid == key.pid && m->ctxdev[mid].ctx < key.ctx))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < m->nctxdev && m->ctxdev[lo].pid == key.pid && m->ctxdev[lo].ctx == key.ctx)
+		return m->ctxdev[lo].dev;
+	return STORE_CUPTI_DEVICE(r->aux[0]);
+}
+
 int gpu_match_build(const struct capture *c, struct gpu_match *m)
 {
 	struct gpu_key *it = NULL, *lc = NULL;
@@ -303,6 +436,7 @@ int gpu_match_build(const struct capture *c, struct gpu_match *m)
 		m->nintervals += c->recs[i].type == STORE_REC_GPU_INTERVAL;
 		m->ncupti += gpu_is_cupti(&c->recs[i]);
 		m->napi += c->recs[i].type == STORE_REC_GPU_API;
+		m->nevents += c->recs[i].type == STORE_REC_GPU_EVENT;
 	}
 	nxe = m->nintervals - m->ncupti;
 	m->first = calloc(c->nrecs + 1, sizeof(*m->first));
@@ -322,6 +456,10 @@ int gpu_match_build(const struct capture *c, struct gpu_match *m)
 			goto out;
 		out = (size_t)o;
 	}
+	if (m->nevents && match_waits(c, m) < 0)
+		goto out;
+	if ((m->ncupti || m->nevents) && map_contexts(c, m) < 0)
+		goto out;
 	/* launches, then intervals, each in record order */
 	nl = m->nlaunches;
 	n = nl + nxe;

@@ -27,6 +27,18 @@
  * thread. An interval whose call is missing gets no launch: it is counted,
  * never guessed by time. Several intervals may share a launch (a graph
  * launch's work); each carries its own time to it.
+ *
+ * A CUPTI sync interval that waits on a CUDA event (a cudaStreamWaitEvent
+ * or cudaEventSynchronize: aux32 = the event id) is joined to the event
+ * record it waits on (STORE_REC_GPU_EVENT) the way Kineto joins them: of
+ * the same pid, context and event id, the record with the highest CUPTI
+ * correlation id below the sync's own (one event is recorded again and
+ * again; the wait is a later call).
+ *
+ * A sync interval names no device (CUPTI gives a sync none): its context's
+ * is the device of that context's first kernel, copy, set, graph launch or
+ * event record in the capture (of the same pid), 0 when there is none, as
+ * Kineto maps it (gpu_match_sync_device).
  */
 #ifndef GPUPROF_CAPTURE_GPUMATCH_H
 #define GPUPROF_CAPTURE_GPUMATCH_H
@@ -57,7 +69,23 @@ struct gpu_match {
 	size_t ncupti_call;   /* ... joined to their API call */
 	size_t ncupti_launch; /* ... and through it to a launch probe (in nmatched) */
 	size_t napi;	      /* STORE_REC_GPU_API records */
+	/* wait[i]: for a CUPTI sync interval that waits on an event, the
+	 * record index + 1 of that event's record, else 0; NULL when the
+	 * capture has no event record */
+	uint32_t *wait;
+	size_t nevents;	      /* STORE_REC_GPU_EVENT records */
+	size_t nwaits_linked; /* sync intervals with wait[i] set */
+	/* (pid, context) -> device, sorted; NULL / 0 without CUPTI records */
+	struct gpu_ctxdev *ctxdev;
+	size_t nctxdev;
 };
+
+struct gpu_ctxdev {
+	uint32_t pid, ctx, dev, idx;
+};
+
+/* The device of a CUPTI sync interval r (gpumatch.h above). */
+uint32_t gpu_match_sync_device(const struct gpu_match *m, const struct store_rec *r);
 
 /* An interval from the CUPTI library (store.h). */
 static inline bool gpu_is_cupti(const struct store_rec *r)

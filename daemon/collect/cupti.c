@@ -289,16 +289,16 @@ static const char *const close_names[CUPTI_CLOSE_MAX] = {
 	[CUPTI_CLOSE_LIMIT] = "limit",	       [CUPTI_CLOSE_CRED] = "credentials",
 };
 static const char *const count_names[CUPTI_N_MAX] = {
-	[CUPTI_N_KERNEL] = "kernel",   [CUPTI_N_MEMCPY] = "memcpy",
-	[CUPTI_N_MEMSET] = "memset",   [CUPTI_N_SYNC] = "sync",
-	[CUPTI_N_GRAPH] = "graph",     [CUPTI_N_API] = "api",
-	[CUPTI_N_MARKER] = "marker",   [CUPTI_N_STRING] = "string",
-	[CUPTI_N_STATS] = "stats",     [CUPTI_N_STALL_NAME] = "stall_name",
-	[CUPTI_N_PC] = "pc",	       [CUPTI_N_CUBIN] = "cubin",
-	[CUPTI_N_UNKNOWN] = "unknown",
+	[CUPTI_N_KERNEL] = "kernel", [CUPTI_N_MEMCPY] = "memcpy",
+	[CUPTI_N_MEMSET] = "memset", [CUPTI_N_SYNC] = "sync",
+	[CUPTI_N_GRAPH] = "graph",   [CUPTI_N_API] = "api",
+	[CUPTI_N_MARKER] = "marker", [CUPTI_N_STRING] = "string",
+	[CUPTI_N_STATS] = "stats",   [CUPTI_N_STALL_NAME] = "stall_name",
+	[CUPTI_N_PC] = "pc",	     [CUPTI_N_CUBIN] = "cubin",
+	[CUPTI_N_EVENT] = "event",   [CUPTI_N_UNKNOWN] = "unknown",
 };
 static const char *const feature_names[] = {"kernel", "memcpy", "memset", "sync", "graph",
-					    "api",    "nvtx",	"pc",	  "mono"};
+					    "api",    "nvtx",	"pc",	  "mono", "event"};
 
 static cJSON *features_json(uint32_t mask)
 {

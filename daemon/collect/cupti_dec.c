@@ -56,6 +56,7 @@ static const size_t min_len[] = {
 	[GPI_PC] = sizeof(struct gpi_pc),
 	[GPI_CUBIN] = sizeof(struct gpi_cubin),
 	[GPI_PC_STATS] = sizeof(struct gpi_pc_stats),
+	[GPI_CUDA_EVENT] = sizeof(struct gpi_cuda_event),
 };
 
 static const char *const state_names[CUPTI_PEER_STATE_MAX] = {
@@ -516,6 +517,23 @@ static void dec_sync(struct cupti_peer *p, const uint8_t *rec, uint64_t now)
 		 s.stream, s.corr, intern_detail(p, d, n), s.event, CUPTI_N_SYNC);
 }
 
+/* Kept as it came: which sync waits on it is decided where a capture is
+ * read, once every buffer of the window is in (capture/gpumatch.h). */
+static void dec_cuda_event(struct cupti_peer *p, const uint8_t *rec, uint64_t now)
+{
+	struct gpi_cuda_event e;
+	struct store_rec r;
+
+	memcpy(&e, rec, sizeof(e));
+	if (!time_ok(p, e.time, e.time, now))
+		return;
+	r = base_rec(p, STORE_REC_GPU_EVENT, e.time, e.time);
+	r.aux32 = e.event;
+	r.aux[0] = STORE_CUPTI_WHERE(e.device, e.context, e.stream);
+	r.aux[1] = e.corr;
+	append(p, &r, CUPTI_N_EVENT);
+}
+
 static void dec_graph(struct cupti_peer *p, const uint8_t *rec, uint64_t now)
 {
 	struct gpi_graph g;
@@ -872,6 +890,9 @@ static void dec_record(struct cupti_peer *p, uint16_t type, const uint8_t *rec, 
 		break;
 	case GPI_GRAPH:
 		dec_graph(p, rec, now);
+		break;
+	case GPI_CUDA_EVENT:
+		dec_cuda_event(p, rec, now);
 		break;
 	case GPI_API:
 		dec_api(p, rec, now);

@@ -57,6 +57,7 @@ enum cupti_count {
 	CUPTI_N_STALL_NAME,
 	CUPTI_N_PC,	 /* PC sample records (their samples: cupti_totals.pc_samples) */
 	CUPTI_N_CUBIN,	 /* cubin chunks */
+	CUPTI_N_EVENT,	 /* CUDA event records */
 	CUPTI_N_UNKNOWN, /* record types this daemon does not know: skipped */
 	CUPTI_N_MAX,
 };

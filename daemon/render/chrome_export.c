@@ -175,13 +175,31 @@ static void write_flow(struct chrome *x, const struct store_rec *call, const str
 	wb_puts(x->w, "}");
 }
 
+/* A wait on a CUDA event, as Kineto writes it: the stream the event was
+ * recorded on and the recording call's correlation id (-1 when the record
+ * is not in the capture), and the event's id. */
+static void write_wait(struct chrome *x, const struct store_rec *r)
+{
+	uint32_t w = x->m.wait ? x->m.wait[r - x->c->recs] : 0;
+	const struct store_rec *ev = w ? &x->c->recs[w - 1] : NULL;
+
+	wb_printf(x->w,
+		  ",\"wait_on_stream\":%" PRId64 ",\"wait_on_cuda_event_record_corr_id\":%" PRId64
+		  ",\"wait_on_cuda_event_id\":%" PRIu32,
+		  ev ? (int64_t)(int32_t)STORE_CUPTI_STREAM(ev->aux[0]) : -1,
+		  ev ? (int64_t)(uint32_t)ev->aux[1] : -1, r->aux32);
+}
+
 /* NVIDIA activity on its (device, stream) row, as Kineto writes it. */
 static int write_cupti(struct chrome *x, const struct store_rec *r, struct export_totals *t)
 {
 	static const char *const cat[] = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_sync",
 					  "kernel"};
 	unsigned k = r->cpu & 0xff;
-	uint32_t dev = STORE_CUPTI_DEVICE(r->aux[0]), st = STORE_CUPTI_STREAM(r->aux[0]);
+	/* a sync's device is its context's (gpumatch.h), as Kineto's */
+	uint32_t dev = k == GPU_CUPTI_SYNC && x->m.ctxdev ? gpu_match_sync_device(&x->m, r)
+							  : STORE_CUPTI_DEVICE(r->aux[0]),
+		 st = STORE_CUPTI_STREAM(r->aux[0]);
 	size_t len;
 	const char *n = capture_str(x->c, r->name, &len);
 	/* Kineto: event and context syncs have no stream */
@@ -208,7 +226,7 @@ static int write_cupti(struct chrome *x, const struct store_rec *r, struct expor
 	else if (k == GPU_CUPTI_KERNEL)
 		wb_printf(x->w, ",\"registers per thread\":%" PRIu32, r->aux32);
 	else if (k == GPU_CUPTI_SYNC && r->aux32)
-		wb_printf(x->w, ",\"wait_on_cuda_event_id\":%" PRIu32, r->aux32);
+		write_wait(x, r);
 	if (store_rec_detail(r)) {
 		wb_puts(x->w, ",\"detail\":\"");
 		write_str(x, store_rec_detail(r));
@@ -357,9 +375,10 @@ int chrome_export(const struct capture *c, const struct render_view *view, folde
 		  c->id);
 	wb_json(x.w, c->name, strnlen(c->name, sizeof(c->name)));
 	wb_puts(x.w, "\"},\n\"traceEvents\":[");
-	/* CUPTI's calls and their nesting, for the flows and the ids */
+	/* CUPTI's calls and their nesting, for the flows and the ids; the
+	 * event records the waits wait on */
 	for (size_t i = 0; i < c->nrecs; i++) {
-		if (c->recs[i].type != STORE_REC_GPU_API)
+		if (c->recs[i].type != STORE_REC_GPU_API && c->recs[i].type != STORE_REC_GPU_EVENT)
 			continue;
 		if ((r = gpu_match_build(c, &x.m)) < 0)
 			goto out_f;

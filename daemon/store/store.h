@@ -35,6 +35,8 @@ enum store_rec_type {
 				   * failed << 16, aux[1] = CUPTI correlation id */
 	STORE_REC_GPU_PC = 7,	    /* PC samples of one (function, pc, stall reason):
 				   * see "Records from the CUPTI library" */
+	STORE_REC_GPU_EVENT = 8,    /* a CUDA event recorded on a stream (CUPTI): see
+				   * "Records from the CUPTI library" */
 	STORE_REC_TYPE_MAX,
 };
 
@@ -61,6 +63,15 @@ enum store_rec_type {
  *    into the function (low 32 bits) | the stall reason's string id << 32
  *    (store_rec_detail(): CUPTI's full name, e.g.
  *    "smsp__pcsamp_warps_issue_stalled_barrier").
+ *  - CUDA event records (one per cudaEventRecord) are STORE_REC_GPU_EVENT:
+ *    ts = the cudaEventRecord call's entry (when the library saw the call,
+ *    else when it read the record), dur_ns 0, tid 0, stack 0, name 0,
+ *    aux32 = the CUDA event id, aux[0] = STORE_CUPTI_WHERE(device, context,
+ *    stream) of the stream it was recorded on, aux[1] = the cudaEventRecord
+ *    call's CUPTI correlation id. Never shown themselves: they tell which
+ *    record a sync interval that waits on an event (its aux32) waits on, a
+ *    join made where a capture is read (capture/gpumatch.h), since the two
+ *    come in CUPTI buffers of different threads, in any order.
  */
 #define STORE_CUPTI_WHERE(dev, ctx, stream) \
 	((uint64_t)((dev)&0xff) << 48 | (uint64_t)((ctx)&0xffff) << 32 | (uint32_t)(stream))

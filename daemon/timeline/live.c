@@ -261,10 +261,12 @@ static int push_cupti(struct live *L, struct tl_rank *r, struct tl_build *cap, u
 	if (cat < 0 || err < 0)
 		return cat < 0 ? (int)cat : err;
 	const char *text = timeline_str(L->tl, nm->id1 - 1, &len);
+	uint32_t dev = c == C_SYNC ? gpu_match_sync_device(&L->m, x)
+				   : STORE_CUPTI_DEVICE(x->aux[0]);
 	struct tl_event e = {
 		.ts_ns = (int64_t)x->ts_ns,
 		.dur_ns = (int64_t)x->dur_ns,
-		.pid = STORE_CUPTI_DEVICE(x->aux[0]),
+		.pid = dev,
 		.stream = st == UINT32_MAX ? -1 : (int64_t)st,
 		.correlation = corr ? (int64_t)corr : -1,
 		.external_id = -1,
@@ -272,7 +274,7 @@ static int push_cupti(struct live *L, struct tl_rank *r, struct tl_build *cap, u
 		.cat = (uint32_t)cat,
 		.kind = L->cat_kind[c],
 		.sync = c == C_SYNC ? tl_sync_from_name(text, len) : TL_SYNC_NONE,
-		.device = (int32_t)STORE_CUPTI_DEVICE(x->aux[0]),
+		.device = (int32_t)dev,
 		.flags = nm->flags,
 	};
 	if (e.sync == TL_SYNC_EVENT || e.sync == TL_SYNC_CONTEXT)
@@ -296,6 +298,14 @@ static int push_cupti(struct live *L, struct tl_rank *r, struct tl_build *cap, u
 		.grid = {-1, -1, -1},
 		.block = {-1, -1, -1},
 	};
+	/* the cudaEventRecord a wait waits on, as Kineto writes it: the
+	 * stream it was recorded on and its call's correlation id */
+	uint32_t w = L->m.wait ? L->m.wait[i] : 0;
+	if (w) {
+		const struct store_rec *ev = &L->c->recs[w - 1];
+		a.wait_on_stream = (int32_t)STORE_CUPTI_STREAM(ev->aux[0]);
+		a.wait_on_event_record_corr = (uint32_t)ev->aux[1];
+	}
 	return push_row(r, cap, &e, &a);
 }
 

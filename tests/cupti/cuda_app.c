@@ -8,6 +8,7 @@
  *
  *   cuda_app [--cuda LIB] [--threads T] [--launches N] [--kernel NAME:NS]...
  *            [--memcpy BYTES:NS] [--memset BYTES:NS] [--sync] [--graph NS]
+ *            [--events NAME:NS]
  *            [--nvtx] [--pause-ms MS] [--sleep-ms MS] [--wait] [--until-eof]
  *            [--fork] [--subscribe-first NAME] [--pc CUBIN] [--load LIB[@N]]
  *            [--kineto-after N] [--kineto-kernels K] [--kineto-teardown]
@@ -18,7 +19,12 @@
  * the thread's own stream, with the duration given (fake_cuda_set_duration),
  * then one HtoD copy and one DtoH copy of BYTES (--memcpy), one memset of
  * BYTES (--memset), one graph launch (--graph), one cuStreamSynchronize
- * (--sync); with --nvtx the iteration is an NVTX range "iteration" in
+ * (--sync); with --events, one event recorded on the thread's stream
+ * (cudaEventRecord) that a second stream of the thread waits on
+ * (cudaStreamWaitEvent) before kernel NAME (NS long) runs there, then an
+ * event recorded after it on that second stream and waited for
+ * (cudaEventSynchronize), all through the fake driver's runtime calls
+ * (so NAME starts when the first stream's kernels end); with --nvtx the iteration is an NVTX range "iteration" in
  * domain "gpuprof_test" and each thread makes one mark "thread_start".
  * --pause-ms sleeps between iterations, --sleep-ms before exiting, --wait
  * prints "ready PID" and waits for a line on stdin before the work,
@@ -59,6 +65,8 @@
  *   memset count C bytes B total_ns S
  *   graph count C total_ns S
  *   sync count C
+ *   events records R waits W synchronizes S    with --events (NAME is
+ *                                            one more "kernel" line)
  *   nvtx ranges R marks M
  *   pc samples S                             with --pc: what the stand-in sampled
  *   cpu_ns_per_iteration X                   the workers' own CPU time
@@ -101,6 +109,10 @@ typedef void (*dur_fn)(uint64_t);
 typedef int (*push_fn)(const char *, const char *);
 typedef int (*pop_fn)(const char *);
 typedef void (*mark_fn)(const char *, const char *);
+typedef int (*evcreate_fn)(void **);
+typedef int (*evrecord_fn)(void *, void *);
+typedef int (*waitev_fn)(void *, void *, unsigned);
+typedef int (*evsync_fn)(void *);
 
 static struct {
 	init_fn init;
@@ -115,6 +127,10 @@ static struct {
 	push_fn push;
 	pop_fn pop;
 	mark_fn mark;
+	evcreate_fn ev_create;
+	evrecord_fn ev_record;
+	waitev_fn wait_event;
+	evsync_fn ev_sync;
 } cu;
 
 static struct {
@@ -127,6 +143,9 @@ static int threads = 1, launches = 10, do_sync, nvtx, pause_ms, sleep_ms, wait_s
 static uint64_t memcpy_bytes, memcpy_ns, memset_bytes, memset_ns, graph_ns;
 static int do_memcpy, do_memset, do_graph;
 static int until_eof;
+/* --events: the kernel on each thread's second stream, the events */
+static int ev_kernel = -1;
+static void *ev_main[MAX_THREADS], *ev_side[MAX_THREADS];
 static const char *first_subscriber;
 static const char *pc_cubin;
 static atomic_ullong pc_samples;
@@ -176,6 +195,12 @@ static void load(const char *path)
 	cu.push = (push_fn)need(lib, "fake_nvtx_range_push");
 	cu.pop = (pop_fn)need(lib, "fake_nvtx_range_pop");
 	cu.mark = (mark_fn)need(lib, "fake_nvtx_mark");
+	if (ev_kernel >= 0) {
+		cu.ev_create = (evcreate_fn)need(lib, "cudaEventCreate");
+		cu.ev_record = (evrecord_fn)need(lib, "cudaEventRecord");
+		cu.wait_event = (waitev_fn)need(lib, "cudaStreamWaitEvent");
+		cu.ev_sync = (evsync_fn)need(lib, "cudaEventSynchronize");
+	}
 }
 
 static void CUPTIAPI other_tool_cb(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId id,
@@ -426,11 +451,25 @@ static void iteration(int t, int i)
 	if (nvtx)
 		cu.push("gpuprof_test", "iteration");
 	for (int k = 0; k < nkernels; k++) {
+		if (k == ev_kernel)
+			continue; /* on the second stream, below */
 		cu.dur(kernels[k].ns);
 		cu.launch(kernels[k].fn, (unsigned)(i % 4) + 1, 1, 1, 128, 1, 1, 0, stream, NULL,
 			  NULL);
 		if (pc_cubin)
 			pc_samples += fk_pc_kernel(PC_CTX, kernels[k].name);
+	}
+	if (ev_kernel >= 0) {
+		void *side = (void *)(uintptr_t)(100 + t);
+
+		cu.dur(1000);
+		cu.ev_record(ev_main[t], stream);
+		cu.wait_event(side, ev_main[t], 0);
+		cu.dur(kernels[ev_kernel].ns);
+		cu.launch(kernels[ev_kernel].fn, 1, 1, 1, 128, 1, 1, 0, side, NULL, NULL);
+		cu.dur(1000);
+		cu.ev_record(ev_side[t], side);
+		cu.ev_sync(ev_side[t]);
 	}
 	if (do_memcpy) {
 		cu.dur(memcpy_ns);
@@ -551,6 +590,8 @@ static const char *parse(int argc, char **argv)
 			do_fork = 1;
 		else if (!strcmp(a, "--pc"))
 			pc_cubin = v, i++;
+		else if (!strcmp(a, "--events"))
+			add_kernel(v), ev_kernel = nkernels - 1, i++;
 		else {
 			fprintf(stderr, "cuda_app: unknown option %s\n", a);
 			exit(2);
@@ -594,6 +635,9 @@ static void report(void)
 	printf("graph count %llu total_ns %llu\n", (unsigned long long)(do_graph ? n : 0),
 	       (unsigned long long)(do_graph ? n * graph_ns : 0));
 	printf("sync count %llu\n", (unsigned long long)(do_sync ? n : 0));
+	if (ev_kernel >= 0)
+		printf("events records %llu waits %llu synchronizes %llu\n",
+		       (unsigned long long)(2 * n), (unsigned long long)n, (unsigned long long)n);
 	printf("nvtx ranges %llu marks %d\n", (unsigned long long)(nvtx ? n : 0),
 	       nvtx ? threads : 0);
 	uint64_t cpu = 0;
@@ -632,6 +676,11 @@ int main(int argc, char **argv)
 	}
 	for (int k = 0; k < nkernels; k++)
 		cu.getfn(&kernels[k].fn, NULL, kernels[k].name);
+	for (int t = 0; ev_kernel >= 0 && t < threads; t++)
+		if (cu.ev_create(&ev_main[t]) || cu.ev_create(&ev_side[t])) {
+			fprintf(stderr, "cuda_app: cudaEventCreate failed\n");
+			return 1;
+		}
 	if (pc_cubin)
 		pc_open();
 	if (wait_stdin) {

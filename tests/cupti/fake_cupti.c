@@ -40,6 +40,18 @@ _Static_assert(FAKE_CBID_cuStreamSynchronize == CUPTI_DRIVER_TRACE_CBID_cuStream
 	       "cbid");
 _Static_assert(FAKE_CBID_cuCtxSynchronize == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cbid");
 _Static_assert(FAKE_CBID_cuGraphLaunch == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, "cbid");
+_Static_assert(FAKE_CBID_cuEventRecord == CUPTI_DRIVER_TRACE_CBID_cuEventRecord, "cbid");
+_Static_assert(FAKE_CBID_cuEventSynchronize == CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize, "cbid");
+_Static_assert(FAKE_CBID_cuStreamWaitEvent == CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent, "cbid");
+_Static_assert(FAKE_RT_CBID_cudaEventRecord_v3020 == CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020,
+	       "cbid");
+_Static_assert(FAKE_RT_CBID_cudaEventSynchronize_v3020 ==
+		       CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+	       "cbid");
+_Static_assert(FAKE_RT_CBID_cudaStreamWaitEvent_v3020 ==
+		       CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
+	       "cbid");
+_Static_assert(FAKE_DOMAIN_RUNTIME == CUPTI_CB_DOMAIN_RUNTIME_API, "domain");
 
 #define MAX_CBID 1024
 #define NSTREAMS 64
@@ -219,12 +231,13 @@ API CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFu
 
 static void fire(struct fakecupti_call *c, CUpti_ApiCallbackSite site)
 {
+	CUpti_CallbackDomain dom = c->domain == FAKE_DOMAIN_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API
+								    : CUPTI_CB_DOMAIN_DRIVER_API;
 	CUpti_CallbackData cd;
 	CUpti_CallbackFunc cb;
 	void *ud;
 
-	if (!subscriber.used || c->cbid >= MAX_CBID ||
-	    !subscriber.on[CUPTI_CB_DOMAIN_DRIVER_API][c->cbid])
+	if (!subscriber.used || c->cbid >= MAX_CBID || !subscriber.on[dom][c->cbid])
 		return;
 	cb = subscriber.cb;
 	ud = subscriber.ud;
@@ -235,12 +248,13 @@ static void fire(struct fakecupti_call *c, CUpti_ApiCallbackSite site)
 	cd.correlationData = &c->corr_data;
 	cd.context = (CUcontext)cur_ctx;
 	cd.functionReturnValue = site == CUPTI_API_EXIT ? &c->result : NULL;
-	cb(ud, CUPTI_CB_DOMAIN_DRIVER_API, c->cbid, &cd);
+	cb(ud, dom, c->cbid, &cd);
 }
 
 API void fakecupti_api_enter(struct fakecupti_call *c)
 {
-	c->corr = __atomic_fetch_add(&next_corr, 1, __ATOMIC_RELAXED);
+	if (!c->corr) /* else a driver call made by a runtime call: its id */
+		c->corr = __atomic_fetch_add(&next_corr, 1, __ATOMIC_RELAXED);
 	c->corr_data = 0;
 	fire(c, CUPTI_API_ENTER);
 }
@@ -287,6 +301,9 @@ static size_t rec_size(CUpti_ActivityKind k)
 		break;
 	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
 		n = sizeof(CUpti_ActivitySynchronization2);
+		break;
+	case CUPTI_ACTIVITY_KIND_CUDA_EVENT:
+		n = sizeof(CUpti_ActivityCudaEvent2);
 		break;
 	case CUPTI_ACTIVITY_KIND_GRAPH_TRACE:
 		n = sizeof(CUpti_ActivityGraphTrace2);
@@ -673,6 +690,64 @@ API void fakecupti_sync(uint32_t corr, uint32_t type, uint32_t stream, uint64_t 
 			     ? CUPTI_SYNCHRONIZATION_INVALID_VALUE
 			     : stream;
 	s.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+	append(&s, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+}
+
+/* When each event's latest record completes (by event id), and the
+ * cudaEventSyncId CUPTI gives the record and the syncs on it. */
+#define NEVENTS 256
+static uint64_t event_done[NEVENTS], event_sync_id[NEVENTS], next_sync_id = 1;
+
+API void fakecupti_cuda_event(uint32_t corr, uint32_t event, uint32_t stream)
+{
+	CUpti_ActivityCudaEvent2 e;
+	uint64_t t = now_ns();
+
+	memset(&e, 0, sizeof(e));
+	pthread_mutex_lock(&mu);
+	if (stream_free[stream % NSTREAMS] > t)
+		t = stream_free[stream % NSTREAMS];
+	event_done[event % NEVENTS] = t;
+	e.cudaEventSyncId = event_sync_id[event % NEVENTS] = next_sync_id++;
+	pthread_mutex_unlock(&mu);
+	e.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+	e.correlationId = corr;
+	e.contextId = 1;
+	e.streamId = stream;
+	e.eventId = event;
+	e.deviceId = device_id;
+	append(&e, CUPTI_ACTIVITY_KIND_CUDA_EVENT);
+}
+
+API void fakecupti_sync_event(uint32_t corr, uint32_t type, uint32_t event, uint32_t stream,
+			      uint64_t dur_ns)
+{
+	CUpti_ActivitySynchronization2 s;
+	uint64_t done;
+
+	memset(&s, 0, sizeof(s));
+	s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+	s.type = (CUpti_ActivitySynchronizationType)type;
+	s.start = now_ns();
+	s.end = s.start + dur_ns;
+	s.correlationId = corr;
+	s.contextId = 1;
+	s.cudaEventId = event;
+	pthread_mutex_lock(&mu);
+	done = event_done[event % NEVENTS];
+	s.cudaEventSyncId = event_sync_id[event % NEVENTS];
+	if (type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT &&
+	    stream_free[stream % NSTREAMS] < done)
+		stream_free[stream % NSTREAMS] = done; /* the stream's later work waits */
+	pthread_mutex_unlock(&mu);
+	if (type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE && s.end < done)
+		s.end = done;
+	/* the caller returns once the event completed (and the sync ended) */
+	while (type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE && now_ns() < s.end)
+		usleep(1);
+	s.streamId = type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT
+			     ? stream
+			     : CUPTI_SYNCHRONIZATION_INVALID_VALUE;
 	append(&s, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
 }
 

@@ -13,8 +13,8 @@
  *   FAKE_CUPTI_FAIL_KIND=K[,K]  cuptiActivityEnable(K) returns 35
  *                               (INSUFFICIENT_PRIVILEGES); K are
  *                               CUpti_ActivityKind numbers (10 kernel,
- *                               1 memcpy, 2 memset, 38 sync, 51 graph,
- *                               12 marker)
+ *                               1 memcpy, 2 memset, 38 sync, 36 CUDA
+ *                               event, 51 graph, 12 marker)
  *   FAKE_CUPTI_NO_TIMESTAMP_CB=1  cuptiActivityRegisterTimestampCallback
  *                               fails: timestamps stay CLOCK_REALTIME
  *   FAKE_CUPTI_DROPPED=N        cuptiActivityGetNumDroppedRecords reports
@@ -65,12 +65,25 @@
 #define FAKE_CBID_cuLaunchCooperativeKernel 477
 #define FAKE_CBID_cuGraphLaunch 514
 #define FAKE_CBID_cuLaunchKernelEx 652
+#define FAKE_CBID_cuEventRecord 119
+#define FAKE_CBID_cuEventSynchronize 121
+#define FAKE_CBID_cuStreamWaitEvent 295
+/* runtime callback ids (cupti_runtime_cbid.h) of the runtime calls the
+ * fake driver plays */
+#define FAKE_RT_CBID_cudaEventRecord_v3020 135
+#define FAKE_RT_CBID_cudaEventSynchronize_v3020 137
+#define FAKE_RT_CBID_cudaStreamWaitEvent_v3020 147
+#define FAKE_DOMAIN_RUNTIME 2 /* CUPTI_CB_DOMAIN_RUNTIME_API */
 
-/* One driver call in flight: the fake driver keeps it on its stack from
- * ENTER to EXIT (corr_data is CUPTI's correlationData for the call). */
+/* One driver (or runtime) call in flight: the fake driver keeps it on its
+ * stack from ENTER to EXIT (corr_data is CUPTI's correlationData for the
+ * call). */
 struct fakecupti_call {
 	uint32_t cbid;
-	uint32_t corr; /* set by fakecupti_api_enter: a fresh correlation id */
+	uint32_t domain; /* 0: the driver's; FAKE_DOMAIN_RUNTIME: a runtime call */
+	uint32_t corr;	 /* set by fakecupti_api_enter: a fresh correlation id,
+			  * unless already set (a driver call made by a runtime
+			  * call shares the runtime call's) */
 	const char *name;
 	int32_t result; /* the call's CUresult, set before EXIT */
 	uint64_t corr_data;
@@ -89,6 +102,15 @@ void fakecupti_memset(uint32_t corr, uint32_t value, uint64_t bytes, uint64_t du
 		      uint32_t stream);
 void fakecupti_sync(uint32_t corr, uint32_t type, uint32_t stream, uint64_t dur_ns);
 void fakecupti_graph(uint32_t corr, uint32_t graph_id, uint32_t stream, uint64_t dur_ns);
+/* A CUDA event recorded on stream (a CUDA_EVENT record): it completes when
+ * the stream's work queued so far does. */
+void fakecupti_cuda_event(uint32_t corr, uint32_t event, uint32_t stream);
+/* A sync on a CUDA event (type 1 event synchronize, 2 stream wait event),
+ * called inside the sync's call: a stream wait holds stream's later work
+ * until the event completes; an event synchronize lasts until it completes
+ * (and returns only then). */
+void fakecupti_sync_event(uint32_t corr, uint32_t type, uint32_t event, uint32_t stream,
+			  uint64_t dur_ns);
 /* NVTX as CUPTI records it (Route A): flags 1 instant, 2 start, 4 end */
 void fakecupti_marker(uint32_t flags, uint32_t id, const char *name, const char *domain,
 		      uint32_t tid);

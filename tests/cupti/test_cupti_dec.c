@@ -402,9 +402,65 @@ static void test_malformed(void)
 	teardown(&f);
 }
 
+/* CUDA event records: kept as they came, no string, no detail; a short one
+ * is malformed, a bad time dropped like any record's. */
+static void test_cuda_event(void)
+{
+	struct fixture f;
+	struct msg m;
+	const struct store_rec *r;
+
+	setup(&f);
+	begin(&m, 0);
+	add_hello(&m);
+	struct gpi_cuda_event e = {.time = NOW - 700,
+				   .corr = 41,
+				   .event = 12,
+				   .device = 1,
+				   .context = 2,
+				   .stream = 13};
+	add(&m, GPI_CUDA_EVENT, &e, sizeof(e));
+	CHECK_EQ_INT(decode(&f, &m), 0);
+	r = last(&f);
+	CHECK(r && r->type == STORE_REC_GPU_EVENT);
+	CHECK_EQ_INT(r->pid, 4242);
+	CHECK_EQ_INT(r->uid, 1000);
+	CHECK_EQ_INT(r->tid, 0);
+	CHECK_EQ_U64(r->ts_ns, NOW - 700);
+	CHECK_EQ_U64(r->dur_ns, 0);
+	CHECK_EQ_INT(r->name, 0);
+	CHECK_EQ_INT(r->aux32, 12);
+	CHECK_EQ_U64(r->aux[0], STORE_CUPTI_WHERE(1, 2, 13));
+	CHECK_EQ_U64(r->aux[1], 41);
+	CHECK_EQ_INT(store_rec_detail(r), 0);
+	CHECK_EQ_INT(f.cu.tot.records[CUPTI_N_EVENT], 1);
+
+	/* no time, or an hour old: dropped and counted */
+	begin(&m, 1);
+	e.time = 0;
+	add(&m, GPI_CUDA_EVENT, &e, sizeof(e));
+	e.time = NOW - 7200ull * 1000000000ull;
+	add(&m, GPI_CUDA_EVENT, &e, sizeof(e));
+	CHECK_EQ_INT(decode(&f, &m), 0);
+	CHECK_EQ_INT(f.cu.tot.records[CUPTI_N_EVENT], 1);
+	CHECK_EQ_U64(f.p.drops[CUPTI_DROP_TIME], 2);
+
+	/* shorter than its struct: the message adds nothing */
+	begin(&m, 2);
+	e.time = NOW - 10;
+	add(&m, GPI_CUDA_EVENT, &e, sizeof(e));
+	add(&m, GPI_CUDA_EVENT, &e, sizeof(e) - 8);
+	CHECK_EQ_INT(decode(&f, &m), -EBADMSG);
+	CHECK_STREQ(f.p.last_error, "record 1: type 15 in 32 bytes (needs 40)");
+	CHECK_EQ_INT(f.cu.tot.records[CUPTI_N_EVENT], 1);
+	CHECK_EQ_INT(store_count(f.s), 1);
+	teardown(&f);
+}
+
 int main(void)
 {
 	RUN(test_kinds);
+	RUN(test_cuda_event);
 	RUN(test_drops);
 	RUN(test_malformed);
 	return test_summary();

@@ -26,6 +26,10 @@ static void test_features(void)
 	CHECK(!(GPI_FEATURES_DEFAULT & GPI_F_GRAPH));
 	CHECK_EQ_INT(config_parse_features("kernel,pc", &f), 0);
 	CHECK_EQ_INT(f, GPI_F_KERNEL | GPI_F_PC);
+	/* the event records come with the syncs that name them */
+	CHECK_EQ_INT(config_parse_features("sync", &f), 0);
+	CHECK_EQ_INT(f, GPI_F_SYNC | GPI_F_EVENT);
+	CHECK(GPI_FEATURES_DEFAULT & GPI_F_EVENT);
 }
 
 static void test_config_env(void)

@@ -60,6 +60,8 @@ static struct {
 	__typeof__(fakecupti_sync) *sync;
 	__typeof__(fakecupti_graph) *graph;
 	__typeof__(fakecupti_marker) *marker;
+	__typeof__(fakecupti_cuda_event) *cuda_event; /* optional: an older stand-in */
+	__typeof__(fakecupti_sync_event) *sync_event;
 } cupti;
 static int cupti_on;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -82,6 +84,8 @@ static void find_cupti(void)
 	cupti.sync = (__typeof__(cupti.sync))dlsym(h, "fakecupti_sync");
 	cupti.graph = (__typeof__(cupti.graph))dlsym(h, "fakecupti_graph");
 	cupti.marker = (__typeof__(cupti.marker))dlsym(h, "fakecupti_marker");
+	cupti.cuda_event = (__typeof__(cupti.cuda_event))dlsym(h, "fakecupti_cuda_event");
+	cupti.sync_event = (__typeof__(cupti.sync_event))dlsym(h, "fakecupti_sync_event");
 	/* the real libcupti has none of these: then the driver plays nothing */
 	cupti_on = cupti.enter && cupti.exit && cupti.kernel && cupti.memcpy && cupti.memset &&
 		   cupti.sync && cupti.graph && cupti.marker;
@@ -130,6 +134,7 @@ API void fake_cuda_set_duration(uint64_t ns)
 static void call_enter(struct fakecupti_call *c, uint32_t cbid, const char *name)
 {
 	c->cbid = cbid;
+	c->domain = 0;
 	c->name = name;
 	c->corr = 0;
 	c->result = 0;
@@ -348,6 +353,96 @@ API CUresult cuGraphLaunch(CUgraphExec g, CUstream s)
 	if (cupti_on)
 		cupti.graph(c.corr, (uint32_t)((uintptr_t)g & 0xffffffff), stream_id(s), next_dur);
 	return 0;
+}
+
+/* ---------------------------------------------------------------- events */
+
+/*
+ * CUDA events through the runtime's calls, played as libcudart makes them:
+ * the runtime call's callbacks (RUNTIME domain) around the driver call it
+ * makes, both with one correlation id, and the activity CUPTI records for
+ * it (a CUDA_EVENT record per cudaEventRecord, a SYNCHRONIZATION record
+ * per wait on an event). Events are numbered from 1 in creation order.
+ */
+typedef struct fake_event *cudaEvent_t;
+struct fake_event {
+	uint32_t id;
+};
+static uint32_t next_event = 1;
+
+API int cudaEventCreate(cudaEvent_t *ev)
+{
+	if (!ev || !(*ev = calloc(1, sizeof(**ev))))
+		return 1; /* cudaErrorInvalidValue */
+	(*ev)->id = __atomic_fetch_add(&next_event, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* A runtime call rt around the driver call drv it makes: ENTER of both
+ * (one correlation id) ... */
+static void runtime_enter(struct fakecupti_call *rt, uint32_t rt_cbid, const char *rt_name,
+			  struct fakecupti_call *drv, uint32_t cbid, const char *name)
+{
+	*rt = (struct fakecupti_call){.cbid = rt_cbid,
+				      .domain = FAKE_DOMAIN_RUNTIME,
+				      .name = rt_name};
+	*drv = (struct fakecupti_call){.cbid = cbid, .name = name};
+	if (cupti_on)
+		cupti.enter(rt);
+	drv->corr = rt->corr; /* 0 without CUPTI: nothing is recorded then */
+	if (cupti_on)
+		cupti.enter(drv);
+}
+
+/* ... and EXIT of both, innermost first. */
+static void runtime_exit(struct fakecupti_call *rt, struct fakecupti_call *drv)
+{
+	call_exit(drv, 0);
+	call_exit(rt, 0);
+}
+
+API int cudaEventRecord(cudaEvent_t ev, CUstream s)
+{
+	struct fakecupti_call rt, drv;
+
+	if (!ev)
+		return 400; /* cudaErrorInvalidResourceHandle */
+	runtime_enter(&rt, FAKE_RT_CBID_cudaEventRecord_v3020, "cudaEventRecord", &drv,
+		      FAKE_CBID_cuEventRecord, "cuEventRecord");
+	runtime_exit(&rt, &drv);
+	if (cupti_on && cupti.cuda_event)
+		cupti.cuda_event(rt.corr, ev->id, stream_id(s));
+	return 0;
+}
+
+/* The sync record is made inside the call: an event synchronize returns
+ * only once the event completed (the stand-in waits for it). */
+static int event_wait(uint32_t rt_cbid, const char *rt_name, uint32_t cbid, const char *name,
+		      uint32_t type, cudaEvent_t ev, CUstream s)
+{
+	struct fakecupti_call rt, drv;
+
+	if (!ev)
+		return 400;
+	runtime_enter(&rt, rt_cbid, rt_name, &drv, cbid, name);
+	if (cupti_on && cupti.sync_event)
+		cupti.sync_event(rt.corr, type, ev->id, stream_id(s), next_dur);
+	runtime_exit(&rt, &drv);
+	return 0;
+}
+
+/* sync types: CUpti_ActivitySynchronizationType (1 event, 2 stream wait) */
+API int cudaStreamWaitEvent(CUstream s, cudaEvent_t ev, unsigned flags)
+{
+	(void)flags;
+	return event_wait(FAKE_RT_CBID_cudaStreamWaitEvent_v3020, "cudaStreamWaitEvent",
+			  FAKE_CBID_cuStreamWaitEvent, "cuStreamWaitEvent", 2, ev, s);
+}
+
+API int cudaEventSynchronize(cudaEvent_t ev)
+{
+	return event_wait(FAKE_RT_CBID_cudaEventSynchronize_v3020, "cudaEventSynchronize",
+			  FAKE_CBID_cuEventSynchronize, "cuEventSynchronize", 1, ev, NULL);
 }
 
 /* ---------------------------------------------------------------- NVTX */

@@ -923,6 +923,175 @@ out:
 }
 
 /*
+ * Waits on CUDA events joined to the records they wait on, as Kineto joins
+ * them, and the cross-stream edges critical path builds from that. pid 300,
+ * thread 300, device 0, context 1; µs from T0:
+ *   e1 cudaEventRecord [1, 2]: event 5 on stream 7 (an older record)
+ *   c2 cudaLaunchKernel [10, 12] -> ka [20, 60] stream 7
+ *   e3 cudaEventRecord [13, 14]: event 5 on stream 7
+ *   w4 cudaStreamWaitEvent [15, 16] -> Stream Wait Event stream 13, event 5
+ *   c5 cudaLaunchKernel [17, 19] -> kb [60, 80] stream 13 (after ka: the wait)
+ *   e6 cudaEventRecord [20, 21]: event 6 on stream 13
+ *   s7 cudaEventSynchronize [22, 81] -> Event Sync [22, 81], event 6
+ *   e8 cudaEventRecord [90, 91]: event 5 again (later than w4: not its record)
+ *   w9 cudaStreamWaitEvent [92, 93] -> Stream Wait Event, event 9 (no record)
+ * The event records come last and out of order, as CUPTI buffers of other
+ * threads may bring them.
+ */
+static void event_rec(struct capture *c, const struct ids *id, uint64_t t, uint32_t event,
+		      uint32_t stream, uint32_t corr)
+{
+	*rec(c) = (struct store_rec){.ts_ns = T0 + t * US,
+				     .pid = PID,
+				     .comm = id->comm,
+				     .type = STORE_REC_GPU_EVENT,
+				     .aux32 = event,
+				     .aux = {STORE_CUPTI_WHERE(0, 1, stream), corr}};
+}
+
+static struct capture *event_scene(void)
+{
+	struct capture *c;
+	struct ids id;
+
+	if (capture_new(&c) < 0)
+		abort();
+	c->kind = CAPTURE_LIVE;
+	c->t0_ns = T0;
+	c->t1_ns = T0 + 1000 * US;
+	id.comm = cb_str(c, "train");
+	api(c, &id, MAIN, "cudaEventRecord", 2, 1, 2, 1);
+	api(c, &id, MAIN, "cudaLaunchKernel", 2, 10, 12, 2);
+	api(c, &id, MAIN, "cudaEventRecord", 2, 13, 14, 3);
+	api(c, &id, MAIN, "cudaStreamWaitEvent", 2, 15, 16, 4);
+	api(c, &id, MAIN, "cudaLaunchKernel", 2, 17, 19, 5);
+	api(c, &id, MAIN, "cudaEventRecord", 2, 20, 21, 6);
+	api(c, &id, MAIN, "cudaEventSynchronize", 2, 22, 81, 7);
+	api(c, &id, MAIN, "cudaEventRecord", 2, 90, 91, 8);
+	api(c, &id, MAIN, "cudaStreamWaitEvent", 2, 92, 93, 9);
+	activity(c, &id, GPU_CUPTI_SYNC, "Stream Wait Event", 15, 16, 13, 4, 5);
+	activity(c, &id, GPU_CUPTI_KERNEL, "ka", 20, 60, 7, 2, 32);
+	activity(c, &id, GPU_CUPTI_KERNEL, "kb", 60, 80, 13, 5, 32);
+	activity(c, &id, GPU_CUPTI_SYNC, "Event Sync", 22, 81, UINT32_MAX, 7, 6);
+	activity(c, &id, GPU_CUPTI_SYNC, "Stream Wait Event", 92, 93, 13, 9, 9);
+	event_rec(c, &id, 90, 5, 7, 8);
+	event_rec(c, &id, 20, 6, 13, 6);
+	event_rec(c, &id, 13, 5, 7, 3);
+	event_rec(c, &id, 1, 5, 7, 1);
+	return c;
+}
+
+static void check_wait(const struct tl_rank *r, const struct tl_event *e, int64_t stream,
+		       int64_t corr, int64_t event)
+{
+	const struct tl_args *a = e ? tl_event_args(r, e) : NULL;
+
+	CHECK(a != NULL);
+	if (!a)
+		return;
+	CHECK_EQ_INT(a->wait_on_stream, stream);
+	CHECK_EQ_INT(a->wait_on_event_record_corr, corr);
+	CHECK_EQ_INT(a->wait_on_event_id, event);
+}
+
+/* r: the rank of pid 300 (an imported trace numbers its one rank 0);
+ * dev: the device of the work, which the syncs take from their context */
+static void check_event_rows(const struct timeline *tl, const struct tl_rank *r, int dev)
+{
+	CHECK(r != NULL);
+	if (!r)
+		return;
+	for (unsigned k = 0; k < 2; k++) {
+		const struct tl_event *w = row(tl, r, "Stream Wait Event", k);
+		CHECK(w && w->device == dev);
+	}
+	check_wait(r, row(tl, r, "Stream Wait Event", 0), 7, 3, 5);
+	check_wait(r, row(tl, r, "Event Sync", 0), 13, 6, 6);
+	check_wait(r, row(tl, r, "Stream Wait Event", 1), -1, -1, 9);
+	/* the records themselves are no rows */
+	CHECK_EQ_INT(r->nev, 9 + 5);
+}
+
+/* dev: every kernel and event record on that device; the syncs name none
+ * (device 0 in the store, as the collector writes them) */
+static void event_waits_on(uint32_t dev)
+{
+	struct capture *c = event_scene();
+	struct timeline *tl = NULL, *back = NULL;
+	struct gpu_match m;
+	struct membuf mb = {0};
+	struct export_totals t;
+	struct import_result res;
+
+	for (uint32_t i = 0; i < c->nrecs; i++) {
+		struct store_rec *x = &c->recs[i];
+		if ((gpu_is_cupti(x) && (x->cpu & 0xff) != GPU_CUPTI_SYNC) ||
+		    x->type == STORE_REC_GPU_EVENT)
+			x->aux[0] = STORE_CUPTI_WHERE(dev, 1, STORE_CUPTI_STREAM(x->aux[0]));
+	}
+	tl = attached(c);
+	CHECK_EQ_INT(gpu_match_build(c, &m), 0);
+	CHECK_EQ_INT(gpu_match_sync_device(
+			     &m, &c->recs[find(c, STORE_REC_GPU_INTERVAL, "Event Sync", 0)]),
+		     dev);
+	CHECK_EQ_U64(m.nevents, 4);
+	CHECK_EQ_U64(m.nwaits_linked, 2);
+	CHECK_EQ_INT(m.wait[find(c, STORE_REC_GPU_INTERVAL, "Stream Wait Event", 0)],
+		     c->nrecs - 2 + 1); /* e3, not e1 nor the later e8 */
+	CHECK_EQ_INT(m.wait[find(c, STORE_REC_GPU_INTERVAL, "Stream Wait Event", 1)], 0);
+	gpu_match_finish(&m);
+	if (!tl)
+		goto out;
+	check_event_rows(tl, timeline_rank(tl, PID), (int)dev);
+
+	/* critical path: ka's end -> kb's start across the streams (the
+	 * wait), kb's end -> the end of cudaEventSynchronize */
+	cJSON *cp = run(tl, "critical_path", "{\"rank\": 300}");
+	const cJSON *g = cJSON_GetObjectItem(cp, "graph");
+	CHECK_NEAR(at(g, "edges_by_type", "critical_path_sync_dependency"), 2, 0);
+	const struct tl_rank *r = timeline_rank(tl, PID);
+	const struct tl_event *ka = row(tl, r, "ka", 0), *kb = row(tl, r, "kb", 0);
+	bool cross = false;
+	const cJSON *x;
+	cJSON_ArrayForEach(x, cJSON_GetObjectItem(cp, "critical_edges"))
+	{
+		const cJSON *ty = cJSON_GetObjectItem(x, "type");
+		if (ka && kb && !strcmp(ty->valuestring, "critical_path_sync_dependency") &&
+		    num(x, "from_event") == ka->index && num(x, "to_event") == kb->index)
+			cross = true;
+	}
+	CHECK(cross); /* on the path: kb waited for ka */
+	cJSON_Delete(cp);
+
+	/* the Chrome export writes the args as Kineto does; imported back,
+	 * the same rows carry the same args */
+	CHECK_EQ_INT(chrome_export(c, NULL, mem_cb, &mb, &t), 0);
+	CHECK(mb.p && strstr(mb.p, "\"wait_on_stream\":7,\"wait_on_cuda_event_record_corr_id\":3,"
+				   "\"wait_on_cuda_event_id\":5"));
+	CHECK(mb.p && strstr(mb.p, "\"wait_on_stream\":-1,\"wait_on_cuda_event_record_corr_id\":-1,"
+				   "\"wait_on_cuda_event_id\":9"));
+	CHECK_EQ_INT(timeline_new(&back), 0);
+	CHECK_EQ_INT(timeline_import_buf(mb.p, mb.len, NULL, back, &res), 0);
+	CHECK_EQ_INT(timeline_finalize(back, TL_FIN_NO_STEP_FILTER), 0);
+	check_event_rows(back, timeline_rank(back, 0), (int)dev);
+	cp = run(back, "critical_path", "{\"rank\": 0}");
+	g = cJSON_GetObjectItem(cp, "graph");
+	CHECK_NEAR(at(g, "edges_by_type", "critical_path_sync_dependency"), 2, 0);
+	cJSON_Delete(cp);
+out:
+	timeline_free(back);
+	timeline_free(tl);
+	free(mb.p);
+	capture_free(c);
+}
+
+static void test_event_waits(void)
+{
+	event_waits_on(0);
+	event_waits_on(2); /* a process on another GPU: its syncs too */
+}
+
+/*
  * The join against a direct reading of its rules on random captures:
  * several pids and threads, calls with and without a nested driver call,
  * probes anywhere, intervals naming calls that may not exist, equal
@@ -1074,6 +1243,7 @@ int main(void)
 	RUN(test_comm);
 	RUN(test_pprof);
 	RUN(test_edges);
+	RUN(test_event_waits);
 	RUN(test_join_random);
 	return test_summary();
 }

@@ -30,8 +30,10 @@ def control(op, typ=CONTROL, rlen=16, magic=MAGIC):
     return struct.pack("<IHHII", magic, VERSION, 1, 0, 0) + struct.pack("<HHIII", typ, rlen, 0, op, 0)
 HELLO, STRING, KERNEL, MEMCPY, MEMSET, SYNC, GRAPH, API, MARKER, STATS = range(1, 11)
 STALL_NAME, PC, CUBIN, PC_STATS = 11, 12, 13, 14
+CUDA_EVENT = 15
 CUBIN_CHUNK = 32768
-F_KERNEL, F_MEMCPY, F_MEMSET, F_SYNC, F_GRAPH, F_API, F_NVTX, F_PC, F_MONO = (1 << i for i in range(9))
+F_KERNEL, F_MEMCPY, F_MEMSET, F_SYNC, F_GRAPH, F_API, F_NVTX, F_PC, F_MONO, F_EVENT = \
+    (1 << i for i in range(10))
 ST_ACTIVE, ST_CONFLICT, ST_DISABLED = 1, 2, 3
 MK_INSTANT, MK_RANGE = 1, 2
 LAYOUT = {
@@ -51,6 +53,7 @@ LAYOUT = {
     STALL_NAME: ("<IIII", "device index name rsv"),
     PC: ("<QQQIIIIII", "time cubin_crc pc function reason samples device corr rsv"),
     CUBIN: ("<QIIII", "crc size offset len rsv"),
+    CUDA_EVENT: ("<QIIIIII", "time corr event device context stream rsv"),
     PC_STATS: ("<10Q", "samples sent dropped oom drains windows contexts_refused cubins "
                "cubins_refused cubin_bytes"),
 }

@@ -115,6 +115,8 @@ def totals(out):
             t["sync"] = int(w[2])
         elif w[0] == "nvtx":
             t["nvtx"] = (int(w[2]), int(w[4]))
+        elif w[0] == "events":
+            t["events"] = (int(w[2]), int(w[4]), int(w[6]))
     expect(out.rstrip().endswith("done"), "cuda_app did not finish: %r" % out)
     return t
 
@@ -215,6 +217,62 @@ def live_capture_of_a_cuda_process():
         p = d.ctl("analyze", "comm", str(cid), check=1)
         expect(p.returncode != 0 and b"no communication kernels" in p.stderr,
                "comm without NCCL kernels says so: %r" % p.stderr)
+    finally:
+        if app:
+            app.kill()
+        d.cleanup()
+
+
+@test
+def critical_path_follows_cuda_events():
+    """Each iteration, the thread's stream runs K_A, records an event that a
+    second stream waits on before it runs K_C, then waits for K_C through a
+    second event (cudaEventSynchronize). The live capture links each wait
+    to the event record it waits on, as a Kineto trace of the program
+    would: critical path follows K_A -> K_C across the streams and K_C ->
+    the cudaEventSynchronize that waited for it; the Chrome export writes
+    the links as Kineto does (read back by the Kineto importer in the
+    cupti-live unit test: the stand-in's calls here last under the
+    microsecond that HTA's time grid keeps)."""
+    need_build()
+    d = daemon()
+    app = None
+    k_c, n = "gpuprof_k_c", 20
+    try:
+        # kernels long next to the program's own CPU time, so that the GPU
+        # side makes the critical path
+        # on device 2: the syncs, which name no device, take their context's
+        app = App(d, ["--launches", str(n), "--kernel", K_A + ":400000", "--events",
+                      k_c + ":200000", "--nvtx"], env={"FAKE_CUPTI_DEVICE": "2"})
+        t = app.run(d)
+        eq(t["kernels"], {K_A: (n, n * 400000), k_c: (n, n * 200000)}, "what the program did")
+        wait_until(lambda: kernels_stored(d) >= 2 * n and
+                   status(d, "cupti")["records"]["event"] >= 2 * n, "the library's last batch")
+        cid = capture(d, app.pid)
+
+        # one edge K_A -> K_C (the stream wait) and one K_C -> the end of
+        # cudaEventSynchronize (the event synchronize) per iteration
+        cp = analyze(d, "critical_path", cid)
+        eq(cp["graph"]["edges_by_type"]["critical_path_sync_dependency"], 2 * n,
+           "sync edges on the live capture: %s" % cp["graph"])
+        # the path runs through them: K_A, across to the waiting stream's
+        # K_C, back to the thread at its cudaEventSynchronize (in most
+        # iterations: a descheduled thread may put its CPU time on it)
+        expect(not cp["critical_edges_truncated"], "all critical edges listed")
+        on_path = [e for e in cp["critical_edges"]
+                   if e["type"] == "critical_path_sync_dependency"]
+        expect(n <= len(on_path) <= 2 * n, "%d sync edges on the critical path" % len(on_path))
+
+        trace = os.path.join(d.tmp, "events.json")
+        d.ctl("export", str(cid), "--format", "chrome", "--out", trace)
+        with open(trace) as f:
+            ev = json.load(f)["traceEvents"]
+        waits = [e["args"] for e in ev if e.get("name") == "Stream Wait Event"]
+        eq(len(waits), n, "Stream Wait Event rows")
+        records = {e["args"]["correlation"] for e in ev if e.get("name") == "cudaEventRecord"}
+        expect(all(w["wait_on_stream"] == 1 and w["wait_on_cuda_event_record_corr_id"] in records
+                   and w["wait_on_cuda_event_id"] == 1 and w["device"] == 2 for w in waits),
+               "waits linked to the first stream's records: %s" % waits[:3])
     finally:
         if app:
             app.kill()

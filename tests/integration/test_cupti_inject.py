@@ -21,8 +21,8 @@ import tempfile
 import time
 import zlib
 
-from cupti_wire import (API, CTL_RELEASE, F_API, F_GRAPH, F_KERNEL, F_MEMCPY, F_MEMSET, F_MONO, F_NVTX,
-                        F_PC, F_SYNC, GRAPH, HELLO, KERNEL, MARKER, MEMCPY, MEMSET, MK_INSTANT,
+from cupti_wire import (API, CTL_RELEASE, CUDA_EVENT, F_API, F_EVENT, F_GRAPH, F_KERNEL, F_MEMCPY,
+                        F_MEMSET, F_MONO, F_NVTX, F_PC, F_SYNC, GRAPH, HELLO, KERNEL, MARKER, MEMCPY, MEMSET, MK_INSTANT,
                         MK_RANGE, PC, PC_STATS, ST_ACTIVE, ST_CONFLICT, ST_DISABLED, STALL_NAME,
                         STATS, SYNC, Receiver, control)
 from gpd import BUILD, GPUPROFCTL, Daemon, Skip, as_attacker, eq, expect, main, open_to_group, test
@@ -61,6 +61,8 @@ def totals(out):
             t["sync"] = int(w[2])
         elif w[0] == "nvtx":
             t["nvtx"] = (int(w[2]), int(w[4]))
+        elif w[0] == "events":
+            t["events"] = (int(w[2]), int(w[4]), int(w[6]))
     expect(out.rstrip().endswith("done"), "app did not finish: %r", out)
     return t
 
@@ -120,7 +122,8 @@ def end_to_end(sock):
     c = conns[0]
     check_hello_first(c)
     hello = c.recs[0]
-    eq(hello["features"], F_KERNEL | F_MEMCPY | F_MEMSET | F_SYNC | F_GRAPH | F_API | F_NVTX | F_MONO,
+    eq(hello["features"],
+       F_KERNEL | F_MEMCPY | F_MEMSET | F_SYNC | F_EVENT | F_GRAPH | F_API | F_NVTX | F_MONO,
        "hello features")
     eq(hello["lib_version"], 1, "lib version")
     eq(hello["cupti_version"], 130001, "cupti version")
@@ -196,7 +199,8 @@ def default_features(sock):
     finally:
         rx.stop()
     c = rx.decoded()[0]
-    eq(c.recs[0]["features"], F_KERNEL | F_MEMCPY | F_MEMSET | F_SYNC | F_API | F_NVTX | F_MONO,
+    eq(c.recs[0]["features"],
+       F_KERNEL | F_MEMCPY | F_MEMSET | F_SYNC | F_EVENT | F_API | F_NVTX | F_MONO,
        "default features")
     eq(len(c.of(KERNEL)), 5, "kernels")
     eq(len(c.of(SYNC)), 5, "syncs")
@@ -340,6 +344,71 @@ def kind_refused(sock):
 
 @test
 @with_receiver
+def cuda_events(sock):
+    """Each cudaEventRecord's CUDA_EVENT record: its call's correlation id
+    and entry time, the event id the waits name, the stream; the syncs on
+    events carry that id. A refused CUDA_EVENT kind turns only itself off."""
+    rx = Receiver(sock)
+    try:
+        p = run_app(sock, ["--threads", "2", "--launches", "20", "--kernel", "gpuprof_k_a:20000",
+                           "--events", "gpuprof_k_c:3000"])
+        eq(p.returncode, 0, "app exit: " + p.stderr)
+        t = totals(p.stdout)
+        time.sleep(0.2)
+    finally:
+        rx.stop()
+    c = rx.decoded()[0]
+    n = 2 * 20
+    eq(t["events"], (2 * n, n, n), "what the program did")
+    api = {a["corr"]: a for a in c.of(API) if a["domain"] == 2}
+    eq(sorted({a["name"] for a in api.values()}),
+       ["cudaEventRecord", "cudaEventSynchronize", "cudaStreamWaitEvent"], "runtime calls")
+    ev = c.of(CUDA_EVENT)
+    eq(len(ev), 2 * n, "event records")
+    for e in ev:
+        a = api.get(e["corr"])
+        expect(a is not None and a["name"] == "cudaEventRecord", "event %r: its call %r", e, a)
+        eq(e["time"], a["enter"], "an event record's time is its call's entry")
+        eq((e["device"], e["context"], e["rsv"]), (0, 1, 0), "device, context")
+        # thread t records on its stream t + 1, then on its second stream 100 + t
+        th = t["tids"].index(a["tid"])
+        expect(e["stream"] in (th + 1, 100 + th), "stream %d of thread %d", e["stream"], th)
+    # cuda_app creates each thread's two events first, numbered from 1
+    eq(sorted({e["event"] for e in ev}), [1, 2, 3, 4], "event ids")
+    sy = c.of(SYNC)
+    waits = [s for s in sy if s["type"] == 2]
+    esyncs = [s for s in sy if s["type"] == 1]
+    eq((len(waits), len(esyncs)), (n, n), "stream waits, event syncs")
+    for s in waits + esyncs:
+        eq(api[s["corr"]]["name"], "cudaStreamWaitEvent" if s["type"] == 2 else
+           "cudaEventSynchronize", "the sync's call")
+        # the latest record of that event before the wait: on the stream the
+        # thread recorded it on
+        before = [e for e in ev if e["event"] == s["event"] and e["corr"] < s["corr"]]
+        expect(before, "sync %r waits on an event never recorded before it", s)
+        rec = max(before, key=lambda e: e["corr"])
+        eq(rec["stream"] < 100, s["type"] == 2, "a wait waits on the first stream's record")
+    s = last_stats(c)
+    expect(s["on"] & F_EVENT and not s["failed"], "CUDA_EVENT on: %r" % s)
+
+    # CUDA_EVENT refused: only it goes
+    rx = Receiver(sock)
+    try:
+        p = run_app(sock, ["--launches", "5", "--events", "gpuprof_k_c:3000"],
+                    env={"FAKE_CUPTI_FAIL_KIND": "36"})
+        eq(p.returncode, 0, "app exit: " + p.stderr)
+        time.sleep(0.2)
+    finally:
+        rx.stop()
+    c = rx.decoded()[0]
+    s = last_stats(c)
+    eq((s["state"], s["failed"], s["last_error"]), (ST_ACTIVE, F_EVENT, 35), "stats")
+    eq(s["on"] & (F_EVENT | F_SYNC), F_SYNC, "sync stays on")
+    eq((len(c.of(CUDA_EVENT)), len(c.of(SYNC)), len(c.of(KERNEL))), (0, 10, 5), "records")
+
+
+@test
+@with_receiver
 def realtime_clock_converted(sock):
     rx = Receiver(sock)
     try:
@@ -432,7 +501,7 @@ def cupti_fatal_error(sock):
     c = rx.decoded()[0]
     s = last_stats(c)
     eq((s["state"], s["on"] & ~F_MONO, s["last_error"]), (ST_DISABLED, 0, 999), "stats")
-    eq(s["failed"], F_KERNEL | F_MEMCPY | F_MEMSET | F_SYNC | F_API | F_NVTX, "failed")
+    eq(s["failed"], F_KERNEL | F_MEMCPY | F_MEMSET | F_SYNC | F_EVENT | F_API | F_NVTX, "failed")
     eq(len(c.of(KERNEL)), 10, "kernels before the error")
     eq(len(c.of(MEMSET)), 10, "memsets before the error")
 
