@@ -9,34 +9,38 @@
 # A gpuprofd from the bundle (scripts/device/bundle.sh build-rel) runs on a
 # private socket and state directory with the CPU sampler and Python
 # frames, the launch probes and the cupti collector on a private socket;
-# the CUDA programs load libgpuprof-cupti.so (CUDA_INJECTION64_PATH):
-#  1. cuda       cupti_real.cu (nvcc -arch=native), known kernels, copies,
-#                a memset, syncs, NVTX ranges routed to CUPTI and a CUDA
-#                graph, every feature on: kernel counts equal to the launches,
-#                folded --weight gpu-time per kernel equal to the kernels
-#                analysis, kernel time on launching stacks, all nine analyses
-#                on the live capture; GRAPH_TRACE against per-node records.
-#  2. parity     torch_parity.py, one process: phase A (STEPS training steps)
-#                captured live, then `gpuprofctl cupti release PID`, then
-#                phase B (the same STEPS) under torch.profiler, whose Kineto
-#                trace is imported: kernel counts per step, per-kernel mean
-#                GPU time (within 2 %), temporal and idle (within 2 points).
-#                Caveat: CUPTI allows one subscriber per process, so the two
-#                windows are consecutive phases of the same loop, not the same
-#                kernels; phase B also carries the profiler's own host cost.
-#  3. pyframes   phase A's folded --weight launches: the model's Python
-#                functions (Block.forward) above the cuBLAS GEMM kernel frames.
-#  4. pc         PC sampling (default,pc): samples through the daemon and
-#                whether pcOffset is relative to the function (the daemon
-#                finds nvdisasm's instruction at that offset); the slowdown of
-#                a GEMM loop (cupti_real --gemm) at the default duty cycle.
-#  5. rate       torch_rate.py (launch-heavy inference) with and without the
-#                library, interleaved, 3 runs each (>= 98 %).
-#  6. nccl       whether NCCL is there; if so a one-rank all_reduce captured
-#                live (NCCL kernels, analyze comm).
-#  7. cost       with the daemon stopped: bench/gpu/real_cuda.sh (its own
-#                daemon): cost per launch with the library off, at its
-#                defaults and kernels only, beyond the probes (<= 1 us).
+# the CUDA programs load libgpuprof-cupti.so (CUDA_INJECTION64_PATH).
+# Steps, in order of priority:
+#  cuda      cupti_real.cu (nvcc -arch=native), known kernels, copies, a
+#            memset, syncs, NVTX ranges routed to CUPTI and a CUDA graph,
+#            every feature on: kernel counts equal to the launches, folded
+#            --weight gpu-time per kernel equal to the kernels analysis,
+#            kernel time on launching stacks, all nine analyses on the live
+#            capture; GRAPH_TRACE against per-node records (a behaviour).
+#  parity    torch_parity.py, one process: phase A (STEPS training steps)
+#            captured live, then `gpuprofctl cupti release PID` (status must
+#            show the library stepping aside), then phase B (the same STEPS)
+#            under torch.profiler, whose Kineto trace is imported: kernel
+#            counts per step, per-kernel mean GPU time (within 2 %, the trace's
+#            own durations: the importer rounds to whole us as HTA does),
+#            temporal and idle (within 2 points of the span).
+#            Caveat: CUPTI allows one subscriber per process, so the two
+#            windows are consecutive phases of the same loop, not the same
+#            kernels; phase B also carries the profiler's own host cost.
+#  pyframes  phase A's folded --weight launches: the model's Python function
+#            (Block.forward) above the cuBLAS GEMM kernel frames.
+#  cost      with our daemon stopped: bench/gpu/real_cuda.sh (daemons of its
+#            own): cost per launch with the library off, at its defaults and
+#            kernels only, beyond the launch probes (<= 1 us), median of 3.
+#  pc        PC sampling (default,pc): samples through the daemon, and whether
+#            pcOffset is relative to the function (the daemon finds
+#            nvdisasm's instruction at that offset: >= 95 % of the samples);
+#            the slowdown of a GEMM loop (cupti_real --gemm) at the default
+#            duty cycle (<= 2 %), interleaved runs, median of 3.
+#  rate      torch_rate.py (launch-heavy inference) with and without the
+#            library, interleaved, 3 runs each (>= 98 %).
+#  nccl      whether NCCL is there; if so a one-rank all_reduce captured live
+#            (NCCL kernels, analyze comm), a behaviour.
 # Steps run under `timeout` each, one failing does not stop the others, and
 # optional ones are skipped past the wall budget (GPU_CHECKS_BUDGET_S, 390 s).
 # Details go to $OUT/res (default OUT=/tmp/gpu_checks); stdout stays short
@@ -505,10 +509,16 @@ if [ $MODE = device ]; then
     grep -q 'available True' "$R/machine.txt" && TORCH=cuda
     grep -q '^python .* torch ' "$R/machine.txt" && [ -z "$TORCH" ] && TORCH=nocuda
     [ -n "$CUPTI" ] || { echo "no libcupti.so.13"; exit 2; }
-    if ! timeout 120 nvcc -O2 -arch=native -o "$W/cupti_real" scripts/device/cupti_real.cu \
-        >"$R/nvcc.log" 2>&1; then
-        echo "nvcc failed (res/nvcc.log)"
-    fi
+    # -arch=native, else the compute capability nvidia-smi names
+    sm=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
+    for arch in native ${sm:+sm_$sm}; do
+        timeout 120 nvcc -O2 -arch=$arch -o "$W/cupti_real" scripts/device/cupti_real.cu \
+            >>"$R/nvcc.log" 2>&1 && break
+    done
+    [ -x "$W/cupti_real" ] || echo "nvcc failed (res/nvcc.log)"
+    # the SASS of the PC sampling kernel, for reading its offsets by hand
+    command -v cuobjdump >/dev/null && [ -x "$W/cupti_real" ] &&
+        cuobjdump -sass -fun gpuprof_cupti_sgemm "$W/cupti_real" >"$R/sgemm.sass" 2>&1
 fi
 printf 'sampling.cpu = true\nsampling.python = true\nsymbols.lines = false\ncupti.socket = %s\n' \
     "$CSOCK" >"$W/gpuprofd.conf"
@@ -523,12 +533,39 @@ if [ $MODE = stand-in ]; then
     chmod 755 "$W/nvdisasm"
     echo "cupti.nvdisasm = $W/nvdisasm" >>"$W/gpuprofd.conf"
 fi
-LD_LIBRARY_PATH=$LIBDIR "$GPD" -f -v -s "$SOCK" -d "$W/state" -c "$W/gpuprofd.conf" \
-    >"$R/daemon.log" 2>&1 &
-DPID=$!
-for _ in $(seq 150); do ctl version >/dev/null 2>&1 && break; sleep 0.1; done
-ctl --json status >"$R/status0.json" || { echo "daemon did not start"; tail -20 "$R/daemon.log"; exit 1; }
-"$PY" -c 'import json,sys; st=json.load(open(sys.argv[1])); print("collectors:", ", ".join("%s %s" % (c["name"], c["state"]) for c in st["collectors"]), "| cupti", st["cupti"]["state"])' "$R/status0.json"
+# start_daemon N: gpuprofd in the background, its log res/daemon.N.log
+start_daemon() {
+    LD_LIBRARY_PATH=$LIBDIR "$GPD" -f -v -s "$SOCK" -d "$W/state" -c "$W/gpuprofd.conf" \
+        >"$R/daemon.$1.log" 2>&1 &
+    DPID=$!
+    for _ in $(seq 150); do ctl version >/dev/null 2>&1 && break; sleep 0.1; done
+    ctl --json status >"$R/status.$1.json" || { echo "daemon did not start"; tail -20 "$R/daemon.$1.log"; exit 1; }
+    "$PY" -c 'import json,sys; st=json.load(open(sys.argv[1])); print("collectors:", ", ".join("%s %s" % (c["name"], c["state"]) for c in st["collectors"]), "| cupti", st["cupti"]["state"])' "$R/status.$1.json"
+}
+
+# stop_daemon N: its account (status), then stop it
+stop_daemon() {
+    ctl --json status >"$R/status.$1.end.json"
+    "$PY" - "$R/status.$1.end.json" <<'PY'
+import json, sys
+st = json.load(open(sys.argv[1]))
+cu = st["cupti"]
+print("cupti: records", {k: v for k, v in cu["records"].items() if v},
+      "drops", {k: v for k, v in cu["drops"].items() if v} or 0,
+      "library_drops", {k: v for k, v in cu["library_drops"].items() if v} or 0,
+      "closed", {k: v for k, v in cu["closed"].items() if v}, "seq_gaps", cu["seq_gaps"])
+for c in st["collectors"]:
+    if c["name"] in ("cpu", "gpu"):
+        print("%s: %s events %s drops %s lost %s" % (c["name"], c["state"], c.get("events"),
+                                                    c.get("drops"), c.get("lost", "-")))
+PY
+    kill $DPID
+    wait $DPID
+    echo "daemon exit $? ($(grep -c '^<[0-3]>' "$R/daemon.$1.log") error lines in res/daemon.$1.log)"
+    DPID=
+}
+
+start_daemon 1
 
 # run NAME LIMIT_S MIN_S TARGETS...: step NAME under timeout, unless fewer
 # than MIN_S seconds of the budget are left (its TARGETS then SKIP)
@@ -575,6 +612,13 @@ else
     run parity 150 60 "${T_PARITY[@]}"
     run pyframes 60 10 "${T_PYF[@]}"
 fi
+# the cost per launch needs the machine to itself: real_cuda.sh starts
+# daemons of its own
+if [ $MODE = device ]; then
+    stop_daemon 1
+    run cost 180 60 "${T_COST[@]}"
+    start_daemon 2
+fi
 if [ $MODE = stand-in ] || [ -x "$W/cupti_real" ]; then
     run pc 90 40 "${T_PC[@]}"
 fi
@@ -585,31 +629,11 @@ else
 fi
 if [ $MODE = device ]; then
     run nccl 45 45
-fi
-if [ $MODE = stand-in ]; then
+    stop_daemon 2
+else
     run cost 60 20 "${T_COST[@]}"
+    stop_daemon 1
 fi
-
-# the daemon's own account, then stop it
-ctl --json status >"$R/status1.json"
-"$PY" - "$R/status1.json" <<'PY'
-import json, sys
-st = json.load(open(sys.argv[1]))
-cu = st["cupti"]
-print("cupti: records", {k: v for k, v in cu["records"].items() if v},
-      "drops", {k: v for k, v in cu["drops"].items() if v} or 0,
-      "library_drops", {k: v for k, v in cu["library_drops"].items() if v} or 0,
-      "closed", {k: v for k, v in cu["closed"].items() if v}, "seq_gaps", cu["seq_gaps"])
-for c in st["collectors"]:
-    if c["name"] in ("cpu", "gpu"):
-        print("%s: %s events %s drops %s lost %s" % (c["name"], c["state"], c.get("events"),
-                                                    c.get("drops"), c.get("lost", "-")))
-PY
-kill $DPID
-wait $DPID
-echo "daemon exit $? ($(grep -c '^<[0-3]>' "$R/daemon.log") error lines in res/daemon.log)"
-DPID=
-[ $MODE = device ] && run cost 180 60 "${T_COST[@]}"
 
 $CMP summary --results "$RES" | tee "$OUT/summary.txt"
 rc=${PIPESTATUS[0]}

@@ -83,7 +83,7 @@ def write(name, text):
 def main():
     cfg, kineto_sync = sync_events_config()
     torch.manual_seed(0)
-    n, batch = 2048, 1024
+    n, batch = 4096, 2048  # kernels of tens of us to ms: the import rounds to whole us
     model = torch.nn.Sequential(Block(n), Block(n), torch.nn.LayerNorm(n)).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
     x = torch.randn(batch, n, device="cuda")
