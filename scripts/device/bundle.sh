@@ -18,7 +18,10 @@
 set -eu
 B=${1:-build-rel}
 cd "$(dirname "$0")/../.."
-grep -qx '/.devbundle/' .git/info/exclude 2>/dev/null || echo '/.devbundle/' >>.git/info/exclude
+# ignored (so a device run must carry it); a worktree's .git is a file
+EX=$(git rev-parse --git-path info/exclude 2>/dev/null || echo .git/info/exclude)
+mkdir -p "$(dirname "$EX")"
+grep -qx '/.devbundle/' "$EX" 2>/dev/null || echo '/.devbundle/' >>"$EX"
 rm -rf .devbundle
 mkdir -p .devbundle/bin .devbundle/lib
 cp "$B/daemon/gpuprofd" "$B/cli/gpuprofctl" .devbundle/bin/

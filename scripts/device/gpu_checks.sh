@@ -410,7 +410,7 @@ step_rate() {
 # ---- step 6: NCCL
 step_nccl() {
     local v id pid rc
-    v=$("$PY" -c 'import torch, torch.distributed as d; assert d.is_nccl_available(); print(".".join(map(str, torch.cuda.nccl.version())))' 2>/dev/null)
+    v=$("$PY" -c 'import torch, torch.distributed as d; assert d.is_nccl_available(); v = torch.cuda.nccl.version(); print(".".join(map(str, v)) if isinstance(v, tuple) else v)' 2>/dev/null)
     if [ -z "$v" ]; then
         result "NCCL" "not present (torch.distributed without NCCL, or no torch)" "observed" INFO
         return 0
