@@ -32,7 +32,8 @@ nm -D --defined-only "$LIB" | awk '{print $3}'
 find_cupti
 echo "libcupti: ${CUPTI:-none}"
 [ -n "$CUPTI" ] || exit 1
-export LD_LIBRARY_PATH=$(dirname "$CUPTI")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+LD_LIBRARY_PATH=$(dirname "$CUPTI")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH
 
 say build
 nvcc -O2 -arch=native -o "$W/cupti_real" scripts/device/cupti_real.cu || exit 1
@@ -77,7 +78,7 @@ PY
 
 say "cost per launch (ns, empty kernel, 200000 launches, 3 runs each)"
 for mode in off default kernel; do
-    for i in 1 2 3; do
+    for _ in 1 2 3; do
         case $mode in
         off) env GPUPROF_CUPTI=0 CUDA_INJECTION64_PATH="$LIB" "$W/cupti_real" 200000 --bench ;;
         default) env CUDA_INJECTION64_PATH="$LIB" GPUPROF_CUPTI_SOCKET="$W/none.sock" \
