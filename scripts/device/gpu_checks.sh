@@ -238,10 +238,13 @@ skip_results() { # VALUE NAME...: SKIP lines for targets a step did not reach
 }
 
 # ---- step 1: a CUDA program with known kernels
-step_cuda() {
-    local id a args
+# cuda_prog NVTX: the known program (NVTX yes: its ranges routed to
+# CUPTI), from "ready" to its exit; its exit status
+cuda_prog() {
+    local nvtx=()
     if [ $MODE = device ]; then
-        start_prog cuda "${CENV[@]}" GPUPROF_CUPTI_FEATURES=all NVTX_INJECTION64_PATH="$CUPTI" \
+        [ "$1" = yes ] && nvtx=(NVTX_INJECTION64_PATH="$CUPTI")
+        start_prog cuda "${CENV[@]}" GPUPROF_CUPTI_FEATURES=all "${nvtx[@]}" \
             LD_LIBRARY_PATH="$(dirname "$CUPTI")" -- "$W/cupti_real" 2000 --wait
     else
         start_prog cuda "${CENV[@]}" GPUPROF_CUPTI_FEATURES=all -- "$APP" --cuda "$FAKE_CUDA" \
@@ -253,7 +256,22 @@ step_cuda() {
     echo go >&7
     exec 7>&-
     wait $PROG_PID
-    echo "exit $?" >>"$R/cuda.out"
+}
+
+step_cuda() {
+    local id a args rc
+    cuda_prog yes
+    rc=$?
+    echo "exit $rc" >>"$R/cuda.out"
+    if [ $rc != 0 ] && [ $MODE = device ]; then
+        # NVTX routed to CUPTI 13.0 has been seen to crash (NVIDIA/NVTX#125):
+        # say so, and keep the other targets by running without it
+        result "NVTX through CUPTI" "cupti_real exited $rc with NVTX routed to CUPTI; run again without" \
+            "observed" INFO
+        mv "$R/cuda.out" "$R/cuda.nvtx.out"
+        cuda_prog no
+        echo "exit $?" >>"$R/cuda.out"
+    fi
     settle
     id=$(cap $PROG_PID 120000 cuda) || return 1
     echo "$id" >"$W/cuda.id"
@@ -281,7 +299,8 @@ step_cuda() {
     local want got
     want=$(awk '$1 == "nvtx" { print $3 + $5 }' "$R/cuda.out")
     got=$(jget "$R/cuda.cap.json" 'd["by_type"].get("mark", 0)')
-    result "NVTX through CUPTI (ranges + marks)" "$got of ${want:-?}" "observed" INFO
+    [ -f "$R/cuda.nvtx.out" ] ||
+        result "NVTX through CUPTI (ranges + marks)" "$got of ${want:-?}" "observed" INFO
 }
 
 # ---- step 2: Kineto parity. The stand-in runs the same flow with
@@ -611,6 +630,8 @@ if [ $MODE = device ] && [ "$TORCH" != cuda ]; then
 else
     run parity 150 60 "${T_PARITY[@]}"
     run pyframes 60 10 "${T_PYF[@]}"
+    # the heaviest GEMM launch stacks: Python frames, then the kernel
+    grep -E '^ +[0-9]+ ' "$R/step_pyframes.log" | head -3 | cut -c1-300
 fi
 # the cost per launch needs the machine to itself: real_cuda.sh starts
 # daemons of its own
