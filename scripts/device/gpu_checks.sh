@@ -59,6 +59,9 @@
 # judged (SKIP).
 # Usage: scripts/device/gpu_checks.sh [--stand-in BUILD]   (as root, from the
 #        repository root; STEPS= training steps per phase, default 60)
+# On a lent device machine: build-rel and scripts/device/bundle.sh here,
+# carry .devbundle, run this one command with a limit of about 480 s (the
+# budget ends the steps by 390 s; nvcc and the daemon's stops come on top).
 # shellcheck disable=SC2317  # the steps are called as step_$NAME
 set -u
 

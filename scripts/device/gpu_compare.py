@@ -128,6 +128,12 @@ def cmd_kernels(a):
     on_stack = total = 0
     for name, n, total_ns in want:
         k = norm(shown[name])
+        if k not in rows:  # no c++filt: the capture's row of that identifier
+            m = re.match(r"_Z(\d+)", name)
+            ident = name[m.end():m.end() + int(m.group(1))] if m else None
+            cand = [r for r in rows if ident and base(r) == ident]
+            if len(cand) == 1:
+                k = cand[0]
         _, got, sum_us = rows.get(k, (None, 0, 0.0))
         print("kernel %s: launched %d, captured %d, kernels sum %.3f us, folded gpu-time %d ns%s"
               % (shown[name], n, got, sum_us, gpu_ns[k],

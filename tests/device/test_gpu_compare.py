@@ -229,6 +229,22 @@ def kernels_against_the_program():
 
 
 @test
+def kernels_without_cxxfilt():
+    """No c++filt: a mangled name meets the capture's row of its identifier."""
+    rows = [("gpuprof_k_a", 3, 60.0), ("gpuprof_k_b(float*, int)", 2, 10.0)]
+    folded = "app;main;gpuprof_k_a_[G] 60000\napp;main;gpuprof_k_b(float*, int)_[G] 10000\n"
+    saved = gpu_compare.shutil.which
+    gpu_compare.shutil.which = lambda name: None
+    try:
+        with tmpdir() as d:
+            rc, out = kernels_case(d, folded, rows)
+            eq(d.verdicts()["prog: kernel counts"], ("3/3 2/2", "PASS"), out)
+            eq(d.verdict("prog: folded gpu-time"), "PASS", out)
+    finally:
+        gpu_compare.shutil.which = saved
+
+
+@test
 def analyses_all_nine():
     with tmpdir() as d:
         os.mkdir(d.path("an"))
