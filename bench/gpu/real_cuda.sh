@@ -4,19 +4,22 @@
 # launches of an empty kernel (scripts/device/launch_real.cu --bench)
 # through cudaLaunchKernel and cuLaunchKernel without the daemon and with
 # it, alternating ROUNDS times. Wall and thread-CPU ns per launch; the
-# thread CPU is where the uprobe trap and the BPF program are paid. A third
-# run per round ("cupti") has the daemon and the CUPTI injection library
-# (libgpuprof-cupti.so at its default features, sending to the daemon's
-# cupti.socket) loaded too, when the bundle has it: the added cost of
-# activity collection beyond the probes is "cupti" minus "with".
+# thread CPU is where the uprobe trap and the BPF program are paid. When
+# the bundle has the CUPTI injection library (libgpuprof-cupti.so, sending
+# to the daemon's cupti.socket), three more runs per round with the daemon:
+# "cupti-off" (loaded, GPUPROF_CUPTI=0), "cupti" (its default features) and
+# "cupti-kernel" (kernel activity only): the added cost of activity
+# collection beyond the probes is each of them minus "with".
+# scripts/device/gpu_checks.sh runs this and judges the medians
+# (scripts/device/gpu_compare.py cost reads the per-run lines).
 # Run from the repository root after scripts/device/bundle.sh, as root.
-# Usage: bench/gpu/real_cuda.sh [N] [ROUNDS] [CONFIG]
+# Usage: bench/gpu/real_cuda.sh [N] [ROUNDS] [CONFIG]   (BUN= another bundle)
 set -u
 N=${1:-200000}
 ROUNDS=${2:-3}
 CONF=${3:-}
 W=$(mktemp -d /tmp/gpbench.XXXXXX)
-BUN=$PWD/.devbundle
+BUN=${BUN:-$PWD/.devbundle}
 DPID=
 trap '[ -n "$DPID" ] && kill $DPID 2>/dev/null' EXIT
 nvcc -O2 -o "$W/launch_real" scripts/device/launch_real.cu -lcuda || exit 1
@@ -34,8 +37,16 @@ for r in $(seq "$ROUNDS"); do
     start_daemon
     "$W/launch_real" "$N" --bench | sed "s/^/with    $r /"
     if [ -f "$BUN/lib/libgpuprof-cupti.so" ]; then
-        CUDA_INJECTION64_PATH=$BUN/lib/libgpuprof-cupti.so GPUPROF_CUPTI_SOCKET=$W/cupti.sock \
-            "$W/launch_real" "$N" --bench | sed "s/^/cupti   $r /"
+        for m in cupti-off cupti cupti-kernel; do
+            case $m in
+            cupti-off) set -- GPUPROF_CUPTI=0 ;;
+            cupti) set -- GPUPROF_CUPTI_FEATURES=default ;;
+            cupti-kernel) set -- GPUPROF_CUPTI_FEATURES=kernel ;;
+            esac
+            env "$@" CUDA_INJECTION64_PATH="$BUN/lib/libgpuprof-cupti.so" \
+                GPUPROF_CUPTI_SOCKET="$W/cupti.sock" "$W/launch_real" "$N" --bench |
+                sed "s/^/$m $r /"
+        done
     fi
     LD_LIBRARY_PATH=$BUN/lib "$BUN/bin/gpuprofctl" --socket "$W/sock" --json status |
         python3 -c 'import json,sys; g=[c for c in json.load(sys.stdin)["collectors"] if c["name"]=="gpu"][0]; print("  gpu collector: events", g["events"], "drops", g["drops"], "lost", g.get("lost"), "stacks_taken", g.get("stacks_taken"), "unnamed", g.get("unnamed_launches"))'
@@ -53,14 +64,16 @@ print("N =", sys.argv[2], "launches per API per run; medians over rounds")
 def med(rs):
     return statistics.median(x[0] for x in rs), statistics.median(x[1] for x in rs)
 for api in ("rt", "drv"):
-    a, b, c = rows.get(("without", api)), rows.get(("with", api)), rows.get(("cupti", api))
+    a, b = rows.get(("without", api)), rows.get(("with", api))
     if not a or not b:
         continue
     (wa, ca), (wb, cb) = med(a), med(b)
     print("%-4s without %6.0f ns wall %6.0f ns cpu | with %6.0f ns wall %6.0f ns cpu | added %6.0f ns wall %6.0f ns cpu"
           % (api, wa, ca, wb, cb, wb - wa, cb - ca))
-    if c:
-        wc, cc = med(c)
-        print("%-4s with CUPTI library %6.0f ns wall %6.0f ns cpu | added beyond the probes %6.0f ns wall %6.0f ns cpu (target <= 1000)"
-              % (api, wc, cc, wc - wb, cc - cb))
+    for mode in ("cupti-off", "cupti", "cupti-kernel"):
+        c = rows.get((mode, api))
+        if c:
+            wc, cc = med(c)
+            print("%-4s %-12s %6.0f ns wall %6.0f ns cpu | added beyond the probes %6.0f ns wall %6.0f ns cpu (target <= 1000)"
+                  % (api, mode, wc, cc, wc - wb, cc - cb))
 PY

@@ -6,7 +6,7 @@
 # and NVTX routed to CUPTI (NVTX_INJECTION64_PATH), a receiver decodes
 # what arrives (cupti_recv.py); then the cost per launch with the library
 # off, at its defaults, and with kernels only; then a PyTorch loop's
-# throughput without and with the library (torch_loop.py's step), and the
+# throughput without and with the library (torch_rate.py), and the
 # PyTorch profiler in a process the library already holds, under each
 # GPUPROF_CUPTI_YIELD policy.
 # Run from the repository root after scripts/device/bundle.sh on a build
@@ -28,13 +28,12 @@ nvidia-smi -L 2>&1 | head -2
 [ -f "$LIB" ] || { echo "no $LIB: bundle a build with CUPTI (scripts/device/bundle.sh)"; exit 1; }
 nm -D --defined-only "$LIB" | awk '{print $3}'
 # the libcupti the dynamic linker finds; NVTX must be routed to the same one
-CUPTI=$(ldconfig -p | awk '/libcupti\.so\.13 / { print $NF; exit }')
-for c in /usr/local/cuda/lib64/libcupti.so.13 /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13; do
-    [ -n "$CUPTI" ] || { [ -f "$c" ] && CUPTI=$c; }
-done
+. scripts/device/common.sh
+find_cupti
 echo "libcupti: ${CUPTI:-none}"
 [ -n "$CUPTI" ] || exit 1
-export LD_LIBRARY_PATH=$(dirname "$CUPTI")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+LD_LIBRARY_PATH=$(dirname "$CUPTI")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH
 
 say build
 nvcc -O2 -arch=native -o "$W/cupti_real" scripts/device/cupti_real.cu || exit 1
@@ -79,7 +78,7 @@ PY
 
 say "cost per launch (ns, empty kernel, 200000 launches, 3 runs each)"
 for mode in off default kernel; do
-    for i in 1 2 3; do
+    for _ in 1 2 3; do
         case $mode in
         off) env GPUPROF_CUPTI=0 CUDA_INJECTION64_PATH="$LIB" "$W/cupti_real" 200000 --bench ;;
         default) env CUDA_INJECTION64_PATH="$LIB" GPUPROF_CUPTI_SOCKET="$W/none.sock" \
@@ -92,24 +91,11 @@ done
 echo "(no daemon listens on none.sock: batches are built and dropped, as on a host whose daemon is down)"
 
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-    say "PyTorch loop: steps in 3 s, without and with the library (3 runs each)"
-    cat >"$W/torch_rate.py" <<'PY'
-import time, torch
-def step(a, b):  # as torch_loop.py's: a cuBLAS matmul and two elementwise kernels
-    return torch.relu(a @ b) + 1.0
-a = torch.randn(256, 256, device="cuda"); b = torch.randn(256, 256, device="cuda")
-for _ in range(50): step(a, b)
-torch.cuda.synchronize()
-t0, n = time.time(), 0
-while time.time() - t0 < 3:
-    step(a, b); n += 1
-torch.cuda.synchronize()
-print("steps_per_s %.0f" % (n / (time.time() - t0)))
-PY
-    for i in 1 2 3; do
-        python3 "$W/torch_rate.py" | sed 's/^/without /'
+    say "PyTorch inference loop (torch_rate.py): steps in 3 s, without and with the library (3 runs each)"
+    for _ in 1 2 3; do
+        python3 scripts/device/torch_rate.py 3 | sed 's/^/without /'
         env CUDA_INJECTION64_PATH="$LIB" GPUPROF_CUPTI_SOCKET="$W/none.sock" \
-            python3 "$W/torch_rate.py" | sed 's/^/with /'
+            python3 scripts/device/torch_rate.py 3 | sed 's/^/with /'
     done
     say "PyTorch profiler in a process the library holds, per GPUPROF_CUPTI_YIELD"
     # Two profiler windows with 4 s of plain work between (the library's

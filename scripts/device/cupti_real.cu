@@ -1,18 +1,29 @@
 // SPDX-License-Identifier: MIT
-// A real CUDA program for scripts/device/cupti_check.sh: kernels of known
-// names and roughly known durations (spinning on the SM clock), copies,
-// a memset, stream syncs and NVTX ranges, in known numbers, so that the
-// records libgpuprof-cupti.so sends can be checked against what was done.
-// Usage: cupti_real N             N iterations; prints what it did
-//        cupti_real N --bench     times N launches of an empty kernel,
-//                                 256 at a time with a sync between
-//                                 batches (not timed): "ns_per_launch X"
+// A real CUDA program for scripts/device/cupti_check.sh and gpu_checks.sh:
+// kernels of known names and roughly known durations (spinning on the SM
+// clock), copies, a memset, stream syncs, NVTX ranges and a small CUDA
+// graph, in known numbers, so that the records libgpuprof-cupti.so sends
+// can be checked against what was done.
+// Usage: cupti_real N [--wait]        N iterations; prints what it did
+//        cupti_real N --bench         times N launches of an empty kernel,
+//                                     256 at a time with a sync between
+//                                     batches (not timed): "ns_per_launch X"
+//        cupti_real MS --gemm [--wait]  a GEMM loop for MS ms: a tiled
+//                                     shared-memory SGEMM of 2048 x 2048,
+//                                     16 launches between syncs: "gemm_per_s X"
+// --wait: once CUDA is initialized, print "ready PID" and wait for a line
+// on stdin, so that a daemon's launch probes are attached before the work.
+// Every 10th iteration launches the graph (three launches of
+// gpuprof_cupti_node captured from the stream) once: whether CUPTI's
+// GRAPH_TRACE replaces the nodes' own kernel records is one of the things
+// gpu_checks.sh looks at.
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 extern "C" __global__ void gpuprof_cupti_spin(long long cycles)
 {
@@ -31,6 +42,31 @@ __global__ void gpuprof_cupti_saxpy(float a, const float *x, float *y, int n)
 
 extern "C" __global__ void gpuprof_cupti_empty(void)
 {
+}
+
+// launched only as a node of the graph
+extern "C" __global__ void gpuprof_cupti_node(float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] += 1.0f;
+}
+
+#define TILE 16
+extern "C" __global__ void gpuprof_cupti_sgemm(const float *a, const float *b, float *c, int n)
+{
+    __shared__ float ta[TILE][TILE], tb[TILE][TILE];
+    int r = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
+    float acc = 0;
+    for (int k = 0; k < n; k += TILE) {
+        ta[threadIdx.y][threadIdx.x] = a[r * n + k + threadIdx.x];
+        tb[threadIdx.y][threadIdx.x] = b[(k + threadIdx.y) * n + col];
+        __syncthreads();
+        for (int i = 0; i < TILE; i++)
+            acc += ta[threadIdx.y][i] * tb[i][threadIdx.x];
+        __syncthreads();
+    }
+    c[r * n + col] = acc;
 }
 
 static double now_ns(void)
@@ -56,19 +92,82 @@ static int bench(int n)
     return 0;
 }
 
+static int gemm(int ms)
+{
+    const int n = 2048;
+    size_t bytes = (size_t)n * n * sizeof(float);
+    float *a, *b, *c;
+    dim3 grid(n / TILE, n / TILE), block(TILE, TILE);
+    long done = 0;
+    double t0, t;
+
+    cudaMalloc(&a, bytes);
+    cudaMalloc(&b, bytes);
+    cudaMalloc(&c, bytes);
+    cudaMemset(a, 0, bytes);
+    cudaMemset(b, 0, bytes);
+    cudaError_t e;
+    for (int i = 0; i < 4; i++)
+        gpuprof_cupti_sgemm<<<grid, block>>>(a, b, c, n);
+    e = cudaDeviceSynchronize();
+    t0 = now_ns();
+    do {
+        for (int i = 0; i < 16 && e == cudaSuccess; i++)
+            gpuprof_cupti_sgemm<<<grid, block>>>(a, b, c, n);
+        if (e == cudaSuccess)
+            e = cudaDeviceSynchronize();
+        done += 16;
+        t = now_ns() - t0;
+    } while (t < ms * 1e6 && e == cudaSuccess);
+    if (e == cudaSuccess)
+        e = cudaGetLastError();
+    printf("kernel gpuprof_cupti_sgemm launches %ld\n", done + 4);
+    if (e == cudaSuccess) // a rate only from GEMMs that ran
+        printf("gemm_per_s %.2f\n", done / (t / 1e9));
+    printf("error %s\n", cudaGetErrorString(e));
+    printf("done\n");
+    return e != cudaSuccess;
+}
+
+static void wait_go(void)
+{
+    char line[64];
+    cudaFree(0); // CUDA initialized: the library injected, libcuda mapped
+    printf("ready %d\n", (int)getpid());
+    fflush(stdout);
+    if (!fgets(line, sizeof(line), stdin))
+        line[0] = '\0';
+}
+
 int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 1000;
     const int elems = 1 << 20;
     float *x, *y, *h;
     cudaStream_t s;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    bool wait = false, do_gemm = false;
 
-    if (argc > 2 && !strcmp(argv[2], "--bench"))
-        return bench(n);
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--bench"))
+            return bench(n);
+        wait |= !strcmp(argv[i], "--wait");
+        do_gemm |= !strcmp(argv[i], "--gemm");
+    }
+    if (wait)
+        wait_go();
+    if (do_gemm)
+        return gemm(n);
     h = (float *)calloc(elems, sizeof(float));
     cudaMalloc(&x, elems * sizeof(float));
     cudaMalloc(&y, elems * sizeof(float));
     cudaStreamCreate(&s);
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+    for (int i = 0; i < 3; i++)
+        gpuprof_cupti_node<<<elems / 256, 256, 0, s>>>(y, elems);
+    cudaStreamEndCapture(s, &graph);
+    cudaGraphInstantiate(&exec, graph, 0);
     nvtxMarkA("cupti_real_start");
     for (int i = 0; i < n; i++) {
         nvtxRangePushA("cupti_real_iteration");
@@ -78,6 +177,7 @@ int main(int argc, char **argv)
             cudaMemcpyAsync(x, h, elems * sizeof(float), cudaMemcpyHostToDevice, s);
             cudaMemcpyAsync(h, y, elems * sizeof(float), cudaMemcpyDeviceToHost, s);
             cudaMemsetAsync(y, 0, elems * sizeof(float), s);
+            cudaGraphLaunch(exec, s);
             cudaStreamSynchronize(s);
         }
         nvtxRangePop();
@@ -88,6 +188,8 @@ int main(int argc, char **argv)
     printf("kernel _Z19gpuprof_cupti_saxpyfPKfPfi launches %d\n", n);
     printf("memcpy count %d bytes %lld\n", 2 * copies, 2LL * copies * elems * 4);
     printf("memset count %d bytes %lld\n", copies, (long long)copies * elems * 4);
+    printf("graph count %d\n", copies);
+    printf("graph_node_kernel gpuprof_cupti_node launches %d\n", 3 * copies);
     printf("sync count %d\n", copies + 1);
     printf("nvtx ranges %d marks 1\n", n);
     printf("error %s\n", cudaGetErrorString(cudaGetLastError()));

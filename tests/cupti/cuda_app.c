@@ -27,7 +27,8 @@
  * (so NAME starts when the first stream's kernels end); with --nvtx the iteration is an NVTX range "iteration" in
  * domain "gpuprof_test" and each thread makes one mark "thread_start".
  * --pause-ms sleeps between iterations, --sleep-ms before exiting, --wait
- * prints "ready PID" and waits for a line on stdin before the work,
+ * prints "ready PID" and waits for a line on stdin before the work (the
+ * kernels are named after that line, once probes had time to attach),
  * --until-eof stops the threads after their current iteration once stdin
  * reaches its end (N stays the most), --fork forks a child after the work
  * that launches once and exits. --subscribe-first subscribes to CUPTI
@@ -674,8 +675,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cuda_app: cuInit failed\n");
 		return 1;
 	}
-	for (int k = 0; k < nkernels; k++)
-		cu.getfn(&kernels[k].fn, NULL, kernels[k].name);
 	for (int t = 0; ev_kernel >= 0 && t < threads; t++)
 		if (cu.ev_create(&ev_main[t]) || cu.ev_create(&ev_side[t])) {
 			fprintf(stderr, "cuda_app: cudaEventCreate failed\n");
@@ -689,6 +688,10 @@ int main(int argc, char **argv)
 		if (!fgets(line, sizeof(line), stdin))
 			return 1;
 	}
+	/* named after the go line: a daemon's launch probes, attached while
+	 * the program waited, see the names */
+	for (int k = 0; k < nkernels; k++)
+		cu.getfn(&kernels[k].fn, NULL, kernels[k].name);
 	for (int t = 0; t < threads; t++)
 		pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);
 	if (until_eof) {

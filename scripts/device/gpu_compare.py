@@ -1,0 +1,570 @@
+# SPDX-License-Identifier: MIT
+"""The judgements of scripts/device/gpu_checks.sh, on the JSON and folded
+files that gpuprofctl wrote, so that they can be tested without a GPU
+(tests/device/test_gpu_compare.py). Each subcommand appends one line per
+target to a results file (tab-separated: name, value, target, verdict with
+verdict PASS, FAIL, SKIP, or INFO for a behaviour observed rather than a
+target met) and prints its details on stdout.
+
+  gpu_compare.py kernels  --results R --program OUT --kernels KJSON --folded GPUTIME.folded
+                          [--join INFO.json] [--tag T]
+  gpu_compare.py analyses --results R --dir DIR [--tag T]
+  gpu_compare.py parity   --results R --live-kernels J --live-temporal J --live-idle J
+                          --import-kernels J --import-temporal J --import-idle J
+                          [--trace TRACE] [--steps-live K] [--steps-import K] [--tag T]
+  gpu_compare.py pyframes --results R --folded LAUNCHES.folded --kernel-regex RE
+                          [--python-regex RE] [--min N] [--tag T]
+  gpu_compare.py pc       --results R --folded STALLS.folded [--program-samples N]
+                          [--kernel-regex RE] [--sass yes|no] [--tag T]
+  gpu_compare.py cost     --results R --file REAL_CUDA.out [--target-ns N] [--judge yes|no]
+  gpu_compare.py ratio    --results R --file F --metric M --base LABEL --test LABEL
+                          --min-pct P [--as ratio|slowdown] [--judge yes|no] --name NAME
+  gpu_compare.py graph    --results R --program OUT --kernels KJSON [--tag T]
+  gpu_compare.py summary  --results R       prints SUMMARY; exit 1 when a target FAILed
+
+Kernel names are compared as the captures show them: demangled (program
+output's mangled names go through c++filt), whitespace removed."""
+
+import argparse
+import collections
+import gzip
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+# GPU rows of a Kineto / Chrome trace, as the importer reads them
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def add(results, name, value, target, verdict):
+    line = "\t".join(str(x).replace("\t", " ").replace("\n", " ") for x in
+                     (name, value, target, verdict))
+    with open(results, "a") as f:
+        f.write(line + "\n")
+    print("%-5s %s: %s (target %s)" % (verdict, name, value, target))
+
+
+def load_json(path):
+    op = gzip.open if path.endswith(".gz") else open
+    with op(path, "rt") as f:
+        return json.load(f)
+
+
+def norm(name):
+    return re.sub(r"\s+", "", name)
+
+
+def demangle(names):
+    """name -> demangled name, through c++filt where it is installed."""
+    out = {n: n for n in names}
+    mangled = [n for n in names if n.startswith("_Z")]
+    tool = shutil.which("c++filt")
+    if mangled and tool:
+        p = subprocess.run([tool], input="\n".join(mangled) + "\n", capture_output=True,
+                           text=True, timeout=30)
+        if p.returncode == 0:
+            for n, d in zip(mangled, p.stdout.splitlines()):
+                out[n] = d
+    return out
+
+
+def folded_lines(path):
+    """(frames, weight) of each line; C++ frames hold spaces, the weight
+    follows the last one."""
+    with open(path, errors="replace") as f:
+        for line in f:
+            frames, _, w = line.rstrip("\n").rpartition(" ")
+            if frames and w.isdigit():
+                yield frames.split(";"), int(w)
+
+
+def kernel_rows(kjson):
+    """{normalized name: (shown name, count, sum_us)} of a kernels analysis."""
+    rows = {}
+    for r in load_json(kjson).get("kernels", []):
+        k = norm(r["name"])
+        shown, c, s = rows.get(k, (r["name"], 0, 0.0))
+        rows[k] = (shown, c + r["count"], s + r["sum_us"])
+    return rows
+
+
+def program_lines(path, word):
+    """The "WORD NAME launches C [total_ns S]" lines a program printed."""
+    out = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 4 and w[0] == word and w[2] == "launches":
+                total = int(w[5]) if len(w) >= 6 and w[4] == "total_ns" else None
+                out.append((w[1], int(w[3]), total))
+    return out
+
+
+def cmd_kernels(a):
+    """Known kernels of a program: counts, folded gpu-time against the
+    kernels analysis (and the program's own totals where it knows them),
+    and how much of their GPU time sits on a launching stack."""
+    want = program_lines(a.program, "kernel")
+    if not want:
+        add(a.results, a.tag + ": kernel counts", "program printed no kernels", "equal", "FAIL")
+        return
+    shown = demangle([n for n, _, _ in want])
+    rows = kernel_rows(a.kernels)
+    gpu_ns = collections.Counter()
+    stacked_ns = collections.Counter()
+    for frames, w in folded_lines(a.folded):
+        top = frames[-1]
+        if not top.endswith("_[G]"):
+            continue
+        k = norm(top[:-4])
+        gpu_ns[k] += w
+        if len(frames) > 2:  # comm;...;kernel: a launching stack under it
+            stacked_ns[k] += w
+    counts_ok = time_ok = True
+    cvals, tvals = [], []
+    on_stack = total = 0
+    for name, n, total_ns in want:
+        k = norm(shown[name])
+        if k not in rows:  # no c++filt: the capture's row of that identifier
+            m = re.match(r"_Z(\d+)", name)
+            ident = name[m.end():m.end() + int(m.group(1))] if m else None
+            cand = [r for r in rows if ident and base(r) == ident]
+            if len(cand) == 1:
+                k = cand[0]
+        _, got, sum_us = rows.get(k, (None, 0, 0.0))
+        print("kernel %s: launched %d, captured %d, kernels sum %.3f us, folded gpu-time %d ns%s"
+              % (shown[name], n, got, sum_us, gpu_ns[k],
+                 "" if total_ns is None else ", program's total %d ns" % total_ns))
+        counts_ok &= got == n
+        cvals.append("%d/%d" % (got, n))
+        ref = sum_us * 1000 if total_ns is None else total_ns
+        dev = abs(gpu_ns[k] - ref) / ref * 100 if ref else (0.0 if not gpu_ns[k] else 100.0)
+        if total_ns is not None:  # the analysis must agree with the program too
+            dev = max(dev, abs(sum_us * 1000 - total_ns) / total_ns * 100 if total_ns else 0)
+        time_ok &= ref > 0 and dev <= 0.1
+        tvals.append("%.3f%%" % dev)
+        on_stack += stacked_ns[k]
+        total += gpu_ns[k]
+    add(a.results, a.tag + ": kernel counts", " ".join(cvals), "equal to launches",
+        "PASS" if counts_ok else "FAIL")
+    add(a.results, a.tag + ": folded gpu-time per kernel", "max dev " + max(tvals, key=lambda s: float(s[:-1])),
+        "<= 0.1% of the kernels sum" + ("" if want[0][2] is None else " and the program's"),
+        "PASS" if time_ok else "FAIL")
+    share = on_stack / total * 100 if total else 0.0
+    join = ""
+    if a.join:
+        c = load_json(a.join).get("cupti", {})
+        join = " (intervals %s, no call %s, no launch %s)" % (
+            c.get("intervals"), c.get("no_call"), c.get("no_launch"))
+        print("join" + join)
+    add(a.results, a.tag + ": kernel GPU time on launching stacks", "%.2f%%%s" % (share, join),
+        ">= 99%", "PASS" if share >= 99 else "FAIL")
+
+
+ANALYSES = ("temporal", "idle", "kernels", "overlap", "launch", "queue", "sequences",
+            "critical-path", "comm")
+
+
+def cmd_analyses(a):
+    """Every analysis answered: DIR/NAME.rc, NAME.out, NAME.err per analysis;
+    comm may refuse a capture without communication kernels, saying so."""
+    ok, bad = 0, []
+    for name in ANALYSES:
+        try:
+            rc = int(open("%s/%s.rc" % (a.dir, name)).read().strip() or 1)
+            err = open("%s/%s.err" % (a.dir, name), errors="replace").read()
+        except (OSError, ValueError):
+            rc, err = None, "not run"
+        if rc == 0 or (name == "comm" and rc == 1 and "no communication kernels" in err):
+            ok += 1
+        else:
+            bad.append(name)
+            print("analysis %s: rc %s: %s" % (name, rc, err.strip()[:300]))
+    add(a.results, a.tag + ": analyses on the live capture",
+        "%d/%d%s" % (ok, len(ANALYSES), " (failed: %s)" % ",".join(bad) if bad else ""),
+        "all 9 run", "PASS" if not bad else "FAIL")
+
+
+def trace_means(path):
+    """{normalized name: (count, mean us)} of a trace's GPU rows, from the
+    file's own decimal microseconds (the importer's HTA rounding left out)."""
+    ev = load_json(path)
+    ev = ev.get("traceEvents", []) if isinstance(ev, dict) else ev
+    acc = {}
+    for e in ev:
+        if e.get("ph") == "X" and e.get("cat") in GPU_CATS and e.get("dur") is not None:
+            k = norm(e.get("name", ""))
+            c, s = acc.get(k, (0, 0.0))
+            acc[k] = (c + 1, s + float(e["dur"]))
+    return {k: (c, s / c) for k, (c, s) in acc.items()}
+
+
+def first_rank(j):
+    ranks = [r for r in load_json(j).get("ranks", []) if not r.get("no_gpu_activity")]
+    return ranks[0] if ranks else None
+
+
+def idle_pct(idle_json, span_us):
+    """{(stream, category): idle time as % of the rank's span}."""
+    out = {}
+    r = first_rank(idle_json)
+    for s in (r or {}).get("streams", []):
+        for c in s.get("categories", []):
+            out[(s["stream"], c["idle_category"])] = c["idle_time_us"] / span_us * 100 if span_us else 0
+    return out
+
+
+def base(name):
+    return re.split(r"[(<]", name, 1)[0]
+
+
+def cmd_parity(a):
+    """A live capture against an imported trace of the same work (per step):
+    kernel counts, per-kernel mean GPU time, temporal and idle."""
+    live, imp = kernel_rows(a.live_kernels), kernel_rows(a.import_kernels)
+    kl, ki = a.steps_live, a.steps_import
+    # names: exact (whitespace aside); unmatched ones of the same base name
+    # and per-step count paired (demanglers differ in details)
+    pairs = {k: k for k in live if k in imp}
+    only_l = [k for k in live if k not in imp]
+    only_i = [k for k in imp if k not in live]
+    for k in list(only_l):
+        cand = [m for m in only_i if base(m) == base(k) and imp[m][1] * kl == live[k][1] * ki]
+        if len(cand) == 1:
+            pairs[k] = cand[0]
+            only_l.remove(k)
+            only_i.remove(cand[0])
+            print("paired by base name: %s | %s" % (live[k][0], imp[cand[0]][0]))
+    mism = [(live[k][0], live[k][1] / kl, imp[m][1] / ki) for k, m in pairs.items()
+            if live[k][1] * ki != imp[m][1] * kl]
+    for k in only_l:
+        mism.append((live[k][0], live[k][1] / kl, 0))
+    for m in only_i:
+        mism.append((imp[m][0], 0, imp[m][1] / ki))
+    for n, x, y in mism:
+        print("count per step differs: %s: live %g, import %g" % (n, x, y))
+    add(a.results, a.tag + ": kernel counts per step", "%d names, %d differ" % (
+        len(pairs) + len(only_l) + len(only_i), len(mism)), "equal per name",
+        "PASS" if pairs and not mism else "FAIL")
+
+    # mean GPU time: the live side exact, the import's from the trace file
+    # itself where given (the analyses see HTA's whole-us rounding)
+    means = trace_means(a.trace) if a.trace else None
+    total_live = sum(live[k][2] for k in pairs) or 1.0
+    worst, worst_all, devs = (0.0, "-"), (0.0, "-"), []
+    for k, m in pairs.items():
+        name, c, s = live[k]
+        lm = s / c if c else 0
+        if means is not None and m in means:
+            im = means[m][1]
+        else:
+            im = imp[m][2] / imp[m][1] if imp[m][1] else 0
+        dev = abs(lm - im) / im * 100 if im else (0.0 if not lm else 100.0)
+        share = s / total_live * 100
+        devs.append((share, dev))
+        print("mean %-60.60s live %10.3f us  import %10.3f us  dev %6.2f%%  share %5.1f%%"
+              % (name, lm, im, dev, share))
+        if dev > worst_all[0]:
+            worst_all = (dev, name)
+        if share >= a.min_share and dev > worst[0]:
+            worst = (dev, name)
+    major = sum(1 for s, _ in devs if s >= a.min_share)
+    weighted = sum(s * d for s, d in devs) / (sum(s for s, _ in devs) or 1)
+    add(a.results, a.tag + ": per-kernel mean GPU time", "max dev %.2f%% over %d kernels >= %g%% of GPU "
+        "time (%s); all: max %.2f%%, time-weighted %.2f%%" % (worst[0], major, a.min_share,
+                                                              worst[1][:60], worst_all[0], weighted),
+        "<= %g%%" % a.tol_pct, "PASS" if major and worst[0] <= a.tol_pct else "FAIL")
+
+    # temporal and idle
+    tl, ti = first_rank(a.live_temporal), first_rank(a.import_temporal)
+    if not tl or not ti:
+        add(a.results, a.tag + ": temporal", "no GPU rank on one side", "<= %g pp" % a.tol_pp, "FAIL")
+        return
+    d = {k: abs(tl[k] - ti[k]) for k in ("idle_time_pctg", "compute_time_pctg",
+                                          "non_compute_time_pctg")}
+    print("temporal live: idle %.2f%% compute %.2f%% non-compute %.2f%% span %.0f us" % (
+        tl["idle_time_pctg"], tl["compute_time_pctg"], tl["non_compute_time_pctg"], tl["kernel_time_us"]))
+    print("temporal import: idle %.2f%% compute %.2f%% non-compute %.2f%% span %.0f us" % (
+        ti["idle_time_pctg"], ti["compute_time_pctg"], ti["non_compute_time_pctg"], ti["kernel_time_us"]))
+    add(a.results, a.tag + ": temporal", "idle %.2f vs %.2f%%, compute %.2f vs %.2f%% (max diff %.2f pp)" % (
+        tl["idle_time_pctg"], ti["idle_time_pctg"], tl["compute_time_pctg"], ti["compute_time_pctg"],
+        max(d.values())), "<= %g pp" % a.tol_pp, "PASS" if max(d.values()) <= a.tol_pp else "FAIL")
+    il = idle_pct(a.live_idle, tl["kernel_time_us"])
+    ii = idle_pct(a.import_idle, ti["kernel_time_us"])
+    if not il or not ii:
+        add(a.results, a.tag + ": idle", "no idle rows on one side", "<= %g pp" % a.tol_pp, "FAIL")
+        return
+    worst = (0.0, "-")
+    for key in sorted(set(il) | set(ii), key=str):
+        x, y = il.get(key, 0.0), ii.get(key, 0.0)
+        print("idle stream %s %-12s live %6.2f%%  import %6.2f%% of the span" % (key[0], key[1], x, y))
+        if abs(x - y) >= worst[0]:
+            worst = (abs(x - y), "stream %s %s" % key)
+    streams = "%d/%d streams" % (len({s for s, _ in il}), len({s for s, _ in ii}))
+    add(a.results, a.tag + ": idle per stream and category", "max diff %.2f pp (%s; %s)" % (
+        worst[0], worst[1], streams), "<= %g pp of the span" % a.tol_pp,
+        "PASS" if worst[0] <= a.tol_pp else "FAIL")
+
+
+def is_py(frame):
+    return frame.endswith("_[p]")
+
+
+def cmd_pyframes(a):
+    """Launches of the kernels matching --kernel-regex: how many have Python
+    frames under their kernel frame, how many a frame matching
+    --python-regex; the heaviest such stacks, Python frames and kernel."""
+    kre, pre = re.compile(a.kernel_regex), re.compile(a.python_regex)
+    total = with_py = with_fn = 0
+    stacks = collections.Counter()
+    for frames, w in folded_lines(a.folded):
+        top = frames[-1]
+        if not top.endswith("_[G]") or not kre.search(top[:-4]):
+            continue
+        total += w
+        py = [f for f in frames if is_py(f)]
+        if py:
+            with_py += w
+            if any(pre.search(f[:-4]) for f in py):
+                with_fn += w
+            stacks[";".join(py[-6:] + [top[:80]])] += w
+    for s, w in stacks.most_common(5):
+        print("%7d %s" % (w, s))
+    ok = total and with_py and with_fn >= a.min
+    add(a.results, a.tag + ": Python frames above " + a.what + " launches",
+        "%d of %d launches under Python frames, %d under /%s/" % (with_py, total, with_fn,
+                                                                   a.python_regex),
+        ">= %d under /%s/" % (a.min, a.python_regex), "PASS" if ok else "FAIL")
+
+
+def cmd_pc(a):
+    """PC samples in folded --weight stalls: their number (the program's own
+    count where it knows it) and the share drawn with SASS text, which the
+    daemon finds only when CUPTI's pcOffset is the offset in the function
+    that nvdisasm -c prints."""
+    kre = re.compile(a.kernel_regex) if a.kernel_regex else None
+    total = sass = 0
+    tops = collections.Counter()
+    for frames, w in folded_lines(a.folded):
+        if len(frames) < 3 or not frames[-1].endswith("_[g]"):
+            continue
+        kern, insn = frames[-3], frames[-2][:-4]
+        if kre and not kre.search(kern):
+            continue
+        total += w
+        if not re.fullmatch(r"\+0x[0-9a-f]+", insn):
+            sass += w
+        tops[";".join(frames[-3:])] += w
+    for s, w in tops.most_common(5):
+        print("%7d %s" % (w, s))
+    want = a.program_samples
+    ok = total > 0 and (want is None or total == want)
+    add(a.results, a.tag + ": PC samples through the daemon", "%d%s" % (
+        total, "" if want is None else " (the program sampled %d)" % want),
+        "> 0" if want is None else "equal", "PASS" if ok else "FAIL")
+    share = sass / total * 100 if total else 0.0
+    if a.sass == "no":
+        add(a.results, a.tag + ": pcOffset relative to the function (SASS found)", "%.1f%%" % share,
+            "no nvdisasm", "SKIP")
+    else:
+        add(a.results, a.tag + ": pcOffset relative to the function (SASS found)",
+            "%.1f%% of %d samples drawn with nvdisasm's instruction at that offset" % (share, total),
+            ">= 95%", "PASS" if total and share >= 95 else "FAIL")
+
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def cmd_cost(a):
+    """Per-run lines "MODE ROUND API ns_per_launch WALL cpu_ns_per_launch CPU"
+    (bench/gpu/real_cuda.sh's): the median of each (MODE, API), and what the
+    CUPTI library adds per launch beyond the launch probes: MODE cupti
+    (default features), cupti-kernel (kernels only) and cupti-off (loaded,
+    GPUPROF_CUPTI=0) against MODE with (the daemon, no library)."""
+    runs = collections.defaultdict(list)
+    with open(a.file, errors="replace") as f:
+        for line in f:
+            w = line.split()
+            if len(w) == 7 and w[3] == "ns_per_launch" and w[5] == "cpu_ns_per_launch":
+                runs[(w[0], w[2])].append((float(w[4]), float(w[6])))
+    m = {k: (med([x[0] for x in v]), med([x[1] for x in v]), len(v)) for k, v in runs.items()}
+    found = False
+    for api in ("rt", "drv"):
+        base = m.get(("with", api))
+        if not base:
+            continue
+        w0 = m.get(("without", api))
+        if w0:
+            print("%s: the launch probes add %.0f ns wall, %.0f ns cpu per launch" % (
+                api, base[0] - w0[0], base[1] - w0[1]))
+        for mode, what in (("cupti-off", "library off"), ("cupti", "default"),
+                           ("cupti-kernel", "kernels only")):
+            x = m.get((mode, api))
+            if not x:
+                continue
+            found = True
+            added = x[0] - base[0]
+            if a.judge == "no":
+                verdict = "SKIP"
+            elif mode == "cupti-off":
+                verdict = "INFO"
+            else:
+                verdict = "PASS" if added <= a.target_ns else "FAIL"
+            add(a.results, "launch cost beyond the probes, %s, %s" % (what, api),
+                "%.0f ns wall, %.0f ns cpu (median of %d)" % (added, x[1] - base[1], x[2]),
+                "<= %d ns" % a.target_ns, verdict)
+    if not found:
+        add(a.results, "launch cost beyond the probes", "no runs with and without the library in "
+            + a.file, "<= %d ns" % a.target_ns, "SKIP" if a.judge == "no" else "FAIL")
+
+
+def cmd_ratio(a):
+    """Throughput lines "LABEL METRIC X": medians, TEST as % of BASE."""
+    vals = collections.defaultdict(list)
+    with open(a.file, errors="replace") as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 3 and w[1] == a.metric:
+                try:
+                    vals[w[0]].append(float(w[2]))
+                except ValueError:
+                    pass
+    b, t = med(vals.get(a.base)), med(vals.get(a.test))
+    if not b or t is None:
+        add(a.results, a.name, "no %s/%s runs of %s" % (a.base, a.test, a.metric),
+            ">= %g%%" % a.min_pct, "SKIP" if a.judge == "no" else "FAIL")
+        return
+    pct = t / b * 100
+    print("%s: %s %s, %s %s (median of %d / %d)" % (a.metric, a.base, b, a.test, t,
+                                                   len(vals[a.base]), len(vals[a.test])))
+    if a.as_ == "slowdown":
+        value, target = "%.2f%% slower (%s %.1f vs %s %.1f)" % (100 - pct, a.test, t, a.base, b), \
+            "<= %g%%" % (100 - a.min_pct)
+    else:
+        value, target = "%.2f%% (%s %.1f vs %s %.1f)" % (pct, a.test, t, a.base, b), ">= %g%%" % a.min_pct
+    verdict = "SKIP" if a.judge == "no" else ("PASS" if pct >= a.min_pct else "FAIL")
+    add(a.results, a.name, value, target, verdict)
+
+
+def cmd_graph(a):
+    """What a CUDA graph launch gives with GRAPH_TRACE on: graph records and
+    whether its nodes' kernels still arrive one by one."""
+    g = None
+    with open(a.program, errors="replace") as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 3 and w[0] == "graph" and w[1] == "count":
+                g = int(w[2])
+    nodes = program_lines(a.program, "graph_node_kernel")
+    rows = kernel_rows(a.kernels)
+    if g is None:
+        add(a.results, a.tag + ": GRAPH_TRACE vs per-node records", "the program launched no graph",
+            "observed", "SKIP")
+        return
+    launches = rows.get(norm("Graph Launch"), (None, 0, 0))[1]
+    shown = demangle([n for n, _, _ in nodes])
+    got = sum(rows.get(norm(shown[n]), (None, 0, 0))[1] for n, _, _ in nodes)
+    want = sum(c for _, c, _ in nodes)
+    if not nodes:
+        seen = "%d graph records for %d graph launches" % (launches, g)
+    elif got == want:
+        seen = "%d graph records for %d launches, and all %d node kernels one by one: GRAPH_TRACE adds, " \
+            "does not replace" % (launches, g, want)
+    elif got == 0:
+        seen = "%d graph records for %d launches, no node kernel (0 of %d): GRAPH_TRACE replaces them" % (
+            launches, g, want)
+    else:
+        seen = "%d graph records for %d launches, %d of %d node kernels" % (launches, g, got, want)
+    add(a.results, a.tag + ": GRAPH_TRACE vs per-node records", seen, "observed", "INFO")
+
+
+def cmd_summary(a):
+    rows = []
+    try:
+        with open(a.results, errors="replace") as f:
+            rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    except OSError:
+        pass
+    rows = [r + [""] * (4 - len(r)) for r in rows]
+    info = [r for r in rows if r[3] == "INFO"]
+    targets = [r for r in rows if r[3] != "INFO"]
+    if info:
+        print("CUPTI BEHAVIOURS")
+        for n, v, _, _ in info:
+            print("  %s: %s" % (n, v))
+    print("SUMMARY")
+    for n, v, t, verdict in targets:
+        print("  %-4s %s: %s [target %s]" % (verdict, n, v, t))
+    c = collections.Counter(r[3] for r in targets)
+    print("  %d PASS, %d FAIL, %d SKIP" % (c["PASS"], c["FAIL"], c["SKIP"]))
+    return 1 if c["FAIL"] else 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def sp(name, fn):
+        s = sub.add_parser(name)
+        s.add_argument("--results", required=True)
+        s.add_argument("--tag", default="")
+        s.set_defaults(fn=fn)
+        return s
+    s = sp("kernels", cmd_kernels)
+    s.add_argument("--program", required=True)
+    s.add_argument("--kernels", required=True)
+    s.add_argument("--folded", required=True)
+    s.add_argument("--join")
+    s = sp("analyses", cmd_analyses)
+    s.add_argument("--dir", required=True)
+    s = sp("parity", cmd_parity)
+    for k in ("kernels", "temporal", "idle"):
+        s.add_argument("--live-" + k, required=True)
+        s.add_argument("--import-" + k, required=True)
+    s.add_argument("--trace")
+    s.add_argument("--steps-live", type=int, default=1)
+    s.add_argument("--steps-import", type=int, default=1)
+    s.add_argument("--tol-pct", type=float, default=2.0)
+    s.add_argument("--tol-pp", type=float, default=2.0)
+    s.add_argument("--min-share", type=float, default=1.0,
+                   help="kernels with at least this %% of the live GPU time are held to --tol-pct")
+    s = sp("pyframes", cmd_pyframes)
+    s.add_argument("--folded", required=True)
+    s.add_argument("--kernel-regex", required=True)
+    s.add_argument("--python-regex", default=".")
+    s.add_argument("--what", default="GEMM")
+    s.add_argument("--min", type=int, default=1)
+    s = sp("pc", cmd_pc)
+    s.add_argument("--folded", required=True)
+    s.add_argument("--program-samples", type=int)
+    s.add_argument("--kernel-regex")
+    s.add_argument("--sass", choices=("yes", "no"), default="yes")
+    s = sp("cost", cmd_cost)
+    s.add_argument("--file", required=True)
+    s.add_argument("--target-ns", type=int, default=1000)
+    s.add_argument("--judge", choices=("yes", "no"), default="yes")
+    s = sp("ratio", cmd_ratio)
+    s.add_argument("--file", required=True)
+    s.add_argument("--metric", required=True)
+    s.add_argument("--base", required=True)
+    s.add_argument("--test", required=True)
+    s.add_argument("--min-pct", type=float, required=True)
+    s.add_argument("--as", dest="as_", choices=("ratio", "slowdown"), default="ratio")
+    s.add_argument("--judge", choices=("yes", "no"), default="yes")
+    s.add_argument("--name", required=True)
+    s = sp("graph", cmd_graph)
+    s.add_argument("--program", required=True)
+    s.add_argument("--kernels", required=True)
+    s = sp("summary", cmd_summary)
+    a = p.parse_args(argv)
+    if a.tag == "" and a.cmd not in ("summary", "cost", "ratio"):
+        a.tag = a.cmd
+    return a.fn(a) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

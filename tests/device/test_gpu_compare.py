@@ -1,0 +1,389 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""scripts/device/gpu_compare.py, the judgements of gpu_checks.sh, on small
+synthetic analyses, traces and folded files: each target passes where it
+should and fails where it should."""
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "device"))
+import gpu_compare  # noqa: E402
+from gpd import eq, expect, main, test  # noqa: E402
+
+
+class Dir:
+    def __init__(self):
+        self.d = tempfile.mkdtemp(prefix="gpucmp-")
+        self.results = self.path("results.tsv")
+
+    def path(self, name):
+        return os.path.join(self.d, name)
+
+    def write(self, name, obj):
+        with open(self.path(name), "w") as f:
+            if isinstance(obj, str):
+                f.write(obj)
+            else:
+                json.dump(obj, f)
+        return self.path(name)
+
+    def run(self, *argv):
+        """gpu_compare with --results; returns (exit code, stdout)."""
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = gpu_compare.main([argv[0], "--results", self.results] + list(argv[1:]))
+        return rc, out.getvalue()
+
+    def verdicts(self):
+        """{name: (value, verdict)} of the results so far."""
+        out = {}
+        if os.path.exists(self.results):
+            for line in open(self.results):
+                n, v, _, verdict = line.rstrip("\n").split("\t")
+                out[n] = (v, verdict)
+        return out
+
+    def verdict(self, prefix):
+        hits = [v for n, v in self.verdicts().items() if n.startswith(prefix)]
+        expect(len(hits) == 1, "one result named %r in %r" % (prefix, self.verdicts()))
+        return hits[0][1]
+
+    def cleanup(self):
+        shutil.rmtree(self.d, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def tmpdir():
+    d = Dir()
+    try:
+        yield d
+    finally:
+        d.cleanup()
+
+
+def kernels_json(rows):
+    """rows: (name, count, sum_us)"""
+    return {"analysis": "kernels", "kernels": [
+        {"name": n, "count": c, "sum_us": s, "mean_us": s / c} for n, c, s in rows]}
+
+
+def temporal_json(idle, compute, span=100000.0):
+    return {"analysis": "temporal", "ranks": [
+        {"rank": 1, "kernel_time_us": span, "idle_time_pctg": idle, "compute_time_pctg": compute,
+         "non_compute_time_pctg": 100 - idle - compute}]}
+
+
+def idle_json(streams, span=100000.0):
+    """streams: {stream: {category: percent of span}}"""
+    return {"analysis": "idle", "ranks": [{"rank": 1, "streams": [
+        {"stream": s, "categories": [{"idle_category": c, "idle_time_us": p * span / 100,
+                                      "idle_time_ratio": 0} for c, p in cats.items()]}
+        for s, cats in streams.items()]}]}
+
+
+def trace_json(rows):
+    """rows: (cat, name, [durations us])"""
+    ev, ts = [], 1000.0
+    for cat, name, durs in rows:
+        for d in durs:
+            ev.append({"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": d, "pid": 0, "tid": 7})
+            ts += d + 1
+    ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1.0, "dur": 5.0})
+    return {"traceEvents": ev}
+
+
+GEMM = "void gemm_kernel<float, 128>(float const*, float*)"
+RELU = "elementwise_relu"
+COPY = "Memcpy HtoD (Pinned -> Device)"
+
+
+def parity_files(d, live, imp, lt=(5.0, 90.0), it=(5.5, 89.6), li=None, ii=None, trace=None):
+    args = ["parity", "--steps-live", "10", "--steps-import", "10",
+            "--live-kernels", d.write("lk.json", kernels_json(live)),
+            "--import-kernels", d.write("ik.json", kernels_json(imp)),
+            "--live-temporal", d.write("lt.json", temporal_json(*lt)),
+            "--import-temporal", d.write("it.json", temporal_json(*it)),
+            "--live-idle", d.write("li.json", idle_json(li or {7: {"host_wait": 4.0, "kernel_wait": 1.0}})),
+            "--import-idle", d.write("ii.json", idle_json(ii or {7: {"host_wait": 4.4, "kernel_wait": 1.1}}))]
+    if trace is not None:
+        args += ["--trace", d.write("trace.json", trace_json(trace))]
+    return d.run(*args)
+
+
+@test
+def parity_passes_on_agreeing_windows():
+    with tmpdir() as d:
+        rc, out = parity_files(
+            d, [(GEMM, 30, 30 * 200.0), (RELU, 20, 20 * 10.0), (COPY, 10, 10 * 50.0)],
+            [(GEMM, 30, 30 * 201.0), (RELU, 20, 20 * 10.1), (COPY, 10, 10 * 49.5)])
+        eq(rc, 0, "exit status")
+        for t in ("kernel counts per step", "per-kernel mean GPU time", "temporal",
+                  "idle per stream"):
+            eq(d.verdict("parity: " + t), "PASS", t + "\n" + out)
+
+
+@test
+def parity_fails_each_target():
+    with tmpdir() as d:
+        parity_files(
+            d, [(GEMM, 30, 30 * 200.0), (RELU, 20, 20 * 10.0)],
+            [(GEMM, 30, 30 * 210.0), (RELU, 21, 21 * 10.0)],  # 5 % slower, one kernel more
+            lt=(5.0, 90.0), it=(8.5, 87.0), li={7: {"host_wait": 4.0}}, ii={7: {"host_wait": 7.0}})
+        for t in ("kernel counts per step", "per-kernel mean GPU time", "temporal",
+                  "idle per stream"):
+            eq(d.verdict("parity: " + t), "FAIL", t)
+    with tmpdir() as d:  # a kernel only one side has
+        parity_files(d, [(GEMM, 30, 6000.0), (RELU, 20, 200.0)], [(GEMM, 30, 6000.0)])
+        eq(d.verdict("parity: kernel counts per step"), "FAIL", "a kernel missing on one side")
+    with tmpdir() as d:  # a stream only one side has: its idle against 0
+        parity_files(d, [(GEMM, 30, 6000.0)], [(GEMM, 30, 6000.0)],
+                     li={7: {"host_wait": 4.0}, 33: {"host_wait": 3.0}}, ii={7: {"host_wait": 4.0}})
+        eq(d.verdict("parity: idle per stream"), "FAIL", "an idle stream only live")
+
+
+@test
+def parity_mean_time_from_the_trace_itself():
+    """The import's analysis rounds to whole us (HTA): the trace's own
+    durations decide; a kernel under 1 % of the GPU time is listed but not
+    held to the tolerance."""
+    with tmpdir() as d:
+        live = [(GEMM, 3, 3 * 20.4), (RELU, 3, 3 * 0.2)]  # RELU: under 1 % of the time
+        imp = [(GEMM, 3, 3 * 19.0), (RELU, 3, 3 * 0.0)]  # HTA's ceil/floor
+        rc, out = parity_files(d, live, imp, trace=[("kernel", GEMM, [20.3, 20.4, 20.5]),
+                                                    ("kernel", RELU, [0.3, 0.3, 0.3])])
+        eq(d.verdicts()["parity: per-kernel mean GPU time"][1], "PASS", "means from the trace\n" + out)
+        expect("all: max 33.33%" in out, "the minor kernel's deviation shown: " + out)
+    with tmpdir() as d:
+        parity_files(d, [(GEMM, 3, 3 * 20.4)], [(GEMM, 3, 3 * 20.4)],
+                     trace=[("kernel", GEMM, [21.4, 21.4, 21.4])])
+        eq(d.verdict("parity: per-kernel mean GPU time"), "FAIL", "the trace's 5 % longer kernels")
+
+
+@test
+def parity_pairs_names_the_demanglers_write_differently():
+    with tmpdir() as d:
+        rc, out = parity_files(d, [("gemm<(anonymous namespace)::T>(float*)", 30, 6000.0), (RELU, 20, 200.0)],
+                               [("gemm<{anonymous}::T>(float*)", 30, 6000.0), (RELU, 20, 200.0)])
+        eq(d.verdict("parity: kernel counts per step"), "PASS", out)
+        expect("paired by base name" in out, out)
+    with tmpdir() as d:  # whitespace alone never matters
+        parity_files(d, [("void k<int, 2>(int*)", 30, 6000.0)], [("void k<int,2>(int *)", 30, 6000.0)])
+        eq(d.verdict("parity: kernel counts per step"), "PASS", "whitespace")
+
+
+@test
+def parity_steps_scale_counts():
+    with tmpdir() as d:
+        d.run("parity", "--steps-live", "10", "--steps-import", "5",
+              "--live-kernels", d.write("lk.json", kernels_json([(GEMM, 40, 8000.0)])),
+              "--import-kernels", d.write("ik.json", kernels_json([(GEMM, 20, 4000.0)])),
+              "--live-temporal", d.write("lt.json", temporal_json(5, 90)),
+              "--import-temporal", d.write("it.json", temporal_json(5, 90)),
+              "--live-idle", d.write("li.json", idle_json({7: {"host_wait": 5}})),
+              "--import-idle", d.write("ii.json", idle_json({7: {"host_wait": 5}})))
+        eq(d.verdict("parity: kernel counts per step"), "PASS", "4 per step on both sides")
+
+
+PROGRAM = """kernel gpuprof_k_a launches 3 total_ns 60000
+kernel _Z11gpuprof_k_bPfi launches 2 total_ns 10000
+graph count 1 total_ns 7000
+done
+"""
+
+
+def kernels_case(d, folded, rows, program=PROGRAM):
+    return d.run("kernels", "--tag", "prog", "--program", d.write("prog.out", program),
+                 "--kernels", d.write("k.json", kernels_json(rows)),
+                 "--folded", d.write("g.folded", folded),
+                 "--join", d.write("join.json", {"cupti": {"intervals": 6, "no_call": 0, "no_launch": 1}}))
+
+
+@test
+def kernels_against_the_program():
+    if not shutil.which("c++filt"):
+        print("(no c++filt: the mangled name stays mangled)")
+    shown_b = "gpuprof_k_b(float*, int)" if shutil.which("c++filt") else "_Z11gpuprof_k_bPfi"
+    rows = [("gpuprof_k_a", 3, 60.0), (shown_b, 2, 10.0), ("Graph Launch", 1, 7.0)]
+    good = ("app;main;run;gpuprof_k_a_[G] 40000\napp;main;other;gpuprof_k_a_[G] 20000\n"
+            "app;main;run;%s_[G] 10000\napp;Graph Launch_[G] 7000\n" % shown_b)
+    with tmpdir() as d:
+        rc, out = kernels_case(d, good, rows)
+        for t in ("kernel counts", "folded gpu-time", "kernel GPU time on launching stacks"):
+            eq(d.verdict("prog: " + t), "PASS", t + "\n" + out)
+    with tmpdir() as d:  # one launch lost, gpu-time off, a kernel on no stack
+        bad = "app;gpuprof_k_a_[G] 40000\napp;main;run;%s_[G] 10000\n" % shown_b
+        kernels_case(d, bad, [("gpuprof_k_a", 2, 40.0), (shown_b, 2, 10.0)])
+        for t in ("kernel counts", "folded gpu-time", "kernel GPU time on launching stacks"):
+            eq(d.verdict("prog: " + t), "FAIL", t)
+    with tmpdir() as d:  # the analysis and the folded file agree, the program does not
+        kernels_case(d, good.replace("40000", "41000"), [("gpuprof_k_a", 3, 61.0), (shown_b, 2, 10.0)])
+        eq(d.verdict("prog: folded gpu-time"), "FAIL", "against the program's own total")
+
+
+@test
+def kernels_without_cxxfilt():
+    """No c++filt: a mangled name meets the capture's row of its identifier."""
+    rows = [("gpuprof_k_a", 3, 60.0), ("gpuprof_k_b(float*, int)", 2, 10.0)]
+    folded = "app;main;gpuprof_k_a_[G] 60000\napp;main;gpuprof_k_b(float*, int)_[G] 10000\n"
+    saved = gpu_compare.shutil.which
+    gpu_compare.shutil.which = lambda name: None
+    try:
+        with tmpdir() as d:
+            rc, out = kernels_case(d, folded, rows)
+            eq(d.verdicts()["prog: kernel counts"], ("3/3 2/2", "PASS"), out)
+            eq(d.verdict("prog: folded gpu-time"), "PASS", out)
+    finally:
+        gpu_compare.shutil.which = saved
+
+
+@test
+def analyses_all_nine():
+    with tmpdir() as d:
+        os.mkdir(d.path("an"))
+        for a in gpu_compare.ANALYSES:
+            d.write("an/%s.rc" % a, "0\n")
+            d.write("an/%s.err" % a, "")
+        d.write("an/comm.rc", "1\n")
+        d.write("an/comm.err", "gpuprofctl: analyze.comm: no communication kernels in this capture\n")
+        d.run("analyses", "--tag", "x", "--dir", d.path("an"))
+        eq(d.verdict("x: analyses"), "PASS", "comm's refusal of a capture without NCCL")
+        d.write("an/queue.rc", "1\n")
+        os.unlink(d.path("an/idle.rc"))
+        d.run("analyses", "--tag", "y", "--dir", d.path("an"))
+        v = d.verdicts()["y: analyses on the live capture"]
+        eq(v, ("7/9 (failed: idle,queue)", "FAIL"), "a failed and a missing analysis")
+
+
+FOLDED_LAUNCHES = """python3;train (t.py)_[p];Block.forward (t.py)_[p];libtorch.so:at::mm;sm90_xmma_gemm_f32_[G] 20
+python3;train (t.py)_[p];Sequential.forward (torch/nn/container.py)_[p];cutlass_gemm_[G] 5
+pt_autograd_0;start_thread;libtorch.so:backward;sm90_xmma_gemm_f32_[G] 40
+python3;train (t.py)_[p];vectorized_elementwise_kernel_[G] 30
+"""
+
+
+@test
+def pyframes_above_gemm_launches():
+    with tmpdir() as d:
+        f = d.write("l.folded", FOLDED_LAUNCHES)
+        rc, out = d.run("pyframes", "--tag", "py", "--folded", f, "--kernel-regex", "(?i)gemm",
+                        "--python-regex", r"forward \(t\.py", "--min", "20")
+        eq(d.verdicts()["py: Python frames above GEMM launches"],
+           ("25 of 65 launches under Python frames, 20 under /forward \\(t\\.py/", "PASS"), out)
+        expect("Block.forward (t.py)_[p]" in out, "the heaviest stacks printed: " + out)
+        d.run("pyframes", "--tag", "py2", "--folded", f, "--kernel-regex", "(?i)gemm",
+              "--python-regex", r"forward \(t\.py", "--min", "21")
+        eq(d.verdict("py2:"), "FAIL", "fewer than --min under the model's function")
+        d.run("pyframes", "--tag", "py3", "--folded", f, "--kernel-regex", "nomatch")
+        eq(d.verdict("py3:"), "FAIL", "no launch of the kernel at all")
+
+
+STALLS = """app;main;k_[G];IMAD R1, R2, R3, R4_[g];long_scoreboard_[g] 90
+app;main;k_[G];+0x1a0_[g];barrier_[g] 10
+app;other_[G];+0x10_[g];wait_[g] 1000
+"""
+
+
+@test
+def pc_samples_and_sass():
+    with tmpdir() as d:
+        f = d.write("s.folded", STALLS)
+        d.run("pc", "--tag", "a", "--folded", f, "--kernel-regex", "^k_", "--program-samples", "100")
+        eq(d.verdicts()["a: PC samples through the daemon"][1], "PASS", "100 samples of k")
+        eq(d.verdict("a: pcOffset"), "FAIL", "90 % with SASS text")
+        d.write("s.folded", STALLS.replace("+0x1a0", "BAR.SYNC 0x0"))
+        d.run("pc", "--tag", "b", "--folded", f, "--kernel-regex", "^k_")
+        eq(d.verdict("b: pcOffset"), "PASS", "all with SASS text")
+        d.run("pc", "--tag", "c", "--folded", f, "--kernel-regex", "^k_", "--program-samples", "99")
+        eq(d.verdict("c: PC samples"), "FAIL", "not the program's count")
+        d.run("pc", "--tag", "e", "--folded", f, "--sass", "no")
+        eq(d.verdict("e: pcOffset"), "SKIP", "no nvdisasm")
+
+
+def real_cuda_out(rows):
+    """rows: (mode, api, [wall ns per round])"""
+    lines = []
+    for mode, api, walls in rows:
+        for r, w in enumerate(walls, 1):
+            lines.append("%s %d %s ns_per_launch %d cpu_ns_per_launch %d" % (mode, r, api, w, w - 100))
+    return "\n".join(lines) + "\n  gpu collector: events 1\n"
+
+
+@test
+def launch_cost_medians():
+    with tmpdir() as d:
+        f = d.write("rc.out", real_cuda_out([
+            ("without", "rt", [2000, 2100, 9000]), ("with", "rt", [3000, 3100, 2900]),
+            ("cupti-off", "rt", [3050, 3000, 3020]), ("cupti", "rt", [3500, 3600, 9999]),
+            ("cupti-kernel", "rt", [4200, 4100, 4300])]))
+        rc, out = d.run("cost", "--file", f)
+        v = d.verdicts()
+        eq(v["launch cost beyond the probes, default, rt"],
+           ("600 ns wall, 600 ns cpu (median of 3)", "PASS"), out)
+        eq(v["launch cost beyond the probes, kernels only, rt"][1], "FAIL", "1200 ns")
+        eq(v["launch cost beyond the probes, library off, rt"][1], "INFO", "off is reported")
+        expect("the launch probes add 900 ns wall" in out, out)
+    with tmpdir() as d:
+        d.run("cost", "--file", d.write("rc.out", real_cuda_out([("with", "rt", [1])]) + "garbage\n"))
+        eq(d.verdict("launch cost"), "FAIL", "no runs with the library")
+        d.run("cost", "--file", d.path("rc.out"), "--judge", "no")
+        eq([x[1] for x in d.verdicts().values()], ["SKIP"], "not judged")
+
+
+@test
+def throughput_ratio_and_slowdown():
+    with tmpdir() as d:
+        f = d.write("r.out", "without steps_per_s 1000\nwith steps_per_s 990\nwithout steps_per_s 1010\n"
+                    "with steps_per_s 985\nwithout steps_per_s 500\nwith steps_per_s 992\nnoise\n")
+        d.run("ratio", "--file", f, "--metric", "steps_per_s", "--base", "without", "--test", "with",
+              "--min-pct", "98", "--name", "tp")
+        v = d.verdicts()["tp"]
+        eq(v, ("99.00% (with 990.0 vs without 1000.0)", "PASS"), "medians")
+        f = d.write("g.out", "off gemm_per_s 100\npc gemm_per_s 97\n")
+        d.run("ratio", "--file", f, "--metric", "gemm_per_s", "--base", "off", "--test", "pc",
+              "--min-pct", "98", "--as", "slowdown", "--name", "pc")
+        eq(d.verdicts()["pc"], ("3.00% slower (pc 97.0 vs off 100.0)", "FAIL"), "3 % slower")
+        d.run("ratio", "--file", f, "--metric", "steps_per_s", "--base", "off", "--test", "pc",
+              "--min-pct", "98", "--name", "none")
+        eq(d.verdict("none"), "FAIL", "no runs")
+
+
+@test
+def graph_behaviour():
+    prog = "graph count 4\ngraph_node_kernel gpuprof_cupti_node launches 12\n"
+    for rows, word in (([("Graph Launch", 4, 40.0), ("gpuprof_cupti_node", 12, 24.0)], "does not replace"),
+                       ([("Graph Launch", 4, 40.0)], "replaces them"),
+                       ([("Graph Launch", 4, 40.0), ("gpuprof_cupti_node", 5, 24.0)], "5 of 12")):
+        with tmpdir() as d:
+            d.run("graph", "--tag", "g", "--program", d.write("p.out", prog),
+                  "--kernels", d.write("k.json", kernels_json(rows)))
+            v, verdict = d.verdicts()["g: GRAPH_TRACE vs per-node records"]
+            eq(verdict, "INFO", "a behaviour, not a target")
+            expect(word in v, "%r in %r" % (word, v))
+
+
+@test
+def summary_exit_status():
+    with tmpdir() as d:
+        with open(d.results, "w") as f:
+            f.write("a\t1\t>=1\tPASS\nb\tseen\tobserved\tINFO\nc\tx\t-\tSKIP\n")
+        rc, out = d.run("summary")
+        eq(rc, 0, "no FAIL")
+        expect(out.index("CUPTI BEHAVIOURS") < out.index("b: seen") < out.index("SUMMARY"), out)
+        expect("1 PASS, 0 FAIL, 1 SKIP" in out, out)
+        with open(d.results, "a") as f:
+            f.write("d\t0\t>=1\tFAIL\n")
+        rc, out = d.run("summary")
+        eq(rc, 1, "a FAIL")
+        expect("  FAIL d: 0 [target >=1]" in out, out)
+
+
+if __name__ == "__main__":
+    main()

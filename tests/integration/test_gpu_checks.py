@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""scripts/device/gpu_checks.sh --stand-in on this build: the device
+checks' whole flow (a daemon from the build, the CUDA program with known
+kernels, the training process's live phase A, the release, the parity
+against the import of a trace, Python frames above the GEMM launches, PC
+sampling, the cost lines) on the fake driver, the stand-in libcupti,
+cuda_app and tests/device/fake_parity.py. Checked: its exit status, every
+target line the stand-in can judge PASS in results.tsv, the timings and
+the PyTorch-only lines SKIP, and the SUMMARY block on stdout."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+
+from gpd import BUILD, SOURCE, Skip, eq, expect, main, test
+
+SCRIPT = os.path.join(SOURCE, "scripts", "device", "gpu_checks.sh")
+NEEDED = [os.path.join(BUILD, p) for p in (
+    "inject/libgpuprof-cupti.so", "tests/cupti/libcupti.so.13", "tests/gpu/cuda/libcuda.so.1",
+    "tests/cupti/cuda_app", "daemon/gpuprofd", "cli/gpuprofctl")]
+
+PASS = ["CUDA program: kernel counts", "CUDA program: folded gpu-time per kernel",
+        "CUDA program: kernel GPU time on launching stacks", "CUDA program: analyses on the live capture",
+        "cupti release (stand-in process", "stand-in training window: kernel counts",
+        "stand-in training window: folded gpu-time per kernel",
+        "stand-in training window: kernel GPU time on launching stacks",
+        "Kineto parity (stand-in: phase A's own Chrome export): kernel counts per step",
+        "Kineto parity (stand-in: phase A's own Chrome export): per-kernel mean GPU time",
+        "Kineto parity (stand-in: phase A's own Chrome export): temporal",
+        "Kineto parity (stand-in: phase A's own Chrome export): idle per stream and category",
+        "Python frames (stand-in): Python frames above fake GEMM launches"]
+PC = ["PC sampling: PC samples through the daemon",
+      "PC sampling: pcOffset relative to the function (SASS found)"]
+SKIP = ["PC sampling slowdown of a GEMM loop (default duty)", "PyTorch inference loop throughput",
+        "launch cost beyond the probes, library off, drv", "launch cost beyond the probes, default, drv",
+        "launch cost beyond the probes, kernels only, drv"]
+
+
+@test
+def stand_in_run_passes_its_targets():
+    for p in NEEDED:
+        if not os.path.exists(p):
+            raise Skip("not built (no CUPTI headers?): %s" % p)
+    if os.geteuid() != 0:
+        raise Skip("the launch probes need root")
+    out = tempfile.mkdtemp(prefix="gpuchecks-")
+    try:
+        env = dict(os.environ, OUT=out, GPU_CHECKS_BUDGET_S="900")
+        p = subprocess.run([SCRIPT, "--stand-in", BUILD], cwd=SOURCE, env=env,
+                           capture_output=True, text=True, timeout=560)
+        log = "stdout:\n%s\nstderr:\n%s" % (p.stdout, p.stderr[-3000:])
+        rows = {}
+        with open(os.path.join(out, "results.tsv")) as f:
+            for line in f:
+                name, value, target, verdict = line.rstrip("\n").split("\t")
+                expect(name not in rows, "one line per target: %r twice" % name)
+                rows[name] = (verdict, value)
+
+        def verdict(prefix):
+            hits = [v for n, v in rows.items() if n.startswith(prefix)]
+            eq(len(hits), 1, "results named %r\n%s" % (prefix, log))
+            return hits[0][0]
+        for name in PASS:
+            eq(verdict(name), "PASS", name + "\n" + log)
+        pc = "PASS" if os.path.exists(os.path.join(BUILD, "tests", "cupti", "pc_kernel.cubin")) else "SKIP"
+        for name in PC:
+            eq(verdict(name), pc, name + "\n" + log)
+        for name in SKIP:
+            eq(verdict(name), "SKIP", name + "\n" + log)
+        # behaviours observed, not judged
+        expect(rows["CUDA graph (all features): GRAPH_TRACE vs per-node records"][0] == "INFO", log)
+        eq([n for n, (v, _) in rows.items() if v == "FAIL"], [], "no target failed\n" + log)
+        eq(p.returncode, 0, "exit status\n" + log)
+        tail = p.stdout[p.stdout.index("\nSUMMARY\n"):]
+        expect("%d PASS, 0 FAIL, %d SKIP" % (len(PASS) + (2 if pc == "PASS" else 0),
+                                            len(SKIP) + (2 if pc == "SKIP" else 0)) in tail, log)
+        with open(os.path.join(out, "summary.txt")) as f:
+            eq(f.read().strip(), p.stdout[p.stdout.index("CUPTI BEHAVIOURS"):p.stdout.index("wall ")].strip(),
+               "summary.txt holds what stdout showed")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
