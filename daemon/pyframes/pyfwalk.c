@@ -282,26 +282,11 @@ static int walk_frameobj(struct pyf_proc *p, uint64_t ts, struct pyf_runs *c)
 		memcpy(&nd.code, hdr + l->fo_code, 8);
 		memcpy(&lasti, hdr + l->fo_lasti, 4);
 		nd.instr = lasti; /* as BPF reads it: the low 32 bits */
-		if (pyf_chain_add(c, &nd, false, 0))
+		if (pyf_chain_add(c, &nd, 0))
 			return PYF_TRUNCATED;
 		memcpy(&f, hdr + l->fo_back, 8);
 	}
 	return 0;
-}
-
-/* Is the frame still running its prologue (arguments copied, RESUME not
- * reached)? CPython's own walkers hide those (_PyFrame_IsIncomplete); the
- * BPF walk does not read _co_firsttraceable and shows them. */
-static bool incomplete(struct pyf_proc *p, uint64_t code, uint64_t instr_ptr, uint8_t owner)
-{
-	const struct pyf_layout *l = &p->lay;
-	int32_t first;
-
-	if (!code || owner == 1 /* FRAME_OWNED_BY_GENERATOR */ ||
-	    l->co_firsttraceable == PYF_NONE ||
-	    pyf_read(p, code + l->co_firsttraceable, &first, sizeof(first)))
-		return false;
-	return instr_ptr < code + l->co_code_adaptive + (uint64_t)first * 2;
 }
 
 /* 3.11+: _PyInterpreterFrames. */
@@ -331,7 +316,6 @@ static int walk_iframes(struct pyf_proc *p, uint64_t ts, struct pyf_runs *c)
 	for (unsigned steps = 0; f; steps++) {
 		uint8_t hdr[256];
 		struct pystack_node nd = {.frame = f};
-		bool hide;
 
 		if (steps >= PYF_MAX_WALK)
 			return PYF_TRUNCATED;
@@ -341,10 +325,9 @@ static int walk_iframes(struct pyf_proc *p, uint64_t ts, struct pyf_runs *c)
 		memcpy(&nd.instr, hdr + l->if_instr, 8);
 		nd.owner = hdr[l->if_owner];
 		nd.entry = l->if_is_entry != PYF_NONE && hdr[l->if_is_entry];
-		hide = nd.owner < 3 && incomplete(p, pyf_node_code(l, &nd), nd.instr, nd.owner);
 		/* 3.11: an entry frame's activation has the next _PyCFrame of
 		 * the thread state's chain, its marker */
-		if (pyf_chain_add(c, &nd, hide, cframe))
+		if (pyf_chain_add(c, &nd, cframe))
 			return PYF_TRUNCATED;
 		if (nd.entry && cframe && pyf_read_u64(p, cframe + l->cf_previous, &cframe))
 			cframe = 0;

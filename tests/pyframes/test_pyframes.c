@@ -390,12 +390,39 @@ struct ref_thread {
 /* The interpreter's own sys.hexversion, from the "V" line. */
 static unsigned ref_hexversion;
 
+/* Code objects with a prologue ("P" lines): a frame caught before its
+ * body starts, at each of offs[] (-1: not started). */
+#define MAXP 8
+struct ref_prologue {
+	uint64_t code;
+	int first, gen, n;
+	int offs[32];
+};
+static struct ref_prologue ref_pro[MAXP];
+static int ref_npro;
+
+static void read_prologue(const char *line)
+{
+	struct ref_prologue *r = &ref_pro[ref_npro];
+	const char *s = line;
+	int used;
+
+	if (ref_npro >= MAXP ||
+	    sscanf(s, "P %" SCNu64 " %d %d%n", &r->code, &r->first, &r->gen, &used) != 3)
+		return;
+	s += used;
+	for (r->n = 0; r->n < 32 && sscanf(s, "%d%n", &r->offs[r->n], &used) == 1; r->n++)
+		s += used;
+	ref_npro++;
+}
+
 static int read_ref(const char *path, struct ref_thread *t, int maxt)
 {
 	char line[600];
 	int nt = 0;
 	FILE *f = fopen(path, "r");
 
+	ref_npro = 0;
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
@@ -404,6 +431,10 @@ static int read_ref(const char *path, struct ref_thread *t, int maxt)
 		line[strcspn(line, "\n")] = '\0';
 		if (sscanf(line, "V %u", &ref_hexversion) == 1)
 			continue;
+		if (line[0] == 'P') {
+			read_prologue(line);
+			continue;
+		}
 		if (sscanf(line, "T %u", &tid) == 1 && nt < maxt) {
 			memset(&t[nt], 0, sizeof(t[nt]));
 			t[nt++].tid = tid;
@@ -543,6 +574,55 @@ static void check_thread(struct pyf_proc *p, const struct interp *in, const stru
 		CHECK_EQ_INT(pyf_thread_stack(p, t->tid, fr, 2, &n), PYF_TRUNCATED);
 }
 
+/*
+ * A frame caught in its prologue (before RESUME: MAKE_CELL, COPY_FREE_VARS,
+ * RETURN_GENERATOR and the POP_TOP after it; 3.10's GEN_START) or before
+ * its first instruction reads as its function's first line, never -1, on
+ * the path of BPF's nodes as on the reader's own. Real code objects of the
+ * target, the nodes made as BPF reads them.
+ */
+static void check_prologue(struct pyf_proc *p, const struct interp *in)
+{
+	const struct pyf_layout *l = &p->lay;
+	unsigned checked = 0;
+
+	CHECK(ref_npro >= 4);
+	for (int i = 0; i < ref_npro; i++) {
+		const struct ref_prologue *r = &ref_pro[i];
+
+		for (int k = 0; k < r->n; k++) {
+			int off = r->offs[k], line = 0, line2 = 0;
+			struct pystack_node nd = {.frame = 0x1000, .code = r->code};
+			struct pyf_frame fr[2];
+			const char *q, *file;
+			unsigned n;
+
+			if (l->chain == PYF_CHAIN_FRAMEOBJ)
+				nd.instr = (uint32_t)(off < 0 ? -1 : l->lasti_units ? off / 2 : off);
+			else
+				nd.instr = r->code + l->co_code_adaptive + (uint64_t)(int64_t)(off < 0 ? -2 : off);
+			nd.owner = l->chain == PYF_CHAIN_FRAMEOBJ ? 0 : (uint8_t)r->gen;
+			nd.firstlineno = (uint32_t)r->first;
+			n = pyf_from_nodes(p, &nd, 1, fr, 2);
+			CHECK_EQ_INT(n, 1);
+			if (n != 1)
+				continue;
+			CHECK_EQ_INT(fr[0].instr, off);
+			CHECK_EQ_INT(pyf_resolve(p, fr[0].code, fr[0].instr, &q, &file, &line), 0);
+			CHECK_EQ_INT(pyf_resolve_seen(p, fr[0].code, fr[0].firstlineno, fr[0].instr,
+						      &q, &file, &line2),
+				     0);
+			if (line != r->first || line2 != r->first)
+				TEST_FAIL_AT("%s: code %#" PRIx64 " (first line %d) at offset %d: "
+					     "line %d / %d",
+					     in->path, r->code, r->first, off, line, line2);
+			checked++;
+		}
+	}
+	fprintf(stderr, "%s: %u prologue offsets of %d code objects\n", in->path, checked,
+		ref_npro);
+}
+
 static double now_us(void)
 {
 	struct timespec ts;
@@ -604,6 +684,8 @@ static void live(const struct interp *in)
 			CHECK_STREQ(pyf_layout_source(p), in->source);
 			for (int i = 0; i < nt && !pyf_reason(p); i++)
 				check_thread(p, in, &ref[i]);
+			if (!pyf_reason(p))
+				check_prologue(p, in);
 			/* the main thread again: every code object from the cache */
 			if (nt > 0 && !pyf_reason(p)) {
 				check_thread(p, in, &ref[0]);
