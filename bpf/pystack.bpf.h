@@ -84,6 +84,89 @@ static __always_inline __u64 pystack_find_tstate(const struct pystack_layout *l,
 	return 0;
 }
 
+/*
+ * The current thread's user stack, [*lo, *hi): from its user-mode stack
+ * pointer up to its struct pthread (the thread pointer), which glibc and
+ * musl put above a thread's stack, or to mm->start_stack for the main
+ * thread. False when unknown.
+ */
+static __always_inline bool pystack_user_stack(__u64 self, __u64 *lo, __u64 *hi)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs;
+
+	if (!task->mm)
+		return false;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	*lo = BPF_CORE_READ(regs, sp);
+	*hi = task->pid == task->tgid ? BPF_CORE_READ(task, mm, start_stack) : self;
+	return *lo && *lo < *hi;
+#else
+	return false;
+#endif
+}
+
+/* Does thread state t, outside the main interpreter, run on this thread? */
+static __always_inline bool pystack_sub_mine(const struct pystack_layout *l, __u64 t, __u64 self,
+					     __u64 lo, __u64 hi)
+{
+	__u64 c;
+
+	if (l->ts_on_stack == PYSTACK_NONE)
+		return pystack_u64(t + l->ts_thread_id) == self;
+	c = pystack_u64(t + l->ts_on_stack);
+	return c >= lo && c < hi;
+}
+
+/*
+ * The thread's thread states in subinterpreters, newest interpreter first,
+ * at most PYSTACK_MAX_TSTATES - 1. A process that never made one pays a
+ * single read: interpreters.head is then the main interpreter.
+ */
+static __always_inline __u32 pystack_sub_tstates(const struct pystack_layout *l, __u64 self,
+						 __u64 *ts)
+{
+	__u64 interp, t = 0, lo = 0, hi = 0;
+	__u32 n = 0, ni = 0;
+
+	if (!l->interps_head)
+		return 0;
+	interp = pystack_u64(l->interps_head);
+	if (!interp || interp == l->main_interp)
+		return 0;
+	if (l->ts_on_stack != PYSTACK_NONE && !pystack_user_stack(self, &lo, &hi))
+		return 0;
+	for (int i = 0; i < PYSTACK_MAX_SUBSTEPS; i++) {
+		if (!t) {
+			/* the main interpreter ends the subinterpreters */
+			if (!interp || interp == l->main_interp || ni >= PYSTACK_MAX_INTERPS)
+				break;
+			t = pystack_u64(interp + l->is_threads);
+			interp = pystack_u64(interp + l->is_next);
+			ni++;
+			continue;
+		}
+		if (pystack_sub_mine(l, t, self, lo, hi)) {
+			ts[n & (PYSTACK_MAX_TSTATES - 1)] = t;
+			if (++n >= PYSTACK_MAX_TSTATES - 1)
+				break;
+		}
+		t = pystack_u64(t + l->ts_next);
+	}
+	return n;
+}
+
+/* The newest frame of a thread state's chain. */
+static __always_inline __u64 pystack_first(const struct pystack_layout *l, __u64 ts)
+{
+	__u64 f = pystack_u64(ts + l->ts_first);
+
+	if (f && l->cf_current != PYSTACK_NONE)
+		f = pystack_u64(f + l->cf_current);
+	return f;
+}
+
 /* A u64 / byte at a daemon-given offset of the frame buffer, bounded for
  * the verifier. */
 static __always_inline __u64 pystack_at64(const __u8 *buf, __u32 off)
@@ -107,32 +190,50 @@ static __always_inline __u8 pystack_at8(const __u8 *buf, __u32 off)
  * Fill ps->nodes with the current thread's chain, leaf first. Returns the
  * node count; *flags gets PYSTACK_F_*. 0 nodes and no flags for a process
  * with no layout (not Python, or not recognized yet).
+ *
+ * A thread running code in subinterpreters has a chain in each: those are
+ * read first (the innermost, when each interpreter's code was run from an
+ * older interpreter's, as code runs an interpreter it made), then the main
+ * interpreter's. Every chain ends at a run boundary (a shim in 3.12+, an
+ * entry frame in 3.11, any frame before), so the daemon reads them as one.
  */
 static __always_inline __u32 pystack_take(struct pystack_scratch *ps, __u32 tgid, __u64 id,
 					  __u16 *flags)
 {
 	const struct pystack_layout *l = bpf_map_lookup_elem(&py_procs, &tgid);
-	__u64 self, ts, f;
-	__u32 n = 0;
+	__u64 self, main, f, tss[PYSTACK_MAX_TSTATES] = {};
+	__u32 n = 0, nts, k = 0;
 
 	*flags = 0;
 	if (!l)
 		return 0;
 	self = pystack_thread_pointer();
-	ts = self ? pystack_find_tstate(l, id, self) : 0;
-	if (!ts) {
+	if (!self) {
 		*flags = PYSTACK_F_NOTHREAD;
 		return 0;
 	}
-	f = pystack_u64(ts + l->ts_first);
-	if (f && l->cf_current != PYSTACK_NONE)
-		f = pystack_u64(f + l->cf_current);
+	nts = pystack_sub_tstates(l, self, tss);
+	if (nts)
+		*flags |= PYSTACK_F_SUBINTERP;
+	main = pystack_find_tstate(l, id, self);
+	if (main && nts < PYSTACK_MAX_TSTATES)
+		tss[nts++ & (PYSTACK_MAX_TSTATES - 1)] = main;
+	if (!nts) {
+		*flags = PYSTACK_F_NOTHREAD;
+		return 0;
+	}
+	f = pystack_first(l, tss[0]);
 	for (int i = 0; i < PYSTACK_MAX_NODES; i++) {
 		struct pystack_node *nd;
 		__u64 code;
 
-		if (!f)
-			return n;
+		if (!f) {
+			/* this thread state's chain ended: the next one's */
+			if (++k >= nts)
+				return n;
+			f = pystack_first(l, tss[k & (PYSTACK_MAX_TSTATES - 1)]);
+			continue;
+		}
 		if (bpf_probe_read_user(ps->frame, sizeof(ps->frame), (void *)f)) {
 			*flags |= PYSTACK_F_FAULT;
 			return n;
@@ -156,7 +257,7 @@ static __always_inline __u32 pystack_take(struct pystack_scratch *ps, __u32 tgid
 		n++;
 		f = pystack_at64(ps->frame, l->f_prev);
 	}
-	if (f)
+	if (f || k + 1 < nts)
 		*flags |= PYSTACK_F_TRUNCATED;
 	return n;
 }

@@ -54,6 +54,10 @@ static void table_39_310(unsigned minor, struct pyf_layout *l)
 	l->is_next = 0;
 	l->is_threads_head = 8;
 	l->ts_frame = 24;
+	/* 3.10's CFrame (cpython/pystate.h 80) carries no frames, but it is a
+	 * local of the running evaluator: it tells which thread runs a
+	 * subinterpreter's thread state (pyfwalk.c) */
+	l->ts_cframe = minor == 10 ? 48 : PYF_NONE;
 	l->ts_thread_id = 176;
 	l->fo_back = 24;
 	l->fo_code = 32;
