@@ -107,54 +107,79 @@ static __always_inline bool pystack_user_stack(__u64 self, __u64 *lo, __u64 *hi)
 #endif
 }
 
+/* The walk of the subinterpreters' thread lists, a bpf_loop() context
+ * (on the stack; the layout's offsets copied in). */
+struct pystack_subwalk {
+	__u64 interp, t, main, self, lo, hi;
+	__u64 a, b, c; /* thread states found, in order; 0: none */
+	__u32 interps, is_next, is_threads, ts_next, ts_thread_id, on_stack;
+};
+
 /* Does thread state t, outside the main interpreter, run on this thread? */
-static __always_inline bool pystack_sub_mine(const struct pystack_layout *l, __u64 t, __u64 self,
-					     __u64 lo, __u64 hi)
+static __always_inline bool pystack_sub_mine(const struct pystack_subwalk *w, __u64 t)
 {
 	__u64 c;
 
-	if (l->ts_on_stack == PYSTACK_NONE)
-		return pystack_u64(t + l->ts_thread_id) == self;
-	c = pystack_u64(t + l->ts_on_stack);
-	return c >= lo && c < hi;
+	if (w->on_stack == PYSTACK_NONE)
+		return pystack_u64(t + w->ts_thread_id) == w->self;
+	c = pystack_u64(t + w->on_stack);
+	return c >= w->lo && c < w->hi;
+}
+
+/* One step: to an interpreter's thread list, or one thread state on. */
+static long pystack_sub_step(__u64 i, void *ctx)
+{
+	struct pystack_subwalk *w = ctx;
+
+	if (!w->t) {
+		/* the main interpreter ends the subinterpreters */
+		if (!w->interp || w->interp == w->main || w->interps >= PYSTACK_MAX_INTERPS)
+			return 1;
+		w->t = pystack_u64(w->interp + w->is_threads);
+		w->interp = pystack_u64(w->interp + w->is_next);
+		w->interps++;
+		return 0;
+	}
+	if (pystack_sub_mine(w, w->t)) {
+		if (!w->a) {
+			w->a = w->t;
+		} else if (!w->b) {
+			w->b = w->t;
+		} else {
+			w->c = w->t;
+			return 1;
+		}
+	}
+	w->t = pystack_u64(w->t + w->ts_next);
+	return 0;
 }
 
 /*
  * The thread's thread states in subinterpreters, newest interpreter first,
- * at most PYSTACK_MAX_TSTATES - 1. A process that never made one pays a
- * single read: interpreters.head is then the main interpreter.
+ * at most three (w->a, b, c). A process that never made one pays a single
+ * read: interpreters.head is then the main interpreter. A bpf_loop(): its
+ * step is verified once, where an inlined loop would multiply the states
+ * of the frame walk after it.
  */
-static __always_inline __u32 pystack_sub_tstates(const struct pystack_layout *l, __u64 self,
-						 __u64 *ts)
+static __always_inline void pystack_sub_tstates(const struct pystack_layout *l, __u64 self,
+						struct pystack_subwalk *w)
 {
-	__u64 interp, t = 0, lo = 0, hi = 0;
-	__u32 n = 0, ni = 0;
-
+	__builtin_memset(w, 0, sizeof(*w));
 	if (!l->interps_head)
-		return 0;
-	interp = pystack_u64(l->interps_head);
-	if (!interp || interp == l->main_interp)
-		return 0;
-	if (l->ts_on_stack != PYSTACK_NONE && !pystack_user_stack(self, &lo, &hi))
-		return 0;
-	for (int i = 0; i < PYSTACK_MAX_SUBSTEPS; i++) {
-		if (!t) {
-			/* the main interpreter ends the subinterpreters */
-			if (!interp || interp == l->main_interp || ni >= PYSTACK_MAX_INTERPS)
-				break;
-			t = pystack_u64(interp + l->is_threads);
-			interp = pystack_u64(interp + l->is_next);
-			ni++;
-			continue;
-		}
-		if (pystack_sub_mine(l, t, self, lo, hi)) {
-			ts[n & (PYSTACK_MAX_TSTATES - 1)] = t;
-			if (++n >= PYSTACK_MAX_TSTATES - 1)
-				break;
-		}
-		t = pystack_u64(t + l->ts_next);
-	}
-	return n;
+		return;
+	w->interp = pystack_u64(l->interps_head);
+	if (!w->interp || w->interp == l->main_interp)
+		return;
+	if (l->ts_on_stack != PYSTACK_NONE && !pystack_user_stack(self, &w->lo, &w->hi))
+		return;
+	w->main = l->main_interp;
+	w->self = self;
+	w->is_next = l->is_next;
+	w->is_threads = l->is_threads;
+	w->ts_next = l->ts_next;
+	w->ts_thread_id = l->ts_thread_id;
+	w->on_stack = l->ts_on_stack;
+	bpf_loop(PYSTACK_MAX_SUBSTEPS, pystack_sub_step, w, 0);
 }
 
 /* The newest frame of a thread state's chain. */
@@ -201,8 +226,9 @@ static __always_inline __u32 pystack_take(struct pystack_scratch *ps, __u32 tgid
 					  __u16 *flags)
 {
 	const struct pystack_layout *l = bpf_map_lookup_elem(&py_procs, &tgid);
-	__u64 self, main, f, tss[PYSTACK_MAX_TSTATES] = {};
-	__u32 n = 0, nts, k = 0;
+	struct pystack_subwalk w;
+	__u64 self, main, f;
+	__u32 n = 0, k;
 
 	*flags = 0;
 	if (!l)
@@ -212,28 +238,38 @@ static __always_inline __u32 pystack_take(struct pystack_scratch *ps, __u32 tgid
 		*flags = PYSTACK_F_NOTHREAD;
 		return 0;
 	}
-	nts = pystack_sub_tstates(l, self, tss);
-	if (nts)
-		*flags |= PYSTACK_F_SUBINTERP;
+	pystack_sub_tstates(l, self, &w);
 	main = pystack_find_tstate(l, id, self);
-	if (main && nts < PYSTACK_MAX_TSTATES)
-		tss[nts++ & (PYSTACK_MAX_TSTATES - 1)] = main;
-	if (!nts) {
+	if (!main && !w.a) {
 		*flags = PYSTACK_F_NOTHREAD;
 		return 0;
 	}
-	f = pystack_first(l, tss[0]);
+	if (w.a)
+		*flags |= PYSTACK_F_SUBINTERP;
+	/* the chains in order: the subinterpreters', then the main one's */
+	ps->heads[0] = w.a ? pystack_first(l, w.a) : 0;
+	ps->heads[1] = w.b ? pystack_first(l, w.b) : 0;
+	ps->heads[2] = w.c ? pystack_first(l, w.c) : 0;
+	ps->heads[3] = main ? pystack_first(l, main) : 0;
+	ps->next_head = 0;
+	f = 0;
 	for (int i = 0; i < PYSTACK_MAX_NODES; i++) {
 		struct pystack_node *nd;
 		__u64 code;
 
-		if (!f) {
-			/* this thread state's chain ended: the next one's */
-			if (++k >= nts)
+		/* a chain ended (or none began): the next non-empty one */
+		for (int j = 0; j < PYSTACK_MAX_TSTATES && !f; j++) {
+			k = ps->next_head;
+			if (k >= PYSTACK_MAX_TSTATES)
 				return n;
-			f = pystack_first(l, tss[k & (PYSTACK_MAX_TSTATES - 1)]);
-			continue;
+			ps->next_head = k + 1;
+			/* masked after the check: the compiler must not compute
+			 * the address from the unchecked value */
+			asm volatile("" : "+r"(k));
+			f = ps->heads[k & (PYSTACK_MAX_TSTATES - 1)];
 		}
+		if (!f)
+			return n;
 		if (bpf_probe_read_user(ps->frame, sizeof(ps->frame), (void *)f)) {
 			*flags |= PYSTACK_F_FAULT;
 			return n;
@@ -257,7 +293,7 @@ static __always_inline __u32 pystack_take(struct pystack_scratch *ps, __u32 tgid
 		n++;
 		f = pystack_at64(ps->frame, l->f_prev);
 	}
-	if (f || k + 1 < nts)
+	if (f)
 		*flags |= PYSTACK_F_TRUNCATED;
 	return n;
 }

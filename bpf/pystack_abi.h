@@ -93,6 +93,11 @@ _Static_assert(sizeof(struct pystack_layout) == 80, "pystack_layout layout");
 struct pystack_scratch {
 	struct pystack_node nodes[PYSTACK_MAX_NODES];
 	__u8 frame[PYSTACK_FRAME_BYTES];
+	/* the first frames of the chains still to read, and which is next:
+	 * kept in map memory, whose values the verifier does not track, so
+	 * moving to the next chain does not multiply the walk's states */
+	__u64 heads[PYSTACK_MAX_TSTATES];
+	__u32 next_head, pad;
 };
 
 #endif
