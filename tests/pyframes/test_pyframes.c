@@ -601,10 +601,15 @@ static void check_prologue(struct pyf_proc *p, const struct interp *in)
 			const char *q, *file;
 			unsigned n;
 
-			if (l->chain == PYF_CHAIN_FRAMEOBJ)
-				nd.instr = (uint32_t)(off < 0 ? -1 : l->lasti_units ? off / 2 : off);
+			/* f_lasti (3.10: code units), else the instruction
+			 * pointer: one unit before the code when not started */
+			if (l->chain != PYF_CHAIN_FRAMEOBJ)
+				nd.instr = r->code + l->co_code_adaptive +
+					   (uint64_t)(int64_t)(off < 0 ? -2 : off);
+			else if (off < 0)
+				nd.instr = UINT32_MAX;
 			else
-				nd.instr = r->code + l->co_code_adaptive + (uint64_t)(int64_t)(off < 0 ? -2 : off);
+				nd.instr = (uint32_t)(l->lasti_units ? off / 2 : off);
 			nd.owner = l->chain == PYF_CHAIN_FRAMEOBJ ? 0 : (uint8_t)r->gen;
 			nd.firstlineno = (uint32_t)r->first;
 			n = pyf_from_nodes(p, &nd, 1, fr, 2);
@@ -702,8 +707,10 @@ static void live_sub(const struct interp *in, bool shared)
 			CHECK_EQ_INT(lay.threads_head, lay.main_interp + p->lay.is_threads_head);
 			CHECK_EQ_INT(lay.interps_head,
 				     in->minor == 9 ? 0 : p->runtime + p->lay.rt_interp_head);
-			CHECK_EQ_INT(lay.ts_on_stack,
-				     in->minor >= 10 && in->minor <= 12 ? p->lay.ts_cframe : PYSTACK_NONE);
+			if (in->minor >= 10 && in->minor <= 12)
+				CHECK_EQ_INT(lay.ts_on_stack, p->lay.ts_cframe);
+			else
+				CHECK_EQ_INT(lay.ts_on_stack, PYSTACK_NONE);
 		}
 		if (p && pyf_reason(p))
 			TEST_FAIL_AT("%s: %s", in->path, pyf_reason(p));
