@@ -20,6 +20,13 @@
 #define PYSTACK_MAX_NODES 96
 /* Thread states walked to find the sampled thread's (then cached). */
 #define PYSTACK_MAX_THREADS 64
+/* Subinterpreters looked through at each sample (only when the process
+ * has any), and the steps (an interpreter or a thread state) that takes. */
+#define PYSTACK_MAX_INTERPS 8
+#define PYSTACK_MAX_SUBSTEPS 64
+/* Thread states of one thread whose chains are read: a thread running code
+ * in subinterpreters has one in each, besides its main interpreter's. */
+#define PYSTACK_MAX_TSTATES 4
 /* Bytes of a frame read at once: every offset used lies below. */
 #define PYSTACK_FRAME_BYTES 128
 #define PYSTACK_NONE 0xffffffffu
@@ -29,6 +36,7 @@
 #define PYSTACK_F_TRUNCATED 0x1 /* the chain went on past PYSTACK_MAX_NODES */
 #define PYSTACK_F_NOTHREAD 0x2	/* no thread state of this thread (native thread) */
 #define PYSTACK_F_FAULT 0x4	/* a read failed: the nodes are the ones before it */
+#define PYSTACK_F_SUBINTERP 0x8 /* nodes of a subinterpreter's thread state lead */
 
 /*
  * How to read one process's interpreter, by byte offsets (PYSTACK_NONE: the
@@ -36,9 +44,22 @@
  * from the thread state: PyFrameObject (3.9/3.10) or _PyInterpreterFrame
  * (3.11+). All offsets but threads_head are below PYSTACK_FRAME_BYTES where
  * they index a frame.
+ *
+ * Interpreters form a list from _PyRuntime.interpreters.head, newest first:
+ * the main interpreter, created first, is its last. A thread that runs code
+ * in a subinterpreter has a thread state there too (the one whose frames
+ * run), found by walking the interpreters ahead of the main one (none when
+ * interps_head is 0). Up to 3.12, _xxsubinterpreters.run_string() runs its
+ * code on the interpreter's first thread state, whatever thread calls it:
+ * thread_id names the thread that made the interpreter, and the thread
+ * that runs it is told by ts_on_stack.
  */
 struct pystack_layout {
 	__u64 threads_head; /* address of the main interpreter's threads.head */
+	__u64 interps_head; /* address of _PyRuntime.interpreters.head */
+	__u64 main_interp;  /* the main interpreter */
+	__u32 is_next;	    /* PyInterpreterState.next */
+	__u32 is_threads;   /* PyInterpreterState's threads.head (tstate_head) */
 	__u32 ts_next;	    /* PyThreadState.next */
 	__u32 ts_thread_id; /* PyThreadState.thread_id: pthread_self(), the fsbase */
 	__u32 ts_first;	    /* ->frame (3.9/3.10), ->cframe (3.11/3.12), ->current_frame */
@@ -47,7 +68,10 @@ struct pystack_layout {
 	__u32 f_owner, f_entry;	       /* owner byte (3.11+), is_entry byte (3.11) */
 	__u32 co_firstlineno;	       /* in the code object: identifies it */
 	__u32 generation;	       /* set by the daemon: which attach this is */
-	__u32 pad;
+	/* PyThreadState.cframe (3.10-3.12): a local of the evaluator running
+	 * the thread state, so on that thread's C stack; PYSTACK_NONE: a
+	 * subinterpreter's thread state is the thread's whose thread_id it has */
+	__u32 ts_on_stack;
 };
 
 /* One node of the chain, raw. */
@@ -63,12 +87,17 @@ struct pystack_node {
 #define PYSTACK_NODE_BYTES 32
 
 _Static_assert(sizeof(struct pystack_node) == PYSTACK_NODE_BYTES, "pystack_node layout");
-_Static_assert(sizeof(struct pystack_layout) == 56, "pystack_layout layout");
+_Static_assert(sizeof(struct pystack_layout) == 80, "pystack_layout layout");
 
 /* The per-CPU working area of the walk (inside a program's scratch). */
 struct pystack_scratch {
 	struct pystack_node nodes[PYSTACK_MAX_NODES];
 	__u8 frame[PYSTACK_FRAME_BYTES];
+	/* the first frames of the chains still to read, and which is next:
+	 * kept in map memory, whose values the verifier does not track, so
+	 * moving to the next chain does not multiply the walk's states */
+	__u64 heads[PYSTACK_MAX_TSTATES];
+	__u32 next_head, pad;
 };
 
 #endif

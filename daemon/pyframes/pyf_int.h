@@ -60,6 +60,9 @@ struct pyf_code {
 	uint64_t addr; /* 0: empty */
 	uint64_t type, filename, name, qualname, linetable;
 	int32_t firstlineno;
+	/* bytes of the prologue (MAKE_CELL, COPY_FREE_VARS, RETURN_GENERATOR,
+	 * 3.10's GEN_START...), whose instructions take firstlineno */
+	int32_t prologue;
 	char *qual, *file;
 	uint8_t *table;
 	uint32_t table_len;
@@ -128,12 +131,10 @@ static inline uint64_t pyf_node_code(const struct pyf_layout *l, const struct py
 
 /*
  * Add one node: a shim ends the current run (its address the marker), a
- * frame with code is written unless hide (an incomplete frame, which only
- * the user-space walk can tell), a 3.11 entry frame ends its run with
+ * frame with code is written, a 3.11 entry frame ends its run with
  * entry_marker. 0, or PYF_TRUNCATED when out is full.
  */
-int pyf_chain_add(struct pyf_runs *c, const struct pystack_node *nd, bool hide,
-		  uint64_t entry_marker);
+int pyf_chain_add(struct pyf_runs *c, const struct pystack_node *nd, uint64_t entry_marker);
 
 /* pyfcode.c */
 void pyf_codes_free(struct pyf_proc *p);

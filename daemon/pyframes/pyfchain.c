@@ -45,7 +45,7 @@ static int32_t instr_offset(const struct pyf_layout *l, const struct pystack_nod
 /* Inlined into pyf_from_nodes()'s loop, the per-sample path; the walker
  * calls it through pyf_chain_add(). */
 static inline __attribute__((always_inline)) int
-chain_add(struct pyf_runs *c, const struct pystack_node *nd, bool hide, uint64_t entry_marker)
+chain_add(struct pyf_runs *c, const struct pystack_node *nd, uint64_t entry_marker)
 {
 	const struct pyf_layout *l = c->l;
 	bool old = l->chain == PYF_CHAIN_FRAMEOBJ;
@@ -60,7 +60,9 @@ chain_add(struct pyf_runs *c, const struct pystack_node *nd, bool hide, uint64_t
 			end_run(c, nd->frame);
 		return 0;
 	}
-	if (code && !hide) {
+	/* a frame still in its prologue is shown too, at its function's
+	 * first line (pyfcode.c) */
+	if (code) {
 		if (c->n >= c->max)
 			return PYF_TRUNCATED;
 		c->out[c->n++] = (struct pyf_frame){
@@ -80,10 +82,9 @@ chain_add(struct pyf_runs *c, const struct pystack_node *nd, bool hide, uint64_t
 	return 0;
 }
 
-int pyf_chain_add(struct pyf_runs *c, const struct pystack_node *nd, bool hide,
-		  uint64_t entry_marker)
+int pyf_chain_add(struct pyf_runs *c, const struct pystack_node *nd, uint64_t entry_marker)
 {
-	return chain_add(c, nd, hide, entry_marker);
+	return chain_add(c, nd, entry_marker);
 }
 
 unsigned pyf_from_nodes(const struct pyf_proc *p, const struct pystack_node *nodes, unsigned n,
@@ -94,7 +95,7 @@ unsigned pyf_from_nodes(const struct pyf_proc *p, const struct pystack_node *nod
 	/* 3.11's entry markers (the activations' _PyCFrames) are not read by
 	 * BPF: those runs pair with activations in order */
 	for (unsigned i = 0; i < n; i++)
-		if (chain_add(&c, &nodes[i], false, 0))
+		if (chain_add(&c, &nodes[i], 0))
 			break;
 	return c.n;
 }

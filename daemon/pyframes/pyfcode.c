@@ -128,12 +128,14 @@ static uint8_t *read_bytes(struct pyf_proc *p, uint64_t addr, uint32_t *len)
 	return b;
 }
 
-/* The identifying fields of the code object at addr, as it is now. */
+/* The identifying fields of the code object at addr, as it is now, and
+ * where its prologue ends when the version says (_co_firsttraceable). */
 static int read_ident(struct pyf_proc *p, uint64_t addr, struct pyf_code *c)
 {
 	const struct pyf_layout *l = &p->lay;
 	uint8_t hdr[256];
 	uint32_t hlen = l->co_linetable + 8;
+	int32_t first = 0;
 
 	if (l->co_qualname != PYF_NONE && l->co_qualname + 8 > hlen)
 		hlen = l->co_qualname + 8;
@@ -143,6 +145,8 @@ static int read_ident(struct pyf_proc *p, uint64_t addr, struct pyf_code *c)
 		hlen = l->co_filename + 8;
 	if (l->co_name + 8 > hlen)
 		hlen = l->co_name + 8;
+	if (l->co_firsttraceable != PYF_NONE && l->co_firsttraceable + 4 > hlen)
+		hlen = l->co_firsttraceable + 4;
 	if (hlen > sizeof(hdr))
 		return -EINVAL;
 	if (pyf_read(p, addr, hdr, hlen))
@@ -156,6 +160,10 @@ static int read_ident(struct pyf_proc *p, uint64_t addr, struct pyf_code *c)
 		memcpy(&c->qualname, hdr + l->co_qualname, 8);
 	memcpy(&c->linetable, hdr + l->co_linetable, 8);
 	memcpy(&c->firstlineno, hdr + l->co_firstlineno, 4);
+	if (l->co_firsttraceable != PYF_NONE)
+		memcpy(&first, hdr + l->co_firsttraceable, 4);
+	/* in code units; a lying value leaves the prologue empty */
+	c->prologue = first > 0 && first < (1 << 20) ? first * 2 : 0;
 	return c->type == p->code_type ? 0 : -EINVAL;
 }
 
@@ -174,19 +182,7 @@ static void code_clear(struct pyf_code *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static int code_load(struct pyf_proc *p, struct pyf_code *c)
-{
-	c->qual = read_str(p, c->qualname ? c->qualname : c->name);
-	c->file = read_str(p, c->filename);
-	c->table = read_bytes(p, c->linetable, &c->table_len);
-	if (!c->qual || !c->file || !c->table) {
-		code_clear(c);
-		return -EFAULT;
-	}
-	return 0;
-}
-
-static int line_of(const struct pyf_proc *p, const struct pyf_code *c, int32_t instr)
+static int table_line(const struct pyf_proc *p, const struct pyf_code *c, int32_t instr)
 {
 	switch (p->lay.lines) {
 	case PYF_LINES_LNOTAB:
@@ -197,6 +193,50 @@ static int line_of(const struct pyf_proc *p, const struct pyf_code *c, int32_t i
 		return pyf_line_locations(c->table, c->table_len, c->firstlineno, instr);
 	}
 	return -1;
+}
+
+/*
+ * The prologue: instructions that run before the function's body starts
+ * (copying cells and free variables in, making a generator), some of which
+ * have no line in the table (3.10's GEN_START; 3.11+'s MAKE_CELL and
+ * COPY_FREE_VARS; 3.12's POP_TOP after RETURN_GENERATOR). CPython itself
+ * never names a line there: its walkers skip such "incomplete" frames
+ * (instruction before _co_firsttraceable, 3.11-3.13), and a frame that has
+ * not started gets the function's first line (PyCode_Addr2Line of an
+ * offset below 0). A sample caught there is the function's own time, so
+ * it keeps the frame and gives it that first line. Where the version's
+ * _co_firsttraceable is not known (3.9/3.10, 3.14+), the leading
+ * instructions without a line are the prologue.
+ */
+static void find_prologue(const struct pyf_proc *p, struct pyf_code *c)
+{
+	int32_t off = 0;
+
+	while (off < 64 && table_line(p, c, off) < 0)
+		off += 2;
+	if (off < 64 && off > c->prologue)
+		c->prologue = off;
+}
+
+static int code_load(struct pyf_proc *p, struct pyf_code *c)
+{
+	c->qual = read_str(p, c->qualname ? c->qualname : c->name);
+	c->file = read_str(p, c->filename);
+	c->table = read_bytes(p, c->linetable, &c->table_len);
+	if (!c->qual || !c->file || !c->table) {
+		code_clear(c);
+		return -EFAULT;
+	}
+	find_prologue(p, c);
+	return 0;
+}
+
+/* The line of the instruction at byte offset instr (-1: not started). */
+static int line_of(const struct pyf_proc *p, const struct pyf_code *c, int32_t instr)
+{
+	if (instr < c->prologue)
+		return c->firstlineno;
+	return table_line(p, c, instr);
 }
 
 /* The cache slot of the code object at code (direct-mapped) */

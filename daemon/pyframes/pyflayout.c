@@ -54,6 +54,10 @@ static void table_39_310(unsigned minor, struct pyf_layout *l)
 	l->is_next = 0;
 	l->is_threads_head = 8;
 	l->ts_frame = 24;
+	/* 3.10's CFrame (cpython/pystate.h 80) carries no frames, but it is a
+	 * local of the running evaluator: it tells which thread runs a
+	 * subinterpreter's thread state (pyfwalk.c) */
+	l->ts_cframe = minor == 10 ? 48 : PYF_NONE;
 	l->ts_thread_id = 176;
 	l->fo_back = 24;
 	l->fo_code = 32;
@@ -238,9 +242,10 @@ const char *pyf_layout_debug_offsets(const uint64_t *s, size_t n, unsigned minor
 	l->co_code_adaptive = (uint32_t)s[g.code + 9];
 	/*
 	 * _co_firsttraceable is not among the debug offsets. For 3.13 it is
-	 * at 184 (cpython/code.h of 3.13); later versions go without the
-	 * "incomplete frame" test, which only hides a frame during its first
-	 * instructions (argument copying before RESUME).
+	 * at 184 (cpython/code.h of 3.13); later versions take the prologue
+	 * (the instructions before RESUME, which get the function's first
+	 * line) from the line table alone: its leading instructions without
+	 * a line.
 	 */
 	l->co_firsttraceable = minor == 13 ? 184 : PYF_NONE;
 	l->str_ascii_size = (uint32_t)s[g.str + 3];

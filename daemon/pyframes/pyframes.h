@@ -93,8 +93,11 @@ const char *pyf_layout_source(const struct pyf_proc *p);
 
 /*
  * The Python frames of thread tid (a kernel TID of the process, as the host
- * sees it), leaf first, at most max. Shim and incomplete frames are
- * skipped. Returns 0 (whole chain), PYF_TRUNCATED, or negative errno:
+ * sees it), leaf first, at most max: those of the subinterpreters it runs
+ * code in (newest interpreter first), then its main interpreter's. Shim frames are skipped; a frame
+ * still in its prologue (CPython's "incomplete" frames, before
+ * _co_firsttraceable) is kept, pyf_resolve() giving it its function's
+ * first line. Returns 0 (whole chain), PYF_TRUNCATED, or negative errno:
  * -ENOTSUP (pyf_reason() is set), -ENOENT (the thread has no Python thread
  * state: a native thread, or not started yet), -EFAULT (memory unreadable,
  * e.g. the process exited). *n is set in every case.
@@ -120,7 +123,8 @@ struct pystack_node;
 
 /*
  * The layout BPF needs to read p's frames (the main interpreter's thread
- * list, the chain's offsets). 0, -ENOTSUP (pyf_reason() set, or an offset
+ * list, the runtime's interpreter list for subinterpreters, the chain's
+ * offsets). 0, -ENOTSUP (pyf_reason() set, or an offset
  * BPF cannot use), -EAGAIN (the interpreter is not set up yet: later),
  * -EFAULT.
  */

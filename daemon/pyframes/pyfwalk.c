@@ -66,18 +66,22 @@ static uint32_t ns_tid(const struct pyf_proc *p, uint32_t tid)
 	return (uint32_t)v;
 }
 
-/* Thread states of every interpreter, at most max, in list order. */
-static unsigned list_tstates(struct pyf_proc *p, uint64_t *ts, unsigned max)
+/* Thread states of every interpreter, at most max, in list order; those
+ * from *main_from on are the last interpreter's, the main one's. */
+static unsigned list_tstates_main(struct pyf_proc *p, uint64_t *ts, unsigned max,
+				  unsigned *main_from)
 {
 	const struct pyf_layout *l = &p->lay;
 	uint64_t interp;
 	unsigned n = 0;
 
+	*main_from = 0;
 	if (pyf_read_u64(p, p->runtime + l->rt_interp_head, &interp))
 		return 0;
 	for (unsigned i = 0; interp && i < PYF_MAX_INTERPS; i++) {
 		uint64_t t;
 
+		*main_from = n;
 		if (pyf_read_u64(p, interp + l->is_threads_head, &t))
 			break;
 		for (unsigned j = 0; t && j < PYF_MAX_THREADS && n < max; j++) {
@@ -89,6 +93,13 @@ static unsigned list_tstates(struct pyf_proc *p, uint64_t *ts, unsigned max)
 			break;
 	}
 	return n;
+}
+
+static unsigned list_tstates(struct pyf_proc *p, uint64_t *ts, unsigned max)
+{
+	unsigned main_from;
+
+	return list_tstates_main(p, ts, max, &main_from);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -177,7 +188,7 @@ static bool tid_off_fits(uint8_t (*bufs)[PTHREAD_SCAN], unsigned nbuf, const uin
 static int calibrate_pthread_tid(struct pyf_proc *p)
 {
 	enum { MAXT = 64 };
-	uint64_t ts[MAXT];
+	uint64_t ts[MAXT], selfs[MAXT];
 	uint32_t tids[1024];
 	unsigned nts = list_tstates(p, ts, MAXT), ntids = task_tids(p, tids, 1024), nbuf = 0;
 	uint8_t(*bufs)[PTHREAD_SCAN];
@@ -190,10 +201,16 @@ static int calibrate_pthread_tid(struct pyf_proc *p)
 		return -ENOMEM;
 	for (unsigned i = 0; i < nts; i++) {
 		uint64_t self;
+		bool seen = false;
 
-		if (!pyf_read_u64(p, ts[i] + p->lay.ts_thread_id, &self) && self &&
-		    !pyf_read(p, self, bufs[nbuf], PTHREAD_SCAN))
-			nbuf++;
+		if (pyf_read_u64(p, ts[i] + p->lay.ts_thread_id, &self) || !self)
+			continue;
+		/* a thread running code in a subinterpreter has a thread state
+		 * in each: its struct pthread once */
+		for (unsigned j = 0; j < nbuf && !seen; j++)
+			seen = selfs[j] == self;
+		if (!seen && !pyf_read(p, self, bufs[nbuf], PTHREAD_SCAN))
+			selfs[nbuf++] = self;
 	}
 	if (nbuf && tid_off_fits(bufs, nbuf, tids, ntids, own_pthread_tid_off()))
 		found = own_pthread_tid_off();
@@ -222,44 +239,120 @@ static uint32_t tstate_tid(struct pyf_proc *p, uint64_t ts)
 	return tid;
 }
 
+/* Does the process run the main interpreter alone? Only then is a cached
+ * thread state all of a thread's (subinterpreters give it more). */
+static bool one_interp(struct pyf_proc *p)
+{
+	const struct pyf_layout *l = &p->lay;
+	uint64_t interp, next;
+
+	return !pyf_read_u64(p, p->runtime + l->rt_interp_head, &interp) && interp &&
+	       !pyf_read_u64(p, interp + l->is_next, &next) && !next;
+}
+
 /*
- * The thread state of host TID tid. Found ones are cached, and a cached one
- * is used only while it still names this TID (a thread state freed and
- * reused for another thread names that one).
+ * Does the C stack of host TID tid hold addr? self is the thread's struct
+ * pthread (its thread_id), which glibc and musl put in the same mapping as
+ * the stack, above it; the main thread's stack is [stack].
  */
-static int find_tstate(struct pyf_proc *p, uint32_t tid, uint64_t *ret)
+static bool on_stack(struct pyf_proc *p, uint32_t tid, uint64_t self, uint64_t addr)
+{
+	char path[256], line[512];
+	bool found = false, mine = false;
+	FILE *f;
+
+	if (!addr)
+		return false;
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", p->proc_dir, p->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		uint64_t lo, hi;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64, &lo, &hi) != 2 || addr < lo || addr >= hi)
+			continue;
+		found = true;
+		if (tid == p->pid)
+			mine = strstr(line, "[stack]") != NULL;
+		else
+			mine = self >= lo && self < hi;
+	}
+	fclose(f);
+	return mine;
+}
+
+/*
+ * Is thread state t, in a subinterpreter, run by host TID tid (want: its
+ * namespace TID; self: its struct pthread, 0 unknown)? Up to 3.12,
+ * _xxsubinterpreters.run_string() runs code on the interpreter's first
+ * thread state, whatever thread calls it, so its TID names the thread that
+ * made the interpreter: what tells the running thread is the thread
+ * state's cframe (3.10-3.12), a local of the evaluator running it, on that
+ * thread's stack. 3.13 gives each thread that runs code its own thread
+ * state. 3.9 has neither: its subinterpreters are not read.
+ */
+static bool sub_mine(struct pyf_proc *p, uint64_t t, uint32_t tid, uint32_t want, uint64_t self)
+{
+	const struct pyf_layout *l = &p->lay;
+	uint64_t cframe;
+
+	if (l->minor < 10)
+		return false;
+	if (l->ts_cframe == PYF_NONE)
+		return tstate_tid(p, t) == want;
+	return !pyf_read_u64(p, t + l->ts_cframe, &cframe) && on_stack(p, tid, self, cframe);
+}
+
+/*
+ * The thread states of host TID tid, at most max: one per interpreter it
+ * runs code in, in the runtime's list order (newest interpreter first, the
+ * main one last), which is the order of their chains from the leaf when
+ * each interpreter's code was run from an older one's. Returns how many,
+ * or negative errno. The main interpreter's is cached, and used alone
+ * while it still names this TID (a thread state freed and reused for
+ * another thread names that one) and the process has one interpreter.
+ */
+static int find_tstates(struct pyf_proc *p, uint32_t tid, uint64_t *ret, unsigned max)
 {
 	unsigned slot = (tid * 2654435761u) >> 24 & (PYF_TID_SLOTS - 1);
+	uint64_t *ts, main = 0, self = 0;
+	unsigned n, k = 0, main_from;
 	uint32_t want;
-	uint64_t *ts;
-	unsigned n;
-	int r = -ENOENT;
 
 	if (p->lay.ts_native_tid == PYF_NONE && p->pthread_tid_off < 0 &&
 	    calibrate_pthread_tid(p) < 0)
 		return -ENOENT;
 	if (p->tids[slot].tid == tid &&
-	    tstate_tid(p, p->tids[slot].tstate) == p->tids[slot].ns_tid) {
-		*ret = p->tids[slot].tstate;
-		return 0;
+	    tstate_tid(p, p->tids[slot].tstate) == p->tids[slot].ns_tid && one_interp(p)) {
+		ret[0] = p->tids[slot].tstate;
+		return 1;
 	}
 	want = ns_tid(p, tid);
 	ts = malloc(PYF_MAX_THREADS * sizeof(*ts));
 	if (!ts)
 		return -ENOMEM;
-	n = list_tstates(p, ts, PYF_MAX_THREADS);
-	for (unsigned i = 0; i < n && r < 0; i++)
-		if (tstate_tid(p, ts[i]) == want) {
-			*ret = ts[i];
-			p->tids[slot].tid = tid;
-			p->tids[slot].ns_tid = want;
-			p->tids[slot].tstate = ts[i];
-			r = 0;
-		}
+	n = list_tstates_main(p, ts, PYF_MAX_THREADS, &main_from);
+	for (unsigned i = main_from; i < n && !main; i++)
+		if (tstate_tid(p, ts[i]) == want)
+			main = ts[i];
+	if (main && pyf_read_u64(p, main + p->lay.ts_thread_id, &self))
+		self = 0;
+	for (unsigned i = 0; i < main_from && k + 1 < max; i++)
+		if (sub_mine(p, ts[i], tid, want, self))
+			ret[k++] = ts[i];
 	free(ts);
-	if (r < 0 && p->pthread_tid_weak)
+	if (main) {
+		ret[k++] = main;
+		p->tids[slot].tid = tid;
+		p->tids[slot].ns_tid = want;
+		p->tids[slot].tstate = main;
+	}
+	if (k)
+		return (int)k;
+	if (p->pthread_tid_weak)
 		p->pthread_tid_off = -1;
-	return r;
+	return -ENOENT;
 }
 
 /* 3.9/3.10: PyFrameObjects, each run by its own activation. */
@@ -282,26 +375,11 @@ static int walk_frameobj(struct pyf_proc *p, uint64_t ts, struct pyf_runs *c)
 		memcpy(&nd.code, hdr + l->fo_code, 8);
 		memcpy(&lasti, hdr + l->fo_lasti, 4);
 		nd.instr = lasti; /* as BPF reads it: the low 32 bits */
-		if (pyf_chain_add(c, &nd, false, 0))
+		if (pyf_chain_add(c, &nd, 0))
 			return PYF_TRUNCATED;
 		memcpy(&f, hdr + l->fo_back, 8);
 	}
 	return 0;
-}
-
-/* Is the frame still running its prologue (arguments copied, RESUME not
- * reached)? CPython's own walkers hide those (_PyFrame_IsIncomplete); the
- * BPF walk does not read _co_firsttraceable and shows them. */
-static bool incomplete(struct pyf_proc *p, uint64_t code, uint64_t instr_ptr, uint8_t owner)
-{
-	const struct pyf_layout *l = &p->lay;
-	int32_t first;
-
-	if (!code || owner == 1 /* FRAME_OWNED_BY_GENERATOR */ ||
-	    l->co_firsttraceable == PYF_NONE ||
-	    pyf_read(p, code + l->co_firsttraceable, &first, sizeof(first)))
-		return false;
-	return instr_ptr < code + l->co_code_adaptive + (uint64_t)first * 2;
 }
 
 /* 3.11+: _PyInterpreterFrames. */
@@ -331,7 +409,6 @@ static int walk_iframes(struct pyf_proc *p, uint64_t ts, struct pyf_runs *c)
 	for (unsigned steps = 0; f; steps++) {
 		uint8_t hdr[256];
 		struct pystack_node nd = {.frame = f};
-		bool hide;
 
 		if (steps >= PYF_MAX_WALK)
 			return PYF_TRUNCATED;
@@ -341,10 +418,9 @@ static int walk_iframes(struct pyf_proc *p, uint64_t ts, struct pyf_runs *c)
 		memcpy(&nd.instr, hdr + l->if_instr, 8);
 		nd.owner = hdr[l->if_owner];
 		nd.entry = l->if_is_entry != PYF_NONE && hdr[l->if_is_entry];
-		hide = nd.owner < 3 && incomplete(p, pyf_node_code(l, &nd), nd.instr, nd.owner);
 		/* 3.11: an entry frame's activation has the next _PyCFrame of
 		 * the thread state's chain, its marker */
-		if (pyf_chain_add(c, &nd, hide, cframe))
+		if (pyf_chain_add(c, &nd, cframe))
 			return PYF_TRUNCATED;
 		if (nd.entry && cframe && pyf_read_u64(p, cframe + l->cf_previous, &cframe))
 			cframe = 0;
@@ -357,16 +433,19 @@ int pyf_thread_stack(struct pyf_proc *p, uint32_t tid, struct pyf_frame *frames,
 		     unsigned *n)
 {
 	struct pyf_runs c = {.l = &p->lay, .out = frames, .max = max};
-	uint64_t ts;
-	int r;
+	uint64_t ts[PYSTACK_MAX_TSTATES];
+	int nts, r = 0;
 
 	*n = 0;
 	if (p->reason[0])
 		return -ENOTSUP;
-	r = find_tstate(p, tid, &ts);
-	if (r < 0)
-		return r;
-	r = p->lay.chain == PYF_CHAIN_FRAMEOBJ ? walk_frameobj(p, ts, &c) : walk_iframes(p, ts, &c);
+	nts = find_tstates(p, tid, ts, PYSTACK_MAX_TSTATES);
+	if (nts < 0)
+		return nts;
+	/* each chain ends at a run boundary: read one after the other */
+	for (int i = 0; i < nts && r == 0; i++)
+		r = p->lay.chain == PYF_CHAIN_FRAMEOBJ ? walk_frameobj(p, ts[i], &c)
+						       : walk_iframes(p, ts[i], &c);
 	*n = c.n;
 	return r;
 }

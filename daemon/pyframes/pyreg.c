@@ -649,6 +649,7 @@ void pyreg_status(const struct pyreg *r, struct cJSON *obj, bool with_processes)
 	cJSON_AddNumberToObject(obj, "processes", ready);
 	cJSON_AddNumberToObject(obj, "samples", (double)r->samples);
 	cJSON_AddNumberToObject(obj, "spliced", (double)r->spliced);
+	cJSON_AddNumberToObject(obj, "spliced_subinterpreter", (double)r->spliced_sub);
 	cJSON_AddNumberToObject(obj, "splice_ns_mean",
 				r->spliced ? (double)r->splice_ns / (double)r->spliced : 0);
 	cJSON_AddNumberToObject(obj, "frames",

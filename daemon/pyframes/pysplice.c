@@ -206,6 +206,8 @@ unsigned pyreg_user_stack(struct pyreg *r, struct unwinder *u, const struct pyre
 		r->splice_ns += (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000ull +
 				(uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
 		r->spliced++;
+		if (s->pyflags & PYSTACK_F_SUBINTERP)
+			r->spliced_sub++;
 	}
 	return out_n;
 }

@@ -187,6 +187,128 @@ def threads_each_show_their_own_chain():
         d.cleanup()
 
 
+SUBI = os.path.realpath(os.path.join(SRC, "tests", "pyframes", "subinterp.py"))
+
+
+def sub_marks():
+    """The "# line:" marks of subinterp.py: in the file (main interpreter)
+    and, inside its SUB string, as lines of "<string>" (subinterpreter)."""
+    lines, start = {}, None
+    with open(SUBI) as f:
+        for no, text in enumerate(f, 1):
+            if text.startswith("SUB = "):
+                start = no
+            m = re.search(r"# line: (\w+)", text)
+            if m:
+                lines[m.group(1)] = no - start + 1 if m.group(1).startswith("s_") else no
+    return lines
+
+
+def sub_frame(name, line, slack=0):
+    """A folded frame of subinterp.py: s_* in the subinterpreter's
+    "<string>", the others in the file."""
+    file = "<string>" if name.startswith("s_") else SUBI
+    lines = "|".join(str(line + k) for k in range(slack + 1))
+    return r"%s \(%s:(%s)\)_\[p\]" % (re.escape(name), re.escape(file), lines)
+
+
+def thread_of(stack):
+    return stack.split(";")[0]
+
+
+@test
+def subinterpreter_threads_show_their_chain():
+    """A thread running code in a subinterpreter (own GIL on 3.12+, and a
+    shared one on 3.12) shows that interpreter's frames
+    s_outer -> s_mid -> s_hot above its own call of run_string in the main
+    interpreter; the main thread, which made the subinterpreter (up to
+    3.12 its code runs on a thread state naming the main thread), shows
+    only its m_outer -> m_hot. 3.9 cannot tell a subinterpreter's thread
+    and shows the worker's main-interpreter frames only."""
+    sm = sub_marks()
+    runs = []
+    for v, exe in interpreters():
+        if v.startswith("debian"):
+            continue
+        runs.append((v, exe, []))
+        if v.startswith("3.12"):
+            runs.append((v + "-shared", exe, ["shared"]))
+    procs = []
+    try:
+        for v, exe, extra in runs:
+            p = subprocess.Popen([exe, SUBI, "busy", "600"] + extra, stdout=subprocess.PIPE,
+                                 preexec_fn=lambda: os.nice(10))
+            procs.append((v, p))
+            expect(p.stdout.readline().strip() == b"ready", "%s started" % v)
+        sub = [sub_frame("run_in", sm["run_in"]), r"<module> \(<string>:\d+\)_\[p\]",
+               sub_frame("s_outer", sm["s_outer"]), sub_frame("s_mid", sm["s_mid"]),
+               sub_frame("s_hot", sm["s_hot"], 1)]
+        # the loops also hand the GIL over in time.sleep(0), on the next
+        # line (up to 3.11 a few percent of the samples): the callers'
+        # frames are required, the leaf's only in most samples
+        sub_any = sub[:3] + [r"s_mid \(<string>:\d+\)_\[p\]"]
+        main_chain = [sub_frame("m_outer", sm["m_outer"]), sub_frame("m_hot", sm["m_hot"], 1)]
+        main_any = [r"m_outer \(%s:\d+\)_\[p\]" % re.escape(SUBI)]
+        d = Daemon(CONFIG).start()
+    except BaseException:
+        for _, p in procs:
+            p.kill()
+            p.wait()
+        raise
+    try:
+        need_sampler(d)
+        wait_frames(d, [p.pid for _, p in procs])
+        cap = capture(d, [p.pid for _, p in procs], "5s")
+        bad = []
+        for v, p in procs:
+            stacks = folded(d, p.pid, "5s", "--tid-frames", cap=cap)
+            tids = {}
+            for s, n in stacks.items():
+                tids.setdefault(thread_of(s), {})[s] = n
+                # subinterpreters start their code (imports, prologues) in
+                # the window too: no Python frame without a line
+                if re.search(r":-1\)_\[p\]", s):
+                    bad.append("%s: a Python frame with line -1: %s" % (v, s[-300:]))
+            main_n = main_ok = work_n = work_ok = work_leaf = 0
+            for t, ts in tids.items():
+                n = sum(ts.values())
+                if any(has_chain(s, main_chain) for s in ts):
+                    main_n += n
+                    main_ok += sum(c for s, c in ts.items()
+                                   if has_chain(s, main_any) and "<string>" not in s)
+                    for s in ts:
+                        if "<string>" in s:
+                            bad.append("%s: the main thread shows a subinterpreter frame: %s"
+                                       % (v, s[-300:]))
+                elif any("run_in (" in s for s in ts):
+                    work_n += n
+                    if v.startswith("3.9"):
+                        work_ok += sum(c for s, c in ts.items() if "<string>" not in s)
+                    else:
+                        work_ok += sum(c for s, c in ts.items() if has_chain(s, sub_any))
+                        work_leaf += sum(c for s, c in ts.items() if has_chain(s, sub))
+            print("%-14s main %4d samples, %5.1f%% under m_outer; worker %4d samples, "
+                  "%5.1f%% %s, %5.1f%% down to s_hot" % (
+                      v, main_n, 100.0 * main_ok / max(main_n, 1), work_n,
+                      100.0 * work_ok / max(work_n, 1),
+                      "main interpreter's only" if v.startswith("3.9")
+                      else "run_in;<module>;s_outer;s_mid", 100.0 * work_leaf / max(work_n, 1)))
+            if (main_n < 20 or work_n < 20 or main_ok < 0.95 * main_n or
+                    work_ok < 0.95 * work_n or
+                    (not v.startswith("3.9") and work_leaf < 0.75 * work_n)):
+                bad.append("%s: main %d/%d, worker %d/%d\n%s" % (
+                    v, main_ok, main_n, work_ok, work_n, top(stacks, 8)))
+        st = d.ctl_json("status")["python"]
+        expect(st.get("spliced_subinterpreter", 0) > 0,
+               "status counts records with subinterpreter frames: %r" % st)
+        expect(not bad, "\n".join(bad))
+    finally:
+        for _, p in procs:
+            p.kill()
+            p.wait()
+        d.cleanup()
+
+
 @test
 def running_coroutines_under_the_event_loop():
     """A task running coro_a -> coro_b shows main -> asyncio's event loop ->

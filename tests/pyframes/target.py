@@ -6,7 +6,11 @@
 # itself sees of both (sys._current_frames) once both sit on their
 # blocking lines, and of itself (holding the GIL), then stops the whole
 # process with SIGSTOP, so the reader sees exactly the same frames.
+# It also lists, for code objects that start with a prologue, the offsets
+# at which a frame is still in it ("P" lines), each of which must read as
+# the function's first line.
 import asyncio
+import dis
 import os
 import signal
 import sys
@@ -14,6 +18,7 @@ import threading
 import time
 
 OUT = sys.argv[1]
+MODULE_CODE = sys._getframe().f_code
 gate = threading.Lock()
 gate.acquire()  # never released: the main thread blocks on it
 
@@ -50,6 +55,49 @@ def outer():
     middle()
 
 
+def p_closure():  # MAKE_CELL (3.11+)
+    x = 1
+
+    def p_inner():  # COPY_FREE_VARS (3.11+)
+        return x
+    return p_inner
+
+
+def p_gen():  # GEN_START (3.10), RETURN_GENERATOR + POP_TOP (3.11+)
+    yield 1
+
+
+class PKlass:  # the body makes the __class__ cell (3.11+)
+    def m(self):
+        return super().m()
+
+
+def prologue(code):
+    """Offsets of a frame not started or still in code's prologue: -1,
+    then every instruction before RESUME (3.11+) or, on 3.10, before the
+    first one with a line."""
+    offs = [-1]
+    if sys.version_info < (3, 10):
+        return offs  # co_lnotab gives every instruction a line
+    lines = dict((s, l) for s, _, l in code.co_lines()) if hasattr(code, "co_lines") else {}
+    for ins in dis.get_instructions(code):
+        if ins.opname == "RESUME" or (sys.version_info < (3, 11) and lines.get(ins.offset)):
+            break
+        offs.append(ins.offset)
+    return offs
+
+
+def prologue_lines():
+    codes = [p_closure.__code__, p_closure().__code__, p_gen.__code__, PKlass.m.__code__]
+    codes += [c for c in MODULE_CODE.co_consts if getattr(c, "co_name", None) == "PKlass"]
+    out = []
+    for code in codes:
+        gen = 1 if code.co_flags & 0x20 else 0
+        out.append("P %d %d %d %s\n" % (id(code), code.co_firstlineno, gen,
+                                         " ".join(map(str, prologue(code)))))
+    return out
+
+
 def frames_of(f):
     while f is not None:
         code = f.f_code
@@ -78,6 +126,7 @@ def reporter(main_ident, main_native, worker, coro):
     own[0] = own[0][:2] + (kill_line,)
     with open(OUT + ".tmp", "w") as f:
         f.write("V %d\n" % sys.hexversion)
+        f.writelines(prologue_lines())
         for native, frames in ((main_native, frames_of(cur[main_ident])),
                                (worker.native_id, frames_of(cur[worker.ident])),
                                (coro.native_id, frames_of(cur[coro.ident])),

@@ -13,7 +13,10 @@
  *   outside. Reading a child's memory needs no privilege beyond being its
  *   parent (or root).
  *
- * Usage: test_pyframes TARGET.PY LINES.PY
+ * - subinterpreters: a thread running code in a subinterpreter
+ *   (subinterp.py) shows its frames there, then its main interpreter's.
+ *
+ * Usage: test_pyframes TARGET.PY LINES.PY SUBINTERP.PY
  */
 #include <errno.h>
 #include <signal.h>
@@ -29,7 +32,7 @@
 #include "pyframes.h"
 #include "test.h"
 
-static const char *target_py, *lines_py;
+static const char *target_py, *lines_py, *subinterp_py;
 
 struct interp {
 	const char *path;
@@ -390,12 +393,39 @@ struct ref_thread {
 /* The interpreter's own sys.hexversion, from the "V" line. */
 static unsigned ref_hexversion;
 
+/* Code objects with a prologue ("P" lines): a frame caught before its
+ * body starts, at each of offs[] (-1: not started). */
+#define MAXP 8
+struct ref_prologue {
+	uint64_t code;
+	int first, gen, n;
+	int offs[32];
+};
+static struct ref_prologue ref_pro[MAXP];
+static int ref_npro;
+
+static void read_prologue(const char *line)
+{
+	struct ref_prologue *r = &ref_pro[ref_npro];
+	const char *s = line;
+	int used;
+
+	if (ref_npro >= MAXP ||
+	    sscanf(s, "P %" SCNu64 " %d %d%n", &r->code, &r->first, &r->gen, &used) != 3)
+		return;
+	s += used;
+	for (r->n = 0; r->n < 32 && sscanf(s, "%d%n", &r->offs[r->n], &used) == 1; r->n++)
+		s += used;
+	ref_npro++;
+}
+
 static int read_ref(const char *path, struct ref_thread *t, int maxt)
 {
 	char line[600];
 	int nt = 0;
 	FILE *f = fopen(path, "r");
 
+	ref_npro = 0;
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
@@ -404,6 +434,10 @@ static int read_ref(const char *path, struct ref_thread *t, int maxt)
 		line[strcspn(line, "\n")] = '\0';
 		if (sscanf(line, "V %u", &ref_hexversion) == 1)
 			continue;
+		if (line[0] == 'P') {
+			read_prologue(line);
+			continue;
+		}
 		if (sscanf(line, "T %u", &tid) == 1 && nt < maxt) {
 			memset(&t[nt], 0, sizeof(t[nt]));
 			t[nt++].tid = tid;
@@ -425,13 +459,14 @@ static int read_ref(const char *path, struct ref_thread *t, int maxt)
 }
 
 /* Start the target and wait until it stopped itself. */
-static pid_t start_target(const struct interp *in, const char *out)
+static pid_t start_script(const struct interp *in, const char *script, const char *a1,
+			  const char *a2, const char *a3)
 {
 	pid_t pid = fork();
 	int st;
 
 	if (pid == 0) {
-		execl(in->path, in->path, "-E", "-S", target_py, out, (char *)NULL);
+		execl(in->path, in->path, "-E", "-S", script, a1, a2, a3, (char *)NULL);
 		_exit(127);
 	}
 	if (pid < 0)
@@ -543,6 +578,163 @@ static void check_thread(struct pyf_proc *p, const struct interp *in, const stru
 		CHECK_EQ_INT(pyf_thread_stack(p, t->tid, fr, 2, &n), PYF_TRUNCATED);
 }
 
+/*
+ * A frame caught in its prologue (before RESUME: MAKE_CELL, COPY_FREE_VARS,
+ * RETURN_GENERATOR and the POP_TOP after it; 3.10's GEN_START) or before
+ * its first instruction reads as its function's first line, never -1, on
+ * the path of BPF's nodes as on the reader's own. Real code objects of the
+ * target, the nodes made as BPF reads them.
+ */
+static void check_prologue(struct pyf_proc *p, const struct interp *in)
+{
+	const struct pyf_layout *l = &p->lay;
+	unsigned checked = 0;
+
+	CHECK(ref_npro >= 4);
+	for (int i = 0; i < ref_npro; i++) {
+		const struct ref_prologue *r = &ref_pro[i];
+
+		for (int k = 0; k < r->n; k++) {
+			int off = r->offs[k], line = 0, line2 = 0;
+			struct pystack_node nd = {.frame = 0x1000, .code = r->code};
+			struct pyf_frame fr[2];
+			const char *q, *file;
+			unsigned n;
+
+			/* f_lasti (3.10: code units), else the instruction
+			 * pointer: one unit before the code when not started */
+			if (l->chain != PYF_CHAIN_FRAMEOBJ)
+				nd.instr = r->code + l->co_code_adaptive +
+					   (uint64_t)(int64_t)(off < 0 ? -2 : off);
+			else if (off < 0)
+				nd.instr = UINT32_MAX;
+			else
+				nd.instr = (uint32_t)(l->lasti_units ? off / 2 : off);
+			nd.owner = l->chain == PYF_CHAIN_FRAMEOBJ ? 0 : (uint8_t)r->gen;
+			nd.firstlineno = (uint32_t)r->first;
+			n = pyf_from_nodes(p, &nd, 1, fr, 2);
+			CHECK_EQ_INT(n, 1);
+			if (n != 1)
+				continue;
+			CHECK_EQ_INT(fr[0].instr, off);
+			CHECK_EQ_INT(pyf_resolve(p, fr[0].code, fr[0].instr, &q, &file, &line), 0);
+			CHECK_EQ_INT(pyf_resolve_seen(p, fr[0].code, fr[0].firstlineno, fr[0].instr,
+						      &q, &file, &line2),
+				     0);
+			if (line != r->first || line2 != r->first)
+				TEST_FAIL_AT("%s: code %#" PRIx64 " (first line %d) at offset %d: "
+					     "line %d / %d",
+					     in->path, r->code, r->first, off, line, line2);
+			checked++;
+		}
+	}
+	fprintf(stderr, "%s: %u prologue offsets of %d code objects\n", in->path, checked,
+		ref_npro);
+}
+
+static pid_t start_target(const struct interp *in, const char *out)
+{
+	return start_script(in, target_py, out, NULL, NULL);
+}
+
+/*
+ * A thread running code in a subinterpreter (subinterp.py): its frames
+ * there, then those of its call in the main interpreter, as each
+ * interpreter sees them. shared: 3.12+'s legacy configuration (one GIL);
+ * else the subinterpreter has its own GIL where the version allows. The
+ * layout handed to BPF names the main interpreter, the last of the list,
+ * though the newest (the list's head) is the subinterpreter.
+ */
+static void not_sub(struct pyf_proc *p, const struct interp *in, uint32_t tid)
+{
+	struct pyf_frame fr[MAXF];
+	unsigned n = 0;
+
+	CHECK(pyf_thread_stack(p, tid, fr, MAXF, &n) >= 0);
+	CHECK(n >= 2);
+	for (unsigned i = 0; i < n; i++) {
+		const char *q, *file;
+		int line;
+
+		if (pyf_resolve(p, fr[i].code, fr[i].instr, &q, &file, &line) == 0 &&
+		    !strcmp(file, "<string>"))
+			TEST_FAIL_AT("%s: the main thread shows %s %s:%d", in->path, q, file, line);
+	}
+}
+
+static void live_sub(const struct interp *in, bool shared)
+{
+	char dir[] = "/tmp/pyframes.XXXXXX", out[64], sub[80];
+	static struct ref_thread ref[1];
+	struct pyf_proc *p = NULL;
+	struct pystack_layout lay;
+	pid_t pid;
+	int st;
+
+	if (!mkdtemp(dir)) {
+		TEST_FAIL_AT("mkdtemp: %s", strerror(errno));
+		return;
+	}
+	snprintf(out, sizeof(out), "%s/ref", dir);
+	snprintf(sub, sizeof(sub), "%s.sub", out);
+	pid = start_script(in, subinterp_py, "stop", out, shared ? "shared" : NULL);
+	if (pid > 0) {
+		CHECK_EQ_INT(read_ref(out, ref, 1), 1);
+		CHECK_EQ_INT(pyf_attach((uint32_t)pid, NULL, &p), 0);
+		if (p && !pyf_reason(p)) {
+			uint64_t head = 0, next = 1;
+
+			/* four frames in the subinterpreter, four in the main one;
+			 * 3.9 cannot tell which thread runs a subinterpreter's
+			 * thread state: its main interpreter's frames only */
+			CHECK_EQ_INT(ref[0].n, 8);
+			if (in->minor == 9) {
+				memmove(ref[0].name, ref[0].name + 4, sizeof(ref[0].name[0]) * 4);
+				memmove(ref[0].file, ref[0].file + 4, sizeof(ref[0].file[0]) * 4);
+				memmove(ref[0].line, ref[0].line + 4, sizeof(ref[0].line[0]) * 4);
+				ref[0].n = 4;
+			}
+			check_thread(p, in, &ref[0]);
+			/* the main thread made the subinterpreter (3.9-3.12 run
+			 * its code on a thread state naming the main thread): none
+			 * of its frames are the worker's */
+			not_sub(p, in, (uint32_t)pid);
+			CHECK_EQ_INT(pyf_bpf_layout(p, &lay), 0);
+			CHECK_EQ_INT(pyf_read_u64(p, p->runtime + p->lay.rt_interp_head, &head), 0);
+			CHECK(head != 0 && head != lay.main_interp);
+			CHECK_EQ_INT(pyf_read_u64(p, lay.main_interp + lay.is_next, &next), 0);
+			CHECK_EQ_INT(next, 0);
+			CHECK_EQ_INT(lay.threads_head, lay.main_interp + p->lay.is_threads_head);
+			CHECK_EQ_INT(lay.interps_head,
+				     in->minor == 9 ? 0 : p->runtime + p->lay.rt_interp_head);
+			if (in->minor >= 10 && in->minor <= 12)
+				CHECK_EQ_INT(lay.ts_on_stack, p->lay.ts_cframe);
+			else
+				CHECK_EQ_INT(lay.ts_on_stack, PYSTACK_NONE);
+		}
+		if (p && pyf_reason(p))
+			TEST_FAIL_AT("%s: %s", in->path, pyf_reason(p));
+		pyf_free(p);
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		fprintf(stderr, "%s: a thread in a subinterpreter (%s GIL): %u frames checked\n",
+			in->path, shared ? "shared" : "own", ref[0].n);
+	}
+	unlink(out);
+	unlink(sub);
+	rmdir(dir);
+}
+
+static void test_subinterpreters(void)
+{
+	for (size_t i = 0; i < sizeof(interps) / sizeof(interps[0]); i++)
+		if (present(&interps[i])) {
+			live_sub(&interps[i], true);
+			if (interps[i].minor >= 12)
+				live_sub(&interps[i], false);
+		}
+}
+
 static double now_us(void)
 {
 	struct timespec ts;
@@ -604,6 +796,8 @@ static void live(const struct interp *in)
 			CHECK_STREQ(pyf_layout_source(p), in->source);
 			for (int i = 0; i < nt && !pyf_reason(p); i++)
 				check_thread(p, in, &ref[i]);
+			if (!pyf_reason(p))
+				check_prologue(p, in);
 			/* the main thread again: every code object from the cache */
 			if (nt > 0 && !pyf_reason(p)) {
 				check_thread(p, in, &ref[0]);
@@ -699,12 +893,13 @@ static void test_not_python(void)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s TARGET.PY LINES.PY\n", argv[0]);
+	if (argc < 4) {
+		fprintf(stderr, "usage: %s TARGET.PY LINES.PY SUBINTERP.PY\n", argv[0]);
 		return 2;
 	}
 	target_py = argv[1];
 	lines_py = argv[2];
+	subinterp_py = argv[3];
 	RUN(test_line_tables_edges);
 	RUN(test_not_python);
 	RUN(test_too_old);
@@ -712,6 +907,7 @@ int main(int argc, char **argv)
 	RUN(test_hostile);
 	RUN(test_line_tables);
 	RUN(test_live);
+	RUN(test_subinterpreters);
 	if (!ran)
 		TEST_SKIP("no CPython interpreter found");
 	return test_summary();
