@@ -390,6 +390,16 @@ def parity_sync_edges_per_step():
         eq(d.verdict("parity: sync-dependency edges per step"), "FAIL", "none on either side")
         run((0, 0), (0, 0), "--sync-expected", "no")
         eq(d.verdict("parity: sync-dependency edges per step"), "SKIP", "no sync rows asked for")
+        # an analysis that failed (an empty file): the line FAILs, the others stay
+        open(d.results, "w").close()
+        parity_files(d, rows, rows)
+        d.run("parity", "--steps-live", "10", "--steps-import", "10",
+              "--live-kernels", d.path("lk.json"), "--import-kernels", d.path("ik.json"),
+              "--live-temporal", d.path("lt.json"), "--import-temporal", d.path("it.json"),
+              "--live-idle", d.path("li.json"), "--import-idle", d.path("ii.json"),
+              "--live-critpath", d.path("lc.json"), "--import-critpath", d.write("ic.json", ""))
+        eq(d.verdict("parity: sync-dependency edges per step"), "FAIL", "no critical path")
+        eq(d.verdict("parity: temporal"), "PASS", "the other lines")
         # without the critical-path files: no such line
         open(d.results, "w").close()
         parity_files(d, rows, rows)
@@ -445,6 +455,8 @@ def events_records_links_and_sync_edges():
            {"event records": "PASS", "waits linked to their cudaEventRecord": "FAIL",
             "sync-dependency edges on the critical path": "FAIL"},
            "a link to no record; no sync edge on the path")
+        eq(events_case(d, 20, chrome_events(10, 10), "")["sync-dependency edges on the critical path"],
+           "FAIL", "no critical path (the analysis failed)")
         eq(set(events_case(d, 20, chrome_events(10, 10), critpath_json(21, 3),
                            program="kernel k launches 20\n").values()), {"FAIL"},
            "the program printed no events line")
