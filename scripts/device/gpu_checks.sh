@@ -60,7 +60,9 @@
 # libcupti (tests/cupti/fake_cupti.c) and tests/cupti/cuda_app instead of
 # cupti_real, tests/device/fake_parity.py (ctypes on the fake driver, the
 # same handshake and phases) instead of torch_parity.py, whose "Kineto
-# trace" is the Chrome export of its own phase A capture, and a stand-in
+# trace" is the Chrome export of its own phase A capture (its CUDA calls
+# widened to 2 us: HTA's time grid makes the fake driver's sub-us calls
+# zero-length, and the critical path then has no edges), and a stand-in
 # nvdisasm listing every offset of the stand-in's PC kernel; the PyTorch
 # throughput and NCCL steps are SKIPped, and timings are shown but not
 # judged (SKIP).
