@@ -72,7 +72,8 @@ for name, n in want.items():
 others = {k: v for k, v in c["kernels"].items() if k not in want}
 print("other kernels", others)
 for k in ("kernels_joined_to_api", "kernels_starting_before_their_api_enter", "api",
-          "memcpy", "memset", "sync", "graph", "markers", "seq_gaps", "stats"):
+          "memcpy", "memset", "sync", "sync_by_type", "cuda_event", "graph", "markers", "seq_gaps",
+          "stats"):
     print(k, c[k])
 PY
 

@@ -11,12 +11,22 @@
 //        cupti_real MS --gemm [--wait]  a GEMM loop for MS ms: a tiled
 //                                     shared-memory SGEMM of 2048 x 2048,
 //                                     16 launches between syncs: "gemm_per_s X"
+//        cupti_real N --evbench       times N pairs of cudaEventRecord on one
+//                                     stream + cudaStreamWaitEvent of another
+//                                     (the event and sync callbacks' cost),
+//                                     256 at a time with a sync between
+//                                     batches: "ns_per_event_pair X"
 // --wait: once CUDA is initialized, print "ready PID" and wait for a line
 // on stdin, so that a daemon's launch probes are attached before the work.
 // Every 10th iteration launches the graph (three launches of
 // gpuprof_cupti_node captured from the stream) once: whether CUPTI's
 // GRAPH_TRACE replaces the nodes' own kernel records is one of the things
-// gpu_checks.sh looks at.
+// gpu_checks.sh looks at. Every 10th iteration also records an event on
+// the main stream that a second stream waits on (cudaStreamWaitEvent)
+// before gpuprof_cupti_waiter runs there, then records a second event
+// after it and waits for that one (cudaEventSynchronize): two CUDA event
+// records, one stream wait and one event synchronize, whose links to
+// their records and whose sync edges on the critical path are checked.
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
@@ -42,6 +52,15 @@ __global__ void gpuprof_cupti_saxpy(float a, const float *x, float *y, int n)
 
 extern "C" __global__ void gpuprof_cupti_empty(void)
 {
+}
+
+// on the second stream, after the main stream's event: long enough that
+// the cudaEventSynchronize waiting for it is bound by the GPU
+extern "C" __global__ void gpuprof_cupti_waiter(long long cycles)
+{
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles)
+        ;
 }
 
 // launched only as a node of the graph
@@ -89,6 +108,32 @@ static int bench(int n)
         cudaDeviceSynchronize();
     }
     printf("ns_per_launch %.1f\n", t / ((n + 255) / 256 * 256));
+    return 0;
+}
+
+static int evbench(int n)
+{
+    cudaStream_t a, b;
+    cudaEvent_t e;
+    double t = 0;
+
+    cudaStreamCreate(&a);
+    cudaStreamCreate(&b);
+    cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    cudaEventRecord(e, a);
+    cudaStreamWaitEvent(b, e, 0);
+    cudaDeviceSynchronize();
+    for (int done = 0; done < n; done += 256) {
+        double t0 = now_ns();
+        for (int i = 0; i < 256; i++) {
+            cudaEventRecord(e, a);
+            cudaStreamWaitEvent(b, e, 0);
+        }
+        t += now_ns() - t0;
+        cudaDeviceSynchronize();
+    }
+    printf("ns_per_event_pair %.1f\n", t / ((n + 255) / 256 * 256));
+    printf("error %s\n", cudaGetErrorString(cudaGetLastError()));
     return 0;
 }
 
@@ -144,7 +189,8 @@ int main(int argc, char **argv)
     int n = argc > 1 ? atoi(argv[1]) : 1000;
     const int elems = 1 << 20;
     float *x, *y, *h;
-    cudaStream_t s;
+    cudaStream_t s, s2;
+    cudaEvent_t ev_rec, ev_done;
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     bool wait = false, do_gemm = false;
@@ -152,6 +198,8 @@ int main(int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--bench"))
             return bench(n);
+        if (!strcmp(argv[i], "--evbench"))
+            return evbench(n);
         wait |= !strcmp(argv[i], "--wait");
         do_gemm |= !strcmp(argv[i], "--gemm");
     }
@@ -163,6 +211,9 @@ int main(int argc, char **argv)
     cudaMalloc(&x, elems * sizeof(float));
     cudaMalloc(&y, elems * sizeof(float));
     cudaStreamCreate(&s);
+    cudaStreamCreate(&s2);
+    cudaEventCreate(&ev_rec);
+    cudaEventCreate(&ev_done);
     cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
     for (int i = 0; i < 3; i++)
         gpuprof_cupti_node<<<elems / 256, 256, 0, s>>>(y, elems);
@@ -174,6 +225,12 @@ int main(int argc, char **argv)
         gpuprof_cupti_spin<<<1, 32, 0, s>>>(20000);
         gpuprof_cupti_saxpy<<<elems / 256, 256, 0, s>>>(2.0f, x, y, elems);
         if (i % 10 == 0) {
+            // s2 waits for s's kernels so far; the host waits for s2
+            cudaEventRecord(ev_rec, s);
+            cudaStreamWaitEvent(s2, ev_rec, 0);
+            gpuprof_cupti_waiter<<<1, 32, 0, s2>>>(200000);
+            cudaEventRecord(ev_done, s2);
+            cudaEventSynchronize(ev_done);
             cudaMemcpyAsync(x, h, elems * sizeof(float), cudaMemcpyHostToDevice, s);
             cudaMemcpyAsync(h, y, elems * sizeof(float), cudaMemcpyDeviceToHost, s);
             cudaMemsetAsync(y, 0, elems * sizeof(float), s);
@@ -188,10 +245,12 @@ int main(int argc, char **argv)
     printf("kernel _Z19gpuprof_cupti_saxpyfPKfPfi launches %d\n", n);
     printf("memcpy count %d bytes %lld\n", 2 * copies, 2LL * copies * elems * 4);
     printf("memset count %d bytes %lld\n", copies, (long long)copies * elems * 4);
+    printf("kernel gpuprof_cupti_waiter launches %d\n", copies);
     printf("graph count %d\n", copies);
     printf("graph_node_kernel gpuprof_cupti_node launches %d\n", 3 * copies);
     printf("sync count %d\n", copies + 1);
     printf("nvtx ranges %d marks 1\n", n);
+    printf("events records %d waits %d synchronizes %d\n", 2 * copies, copies, copies);
     printf("error %s\n", cudaGetErrorString(cudaGetLastError()));
     printf("done\n");
     return 0;

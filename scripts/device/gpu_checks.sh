@@ -12,18 +12,23 @@
 # the CUDA programs load libgpuprof-cupti.so (CUDA_INJECTION64_PATH).
 # Steps, in order of priority:
 #  cuda      cupti_real.cu (nvcc -arch=native), known kernels, copies, a
-#            memset, syncs, NVTX ranges routed to CUPTI and a CUDA graph,
-#            every feature on: kernel counts equal to the launches, folded
-#            --weight gpu-time per kernel equal to the kernels analysis,
-#            kernel time on launching stacks, all nine analyses on the live
-#            capture; GRAPH_TRACE against per-node records (a behaviour).
+#            memset, syncs, NVTX ranges routed to CUPTI, a CUDA graph and
+#            CUDA events (a second stream waiting on the first's record, an
+#            event synchronize), every feature on: kernel counts equal to
+#            the launches, folded --weight gpu-time per kernel equal to the
+#            kernels analysis, kernel time on launching stacks, all nine
+#            analyses on the live capture; the CUDA event records, each wait
+#            linked to its cudaEventRecord (Chrome export), sync edges in the
+#            critical path; GRAPH_TRACE against per-node records (a behaviour).
 #  parity    torch_parity.py, one process: phase A (STEPS training steps)
 #            captured live, then `gpuprofctl cupti release PID` (status must
 #            show the library stepping aside), then phase B (the same STEPS)
 #            under torch.profiler, whose Kineto trace is imported: kernel
 #            counts per step, per-kernel mean GPU time (within 2 %, the trace's
 #            own durations: the importer rounds to whole us as HTA does),
-#            temporal and idle (within 2 points of the span).
+#            temporal and idle (within 2 points of the span), sync-dependency
+#            edges of the two critical-path graphs per step (equal; the
+#            loop's side stream is joined by wait_stream, and it synchronizes).
 #            Caveat: CUPTI allows one subscriber per process, so the two
 #            windows are consecutive phases of the same loop, not the same
 #            kernels; phase B also carries the profiler's own host cost.
@@ -31,7 +36,9 @@
 #            (Block.forward) above the cuBLAS GEMM kernel frames.
 #  cost      with our daemon stopped: bench/gpu/real_cuda.sh (daemons of its
 #            own): cost per launch with the library off, at its defaults and
-#            kernels only, beyond the launch probes (<= 1 us), median of 3.
+#            kernels only, beyond the launch probes (<= 1 us), median of 3;
+#            and what the library adds to a cudaEventRecord +
+#            cudaStreamWaitEvent pair (its event and sync callbacks), shown.
 #  pc        PC sampling (default,pc): samples through the daemon, and whether
 #            pcOffset is relative to the function (the daemon finds
 #            nvdisasm's instruction at that offset: >= 95 % of the samples);
@@ -53,7 +60,9 @@
 # libcupti (tests/cupti/fake_cupti.c) and tests/cupti/cuda_app instead of
 # cupti_real, tests/device/fake_parity.py (ctypes on the fake driver, the
 # same handshake and phases) instead of torch_parity.py, whose "Kineto
-# trace" is the Chrome export of its own phase A capture, and a stand-in
+# trace" is the Chrome export of its own phase A capture (its CUDA calls
+# widened to 2 us: HTA's time grid makes the fake driver's sub-us calls
+# zero-length, and the critical path then has no edges), and a stand-in
 # nvdisasm listing every offset of the stand-in's PC kernel; the PyTorch
 # throughput and NCCL steps are SKIPped, and timings are shown but not
 # judged (SKIP).
@@ -252,7 +261,8 @@ cuda_prog() {
     else
         start_prog cuda "${CENV[@]}" GPUPROF_CUPTI_FEATURES=all -- "$APP" --cuda "$FAKE_CUDA" \
             --wait --launches 200 --kernel gpuprof_k_a:20000 --kernel _Z11gpuprof_k_bPfi:5000 \
-            --memcpy 4096:3000 --memset 1024:1000 --graph 7000 --sync --nvtx
+            --memcpy 4096:3000 --memset 1024:1000 --graph 7000 --sync --nvtx \
+            --events gpuprof_k_c:200000
     fi
     wait_line "$R/cuda.out" '^ready' 30 || { echo "no ready line"; return 1; }
     wait_probes
@@ -296,6 +306,13 @@ step_cuda() {
         echo $? >"$R/an/$a.rc"
     done
     $CMP analyses --results "$RES" --tag "CUDA program" --dir "$R/an"
+    # CUDA events: records, the waits' links (as Kineto writes them), and
+    # sync edges on the critical path of the whole capture
+    ctl export "$id" --format chrome --out "$R/cuda.chrome.json" >/dev/null
+    ctl --json analyze critical-path "$id" --max-edges 1000000 >"$R/cuda.critpath.json"
+    $CMP events --results "$RES" --tag "CUDA events" --program "$R/cuda.out" \
+        --records "$(jget "$R/cuda.cap.json" 'd["by_type"].get("gpu_event", 0)')" \
+        --chrome "$R/cuda.chrome.json" --critpath "$R/cuda.critpath.json"
     $CMP graph --results "$RES" --tag "CUDA graph (all features)" --program "$R/cuda.out" \
         --kernels "$R/cuda.kernels.json"
     # NVTX through CUPTI: the ranges and the mark the program made
@@ -310,7 +327,7 @@ step_cuda() {
 # tests/device/fake_parity.py, whose "Kineto trace" is the Chrome export
 # of its own phase A capture
 step_parity() {
-    local D=$W/torch t0 id id2 pid tag
+    local D=$W/torch t0 id id2 pid tag sync
     mkdir -p "$D"
     if [ $MODE = device ]; then
         tag="Kineto parity"
@@ -350,7 +367,15 @@ step_parity() {
     ctl --json import "$D/kineto.json" --name kineto_b >"$R/kineto_b.imp.json" || return 1
     id2=$(jget "$R/kineto_b.imp.json" 'd["id"]')
     analyze_three "$id2" kineto_b
+    # the critical paths of both windows: their sync-dependency edges per
+    # step (Kineto writes sync rows only where torch_parity.py could ask)
+    ctl --json analyze critical-path "$id" --max-edges 100000 >"$R/torch_a.critpath.json"
+    ctl --json analyze critical-path "$id2" --max-edges 100000 >"$R/kineto_b.critpath.json"
+    sync=yes
+    grep -q 'kineto_sync 0' "$R/torch.out" && sync=no
     $CMP parity --results "$RES" --tag "$tag" --trace "$D/kineto.json" \
+        --live-critpath "$R/torch_a.critpath.json" --import-critpath "$R/kineto_b.critpath.json" \
+        --sync-expected $sync \
         --steps-live "$STEPS" --steps-import "$STEPS" \
         --live-kernels "$R/torch_a.kernels.json" --live-temporal "$R/torch_a.temporal.json" \
         --live-idle "$R/torch_a.idle.json" --import-kernels "$R/kineto_b.kernels.json" \
@@ -466,12 +491,38 @@ PY
 }
 
 # ---- step 7: cost per launch beyond the probes
+# ev_cost: what the library (default features: its event and sync
+# callbacks, CUDA_EVENT and sync activity) adds to cudaEventRecord +
+# cudaStreamWaitEvent, against the library loaded but off; no daemon
+# listens (its batches are built and dropped), interleaved, 3 runs each
+ev_cost() {
+    local r m e
+    for r in 1 2 3; do
+        for m in off on; do
+            e=("${CENV[@]}" GPUPROF_CUPTI_SOCKET="$W/none.sock")
+            [ $m = off ] && e+=(GPUPROF_CUPTI=0)
+            if [ $MODE = device ]; then
+                timeout 8 env "${e[@]}" "$W/cupti_real" 20000 --evbench | awk -v m=$m '/^ns_per_event_pair/ { print m, $0 }'
+            else # a launch, two records, a wait and an event synchronize per iteration
+                env "${e[@]}" "$APP" --cuda "$FAKE_CUDA" --launches 1000 --kernel k:1000 \
+                    --events k_c:1000 | awk -v m=$m '/^cpu_ns_per_iteration/ { print m, $0 }'
+            fi
+        done
+    done >"$R/ev_cost.out"
+    $CMP added --results "$RES" --file "$R/ev_cost.out" --base off --test on \
+        --metric "$([ $MODE = device ] && echo ns_per_event_pair || echo cpu_ns_per_iteration)" \
+        --name "launch cost: cudaEventRecord + cudaStreamWaitEvent with the library (default) vs off" \
+        --judge "$([ $MODE = device ] && echo yes || echo no)"
+}
+
 step_cost() {
     if [ $MODE = device ]; then
+        [ -x "$W/cupti_real" ] && ev_cost
         BUN=$BUN timeout 170 "$SRC/bench/gpu/real_cuda.sh" 100000 3 >"$R/real_cuda.out" 2>&1
         $CMP cost --results "$RES" --file "$R/real_cuda.out"
         return
     fi
+    ev_cost
     # stand-in: cuda_app's thread CPU per launch with the daemon's probes on
     # the fake driver, in real_cuda.sh's per-run format
     local r m e
@@ -640,7 +691,7 @@ fi
 # daemons of its own
 if [ $MODE = device ]; then
     stop_daemon 1
-    run cost 180 60 "${T_COST[@]}"
+    run cost 200 60 "${T_COST[@]}"
     start_daemon 2
 fi
 if [ $MODE = stand-in ] || [ -x "$W/cupti_real" ]; then

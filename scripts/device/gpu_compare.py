@@ -12,6 +12,8 @@ target met) and prints its details on stdout.
   gpu_compare.py parity   --results R --live-kernels J --live-temporal J --live-idle J
                           --import-kernels J --import-temporal J --import-idle J
                           [--trace TRACE] [--steps-live K] [--steps-import K] [--tag T]
+                          [--live-critpath CP.json --import-critpath CP.json
+                           [--sync-expected yes|no]]
   gpu_compare.py pyframes --results R --folded LAUNCHES.folded --kernel-regex RE
                           [--python-regex RE] [--min N] [--tag T]
   gpu_compare.py pc       --results R --folded STALLS.folded [--program-samples N]
@@ -20,6 +22,10 @@ target met) and prints its details on stdout.
   gpu_compare.py ratio    --results R --file F --metric M --base LABEL --test LABEL
                           --min-pct P [--as ratio|slowdown] [--judge yes|no] --name NAME
   gpu_compare.py graph    --results R --program OUT --kernels KJSON [--tag T]
+  gpu_compare.py events   --results R --program OUT --records N --chrome EXPORT.json
+                          --critpath CP.json [--tag T]
+  gpu_compare.py added    --results R --file F --metric M --base LABEL --test LABEL
+                          --name NAME [--judge yes|no]     shown, not judged
   gpu_compare.py summary  --results R       prints SUMMARY; exit 1 when a target FAILed
 
 Kernel names are compared as the captures show them: demangled (program
@@ -221,9 +227,47 @@ def base(name):
     return re.split(r"[(<]", name, 1)[0]
 
 
+SYNC_EDGE = "critical_path_sync_dependency"
+
+
+def sync_edges(cp):
+    """(sync-dependency edges in the graph, on the path, path length us)
+    of an analyze critical_path answer."""
+    g = cp.get("graph", {})
+    on_path = sum(1 for e in cp.get("critical_edges", []) if e.get("type") == SYNC_EDGE)
+    return g.get("edges_by_type", {}).get(SYNC_EDGE, 0), on_path, cp.get("path", {}).get("length_us", 0.0)
+
+
+def parity_sync(a):
+    """Cross-stream and host syncs per step: the sync-dependency edges of
+    the two critical-path graphs, per step, equal (each comes from one
+    wait the program made: a stream waiting on an event, a host waiting
+    on an event, a stream or the device). The path lengths are shown: the
+    live window holds the quiet second before the steps and the time after
+    them, the trace only the steps, so they are not comparable as they are."""
+    name = a.tag + ": sync-dependency edges per step"
+    try:
+        el, pl, ll = sync_edges(load_json(a.live_critpath))
+        ei, pi, li = sync_edges(load_json(a.import_critpath))
+    except (OSError, ValueError) as e:  # the analysis failed: its file is empty
+        add(a.results, name, "no critical path on one side (%s)" % e, "equal", "FAIL")
+        return
+    kl, ki = a.steps_live, a.steps_import
+    value = "live %g, import %g (%d / %d steps; on the critical path %d / %d; path %.0f / %.0f us)" % (
+        el / kl, ei / ki, kl, ki, pl, pi, ll, li)
+    print("sync edges: " + value)
+    if a.sync_expected == "no":
+        add(a.results, name, value + "; the trace has no sync rows", "equal", "SKIP")
+    else:
+        add(a.results, name, value, "equal, > 0", "PASS" if el and el * ki == ei * kl else "FAIL")
+
+
 def cmd_parity(a):
     """A live capture against an imported trace of the same work (per step):
-    kernel counts, per-kernel mean GPU time, temporal and idle."""
+    kernel counts, per-kernel mean GPU time, temporal and idle, and the
+    sync-dependency edges of their critical-path graphs where given."""
+    if a.live_critpath and a.import_critpath:
+        parity_sync(a)
     live, imp = kernel_rows(a.live_kernels), kernel_rows(a.import_kernels)
     kl, ki = a.steps_live, a.steps_import
     # names: exact (whitespace aside); unmatched ones of the same base name
@@ -482,6 +526,77 @@ def cmd_graph(a):
     add(a.results, a.tag + ": GRAPH_TRACE vs per-node records", seen, "observed", "INFO")
 
 
+def cmd_events(a):
+    """CUDA event records and the waits on them in a live capture: the
+    records that arrived (N, the capture's or the daemon's count) against
+    the program's "events records R waits W synchronizes S" line; each
+    wait of the program (Stream Wait Event, Event Sync rows of the Chrome
+    export) linked to the correlation id of a cudaEventRecord row; and
+    sync-dependency edges in the critical-path graph (at least one per
+    wait) and on the critical path itself."""
+    want = None
+    with open(a.program, errors="replace") as f:
+        for line in f:
+            w = line.split()
+            if len(w) == 7 and w[0] == "events" and w[1] == "records":
+                want = (int(w[2]), int(w[4]), int(w[6]))
+    if want is None:
+        for n in ("event records", "waits linked to their cudaEventRecord",
+                  "sync-dependency edges on the critical path"):
+            add(a.results, "%s: %s" % (a.tag, n), "the program printed no events line", "-", "FAIL")
+        return
+    rec, waits, syncs = want
+    add(a.results, a.tag + ": event records", "%d of %d" % (a.records, rec), "equal",
+        "PASS" if a.records == rec else "FAIL")
+    ev = load_json(a.chrome)
+    ev = ev.get("traceEvents", []) if isinstance(ev, dict) else ev
+    records = {e.get("args", {}).get("correlation") for e in ev if e.get("name") == "cudaEventRecord"}
+    rows = collections.Counter()
+    for e in ev:
+        n = e.get("name")
+        if n not in ("Stream Wait Event", "Event Sync"):
+            continue
+        c = e.get("args", {}).get("wait_on_cuda_event_record_corr_id", -1)
+        rows[(n, c is not None and c != -1 and c in records)] += 1
+    linked = (rows[("Stream Wait Event", True)], rows[("Event Sync", True)])
+    unlinked = rows[("Stream Wait Event", False)] + rows[("Event Sync", False)]
+    print("wait rows: %s; cudaEventRecord rows %d" % (dict(rows), len(records)))
+    add(a.results, a.tag + ": waits linked to their cudaEventRecord",
+        "stream waits %d of %d, event synchronizes %d of %d, unlinked rows %d" % (
+            linked[0], waits, linked[1], syncs, unlinked),
+        "every wait of the program linked",
+        "PASS" if linked[0] >= waits and linked[1] >= syncs else "FAIL")
+    try:
+        in_graph, on_path, length = sync_edges(load_json(a.critpath))
+    except (OSError, ValueError) as e:
+        in_graph, on_path, length = 0, 0, 0.0
+        print("no critical path: %s" % e)
+    add(a.results, a.tag + ": sync-dependency edges on the critical path",
+        "%d in the graph, %d on the path (length %.0f us)" % (in_graph, on_path, length),
+        ">= %d in the graph (one per wait), > 0 on the path" % (waits + syncs),
+        "PASS" if in_graph >= waits + syncs and on_path > 0 else "FAIL")
+
+
+def cmd_added(a):
+    """Lines "LABEL METRIC X": what TEST adds to BASE, medians, shown."""
+    vals = collections.defaultdict(list)
+    with open(a.file, errors="replace") as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 3 and w[1] == a.metric:
+                try:
+                    vals[w[0]].append(float(w[2]))
+                except ValueError:
+                    pass
+    b, t = med(vals.get(a.base)), med(vals.get(a.test))
+    if b is None or t is None:
+        add(a.results, a.name, "no %s/%s runs of %s" % (a.base, a.test, a.metric), "shown", "SKIP")
+        return
+    add(a.results, a.name, "%+.0f ns (%s %.0f, %s %.0f %s, medians of %d / %d)" % (
+        t - b, a.test, t, a.base, b, a.metric, len(vals[a.test]), len(vals[a.base])),
+        "shown", "INFO" if a.judge == "yes" else "SKIP")
+
+
 def cmd_summary(a):
     rows = []
     try:
@@ -532,6 +647,10 @@ def main(argv=None):
     s.add_argument("--tol-pp", type=float, default=2.0)
     s.add_argument("--min-share", type=float, default=1.0,
                    help="kernels with at least this %% of the live GPU time are held to --tol-pct")
+    s.add_argument("--live-critpath")
+    s.add_argument("--import-critpath")
+    s.add_argument("--sync-expected", choices=("yes", "no"), default="yes",
+                   help="no: the trace was written without sync rows (the line SKIPs)")
     s = sp("pyframes", cmd_pyframes)
     s.add_argument("--folded", required=True)
     s.add_argument("--kernel-regex", required=True)
@@ -559,9 +678,22 @@ def main(argv=None):
     s = sp("graph", cmd_graph)
     s.add_argument("--program", required=True)
     s.add_argument("--kernels", required=True)
+    s = sp("events", cmd_events)
+    s.add_argument("--program", required=True)
+    s.add_argument("--records", type=int, required=True)
+    s.add_argument("--chrome", required=True)
+    s.add_argument("--critpath", required=True)
+    s = sp("added", cmd_added)
+    s.add_argument("--file", required=True)
+    s.add_argument("--metric", required=True)
+    s.add_argument("--base", required=True)
+    s.add_argument("--test", required=True)
+    s.add_argument("--name", required=True)
+    s.add_argument("--judge", choices=("yes", "no"), default="yes",
+                   help="no: timings of a stand-in (SKIP rather than INFO)")
     s = sp("summary", cmd_summary)
     a = p.parse_args(argv)
-    if a.tag == "" and a.cmd not in ("summary", "cost", "ratio"):
+    if a.tag == "" and a.cmd not in ("summary", "cost", "ratio", "added"):
         a.tag = a.cmd
     return a.fn(a) or 0
 

@@ -7,8 +7,10 @@ window live), phase B, after the daemon has made the library give CUPTI up
 trace. One CUPTI subscriber per process: the two windows are consecutive
 phases of the same loop, not the same kernels.
 
-Each step: a host-to-device copy of a pinned buffer on a second stream,
-joined to the default stream; forward through two Blocks (Linear + ReLU +
+Each step: a host-to-device copy of a pinned buffer on a second stream and
+a kernel there that scales it, joined to the default stream (wait_stream:
+an event recorded on the second stream that the default one waits on, a
+cross-stream sync edge on the critical path); forward through two Blocks (Linear + ReLU +
 residual; cuBLAS GEMMs and PyTorch's elementwise kernels), LayerNorm, loss;
 backward; SGD; a synchronize (so the GPU waits for the host once a step).
 
@@ -55,8 +57,9 @@ class Block(torch.nn.Module):
 
 
 def train_step(model, opt, x, host, staged, side):
-    with torch.cuda.stream(side):  # the copy on a second stream
+    with torch.cuda.stream(side):  # the copy and a kernel on a second stream
         staged.copy_(host, non_blocking=True)
+        staged.mul_(0.5)
     torch.cuda.current_stream().wait_stream(side)
     loss = model(x + staged).square().mean()
     opt.zero_grad(set_to_none=False)

@@ -7,7 +7,10 @@ stand-in libcupti, from Python functions shaped like a model's
 (train_step -> Block.forward -> launch), so that the Python frames above
 the kernel frames can be checked too.
 
-Each step: a host-to-device copy on a second stream (80 us), forward
+Each step: a host-to-device copy on a second stream (80 us) and a kernel
+there (fake_side_scale 20 us), joined to the default stream as PyTorch's
+wait_stream does (cudaEventRecord on the second stream, cudaStreamWaitEvent
+of the default one, through the fake driver's runtime calls), forward
 through two Blocks (fake_sgemm_kernel 400 us, elementwise_relu 50 us each),
 backward (two fake_sgemm_kernel, one elementwise_grad 30 us), a stream
 synchronize. Long enough that the importer's rounding to whole us (as
@@ -18,11 +21,14 @@ Handshake as torch_parity.py's: DIR/ready (CUDA initialized), DIR/go_a
 and phase A, STEPS steps), DIR/a_done ("T0 T1", CLOCK_MONOTONIC seconds),
 DIR/go_b (waited for; then phase B, the same steps, and in place of a
 profiler's trace DIR/kineto_src.json, which the shell wrote, is copied to
-DIR/kineto.json), DIR/b_done. Prints "kernel NAME launches C" for phase A.
+DIR/kineto.json with its CUDA calls made 2 us long where shorter: the fake
+driver's calls last under the microsecond of HTA's time grid, which makes
+them zero-length on import and leaves the critical path without its launch
+edges; a real Kineto trace's calls last microseconds), DIR/b_done. Prints "kernel NAME launches C" for phase A.
 Usage: fake_parity.py DIR STEPS LIBCUDA"""
 import ctypes
+import json
 import os
-import shutil
 import sys
 import time
 
@@ -34,14 +40,17 @@ cu.cuMemcpyHtoDAsync_v2.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_s
                                      ctypes.c_void_p]
 cu.cuStreamSynchronize.argtypes = [ctypes.c_void_p]
 cu.fake_cuda_set_duration.argtypes = [ctypes.c_uint64]
+cu.cudaEventRecord.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+cu.cudaStreamWaitEvent.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]
 SIDE = ctypes.c_void_p(0x21)  # the copy's stream (the fake driver's id: 0x21)
 HOST = ctypes.create_string_buffer(4096)
 FN = {}
+JOIN = ctypes.c_void_p()  # the event of the join (cudaEventCreate)
 
 
-def launch(name, ns):
+def launch(name, ns, stream=None):
     cu.fake_cuda_set_duration(ns)
-    if cu.cuLaunchKernel(FN[name], 64, 1, 1, 256, 1, 1, 0, None, None, None) != 0:
+    if cu.cuLaunchKernel(FN[name], 64, 1, 1, 256, 1, 1, 0, stream, None, None) != 0:
         sys.exit("cuLaunchKernel failed")
 
 
@@ -60,6 +69,10 @@ def backward():
 def train_step(blocks):
     cu.fake_cuda_set_duration(80000)
     cu.cuMemcpyHtoDAsync_v2(0, HOST, 4096, SIDE)
+    launch("fake_side_scale", 20000, SIDE)
+    cu.fake_cuda_set_duration(1000)
+    if cu.cudaEventRecord(JOIN, SIDE) or cu.cudaStreamWaitEvent(None, JOIN, 0):
+        sys.exit("cudaEventRecord / cudaStreamWaitEvent failed")
     for b in blocks:
         b.forward()
     backward()
@@ -86,7 +99,9 @@ def main():
     blocks = [Block(), Block()]
     write("ready", "%d\n" % os.getpid())
     wait_for("go_a")
-    for name in ("fake_sgemm_kernel", "elementwise_relu", "elementwise_grad"):
+    if cu.cudaEventCreate(ctypes.byref(JOIN)) != 0:
+        sys.exit("cudaEventCreate failed")
+    for name in ("fake_sgemm_kernel", "elementwise_relu", "elementwise_grad", "fake_side_scale"):
         FN[name] = ctypes.c_void_p()
         if cu.cuModuleGetFunction(ctypes.byref(FN[name]), None, name.encode()) != 0:
             sys.exit("cuModuleGetFunction failed")
@@ -102,9 +117,16 @@ def main():
     wait_for("go_b")
     for _ in range(STEPS):
         train_step(blocks)
-    shutil.copyfile(os.path.join(DIR, "kineto_src.json"), os.path.join(DIR, "kineto.json"))
+    with open(os.path.join(DIR, "kineto_src.json")) as f:
+        trace = json.load(f)
+    for e in trace["traceEvents"]:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("dur", 2.0) < 2.0:
+            e["dur"] = 2.0
+    with open(os.path.join(DIR, "kineto.json"), "w") as f:
+        json.dump(trace, f)
     write("b_done", "%.6f %.6f\n" % (t1, time.monotonic()))
-    for name, n in (("fake_sgemm_kernel", 4), ("elementwise_relu", 2), ("elementwise_grad", 1)):
+    for name, n in (("fake_sgemm_kernel", 4), ("elementwise_relu", 2), ("elementwise_grad", 1),
+                    ("fake_side_scale", 1)):
         print("kernel %s launches %d" % (name, n * STEPS))
     print("steps", STEPS, "phase_a_s %.3f" % (t1 - t0), flush=True)
 

@@ -355,6 +355,130 @@ def throughput_ratio_and_slowdown():
         eq(d.verdict("none"), "FAIL", "no runs")
 
 
+def critpath_json(sync_graph, sync_path, length=1000.0):
+    """an analyze critical_path answer with SYNC_GRAPH sync edges in the
+    graph, SYNC_PATH of them among the critical edges"""
+    edges = [{"type": "critical_path_sync_dependency"}] * sync_path + [
+        {"type": "critical_path_kernel_launch"}] * 3
+    return {"analysis": "critical_path", "graph": {"edges_by_type": {
+        "critical_path_sync_dependency": sync_graph, "critical_path_kernel_launch": 9}},
+        "path": {"length_us": length}, "critical_edges": edges, "critical_edges_truncated": False}
+
+
+@test
+def parity_sync_edges_per_step():
+    with tmpdir() as d:
+        rows = [(GEMM, 30, 30 * 200.0)]
+
+        def run(live, imp, *extra):
+            open(d.results, "w").close()
+            parity_files(d, rows, rows)
+            return d.run("parity", "--steps-live", "10", "--steps-import", "20",
+                         "--live-kernels", d.path("lk.json"), "--import-kernels", d.path("ik.json"),
+                         "--live-temporal", d.path("lt.json"), "--import-temporal", d.path("it.json"),
+                         "--live-idle", d.path("li.json"), "--import-idle", d.path("ii.json"),
+                         "--live-critpath", d.write("lc.json", critpath_json(*live)),
+                         "--import-critpath", d.write("ic.json", critpath_json(*imp)), *extra)
+        # 3 per step on both sides (10 and 20 steps)
+        run((30, 4), (60, 5))
+        eq(d.verdict("parity: sync-dependency edges per step"), "PASS", "equal per step")
+        expect("live 3, import 3" in d.verdicts()["parity: sync-dependency edges per step"][0],
+               d.verdicts())
+        run((30, 4), (61, 5))
+        eq(d.verdict("parity: sync-dependency edges per step"), "FAIL", "one edge more")
+        run((0, 0), (0, 0))
+        eq(d.verdict("parity: sync-dependency edges per step"), "FAIL", "none on either side")
+        run((0, 0), (0, 0), "--sync-expected", "no")
+        eq(d.verdict("parity: sync-dependency edges per step"), "SKIP", "no sync rows asked for")
+        # an analysis that failed (an empty file): the line FAILs, the others stay
+        open(d.results, "w").close()
+        parity_files(d, rows, rows)
+        d.run("parity", "--steps-live", "10", "--steps-import", "10",
+              "--live-kernels", d.path("lk.json"), "--import-kernels", d.path("ik.json"),
+              "--live-temporal", d.path("lt.json"), "--import-temporal", d.path("it.json"),
+              "--live-idle", d.path("li.json"), "--import-idle", d.path("ii.json"),
+              "--live-critpath", d.path("lc.json"), "--import-critpath", d.write("ic.json", ""))
+        eq(d.verdict("parity: sync-dependency edges per step"), "FAIL", "no critical path")
+        eq(d.verdict("parity: temporal"), "PASS", "the other lines")
+        # without the critical-path files: no such line
+        open(d.results, "w").close()
+        parity_files(d, rows, rows)
+        expect(not any("sync" in n for n in d.verdicts()), d.verdicts())
+
+
+def chrome_events(waits, syncs, unlinked=0, wrong=0):
+    """a Chrome export: cudaEventRecord rows (correlation 10, 11, ...),
+    WAITS Stream Wait Event and SYNCS Event Sync rows linked to them,
+    UNLINKED waits with -1 and WRONG ones naming no record"""
+    ev, corr = [], 10
+    for kind, n in (("Stream Wait Event", waits), ("Event Sync", syncs)):
+        for _ in range(n):
+            ev.append({"ph": "X", "name": "cudaEventRecord", "cat": "cuda_runtime", "ts": corr,
+                       "dur": 1, "args": {"correlation": corr}})
+            ev.append({"ph": "X", "name": kind, "cat": "cuda_sync", "ts": corr + 1, "dur": 1,
+                       "args": {"wait_on_stream": 1, "wait_on_cuda_event_record_corr_id": corr}})
+            corr += 1
+    for _ in range(unlinked):
+        ev.append({"ph": "X", "name": "Stream Wait Event", "cat": "cuda_sync", "ts": 1, "dur": 1,
+                   "args": {"wait_on_cuda_event_record_corr_id": -1}})
+    for _ in range(wrong):
+        ev.append({"ph": "X", "name": "Event Sync", "cat": "cuda_sync", "ts": 1, "dur": 1,
+                   "args": {"wait_on_cuda_event_record_corr_id": 9999}})
+    ev.append({"ph": "X", "name": "Stream Sync", "cat": "cuda_sync", "ts": 2, "dur": 1,
+               "args": {"wait_on_cuda_event_record_corr_id": -1}})
+    return {"traceEvents": ev}
+
+
+EVENTS_PROG = "kernel k launches 20\nevents records 20 waits 10 synchronizes 10\ndone\n"
+
+
+def events_case(d, records, chrome, cp, program=EVENTS_PROG):
+    open(d.results, "w").close()
+    d.run("events", "--tag", "ev", "--program", d.write("p.out", program), "--records", str(records),
+          "--chrome", d.write("c.json", chrome), "--critpath", d.write("cp.json", cp))
+    return {n[4:]: v[1] for n, v in d.verdicts().items()}
+
+
+@test
+def events_records_links_and_sync_edges():
+    with tmpdir() as d:
+        ok = events_case(d, 20, chrome_events(10, 10), critpath_json(21, 3))
+        eq(ok, {"event records": "PASS", "waits linked to their cudaEventRecord": "PASS",
+                "sync-dependency edges on the critical path": "PASS"}, "all there")
+        # other waits of the runtime's own, unlinked, are shown, not judged
+        eq(events_case(d, 20, chrome_events(10, 10, unlinked=2), critpath_json(20, 1))[
+            "waits linked to their cudaEventRecord"], "PASS", "extra unlinked waits")
+        bad = events_case(d, 19, chrome_events(10, 9, unlinked=1), critpath_json(19, 3))
+        eq(bad, {"event records": "FAIL", "waits linked to their cudaEventRecord": "FAIL",
+                 "sync-dependency edges on the critical path": "FAIL"}, "a record, a link, an edge missing")
+        eq(events_case(d, 20, chrome_events(10, 9, wrong=1), critpath_json(30, 0)),
+           {"event records": "PASS", "waits linked to their cudaEventRecord": "FAIL",
+            "sync-dependency edges on the critical path": "FAIL"},
+           "a link to no record; no sync edge on the path")
+        eq(events_case(d, 20, chrome_events(10, 10), "")["sync-dependency edges on the critical path"],
+           "FAIL", "no critical path (the analysis failed)")
+        eq(set(events_case(d, 20, chrome_events(10, 10), critpath_json(21, 3),
+                           program="kernel k launches 20\n").values()), {"FAIL"},
+           "the program printed no events line")
+
+
+@test
+def added_cost_shown():
+    with tmpdir() as d:
+        f = d.write("e.out", "off ns_per_event_pair 2000\non ns_per_event_pair 2600\n"
+                    "off ns_per_event_pair 2100\non ns_per_event_pair 2500\n"
+                    "off ns_per_event_pair 1900\non ns_per_event_pair 9000\n")
+        d.run("added", "--file", f, "--metric", "ns_per_event_pair", "--base", "off", "--test", "on",
+              "--name", "ev")
+        eq(d.verdicts()["ev"], ("+600 ns (on 2600, off 2000 ns_per_event_pair, medians of 3 / 3)", "INFO"),
+           "medians, shown")
+        d.run("added", "--file", f, "--metric", "ns_per_event_pair", "--base", "off", "--test", "on",
+              "--name", "ev2", "--judge", "no")
+        eq(d.verdict("ev2"), "SKIP", "a stand-in's timing")
+        d.run("added", "--file", f, "--metric", "other", "--base", "off", "--test", "on", "--name", "ev3")
+        eq(d.verdict("ev3"), "SKIP", "no runs")
+
+
 @test
 def graph_behaviour():
     prog = "graph count 4\ngraph_node_kernel gpuprof_cupti_node launches 12\n"

@@ -3,7 +3,8 @@
 """scripts/device/gpu_checks.sh --stand-in on this build: the device
 checks' whole flow (a daemon from the build, the CUDA program with known
 kernels, the training process's live phase A, the release, the parity
-against the import of a trace, Python frames above the GEMM launches, PC
+against the import of a trace with its sync edges, the CUDA event records
+and the waits linked to them, Python frames above the GEMM launches, PC
 sampling, the cost lines) on the fake driver, the stand-in libcupti,
 cuda_app and tests/device/fake_parity.py. Checked: its exit status, every
 target line the stand-in can judge PASS in results.tsv, the timings and
@@ -23,6 +24,8 @@ NEEDED = [os.path.join(BUILD, p) for p in (
 
 PASS = ["CUDA program: kernel counts", "CUDA program: folded gpu-time per kernel",
         "CUDA program: kernel GPU time on launching stacks", "CUDA program: analyses on the live capture",
+        "CUDA events: event records", "CUDA events: waits linked to their cudaEventRecord",
+        "CUDA events: sync-dependency edges on the critical path",
         "cupti release (stand-in process", "stand-in training window: kernel counts",
         "stand-in training window: folded gpu-time per kernel",
         "stand-in training window: kernel GPU time on launching stacks",
@@ -30,10 +33,12 @@ PASS = ["CUDA program: kernel counts", "CUDA program: folded gpu-time per kernel
         "Kineto parity (stand-in: phase A's own Chrome export): per-kernel mean GPU time",
         "Kineto parity (stand-in: phase A's own Chrome export): temporal",
         "Kineto parity (stand-in: phase A's own Chrome export): idle per stream and category",
+        "Kineto parity (stand-in: phase A's own Chrome export): sync-dependency edges per step",
         "Python frames (stand-in): Python frames above fake GEMM launches"]
 PC = ["PC sampling: PC samples through the daemon",
       "PC sampling: pcOffset relative to the function (SASS found)"]
 SKIP = ["PC sampling slowdown of a GEMM loop (default duty)", "PyTorch inference loop throughput",
+        "launch cost: cudaEventRecord + cudaStreamWaitEvent with the library (default) vs off",
         "launch cost beyond the probes, library off, drv", "launch cost beyond the probes, default, drv",
         "launch cost beyond the probes, kernels only, drv"]
 
