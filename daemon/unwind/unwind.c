@@ -507,6 +507,7 @@ int unwind_new(const struct unwind_opts *opts, struct unwinder **ret)
 	u->max_frames = opts && opts->max_frames ? opts->max_frames : UW_DEFAULT_FRAMES;
 	snprintf(u->proc_dir, sizeof(u->proc_dir), "%s",
 		 opts && opts->proc_dir ? opts->proc_dir : "/proc");
+	u->maps_text = opts && opts->maps_text;
 	elf_version(EV_CURRENT);
 	*ret = u;
 	return 0;
@@ -645,6 +646,8 @@ void unwind_status(struct unwinder *u, cJSON *obj, bool with_processes)
 		cJSON_AddNumberToObject(obj, "unwind_ns_p90_recent", p90);
 	}
 	cJSON_AddNumberToObject(obj, "maps_reads", (double)st->maps_reads);
+	cJSON_AddStringToObject(obj, "maps_method", u->maps_text ? "text" : "procmap_query");
+	cJSON_AddNumberToObject(obj, "maps_queries", (double)st->maps_queries);
 	cJSON_AddNumberToObject(obj, "objects_loaded", (double)st->objs_loaded);
 	cJSON_AddNumberToObject(obj, "objects_failed", (double)st->objs_failed);
 	cJSON_AddNumberToObject(obj, "objects_over_budget", (double)st->objs_over_budget);

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
@@ -251,9 +252,22 @@ static struct uw_obj *vdso_get(struct unwinder *u)
 	return o;
 }
 
-/* The object behind a file mapping, from the cache or opened now. */
-static struct uw_obj *obj_get(struct unwinder *u, uint32_t pid, uint64_t start, uint64_t end,
-			      const char *path, dev_t dev, ino_t ino)
+/* A cached object, by the device and inode /proc/PID/maps shows: a cached
+ * object costs no system call, which is what makes a new process cheap. */
+static struct uw_obj *obj_lookup(struct unwinder *u, dev_t dev, ino_t ino)
+{
+	for (struct uw_obj *o = u->objs[obj_bucket(dev, ino)]; o; o = o->next)
+		if (o->dev == dev && o->ino == ino) {
+			o->refs++;
+			o->last_used = ++u->tick;
+			return o;
+		}
+	return NULL;
+}
+
+/* Open the object behind a file mapping that is not cached yet. */
+static struct uw_obj *obj_open(struct unwinder *u, uint32_t pid, uint64_t start, uint64_t end,
+			       const char *path, dev_t dev, ino_t ino)
 {
 	char mf[320];
 	struct statfs sfs;
@@ -262,14 +276,6 @@ static struct uw_obj *obj_get(struct unwinder *u, uint32_t pid, uint64_t start, 
 	const char *base;
 	int fd;
 
-	/* Known by the device and inode /proc/PID/maps shows: a cached object
-	 * costs no system call, which is what makes a new process cheap. */
-	for (o = u->objs[obj_bucket(dev, ino)]; o; o = o->next)
-		if (o->dev == dev && o->ino == ino) {
-			o->refs++;
-			o->last_used = ++u->tick;
-			return o;
-		}
 	snprintf(mf, sizeof(mf), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, u->proc_dir, pid,
 		 start, end);
 	fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -322,19 +328,51 @@ static void maps_release(struct unwinder *u, struct uw_proc *p)
 	p->nmaps = 0;
 }
 
-/* Read the executable mappings of p from /proc/PID/maps. */
-static int maps_read(struct unwinder *u, struct uw_proc *p)
+/* The mappings being read, grown as they come. */
+struct maps_acc {
+	struct uw_map *maps;
+	size_t n, cap;
+};
+
+static int acc_add(struct unwinder *u, struct maps_acc *a, const struct uw_map *m)
+{
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 32;
+		struct uw_map *nm = realloc(a->maps, cap * sizeof(*nm));
+
+		if (!nm) {
+			if (m->obj != u->vdso)
+				uw_obj_put(u, m->obj);
+			return -ENOMEM;
+		}
+		a->maps = nm;
+		a->cap = cap;
+	}
+	a->maps[a->n++] = *m;
+	return 0;
+}
+
+static void acc_drop(struct unwinder *u, struct maps_acc *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (a->maps[i].obj != u->vdso)
+			uw_obj_put(u, a->maps[i].obj);
+	free(a->maps);
+	a->maps = NULL;
+	a->n = a->cap = 0;
+}
+
+/* Read the executable mappings of p from /proc/PID/maps as text. */
+static int maps_read_text(struct unwinder *u, struct uw_proc *p, struct maps_acc *a)
 {
 	char path[256], *buf = NULL, *line, *save = NULL;
-	struct uw_map *maps = NULL;
-	size_t n = 0, cap = 0, len;
+	size_t len;
 	int r;
 
 	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", u->proc_dir, p->pid);
 	r = gpd_read_text(path, UW_MAPS_MAX_BYTES, &buf, &len);
 	if (r < 0)
 		return r;
-	u->st.maps_reads++;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		unsigned long long start, end, off, ino;
 		unsigned maj, min;
@@ -347,29 +385,143 @@ static int maps_read(struct unwinder *u, struct uw_proc *p)
 		    perms[2] != 'x')
 			continue;
 		m = (struct uw_map){.start = start, .end = end, .pgoff = off};
-		if (pathpos && line[pathpos] == '/')
-			m.obj = obj_get(u, p->pid, start, end, line + pathpos, makedev(maj, min),
-					(ino_t)ino);
-		else if (pathpos && !strcmp(line + pathpos, "[vdso]"))
+		if (pathpos && line[pathpos] == '/') {
+			m.obj = obj_lookup(u, makedev(maj, min), (ino_t)ino);
+			if (!m.obj)
+				m.obj = obj_open(u, p->pid, start, end, line + pathpos,
+						 makedev(maj, min), (ino_t)ino);
+		} else if (pathpos && !strcmp(line + pathpos, "[vdso]")) {
 			m.obj = vdso_get(u);
-		if (n == cap) {
-			struct uw_map *nm =
-				realloc(maps, (cap = cap ? cap * 2 : 32) * sizeof(*maps));
-
-			if (!nm) {
-				if (m.obj != u->vdso)
-					uw_obj_put(u, m.obj);
-				break;
-			}
-			maps = nm;
 		}
-		maps[n++] = m;
+		if (acc_add(u, a, &m) < 0)
+			break;
 	}
 	free(buf);
+	return 0;
+}
+
+/*
+ * PROCMAP_QUERY (Linux 6.11): an ioctl on an open /proc/PID/maps that
+ * returns one mapping as binary fields, with a filter (executable only)
+ * and "the mapping at or after this address". The text of every mapping,
+ * readable or not, with its path, and its parsing were most of what a new
+ * process cost the unwinder on a host that starts many (a compiler's
+ * cc1 has ten executable mappings among forty). Declared here with our
+ * own names because the C library's headers may predate it; the layout is
+ * the kernel's ABI (include/uapi/linux/fs.h).
+ */
+struct uw_pmq {
+	uint64_t size;
+	uint64_t query_flags;
+	uint64_t query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	uint32_t vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+
+#define UW_PMQ _IOWR('f', 17, struct uw_pmq)
+#define UW_PMQ_EXECUTABLE 0x04
+#define UW_PMQ_COVERING_OR_NEXT 0x10
+#define UW_MAPS_MAX 65536 /* executable mappings kept per process */
+
+/* The name of the mapping at addr ("/usr/lib/...", "[vdso]"); false when
+ * it has none or is gone. Asked only where needed: the kernel builds a
+ * path for it. */
+static bool pmq_name(int fd, uint64_t addr, char *name, size_t size)
+{
+	struct uw_pmq q = {
+		.size = sizeof(q),
+		.query_addr = addr,
+		.vma_name_size = (uint32_t)size,
+		.vma_name_addr = (uint64_t)(uintptr_t)name,
+	};
+
+	name[0] = '\0';
+	return ioctl(fd, UW_PMQ, &q) == 0 && q.vma_name_size > 1;
+}
+
+/* The executable mappings of p through PROCMAP_QUERY. -ENOTTY where the
+ * kernel has no such ioctl (before 6.11, or proc_dir is not procfs). */
+static int maps_query(struct unwinder *u, struct uw_proc *p, struct maps_acc *a)
+{
+	char path[256], name[4096];
+	uint64_t addr = 0;
+	bool vdso_seen = false;
+	int fd, r = 0;
+
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", u->proc_dir, p->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (a->n < UW_MAPS_MAX) {
+		struct uw_pmq q = {
+			.size = sizeof(q),
+			.query_flags = UW_PMQ_EXECUTABLE | UW_PMQ_COVERING_OR_NEXT,
+			.query_addr = addr,
+		};
+		struct uw_map m;
+
+		if (ioctl(fd, UW_PMQ, &q) < 0) {
+			/* ENOENT: no mapping past addr, the end; ESRCH: no
+			 * address space (gone, a zombie, a kernel thread) */
+			r = errno == ENOENT && addr ? 0 : errno == ENOENT ? -ESRCH : -errno;
+			break;
+		}
+		u->st.maps_queries++;
+		if (q.vma_end <= addr)
+			break; /* never goes backwards; do not loop if it did */
+		addr = q.vma_end;
+		m = (struct uw_map){.start = q.vma_start, .end = q.vma_end, .pgoff = q.vma_offset};
+		if (q.inode) {
+			dev_t dev = makedev(q.dev_major, q.dev_minor);
+
+			m.obj = obj_lookup(u, dev, (ino_t)q.inode);
+			if (!m.obj && pmq_name(fd, q.vma_start, name, sizeof(name)) &&
+			    name[0] == '/')
+				m.obj = obj_open(u, p->pid, q.vma_start, q.vma_end, name, dev,
+						 (ino_t)q.inode);
+		} else if (!vdso_seen && pmq_name(fd, q.vma_start, name, sizeof(name)) &&
+			   !strcmp(name, "[vdso]")) {
+			/* one per process: no name asked after it */
+			vdso_seen = true;
+			m.obj = vdso_get(u);
+		}
+		if (acc_add(u, a, &m) < 0)
+			break;
+	}
+	close(fd);
+	return r;
+}
+
+/* Read the executable mappings of p: through PROCMAP_QUERY where the
+ * kernel has it, else (and for good, once it said no) as text. */
+static int maps_read(struct unwinder *u, struct uw_proc *p)
+{
+	struct maps_acc a = {0};
+	int r = -ENOTTY;
+
+	if (!u->maps_text) {
+		r = maps_query(u, p, &a);
+		if (r == -ENOTTY || r == -EINVAL) {
+			acc_drop(u, &a);
+			u->maps_text = true;
+			log_debug("unwind: PROCMAP_QUERY not available (%s): reading maps as text",
+				  strerror(-r));
+		}
+	}
+	if (u->maps_text)
+		r = maps_read_text(u, p, &a);
+	if (r < 0) {
+		acc_drop(u, &a);
+		return r;
+	}
+	u->st.maps_reads++;
 	maps_release(u, p);
-	p->maps = maps;
-	p->nmaps = n;
-	u->bytes += n * sizeof(*maps);
+	p->maps = a.maps;
+	p->nmaps = a.n;
+	u->bytes += a.n * sizeof(*a.maps);
 	p->read_ns = uw_now_ns();
 	return 0;
 }
