@@ -105,6 +105,7 @@ struct unwind_stats {
 	uint32_t ns_recent[1024]; /* the last walks' times, for percentiles */
 	uint64_t maps_reads, maps_refreshes, objs_loaded, objs_failed;
 	uint64_t maps_queries; /* PROCMAP_QUERY ioctls: mappings read one by one */
+	uint64_t refresh_unknown, refresh_failed; /* re-reads: an address outside, a failed walk */
 	uint64_t procs_evicted, objs_evicted, rule_flushes, objs_over_budget;
 };
 
