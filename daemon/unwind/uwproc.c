@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
@@ -40,6 +39,7 @@
 #include <gelf.h>
 
 #include "log.h"
+#include "procmapq.h"
 #include "util.h"
 
 /* Fixed estimate of what libelf/libdw hold per open object besides our
@@ -400,53 +400,19 @@ static int maps_read_text(struct unwinder *u, struct uw_proc *p, struct maps_acc
 	return 0;
 }
 
-/*
- * PROCMAP_QUERY (Linux 6.11): an ioctl on an open /proc/PID/maps that
- * returns one mapping as binary fields, with a filter (executable only)
- * and "the mapping at or after this address". The text of every mapping,
- * readable or not, with its path, and its parsing were most of what a new
- * process cost the unwinder on a host that starts many (a compiler's
- * cc1 has ten executable mappings among forty). Declared here with our
- * own names because the C library's headers may predate it; the layout is
- * the kernel's ABI (include/uapi/linux/fs.h).
- */
-struct uw_pmq {
-	uint64_t size;
-	uint64_t query_flags;
-	uint64_t query_addr;
-	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
-	uint64_t inode;
-	uint32_t dev_major, dev_minor;
-	uint32_t vma_name_size, build_id_size;
-	uint64_t vma_name_addr, build_id_addr;
-};
-
-#define UW_PMQ _IOWR('f', 17, struct uw_pmq)
-#define UW_PMQ_EXECUTABLE 0x04
-#define UW_PMQ_COVERING_OR_NEXT 0x10
 #define UW_MAPS_MAX 65536 /* executable mappings kept per process */
 
-/* The name of the mapping at addr ("/usr/lib/...", "[vdso]"); false when
- * it has none or is gone. Asked only where needed: the kernel builds a
- * path for it. */
-static bool pmq_name(int fd, uint64_t addr, char *name, size_t size)
-{
-	struct uw_pmq q = {
-		.size = sizeof(q),
-		.query_addr = addr,
-		.vma_name_size = (uint32_t)size,
-		.vma_name_addr = (uint64_t)(uintptr_t)name,
-	};
-
-	name[0] = '\0';
-	return ioctl(fd, UW_PMQ, &q) == 0 && q.vma_name_size > 1;
-}
-
-/* The executable mappings of p through PROCMAP_QUERY. -ENOTTY where the
- * kernel has no such ioctl (before 6.11, or proc_dir is not procfs). */
+/*
+ * The executable mappings of p through PROCMAP_QUERY (procmapq.h): only
+ * those, as binary fields, and a path only for an object not cached yet. The
+ * text of every mapping and its parsing were most of what a new process cost
+ * the unwinder on a host that starts many (a compiler's cc1 has ten
+ * executable mappings among forty). -ENOTTY where the kernel has no such
+ * ioctl (before 6.11, or proc_dir is not procfs).
+ */
 static int maps_query(struct unwinder *u, struct uw_proc *p, struct maps_acc *a)
 {
-	char path[256], name[4096];
+	char path[256], name[4352];
 	uint64_t addr = 0;
 	bool vdso_seen = false;
 	int fd, r = 0;
@@ -456,33 +422,30 @@ static int maps_query(struct unwinder *u, struct uw_proc *p, struct maps_acc *a)
 	if (fd < 0)
 		return -errno;
 	while (a->n < UW_MAPS_MAX) {
-		struct uw_pmq q = {
-			.size = sizeof(q),
-			.query_flags = UW_PMQ_EXECUTABLE | UW_PMQ_COVERING_OR_NEXT,
-			.query_addr = addr,
-		};
+		struct pmq_map q;
 		struct uw_map m;
 
-		if (ioctl(fd, UW_PMQ, &q) < 0) {
-			/* ENOENT: no mapping past addr, the end; ESRCH: no
-			 * address space (gone, a zombie, a kernel thread) */
-			r = errno == ENOENT && addr ? 0 : errno == ENOENT ? -ESRCH : -errno;
+		r = pmq_next(fd, addr, PMQ_EXEC, &q, NULL, 0);
+		if (r < 0) {
+			/* past the last one: the end, unless there was none
+			 * at all (no address space left: gone) */
+			if (r == -ENOENT)
+				r = addr ? 0 : -ESRCH;
 			break;
 		}
 		u->st.maps_queries++;
-		if (q.vma_end <= addr)
+		if (q.end <= addr)
 			break; /* never goes backwards; do not loop if it did */
-		addr = q.vma_end;
-		m = (struct uw_map){.start = q.vma_start, .end = q.vma_end, .pgoff = q.vma_offset};
-		if (q.inode) {
+		addr = q.end;
+		m = (struct uw_map){.start = q.start, .end = q.end, .pgoff = q.off};
+		if (q.ino) {
 			dev_t dev = makedev(q.dev_major, q.dev_minor);
 
-			m.obj = obj_lookup(u, dev, (ino_t)q.inode);
-			if (!m.obj && pmq_name(fd, q.vma_start, name, sizeof(name)) &&
-			    name[0] == '/')
-				m.obj = obj_open(u, p->pid, q.vma_start, q.vma_end, name, dev,
-						 (ino_t)q.inode);
-		} else if (!vdso_seen && pmq_name(fd, q.vma_start, name, sizeof(name)) &&
+			m.obj = obj_lookup(u, dev, (ino_t)q.ino);
+			if (!m.obj && !pmq_name(fd, q.start, name, sizeof(name)) && name[0] == '/')
+				m.obj = obj_open(u, p->pid, q.start, q.end, name, dev,
+						 (ino_t)q.ino);
+		} else if (!vdso_seen && !pmq_name(fd, q.start, name, sizeof(name)) &&
 			   !strcmp(name, "[vdso]")) {
 			/* one per process: no name asked after it */
 			vdso_seen = true;
