@@ -50,9 +50,13 @@
  * load average over the window.
  * --maps-text: the unwinder reads /proc/PID/maps as text even where
  * PROCMAP_QUERY works (what kernels before 6.11 cost).
+ * --no-symbolizer: leave out what gpuprofd does with each new pid besides
+ * unwinding (daemon/hooks.c: the symbolizer snapshots its mappings on the
+ * loop), which the bench otherwise does as the daemon does.
  *
- * Symbolization is not in these figures: it runs once per capture, on a
- * worker thread (bench/folded measures it). Needs root. Build without
+ * Symbolization itself is not in these figures: it runs once per capture,
+ * on a worker thread (bench/folded measures it); the symbolizer's snapshot
+ * of each new process's mappings, taken on the loop, is. Needs root. Build without
  * sanitizers for figures worth quoting.
  */
 #include <dirent.h>
@@ -80,6 +84,7 @@
 #include "gpd.h"
 #include "store/store.h"
 #include "pyframes/pyreg.h"
+#include "sym/sym.h"
 #include "unwind/unwind.h"
 
 static double now_s(void)
@@ -603,6 +608,17 @@ static void window(struct bench *b, const char *label, struct result *res)
 	fflush(stdout);
 }
 
+/* What gpuprofd's hooks do with a new pid (daemon/hooks.c): the
+ * symbolizer snapshots its mappings then, on the loop, so that its frames
+ * name after it exits. Part of what each new process costs the sampler. */
+static void note_pid(void *arg, uint32_t pid, bool exec)
+{
+	if (exec)
+		sym_note_exec(arg, pid);
+	else
+		sym_note_pid(arg, pid);
+}
+
 /* The load of short-lived processes (bench/cpu/churn.sh), in a process
  * group of its own so that it goes whole. */
 static pid_t churn_start(const char *script, unsigned workers)
@@ -644,7 +660,8 @@ int main(int argc, char **argv)
 	pid_t child[16], churn_pid;
 	int r, npos = 0;
 	long stack_bytes = 16384;
-	bool python = false, maps_text = false;
+	bool python = false, maps_text = false, with_sym = true;
+	struct symbolizer *sym = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--stack-bytes") && i + 1 < argc) {
@@ -665,6 +682,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(argv[i], "--churn-script") && i + 1 < argc) {
 			churn_script = argv[++i];
+			continue;
+		}
+		if (!strcmp(argv[i], "--no-symbolizer")) {
+			with_sym = false;
 			continue;
 		}
 		if (!strcmp(argv[i], "--maps-text")) {
@@ -690,7 +711,8 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"usage: %s [seconds] [frequency_hz] [--stack-bytes N] [--python] "
 			"[--copies N (1-16)] [--warmup SECONDS] [--churn WORKERS (1-16)] "
-			"[--churn-script PATH] [--maps-text] [-- COMMAND [ARGS...]]\n",
+			"[--churn-script PATH] [--maps-text] [--no-symbolizer] "
+			"[-- COMMAND [ARGS...]]\n",
 			argv[0]);
 		return 2;
 	}
@@ -712,6 +734,12 @@ int main(int argc, char **argv)
 		return 1;
 	b.c.ops = &cpu_collector_ops;
 	b.c.gpd = &b.g;
+	if (with_sym) {
+		struct sym_opts so = {.refresh_ns = 10ull * 1000000000ull}; /* hooks.c's */
+
+		if (sym_new(&so, &sym) < 0 || cpu_collector_set_pid_hook(&b.c, note_pid, sym) < 0)
+			return 1;
+	}
 
 	/* Run-time statistics of BPF programs while this fd is open
 	 * (BPF_ENABLE_STATS, Linux 5.8). Optional. */
@@ -769,6 +797,7 @@ int main(int argc, char **argv)
 	store_free(b.g.store);
 	unwind_free(b.g.unwinder);
 	pyreg_free(b.g.pyreg);
+	sym_free(sym);
 	if (b.stats_fd >= 0)
 		close(b.stats_fd);
 	return 0;
