@@ -182,7 +182,9 @@ static void mark_exe(const char *proc_dir, uint32_t pid, struct sym_maps *ms)
 /*
  * The executable mappings through PROCMAP_QUERY (procmapq.h): the kernel
  * neither prints the mappings that are not executable nor their paths, and
- * nothing is parsed. -ENOTTY where it has no such ioctl.
+ * nothing is parsed. -ENOTTY where it has no such ioctl. The text's
+ * [vsyscall] line, the kernel's gate page, is no mapping of the process and
+ * not listed (nothing runs there: glibc has not called it since 2.22).
  */
 static int procmaps_query(int fd, uint32_t pid, struct sym_maps **ret)
 {
