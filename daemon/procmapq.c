@@ -30,7 +30,8 @@ static int query(int fd, uint64_t addr, uint64_t flags, struct pmq_raw *q, char 
 		.size = sizeof(*q),
 		.query_flags = flags,
 		.query_addr = addr,
-		.vma_name_size = name && size ? (uint32_t)(size > UINT32_MAX ? UINT32_MAX : size) : 0,
+		.vma_name_size = name && size ? (uint32_t)(size > UINT32_MAX ? UINT32_MAX : size)
+					      : 0,
 		.vma_name_addr = name && size ? (uint64_t)(uintptr_t)name : 0,
 	};
 	if (name && size)

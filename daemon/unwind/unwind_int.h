@@ -120,7 +120,7 @@ struct unwinder {
 	size_t nobjs;
 	struct uw_obj *vdso; /* the kernel's vDSO, same image in every 64-bit process */
 	bool vdso_tried;
-	bool maps_text; /* read /proc/PID/maps as text: no PROCMAP_QUERY (or asked to) */
+	bool maps_text;		/* read /proc/PID/maps as text: no PROCMAP_QUERY (or asked to) */
 	struct uw_rule scratch; /* a rule the budget left no room to cache */
 	/* the process being read or walked: never evicted under itself */
 	const struct uw_proc *busy;

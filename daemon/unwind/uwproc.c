@@ -8,8 +8,10 @@
  * the process mapped, whether it was deleted or replaced since, or lives in
  * another mount namespace (a container). Objects are keyed by the device
  * and inode the mapping shows in /proc/PID/maps, so a process whose files
- * are all cached costs one read of its maps. (A file rewritten in place
- * keeps its inode; its mappings then show the new contents too.)
+ * are all cached costs one read of its executable mappings (an ioctl per
+ * mapping where the kernel has PROCMAP_QUERY) and no file opened. (A file
+ * rewritten in place keeps its inode; its mappings then show the new
+ * contents too.)
  *
  * Object files are untrusted input, owned by whoever ran the program:
  * - read with ELF_C_READ (pread into memory), never mmap: a file its owner
