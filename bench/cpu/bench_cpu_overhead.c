@@ -20,7 +20,8 @@
  *  - the collector's "unwind" status object, when it has one.
  *
  *   bench-cpu-overhead [seconds] [frequency_hz] [--stack-bytes N] [--python]
- *                      [--copies N] [--warmup S] [-- COMMAND [ARGS...]]
+ *                      [--copies N] [--warmup S] [--churn WORKERS]
+ *                      [--churn-script PATH] [--maps-text] [-- COMMAND [ARGS...]]
  *
  * --stack-bytes N: the user stack copied per sample for the CFI unwinder
  * (default 16384, the daemon's; 0 = frame pointers in BPF, no unwinder).
@@ -39,9 +40,23 @@
  * microseconds each) and the recognition of Python processes are a
  * start-up cost, which a short window from a cold start mixes into the
  * steady state an always-on daemon runs in.
+ * --churn WORKERS: after that window, a second one (after its own warm-up)
+ * while bench/cpu/churn.sh (or --churn-script PATH) runs WORKERS loops of
+ * short-lived processes -- compilers, a shell pipeline, python3 -c -- as a
+ * build host or CI runner has them: nearly every sample is then of a
+ * process the unwinder has never seen. A table of both windows ends the
+ * report: % of one core, daemon-side time per sample, the window's mean
+ * walk, p50/p90 of the last 1024 walks, mappings reads per second and the
+ * load average over the window.
+ * --maps-text: the unwinder reads /proc/PID/maps as text even where
+ * PROCMAP_QUERY works (what kernels before 6.11 cost).
+ * --no-symbolizer: leave out what gpuprofd does with each new pid besides
+ * unwinding (daemon/hooks.c: the symbolizer snapshots its mappings on the
+ * loop), which the bench otherwise does as the daemon does.
  *
- * Symbolization is not in these figures: it runs once per capture, on a
- * worker thread (bench/folded measures it). Needs root. Build without
+ * Symbolization itself is not in these figures: it runs once per capture,
+ * on a worker thread (bench/folded measures it); the symbolizer's snapshot
+ * of each new process's mappings, taken on the loop, is. Needs root. Build without
  * sanitizers for figures worth quoting.
  */
 #include <dirent.h>
@@ -69,6 +84,7 @@
 #include "gpd.h"
 #include "store/store.h"
 #include "pyframes/pyreg.h"
+#include "sym/sym.h"
 #include "unwind/unwind.h"
 
 static double now_s(void)
@@ -280,7 +296,7 @@ static void ring_pos_close(struct ring_pos *rp)
  * truncations by cause, cache use) reaches this report without the
  * benchmark knowing its members.
  */
-static void print_unwind_status(struct gpd *g)
+static void print_unwind_status(struct gpd *g, double *p50, double *p90)
 {
 	cJSON *obj = cJSON_CreateObject(), *uw;
 	char *text;
@@ -290,7 +306,10 @@ static void print_unwind_status(struct gpd *g)
 	if (g->unwinder)
 		unwind_status(g->unwinder, cJSON_AddObjectToObject(obj, "unwind"), true);
 	uw = cJSON_GetObjectItemCaseSensitive(obj, "unwind");
+	*p50 = *p90 = 0;
 	if (uw) {
+		*p50 = cJSON_GetNumberValue(cJSON_GetObjectItem(uw, "unwind_ns_p50_recent"));
+		*p90 = cJSON_GetNumberValue(cJSON_GetObjectItem(uw, "unwind_ns_p90_recent"));
 		printf("unwind: %.0f stacks, %.0f complete; walk p50 %.0f ns, p90 %.0f ns (last "
 		       "1024), mean %.0f ns (cold object loads included); %.0f stack bytes/sample\n",
 		       cJSON_GetNumberValue(cJSON_GetObjectItem(uw, "samples")),
@@ -401,129 +420,107 @@ static pid_t start_child(char **cmd)
 		;
 }
 
-int main(int argc, char **argv)
+/* The unwinder's counters that a window's own figures are made of. */
+struct uw_counts {
+	double samples, ns_total, maps_reads, maps_queries, objects_loaded;
+};
+
+static void uw_counts(struct gpd *g, struct uw_counts *uc)
 {
-	double secs = 20.0;
-	uint32_t freq = 49;
-	char **cmd = NULL;
-	struct store_config sc = {.budget_bytes = 64u << 20};
-	struct gpd g = {0};
-	struct collector c = {0};
-	struct bpf_prog_info info = {0}, info0 = {0};
-	struct ring_pos rp = {0};
+	cJSON *o = cJSON_CreateObject();
+
+	memset(uc, 0, sizeof(*uc));
+	if (!o || !g->unwinder)
+		goto out;
+	unwind_status(g->unwinder, o, false);
+	uc->samples = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "samples"));
+	uc->ns_total = uc->samples * cJSON_GetNumberValue(cJSON_GetObjectItem(o, "unwind_ns_mean"));
+	uc->maps_reads = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "maps_reads"));
+	uc->maps_queries = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "maps_queries"));
+	uc->objects_loaded = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "objects_loaded"));
+out:
+	cJSON_Delete(o);
+}
+
+static double loadavg1(void)
+{
+	FILE *f = fopen("/proc/loadavg", "re");
+	double v = -1;
+
+	if (f) {
+		if (fscanf(f, "%lf", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+struct bench {
+	struct gpd g;
+	struct collector c;
+	struct ring_pos rp;
 	uv_loop_t loop;
 	uv_timer_t done;
-	int stats_fd, r, npos = 0;
-	pid_t child[16];
-	unsigned copies = 1;
-	double warmup = 0;
+	int stats_fd;
+	double secs, warmup;
+	uint32_t freq;
+	unsigned copies;
+	char **cmd;
+};
+
+/* What one window cost, for the closing comparison. */
+struct result {
+	double overall, daemon_pct, per_sample_ns, walk_mean_ns, p50, p90, load0, load1;
+	double new_procs_s;
+};
+
+static void run_for(struct bench *b, double secs)
+{
+	uv_update_time(&b->loop);
+	uv_timer_start(&b->done, on_done, (uint64_t)(secs * 1000), 0);
+	uv_run(&b->loop, UV_RUN_DEFAULT);
+}
+
+/* Run the collector for the window and print what it cost. */
+static void window(struct bench *b, const char *label, struct result *res)
+{
+	struct bpf_prog_info info = {0}, info0 = {0};
 	struct py_counts py0, py1;
+	struct uw_counts uw0, uw1;
 	double t0, c0, p0, s0, wall, used, pused, sused, bpf_s = 0, per_sample_ns = 0;
-	uint64_t ev0, cons0 = 0, runs = 0;
+	uint64_t ev0, cons0, runs = 0;
 	bool have_bpf = false;
+	struct gpd *g = &b->g;
 
-	long stack_bytes = 16384;
-	bool python = false;
-
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--stack-bytes") && i + 1 < argc) {
-			stack_bytes = atol(argv[++i]);
-			continue;
-		}
-		if (!strcmp(argv[i], "--warmup") && i + 1 < argc) {
-			warmup = atof(argv[++i]);
-			continue;
-		}
-		if (!strcmp(argv[i], "--copies") && i + 1 < argc) {
-			copies = (unsigned)atoi(argv[++i]);
-			continue;
-		}
-		if (!strcmp(argv[i], "--python")) {
-			python = true;
-			continue;
-		}
-		if (!strcmp(argv[i], "--")) {
-			cmd = i + 1 < argc ? &argv[i + 1] : NULL;
-			break;
-		}
-		if (npos == 0)
-			secs = atof(argv[i]);
-		else if (npos == 1)
-			freq = (uint32_t)atoi(argv[i]);
-		npos++;
-	}
-	if (secs <= 0 || !freq || npos > 2 || !copies || copies > 16 || warmup < 0) {
-		fprintf(stderr, "usage: %s [seconds] [frequency_hz] [--stack-bytes N] [--python] "
-				"[--copies N (1-16)] [--warmup SECONDS] [-- COMMAND [ARGS...]]\n",
-			argv[0]);
-		return 2;
-	}
-	uv_loop_init(&loop);
-	config_defaults(&g.cfg);
-	g.cfg.sample_freq_hz = freq;
-	g.cfg.stack_bytes = stack_bytes > 0 && stack_bytes <= 65536 ? (uint32_t)stack_bytes : 0;
-	if (g.cfg.stack_bytes) {
-		struct unwind_opts uo = {.budget_bytes = g.cfg.unwind_max_bytes};
-
-		if (unwind_new(&uo, &g.unwinder) < 0)
-			return 1;
-	}
-	if (python && pyreg_new(NULL, &g.pyreg) < 0)
-		return 1;
-	g.loop = &loop;
-	if (store_new(&sc, &g.store) < 0)
-		return 1;
-	c.ops = &cpu_collector_ops;
-	c.gpd = &g;
-
-	/* Run-time statistics of BPF programs while this fd is open
-	 * (BPF_ENABLE_STATS, Linux 5.8). Optional. */
-	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-
-	for (unsigned k = 0; k < copies; k++)
-		child[k] = start_child(cmd);
-
-	r = c.ops->open(&c);
-	if (r == 0 && c.state == COLLECTOR_OFF)
-		r = c.ops->start(&c);
-	if (r < 0 || c.state != COLLECTOR_ATTACHED) {
-		fprintf(stderr, "collector not attached: %s\n", c.reason);
-		for (unsigned k = 0; k < copies; k++) {
-			kill(child[k], SIGKILL);
-			waitpid(child[k], NULL, 0);
-		}
-		return 1;
-	}
-	if (find_prog(&info0) == 0 && ring_pos_open(&info0, &rp) < 0)
-		fprintf(stderr, "cannot map the ring's consumer page: ring bytes from the store\n");
-
-	uv_timer_init(&loop, &done);
-	uv_update_time(&loop); /* the loop's clock is as old as uv_loop_init() */
-	if (warmup > 0) {
+	if (b->warmup > 0) {
 		/* the first seconds load every sampled process's objects into
 		 * the unwinder and recognize the Python processes: a start-up
 		 * cost, left out of a steady-state window */
-		uv_timer_start(&done, on_done, (uint64_t)(warmup * 1000), 0);
-		uv_run(&loop, UV_RUN_DEFAULT);
-		find_prog(&info0);
+		run_for(b, b->warmup);
 	}
-	uv_timer_start(&done, on_done, (uint64_t)(secs * 1000), 0);
+	find_prog(&info0);
+	res->load0 = loadavg1();
 	t0 = now_s();
 	c0 = cpu_s();
 	p0 = cputime_s();
 	s0 = proc_stat_cpu_s(getpid());
-	ev0 = c.events;
-	cons0 = ring_pos_read(&rp);
-	py_counts(g.pyreg, &info0, &py0);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	py_counts(g.pyreg, &info0, &py1);
+	ev0 = b->c.events;
+	cons0 = ring_pos_read(&b->rp);
+	py_counts(g->pyreg, &info0, &py0);
+	uw_counts(g, &uw0);
+	run_for(b, b->secs);
+	uw_counts(g, &uw1);
+	py_counts(g->pyreg, &info0, &py1);
 	used = cpu_s() - c0;
 	pused = cputime_s() - p0;
 	sused = proc_stat_cpu_s(getpid()) - s0;
 	wall = now_s() - t0;
-	ev0 = c.events - ev0;
+	ev0 = b->c.events - ev0;
+	res->load1 = loadavg1();
 
-	if (stats_fd >= 0 && find_prog(&info) == 0 && info.run_cnt) {
+	if (label)
+		printf("== %s\n", label);
+	if (b->stats_fd >= 0 && find_prog(&info) == 0 && info.run_cnt) {
 		/* the counters run from the load; take the window's share */
 		runs = info.run_cnt - (info.id == info0.id ? info0.run_cnt : 0);
 		bpf_s = (double)(info.run_time_ns - (info.id == info0.id ? info0.run_time_ns : 0)) /
@@ -536,19 +533,15 @@ int main(int argc, char **argv)
 		       (unsigned long long)runs, bpf_s * 1e9 / (double)runs, bpf_s / wall * 100.0);
 	else
 		printf("bpf program: no run-time statistics (BPF_ENABLE_STATS needs Linux 5.8+)\n");
-
-	for (unsigned k = 0; k < copies; k++) {
-		kill(child[k], SIGKILL);
-		waitpid(child[k], NULL, 0);
-	}
-	printf("cpu collector: %.1f s at %u Hz on %ld CPUs, %u child%s (%s)\n", wall, freq,
-	       sysconf(_SC_NPROCESSORS_ONLN), copies, copies > 1 ? "ren" : "",
-	       cmd ? cmd[0] : "spinning");
+	printf("cpu collector: %.1f s at %u Hz on %ld CPUs, %u child%s (%s); load average "
+	       "%.2f -> %.2f\n",
+	       wall, b->freq, sysconf(_SC_NPROCESSORS_ONLN), b->copies, b->copies > 1 ? "ren" : "",
+	       b->cmd ? b->cmd[0] : "spinning", res->load0, res->load1);
 	printf("daemon-side cpu: %.4f%% of one core (getrusage utime+stime %.3f s; "
 	       "CLOCK_PROCESS_CPUTIME_ID %.4f%%; /proc/PID/stat %.2f s in clock ticks)\n",
 	       used / wall * 100.0, used, pused / wall * 100.0, sused);
 	printf("samples: %llu in the window (%.1f/s), drops %llu\n", (unsigned long long)ev0,
-	       (double)ev0 / wall, (unsigned long long)c.drops);
+	       (double)ev0 / wall, (unsigned long long)b->c.drops);
 	if (ev0) {
 		per_sample_ns = pused * 1e9 / (double)ev0;
 		printf("per sample: daemon side %.0f ns", per_sample_ns);
@@ -558,17 +551,31 @@ int main(int argc, char **argv)
 			       per_sample_ns + bpf_s * 1e9 / (double)runs);
 		printf("\n");
 	}
-	printf("overall: %.4f%% of one core (bpf + daemon side)\n",
-	       ((have_bpf ? bpf_s : 0) + pused) / wall * 100.0);
-	if (rp.n && ev0)
+	res->daemon_pct = pused / wall * 100.0;
+	res->overall = ((have_bpf ? bpf_s : 0) + pused) / wall * 100.0;
+	res->per_sample_ns = per_sample_ns;
+	printf("overall: %.4f%% of one core (bpf + daemon side)\n", res->overall);
+	if (b->rp.n && ev0)
 		printf("ring: %.0f bytes/sample (consumer position of %u ring%s; store estimate "
 		       "%.0f)\n",
-		       (double)(ring_pos_read(&rp) - cons0) / (double)ev0, rp.n,
-		       rp.n > 1 ? "s" : "", mean_record_bytes(g.store));
+		       (double)(ring_pos_read(&b->rp) - cons0) / (double)ev0, b->rp.n,
+		       b->rp.n > 1 ? "s" : "", mean_record_bytes(g->store));
 	else
-		printf("ring: %.0f bytes/sample (store estimate)\n", mean_record_bytes(g.store));
-	print_unwind_status(&g);
-	if (g.pyreg && ev0) {
+		printf("ring: %.0f bytes/sample (store estimate)\n", mean_record_bytes(g->store));
+	if (g->unwinder && uw1.samples > uw0.samples) {
+		/* the window's own walks: means over the window, the status
+		 * object's own figures run from the start */
+		res->walk_mean_ns = (uw1.ns_total - uw0.ns_total) / (uw1.samples - uw0.samples);
+		res->new_procs_s = (uw1.maps_reads - uw0.maps_reads) / wall;
+		printf("unwind in the window: %.0f walks, mean %.0f ns; %.0f mappings reads "
+		       "(%.1f/s: new processes, execs, refreshes), %.0f PROCMAP_QUERY calls, "
+		       "%.0f objects loaded\n",
+		       uw1.samples - uw0.samples, res->walk_mean_ns, uw1.maps_reads - uw0.maps_reads,
+		       res->new_procs_s, uw1.maps_queries - uw0.maps_queries,
+		       uw1.objects_loaded - uw0.objects_loaded);
+	}
+	print_unwind_status(g, &res->p50, &res->p90);
+	if (g->pyreg && ev0) {
 		double ns = py1.samples - py0.samples, nspl = py1.spliced - py0.spliced;
 		uint64_t walks = py1.walks - py0.walks;
 
@@ -588,27 +595,210 @@ int main(int argc, char **argv)
 			       (py1.splice_ns - py0.splice_ns) / nspl, nspl);
 		printf("\n");
 	}
-	if (g.pyreg) {
+	if (g->pyreg) {
 		cJSON *o = cJSON_CreateObject();
 		char *txt;
 
-		pyreg_status(g.pyreg, o, true);
+		pyreg_status(g->pyreg, o, true);
 		txt = cJSON_PrintUnformatted(o);
 		printf("python: %s\n", txt ? txt : "?");
 		free(txt);
 		cJSON_Delete(o);
 	}
+	fflush(stdout);
+}
 
-	ring_pos_close(&rp);
-	c.ops->stop(&c);
-	c.ops->free(&c);
-	uv_close((uv_handle_t *)&done, NULL);
-	while (uv_loop_close(&loop) == UV_EBUSY)
-		uv_run(&loop, UV_RUN_NOWAIT);
-	store_free(g.store);
-	unwind_free(g.unwinder);
-	pyreg_free(g.pyreg);
-	if (stats_fd >= 0)
-		close(stats_fd);
+/* What gpuprofd's hooks do with a new pid (daemon/hooks.c): the
+ * symbolizer snapshots its mappings then, on the loop, so that its frames
+ * name after it exits. Part of what each new process costs the sampler. */
+static void note_pid(void *arg, uint32_t pid, bool exec)
+{
+	if (exec)
+		sym_note_exec(arg, pid);
+	else
+		sym_note_pid(arg, pid);
+}
+
+/* The load of short-lived processes (bench/cpu/churn.sh), in a process
+ * group of its own so that it goes whole. */
+static pid_t churn_start(const char *script, unsigned workers)
+{
+	char n[16];
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	setpgid(0, 0);
+	snprintf(n, sizeof(n), "%u", workers);
+	execl("/bin/bash", "bash", script, n, (char *)NULL);
+	_exit(127);
+}
+
+static void churn_stop(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGTERM); /* the script stops its workers and cleans up */
+	waitpid(pid, NULL, 0);
+	kill(-pid, SIGKILL); /* whatever it left */
+}
+
+static void print_row(const char *label, const struct result *r)
+{
+	printf("%-8s %7.3f%% %9.3f%% %10.1f %10.1f %8.1f %8.1f %9.1f   %.1f-%.1f\n", label,
+	       r->overall, r->daemon_pct, r->per_sample_ns / 1e3, r->walk_mean_ns / 1e3, r->p50 / 1e3,
+	       r->p90 / 1e3, r->new_procs_s, r->load0, r->load1);
+}
+
+int main(int argc, char **argv)
+{
+	struct store_config sc = {.budget_bytes = 64u << 20};
+	static struct bench b = {.secs = 20.0, .freq = 49, .copies = 1};
+	struct result quiet = {0}, churn = {0};
+	const char *churn_script = CHURN_SCRIPT;
+	unsigned churn_workers = 0;
+	pid_t child[16], churn_pid;
+	int r, npos = 0;
+	long stack_bytes = 16384;
+	bool python = false, maps_text = false, with_sym = true;
+	struct symbolizer *sym = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--stack-bytes") && i + 1 < argc) {
+			stack_bytes = atol(argv[++i]);
+			continue;
+		}
+		if (!strcmp(argv[i], "--warmup") && i + 1 < argc) {
+			b.warmup = atof(argv[++i]);
+			continue;
+		}
+		if (!strcmp(argv[i], "--copies") && i + 1 < argc) {
+			b.copies = (unsigned)atoi(argv[++i]);
+			continue;
+		}
+		if (!strcmp(argv[i], "--churn") && i + 1 < argc) {
+			churn_workers = (unsigned)atoi(argv[++i]);
+			continue;
+		}
+		if (!strcmp(argv[i], "--churn-script") && i + 1 < argc) {
+			churn_script = argv[++i];
+			continue;
+		}
+		if (!strcmp(argv[i], "--no-symbolizer")) {
+			with_sym = false;
+			continue;
+		}
+		if (!strcmp(argv[i], "--maps-text")) {
+			maps_text = true;
+			continue;
+		}
+		if (!strcmp(argv[i], "--python")) {
+			python = true;
+			continue;
+		}
+		if (!strcmp(argv[i], "--")) {
+			b.cmd = i + 1 < argc ? &argv[i + 1] : NULL;
+			break;
+		}
+		if (npos == 0)
+			b.secs = atof(argv[i]);
+		else if (npos == 1)
+			b.freq = (uint32_t)atoi(argv[i]);
+		npos++;
+	}
+	if (b.secs <= 0 || !b.freq || npos > 2 || !b.copies || b.copies > 16 || b.warmup < 0 ||
+	    churn_workers > 16) {
+		fprintf(stderr,
+			"usage: %s [seconds] [frequency_hz] [--stack-bytes N] [--python] "
+			"[--copies N (1-16)] [--warmup SECONDS] [--churn WORKERS (1-16)] "
+			"[--churn-script PATH] [--maps-text] [--no-symbolizer] "
+			"[-- COMMAND [ARGS...]]\n",
+			argv[0]);
+		return 2;
+	}
+	uv_loop_init(&b.loop);
+	config_defaults(&b.g.cfg);
+	b.g.cfg.sample_freq_hz = b.freq;
+	b.g.cfg.stack_bytes = stack_bytes > 0 && stack_bytes <= 65536 ? (uint32_t)stack_bytes : 0;
+	if (b.g.cfg.stack_bytes) {
+		struct unwind_opts uo = {.budget_bytes = b.g.cfg.unwind_max_bytes,
+					 .maps_text = maps_text};
+
+		if (unwind_new(&uo, &b.g.unwinder) < 0)
+			return 1;
+	}
+	if (python && pyreg_new(NULL, &b.g.pyreg) < 0)
+		return 1;
+	b.g.loop = &b.loop;
+	if (store_new(&sc, &b.g.store) < 0)
+		return 1;
+	b.c.ops = &cpu_collector_ops;
+	b.c.gpd = &b.g;
+	if (with_sym) {
+		struct sym_opts so = {.refresh_ns = 10ull * 1000000000ull}; /* hooks.c's */
+
+		if (sym_new(&so, &sym) < 0 || cpu_collector_set_pid_hook(&b.c, note_pid, sym) < 0)
+			return 1;
+	}
+
+	/* Run-time statistics of BPF programs while this fd is open
+	 * (BPF_ENABLE_STATS, Linux 5.8). Optional. */
+	b.stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+
+	for (unsigned k = 0; k < b.copies; k++)
+		child[k] = start_child(b.cmd);
+
+	r = b.c.ops->open(&b.c);
+	if (r == 0 && b.c.state == COLLECTOR_OFF)
+		r = b.c.ops->start(&b.c);
+	if (r < 0 || b.c.state != COLLECTOR_ATTACHED) {
+		fprintf(stderr, "collector not attached: %s\n", b.c.reason);
+		for (unsigned k = 0; k < b.copies; k++) {
+			kill(child[k], SIGKILL);
+			waitpid(child[k], NULL, 0);
+		}
+		return 1;
+	}
+	{
+		struct bpf_prog_info info0 = {0};
+
+		if (find_prog(&info0) == 0 && ring_pos_open(&info0, &b.rp) < 0)
+			fprintf(stderr, "cannot map the ring's consumer page: ring bytes from the "
+					"store\n");
+	}
+	uv_timer_init(&b.loop, &b.done);
+
+	window(&b, churn_workers ? "without churn" : NULL, &quiet);
+	if (churn_workers) {
+		/* the same collector, warm, now with a host full of new
+		 * processes; the warm-up lets the churn's programs (cc1, as,
+		 * ld...) be loaded once, as an always-on daemon has them */
+		churn_pid = churn_start(churn_script, churn_workers);
+		printf("\n");
+		window(&b, "with churn", &churn);
+		churn_stop(churn_pid);
+		printf("\n%-8s %8s %10s %10s %10s %8s %8s %9s   %s\n", "window", "overall",
+		       "daemon", "us/sample", "walk mean", "walk p50", "walk p90", "reads/s",
+		       "load");
+		print_row("quiet", &quiet);
+		print_row("churn", &churn);
+	}
+
+	for (unsigned k = 0; k < b.copies; k++) {
+		kill(child[k], SIGKILL);
+		waitpid(child[k], NULL, 0);
+	}
+	ring_pos_close(&b.rp);
+	b.c.ops->stop(&b.c);
+	b.c.ops->free(&b.c);
+	uv_close((uv_handle_t *)&b.done, NULL);
+	while (uv_loop_close(&b.loop) == UV_EBUSY)
+		uv_run(&b.loop, UV_RUN_NOWAIT);
+	store_free(b.g.store);
+	unwind_free(b.g.unwinder);
+	pyreg_free(b.g.pyreg);
+	sym_free(sym);
+	if (b.stats_fd >= 0)
+		close(b.stats_fd);
 	return 0;
 }

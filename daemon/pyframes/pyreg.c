@@ -20,6 +20,7 @@
 
 #include <uv.h>
 
+#include "procmapq.h"
 #include "pyframes.h"
 #include "pystack_abi.h"
 #include "sym/symtab.h"
@@ -215,12 +216,41 @@ static void reap(struct pyreg *r)
 
 /* Does the process map a file named like an interpreter? A cheap filter
  * before the ELF inspection of every mapped file that attaching does. */
+/* "python" in the path of an executable mapping, asked through
+ * PROCMAP_QUERY (procmapq.h): every new process of the host is looked at,
+ * and the kernel then prints neither the other mappings nor their paths.
+ * -ENOTTY where the kernel has no such ioctl. */
+static int maps_python_query(int fd, bool *yes)
+{
+	char name[4352];
+	uint64_t addr = 0;
+	struct pmq_map m;
+	int r;
+
+	*yes = false;
+	while (!*yes && (r = pmq_next(fd, addr, PMQ_EXEC, &m, name, sizeof(name))) == 0 &&
+	       m.end > addr) {
+		addr = m.end;
+		*yes = strstr(name, "python") != NULL;
+	}
+	return *yes || r == -ENOENT ? 0 : r;
+}
+
 static bool maps_python(const char *proc_dir, uint32_t pid)
 {
 	char path[256], *buf = NULL;
 	bool yes;
+	int fd;
 
 	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", proc_dir, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (maps_python_query(fd, &yes) != -ENOTTY) {
+		close(fd);
+		return yes;
+	}
+	close(fd);
 	if (gpd_read_text(path, MAPS_PEEK, &buf, NULL) < 0)
 		return false;
 	yes = strstr(buf, "python") != NULL;

@@ -2,6 +2,8 @@
 /* Snapshots of a process's executable mappings (/proc/PID/maps). */
 #include "sym_internal.h"
 
+#include "procmapq.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -84,6 +86,29 @@ static int add_map(struct sym_maps *ms, size_t *cap, size_t *pcap, const struct 
 	return 0;
 }
 
+/* One executable mapping, its kind and deletion told from its name as
+ * /proc/PID/maps shows it. */
+static int add_named(struct sym_maps *ms, size_t *cap, size_t *pcap, struct sym_map *m,
+		     const char *path)
+{
+	static const char del[] = " (deleted)";
+	size_t plen = strlen(path);
+
+	if (plen > sizeof(del) - 1 && !strcmp(path + plen - (sizeof(del) - 1), del)) {
+		plen -= sizeof(del) - 1;
+		m->deleted = true;
+	}
+	if (!plen || strncmp(path, "[anon", 5) == 0)
+		m->kind = SYM_MAP_ANON;
+	else if (path[0] == '[')
+		m->kind = SYM_MAP_SPECIAL;
+	else if (path[0] != '/')
+		m->kind = SYM_MAP_ANON; /* "memfd:..." has no usable path */
+	else
+		m->kind = SYM_MAP_FILE;
+	return add_map(ms, cap, pcap, m, path, plen);
+}
+
 int procmaps_parse(const char *text, size_t len, uint32_t pid, struct sym_maps **ret)
 {
 	struct sym_maps *ms = calloc(1, sizeof(*ms));
@@ -114,8 +139,6 @@ int procmaps_parse(const char *text, size_t len, uint32_t pid, struct sym_maps *
 			continue;
 		if (strlen(perms) < 3 || perms[2] != 'x' || stop <= start)
 			continue;
-		const char *path = line + n;
-		size_t plen = strlen(path);
 		struct sym_map m = {
 			.start = start,
 			.end = stop,
@@ -124,20 +147,7 @@ int procmaps_parse(const char *text, size_t len, uint32_t pid, struct sym_maps *
 			.dev_major = maj,
 			.dev_minor = min,
 		};
-		static const char del[] = " (deleted)";
-		if (plen > sizeof(del) - 1 && !strcmp(path + plen - (sizeof(del) - 1), del)) {
-			plen -= sizeof(del) - 1;
-			m.deleted = true;
-		}
-		if (!plen || strncmp(path, "[anon", 5) == 0)
-			m.kind = SYM_MAP_ANON;
-		else if (path[0] == '[')
-			m.kind = SYM_MAP_SPECIAL;
-		else if (path[0] != '/')
-			m.kind = SYM_MAP_ANON; /* "memfd:..." has no usable path */
-		else
-			m.kind = SYM_MAP_FILE;
-		r = add_map(ms, &cap, &pcap, &m, path, plen);
+		r = add_named(ms, &cap, &pcap, &m, line + n);
 		if (r < 0)
 			goto fail;
 	}
@@ -169,6 +179,57 @@ static void mark_exe(const char *proc_dir, uint32_t pid, struct sym_maps *ms)
 			       !strcmp(sym_map_path(ms, &ms->m[i]), exe);
 }
 
+/*
+ * The executable mappings through PROCMAP_QUERY (procmapq.h): the kernel
+ * neither prints the mappings that are not executable nor their paths, and
+ * nothing is parsed. -ENOTTY where it has no such ioctl. The text's
+ * [vsyscall] line, the kernel's gate page, is no mapping of the process and
+ * not listed (nothing runs there: glibc has not called it since 2.22).
+ */
+static int procmaps_query(int fd, uint32_t pid, struct sym_maps **ret)
+{
+	struct sym_maps *ms = calloc(1, sizeof(*ms));
+	size_t cap = 0, pcap = 0;
+	uint64_t addr = 0;
+	char name[4352];
+	int r = 0;
+
+	if (!ms)
+		return -ENOMEM;
+	ms->pid = pid;
+	while (ms->n < SYM_MAX_MAPPINGS) {
+		struct pmq_map q;
+
+		r = pmq_next(fd, addr, PMQ_EXEC, &q, name, sizeof(name));
+		if (r == -ENOENT) {
+			r = addr ? 0 : -ESRCH; /* none at all: no address space */
+			break;
+		}
+		if (r < 0)
+			break;
+		if (q.end <= addr)
+			break;
+		addr = q.end;
+		struct sym_map m = {
+			.start = q.start,
+			.end = q.end,
+			.off = q.off,
+			.ino = q.ino,
+			.dev_major = q.dev_major,
+			.dev_minor = q.dev_minor,
+		};
+		r = add_named(ms, &cap, &pcap, &m, name);
+		if (r < 0)
+			break;
+	}
+	if (r < 0) {
+		procmaps_free(ms);
+		return r;
+	}
+	*ret = ms; /* in address order, as the kernel walks them */
+	return 0;
+}
+
 int procmaps_read(const char *proc_dir, uint32_t pid, struct sym_maps **ret)
 {
 	char path[256], *buf;
@@ -179,6 +240,14 @@ int procmaps_read(const char *proc_dir, uint32_t pid, struct sym_maps **ret)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	r = procmaps_query(fd, pid, ret);
+	if (r != -ENOTTY && r != -EINVAL) {
+		close(fd);
+		if (r == 0)
+			mark_exe(proc_dir, pid, *ret);
+		return r;
+	}
+	/* a kernel before 6.11 (or a proc_dir that is not procfs): the text */
 	r = sym_read_all(fd, SYM_MAX_MAPS_BYTES, &buf, &len);
 	close(fd);
 	if (r < 0)

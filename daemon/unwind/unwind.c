@@ -315,8 +315,10 @@ static const struct uw_rule *rule_at(struct unwinder *u, struct uw_proc *p, uint
 	 * sample re-read. */
 	if (!m && !*refreshed) {
 		*refreshed = true;
-		if (uw_proc_refresh(u, p, (look >> 12) != p->miss_page ? 0 : UW_REFRESH_NS))
+		if (uw_proc_refresh(u, p, (look >> 12) != p->miss_page ? 0 : UW_REFRESH_NS)) {
+			u->st.refresh_unknown++;
 			m = uw_proc_find(p, look);
+		}
 		p->miss_page = look >> 12;
 	}
 	if (!m || !m->obj || !uw_obj_vaddr(m->obj, look - m->start + m->pgoff, &va))
@@ -327,9 +329,13 @@ static const struct uw_rule *rule_at(struct unwinder *u, struct uw_proc *p, uint
 }
 
 static enum step walk(struct unwinder *u, struct uw_proc *p, struct walk *w, uint64_t *ips,
-		      unsigned max, unsigned *n)
+		      unsigned max, unsigned *n, bool fresh)
 {
-	bool exact = true, refreshed = false;
+	/* Mappings read for this very walk (a new process) are as new as
+	 * a re-read would be: an address outside them is garbage, not a
+	 * library loaded since, and reading again would only double what
+	 * a new process costs. */
+	bool exact = true, refreshed = fresh;
 	enum step s = STEP_OK;
 
 	ips[(*n)++] = w->ip;
@@ -456,7 +462,7 @@ int unwind_user_cfas(struct unwinder *u, uint32_t pid, const struct unwind_regs 
 	p->samples++;
 	if (u->bytes > u->budget)
 		uw_trim(u, p);
-	s = walk(u, p, &w, ips, max - 1, n);
+	s = walk(u, p, &w, ips, max - 1, n, p->read_ns >= t0);
 	if (s == STEP_END) {
 		u->st.complete++;
 		u->st.frames += *n;
@@ -479,8 +485,8 @@ int unwind_user_cfas(struct unwinder *u, uint32_t pid, const struct unwind_regs 
 	log_trunc(u, p, &w, s);
 	/* A stale snapshot (exec, a reused pid) shows as a walk that fails:
 	 * look again, at most every UW_REFRESH_NS, for the next samples. */
-	if (s == STEP_NORULE || s == STEP_BAD)
-		uw_proc_refresh(u, p, UW_REFRESH_NS);
+	if ((s == STEP_NORULE || s == STEP_BAD) && uw_proc_refresh(u, p, UW_REFRESH_NS))
+		u->st.refresh_failed++;
 truncated:
 	ips[(*n)++] = UNWIND_IP_TRUNCATED;
 	u->st.truncated++;
@@ -507,6 +513,7 @@ int unwind_new(const struct unwind_opts *opts, struct unwinder **ret)
 	u->max_frames = opts && opts->max_frames ? opts->max_frames : UW_DEFAULT_FRAMES;
 	snprintf(u->proc_dir, sizeof(u->proc_dir), "%s",
 		 opts && opts->proc_dir ? opts->proc_dir : "/proc");
+	u->maps_text = opts && opts->maps_text;
 	elf_version(EV_CURRENT);
 	*ret = u;
 	return 0;
@@ -645,6 +652,13 @@ void unwind_status(struct unwinder *u, cJSON *obj, bool with_processes)
 		cJSON_AddNumberToObject(obj, "unwind_ns_p90_recent", p90);
 	}
 	cJSON_AddNumberToObject(obj, "maps_reads", (double)st->maps_reads);
+	t = cJSON_AddObjectToObject(obj, "maps_refreshes");
+	if (t) {
+		cJSON_AddNumberToObject(t, "unknown_address", (double)st->refresh_unknown);
+		cJSON_AddNumberToObject(t, "failed_walk", (double)st->refresh_failed);
+	}
+	cJSON_AddStringToObject(obj, "maps_method", u->maps_text ? "text" : "procmap_query");
+	cJSON_AddNumberToObject(obj, "maps_queries", (double)st->maps_queries);
 	cJSON_AddNumberToObject(obj, "objects_loaded", (double)st->objs_loaded);
 	cJSON_AddNumberToObject(obj, "objects_failed", (double)st->objs_failed);
 	cJSON_AddNumberToObject(obj, "objects_over_budget", (double)st->objs_over_budget);

@@ -43,6 +43,7 @@ struct unwind_opts {
 	size_t budget_bytes;  /* processes + objects + rule caches; default 64 MiB */
 	unsigned max_frames;  /* default 127 */
 	const char *proc_dir; /* default "/proc" (tests) */
+	bool maps_text;	      /* read mappings as text even where PROCMAP_QUERY works (tests) */
 };
 
 /* The registers BPF captured, as user mode left them. */

@@ -104,6 +104,8 @@ struct unwind_stats {
 	uint64_t ns_hist[32];	  /* log2 buckets of per-sample unwinding time */
 	uint32_t ns_recent[1024]; /* the last walks' times, for percentiles */
 	uint64_t maps_reads, maps_refreshes, objs_loaded, objs_failed;
+	uint64_t maps_queries; /* PROCMAP_QUERY ioctls: mappings read one by one */
+	uint64_t refresh_unknown, refresh_failed; /* re-reads: an address outside, a failed walk */
 	uint64_t procs_evicted, objs_evicted, rule_flushes, objs_over_budget;
 };
 
@@ -118,6 +120,7 @@ struct unwinder {
 	size_t nobjs;
 	struct uw_obj *vdso; /* the kernel's vDSO, same image in every 64-bit process */
 	bool vdso_tried;
+	bool maps_text;		/* read /proc/PID/maps as text: no PROCMAP_QUERY (or asked to) */
 	struct uw_rule scratch; /* a rule the budget left no room to cache */
 	/* the process being read or walked: never evicted under itself */
 	const struct uw_proc *busy;

@@ -8,8 +8,10 @@
  * the process mapped, whether it was deleted or replaced since, or lives in
  * another mount namespace (a container). Objects are keyed by the device
  * and inode the mapping shows in /proc/PID/maps, so a process whose files
- * are all cached costs one read of its maps. (A file rewritten in place
- * keeps its inode; its mappings then show the new contents too.)
+ * are all cached costs one read of its executable mappings (an ioctl per
+ * mapping where the kernel has PROCMAP_QUERY) and no file opened. (A file
+ * rewritten in place keeps its inode; its mappings then show the new
+ * contents too.)
  *
  * Object files are untrusted input, owned by whoever ran the program:
  * - read with ELF_C_READ (pread into memory), never mmap: a file its owner
@@ -39,6 +41,7 @@
 #include <gelf.h>
 
 #include "log.h"
+#include "procmapq.h"
 #include "util.h"
 
 /* Fixed estimate of what libelf/libdw hold per open object besides our
@@ -251,9 +254,22 @@ static struct uw_obj *vdso_get(struct unwinder *u)
 	return o;
 }
 
-/* The object behind a file mapping, from the cache or opened now. */
-static struct uw_obj *obj_get(struct unwinder *u, uint32_t pid, uint64_t start, uint64_t end,
-			      const char *path, dev_t dev, ino_t ino)
+/* A cached object, by the device and inode /proc/PID/maps shows: a cached
+ * object costs no system call, which is what makes a new process cheap. */
+static struct uw_obj *obj_lookup(struct unwinder *u, dev_t dev, ino_t ino)
+{
+	for (struct uw_obj *o = u->objs[obj_bucket(dev, ino)]; o; o = o->next)
+		if (o->dev == dev && o->ino == ino) {
+			o->refs++;
+			o->last_used = ++u->tick;
+			return o;
+		}
+	return NULL;
+}
+
+/* Open the object behind a file mapping that is not cached yet. */
+static struct uw_obj *obj_open(struct unwinder *u, uint32_t pid, uint64_t start, uint64_t end,
+			       const char *path, dev_t dev, ino_t ino)
 {
 	char mf[320];
 	struct statfs sfs;
@@ -262,14 +278,6 @@ static struct uw_obj *obj_get(struct unwinder *u, uint32_t pid, uint64_t start, 
 	const char *base;
 	int fd;
 
-	/* Known by the device and inode /proc/PID/maps shows: a cached object
-	 * costs no system call, which is what makes a new process cheap. */
-	for (o = u->objs[obj_bucket(dev, ino)]; o; o = o->next)
-		if (o->dev == dev && o->ino == ino) {
-			o->refs++;
-			o->last_used = ++u->tick;
-			return o;
-		}
 	snprintf(mf, sizeof(mf), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, u->proc_dir, pid,
 		 start, end);
 	fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -322,19 +330,51 @@ static void maps_release(struct unwinder *u, struct uw_proc *p)
 	p->nmaps = 0;
 }
 
-/* Read the executable mappings of p from /proc/PID/maps. */
-static int maps_read(struct unwinder *u, struct uw_proc *p)
+/* The mappings being read, grown as they come. */
+struct maps_acc {
+	struct uw_map *maps;
+	size_t n, cap;
+};
+
+static int acc_add(struct unwinder *u, struct maps_acc *a, const struct uw_map *m)
+{
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 32;
+		struct uw_map *nm = realloc(a->maps, cap * sizeof(*nm));
+
+		if (!nm) {
+			if (m->obj != u->vdso)
+				uw_obj_put(u, m->obj);
+			return -ENOMEM;
+		}
+		a->maps = nm;
+		a->cap = cap;
+	}
+	a->maps[a->n++] = *m;
+	return 0;
+}
+
+static void acc_drop(struct unwinder *u, struct maps_acc *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (a->maps[i].obj != u->vdso)
+			uw_obj_put(u, a->maps[i].obj);
+	free(a->maps);
+	a->maps = NULL;
+	a->n = a->cap = 0;
+}
+
+/* Read the executable mappings of p from /proc/PID/maps as text. */
+static int maps_read_text(struct unwinder *u, struct uw_proc *p, struct maps_acc *a)
 {
 	char path[256], *buf = NULL, *line, *save = NULL;
-	struct uw_map *maps = NULL;
-	size_t n = 0, cap = 0, len;
+	size_t len;
 	int r;
 
 	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", u->proc_dir, p->pid);
 	r = gpd_read_text(path, UW_MAPS_MAX_BYTES, &buf, &len);
 	if (r < 0)
 		return r;
-	u->st.maps_reads++;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		unsigned long long start, end, off, ino;
 		unsigned maj, min;
@@ -347,29 +387,106 @@ static int maps_read(struct unwinder *u, struct uw_proc *p)
 		    perms[2] != 'x')
 			continue;
 		m = (struct uw_map){.start = start, .end = end, .pgoff = off};
-		if (pathpos && line[pathpos] == '/')
-			m.obj = obj_get(u, p->pid, start, end, line + pathpos, makedev(maj, min),
-					(ino_t)ino);
-		else if (pathpos && !strcmp(line + pathpos, "[vdso]"))
+		if (pathpos && line[pathpos] == '/') {
+			m.obj = obj_lookup(u, makedev(maj, min), (ino_t)ino);
+			if (!m.obj)
+				m.obj = obj_open(u, p->pid, start, end, line + pathpos,
+						 makedev(maj, min), (ino_t)ino);
+		} else if (pathpos && !strcmp(line + pathpos, "[vdso]")) {
 			m.obj = vdso_get(u);
-		if (n == cap) {
-			struct uw_map *nm =
-				realloc(maps, (cap = cap ? cap * 2 : 32) * sizeof(*maps));
-
-			if (!nm) {
-				if (m.obj != u->vdso)
-					uw_obj_put(u, m.obj);
-				break;
-			}
-			maps = nm;
 		}
-		maps[n++] = m;
+		if (acc_add(u, a, &m) < 0)
+			break;
 	}
 	free(buf);
+	return 0;
+}
+
+#define UW_MAPS_MAX 65536 /* executable mappings kept per process */
+
+/*
+ * The executable mappings of p through PROCMAP_QUERY (procmapq.h): only
+ * those, as binary fields, and a path only for an object not cached yet. The
+ * text of every mapping and its parsing were most of what a new process cost
+ * the unwinder on a host that starts many (a compiler's cc1 has ten
+ * executable mappings among forty). -ENOTTY where the kernel has no such
+ * ioctl (before 6.11, or proc_dir is not procfs).
+ */
+static int maps_query(struct unwinder *u, struct uw_proc *p, struct maps_acc *a)
+{
+	char path[256], name[4352];
+	uint64_t addr = 0;
+	bool vdso_seen = false;
+	int fd, r = 0;
+
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", u->proc_dir, p->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (a->n < UW_MAPS_MAX) {
+		struct pmq_map q;
+		struct uw_map m;
+
+		r = pmq_next(fd, addr, PMQ_EXEC, &q, NULL, 0);
+		if (r < 0) {
+			/* past the last one: the end, unless there was none
+			 * at all (no address space left: gone) */
+			if (r == -ENOENT)
+				r = addr ? 0 : -ESRCH;
+			break;
+		}
+		u->st.maps_queries++;
+		if (q.end <= addr)
+			break; /* never goes backwards; do not loop if it did */
+		addr = q.end;
+		m = (struct uw_map){.start = q.start, .end = q.end, .pgoff = q.off};
+		if (q.ino) {
+			dev_t dev = makedev(q.dev_major, q.dev_minor);
+
+			m.obj = obj_lookup(u, dev, (ino_t)q.ino);
+			if (!m.obj && !pmq_name(fd, q.start, name, sizeof(name)) && name[0] == '/')
+				m.obj = obj_open(u, p->pid, q.start, q.end, name, dev,
+						 (ino_t)q.ino);
+		} else if (!vdso_seen && !pmq_name(fd, q.start, name, sizeof(name)) &&
+			   !strcmp(name, "[vdso]")) {
+			/* one per process: no name asked after it */
+			vdso_seen = true;
+			m.obj = vdso_get(u);
+		}
+		if (acc_add(u, a, &m) < 0)
+			break;
+	}
+	close(fd);
+	return r;
+}
+
+/* Read the executable mappings of p: through PROCMAP_QUERY where the
+ * kernel has it, else (and for good, once it said no) as text. */
+static int maps_read(struct unwinder *u, struct uw_proc *p)
+{
+	struct maps_acc a = {0};
+	int r = -ENOTTY;
+
+	if (!u->maps_text) {
+		r = maps_query(u, p, &a);
+		if (r == -ENOTTY || r == -EINVAL) {
+			acc_drop(u, &a);
+			u->maps_text = true;
+			log_debug("unwind: PROCMAP_QUERY not available (%s): reading maps as text",
+				  strerror(-r));
+		}
+	}
+	if (u->maps_text)
+		r = maps_read_text(u, p, &a);
+	if (r < 0) {
+		acc_drop(u, &a);
+		return r;
+	}
+	u->st.maps_reads++;
 	maps_release(u, p);
-	p->maps = maps;
-	p->nmaps = n;
-	u->bytes += n * sizeof(*maps);
+	p->maps = a.maps;
+	p->nmaps = a.n;
+	u->bytes += a.n * sizeof(*a.maps);
 	p->read_ns = uw_now_ns();
 	return 0;
 }

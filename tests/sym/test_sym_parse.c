@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -137,6 +138,59 @@ static void test_maps_parse(void)
 	CHECK(procmaps_find(m, 0x7ffc00002000) == NULL);
 	procmaps_free(m);
 	CHECK_EQ_INT(procmaps_read("/nonexistent", 1, &m), -ENOENT);
+}
+
+/* procmaps_read() (PROCMAP_QUERY where the kernel has it) and the parse of
+ * the text give the same snapshot of this process, a deleted file's
+ * executable mapping included. */
+static void test_procmaps_read_matches_text(void)
+{
+	char path[] = "/tmp/gpuprof-symparse-exec-XXXXXX", *text = NULL;
+	struct sym_maps *q = NULL, *t = NULL;
+	size_t len = 0;
+	void *exec;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	CHECK(ftruncate(fd, 4096) == 0);
+	exec = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	CHECK(exec != MAP_FAILED);
+	close(fd);
+	unlink(path);
+	CHECK_EQ_INT(procmaps_read("/proc", (uint32_t)getpid(), &q), 0);
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	CHECK_EQ_INT(sym_read_all(fd, SYM_MAX_MAPS_BYTES, &text, &len), 0);
+	close(fd);
+	CHECK_EQ_INT(procmaps_parse(text, len, (uint32_t)getpid(), &t), 0);
+	/* the text's last line may be [vsyscall], the kernel's gate page,
+	 * which is no mapping of the process: the ioctl does not list it */
+	if (t && t->n && !strcmp(sym_map_path(t, &t->m[t->n - 1]), "[vsyscall]"))
+		t->n--;
+	CHECK(q && t && q->n == t->n);
+	for (size_t i = 0; q && t && i < q->n && i < t->n; i++) {
+		const struct sym_map *a = &q->m[i], *b = &t->m[i];
+
+		CHECK_EQ_U64(a->start, b->start);
+		CHECK_EQ_U64(a->end, b->end);
+		CHECK_EQ_U64(a->off, b->off);
+		CHECK_EQ_U64(a->ino, b->ino);
+		CHECK_EQ_INT((int)a->dev_major, (int)b->dev_major);
+		CHECK_EQ_INT((int)a->dev_minor, (int)b->dev_minor);
+		CHECK_EQ_INT(a->kind, b->kind);
+		CHECK_EQ_INT(a->deleted, b->deleted);
+		CHECK_STREQ(sym_map_path(q, a), sym_map_path(t, b));
+	}
+	{
+		const struct sym_map *x = q ? procmaps_find(q, (uint64_t)(uintptr_t)exec) : NULL;
+
+		CHECK(x && x->deleted && x->kind == SYM_MAP_FILE);
+		CHECK_STREQ(x ? sym_map_path(q, x) : NULL, path);
+	}
+	munmap(exec, 4096);
+	free(text);
+	procmaps_free(q);
+	procmaps_free(t);
 }
 
 static void test_jitmap_parse(void)
@@ -406,6 +460,7 @@ int main(int argc, char **argv)
 		TEST_SKIP("cannot create a temporary directory");
 	RUN(test_malformed_elf);
 	RUN(test_maps_parse);
+	RUN(test_procmaps_read_matches_text);
 	RUN(test_jitmap_parse);
 	RUN(test_kallsyms_parse);
 	RUN(test_notes_build_id);

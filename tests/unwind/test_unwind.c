@@ -252,6 +252,69 @@ static void test_signal_frame(void)
 	unwind_free(u);
 }
 
+/* The mappings through PROCMAP_QUERY (where the kernel has it) and as
+ * text give the same walk; status says which was used. */
+static void test_maps_query_and_text_agree(void)
+{
+	struct unwind_opts o = {.maps_text = true};
+	struct unwinder *uq = uw_new(0), *ut = NULL;
+	uint64_t iq[MAXF], it[MAXF];
+	unsigned nq, nt;
+	cJSON *sq = cJSON_CreateObject(), *stx = cJSON_CreateObject();
+	const char *method;
+
+	CHECK_EQ_INT(unwind_new(&o, &ut), 0);
+	a(7);
+	CHECK_EQ_INT(unwind_snap(uq, iq, &nq), UNWIND_COMPLETE);
+	CHECK_EQ_INT(unwind_snap(ut, it, &nt), UNWIND_COMPLETE);
+	CHECK_EQ_INT((int)nq, (int)nt);
+	for (unsigned i = 0; i < nq && i < nt; i++)
+		CHECK_EQ_U64(iq[i], it[i]);
+	check_same_as_backtrace(iq, nq);
+	unwind_status(uq, sq, false);
+	unwind_status(ut, stx, false);
+	CHECK_STREQ(cJSON_GetStringValue(cJSON_GetObjectItem(stx, "maps_method")), "text");
+	CHECK_EQ_INT(cJSON_GetObjectItem(stx, "maps_queries")->valueint, 0);
+	CHECK_EQ_INT(cJSON_GetObjectItem(sq, "maps_reads")->valueint, 1);
+	CHECK_EQ_INT(cJSON_GetObjectItem(stx, "maps_reads")->valueint, 1);
+	/* the same objects loaded, whichever way they were found */
+	CHECK_EQ_INT(cJSON_GetObjectItem(sq, "objects")->valueint,
+		     cJSON_GetObjectItem(stx, "objects")->valueint);
+	method = cJSON_GetStringValue(cJSON_GetObjectItem(sq, "maps_method"));
+	CHECK(method != NULL);
+	/* Linux 6.11+ answers the ioctl; an older kernel falls back */
+	if (method && !strcmp(method, "procmap_query"))
+		CHECK(cJSON_GetObjectItem(sq, "maps_queries")->valueint > 0);
+	else
+		CHECK_STREQ(method, "text");
+	printf("  maps read through %s\n", method ? method : "?");
+	cJSON_Delete(sq);
+	cJSON_Delete(stx);
+	unwind_free(uq);
+	unwind_free(ut);
+}
+
+/* An address outside the mappings just read for this walk is not a
+ * library loaded since: no second read of a new process's mappings. */
+static void test_new_process_read_once(void)
+{
+	struct unwinder *u = uw_new(0);
+	uint64_t ips[MAXF];
+	unsigned n;
+	struct unwind_regs regs;
+	cJSON *st = cJSON_CreateObject();
+
+	a(3);
+	regs = snap_buf.regs;
+	regs.ip = 0x10000; /* below every mapping: no rule, no frame pointer chain */
+	regs.bp = 0;
+	unwind_user(u, (uint32_t)getpid(), &regs, snap_buf.stack, snap_buf.len, ips, MAXF, &n);
+	unwind_status(u, st, false);
+	CHECK_EQ_INT(cJSON_GetObjectItem(st, "maps_reads")->valueint, 1);
+	cJSON_Delete(st);
+	unwind_free(u);
+}
+
 static void test_budget_holds(void)
 {
 	struct unwinder *u = uw_new(1u << 20);
@@ -282,6 +345,8 @@ int main(int argc, char **argv)
 	RUN(test_gone_process_is_truncated);
 	RUN(test_signal_frame);
 	RUN(test_budget_holds);
+	RUN(test_maps_query_and_text_agree);
+	RUN(test_new_process_read_once);
 	uwlib_path = argv[1];
 	RUN(test_dlopen_deleted_library);
 	return test_summary();
