@@ -69,7 +69,9 @@ static void offer(const struct capture *c, uint32_t *slot, uint32_t name)
 		*slot = AMBIGUOUS;
 }
 
-/* (pid, uid, handle) -> name, open addressing; name 0 = empty slot. */
+/* (pid, uid, handle) -> name, open addressing; name 0 = empty slot. It
+ * grows with the distinct handles learnt (a few hundred kernels in a real
+ * process), never past twice the launches that taught one. */
 struct hname {
 	uint64_t handle;
 	uint32_t pid, uid, name;
@@ -77,78 +79,116 @@ struct hname {
 
 struct htab {
 	struct hname *v;
-	size_t mask;
+	size_t mask, used;
 };
 
-static size_t hslot(const struct htab *t, uint32_t pid, uint32_t uid, uint64_t h)
+static size_t hslot(const struct hname *v, size_t mask, uint32_t pid, uint32_t uid, uint64_t h)
 {
 	uint64_t x = (h ^ ((uint64_t)pid << 32 | uid)) * 0x9E3779B97F4A7C15ull;
-	size_t s = (size_t)(x ^ (x >> 29)) & t->mask;
+	size_t s = (size_t)(x ^ (x >> 29)) & mask;
 
-	while (t->v[s].name && (t->v[s].handle != h || t->v[s].pid != pid || t->v[s].uid != uid))
-		s = (s + 1) & t->mask;
+	while (v[s].name && (v[s].handle != h || v[s].pid != pid || v[s].uid != uid))
+		s = (s + 1) & mask;
 	return s;
 }
 
-/* A CUPTI kernel interval joined to its launch: the launch and its name to
- * learn. False for anything else. */
-static bool joined_kernel(const struct capture *c, const struct gpu_match *m, size_t i,
-			  uint32_t *launch)
+/* The slot of (pid, uid, h), added if new (its name 0 until the caller
+ * sets one, at once); NULL when out of memory. */
+static struct hname *hadd(struct htab *t, uint32_t pid, uint32_t uid, uint64_t h)
+{
+	size_t s;
+
+	if ((t->used + 1) * 2 > t->mask + 1 || !t->v) {
+		size_t cap = t->v ? 2 * (t->mask + 1) : 64;
+		struct hname *v = calloc(cap, sizeof(*v));
+
+		if (!v)
+			return NULL;
+		for (size_t i = 0; t->v && i <= t->mask; i++)
+			if (t->v[i].name)
+				v[hslot(v, cap - 1, t->v[i].pid, t->v[i].uid, t->v[i].handle)] =
+					t->v[i];
+		free(t->v);
+		t->v = v;
+		t->mask = cap - 1;
+	}
+	s = hslot(t->v, t->mask, pid, uid, h);
+	if (!t->v[s].name) {
+		t->v[s] = (struct hname){h, pid, uid, 0};
+		t->used++;
+	}
+	return &t->v[s];
+}
+
+/* The name learnt for (pid, uid, h), or 0. */
+static uint32_t hfind(const struct htab *t, uint32_t pid, uint32_t uid, uint64_t h)
+{
+	size_t s;
+
+	if (!t->v)
+		return 0;
+	s = hslot(t->v, t->mask, pid, uid, h);
+	return t->v[s].name == AMBIGUOUS ? 0 : t->v[s].name;
+}
+
+/* A CUPTI kernel interval joined to a launch named by handle: that launch
+ * in *launch. False for anything else. */
+static bool teaches(const struct capture *c, const struct gpu_match *m, size_t i, uint32_t *launch)
 {
 	const struct store_rec *r = &c->recs[i], *l;
+	uint64_t h;
 
-	if (!gpu_is_cupti(r) || (r->cpu & 0xff) != GPU_CUPTI_KERNEL || !r->name || !m->count[i])
+	if (!m->count[i] || !gpu_is_cupti(r) || (r->cpu & 0xff) != GPU_CUPTI_KERNEL || !r->name)
 		return false;
 	*launch = m->launch[m->first[i]];
 	l = &c->recs[*launch];
 	/* the join is within one pid already; a name is also only taken
 	 * from records of the launch's own owner */
-	return l->pid == r->pid && l->uid == r->uid;
+	return l->pid == r->pid && l->uid == r->uid && handle_of(c, l, &h);
+}
+
+/* Each launch named by handle that joined a kernel: the table of what its
+ * handle is called. 0 or -ENOMEM. */
+static int learn(const struct capture *c, const uint32_t *name, struct htab *t)
+{
+	for (size_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *r = &c->recs[i];
+		struct hname *e;
+		uint64_t h;
+
+		if (!name[i] || !handle_of(c, r, &h))
+			continue;
+		if (!(e = hadd(t, r->pid, r->uid, h)))
+			return -ENOMEM;
+		if (name[i] == AMBIGUOUS)
+			e->name = AMBIGUOUS;
+		else
+			offer(c, &e->name, name[i]);
+	}
+	return 0;
 }
 
 int gpu_match_names(const struct capture *c, struct gpu_match *m)
 {
 	struct htab t = {0};
-	size_t nlearn = 0, cap = 16;
-	uint32_t *name;
+	uint32_t *name = NULL, l;
 	uint64_t h;
 
-	for (size_t i = 0; i < c->nrecs; i++)
-		nlearn += gpu_is_cupti(&c->recs[i]) && m->count[i];
-	if (!nlearn)
-		return 0;
-	/* sized by the launches that can teach a name: at most half full */
-	while (cap < 2 * nlearn)
-		cap *= 2;
-	name = calloc(c->nrecs + 1, sizeof(*name));
-	t.v = calloc(cap, sizeof(*t.v));
-	t.mask = cap - 1;
-	if (!name || !t.v) {
-		free(name);
-		free(t.v);
-		return -ENOMEM;
-	}
-	/* what each joined launch's interval calls it, and its handle */
+	/* what each joined launch's kernels call it; nothing is allocated
+	 * for a capture whose launches all had names */
 	for (size_t i = 0; i < c->nrecs; i++) {
-		uint32_t l;
-
-		if (!joined_kernel(c, m, i, &l) || !handle_of(c, &c->recs[l], &h))
+		if (!teaches(c, m, i, &l))
 			continue;
+		if (!name && !(name = calloc(c->nrecs + 1, sizeof(*name))))
+			return -ENOMEM;
 		offer(c, &name[l], c->recs[i].name);
 	}
-	for (size_t i = 0; i < c->nrecs; i++) {
-		const struct store_rec *r = &c->recs[i];
-		size_t s;
-
-		if (!name[i] || r->type != STORE_REC_GPU_LAUNCH || !handle_of(c, r, &h))
-			continue;
-		s = hslot(&t, r->pid, r->uid, h);
-		if (!t.v[s].name)
-			t.v[s] = (struct hname){h, r->pid, r->uid, 0};
-		if (name[i] == AMBIGUOUS)
-			t.v[s].name = AMBIGUOUS;
-		else
-			offer(c, &t.v[s].name, name[i]);
+	if (!name)
+		return 0;
+	if (learn(c, name, &t) < 0) {
+		free(t.v);
+		free(name);
+		return -ENOMEM;
 	}
 	/* the rest of the same (pid, owner, handle); ambiguity undone */
 	for (size_t i = 0; i < c->nrecs; i++) {
@@ -156,20 +196,12 @@ int gpu_match_names(const struct capture *c, struct gpu_match *m)
 
 		if (r->type != STORE_REC_GPU_LAUNCH)
 			continue;
-		if (name[i]) {
-			if (name[i] == AMBIGUOUS)
-				name[i] = 0;
-			else
-				m->nnamed_join++;
-			continue;
-		}
-		if (!handle_of(c, r, &h))
-			continue;
-		size_t s = hslot(&t, r->pid, r->uid, h);
-		if (t.v[s].name && t.v[s].name != AMBIGUOUS) {
-			name[i] = t.v[s].name;
+		if (name[i] == AMBIGUOUS)
+			name[i] = 0;
+		else if (name[i])
+			m->nnamed_join++;
+		else if (handle_of(c, r, &h) && (name[i] = hfind(&t, r->pid, r->uid, h)))
 			m->nnamed_handle++;
-		}
 	}
 	free(t.v);
 	if (m->nnamed_join || m->nnamed_handle)
@@ -182,13 +214,20 @@ int gpu_match_names(const struct capture *c, struct gpu_match *m)
 int gpu_launch_names(const struct capture *c, uint32_t **ret)
 {
 	struct gpu_match m;
-	bool cupti = false;
+	bool cupti = false, by_handle = false;
+	uint64_t h;
 	int err;
 
 	*ret = NULL;
-	for (size_t i = 0; i < c->nrecs && !cupti; i++)
-		cupti = gpu_is_cupti(&c->recs[i]);
-	if (!cupti)
+	/* the join only where it can name something: CUPTI intervals and a
+	 * launch named by handle */
+	for (size_t i = 0; i < c->nrecs && !(cupti && by_handle); i++) {
+		const struct store_rec *r = &c->recs[i];
+
+		cupti |= gpu_is_cupti(r);
+		by_handle |= r->type == STORE_REC_GPU_LAUNCH && !by_handle && handle_of(c, r, &h);
+	}
+	if (!cupti || !by_handle)
 		return 0;
 	if ((err = gpu_match_build(c, &m)) < 0)
 		return err;

@@ -199,6 +199,52 @@ static void test_none(void)
 	capture_free(c);
 }
 
+/*
+ * Three processes with the same 100 handles (addresses repeat across
+ * processes), each handle a different kernel in each: one joined launch
+ * and one later launch without a call per handle. Every later launch takes
+ * its own process's name (the table grows past its first size).
+ */
+static void test_many(void)
+{
+	struct capture *c;
+	uint32_t later[3][100];
+	char b[32];
+
+	if (capture_new(&c) < 0)
+		abort();
+	for (uint32_t p = 0; p < 3; p++) {
+		struct who w = {1000 + p, 1000, cb_str(c, "many")};
+
+		for (uint32_t k = 0; k < 100; k++) {
+			uint64_t t = 10 * k;
+
+			snprintf(b, sizeof(b), "0x7f%06x", 0x1000 * (k + 1));
+			probe(c, &w, cb_str(c, b), t, 0);
+			snprintf(b, sizeof(b), "k%u_%u", p, k);
+			kernel(c, &w, b, t, t + 3, t + 5, k + 1);
+		}
+		for (uint32_t k = 0; k < 100; k++) {
+			snprintf(b, sizeof(b), "0x7f%06x", 0x1000 * (k + 1));
+			later[p][k] = probe(c, &w, cb_str(c, b), 2000 + k, 0);
+		}
+	}
+	struct gpu_match m;
+
+	CHECK_EQ_INT(gpu_match_build(c, &m), 0);
+	CHECK_EQ_U64(m.nnamed_join, 300);
+	CHECK_EQ_U64(m.nnamed_handle, 300);
+	size_t ok = 0;
+	for (uint32_t p = 0; p < 3; p++)
+		for (uint32_t k = 0; k < 100; k++) {
+			snprintf(b, sizeof(b), "k%u_%u", p, k);
+			ok += named(c, &m, later[p][k], b);
+		}
+	CHECK_EQ_U64(ok, 300);
+	gpu_match_finish(&m);
+	capture_free(c);
+}
+
 struct buf {
 	char p[8192];
 	size_t n;
@@ -329,6 +375,7 @@ int main(void)
 {
 	RUN(test_match);
 	RUN(test_none);
+	RUN(test_many);
 	RUN(test_folded);
 	RUN(test_chrome);
 	RUN(test_pprof);
