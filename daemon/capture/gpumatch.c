@@ -80,6 +80,7 @@ void gpu_match_finish(struct gpu_match *m)
 	free(m->first);
 	free(m->count);
 	free(m->launch);
+	free(m->name);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -511,7 +512,7 @@ int gpu_match_build(const struct capture *c, struct gpu_match *m)
 		}
 		next = end;
 	}
-	err = 0;
+	err = m->ncupti_launch ? gpu_match_names(c, m) : 0;
 out:
 	free(it);
 	free(lc);

@@ -39,6 +39,16 @@
  * is the device of that context's first kernel, copy, set, graph launch or
  * event record in the capture (of the same pid), 0 when there is none, as
  * Kineto maps it (gpu_match_sync_device).
+ *
+ * Kernel names for launches known only by handle (gpu_match_names): a
+ * process that got its function handles before the launch probes attached
+ * has launches named "0x<handle>" (collect/gpu_launch.h). Such a launch
+ * joined to CUPTI kernel intervals takes their kernel name; and within one
+ * pid (and owner uid: handles are addresses in one process, names are that
+ * process's), a handle whose joined launches all had one name lends it to
+ * the launches of that handle that joined nothing (outside CUPTI's window,
+ * activity dropped). A launch or handle offered two different names keeps
+ * its handle.
  */
 #ifndef GPUPROF_CAPTURE_GPUMATCH_H
 #define GPUPROF_CAPTURE_GPUMATCH_H
@@ -78,6 +88,11 @@ struct gpu_match {
 	/* (pid, context) -> device, sorted; NULL / 0 without CUPTI records */
 	struct gpu_ctxdev *ctxdev;
 	size_t nctxdev;
+	/* name[i]: for a launch named by handle only, the string id of its
+	 * kernel's name (above), else 0; NULL when no launch got one */
+	uint32_t *name;
+	size_t nnamed_join;   /* launches named by their own intervals */
+	size_t nnamed_handle; /* ... by another launch of their handle */
 };
 
 struct gpu_ctxdev {
@@ -96,6 +111,24 @@ static inline bool gpu_is_cupti(const struct store_rec *r)
 /* Build the match of c. 0, -ENOMEM or -E2BIG (over 2^32 records). */
 int gpu_match_build(const struct capture *c, struct gpu_match *m);
 void gpu_match_finish(struct gpu_match *m);
+
+/* The kernel name to draw launch record i (r) with: m->name's, else its own. */
+static inline uint32_t gpu_launch_name(const uint32_t *name, size_t i, const struct store_rec *r)
+{
+	return name && name[i] ? name[i] : r->name;
+}
+
+/* Fill m->name from a built match (called by gpu_match_build). 0 or
+ * -ENOMEM. */
+int gpu_match_names(const struct capture *c, struct gpu_match *m);
+
+/*
+ * m->name alone, for outputs that need no other part of the match: *ret
+ * (malloc'ed, c->nrecs + 1 entries, the caller frees it) or NULL when no
+ * launch gets a name; without CUPTI records nothing is built. 0, -ENOMEM
+ * or -E2BIG.
+ */
+int gpu_launch_names(const struct capture *c, uint32_t **ret);
 
 /* A record position with its pid and a sort key (a time, a correlation). */
 struct gpu_key {

@@ -124,7 +124,11 @@ static void ev_begin(struct chrome *x, const char *ph, const char *cat, const st
 		  (unsigned)(r->ts_ns % 1000));
 	x->first = false;
 	size_t len;
-	const char *n = capture_str(x->c, r->name, &len);
+	/* a launch known only by handle: the kernel name CUPTI gave it */
+	uint32_t id = r->type == STORE_REC_GPU_LAUNCH
+			      ? gpu_launch_name(x->m.name, (size_t)(r - x->c->recs), r)
+			      : r->name;
+	const char *n = capture_str(x->c, id, &len);
 	if (r->type == STORE_REC_CPU_SAMPLE)
 		n = "cpu_sample", len = 10;
 	wb_json(x->w, n ? n : "", n ? len : 0);

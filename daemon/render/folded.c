@@ -131,6 +131,8 @@ static int gpu_shares(struct ctx *x)
 		gpu_match_finish(&m);
 		return 0;
 	}
+	x->kname = m.name; /* kept past the match */
+	m.name = NULL;
 	x->cupti[0] = m.ncupti;
 	x->cupti[1] = m.ncupti - m.ncupti_call;
 	x->cupti[2] = m.ncupti_call - m.ncupti_launch;
@@ -193,10 +195,10 @@ static bool record_key(struct ctx *x, const struct store_rec *r, struct agg *k)
 			  r->aux32 ? r->aux32 : 1,
 			  o->cgroup ? store_rec_cgroup(r) : 0};
 	if (o->weight == FOLDED_WEIGHT_LAUNCHES) {
-		k->name = r->name;
+		k->name = gpu_launch_name(x->kname, (size_t)(r - x->c->recs), r);
 		k->count = 1;
 	} else if (o->weight == FOLDED_WEIGHT_GPU_TIME) {
-		k->name = r->name;
+		k->name = gpu_launch_name(x->kname, (size_t)(r - x->c->recs), r);
 		k->count = x->share ? x->share[r - x->c->recs] : 1;
 	} else if (o->weight == FOLDED_WEIGHT_STALLS) {
 		k->stack = pcstall_stack(&x->pcs, r);
@@ -245,6 +247,8 @@ static int ctx_init(struct ctx *x, const struct capture *c, const struct folded_
 		return -ENOMEM;
 	if (o->weight == FOLDED_WEIGHT_GPU_TIME && gpu_shares(x) < 0)
 		return -ENOMEM;
+	if (o->weight == FOLDED_WEIGHT_LAUNCHES && gpu_launch_names(c, &x->kname) < 0)
+		return -ENOMEM;
 	if (o->weight == FOLDED_WEIGHT_STALLS && pcstall_init(&x->pcs, c) < 0)
 		return -ENOMEM;
 	return 0;
@@ -258,6 +262,7 @@ static void ctx_finish(struct ctx *x)
 	free(x->pids);
 	free(x->tids);
 	free(x->share);
+	free(x->kname);
 	pcstall_finish(&x->pcs);
 	sym_table_free(x->syms);
 }

@@ -46,6 +46,9 @@ struct ctx {
 	 * duration, 0 otherwise. NULL when the capture has no intervals:
 	 * launches count 1 each then (gpu_fallback). */
 	uint64_t *share;
+	/* launches and gpu-time: per record index, the kernel name of a
+	 * launch named only by handle (capture/gpumatch.h), or NULL */
+	uint32_t *kname;
 	bool gpu_fallback;
 	uint64_t cupti[3];  /* folded_totals.cupti_intervals, _no_call, _no_launch */
 	struct pcstall pcs; /* stalls only: launch stacks, SASS text */

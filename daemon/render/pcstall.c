@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "capture/capture.h"
+#include "capture/gpumatch.h"
 
 /* CUPTI's stall reason names all start so; the frame keeps the rest */
 #define STALL_PREFIX "smsp__pcsamp_warps_issue_stalled_"
@@ -46,17 +47,22 @@ int pcstall_init(struct pcstall *p, const struct capture *c)
 		n += c->recs[i].type == STORE_REC_GPU_LAUNCH && c->recs[i].stack;
 	if (!n)
 		return 0;
+	/* a launch known only by handle, by the kernel name CUPTI gave it */
+	uint32_t *kname = NULL;
+
 	p->launches = malloc(n * sizeof(*p->launches));
-	if (!p->launches)
+	if (!p->launches || gpu_launch_names(c, &kname) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < c->nrecs; i++) {
 		const struct store_rec *r = &c->recs[i];
+		uint32_t name = gpu_launch_name(kname, i, r);
 
 		if (r->type == STORE_REC_GPU_LAUNCH && r->stack)
 			p->launches[p->nlaunches++] =
-				(struct pcstall_launch){launch_key(c, r->pid, r->name), r->ts_ns,
+				(struct pcstall_launch){launch_key(c, r->pid, name), r->ts_ns,
 							r->stack};
 	}
+	free(kname);
 	qsort(p->launches, p->nlaunches, sizeof(*p->launches), launch_cmp);
 	return 0;
 }

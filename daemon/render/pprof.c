@@ -29,6 +29,7 @@
 #include <zlib.h>
 
 #include "capture/capture.h"
+#include "capture/gpumatch.h"
 #include "section.h"
 #include "symtab.h"
 #include "xe.h"
@@ -403,14 +404,17 @@ static bool cupti_sync(const struct store_rec *r)
 }
 
 /* Aggregate CPU samples by (pid, comm, stack) and GPU launches/intervals
- * by (pid, comm, name). */
+ * by (pid, comm, name); a launch known only by handle by the kernel name
+ * CUPTI gave it (capture/gpumatch.h). */
 static int aggregate(const struct capture *c, struct agg *cpu, struct agg *gpu, bool *has_launch,
 		     bool *has_gpu)
 {
-	for (size_t i = 0; i < c->nrecs; i++) {
+	uint32_t *kname = NULL;
+	int r = gpu_launch_names(c, &kname);
+
+	for (size_t i = 0; i < c->nrecs && r >= 0; i++) {
 		const struct store_rec *rec = &c->recs[i];
 		uint32_t key[3] = {rec->pid, rec->comm, 0};
-		int r;
 		if (rec->type == STORE_REC_CPU_SAMPLE) {
 			key[2] = rec->stack;
 			r = agg_add(cpu, key, sizeof(key), rec->aux32 ? rec->aux32 : 1, 0);
@@ -419,15 +423,12 @@ static int aggregate(const struct capture *c, struct agg *cpu, struct agg *gpu, 
 			bool launch = rec->type == STORE_REC_GPU_LAUNCH;
 			*has_launch |= launch;
 			*has_gpu |= !launch;
-			key[2] = rec->name;
+			key[2] = launch ? gpu_launch_name(kname, i, rec) : rec->name;
 			r = agg_add(gpu, key, sizeof(key), launch, launch ? 0 : rec->dur_ns);
-		} else {
-			continue;
 		}
-		if (r < 0)
-			return r;
 	}
-	return 0;
+	free(kname);
+	return r < 0 ? r : 0;
 }
 
 struct mainmap {

@@ -9,7 +9,8 @@
  *   cuda_app [--cuda LIB] [--threads T] [--launches N] [--kernel NAME:NS]...
  *            [--memcpy BYTES:NS] [--memset BYTES:NS] [--sync] [--graph NS]
  *            [--events NAME:NS]
- *            [--nvtx] [--pause-ms MS] [--sleep-ms MS] [--wait] [--until-eof]
+ *            [--nvtx] [--pause-ms MS] [--sleep-ms MS] [--wait] [--name-early]
+ *            [--until-eof]
  *            [--fork] [--subscribe-first NAME] [--pc CUBIN] [--load LIB[@N]]
  *            [--kineto-after N] [--kineto-kernels K] [--kineto-teardown]
  *            [--probe-subscribe]
@@ -28,7 +29,9 @@
  * domain "gpuprof_test" and each thread makes one mark "thread_start".
  * --pause-ms sleeps between iterations, --sleep-ms before exiting, --wait
  * prints "ready PID" and waits for a line on stdin before the work (the
- * kernels are named after that line, once probes had time to attach),
+ * kernels are named after that line, once probes had time to attach;
+ * with --name-early they are named before "ready", the way a process that
+ * got its function handles before a daemon attached did),
  * --until-eof stops the threads after their current iteration once stdin
  * reaches its end (N stays the most), --fork forks a child after the work
  * that launches once and exits. --subscribe-first subscribes to CUPTI
@@ -141,6 +144,7 @@ static struct {
 } kernels[MAX_KERNELS];
 static int nkernels;
 static int threads = 1, launches = 10, do_sync, nvtx, pause_ms, sleep_ms, wait_stdin, do_fork;
+static int name_early;
 static uint64_t memcpy_bytes, memcpy_ns, memset_bytes, memset_ns, graph_ns;
 static int do_memcpy, do_memset, do_graph;
 static int until_eof;
@@ -573,6 +577,8 @@ static const char *parse(int argc, char **argv)
 			sleep_ms = atoi(v), i++;
 		else if (!strcmp(a, "--wait"))
 			wait_stdin = 1;
+		else if (!strcmp(a, "--name-early"))
+			name_early = 1;
 		else if (!strcmp(a, "--subscribe-first"))
 			first_subscriber = v, i++;
 		else if (!strcmp(a, "--load"))
@@ -682,6 +688,8 @@ int main(int argc, char **argv)
 		}
 	if (pc_cubin)
 		pc_open();
+	for (int k = 0; name_early && k < nkernels; k++)
+		cu.getfn(&kernels[k].fn, NULL, kernels[k].name);
 	if (wait_stdin) {
 		printf("ready %d\n", (int)getpid());
 		fflush(stdout);
@@ -690,7 +698,7 @@ int main(int argc, char **argv)
 	}
 	/* named after the go line: a daemon's launch probes, attached while
 	 * the program waited, see the names */
-	for (int k = 0; k < nkernels; k++)
+	for (int k = 0; !name_early && k < nkernels; k++)
 		cu.getfn(&kernels[k].fn, NULL, kernels[k].name);
 	for (int t = 0; t < threads; t++)
 		pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);

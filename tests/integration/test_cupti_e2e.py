@@ -8,8 +8,9 @@ cuLaunchKernel calls. Checked through the real CLI: the live capture's
 GPU-time flame graph (each kernel's synthetic durations summed exactly on
 the stack that launched it), the live timeline under every analysis
 (against sums and unions computed here from the program's own totals and
-from the Chrome export), drops counted while the daemon is down, and a
-stopped daemon never holding the program up."""
+from the Chrome export), kernels named from CUPTI where the launch probes
+attached after the program named them, drops counted while the daemon is
+down, and a stopped daemon never holding the program up."""
 
 import json
 import os
@@ -217,6 +218,47 @@ def live_capture_of_a_cuda_process():
         p = d.ctl("analyze", "comm", str(cid), check=1)
         expect(p.returncode != 0 and b"no communication kernels" in p.stderr,
                "comm without NCCL kernels says so: %r" % p.stderr)
+    finally:
+        if app:
+            app.kill()
+        d.cleanup()
+
+
+@test
+def kernels_named_before_the_daemon_started():
+    """A process that got its function handles before gpuprofd attached
+    (any process of a host whose always-on daemon restarts): the launch
+    probes never saw the names and know its launches only as "0x<handle>",
+    but the CUPTI kernels joined to them name them, so the flame graphs
+    show the real kernel names for both weights."""
+    need_build()
+    d = Daemon("sampling.cpu = false\n")
+    d.cupti = os.path.join(d.tmp, "cupti.sock")
+    app = None
+    n = 2 * 20
+    try:
+        # the kernels named, then the daemon started: its probes attach to
+        # the running program after the names went by
+        app = App(d, ["--name-early", "--threads", "2", "--launches", "20",
+                      "--kernel", K_A + ":20000", "--kernel", K_B + ":5000"])
+        d.start()
+        wait_until(lambda: status(d, "cupti")["peers"] >= 1, "the library connected")
+        t = app.run(d)
+        eq(t["kernels"], {K_A: (n, n * 20000), K_B: (n, n * 5000)}, "what the program did")
+        wait_until(lambda: kernels_stored(d) >= 2 * n, "the library's last batch")
+        wait_until(lambda: status(d, "gpu")["unnamed_launches"] >= 2 * n,
+                   "the probes counting launches they could not name")
+        cid = capture(d, app.pid)
+        for weight, per in (("gpu-time", {K_A: 20000, K_B_SHOWN: 5000}),
+                            ("launches", {K_A: 1, K_B_SHOWN: 1})):
+            got = {}
+            for line in d.ctl("folded", str(cid), "--weight", weight).stdout.decode().splitlines():
+                frames, _, w = line.rpartition(" ")
+                top = frames.split(";")[-1]
+                expect(not top.startswith("0x"), "%s: a launch by handle: %r" % (weight, line))
+                expect(";worker;" in frames, "%s: on its launching stack: %r" % (weight, line))
+                got[top] = got.get(top, 0) + int(w)
+            eq(got, {k + "_[G]": n * v for k, v in per.items()}, "folded --weight " + weight)
     finally:
         if app:
             app.kill()
