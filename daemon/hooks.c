@@ -113,7 +113,8 @@ static void symbolize(void *arg, struct capture *c)
  * symbolizer read for it an instant before (cpu.c notes a pid before
  * unwinding its stack), instead of reading them again. */
 static int shared_maps(void *arg, uint32_t pid, uint64_t max_age_ns,
-		       void (*each)(void *ctx, const struct pmq_map *m, const char *name), void *ctx)
+		       void (*each)(void *ctx, const struct pmq_map *m, const char *name),
+		       void *ctx)
 {
 	return sym_fresh_maps(arg, pid, max_age_ns, each, ctx);
 }

@@ -69,9 +69,9 @@ struct cpu_priv {
 	bool skip_self;
 
 	unsigned ticks;
-	uint64_t lost;		/* ring buffer full in BPF (per-CPU map, summed) */
-	uint64_t local_drops;	/* tables full, malformed records */
-	uint64_t attach_errors; /* per-CPU open/attach failures, cumulative */
+	uint64_t lost;		  /* ring buffer full in BPF (per-CPU map, summed) */
+	uint64_t local_drops;	  /* tables full, malformed records */
+	uint64_t attach_errors;	  /* per-CPU open/attach failures, cumulative */
 	uint64_t new_wake_gap_ns; /* least time between wake-ups for new programs */
 
 	struct collector_pid_hook pid_hook;

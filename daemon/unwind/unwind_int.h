@@ -121,7 +121,7 @@ struct unwinder {
 	size_t nobjs;
 	struct uw_obj *vdso; /* the kernel's vDSO, same image in every 64-bit process */
 	bool vdso_tried;
-	bool maps_text;		/* read /proc/PID/maps as text: no PROCMAP_QUERY (or asked to) */
+	bool maps_text;		 /* read /proc/PID/maps as text: no PROCMAP_QUERY (or asked to) */
 	unwind_maps_fn maps_src; /* unwind_set_maps_source() */
 	void *maps_src_arg;
 	struct uw_rule scratch; /* a rule the budget left no room to cache */

@@ -237,8 +237,7 @@ static void test_fresh_maps(void)
 
 	CHECK_EQ_INT(sym_new(NULL, &s), 0);
 	CHECK_EQ_INT(child_start(&ch, lib_path), 0);
-	CHECK_EQ_INT(sym_fresh_maps(s, (uint32_t)ch.pid, 10000000000ull, fresh_each, &fs),
-		     -ENOENT);
+	CHECK_EQ_INT(sym_fresh_maps(s, (uint32_t)ch.pid, 10000000000ull, fresh_each, &fs), -ENOENT);
 	sym_note_pid(s, (uint32_t)ch.pid);
 	CHECK_EQ_INT(sym_fresh_maps(s, (uint32_t)ch.pid, 10000000000ull, fresh_each, &fs), 0);
 	CHECK(fs.n >= 3);
@@ -250,8 +249,7 @@ static void test_fresh_maps(void)
 	CHECK_EQ_INT((int)fs.n, 0);
 	child_stop(&ch);
 	sym_note_exec(s, (uint32_t)ch.pid); /* gone: the re-read fails */
-	CHECK_EQ_INT(sym_fresh_maps(s, (uint32_t)ch.pid, 10000000000ull, fresh_each, &fs),
-		     -ENOENT);
+	CHECK_EQ_INT(sym_fresh_maps(s, (uint32_t)ch.pid, 10000000000ull, fresh_each, &fs), -ENOENT);
 	CHECK_STREQ(res(s, ch.pid, ch.exe_func), "exe_func"); /* the snapshot stays */
 	sym_free(s);
 }
