@@ -384,10 +384,9 @@ static struct {
 
 static bool same_file(const struct elf_cached *c, const struct stat *st)
 {
-	return c->used && c->dev == st->st_dev && c->ino == st->st_ino &&
-	       c->size == st->st_size && c->mtime.tv_sec == st->st_mtim.tv_sec &&
-	       c->mtime.tv_nsec == st->st_mtim.tv_nsec && c->ctime.tv_sec == st->st_ctim.tv_sec &&
-	       c->ctime.tv_nsec == st->st_ctim.tv_nsec;
+	return c->used && c->dev == st->st_dev && c->ino == st->st_ino && c->size == st->st_size &&
+	       c->mtime.tv_sec == st->st_mtim.tv_sec && c->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+	       c->ctime.tv_sec == st->st_ctim.tv_sec && c->ctime.tv_nsec == st->st_ctim.tv_nsec;
 }
 
 static bool elf_cache_get(const struct stat *st, struct elf_facts *f)
