@@ -31,6 +31,9 @@ const volatile bool include_idle = false; /* sample the per-CPU idle task (pid 0
  * wake-up until this many bytes wait; userspace drains on a timer meanwhile,
  * so a mostly idle host pays for a few wake-ups a second, not one per sample. */
 const volatile __u64 wakeup_bytes = 0;
+/* Least time between two wake-ups for new programs (seen below); 0: one
+ * for each. Several CPUs may take the same opening: a few more at worst. */
+const volatile __u64 new_wake_gap_ns = 0;
 /* Bytes of user stack to copy for the daemon's CFI unwinder (ustack.h);
  * 0: frame-pointer user stacks taken here instead. */
 const volatile __u32 stack_bytes = USTACK_DEFAULT_BYTES;
@@ -56,7 +59,12 @@ struct {
 /* Programs sampled lately, by process and command name (an exec changes
  * it): the first sample of one wakes the reader at once, so the daemon
  * reads its mappings for unwinding while a short-lived process still
- * lives; others wait for the batched drain. */
+ * lives; others wait for the batched drain. At most one such wake-up per
+ * new_wake_gap_ns, though: on a host that starts processes by the hundred a
+ * wake-up for each was a large part of the sampler's cost, and one drain
+ * reads every new program pending. A new program sampled within the gap
+ * (counted in new_wakes) is read at the wake-up that the first sample after
+ * the gap forces, or at the timer's drain if that comes first. */
 struct seen_key {
 	__u32 tgid;
 	char comm[CPU_SAMPLE_COMM_LEN];
@@ -68,6 +76,30 @@ struct {
 	__type(key, struct seen_key);
 	__type(value, __u8);
 } seen SEC(".maps");
+
+/* When a new program last woke the reader, and whether one has waited
+ * since (one for all CPUs). */
+struct new_wake {
+	__u64 last_ns;
+	__u64 pending;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct new_wake);
+} new_wake_last SEC(".maps");
+
+/* New programs that woke the reader (key 0), and those that waited for a
+ * drain because another had woken it within new_wake_gap_ns (key 1); per
+ * CPU, summed by userspace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} new_wakes SEC(".maps");
 
 /* Samples lost because the ring buffer was full; userspace sums the CPUs. */
 struct {
@@ -198,11 +230,32 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 				: BPF_RB_NO_WAKEUP;
 	if (wakeup_bytes && slen) {
 		struct seen_key k = {.tgid = tgid};
+		struct new_wake *nw = bpf_map_lookup_elem(&new_wake_last, &zero);
+		bool open = !new_wake_gap_ns || !nw || r->ts_ns - nw->last_ns >= new_wake_gap_ns;
+		bool wake = nw && nw->pending && open;
 		__u8 one = 1;
 
 		__builtin_memcpy(k.comm, r->comm, sizeof(k.comm));
 		if (!bpf_map_lookup_elem(&seen, &k)) {
+			__u32 waited = !open;
+			__u64 *cnt = bpf_map_lookup_elem(&new_wakes, &waited);
+
 			bpf_map_update_elem(&seen, &k, &one, BPF_ANY);
+			if (cnt)
+				*cnt += 1;
+			if (open)
+				wake = true;
+			else if (nw)
+				nw->pending = 1;
+		}
+		/* A new program that waited is read at the first sample of
+		 * any program once the gap is over: it waits at most the gap
+		 * (and the next sample), not the drain period. */
+		if (wake) {
+			if (nw) {
+				nw->last_ns = r->ts_ns;
+				nw->pending = 0;
+			}
 			flags = BPF_RB_FORCE_WAKEUP;
 		}
 	}

@@ -16,6 +16,7 @@
 #include "collect/cupti_sass.h"
 #include "collect/gpu_launch.h"
 #include "timeline/live.h"
+#include "unwind/unwind.h"
 #include "xe_collector.h"
 #include "zebin.h"
 
@@ -108,6 +109,16 @@ static void symbolize(void *arg, struct capture *c)
 	sass_text(g, c);
 }
 
+/* The unwinder's first sight of a process takes the mappings the
+ * symbolizer read for it an instant before (cpu.c notes a pid before
+ * unwinding its stack), instead of reading them again. */
+static int shared_maps(void *arg, uint32_t pid, uint64_t max_age_ns,
+		       void (*each)(void *ctx, const struct pmq_map *m, const char *name),
+		       void *ctx)
+{
+	return sym_fresh_maps(arg, pid, max_age_ns, each, ctx);
+}
+
 static bool py_name(const void *ctx, uint64_t ip, char *name, size_t len, char *line,
 		    size_t linelen)
 {
@@ -135,6 +146,8 @@ void hooks_init(struct gpd *g)
 	struct collector *cpu = collectors_find(g, "cpu");
 	if (cpu)
 		cpu_collector_set_pid_hook(cpu, note_pid, symbolizer);
+	if (g->unwinder)
+		unwind_set_maps_source(g->unwinder, shared_maps, symbolizer);
 	/* Launching processes may never be sampled on CPU: snapshot their
 	 * maps when they are found, so launch stacks resolve after exit. */
 	struct collector *gpu = collectors_find(g, "gpu");
@@ -155,6 +168,8 @@ void hooks_init(struct gpd *g)
 
 void hooks_finish(struct gpd *g)
 {
+	if (g->unwinder)
+		unwind_set_maps_source(g->unwinder, NULL, NULL);
 	sym_free(g->symbolizer);
 	g->symbolizer = NULL;
 }

@@ -21,7 +21,9 @@
  *
  *   bench-cpu-overhead [seconds] [frequency_hz] [--stack-bytes N] [--python]
  *                      [--copies N] [--warmup S] [--churn WORKERS]
- *                      [--churn-script PATH] [--maps-text] [-- COMMAND [ARGS...]]
+ *                      [--churn-script PATH] [--maps-text] [--no-shared-maps]
+ *                      [--new-wake-gap-ms MS]
+ *                      [-- COMMAND [ARGS...]]
  *
  * --stack-bytes N: the user stack copied per sample for the CFI unwinder
  * (default 16384, the daemon's; 0 = frame pointers in BPF, no unwinder).
@@ -53,6 +55,12 @@
  * --no-symbolizer: leave out what gpuprofd does with each new pid besides
  * unwinding (daemon/hooks.c: the symbolizer snapshots its mappings on the
  * loop), which the bench otherwise does as the daemon does.
+ * --no-shared-maps: the unwinder reads a new process's mappings itself
+ * rather than taking the symbolizer's read of an instant before (as
+ * daemon/hooks.c wires them): what a new process cost before they shared.
+ * --new-wake-gap-ms MS: least time between two wake-ups of the loop for a
+ * new program's first sample (default 50; 0: one for each new program, as
+ * before).
  *
  * Symbolization itself is not in these figures: it runs once per capture,
  * on a worker thread (bench/folded measures it); the symbolizer's snapshot
@@ -575,6 +583,20 @@ static void window(struct bench *b, const char *label, struct result *res)
 		       uw1.objects_loaded - uw0.objects_loaded);
 	}
 	print_unwind_status(g, &res->p50, &res->p90);
+	{
+		/* the collector's own status: its new-program wake-ups */
+		cJSON *o = cJSON_CreateObject();
+		char *txt;
+
+		if (o && b->c.ops->status) {
+			b->c.ops->status(&b->c, o);
+			txt = cJSON_PrintUnformatted(cJSON_GetObjectItem(o, "new_program_wakeups"));
+			if (txt)
+				printf("cpu collector new_program_wakeups (cumulative): %s\n", txt);
+			free(txt);
+		}
+		cJSON_Delete(o);
+	}
 	if (g->pyreg && ev0) {
 		double ns = py1.samples - py0.samples, nspl = py1.spliced - py0.spliced;
 		uint64_t walks = py1.walks - py0.walks;
@@ -619,6 +641,14 @@ static void note_pid(void *arg, uint32_t pid, bool exec)
 		sym_note_pid(arg, pid);
 }
 
+/* hooks.c's: the unwinder's first sight takes the symbolizer's read */
+static int shared_maps_fn(void *arg, uint32_t pid, uint64_t max_age_ns,
+			  void (*each)(void *ctx, const struct pmq_map *m, const char *name),
+			  void *ctx)
+{
+	return sym_fresh_maps(arg, pid, max_age_ns, each, ctx);
+}
+
 /* The load of short-lived processes (bench/cpu/churn.sh), in a process
  * group of its own so that it goes whole. */
 static pid_t churn_start(const char *script, unsigned workers)
@@ -660,7 +690,8 @@ int main(int argc, char **argv)
 	pid_t child[16], churn_pid;
 	int r, npos = 0;
 	long stack_bytes = 16384;
-	bool python = false, maps_text = false, with_sym = true;
+	bool python = false, maps_text = false, with_sym = true, shared_maps = true;
+	double wake_gap_ms = -1;
 	struct symbolizer *sym = NULL;
 
 	for (int i = 1; i < argc; i++) {
@@ -688,6 +719,14 @@ int main(int argc, char **argv)
 			with_sym = false;
 			continue;
 		}
+		if (!strcmp(argv[i], "--new-wake-gap-ms") && i + 1 < argc) {
+			wake_gap_ms = atof(argv[++i]);
+			continue;
+		}
+		if (!strcmp(argv[i], "--no-shared-maps")) {
+			shared_maps = false;
+			continue;
+		}
 		if (!strcmp(argv[i], "--maps-text")) {
 			maps_text = true;
 			continue;
@@ -711,7 +750,7 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"usage: %s [seconds] [frequency_hz] [--stack-bytes N] [--python] "
 			"[--copies N (1-16)] [--warmup SECONDS] [--churn WORKERS (1-16)] "
-			"[--churn-script PATH] [--maps-text] [--no-symbolizer] "
+			"[--churn-script PATH] [--maps-text] [--no-shared-maps] [--new-wake-gap-ms MS] [--no-symbolizer] "
 			"[-- COMMAND [ARGS...]]\n",
 			argv[0]);
 		return 2;
@@ -739,7 +778,12 @@ int main(int argc, char **argv)
 
 		if (sym_new(&so, &sym) < 0 || cpu_collector_set_pid_hook(&b.c, note_pid, sym) < 0)
 			return 1;
+		if (shared_maps && b.g.unwinder)
+			unwind_set_maps_source(b.g.unwinder, shared_maps_fn, sym);
 	}
+	if (wake_gap_ms >= 0 &&
+	    cpu_collector_set_new_wake_gap(&b.c, (uint64_t)(wake_gap_ms * 1e6)) < 0)
+		return 1;
 
 	/* Run-time statistics of BPF programs while this fd is open
 	 * (BPF_ENABLE_STATS, Linux 5.8). Optional. */

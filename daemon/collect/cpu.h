@@ -31,6 +31,10 @@ int cpu_collector_set_pid_hook(struct collector *c, collector_pid_fn fn, void *a
  * Returns 0 or -ENOMEM.
  */
 int cpu_collector_configure(struct collector *c, size_t ringbuf_bytes, bool skip_self);
+/* Least time between two wake-ups of the loop for new programs' first
+ * samples (their mappings read while they live); 0: one for each. Default
+ * 50 ms, a fifth of the drain period. Before open; for the bench and tests. */
+int cpu_collector_set_new_wake_gap(struct collector *c, uint64_t gap_ns);
 
 /*
  * Parse a kernel CPU list ("0-3,5,7-8\n", as in

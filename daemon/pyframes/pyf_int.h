@@ -97,6 +97,9 @@ struct pyf_proc {
 /* pyfattach.c: the process's memory */
 /* Read exactly len bytes at addr; -EFAULT on a short or failed read. */
 int pyf_read(struct pyf_proc *p, uint64_t addr, void *buf, size_t len);
+/* Inspections of an interpreter's file answered from what an earlier one
+ * read (pyfattach.c), since start. */
+uint64_t pyf_elf_cache_hits(void);
 int pyf_read_u64(struct pyf_proc *p, uint64_t addr, uint64_t *v);
 
 /* pyflayout.c: offsets */

@@ -22,6 +22,7 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,6 +357,79 @@ static int elf_inspect(Elf *e, struct elf_facts *f)
 	return 0;
 }
 
+/*
+ * What elf_inspect() found in a file, by its identity: on a host that
+ * starts Python processes all the time (a build's `python3 -c`), each new one
+ * otherwise read the interpreter's sections again and scanned its .rodata
+ * byte by byte, the largest part of what its recognition cost. The key has
+ * the file's size and its change time, so a file rewritten in place is read
+ * again. A few entries, replaced in turn; one lock: the registry inspects
+ * on a thread pool.
+ */
+#define ELF_CACHE_SLOTS 16
+
+static struct {
+	pthread_mutex_t lock;
+	struct elf_cached {
+		dev_t dev;
+		ino_t ino;
+		off_t size;
+		struct timespec mtime, ctime;
+		bool used;
+		struct elf_facts f;
+	} e[ELF_CACHE_SLOTS];
+	unsigned next;
+	uint64_t hits;
+} elf_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static bool same_file(const struct elf_cached *c, const struct stat *st)
+{
+	return c->used && c->dev == st->st_dev && c->ino == st->st_ino && c->size == st->st_size &&
+	       c->mtime.tv_sec == st->st_mtim.tv_sec && c->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+	       c->ctime.tv_sec == st->st_ctim.tv_sec && c->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+static bool elf_cache_get(const struct stat *st, struct elf_facts *f)
+{
+	bool hit = false;
+
+	pthread_mutex_lock(&elf_cache.lock);
+	for (unsigned i = 0; i < ELF_CACHE_SLOTS && !hit; i++)
+		if (same_file(&elf_cache.e[i], st)) {
+			*f = elf_cache.e[i].f;
+			elf_cache.hits++;
+			hit = true;
+		}
+	pthread_mutex_unlock(&elf_cache.lock);
+	return hit;
+}
+
+static void elf_cache_put(const struct stat *st, const struct elf_facts *f)
+{
+	pthread_mutex_lock(&elf_cache.lock);
+	elf_cache.e[elf_cache.next] = (struct elf_cached){
+		.dev = st->st_dev,
+		.ino = st->st_ino,
+		.size = st->st_size,
+		.mtime = st->st_mtim,
+		.ctime = st->st_ctim,
+		.used = true,
+		.f = *f,
+	};
+	elf_cache.next = (elf_cache.next + 1) % ELF_CACHE_SLOTS;
+	pthread_mutex_unlock(&elf_cache.lock);
+}
+
+uint64_t pyf_elf_cache_hits(void)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&elf_cache.lock);
+	n = elf_cache.hits;
+	pthread_mutex_unlock(&elf_cache.lock);
+	return n;
+}
+
 static int inspect_candidate(struct pyf_proc *p, const struct cand *c, struct elf_facts *f)
 {
 	char mf[320];
@@ -372,6 +446,10 @@ static int inspect_candidate(struct pyf_proc *p, const struct cand *c, struct el
 		close(fd);
 		return -ENOEXEC;
 	}
+	if (elf_cache_get(&st, f)) {
+		close(fd);
+		return 0;
+	}
 	/* pread, not mmap: the file is the profiled user's, and one truncated
 	 * under us would SIGBUS the daemon (as for the unwinder's objects) */
 	e = elf_begin(fd, ELF_C_READ, NULL);
@@ -379,6 +457,8 @@ static int inspect_candidate(struct pyf_proc *p, const struct cand *c, struct el
 	if (e)
 		elf_end(e);
 	close(fd);
+	if (r == 0)
+		elf_cache_put(&st, f);
 	return r;
 }
 

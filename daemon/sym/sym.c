@@ -8,6 +8,8 @@
  */
 #include "sym_priv.h"
 
+#include "procmapq.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -214,6 +216,7 @@ static void note(struct symbolizer *s, uint32_t pid, bool force)
 	if (procmaps_read(s->proc_dir, pid, &maps) < 0)
 		return;
 	maps->refs = 1;
+	maps->read_ns = now;
 	pthread_mutex_lock(&s->lock);
 	old = proc_set(s, pid, maps, now, true, &ev);
 	pthread_mutex_unlock(&s->lock);
@@ -239,6 +242,7 @@ struct sym_maps *sym_proc_snapshot(struct symbolizer *s, uint32_t pid, bool *ali
 	*alive = pid && procmaps_read(s->proc_dir, pid, &fresh) == 0;
 	pthread_mutex_lock(&s->lock);
 	if (fresh) {
+		fresh->read_ns = now;
 		fresh->refs = 2; /* the cache's and ours */
 		old = proc_set(s, pid, fresh, now, false, &ev);
 		m = fresh; /* without memory for the entry, ours alone (refs 1) */
@@ -252,6 +256,46 @@ struct sym_maps *sym_proc_snapshot(struct symbolizer *s, uint32_t pid, bool *ali
 	procmaps_free(old);
 	procmaps_free(ev);
 	return m;
+}
+
+int sym_fresh_maps(struct symbolizer *s, uint32_t pid, uint64_t max_age_ns,
+		   void (*each)(void *ctx, const struct pmq_map *m, const char *name), void *ctx)
+{
+	uint64_t now = sym_now_ns();
+	struct sym_maps *ms = NULL;
+	int r = -ENOENT;
+
+	if (!s || !pid)
+		return -ENOENT;
+	pthread_mutex_lock(&s->lock);
+	struct sym_proc *p = proc_find(s, pid);
+	/* snap_ns later than the read: a re-read (an exec) failed since, and
+	 * what is held may be the program before the exec */
+	if (p && p->maps && p->maps->read_ns == p->snap_ns && now - p->maps->read_ns < max_age_ns) {
+		ms = p->maps;
+		ms->refs++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (!ms)
+		return r;
+	/* a snapshot cut at its bound misses mappings: no use to a walker */
+	r = ms->n >= SYM_MAX_MAPPINGS ? -E2BIG : 0;
+	for (size_t i = 0; !r && i < ms->n; i++) {
+		const struct sym_map *m = &ms->m[i];
+		struct pmq_map q = {
+			.start = m->start,
+			.end = m->end,
+			.off = m->off,
+			.ino = m->ino,
+			.dev_major = m->dev_major,
+			.dev_minor = m->dev_minor,
+			.flags = PMQ_EXEC,
+		};
+
+		each(ctx, &q, sym_map_path(ms, m));
+	}
+	sym_maps_put(s, ms);
+	return r;
 }
 
 void sym_maps_put(struct symbolizer *s, struct sym_maps *m)

@@ -96,6 +96,18 @@ void sym_note_pid(struct symbolizer *s, uint32_t pid);
 void sym_note_exec(struct symbolizer *s, uint32_t pid);
 
 /*
+ * Hand over the executable mappings of pid's snapshot when it was read less
+ * than max_age_ns ago (by sym_note_pid() or sym_note_exec() just before):
+ * each() gets them in address order, outside the lock. Lets the unwinder's
+ * first sight of a new process use the read just made instead of reading
+ * the mappings again. 0; -ENOENT when there is no such snapshot, -E2BIG
+ * when it was cut at its bound (the reader must read for itself).
+ */
+struct pmq_map;
+int sym_fresh_maps(struct symbolizer *s, uint32_t pid, uint64_t max_age_ns,
+		   void (*each)(void *ctx, const struct pmq_map *m, const char *name), void *ctx);
+
+/*
  * Resolve every frame of every (record pid, stack) pair present in c and
  * attach the result as the capture's CAPSEC_SYMBOLS section (replacing an
  * older one). Non-leaf frames are looked up at ip - 1 (they are return

@@ -78,7 +78,8 @@ struct sym_maps {
 	size_t n;
 	char *paths;
 	size_t paths_len;
-	int refs; /* sym.c, under its lock */
+	int refs;	  /* sym.c, under its lock */
+	uint64_t read_ns; /* sym.c: when the read began (sym_fresh_maps) */
 };
 
 #define SYM_MAX_MAPPINGS 65536

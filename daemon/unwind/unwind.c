@@ -519,6 +519,12 @@ int unwind_new(const struct unwind_opts *opts, struct unwinder **ret)
 	return 0;
 }
 
+void unwind_set_maps_source(struct unwinder *u, unwind_maps_fn fn, void *arg)
+{
+	u->maps_src = fn;
+	u->maps_src_arg = arg;
+}
+
 void unwind_free(struct unwinder *u)
 {
 	if (!u)
@@ -659,6 +665,7 @@ void unwind_status(struct unwinder *u, cJSON *obj, bool with_processes)
 	}
 	cJSON_AddStringToObject(obj, "maps_method", u->maps_text ? "text" : "procmap_query");
 	cJSON_AddNumberToObject(obj, "maps_queries", (double)st->maps_queries);
+	cJSON_AddNumberToObject(obj, "maps_shared", (double)st->maps_shared);
 	cJSON_AddNumberToObject(obj, "objects_loaded", (double)st->objs_loaded);
 	cJSON_AddNumberToObject(obj, "objects_failed", (double)st->objs_failed);
 	cJSON_AddNumberToObject(obj, "objects_over_budget", (double)st->objs_over_budget);

@@ -87,6 +87,21 @@ int unwind_user_cfas(struct unwinder *u, uint32_t pid, const struct unwind_regs 
  */
 int unwind_prepare(struct unwinder *u, uint32_t pid);
 
+/*
+ * Where a process's mappings were just read by another reader (the
+ * symbolizer snapshots every new pid right before its first stack): fn
+ * gives each executable mapping of pid, in address order, to each() and
+ * returns 0 when it holds a read younger than max_age_ns, else a negative
+ * errno; the unwinder then reads for itself. Used on first sight only: a
+ * re-read (an address outside every mapping) always reads. fn NULL: none.
+ * Lets a new process cost one read of its mappings instead of two.
+ */
+struct pmq_map;
+typedef int (*unwind_maps_fn)(void *arg, uint32_t pid, uint64_t max_age_ns,
+			      void (*each)(void *ctx, const struct pmq_map *m, const char *name),
+			      void *ctx);
+void unwind_set_maps_source(struct unwinder *u, unwind_maps_fn fn, void *arg);
+
 /* A process exited (or exec'd): drop what is cached for it. */
 void unwind_forget_pid(struct unwinder *u, uint32_t pid);
 

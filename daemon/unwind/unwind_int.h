@@ -105,6 +105,7 @@ struct unwind_stats {
 	uint32_t ns_recent[1024]; /* the last walks' times, for percentiles */
 	uint64_t maps_reads, maps_refreshes, objs_loaded, objs_failed;
 	uint64_t maps_queries; /* PROCMAP_QUERY ioctls: mappings read one by one */
+	uint64_t maps_shared;  /* first sights served by another reader's read */
 	uint64_t refresh_unknown, refresh_failed; /* re-reads: an address outside, a failed walk */
 	uint64_t procs_evicted, objs_evicted, rule_flushes, objs_over_budget;
 };
@@ -120,7 +121,9 @@ struct unwinder {
 	size_t nobjs;
 	struct uw_obj *vdso; /* the kernel's vDSO, same image in every 64-bit process */
 	bool vdso_tried;
-	bool maps_text;		/* read /proc/PID/maps as text: no PROCMAP_QUERY (or asked to) */
+	bool maps_text;		 /* read /proc/PID/maps as text: no PROCMAP_QUERY (or asked to) */
+	unwind_maps_fn maps_src; /* unwind_set_maps_source() */
+	void *maps_src_arg;
 	struct uw_rule scratch; /* a rule the budget left no room to cache */
 	/* the process being read or walked: never evicted under itself */
 	const struct uw_proc *busy;

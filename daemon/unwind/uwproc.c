@@ -460,13 +460,65 @@ static int maps_query(struct unwinder *u, struct uw_proc *p, struct maps_acc *a)
 	return r;
 }
 
-/* Read the executable mappings of p: through PROCMAP_QUERY where the
- * kernel has it, else (and for good, once it said no) as text. */
-static int maps_read(struct unwinder *u, struct uw_proc *p)
+/* Another reader's read older than this is not taken: the samples of a new
+ * process follow its first one within the same drain. */
+#define UW_SHARED_MAX_AGE_NS (100ull * 1000000ull)
+
+struct shared_ctx {
+	struct unwinder *u;
+	struct uw_proc *p;
+	struct maps_acc *a;
+	bool vdso_seen;
+	int err;
+};
+
+/* One mapping of another reader's read: the objects as maps_query() finds
+ * them (by device and inode, opened by path only when not cached). */
+static void shared_add(void *ctx, const struct pmq_map *q, const char *name)
+{
+	struct shared_ctx *sc = ctx;
+	struct unwinder *u = sc->u;
+	struct uw_map m = {.start = q->start, .end = q->end, .pgoff = q->off};
+
+	if (sc->err || q->end <= q->start || sc->a->n >= UW_MAPS_MAX ||
+	    (sc->a->n && q->start < sc->a->maps[sc->a->n - 1].end)) {
+		sc->err = sc->err ? sc->err : -EINVAL; /* not in address order: read ourselves */
+		return;
+	}
+	if (q->ino && name[0] == '/') {
+		dev_t dev = makedev(q->dev_major, q->dev_minor);
+
+		m.obj = obj_lookup(u, dev, (ino_t)q->ino);
+		if (!m.obj)
+			m.obj = obj_open(u, sc->p->pid, q->start, q->end, name, dev, (ino_t)q->ino);
+	} else if (!sc->vdso_seen && !strcmp(name, "[vdso]")) {
+		sc->vdso_seen = true;
+		m.obj = vdso_get(u);
+	}
+	if (acc_add(u, sc->a, &m) < 0)
+		sc->err = -ENOMEM;
+}
+
+/* Read the executable mappings of p: on first sight from another reader's
+ * fresh read where one is at hand (unwind_set_maps_source), else through
+ * PROCMAP_QUERY where the kernel has it, else (and for good, once it said
+ * no) as text. */
+static int maps_read(struct unwinder *u, struct uw_proc *p, bool first)
 {
 	struct maps_acc a = {0};
 	int r = -ENOTTY;
 
+	if (first && u->maps_src) {
+		struct shared_ctx sc = {.u = u, .p = p, .a = &a};
+
+		r = u->maps_src(u->maps_src_arg, p->pid, UW_SHARED_MAX_AGE_NS, shared_add, &sc);
+		if (!r && !sc.err && a.n) {
+			u->st.maps_shared++;
+			goto done;
+		}
+		acc_drop(u, &a);
+		r = -ENOTTY;
+	}
 	if (!u->maps_text) {
 		r = maps_query(u, p, &a);
 		if (r == -ENOTTY || r == -EINVAL) {
@@ -482,6 +534,7 @@ static int maps_read(struct unwinder *u, struct uw_proc *p)
 		acc_drop(u, &a);
 		return r;
 	}
+done:
 	u->st.maps_reads++;
 	maps_release(u, p);
 	p->maps = a.maps;
@@ -513,7 +566,7 @@ bool uw_proc_refresh(struct unwinder *u, struct uw_proc *p, uint64_t min_age_ns)
 {
 	if (uw_now_ns() - p->read_ns < min_age_ns)
 		return false;
-	if (maps_read(u, p) < 0) {
+	if (maps_read(u, p, false) < 0) {
 		p->read_ns = uw_now_ns(); /* gone: do not retry at once */
 		p->gone = true;
 		return false;
@@ -564,7 +617,7 @@ struct uw_proc *uw_proc_get(struct unwinder *u, uint32_t pid)
 	u->nprocs++;
 	u->bytes += sizeof(*p);
 	u->busy = p;
-	if (maps_read(u, p) < 0) { /* gone already, or unreadable */
+	if (maps_read(u, p, true) < 0) { /* gone already, or unreadable */
 		uw_proc_free(u, p);
 		return NULL;
 	}

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -30,6 +31,7 @@
 #include "gpd.h"
 #include "store/store.h"
 #include "test.h"
+#include "unwind/unwind.h"
 
 #define TEST_FREQ_HZ 999
 #define TEST_RUN_MS 1500
@@ -399,6 +401,100 @@ static void test_unavailable_frequency(void)
 	harness_finish(&h);
 }
 
+#define BURST_CHILDREN 24
+#define BURST_SPACING_MS 20
+#define BURST_SPIN_MS 40
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A burst of short-lived processes (forked, each spinning BURST_SPIN_MS
+ * after its turn) sampled with the stack copy on; the collector's
+ * new-program wake-ups from status, and the run's length. */
+static void burst_run(uint64_t gap_ns, double *woke, double *waited, uint64_t *ms)
+{
+	struct harness h;
+	pid_t kids[BURST_CHILDREN];
+	uint64_t t0;
+	cJSON *obj, *nw;
+
+	harness_init(&h, TEST_FREQ_HZ);
+	/* with an unwinder the program copies stacks, and only then wakes
+	 * the reader for a new program */
+	CHECK_EQ_INT(unwind_new(NULL, &h.g.unwinder), 0);
+	CHECK_EQ_INT(cpu_collector_set_new_wake_gap(&h.c, gap_ns), 0);
+	open_or_skip(&h);
+	t0 = mono_ms();
+	CHECK_EQ_INT(h.c.ops->start(&h.c), 0);
+	CHECK_EQ_INT(h.c.state, COLLECTOR_ATTACHED);
+	for (int i = 0; i < BURST_CHILDREN; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			uint64_t until;
+
+			usleep((useconds_t)i * BURST_SPACING_MS * 1000);
+			until = mono_ms() + BURST_SPIN_MS;
+			while (mono_ms() < until)
+				gpuprof_test_sink++;
+			_exit(0);
+		}
+	}
+	uv_timer_init(&h.loop, &h.stop_timer);
+	uv_timer_start(&h.stop_timer, on_stop_timer,
+		       BURST_CHILDREN * BURST_SPACING_MS + BURST_SPIN_MS + 300, 0);
+	uv_run(&h.loop, UV_RUN_DEFAULT);
+	for (int i = 0; i < BURST_CHILDREN; i++)
+		if (kids[i] > 0)
+			waitpid(kids[i], NULL, 0);
+	obj = cJSON_CreateObject();
+	h.c.ops->status(&h.c, obj);
+	*ms = mono_ms() - t0;
+	nw = cJSON_GetObjectItem(obj, "new_program_wakeups");
+	CHECK(nw != NULL);
+	*woke = nw ? cJSON_GetNumberValue(cJSON_GetObjectItem(nw, "woke")) : -1;
+	*waited = nw ? cJSON_GetNumberValue(cJSON_GetObjectItem(nw, "waited_for_drain")) : -1;
+	cJSON_Delete(obj);
+	h.c.ops->stop(&h.c);
+	unwind_free(h.g.unwinder);
+	h.g.unwinder = NULL;
+	harness_finish(&h);
+}
+
+/*
+ * A new program's first sample wakes the loop (its mappings read while it
+ * lives), but at most once per drain period for all of them: the others
+ * wait for the drain, and status counts them. With a gap of 0, one wake-up
+ * for each, as before. Other processes on the host are new programs too:
+ * the bounds hold whatever else runs.
+ */
+static void test_new_program_wakeups(void)
+{
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	double woke, waited;
+	uint64_t ms, bound;
+
+	burst_run(0, &woke, &waited, &ms);
+	fprintf(stderr, "gap 0: %.0f woke, %.0f waited in %llu ms\n", woke, waited,
+		(unsigned long long)ms);
+	CHECK_EQ_INT((int)waited, 0);
+	CHECK(woke >= BURST_CHILDREN / 2);
+
+	burst_run(250000000ull, &woke, &waited, &ms);
+	/* one per 250 ms; CPUs racing for the same opening may each take it */
+	bound = (ms / 250 + 1) * (uint64_t)(online > 0 ? online : 1);
+	fprintf(stderr, "gap 250 ms: %.0f woke (at most %llu), %.0f waited in %llu ms\n", woke,
+		(unsigned long long)bound, waited, (unsigned long long)ms);
+	CHECK(woke >= 1);
+	CHECK(woke <= (double)bound);
+	CHECK(woke + waited >= BURST_CHILDREN / 2);
+	CHECK(waited >= 1);
+}
+
 static void test_cpulist(void)
 {
 	bool m[8];
@@ -433,5 +529,6 @@ int main(int argc, char **argv)
 	RUN(test_status_attached);
 	RUN(test_spin_stacks);
 	RUN(test_syscall_kernel_stacks);
+	RUN(test_new_program_wakeups);
 	return test_summary();
 }

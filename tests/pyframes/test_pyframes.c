@@ -811,6 +811,20 @@ static void live(const struct interp *in)
 			    p->pthread_tid_off);
 			pyf_free(p);
 		}
+		/* a second process of the same interpreter (here the same one
+		 * again) is recognized from what the first read of its file */
+		uint64_t hits = pyf_elf_cache_hits();
+		p = NULL;
+		CHECK_EQ_INT(pyf_attach((uint32_t)pid, NULL, &p), 0);
+		CHECK(pyf_elf_cache_hits() > hits);
+		if (p) {
+			CHECK(pyf_reason(p) == NULL);
+			CHECK_EQ_INT(pyf_version(p), ref_hexversion);
+			CHECK_STREQ(pyf_layout_source(p), in->source);
+			if (nt > 0 && !pyf_reason(p))
+				check_thread(p, in, &ref[0]);
+			pyf_free(p);
+		}
 		kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);
 		ran++;

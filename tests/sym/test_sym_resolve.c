@@ -14,6 +14,7 @@
 #include "sym/sym.h"
 #include "sym/sym_internal.h"
 #include "sym/symtab.h"
+#include "procmapq.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -189,6 +190,67 @@ static void test_exited_process(void)
 	CHECK(kill(ch.pid, 0) < 0);
 	CHECK_STREQ(res(s, ch.pid, ch.exe_func), "exe_func");
 	CHECK_STREQ(res(s, ch.pid, ch.lib_static), "lib_static_fn");
+	sym_free(s);
+}
+
+struct fresh_seen {
+	const struct child *ch;
+	size_t n;
+	uint64_t last_end;
+	bool ordered, exe_named, lib_named;
+};
+
+static bool ends_with_base(const char *nm, const char *path)
+{
+	const char *b = strrchr(path, '/');
+	size_t nl = strlen(nm), bl;
+
+	b = b ? b + 1 : path;
+	bl = strlen(b);
+	return nl >= bl && !strcmp(nm + nl - bl, b);
+}
+
+static void fresh_each(void *ctx, const struct pmq_map *m, const char *nm)
+{
+	struct fresh_seen *fs = ctx;
+
+	fs->ordered = fs->ordered && m->start >= fs->last_end && m->end > m->start;
+	fs->last_end = m->end;
+	fs->n++;
+	if (fs->ch->exe_func >= m->start && fs->ch->exe_func < m->end)
+		fs->exe_named = m->ino && ends_with_base(nm, exe_path);
+	if (fs->ch->lib_exported >= m->start && fs->ch->lib_exported < m->end)
+		fs->lib_named = m->ino && ends_with_base(nm, lib_path);
+}
+
+/*
+ * The snapshot a new pid just got is handed over whole (the unwinder's
+ * first sight takes it): in address order, with names; not when older
+ * than asked, nor once a re-read for an exec failed (what is held may be
+ * the program before the exec).
+ */
+static void test_fresh_maps(void)
+{
+	struct symbolizer *s;
+	struct child ch;
+	struct fresh_seen fs = {.ch = &ch, .ordered = true};
+
+	CHECK_EQ_INT(sym_new(NULL, &s), 0);
+	CHECK_EQ_INT(child_start(&ch, lib_path), 0);
+	CHECK_EQ_INT(sym_fresh_maps(s, (uint32_t)ch.pid, 10000000000ull, fresh_each, &fs), -ENOENT);
+	sym_note_pid(s, (uint32_t)ch.pid);
+	CHECK_EQ_INT(sym_fresh_maps(s, (uint32_t)ch.pid, 10000000000ull, fresh_each, &fs), 0);
+	CHECK(fs.n >= 3);
+	CHECK(fs.ordered);
+	CHECK(fs.exe_named);
+	CHECK(fs.lib_named);
+	fs.n = 0;
+	CHECK_EQ_INT(sym_fresh_maps(s, (uint32_t)ch.pid, 0, fresh_each, &fs), -ENOENT);
+	CHECK_EQ_INT((int)fs.n, 0);
+	child_stop(&ch);
+	sym_note_exec(s, (uint32_t)ch.pid); /* gone: the re-read fails */
+	CHECK_EQ_INT(sym_fresh_maps(s, (uint32_t)ch.pid, 10000000000ull, fresh_each, &fs), -ENOENT);
+	CHECK_STREQ(res(s, ch.pid, ch.exe_func), "exe_func"); /* the snapshot stays */
 	sym_free(s);
 }
 
@@ -592,6 +654,7 @@ int main(int argc, char **argv)
 	RUN(test_stripped_lib);
 	RUN(test_jit_map);
 	RUN(test_exited_process);
+	RUN(test_fresh_maps);
 	RUN(test_replaced_library);
 	RUN(test_lines);
 	RUN(test_kernel);

@@ -7,6 +7,7 @@
  * -fomit-frame-pointer, so frame pointers alone could not do it.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -21,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "test.h"
+#include "procmapq.h"
 #include "unwind/unwind.h"
 
 #define COPY_MAX 16384
@@ -315,6 +317,81 @@ static void test_new_process_read_once(void)
 	unwind_free(u);
 }
 
+/* A stand-in for the symbolizer's snapshot: this process's executable
+ * mappings as text, handed over in address order (mode 0), not at all
+ * (mode 1: nothing fresh), or out of order (mode 2: unusable). */
+static int fake_source(void *arg, uint32_t pid, uint64_t max_age_ns,
+		       void (*each)(void *ctx, const struct pmq_map *m, const char *name), void *ctx)
+{
+	int mode = *(int *)arg;
+	struct pmq_map prev = {0};
+	char line[4608], prev_name[4352] = "";
+	bool have_prev = false;
+	FILE *f;
+
+	CHECK_EQ_INT((int)pid, (int)getpid());
+	CHECK(max_age_ns > 0);
+	if (mode == 1)
+		return -ENOENT;
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, off, ino;
+		unsigned maj, min;
+		char perms[8];
+		int pos = 0;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &lo, &hi, perms, &off, &maj,
+			   &min, &ino, &pos) < 7 ||
+		    perms[2] != 'x')
+			continue;
+		struct pmq_map m = {.start = lo, .end = hi, .off = off, .ino = ino,
+				    .dev_major = maj, .dev_minor = min, .flags = PMQ_EXEC};
+		const char *name = pos ? line + pos : "";
+
+		if (mode == 2 && !have_prev) { /* hold the first back: give it last */
+			prev = m;
+			snprintf(prev_name, sizeof(prev_name), "%s", name);
+			have_prev = true;
+			continue;
+		}
+		each(ctx, &m, name);
+	}
+	fclose(f);
+	if (have_prev)
+		each(ctx, &prev, prev_name);
+	return 0;
+}
+
+/* A first sight takes another reader's fresh read of the mappings (no read
+ * of its own) and walks as well as with its own; a source with nothing
+ * fresh, or with mappings out of order, leaves the unwinder to read. */
+static void test_shared_maps_first_sight(void)
+{
+	for (int mode = 0; mode < 3; mode++) {
+		struct unwinder *u = uw_new(0);
+		uint64_t ips[MAXF];
+		unsigned n;
+		cJSON *st = cJSON_CreateObject();
+		int shared;
+
+		unwind_set_maps_source(u, fake_source, &mode);
+		a(5 + mode);
+		CHECK_EQ_INT(unwind_snap(u, ips, &n), UNWIND_COMPLETE);
+		check_same_as_backtrace(ips, n);
+		unwind_status(u, st, false);
+		shared = cJSON_GetObjectItem(st, "maps_shared")->valueint;
+		CHECK_EQ_INT(shared, mode == 0 ? 1 : 0);
+		CHECK_EQ_INT(cJSON_GetObjectItem(st, "maps_reads")->valueint, 1);
+		if (mode == 0) /* not read again by the unwinder itself */
+			CHECK_EQ_INT(cJSON_GetObjectItem(st, "maps_queries")->valueint, 0);
+		cJSON_Delete(st);
+		unwind_free(u);
+	}
+}
+
 static void test_budget_holds(void)
 {
 	struct unwinder *u = uw_new(1u << 20);
@@ -347,6 +424,7 @@ int main(int argc, char **argv)
 	RUN(test_budget_holds);
 	RUN(test_maps_query_and_text_agree);
 	RUN(test_new_process_read_once);
+	RUN(test_shared_maps_first_sight);
 	uwlib_path = argv[1];
 	RUN(test_dlopen_deleted_library);
 	return test_summary();
