@@ -571,10 +571,14 @@ def cmd_events(a):
     except (OSError, ValueError) as e:
         in_graph, on_path, length = 0, 0, 0.0
         print("no critical path: %s" % e)
-    add(a.results, a.tag + ": sync-dependency edges on the critical path",
-        "%d in the graph, %d on the path (length %.0f us)" % (in_graph, on_path, length),
-        ">= %d in the graph (one per wait), > 0 on the path" % (waits + syncs),
-        "PASS" if in_graph >= waits + syncs and on_path > 0 else "FAIL")
+    # Whether the longest path runs through a wait depends on the timing
+    # (and only the first max_edges of its edges are listed): shown, not
+    # judged; the graph must have an edge for every wait.
+    add(a.results, a.tag + ": sync-dependency edges in the critical-path graph",
+        "%d in the graph, %d among the path's listed edges (length %.0f us)" % (
+            in_graph, on_path, length),
+        ">= %d in the graph (one per wait)" % (waits + syncs),
+        "PASS" if in_graph >= waits + syncs else "FAIL")
 
 
 def cmd_added(a):

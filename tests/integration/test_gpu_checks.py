@@ -25,7 +25,7 @@ NEEDED = [os.path.join(BUILD, p) for p in (
 PASS = ["CUDA program: kernel counts", "CUDA program: folded gpu-time per kernel",
         "CUDA program: kernel GPU time on launching stacks", "CUDA program: analyses on the live capture",
         "CUDA events: event records", "CUDA events: waits linked to their cudaEventRecord",
-        "CUDA events: sync-dependency edges on the critical path",
+        "CUDA events: sync-dependency edges in the critical-path graph",
         "cupti release (stand-in process", "stand-in training window: kernel counts",
         "stand-in training window: folded gpu-time per kernel",
         "stand-in training window: kernel GPU time on launching stacks",
