@@ -9,6 +9,7 @@ each frame must show."""
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 
@@ -574,6 +575,39 @@ def austin_stacks(path, lines):
     return out if lines else names_only(out)
 
 
+def run_under_austin(d, v, exe, out):
+    """busy.py's mix under austin, writing out; the child's pid. Austin
+    1.0.1 now and then fails to exit after its child did: such a run is
+    told in the log and made again, once."""
+    for attempt in (1, 2):
+        a = subprocess.Popen(["austin", "-s", "-i", "1000", "-t", "1000", "-o", out, exe, BUSY,
+                              MIX_SECS, "mix", os.path.join(d.tmp, "inproc.txt")],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        expect(a.stdout.readline().strip() == b"ready", "%s started under austin" % v)
+        kids = subprocess.run(["pgrep", "-P", str(a.pid)], capture_output=True,
+                              text=True).stdout.split()
+        expect(len(kids) == 1, "austin's child: %r" % kids)
+        pid = int(kids[0])
+        try:
+            expect(a.wait(60) == 0, "austin exit status")
+            return pid
+        except subprocess.TimeoutExpired:
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    child = "state " + f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                child = "exited"
+            print("%s: austin still running 60 s after the start (its child %d: %s); "
+                  "killed (attempt %d)" % (v, pid, child, attempt))
+            for victim in (a.pid, pid):
+                try:
+                    os.kill(victim, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            a.wait()
+    raise AssertionError("%s: austin did not exit twice" % v)
+
+
 @test
 def agrees_with_austin():
     """Debian's austin (1.0.1, which reads CPython up to 3.10) samples the
@@ -590,15 +624,7 @@ def agrees_with_austin():
             if not v.startswith(("3.9", "3.10")):
                 continue
             out = os.path.join(d.tmp, "austin-%s.txt" % v)
-            a = subprocess.Popen(["austin", "-s", "-i", "1000", "-t", "1000", "-o", out, exe, BUSY,
-                                  MIX_SECS, "mix", os.path.join(d.tmp, "inproc.txt")],
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-            expect(a.stdout.readline().strip() == b"ready", "%s started under austin" % v)
-            kids = subprocess.run(["pgrep", "-P", str(a.pid)], capture_output=True,
-                                  text=True).stdout.split()
-            expect(len(kids) == 1, "austin's child: %r" % kids)
-            pid = int(kids[0])
-            expect(a.wait(60) == 0, "austin exit status")
+            pid = run_under_austin(d, v, exe, out)
             cap = d.ctl_json("capture", "--pid", str(pid), "--last", "12s")["id"]
             # by names: austin's call-site lines are not to be trusted
             # (docs/pyframes.md); the in-process sampler checks those
