@@ -6,6 +6,7 @@ processes started before the daemon, read with no restart and no
 environment variable. The programs (tests/pyframes/busy.py) mark the lines
 each frame must show."""
 
+import json
 import os
 import re
 import shutil
@@ -517,21 +518,30 @@ def agrees_with_an_in_process_sampler():
         need_sampler(d)
         for v, exe in interpreters():
             out = os.path.join(d.tmp, "inproc-%s.txt" % v)
-            p = subprocess.Popen([exe, BUSY, MIX_SECS, "mix", out], stdout=subprocess.PIPE)
-            try:
-                expect(p.stdout.readline().strip() == b"ready", "%s started" % v)
-                expect(p.wait(60) == 0, "%s mix exit status" % v)
-                cap = d.ctl_json("capture", "--pid", str(p.pid), "--last", "12s")["id"]
-            finally:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            # the sampler runs only while mix() does: ours from the same
-            # window, without the imports before it and the exit after it
-            # (1-2 % of ours, which lowered the heaviest stack's share by
-            # about a point)
-            ours = {k: n for k, n in our_python_stacks(d, p.pid, cap).items()
-                    if re.search(r"(^|;)mix(:|$)", k)}
+            for attempt in (1, 2):
+                p = subprocess.Popen([exe, BUSY, MIX_SECS, "mix", out], stdout=subprocess.PIPE)
+                try:
+                    expect(p.stdout.readline().strip() == b"ready", "%s started" % v)
+                    expect(p.wait(60) == 0, "%s mix exit status" % v)
+                    cap = d.ctl_json("capture", "--pid", str(p.pid), "--last", "12s")["id"]
+                finally:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+                # the sampler runs only while mix() does: ours from the same
+                # window, without the imports before it and the exit after it
+                # (1-2 % of ours, which lowered the heaviest stack's share by
+                # about a point)
+                ours = {k: n for k, n in our_python_stacks(d, p.pid, cap).items()
+                        if re.search(r"(^|;)mix(:|$)", k)}
+                if ours:
+                    break
+                # Seen once in a CI run (3.12.1, no Python stack at all in
+                # the capture) and not reproduced: say what the daemon knew,
+                # and run that version once more; twice is a failure below.
+                print("%s attempt %d: no Python stack of ours for pid %d (capture %s); "
+                      "status: %s" % (v, attempt, p.pid, cap,
+                                      json.dumps(d.ctl_json("status"))[:6000]))
             theirs = {}
             with open(out) as f:
                 for line in f:
