@@ -97,7 +97,7 @@ struct pyreg {
 	 * records that carried some, and how many: the daemon side's added
 	 * cost per Python sample (status python.splice_ns_mean) */
 	uint64_t splice_ns, spliced;
-	uint64_t spliced_sub; /* of those, with a subinterpreter's frames */
+	uint64_t spliced_sub;		/* of those, with a subinterpreter's frames */
 	unsigned scanning;		/* attach scans on the thread pool now */
 	uint64_t scans, scans_deferred; /* done; put off for want of a slot */
 	double scan_ms_max;
