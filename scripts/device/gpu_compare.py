@@ -466,17 +466,23 @@ def cmd_cost(a):
             + a.file, "<= %d ns" % a.target_ns, "SKIP" if a.judge == "no" else "FAIL")
 
 
-def cmd_ratio(a):
-    """Throughput lines "LABEL METRIC X": medians, TEST as % of BASE."""
+def metric_values(path, metric):
+    """Lines "LABEL METRIC X" of path: the Xs of each label."""
     vals = collections.defaultdict(list)
-    with open(a.file, errors="replace") as f:
+    with open(path, errors="replace") as f:
         for line in f:
             w = line.split()
-            if len(w) >= 3 and w[1] == a.metric:
+            if len(w) >= 3 and w[1] == metric:
                 try:
                     vals[w[0]].append(float(w[2]))
                 except ValueError:
                     pass
+    return vals
+
+
+def cmd_ratio(a):
+    """Throughput lines "LABEL METRIC X": medians, TEST as % of BASE."""
+    vals = metric_values(a.file, a.metric)
     b, t = med(vals.get(a.base)), med(vals.get(a.test))
     if not b or t is None:
         add(a.results, a.name, "no %s/%s runs of %s" % (a.base, a.test, a.metric),
@@ -583,15 +589,7 @@ def cmd_events(a):
 
 def cmd_added(a):
     """Lines "LABEL METRIC X": what TEST adds to BASE, medians, shown."""
-    vals = collections.defaultdict(list)
-    with open(a.file, errors="replace") as f:
-        for line in f:
-            w = line.split()
-            if len(w) >= 3 and w[1] == a.metric:
-                try:
-                    vals[w[0]].append(float(w[2]))
-                except ValueError:
-                    pass
+    vals = metric_values(a.file, a.metric)
     b, t = med(vals.get(a.base)), med(vals.get(a.test))
     if b is None or t is None:
         add(a.results, a.name, "no %s/%s runs of %s" % (a.base, a.test, a.metric), "shown", "SKIP")
