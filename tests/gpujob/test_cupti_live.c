@@ -56,18 +56,10 @@ struct ids {
 	uint32_t comm, s1, s2, s3;
 };
 
-static struct store_rec *rec(struct capture *c)
-{
-	cb_rec(c, 0, 0, 0, 0, 0);
-	struct store_rec *r = &c->recs[c->nrecs - 1];
-	memset(r, 0, sizeof(*r));
-	return r;
-}
-
 static void api(struct capture *c, const struct ids *id, uint32_t tid, const char *name,
 		unsigned domain, uint64_t t0, uint64_t t1, uint32_t corr)
 {
-	*rec(c) = (struct store_rec){.ts_ns = T0 + t0 * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + t0 * US,
 				     .dur_ns = (t1 - t0) * US,
 				     .pid = PID,
 				     .tid = tid,
@@ -75,13 +67,13 @@ static void api(struct capture *c, const struct ids *id, uint32_t tid, const cha
 				     .name = cb_str(c, name),
 				     .type = STORE_REC_GPU_API,
 				     .cpu = (uint16_t)domain,
-				     .aux = {0, corr}};
+				     .aux = {0, corr}});
 }
 
 static void probe(struct capture *c, const struct ids *id, uint32_t tid, const char *kernel,
 		  uint64_t ts, uint32_t stack, uint64_t probe_corr)
 {
-	*rec(c) = (struct store_rec){.ts_ns = T0 + ts * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + ts * US,
 				     .pid = PID,
 				     .tid = tid,
 				     .comm = id->comm,
@@ -89,13 +81,13 @@ static void probe(struct capture *c, const struct ids *id, uint32_t tid, const c
 				     .name = cb_str(c, kernel),
 				     .type = STORE_REC_GPU_LAUNCH,
 				     .aux32 = 7 /* cuLaunchKernel */,
-				     .aux = {0, probe_corr}};
+				     .aux = {0, probe_corr}});
 }
 
 static void activity(struct capture *c, const struct ids *id, unsigned kind, const char *name,
 		     uint64_t t0, uint64_t t1, uint32_t stream, uint32_t corr, uint32_t aux32)
 {
-	*rec(c) = (struct store_rec){.ts_ns = T0 + t0 * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + t0 * US,
 				     .dur_ns = (t1 - t0) * US,
 				     .pid = PID,
 				     .comm = id->comm,
@@ -106,20 +98,20 @@ static void activity(struct capture *c, const struct ids *id, unsigned kind, con
 				     .aux = {STORE_CUPTI_WHERE(0, 1, stream),
 					     corr | (uint64_t)cb_str(c, "grid [128,1,1] block "
 									"[256,1,1]")
-							     << 32}};
+							     << 32}});
 }
 
 static void nvtx(struct capture *c, const struct ids *id, uint32_t tid, const char *name,
 		 uint64_t t0, uint64_t t1)
 {
-	*rec(c) = (struct store_rec){.ts_ns = T0 + t0 * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + t0 * US,
 				     .dur_ns = (t1 - t0) * US,
 				     .pid = PID,
 				     .tid = tid,
 				     .comm = id->comm,
 				     .name = cb_str(c, name),
 				     .type = STORE_REC_MARK,
-				     .cpu = 1};
+				     .cpu = 1});
 }
 
 #define MEMCPY_NAME "Memcpy HtoD (Pageable -> Device)"
@@ -128,14 +120,9 @@ static void nvtx(struct capture *c, const struct ids *id, uint32_t tid, const ch
  * NVTX ranges when they end, activity in batches later. */
 static struct capture *scene_of(bool xe)
 {
-	struct capture *c;
+	struct capture *c = cb_live(T0, T0 + 1000 * US);
 	struct ids id;
 
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
-	c->t0_ns = T0;
-	c->t1_ns = T0 + 1000 * US;
 	id.comm = cb_str(c, "train");
 	const uint64_t s1[] = {0x1003, 0x1002, 0x1001}, s2[] = {0x2002, 0x1001},
 		       s3[] = {0x3003, 0x3001};
@@ -177,15 +164,15 @@ static struct capture *scene_of(bool xe)
 
 	/* pid 400: an Intel job interval and the launch it carried */
 	uint32_t xc = cb_str(c, "xeapp");
-	*rec(c) = (struct store_rec){.ts_ns = T0,
+	cb_put(c, (struct store_rec){.ts_ns = T0,
 				     .pid = 400,
 				     .tid = 400,
 				     .comm = xc,
 				     .name = cb_str(c, "xe_k"),
 				     .type = STORE_REC_GPU_LAUNCH,
 				     .aux32 = 1,
-				     .aux = {0, 1}};
-	*rec(c) = (struct store_rec){.ts_ns = T0 + 2 * US,
+				     .aux = {0, 1}});
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 2 * US,
 				     .dur_ns = 3 * US,
 				     .pid = 400,
 				     .comm = xc,
@@ -193,7 +180,7 @@ static struct capture *scene_of(bool xe)
 				     .type = STORE_REC_GPU_INTERVAL,
 				     .cpu = GPU_ENGINE_XE << 8 | 5,
 				     .aux32 = 1 * US,
-				     .aux = {9, 0}};
+				     .aux = {9, 0}});
 	return c;
 }
 
@@ -767,9 +754,7 @@ static void test_comm(void)
 	cJSON *res = NULL;
 	char err[256] = "";
 
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
+	c = cb_live(0, 0);
 	id.comm = cb_str(c, "train");
 	api(c, &id, MAIN, "cudaLaunchKernel", 2, 0, 2, 1);
 	api(c, &id, MAIN, "cudaLaunchKernel", 2, 50, 52, 2);
@@ -849,7 +834,7 @@ static void test_edges(void)
 	/* an Intel interval of the same pid, with a launch probe whose id
 	 * equals a CUPTI one */
 	probe(c, &id, MAIN, "xe_k", 500, 0, 20);
-	*rec(c) = (struct store_rec){.ts_ns = T0 + 505 * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 505 * US,
 				     .dur_ns = US,
 				     .pid = PID,
 				     .comm = id.comm,
@@ -857,34 +842,34 @@ static void test_edges(void)
 				     .type = STORE_REC_GPU_INTERVAL,
 				     .cpu = GPU_ENGINE_XE << 8 | 5,
 				     .aux32 = US,
-				     .aux = {3, 0}};
+				     .aux = {3, 0}});
 	/* unnamed: a call and a kernel each get their own fallback name */
-	*rec(c) = (struct store_rec){.ts_ns = T0 + 600 * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 600 * US,
 				     .dur_ns = US,
 				     .pid = PID,
 				     .tid = WORKER,
 				     .type = STORE_REC_GPU_API,
 				     .cpu = 2,
-				     .aux = {0, 30}};
-	*rec(c) = (struct store_rec){.ts_ns = T0 + 610 * US,
+				     .aux = {0, 30}});
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 610 * US,
 				     .dur_ns = US,
 				     .pid = PID,
 				     .type = STORE_REC_GPU_INTERVAL,
 				     .cpu = GPU_ENGINE_CUPTI << 8 | GPU_CUPTI_KERNEL,
-				     .aux = {STORE_CUPTI_WHERE(0, 1, 7), 30}};
+				     .aux = {STORE_CUPTI_WHERE(0, 1, 7), 30}});
 	/* pid 500: activity, no calls (API callbacks off) */
-	*rec(c) = (struct store_rec){.ts_ns = T0 + 10 * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 10 * US,
 				     .dur_ns = 5 * US,
 				     .pid = 500,
 				     .type = STORE_REC_GPU_INTERVAL,
 				     .cpu = GPU_ENGINE_CUPTI << 8 | GPU_CUPTI_KERNEL,
-				     .aux = {STORE_CUPTI_WHERE(1, 2, 4), 1}};
-	*rec(c) = (struct store_rec){.ts_ns = T0 + 9 * US,
+				     .aux = {STORE_CUPTI_WHERE(1, 2, 4), 1}});
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 9 * US,
 				     .pid = 500,
 				     .tid = 500,
 				     .name = cb_str(c, "k500"),
 				     .type = STORE_REC_GPU_LAUNCH,
-				     .aux = {0, 1}};
+				     .aux = {0, 1}});
 	struct gpu_match m;
 	CHECK_EQ_INT(gpu_match_build(c, &m), 0);
 	CHECK_EQ_U64(m.ncupti, 14);
@@ -941,24 +926,19 @@ out:
 static void event_rec(struct capture *c, const struct ids *id, uint64_t t, uint32_t event,
 		      uint32_t stream, uint32_t corr)
 {
-	*rec(c) = (struct store_rec){.ts_ns = T0 + t * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + t * US,
 				     .pid = PID,
 				     .comm = id->comm,
 				     .type = STORE_REC_GPU_EVENT,
 				     .aux32 = event,
-				     .aux = {STORE_CUPTI_WHERE(0, 1, stream), corr}};
+				     .aux = {STORE_CUPTI_WHERE(0, 1, stream), corr}});
 }
 
 static struct capture *event_scene(void)
 {
-	struct capture *c;
+	struct capture *c = cb_live(T0, T0 + 1000 * US);
 	struct ids id;
 
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
-	c->t0_ns = T0;
-	c->t1_ns = T0 + 1000 * US;
 	id.comm = cb_str(c, "train");
 	api(c, &id, MAIN, "cudaEventRecord", 2, 1, 2, 1);
 	api(c, &id, MAIN, "cudaLaunchKernel", 2, 10, 12, 2);
@@ -1177,8 +1157,11 @@ static void test_join_random(void)
 			uint64_t ts = T0 + below(3000) * 100;
 			uint32_t corr = 1 + (uint32_t)below(150);
 			uint64_t what = below(10);
-			struct store_rec *x = rec(c);
-			*x = (struct store_rec){.ts_ns = ts, .pid = pid, .tid = tid, .name = nm};
+			size_t k = cb_put(c, (struct store_rec){.ts_ns = ts,
+								.pid = pid,
+								.tid = tid,
+								.name = nm});
+			struct store_rec *x = &c->recs[k];
 			if (what < 3) {
 				x->type = STORE_REC_GPU_LAUNCH;
 				x->aux[1] = corr; /* the probe's own ids */

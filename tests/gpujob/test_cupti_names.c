@@ -47,21 +47,12 @@ struct who {
 
 static struct store_rec *rec(struct capture *c, const struct who *w)
 {
-	cb_rec(c, 0, 0, 0, 0, 0);
-	struct store_rec *r = &c->recs[c->nrecs - 1];
-	*r = (struct store_rec){.pid = w->pid, .tid = w->pid, .uid = w->uid, .comm = w->comm};
-	return r;
-}
+	size_t i = cb_put(c, (struct store_rec){.pid = w->pid,
+						.tid = w->pid,
+						.uid = w->uid,
+						.comm = w->comm});
 
-/* A string that may hold a NUL (a launch's name with its geometry). */
-static uint32_t strn(struct capture *c, const char *s, size_t len)
-{
-	c->str_blob = cb_grow(c->str_blob, c->str_blob_len + len);
-	memcpy(c->str_blob + c->str_blob_len, s, len);
-	c->strs = cb_grow(c->strs, (c->nstrs + 1) * sizeof(*c->strs));
-	c->strs[c->nstrs] = (struct capture_str){(uint32_t)c->str_blob_len, (uint32_t)len};
-	c->str_blob_len += len;
-	return ++c->nstrs;
+	return &c->recs[i];
 }
 
 static uint32_t probe(struct capture *c, const struct who *w, uint32_t name, uint64_t ts,
@@ -104,14 +95,9 @@ static uint32_t L[11];
 
 static struct capture *scene(void)
 {
-	struct capture *c;
+	struct capture *c = cb_live(T0, T0 + 1000 * US);
 	static const char hb_geom[] = HB "\0grid=4,1,1 block=128,1,1";
 
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
-	c->t0_ns = T0;
-	c->t1_ns = T0 + 1000 * US;
 	struct who train = {300, 1000, cb_str(c, "train")}, other = {500, 1001, cb_str(c, "other")},
 		   spoof = {600, 1000, cb_str(c, "spoof")};
 	const uint64_t s1[] = {0x1003, 0x1002, 0x1001}, s2[] = {0x2002, 0x1001},
@@ -120,11 +106,11 @@ static struct capture *scene(void)
 		 st3 = cb_stack(c, s3, 2, 0);
 
 	L[1] = probe(c, &train, cb_str(c, HA), 10, st1);
-	L[2] = probe(c, &train, strn(c, hb_geom, sizeof(hb_geom) - 1), 15, st2);
+	L[2] = probe(c, &train, cb_strn(c, hb_geom, sizeof(hb_geom) - 1), 15, st2);
 	kernel(c, &train, "_Z4gemmPf", 10, 20, 40, 1);
 	kernel(c, &train, "_Z4reluPf", 15, 41, 50, 2);
 	L[3] = probe(c, &train, cb_str(c, HA), 60, st1);
-	L[4] = probe(c, &train, strn(c, hb_geom, sizeof(hb_geom) - 1), 62, st2);
+	L[4] = probe(c, &train, cb_strn(c, hb_geom, sizeof(hb_geom) - 1), 62, st2);
 	L[5] = probe(c, &train, cb_str(c, HC), 64, st1);
 	L[6] = probe(c, &train, cb_str(c, HD), 70, st3);
 	kernel(c, &train, "_Z1xv", 70, 73, 75, 3);

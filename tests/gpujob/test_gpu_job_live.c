@@ -27,16 +27,15 @@
 static void launch(struct capture *c, uint64_t ts_us, uint32_t pid, uint32_t comm, uint32_t name,
 		   uint32_t stack, uint64_t corr)
 {
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = T0 + ts_us * US,
-						   .pid = pid,
-						   .tid = pid,
-						   .comm = comm,
-						   .stack = stack,
-						   .name = name,
-						   .type = STORE_REC_GPU_LAUNCH,
-						   .aux32 = 7 /* cuLaunchKernel */,
-						   .aux = {0, corr}};
+	cb_put(c, (struct store_rec){.ts_ns = T0 + ts_us * US,
+				     .pid = pid,
+				     .tid = pid,
+				     .comm = comm,
+				     .stack = stack,
+				     .name = name,
+				     .type = STORE_REC_GPU_LAUNCH,
+				     .aux32 = 7 /* cuLaunchKernel */,
+				     .aux = {0, corr}});
 }
 
 /* An interval as the gpu_jobs collector writes it: ts = start, aux32 =
@@ -45,18 +44,17 @@ static void interval(struct capture *c, uint64_t submit_us, uint64_t start_us, u
 		     uint32_t pid, uint32_t comm, uint32_t name, uint32_t stack, unsigned engine,
 		     uint64_t ctx)
 {
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = T0 + start_us * US,
-						   .dur_ns = (end_us - start_us) * US,
-						   .pid = pid,
-						   .tid = pid,
-						   .comm = comm,
-						   .stack = stack,
-						   .name = name,
-						   .type = STORE_REC_GPU_INTERVAL,
-						   .cpu = (uint16_t)(GPU_ENGINE_XE << 8 | engine),
-						   .aux32 = (uint32_t)((start_us - submit_us) * US),
-						   .aux = {ctx, 0}};
+	cb_put(c, (struct store_rec){.ts_ns = T0 + start_us * US,
+				     .dur_ns = (end_us - start_us) * US,
+				     .pid = pid,
+				     .tid = pid,
+				     .comm = comm,
+				     .stack = stack,
+				     .name = name,
+				     .type = STORE_REC_GPU_INTERVAL,
+				     .cpu = (uint16_t)(GPU_ENGINE_XE << 8 | engine),
+				     .aux32 = (uint32_t)((start_us - submit_us) * US),
+				     .aux = {ctx, 0}});
 }
 
 /*
@@ -68,27 +66,14 @@ static void interval(struct capture *c, uint64_t submit_us, uint64_t start_us, u
  *   I4 bcs ctx 9: submitted 400, runs [400, 420] <- nothing: "Memcpy xe/bcs"
  * pid 200 "other": I5 ccs ctx 11 [1000, 1010], no launch.
  */
-/* An empty live capture of [T0, T0 + 2 ms]. */
-static struct capture *live_capture(void)
-{
-	struct capture *c;
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
-	c->t0_ns = T0;
-	c->t1_ns = T0 + 2000 * US;
-	return c;
-}
-
 static struct capture *scene(void)
 {
-	struct capture *c = live_capture();
+	struct capture *c = cb_live(T0, T0 + 2000 * US);
 	uint32_t app = cb_str(c, "app"), other = cb_str(c, "other");
 	uint32_t gemm = cb_str(c, "gemm"), relu = cb_str(c, "relu");
 	/* a launch name carries its geometry after a NUL (gpu_launch_abi.h) */
 	static const char convg[] = "conv\0grid=1,1,1 block=64,1,1";
-	uint32_t conv = cb_str(c, "convXgrid=1,1,1 block=64,1,1");
-	memcpy(c->str_blob + c->strs[conv - 1].off, convg, sizeof(convg) - 1);
+	uint32_t conv = cb_strn(c, convg, sizeof(convg) - 1);
 	uint32_t ccs = cb_str(c, "xe/ccs"), bcs = cb_str(c, "xe/bcs");
 	launch(c, 0, 100, app, gemm, 0, 1);
 	launch(c, 50, 100, app, relu, 0, 2);
@@ -308,10 +293,7 @@ static int to_buf(void *ctx, const void *data, size_t len)
  */
 static void test_folded_gpu_time(void)
 {
-	struct capture *c;
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
+	struct capture *c = cb_live(0, 0);
 	uint32_t app = cb_str(c, "app"), gemm = cb_str(c, "gemm"), relu = cb_str(c, "relu");
 	uint32_t bcs = cb_str(c, "xe/bcs"), ccs = cb_str(c, "xe/ccs");
 	const uint64_t s1[] = {0x1003, 0x1002, 0x1001}, s2[] = {0x2002, 0x1001},
@@ -319,38 +301,34 @@ static void test_folded_gpu_time(void)
 	uint32_t k1 = cb_stack(c, s1, 3, 0), k2 = cb_stack(c, s2, 2, 0), k3 = cb_stack(c, s3, 2, 0);
 	launch(c, 1, 100, app, gemm, k1, 1);
 	launch(c, 2, 100, app, relu, k2, 2);
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = T0 + 5 * US,
-						   .dur_ns = 1000,
-						   .pid = 100,
-						   .comm = app,
-						   .name = ccs,
-						   .type = STORE_REC_GPU_INTERVAL,
-						   .cpu = 5};
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 5 * US,
+				     .dur_ns = 1000,
+				     .pid = 100,
+				     .comm = app,
+				     .name = ccs,
+				     .type = STORE_REC_GPU_INTERVAL,
+				     .cpu = 5});
 	launch(c, 10, 100, app, gemm, k1, 3);
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = T0 + 11 * US,
-						   .dur_ns = 301,
-						   .pid = 100,
-						   .comm = app,
-						   .name = ccs,
-						   .type = STORE_REC_GPU_INTERVAL,
-						   .cpu = 5};
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = T0 + 20 * US,
-						   .dur_ns = 77,
-						   .pid = 100,
-						   .comm = app,
-						   .stack = k3,
-						   .name = bcs,
-						   .type = STORE_REC_GPU_INTERVAL,
-						   .cpu = 3};
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = T0 + 30 * US,
-						   .pid = 100,
-						   .comm = app,
-						   .name = ccs,
-						   .type = STORE_REC_GPU_INTERVAL};
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 11 * US,
+				     .dur_ns = 301,
+				     .pid = 100,
+				     .comm = app,
+				     .name = ccs,
+				     .type = STORE_REC_GPU_INTERVAL,
+				     .cpu = 5});
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 20 * US,
+				     .dur_ns = 77,
+				     .pid = 100,
+				     .comm = app,
+				     .stack = k3,
+				     .name = bcs,
+				     .type = STORE_REC_GPU_INTERVAL,
+				     .cpu = 3});
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 30 * US,
+				     .pid = 100,
+				     .comm = app,
+				     .name = ccs,
+				     .type = STORE_REC_GPU_INTERVAL});
 	struct folded_opts o = {.weight = FOLDED_WEIGHT_GPU_TIME};
 	struct folded_totals t;
 	struct buf b = {.n = 0};
@@ -392,7 +370,7 @@ static void test_folded_gpu_time(void)
  */
 static void test_comm_live(void)
 {
-	struct capture *c = live_capture();
+	struct capture *c = cb_live(T0, T0 + 2000 * US);
 	uint32_t app = cb_str(c, "app"), gemm = cb_str(c, "gemm");
 	uint32_t nccl = cb_str(c, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
 	uint32_t ccs = cb_str(c, "xe/ccs");

@@ -31,48 +31,34 @@
 #define US 1000ull
 #define STALLED "smsp__pcsamp_warps_issue_stalled_"
 
-static struct store_rec *rec(struct capture *c)
-{
-	cb_rec(c, 0, 0, 0, 0, 0);
-	struct store_rec *r = &c->recs[c->nrecs - 1];
-	memset(r, 0, sizeof(*r));
-	return r;
-}
-
 static void launch(struct capture *c, uint32_t pid, uint32_t comm, const char *k, uint64_t ts,
 		   uint32_t stack)
 {
-	*rec(c) = (struct store_rec){.ts_ns = T0 + ts * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + ts * US,
 				     .pid = pid,
 				     .tid = pid,
 				     .comm = comm,
 				     .stack = stack,
 				     .name = cb_str(c, k),
 				     .type = STORE_REC_GPU_LAUNCH,
-				     .aux32 = 7};
+				     .aux32 = 7});
 }
 
 static void pcs(struct capture *c, uint32_t pid, uint32_t comm, const char *k, uint64_t ts,
 		uint32_t pc, const char *reason, uint32_t samples)
 {
-	*rec(c) = (struct store_rec){.ts_ns = T0 + ts * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + ts * US,
 				     .pid = pid,
 				     .comm = comm,
 				     .name = cb_str(c, k),
 				     .type = STORE_REC_GPU_PC,
 				     .aux32 = samples,
-				     .aux = {0xabcdef, (uint64_t)cb_str(c, reason) << 32 | pc}};
+				     .aux = {0xabcdef, (uint64_t)cb_str(c, reason) << 32 | pc}});
 }
 
 static struct capture *scene(void)
 {
-	struct capture *c;
-
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
-	c->t0_ns = T0;
-	c->t1_ns = T0 + 1000 * US;
+	struct capture *c = cb_live(T0, T0 + 1000 * US);
 	uint32_t train = cb_str(c, "train"), other = cb_str(c, "other");
 	const uint64_t s1[] = {0x1002, 0x1001}, s2[] = {0x2002, 0x1001};
 	uint32_t S1 = cb_stack(c, s1, 2, 0), S2 = cb_stack(c, s2, 2, 0);

@@ -82,31 +82,28 @@ static struct capture *synth_capture(void)
 		       i < 60	? s1
 		       : i < 90 ? s2
 				: s3);
-	cb_rec(c, SYNTH_T0 + 5000, 10, 10, app, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = SYNTH_T0 + 5000,
-						   .pid = 10,
-						   .tid = 10,
-						   .comm = app,
-						   .name = gemm,
-						   .type = STORE_REC_GPU_LAUNCH,
-						   .aux = {1, 42}};
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = SYNTH_T0 + 8000,
-						   .dur_ns = 12345,
-						   .pid = 10,
-						   .tid = 10,
-						   .comm = app,
-						   .name = gemm,
-						   .type = STORE_REC_GPU_INTERVAL,
-						   .aux = {3, 0}};
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = SYNTH_T0 + 1000,
-						   .dur_ns = 2000000,
-						   .pid = 10,
-						   .tid = 10,
-						   .comm = app,
-						   .name = step,
-						   .type = STORE_REC_MARK};
+	cb_put(c, (struct store_rec){.ts_ns = SYNTH_T0 + 5000,
+				     .pid = 10,
+				     .tid = 10,
+				     .comm = app,
+				     .name = gemm,
+				     .type = STORE_REC_GPU_LAUNCH,
+				     .aux = {1, 42}});
+	cb_put(c, (struct store_rec){.ts_ns = SYNTH_T0 + 8000,
+				     .dur_ns = 12345,
+				     .pid = 10,
+				     .tid = 10,
+				     .comm = app,
+				     .name = gemm,
+				     .type = STORE_REC_GPU_INTERVAL,
+				     .aux = {3, 0}});
+	cb_put(c, (struct store_rec){.ts_ns = SYNTH_T0 + 1000,
+				     .dur_ns = 2000000,
+				     .pid = 10,
+				     .tid = 10,
+				     .comm = app,
+				     .name = step,
+				     .type = STORE_REC_MARK});
 	return c;
 }
 
@@ -253,16 +250,22 @@ static inline void synth_add_pc(struct capture *c)
 	void *buf;
 	size_t len;
 
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = SYNTH_T0 + 6000, .pid = 10,
-						   .tid = 10, .comm = app, .stack = 1,
-						   .name = gemm, .type = STORE_REC_GPU_LAUNCH};
+	cb_put(c, (struct store_rec){.ts_ns = SYNTH_T0 + 6000,
+				     .pid = 10,
+				     .tid = 10,
+				     .comm = app,
+				     .stack = 1,
+				     .name = gemm,
+				     .type = STORE_REC_GPU_LAUNCH});
 	for (int i = 0; i < 3; i++) {
-		cb_rec(c, 0, 0, 0, 0, 0);
-		c->recs[c->nrecs - 1] = (struct store_rec){
-			.ts_ns = SYNTH_T0 + 9000, .pid = 10, .comm = app, .name = gemm,
-			.type = STORE_REC_GPU_PC, .aux32 = n[i],
-			.aux = {0xc0b1, (uint64_t)cb_str(c, why[i]) << 32 | pcs[i]}};
+		cb_put(c, (struct store_rec){.ts_ns = SYNTH_T0 + 9000,
+					     .pid = 10,
+					     .comm = app,
+					     .name = gemm,
+					     .type = STORE_REC_GPU_PC,
+					     .aux32 = n[i],
+					     .aux = {0xc0b1,
+						     (uint64_t)cb_str(c, why[i]) << 32 | pcs[i]}});
 	}
 	if (capsass_add(&b, 0xc0b1, gemm, 0x1a0, "BAR.SYNC.DEFER_BLOCKING 0x0") < 0 ||
 	    capsass_encode(&b, &buf, &len) < 0 ||
