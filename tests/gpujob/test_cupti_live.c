@@ -42,6 +42,7 @@
 #include "flamegraph.h"
 #include "import/import.h"
 #include "folded.h"
+#include "membuf.h"
 #include "test.h"
 #include "timeline.h"
 #include "timeline/live.h"
@@ -616,22 +617,6 @@ static void test_analyses(void)
 	capture_free(c);
 }
 
-struct buf {
-	char p[8192];
-	size_t n;
-};
-
-static int to_buf(void *ctx, const void *data, size_t len)
-{
-	struct buf *b = ctx;
-	if (b->n + len >= sizeof(b->p))
-		return -ENOSPC;
-	memcpy(b->p + b->n, data, len);
-	b->n += len;
-	b->p[b->n] = '\0';
-	return 0;
-}
-
 /*
  * gpu-time of pid 300: S1 gemm 40 + 30 µs, S2 relu 10, S3 attn 20 + 10;
  * the copy and the set had no launch probe and the orphan no call: on no
@@ -643,9 +628,9 @@ static void test_folded(void)
 	const uint32_t pids[] = {PID};
 	struct folded_opts o = {.weight = FOLDED_WEIGHT_GPU_TIME, .pids = pids, .npids = 1};
 	struct folded_totals t;
-	struct buf b = {.n = 0};
+	struct membuf b = {0};
 
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, &t), 0);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, &t), 0);
 	CHECK_STREQ(b.p, "train;0x1001;0x1002;0x1003;gemm_kernel_[G] 70000\n"
 			 "train;0x1001;0x2002;relu_kernel_[G] 10000\n"
 			 "train;0x3001;0x3003;attn_kernel_[G] 30000\n"
@@ -657,29 +642,8 @@ static void test_folded(void)
 	CHECK_EQ_U64(t.cupti_no_call, 1);
 	CHECK_EQ_U64(t.cupti_no_launch, 4); /* copy, set, two syncs */
 	CHECK(!t.gpu_time_fallback);
+	free(b.p);
 	capture_free(c);
-}
-
-struct membuf {
-	char *p;
-	size_t len, cap;
-};
-
-static int mem_cb(void *ctx, const void *data, size_t len)
-{
-	struct membuf *m = ctx;
-	if (m->len + len + 1 > m->cap) {
-		size_t nc = (m->len + len + 1) * 2;
-		char *n = realloc(m->p, nc);
-		if (!n)
-			return -ENOMEM;
-		m->p = n;
-		m->cap = nc;
-	}
-	memcpy(m->p + m->len, data, len);
-	m->len += len;
-	m->p[m->len] = '\0';
-	return 0;
 }
 
 /*
@@ -696,7 +660,7 @@ static void test_chrome(void)
 	struct timeline *tl = NULL;
 	struct import_result res;
 
-	CHECK_EQ_INT(chrome_export(c, NULL, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(chrome_export(c, NULL, membuf_write, &m, &t), 0);
 	if (!m.p)
 		goto out;
 	CHECK(strstr(m.p, "{\"ph\":\"X\",\"cat\":\"kernel\",\"pid\":300,\"tid\":1001000007,"
@@ -793,7 +757,7 @@ static void test_pprof(void)
 	struct membuf m = {0};
 	struct export_totals t;
 
-	CHECK_EQ_INT(pprof_export(c, NULL, 1000000, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(pprof_export(c, NULL, 1000000, membuf_write, &m, &t), 0);
 	z_stream zs = {0};
 	size_t cap = 1 << 20;
 	char *out = malloc(cap + 1);
@@ -1045,7 +1009,7 @@ static void event_waits_on(uint32_t dev)
 
 	/* the Chrome export writes the args as Kineto does; imported back,
 	 * the same rows carry the same args */
-	CHECK_EQ_INT(chrome_export(c, NULL, mem_cb, &mb, &t), 0);
+	CHECK_EQ_INT(chrome_export(c, NULL, membuf_write, &mb, &t), 0);
 	CHECK(mb.p && strstr(mb.p, "\"wait_on_stream\":7,\"wait_on_cuda_event_record_corr_id\":3,"
 				   "\"wait_on_cuda_event_id\":5"));
 	CHECK(mb.p && strstr(mb.p, "\"wait_on_stream\":-1,\"wait_on_cuda_event_record_corr_id\":-1,"

@@ -32,6 +32,7 @@
 #include "capture/gpumatch.h"
 #include "flamegraph.h"
 #include "folded.h"
+#include "membuf.h"
 #include "test.h"
 
 #define T0 1000000000000ull
@@ -231,29 +232,13 @@ static void test_many(void)
 	capture_free(c);
 }
 
-struct buf {
-	char p[8192];
-	size_t n;
-};
-
-static int to_buf(void *ctx, const void *data, size_t len)
-{
-	struct buf *b = ctx;
-	if (b->n + len >= sizeof(b->p))
-		return -ENOSPC;
-	memcpy(b->p + b->n, data, len);
-	b->n += len;
-	b->p[b->n] = '\0';
-	return 0;
-}
-
 static void test_folded(void)
 {
 	struct capture *c = scene();
 	struct folded_opts o = {.weight = FOLDED_WEIGHT_LAUNCHES, .pid = true};
-	struct buf b = {.n = 0};
+	struct membuf b = {0};
 
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, NULL), 0);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, NULL), 0);
 	CHECK_STREQ(b.p, "other-500;0x1001;0x1002;0x1003;" HA "_[G] 1\n"
 			 "spoof-600;0x1001;0x1002;0x1003;" HA "_[G] 1\n"
 			 "train-300;0x1001;0x1002;0x1003;" HC "_[G] 1\n"
@@ -264,37 +249,15 @@ static void test_folded(void)
 			 "train-300;0x3001;0x3003;_Z1yv_[G] 1\n");
 	/* GPU time: on the launches joined; the spoofed name not taken */
 	o.weight = FOLDED_WEIGHT_GPU_TIME;
-	b.n = 0;
-	b.p[0] = '\0';
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, NULL), 0);
+	membuf_reset(&b);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, NULL), 0);
 	CHECK_STREQ(b.p, "spoof-600;0x1001;0x1002;0x1003;" HA "_[G] 17000\n"
 			 "train-300;0x1001;0x1002;0x1003;_Z4gemmPf_[G] 20000\n"
 			 "train-300;0x1001;0x2002;_Z4reluPf_[G] 9000\n"
 			 "train-300;0x3001;0x3003;_Z1xv_[G] 2000\n"
 			 "train-300;0x3001;0x3003;_Z1yv_[G] 1000\n");
+	free(b.p);
 	capture_free(c);
-}
-
-struct membuf {
-	char *p;
-	size_t len, cap;
-};
-
-static int mem_cb(void *ctx, const void *data, size_t len)
-{
-	struct membuf *m = ctx;
-	if (m->len + len + 1 > m->cap) {
-		size_t nc = (m->len + len + 1) * 2;
-		char *n = realloc(m->p, nc);
-		if (!n)
-			return -ENOMEM;
-		m->p = n;
-		m->cap = nc;
-	}
-	memcpy(m->p + m->len, data, len);
-	m->len += len;
-	m->p[m->len] = '\0';
-	return 0;
 }
 
 static size_t count(const char *hay, const char *needle)
@@ -312,7 +275,7 @@ static void test_chrome(void)
 	struct membuf m = {0};
 	struct export_totals t;
 
-	CHECK_EQ_INT(chrome_export(c, NULL, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(chrome_export(c, NULL, membuf_write, &m, &t), 0);
 	if (!m.p)
 		goto out;
 	CHECK_EQ_U64(count(m.p, "\"cat\":\"gpu_launch\""), 10);
@@ -335,7 +298,7 @@ static void test_pprof(void)
 	size_t cap = 1 << 20;
 	char *out = malloc(cap);
 
-	CHECK_EQ_INT(pprof_export(c, NULL, 1000000, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(pprof_export(c, NULL, 1000000, membuf_write, &m, &t), 0);
 	CHECK(out && m.p && inflateInit2(&zs, 15 + 16) == Z_OK);
 	if (!out || !m.p)
 		goto out;

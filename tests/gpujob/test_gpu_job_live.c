@@ -17,6 +17,7 @@
 #include "capture/gpumatch.h"
 #include "analysis/comm/comm.h"
 #include "folded.h"
+#include "membuf.h"
 #include "test.h"
 #include "timeline.h"
 #include "timeline/live.h"
@@ -270,22 +271,6 @@ out:
 	capture_free(c);
 }
 
-struct buf {
-	char p[4096];
-	size_t n;
-};
-
-static int to_buf(void *ctx, const void *data, size_t len)
-{
-	struct buf *b = ctx;
-	if (b->n + len >= sizeof(b->p))
-		return -ENOSPC;
-	memcpy(b->p + b->n, data, len);
-	b->n += len;
-	b->p[b->n] = '\0';
-	return 0;
-}
-
 /*
  * gpu-time: I1 (1000 ns) carried gemm and relu -> 500 each; I2 (301 ns)
  * carried gemm again -> gemm 801 in all; I3 (77 ns, copy engine) carried no
@@ -331,8 +316,8 @@ static void test_folded_gpu_time(void)
 				     .type = STORE_REC_GPU_INTERVAL});
 	struct folded_opts o = {.weight = FOLDED_WEIGHT_GPU_TIME};
 	struct folded_totals t;
-	struct buf b = {.n = 0};
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, &t), 0);
+	struct membuf b = {0};
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, &t), 0);
 	CHECK_STREQ(b.p, "app;0x1001;0x1002;0x1003;gemm_[G] 801\n"
 			 "app;0x1001;0x2002;relu_[G] 500\n"
 			 "app;0x1001;0x3001;xe/bcs_[G] 77\n");
@@ -341,8 +326,8 @@ static void test_folded_gpu_time(void)
 
 	/* launches: the same stacks, one per launch */
 	o.weight = FOLDED_WEIGHT_LAUNCHES;
-	b.n = 0;
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, &t), 0);
+	membuf_reset(&b);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, &t), 0);
 	CHECK_STREQ(b.p, "app;0x1001;0x1002;0x1003;gemm_[G] 2\n"
 			 "app;0x1001;0x2002;relu_[G] 1\n");
 
@@ -351,11 +336,12 @@ static void test_folded_gpu_time(void)
 		if (c->recs[i].type == STORE_REC_GPU_INTERVAL)
 			c->recs[i].type = STORE_REC_MARK;
 	o.weight = FOLDED_WEIGHT_GPU_TIME;
-	b.n = 0;
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, &t), 0);
+	membuf_reset(&b);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, &t), 0);
 	CHECK(t.gpu_time_fallback);
 	CHECK_STREQ(b.p, "app;0x1001;0x1002;0x1003;gemm_[G] 2\n"
 			 "app;0x1001;0x2002;relu_[G] 1\n");
+	free(b.p);
 	capture_free(c);
 }
 
