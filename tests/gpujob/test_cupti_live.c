@@ -47,6 +47,8 @@
 #include "timeline.h"
 #include "timeline/live.h"
 
+#include "live_tl.h"
+
 #define T0 1000000000000ull
 #define US 1000ull
 #define PID 300u
@@ -247,20 +249,6 @@ static void test_join(void)
 	capture_free(c);
 }
 
-static struct timeline *attached(struct capture *c)
-{
-	struct timeline *tl = NULL;
-	char why[128] = "";
-
-	CHECK_EQ_INT(timeline_live_attach(c), 0);
-	const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
-	CHECK(x != NULL);
-	if (!x)
-		return NULL;
-	CHECK_EQ_INT(timeline_decode(x->data, x->len, &tl, why, sizeof(why)), 0);
-	return tl;
-}
-
 static const struct tl_event *row(const struct timeline *tl, const struct tl_rank *r,
 				  const char *name, unsigned nth)
 {
@@ -355,23 +343,6 @@ static void test_timeline(void)
 out:
 	timeline_free(tl);
 	capture_free(c);
-}
-
-static double num(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsNumber(v) || cJSON_IsRaw(v) ? v->valuedouble : -1;
-}
-
-static const cJSON *rank_obj(const cJSON *res, int rank)
-{
-	const cJSON *r;
-	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(res, "ranks"))
-	{
-		if ((int)num(r, "rank") == rank)
-			return r;
-	}
-	return NULL;
 }
 
 static cJSON *run(const struct timeline *tl, const char *name, const char *params)

@@ -22,6 +22,8 @@
 #include "timeline.h"
 #include "timeline/live.h"
 
+#include "live_tl.h"
+
 #define T0 1000000000000ull
 #define US 1000ull
 
@@ -113,35 +115,6 @@ static void test_match(void)
 	CHECK_EQ_INT(m.count[3], 0); /* relu is taken, gemm came before I1 */
 	gpu_match_finish(&m);
 	capture_free(c);
-}
-
-static double num(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	/* comm results write exact µs as raw numbers (valuedouble set too) */
-	return cJSON_IsNumber(v) || cJSON_IsRaw(v) ? v->valuedouble : -1;
-}
-
-static const cJSON *rank_obj(const cJSON *res, int rank)
-{
-	const cJSON *r;
-	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(
-				  res, "ranks")) if ((int)num(r, "rank") == rank) return r;
-	return NULL;
-}
-
-/* The section the capture gets, decoded: what an analysis job reads. */
-static struct timeline *attached(struct capture *c)
-{
-	struct timeline *tl = NULL;
-	char why[128] = "";
-	CHECK_EQ_INT(timeline_live_attach(c), 0);
-	const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
-	CHECK(x != NULL);
-	if (!x)
-		return NULL;
-	CHECK_EQ_INT(timeline_decode(x->data, x->len, &tl, why, sizeof(why)), 0);
-	return tl;
 }
 
 static void test_timeline_model(void)
