@@ -9,12 +9,11 @@
 #include "flamegraph.h"
 #include "render_int.h" /* capframes */
 #include "synth.h"
+#include "gunzip.h"
 #include "membuf.h"
 #include "test.h"
 #include "import/import.h"
 #include "timeline/timeline.h"
-
-#include <zlib.h>
 
 static size_t count_str(const char *h, const char *n)
 {
@@ -444,24 +443,6 @@ static void test_kernel_hidden(void)
 	capture_free(c);
 }
 
-/* A pprof export, gunzipped (NUL-terminated for strstr on names). */
-static char *gunzip(const struct membuf *m, size_t *len)
-{
-	z_stream zs = {0};
-	size_t cap = 1 << 20;
-	char *out = malloc(cap + 1);
-	CHECK(out && inflateInit2(&zs, 15 + 16) == Z_OK);
-	zs.next_in = (unsigned char *)m->p;
-	zs.avail_in = (uInt)m->len;
-	zs.next_out = (unsigned char *)out;
-	zs.avail_out = (uInt)cap;
-	CHECK_EQ_INT(inflate(&zs, Z_FINISH), Z_STREAM_END);
-	*len = zs.total_out;
-	out[*len] = '\0';
-	inflateEnd(&zs);
-	return out;
-}
-
 static bool has_bytes(const char *h, size_t hl, const char *n)
 {
 	return memmem(h, hl, n, strlen(n)) != NULL;
@@ -494,7 +475,8 @@ static void test_truncated_frame(void)
 	free(m.p);
 	m = (struct membuf){0};
 	CHECK_EQ_INT(pprof_export(c, NULL, 1000000, membuf_write, &m, &t), 0);
-	char *pb = gunzip(&m, &n);
+	char *pb = membuf_gunzip(&m, &n);
+	CHECK(pb != NULL);
 	CHECK(has_bytes(pb, n, "[truncated]"));
 	CHECK(!has_bytes(pb, n,
 			 "\x32\x03"
