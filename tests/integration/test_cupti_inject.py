@@ -25,23 +25,17 @@ from cupti_wire import (API, CTL_RELEASE, CUDA_EVENT, F_API, F_EVENT, F_GRAPH, F
                         F_MEMSET, F_MONO, F_NVTX, F_PC, F_SYNC, GRAPH, HELLO, KERNEL, MARKER, MEMCPY, MEMSET, MK_INSTANT,
                         MK_RANGE, PC, PC_STATS, ST_ACTIVE, ST_CONFLICT, ST_DISABLED, STALL_NAME,
                         STATS, SYNC, Receiver, control)
+from cuda_app import APP, FAKE_CUDA, FAKE_CUPTI, LIB, inject_env, totals
 from gpd import BUILD, GPUPROFCTL, Daemon, Skip, as_attacker, eq, expect, main, open_to_group, test
 
-LIB = os.path.join(BUILD, "inject", "libgpuprof-cupti.so")
-FAKE_CUPTI = os.path.join(BUILD, "tests", "cupti", "libcupti.so.13")
-FAKE_CUDA = os.path.join(BUILD, "tests", "gpu", "cuda", "libcuda.so.1")
-APP = os.path.join(BUILD, "tests", "cupti", "cuda_app")
 FAKE_TORCH = os.path.join(BUILD, "tests", "cupti", "libtorch_cuda.so")
 CUBIN = os.path.join(BUILD, "tests", "cupti", "pc_kernel.cubin")
 PC_KERNEL = "gpuprof_pc_kernel"
 
 
 def run_app(sock, args, env=None, timeout=60, **kw):
-    e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
-             GPUPROF_CUPTI_SOCKET=sock, GPUPROF_CUPTI_FLUSH_MS="50")
-    e.update(env or {})
-    return subprocess.run([APP, "--cuda", FAKE_CUDA] + args, env=e, capture_output=True,
-                          text=True, timeout=timeout, **kw)
+    return subprocess.run([APP, "--cuda", FAKE_CUDA] + args, env=inject_env(sock, env),
+                          capture_output=True, text=True, timeout=timeout, **kw)
 
 
 def app_with_receiver(sock, args, env=None, settle=0.2, **kw):
@@ -56,29 +50,6 @@ def app_with_receiver(sock, args, env=None, settle=0.2, **kw):
     finally:
         rx.stop()
     return p, rx.decoded()
-
-
-def totals(out):
-    """What cuda_app says it asked for."""
-    t = {"tids": [], "kernels": {}}
-    for line in out.splitlines():
-        w = line.split()
-        if w[0] == "tid":
-            t["tids"].append(int(w[1]))
-        elif w[0] == "kernel":
-            t["kernels"][w[1]] = (int(w[3]), int(w[5]))
-        elif w[0] in ("memcpy", "memset"):
-            t[w[0]] = (int(w[2]), int(w[4]), int(w[6]))
-        elif w[0] == "graph":
-            t["graph"] = (int(w[2]), int(w[4]))
-        elif w[0] == "sync":
-            t["sync"] = int(w[2])
-        elif w[0] == "nvtx":
-            t["nvtx"] = (int(w[2]), int(w[4]))
-        elif w[0] == "events":
-            t["events"] = (int(w[2]), int(w[4]), int(w[6]))
-    expect(out.rstrip().endswith("done"), "app did not finish: %r", out)
-    return t
 
 
 def need_build():
@@ -214,8 +185,7 @@ def default_features(sock):
 @test
 @with_receiver
 def daemon_late_and_restarted(sock):
-    e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
-             GPUPROF_CUPTI_SOCKET=sock, GPUPROF_CUPTI_FLUSH_MS="50")
+    e = inject_env(sock)
     # launches every 10 ms until its stdin closes (at most 3000)
     p = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--launches", "3000", "--pause-ms", "10",
                           "--kernel", "gpuprof_k_late:1000", "--until-eof"],
@@ -259,8 +229,7 @@ def daemon_late_and_restarted(sock):
 def socket_full(sock):
     rx = Receiver(sock, read=False)
     try:
-        e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
-                 GPUPROF_CUPTI_SOCKET=sock, GPUPROF_CUPTI_FLUSH_MS="50")
+        e = inject_env(sock)
         t0 = time.monotonic()
         p = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--threads", "2", "--launches", "20000",
                               "--sleep-ms", "2500"],
@@ -629,8 +598,7 @@ def release_on_request(sock):
     lets the subscription go, and a profiler started afterwards gets all
     of CUPTI (its subscription, clock and teardown)."""
     rx = Receiver(sock)
-    e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
-             GPUPROF_CUPTI_SOCKET=sock, GPUPROF_CUPTI_FLUSH_MS="50")
+    e = inject_env(sock)
     app = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--launches", "150", "--pause-ms", "10",
                             "--kineto-after", "100", "--kineto-teardown", "--probe-subscribe"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e, text=True)
@@ -683,9 +651,7 @@ def takeover_in_daemon_status():
     d.start()
     app = None
     try:
-        e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
-                 GPUPROF_CUPTI_SOCKET=os.path.join(d.tmp, "cupti.sock"),
-                 GPUPROF_CUPTI_FLUSH_MS="50", GPUPROF_CUPTI_YIELD_QUIET_MS="300")
+        e = inject_env(os.path.join(d.tmp, "cupti.sock"), {"GPUPROF_CUPTI_YIELD_QUIET_MS": "300"})
         app = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--launches", "100000", "--pause-ms", "5",
                                 "--kineto-after", "20", "--until-eof"],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -733,8 +699,7 @@ def release_through_the_daemon():
     open_to_group(d)
     apps = []
     try:
-        e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
-                 GPUPROF_CUPTI_SOCKET=os.path.join(d.tmp, "cupti.sock"), GPUPROF_CUPTI_FLUSH_MS="50")
+        e = inject_env(os.path.join(d.tmp, "cupti.sock"))
         argv = [APP, "--cuda", FAKE_CUDA, "--launches", "100000", "--pause-ms", "5", "--until-eof",
                 "--probe-subscribe"]
         for wrap in (lambda a: a, as_attacker):
