@@ -45,12 +45,22 @@ static uint32_t synth_map(struct sym_table_builder *b, uint32_t pid, uint64_t st
 	return idx;
 }
 
+/* b's table as c's symbols section; frees b. */
+static inline void synth_add_symbols(struct capture *c, struct sym_table_builder *b)
+{
+	void *buf;
+	size_t len;
+
+	if (sym_tb_encode(b, &buf, &len) < 0 || capture_add_extra(c, CAPSEC_SYMBOLS, buf, len) < 0)
+		abort();
+	free(buf);
+	sym_tb_free(b);
+}
+
 static struct capture *synth_capture(void)
 {
 	struct capture *c;
 	struct sym_table_builder *b;
-	void *buf;
-	size_t len;
 	if (capture_new(&c) < 0 || sym_tb_new(false, &b) < 0)
 		abort();
 	c->id = 7;
@@ -72,10 +82,7 @@ static struct capture *synth_capture(void)
 	synth_syms(b, 10, s1, n1, 3, 0, mapp);
 	synth_syms(b, 10, s2, n2, 3, 2, mapp);
 	synth_syms(b, 20, s3, n3, 2, 0, mbad);
-	if (sym_tb_encode(b, &buf, &len) < 0 || capture_add_extra(c, CAPSEC_SYMBOLS, buf, len) < 0)
-		abort();
-	free(buf);
-	sym_tb_free(b);
+	synth_add_symbols(c, b);
 	for (int i = 0; i < 100; i++) /* 60 compute, 30 write_log, 10 bad */
 		cb_rec(c, SYNTH_T0 + (uint64_t)i * 25000000ull, i < 90 ? 10 : 20, i < 90 ? 10 : 20,
 		       i < 90 ? app : bad,
@@ -117,8 +124,6 @@ static inline struct capture *synth_49hz_capture(void)
 {
 	struct capture *c;
 	struct sym_table_builder *b;
-	void *buf;
-	size_t len;
 	if (capture_new(&c) < 0 || sym_tb_new(false, &b) < 0)
 		abort();
 	c->id = 8;
@@ -130,10 +135,7 @@ static inline struct capture *synth_49hz_capture(void)
 	static const char *const names[] = {"compute", "run", "main"};
 	uint32_t mapp = synth_map(b, 10, 0x1000, 0x2000, "/usr/bin/app", SYNTH_BID_APP);
 	synth_syms(b, 10, s1, names, 3, 0, mapp);
-	if (sym_tb_encode(b, &buf, &len) < 0 || capture_add_extra(c, CAPSEC_SYMBOLS, buf, len) < 0)
-		abort();
-	free(buf);
-	sym_tb_free(b);
+	synth_add_symbols(c, b);
 	for (uint64_t i = 0;; i++) {
 		uint64_t dt = i * 1000000000ull / 49;
 		if (dt >= 6000000000ull)
@@ -155,8 +157,6 @@ static inline struct capture *synth_main_capture(void)
 {
 	struct capture *c;
 	struct sym_table_builder *b;
-	void *buf;
-	size_t len;
 	if (capture_new(&c) < 0 || sym_tb_new(true, &b) < 0)
 		abort();
 	c->t0_ns = SYNTH_T0;
@@ -183,10 +183,7 @@ static inline struct capture *synth_main_capture(void)
 	maps[0] = mlibc;
 	maps[1] = maps[2] = mexe;
 	sym_tb_add_maps(b, 30, st, names, lines, maps, 3, 0);
-	if (sym_tb_encode(b, &buf, &len) < 0 || capture_add_extra(c, CAPSEC_SYMBOLS, buf, len) < 0)
-		abort();
-	free(buf);
-	sym_tb_free(b);
+	synth_add_symbols(c, b);
 	for (int i = 0; i < 5; i++)
 		cb_rec(c, SYNTH_T0 + (uint64_t)i * 1000, 30, 30, srv, st);
 	return c;
