@@ -102,10 +102,7 @@ static void bench_pair(uint64_t n, uint64_t k)
 
 static void bench_live(uint64_t n)
 {
-	struct capture *c;
-	if (capture_new(&c) < 0)
-		exit(1);
-	c->kind = CAPTURE_LIVE;
+	struct capture *c = cb_live(0, 0);
 	uint32_t comm = cb_str(c, "app"), ccs = cb_str(c, "xe/ccs");
 	uint32_t names[16];
 	for (int i = 0; i < 16; i++) {
@@ -186,10 +183,7 @@ static void bench_live(uint64_t n)
 /* A CUDA capture as the CUPTI collector fills it (store.h). */
 static struct capture *cupti_capture(uint64_t n, bool by_handle)
 {
-	struct capture *c;
-	if (capture_new(&c) < 0)
-		exit(1);
-	c->kind = CAPTURE_LIVE;
+	struct capture *c = cb_live(0, 0);
 	uint32_t comm = cb_str(c, "train"), rt = cb_str(c, "cudaLaunchKernel"),
 		 drv = cb_str(c, "cuLaunchKernel"), names[16], stacks[16];
 	uint32_t probe_names[16];

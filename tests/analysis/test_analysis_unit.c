@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "jsonpath.h"
 #include "test.h"
 #include "import/import.h"
 #include "timeline/timeline.h"
@@ -51,21 +52,6 @@ static cJSON *run(const struct timeline *tl, const char *name, const char *param
 	return res;
 }
 
-static double num(const cJSON *o, const char *path)
-{
-	char key[64];
-	const char *dot;
-
-	while ((dot = strchr(path, '.'))) {
-		snprintf(key, sizeof(key), "%.*s", (int)(dot - path), path);
-		o = key[0] >= '0' && key[0] <= '9' ? cJSON_GetArrayItem(o, atoi(key))
-						   : cJSON_GetObjectItemCaseSensitive(o, key);
-		path = dot + 1;
-	}
-	o = cJSON_GetObjectItemCaseSensitive(o, path);
-	return cJSON_IsNumber(o) ? o->valuedouble : NAN;
-}
-
 /* compute [0,100] s7, nccl [50,150] s8, memcpy [200,250] s7 */
 static const char *mix = "{\"traceEvents\":[" K("gemm", "kernel", 0, 100, 7, 1) ","
 	K("ncclKernel_AllReduce", "kernel", 50, 100, 8, 2) ","
@@ -78,19 +64,19 @@ static void test_temporal_split(void)
 
 	CHECK(r);
 	/* span 250, busy 200 → idle 50; compute 100; non-compute 100 */
-	CHECK_NEAR(num(r, "ranks.0.kernel_time_us"), 250, 0);
-	CHECK_NEAR(num(r, "ranks.0.idle_time_us"), 50, 0);
-	CHECK_NEAR(num(r, "ranks.0.compute_time_us"), 100, 0);
-	CHECK_NEAR(num(r, "ranks.0.non_compute_time_us"), 100, 0);
-	CHECK_NEAR(num(r, "ranks.0.idle_time_pctg"), 20, 1e-12);
+	CHECK_NEAR(json_num(r, "ranks.0.kernel_time_us"), 250, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.idle_time_us"), 50, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.compute_time_us"), 100, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.non_compute_time_us"), 100, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.idle_time_pctg"), 20, 1e-12);
 	/* compute wins [50,100]; communication keeps [100,150]; memory [200,250] */
-	CHECK_NEAR(num(r, "ranks.0.non_compute_split.communication_time_us"), 50, 0);
-	CHECK_NEAR(num(r, "ranks.0.non_compute_split.memory_time_us"), 50, 0);
-	CHECK_NEAR(num(r, "ranks.0.non_compute_split.other_time_us"), 0, 0);
-	CHECK_NEAR(num(r, "ranks.0.non_compute_split.memory_time_pctg"), 20, 1e-12);
+	CHECK_NEAR(json_num(r, "ranks.0.non_compute_split.communication_time_us"), 50, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.non_compute_split.memory_time_us"), 50, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.non_compute_split.other_time_us"), 0, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.non_compute_split.memory_time_pctg"), 20, 1e-12);
 	cJSON_Delete(r);
 	r = run(tl, "overlap", NULL);
-	CHECK_NEAR(num(r, "ranks.0.comp_comm_overlap_pctg"), 50, 1e-12);
+	CHECK_NEAR(json_num(r, "ranks.0.comp_comm_overlap_pctg"), 50, 1e-12);
 	cJSON_Delete(r);
 	r = run(tl, "kernels", NULL);
 	/* four labels of 50 µs each: 25 % apiece, ties in label order */
@@ -98,7 +84,7 @@ static void test_temporal_split(void)
 	CHECK_STREQ(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "kernel_types"), 0),
 					"kernel_type")->valuestring,
 		    "COMMUNICATION");
-	CHECK_NEAR(num(r, "kernel_types.1.percentage"), 25, 1e-12);
+	CHECK_NEAR(json_num(r, "kernel_types.1.percentage"), 25, 1e-12);
 	CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r, "kernels")), 3);
 	cJSON_Delete(r);
 	timeline_free(tl);
@@ -122,15 +108,16 @@ static void test_idle(void)
 	CHECK(r);
 	/* K2: launch 105 < prev end 110, gap 5 < 30 → kernel wait 5;
 	 * K3: launch 150 > 125 → host wait 75; K4: gap 90 → other 90 */
-	CHECK_NEAR(num(r, "ranks.0.streams.0.categories.0.idle_time_us"), 75, 0);
-	CHECK_NEAR(num(r, "ranks.0.streams.0.categories.1.idle_time_us"), 5, 0);
-	CHECK_NEAR(num(r, "ranks.0.streams.0.categories.2.idle_time_us"), 90, 0);
-	CHECK_NEAR(num(r, "ranks.0.streams.0.categories.0.idle_time_ratio"), 75.0 / 170, 1e-12);
-	CHECK_EQ_INT(num(r, "ranks.0.streams.0.categories.2.interval_stats.count"), 1);
+	CHECK_NEAR(json_num(r, "ranks.0.streams.0.categories.0.idle_time_us"), 75, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.streams.0.categories.1.idle_time_us"), 5, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.streams.0.categories.2.idle_time_us"), 90, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.streams.0.categories.0.idle_time_ratio"), 75.0 / 170,
+		   1e-12);
+	CHECK_EQ_INT(json_num(r, "ranks.0.streams.0.categories.2.interval_stats.count"), 1);
 	cJSON_Delete(r);
 	/* a 100 µs threshold makes K4's 90 µs gap kernel wait */
 	r = run(tl, "idle", "{\"consecutive_kernel_delay_us\": 100}");
-	CHECK_NEAR(num(r, "ranks.0.streams.0.categories.1.idle_time_us"), 95, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.streams.0.categories.1.idle_time_us"), 95, 0);
 	cJSON_Delete(r);
 	timeline_free(tl);
 }
@@ -149,11 +136,11 @@ static void test_idle_stream_order(void)
 	CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(
 			 cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ranks"), 0), "streams")),
 		     3);
-	CHECK_NEAR(num(r, "ranks.0.streams.0.stream"), 9, 0);
-	CHECK_NEAR(num(r, "ranks.0.streams.1.stream"), 3, 0);
-	CHECK_NEAR(num(r, "ranks.0.streams.2.stream"), 5, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.streams.0.stream"), 9, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.streams.1.stream"), 3, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.streams.2.stream"), 5, 0);
 	/* stream 9: c [20,30] then a [50,60], gap 20 (no launch: kernel wait) */
-	CHECK_NEAR(num(r, "ranks.0.streams.0.categories.0.idle_time_us"), 20, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.streams.0.categories.0.idle_time_us"), 20, 0);
 	cJSON_Delete(r);
 	timeline_free(tl);
 }
@@ -201,9 +188,10 @@ static void test_idle_stream_on_two_devices(void)
 		CHECK_STREQ(cJSON_GetObjectItem(cJSON_GetArrayItem(cats, 0), "idle_category")
 				    ->valuestring,
 			    "kernel_wait");
-		CHECK_NEAR(num(cJSON_GetArrayItem(cats, 0), "idle_time_us"), (ks[i] * 2 - 1) * 5.0, 0);
-		CHECK_NEAR(num(cJSON_GetArrayItem(cats, 0), "interval_stats.max_us"), 5, 0);
-		CHECK_NEAR(num(cJSON_GetArrayItem(cats, 0), "interval_stats.min_us"), 5, 0);
+		CHECK_NEAR(json_num(cJSON_GetArrayItem(cats, 0), "idle_time_us"),
+			   (ks[i] * 2 - 1) * 5.0, 0);
+		CHECK_NEAR(json_num(cJSON_GetArrayItem(cats, 0), "interval_stats.max_us"), 5, 0);
+		CHECK_NEAR(json_num(cJSON_GetArrayItem(cats, 0), "interval_stats.min_us"), 5, 0);
 		cJSON_Delete(r);
 		timeline_free(tl);
 		free(json);
@@ -215,14 +203,14 @@ static void test_launch(void)
 	struct timeline *tl = load(idle_tl);
 	cJSON *r = run(tl, "launch", NULL);
 
-	CHECK_EQ_INT(num(r, "ranks.0.count"), 4);
+	CHECK_EQ_INT(json_num(r, "ranks.0.count"), 4);
 	/* rows in launch-call order: corr 1, 2, 4, 3 */
 	CHECK_EQ_INT(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
 		cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ranks"), 0), "launches"),
 		"launch_delay_us"), 0)->valuedouble, 8);
-	CHECK_EQ_INT(num(r, "ranks.0.short_gpu_kernels.count"), 1); /* corr 2: 10 < 20 */
-	CHECK_EQ_INT(num(r, "ranks.0.runtime_outliers.count"), 1); /* corr 3: 60 > 50 */
-	CHECK_EQ_INT(num(r, "ranks.0.launch_delay_outliers.count"), 1); /* corr 4: 178 */
+	CHECK_EQ_INT(json_num(r, "ranks.0.short_gpu_kernels.count"), 1);     /* corr 2: 10 < 20 */
+	CHECK_EQ_INT(json_num(r, "ranks.0.runtime_outliers.count"), 1);	     /* corr 3: 60 > 50 */
+	CHECK_EQ_INT(json_num(r, "ranks.0.launch_delay_outliers.count"), 1); /* corr 4: 178 */
 	/* the summary is the arrays' mean and max; per_launch false drops the
 	 * arrays, keeps the counts, outlier sets and summary */
 	const cJSON *l = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ranks"), 0),
@@ -247,18 +235,18 @@ static void test_launch(void)
 	r = run(tl, "launch", "{\"per_launch\": false}");
 	CHECK(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ranks"), 0),
 				  "launches") == NULL);
-	CHECK_EQ_INT(num(r, "ranks.0.count"), 4);
-	CHECK_EQ_INT(num(r, "ranks.0.launch_delay_outliers.count"), 1);
+	CHECK_EQ_INT(json_num(r, "ranks.0.count"), 4);
+	CHECK_EQ_INT(json_num(r, "ranks.0.launch_delay_outliers.count"), 1);
 	for (int k = 0; k < 3; k++) {
 		char key[96];
 		snprintf(key, sizeof(key), "ranks.0.summary.%s.mean", cols[k]);
-		CHECK_NEAR(num(r, key), mean[k], 1e-9);
+		CHECK_NEAR(json_num(r, key), mean[k], 1e-9);
 		snprintf(key, sizeof(key), "ranks.0.summary.%s.max", cols[k]);
-		CHECK_NEAR(num(r, key), max[k], 0);
+		CHECK_NEAR(json_num(r, key), max[k], 0);
 	}
 	cJSON_Delete(r);
 	r = run(tl, "launch", "{\"launch_delay_cutoff_us\": 5}");
-	CHECK_EQ_INT(num(r, "ranks.0.launch_delay_outliers.count"), 2);
+	CHECK_EQ_INT(json_num(r, "ranks.0.launch_delay_outliers.count"), 2);
 	cJSON_Delete(r);
 	timeline_free(tl);
 }
@@ -269,16 +257,18 @@ static void test_queue(void)
 	cJSON *r = run(tl, "queue", "{\"series\": true, \"max_queue_length\": 2}");
 
 	/* 90+ 100- 105+ 115- 120+ 150+ 200- 300- → 1 0 1 0 1 2 1 0 */
-	CHECK_EQ_INT(num(r, "ranks.0.streams.0.summary.count"), 8);
-	CHECK_NEAR(num(r, "ranks.0.streams.0.summary.mean"), 0.75, 1e-12);
-	CHECK_NEAR(num(r, "ranks.0.streams.0.summary.max"), 2, 0);
+	CHECK_EQ_INT(json_num(r, "ranks.0.streams.0.summary.count"), 8);
+	CHECK_NEAR(json_num(r, "ranks.0.streams.0.summary.mean"), 0.75, 1e-12);
+	CHECK_NEAR(json_num(r, "ranks.0.streams.0.summary.max"), 2, 0);
 	/* at 2 from 150 to 200; trace spans 90..300 (starts) */
-	CHECK_NEAR(num(r, "ranks.0.streams.0.blocked_on_full_queue.duration_at_max_queue_length_us"),
-		   50, 0);
-	CHECK_NEAR(num(r, "ranks.0.streams.0.blocked_on_full_queue."
-			  "relative_duration_at_max_queue_length"),
+	CHECK_NEAR(
+		json_num(r,
+			 "ranks.0.streams.0.blocked_on_full_queue.duration_at_max_queue_length_us"),
+		50, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.streams.0.blocked_on_full_queue."
+			       "relative_duration_at_max_queue_length"),
 		   50.0 / 210, 1e-12);
-	CHECK_NEAR(num(r, "ranks.0.hta_blocked_stream"), 7, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.hta_blocked_stream"), 7, 0);
 	cJSON_Delete(r);
 	timeline_free(tl);
 }
@@ -307,8 +297,8 @@ static void test_queue_launch_with_stream(void)
 	/* A launch's queue is its correlation's first GPU-side row's stream,
 	 * here the launch row itself: stream -2 holds the two launches (+1)
 	 * and the same rows as GPU rows (-1); stream 7 the two kernels. */
-	CHECK_EQ_INT(num(r, "ranks.0.streams.0.summary.count"), 4);
-	CHECK_EQ_INT(num(r, "ranks.0.streams.1.summary.count"), 2);
+	CHECK_EQ_INT(json_num(r, "ranks.0.streams.0.summary.count"), 4);
+	CHECK_EQ_INT(json_num(r, "ranks.0.streams.1.summary.count"), 2);
 	cJSON_Delete(r);
 	timeline_free(tl);
 }
@@ -352,9 +342,9 @@ static void test_queue_stream_groups(void)
 
 	CHECK(r);
 	CHECK_EQ_INT(cJSON_GetArraySize(st), 3);
-	CHECK_EQ_INT(num(r, "ranks.0.streams.0.stream"), 0);
-	CHECK_EQ_INT(num(r, "ranks.0.streams.1.stream"), 3);
-	CHECK_EQ_INT(num(r, "ranks.0.streams.2.stream"), 7);
+	CHECK_EQ_INT(json_num(r, "ranks.0.streams.0.stream"), 0);
+	CHECK_EQ_INT(json_num(r, "ranks.0.streams.1.stream"), 3);
+	CHECK_EQ_INT(json_num(r, "ranks.0.streams.2.stream"), 7);
 	CHECK(series_is(cJSON_GetObjectItem(cJSON_GetArrayItem(st, 0), "series"), "ts_us", ts0, 2));
 	CHECK(series_is(cJSON_GetObjectItem(cJSON_GetArrayItem(st, 0), "series"), "queue_length",
 			len0, 2));
@@ -364,7 +354,7 @@ static void test_queue_stream_groups(void)
 	CHECK(series_is(cJSON_GetObjectItem(cJSON_GetArrayItem(st, 2), "series"), "ts_us", ts7, 6));
 	CHECK(series_is(cJSON_GetObjectItem(cJSON_GetArrayItem(st, 2), "series"), "queue_length",
 			len7, 6));
-	CHECK_NEAR(num(r, "ranks.0.streams.2.summary.max"), 3, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.streams.2.summary.max"), 3, 0);
 	cJSON_Delete(r);
 	timeline_free(tl);
 }
@@ -395,13 +385,13 @@ static void test_sequences(void)
 	if (p) {
 		CHECK_STREQ(cJSON_GetObjectItem(p, "pattern")->valuestring,
 			    "aten::linear|k_a|k_b|k_c");
-		CHECK_NEAR(num(p, "count"), 2, 0);
-		CHECK_NEAR(num(p, "gpu_kernel_duration_us"), 56, 0);
-		CHECK_NEAR(num(p, "cpu_op_duration_us"), 200, 0);
+		CHECK_NEAR(json_num(p, "count"), 2, 0);
+		CHECK_NEAR(json_num(p, "gpu_kernel_duration_us"), 56, 0);
+		CHECK_NEAR(json_num(p, "cpu_op_duration_us"), 200, 0);
 	}
 	cJSON_Delete(r);
 	r = run(tl, "sequences", "{\"operator\": \"linear\", \"min_pattern_len\": 4}");
-	CHECK_NEAR(num(r, "ranks.0.patterns_total"), 0, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.patterns_total"), 0, 0);
 	cJSON_Delete(r);
 	timeline_free(tl);
 }
@@ -463,9 +453,9 @@ static void test_sequences_tied_end_points(void)
 		if (p) {
 			CHECK_STREQ(cJSON_GetObjectItem(p, "pattern")->valuestring,
 				    "aten::linear|k_gemm");
-			CHECK_NEAR(num(p, "count"), ks[i], 0);
+			CHECK_NEAR(json_num(p, "count"), ks[i], 0);
 		}
-		CHECK_NEAR(num(r, "ranks.0.patterns_total"), 1, 0);
+		CHECK_NEAR(json_num(r, "ranks.0.patterns_total"), 1, 0);
 		cJSON_Delete(r);
 		timeline_free(tl);
 		free(json);
@@ -650,16 +640,16 @@ static void test_sequences_zero_length_at_a_boundary(void)
 		    0);
 
 		CHECK(p);
-		CHECK_NEAR(num(r, "ranks.0.roots"), n, 0);
-		CHECK_NEAR(num(r, "ranks.0.patterns_total"), 1, 0);
+		CHECK_NEAR(json_num(r, "ranks.0.roots"), n, 0);
+		CHECK_NEAR(json_num(r, "ranks.0.patterns_total"), 1, 0);
 		if (p) {
 			CHECK_STREQ(cJSON_GetObjectItem(p, "pattern")->valuestring,
 				    "aten::mm|k0|k1|k2");
-			CHECK_NEAR(num(p, "count"), n, 0);
-			CHECK_NEAR(num(p, "gpu_kernel_duration_us"), 12 * n, 0);
-			CHECK_NEAR(num(p, "cpu_op_duration_us"), 30 * n, 0);
+			CHECK_NEAR(json_num(p, "count"), n, 0);
+			CHECK_NEAR(json_num(p, "gpu_kernel_duration_us"), 12 * n, 0);
+			CHECK_NEAR(json_num(p, "cpu_op_duration_us"), 30 * n, 0);
 		}
-		if (!p || num(p, "count") != n)
+		if (!p || json_num(p, "count") != n)
 			fprintf(stderr, "%d steps, file order %u: %.300s...\n", steps, seed, json);
 		cJSON_Delete(r);
 		timeline_free(tl);

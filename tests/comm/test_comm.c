@@ -17,6 +17,7 @@
 
 #include "analysis/comm/comm.h"
 #include "analysis/comm/comm_int.h"
+#include "jsonpath.h"
 #include "test.h"
 #include "import/import.h"
 #include "timeline/timeline.h"
@@ -89,22 +90,6 @@ static cJSON *run(const struct timeline *tl, const char *params, int *rc)
 	return res;
 }
 
-/* "a.b.0.c" into the tree; NaN when absent or not a number. */
-static double num(const cJSON *o, const char *path)
-{
-	char key[64];
-	const char *dot;
-
-	while ((dot = strchr(path, '.'))) {
-		snprintf(key, sizeof(key), "%.*s", (int)(dot - path), path);
-		o = key[0] >= '0' && key[0] <= '9' ? cJSON_GetArrayItem(o, atoi(key))
-						   : cJSON_GetObjectItemCaseSensitive(o, key);
-		path = dot + 1;
-	}
-	o = cJSON_GetObjectItemCaseSensitive(o, path);
-	return cJSON_IsNumber(o) || cJSON_IsRaw(o) ? o->valuedouble : NAN;
-}
-
 static const cJSON *window(const cJSON *r, const char *from, const char *to)
 {
 	const cJSON *w;
@@ -122,50 +107,50 @@ static void test_breakdown(void)
 	cJSON *r = run(tl, "{\"iteration\":\"iter\",\"link_bandwidth\":1e8}", NULL);
 
 	CHECK(r);
-	CHECK_NEAR(num(r, "iterations.count"), 2, 0);
-	CHECK_NEAR(num(r, "iterations.time_mean_us"), 1000, 0);
-	CHECK_NEAR(num(r, "iterations.time_p99_us"), 1000, 0);
+	CHECK_NEAR(json_num(r, "iterations.count"), 2, 0);
+	CHECK_NEAR(json_num(r, "iterations.time_mean_us"), 1000, 0);
+	CHECK_NEAR(json_num(r, "iterations.time_p99_us"), 1000, 0);
 	/* rank 0 A, union: comm [100,250)+[400,500)+[600,700) = 350 split TP 150,
 	 * DP 100, OTHER 100; compute [0,300)+[350,450) = 400 minus 200 under
 	 * comm = 200; memcpy 50; idle 1000 - 600 = 400 */
-	CHECK_NEAR(num(r, "ranks.0.breakdown.union.comm_us.TP"), 150, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.breakdown.union.comm_us.DP"), 100, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.breakdown.union.comm_us.OTHER"), 100, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.breakdown.union.comm_us.TP"), 150, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.breakdown.union.comm_us.DP"), 100, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.breakdown.union.comm_us.OTHER"), 100, 1e-9);
 	/* + iteration B: compute 100, idle 900 */
-	CHECK_NEAR(num(r, "ranks.0.breakdown.union.compute_us"), 300, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.breakdown.union.memory_us"), 50, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.breakdown.union.idle_us"), 1300, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.breakdown.union.compute_us"), 300, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.breakdown.union.memory_us"), 50, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.breakdown.union.idle_us"), 1300, 1e-9);
 	/* simple sums: TP 200, DP 100, OTHER 100, compute 400+100, memory 50,
 	 * idle 1000-950 + 1000-100 = 1050 */
-	CHECK_NEAR(num(r, "ranks.0.breakdown.sum.comm_us.TP"), 200, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.breakdown.sum.compute_us"), 500, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.breakdown.sum.idle_us"), 1050, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.breakdown.sum.comm_us.TP"), 200, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.breakdown.sum.compute_us"), 500, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.breakdown.sum.idle_us"), 1050, 1e-9);
 	/* rank 1: union TP [130,240) = 110, DP 50, idle 2000 - 160 */
-	CHECK_NEAR(num(r, "ranks.1.breakdown.union.comm_us.TP"), 110, 1e-9);
-	CHECK_NEAR(num(r, "ranks.1.breakdown.union.idle_us"), 1840, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.1.breakdown.union.comm_us.TP"), 110, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.1.breakdown.union.idle_us"), 1840, 1e-9);
 	/* global ratios over ΣT = 4000 */
-	CHECK_NEAR(num(r, "breakdown.union.ratios.comm.TP"), 260.0 / 4000, 1e-12);
-	CHECK_NEAR(num(r, "breakdown.union.ratios.comm.DP"), 150.0 / 4000, 1e-12);
-	CHECK_NEAR(num(r, "breakdown.union.ratios.comm.OTHER"), 100.0 / 4000, 1e-12);
-	CHECK_NEAR(num(r, "breakdown.union.ratios.compute"), 300.0 / 4000, 1e-12);
-	CHECK_NEAR(num(r, "breakdown.union.ratios.idle"), 3140.0 / 4000, 1e-12);
-	CHECK_NEAR(num(r, "breakdown.union.ratios.total"), 1, 1e-12);
-	CHECK_NEAR(num(r, "breakdown.sum.ratios.comm.TP"), 400.0 / 4000, 1e-12);
-	CHECK_NEAR(num(r, "breakdown.sum.ratios.idle"), 2800.0 / 4000, 1e-12);
-	CHECK_NEAR(num(r, "breakdown.sum.ratios.total"), 1, 1e-12);
+	CHECK_NEAR(json_num(r, "breakdown.union.ratios.comm.TP"), 260.0 / 4000, 1e-12);
+	CHECK_NEAR(json_num(r, "breakdown.union.ratios.comm.DP"), 150.0 / 4000, 1e-12);
+	CHECK_NEAR(json_num(r, "breakdown.union.ratios.comm.OTHER"), 100.0 / 4000, 1e-12);
+	CHECK_NEAR(json_num(r, "breakdown.union.ratios.compute"), 300.0 / 4000, 1e-12);
+	CHECK_NEAR(json_num(r, "breakdown.union.ratios.idle"), 3140.0 / 4000, 1e-12);
+	CHECK_NEAR(json_num(r, "breakdown.union.ratios.total"), 1, 1e-12);
+	CHECK_NEAR(json_num(r, "breakdown.sum.ratios.comm.TP"), 400.0 / 4000, 1e-12);
+	CHECK_NEAR(json_num(r, "breakdown.sum.ratios.idle"), 2800.0 / 4000, 1e-12);
+	CHECK_NEAR(json_num(r, "breakdown.sum.ratios.total"), 1, 1e-12);
 	/* overlap: r0 A 200/350, r1 A 0 (B has no comm: not averaged) */
-	CHECK_NEAR(num(r, "overlap.average_overlap_ratio"), (200.0 / 350) / 2, 1e-12);
-	CHECK_NEAR(num(r, "overlap.per_tag.TP"), 0.5, 1e-12);
-	CHECK_NEAR(num(r, "overlap.per_tag.DP"), 0.25, 1e-12);
-	CHECK_NEAR(num(r, "overlap.per_tag.OTHER"), 0, 1e-12);
-	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.overlap_ratio"), 200.0 / 350, 1e-12);
+	CHECK_NEAR(json_num(r, "overlap.average_overlap_ratio"), (200.0 / 350) / 2, 1e-12);
+	CHECK_NEAR(json_num(r, "overlap.per_tag.TP"), 0.5, 1e-12);
+	CHECK_NEAR(json_num(r, "overlap.per_tag.DP"), 0.25, 1e-12);
+	CHECK_NEAR(json_num(r, "overlap.per_tag.OTHER"), 0, 1e-12);
+	CHECK_NEAR(json_num(r, "ranks.0.iteration_list.0.overlap_ratio"), 200.0 / 350, 1e-12);
 	/* per-iteration bw: 10000 B over the union of sized events, 250 us */
-	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.bw_Bps"), 4e7, 1e-3);
-	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.events_bytes_unknown"), 1, 0);
-	CHECK_NEAR(num(r, "ranks.0.iteration_list.1.events"), 0, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.iteration_list.0.bw_Bps"), 4e7, 1e-3);
+	CHECK_NEAR(json_num(r, "ranks.0.iteration_list.0.events_bytes_unknown"), 1, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.iteration_list.1.events"), 0, 0);
 	/* reconciliation: 400 + 250 us of comm kernels */
-	CHECK_NEAR(num(r, "reconciliation.comm_kernel_time_us"), 650, 1e-9);
-	CHECK_NEAR(num(r, "reconciliation.comm_time_in_iterations_us"), 650, 1e-9);
+	CHECK_NEAR(json_num(r, "reconciliation.comm_kernel_time_us"), 650, 1e-9);
+	CHECK_NEAR(json_num(r, "reconciliation.comm_time_in_iterations_us"), 650, 1e-9);
 	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "reconciliation"),
 					       "tags_sum_to_total")));
 	cJSON_Delete(r);
@@ -182,40 +167,40 @@ static void test_windows_bandwidth(void)
 	/* TP→DP: r0 400-250 = 150, r1 450-240 = 210; DP→OTHER: r0 600-500 */
 	w = window(r, "TP", "DP");
 	CHECK(w);
-	CHECK_NEAR(num(w, "count"), 2, 0);
-	CHECK_NEAR(num(w, "mean_us"), 180, 1e-9);
-	CHECK_NEAR(num(w, "p50_us"), 180, 1e-9);
-	CHECK_NEAR(num(w, "p95_us"), 150 + 0.95 * 60, 1e-9);
+	CHECK_NEAR(json_num(w, "count"), 2, 0);
+	CHECK_NEAR(json_num(w, "mean_us"), 180, 1e-9);
+	CHECK_NEAR(json_num(w, "p50_us"), 180, 1e-9);
+	CHECK_NEAR(json_num(w, "p95_us"), 150 + 0.95 * 60, 1e-9);
 	CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(w, "windows_us")), 2);
 	w = window(r, "DP", "OTHER");
-	CHECK(w && num(w, "count") == 1 && num(w, "mean_us") == 100);
+	CHECK(w && json_num(w, "count") == 1 && json_num(w, "mean_us") == 100);
 	CHECK(!window(r, "OTHER", "TP"));
 	/* TP: 4 × 4000 B in 100 us = 4e7 B/s; util 0.4; busbw factor 2(n-1)/n = 1 */
-	CHECK_NEAR(num(r, "bandwidth.TP.events"), 4, 0);
-	CHECK_NEAR(num(r, "bandwidth.TP.total_bytes"), 16000, 0);
-	CHECK_NEAR(num(r, "bandwidth.TP.avg_bw_Bps"), 4e7, 1e-3);
-	CHECK_NEAR(num(r, "bandwidth.TP.avg_util"), 0.4, 1e-12);
-	CHECK_NEAR(num(r, "bandwidth.TP.p95_util"), 0.4, 1e-12);
-	CHECK_NEAR(num(r, "bandwidth.TP.busbw_Bps"), 4e7, 1e-3);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.events"), 4, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.total_bytes"), 16000, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.avg_bw_Bps"), 4e7, 1e-3);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.avg_util"), 0.4, 1e-12);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.p95_util"), 0.4, 1e-12);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.busbw_Bps"), 4e7, 1e-3);
 	/* DP all-gather: S = Out 1000 × BFloat16 2 = 2000 B, in 100 us (2e7) and
 	 * 50 us (4e7); busbw factor (n-1)/n = 3/4 */
-	CHECK_NEAR(num(r, "bandwidth.DP.avg_bw_Bps"), 3e7, 1e-3);
-	CHECK_NEAR(num(r, "bandwidth.DP.algbw_Bps"), 4000 / 150e-6, 1e-3);
-	CHECK_NEAR(num(r, "bandwidth.DP.avg_util"), 0.3, 1e-12);
-	CHECK_NEAR(num(r, "bandwidth.DP.p95_util"), 0.2 + 0.95 * 0.2, 1e-12);
-	CHECK_NEAR(num(r, "bandwidth.DP.global_avg_util"), 4000 / 150e-6 / 1e8, 1e-12);
-	CHECK_NEAR(num(r, "bandwidth.DP.avg_busbw_Bps"), 2.25e7, 1e-3);
-	CHECK_NEAR(num(r, "bandwidth.DP.busbw_Bps"), 3000 / 150e-6, 1e-3);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.avg_bw_Bps"), 3e7, 1e-3);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.algbw_Bps"), 4000 / 150e-6, 1e-3);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.avg_util"), 0.3, 1e-12);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.p95_util"), 0.2 + 0.95 * 0.2, 1e-12);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.global_avg_util"), 4000 / 150e-6 / 1e8, 1e-12);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.avg_busbw_Bps"), 2.25e7, 1e-3);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.busbw_Bps"), 3000 / 150e-6, 1e-3);
 	/* the SendRecv without args: counted in time, bytes unknown */
-	CHECK_NEAR(num(r, "bandwidth.OTHER.events"), 1, 0);
-	CHECK_NEAR(num(r, "bandwidth.OTHER.events_bytes_unknown"), 1, 0);
-	CHECK_NEAR(num(r, "bandwidth.OTHER.time_us"), 100, 1e-9);
+	CHECK_NEAR(json_num(r, "bandwidth.OTHER.events"), 1, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.OTHER.events_bytes_unknown"), 1, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.OTHER.time_us"), 100, 1e-9);
 	CHECK(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(
 		cJSON_GetObjectItem(r, "bandwidth"), "OTHER"), "avg_bw_Bps")));
 	/* volume: 2 iterations, 4 (iteration, rank) pairs */
-	CHECK_NEAR(num(r, "volume.TP.bytes_per_iteration"), 8000, 0);
-	CHECK_NEAR(num(r, "volume.TP.bytes_per_step_per_gpu"), 4000, 0);
-	CHECK_NEAR(num(r, "volume.DP.bytes"), 4000, 0);
+	CHECK_NEAR(json_num(r, "volume.TP.bytes_per_iteration"), 8000, 0);
+	CHECK_NEAR(json_num(r, "volume.TP.bytes_per_step_per_gpu"), 4000, 0);
+	CHECK_NEAR(json_num(r, "volume.DP.bytes"), 4000, 0);
 	/* unknown group listed for mapping */
 	CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r, "unmapped_groups")), 1);
 	CHECK_STREQ(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "unmapped_groups"), 0)->valuestring,
@@ -224,10 +209,10 @@ static void test_windows_bandwidth(void)
 	 * DP seq 0 spread 50 (rank 1); the SendRecv is on one rank only */
 	CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "straggler"),
 							    "groups")), 2);
-	CHECK_NEAR(num(r, "straggler.groups.0.spread_max_us"), 30, 1e-9);
-	CHECK_NEAR(num(r, "straggler.groups.0.spread_mean_us"), 20, 1e-9);
-	CHECK_NEAR(num(r, "straggler.top_instances.0.spread_us"), 50, 1e-9);
-	CHECK_NEAR(num(r, "straggler.top_instances.0.last_rank"), 1, 0);
+	CHECK_NEAR(json_num(r, "straggler.groups.0.spread_max_us"), 30, 1e-9);
+	CHECK_NEAR(json_num(r, "straggler.groups.0.spread_mean_us"), 20, 1e-9);
+	CHECK_NEAR(json_num(r, "straggler.top_instances.0.spread_us"), 50, 1e-9);
+	CHECK_NEAR(json_num(r, "straggler.top_instances.0.last_rank"), 1, 0);
 	{
 		char *svg = NULL;
 		size_t len = 0;
@@ -248,28 +233,28 @@ static void test_params_and_single_rank(void)
 
 	/* one rank: no straggler groups, everything else per that rank */
 	r = run(tl, "{\"iteration\":\"iter\",\"rank\":1}", NULL);
-	CHECK(r && num(r, "nranks") == 1);
-	CHECK_NEAR(num(r, "breakdown.union.comm_us.TP"), 110, 1e-9);
+	CHECK(r && json_num(r, "nranks") == 1);
+	CHECK_NEAR(json_num(r, "breakdown.union.comm_us.TP"), 110, 1e-9);
 	CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "straggler"),
 							    "groups")), 0);
 	cJSON_Delete(r);
 	/* mappings: the rule wins over the name; ranks [0,1] → PP */
 	r = run(tl, "{\"iteration\":\"iter\",\"tags\":[{\"match\":\"^mesh_tp$\",\"tag\":\"EP\"}]}", NULL);
-	CHECK_NEAR(num(r, "bandwidth.EP.events"), 4, 0);
-	CHECK_NEAR(num(r, "bandwidth.TP.events"), 0, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.EP.events"), 4, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.events"), 0, 0);
 	cJSON_Delete(r);
 	r = run(tl, "{\"iteration\":\"iter\",\"tags\":[{\"ranks\":[0,1],\"tag\":\"PP\"},"
 		    "{\"collective\":\"SendRecv\",\"tag\":\"EP\"}]}", NULL);
-	CHECK_NEAR(num(r, "bandwidth.PP.events"), 4, 0);
-	CHECK_NEAR(num(r, "bandwidth.DP.events"), 2, 0); /* by name still */
-	CHECK_NEAR(num(r, "bandwidth.EP.events"), 1, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.PP.events"), 4, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.events"), 2, 0); /* by name still */
+	CHECK_NEAR(json_num(r, "bandwidth.EP.events"), 1, 0);
 	cJSON_Delete(r);
 	/* no iteration marks: each rank's GPU span is one iteration */
 	r = run(tl, NULL, NULL);
-	CHECK_NEAR(num(r, "iterations.count"), 1, 0);
-	CHECK_NEAR(num(r, "ranks.0.breakdown.union.iteration_time_us"), 1200, 1e-9);
-	CHECK_NEAR(num(r, "ranks.1.breakdown.union.iteration_time_us"), 370, 1e-9);
-	CHECK_NEAR(num(r, "breakdown.union.ratios.total"), 1, 1e-12);
+	CHECK_NEAR(json_num(r, "iterations.count"), 1, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.breakdown.union.iteration_time_us"), 1200, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.1.breakdown.union.iteration_time_us"), 370, 1e-9);
+	CHECK_NEAR(json_num(r, "breakdown.union.ratios.total"), 1, 1e-12);
 	cJSON_Delete(r);
 	/* errors */
 	r = run(tl, "{\"bogus\":1}", &rc);
@@ -303,12 +288,12 @@ static void test_no_comm_and_sizes(void)
 	timeline_free(tl);
 	CHECK(!timeline_new(&tl) && !timeline_import_buf(k, strlen(k), NULL, tl, NULL));
 	r = run(tl, "{\"tp\":2,\"dp\":2}", NULL);
-	CHECK_NEAR(num(r, "bandwidth.DP.total_bytes"), 8, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.total_bytes"), 8, 0);
 	CHECK_STREQ(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "groups"), 0),
 					"tag_source")->valuestring, "sizes");
 	cJSON_Delete(r);
 	r = run(tl, NULL, NULL); /* no sizes: unmapped */
-	CHECK_NEAR(num(r, "bandwidth.OTHER.events"), 1, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.OTHER.events"), 1, 0);
 	cJSON_Delete(r);
 	timeline_free(tl);
 }
@@ -332,9 +317,9 @@ static void test_same_start(void)
 	CHECK(!timeline_new(&tl) && !timeline_import_buf(tr, strlen(tr), NULL, tl, &res));
 	r = run(tl, NULL, NULL);
 	CHECK(r != NULL);
-	CHECK_NEAR(num(window(r, "TP", "DP"), "mean_us"), -100, 1e-9);
-	CHECK_NEAR(num(window(r, "DP", "TP"), "mean_us"), 100, 1e-9);
-	CHECK_NEAR(num(window(r, "TP", "DP"), "count"), 1, 0);
+	CHECK_NEAR(json_num(window(r, "TP", "DP"), "mean_us"), -100, 1e-9);
+	CHECK_NEAR(json_num(window(r, "DP", "TP"), "mean_us"), 100, 1e-9);
+	CHECK_NEAR(json_num(window(r, "TP", "DP"), "count"), 1, 0);
 	cJSON_Delete(r);
 	timeline_free(tl);
 }
@@ -534,21 +519,6 @@ static struct timeline *steps(bool short_last)
 	return tl;
 }
 
-static const char *str(const cJSON *o, const char *path)
-{
-	char key[64];
-	const char *dot;
-
-	while ((dot = strchr(path, '.'))) {
-		snprintf(key, sizeof(key), "%.*s", (int)(dot - path), path);
-		o = key[0] >= '0' && key[0] <= '9' ? cJSON_GetArrayItem(o, atoi(key))
-						   : cJSON_GetObjectItemCaseSensitive(o, key);
-		path = dot + 1;
-	}
-	o = cJSON_GetObjectItemCaseSensitive(o, path);
-	return cJSON_IsString(o) ? o->valuestring : "";
-}
-
 /* The step HTA drops is counted (every complete iteration); iterations=hta
  * gives HTA's choice; the tail survives encode/decode. */
 static void test_every_iteration(void)
@@ -570,28 +540,29 @@ static void test_every_iteration(void)
 	CHECK_EQ_INT(tr->ntail, 4);
 	r = run(tl, NULL, NULL);
 	CHECK(r);
-	CHECK_NEAR(num(r, "iterations.count"), 3, 0);
-	CHECK_STREQ(str(r, "iterations.policy"), "all");
+	CHECK_NEAR(json_num(r, "iterations.count"), 3, 0);
+	CHECK_STREQ(json_str(r, "iterations.policy"), "all");
 	CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "iterations"),
 							       "left_out")), 0);
 	/* 3 all-reduces of 100 us + a broadcast of 50 */
-	CHECK_NEAR(num(r, "bandwidth.DP.time_us"), 350, 1e-9);
-	CHECK_NEAR(num(r, "bandwidth.DP.total_bytes"), 3 * 4000 + 2000, 0);
-	CHECK_NEAR(num(r, "reconciliation.comm_kernel_time_us"), 350, 1e-9);
-	CHECK_NEAR(num(r, "reconciliation.comm_time_outside_iterations_us"), 0, 0);
-	CHECK_NEAR(num(r, "reconciliation.comm_time_left_out_us"), 0, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.time_us"), 350, 1e-9);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.total_bytes"), 3 * 4000 + 2000, 0);
+	CHECK_NEAR(json_num(r, "reconciliation.comm_kernel_time_us"), 350, 1e-9);
+	CHECK_NEAR(json_num(r, "reconciliation.comm_time_outside_iterations_us"), 0, 0);
+	CHECK_NEAR(json_num(r, "reconciliation.comm_time_left_out_us"), 0, 0);
 	cJSON_Delete(r);
 
 	r = run(tl, "{\"iterations\":\"hta\"}", NULL);
 	CHECK(r);
-	CHECK_NEAR(num(r, "iterations.count"), 2, 0);
-	CHECK_STREQ(str(r, "iterations.policy"), "hta");
-	CHECK(strstr(str(r, "iterations.left_out.0.reason"), "iterations=hta"));
-	CHECK_NEAR(num(r, "iterations.left_out.0.start_us"), (double)(T0 + 2000) + 0.351, 1e-3);
-	CHECK_NEAR(num(r, "bandwidth.DP.time_us"), 250, 1e-9);
+	CHECK_NEAR(json_num(r, "iterations.count"), 2, 0);
+	CHECK_STREQ(json_str(r, "iterations.policy"), "hta");
+	CHECK(strstr(json_str(r, "iterations.left_out.0.reason"), "iterations=hta"));
+	CHECK_NEAR(json_num(r, "iterations.left_out.0.start_us"), (double)(T0 + 2000) + 0.351,
+		   1e-3);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.time_us"), 250, 1e-9);
 	/* every comm kernel accounted for: 250 read, step 2's 100 left out */
-	CHECK_NEAR(num(r, "reconciliation.comm_kernel_time_us"), 250, 1e-9);
-	CHECK_NEAR(num(r, "reconciliation.comm_time_left_out_us"), 100, 1e-9);
+	CHECK_NEAR(json_num(r, "reconciliation.comm_kernel_time_us"), 250, 1e-9);
+	CHECK_NEAR(json_num(r, "reconciliation.comm_time_left_out_us"), 100, 1e-9);
 	cJSON_Delete(r);
 	CHECK(!run(tl, "{\"iterations\":\"some\"}", &(int){ 0 }));
 
@@ -600,7 +571,7 @@ static void test_every_iteration(void)
 	CHECK_EQ_INT(timeline_decode(enc, len, &tl2, why, sizeof(why)), 0);
 	CHECK(tl2 && timeline_equal(tl, tl2));
 	r = tl2 ? run(tl2, NULL, NULL) : NULL;
-	CHECK_NEAR(num(r, "iterations.count"), 3, 0);
+	CHECK_NEAR(json_num(r, "iterations.count"), 3, 0);
 	cJSON_Delete(r);
 	timeline_free(tl2);
 	free(enc);
@@ -610,10 +581,10 @@ static void test_every_iteration(void)
 	tl = steps(true);
 	r = tl ? run(tl, NULL, NULL) : NULL;
 	CHECK(r);
-	CHECK_NEAR(num(r, "iterations.count"), 2, 0);
-	CHECK(strstr(str(r, "iterations.left_out.0.reason"), "incomplete"));
-	CHECK_NEAR(num(r, "reconciliation.comm_time_outside_iterations_us"), 100, 1e-9);
-	CHECK_NEAR(num(r, "reconciliation.comm_kernel_time_us"), 350, 1e-9);
+	CHECK_NEAR(json_num(r, "iterations.count"), 2, 0);
+	CHECK(strstr(json_str(r, "iterations.left_out.0.reason"), "incomplete"));
+	CHECK_NEAR(json_num(r, "reconciliation.comm_time_outside_iterations_us"), 100, 1e-9);
+	CHECK_NEAR(json_num(r, "reconciliation.comm_kernel_time_us"), 350, 1e-9);
 	cJSON_Delete(r);
 	timeline_free(tl);
 }
@@ -646,9 +617,9 @@ static void test_old_capture(void)
 	tr = timeline_rank_at(old, 0);
 	CHECK(!(tr->flags & TL_RANK_TAIL_KEPT) && !tr->ntail);
 	r = run(old, NULL, NULL);
-	CHECK_NEAR(num(r, "iterations.count"), 2, 0);
-	CHECK(strstr(str(r, "iterations.left_out.0.reason"), "unavailable"));
-	CHECK_NEAR(num(r, "bandwidth.DP.time_us"), 250, 1e-9);
+	CHECK_NEAR(json_num(r, "iterations.count"), 2, 0);
+	CHECK(strstr(json_str(r, "iterations.left_out.0.reason"), "unavailable"));
+	CHECK_NEAR(json_num(r, "bandwidth.DP.time_us"), 250, 1e-9);
 	CHECK(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "reconciliation"),
 					       "comm_time_left_out_us")));
 	cJSON_Delete(r);
@@ -665,31 +636,31 @@ static void test_rules_per_type(void)
 	if (!tl)
 		return;
 	r = run(tl, "{\"tags\":[{\"collective\":\"Broadcast\",\"tag\":\"PP\"}]}", NULL);
-	CHECK_NEAR(num(r, "bandwidth.PP.events"), 1, 0);
-	CHECK_NEAR(num(r, "bandwidth.PP.time_us"), 50, 1e-9);
-	CHECK_NEAR(num(r, "bandwidth.DP.events"), 3, 0);
-	CHECK_STREQ(str(r, "groups.0.tag"), "DP");
-	CHECK_STREQ(str(r, "groups.0.tag_source"), "default_pg");
-	CHECK_STREQ(str(r, "groups.0.type_tags.Broadcast.tag"), "PP");
-	CHECK_NEAR(num(r, "groups.0.type_tags.Broadcast.events"), 1, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.PP.events"), 1, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.PP.time_us"), 50, 1e-9);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.events"), 3, 0);
+	CHECK_STREQ(json_str(r, "groups.0.tag"), "DP");
+	CHECK_STREQ(json_str(r, "groups.0.tag_source"), "default_pg");
+	CHECK_STREQ(json_str(r, "groups.0.type_tags.Broadcast.tag"), "PP");
+	CHECK_NEAR(json_num(r, "groups.0.type_tags.Broadcast.events"), 1, 0);
 	CHECK(!cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
 		cJSON_GetObjectItem(r, "groups"), 0), "type_tags"), "AllReduce"));
 	/* the DP phase then PP in step 0: one window, 400 - 200 */
-	CHECK(window(r, "DP", "PP") && num(window(r, "DP", "PP"), "mean_us") == 200);
+	CHECK(window(r, "DP", "PP") && json_num(window(r, "DP", "PP"), "mean_us") == 200);
 	cJSON_Delete(r);
 	/* first match wins: a group rule before the type rule takes everything */
 	r = run(tl, "{\"tags\":[{\"match\":\"default\",\"tag\":\"TP\"},"
 		    "{\"collective\":\"Broadcast\",\"tag\":\"PP\"}]}", NULL);
-	CHECK_NEAR(num(r, "bandwidth.TP.events"), 4, 0);
-	CHECK_NEAR(num(r, "bandwidth.PP.events"), 0, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.events"), 4, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.PP.events"), 0, 0);
 	cJSON_Delete(r);
 	/* ... and after it, the type rule moves its type first */
 	r = run(tl, "{\"tags\":[{\"collective\":\"AllReduce\",\"tag\":\"EP\"},"
 		    "{\"match\":\"default\",\"tag\":\"TP\"}]}", NULL);
-	CHECK_NEAR(num(r, "bandwidth.EP.events"), 3, 0);
-	CHECK_NEAR(num(r, "bandwidth.TP.events"), 1, 0);
-	CHECK_STREQ(str(r, "groups.0.tag"), "TP");
-	CHECK_STREQ(str(r, "groups.0.type_tags.AllReduce.tag"), "EP");
+	CHECK_NEAR(json_num(r, "bandwidth.EP.events"), 3, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.events"), 1, 0);
+	CHECK_STREQ(json_str(r, "groups.0.tag"), "TP");
+	CHECK_STREQ(json_str(r, "groups.0.type_tags.AllReduce.tag"), "EP");
 	cJSON_Delete(r);
 	timeline_free(tl);
 }
@@ -702,32 +673,32 @@ static void test_breakdowns(void)
 	cJSON *r = tl ? run(tl, NULL, NULL) : NULL;
 
 	CHECK(r);
-	CHECK_NEAR(num(r, "types.AllReduce.events"), 3, 0);
-	CHECK_NEAR(num(r, "types.AllReduce.time_us"), 300, 1e-9);
-	CHECK_NEAR(num(r, "types.AllReduce.bytes"), 12000, 0);
-	CHECK_NEAR(num(r, "types.Broadcast.events"), 1, 0);
-	CHECK_NEAR(num(r, "types.Broadcast.time_us"), 50, 1e-9);
-	CHECK_NEAR(num(r, "types.Broadcast.bytes"), 2000, 0);
-	CHECK_NEAR(num(r, "ranks.0.types.AllReduce.events"), 3, 0);
+	CHECK_NEAR(json_num(r, "types.AllReduce.events"), 3, 0);
+	CHECK_NEAR(json_num(r, "types.AllReduce.time_us"), 300, 1e-9);
+	CHECK_NEAR(json_num(r, "types.AllReduce.bytes"), 12000, 0);
+	CHECK_NEAR(json_num(r, "types.Broadcast.events"), 1, 0);
+	CHECK_NEAR(json_num(r, "types.Broadcast.time_us"), 50, 1e-9);
+	CHECK_NEAR(json_num(r, "types.Broadcast.bytes"), 2000, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.types.AllReduce.events"), 3, 0);
 	/* step 0: T 1000, comm 150 (union 150), gemm 200, memcpy 40 */
-	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.comm_us.DP"), 150, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.compute_spec_us"), 850, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.compute_kernels_us"), 200, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.idle_spec_us"), 650, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.idle_us"), 610, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.memory_us"), 40, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.iteration_list.0.breakdown.comm_us.DP"), 150, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.iteration_list.0.breakdown.compute_spec_us"), 850, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.iteration_list.0.breakdown.compute_kernels_us"), 200, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.iteration_list.0.breakdown.idle_spec_us"), 650, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.iteration_list.0.breakdown.idle_us"), 610, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.iteration_list.0.breakdown.memory_us"), 40, 1e-9);
 	/* union side: gemm [150,350) minus comm [150,200) = 150; idle 1000 -
 	 * 150 - 150 - 40 */
-	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.compute_union_us"), 150, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.iteration_list.0.breakdown.idle_union_us"), 660, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.iteration_list.2.breakdown.comm_us.DP"), 100, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.iteration_list.0.breakdown.compute_union_us"), 150, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.iteration_list.0.breakdown.idle_union_us"), 660, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.iteration_list.2.breakdown.comm_us.DP"), 100, 1e-9);
 	/* totals over 3 steps: compute = 3000 - 350, idle = 3000 - 600 - 350 */
-	CHECK_NEAR(num(r, "breakdown.sum.compute_spec_us"), 2650, 1e-9);
-	CHECK_NEAR(num(r, "breakdown.sum.idle_spec_us"), 2050, 1e-9);
-	CHECK_NEAR(num(r, "breakdown.sum.idle_us"), 1930, 1e-9);
-	CHECK_NEAR(num(r, "breakdown.sum.compute_us"), 600, 1e-9);
-	CHECK_NEAR(num(r, "breakdown.sum.ratios.compute_spec"), 2650.0 / 3000, 1e-12);
-	CHECK_NEAR(num(r, "breakdown.sum.ratios.idle_spec"), 2050.0 / 3000, 1e-12);
+	CHECK_NEAR(json_num(r, "breakdown.sum.compute_spec_us"), 2650, 1e-9);
+	CHECK_NEAR(json_num(r, "breakdown.sum.idle_spec_us"), 2050, 1e-9);
+	CHECK_NEAR(json_num(r, "breakdown.sum.idle_us"), 1930, 1e-9);
+	CHECK_NEAR(json_num(r, "breakdown.sum.compute_us"), 600, 1e-9);
+	CHECK_NEAR(json_num(r, "breakdown.sum.ratios.compute_spec"), 2650.0 / 3000, 1e-12);
+	CHECK_NEAR(json_num(r, "breakdown.sum.ratios.idle_spec"), 2050.0 / 3000, 1e-12);
 	cJSON_Delete(r);
 	timeline_free(tl);
 }
@@ -791,46 +762,46 @@ static void test_nccl_parser_config(void)
 	CHECK_EQ_INT(timeline_import_any_fd(fd, NULL, tl, &res), 0);
 	close(fd);
 	r = run(tl, NULL, NULL);
-	CHECK_NEAR(num(r, "iterations.count"), 3, 0);
-	CHECK_NEAR(num(r, "bandwidth.DP.time_us"), 46876.493, 1e-6);
-	CHECK_NEAR(num(r, "bandwidth.DP.total_bytes"), 307323096, 0);
-	CHECK_NEAR(num(r, "reconciliation.comm_kernel_time_us"), 46876.493, 1e-6);
-	CHECK_NEAR(num(r, "reconciliation.comm_time_in_iterations_us"), 46876.493, 1e-6);
+	CHECK_NEAR(json_num(r, "iterations.count"), 3, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.time_us"), 46876.493, 1e-6);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.total_bytes"), 307323096, 0);
+	CHECK_NEAR(json_num(r, "reconciliation.comm_kernel_time_us"), 46876.493, 1e-6);
+	CHECK_NEAR(json_num(r, "reconciliation.comm_time_in_iterations_us"), 46876.493, 1e-6);
 	/* the step HTA drops is the slowest for communication */
-	CHECK_NEAR(num(r, "ranks.0.iteration_list.2.comm_union_us"), 22587.443, 1e-6);
-	CHECK_NEAR(num(r, "types.AllReduce.events"), 15, 0);
-	CHECK_NEAR(num(r, "types.Broadcast.events"), 6, 0);
+	CHECK_NEAR(json_num(r, "ranks.0.iteration_list.2.comm_union_us"), 22587.443, 1e-6);
+	CHECK_NEAR(json_num(r, "types.AllReduce.events"), 15, 0);
+	CHECK_NEAR(json_num(r, "types.Broadcast.events"), 6, 0);
 	text = cJSON_PrintUnformatted(r);
 	CHECK(text && strstr(text, "\"start_us\":4458676639291.351,"));
 	free(text);
 	cJSON_Delete(r);
 	r = run(tl, "{\"iterations\":\"hta\"}", NULL);
-	CHECK_NEAR(num(r, "iterations.count"), 2, 0);
-	CHECK_NEAR(num(r, "bandwidth.DP.time_us"), 24289.05, 1e-6);
-	CHECK_NEAR(num(r, "bandwidth.DP.total_bytes"), 204882064, 0);
-	CHECK_NEAR(num(r, "reconciliation.comm_time_left_out_us"), 46876.493 - 24289.05, 1e-6);
+	CHECK_NEAR(json_num(r, "iterations.count"), 2, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.time_us"), 24289.05, 1e-6);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.total_bytes"), 204882064, 0);
+	CHECK_NEAR(json_num(r, "reconciliation.comm_time_left_out_us"), 46876.493 - 24289.05, 1e-6);
 	cJSON_Delete(r);
 	/* per-type rules: 10 all-reduces (24,211.804 us) of HTA's 2 steps, 15 of 3 */
 	r = run(tl, "{\"iterations\":\"hta\","
 		    "\"tags\":[{\"collective\":\"AllReduce\",\"tag\":\"TP\"}]}", NULL);
-	CHECK_NEAR(num(r, "bandwidth.TP.events"), 10, 0);
-	CHECK_NEAR(num(r, "bandwidth.TP.time_us"), 24211.804, 1e-6);
-	CHECK_NEAR(num(r, "bandwidth.DP.events"), 4, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.events"), 10, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.time_us"), 24211.804, 1e-6);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.events"), 4, 0);
 	cJSON_Delete(r);
 	r = run(tl, "{\"tags\":[{\"collective\":\"AllReduce\",\"tag\":\"TP\"}]}", NULL);
-	CHECK_NEAR(num(r, "bandwidth.TP.events"), 15, 0);
-	CHECK_NEAR(num(r, "bandwidth.TP.time_us"), 46762.159, 1e-6);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.events"), 15, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.time_us"), 46762.159, 1e-6);
 	cJSON_Delete(r);
 	/* 4 broadcasts (77.246 us) of 14 kernels, 6 (114.334 us) of 21 */
 	r = run(tl, "{\"iterations\":\"hta\","
 		    "\"tags\":[{\"collective\":\"Broadcast\",\"tag\":\"PP\"}]}", NULL);
-	CHECK_NEAR(num(r, "bandwidth.PP.events"), 4, 0);
-	CHECK_NEAR(num(r, "bandwidth.PP.time_us"), 77.246, 1e-6);
-	CHECK_NEAR(num(r, "bandwidth.DP.events"), 10, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.PP.events"), 4, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.PP.time_us"), 77.246, 1e-6);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.events"), 10, 0);
 	cJSON_Delete(r);
 	r = run(tl, "{\"tags\":[{\"collective\":\"Broadcast\",\"tag\":\"PP\"}]}", NULL);
-	CHECK_NEAR(num(r, "bandwidth.PP.events"), 6, 0);
-	CHECK_NEAR(num(r, "bandwidth.PP.time_us"), 114.334, 1e-6);
+	CHECK_NEAR(json_num(r, "bandwidth.PP.events"), 6, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.PP.time_us"), 114.334, 1e-6);
 	cJSON_Delete(r);
 	timeline_free(tl);
 }

@@ -19,6 +19,7 @@
 
 #include "analysis/comm/comm.h"
 #include "common/nsys_builder.h"
+#include "jsonpath.h"
 #include "test.h"
 #include "import/import.h"
 #include "timeline/timeline.h"
@@ -59,21 +60,6 @@ static int build(const char *path)
 	return nsysb_close(&b, false);
 }
 
-static double num(const cJSON *o, const char *path)
-{
-	char key[64];
-	const char *dot;
-
-	while ((dot = strchr(path, '.'))) {
-		snprintf(key, sizeof(key), "%.*s", (int)(dot - path), path);
-		o = key[0] >= '0' && key[0] <= '9' ? cJSON_GetArrayItem(o, atoi(key))
-						   : cJSON_GetObjectItemCaseSensitive(o, key);
-		path = dot + 1;
-	}
-	o = cJSON_GetObjectItemCaseSensitive(o, path);
-	return cJSON_IsNumber(o) || cJSON_IsRaw(o) ? o->valuedouble : NAN;
-}
-
 static char dbpath[64];
 
 /* The entry of array `arr` of r whose "key"/"group" string is key. */
@@ -89,13 +75,6 @@ static const cJSON *find(const cJSON *r, const char *arr, const char *field, con
 			return x;
 	}
 	return NULL;
-}
-
-static const char *str(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
 static void check_metrics(struct timeline *tl)
@@ -117,34 +96,34 @@ static void check_metrics(struct timeline *tl)
 	}
 	/* TP: allreduce 1000 B in 1 us (= 1e9 B/s) + sendrecv max(256, 256) in 1 us,
 	 * on each of the two ranks */
-	CHECK_NEAR(num(r, "bandwidth.TP.events"), 4, 0);
-	CHECK_NEAR(num(r, "bandwidth.TP.total_bytes"), 2 * (1000 + 256), 0);
-	CHECK_NEAR(num(r, "bandwidth.TP.avg_bw_Bps"), (1e9 + 2.56e8) / 2, 1e-3);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.events"), 4, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.total_bytes"), 2 * (1000 + 256), 0);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.avg_bw_Bps"), (1e9 + 2.56e8) / 2, 1e-3);
 	/* utils sorted 0.256 0.256 1 1: p95 at h = 3 × 0.95 lies between the 1s */
-	CHECK_NEAR(num(r, "bandwidth.TP.p95_util"), 1, 1e-9);
-	CHECK_NEAR(num(r, "bandwidth.TP.avg_util"), (1 + 0.256) / 2, 1e-9);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.p95_util"), 1, 1e-9);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.avg_util"), (1 + 0.256) / 2, 1e-9);
 	/* DP all-gather: S = 512 × n(2, from CommInitRank) = 1024 B, 2 us / 1.98 us */
-	CHECK_NEAR(num(r, "bandwidth.DP.total_bytes"), 2048, 0);
-	CHECK_NEAR(num(r, "bandwidth.DP.events_bytes_unknown"), 0, 0);
-	CHECK_NEAR(num(r, "bandwidth.DP.busbw_Bps"), 2048 * 0.5 / 3.98e-6, 1e-3);
-	CHECK_NEAR(num(r, "volume.OTHER.events"), 0, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.total_bytes"), 2048, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.events_bytes_unknown"), 0, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.busbw_Bps"), 2048 * 0.5 / 3.98e-6, 1e-3);
+	CHECK_NEAR(json_num(r, "volume.OTHER.events"), 0, 0);
 	/* union per rank 0: comm 1000+2000+1000 ns, compute 15000 - 1000 under comm,
 	 * span 0..31000 (no marks: one iteration) */
-	CHECK_NEAR(num(r, "ranks.0.breakdown.union.iteration_time_us"), 31, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.breakdown.union.compute_us"), 14, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.breakdown.union.idle_us"), 31 - 4 - 14, 1e-9);
-	CHECK_NEAR(num(r, "ranks.0.overlap_ratio"), 0.25, 1e-12);
+	CHECK_NEAR(json_num(r, "ranks.0.breakdown.union.iteration_time_us"), 31, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.breakdown.union.compute_us"), 14, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.breakdown.union.idle_us"), 31 - 4 - 14, 1e-9);
+	CHECK_NEAR(json_num(r, "ranks.0.overlap_ratio"), 0.25, 1e-12);
 	/* phases (listed DP→TP first): DP → TP 30000 - 22000 = 8 us, TP → DP
 	 * 20000 - 11000 = 9 us; rank 1: 30000 - 22000 and 20020 - 11020 */
-	CHECK_NEAR(num(r, "phase_windows.0.mean_us"), 8, 1e-9);
-	CHECK_NEAR(num(r, "phase_windows.1.mean_us"), 9, 1e-9);
+	CHECK_NEAR(json_num(r, "phase_windows.0.mean_us"), 8, 1e-9);
+	CHECK_NEAR(json_num(r, "phase_windows.1.mean_us"), 9, 1e-9);
 	/* both processes' CommInitRank ranges are in the export: members in
 	 * communicator-rank order, as timeline ranks */
-	CHECK(!strcmp(str(find(r, "groups", "key", "0x000000000000aaaa"), "ranks"), "[0, 1]"));
-	CHECK_NEAR(num(find(r, "groups", "key", "0x000000000000bbbb"), "size"), 2, 0);
+	CHECK(!strcmp(json_str(find(r, "groups", "key", "0x000000000000aaaa"), "ranks"), "[0, 1]"));
+	CHECK_NEAR(json_num(find(r, "groups", "key", "0x000000000000bbbb"), "size"), 2, 0);
 	/* stragglers: TP allreduce seq 0 spread 20 ns, rank 1 last */
-	CHECK_NEAR(num(r, "straggler.top_instances.0.spread_us"), 0.02, 1e-9);
-	CHECK_NEAR(num(r, "straggler.top_instances.0.last_rank"), 1, 0);
+	CHECK_NEAR(json_num(r, "straggler.top_instances.0.spread_us"), 0.02, 1e-9);
+	CHECK_NEAR(json_num(r, "straggler.top_instances.0.last_rank"), 1, 0);
 	cJSON_Delete(r);
 	cJSON_Delete(p);
 }
@@ -242,9 +221,9 @@ static void test_reference(void)
 	CHECK_EQ_INT(timeline_rank(tl, 0)->ndevices, 0);
 	CHECK_EQ_INT(comm_analyze(tl, NULL, NULL, &r, err, sizeof(err)), 0);
 	/* sqlite: SELECT sum(end-start) over nccl% kernels = 25401752 ns, 66 kernels */
-	CHECK_NEAR(num(r, "reconciliation.comm_kernel_time_us"), 25401.752, 1e-6);
-	CHECK_NEAR(num(r, "bandwidth.OTHER.events"), 66, 0);
-	CHECK_NEAR(num(r, "breakdown.union.ratios.total"), 1, 1e-12);
+	CHECK_NEAR(json_num(r, "reconciliation.comm_kernel_time_us"), 25401.752, 1e-6);
+	CHECK_NEAR(json_num(r, "bandwidth.OTHER.events"), 66, 0);
+	CHECK_NEAR(json_num(r, "breakdown.union.ratios.total"), 1, 1e-12);
 	cJSON_Delete(r);
 	timeline_free(tl);
 }
@@ -329,40 +308,46 @@ static void test_multi(void)
 	}
 	/* B_hw from the device names (docs/analyses.md table): H100 450 GB/s,
 	 * A100 300 GB/s */
-	CHECK(!strcmp(str(r, "link_bandwidth_source"), "device name"));
-	CHECK_NEAR(num(r, "ranks.1.link_bandwidth_Bps"), 450e9, 0);
-	CHECK_NEAR(num(r, "ranks.2.link_bandwidth_Bps"), 300e9, 0);
+	CHECK(!strcmp(json_str(r, "link_bandwidth_source"), "device name"));
+	CHECK_NEAR(json_num(r, "ranks.1.link_bandwidth_Bps"), 450e9, 0);
+	CHECK_NEAR(json_num(r, "ranks.2.link_bandwidth_Bps"), 300e9, 0);
 	/* communicators matched across the processes, members in crank order */
-	CHECK(!strcmp(str(find(r, "groups", "key", "0x0000000000002222"), "ranks"), "[2, 3]"));
-	CHECK(!strcmp(str(find(r, "groups", "key", "0x0000000000003333"), "ranks"), "[0, 2]"));
-	CHECK(!strcmp(str(find(r, "groups", "key", "0x0000000000004444"), "ranks"), "[3, 1]"));
-	CHECK_NEAR(num(find(r, "groups", "key", "0x0000000000004444"), "size"), 2, 0);
+	CHECK(!strcmp(json_str(find(r, "groups", "key", "0x0000000000002222"), "ranks"), "[2, 3]"));
+	CHECK(!strcmp(json_str(find(r, "groups", "key", "0x0000000000003333"), "ranks"), "[0, 2]"));
+	CHECK(!strcmp(json_str(find(r, "groups", "key", "0x0000000000004444"), "ranks"), "[3, 1]"));
+	CHECK_NEAR(json_num(find(r, "groups", "key", "0x0000000000004444"), "size"), 2, 0);
 	/* TP: 4 allreduces of 4096 B in 1 us, busbw factor 2(2-1)/2 = 1 */
-	CHECK_NEAR(num(r, "bandwidth.TP.events"), 4, 0);
-	CHECK_NEAR(num(r, "bandwidth.TP.total_bytes"), 4 * 4096, 0);
-	CHECK_NEAR(num(r, "bandwidth.TP.busbw_Bps"), 4.096e9, 1e-3);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.events"), 4, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.total_bytes"), 4 * 4096, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.TP.busbw_Bps"), 4.096e9, 1e-3);
 	/* utilisation per rank against its own B_hw: rank 0 H100, rank 2 A100 */
-	CHECK_NEAR(num(r, "ranks.0.bandwidth.TP.avg_util"), 4.096e9 / 450e9, 1e-12);
-	CHECK_NEAR(num(r, "ranks.2.bandwidth.TP.avg_util"), 4.096e9 / 300e9, 1e-12);
+	CHECK_NEAR(json_num(r, "ranks.0.bandwidth.TP.avg_util"), 4.096e9 / 450e9, 1e-12);
+	CHECK_NEAR(json_num(r, "ranks.2.bandwidth.TP.avg_util"), 4.096e9 / 300e9, 1e-12);
 	/* DP all-gather: S = 1000 B × 2 ranks in 2 us; busbw factor 1/2 */
-	CHECK_NEAR(num(r, "bandwidth.DP.total_bytes"), 4 * 2000, 0);
-	CHECK_NEAR(num(r, "bandwidth.DP.busbw_Bps"), 0.5e9, 1e-3);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.total_bytes"), 4 * 2000, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.DP.busbw_Bps"), 0.5e9, 1e-3);
 	/* the kernel without a range: counted, its bytes unknown, not guessed */
-	CHECK_NEAR(num(r, "bandwidth.OTHER.events"), 1, 0);
-	CHECK_NEAR(num(r, "bandwidth.OTHER.events_bytes_unknown"), 1, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.OTHER.events"), 1, 0);
+	CHECK_NEAR(json_num(r, "bandwidth.OTHER.events_bytes_unknown"), 1, 0);
 	/* stragglers, per communicator across processes: spreads 100 (0x1111:
 	 * 10000 / 10100), 500 (0x2222: 10400 / 10900), 200 (0x3333: 20000 /
 	 * 20200), 400 ns (0x4444: 20050 / 20450) */
-	CHECK_NEAR(num(r, "straggler.top_instances.0.spread_us"), 0.5, 1e-12);
-	CHECK_NEAR(num(r, "straggler.top_instances.0.last_rank"), 3, 0);
-	CHECK(!strcmp(str(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-				  cJSON_GetObjectItemCaseSensitive(r, "straggler"), "top_instances"), 1),
-			  "group"), "0x0000000000004444"));
-	CHECK_NEAR(num(r, "straggler.top_instances.2.spread_us"), 0.2, 1e-12);
-	CHECK_NEAR(num(r, "straggler.top_instances.2.last_rank"), 2, 0);
-	CHECK_NEAR(num(r, "straggler.top_instances.3.spread_us"), 0.1, 1e-12);
-	CHECK_NEAR(num(find(cJSON_GetObjectItemCaseSensitive(r, "straggler"), "groups", "group",
-			    "0x0000000000001111"), "instances"), 1, 0);
+	CHECK_NEAR(json_num(r, "straggler.top_instances.0.spread_us"), 0.5, 1e-12);
+	CHECK_NEAR(json_num(r, "straggler.top_instances.0.last_rank"), 3, 0);
+	CHECK(!strcmp(json_str(cJSON_GetArrayItem(
+				       cJSON_GetObjectItemCaseSensitive(
+					       cJSON_GetObjectItemCaseSensitive(r, "straggler"),
+					       "top_instances"),
+				       1),
+			       "group"),
+		      "0x0000000000004444"));
+	CHECK_NEAR(json_num(r, "straggler.top_instances.2.spread_us"), 0.2, 1e-12);
+	CHECK_NEAR(json_num(r, "straggler.top_instances.2.last_rank"), 2, 0);
+	CHECK_NEAR(json_num(r, "straggler.top_instances.3.spread_us"), 0.1, 1e-12);
+	CHECK_NEAR(json_num(find(cJSON_GetObjectItemCaseSensitive(r, "straggler"), "groups",
+				 "group", "0x0000000000001111"),
+			    "instances"),
+		   1, 0);
 out:
 	cJSON_Delete(r);
 	cJSON_Delete(p);

@@ -59,30 +59,40 @@ static void mountinfo_parse(void)
 	unlink(path);
 }
 
+/* This process's cgroup as /proc/self/cgroup names it (its v2 line) into
+ * want, and that directory under cg's mount stat()ed into st. */
+static void own_path(const struct cgpath *cg, char *want, size_t wlen, struct stat *st)
+{
+	char line[4096], abs[4400];
+	FILE *f = fopen("/proc/self/cgroup", "r");
+
+	want[0] = '\0';
+	CHECK(f);
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "0::", 3)) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(want, wlen, "%s", line + 3);
+		}
+	if (f)
+		fclose(f);
+	CHECK(want[0] == '/');
+	snprintf(abs, sizeof(abs), "%s%s", cg->mnt, want);
+	CHECK_EQ_INT(stat(abs, st), 0);
+}
+
 /* This process's own cgroup: what /proc/self/cgroup says, by inode. */
 static void own_cgroup(void)
 {
-	char line[4096], want[4096] = "", abs[4400], got[4096];
+	char want[4096], got[4096];
 	struct cgpath cg;
 	struct stat st;
-	FILE *f;
 
 	CHECK_EQ_INT(cgpath_init(&cg, NULL), 0);
 	if (cg.mnt_fd < 0) {
 		printf("skipped: %s\n", cg.reason);
 		return;
 	}
-	f = fopen("/proc/self/cgroup", "r");
-	CHECK(f);
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "0::", 3)) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(want, sizeof(want), "%s", line + 3);
-		}
-	fclose(f);
-	CHECK(want[0] == '/');
-	snprintf(abs, sizeof(abs), "%s%s", cg.mnt, want);
-	CHECK_EQ_INT(stat(abs, &st), 0);
+	own_path(&cg, want, sizeof(want), &st);
 	CHECK_EQ_INT(cgpath_resolve(&cg, st.st_ino, (uint32_t)getpid(), got, sizeof(got)), 0);
 	CHECK_STREQ(got, want);
 	/* too small a buffer is an error, not a cut path */
@@ -192,28 +202,18 @@ static void fresh_cgroup(void)
 static void bounded(void)
 {
 	struct store_config sc = {.budget_bytes = 4u << 20};
-	char line[4096], abs[4400], want[4096] = "";
+	char want[4096];
 	struct store_stats ss;
 	struct cgpath cg;
 	struct store *s;
 	struct stat st;
-	FILE *f;
 
 	CHECK_EQ_INT(cgpath_init(&cg, NULL), 0);
 	if (cg.mnt_fd < 0) {
 		printf("skipped: %s\n", cg.reason);
 		return;
 	}
-	f = fopen("/proc/self/cgroup", "r");
-	CHECK(f);
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "0::", 3)) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(want, sizeof(want), "%s", line + 3);
-		}
-	fclose(f);
-	snprintf(abs, sizeof(abs), "%s%s", cg.mnt, want);
-	CHECK_EQ_INT(stat(abs, &st), 0);
+	own_path(&cg, want, sizeof(want), &st);
 	CHECK_EQ_INT(store_new(&sc, &s), 0);
 	uint32_t own = cgpath_get(&cg, s, st.st_ino, (uint32_t)getpid(), 1);
 

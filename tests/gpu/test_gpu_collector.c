@@ -65,6 +65,23 @@ static int probed_libraries(struct harness *h)
 	return n;
 }
 
+/* A daemon of its own for the launch collector: loop, default config, a
+ * store of budget bytes and, with cfi, an unwinder. */
+static void harness_init(struct harness *h, size_t budget, bool cfi)
+{
+	struct store_config sc = {.budget_bytes = budget};
+
+	memset(h, 0, sizeof(*h));
+	CHECK_EQ_INT(uv_loop_init(&h->loop), 0);
+	config_defaults(&h->g.cfg);
+	h->g.loop = &h->loop;
+	CHECK_EQ_INT(store_new(&sc, &h->g.store), 0);
+	if (cfi)
+		CHECK_EQ_INT(unwind_new(&(struct unwind_opts){0}, &h->g.unwinder), 0);
+	h->c.ops = &gpu_launch_collector_ops;
+	h->c.gpd = &h->g;
+}
+
 /* Free the collector and close the loop as the daemon does: the probes
  * of a library released a moment ago are still being removed on the
  * thread pool (an RCU grace period each), and the loop waits for that. */
@@ -157,14 +174,37 @@ static void check_status(struct harness *h, unsigned watcher)
 	cJSON_Delete(o);
 }
 
-/* Start app in cg (NULL: where this test runs): the child enters the
- * cgroup before exec, so every launch happens inside it. */
-static void child_exec(const struct cgtest *cg, const char *app, const char *rt, const char *lib)
+/* Start app on runtime rt and library lib in cg (NULL: where this test
+ * runs): the child enters the cgroup before exec, so every launch happens
+ * inside it. Returns its pid once it says "ready", with *in its stdin
+ * ("go" starts the launches, EOF ends it) and *from its stdout. */
+static pid_t spawn_app(const struct cgtest *cg, const char *app, const char *rt, const char *lib,
+		       int *in, FILE **from)
 {
-	if (cg && cgtest_enter(cg) < 0)
-		_exit(126);
-	execl(app, app, rt, lib, "50", "--hold", (char *)NULL);
-	_exit(127);
+	int ip[2], op[2];
+	char line[64];
+	pid_t pid;
+
+	CHECK_EQ_INT(pipe(ip), 0);
+	CHECK_EQ_INT(pipe(op), 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(ip[0], 0);
+		dup2(op[1], 1);
+		close(ip[1]);
+		close(op[0]);
+		if (cg && cgtest_enter(cg) < 0)
+			_exit(126);
+		execl(app, app, rt, lib, "50", "--hold", (char *)NULL);
+		_exit(127);
+	}
+	close(ip[0]);
+	close(op[1]);
+	*in = ip[1];
+	*from = fdopen(op[0], "r");
+	CHECK(fgets(line, sizeof(line), *from) && !strncmp(line, "ready", 5));
+	return pid;
 }
 
 /* The launch's cgroup path is cg's (with cg). */
@@ -182,25 +222,16 @@ static void check_cgroup(struct store *s, const struct store_rec *rec, const str
 static void run(uint32_t stack_sample, unsigned watcher, const struct cgtest *cg, bool cfi)
 {
 	const char *app = getenv("GPU_APP"), *lib = getenv("FAKE_CUDA");
-	struct store_config sc = {.budget_bytes = 64u << 20};
-	int in[2], out[2], r;
 	struct harness h;
 	char line[64];
+	int in, r;
 	pid_t pid;
 	FILE *from;
 
 	CHECK(app && lib);
-	memset(&h, 0, sizeof(h));
-	CHECK_EQ_INT(uv_loop_init(&h.loop), 0);
-	config_defaults(&h.g.cfg);
+	harness_init(&h, 64u << 20, cfi);
 	h.g.cfg.gpu_stack_sample = stack_sample;
 	h.g.cfg.gpu_watcher = watcher;
-	h.g.loop = &h.loop;
-	CHECK_EQ_INT(store_new(&sc, &h.g.store), 0);
-	if (cfi)
-		CHECK_EQ_INT(unwind_new(&(struct unwind_opts){0}, &h.g.unwinder), 0);
-	h.c.ops = &gpu_launch_collector_ops;
-	h.c.gpd = &h.g;
 
 	CHECK_EQ_INT(h.c.ops->open(&h.c), 0);
 	if (h.c.state == COLLECTOR_UNAVAILABLE)
@@ -211,23 +242,9 @@ static void run(uint32_t stack_sample, unsigned watcher, const struct cgtest *cg
 	CHECK_EQ_INT(h.c.state, COLLECTOR_ATTACHED);
 
 	/* gpu_app starts after the collector: the mmap watcher finds it. */
-	CHECK_EQ_INT(pipe(in), 0);
-	CHECK_EQ_INT(pipe(out), 0);
-	pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		close(in[1]);
-		close(out[0]);
-		child_exec(cg, app, "cuda", lib);
-	}
-	close(in[0]);
-	close(out[1]);
-	from = fdopen(out[0], "r");
-	CHECK(fgets(line, sizeof(line), from) && !strncmp(line, "ready", 5));
+	pid = spawn_app(cg, app, "cuda", lib, &in, &from);
 	CHECK(run_until(&h, have_lib, 5000));
-	CHECK_EQ_INT((int)write(in[1], "go\n", 3), 3);
+	CHECK_EQ_INT((int)write(in, "go\n", 3), 3);
 	CHECK(fgets(line, sizeof(line), from) && !strncmp(line, "done", 4));
 	CHECK(run_until(&h, all_launches, 5000));
 	CHECK_EQ_U64(h.c.events, (uint64_t)(N + 2 * N + 3));
@@ -286,7 +303,7 @@ static void run(uint32_t stack_sample, unsigned watcher, const struct cgtest *cg
 	check_status(&h, watcher);
 
 	/* Exit: the library's last user is gone, so are its probes. */
-	close(in[1]);
+	close(in);
 	CHECK_EQ_INT(waitpid(pid, &r, 0), pid);
 	CHECK(WIFEXITED(r) && WEXITSTATUS(r) == 0);
 	fclose(from);
@@ -374,47 +391,24 @@ static bool zebin_handled(struct harness *h)
 static void usdt_kernels_reach_the_hook(const struct cgtest *cg, bool cfi)
 {
 	const char *app = getenv("GPU_APP"), *lib = getenv("FAKE_ZE_USDT");
-	struct store_config sc = {.budget_bytes = 16u << 20};
 	struct harness h;
-	int in[2], out[2], r;
 	char line[64];
+	int in, r;
 	FILE *from;
 
 	CHECK(app && lib);
-	memset(&h, 0, sizeof(h));
 	memset(&kh, 0, sizeof(kh));
 	kh.cg = cg;
 	kh.cfi = cfi;
-	CHECK_EQ_INT(uv_loop_init(&h.loop), 0);
-	config_defaults(&h.g.cfg);
-	h.g.loop = &h.loop;
-	CHECK_EQ_INT(store_new(&sc, &h.g.store), 0);
-	if (cfi)
-		CHECK_EQ_INT(unwind_new(&(struct unwind_opts){0}, &h.g.unwinder), 0);
-	h.c.ops = &gpu_launch_collector_ops;
-	h.c.gpd = &h.g;
+	harness_init(&h, 16u << 20, cfi);
 	CHECK_EQ_INT(gpu_launch_set_kernel_hook(&h.c, kernel_hook, NULL), 0);
 	CHECK_EQ_INT(zebin_usdt_setup(&h.c), 0); /* and NEO's compile_kernel USDT */
 	CHECK_EQ_INT(h.c.ops->open(&h.c), 0);
 	CHECK_EQ_INT(h.c.ops->start(&h.c), 0);
 	CHECK_EQ_INT(h.c.state, COLLECTOR_ATTACHED);
-	CHECK_EQ_INT(pipe(in), 0);
-	CHECK_EQ_INT(pipe(out), 0);
-	kh.pid = fork();
-	CHECK(kh.pid >= 0);
-	if (kh.pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		close(in[1]);
-		close(out[0]);
-		child_exec(cg, app, "ze", lib);
-	}
-	close(in[0]);
-	close(out[1]);
-	from = fdopen(out[0], "r");
-	CHECK(fgets(line, sizeof(line), from) && !strncmp(line, "ready", 5));
+	kh.pid = spawn_app(cg, app, "ze", lib, &in, &from);
 	CHECK(run_until(&h, usdt_attached, 10000));
-	CHECK_EQ_INT((int)write(in[1], "go\n", 3), 3);
+	CHECK_EQ_INT((int)write(in, "go\n", 3), 3);
 	CHECK(fgets(line, sizeof(line), from) && !strncmp(line, "done", 4));
 	CHECK(run_until(&h, all_ze_launches, 5000));
 	CHECK_EQ_U64(h.c.events, ZE_LAUNCHES);
@@ -425,7 +419,7 @@ static void usdt_kernels_reach_the_hook(const struct cgtest *cg, bool cfi)
 	CHECK(kh.alpha_addr != kh.beta_addr);
 	CHECK(run_until(&h, zebin_handled, 5000)); /* read while the child lives */
 	CHECK_EQ_INT(zebin_usdt_check(&h.c, (uint32_t)kh.pid), 0);
-	close(in[1]);
+	close(in);
 	CHECK_EQ_INT(waitpid(kh.pid, &r, 0), kh.pid);
 	fclose(from);
 	CHECK(run_until(&h, no_lib, 5000));
@@ -454,19 +448,12 @@ static bool attaching(struct harness *h)
 static bool free_while_attaching(void)
 {
 	const char *app = getenv("GPU_APP"), *lib = getenv("FAKE_CUDA");
-	struct store_config sc = {.budget_bytes = 16u << 20};
 	struct harness h;
 	bool caught = false;
 	int in[2], r;
 	pid_t pid;
 
-	memset(&h, 0, sizeof(h));
-	CHECK_EQ_INT(uv_loop_init(&h.loop), 0);
-	config_defaults(&h.g.cfg);
-	h.g.loop = &h.loop;
-	CHECK_EQ_INT(store_new(&sc, &h.g.store), 0);
-	h.c.ops = &gpu_launch_collector_ops;
-	h.c.gpd = &h.g;
+	harness_init(&h, 16u << 20, false);
 	CHECK_EQ_INT(h.c.ops->open(&h.c), 0);
 	CHECK_EQ_INT(h.c.ops->start(&h.c), 0);
 	CHECK_EQ_INT(h.c.state, COLLECTOR_ATTACHED);

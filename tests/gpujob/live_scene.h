@@ -59,14 +59,11 @@ static const uint16_t engines[] = {0 << 8 | 5, 0 << 8 | 3, 1 << 8 | 1, 2 << 8 | 
 
 static struct capture *scene(uint64_t seed, size_t n, bool corr_named)
 {
-	struct capture *c;
+	struct capture *c = cb_live(0, 0);
 	struct scene_ids id;
 	uint64_t corr = 1, t = 1000000000000ull, last_submit[NPIDS + 1] = {0};
 
 	rng_state = seed;
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
 	for (int i = 0; i <= NPIDS; i++) {
 		char b[16];
 		snprintf(b, sizeof(b), "app%d", i);
@@ -79,8 +76,7 @@ static struct capture *scene(uint64_t seed, size_t n, bool corr_named)
 	}
 	/* a launch name with its geometry after a NUL (gpu_launch_abi.h) */
 	static const char convg[] = "conv\0grid=1,1,1";
-	id.kern[5] = cb_str(c, "convXgrid=1,1,1");
-	memcpy(c->str_blob + c->strs[id.kern[5] - 1].off, convg, sizeof(convg) - 1);
+	id.kern[5] = cb_strn(c, convg, sizeof(convg) - 1);
 	const char *en[] = {"xe/ccs", "xe/bcs", "i915/bcs", "", "xe/class9"};
 	for (int i = 0; i < 5; i++)
 		id.eng[i] = cb_str(c, en[i]);

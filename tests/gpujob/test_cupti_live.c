@@ -33,7 +33,6 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <zlib.h>
 
 #include "sym/capbuild.h"
 #include "analysis/analysis.h"
@@ -42,9 +41,13 @@
 #include "flamegraph.h"
 #include "import/import.h"
 #include "folded.h"
+#include "gunzip.h"
+#include "membuf.h"
 #include "test.h"
 #include "timeline.h"
 #include "timeline/live.h"
+
+#include "live_tl.h"
 
 #define T0 1000000000000ull
 #define US 1000ull
@@ -56,18 +59,10 @@ struct ids {
 	uint32_t comm, s1, s2, s3;
 };
 
-static struct store_rec *rec(struct capture *c)
-{
-	cb_rec(c, 0, 0, 0, 0, 0);
-	struct store_rec *r = &c->recs[c->nrecs - 1];
-	memset(r, 0, sizeof(*r));
-	return r;
-}
-
 static void api(struct capture *c, const struct ids *id, uint32_t tid, const char *name,
 		unsigned domain, uint64_t t0, uint64_t t1, uint32_t corr)
 {
-	*rec(c) = (struct store_rec){.ts_ns = T0 + t0 * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + t0 * US,
 				     .dur_ns = (t1 - t0) * US,
 				     .pid = PID,
 				     .tid = tid,
@@ -75,13 +70,13 @@ static void api(struct capture *c, const struct ids *id, uint32_t tid, const cha
 				     .name = cb_str(c, name),
 				     .type = STORE_REC_GPU_API,
 				     .cpu = (uint16_t)domain,
-				     .aux = {0, corr}};
+				     .aux = {0, corr}});
 }
 
 static void probe(struct capture *c, const struct ids *id, uint32_t tid, const char *kernel,
 		  uint64_t ts, uint32_t stack, uint64_t probe_corr)
 {
-	*rec(c) = (struct store_rec){.ts_ns = T0 + ts * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + ts * US,
 				     .pid = PID,
 				     .tid = tid,
 				     .comm = id->comm,
@@ -89,13 +84,13 @@ static void probe(struct capture *c, const struct ids *id, uint32_t tid, const c
 				     .name = cb_str(c, kernel),
 				     .type = STORE_REC_GPU_LAUNCH,
 				     .aux32 = 7 /* cuLaunchKernel */,
-				     .aux = {0, probe_corr}};
+				     .aux = {0, probe_corr}});
 }
 
 static void activity(struct capture *c, const struct ids *id, unsigned kind, const char *name,
 		     uint64_t t0, uint64_t t1, uint32_t stream, uint32_t corr, uint32_t aux32)
 {
-	*rec(c) = (struct store_rec){.ts_ns = T0 + t0 * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + t0 * US,
 				     .dur_ns = (t1 - t0) * US,
 				     .pid = PID,
 				     .comm = id->comm,
@@ -106,20 +101,20 @@ static void activity(struct capture *c, const struct ids *id, unsigned kind, con
 				     .aux = {STORE_CUPTI_WHERE(0, 1, stream),
 					     corr | (uint64_t)cb_str(c, "grid [128,1,1] block "
 									"[256,1,1]")
-							     << 32}};
+							     << 32}});
 }
 
 static void nvtx(struct capture *c, const struct ids *id, uint32_t tid, const char *name,
 		 uint64_t t0, uint64_t t1)
 {
-	*rec(c) = (struct store_rec){.ts_ns = T0 + t0 * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + t0 * US,
 				     .dur_ns = (t1 - t0) * US,
 				     .pid = PID,
 				     .tid = tid,
 				     .comm = id->comm,
 				     .name = cb_str(c, name),
 				     .type = STORE_REC_MARK,
-				     .cpu = 1};
+				     .cpu = 1});
 }
 
 #define MEMCPY_NAME "Memcpy HtoD (Pageable -> Device)"
@@ -128,14 +123,9 @@ static void nvtx(struct capture *c, const struct ids *id, uint32_t tid, const ch
  * NVTX ranges when they end, activity in batches later. */
 static struct capture *scene_of(bool xe)
 {
-	struct capture *c;
+	struct capture *c = cb_live(T0, T0 + 1000 * US);
 	struct ids id;
 
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
-	c->t0_ns = T0;
-	c->t1_ns = T0 + 1000 * US;
 	id.comm = cb_str(c, "train");
 	const uint64_t s1[] = {0x1003, 0x1002, 0x1001}, s2[] = {0x2002, 0x1001},
 		       s3[] = {0x3003, 0x3001};
@@ -177,15 +167,15 @@ static struct capture *scene_of(bool xe)
 
 	/* pid 400: an Intel job interval and the launch it carried */
 	uint32_t xc = cb_str(c, "xeapp");
-	*rec(c) = (struct store_rec){.ts_ns = T0,
+	cb_put(c, (struct store_rec){.ts_ns = T0,
 				     .pid = 400,
 				     .tid = 400,
 				     .comm = xc,
 				     .name = cb_str(c, "xe_k"),
 				     .type = STORE_REC_GPU_LAUNCH,
 				     .aux32 = 1,
-				     .aux = {0, 1}};
-	*rec(c) = (struct store_rec){.ts_ns = T0 + 2 * US,
+				     .aux = {0, 1}});
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 2 * US,
 				     .dur_ns = 3 * US,
 				     .pid = 400,
 				     .comm = xc,
@@ -193,7 +183,7 @@ static struct capture *scene_of(bool xe)
 				     .type = STORE_REC_GPU_INTERVAL,
 				     .cpu = GPU_ENGINE_XE << 8 | 5,
 				     .aux32 = 1 * US,
-				     .aux = {9, 0}};
+				     .aux = {9, 0}});
 	return c;
 }
 
@@ -257,20 +247,6 @@ static void test_join(void)
 	CHECK_EQ_INT(launch_of(&m, xe), find(c, STORE_REC_GPU_LAUNCH, "xe_k", 0));
 	gpu_match_finish(&m);
 	capture_free(c);
-}
-
-static struct timeline *attached(struct capture *c)
-{
-	struct timeline *tl = NULL;
-	char why[128] = "";
-
-	CHECK_EQ_INT(timeline_live_attach(c), 0);
-	const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
-	CHECK(x != NULL);
-	if (!x)
-		return NULL;
-	CHECK_EQ_INT(timeline_decode(x->data, x->len, &tl, why, sizeof(why)), 0);
-	return tl;
 }
 
 static const struct tl_event *row(const struct timeline *tl, const struct tl_rank *r,
@@ -367,23 +343,6 @@ static void test_timeline(void)
 out:
 	timeline_free(tl);
 	capture_free(c);
-}
-
-static double num(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsNumber(v) || cJSON_IsRaw(v) ? v->valuedouble : -1;
-}
-
-static const cJSON *rank_obj(const cJSON *res, int rank)
-{
-	const cJSON *r;
-	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(res, "ranks"))
-	{
-		if ((int)num(r, "rank") == rank)
-			return r;
-	}
-	return NULL;
 }
 
 static cJSON *run(const struct timeline *tl, const char *name, const char *params)
@@ -629,22 +588,6 @@ static void test_analyses(void)
 	capture_free(c);
 }
 
-struct buf {
-	char p[8192];
-	size_t n;
-};
-
-static int to_buf(void *ctx, const void *data, size_t len)
-{
-	struct buf *b = ctx;
-	if (b->n + len >= sizeof(b->p))
-		return -ENOSPC;
-	memcpy(b->p + b->n, data, len);
-	b->n += len;
-	b->p[b->n] = '\0';
-	return 0;
-}
-
 /*
  * gpu-time of pid 300: S1 gemm 40 + 30 µs, S2 relu 10, S3 attn 20 + 10;
  * the copy and the set had no launch probe and the orphan no call: on no
@@ -656,9 +599,9 @@ static void test_folded(void)
 	const uint32_t pids[] = {PID};
 	struct folded_opts o = {.weight = FOLDED_WEIGHT_GPU_TIME, .pids = pids, .npids = 1};
 	struct folded_totals t;
-	struct buf b = {.n = 0};
+	struct membuf b = {0};
 
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, &t), 0);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, &t), 0);
 	CHECK_STREQ(b.p, "train;0x1001;0x1002;0x1003;gemm_kernel_[G] 70000\n"
 			 "train;0x1001;0x2002;relu_kernel_[G] 10000\n"
 			 "train;0x3001;0x3003;attn_kernel_[G] 30000\n"
@@ -670,29 +613,8 @@ static void test_folded(void)
 	CHECK_EQ_U64(t.cupti_no_call, 1);
 	CHECK_EQ_U64(t.cupti_no_launch, 4); /* copy, set, two syncs */
 	CHECK(!t.gpu_time_fallback);
+	free(b.p);
 	capture_free(c);
-}
-
-struct membuf {
-	char *p;
-	size_t len, cap;
-};
-
-static int mem_cb(void *ctx, const void *data, size_t len)
-{
-	struct membuf *m = ctx;
-	if (m->len + len + 1 > m->cap) {
-		size_t nc = (m->len + len + 1) * 2;
-		char *n = realloc(m->p, nc);
-		if (!n)
-			return -ENOMEM;
-		m->p = n;
-		m->cap = nc;
-	}
-	memcpy(m->p + m->len, data, len);
-	m->len += len;
-	m->p[m->len] = '\0';
-	return 0;
 }
 
 /*
@@ -709,7 +631,7 @@ static void test_chrome(void)
 	struct timeline *tl = NULL;
 	struct import_result res;
 
-	CHECK_EQ_INT(chrome_export(c, NULL, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(chrome_export(c, NULL, membuf_write, &m, &t), 0);
 	if (!m.p)
 		goto out;
 	CHECK(strstr(m.p, "{\"ph\":\"X\",\"cat\":\"kernel\",\"pid\":300,\"tid\":1001000007,"
@@ -767,9 +689,7 @@ static void test_comm(void)
 	cJSON *res = NULL;
 	char err[256] = "";
 
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
+	c = cb_live(0, 0);
 	id.comm = cb_str(c, "train");
 	api(c, &id, MAIN, "cudaLaunchKernel", 2, 0, 2, 1);
 	api(c, &id, MAIN, "cudaLaunchKernel", 2, 50, 52, 2);
@@ -808,24 +728,17 @@ static void test_pprof(void)
 	struct membuf m = {0};
 	struct export_totals t;
 
-	CHECK_EQ_INT(pprof_export(c, NULL, 1000000, mem_cb, &m, &t), 0);
-	z_stream zs = {0};
-	size_t cap = 1 << 20;
-	char *out = malloc(cap + 1);
-	CHECK(out && m.p && inflateInit2(&zs, 15 + 16) == Z_OK);
-	if (!out || !m.p)
+	CHECK_EQ_INT(pprof_export(c, NULL, 1000000, membuf_write, &m, &t), 0);
+	size_t n;
+	char *out = membuf_gunzip(&m, &n);
+	CHECK(out != NULL);
+	if (!out)
 		goto out;
-	zs.next_in = (unsigned char *)m.p;
-	zs.avail_in = (uInt)m.len;
-	zs.next_out = (unsigned char *)out;
-	zs.avail_out = (uInt)cap;
-	CHECK_EQ_INT(inflate(&zs, Z_FINISH), Z_STREAM_END);
-	inflateEnd(&zs);
-	CHECK(memmem(out, zs.total_out, "gpu", 3) != NULL);
-	CHECK(memmem(out, zs.total_out, "gemm_kernel_[G]", 15) != NULL);
-	CHECK(memmem(out, zs.total_out, MEMCPY_NAME "_[G]", strlen(MEMCPY_NAME) + 4) != NULL);
-	CHECK(memmem(out, zs.total_out, "Stream Sync", 11) == NULL);
-	CHECK(memmem(out, zs.total_out, "Event Sync", 10) == NULL);
+	CHECK(memmem(out, n, "gpu", 3) != NULL);
+	CHECK(memmem(out, n, "gemm_kernel_[G]", 15) != NULL);
+	CHECK(memmem(out, n, MEMCPY_NAME "_[G]", strlen(MEMCPY_NAME) + 4) != NULL);
+	CHECK(memmem(out, n, "Stream Sync", 11) == NULL);
+	CHECK(memmem(out, n, "Event Sync", 10) == NULL);
 out:
 	free(out);
 	free(m.p);
@@ -849,7 +762,7 @@ static void test_edges(void)
 	/* an Intel interval of the same pid, with a launch probe whose id
 	 * equals a CUPTI one */
 	probe(c, &id, MAIN, "xe_k", 500, 0, 20);
-	*rec(c) = (struct store_rec){.ts_ns = T0 + 505 * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 505 * US,
 				     .dur_ns = US,
 				     .pid = PID,
 				     .comm = id.comm,
@@ -857,34 +770,34 @@ static void test_edges(void)
 				     .type = STORE_REC_GPU_INTERVAL,
 				     .cpu = GPU_ENGINE_XE << 8 | 5,
 				     .aux32 = US,
-				     .aux = {3, 0}};
+				     .aux = {3, 0}});
 	/* unnamed: a call and a kernel each get their own fallback name */
-	*rec(c) = (struct store_rec){.ts_ns = T0 + 600 * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 600 * US,
 				     .dur_ns = US,
 				     .pid = PID,
 				     .tid = WORKER,
 				     .type = STORE_REC_GPU_API,
 				     .cpu = 2,
-				     .aux = {0, 30}};
-	*rec(c) = (struct store_rec){.ts_ns = T0 + 610 * US,
+				     .aux = {0, 30}});
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 610 * US,
 				     .dur_ns = US,
 				     .pid = PID,
 				     .type = STORE_REC_GPU_INTERVAL,
 				     .cpu = GPU_ENGINE_CUPTI << 8 | GPU_CUPTI_KERNEL,
-				     .aux = {STORE_CUPTI_WHERE(0, 1, 7), 30}};
+				     .aux = {STORE_CUPTI_WHERE(0, 1, 7), 30}});
 	/* pid 500: activity, no calls (API callbacks off) */
-	*rec(c) = (struct store_rec){.ts_ns = T0 + 10 * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 10 * US,
 				     .dur_ns = 5 * US,
 				     .pid = 500,
 				     .type = STORE_REC_GPU_INTERVAL,
 				     .cpu = GPU_ENGINE_CUPTI << 8 | GPU_CUPTI_KERNEL,
-				     .aux = {STORE_CUPTI_WHERE(1, 2, 4), 1}};
-	*rec(c) = (struct store_rec){.ts_ns = T0 + 9 * US,
+				     .aux = {STORE_CUPTI_WHERE(1, 2, 4), 1}});
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 9 * US,
 				     .pid = 500,
 				     .tid = 500,
 				     .name = cb_str(c, "k500"),
 				     .type = STORE_REC_GPU_LAUNCH,
-				     .aux = {0, 1}};
+				     .aux = {0, 1}});
 	struct gpu_match m;
 	CHECK_EQ_INT(gpu_match_build(c, &m), 0);
 	CHECK_EQ_U64(m.ncupti, 14);
@@ -941,24 +854,19 @@ out:
 static void event_rec(struct capture *c, const struct ids *id, uint64_t t, uint32_t event,
 		      uint32_t stream, uint32_t corr)
 {
-	*rec(c) = (struct store_rec){.ts_ns = T0 + t * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + t * US,
 				     .pid = PID,
 				     .comm = id->comm,
 				     .type = STORE_REC_GPU_EVENT,
 				     .aux32 = event,
-				     .aux = {STORE_CUPTI_WHERE(0, 1, stream), corr}};
+				     .aux = {STORE_CUPTI_WHERE(0, 1, stream), corr}});
 }
 
 static struct capture *event_scene(void)
 {
-	struct capture *c;
+	struct capture *c = cb_live(T0, T0 + 1000 * US);
 	struct ids id;
 
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
-	c->t0_ns = T0;
-	c->t1_ns = T0 + 1000 * US;
 	id.comm = cb_str(c, "train");
 	api(c, &id, MAIN, "cudaEventRecord", 2, 1, 2, 1);
 	api(c, &id, MAIN, "cudaLaunchKernel", 2, 10, 12, 2);
@@ -1065,7 +973,7 @@ static void event_waits_on(uint32_t dev)
 
 	/* the Chrome export writes the args as Kineto does; imported back,
 	 * the same rows carry the same args */
-	CHECK_EQ_INT(chrome_export(c, NULL, mem_cb, &mb, &t), 0);
+	CHECK_EQ_INT(chrome_export(c, NULL, membuf_write, &mb, &t), 0);
 	CHECK(mb.p && strstr(mb.p, "\"wait_on_stream\":7,\"wait_on_cuda_event_record_corr_id\":3,"
 				   "\"wait_on_cuda_event_id\":5"));
 	CHECK(mb.p && strstr(mb.p, "\"wait_on_stream\":-1,\"wait_on_cuda_event_record_corr_id\":-1,"
@@ -1177,8 +1085,11 @@ static void test_join_random(void)
 			uint64_t ts = T0 + below(3000) * 100;
 			uint32_t corr = 1 + (uint32_t)below(150);
 			uint64_t what = below(10);
-			struct store_rec *x = rec(c);
-			*x = (struct store_rec){.ts_ns = ts, .pid = pid, .tid = tid, .name = nm};
+			size_t k = cb_put(c, (struct store_rec){.ts_ns = ts,
+								.pid = pid,
+								.tid = tid,
+								.name = nm});
+			struct store_rec *x = &c->recs[k];
 			if (what < 3) {
 				x->type = STORE_REC_GPU_LAUNCH;
 				x->aux[1] = corr; /* the probe's own ids */

@@ -26,12 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <zlib.h>
-
 #include "sym/capbuild.h"
 #include "capture/gpumatch.h"
 #include "flamegraph.h"
 #include "folded.h"
+#include "gunzip.h"
+#include "membuf.h"
 #include "test.h"
 
 #define T0 1000000000000ull
@@ -47,21 +47,12 @@ struct who {
 
 static struct store_rec *rec(struct capture *c, const struct who *w)
 {
-	cb_rec(c, 0, 0, 0, 0, 0);
-	struct store_rec *r = &c->recs[c->nrecs - 1];
-	*r = (struct store_rec){.pid = w->pid, .tid = w->pid, .uid = w->uid, .comm = w->comm};
-	return r;
-}
+	size_t i = cb_put(c, (struct store_rec){.pid = w->pid,
+						.tid = w->pid,
+						.uid = w->uid,
+						.comm = w->comm});
 
-/* A string that may hold a NUL (a launch's name with its geometry). */
-static uint32_t strn(struct capture *c, const char *s, size_t len)
-{
-	c->str_blob = cb_grow(c->str_blob, c->str_blob_len + len);
-	memcpy(c->str_blob + c->str_blob_len, s, len);
-	c->strs = cb_grow(c->strs, (c->nstrs + 1) * sizeof(*c->strs));
-	c->strs[c->nstrs] = (struct capture_str){(uint32_t)c->str_blob_len, (uint32_t)len};
-	c->str_blob_len += len;
-	return ++c->nstrs;
+	return &c->recs[i];
 }
 
 static uint32_t probe(struct capture *c, const struct who *w, uint32_t name, uint64_t ts,
@@ -104,14 +95,9 @@ static uint32_t L[11];
 
 static struct capture *scene(void)
 {
-	struct capture *c;
+	struct capture *c = cb_live(T0, T0 + 1000 * US);
 	static const char hb_geom[] = HB "\0grid=4,1,1 block=128,1,1";
 
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
-	c->t0_ns = T0;
-	c->t1_ns = T0 + 1000 * US;
 	struct who train = {300, 1000, cb_str(c, "train")}, other = {500, 1001, cb_str(c, "other")},
 		   spoof = {600, 1000, cb_str(c, "spoof")};
 	const uint64_t s1[] = {0x1003, 0x1002, 0x1001}, s2[] = {0x2002, 0x1001},
@@ -120,11 +106,11 @@ static struct capture *scene(void)
 		 st3 = cb_stack(c, s3, 2, 0);
 
 	L[1] = probe(c, &train, cb_str(c, HA), 10, st1);
-	L[2] = probe(c, &train, strn(c, hb_geom, sizeof(hb_geom) - 1), 15, st2);
+	L[2] = probe(c, &train, cb_strn(c, hb_geom, sizeof(hb_geom) - 1), 15, st2);
 	kernel(c, &train, "_Z4gemmPf", 10, 20, 40, 1);
 	kernel(c, &train, "_Z4reluPf", 15, 41, 50, 2);
 	L[3] = probe(c, &train, cb_str(c, HA), 60, st1);
-	L[4] = probe(c, &train, strn(c, hb_geom, sizeof(hb_geom) - 1), 62, st2);
+	L[4] = probe(c, &train, cb_strn(c, hb_geom, sizeof(hb_geom) - 1), 62, st2);
 	L[5] = probe(c, &train, cb_str(c, HC), 64, st1);
 	L[6] = probe(c, &train, cb_str(c, HD), 70, st3);
 	kernel(c, &train, "_Z1xv", 70, 73, 75, 3);
@@ -245,29 +231,13 @@ static void test_many(void)
 	capture_free(c);
 }
 
-struct buf {
-	char p[8192];
-	size_t n;
-};
-
-static int to_buf(void *ctx, const void *data, size_t len)
-{
-	struct buf *b = ctx;
-	if (b->n + len >= sizeof(b->p))
-		return -ENOSPC;
-	memcpy(b->p + b->n, data, len);
-	b->n += len;
-	b->p[b->n] = '\0';
-	return 0;
-}
-
 static void test_folded(void)
 {
 	struct capture *c = scene();
 	struct folded_opts o = {.weight = FOLDED_WEIGHT_LAUNCHES, .pid = true};
-	struct buf b = {.n = 0};
+	struct membuf b = {0};
 
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, NULL), 0);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, NULL), 0);
 	CHECK_STREQ(b.p, "other-500;0x1001;0x1002;0x1003;" HA "_[G] 1\n"
 			 "spoof-600;0x1001;0x1002;0x1003;" HA "_[G] 1\n"
 			 "train-300;0x1001;0x1002;0x1003;" HC "_[G] 1\n"
@@ -278,37 +248,15 @@ static void test_folded(void)
 			 "train-300;0x3001;0x3003;_Z1yv_[G] 1\n");
 	/* GPU time: on the launches joined; the spoofed name not taken */
 	o.weight = FOLDED_WEIGHT_GPU_TIME;
-	b.n = 0;
-	b.p[0] = '\0';
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, NULL), 0);
+	membuf_reset(&b);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, NULL), 0);
 	CHECK_STREQ(b.p, "spoof-600;0x1001;0x1002;0x1003;" HA "_[G] 17000\n"
 			 "train-300;0x1001;0x1002;0x1003;_Z4gemmPf_[G] 20000\n"
 			 "train-300;0x1001;0x2002;_Z4reluPf_[G] 9000\n"
 			 "train-300;0x3001;0x3003;_Z1xv_[G] 2000\n"
 			 "train-300;0x3001;0x3003;_Z1yv_[G] 1000\n");
+	free(b.p);
 	capture_free(c);
-}
-
-struct membuf {
-	char *p;
-	size_t len, cap;
-};
-
-static int mem_cb(void *ctx, const void *data, size_t len)
-{
-	struct membuf *m = ctx;
-	if (m->len + len + 1 > m->cap) {
-		size_t nc = (m->len + len + 1) * 2;
-		char *n = realloc(m->p, nc);
-		if (!n)
-			return -ENOMEM;
-		m->p = n;
-		m->cap = nc;
-	}
-	memcpy(m->p + m->len, data, len);
-	m->len += len;
-	m->p[m->len] = '\0';
-	return 0;
 }
 
 static size_t count(const char *hay, const char *needle)
@@ -326,7 +274,7 @@ static void test_chrome(void)
 	struct membuf m = {0};
 	struct export_totals t;
 
-	CHECK_EQ_INT(chrome_export(c, NULL, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(chrome_export(c, NULL, membuf_write, &m, &t), 0);
 	if (!m.p)
 		goto out;
 	CHECK_EQ_U64(count(m.p, "\"cat\":\"gpu_launch\""), 10);
@@ -345,23 +293,17 @@ static void test_pprof(void)
 	struct capture *c = scene();
 	struct membuf m = {0};
 	struct export_totals t;
-	z_stream zs = {0};
-	size_t cap = 1 << 20;
-	char *out = malloc(cap);
+	size_t n;
+	char *out;
 
-	CHECK_EQ_INT(pprof_export(c, NULL, 1000000, mem_cb, &m, &t), 0);
-	CHECK(out && m.p && inflateInit2(&zs, 15 + 16) == Z_OK);
-	if (!out || !m.p)
+	CHECK_EQ_INT(pprof_export(c, NULL, 1000000, membuf_write, &m, &t), 0);
+	out = membuf_gunzip(&m, &n);
+	CHECK(out != NULL);
+	if (!out)
 		goto out;
-	zs.next_in = (unsigned char *)m.p;
-	zs.avail_in = (uInt)m.len;
-	zs.next_out = (unsigned char *)out;
-	zs.avail_out = (uInt)cap;
-	CHECK_EQ_INT(inflate(&zs, Z_FINISH), Z_STREAM_END);
-	inflateEnd(&zs);
-	CHECK(memmem(out, zs.total_out, "_Z4reluPf_[G]", 13) != NULL);
-	CHECK(memmem(out, zs.total_out, HB, strlen(HB)) == NULL);
-	CHECK(memmem(out, zs.total_out, HC "_[G]", strlen(HC) + 4) != NULL);
+	CHECK(memmem(out, n, "_Z4reluPf_[G]", 13) != NULL);
+	CHECK(memmem(out, n, HB, strlen(HB)) == NULL);
+	CHECK(memmem(out, n, HC "_[G]", strlen(HC) + 4) != NULL);
 	/* (pid, comm, kernel) samples: train gemm relu C xv yv D, other A,
 	 * spoof A and its interval's gemm */
 	CHECK_EQ_U64(t.events, 9);

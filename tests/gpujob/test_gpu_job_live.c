@@ -17,9 +17,12 @@
 #include "capture/gpumatch.h"
 #include "analysis/comm/comm.h"
 #include "folded.h"
+#include "membuf.h"
 #include "test.h"
 #include "timeline.h"
 #include "timeline/live.h"
+
+#include "live_tl.h"
 
 #define T0 1000000000000ull
 #define US 1000ull
@@ -27,16 +30,15 @@
 static void launch(struct capture *c, uint64_t ts_us, uint32_t pid, uint32_t comm, uint32_t name,
 		   uint32_t stack, uint64_t corr)
 {
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = T0 + ts_us * US,
-						   .pid = pid,
-						   .tid = pid,
-						   .comm = comm,
-						   .stack = stack,
-						   .name = name,
-						   .type = STORE_REC_GPU_LAUNCH,
-						   .aux32 = 7 /* cuLaunchKernel */,
-						   .aux = {0, corr}};
+	cb_put(c, (struct store_rec){.ts_ns = T0 + ts_us * US,
+				     .pid = pid,
+				     .tid = pid,
+				     .comm = comm,
+				     .stack = stack,
+				     .name = name,
+				     .type = STORE_REC_GPU_LAUNCH,
+				     .aux32 = 7 /* cuLaunchKernel */,
+				     .aux = {0, corr}});
 }
 
 /* An interval as the gpu_jobs collector writes it: ts = start, aux32 =
@@ -45,18 +47,17 @@ static void interval(struct capture *c, uint64_t submit_us, uint64_t start_us, u
 		     uint32_t pid, uint32_t comm, uint32_t name, uint32_t stack, unsigned engine,
 		     uint64_t ctx)
 {
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = T0 + start_us * US,
-						   .dur_ns = (end_us - start_us) * US,
-						   .pid = pid,
-						   .tid = pid,
-						   .comm = comm,
-						   .stack = stack,
-						   .name = name,
-						   .type = STORE_REC_GPU_INTERVAL,
-						   .cpu = (uint16_t)(GPU_ENGINE_XE << 8 | engine),
-						   .aux32 = (uint32_t)((start_us - submit_us) * US),
-						   .aux = {ctx, 0}};
+	cb_put(c, (struct store_rec){.ts_ns = T0 + start_us * US,
+				     .dur_ns = (end_us - start_us) * US,
+				     .pid = pid,
+				     .tid = pid,
+				     .comm = comm,
+				     .stack = stack,
+				     .name = name,
+				     .type = STORE_REC_GPU_INTERVAL,
+				     .cpu = (uint16_t)(GPU_ENGINE_XE << 8 | engine),
+				     .aux32 = (uint32_t)((start_us - submit_us) * US),
+				     .aux = {ctx, 0}});
 }
 
 /*
@@ -68,27 +69,14 @@ static void interval(struct capture *c, uint64_t submit_us, uint64_t start_us, u
  *   I4 bcs ctx 9: submitted 400, runs [400, 420] <- nothing: "Memcpy xe/bcs"
  * pid 200 "other": I5 ccs ctx 11 [1000, 1010], no launch.
  */
-/* An empty live capture of [T0, T0 + 2 ms]. */
-static struct capture *live_capture(void)
-{
-	struct capture *c;
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
-	c->t0_ns = T0;
-	c->t1_ns = T0 + 2000 * US;
-	return c;
-}
-
 static struct capture *scene(void)
 {
-	struct capture *c = live_capture();
+	struct capture *c = cb_live(T0, T0 + 2000 * US);
 	uint32_t app = cb_str(c, "app"), other = cb_str(c, "other");
 	uint32_t gemm = cb_str(c, "gemm"), relu = cb_str(c, "relu");
 	/* a launch name carries its geometry after a NUL (gpu_launch_abi.h) */
 	static const char convg[] = "conv\0grid=1,1,1 block=64,1,1";
-	uint32_t conv = cb_str(c, "convXgrid=1,1,1 block=64,1,1");
-	memcpy(c->str_blob + c->strs[conv - 1].off, convg, sizeof(convg) - 1);
+	uint32_t conv = cb_strn(c, convg, sizeof(convg) - 1);
 	uint32_t ccs = cb_str(c, "xe/ccs"), bcs = cb_str(c, "xe/bcs");
 	launch(c, 0, 100, app, gemm, 0, 1);
 	launch(c, 50, 100, app, relu, 0, 2);
@@ -127,35 +115,6 @@ static void test_match(void)
 	CHECK_EQ_INT(m.count[3], 0); /* relu is taken, gemm came before I1 */
 	gpu_match_finish(&m);
 	capture_free(c);
-}
-
-static double num(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	/* comm results write exact µs as raw numbers (valuedouble set too) */
-	return cJSON_IsNumber(v) || cJSON_IsRaw(v) ? v->valuedouble : -1;
-}
-
-static const cJSON *rank_obj(const cJSON *res, int rank)
-{
-	const cJSON *r;
-	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(
-				  res, "ranks")) if ((int)num(r, "rank") == rank) return r;
-	return NULL;
-}
-
-/* The section the capture gets, decoded: what an analysis job reads. */
-static struct timeline *attached(struct capture *c)
-{
-	struct timeline *tl = NULL;
-	char why[128] = "";
-	CHECK_EQ_INT(timeline_live_attach(c), 0);
-	const struct capture_extra *x = capture_find_extra(c, CAPSEC_TIMELINE);
-	CHECK(x != NULL);
-	if (!x)
-		return NULL;
-	CHECK_EQ_INT(timeline_decode(x->data, x->len, &tl, why, sizeof(why)), 0);
-	return tl;
 }
 
 static void test_timeline_model(void)
@@ -285,22 +244,6 @@ out:
 	capture_free(c);
 }
 
-struct buf {
-	char p[4096];
-	size_t n;
-};
-
-static int to_buf(void *ctx, const void *data, size_t len)
-{
-	struct buf *b = ctx;
-	if (b->n + len >= sizeof(b->p))
-		return -ENOSPC;
-	memcpy(b->p + b->n, data, len);
-	b->n += len;
-	b->p[b->n] = '\0';
-	return 0;
-}
-
 /*
  * gpu-time: I1 (1000 ns) carried gemm and relu -> 500 each; I2 (301 ns)
  * carried gemm again -> gemm 801 in all; I3 (77 ns, copy engine) carried no
@@ -308,10 +251,7 @@ static int to_buf(void *ctx, const void *data, size_t len)
  */
 static void test_folded_gpu_time(void)
 {
-	struct capture *c;
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
+	struct capture *c = cb_live(0, 0);
 	uint32_t app = cb_str(c, "app"), gemm = cb_str(c, "gemm"), relu = cb_str(c, "relu");
 	uint32_t bcs = cb_str(c, "xe/bcs"), ccs = cb_str(c, "xe/ccs");
 	const uint64_t s1[] = {0x1003, 0x1002, 0x1001}, s2[] = {0x2002, 0x1001},
@@ -319,42 +259,38 @@ static void test_folded_gpu_time(void)
 	uint32_t k1 = cb_stack(c, s1, 3, 0), k2 = cb_stack(c, s2, 2, 0), k3 = cb_stack(c, s3, 2, 0);
 	launch(c, 1, 100, app, gemm, k1, 1);
 	launch(c, 2, 100, app, relu, k2, 2);
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = T0 + 5 * US,
-						   .dur_ns = 1000,
-						   .pid = 100,
-						   .comm = app,
-						   .name = ccs,
-						   .type = STORE_REC_GPU_INTERVAL,
-						   .cpu = 5};
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 5 * US,
+				     .dur_ns = 1000,
+				     .pid = 100,
+				     .comm = app,
+				     .name = ccs,
+				     .type = STORE_REC_GPU_INTERVAL,
+				     .cpu = 5});
 	launch(c, 10, 100, app, gemm, k1, 3);
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = T0 + 11 * US,
-						   .dur_ns = 301,
-						   .pid = 100,
-						   .comm = app,
-						   .name = ccs,
-						   .type = STORE_REC_GPU_INTERVAL,
-						   .cpu = 5};
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = T0 + 20 * US,
-						   .dur_ns = 77,
-						   .pid = 100,
-						   .comm = app,
-						   .stack = k3,
-						   .name = bcs,
-						   .type = STORE_REC_GPU_INTERVAL,
-						   .cpu = 3};
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = T0 + 30 * US,
-						   .pid = 100,
-						   .comm = app,
-						   .name = ccs,
-						   .type = STORE_REC_GPU_INTERVAL};
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 11 * US,
+				     .dur_ns = 301,
+				     .pid = 100,
+				     .comm = app,
+				     .name = ccs,
+				     .type = STORE_REC_GPU_INTERVAL,
+				     .cpu = 5});
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 20 * US,
+				     .dur_ns = 77,
+				     .pid = 100,
+				     .comm = app,
+				     .stack = k3,
+				     .name = bcs,
+				     .type = STORE_REC_GPU_INTERVAL,
+				     .cpu = 3});
+	cb_put(c, (struct store_rec){.ts_ns = T0 + 30 * US,
+				     .pid = 100,
+				     .comm = app,
+				     .name = ccs,
+				     .type = STORE_REC_GPU_INTERVAL});
 	struct folded_opts o = {.weight = FOLDED_WEIGHT_GPU_TIME};
 	struct folded_totals t;
-	struct buf b = {.n = 0};
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, &t), 0);
+	struct membuf b = {0};
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, &t), 0);
 	CHECK_STREQ(b.p, "app;0x1001;0x1002;0x1003;gemm_[G] 801\n"
 			 "app;0x1001;0x2002;relu_[G] 500\n"
 			 "app;0x1001;0x3001;xe/bcs_[G] 77\n");
@@ -363,8 +299,8 @@ static void test_folded_gpu_time(void)
 
 	/* launches: the same stacks, one per launch */
 	o.weight = FOLDED_WEIGHT_LAUNCHES;
-	b.n = 0;
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, &t), 0);
+	membuf_reset(&b);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, &t), 0);
 	CHECK_STREQ(b.p, "app;0x1001;0x1002;0x1003;gemm_[G] 2\n"
 			 "app;0x1001;0x2002;relu_[G] 1\n");
 
@@ -373,11 +309,12 @@ static void test_folded_gpu_time(void)
 		if (c->recs[i].type == STORE_REC_GPU_INTERVAL)
 			c->recs[i].type = STORE_REC_MARK;
 	o.weight = FOLDED_WEIGHT_GPU_TIME;
-	b.n = 0;
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, &t), 0);
+	membuf_reset(&b);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, &t), 0);
 	CHECK(t.gpu_time_fallback);
 	CHECK_STREQ(b.p, "app;0x1001;0x1002;0x1003;gemm_[G] 2\n"
 			 "app;0x1001;0x2002;relu_[G] 1\n");
+	free(b.p);
 	capture_free(c);
 }
 
@@ -392,7 +329,7 @@ static void test_folded_gpu_time(void)
  */
 static void test_comm_live(void)
 {
-	struct capture *c = live_capture();
+	struct capture *c = cb_live(T0, T0 + 2000 * US);
 	uint32_t app = cb_str(c, "app"), gemm = cb_str(c, "gemm");
 	uint32_t nccl = cb_str(c, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
 	uint32_t ccs = cb_str(c, "xe/ccs");

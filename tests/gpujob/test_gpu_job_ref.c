@@ -18,6 +18,7 @@
 
 #include "capture/gpumatch.h"
 #include "folded.h"
+#include "membuf.h"
 #include "test.h"
 #include "timeline.h"
 #include "timeline/live.h"
@@ -320,27 +321,10 @@ static int ref_line_cmp(const void *a, const void *b)
 	return strcmp(((const struct ref_line *)a)->text, ((const struct ref_line *)b)->text);
 }
 
-struct sink {
-	char *p;
-	size_t n;
-};
-
-static int to_sink(void *ctx, const void *data, size_t len)
-{
-	struct sink *s = ctx;
-	s->p = realloc(s->p, s->n + len + 1);
-	if (!s->p)
-		return -ENOMEM;
-	memcpy(s->p + s->n, data, len);
-	s->n += len;
-	s->p[s->n] = '\0';
-	return 0;
-}
-
 static void check_folded(const struct capture *c, const struct ref_match *m, bool big)
 {
 	struct ref_folded f = {0};
-	struct sink want = {0}, got = {0};
+	struct membuf want = {0}, got = {0};
 	struct folded_opts o = {.weight = FOLDED_WEIGHT_GPU_TIME};
 	struct folded_totals t;
 
@@ -362,11 +346,11 @@ static void check_folded(const struct capture *c, const struct ref_match *m, boo
 		char b[600];
 		int len =
 		    snprintf(b, sizeof(b), "%s %llu\n", f.l[i].text, (unsigned long long)f.l[i].ns);
-		to_sink(&want, b, (size_t)len);
+		membuf_write(&want, b, (size_t)len);
 		free(f.l[i].text);
 	}
 	free(f.l);
-	CHECK_EQ_INT(folded_write(c, &o, to_sink, &got, &t), 0);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &got, &t), 0);
 	CHECK(!big || f.n > 10);
 	CHECK(want.p && got.p && !strcmp(want.p, got.p));
 	CHECK_EQ_U64(t.weight, f.total);

@@ -25,54 +25,41 @@
 #include "sym/capbuild.h"
 #include "capture/capsass.h"
 #include "folded.h"
+#include "membuf.h"
 #include "test.h"
 
 #define T0 1000000000000ull
 #define US 1000ull
 #define STALLED "smsp__pcsamp_warps_issue_stalled_"
 
-static struct store_rec *rec(struct capture *c)
-{
-	cb_rec(c, 0, 0, 0, 0, 0);
-	struct store_rec *r = &c->recs[c->nrecs - 1];
-	memset(r, 0, sizeof(*r));
-	return r;
-}
-
 static void launch(struct capture *c, uint32_t pid, uint32_t comm, const char *k, uint64_t ts,
 		   uint32_t stack)
 {
-	*rec(c) = (struct store_rec){.ts_ns = T0 + ts * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + ts * US,
 				     .pid = pid,
 				     .tid = pid,
 				     .comm = comm,
 				     .stack = stack,
 				     .name = cb_str(c, k),
 				     .type = STORE_REC_GPU_LAUNCH,
-				     .aux32 = 7};
+				     .aux32 = 7});
 }
 
 static void pcs(struct capture *c, uint32_t pid, uint32_t comm, const char *k, uint64_t ts,
 		uint32_t pc, const char *reason, uint32_t samples)
 {
-	*rec(c) = (struct store_rec){.ts_ns = T0 + ts * US,
+	cb_put(c, (struct store_rec){.ts_ns = T0 + ts * US,
 				     .pid = pid,
 				     .comm = comm,
 				     .name = cb_str(c, k),
 				     .type = STORE_REC_GPU_PC,
 				     .aux32 = samples,
-				     .aux = {0xabcdef, (uint64_t)cb_str(c, reason) << 32 | pc}};
+				     .aux = {0xabcdef, (uint64_t)cb_str(c, reason) << 32 | pc}});
 }
 
 static struct capture *scene(void)
 {
-	struct capture *c;
-
-	if (capture_new(&c) < 0)
-		abort();
-	c->kind = CAPTURE_LIVE;
-	c->t0_ns = T0;
-	c->t1_ns = T0 + 1000 * US;
+	struct capture *c = cb_live(T0, T0 + 1000 * US);
 	uint32_t train = cb_str(c, "train"), other = cb_str(c, "other");
 	const uint64_t s1[] = {0x1002, 0x1001}, s2[] = {0x2002, 0x1001};
 	uint32_t S1 = cb_stack(c, s1, 2, 0), S2 = cb_stack(c, s2, 2, 0);
@@ -88,30 +75,14 @@ static struct capture *scene(void)
 	return c;
 }
 
-struct buf {
-	char p[4096];
-	size_t n;
-};
-
-static int to_buf(void *ctx, const void *data, size_t len)
-{
-	struct buf *b = ctx;
-	if (b->n + len >= sizeof(b->p))
-		return -ENOSPC;
-	memcpy(b->p + b->n, data, len);
-	b->n += len;
-	b->p[b->n] = '\0';
-	return 0;
-}
-
 static void test_offsets(void)
 {
 	struct capture *c = scene();
 	struct folded_opts o = {.weight = FOLDED_WEIGHT_STALLS};
 	struct folded_totals t;
-	struct buf b = {.n = 0};
+	struct membuf b = {0};
 
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, &t), 0);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, &t), 0);
 	CHECK_STREQ(b.p, "other;gemm_[G];+0x20_[g];wait_[g] 5\n"
 			 "train;0x1001;0x1002;gemm_[G];+0x1a0_[g];barrier_[g] 30\n"
 			 "train;0x1001;0x1002;gemm_[G];+0x1a0_[g];long_scoreboard_[g] 12\n"
@@ -120,6 +91,7 @@ static void test_offsets(void)
 			 "train;relu_[G];+0x10_[g];wait_[g] 3\n");
 	CHECK_EQ_U64(t.weight, 62);
 	CHECK_EQ_U64(t.samples, 6);
+	free(b.p);
 	capture_free(c);
 }
 
@@ -142,9 +114,9 @@ static void test_sass_text(void)
 	struct folded_opts o = {.weight = FOLDED_WEIGHT_STALLS, .pids = pids, .npids = 1,
 				.insn = insn, .insn_ctx = &calls};
 	struct folded_totals t;
-	struct buf b = {.n = 0};
+	struct membuf b = {0};
 
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, &t), 0);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, &t), 0);
 	CHECK_STREQ(b.p, "train;0x1001;0x1002;gemm_[G];BAR.SYNC:DEFER @1a0_[g];barrier_[g] 30\n"
 			 "train;0x1001;0x1002;gemm_[G];BAR.SYNC:DEFER @1a0_[g];long_scoreboard_[g] 12\n"
 			 "train;0x1001;0x1002;gemm_[G];BAR.SYNC:DEFER @40_[g];stall_9_[g] 4\n"
@@ -152,6 +124,7 @@ static void test_sass_text(void)
 			 "train;relu_[G];+0x10_[g];wait_[g] 3\n");
 	CHECK(calls >= 5);
 	CHECK_EQ_U64(t.weight, 57);
+	free(b.p);
 	capture_free(c);
 }
 
@@ -161,10 +134,11 @@ static void test_other_weights(void)
 	struct capture *c = scene();
 	struct folded_opts o = {.weight = FOLDED_WEIGHT_LAUNCHES};
 	struct folded_totals t;
-	struct buf b = {.n = 0};
+	struct membuf b = {0};
 
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, &t), 0);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, &t), 0);
 	CHECK_EQ_U64(t.weight, 2);
+	free(b.p);
 	capture_free(c);
 }
 
@@ -207,25 +181,25 @@ static void test_capture_text(void)
 	struct capture *c = scene(), *c2 = NULL;
 	int calls = 0;
 	struct folded_opts o = {.weight = FOLDED_WEIGHT_STALLS};
-	struct buf b = {.n = 0};
+	struct membuf b = {0};
 	void *enc;
 	size_t len;
 	char why[256];
 
 	add_sass(c);
-	CHECK_EQ_INT(folded_write(c, &o, to_buf, &b, NULL), 0);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &b, NULL), 0);
 	CHECK_STREQ(b.p, sass_lines);
 	/* saved and loaded again: the same text, no cubin, no hook */
 	CHECK_EQ_INT(capture_encode(c, &enc, &len), 0);
 	CHECK_EQ_INT(capture_decode(enc, len, &c2, why, sizeof(why)), 0);
-	b.n = 0;
-	CHECK_EQ_INT(folded_write(c2, &o, to_buf, &b, NULL), 0);
+	membuf_reset(&b);
+	CHECK_EQ_INT(folded_write(c2, &o, membuf_write, &b, NULL), 0);
 	CHECK_STREQ(b.p, sass_lines);
 	/* a hook is asked only for the keys the capture has no text for */
 	o.insn = insn;
 	o.insn_ctx = &calls;
-	b.n = 0;
-	CHECK_EQ_INT(folded_write(c2, &o, to_buf, &b, NULL), 0);
+	membuf_reset(&b);
+	CHECK_EQ_INT(folded_write(c2, &o, membuf_write, &b, NULL), 0);
 	CHECK_EQ_INT(calls, 2); /* relu +0x10, pid 301's gemm +0x20 */
 	/* the heat map's per-record lines keep each instruction apart */
 	struct folded_liner *l;
@@ -246,6 +220,7 @@ static void test_capture_text(void)
 	folded_liner_free(l);
 	free(enc);
 	capture_free(c2);
+	free(b.p);
 	capture_free(c);
 }
 

@@ -323,6 +323,29 @@ def need_sampler(d):
             raise Skip("CPU sampler needs root: " + cpu["reason"])
         raise AssertionError("CPU collector not attached as root: %r" % cpu)
 
+
+def parse_folded(text):
+    """gpuprofctl folded's lines ("frame;frame;... COUNT") as {stack: total
+    count}."""
+    stacks = {}
+    for line in text.splitlines():
+        expect(line.strip(), "no empty lines")
+        frames, _, count = line.rpartition(" ")
+        expect(count.isdigit(), "count after the last space: %r" % line)
+        stacks[frames] = stacks.get(frames, 0) + int(count)
+    return stacks
+
+
+def cgroup2_mount():
+    """The first cgroup2 mount point (mountinfo), or None on a v1-only host."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            if right.startswith("cgroup2 "):
+                return left.split()[4].replace("\\040", " ")
+    return None
+
+
 def main():
     only = sys.argv[1:]
     passed = failed = skipped = 0

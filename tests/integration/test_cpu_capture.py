@@ -9,20 +9,10 @@ import subprocess
 import tempfile
 import time
 
-from gpd import BUILD, Daemon, eq, expect, main, need_sampler, Skip, test
+from gpd import BUILD, Daemon, eq, expect, main, need_sampler, parse_folded, Skip, test
 
 WORKLOAD = os.path.join(BUILD, "tests", "workloads", "demo_workload")
 CONFIG = "sampling.cpu_frequency = 499\n"
-
-
-def parse_folded(text):
-    stacks = {}
-    for line in text.splitlines():
-        expect(line.strip(), "no empty lines")
-        frames, _, count = line.rpartition(" ")
-        expect(count.isdigit(), "count after the last space: %r" % line)
-        stacks[frames] = stacks.get(frames, 0) + int(count)
-    return stacks
 
 
 def run_capture(d, *extra, secs="1500ms"):

@@ -20,12 +20,9 @@ import signal
 import subprocess
 import time
 
-from gpd import BUILD, Daemon, Skip, eq, expect, main, test
+from cuda_app import APP, FAKE_CUDA, FAKE_CUPTI, LIB, inject_env, totals
+from gpd import Daemon, Skip, eq, expect, main, test
 
-LIB = os.path.join(BUILD, "inject", "libgpuprof-cupti.so")
-FAKE_CUPTI = os.path.join(BUILD, "tests", "cupti", "libcupti.so.13")
-FAKE_CUDA = os.path.join(BUILD, "tests", "gpu", "cuda", "libcuda.so.1")
-APP = os.path.join(BUILD, "tests", "cupti", "cuda_app")
 
 # two kernels, one with a real Itanium-mangled name (saved captures show
 # it demangled), on two threads and so two streams
@@ -53,13 +50,6 @@ def daemon(extra=""):
     return d
 
 
-def app_env(d, extra=None):
-    e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
-             GPUPROF_CUPTI_SOCKET=d.cupti, GPUPROF_CUPTI_FLUSH_MS="50")
-    e.update(extra or {})
-    return e
-
-
 def status(d, name):
     st = d.ctl_json("status")
     return st[name] if name == "cupti" else [c for c in st["collectors"] if c["name"] == name][0]
@@ -76,8 +66,9 @@ class App:
     """cuda_app --wait: started, probed by the daemon, then told to go."""
 
     def __init__(self, d, args, env=None):
-        self.p = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--wait"] + args, env=app_env(d, env),
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.p = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--wait"] + args,
+                                  env=inject_env(d.cupti, env), stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
         line = self.p.stdout.readline().split()
         expect(line[:1] == ["ready"], "cuda_app started: %r" % line)
         self.pid = int(line[1])
@@ -99,27 +90,6 @@ class App:
         if self.p.poll() is None:
             self.p.kill()
             self.p.wait()
-
-
-def totals(out):
-    """What cuda_app says it asked for."""
-    t = {"kernels": {}, "tids": []}
-    for line in out.splitlines():
-        w = line.split()
-        if w[0] == "tid":
-            t["tids"].append(int(w[1]))
-        elif w[0] == "kernel":
-            t["kernels"][w[1]] = (int(w[3]), int(w[5]))
-        elif w[0] == "memcpy":
-            t["memcpy"] = (int(w[2]), int(w[6]))
-        elif w[0] == "sync":
-            t["sync"] = int(w[2])
-        elif w[0] == "nvtx":
-            t["nvtx"] = (int(w[2]), int(w[4]))
-        elif w[0] == "events":
-            t["events"] = (int(w[2]), int(w[4]), int(w[6]))
-    expect(out.rstrip().endswith("done"), "cuda_app did not finish: %r" % out)
-    return t
 
 
 def kernels_stored(d):

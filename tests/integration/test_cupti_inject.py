@@ -25,46 +25,31 @@ from cupti_wire import (API, CTL_RELEASE, CUDA_EVENT, F_API, F_EVENT, F_GRAPH, F
                         F_MEMSET, F_MONO, F_NVTX, F_PC, F_SYNC, GRAPH, HELLO, KERNEL, MARKER, MEMCPY, MEMSET, MK_INSTANT,
                         MK_RANGE, PC, PC_STATS, ST_ACTIVE, ST_CONFLICT, ST_DISABLED, STALL_NAME,
                         STATS, SYNC, Receiver, control)
+from cuda_app import APP, FAKE_CUDA, FAKE_CUPTI, LIB, inject_env, totals
 from gpd import BUILD, GPUPROFCTL, Daemon, Skip, as_attacker, eq, expect, main, open_to_group, test
 
-LIB = os.path.join(BUILD, "inject", "libgpuprof-cupti.so")
-FAKE_CUPTI = os.path.join(BUILD, "tests", "cupti", "libcupti.so.13")
-FAKE_CUDA = os.path.join(BUILD, "tests", "gpu", "cuda", "libcuda.so.1")
-APP = os.path.join(BUILD, "tests", "cupti", "cuda_app")
 FAKE_TORCH = os.path.join(BUILD, "tests", "cupti", "libtorch_cuda.so")
 CUBIN = os.path.join(BUILD, "tests", "cupti", "pc_kernel.cubin")
 PC_KERNEL = "gpuprof_pc_kernel"
 
 
 def run_app(sock, args, env=None, timeout=60, **kw):
-    e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
-             GPUPROF_CUPTI_SOCKET=sock, GPUPROF_CUPTI_FLUSH_MS="50")
-    e.update(env or {})
-    return subprocess.run([APP, "--cuda", FAKE_CUDA] + args, env=e, capture_output=True,
-                          text=True, timeout=timeout, **kw)
+    return subprocess.run([APP, "--cuda", FAKE_CUDA] + args, env=inject_env(sock, env),
+                          capture_output=True, text=True, timeout=timeout, **kw)
 
 
-def totals(out):
-    """What cuda_app says it asked for."""
-    t = {"tids": [], "kernels": {}}
-    for line in out.splitlines():
-        w = line.split()
-        if w[0] == "tid":
-            t["tids"].append(int(w[1]))
-        elif w[0] == "kernel":
-            t["kernels"][w[1]] = (int(w[3]), int(w[5]))
-        elif w[0] in ("memcpy", "memset"):
-            t[w[0]] = (int(w[2]), int(w[4]), int(w[6]))
-        elif w[0] == "graph":
-            t["graph"] = (int(w[2]), int(w[4]))
-        elif w[0] == "sync":
-            t["sync"] = int(w[2])
-        elif w[0] == "nvtx":
-            t["nvtx"] = (int(w[2]), int(w[4]))
-        elif w[0] == "events":
-            t["events"] = (int(w[2]), int(w[4]), int(w[6]))
-    expect(out.rstrip().endswith("done"), "app did not finish: %r", out)
-    return t
+def app_with_receiver(sock, args, env=None, settle=0.2, **kw):
+    """run_app() while a Receiver listens on sock, the app's exit checked;
+    settle: seconds for the last messages to arrive. Returns the app's
+    result and the connections received, decoded."""
+    rx = Receiver(sock)
+    try:
+        p = run_app(sock, args, env=env, **kw)
+        eq(p.returncode, 0, "app exit: " + p.stderr)
+        time.sleep(settle)
+    finally:
+        rx.stop()
+    return p, rx.decoded()
 
 
 def need_build():
@@ -106,18 +91,12 @@ def exports_only_the_entry_point():
 @test
 @with_receiver
 def end_to_end(sock):
-    rx = Receiver(sock)
-    try:
-        p = run_app(sock, ["--threads", "3", "--launches", "40", "--kernel", "gpuprof_k_a:20000",
-                           "--kernel", "_Z8gpuprof_k_bPfi:5000", "--memcpy", "4096:3000",
-                           "--memset", "1024:2000", "--graph", "7000", "--sync", "--nvtx"],
-                    env={"GPUPROF_CUPTI_FEATURES": "all"})
-        eq(p.returncode, 0, "app exit: " + p.stderr)
-        t = totals(p.stdout)
-        time.sleep(0.3)
-    finally:
-        rx.stop()
-    conns = rx.decoded()
+    p, conns = app_with_receiver(
+        sock, ["--threads", "3", "--launches", "40", "--kernel", "gpuprof_k_a:20000",
+               "--kernel", "_Z8gpuprof_k_bPfi:5000", "--memcpy", "4096:3000",
+               "--memset", "1024:2000", "--graph", "7000", "--sync", "--nvtx"],
+        env={"GPUPROF_CUPTI_FEATURES": "all"}, settle=0.3)
+    t = totals(p.stdout)
     eq(len(conns), 1, "connections")
     c = conns[0]
     check_hello_first(c)
@@ -191,14 +170,8 @@ def end_to_end(sock):
 @test
 @with_receiver
 def default_features(sock):
-    rx = Receiver(sock)
-    try:
-        p = run_app(sock, ["--launches", "5", "--graph", "1000", "--sync"])
-        eq(p.returncode, 0, "app exit: " + p.stderr)
-        time.sleep(0.2)
-    finally:
-        rx.stop()
-    c = rx.decoded()[0]
+    _, conns = app_with_receiver(sock, ["--launches", "5", "--graph", "1000", "--sync"])
+    c = conns[0]
     eq(c.recs[0]["features"],
        F_KERNEL | F_MEMCPY | F_MEMSET | F_SYNC | F_EVENT | F_API | F_NVTX | F_MONO,
        "default features")
@@ -212,8 +185,7 @@ def default_features(sock):
 @test
 @with_receiver
 def daemon_late_and_restarted(sock):
-    e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
-             GPUPROF_CUPTI_SOCKET=sock, GPUPROF_CUPTI_FLUSH_MS="50")
+    e = inject_env(sock)
     # launches every 10 ms until its stdin closes (at most 3000)
     p = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--launches", "3000", "--pause-ms", "10",
                           "--kernel", "gpuprof_k_late:1000", "--until-eof"],
@@ -257,8 +229,7 @@ def daemon_late_and_restarted(sock):
 def socket_full(sock):
     rx = Receiver(sock, read=False)
     try:
-        e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
-                 GPUPROF_CUPTI_SOCKET=sock, GPUPROF_CUPTI_FLUSH_MS="50")
+        e = inject_env(sock)
         t0 = time.monotonic()
         p = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--threads", "2", "--launches", "20000",
                               "--sleep-ms", "2500"],
@@ -289,16 +260,10 @@ def socket_full(sock):
 @test
 @with_receiver
 def conflict(sock):
-    rx = Receiver(sock)
-    try:
-        p = run_app(sock, ["--launches", "20", "--nvtx", "--sleep-ms", "300"],
-                    env={"FAKE_CUPTI_SUBSCRIBER": "Nsight Systems"})
-        eq(p.returncode, 0, "app exit: " + p.stderr)
-        totals(p.stdout)
-        time.sleep(0.2)
-    finally:
-        rx.stop()
-    c = rx.decoded()[0]
+    p, conns = app_with_receiver(sock, ["--launches", "20", "--nvtx", "--sleep-ms", "300"],
+                                 env={"FAKE_CUPTI_SUBSCRIBER": "Nsight Systems"})
+    totals(p.stdout)
+    c = conns[0]
     check_hello_first(c)
     s = last_stats(c)
     eq((s["state"], s["conflict"], s["on"], s["last_error"]),
@@ -309,16 +274,11 @@ def conflict(sock):
 @test
 @with_receiver
 def conflict_with_a_profiler_that_came_first(sock):
-    rx = Receiver(sock)
-    try:
-        # --sleep-ms: time for the sender's first connect on a loaded host
-        p = run_app(sock, ["--launches", "20", "--subscribe-first", "kineto", "--sleep-ms", "300"])
-        eq(p.returncode, 0, "app exit: " + p.stderr)
-        totals(p.stdout)
-        time.sleep(0.2)
-    finally:
-        rx.stop()
-    c = rx.decoded()[0]
+    # --sleep-ms: time for the sender's first connect on a loaded host
+    p, conns = app_with_receiver(sock, ["--launches", "20", "--subscribe-first", "kineto",
+                                        "--sleep-ms", "300"])
+    totals(p.stdout)
+    c = conns[0]
     s = last_stats(c)
     eq((s["state"], s["conflict"], s["on"]), (ST_CONFLICT, "CUPTI for kineto", 0), "stats")
     eq(len(c.of(KERNEL)) + len(c.of(API)), 0, "records in conflict")
@@ -327,15 +287,10 @@ def conflict_with_a_profiler_that_came_first(sock):
 @test
 @with_receiver
 def kind_refused(sock):
-    rx = Receiver(sock)
-    try:
-        p = run_app(sock, ["--launches", "10", "--memcpy", "100:100", "--memset", "10:10"],
-                    env={"FAKE_CUPTI_FAIL_KIND": "1"})   # MEMCPY
-        eq(p.returncode, 0, "app exit: " + p.stderr)
-        time.sleep(0.2)
-    finally:
-        rx.stop()
-    c = rx.decoded()[0]
+    _, conns = app_with_receiver(sock, ["--launches", "10", "--memcpy", "100:100",
+                                        "--memset", "10:10"],
+                                 env={"FAKE_CUPTI_FAIL_KIND": "1"})   # MEMCPY
+    c = conns[0]
     s = last_stats(c)
     eq((s["state"], s["failed"], s["last_error"]), (ST_ACTIVE, F_MEMCPY, 35), "stats")
     eq(s["on"] & F_MEMCPY, 0, "memcpy still on")
@@ -348,16 +303,11 @@ def cuda_events(sock):
     """Each cudaEventRecord's CUDA_EVENT record: its call's correlation id
     and entry time, the event id the waits name, the stream; the syncs on
     events carry that id. A refused CUDA_EVENT kind turns only itself off."""
-    rx = Receiver(sock)
-    try:
-        p = run_app(sock, ["--threads", "2", "--launches", "20", "--kernel", "gpuprof_k_a:20000",
-                           "--events", "gpuprof_k_c:3000"])
-        eq(p.returncode, 0, "app exit: " + p.stderr)
-        t = totals(p.stdout)
-        time.sleep(0.2)
-    finally:
-        rx.stop()
-    c = rx.decoded()[0]
+    p, conns = app_with_receiver(sock, ["--threads", "2", "--launches", "20",
+                                        "--kernel", "gpuprof_k_a:20000",
+                                        "--events", "gpuprof_k_c:3000"])
+    t = totals(p.stdout)
+    c = conns[0]
     n = 2 * 20
     eq(t["events"], (2 * n, n, n), "what the program did")
     api = {a["corr"]: a for a in c.of(API) if a["domain"] == 2}
@@ -392,15 +342,9 @@ def cuda_events(sock):
     expect(s["on"] & F_EVENT and not s["failed"], "CUDA_EVENT on: %r" % s)
 
     # CUDA_EVENT refused: only it goes
-    rx = Receiver(sock)
-    try:
-        p = run_app(sock, ["--launches", "5", "--events", "gpuprof_k_c:3000"],
-                    env={"FAKE_CUPTI_FAIL_KIND": "36"})
-        eq(p.returncode, 0, "app exit: " + p.stderr)
-        time.sleep(0.2)
-    finally:
-        rx.stop()
-    c = rx.decoded()[0]
+    p, conns = app_with_receiver(sock, ["--launches", "5", "--events", "gpuprof_k_c:3000"],
+                                 env={"FAKE_CUPTI_FAIL_KIND": "36"})
+    c = conns[0]
     s = last_stats(c)
     eq((s["state"], s["failed"], s["last_error"]), (ST_ACTIVE, F_EVENT, 35), "stats")
     eq(s["on"] & (F_EVENT | F_SYNC), F_SYNC, "sync stays on")
@@ -410,14 +354,9 @@ def cuda_events(sock):
 @test
 @with_receiver
 def realtime_clock_converted(sock):
-    rx = Receiver(sock)
-    try:
-        p = run_app(sock, ["--launches", "20"], env={"FAKE_CUPTI_NO_TIMESTAMP_CB": "1"})
-        eq(p.returncode, 0, "app exit: " + p.stderr)
-        time.sleep(0.2)
-    finally:
-        rx.stop()
-    c = rx.decoded()[0]
+    _, conns = app_with_receiver(sock, ["--launches", "20"],
+                                 env={"FAKE_CUPTI_NO_TIMESTAMP_CB": "1"})
+    c = conns[0]
     eq(c.recs[0]["features"] & F_MONO, 0, "MONO without the callback")
     api = {a["corr"]: a for a in c.of(API)}
     ks = c.of(KERNEL)
@@ -469,16 +408,12 @@ def cupti_dropped_and_disabled(sock):
 def buffers_run_out(sock):
     """A buffer per record: the pool of 64 runs dry, CUPTI is refused
     buffers and drops; every record is either read or counted dropped."""
-    rx = Receiver(sock)
     n = 20000
-    try:
-        p = run_app(sock, ["--launches", str(n), "--kernel", "k:100", "--sleep-ms", "1500"],
-                    env={"FAKE_CUPTI_RECORDS_PER_BUFFER": "1", "GPUPROF_CUPTI_FEATURES": "kernel"})
-        eq(p.returncode, 0, "app exit: " + p.stderr)
-        time.sleep(0.2)
-    finally:
-        rx.stop()
-    c = rx.decoded()[0]
+    _, conns = app_with_receiver(sock, ["--launches", str(n), "--kernel", "k:100",
+                                        "--sleep-ms", "1500"],
+                                 env={"FAKE_CUPTI_RECORDS_PER_BUFFER": "1",
+                                      "GPUPROF_CUPTI_FEATURES": "kernel"})
+    c = conns[0]
     # the last stats that arrived (the final one may have found the socket full)
     s = max(c.of(STATS), key=lambda s: s["records"] + s["cupti_dropped"])
     overhead = (n + 6) // 7  # the stand-in's OVERHEAD records (fakecupti.h)
@@ -490,15 +425,9 @@ def buffers_run_out(sock):
 @test
 @with_receiver
 def cupti_fatal_error(sock):
-    rx = Receiver(sock)
-    try:
-        p = run_app(sock, ["--launches", "50", "--memset", "8:100"],
-                    env={"FAKE_CUPTI_FATAL_AT": "10"})
-        eq(p.returncode, 0, "app exit: " + p.stderr)
-        time.sleep(0.2)
-    finally:
-        rx.stop()
-    c = rx.decoded()[0]
+    _, conns = app_with_receiver(sock, ["--launches", "50", "--memset", "8:100"],
+                                 env={"FAKE_CUPTI_FATAL_AT": "10"})
+    c = conns[0]
     s = last_stats(c)
     eq((s["state"], s["on"] & ~F_MONO, s["last_error"]), (ST_DISABLED, 0, 999), "stats")
     eq(s["failed"], F_KERNEL | F_MEMCPY | F_MEMSET | F_SYNC | F_EVENT | F_API | F_NVTX, "failed")
@@ -509,14 +438,7 @@ def cupti_fatal_error(sock):
 @test
 @with_receiver
 def fork_child_idle(sock):
-    rx = Receiver(sock)
-    try:
-        p = run_app(sock, ["--launches", "5", "--fork"], timeout=30)
-        eq(p.returncode, 0, "app exit: " + p.stderr)
-        time.sleep(0.2)
-    finally:
-        rx.stop()
-    conns = rx.decoded()
+    _, conns = app_with_receiver(sock, ["--launches", "5", "--fork"], timeout=30)
     eq(len(conns), 1, "the child made no connection of its own")
     eq(len(conns[0].of(KERNEL)), 5, "kernels of the parent")
 
@@ -525,16 +447,10 @@ def later_profiler(sock, args, env):
     """cuda_app with a Kineto-like profiler starting inside it; returns
     (its 'kineto' line as a dict, the probe's subscribe result, the
     connection)."""
-    rx = Receiver(sock)
-    try:
-        e = {"GPUPROF_CUPTI_YIELD_QUIET_MS": "300"}
-        e.update(env)
-        p = run_app(sock, args + ["--probe-subscribe"], env=e)
-        eq(p.returncode, 0, "app exit: " + p.stderr)
-        totals(p.stdout)
-        time.sleep(0.3)
-    finally:
-        rx.stop()
+    e = {"GPUPROF_CUPTI_YIELD_QUIET_MS": "300"}
+    e.update(env)
+    p, conns = app_with_receiver(sock, args + ["--probe-subscribe"], env=e, settle=0.3)
+    totals(p.stdout)
     kin, probe = None, None
     for line in p.stdout.splitlines():
         w = line.split()
@@ -542,7 +458,6 @@ def later_profiler(sock, args, env):
             kin = {w[i]: w[i + 1] for i in range(1, len(w) - 1, 2)}
         elif w[0] == "probe":
             probe = int(w[2])
-    conns = rx.decoded()
     eq(len(conns), 1, "connections")
     return kin, probe, conns[0]
 
@@ -663,19 +578,13 @@ def no_takeover_no_step_aside(sock):
     """The takeover test's timing without a second tool: steady work for
     several quiet times, two threads, copies and syncs: the library stays
     active and every kernel arrives (no false alarm)."""
-    rx = Receiver(sock)
-    try:
-        p = run_app(sock, ["--threads", "2", "--launches", "120", "--pause-ms", "10",
-                           "--memcpy", "64:1000", "--memset", "64:1000", "--sync",
-                           "--probe-subscribe"],
-                    env={"GPUPROF_CUPTI_YIELD_QUIET_MS": "300", "GPUPROF_CUPTI_YIELD": "torch"})
-        eq(p.returncode, 0, "app exit: " + p.stderr)
-        t = totals(p.stdout)
-        expect("probe subscribe 39" in p.stdout, "we let go: %r", p.stdout)
-        time.sleep(0.3)
-    finally:
-        rx.stop()
-    c = rx.decoded()[0]
+    p, conns = app_with_receiver(
+        sock, ["--threads", "2", "--launches", "120", "--pause-ms", "10",
+               "--memcpy", "64:1000", "--memset", "64:1000", "--sync", "--probe-subscribe"],
+        env={"GPUPROF_CUPTI_YIELD_QUIET_MS": "300", "GPUPROF_CUPTI_YIELD": "torch"}, settle=0.3)
+    t = totals(p.stdout)
+    expect("probe subscribe 39" in p.stdout, "we let go: %r", p.stdout)
+    c = conns[0]
     s = last_stats(c)
     eq((s["state"], s["conflict"]), (ST_ACTIVE, None), "stats")
     eq(len(c.of(KERNEL)), t["kernels"]["gpuprof_k_a"][0], "kernels")
@@ -689,8 +598,7 @@ def release_on_request(sock):
     lets the subscription go, and a profiler started afterwards gets all
     of CUPTI (its subscription, clock and teardown)."""
     rx = Receiver(sock)
-    e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
-             GPUPROF_CUPTI_SOCKET=sock, GPUPROF_CUPTI_FLUSH_MS="50")
+    e = inject_env(sock)
     app = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--launches", "150", "--pause-ms", "10",
                             "--kineto-after", "100", "--kineto-teardown", "--probe-subscribe"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e, text=True)
@@ -743,9 +651,7 @@ def takeover_in_daemon_status():
     d.start()
     app = None
     try:
-        e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
-                 GPUPROF_CUPTI_SOCKET=os.path.join(d.tmp, "cupti.sock"),
-                 GPUPROF_CUPTI_FLUSH_MS="50", GPUPROF_CUPTI_YIELD_QUIET_MS="300")
+        e = inject_env(os.path.join(d.tmp, "cupti.sock"), {"GPUPROF_CUPTI_YIELD_QUIET_MS": "300"})
         app = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--launches", "100000", "--pause-ms", "5",
                                 "--kineto-after", "20", "--until-eof"],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -793,8 +699,7 @@ def release_through_the_daemon():
     open_to_group(d)
     apps = []
     try:
-        e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
-                 GPUPROF_CUPTI_SOCKET=os.path.join(d.tmp, "cupti.sock"), GPUPROF_CUPTI_FLUSH_MS="50")
+        e = inject_env(os.path.join(d.tmp, "cupti.sock"))
         argv = [APP, "--cuda", FAKE_CUDA, "--launches", "100000", "--pause-ms", "5", "--until-eof",
                 "--probe-subscribe"]
         for wrap in (lambda a: a, as_attacker):
@@ -853,20 +758,14 @@ def pc_run(sock, extra_env, args=()):
         raise Skip("no cubin (nvcc absent at build time)")
     env = {"GPUPROF_CUPTI_FEATURES": "default,pc", "FAKE_CUPTI_PC_REPORT": "1"}
     env.update(extra_env)
-    rx = Receiver(sock)
-    try:
-        p = run_app(sock, ["--kernel", PC_KERNEL + ":20000", "--pc", CUBIN] + list(args), env=env)
-        eq(p.returncode, 0, "app exit: " + p.stderr)
-        time.sleep(0.3)
-    finally:
-        rx.stop()
+    p, conns = app_with_receiver(sock, ["--kernel", PC_KERNEL + ":20000", "--pc", CUBIN]
+                                 + list(args), env=env, settle=0.3)
     m = re.search(r"fakecupti pc: enable (\d+) disable (\d+) start (\d+) stop (\d+) "
                   r"getdata (\d+) samples (\d+)", p.stderr)
     expect(m, "no stand-in report: %r", p.stderr)
     rep = dict(zip("enable disable start stop getdata samples".split(), map(int, m.groups())))
     produced = int(re.search(r"^pc samples (\d+)$", p.stdout, re.M).group(1))
     eq(produced, rep["samples"], "samples the app saw taken")
-    conns = rx.decoded()
     eq(len(conns), 1, "connections")
     return conns[0], rep, produced
 

@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import time
 
-from gpd import BUILD, Daemon, Skip, eq, expect, main, test
+from gpd import BUILD, Daemon, Skip, cgroup2_mount, eq, expect, main, parse_folded, test
 from zebin_elf import zebin
 
 GPU = os.path.join(BUILD, "tests", "gpu")
@@ -131,15 +131,6 @@ def wait_until(cond, timeout=10):
     return True
 
 
-def parse_folded(text):
-    stacks = {}
-    for line in text.splitlines():
-        frames, _, count = line.rpartition(" ")
-        expect(count.isdigit(), "count after the last space: %r" % line)
-        stacks[frames] = stacks.get(frames, 0) + int(count)
-    return stacks
-
-
 def check_folded(stacks, kind, n=N, want=None, comm="gpu_app"):
     """Each expected chain appears exactly once, under main, with its count
     (want: those counts, when not expected(kind, n))."""
@@ -153,16 +144,6 @@ def check_folded(stacks, kind, n=N, want=None, comm="gpu_app"):
         tail = ";".join(frames[frames.index("main") + 1:])
         got[tail] = got.get(tail, 0) + v
     eq(got, want, "launch counts per call site and kernel (%s)" % kind)
-
-
-def cgroup2_mount():
-    """The first cgroup2 mount point (mountinfo), or None on a v1-only host."""
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            if right.startswith("cgroup2 "):
-                return left.split()[4].replace("\\040", " ")
-    return None
 
 
 def fresh_cgroups(n):

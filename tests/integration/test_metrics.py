@@ -18,7 +18,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from gpd import BUILD, Daemon, Skip, eq, expect, main, need_sampler, test
+from gpd import BUILD, Daemon, Skip, cgroup2_mount, eq, expect, main, need_sampler, test
 
 WORKLOAD = os.path.join(BUILD, "tests", "workloads", "demo_workload")
 GPU_APP = os.path.join(BUILD, "tests", "gpu", "gpu_app")
@@ -270,15 +270,6 @@ def exposition_passes_promtool_in_both_formats():
         w.kill()
         w.wait()
         d.cleanup()
-
-
-def cgroup2_mount():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            if right.startswith("cgroup2 "):
-                return left.split()[4].replace("\\040", " ")
-    return None
 
 
 @test

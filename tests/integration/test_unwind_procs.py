@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 
-from gpd import Daemon, expect, main, need_sampler, Skip, test
+from gpd import Daemon, expect, main, need_sampler, parse_folded, Skip, test
 
 CONFIG = "sampling.cpu_frequency = 499\n"
 
@@ -52,11 +52,7 @@ def build(tmp):
 def folded_of(d, pid, secs="2s"):
     text = d.ctl("folded", str(d.ctl_json("capture", "--pid", str(pid), "--duration",
                                           secs)["id"]), check=0).stdout.decode()
-    stacks = {}
-    for line in text.splitlines():
-        frames, _, count = line.rpartition(" ")
-        stacks[frames] = stacks.get(frames, 0) + int(count)
-    return stacks
+    return parse_folded(text)
 
 
 def share(stacks, pred):

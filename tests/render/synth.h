@@ -45,12 +45,22 @@ static uint32_t synth_map(struct sym_table_builder *b, uint32_t pid, uint64_t st
 	return idx;
 }
 
+/* b's table as c's symbols section; frees b. */
+static inline void synth_add_symbols(struct capture *c, struct sym_table_builder *b)
+{
+	void *buf;
+	size_t len;
+
+	if (sym_tb_encode(b, &buf, &len) < 0 || capture_add_extra(c, CAPSEC_SYMBOLS, buf, len) < 0)
+		abort();
+	free(buf);
+	sym_tb_free(b);
+}
+
 static struct capture *synth_capture(void)
 {
 	struct capture *c;
 	struct sym_table_builder *b;
-	void *buf;
-	size_t len;
 	if (capture_new(&c) < 0 || sym_tb_new(false, &b) < 0)
 		abort();
 	c->id = 7;
@@ -72,41 +82,35 @@ static struct capture *synth_capture(void)
 	synth_syms(b, 10, s1, n1, 3, 0, mapp);
 	synth_syms(b, 10, s2, n2, 3, 2, mapp);
 	synth_syms(b, 20, s3, n3, 2, 0, mbad);
-	if (sym_tb_encode(b, &buf, &len) < 0 || capture_add_extra(c, CAPSEC_SYMBOLS, buf, len) < 0)
-		abort();
-	free(buf);
-	sym_tb_free(b);
+	synth_add_symbols(c, b);
 	for (int i = 0; i < 100; i++) /* 60 compute, 30 write_log, 10 bad */
 		cb_rec(c, SYNTH_T0 + (uint64_t)i * 25000000ull, i < 90 ? 10 : 20, i < 90 ? 10 : 20,
 		       i < 90 ? app : bad,
 		       i < 60	? s1
 		       : i < 90 ? s2
 				: s3);
-	cb_rec(c, SYNTH_T0 + 5000, 10, 10, app, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = SYNTH_T0 + 5000,
-						   .pid = 10,
-						   .tid = 10,
-						   .comm = app,
-						   .name = gemm,
-						   .type = STORE_REC_GPU_LAUNCH,
-						   .aux = {1, 42}};
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = SYNTH_T0 + 8000,
-						   .dur_ns = 12345,
-						   .pid = 10,
-						   .tid = 10,
-						   .comm = app,
-						   .name = gemm,
-						   .type = STORE_REC_GPU_INTERVAL,
-						   .aux = {3, 0}};
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = SYNTH_T0 + 1000,
-						   .dur_ns = 2000000,
-						   .pid = 10,
-						   .tid = 10,
-						   .comm = app,
-						   .name = step,
-						   .type = STORE_REC_MARK};
+	cb_put(c, (struct store_rec){.ts_ns = SYNTH_T0 + 5000,
+				     .pid = 10,
+				     .tid = 10,
+				     .comm = app,
+				     .name = gemm,
+				     .type = STORE_REC_GPU_LAUNCH,
+				     .aux = {1, 42}});
+	cb_put(c, (struct store_rec){.ts_ns = SYNTH_T0 + 8000,
+				     .dur_ns = 12345,
+				     .pid = 10,
+				     .tid = 10,
+				     .comm = app,
+				     .name = gemm,
+				     .type = STORE_REC_GPU_INTERVAL,
+				     .aux = {3, 0}});
+	cb_put(c, (struct store_rec){.ts_ns = SYNTH_T0 + 1000,
+				     .dur_ns = 2000000,
+				     .pid = 10,
+				     .tid = 10,
+				     .comm = app,
+				     .name = step,
+				     .type = STORE_REC_MARK});
 	return c;
 }
 
@@ -120,8 +124,6 @@ static inline struct capture *synth_49hz_capture(void)
 {
 	struct capture *c;
 	struct sym_table_builder *b;
-	void *buf;
-	size_t len;
 	if (capture_new(&c) < 0 || sym_tb_new(false, &b) < 0)
 		abort();
 	c->id = 8;
@@ -133,10 +135,7 @@ static inline struct capture *synth_49hz_capture(void)
 	static const char *const names[] = {"compute", "run", "main"};
 	uint32_t mapp = synth_map(b, 10, 0x1000, 0x2000, "/usr/bin/app", SYNTH_BID_APP);
 	synth_syms(b, 10, s1, names, 3, 0, mapp);
-	if (sym_tb_encode(b, &buf, &len) < 0 || capture_add_extra(c, CAPSEC_SYMBOLS, buf, len) < 0)
-		abort();
-	free(buf);
-	sym_tb_free(b);
+	synth_add_symbols(c, b);
 	for (uint64_t i = 0;; i++) {
 		uint64_t dt = i * 1000000000ull / 49;
 		if (dt >= 6000000000ull)
@@ -158,8 +157,6 @@ static inline struct capture *synth_main_capture(void)
 {
 	struct capture *c;
 	struct sym_table_builder *b;
-	void *buf;
-	size_t len;
 	if (capture_new(&c) < 0 || sym_tb_new(true, &b) < 0)
 		abort();
 	c->t0_ns = SYNTH_T0;
@@ -186,10 +183,7 @@ static inline struct capture *synth_main_capture(void)
 	maps[0] = mlibc;
 	maps[1] = maps[2] = mexe;
 	sym_tb_add_maps(b, 30, st, names, lines, maps, 3, 0);
-	if (sym_tb_encode(b, &buf, &len) < 0 || capture_add_extra(c, CAPSEC_SYMBOLS, buf, len) < 0)
-		abort();
-	free(buf);
-	sym_tb_free(b);
+	synth_add_symbols(c, b);
 	for (int i = 0; i < 5; i++)
 		cb_rec(c, SYNTH_T0 + (uint64_t)i * 1000, 30, 30, srv, st);
 	return c;
@@ -253,16 +247,22 @@ static inline void synth_add_pc(struct capture *c)
 	void *buf;
 	size_t len;
 
-	cb_rec(c, 0, 0, 0, 0, 0);
-	c->recs[c->nrecs - 1] = (struct store_rec){.ts_ns = SYNTH_T0 + 6000, .pid = 10,
-						   .tid = 10, .comm = app, .stack = 1,
-						   .name = gemm, .type = STORE_REC_GPU_LAUNCH};
+	cb_put(c, (struct store_rec){.ts_ns = SYNTH_T0 + 6000,
+				     .pid = 10,
+				     .tid = 10,
+				     .comm = app,
+				     .stack = 1,
+				     .name = gemm,
+				     .type = STORE_REC_GPU_LAUNCH});
 	for (int i = 0; i < 3; i++) {
-		cb_rec(c, 0, 0, 0, 0, 0);
-		c->recs[c->nrecs - 1] = (struct store_rec){
-			.ts_ns = SYNTH_T0 + 9000, .pid = 10, .comm = app, .name = gemm,
-			.type = STORE_REC_GPU_PC, .aux32 = n[i],
-			.aux = {0xc0b1, (uint64_t)cb_str(c, why[i]) << 32 | pcs[i]}};
+		cb_put(c, (struct store_rec){.ts_ns = SYNTH_T0 + 9000,
+					     .pid = 10,
+					     .comm = app,
+					     .name = gemm,
+					     .type = STORE_REC_GPU_PC,
+					     .aux32 = n[i],
+					     .aux = {0xc0b1,
+						     (uint64_t)cb_str(c, why[i]) << 32 | pcs[i]}});
 	}
 	if (capsass_add(&b, 0xc0b1, gemm, 0x1a0, "BAR.SYNC.DEFER_BLOCKING 0x0") < 0 ||
 	    capsass_encode(&b, &buf, &len) < 0 ||

@@ -9,29 +9,11 @@
 #include "flamegraph.h"
 #include "render_int.h" /* capframes */
 #include "synth.h"
+#include "gunzip.h"
+#include "membuf.h"
 #include "test.h"
 #include "import/import.h"
 #include "timeline/timeline.h"
-
-#include <zlib.h>
-
-struct membuf {
-	char *p;
-	size_t len;
-	int fail_after; /* > 0: fail the call after that many */
-};
-
-static int mem_cb(void *ctx, const void *buf, size_t len)
-{
-	struct membuf *m = ctx;
-	if (m->fail_after && --m->fail_after == 0)
-		return -EPIPE;
-	m->p = realloc(m->p, m->len + len + 1);
-	memcpy(m->p + m->len, buf, len);
-	m->len += len;
-	m->p[m->len] = '\0';
-	return 0;
-}
 
 static size_t count_str(const char *h, const char *n)
 {
@@ -105,7 +87,7 @@ static void test_flame_layout(void)
 	struct fold_set *s = feed("d 2\na;c 1\na b;q 5\na;b 3\na 1\na;b 1\n", 7);
 	struct membuf m = {0};
 	struct flame_totals t;
-	CHECK_EQ_INT(flame_render(s, NULL, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(flame_render(s, NULL, membuf_write, &m, &t), 0);
 	/* all, a, a;b, a;c, "a b", "a b;q", d */
 	CHECK_EQ_U64(t.frames, 7);
 	CHECK_EQ_U64(t.total, 13);
@@ -125,18 +107,18 @@ static void test_flame_layout(void)
 		fold_set_feed(s, 0, line, (size_t)n);
 	}
 	m = (struct membuf){0};
-	CHECK_EQ_INT(flame_render(s, NULL, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(flame_render(s, NULL, membuf_write, &m, &t), 0);
 	CHECK_EQ_U64(t.frames, 2);
 	CHECK_EQ_U64(t.pruned, 1000);
 	free(m.p);
 	/* the writer's error comes back */
 	m = (struct membuf){.fail_after = 1};
-	CHECK_EQ_INT(flame_render(s, NULL, mem_cb, &m, &t), -EPIPE);
+	CHECK_EQ_INT(flame_render(s, NULL, membuf_write, &m, &t), -EPIPE);
 	free(m.p);
 	fold_set_free(s);
 
 	CHECK_EQ_INT(fold_set_new(0, &s), 0);
-	CHECK_EQ_INT(flame_render(s, NULL, mem_cb, &m, &t), -ENODATA);
+	CHECK_EQ_INT(flame_render(s, NULL, membuf_write, &m, &t), -ENODATA);
 	fold_set_free(s);
 }
 
@@ -150,7 +132,7 @@ static void test_diff(void)
 	struct flame_opts o = {.diff = true};
 	struct membuf m = {0};
 	struct flame_totals t;
-	CHECK_EQ_INT(flame_render(s, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(flame_render(s, &o, membuf_write, &m, &t), 0);
 	CHECK_EQ_U64(t.total, 8);
 	CHECK_EQ_U64(t.frames, 4); /* all, m, grow, shrink: "gone" has no width in B */
 	char *g = strstr(m.p, "<title>grow "), *sh = strstr(m.p, "<title>shrink ");
@@ -162,7 +144,7 @@ static void test_diff(void)
 	/* normalized: A (10) scaled to B (8): grow 3.2 -> 6 */
 	o.normalize = true;
 	m = (struct membuf){0};
-	CHECK_EQ_INT(flame_render(s, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(flame_render(s, &o, membuf_write, &m, &t), 0);
 	CHECK(strstr(m.p, "<title>grow (6 samples, 75.00%; A 3.20, +2.80"));
 	free(m.p);
 	fold_set_free(s);
@@ -176,7 +158,7 @@ static void test_diff(void)
 	fold_set_feed(s, 0, a, strlen(a));
 	fold_set_feed(s, 1, b, strlen(b));
 	m = (struct membuf){0};
-	CHECK_EQ_INT(flame_render(s, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(flame_render(s, &o, membuf_write, &m, &t), 0);
 	char *root = strstr(m.p, "<title>all ");
 	CHECK(root && strstr(root, "</g>"));
 	*strstr(root, "</g>") = 0;
@@ -221,7 +203,7 @@ static void test_heatmap(void)
 	struct heatmap_opts o = {.capture_id = 7, .bucket_ns = 20000000};
 	struct heatmap_totals t;
 	struct membuf m = {0};
-	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(heatmap_render(c, &o, membuf_write, &m, &t), 0);
 	CHECK_EQ_U64(t.samples, 100);
 	CHECK_EQ_U64(t.columns, 3);
 	CHECK_EQ_U64(t.rows, 50);
@@ -251,7 +233,7 @@ static void test_heatmap(void)
 
 	/* bounded: coarsened to 200 ms; and more: narrow frames merged */
 	o.max_bytes = 1000;
-	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(heatmap_render(c, &o, membuf_write, &m, &t), 0);
 	CHECK_EQ_U64(t.bucket_ns, 200000000);
 	CHECK_EQ_U64(t.rows, 5);
 	CHECK_EQ_U64(t.min_count, 0);
@@ -262,7 +244,7 @@ static void test_heatmap(void)
 	free(m.p);
 	m = (struct membuf){0};
 	o.max_bytes = 700;
-	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(heatmap_render(c, &o, membuf_write, &m, &t), 0);
 	/* bad's 10 samples are under 32: its 3 frames, and the 4 of the
 	 * syscall path (30) go; app, main, run, compute (60) stay */
 	CHECK_EQ_U64(t.min_count, 32);
@@ -274,7 +256,7 @@ static void test_heatmap(void)
 	free(m.p);
 	m = (struct membuf){0};
 	o.max_bytes = 1; /* cannot fit: everything merged into the root */
-	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(heatmap_render(c, &o, membuf_write, &m, &t), 0);
 	CHECK_EQ_U64(t.nodes, 1);
 	CHECK_EQ_INT(cells_total(m.p, 15, t.nodes), 100);
 	free(m.p);
@@ -282,7 +264,7 @@ static void test_heatmap(void)
 
 	/* GPU launches: the kernel as a NAME_[G] frame in the GPU palette */
 	o = (struct heatmap_opts){.capture_id = 7, .weight = FOLDED_WEIGHT_LAUNCHES};
-	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(heatmap_render(c, &o, membuf_write, &m, &t), 0);
 	CHECK_EQ_U64(t.samples, 1);
 	CHECK(strstr(m.p, "\"gemm\\u003cfloat\\u003e_[G]\""));
 	CHECK(strstr(m.p, "--weight launches"));
@@ -291,9 +273,9 @@ static void test_heatmap(void)
 	/* EU stalls: the section's rows, 21 stall samples in two cells, as
 	 * comm;launch stack;kernel_[G];reason_[g];0xoffset_[g] */
 	o = (struct heatmap_opts){.capture_id = 7, .eu_stall = true};
-	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), -ENODATA); /* no section */
+	CHECK_EQ_INT(heatmap_render(c, &o, membuf_write, &m, &t), -ENODATA); /* no section */
 	synth_add_xe(c);
-	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(heatmap_render(c, &o, membuf_write, &m, &t), 0);
 	CHECK_EQ_U64(t.samples, 5);
 	CHECK_EQ_U64(t.max_cell, 11);
 	CHECK_EQ_U64(t.nodes, 16);
@@ -305,17 +287,17 @@ static void test_heatmap(void)
 	m = (struct membuf){0};
 	/* no kernel frames: no separator, fewer nodes */
 	o = (struct heatmap_opts){.capture_id = 7, .no_kernel = true};
-	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(heatmap_render(c, &o, membuf_write, &m, &t), 0);
 	CHECK_EQ_U64(t.nodes, 9);
 	CHECK(!strstr(m.p, "\"-\""));
 	free(m.p);
 	m = (struct membuf){0};
 
 	o.bucket_ns = 7000000; /* does not divide a second */
-	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), -EINVAL);
+	CHECK_EQ_INT(heatmap_render(c, &o, membuf_write, &m, &t), -EINVAL);
 	o = (struct heatmap_opts){.weight = FOLDED_WEIGHT_GPU_TIME, .bucket_ns = 1000000};
 	c->nrecs = 0;
-	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), -ENODATA);
+	CHECK_EQ_INT(heatmap_render(c, &o, membuf_write, &m, &t), -ENODATA);
 	free(m.p);
 	capture_free(c);
 }
@@ -355,7 +337,7 @@ static void test_heatmap_49hz(void)
 	struct heatmap_opts o = {.capture_id = 8};
 	struct heatmap_totals t;
 	struct membuf m = {0};
-	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(heatmap_render(c, &o, membuf_write, &m, &t), 0);
 	CHECK_EQ_U64(t.samples, 150); /* 25 a second: 15 at full speed, 10 at half */
 	CHECK_EQ_U64(t.columns, 6);
 	CHECK_EQ_U64(t.bucket_ns, 100000000);
@@ -373,7 +355,7 @@ static void test_heatmap_49hz(void)
 	/* asked for 20 ms: kept, and then one shade is all there is */
 	m = (struct membuf){0};
 	o.bucket_ns = 20000000;
-	CHECK_EQ_INT(heatmap_render(c, &o, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(heatmap_render(c, &o, membuf_write, &m, &t), 0);
 	CHECK_EQ_U64(t.rows, 50);
 	CHECK_EQ_U64(t.max_cell, 1);
 	CHECK_EQ_INT(busy_fills(m.p), 1);
@@ -386,7 +368,7 @@ static void test_chrome_roundtrip(void)
 	struct capture *c = synth_capture();
 	struct membuf m = {0};
 	struct export_totals t;
-	CHECK_EQ_INT(chrome_export(c, NULL, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(chrome_export(c, NULL, membuf_write, &m, &t), 0);
 	CHECK_EQ_U64(t.events, 103);
 	CHECK(strstr(m.p, "\"stackFrames\""));
 	CHECK(strstr(m.p, "\"name\":\"bad<&>\\ufffd\""));
@@ -432,17 +414,17 @@ static void test_kernel_hidden(void)
 	struct membuf m = {0};
 	struct export_totals t;
 
-	CHECK_EQ_INT(folded_write(c, &(struct folded_opts){0}, mem_cb, &m, NULL), 0);
+	CHECK_EQ_INT(folded_write(c, &(struct folded_opts){0}, membuf_write, &m, NULL), 0);
 	CHECK(strstr(m.p, "app;main;run;write_log;-;do_syscall_64;vfs_write 30\n"));
 	free(m.p);
 	m = (struct membuf){0};
-	CHECK_EQ_INT(folded_write(c, &o, mem_cb, &m, NULL), 0);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, &m, NULL), 0);
 	CHECK(strstr(m.p, "app;main;run;write_log;-;[kernel] 30\n"));
 	CHECK(strstr(m.p, "app;main;run;compute 60\n"));
 	CHECK(!strstr(m.p, "vfs_write") && !strstr(m.p, "do_syscall_64"));
 	free(m.p);
 	m = (struct membuf){0};
-	CHECK_EQ_INT(chrome_export(c, &hide, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(chrome_export(c, &hide, membuf_write, &m, &t), 0);
 	CHECK(strstr(m.p, "\"name\":\"[kernel]\""));
 	CHECK(!strstr(m.p, "vfs_write") && !strstr(m.p, "do_syscall_64"));
 	free(m.p);
@@ -459,24 +441,6 @@ static void test_kernel_hidden(void)
 	CHECK(f.ip[4] == 0xffff0002);
 	capframes_finish(&f);
 	capture_free(c);
-}
-
-/* A pprof export, gunzipped (NUL-terminated for strstr on names). */
-static char *gunzip(const struct membuf *m, size_t *len)
-{
-	z_stream zs = {0};
-	size_t cap = 1 << 20;
-	char *out = malloc(cap + 1);
-	CHECK(out && inflateInit2(&zs, 15 + 16) == Z_OK);
-	zs.next_in = (unsigned char *)m->p;
-	zs.avail_in = (uInt)m->len;
-	zs.next_out = (unsigned char *)out;
-	zs.avail_out = (uInt)cap;
-	CHECK_EQ_INT(inflate(&zs, Z_FINISH), Z_STREAM_END);
-	*len = zs.total_out;
-	out[*len] = '\0';
-	inflateEnd(&zs);
-	return out;
 }
 
 static bool has_bytes(const char *h, size_t hl, const char *n)
@@ -501,17 +465,18 @@ static void test_truncated_frame(void)
 	c->t0_ns = SYNTH_T0;
 	c->t1_ns = SYNTH_T0 + 1000;
 
-	CHECK_EQ_INT(folded_write(c, NULL, mem_cb, &m, NULL), 0);
+	CHECK_EQ_INT(folded_write(c, NULL, membuf_write, &m, NULL), 0);
 	CHECK_STREQ(m.p, "app;[truncated];0x1002;0x1003 1\n");
 	free(m.p);
 	m = (struct membuf){0};
-	CHECK_EQ_INT(chrome_export(c, NULL, mem_cb, &m, &t), 0);
+	CHECK_EQ_INT(chrome_export(c, NULL, membuf_write, &m, &t), 0);
 	CHECK(strstr(m.p, "\"name\":\"[truncated]\""));
 	CHECK(!strstr(m.p, "\"0x1\""));
 	free(m.p);
 	m = (struct membuf){0};
-	CHECK_EQ_INT(pprof_export(c, NULL, 1000000, mem_cb, &m, &t), 0);
-	char *pb = gunzip(&m, &n);
+	CHECK_EQ_INT(pprof_export(c, NULL, 1000000, membuf_write, &m, &t), 0);
+	char *pb = membuf_gunzip(&m, &n);
+	CHECK(pb != NULL);
 	CHECK(has_bytes(pb, n, "[truncated]"));
 	CHECK(!has_bytes(pb, n,
 			 "\x32\x03"
@@ -536,7 +501,7 @@ static void test_truncated_frame(void)
 	CHECK_EQ_INT(capture_add_extra(c, CAPSEC_SYMBOLS, buf, len), 0);
 	free(buf);
 	sym_tb_free(b);
-	CHECK_EQ_INT(folded_write(c, NULL, mem_cb, &m, NULL), 0);
+	CHECK_EQ_INT(folded_write(c, NULL, membuf_write, &m, NULL), 0);
 	CHECK_STREQ(m.p, "app;[truncated];main;compute 1\n");
 	free(m.p);
 	capture_free(c);

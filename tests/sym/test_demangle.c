@@ -5,6 +5,7 @@
  * mangled symbols, symbolized with and without demangling and rendered as
  * folded stacks.
  */
+#include "membuf.h"
 #include "test.h"
 #include "capbuild.h"
 
@@ -121,21 +122,6 @@ static void test_cut_names(void)
 	}
 }
 
-struct membuf {
-	char *p;
-	size_t len;
-};
-
-static int mem_write(void *ctx, const void *b, size_t len)
-{
-	struct membuf *m = ctx;
-	m->p = realloc(m->p, m->len + len + 1);
-	memcpy(m->p + m->len, b, len);
-	m->len += len;
-	m->p[m->len] = '\0';
-	return 0;
-}
-
 /* Folded text of a capture of this process: three samples of one stack
  * (leaf cxx_fn called from rust_fn) and one of a stack whose leaf is
  * rust_fn itself, symbolized with or without demangling. */
@@ -158,7 +144,7 @@ static char *capture_folded(bool demangle)
 		cb_rec(c, 100 + i, pid, pid, comm, st1);
 	cb_rec(c, 200, pid, pid, comm, st2);
 	CHECK_EQ_INT(sym_symbolize_capture(s, c), 0);
-	CHECK_EQ_INT(folded_write(c, NULL, mem_write, &m, NULL), 0);
+	CHECK_EQ_INT(folded_write(c, NULL, membuf_write, &m, NULL), 0);
 	capture_free(c);
 	sym_free(s);
 	return m.p;
@@ -235,7 +221,7 @@ static void test_kernels(void)
 		/* the folded GPU frame shows the demangled kernel name */
 		struct membuf m = {0};
 		struct folded_opts fo = {.weight = FOLDED_WEIGHT_LAUNCHES};
-		CHECK_EQ_INT(folded_write(c, &fo, mem_write, &m, NULL), 0);
+		CHECK_EQ_INT(folded_write(c, &fo, membuf_write, &m, NULL), 0);
 		CHECK(m.p && strstr(m.p, on ? ";main::kernel_[G]" : ";_ZTSZ4mainE6kernel_[G]"));
 		free(m.p);
 		capture_free(c);

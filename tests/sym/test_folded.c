@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Folded-stack output from a capture built by hand, with a symbols section
  * built by hand: exact text, options, filters, sanitizing and totals. */
+#include "membuf.h"
 #include "test.h"
 #include "capbuild.h"
 
@@ -9,21 +10,6 @@
 
 #include <errno.h>
 #include <unistd.h>
-
-struct membuf {
-	char *p;
-	size_t len;
-};
-
-static int mem_write(void *ctx, const void *buf, size_t len)
-{
-	struct membuf *m = ctx;
-	m->p = realloc(m->p, m->len + len + 1);
-	memcpy(m->p + m->len, buf, len);
-	m->len += len;
-	m->p[m->len] = '\0';
-	return 0;
-}
 
 static void add_syms(struct sym_table_builder *b, uint32_t pid, uint32_t stack,
 		     const char *const *names, uint16_t nu, uint16_t nk)
@@ -85,7 +71,7 @@ static struct capture *make_capture(void)
 static char *render(const struct capture *c, const struct folded_opts *o, struct folded_totals *t)
 {
 	struct membuf m = {0};
-	CHECK_EQ_INT(folded_write(c, o, mem_write, &m, t), 0);
+	CHECK_EQ_INT(folded_write(c, o, membuf_write, &m, t), 0);
 	return m.p ? m.p : strdup("");
 }
 
@@ -187,7 +173,7 @@ static void test_filters(void)
 	CHECK_EQ_INT(t.stacks, 0);
 	free(out);
 	o = (struct folded_opts){.npids = 1};
-	CHECK_EQ_INT(folded_write(c, &o, mem_write, NULL, &t), -EINVAL);
+	CHECK_EQ_INT(folded_write(c, &o, membuf_write, NULL, &t), -EINVAL);
 	capture_free(c);
 }
 

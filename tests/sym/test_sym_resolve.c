@@ -7,6 +7,7 @@
  *
  * argv: symtest_exe libsymtest.so libsymtest-stripped.so
  */
+#include "membuf.h"
 #include "test.h"
 #include "capbuild.h"
 
@@ -385,21 +386,6 @@ static void test_kernel(void)
 	sym_free(s);
 }
 
-struct membuf {
-	char *p;
-	size_t len;
-};
-
-static int mem_write(void *ctx, const void *buf, size_t len)
-{
-	struct membuf *m = ctx;
-	m->p = realloc(m->p, m->len + len + 1);
-	memcpy(m->p + m->len, buf, len);
-	m->len += len;
-	m->p[m->len] = '\0';
-	return 0;
-}
-
 /* A capture of the child's stacks, symbolized after the child exited (its
  * snapshot from first sight is what resolves), then rendered. */
 static void test_capture_folded(void)
@@ -513,7 +499,7 @@ static void test_capture_folded(void)
 
 	struct membuf m = {0};
 	struct folded_totals tot;
-	CHECK_EQ_INT(folded_write(c, NULL, mem_write, &m, &tot), 0);
+	CHECK_EQ_INT(folded_write(c, NULL, membuf_write, &m, &tot), 0);
 	snprintf(expect, sizeof(expect),
 		 "symtest_exe;[unknown] 1\n"
 		 "symtest_exe;exe_func;symtest_lib_exported;exe_static%s%s 2\n",
@@ -556,7 +542,7 @@ static void test_truncated_frame(void)
 	}
 	sym_table_free(t);
 	struct membuf m = {0};
-	CHECK_EQ_INT(folded_write(c, NULL, mem_write, &m, NULL), 0);
+	CHECK_EQ_INT(folded_write(c, NULL, membuf_write, &m, NULL), 0);
 	CHECK_STREQ(m.p, "symtest_exe;[truncated];exe_func;exe_static 1\n");
 	free(m.p);
 	capture_free(c);
