@@ -503,6 +503,13 @@ static bool read_str(struct pyf_proc *p, uint64_t addr, char *buf, size_t len)
  * (a shifted object header would break that), its tp_basicsize must be
  * co_code_adaptive (3.11+), and when an interpreter exists its first thread
  * state must point back at it.
+ *
+ * Whether the interpreter exists is asked first: until it does, the
+ * process may be one the dynamic loader has mapped libpython into but not
+ * relocated yet, where PyCode_Type.tp_name still holds its unrelocated
+ * value (0 in the file, with RELA relocations). Checked there, a process
+ * caught during its start-up was refused for good as "not the code type";
+ * it is only starting, and is attached again later.
  */
 static const char *check_live(struct pyf_proc *p, bool *uninit)
 {
@@ -511,18 +518,18 @@ static const char *check_live(struct pyf_proc *p, bool *uninit)
 	char name[8];
 
 	*uninit = false;
-	if (!p->code_type || pyf_read_u64(p, p->code_type + 24, &tp_name) ||
-	    !read_str(p, tp_name, name, 5) || strcmp(name, "code"))
-		return "PyCode_Type does not look like the code type";
-	if (l->co_code_adaptive != PYF_NONE &&
-	    (pyf_read_u64(p, p->code_type + 32, &basicsize) || basicsize != l->co_code_adaptive))
-		return "PyCode_Type.tp_basicsize differs from the layout's code object size";
 	if (pyf_read_u64(p, p->runtime + l->rt_interp_head, &interp))
 		return "_PyRuntime is unreadable";
 	if (!interp) {
 		*uninit = true;
 		return "the interpreter is not initialized (yet)";
 	}
+	if (!p->code_type || pyf_read_u64(p, p->code_type + 24, &tp_name) ||
+	    !read_str(p, tp_name, name, 5) || strcmp(name, "code"))
+		return "PyCode_Type does not look like the code type";
+	if (l->co_code_adaptive != PYF_NONE &&
+	    (pyf_read_u64(p, p->code_type + 32, &basicsize) || basicsize != l->co_code_adaptive))
+		return "PyCode_Type.tp_basicsize differs from the layout's code object size";
 	if (pyf_read_u64(p, interp + l->is_threads_head, &ts))
 		return "the main interpreter is unreadable";
 	if (ts && (pyf_read_u64(p, ts + l->ts_interp, &back) || back != interp))

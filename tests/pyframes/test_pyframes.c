@@ -18,11 +18,14 @@
  *
  * Usage: test_pyframes TARGET.PY LINES.PY SUBINTERP.PY
  */
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -887,6 +890,111 @@ static void test_too_old(void)
 	waitpid(pid, &st, 0);
 }
 
+/*
+ * A process caught after the dynamic loader mapped libpython and before it
+ * relocated it (start-up, under load) is only starting: attached again
+ * later, never refused for good. A fake /proc/PID holds that moment: maps
+ * naming libpython at FAKE_BASE, its map_files link, and a sparse mem file
+ * with the library's loadable segments as the file has them (PyCode_Type's
+ * tp_name still 0, _PyRuntime's interpreter list still empty).
+ */
+#define FAKE_PID 4242
+#define FAKE_BASE 0x10000000ull
+
+static bool write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	bool ok = f && fputs(text, f) >= 0;
+
+	if (f && fclose(f))
+		ok = false;
+	return ok;
+}
+
+/* libpython's PT_LOAD segments at FAKE_BASE + p_vaddr: the file's bytes,
+ * then zeros (.bss) */
+static bool fake_mem(const char *lib, const char *mem)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	char *buf = NULL;
+	uint64_t end = 0;
+	bool ok = false;
+	int in = open(lib, O_RDONLY), out = open(mem, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	if (in < 0 || out < 0 || pread(in, &eh, sizeof(eh), 0) != sizeof(eh))
+		goto out;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		if (pread(in, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != sizeof(ph))
+			goto out;
+		if (ph.p_type != PT_LOAD)
+			continue;
+		if (FAKE_BASE + ph.p_vaddr + ph.p_memsz > end)
+			end = FAKE_BASE + ph.p_vaddr + ph.p_memsz;
+		if (!ph.p_filesz)
+			continue;
+		free(buf);
+		buf = malloc(ph.p_filesz);
+		if (!buf || pread(in, buf, ph.p_filesz, (off_t)ph.p_offset) != (ssize_t)ph.p_filesz ||
+		    pwrite(out, buf, ph.p_filesz, (off_t)(FAKE_BASE + ph.p_vaddr)) !=
+			    (ssize_t)ph.p_filesz)
+			goto out;
+	}
+	ok = ftruncate(out, (off_t)end) == 0;
+out:
+	free(buf);
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return ok;
+}
+
+static void unrelocated(const struct interp *in)
+{
+	char dir[] = "/tmp/pyf-unreloc-XXXXXX", lib[256], pd[64], path[320], maps[400];
+	const char *bin = strstr(in->path, "/bin/python");
+	struct pyf_proc *p = NULL;
+
+	if (!bin)
+		return;
+	snprintf(lib, sizeof(lib), "%.*s/lib/libpython3.%u.so.1.0", (int)(bin - in->path),
+		 in->path, in->minor);
+	if (access(lib, R_OK))
+		return; /* a static build: nothing to relocate */
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(pd, sizeof(pd), "%s/%d", dir, FAKE_PID);
+	CHECK_EQ_INT(mkdir(pd, 0700), 0);
+	snprintf(path, sizeof(path), "%s/map_files", pd);
+	CHECK_EQ_INT(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/map_files/%llx-%llx", pd, FAKE_BASE, FAKE_BASE + 4096);
+	CHECK_EQ_INT(symlink(lib, path), 0);
+	snprintf(path, sizeof(path), "%s/exe", pd);
+	CHECK_EQ_INT(symlink(in->path, path), 0);
+	snprintf(path, sizeof(path), "%s/maps", pd);
+	snprintf(maps, sizeof(maps), "%llx-%llx r--p 00000000 00:00 0 %s\n", FAKE_BASE,
+		 FAKE_BASE + 4096, lib);
+	CHECK(write_file(path, maps));
+	snprintf(path, sizeof(path), "%s/mem", pd);
+	CHECK(fake_mem(lib, path));
+	CHECK_EQ_INT(pyf_attach(FAKE_PID, dir, &p), 0);
+	if (p) {
+		if (pyf_refusal(p) != PYF_REFUSED_STARTING)
+			TEST_FAIL_AT("%s before relocation: refusal %d (%s), not starting", lib,
+				     (int)pyf_refusal(p), pyf_reason(p) ? pyf_reason(p) : "none");
+		pyf_free(p);
+	}
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	CHECK_EQ_INT(system(path), 0);
+}
+
+static void test_unrelocated(void)
+{
+	for (size_t i = 0; i < sizeof(interps) / sizeof(interps[0]); i++)
+		if (present(&interps[i]))
+			unrelocated(&interps[i]);
+}
+
 /* This test program is no Python: a reason, no frames. */
 static void test_not_python(void)
 {
@@ -917,6 +1025,7 @@ int main(int argc, char **argv)
 	RUN(test_line_tables_edges);
 	RUN(test_not_python);
 	RUN(test_too_old);
+	RUN(test_unrelocated);
 	RUN(test_debug_offsets_later);
 	RUN(test_hostile);
 	RUN(test_line_tables);
