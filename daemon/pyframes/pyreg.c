@@ -674,6 +674,7 @@ void pyreg_status(const struct pyreg *r, struct cJSON *obj, bool with_processes)
 			cJSON_AddNumberToObject(o, "samples", (double)p->samples);
 			cJSON_AddNumberToObject(o, "with_frames", (double)p->with_frames);
 			cJSON_AddNumberToObject(o, "unresolved", (double)p->unresolved);
+			cJSON_AddNumberToObject(o, "replaced", (double)p->replaced);
 			cJSON_AddItemToArray(arr, o);
 		}
 	cJSON_AddNumberToObject(obj, "processes", ready);

@@ -293,11 +293,21 @@ static void put64(uint8_t *b, size_t off, uint64_t v)
 	memcpy(b + off, &v, 8);
 }
 
+/* A code object's ident, as BPF computes it at a sample (0: unreadable) */
+static uint32_t code_ident(struct pyf_proc *p, uint64_t code)
+{
+	__u64 w[PYSTACK_CODE_IDENT_BYTES / 8];
+
+	if (pyf_read(p, code + pyf_ident_off(&p->lay), w, sizeof(w)))
+		return 0;
+	return pystack_code_ident(w);
+}
+
 static void test_hostile(void)
 {
 	static uint8_t rt[64], interp[32], ts[400], cframe[32], frame[80], code[256], tp_code[64];
 	static uint64_t tp_str[8], tp_bytes[8];
-	static struct fake_str name, name2, file, huge;
+	static struct fake_str name, name2, file, file2, huge;
 	static struct fake_bytes table;
 	static struct pyf_frame fr[PYF_MAX_WALK + 16];
 	struct pyf_proc *p = NULL;
@@ -346,6 +356,33 @@ static void test_hostile(void)
 	CHECK_STREQ(q, "A.f");
 	CHECK_STREQ(f, "x.py");
 	CHECK_EQ_INT(line, 6);
+	/*
+	 * A sample's code object named through the cache, by the ident BPF
+	 * read: another code object at the same address with the same first
+	 * line (every module's is 1; the next one compiled takes a freed one's
+	 * address) gets its own name, never the cached one; and a sample of
+	 * an object freed before it was named is refused, not misnamed.
+	 */
+	{
+		uint32_t id1 = code_ident(p, fr[0].code), id2;
+
+		CHECK(id1 != 0);
+		CHECK_EQ_INT(pyf_resolve_seen(p, fr[0].code, id1, 4, &q, &f, &line), 0);
+		CHECK_STREQ(q, "A.f");
+		fake_str_init(&file2, p->unicode_type, "y.py");
+		put64(code, 112, (uint64_t)(uintptr_t)&file2);
+		put64(code, 128, (uint64_t)(uintptr_t)&name2);
+		id2 = code_ident(p, fr[0].code);
+		CHECK(id2 != id1);
+		CHECK_EQ_INT(pyf_resolve_seen(p, fr[0].code, id2, 4, &q, &f, &line), 0);
+		CHECK_STREQ(q, "B.g");
+		CHECK_STREQ(f, "y.py");
+		CHECK_EQ_INT(pyf_resolve_seen(p, fr[0].code, id1, 4, &q, &f, &line), -ESTALE);
+		put64(code, 112, (uint64_t)(uintptr_t)&file);
+		put64(code, 128, (uint64_t)(uintptr_t)&name);
+		CHECK_EQ_INT(pyf_resolve_seen(p, fr[0].code, id1, 4, &q, &f, &line), 0);
+		CHECK_STREQ(q, "A.f");
+	}
 	/* the same address, now another code object: named afresh */
 	put64(code, 128, (uint64_t)(uintptr_t)&name2);
 	CHECK_EQ_INT(pyf_resolve(p, fr[0].code, 16, &q, &f, &line), 0);
@@ -614,14 +651,14 @@ static void check_prologue(struct pyf_proc *p, const struct interp *in)
 			else
 				nd.instr = (uint32_t)(l->lasti_units ? off / 2 : off);
 			nd.owner = l->chain == PYF_CHAIN_FRAMEOBJ ? 0 : (uint8_t)r->gen;
-			nd.firstlineno = (uint32_t)r->first;
+			nd.ident = code_ident(p, r->code);
 			n = pyf_from_nodes(p, &nd, 1, fr, 2);
 			CHECK_EQ_INT(n, 1);
 			if (n != 1)
 				continue;
 			CHECK_EQ_INT(fr[0].instr, off);
 			CHECK_EQ_INT(pyf_resolve(p, fr[0].code, fr[0].instr, &q, &file, &line), 0);
-			CHECK_EQ_INT(pyf_resolve_seen(p, fr[0].code, fr[0].firstlineno, fr[0].instr,
+			CHECK_EQ_INT(pyf_resolve_seen(p, fr[0].code, fr[0].ident, fr[0].instr,
 						      &q, &file, &line2),
 				     0);
 			if (line != r->first || line2 != r->first)
