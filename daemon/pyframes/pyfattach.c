@@ -743,6 +743,13 @@ void pyf_free(struct pyf_proc *p)
 	free(p);
 }
 
+bool pyf_same_image(struct pyf_proc *p)
+{
+	uint64_t v;
+
+	return p->runtime && pyf_read_u64(p, p->runtime, &v) == 0;
+}
+
 const char *pyf_reason(const struct pyf_proc *p)
 {
 	return p->reason[0] ? p->reason : NULL;

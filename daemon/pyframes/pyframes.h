@@ -84,6 +84,14 @@ enum pyf_refusal {
 
 enum pyf_refusal pyf_refusal(const struct pyf_proc *p);
 
+/*
+ * Whether p still reads the program it attached to. Its /proc/PID/mem,
+ * opened at attach, holds that moment's address space: once the process
+ * execs (even the same interpreter binary, whose /proc/PID/exe is then
+ * unchanged) or exits, reads through it return nothing.
+ */
+bool pyf_same_image(struct pyf_proc *p);
+
 /* PY_VERSION_HEX of the interpreter (0x030b07f0 for 3.11.7; for 3.9/3.10
  * from sys.version where the binary names its buffer, else the minor only,
  * e.g. 0x03090000), 0 when not a CPython. */

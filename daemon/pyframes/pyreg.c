@@ -314,7 +314,7 @@ static void scan_run(uv_work_t *w)
 	 * one's files, the new one's memory), and what it concluded, even a
 	 * refusal, holds for neither. */
 	s->raced = s->have_exe && exe_id(s->proc_dir, s->pid, &dev, &ino) &&
-		   (dev != s->exe_dev || ino != s->exe_ino);
+		   (dev != s->exe_dev || ino != s->exe_ino || (s->pf && !pyf_same_image(s->pf)));
 	s->ms = (double)(now_ns() - t0) / 1e6;
 }
 
@@ -489,14 +489,19 @@ void pyreg_note_pid(struct pyreg *r, uint32_t pid, bool exec)
  * Samples of a recognized process keep coming without frames: did it exec
  * another program since (one that kept its command name, which the
  * collectors' exec detection misses)? Then it is forgotten, to be
- * recognized afresh.
+ * recognized afresh. Another program changes /proc/PID/exe; the same
+ * interpreter exec'd again (a Python test runner's subprocess running the
+ * runner's own python3) does not, but it is a new address space, where
+ * BPF found no thread state at the old one's addresses, and the reader's
+ * memory no longer reads.
  */
 static bool exec_since(struct pyreg *r, struct pyp *p)
 {
 	uint64_t dev, ino;
 	uint32_t pid = p->pid;
 
-	if (!exe_id(r->proc_dir, pid, &dev, &ino) || (dev == p->exe_dev && ino == p->exe_ino))
+	if (!exe_id(r->proc_dir, pid, &dev, &ino) ||
+	    (dev == p->exe_dev && ino == p->exe_ino && pyf_same_image(p->pf)))
 		return false;
 	forget(r, pid);
 	pyreg_note_pid(r, pid, false);
