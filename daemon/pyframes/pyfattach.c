@@ -509,7 +509,10 @@ static bool read_str(struct pyf_proc *p, uint64_t addr, char *buf, size_t len)
  * relocated yet, where PyCode_Type.tp_name still holds its unrelocated
  * value (0 in the file, with RELA relocations). Checked there, a process
  * caught during its start-up was refused for good as "not the code type";
- * it is only starting, and is attached again later.
+ * it is only starting, and is attached again later. So is one whose
+ * _PyRuntime or main interpreter cannot be read: memory that does not
+ * read tells nothing about the layout (a process caught while the loader
+ * maps it, or exec'ing), and the retries are bounded.
  */
 static const char *check_live(struct pyf_proc *p, bool *uninit)
 {
@@ -518,8 +521,10 @@ static const char *check_live(struct pyf_proc *p, bool *uninit)
 	char name[8];
 
 	*uninit = false;
-	if (pyf_read_u64(p, p->runtime + l->rt_interp_head, &interp))
+	if (pyf_read_u64(p, p->runtime + l->rt_interp_head, &interp)) {
+		*uninit = true;
 		return "_PyRuntime is unreadable";
+	}
 	if (!interp) {
 		*uninit = true;
 		return "the interpreter is not initialized (yet)";
@@ -530,8 +535,10 @@ static const char *check_live(struct pyf_proc *p, bool *uninit)
 	if (l->co_code_adaptive != PYF_NONE &&
 	    (pyf_read_u64(p, p->code_type + 32, &basicsize) || basicsize != l->co_code_adaptive))
 		return "PyCode_Type.tp_basicsize differs from the layout's code object size";
-	if (pyf_read_u64(p, interp + l->is_threads_head, &ts))
+	if (pyf_read_u64(p, interp + l->is_threads_head, &ts)) {
+		*uninit = true;
 		return "the main interpreter is unreadable";
+	}
 	if (ts && (pyf_read_u64(p, ts + l->ts_interp, &back) || back != interp))
 		return "a thread state does not point back at its interpreter";
 	return NULL;
@@ -565,7 +572,8 @@ static void settle_layout(struct pyf_proc *p, const struct elf_facts *f)
 		}
 		if (pyf_read(p, p->runtime, slots, n * 8) ||
 		    pyf_read_u64(p, p->code_type + 32, &basicsize)) {
-			set_reason(p, PYF_REFUSED_UNSUPPORTED, "_PyRuntime is unreadable");
+			/* as in check_live(): tried again later */
+			set_reason(p, PYF_REFUSED_STARTING, "_PyRuntime is unreadable");
 			return;
 		}
 		if (slots[1] != p->version && f->py_version) {

@@ -78,7 +78,8 @@ enum pyf_refusal {
 	PYF_REFUSED_NONE,	 /* frames can be read */
 	PYF_REFUSED_NOT_PYTHON,	 /* no _PyRuntime in any mapped file (yet: a process
 				  * caught before the loader mapped libpython) */
-	PYF_REFUSED_STARTING,	 /* the interpreter is not initialized yet */
+	PYF_REFUSED_STARTING,	 /* the interpreter is not initialized yet, or its
+				  * runtime could not be read (yet) */
 	PYF_REFUSED_UNSUPPORTED, /* a version, build or layout this reader refuses */
 };
 

@@ -933,7 +933,9 @@ static void test_too_old(void)
  * later, never refused for good. A fake /proc/PID holds that moment: maps
  * naming libpython at FAKE_BASE, its map_files link, and a sparse mem file
  * with the library's loadable segments as the file has them (PyCode_Type's
- * tp_name still 0, _PyRuntime's interpreter list still empty).
+ * tp_name still 0, _PyRuntime's interpreter list still empty). So is one
+ * whose _PyRuntime does not read yet: the mem file ends with the first
+ * segment.
  */
 #define FAKE_PID 4242
 #define FAKE_BASE 0x10000000ull
@@ -949,8 +951,8 @@ static bool write_file(const char *path, const char *text)
 }
 
 /* libpython's PT_LOAD segments at FAKE_BASE + p_vaddr: the file's bytes,
- * then zeros (.bss) */
-static bool fake_mem(const char *lib, const char *mem)
+ * then zeros (.bss); only the first one unless all */
+static bool fake_mem(const char *lib, const char *mem, bool all)
 {
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph;
@@ -964,7 +966,7 @@ static bool fake_mem(const char *lib, const char *mem)
 	for (unsigned i = 0; i < eh.e_phnum; i++) {
 		if (pread(in, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != sizeof(ph))
 			goto out;
-		if (ph.p_type != PT_LOAD)
+		if (ph.p_type != PT_LOAD || (!all && end))
 			continue;
 		if (FAKE_BASE + ph.p_vaddr + ph.p_memsz > end)
 			end = FAKE_BASE + ph.p_vaddr + ph.p_memsz;
@@ -987,7 +989,7 @@ out:
 	return ok;
 }
 
-static void unrelocated(const struct interp *in)
+static void unrelocated(const struct interp *in, bool all)
 {
 	char dir[] = "/tmp/pyf-unreloc-XXXXXX", lib[256], pd[64], path[320], maps[400];
 	const char *bin = strstr(in->path, "/bin/python");
@@ -1013,11 +1015,12 @@ static void unrelocated(const struct interp *in)
 		 FAKE_BASE + 4096, lib);
 	CHECK(write_file(path, maps));
 	snprintf(path, sizeof(path), "%s/mem", pd);
-	CHECK(fake_mem(lib, path));
+	CHECK(fake_mem(lib, path, all));
 	CHECK_EQ_INT(pyf_attach(FAKE_PID, dir, &p), 0);
 	if (p) {
 		if (pyf_refusal(p) != PYF_REFUSED_STARTING)
-			TEST_FAIL_AT("%s before relocation: refusal %d (%s), not starting", lib,
+			TEST_FAIL_AT("%s %s: refusal %d (%s), not starting", lib,
+				     all ? "before relocation" : "with its first segment only",
 				     (int)pyf_refusal(p), pyf_reason(p) ? pyf_reason(p) : "none");
 		pyf_free(p);
 	}
@@ -1028,8 +1031,10 @@ static void unrelocated(const struct interp *in)
 static void test_unrelocated(void)
 {
 	for (size_t i = 0; i < sizeof(interps) / sizeof(interps[0]); i++)
-		if (present(&interps[i]))
-			unrelocated(&interps[i]);
+		if (present(&interps[i])) {
+			unrelocated(&interps[i], true);
+			unrelocated(&interps[i], false);
+		}
 }
 
 /* This test program is no Python: a reason, no frames. */
