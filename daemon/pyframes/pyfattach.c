@@ -751,11 +751,24 @@ void pyf_free(struct pyf_proc *p)
 	free(p);
 }
 
-bool pyf_same_image(struct pyf_proc *p)
+bool pyf_same_image(struct pyf_proc *p, bool thorough)
 {
-	uint64_t v;
+	uint64_t addr = p->runtime + p->lay.rt_interp_head, mine, now;
+	char path[256];
+	ssize_t n;
+	int fd;
 
-	return p->runtime && pyf_read_u64(p, p->runtime, &v) == 0;
+	if (!p->runtime || pyf_read_u64(p, addr, &mine))
+		return false;
+	if (!thorough)
+		return true;
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/mem", p->proc_dir, p->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* gone, or not ours to read: nothing to tell */
+	n = pread(fd, &now, sizeof(now), (off_t)addr);
+	close(fd);
+	return n == sizeof(now) && now == mine;
 }
 
 const char *pyf_reason(const struct pyf_proc *p)

@@ -86,12 +86,16 @@ enum pyf_refusal {
 enum pyf_refusal pyf_refusal(const struct pyf_proc *p);
 
 /*
- * Whether p still reads the program it attached to. Its /proc/PID/mem,
+ * Whether p still reads the program the process runs. Its /proc/PID/mem,
  * opened at attach, holds that moment's address space: once the process
  * execs (even the same interpreter binary, whose /proc/PID/exe is then
- * unchanged) or exits, reads through it return nothing.
+ * unchanged) or exits, reads through it return nothing. Not when it was
+ * attached between a vfork() and the exec (subprocess spawns that way):
+ * that address space was its parent's, which lives on. thorough also reads
+ * the runtime through a /proc/PID/mem opened now and compares (an open
+ * more, for a process whose samples never had frames).
  */
-bool pyf_same_image(struct pyf_proc *p);
+bool pyf_same_image(struct pyf_proc *p, bool thorough);
 
 /* PY_VERSION_HEX of the interpreter (0x030b07f0 for 3.11.7; for 3.9/3.10
  * from sys.version where the binary names its buffer, else the minor only,

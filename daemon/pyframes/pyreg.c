@@ -314,7 +314,8 @@ static void scan_run(uv_work_t *w)
 	 * one's files, the new one's memory), and what it concluded, even a
 	 * refusal, holds for neither. */
 	s->raced = s->have_exe && exe_id(s->proc_dir, s->pid, &dev, &ino) &&
-		   (dev != s->exe_dev || ino != s->exe_ino || (s->pf && !pyf_same_image(s->pf)));
+		   (dev != s->exe_dev || ino != s->exe_ino ||
+		    (s->pf && !pyf_refusal(s->pf) && !pyf_same_image(s->pf, false)));
 	s->ms = (double)(now_ns() - t0) / 1e6;
 }
 
@@ -492,8 +493,10 @@ void pyreg_note_pid(struct pyreg *r, uint32_t pid, bool exec)
  * recognized afresh. Another program changes /proc/PID/exe; the same
  * interpreter exec'd again (a Python test runner's subprocess running the
  * runner's own python3) does not, but it is a new address space, where
- * BPF found no thread state at the old one's addresses, and the reader's
- * memory no longer reads.
+ * BPF found no thread state at the old one's addresses: the reader's
+ * memory no longer reads, or, for a process read between its vfork() and
+ * its exec (the runner's own memory, then), differs from the process's
+ * now, asked only while none of its samples had frames.
  */
 static bool exec_since(struct pyreg *r, struct pyp *p)
 {
@@ -501,7 +504,7 @@ static bool exec_since(struct pyreg *r, struct pyp *p)
 	uint32_t pid = p->pid;
 
 	if (!exe_id(r->proc_dir, pid, &dev, &ino) ||
-	    (dev == p->exe_dev && ino == p->exe_ino && pyf_same_image(p->pf)))
+	    (dev == p->exe_dev && ino == p->exe_ino && pyf_same_image(p->pf, !p->with_frames)))
 		return false;
 	forget(r, pid);
 	pyreg_note_pid(r, pid, false);

@@ -73,8 +73,10 @@ def main():
                 p.wait(120)
                 cap = d.ctl_json("capture", "--pid", str(p.pid), "--last", "12s")["id"]
                 py, mods, bad, example = check(d, p.pid, cap)
-                known = [e for e in d.ctl_json("status")["python"].get("by_process", [])
-                         if e["pid"] == p.pid]
+                st = d.ctl_json("status")["python"]
+                known = [e for e in st.get("by_process", []) if e["pid"] == p.pid]
+                known += [{k: st[k] for k in ("scans", "scans_running", "scans_deferred",
+                                              "scan_ms_max") if k in st}]
                 c = counts.setdefault(v, {"runs": 0, "no_python": 0, "bad_module": 0})
                 c["runs"] += 1
                 verdict = "ok"
