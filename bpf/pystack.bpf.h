@@ -284,12 +284,12 @@ static __always_inline __u32 pystack_take(struct pystack_scratch *ps, __u32 tgid
 		nd->owner = l->f_owner == PYSTACK_NONE ? 0 : pystack_at8(ps->frame, l->f_owner);
 		nd->entry = l->f_entry == PYSTACK_NONE ? 0 : pystack_at8(ps->frame, l->f_entry);
 		nd->pad = 0;
-		nd->firstlineno = 0;
+		nd->ident = 0;
 		/* shims (owner 3 and up) have no code object worth reading */
 		if (code && nd->owner < 3 &&
-		    bpf_probe_read_user(&nd->firstlineno, sizeof(nd->firstlineno),
-					(void *)((code & ~7ull) + l->co_firstlineno)))
-			nd->firstlineno = 0;
+		    !bpf_probe_read_user(ps->code, sizeof(ps->code),
+					 (void *)((code & ~7ull) + l->co_ident)))
+			nd->ident = pystack_code_ident(ps->code);
 		n++;
 		f = pystack_at64(ps->frame, l->f_prev);
 	}

@@ -29,6 +29,8 @@
 #define PYSTACK_MAX_TSTATES 4
 /* Bytes of a frame read at once: every offset used lies below. */
 #define PYSTACK_FRAME_BYTES 128
+/* Bytes of a code object hashed into a node's ident (see pystack_code_ident) */
+#define PYSTACK_CODE_IDENT_BYTES 64
 #define PYSTACK_NONE 0xffffffffu
 #define PYSTACK_MAX_PROCS 4096
 
@@ -66,7 +68,7 @@ struct pystack_layout {
 	__u32 cf_current;   /* _PyCFrame.current_frame (3.11/3.12), else NONE */
 	__u32 f_prev, f_code, f_instr; /* f_back/previous, f_code/f_executable, lasti/instr */
 	__u32 f_owner, f_entry;	       /* owner byte (3.11+), is_entry byte (3.11) */
-	__u32 co_firstlineno;	       /* in the code object: identifies it */
+	__u32 co_ident;		       /* in the code object: its ident's bytes */
 	__u32 generation;	       /* set by the daemon: which attach this is */
 	/* PyThreadState.cframe (3.10-3.12): a local of the evaluator running
 	 * the thread state, so on that thread's C stack; PYSTACK_NONE: a
@@ -79,12 +81,31 @@ struct pystack_node {
 	__u64 frame;	   /* the node's address (3.12+ shims are activation markers) */
 	__u64 code;	   /* f_code / f_executable as read (3.14+: tag bits included) */
 	__u64 instr;	   /* 3.9/3.10: f_lasti (low 32 bits); 3.11+: the instruction pointer */
-	__u32 firstlineno; /* co_firstlineno of code, 0 when unreadable */
+	__u32 ident;	   /* pystack_code_ident() of code, 0 when unreadable */
 	__u8 owner, entry; /* as read; 0 when the version has none */
 	__u16 pad;
 };
 
 #define PYSTACK_NODE_BYTES 32
+
+/*
+ * Which code object a node's code address held when it was sampled: a hash
+ * of PYSTACK_CODE_IDENT_BYTES bytes at co_ident, the 64 bytes that end with
+ * co_linetable, where every version has fields fixed for the object's life
+ * (its file, name and line-table pointers; 3.12+ its co_version). The
+ * daemon names frames later, from a cache by address, and addresses are
+ * reused: a module's code object is freed once the module ran, and the next
+ * code object of its size takes its place (all with co_firstlineno 1). Never
+ * 0, which means unreadable.
+ */
+static inline __u32 pystack_code_ident(const __u64 *w)
+{
+	__u64 h = 0;
+
+	for (int i = 0; i < PYSTACK_CODE_IDENT_BYTES / 8; i++)
+		h = (h ^ w[i]) * 0x9e3779b97f4a7c15ull;
+	return (__u32)(h >> 32) | 1;
+}
 
 _Static_assert(sizeof(struct pystack_node) == PYSTACK_NODE_BYTES, "pystack_node layout");
 _Static_assert(sizeof(struct pystack_layout) == 80, "pystack_layout layout");
@@ -93,6 +114,7 @@ _Static_assert(sizeof(struct pystack_layout) == 80, "pystack_layout layout");
 struct pystack_scratch {
 	struct pystack_node nodes[PYSTACK_MAX_NODES];
 	__u8 frame[PYSTACK_FRAME_BYTES];
+	__u64 code[PYSTACK_CODE_IDENT_BYTES / 8]; /* the node's code object's ident bytes */
 	/* the first frames of the chains still to read, and which is next:
 	 * kept in map memory, whose values the verifier does not track, so
 	 * moving to the next chain does not multiply the walk's states */

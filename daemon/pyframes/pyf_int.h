@@ -60,6 +60,7 @@ struct pyf_code {
 	uint64_t addr; /* 0: empty */
 	uint64_t type, filename, name, qualname, linetable;
 	int32_t firstlineno;
+	uint32_t ident; /* pystack_code_ident(), as BPF computes it at a sample */
 	/* bytes of the prologue (MAKE_CELL, COPY_FREE_VARS, RETURN_GENERATOR,
 	 * 3.10's GEN_START...), whose instructions take firstlineno */
 	int32_t prologue;
@@ -141,5 +142,12 @@ int pyf_chain_add(struct pyf_runs *c, const struct pystack_node *nd, uint64_t en
 
 /* pyfcode.c */
 void pyf_codes_free(struct pyf_proc *p);
+
+/* Where the bytes of a code object's ident start (pystack_code_ident()):
+ * the PYSTACK_CODE_IDENT_BYTES that end with co_linetable. */
+static inline uint32_t pyf_ident_off(const struct pyf_layout *l)
+{
+	return l->co_linetable + 8 - PYSTACK_CODE_IDENT_BYTES;
+}
 
 #endif

@@ -503,6 +503,16 @@ static bool read_str(struct pyf_proc *p, uint64_t addr, char *buf, size_t len)
  * (a shifted object header would break that), its tp_basicsize must be
  * co_code_adaptive (3.11+), and when an interpreter exists its first thread
  * state must point back at it.
+ *
+ * Whether the interpreter exists is asked first: until it does, the
+ * process may be one the dynamic loader has mapped libpython into but not
+ * relocated yet, where PyCode_Type.tp_name still holds its unrelocated
+ * value (0 in the file, with RELA relocations). Checked there, a process
+ * caught during its start-up was refused for good as "not the code type";
+ * it is only starting, and is attached again later. So is one whose
+ * _PyRuntime or main interpreter cannot be read: memory that does not
+ * read tells nothing about the layout (a process caught while the loader
+ * maps it, or exec'ing), and the retries are bounded.
  */
 static const char *check_live(struct pyf_proc *p, bool *uninit)
 {
@@ -511,20 +521,24 @@ static const char *check_live(struct pyf_proc *p, bool *uninit)
 	char name[8];
 
 	*uninit = false;
+	if (pyf_read_u64(p, p->runtime + l->rt_interp_head, &interp)) {
+		*uninit = true;
+		return "_PyRuntime is unreadable";
+	}
+	if (!interp) {
+		*uninit = true;
+		return "the interpreter is not initialized (yet)";
+	}
 	if (!p->code_type || pyf_read_u64(p, p->code_type + 24, &tp_name) ||
 	    !read_str(p, tp_name, name, 5) || strcmp(name, "code"))
 		return "PyCode_Type does not look like the code type";
 	if (l->co_code_adaptive != PYF_NONE &&
 	    (pyf_read_u64(p, p->code_type + 32, &basicsize) || basicsize != l->co_code_adaptive))
 		return "PyCode_Type.tp_basicsize differs from the layout's code object size";
-	if (pyf_read_u64(p, p->runtime + l->rt_interp_head, &interp))
-		return "_PyRuntime is unreadable";
-	if (!interp) {
+	if (pyf_read_u64(p, interp + l->is_threads_head, &ts)) {
 		*uninit = true;
-		return "the interpreter is not initialized (yet)";
-	}
-	if (pyf_read_u64(p, interp + l->is_threads_head, &ts))
 		return "the main interpreter is unreadable";
+	}
 	if (ts && (pyf_read_u64(p, ts + l->ts_interp, &back) || back != interp))
 		return "a thread state does not point back at its interpreter";
 	return NULL;
@@ -558,7 +572,8 @@ static void settle_layout(struct pyf_proc *p, const struct elf_facts *f)
 		}
 		if (pyf_read(p, p->runtime, slots, n * 8) ||
 		    pyf_read_u64(p, p->code_type + 32, &basicsize)) {
-			set_reason(p, PYF_REFUSED_UNSUPPORTED, "_PyRuntime is unreadable");
+			/* as in check_live(): tried again later */
+			set_reason(p, PYF_REFUSED_STARTING, "_PyRuntime is unreadable");
 			return;
 		}
 		if (slots[1] != p->version && f->py_version) {
@@ -734,6 +749,26 @@ void pyf_free(struct pyf_proc *p)
 	if (p->mem_fd >= 0)
 		close(p->mem_fd);
 	free(p);
+}
+
+bool pyf_same_image(struct pyf_proc *p, bool thorough)
+{
+	uint64_t addr = p->runtime + p->lay.rt_interp_head, mine, now;
+	char path[256];
+	ssize_t n;
+	int fd;
+
+	if (!p->runtime || pyf_read_u64(p, addr, &mine))
+		return false;
+	if (!thorough)
+		return true;
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/mem", p->proc_dir, p->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* gone, or not ours to read: nothing to tell */
+	n = pread(fd, &now, sizeof(now), (off_t)addr);
+	close(fd);
+	return n == sizeof(now) && now == mine;
 }
 
 const char *pyf_reason(const struct pyf_proc *p)

@@ -61,7 +61,8 @@ int pyf_bpf_layout(struct pyf_proc *p, struct pystack_layout *out)
 		return -ENOTSUP;
 	if (!fits(prev, 8) || !fits(code, 8) || !fits(instr, old ? 4 : 8) ||
 	    (!old && !fits(l->if_owner, 1)) ||
-	    (l->if_is_entry != PYF_NONE && !fits(l->if_is_entry, 1)))
+	    (l->if_is_entry != PYF_NONE && !fits(l->if_is_entry, 1)) ||
+	    l->co_linetable + 8 < PYSTACK_CODE_IDENT_BYTES)
 		return -ENOTSUP;
 	r = main_interp(p, &interp);
 	if (r < 0)
@@ -84,7 +85,7 @@ int pyf_bpf_layout(struct pyf_proc *p, struct pystack_layout *out)
 	out->f_instr = instr;
 	out->f_owner = old ? PYSTACK_NONE : bpf_off(l->if_owner);
 	out->f_entry = old ? PYSTACK_NONE : bpf_off(l->if_is_entry);
-	out->co_firstlineno = l->co_firstlineno;
+	out->co_ident = pyf_ident_off(l);
 	return 0;
 }
 

@@ -71,7 +71,7 @@ chain_add(struct pyf_runs *c, const struct pystack_node *nd, uint64_t entry_mark
 			.instr = instr_offset(l, nd, code),
 			/* 3.9/3.10: every frame is its own activation */
 			.flags = old ? PYF_FRAME_ENTRY : 0,
-			.firstlineno = (int32_t)nd->firstlineno,
+			.ident = nd->ident,
 		};
 		if (old)
 			c->run_start = c->n;

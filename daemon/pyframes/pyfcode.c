@@ -4,11 +4,13 @@
  *
  * A code object's names and line table are read once and cached by the
  * object's address (direct-mapped, PYF_CODE_SLOTS entries). Addresses are
- * reused once a code object is freed (a reloaded module, an exec'd string,
- * a lambda), so every lookup re-reads the object's header and compares its
- * type and the fields it was named from (filename, name, qualname and line
- * table pointers, co_firstlineno): any difference reads it afresh, and an
- * object that is no longer a code object is refused.
+ * reused once a code object is freed (a module's code once it ran, a
+ * reloaded module, an exec'd string, a lambda), so every lookup re-reads the
+ * object's header and compares its type and the fields it was named from
+ * (filename, name, qualname and line table pointers, co_firstlineno): any
+ * difference reads it afresh, and an object that is no longer a code object
+ * is refused. Lookups for BPF's samples compare the ident BPF read instead
+ * (pyf_resolve_seen()), which holds those pointers.
  */
 #include "pyf_int.h"
 
@@ -134,6 +136,7 @@ static int read_ident(struct pyf_proc *p, uint64_t addr, struct pyf_code *c)
 {
 	const struct pyf_layout *l = &p->lay;
 	uint8_t hdr[256];
+	__u64 words[PYSTACK_CODE_IDENT_BYTES / 8];
 	uint32_t hlen = l->co_linetable + 8;
 	int32_t first = 0;
 
@@ -147,12 +150,14 @@ static int read_ident(struct pyf_proc *p, uint64_t addr, struct pyf_code *c)
 		hlen = l->co_name + 8;
 	if (l->co_firsttraceable != PYF_NONE && l->co_firsttraceable + 4 > hlen)
 		hlen = l->co_firsttraceable + 4;
-	if (hlen > sizeof(hdr))
+	if (hlen > sizeof(hdr) || l->co_linetable + 8 < PYSTACK_CODE_IDENT_BYTES)
 		return -EINVAL;
 	if (pyf_read(p, addr, hdr, hlen))
 		return -EFAULT;
 	memset(c, 0, sizeof(*c));
 	c->addr = addr;
+	memcpy(words, hdr + pyf_ident_off(l), sizeof(words));
+	c->ident = pystack_code_ident(words);
 	memcpy(&c->type, hdr + 8, 8);
 	memcpy(&c->filename, hdr + l->co_filename, 8);
 	memcpy(&c->name, hdr + l->co_name, 8);
@@ -171,7 +176,7 @@ static bool same_ident(const struct pyf_code *a, const struct pyf_code *b)
 {
 	return a->addr == b->addr && a->type == b->type && a->filename == b->filename &&
 	       a->name == b->name && a->qualname == b->qualname && a->linetable == b->linetable &&
-	       a->firstlineno == b->firstlineno;
+	       a->firstlineno == b->firstlineno && a->ident == b->ident;
 }
 
 static void code_clear(struct pyf_code *c)
@@ -272,19 +277,31 @@ int pyf_resolve(struct pyf_proc *p, uint64_t code, int32_t instr, const char **q
 	return 0;
 }
 
-int pyf_resolve_seen(struct pyf_proc *p, uint64_t code, int32_t firstlineno, int32_t instr,
+/*
+ * The ident, not the first line, tells whether the cached object is the one
+ * sampled: every module's code object has first line 1, and the next module
+ * compiled often takes a freed one's address (same size, allocators reuse
+ * the last block freed), so a sample of the first module cached under that
+ * address named the second module's <module> frame with the first one's file
+ * and its line table.
+ */
+int pyf_resolve_seen(struct pyf_proc *p, uint64_t code, uint32_t ident, int32_t instr,
 		     const char **qualname, const char **file, int *line)
 {
 	const struct pyf_code *slot;
+	int r;
 
-	if (p->codes && !p->reason[0]) {
+	if (p->codes && !p->reason[0] && ident) {
 		slot = code_slot(p, code);
-		if (slot->addr == code && slot->qual && slot->firstlineno == firstlineno) {
+		if (slot->addr == code && slot->qual && slot->ident == ident) {
 			*qualname = slot->qual;
 			*file = slot->file;
 			*line = line_of(p, slot, instr);
 			return 0;
 		}
 	}
-	return pyf_resolve(p, code, instr, qualname, file, line);
+	r = pyf_resolve(p, code, instr, qualname, file, line);
+	if (r == 0 && ident && code_slot(p, code)->ident != ident)
+		return -ESTALE;
+	return r;
 }

@@ -49,9 +49,11 @@ struct pyf_frame {
 	 * 3.9/3.10 have none: activations pair with frames one to one.
 	 */
 	uint64_t marker;
-	int32_t instr;	     /* instruction offset in bytes; -1: before the first */
-	uint32_t flags;	     /* PYF_FRAME_* */
-	int32_t firstlineno; /* pyf_from_nodes(): the code's first line as BPF read it */
+	int32_t instr;	/* instruction offset in bytes; -1: before the first */
+	uint32_t flags; /* PYF_FRAME_* */
+	/* pyf_from_nodes(): which code object code was at the sample, as BPF
+	 * read it (pystack_code_ident()); 0 unknown */
+	uint32_t ident;
 	uint32_t pad;
 };
 
@@ -76,11 +78,24 @@ enum pyf_refusal {
 	PYF_REFUSED_NONE,	 /* frames can be read */
 	PYF_REFUSED_NOT_PYTHON,	 /* no _PyRuntime in any mapped file (yet: a process
 				  * caught before the loader mapped libpython) */
-	PYF_REFUSED_STARTING,	 /* the interpreter is not initialized yet */
+	PYF_REFUSED_STARTING,	 /* the interpreter is not initialized yet, or its
+				  * runtime could not be read (yet) */
 	PYF_REFUSED_UNSUPPORTED, /* a version, build or layout this reader refuses */
 };
 
 enum pyf_refusal pyf_refusal(const struct pyf_proc *p);
+
+/*
+ * Whether p still reads the program the process runs. Its /proc/PID/mem,
+ * opened at attach, holds that moment's address space: once the process
+ * execs (even the same interpreter binary, whose /proc/PID/exe is then
+ * unchanged) or exits, reads through it return nothing. Not when it was
+ * attached between a vfork() and the exec (subprocess spawns that way):
+ * that address space was its parent's, which lives on. thorough also reads
+ * the runtime through a /proc/PID/mem opened now and compares (an open
+ * more, for a process whose samples never had frames).
+ */
+bool pyf_same_image(struct pyf_proc *p, bool thorough);
 
 /* PY_VERSION_HEX of the interpreter (0x030b07f0 for 3.11.7; for 3.9/3.10
  * from sys.version where the binary names its buffer, else the minor only,
@@ -139,12 +154,15 @@ unsigned pyf_from_nodes(const struct pyf_proc *p, const struct pystack_node *nod
 			struct pyf_frame *out, unsigned max);
 
 /*
- * pyf_resolve() for a code object BPF saw with this co_firstlineno: a code
- * object cached with the same address and first line is taken as it is,
- * without reading the process again (BPF read the first line at the sample:
- * a reused address with another first line reads afresh).
+ * pyf_resolve() for a code object BPF saw with this ident (a hash of fields
+ * fixed for the object's life, read at the sample: pystack_code_ident()). A
+ * code object cached with the same address and ident is taken as it is,
+ * without reading the process again. Else it is read afresh, and when the
+ * object at that address now is not the one sampled (freed since, its
+ * address reused), -ESTALE: naming it would give another function's name
+ * and line. ident 0 (unknown): pyf_resolve().
  */
-int pyf_resolve_seen(struct pyf_proc *p, uint64_t code, int32_t firstlineno, int32_t instr,
+int pyf_resolve_seen(struct pyf_proc *p, uint64_t code, uint32_t ident, int32_t instr,
 		     const char **qualname, const char **file, int *line);
 
 /* Where _PyEval_EvalFrameDefault (and its split-off parts) lie in the

@@ -76,6 +76,7 @@ struct pyscan {
 	uint32_t pid;
 	char proc_dir[200];
 	bool have_exe, python_file;
+	bool raced; /* the process exec'd during the inspection */
 	uint64_t exe_dev, exe_ino;
 	int err; /* pyf_attach()'s */
 	struct pyf_proc *pf;
@@ -302,12 +303,19 @@ static void retry_later(struct pyp *p, enum pyp_cause cause, const char *reason)
 static void scan_run(uv_work_t *w)
 {
 	struct pyscan *s = (struct pyscan *)w;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_ns(), dev, ino;
 
 	s->have_exe = exe_id(s->proc_dir, s->pid, &s->exe_dev, &s->exe_ino);
 	s->python_file = maps_python(s->proc_dir, s->pid);
 	if (s->python_file)
 		s->err = pyf_attach(s->pid, s->proc_dir, &s->pf);
+	/* A Python that forks and execs another under its own name may exec
+	 * while it is read: the reader then mixes the two images (the old
+	 * one's files, the new one's memory), and what it concluded, even a
+	 * refusal, holds for neither. */
+	s->raced = s->have_exe && exe_id(s->proc_dir, s->pid, &dev, &ino) &&
+		   (dev != s->exe_dev || ino != s->exe_ino ||
+		    (s->pf && !pyf_refusal(s->pf) && !pyf_same_image(s->pf, false)));
 	s->ms = (double)(now_ns() - t0) / 1e6;
 }
 
@@ -337,8 +345,17 @@ static void settle(struct pyreg *r, struct pyp *p)
 		return;
 	}
 	e = pyf_bpf_layout(p->pf, &lay);
-	if (e == -EAGAIN || e == -EFAULT) {
+	if (e == -EAGAIN) {
 		retry_later(p, PYC_STARTING, NULL); /* the reader stays */
+		return;
+	}
+	if (e == -EFAULT) {
+		/* unreadable where the reader found an interpreter: the process
+		 * exec'd since it was read (or is exiting); kept, that reader
+		 * would fail every retry until the process is given up on */
+		retry_later(p, PYC_STARTING, NULL);
+		pyf_free(p->pf);
+		p->pf = NULL;
 		return;
 	}
 	if (e < 0) {
@@ -370,6 +387,11 @@ static void scan_apply(struct pyreg *r, struct pyscan *s)
 		return;
 	}
 	p->scan = NULL;
+	if (s->raced) {
+		pyf_free(s->pf);
+		retry_later(p, PYC_STARTING, NULL);
+		return;
+	}
 	if (s->have_exe) {
 		p->exe_dev = s->exe_dev;
 		p->exe_ino = s->exe_ino;
@@ -468,14 +490,21 @@ void pyreg_note_pid(struct pyreg *r, uint32_t pid, bool exec)
  * Samples of a recognized process keep coming without frames: did it exec
  * another program since (one that kept its command name, which the
  * collectors' exec detection misses)? Then it is forgotten, to be
- * recognized afresh.
+ * recognized afresh. Another program changes /proc/PID/exe; the same
+ * interpreter exec'd again (a Python test runner's subprocess running the
+ * runner's own python3) does not, but it is a new address space, where
+ * BPF found no thread state at the old one's addresses: the reader's
+ * memory no longer reads, or, for a process read between its vfork() and
+ * its exec (the runner's own memory, then), differs from the process's
+ * now, asked only while none of its samples had frames.
  */
 static bool exec_since(struct pyreg *r, struct pyp *p)
 {
 	uint64_t dev, ino;
 	uint32_t pid = p->pid;
 
-	if (!exe_id(r->proc_dir, pid, &dev, &ino) || (dev == p->exe_dev && ino == p->exe_ino))
+	if (!exe_id(r->proc_dir, pid, &dev, &ino) ||
+	    (dev == p->exe_dev && ino == p->exe_ino && pyf_same_image(p->pf, !p->with_frames)))
 		return false;
 	forget(r, pid);
 	pyreg_note_pid(r, pid, false);
@@ -674,6 +703,7 @@ void pyreg_status(const struct pyreg *r, struct cJSON *obj, bool with_processes)
 			cJSON_AddNumberToObject(o, "samples", (double)p->samples);
 			cJSON_AddNumberToObject(o, "with_frames", (double)p->with_frames);
 			cJSON_AddNumberToObject(o, "unresolved", (double)p->unresolved);
+			cJSON_AddNumberToObject(o, "replaced", (double)p->replaced);
 			cJSON_AddItemToArray(arr, o);
 		}
 	cJSON_AddNumberToObject(obj, "processes", ready);

@@ -41,7 +41,8 @@ enum pyp_cause {
 
 struct pyp_code {
 	uint64_t code;
-	int32_t firstlineno, instr;
+	uint32_t ident; /* the code object's, as BPF read it */
+	int32_t instr;
 	uint32_t id; /* 0: empty */
 };
 
@@ -60,7 +61,9 @@ struct pyp {
 	uint64_t eval[4][2];
 	unsigned neval;
 	struct pyp_code *codes; /* PYREG_CODE_SLOTS, on first use */
-	uint64_t samples, with_frames, unresolved;
+	/* frames not named: unreadable (the process gone, memory unmapped),
+	 * or their code object freed between the sample and its naming */
+	uint64_t samples, with_frames, unresolved, replaced;
 	uint64_t exe_dev, exe_ino;   /* the program attached to (an exec changes it) */
 	uint64_t next_exec_check_ns; /* samples without frames: check exe_* again */
 };

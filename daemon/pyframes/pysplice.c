@@ -6,6 +6,7 @@
  */
 #include "pyreg_int.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,15 +21,15 @@
  * type, and the unwinder's [truncated] mark */
 #define NATIVE_MAX 128
 
-/* The frame id of a frame BPF read: cached per process by (code, first
- * line, instruction), else resolved through the reader and interned. 0
+/* The frame id of a frame BPF read: cached per process by (code, its
+ * ident, instruction), else resolved through the reader and interned. 0
  * when it cannot be named (freed code object, process gone). */
 static uint32_t frame_id(struct pyreg *r, struct pyp *p, const struct pyf_frame *f)
 {
 	uint64_t k = (f->code >> 4) ^ ((uint64_t)(uint32_t)f->instr * 0x9e3779b97f4a7c15ull);
 	struct pyp_code *c;
 	const char *qual, *file;
-	int line;
+	int line, e;
 
 	if (!p->codes) {
 		if (r->bytes + PYREG_CODE_SLOTS * sizeof(*p->codes) > r->o.budget_bytes)
@@ -39,14 +40,18 @@ static uint32_t frame_id(struct pyreg *r, struct pyp *p, const struct pyf_frame 
 		r->bytes += PYREG_CODE_SLOTS * sizeof(*p->codes);
 	}
 	c = &p->codes[(k * 0x9e3779b97f4a7c15ull) >> 54 & (PYREG_CODE_SLOTS - 1)];
-	if (c->id && c->code == f->code && c->instr == f->instr && c->firstlineno == f->firstlineno)
+	if (c->id && c->code == f->code && c->instr == f->instr && c->ident == f->ident)
 		return c->id;
-	if (pyf_resolve_seen(p->pf, f->code, f->firstlineno, f->instr, &qual, &file, &line) < 0) {
-		p->unresolved++;
+	e = pyf_resolve_seen(p->pf, f->code, f->ident, f->instr, &qual, &file, &line);
+	if (e < 0) {
+		if (e == -ESTALE)
+			p->replaced++;
+		else
+			p->unresolved++;
 		return 0;
 	}
 	*c = (struct pyp_code){.code = f->code,
-			       .firstlineno = f->firstlineno,
+			       .ident = f->ident,
 			       .instr = f->instr,
 			       .id = pyreg_intern(r, qual, file, line)};
 	return c->id;

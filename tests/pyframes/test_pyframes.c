@@ -18,11 +18,14 @@
  *
  * Usage: test_pyframes TARGET.PY LINES.PY SUBINTERP.PY
  */
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -290,11 +293,21 @@ static void put64(uint8_t *b, size_t off, uint64_t v)
 	memcpy(b + off, &v, 8);
 }
 
+/* A code object's ident, as BPF computes it at a sample (0: unreadable) */
+static uint32_t code_ident(struct pyf_proc *p, uint64_t code)
+{
+	__u64 w[PYSTACK_CODE_IDENT_BYTES / 8];
+
+	if (pyf_read(p, code + pyf_ident_off(&p->lay), w, sizeof(w)))
+		return 0;
+	return pystack_code_ident(w);
+}
+
 static void test_hostile(void)
 {
 	static uint8_t rt[64], interp[32], ts[400], cframe[32], frame[80], code[256], tp_code[64];
 	static uint64_t tp_str[8], tp_bytes[8];
-	static struct fake_str name, name2, file, huge;
+	static struct fake_str name, name2, file, file2, huge;
 	static struct fake_bytes table;
 	static struct pyf_frame fr[PYF_MAX_WALK + 16];
 	struct pyf_proc *p = NULL;
@@ -343,6 +356,33 @@ static void test_hostile(void)
 	CHECK_STREQ(q, "A.f");
 	CHECK_STREQ(f, "x.py");
 	CHECK_EQ_INT(line, 6);
+	/*
+	 * A sample's code object named through the cache, by the ident BPF
+	 * read: another code object at the same address with the same first
+	 * line (every module's is 1; the next one compiled takes a freed one's
+	 * address) gets its own name, never the cached one; and a sample of
+	 * an object freed before it was named is refused, not misnamed.
+	 */
+	{
+		uint32_t id1 = code_ident(p, fr[0].code), id2;
+
+		CHECK(id1 != 0);
+		CHECK_EQ_INT(pyf_resolve_seen(p, fr[0].code, id1, 4, &q, &f, &line), 0);
+		CHECK_STREQ(q, "A.f");
+		fake_str_init(&file2, p->unicode_type, "y.py");
+		put64(code, 112, (uint64_t)(uintptr_t)&file2);
+		put64(code, 128, (uint64_t)(uintptr_t)&name2);
+		id2 = code_ident(p, fr[0].code);
+		CHECK(id2 != id1);
+		CHECK_EQ_INT(pyf_resolve_seen(p, fr[0].code, id2, 4, &q, &f, &line), 0);
+		CHECK_STREQ(q, "B.g");
+		CHECK_STREQ(f, "y.py");
+		CHECK_EQ_INT(pyf_resolve_seen(p, fr[0].code, id1, 4, &q, &f, &line), -ESTALE);
+		put64(code, 112, (uint64_t)(uintptr_t)&file);
+		put64(code, 128, (uint64_t)(uintptr_t)&name);
+		CHECK_EQ_INT(pyf_resolve_seen(p, fr[0].code, id1, 4, &q, &f, &line), 0);
+		CHECK_STREQ(q, "A.f");
+	}
 	/* the same address, now another code object: named afresh */
 	put64(code, 128, (uint64_t)(uintptr_t)&name2);
 	CHECK_EQ_INT(pyf_resolve(p, fr[0].code, 16, &q, &f, &line), 0);
@@ -611,14 +651,14 @@ static void check_prologue(struct pyf_proc *p, const struct interp *in)
 			else
 				nd.instr = (uint32_t)(l->lasti_units ? off / 2 : off);
 			nd.owner = l->chain == PYF_CHAIN_FRAMEOBJ ? 0 : (uint8_t)r->gen;
-			nd.firstlineno = (uint32_t)r->first;
+			nd.ident = code_ident(p, r->code);
 			n = pyf_from_nodes(p, &nd, 1, fr, 2);
 			CHECK_EQ_INT(n, 1);
 			if (n != 1)
 				continue;
 			CHECK_EQ_INT(fr[0].instr, off);
 			CHECK_EQ_INT(pyf_resolve(p, fr[0].code, fr[0].instr, &q, &file, &line), 0);
-			CHECK_EQ_INT(pyf_resolve_seen(p, fr[0].code, fr[0].firstlineno, fr[0].instr,
+			CHECK_EQ_INT(pyf_resolve_seen(p, fr[0].code, fr[0].ident, fr[0].instr,
 						      &q, &file, &line2),
 				     0);
 			if (line != r->first || line2 != r->first)
@@ -887,6 +927,182 @@ static void test_too_old(void)
 	waitpid(pid, &st, 0);
 }
 
+/*
+ * A process caught after the dynamic loader mapped libpython and before it
+ * relocated it (start-up, under load) is only starting: attached again
+ * later, never refused for good. A fake /proc/PID holds that moment: maps
+ * naming libpython at FAKE_BASE, its map_files link, and a sparse mem file
+ * with the library's loadable segments as the file has them (PyCode_Type's
+ * tp_name still 0, _PyRuntime's interpreter list still empty). So is one
+ * whose _PyRuntime does not read yet: the mem file ends with the first
+ * segment.
+ */
+#define FAKE_PID 4242
+#define FAKE_BASE 0x10000000ull
+
+static bool write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	bool ok = f && fputs(text, f) >= 0;
+
+	if (f && fclose(f))
+		ok = false;
+	return ok;
+}
+
+/* libpython's PT_LOAD segments at FAKE_BASE + p_vaddr: the file's bytes,
+ * then zeros (.bss); only the first one unless all */
+static bool fake_mem(const char *lib, const char *mem, bool all)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	char *buf = NULL;
+	uint64_t end = 0;
+	bool ok = false;
+	int in = open(lib, O_RDONLY), out = open(mem, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	if (in < 0 || out < 0 || pread(in, &eh, sizeof(eh), 0) != sizeof(eh))
+		goto out;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		if (pread(in, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != sizeof(ph))
+			goto out;
+		if (ph.p_type != PT_LOAD || (!all && end))
+			continue;
+		if (FAKE_BASE + ph.p_vaddr + ph.p_memsz > end)
+			end = FAKE_BASE + ph.p_vaddr + ph.p_memsz;
+		if (!ph.p_filesz)
+			continue;
+		free(buf);
+		buf = malloc(ph.p_filesz);
+		if (!buf || pread(in, buf, ph.p_filesz, (off_t)ph.p_offset) != (ssize_t)ph.p_filesz ||
+		    pwrite(out, buf, ph.p_filesz, (off_t)(FAKE_BASE + ph.p_vaddr)) !=
+			    (ssize_t)ph.p_filesz)
+			goto out;
+	}
+	ok = ftruncate(out, (off_t)end) == 0;
+out:
+	free(buf);
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return ok;
+}
+
+static void unrelocated(const struct interp *in, bool all)
+{
+	char dir[] = "/tmp/pyf-unreloc-XXXXXX", lib[256], pd[64], path[320], maps[400];
+	const char *bin = strstr(in->path, "/bin/python");
+	struct pyf_proc *p = NULL;
+
+	if (!bin)
+		return;
+	snprintf(lib, sizeof(lib), "%.*s/lib/libpython3.%u.so.1.0", (int)(bin - in->path),
+		 in->path, in->minor);
+	if (access(lib, R_OK))
+		return; /* a static build: nothing to relocate */
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(pd, sizeof(pd), "%s/%d", dir, FAKE_PID);
+	CHECK_EQ_INT(mkdir(pd, 0700), 0);
+	snprintf(path, sizeof(path), "%s/map_files", pd);
+	CHECK_EQ_INT(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/map_files/%llx-%llx", pd, FAKE_BASE, FAKE_BASE + 4096);
+	CHECK_EQ_INT(symlink(lib, path), 0);
+	snprintf(path, sizeof(path), "%s/exe", pd);
+	CHECK_EQ_INT(symlink(in->path, path), 0);
+	snprintf(path, sizeof(path), "%s/maps", pd);
+	snprintf(maps, sizeof(maps), "%llx-%llx r--p 00000000 00:00 0 %s\n", FAKE_BASE,
+		 FAKE_BASE + 4096, lib);
+	CHECK(write_file(path, maps));
+	snprintf(path, sizeof(path), "%s/mem", pd);
+	CHECK(fake_mem(lib, path, all));
+	CHECK_EQ_INT(pyf_attach(FAKE_PID, dir, &p), 0);
+	if (p) {
+		if (pyf_refusal(p) != PYF_REFUSED_STARTING)
+			TEST_FAIL_AT("%s %s: refusal %d (%s), not starting", lib,
+				     all ? "before relocation" : "with its first segment only",
+				     (int)pyf_refusal(p), pyf_reason(p) ? pyf_reason(p) : "none");
+		pyf_free(p);
+	}
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	CHECK_EQ_INT(system(path), 0);
+}
+
+static void test_unrelocated(void)
+{
+	for (size_t i = 0; i < sizeof(interps) / sizeof(interps[0]); i++)
+		if (present(&interps[i])) {
+			unrelocated(&interps[i], true);
+			unrelocated(&interps[i], false);
+		}
+}
+
+/* A sleeping interpreter, attached once it is initialized; 0 on failure. */
+static pid_t start_sleeper(const char *py, struct pyf_proc **p)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execl(py, py, "-E", "-S", "-c", "import time; time.sleep(30)", (char *)NULL);
+		_exit(127);
+	}
+	*p = NULL;
+	for (int i = 0; pid > 0 && i < 500; i++) {
+		if (pyf_attach((uint32_t)pid, NULL, p) == 0 && !pyf_reason(*p))
+			return pid;
+		pyf_free(*p);
+		*p = NULL;
+		usleep(10000);
+	}
+	return pid;
+}
+
+/*
+ * A reader whose /proc/PID/mem holds another address space than the
+ * process runs now (attached between a subprocess's vfork() and its exec
+ * of the same interpreter: its parent's) still reads, so only the
+ * thorough check tells. Made here by pointing a reader of one sleeper at
+ * another sleeper of the same binary.
+ */
+static void test_same_image(void)
+{
+	const char *py = "/root/.pyenv/versions/3.12.1/bin/python3.12";
+	struct pyf_proc *a = NULL, *b = NULL;
+	pid_t pa, pb;
+	uint32_t own;
+	int st;
+
+	if (access(py, X_OK)) {
+		fprintf(stderr, "skip %s: not installed\n", py);
+		return;
+	}
+	pa = start_sleeper(py, &a);
+	pb = start_sleeper(py, &b);
+	CHECK(a && b);
+	if (a && b) {
+		CHECK(pyf_same_image(a, false));
+		CHECK(pyf_same_image(a, true));
+		own = a->pid;
+		a->pid = (uint32_t)pb; /* a's memory, b's process */
+		CHECK(pyf_same_image(a, false));
+		CHECK(!pyf_same_image(a, true));
+		a->pid = own;
+	}
+	pyf_free(a);
+	pyf_free(b);
+	if (pa > 0)
+		kill(pa, SIGKILL), waitpid(pa, &st, 0);
+	if (pb > 0)
+		kill(pb, SIGKILL), waitpid(pb, &st, 0);
+	/* an exited process's reader reads nothing */
+	if (pa > 0 && (pa = start_sleeper(py, &a)) > 0 && a) {
+		kill(pa, SIGKILL);
+		waitpid(pa, &st, 0);
+		CHECK(!pyf_same_image(a, false));
+	}
+	pyf_free(a);
+}
+
 /* This test program is no Python: a reason, no frames. */
 static void test_not_python(void)
 {
@@ -917,6 +1133,8 @@ int main(int argc, char **argv)
 	RUN(test_line_tables_edges);
 	RUN(test_not_python);
 	RUN(test_too_old);
+	RUN(test_unrelocated);
+	RUN(test_same_image);
 	RUN(test_debug_offsets_later);
 	RUN(test_hostile);
 	RUN(test_line_tables);
