@@ -68,7 +68,6 @@ static char *read_str(struct pyf_proc *p, uint64_t addr)
 	int64_t len;
 	uint32_t state, kind;
 	size_t width, data;
-	char *s, *o;
 
 	if (pyf_read_u64(p, addr + 8, &type) || (p->unicode_type && type != p->unicode_type) ||
 	    pyf_read(p, addr + 16, &len, 8) || pyf_read(p, addr + 32, &state, 4))
@@ -82,10 +81,17 @@ static char *read_str(struct pyf_proc *p, uint64_t addr)
 	data = state & 0x40 ? l->str_ascii_size : l->str_compact_size;
 	if (len && pyf_read(p, addr + data, raw, (size_t)len * width))
 		return NULL;
-	s = o = malloc((size_t)len * 4 + 1);
+	return pyf_str_utf8(raw, (size_t)len, width);
+}
+
+char *pyf_str_utf8(const uint8_t *raw, size_t len, size_t width)
+{
+	char *s, *o;
+
+	s = o = malloc(len * 4 + 1);
 	if (!s)
 		return NULL;
-	for (int64_t i = 0; i < len; i++) {
+	for (size_t i = 0; i < len; i++) {
 		uint32_t c;
 
 		if (width == 1) {
@@ -220,6 +226,11 @@ static void find_prologue(const struct pyf_proc *p, struct pyf_code *c)
 
 static int code_load(struct pyf_proc *p, struct pyf_code *c)
 {
+	/* the interpreter's own (deep-frozen) code, from its file */
+	if (pyf_static_load(p, c) == 0) {
+		find_prologue(p, c);
+		return 0;
+	}
 	c->qual = read_str(p, c->qualname ? c->qualname : c->name);
 	c->file = read_str(p, c->filename);
 	c->table = read_bytes(p, c->linetable, &c->table_len);

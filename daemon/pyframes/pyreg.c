@@ -634,6 +634,7 @@ bool pyreg_frame_name(const struct pyreg *r, uint64_t ip, char *name, size_t len
 
 void pyreg_status(const struct pyreg *r, struct cJSON *obj, bool with_processes)
 {
+	struct pyf_static_stats ss;
 	unsigned ready = 0;
 	cJSON *arr = with_processes ? cJSON_AddArrayToObject(obj, "by_process") : NULL;
 
@@ -692,4 +693,9 @@ void pyreg_status(const struct pyreg *r, struct cJSON *obj, bool with_processes)
 	cJSON_AddNumberToObject(obj, "scans_running", r->scanning);
 	cJSON_AddNumberToObject(obj, "scans_deferred", (double)r->scans_deferred);
 	cJSON_AddNumberToObject(obj, "scan_ms_max", r->scan_ms_max);
+	pyf_static_stats(&ss);
+	cJSON_AddNumberToObject(obj, "static_code_hits", (double)ss.hits);
+	cJSON_AddNumberToObject(obj, "static_code_fills", (double)ss.fills);
+	cJSON_AddNumberToObject(obj, "static_code_entries", (double)ss.entries);
+	cJSON_AddNumberToObject(obj, "static_code_bytes", (double)ss.bytes);
 }
