@@ -304,10 +304,18 @@ static void scan_run(uv_work_t *w)
 	struct pyscan *s = (struct pyscan *)w;
 	uint64_t t0 = now_ns();
 
-	s->have_exe = exe_id(s->proc_dir, s->pid, &s->exe_dev, &s->exe_ino);
+	/* The program's identity is only used to notice an exec of a
+	 * recognized process (exec_since()): most new processes of a busy
+	 * host are no Python, and its stat was a third of what looking at one
+	 * cost. Taken before the reader reads the mappings again, as before:
+	 * an exec in between leaves the identity of an older program than the
+	 * one attached, which exec_since() then takes for an exec (one more
+	 * recognition, never frames read with a stale layout). */
 	s->python_file = maps_python(s->proc_dir, s->pid);
-	if (s->python_file)
+	if (s->python_file) {
+		s->have_exe = exe_id(s->proc_dir, s->pid, &s->exe_dev, &s->exe_ino);
 		s->err = pyf_attach(s->pid, s->proc_dir, &s->pf);
+	}
 	s->ms = (double)(now_ns() - t0) / 1e6;
 }
 
