@@ -105,7 +105,11 @@ struct pyf_proc {
 	 * by matching thread states against /proc/PID/task; -1 unknown */
 	int pthread_tid_off;
 	bool pthread_tid_weak;	/* found with a single thread: re-found on a miss */
-	struct pyf_code *codes; /* PYF_CODE_SLOTS, allocated on first use */
+	/* PYF_CODE_SLOTS, allocated on first use, each entry on its slot's
+	 * first use: a short-lived process names a few dozen, and zeroing a
+	 * whole table of entries (180 KiB) for each was a large part of what
+	 * naming a new process's first frames cost */
+	struct pyf_code **codes;
 	/* thread states found, re-validated on every use */
 	struct {
 		uint32_t tid, ns_tid;

@@ -21,9 +21,12 @@ void pyf_codes_free(struct pyf_proc *p)
 	if (!p->codes)
 		return;
 	for (size_t i = 0; i < PYF_CODE_SLOTS; i++) {
-		free(p->codes[i].qual);
-		free(p->codes[i].file);
-		free(p->codes[i].table);
+		if (!p->codes[i])
+			continue;
+		free(p->codes[i]->qual);
+		free(p->codes[i]->file);
+		free(p->codes[i]->table);
+		free(p->codes[i]);
 	}
 	free(p->codes);
 	p->codes = NULL;
@@ -251,7 +254,7 @@ static int line_of(const struct pyf_proc *p, const struct pyf_code *c, int32_t i
 }
 
 /* The cache slot of the code object at code (direct-mapped) */
-static struct pyf_code *code_slot(struct pyf_proc *p, uint64_t code)
+static struct pyf_code **code_slot(const struct pyf_proc *p, uint64_t code)
 {
 	return &p->codes[(code >> 4) * 0x9e3779b97f4a7c15ull >> 53 & (PYF_CODE_SLOTS - 1)];
 }
@@ -259,7 +262,7 @@ static struct pyf_code *code_slot(struct pyf_proc *p, uint64_t code)
 int pyf_resolve(struct pyf_proc *p, uint64_t code, int32_t instr, const char **qualname,
 		const char **file, int *line)
 {
-	struct pyf_code now, *slot;
+	struct pyf_code now, *slot, **sp;
 	int r;
 
 	if (p->reason[0])
@@ -269,7 +272,10 @@ int pyf_resolve(struct pyf_proc *p, uint64_t code, int32_t instr, const char **q
 	r = read_ident(p, code, &now);
 	if (r < 0)
 		return r;
-	slot = code_slot(p, code);
+	sp = code_slot(p, code);
+	if (!*sp && !(*sp = calloc(1, sizeof(**sp))))
+		return -ENOMEM;
+	slot = *sp;
 	if (!same_ident(slot, &now)) {
 		code_clear(slot);
 		*slot = now;
@@ -289,8 +295,8 @@ int pyf_resolve_seen(struct pyf_proc *p, uint64_t code, int32_t firstlineno, int
 	const struct pyf_code *slot;
 
 	if (p->codes && !p->reason[0]) {
-		slot = code_slot(p, code);
-		if (slot->addr == code && slot->qual && slot->firstlineno == firstlineno) {
+		slot = *code_slot(p, code);
+		if (slot && slot->addr == code && slot->qual && slot->firstlineno == firstlineno) {
 			*qualname = slot->qual;
 			*file = slot->file;
 			*line = line_of(p, slot, instr);
