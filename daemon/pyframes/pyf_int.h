@@ -104,7 +104,7 @@ struct pyf_proc {
 	/* 3.9/3.10: offset of the kernel TID in glibc's struct pthread, found
 	 * by matching thread states against /proc/PID/task; -1 unknown */
 	int pthread_tid_off;
-	bool pthread_tid_weak;	/* found with a single thread: re-found on a miss */
+	bool pthread_tid_weak; /* found with a single thread: re-found on a miss */
 	/* PYF_CODE_SLOTS, allocated on first use, each entry on its slot's
 	 * first use: a short-lived process names a few dozen, and zeroing a
 	 * whole table of entries (180 KiB) for each was a large part of what

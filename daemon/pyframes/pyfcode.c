@@ -57,6 +57,25 @@ static size_t put_utf8(char *o, uint32_t c)
 }
 
 /*
+ * An object's header and, in the same read, what usually follows it: a
+ * name's or a file name's characters, a short line table. Each read of
+ * the process is a system call that finds and pins its pages, whatever
+ * its length, and a new process's code objects were read in about a dozen
+ * of them each. Reading past the object is harmless where it is followed
+ * by mapped memory (the allocator's pools, the image's data); where it is
+ * not, the header alone is read. Returns the bytes read: SPEC_BYTES, min,
+ * or 0 on failure.
+ */
+#define SPEC_BYTES 192
+
+static size_t read_spec(struct pyf_proc *p, uint64_t addr, uint8_t *buf, size_t min)
+{
+	if (!pyf_read(p, addr, buf, SPEC_BYTES))
+		return SPEC_BYTES;
+	return pyf_read(p, addr, buf, min) ? 0 : min;
+}
+
+/*
  * A str object as UTF-8 (malloc'd), at most PYF_MAX_STR code points.
  * PyASCIIObject.state (+32): kind in bits 2-4, compact bit 5, ascii bit 6
  * (cpython/unicodeobject.h, the same bits in 3.9-3.13); length (+16) counts
@@ -66,25 +85,30 @@ static size_t put_utf8(char *o, uint32_t c)
 static char *read_str(struct pyf_proc *p, uint64_t addr)
 {
 	const struct pyf_layout *l = &p->lay;
-	uint8_t raw[PYF_MAX_STR * 4];
+	uint8_t raw[SPEC_BYTES + PYF_MAX_STR * 4];
 	uint64_t type;
 	int64_t len;
 	uint32_t state, kind;
-	size_t width, data;
+	size_t width, data, have, need;
 
-	if (pyf_read_u64(p, addr + 8, &type) || (p->unicode_type && type != p->unicode_type) ||
-	    pyf_read(p, addr + 16, &len, 8) || pyf_read(p, addr + 32, &state, 4))
+	have = read_spec(p, addr, raw, 40);
+	if (!have)
 		return NULL;
+	memcpy(&type, raw + 8, 8);
+	memcpy(&len, raw + 16, 8);
+	memcpy(&state, raw + 32, 4);
 	kind = (state >> 2) & 7;
-	if (!(state & 0x20) || len < 0 || (kind != 1 && kind != 2 && kind != 4))
+	if ((p->unicode_type && type != p->unicode_type) || !(state & 0x20) || len < 0 ||
+	    (kind != 1 && kind != 2 && kind != 4))
 		return NULL;
 	if (len > PYF_MAX_STR)
 		len = PYF_MAX_STR;
 	width = state & 0x40 ? 1 : kind;
 	data = state & 0x40 ? l->str_ascii_size : l->str_compact_size;
-	if (len && pyf_read(p, addr + data, raw, (size_t)len * width))
+	need = data + (size_t)len * width;
+	if (need > have && pyf_read(p, addr + have, raw + have, need - have))
 		return NULL;
-	return pyf_str_utf8(raw, (size_t)len, width);
+	return pyf_str_utf8(raw + data, (size_t)len, width);
 }
 
 char *pyf_str_utf8(const uint8_t *raw, size_t len, size_t width)
@@ -118,18 +142,25 @@ char *pyf_str_utf8(const uint8_t *raw, size_t len, size_t width)
 /* A bytes object's contents (malloc'd), at most PYF_MAX_LINETABLE. */
 static uint8_t *read_bytes(struct pyf_proc *p, uint64_t addr, uint32_t *len)
 {
+	uint8_t head[SPEC_BYTES], *b;
+	size_t have, got;
 	uint64_t type;
 	int64_t n;
-	uint8_t *b;
 
 	/* PyBytesObject: ob_size at 16, ob_sval at 32 in every version */
-	if (pyf_read_u64(p, addr + 8, &type) || (p->bytes_type && type != p->bytes_type) ||
-	    pyf_read(p, addr + 16, &n, 8) || n < 0 || n > PYF_MAX_LINETABLE)
+	have = read_spec(p, addr, head, 32);
+	if (!have)
+		return NULL;
+	memcpy(&type, head + 8, 8);
+	memcpy(&n, head + 16, 8);
+	if ((p->bytes_type && type != p->bytes_type) || n < 0 || n > PYF_MAX_LINETABLE)
 		return NULL;
 	b = malloc(n ? (size_t)n : 1);
 	if (!b)
 		return NULL;
-	if (n && pyf_read(p, addr + 32, b, (size_t)n)) {
+	got = have - 32 < (size_t)n ? have - 32 : (size_t)n;
+	memcpy(b, head + 32, got);
+	if ((size_t)n > got && pyf_read(p, addr + 32 + got, b + got, (size_t)n - got)) {
 		free(b);
 		return NULL;
 	}
