@@ -124,6 +124,11 @@ int pyf_read(struct pyf_proc *p, uint64_t addr, void *buf, size_t len);
  * read (pyfattach.c), since start. */
 uint64_t pyf_elf_cache_hits(void);
 int pyf_read_u64(struct pyf_proc *p, uint64_t addr, uint64_t *v);
+/* len bytes at each of addr[0..n) into buf + i * len, in one system call
+ * where it can (process_vm_readv); how many, from the first, were read
+ * whole (the rest: the caller reads them itself). */
+unsigned pyf_read_many(struct pyf_proc *p, const uint64_t *addr, uint8_t *buf, size_t len,
+		       unsigned n);
 
 /* pyflayout.c: offsets */
 /* The written-down layout of 3.9-3.12; false for another minor. */

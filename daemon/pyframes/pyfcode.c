@@ -82,17 +82,18 @@ static size_t read_spec(struct pyf_proc *p, uint64_t addr, uint8_t *buf, size_t 
  * code points. Only compact strings (all names and file names are) are
  * read; NUL, lone surrogates and code points past U+10FFFF become '?'.
  */
-static char *read_str(struct pyf_proc *p, uint64_t addr)
+static char *read_str(struct pyf_proc *p, uint64_t addr, const uint8_t *head)
 {
 	const struct pyf_layout *l = &p->lay;
 	uint8_t raw[SPEC_BYTES + PYF_MAX_STR * 4];
 	uint64_t type;
 	int64_t len;
 	uint32_t state, kind;
-	size_t width, data, have, need;
+	size_t width, data, have = SPEC_BYTES, need;
 
-	have = read_spec(p, addr, raw, 40);
-	if (!have)
+	if (head)
+		memcpy(raw, head, SPEC_BYTES);
+	else if (!(have = read_spec(p, addr, raw, 40)))
 		return NULL;
 	memcpy(&type, raw + 8, 8);
 	memcpy(&len, raw + 16, 8);
@@ -140,16 +141,17 @@ char *pyf_str_utf8(const uint8_t *raw, size_t len, size_t width)
 }
 
 /* A bytes object's contents (malloc'd), at most PYF_MAX_LINETABLE. */
-static uint8_t *read_bytes(struct pyf_proc *p, uint64_t addr, uint32_t *len)
+static uint8_t *read_bytes(struct pyf_proc *p, uint64_t addr, const uint8_t *pre, uint32_t *len)
 {
 	uint8_t head[SPEC_BYTES], *b;
-	size_t have, got;
+	size_t have = SPEC_BYTES, got;
 	uint64_t type;
 	int64_t n;
 
 	/* PyBytesObject: ob_size at 16, ob_sval at 32 in every version */
-	have = read_spec(p, addr, head, 32);
-	if (!have)
+	if (pre)
+		memcpy(head, pre, SPEC_BYTES);
+	else if (!(have = read_spec(p, addr, head, 32)))
 		return NULL;
 	memcpy(&type, head + 8, 8);
 	memcpy(&n, head + 16, 8);
@@ -265,9 +267,15 @@ static int code_load(struct pyf_proc *p, struct pyf_code *c)
 		find_prologue(p, c);
 		return 0;
 	}
-	c->qual = read_str(p, c->qualname ? c->qualname : c->name);
-	c->file = read_str(p, c->filename);
-	c->table = read_bytes(p, c->linetable, &c->table_len);
+	uint64_t at[3] = {c->qualname ? c->qualname : c->name, c->filename, c->linetable};
+	uint8_t head[3][SPEC_BYTES];
+	unsigned n = pyf_read_many(p, at, head[0], SPEC_BYTES, 3);
+
+	/* the three heads in one read where it went through, each object's
+	 * own reads for what it did not */
+	c->qual = read_str(p, at[0], n > 0 ? head[0] : NULL);
+	c->file = read_str(p, at[1], n > 1 ? head[1] : NULL);
+	c->table = read_bytes(p, at[2], n > 2 ? head[2] : NULL, &c->table_len);
 	if (!c->qual || !c->file || !c->table) {
 		code_clear(c);
 		return -EFAULT;
