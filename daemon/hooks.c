@@ -148,6 +148,9 @@ void hooks_init(struct gpd *g)
 		cpu_collector_set_pid_hook(cpu, note_pid, symbolizer);
 	if (g->unwinder)
 		unwind_set_maps_source(g->unwinder, shared_maps, symbolizer);
+	/* and the Python registry's look for an interpreter in them */
+	if (g->pyreg)
+		pyreg_set_maps_source(g->pyreg, shared_maps, symbolizer);
 	/* Launching processes may never be sampled on CPU: snapshot their
 	 * maps when they are found, so launch stacks resolve after exit. */
 	struct collector *gpu = collectors_find(g, "gpu");
@@ -170,6 +173,7 @@ void hooks_finish(struct gpd *g)
 {
 	if (g->unwinder)
 		unwind_set_maps_source(g->unwinder, NULL, NULL);
+	pyreg_set_maps_source(g->pyreg, NULL, NULL);
 	sym_free(g->symbolizer);
 	g->symbolizer = NULL;
 }

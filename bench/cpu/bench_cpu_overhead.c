@@ -55,9 +55,10 @@
  * --no-symbolizer: leave out what gpuprofd does with each new pid besides
  * unwinding (daemon/hooks.c: the symbolizer snapshots its mappings on the
  * loop), which the bench otherwise does as the daemon does.
- * --no-shared-maps: the unwinder reads a new process's mappings itself
- * rather than taking the symbolizer's read of an instant before (as
- * daemon/hooks.c wires them): what a new process cost before they shared.
+ * --no-shared-maps: the unwinder and the Python registry read a new
+ * process's mappings themselves rather than taking the symbolizer's read
+ * of an instant before (as daemon/hooks.c wires them): what a new process
+ * cost before they shared.
  * --new-wake-gap-ms MS: least time between two wake-ups of the loop for a
  * new program's first sample (default 50; 0: one for each new program, as
  * before).
@@ -780,6 +781,8 @@ int main(int argc, char **argv)
 			return 1;
 		if (shared_maps && b.g.unwinder)
 			unwind_set_maps_source(b.g.unwinder, shared_maps_fn, sym);
+		if (shared_maps && b.g.pyreg)
+			pyreg_set_maps_source(b.g.pyreg, shared_maps_fn, sym);
 	}
 	if (wake_gap_ms >= 0 &&
 	    cpu_collector_set_new_wake_gap(&b.c, (uint64_t)(wake_gap_ms * 1e6)) < 0)

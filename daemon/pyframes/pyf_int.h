@@ -54,6 +54,24 @@ struct pyf_layout {
 	char source[32];
 };
 
+/*
+ * The file holding _PyRuntime as the process maps it: what the cache of
+ * code objects that are part of the interpreter's image (pyfstatic.c)
+ * needs to name them from the file rather than from the process.
+ */
+#define PYF_MAX_SEGS 8
+struct pyf_image {
+	bool known;
+	uint64_t dev, ino, size; /* the file's identity, with its times */
+	int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
+	uint64_t bias;		     /* address in the process = bias + ELF vaddr */
+	uint64_t map_start, map_end; /* a mapping of it, for /proc/PID/map_files */
+	unsigned nseg;
+	struct {
+		uint64_t vaddr, filesz, offset; /* PT_LOAD: the part backed by the file */
+	} seg[PYF_MAX_SEGS];
+};
+
 /* A code object as last seen, with the fields that tell it is still the
  * same object. */
 struct pyf_code {
@@ -83,11 +101,16 @@ struct pyf_proc {
 	char module[64];		/* base name of the file holding _PyRuntime */
 	uint64_t eval[PYF_MAX_EVAL][2]; /* _PyEval_EvalFrameDefault's code, absolute */
 	unsigned neval;
+	struct pyf_image img; /* the file holding _PyRuntime */
 	/* 3.9/3.10: offset of the kernel TID in glibc's struct pthread, found
 	 * by matching thread states against /proc/PID/task; -1 unknown */
 	int pthread_tid_off;
-	bool pthread_tid_weak;	/* found with a single thread: re-found on a miss */
-	struct pyf_code *codes; /* PYF_CODE_SLOTS, allocated on first use */
+	bool pthread_tid_weak; /* found with a single thread: re-found on a miss */
+	/* PYF_CODE_SLOTS, allocated on first use, each entry on its slot's
+	 * first use: a short-lived process names a few dozen, and zeroing a
+	 * whole table of entries (180 KiB) for each was a large part of what
+	 * naming a new process's first frames cost */
+	struct pyf_code **codes;
 	/* thread states found, re-validated on every use */
 	struct {
 		uint32_t tid, ns_tid;
@@ -102,6 +125,11 @@ int pyf_read(struct pyf_proc *p, uint64_t addr, void *buf, size_t len);
  * read (pyfattach.c), since start. */
 uint64_t pyf_elf_cache_hits(void);
 int pyf_read_u64(struct pyf_proc *p, uint64_t addr, uint64_t *v);
+/* len bytes at each of addr[0..n) into buf + i * len, in one system call
+ * where it can (process_vm_readv); how many, from the first, were read
+ * whole (the rest: the caller reads them itself). */
+unsigned pyf_read_many(struct pyf_proc *p, const uint64_t *addr, uint8_t *buf, size_t len,
+		       unsigned n);
 
 /* pyflayout.c: offsets */
 /* The written-down layout of 3.9-3.12; false for another minor. */
@@ -142,6 +170,24 @@ int pyf_chain_add(struct pyf_runs *c, const struct pystack_node *nd, uint64_t en
 
 /* pyfcode.c */
 void pyf_codes_free(struct pyf_proc *p);
+/* len code points of width 1, 2 or 4 bytes as UTF-8 (malloc'd); NUL, lone
+ * surrogates and code points past U+10FFFF become '?'. */
+char *pyf_str_utf8(const uint8_t *raw, size_t len, size_t width);
+
+/* pyfattach.c: p->img from the file mapped at [start, end) at offset 0
+ * (tests: any ELF file the process maps). 0 or negative errno. */
+int pyf_image_from_mapping(struct pyf_proc *p, uint64_t start, uint64_t end);
+
+/*
+ * pyfstatic.c: code objects that lie in the interpreter's image (3.11 and
+ * 3.12 deep-freeze their frozen modules' code into it), named from the
+ * file, shared by every process of that file. c holds the identifying
+ * fields just read from the process; on success its qual, file and table
+ * are set (malloc'd copies, as code_load() makes). -ENOENT: not such an
+ * object (the caller reads it from the process), or the file could not be
+ * read.
+ */
+int pyf_static_load(struct pyf_proc *p, struct pyf_code *c);
 
 /* Where the bytes of a code object's ident start (pystack_code_ident()):
  * the PYSTACK_CODE_IDENT_BYTES that end with co_linetable. */

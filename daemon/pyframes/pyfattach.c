@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define MAPS_MAX_BYTES (4u << 20)
@@ -49,6 +50,30 @@ int pyf_read_u64(struct pyf_proc *p, uint64_t addr, uint64_t *v)
 	return pyf_read(p, addr, v, sizeof(*v));
 }
 
+/* process_vm_readv() reads the process the pid names in this PID
+ * namespace: only where proc_dir is this namespace's /proc (the daemon's;
+ * tests may point the reader elsewhere). A transfer stops at the first
+ * remote range that fails; a range read in part counts as not read. */
+unsigned pyf_read_many(struct pyf_proc *p, const uint64_t *addr, uint8_t *buf, size_t len,
+		       unsigned n)
+{
+	struct iovec loc[4], rem[4];
+	ssize_t r;
+
+	if (n > 4 || strcmp(p->proc_dir, "/proc"))
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (!addr[i] || addr[i] + len < addr[i])
+			return 0;
+		loc[i] = (struct iovec){.iov_base = buf + i * len, .iov_len = len};
+		rem[i] = (struct iovec){.iov_base = (void *)(uintptr_t)addr[i], .iov_len = len};
+	}
+	do
+		r = process_vm_readv((pid_t)p->pid, loc, n, rem, n, 0);
+	while (r < 0 && errno == EINTR);
+	return r > 0 ? (unsigned)((size_t)r / len) : 0;
+}
+
 /* A mapped file: the lowest mapping at file offset 0 gives its base. */
 struct cand {
 	uint64_t start, end; /* that mapping, for map_files */
@@ -68,6 +93,7 @@ struct elf_facts {
 	uint64_t getversion_buf;	/* Py_GetVersion()'s static buffer (.symtab) */
 	uint64_t eval[PYF_MAX_EVAL][2]; /* the frame evaluator's code: [start, end) */
 	unsigned neval;
+	struct pyf_image segs; /* nseg and seg[] only: the file's PT_LOAD segments */
 };
 
 /* Every refusal has a kind (for the caller's logic) and a text (for people). */
@@ -107,7 +133,10 @@ static int list_candidates(struct pyf_proc *p, struct cand **ret, size_t *nret)
 	r = gpd_read_text(path, MAPS_MAX_BYTES, &buf, NULL);
 	if (r < 0)
 		return r;
-	c = calloc(MAX_CANDIDATES, sizeof(*c));
+	/* not zeroed: each entry is written whole before it is counted, and
+	 * zeroing this (143 KiB) was most of what attaching to a new process
+	 * cost once its files were known */
+	c = malloc(MAX_CANDIDATES * sizeof(*c));
 	if (!c) {
 		free(buf);
 		return -ENOMEM;
@@ -298,6 +327,23 @@ static bool strtab_has_runtime(Elf *e, const GElf_Shdr *symsh)
 	return d && d->d_buf && memmem(d->d_buf, d->d_size, want, sizeof(want));
 }
 
+/* The file-backed part of each PT_LOAD segment (pyfstatic.c reads code
+ * objects of the image from the file through them). */
+static void load_segments(Elf *e, size_t nph, struct pyf_image *img)
+{
+	img->nseg = 0;
+	for (size_t i = 0; i < nph && img->nseg < PYF_MAX_SEGS; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		img->seg[img->nseg].vaddr = ph.p_vaddr;
+		img->seg[img->nseg].filesz = ph.p_filesz;
+		img->seg[img->nseg].offset = ph.p_offset;
+		img->nseg++;
+	}
+}
+
 static int elf_inspect(Elf *e, struct elf_facts *f)
 {
 	Elf_Scn *scn = NULL, *rodata = NULL, *pyrt = NULL, *dynsym = NULL, *symtab = NULL;
@@ -338,6 +384,7 @@ static int elf_inspect(Elf *e, struct elf_facts *f)
 			break;
 		}
 	}
+	load_segments(e, nph, &f->segs);
 	if (dynsym)
 		scan_symbols(e, dynsym, &dynsym_sh, f);
 	/* A stripped dynamic symbol table still leaves the section. */
@@ -430,10 +477,10 @@ uint64_t pyf_elf_cache_hits(void)
 	return n;
 }
 
-static int inspect_candidate(struct pyf_proc *p, const struct cand *c, struct elf_facts *f)
+static int inspect_candidate(struct pyf_proc *p, const struct cand *c, struct elf_facts *f,
+			     struct stat *stp)
 {
 	char mf[320];
-	struct stat st;
 	Elf *e;
 	int fd, r;
 
@@ -442,11 +489,11 @@ static int inspect_candidate(struct pyf_proc *p, const struct cand *c, struct el
 	fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, stp) || !S_ISREG(stp->st_mode)) {
 		close(fd);
 		return -ENOEXEC;
 	}
-	if (elf_cache_get(&st, f)) {
+	if (elf_cache_get(stp, f)) {
 		close(fd);
 		return 0;
 	}
@@ -458,7 +505,7 @@ static int inspect_candidate(struct pyf_proc *p, const struct cand *c, struct el
 		elf_end(e);
 	close(fd);
 	if (r == 0)
-		elf_cache_put(&st, f);
+		elf_cache_put(stp, f);
 	return r;
 }
 
@@ -670,6 +717,59 @@ static void settle_version(struct pyf_proc *p, const struct elf_facts *f, uint64
 	}
 }
 
+static void set_image(struct pyf_proc *p, const struct stat *st, const struct pyf_image *segs,
+		      uint64_t bias, uint64_t start, uint64_t end)
+{
+	struct pyf_image *img = &p->img;
+
+	*img = *segs;
+	img->known = true;
+	img->dev = st->st_dev;
+	img->ino = st->st_ino;
+	img->size = (uint64_t)st->st_size;
+	img->mtime_s = st->st_mtim.tv_sec;
+	img->mtime_ns = st->st_mtim.tv_nsec;
+	img->ctime_s = st->st_ctim.tv_sec;
+	img->ctime_ns = st->st_ctim.tv_nsec;
+	img->bias = bias;
+	img->map_start = start;
+	img->map_end = end;
+}
+
+int pyf_image_from_mapping(struct pyf_proc *p, uint64_t start, uint64_t end)
+{
+	struct pyf_image segs = {0};
+	char mf[320];
+	struct stat st;
+	GElf_Phdr ph;
+	size_t nph;
+	Elf *e;
+	int fd, r = -ENOEXEC;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	snprintf(mf, sizeof(mf), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, p->proc_dir,
+		 p->pid, start, end);
+	fd = open(mf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!fstat(fd, &st) && e && !elf_getphdrnum(e, &nph)) {
+		load_segments(e, nph, &segs);
+		for (size_t i = 0; i < nph; i++)
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
+				set_image(p, &st, &segs, start - (ph.p_vaddr & ~0xfffull), start,
+					  end);
+				r = 0;
+				break;
+			}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return r;
+}
+
 static int find_runtime(struct pyf_proc *p)
 {
 	struct cand *c;
@@ -680,12 +780,14 @@ static int find_runtime(struct pyf_proc *p)
 		return r;
 	for (size_t i = 0; i < n; i++) {
 		struct elf_facts f = {0};
+		struct stat st;
 		uint64_t bias;
 		const char *base;
 
-		if (inspect_candidate(p, &c[i], &f) < 0 || !f.has_runtime)
+		if (inspect_candidate(p, &c[i], &f, &st) < 0 || !f.has_runtime)
 			continue;
 		bias = c[i].start - f.bias_vaddr;
+		set_image(p, &st, &f.segs, bias, c[i].start, c[i].end);
 		p->runtime = bias + f.runtime;
 		p->runtime_size = f.runtime_size;
 		p->code_type = f.code_type ? bias + f.code_type : 0;

@@ -23,9 +23,12 @@ void pyf_codes_free(struct pyf_proc *p)
 	if (!p->codes)
 		return;
 	for (size_t i = 0; i < PYF_CODE_SLOTS; i++) {
-		free(p->codes[i].qual);
-		free(p->codes[i].file);
-		free(p->codes[i].table);
+		if (!p->codes[i])
+			continue;
+		free(p->codes[i]->qual);
+		free(p->codes[i]->file);
+		free(p->codes[i]->table);
+		free(p->codes[i]);
 	}
 	free(p->codes);
 	p->codes = NULL;
@@ -56,38 +59,69 @@ static size_t put_utf8(char *o, uint32_t c)
 }
 
 /*
+ * An object's header and, in the same read, what usually follows it: a
+ * name's or a file name's characters, a short line table. Each read of
+ * the process is a system call that finds and pins its pages, whatever
+ * its length, and a new process's code objects were read in about a dozen
+ * of them each. Reading past the object is harmless where it is followed
+ * by mapped memory (the allocator's pools, the image's data); where it is
+ * not, the header alone is read. Returns the bytes read: SPEC_BYTES, min,
+ * or 0 on failure.
+ */
+#define SPEC_BYTES 192
+
+static size_t read_spec(struct pyf_proc *p, uint64_t addr, uint8_t *buf, size_t min)
+{
+	if (!pyf_read(p, addr, buf, SPEC_BYTES))
+		return SPEC_BYTES;
+	return pyf_read(p, addr, buf, min) ? 0 : min;
+}
+
+/*
  * A str object as UTF-8 (malloc'd), at most PYF_MAX_STR code points.
  * PyASCIIObject.state (+32): kind in bits 2-4, compact bit 5, ascii bit 6
  * (cpython/unicodeobject.h, the same bits in 3.9-3.13); length (+16) counts
  * code points. Only compact strings (all names and file names are) are
  * read; NUL, lone surrogates and code points past U+10FFFF become '?'.
  */
-static char *read_str(struct pyf_proc *p, uint64_t addr)
+static char *read_str(struct pyf_proc *p, uint64_t addr, const uint8_t *head)
 {
 	const struct pyf_layout *l = &p->lay;
-	uint8_t raw[PYF_MAX_STR * 4];
+	uint8_t raw[SPEC_BYTES + PYF_MAX_STR * 4];
 	uint64_t type;
 	int64_t len;
 	uint32_t state, kind;
-	size_t width, data;
-	char *s, *o;
+	size_t width, data, have = SPEC_BYTES, need;
 
-	if (pyf_read_u64(p, addr + 8, &type) || (p->unicode_type && type != p->unicode_type) ||
-	    pyf_read(p, addr + 16, &len, 8) || pyf_read(p, addr + 32, &state, 4))
+	if (head)
+		memcpy(raw, head, SPEC_BYTES);
+	else if (!(have = read_spec(p, addr, raw, 40)))
 		return NULL;
+	memcpy(&type, raw + 8, 8);
+	memcpy(&len, raw + 16, 8);
+	memcpy(&state, raw + 32, 4);
 	kind = (state >> 2) & 7;
-	if (!(state & 0x20) || len < 0 || (kind != 1 && kind != 2 && kind != 4))
+	if ((p->unicode_type && type != p->unicode_type) || !(state & 0x20) || len < 0 ||
+	    (kind != 1 && kind != 2 && kind != 4))
 		return NULL;
 	if (len > PYF_MAX_STR)
 		len = PYF_MAX_STR;
 	width = state & 0x40 ? 1 : kind;
 	data = state & 0x40 ? l->str_ascii_size : l->str_compact_size;
-	if (len && pyf_read(p, addr + data, raw, (size_t)len * width))
+	need = data + (size_t)len * width;
+	if (need > have && pyf_read(p, addr + have, raw + have, need - have))
 		return NULL;
-	s = o = malloc((size_t)len * 4 + 1);
+	return pyf_str_utf8(raw + data, (size_t)len, width);
+}
+
+char *pyf_str_utf8(const uint8_t *raw, size_t len, size_t width)
+{
+	char *s, *o;
+
+	s = o = malloc(len * 4 + 1);
 	if (!s)
 		return NULL;
-	for (int64_t i = 0; i < len; i++) {
+	for (size_t i = 0; i < len; i++) {
 		uint32_t c;
 
 		if (width == 1) {
@@ -109,20 +143,28 @@ static char *read_str(struct pyf_proc *p, uint64_t addr)
 }
 
 /* A bytes object's contents (malloc'd), at most PYF_MAX_LINETABLE. */
-static uint8_t *read_bytes(struct pyf_proc *p, uint64_t addr, uint32_t *len)
+static uint8_t *read_bytes(struct pyf_proc *p, uint64_t addr, const uint8_t *pre, uint32_t *len)
 {
+	uint8_t head[SPEC_BYTES], *b;
+	size_t have = SPEC_BYTES, got;
 	uint64_t type;
 	int64_t n;
-	uint8_t *b;
 
 	/* PyBytesObject: ob_size at 16, ob_sval at 32 in every version */
-	if (pyf_read_u64(p, addr + 8, &type) || (p->bytes_type && type != p->bytes_type) ||
-	    pyf_read(p, addr + 16, &n, 8) || n < 0 || n > PYF_MAX_LINETABLE)
+	if (pre)
+		memcpy(head, pre, SPEC_BYTES);
+	else if (!(have = read_spec(p, addr, head, 32)))
+		return NULL;
+	memcpy(&type, head + 8, 8);
+	memcpy(&n, head + 16, 8);
+	if ((p->bytes_type && type != p->bytes_type) || n < 0 || n > PYF_MAX_LINETABLE)
 		return NULL;
 	b = malloc(n ? (size_t)n : 1);
 	if (!b)
 		return NULL;
-	if (n && pyf_read(p, addr + 32, b, (size_t)n)) {
+	got = have - 32 < (size_t)n ? have - 32 : (size_t)n;
+	memcpy(b, head + 32, got);
+	if ((size_t)n > got && pyf_read(p, addr + 32 + got, b + got, (size_t)n - got)) {
 		free(b);
 		return NULL;
 	}
@@ -225,9 +267,20 @@ static void find_prologue(const struct pyf_proc *p, struct pyf_code *c)
 
 static int code_load(struct pyf_proc *p, struct pyf_code *c)
 {
-	c->qual = read_str(p, c->qualname ? c->qualname : c->name);
-	c->file = read_str(p, c->filename);
-	c->table = read_bytes(p, c->linetable, &c->table_len);
+	/* the interpreter's own (deep-frozen) code, from its file */
+	if (pyf_static_load(p, c) == 0) {
+		find_prologue(p, c);
+		return 0;
+	}
+	uint64_t at[3] = {c->qualname ? c->qualname : c->name, c->filename, c->linetable};
+	uint8_t head[3][SPEC_BYTES];
+	unsigned n = pyf_read_many(p, at, head[0], SPEC_BYTES, 3);
+
+	/* the three heads in one read where it went through, each object's
+	 * own reads for what it did not */
+	c->qual = read_str(p, at[0], n > 0 ? head[0] : NULL);
+	c->file = read_str(p, at[1], n > 1 ? head[1] : NULL);
+	c->table = read_bytes(p, at[2], n > 2 ? head[2] : NULL, &c->table_len);
 	if (!c->qual || !c->file || !c->table) {
 		code_clear(c);
 		return -EFAULT;
@@ -245,7 +298,7 @@ static int line_of(const struct pyf_proc *p, const struct pyf_code *c, int32_t i
 }
 
 /* The cache slot of the code object at code (direct-mapped) */
-static struct pyf_code *code_slot(struct pyf_proc *p, uint64_t code)
+static struct pyf_code **code_slot(const struct pyf_proc *p, uint64_t code)
 {
 	return &p->codes[(code >> 4) * 0x9e3779b97f4a7c15ull >> 53 & (PYF_CODE_SLOTS - 1)];
 }
@@ -253,7 +306,7 @@ static struct pyf_code *code_slot(struct pyf_proc *p, uint64_t code)
 int pyf_resolve(struct pyf_proc *p, uint64_t code, int32_t instr, const char **qualname,
 		const char **file, int *line)
 {
-	struct pyf_code now, *slot;
+	struct pyf_code now, *slot, **sp;
 	int r;
 
 	if (p->reason[0])
@@ -263,7 +316,10 @@ int pyf_resolve(struct pyf_proc *p, uint64_t code, int32_t instr, const char **q
 	r = read_ident(p, code, &now);
 	if (r < 0)
 		return r;
-	slot = code_slot(p, code);
+	sp = code_slot(p, code);
+	if (!*sp && !(*sp = calloc(1, sizeof(**sp))))
+		return -ENOMEM;
+	slot = *sp;
 	if (!same_ident(slot, &now)) {
 		code_clear(slot);
 		*slot = now;
@@ -292,8 +348,8 @@ int pyf_resolve_seen(struct pyf_proc *p, uint64_t code, uint32_t ident, int32_t 
 	int r;
 
 	if (p->codes && !p->reason[0] && ident) {
-		slot = code_slot(p, code);
-		if (slot->addr == code && slot->qual && slot->ident == ident) {
+		slot = *code_slot(p, code);
+		if (slot && slot->addr == code && slot->qual && slot->ident == ident) {
 			*qualname = slot->qual;
 			*file = slot->file;
 			*line = line_of(p, slot, instr);
@@ -301,7 +357,7 @@ int pyf_resolve_seen(struct pyf_proc *p, uint64_t code, uint32_t ident, int32_t 
 		}
 	}
 	r = pyf_resolve(p, code, instr, qualname, file, line);
-	if (r == 0 && ident && code_slot(p, code)->ident != ident)
+	if (r == 0 && ident && (*code_slot(p, code))->ident != ident)
 		return -ESTALE;
 	return r;
 }

@@ -165,6 +165,20 @@ unsigned pyf_from_nodes(const struct pyf_proc *p, const struct pystack_node *nod
 int pyf_resolve_seen(struct pyf_proc *p, uint64_t code, uint32_t ident, int32_t instr,
 		     const char **qualname, const char **file, int *line);
 
+/*
+ * The cache of code objects named from the interpreter's file rather than
+ * from each process (3.11/3.12's deep-frozen modules), shared by every
+ * process of that file: counts since start, and what it holds now.
+ */
+struct pyf_static_stats {
+	uint64_t hits;	/* code objects named from it without reading the file */
+	uint64_t fills; /* read from the file */
+	uint64_t full;	/* read, but not kept: its byte bound reached */
+	uint64_t entries, bytes;
+};
+
+void pyf_static_stats(struct pyf_static_stats *out);
+
 /* Where _PyEval_EvalFrameDefault (and its split-off parts) lie in the
  * process: ranges[i] = {start, end}; returns how many (at most max). */
 unsigned pyf_eval_ranges(const struct pyf_proc *p, uint64_t (*ranges)[2], unsigned max);

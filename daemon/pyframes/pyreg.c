@@ -76,7 +76,8 @@ struct pyscan {
 	uint32_t pid;
 	char proc_dir[200];
 	bool have_exe, python_file;
-	bool raced; /* the process exec'd during the inspection */
+	bool raced;	   /* the process exec'd during the inspection */
+	bool python_known; /* python_file decided on the loop (a maps source) */
 	uint64_t exe_dev, exe_ino;
 	int err; /* pyf_attach()'s */
 	struct pyf_proc *pf;
@@ -305,17 +306,26 @@ static void scan_run(uv_work_t *w)
 	struct pyscan *s = (struct pyscan *)w;
 	uint64_t t0 = now_ns(), dev, ino;
 
-	s->have_exe = exe_id(s->proc_dir, s->pid, &s->exe_dev, &s->exe_ino);
-	s->python_file = maps_python(s->proc_dir, s->pid);
-	if (s->python_file)
+	/* The program's identity is only used to notice an exec of a
+	 * recognized process (exec_since()): most new processes of a busy
+	 * host are no Python, and its stat was a third of what looking at one
+	 * cost. Taken before the reader reads the mappings again, as before:
+	 * an exec in between leaves the identity of an older program than the
+	 * one attached, which exec_since() then takes for an exec (one more
+	 * recognition, never frames read with a stale layout). */
+	if (!s->python_known)
+		s->python_file = maps_python(s->proc_dir, s->pid);
+	if (s->python_file) {
+		s->have_exe = exe_id(s->proc_dir, s->pid, &s->exe_dev, &s->exe_ino);
 		s->err = pyf_attach(s->pid, s->proc_dir, &s->pf);
-	/* A Python that forks and execs another under its own name may exec
-	 * while it is read: the reader then mixes the two images (the old
-	 * one's files, the new one's memory), and what it concluded, even a
-	 * refusal, holds for neither. */
-	s->raced = s->have_exe && exe_id(s->proc_dir, s->pid, &dev, &ino) &&
-		   (dev != s->exe_dev || ino != s->exe_ino ||
-		    (s->pf && !pyf_refusal(s->pf) && !pyf_same_image(s->pf, false)));
+		/* A Python that forks and execs another under its own name may
+		 * exec while it is read: the reader then mixes the two images
+		 * (the old one's files, the new one's memory), and what it
+		 * concluded, even a refusal, holds for neither. */
+		s->raced = s->have_exe && exe_id(s->proc_dir, s->pid, &dev, &ino) &&
+			   (dev != s->exe_dev || ino != s->exe_ino ||
+			    (s->pf && !pyf_refusal(s->pf) && !pyf_same_image(s->pf, false)));
+	}
 	s->ms = (double)(now_ns() - t0) / 1e6;
 }
 
@@ -421,6 +431,28 @@ static void scan_done(uv_work_t *w, int status)
 		pyreg_free(r);
 }
 
+/* A read of the mappings younger than this is the process as it is now. */
+#define SHARED_MAX_AGE_NS (100ull * 1000000ull)
+
+static void note_python(void *ctx, const struct pmq_map *m, const char *name)
+{
+	(void)m;
+	if (name && strstr(name, "python"))
+		*(bool *)ctx = true;
+}
+
+/* Whether p maps a Python, from the maps source's read; false when it has
+ * none (the scan then reads the mappings itself). */
+static bool python_from_source(struct pyreg *r, struct pyp *p, bool *yes)
+{
+	*yes = false;
+	if (!r->maps_src ||
+	    r->maps_src(r->maps_src_arg, p->pid, SHARED_MAX_AGE_NS, note_python, yes) < 0)
+		return false;
+	r->maps_shared++;
+	return true;
+}
+
 /*
  * Recognize p: settle the reader it has, else inspect the process, on the
  * thread pool when the registry has a loop. With PYREG_MAX_SCANS running,
@@ -429,11 +461,17 @@ static void scan_done(uv_work_t *w, int status)
 static void try_attach(struct pyreg *r, struct pyp *p)
 {
 	struct pyscan *s;
+	bool known, yes;
 
 	if (p->scan)
 		return;
 	if (p->pf) {
 		settle(r, p);
+		return;
+	}
+	known = python_from_source(r, p, &yes);
+	if (known && !yes) {
+		set_none(p, PYC_NO_PYTHON_FILE, NULL);
 		return;
 	}
 	if (r->o.loop && r->scanning >= PYREG_MAX_SCANS) {
@@ -449,6 +487,8 @@ static void try_attach(struct pyreg *r, struct pyp *p)
 	s->r = r;
 	s->p = p;
 	s->pid = p->pid;
+	s->python_known = known;
+	s->python_file = known;
 	snprintf(s->proc_dir, sizeof(s->proc_dir), "%s", r->proc_dir);
 	if (r->o.loop && uv_queue_work(r->o.loop, &s->w, scan_run, scan_done) == 0) {
 		p->scan = s;
@@ -483,7 +523,18 @@ void pyreg_note_pid(struct pyreg *r, uint32_t pid, bool exec)
 	*slot_of(r, pid) = p;
 	r->nprocs++;
 	r->bytes += sizeof(*p);
-	try_attach(r, p);
+	/* with a maps source, on the first sample: the collectors note a pid
+	 * before the source reads its mappings */
+	if (!r->maps_src)
+		try_attach(r, p);
+}
+
+void pyreg_set_maps_source(struct pyreg *r, pyreg_maps_fn fn, void *arg)
+{
+	if (!r)
+		return;
+	r->maps_src = fn;
+	r->maps_src_arg = arg;
 }
 
 /*
@@ -663,6 +714,7 @@ bool pyreg_frame_name(const struct pyreg *r, uint64_t ip, char *name, size_t len
 
 void pyreg_status(const struct pyreg *r, struct cJSON *obj, bool with_processes)
 {
+	struct pyf_static_stats ss;
 	unsigned ready = 0;
 	cJSON *arr = with_processes ? cJSON_AddArrayToObject(obj, "by_process") : NULL;
 
@@ -722,4 +774,10 @@ void pyreg_status(const struct pyreg *r, struct cJSON *obj, bool with_processes)
 	cJSON_AddNumberToObject(obj, "scans_running", r->scanning);
 	cJSON_AddNumberToObject(obj, "scans_deferred", (double)r->scans_deferred);
 	cJSON_AddNumberToObject(obj, "scan_ms_max", r->scan_ms_max);
+	cJSON_AddNumberToObject(obj, "maps_shared", (double)r->maps_shared);
+	pyf_static_stats(&ss);
+	cJSON_AddNumberToObject(obj, "static_code_hits", (double)ss.hits);
+	cJSON_AddNumberToObject(obj, "static_code_fills", (double)ss.fills);
+	cJSON_AddNumberToObject(obj, "static_code_entries", (double)ss.entries);
+	cJSON_AddNumberToObject(obj, "static_code_bytes", (double)ss.bytes);
 }

@@ -62,8 +62,25 @@ void pyreg_free(struct pyreg *r);
  * with bpf_map__reuse_fd() before loading); -1 without BPF. */
 int pyreg_map_fd(const struct pyreg *r);
 
-/* A process was seen for the first time, or exec'd: (re)recognize it. */
+/* A process was seen for the first time, or exec'd: (re)recognize it
+ * (with a maps source: on its first sample, after the source's read). */
 void pyreg_note_pid(struct pyreg *r, uint32_t pid, bool exec);
+
+/*
+ * Where a new process's executable mappings were just read (the
+ * symbolizer snapshots every new pid before its first stack is handled):
+ * fn gives each to each() and returns 0 when it holds a read of pid younger
+ * than max_age_ns, else a negative errno, and the registry reads for
+ * itself. Whether a process maps a Python is then decided on the loop from
+ * that read, and a process that maps none costs no read of its own: on a
+ * host full of short-lived compilers, opening /proc/PID/maps and querying
+ * it was most of what recognizing each cost. fn NULL: none (the default).
+ */
+struct pmq_map;
+typedef int (*pyreg_maps_fn)(void *arg, uint32_t pid, uint64_t max_age_ns,
+			     void (*each)(void *ctx, const struct pmq_map *m, const char *name),
+			     void *ctx);
+void pyreg_set_maps_source(struct pyreg *r, pyreg_maps_fn fn, void *arg);
 
 /*
  * Splice the Python frames of one sample into its native user stack.

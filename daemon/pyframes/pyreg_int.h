@@ -85,6 +85,9 @@ struct pyname {
 
 struct pyreg {
 	struct pyreg_opts o;
+	pyreg_maps_fn maps_src; /* pyreg_set_maps_source() */
+	void *maps_src_arg;
+	uint64_t maps_shared; /* processes looked at through it */
 	char proc_dir[200];
 	int map_fd;
 	uint32_t generation;

@@ -11,6 +11,7 @@
  * its threads are in place)
  */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -347,6 +348,101 @@ static void test_exec_same_name(void)
 	exec_same_name(a, "3.12.1", a, "3.12.1");
 }
 
+/* The maps source's read decides whether a process maps a Python: one it
+ * says maps none is never read (no scan), one it says does is attached,
+ * and without a fresh read the registry reads the mappings itself. */
+struct fake_maps {
+	int ret;     /* 0: a fresh read; else no read */
+	bool python; /* the read maps a python */
+	unsigned calls;
+};
+
+static int fake_maps_fn(void *arg, uint32_t pid, uint64_t max_age_ns,
+			void (*each)(void *ctx, const struct pmq_map *m, const char *name),
+			void *ctx)
+{
+	struct fake_maps *f = arg;
+
+	(void)pid;
+	(void)max_age_ns;
+	f->calls++;
+	if (f->ret)
+		return f->ret;
+	each(ctx, NULL, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+	each(ctx, NULL, f->python ? "/usr/bin/python3.11" : "/usr/libexec/gcc/cc1");
+	return 0;
+}
+
+static void test_maps_source(void)
+{
+	char dir[] = "/tmp/pyreg.XXXXXX", out[64];
+	struct pyreg_opts o = {.no_bpf = true};
+	struct fake_maps f = {0};
+	const char *py = NULL;
+	struct pyreg *r = NULL;
+	pid_t pids[3] = {0};
+	cJSON *st;
+	int s;
+
+	for (size_t i = 0; i < sizeof(pythons) / sizeof(pythons[0]) && !py; i++)
+		if (access(pythons[i], X_OK) == 0)
+			py = pythons[i];
+	if (!py) {
+		fprintf(stderr, "skip: no CPython 3.9+ found\n");
+		return;
+	}
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(out, sizeof(out), "%s/ref", dir);
+	for (int i = 0; i < 3; i++) {
+		pids[i] = start_target(py, out);
+		CHECK(pids[i] > 0);
+	}
+	CHECK_EQ_INT(pyreg_new(&o, &r), 0);
+	if (!r || pids[0] <= 0 || pids[1] <= 0 || pids[2] <= 0)
+		goto out;
+	pyreg_set_maps_source(r, fake_maps_fn, &f);
+
+	/* said to map no Python: taken at its word, nothing read */
+	pyreg_note_pid(r, (uint32_t)pids[0], false);
+	CHECK_EQ_INT(f.calls, 0); /* on the first sample, after the read */
+	sample(r, pids[0]);
+	CHECK_EQ_INT(f.calls, 1);
+	st = status(r);
+	CHECK(entry(st, pids[0]) == NULL); /* no_python_file: not listed */
+	CHECK_EQ_INT(num(st, "scans"), 0);
+	CHECK_EQ_INT(num(st, "maps_shared"), 1);
+	cJSON_Delete(st);
+
+	/* said to map one: attached */
+	f.python = true;
+	pyreg_note_pid(r, (uint32_t)pids[1], false);
+	sample(r, pids[1]);
+	st = status(r);
+	CHECK_STREQ(str(entry(st, pids[1]), "state"), "frames");
+	CHECK_EQ_INT(num(st, "scans"), 1);
+	CHECK_EQ_INT(num(st, "maps_shared"), 2);
+	cJSON_Delete(st);
+
+	/* no fresh read: the registry reads for itself */
+	f.ret = -ENOENT;
+	pyreg_note_pid(r, (uint32_t)pids[2], false);
+	sample(r, pids[2]);
+	st = status(r);
+	CHECK_STREQ(str(entry(st, pids[2]), "state"), "frames");
+	CHECK_EQ_INT(num(st, "scans"), 2);
+	CHECK_EQ_INT(num(st, "maps_shared"), 2);
+	cJSON_Delete(st);
+out:
+	pyreg_free(r);
+	for (int i = 0; i < 3; i++)
+		if (pids[i] > 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], &s, 0);
+		}
+	unlink(out);
+	rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -356,5 +452,6 @@ int main(int argc, char **argv)
 	target_py = argv[1];
 	RUN(test_scans_on_the_pool);
 	RUN(test_exec_same_name);
+	RUN(test_maps_source);
 	return test_summary();
 }
