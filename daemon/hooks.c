@@ -69,20 +69,20 @@ static int zebin_load(void *arg, void *state, uint32_t pid, const char *path, ch
 }
 
 /* NVIDIA PC samples: the SASS text of their instructions kept in the
- * capture (names demangled first: nvdisasm's are matched either way) */
-static void sass_text(struct gpd *g, struct capture *c)
+ * capture (names demangled first: nvdisasm's are matched either way);
+ * what names the capture in the log: "capture 7", "push window" */
+static void sass_text(struct gpd *g, struct capture *c, const char *what)
 {
 	struct collector *cc = collectors_find(g, "cupti");
 	struct cupti_sass_totals t;
 	int r = cupti_sass_attach(cc ? cc->priv : NULL, g->cfg.cupti.nvdisasm, c, &t);
 
 	if (r < 0)
-		log_warn("capture %llu: SASS text not kept: %s", (unsigned long long)c->id,
-			 strerror(-r));
+		log_warn("%s: SASS text not kept: %s", what, strerror(-r));
 	else if (t.keys)
-		log_debug("capture %llu: SASS text of %zu of %zu instructions kept (%zu bytes), "
+		log_debug("%s: SASS text of %zu of %zu instructions kept (%zu bytes), "
 			  "%zu without text, %zu over the bounds",
-			  (unsigned long long)c->id, t.texts, t.keys, t.bytes, t.missing, t.capped);
+			  what, t.texts, t.keys, t.bytes, t.missing, t.capped);
 }
 
 static void symbolize(void *arg, struct capture *c)
@@ -106,7 +106,20 @@ static void symbolize(void *arg, struct capture *c)
 	if (r < 0)
 		log_warn("capture %llu: symbolization failed: %s", (unsigned long long)c->id,
 			 strerror(-r));
-	sass_text(g, c);
+	char what[40];
+
+	snprintf(what, sizeof(what), "capture %llu", (unsigned long long)c->id);
+	sass_text(g, c, what);
+}
+
+/* A continuous profile's window (push.h), already symbolized: the same
+ * SASS text a saved capture of it would keep, so its stall frames show
+ * instructions, not offsets. The window has no owner filter: every
+ * uid's cubins, as in root's capture (the profile goes where the
+ * administrator's push.url / push.dir send it). */
+void hooks_push_window(void *arg, struct capture *c)
+{
+	sass_text(arg, c, "push window");
 }
 
 /* The unwinder's first sight of a process takes the mappings the
