@@ -260,12 +260,18 @@ def pushed_windows_carry_sass_text():
     """A continuous profile's window is never saved, yet its stall frames
     show the instruction text a saved capture keeps (nvdisasm run on the
     window's cubins as for a root's capture), and its offset where
-    nvdisasm has no instruction; without a usable nvdisasm, offsets."""
+    nvdisasm has no instruction. nvdisasm runs once for the cubin, not
+    once per window: later windows take the texts the first resolved, even
+    once nvdisasm is gone."""
     tool_dir = tempfile.mkdtemp(prefix="gpnvdis.")
     os.chmod(tool_dir, 0o755)
+    runs_dir = os.path.join(tool_dir, "runs")
+    os.mkdir(runs_dir)
+    os.chmod(runs_dir, 0o777)  # nvdisasm runs as nobody
+    runs = os.path.join(runs_dir, "n")
     tool = os.path.join(tool_dir, "nvdisasm")
     with open(tool, "w") as f:
-        f.write(FAKE_NVDISASM)
+        f.write(FAKE_NVDISASM.replace("#!/bin/sh\n", "#!/bin/sh\necho run >> %s\n" % runs, 1))
     os.chmod(tool, 0o755)
     pdir = os.path.join(tool_dir, "profiles")
     d = daemon("cupti.nvdisasm = %s\npush.dir = %s\npush.interval = 1s\n" % (tool, pdir))
@@ -310,11 +316,15 @@ def pushed_windows_carry_sass_text():
         expect(ldg in prof, "both instructions' text in the pushed profile")
         expect(b"+0x50" in prof and b"+0x1a0" not in prof and b"+0x40" not in prof,
                "an offset only where nvdisasm had no instruction")
-        # nvdisasm unusable: the next windows show offsets, as a capture
+        # later windows: the texts again, nvdisasm not run again, even
+        # once it is unusable (the cubin of a CRC does not change)
         os.chmod(tool, 0o644)
-        new_profiles()
-        prof, _ = pushed_with(seq, b"+0x1a0")
-        expect(bar not in prof, "no text without nvdisasm")
+        for _ in range(2):
+            new_profiles()
+            prof, seq = pushed_with(seq, bar)
+            expect(ldg in prof and b"+0x50" in prof, "the same frames in a later window")
+        with open(runs) as f:
+            eq(len(f.read().splitlines()), 1, "nvdisasm runs for the cubin over the windows")
         eq(ctl_json(d, "status")["push"]["build_failures"], 0, "no window failed")
         s.close()
     finally:
