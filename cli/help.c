@@ -55,7 +55,7 @@ static const struct command commands[] = {
 	 "                       window.start_ns, window.end_ns)\n"
 	 "  @SECONDS[.F]         wall-clock seconds since the epoch (date +@%s.%N)\n"
 	 "  YYYY-MM-DDTHH:MM:SS[.F]Z, ...+HH:MM\n"
-	 "                       wall-clock ISO 8601, with its zone\n"
+	 "                       wall-clock ISO 8601, with its zone (date -Ins)\n"
 	 "  The daemon converts wall-clock times with its own clock offset; give\n"
 	 "  --since and --until on one clock. A window may not end in the\n"
 	 "  future, start after it ends, span more than 24h, or end before the\n"
@@ -77,7 +77,7 @@ static const struct command commands[] = {
 	 "  gpuprofctl capture --pid 4242 --last 30s --out stacks.folded\n"
 	 "  gpuprofctl capture --pid 4242 --since 2026-11-28T07:30:00Z --until @1764315030\n"
 	 "  gpuprofctl capture --pid 4242 --since 5000000000 --until 9000000000\n"
-	 "  gpuprofctl capture --pid 4242 --last 10s --until \"$(date -Ins)\"\n",
+	 "  gpuprofctl capture --pid 4242 --last 10s --until 2026-11-28T08:30:10,5+01:00\n",
 	 "capture.start, capture.folded"},
 	{"list", cmd_list, "list captures",
 	 "gpuprofctl list\n\n"
