@@ -87,9 +87,10 @@ static void top_free(struct top *t)
  * The window's launches, CUPTI API calls and intervals that the query may
  * count, for top_name(): the same pid and uid filters as the count, so a
  * member joins only its own processes' records and no other user's name
- * reaches it. Left NULL when memory runs out (the handles are shown).
+ * reaches it. Left NULL when memory runs out or the copy is larger than a
+ * capture may be (memory.capture_max): the handles are shown then.
  */
-static void top_copy_window(struct top *t, const struct store *s)
+static void top_copy_window(struct top *t, const struct gpd *g)
 {
 	int32_t pids[GPU_TOP_MAX_PIDS];
 	struct capture_filter f = {
@@ -104,8 +105,16 @@ static void top_copy_window(struct top *t, const struct store *s)
 	_Static_assert(GPU_TOP_MAX_PIDS <= CAPTURE_MAX_PIDS, "a query's pids fit a capture's");
 	for (size_t i = 0; i < t->q.npids; i++)
 		pids[i] = (int32_t)t->q.pids[i];
-	if (capture_take(s, &f, t->q.t0_ns, UINT64_MAX, &t->cap) < 0)
+	if (capture_take(g->store, &f, t->q.t0_ns, UINT64_MAX, &t->cap) < 0) {
 		t->cap = NULL;
+		return;
+	}
+	if (t->cap->nrecs * sizeof(*t->cap->recs) + t->cap->str_blob_len +
+		    t->cap->nips * sizeof(*t->cap->ips) >
+	    g->cfg.capture_max_bytes) {
+		capture_free(t->cap);
+		t->cap = NULL;
+	}
 }
 
 static void top_reply(void *arg)
@@ -223,7 +232,7 @@ void method_gpu_top(struct rpc_req *req, const cJSON *params)
 		return;
 	}
 	if (t->r.nameable)
-		top_copy_window(t, req->gpd->store);
+		top_copy_window(t, req->gpd);
 	if (job_submit(req->gpd, &(struct job_owner){req->uid, req->privileged}, top_resolve,
 		       top_reply, t) < 0) {
 		/* No worker free: answer with addresses rather than wait. */
