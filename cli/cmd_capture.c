@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* gpuprofctl capture / list / info / delete. */
 #include "cli.h"
+#include "timearg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -120,11 +121,32 @@ struct capture_args {
 	int32_t pids[MAX_PIDS];
 	size_t npids;
 	uint64_t duration_ms, last_ms;
+	/* --since / --until: set, the time, its clock (wall or monotonic) */
+	bool since, until, since_wall, until_wall;
+	uint64_t since_ns, until_ns;
 	const char *name, *out;
 	bool no_wait;
 };
 
-enum { OPT_NO_WAIT = 0x200 };
+enum { OPT_NO_WAIT = 0x200, OPT_SINCE, OPT_UNTIL };
+
+/* --since / --until T. */
+static int time_opt(struct cli *cli, const char *opt, const char *arg, bool *set, uint64_t *ns,
+		    bool *wall)
+{
+	int r = cli_parse_time(arg, ns, wall);
+
+	if (r == -EDOM)
+		return cli_usage_error(cli, "%s '%s': give the time zone (Z or +HH:MM)", opt, arg);
+	if (r < 0)
+		return cli_usage_error(cli,
+				       "%s '%s': not a time (the daemon's monotonic ns as a "
+				       "capture's window shows them, @EPOCH_SECONDS, or "
+				       "2026-11-28T07:30:00Z)",
+				       opt, arg);
+	*set = true;
+	return CLI_CONTINUE;
+}
 
 static int capture_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 {
@@ -157,6 +179,10 @@ static int capture_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 	case OPT_NO_WAIT:
 		a->no_wait = true;
 		break;
+	case OPT_SINCE:
+		return time_opt(cli, "--since", arg, &a->since, &a->since_ns, &a->since_wall);
+	case OPT_UNTIL:
+		return time_opt(cli, "--until", arg, &a->until, &a->until_ns, &a->until_wall);
 	default:
 		return cli_usage_error(cli, "unexpected option");
 	}
@@ -207,6 +233,8 @@ int cmd_capture(struct cli *cli, int argc, char **argv)
 		{"name", required_argument, NULL, 'n'},
 		{"out", required_argument, NULL, 'o'},
 		{"no-wait", no_argument, NULL, OPT_NO_WAIT},
+		{"since", required_argument, NULL, OPT_SINCE},
+		{"until", required_argument, NULL, OPT_UNTIL},
 		{},
 	};
 	struct capture_args a = {0};
@@ -221,8 +249,14 @@ int cmd_capture(struct cli *cli, int argc, char **argv)
 		return cli_usage_error(cli, "unexpected argument '%s'", argv[first]);
 	if (a.npids == 0)
 		return cli_usage_error(cli, "--pid PID is required");
-	if (!a.duration_ms == !a.last_ms)
-		return cli_usage_error(cli, "give exactly one of --duration and --last");
+	if (!!a.duration_ms + !!a.last_ms + a.since != 1)
+		return cli_usage_error(cli, "give exactly one of --duration, --last and --since");
+	if (a.until && a.duration_ms)
+		return cli_usage_error(cli, "--until ends a window in the past: use it with "
+					    "--since or --last, not --duration");
+	if (a.since && a.until && a.since_wall != a.until_wall)
+		return cli_usage_error(cli, "give --since and --until on one clock: both "
+					    "monotonic ns, or both wall-clock times");
 	if (a.out && a.no_wait)
 		return cli_usage_error(cli, "--out needs the finished capture: drop --no-wait");
 	/* Open the output before a long recording, so a bad path fails fast. */
@@ -239,8 +273,17 @@ int cmd_capture(struct cli *cli, int argc, char **argv)
 	cJSON *p = cJSON_CreateObject(), *pids = cJSON_AddArrayToObject(p, "pids");
 	for (size_t i = 0; i < a.npids; i++)
 		cJSON_AddItemToArray(pids, cJSON_CreateNumber(a.pids[i]));
-	cJSON_AddNumberToObject(p, a.duration_ms ? "duration_ms" : "last_ms",
-				(double)(a.duration_ms ? a.duration_ms : a.last_ms));
+	if (a.duration_ms || a.last_ms)
+		cJSON_AddNumberToObject(p, a.duration_ms ? "duration_ms" : "last_ms",
+					(double)(a.duration_ms ? a.duration_ms : a.last_ms));
+	if (a.since)
+		cJSON_AddNumberToObject(p, "start_ns", (double)a.since_ns);
+	if (a.until)
+		cJSON_AddNumberToObject(p, "end_ns", (double)a.until_ns);
+	if (a.since || a.until)
+		cJSON_AddStringToObject(p, "clock",
+					(a.since ? a.since_wall : a.until_wall) ? "realtime"
+										: "monotonic");
 	cJSON_AddBoolToObject(p, "wait", !a.no_wait);
 	if (a.name)
 		cJSON_AddStringToObject(p, "name", a.name);

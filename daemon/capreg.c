@@ -596,7 +596,10 @@ int capreg_start(struct capreg *r, const struct capreg_start *o, struct capentry
 	snprintf(why, CAPREG_WHY_MAX, "starting the capture");
 	if (r->closed)
 		return -ESHUTDOWN;
-	if ((o->duration_ms == 0) == (o->last_ms == 0) || o->npids > CAPTURE_MAX_PIDS)
+	bool abs = o->end_ns != 0;
+
+	if ((o->duration_ms != 0) + (o->last_ms != 0) + abs != 1 || o->start_ns > o->end_ns ||
+	    o->npids > CAPTURE_MAX_PIDS)
 		return -EINVAL;
 	int err = capreg_admit(r, o->owner_uid, o->privileged, why);
 	if (err < 0)
@@ -631,11 +634,11 @@ int capreg_start(struct capreg *r, const struct capreg_start *o, struct capentry
 	e->filter.uid = o->owner_uid;
 
 	uint64_t now = gpd_now_ns();
-	if (o->last_ms) {
+	if (o->last_ms || abs) {
 		uint64_t span = o->last_ms * 1000000ull;
-		c->t0_ns = now > span ? now - span : 0;
-		c->t1_ns = now;
-		err = finish(e, now, true, why);
+		c->t0_ns = abs ? o->start_ns : now > span ? now - span : 0;
+		c->t1_ns = abs ? o->end_ns : now;
+		err = finish(e, c->t1_ns, true, why);
 		if (err < 0)
 			return err;
 		*ret = e;

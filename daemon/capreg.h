@@ -47,6 +47,9 @@ struct capreg_start {
 	const int32_t *pids;
 	size_t npids;
 	uint64_t duration_ms, last_ms;
+	/* or the window [start_ns, end_ns] in the past on CLOCK_MONOTONIC
+	 * (the caller checked it); 0, 0 when duration_ms or last_ms is set */
+	uint64_t start_ns, end_ns;
 	const char *name;
 	uint32_t owner_uid;
 	bool privileged; /* the peer: exempt from per-uid quotas, may use the reserve */

@@ -14,6 +14,7 @@
 #include "sym.h"
 #include "collect/cpu.h"
 #include "collect/cupti_sass.h"
+#include "collect/cupti_sassmemo.h"
 #include "collect/gpu_launch.h"
 #include "timeline/live.h"
 #include "unwind/unwind.h"
@@ -69,20 +70,21 @@ static int zebin_load(void *arg, void *state, uint32_t pid, const char *path, ch
 }
 
 /* NVIDIA PC samples: the SASS text of their instructions kept in the
- * capture (names demangled first: nvdisasm's are matched either way) */
-static void sass_text(struct gpd *g, struct capture *c)
+ * capture (names demangled first: nvdisasm's are matched either way);
+ * what names the capture in the log: "capture 7", "push window" */
+static void sass_text(struct gpd *g, struct capture *c, struct cupti_sass_memo *memo,
+		      const char *what)
 {
 	struct collector *cc = collectors_find(g, "cupti");
 	struct cupti_sass_totals t;
-	int r = cupti_sass_attach(cc ? cc->priv : NULL, g->cfg.cupti.nvdisasm, c, &t);
+	int r = cupti_sass_attach(cc ? cc->priv : NULL, g->cfg.cupti.nvdisasm, c, memo, &t);
 
 	if (r < 0)
-		log_warn("capture %llu: SASS text not kept: %s", (unsigned long long)c->id,
-			 strerror(-r));
+		log_warn("%s: SASS text not kept: %s", what, strerror(-r));
 	else if (t.keys)
-		log_debug("capture %llu: SASS text of %zu of %zu instructions kept (%zu bytes), "
-			  "%zu without text, %zu over the bounds",
-			  (unsigned long long)c->id, t.texts, t.keys, t.bytes, t.missing, t.capped);
+		log_debug("%s: SASS text of %zu of %zu instructions kept (%zu bytes, %zu known "
+			  "from earlier windows), %zu without text, %zu over the bounds",
+			  what, t.texts, t.keys, t.bytes, t.memo_hits, t.missing, t.capped);
 }
 
 static void symbolize(void *arg, struct capture *c)
@@ -106,7 +108,32 @@ static void symbolize(void *arg, struct capture *c)
 	if (r < 0)
 		log_warn("capture %llu: symbolization failed: %s", (unsigned long long)c->id,
 			 strerror(-r));
-	sass_text(g, c);
+	char what[40];
+
+	snprintf(what, sizeof(what), "capture %llu", (unsigned long long)c->id);
+	sass_text(g, c, NULL, what);
+}
+
+/* The texts earlier push windows resolved: only the push builder thread
+ * uses it (one window at a time), freed by hooks_finish() after the
+ * builder is joined. NULL until the first window with PC samples, and
+ * when memory ran out (each window then runs nvdisasm itself). */
+static struct cupti_sass_memo *push_memo;
+
+/* A continuous profile's window (push.h), already symbolized: the same
+ * SASS text a saved capture of it would keep, so its stall frames show
+ * instructions, not offsets. The window has no owner filter: every
+ * uid's cubins, as in root's capture (the profile goes where the
+ * administrator's push.url / push.dir send it). */
+void hooks_push_window(void *arg, struct capture *c)
+{
+	bool pcs = false;
+
+	for (size_t i = 0; i < c->nrecs && !pcs; i++)
+		pcs = c->recs[i].type == STORE_REC_GPU_PC;
+	if (pcs && !push_memo && cupti_sass_memo_new(&push_memo) < 0)
+		push_memo = NULL;
+	sass_text(arg, c, push_memo, "push window");
 }
 
 /* The unwinder's first sight of a process takes the mappings the
@@ -176,4 +203,6 @@ void hooks_finish(struct gpd *g)
 	pyreg_set_maps_source(g->pyreg, NULL, NULL);
 	sym_free(g->symbolizer);
 	g->symbolizer = NULL;
+	cupti_sass_memo_free(push_memo);
+	push_memo = NULL;
 }

@@ -357,7 +357,7 @@ int main(int argc, char **argv)
 
 	collectors_open(&g);
 	hooks_init(&g);
-	if (push_start(&g, g.symbolizer, &g.push) < 0)
+	if (push_start(&g, g.symbolizer, hooks_push_window, &g, &g.push) < 0)
 		return 1;
 	collectors_start(&g);
 	if (metrics_start(&g, &metrics) < 0)
@@ -378,7 +378,9 @@ int main(int argc, char **argv)
 
 	uv_run(g.loop, UV_RUN_DEFAULT);
 
-	/* Everything is closed or closing; let jobs and close callbacks finish. */
+	/* Everything is closed or closing; let jobs and close callbacks finish.
+	 * The push builder's window reads the cupti collector's cubins. */
+	push_join(g.push);
 	collectors_free(&g);
 	uv_walk(g.loop, walk_close, NULL);
 	uv_run(g.loop, UV_RUN_DEFAULT);

@@ -84,7 +84,8 @@ GPUPROF_EXPORT int gpuprof_capture_start(struct gpuprof_client *client,
 		return r;
 	if (opts->npids && !opts->pids)
 		return -EINVAL;
-	if (!opts->duration_ms == !opts->last_ms)
+	if ((opts->duration_ms != 0) + (opts->last_ms != 0) + (opts->has_start != 0) != 1 ||
+	    (opts->has_end && opts->duration_ms))
 		return -EINVAL;
 	p = cJSON_CreateObject();
 	if (!p)
@@ -96,9 +97,13 @@ GPUPROF_EXPORT int gpuprof_capture_start(struct gpuprof_client *client,
 		if (!pids || (size_t)cJSON_GetArraySize(pids) != opts->npids)
 			goto nomem;
 	}
-	if (!cJSON_AddNumberToObject(p, opts->duration_ms ? "duration_ms" : "last_ms",
-				     (double)(opts->duration_ms ? opts->duration_ms
-								: opts->last_ms)) ||
+	if ((opts->duration_ms &&
+	     !cJSON_AddNumberToObject(p, "duration_ms", (double)opts->duration_ms)) ||
+	    (opts->last_ms && !cJSON_AddNumberToObject(p, "last_ms", (double)opts->last_ms)) ||
+	    (opts->has_start && !cJSON_AddNumberToObject(p, "start_ns", (double)opts->start_ns)) ||
+	    (opts->has_end && !cJSON_AddNumberToObject(p, "end_ns", (double)opts->end_ns)) ||
+	    ((opts->has_start || opts->has_end) &&
+	     !cJSON_AddStringToObject(p, "clock", opts->realtime ? "realtime" : "monotonic")) ||
 	    !cJSON_AddBoolToObject(p, "wait", opts->wait != 0) ||
 	    (opts->name && !cJSON_AddStringToObject(p, "name", opts->name)))
 		goto nomem;

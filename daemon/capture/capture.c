@@ -156,6 +156,8 @@ static bool matches(const struct store_rec *r, const struct capture_filter *f, u
 {
 	if (r->ts_ns < t0 || r->ts_ns > t1)
 		return false;
+	if (f && f->types && (r->type >= 32 || !(f->types & 1u << r->type)))
+		return false;
 	if (f && f->uid_filter && r->uid != f->uid)
 		return false;
 	if (f && f->npids) {

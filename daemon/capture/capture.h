@@ -132,6 +132,9 @@ struct capture_filter {
 	size_t npids; /* 0 = all */
 	bool uid_filter;
 	uint32_t uid;
+	/* only records whose type t has bit (1u << t) set; 0 = every type
+	 * (a view that needs a few kinds of record copies no others) */
+	uint32_t types;
 };
 
 /* Empty capture (for imports and tests). */

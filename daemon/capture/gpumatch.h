@@ -118,6 +118,15 @@ static inline uint32_t gpu_launch_name(const uint32_t *name, size_t i, const str
 	return name && name[i] ? name[i] : r->name;
 }
 
+/*
+ * Whether the kernel name s (len bytes, possibly followed by a NUL and the
+ * launch geometry) is the launch collector's name for a kernel it knows
+ * only by function handle, "0x<hex>" (collect/gpu_launch.h): the handle in
+ * *h (h may be NULL). False for any other name, and for handle 0 (nothing
+ * the driver hands out).
+ */
+bool gpu_name_handle(const char *s, size_t len, uint64_t *h);
+
 /* Fill m->name from a built match (called by gpu_match_build). 0 or
  * -ENOMEM. */
 int gpu_match_names(const struct capture *c, struct gpu_match *m);

@@ -16,17 +16,10 @@
  * different names is left unnamed */
 #define AMBIGUOUS UINT32_MAX
 
-/*
- * The handle of a launch named "0x<hex>" (the launch collector's name for
- * a kernel it has no name for, possibly followed by a NUL and the launch
- * geometry), in *h. False for any other name, and for handle 0 (nothing
- * the driver hands out).
- */
-static bool handle_of(const struct capture *c, const struct store_rec *r, uint64_t *h)
+bool gpu_name_handle(const char *s, size_t len, uint64_t *h)
 {
-	size_t len, i;
-	const char *s = capture_str(c, r->name, &len);
 	uint64_t v = 0;
+	size_t i;
 
 	if (!s || len < 3 || s[0] != '0' || s[1] != 'x')
 		return false;
@@ -43,8 +36,18 @@ static bool handle_of(const struct capture *c, const struct store_rec *r, uint64
 			return false;
 		v = v << 4 | d;
 	}
-	*h = v;
+	if (h)
+		*h = v;
 	return i > 2 && v;
+}
+
+/* The handle of launch r named "0x<hex>", in *h (gpu_name_handle). */
+static bool handle_of(const struct capture *c, const struct store_rec *r, uint64_t *h)
+{
+	size_t len;
+	const char *s = capture_str(c, r->name, &len);
+
+	return gpu_name_handle(s, len, h);
 }
 
 static bool same_name(const struct capture *c, uint32_t a, uint32_t b)

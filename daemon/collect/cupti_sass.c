@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cupti_sassmemo.h"
 #include "capture/capsass.h"
 #include "capture/capture.h"
 #include "sym/demangle.h"
@@ -426,14 +427,42 @@ static char *fn_name(const struct capture *c, uint32_t id)
 	return s ? strndup(s, strnlen(s, len)) : NULL;
 }
 
+/* The text of key k (function name) for c's owner: from the memo, else
+ * from nvdisasm through *s (made on first need: *tried), remembered in
+ * the memo. NULL for none; *r an error. */
+static const char *key_text(struct cupti *cu, const char *tool, const struct capture *c,
+			    struct cupti_sass_memo *memo, struct cupti_sass **s, bool *tried,
+			    const struct pc_key *k, const char *name, struct cupti_sass_totals *t,
+			    int *r)
+{
+	const char *text = NULL;
+
+	if (memo && cupti_sass_memo_find(memo, k->crc, name, k->pc, &text)) {
+		t->memo_hits++;
+		return text;
+	}
+	/* what the capture's owner may see: a member's capture holds only
+	 * its own records (uid filter) and gets text only for the cubins its
+	 * uid owns; a privileged peer's capture is unfiltered, as root */
+	if (!*tried) {
+		*tried = true;
+		*r = cupti_sass_new(cu, tool, c->uid_filter ? c->filter_uid : 0, s);
+	}
+	text = *s ? cupti_sass_insn(*s, 0, k->crc, name, k->pc) : NULL;
+	if (memo && *r == 0)
+		*r = cupti_sass_memo_add(memo, k->crc, name, k->pc, text);
+	return text;
+}
+
 int cupti_sass_attach(struct cupti *cu, const char *tool, struct capture *c,
-		      struct cupti_sass_totals *t)
+		      struct cupti_sass_memo *memo, struct cupti_sass_totals *t)
 {
 	struct capsass_builder b = {0};
 	struct cupti_sass *s = NULL;
 	struct pc_key *k = NULL;
 	size_t n = 0, len = 0;
 	void *buf = NULL;
+	bool tried = false;
 	int r;
 
 	*t = (struct cupti_sass_totals){0};
@@ -441,17 +470,18 @@ int cupti_sass_attach(struct cupti *cu, const char *tool, struct capture *c,
 		return 0;
 	if ((r = pc_keys(c, &k, &n)) < 0 || !n)
 		goto out;
-	/* what the capture's owner may see: a member's capture holds only
-	 * its own records (uid filter) and gets text only for the cubins its
-	 * uid owns; a privileged peer's capture is unfiltered, as root */
-	r = cupti_sass_new(cu, tool, c->uid_filter ? c->filter_uid : 0, &s);
-	if (r < 0 || !s)
-		goto out;
+	/* the memo holds what an unfiltered capture sees: none for others */
+	if (memo && c->uid_filter)
+		memo = NULL;
+	if (memo)
+		cupti_sass_memo_next(memo);
 	for (size_t i = 0; i < n && r == 0; i++) {
 		char *name = fn_name(c, k[i].name);
-		const char *text = name ? cupti_sass_insn(s, 0, k[i].crc, name, k[i].pc) : NULL;
+		const char *text =
+			name ? key_text(cu, tool, c, memo, &s, &tried, &k[i], name, t, &r) : NULL;
 
-		r = text ? capsass_add(&b, k[i].crc, k[i].name, k[i].pc, text) : 0;
+		if (r == 0 && text)
+			r = capsass_add(&b, k[i].crc, k[i].name, k[i].pc, text);
 		b.missing += !text;
 		free(name);
 	}

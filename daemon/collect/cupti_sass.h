@@ -24,13 +24,15 @@ const char *cupti_sass_insn(void *ctx, uint32_t pid, uint64_t crc, const char *n
 void cupti_sass_free(struct cupti_sass *s);
 
 struct capture;
+struct cupti_sass_memo; /* cupti_sassmemo.h */
 
 struct cupti_sass_totals {
-	size_t keys;	/* distinct (cubin, function, offset) of the PC records */
-	size_t texts;	/* kept in the section */
-	size_t missing; /* no text: cubin not kept or not the owner's, not disassembled */
-	size_t capped;	/* over the section's bounds (capture/capsass.h) */
-	size_t bytes;	/* the section's */
+	size_t keys;	  /* distinct (cubin, function, offset) of the PC records */
+	size_t texts;	  /* kept in the section */
+	size_t missing;	  /* no text: cubin not kept or not the owner's, not disassembled */
+	size_t capped;	  /* over the section's bounds (capture/capsass.h) */
+	size_t bytes;	  /* the section's */
+	size_t memo_hits; /* keys the memo answered (no nvdisasm) */
 };
 
 /*
@@ -39,9 +41,13 @@ struct cupti_sass_totals {
  * uid-filtered capture: that uid's cubins; else all), into the capture as
  * a CAPSEC_CUPTI_SASS section, so outputs show instructions after a
  * restart without cubins or nvdisasm. No section when nothing resolved
- * (no collector, no nvdisasm, no PC records, no cubin). 0 or -ENOMEM.
+ * (no collector, no nvdisasm, no PC records, no cubin). memo (may be
+ * NULL; used only for a capture without an owner filter): texts earlier
+ * captures of the same kind resolved, consulted first and added to, so
+ * that successive windows of a continuous profile run nvdisasm only on
+ * what is new. 0 or -ENOMEM.
  */
 int cupti_sass_attach(struct cupti *cu, const char *tool, struct capture *c,
-		      struct cupti_sass_totals *t);
+		      struct cupti_sass_memo *memo, struct cupti_sass_totals *t);
 
 #endif

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture/capture.h"
+#include "capture/gpumatch.h"
 #include "store/store.h"
 
 #define GPU_TOP_MAX_SCAN (4u << 20)
@@ -57,20 +59,30 @@ static struct gpu_top_kernel *kernel_get(struct gpu_top_kernel *k, size_t *nk, c
 	return &k[(*nk)++];
 }
 
-static void count_launch(struct gpu_top_kernel *k, const struct store *s, const struct store_rec *r,
-			 const char *str, size_t len, size_t klen)
+/* The kernels counted so far. */
+struct tally {
+	struct gpu_top_kernel *ks;
+	size_t nk;
+	uint64_t total;
+	bool by_handle, cupti; /* a launch named by handle; a CUPTI kernel */
+};
+
+/* One launch of kernel kname made at call site ip (0: unknown); geom its
+ * launch geometry ("" when the record had none). */
+static void count_launch(struct tally *t, const struct store_rec *r, const char *kname, size_t klen,
+			 const char *geom, size_t glen, uint64_t ip)
 {
-	uint16_t nu = 0, nk = 0;
-	const uint64_t *ips = r->stack ? store_stack(s, r->stack, &nu, &nk) : NULL;
-	uint64_t ip = ips && nu ? ips[0] : 0;
+	struct gpu_top_kernel *k = kernel_get(t->ks, &t->nk, kname, klen);
 	unsigned i;
 
-	if (!k->count && klen < len) {
-		size_t gl = len - klen - 1;
-		if (gl >= sizeof(k->geometry))
-			gl = sizeof(k->geometry) - 1;
-		memcpy(k->geometry, str + klen + 1, gl);
-		k->geometry[gl] = '\0';
+	if (!k)
+		return;
+	t->total++;
+	if (!k->count && glen) {
+		if (glen >= sizeof(k->geometry))
+			glen = sizeof(k->geometry) - 1;
+		memcpy(k->geometry, geom, glen);
+		k->geometry[glen] = '\0';
 	}
 	k->count++;
 	for (i = 0; i < k->npids && k->pids[i] != r->pid; i++)
@@ -94,42 +106,100 @@ static void count_launch(struct gpu_top_kernel *k, const struct store *s, const 
 	k->sites[i].count++;
 }
 
+/* A launch record's name string split at the NUL before its geometry. */
+static void split_name(const char *str, size_t len, size_t *klen, const char **geom, size_t *glen)
+{
+	const char *nul = memchr(str, '\0', len);
+
+	*klen = nul ? (size_t)(nul - str) : len;
+	*geom = nul ? nul + 1 : str + len;
+	*glen = nul ? len - *klen - 1 : 0;
+}
+
+/* A record of the window the requester may see. */
+static bool visible(const struct gpu_top_query *q, const struct store_rec *r)
+{
+	return r->ts_ns >= q->t0_ns && (q->all_uids || r->uid == q->uid) &&
+	       pid_wanted(q->pids, q->npids, r->pid);
+}
+
+static bool wanted(const struct gpu_top_query *q, const struct store_rec *r)
+{
+	return r->type == STORE_REC_GPU_LAUNCH && visible(q, r);
+}
+
+/* Rank what t counted into out (t's array moves there). */
+static void rank(struct tally *t, const struct gpu_top_query *q, struct gpu_top *out)
+{
+	qsort(t->ks, t->nk, sizeof(*t->ks), kernel_cmp);
+	for (size_t i = 0; i < t->nk && i < q->limit; i++)
+		qsort(t->ks[i].sites, t->ks[i].nsites, sizeof(t->ks[i].sites[0]), site_cmp);
+	out->k = t->ks;
+	out->nk = t->nk < q->limit ? t->nk : q->limit;
+	out->total = t->total;
+	out->nameable = t->by_handle && t->cupti;
+}
+
 int gpu_top_count(const struct store *s, const struct gpu_top_query *q, struct gpu_top *out)
 {
-	struct gpu_top_kernel *ks = calloc(GPU_TOP_MAX_KERNELS, sizeof(*ks));
-	size_t nk = 0, scanned = 0;
-	uint64_t total = 0;
+	struct tally t = {.ks = calloc(GPU_TOP_MAX_KERNELS, sizeof(*t.ks))};
+	size_t scanned = 0;
 
-	if (!ks)
+	if (!t.ks)
 		return -ENOMEM;
 	for (size_t i = store_count(s); i-- > 0 && scanned < GPU_TOP_MAX_SCAN; scanned++) {
 		const struct store_rec *r = store_at(s, i);
-		const char *str;
-		size_t len, klen;
-		struct gpu_top_kernel *k;
+		uint16_t nu = 0, nk = 0;
+		const uint64_t *ips;
+		const char *str, *geom;
+		size_t len, klen, glen;
 
 		if (r->ts_ns + GPU_TOP_SLACK_NS < q->t0_ns)
 			break;
-		if (r->type != STORE_REC_GPU_LAUNCH || r->ts_ns < q->t0_ns ||
-		    (!q->all_uids && r->uid != q->uid) || !pid_wanted(q->pids, q->npids, r->pid))
+		if (!t.cupti && gpu_is_cupti(r) && (r->cpu & 0xff) == GPU_CUPTI_KERNEL &&
+		    visible(q, r))
+			t.cupti = true;
+		if (!wanted(q, r) || !(str = store_str(s, r->name, &len)))
 			continue;
-		str = store_str(s, r->name, &len);
-		if (!str)
-			continue;
-		klen = memchr(str, '\0', len) ? (size_t)((const char *)memchr(str, '\0', len) - str)
-					      : len;
-		k = kernel_get(ks, &nk, str, klen);
-		if (!k)
-			continue;
-		count_launch(k, s, r, str, len, klen);
-		total++;
+		split_name(str, len, &klen, &geom, &glen);
+		ips = r->stack ? store_stack(s, r->stack, &nu, &nk) : NULL;
+		count_launch(&t, r, str, klen, geom, glen, ips && nu ? ips[0] : 0);
+		t.by_handle = t.by_handle || gpu_name_handle(str, klen, NULL);
 	}
-	qsort(ks, nk, sizeof(*ks), kernel_cmp);
-	for (size_t i = 0; i < nk && i < q->limit; i++)
-		qsort(ks[i].sites, ks[i].nsites, sizeof(ks[i].sites[0]), site_cmp);
-	out->k = ks;
-	out->nk = nk < q->limit ? nk : q->limit;
-	out->total = total;
+	rank(&t, q, out);
+	return 0;
+}
+
+int gpu_top_count_capture(const struct capture *c, const uint32_t *names,
+			  const struct gpu_top_query *q, struct gpu_top *out)
+{
+	struct tally t = {.ks = calloc(GPU_TOP_MAX_KERNELS, sizeof(*t.ks))};
+
+	if (!t.ks)
+		return -ENOMEM;
+	/* newest first, as in the store: a kernel's geometry is its latest */
+	for (size_t i = c->nrecs; i-- > 0;) {
+		const struct store_rec *r = &c->recs[i];
+		uint16_t nu = 0, nk = 0;
+		const uint64_t *ips;
+		const char *str, *geom, *kname;
+		size_t len, klen, glen;
+
+		if (!wanted(q, r) || !(str = capture_str(c, r->name, &len)))
+			continue;
+		split_name(str, len, &klen, &geom, &glen);
+		/* the kernel as the CUPTI join named it, the geometry the
+		 * launch's own */
+		kname = names && names[i] ? capture_str(c, names[i], &len) : NULL;
+		if (kname)
+			klen = strnlen(kname, len);
+		else
+			kname = str;
+		ips = r->stack ? capture_stack(c, r->stack, &nu, &nk) : NULL;
+		count_launch(&t, r, kname, klen, geom, glen, ips && nu ? ips[0] : 0);
+		t.by_handle = t.by_handle || gpu_name_handle(kname, klen, NULL);
+	}
+	rank(&t, q, out);
 	return 0;
 }
 

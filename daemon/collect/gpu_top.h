@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct capture;
 struct store;
 
 #define GPU_TOP_MAX_PIDS 64
@@ -52,10 +53,25 @@ struct gpu_top {
 	struct gpu_top_kernel *k; /* most launches first */
 	size_t nk;
 	uint64_t total; /* launches counted, over all kernels */
+	/* gpu_top_count(): some launch counted is known only by its function
+	 * handle ("0x<hex>") and the window holds CUPTI kernels that may name
+	 * it: gpu_top_count_capture() on the window names it */
+	bool nameable;
 };
 
 /* Count and rank. 0, or -ENOMEM (*out untouched). Free with gpu_top_free(). */
 int gpu_top_count(const struct store *s, const struct gpu_top_query *q, struct gpu_top *out);
+
+/*
+ * The same from a capture of the window (any thread: it reads only c),
+ * each launch i named names[i] when that is set (gpu_launch_names(), the
+ * names saved captures give launches known only by handle; names may be
+ * NULL). The records of c are filtered by q as the store's are; c should
+ * hold the window's launches, CUPTI API calls and intervals for the
+ * requester's uid (capture_filter.types). 0 or -ENOMEM (*out untouched).
+ */
+int gpu_top_count_capture(const struct capture *c, const uint32_t *names,
+			  const struct gpu_top_query *q, struct gpu_top *out);
 void gpu_top_free(struct gpu_top *t);
 
 #endif

@@ -38,6 +38,8 @@
 struct push {
 	struct gpd *g;
 	struct symbolizer *sym;
+	push_prepare_fn prepare;
+	void *prepare_arg;
 	uv_timer_t timer;
 	bool timer_live;
 	uint64_t last_t1; /* loop thread: where the next window starts */
@@ -45,7 +47,7 @@ struct push {
 	struct upload *up;   /* NULL without push.url */
 	struct dirsink *dir; /* NULL without push.dir */
 	pthread_t builder;
-	bool builder_started;
+	bool builder_started, builder_joined;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	/* guarded by mu */
@@ -237,13 +239,15 @@ static void build(struct push *p, struct capture *c)
 		    (r = sym_symbolize_capture(p->sym, c)) < 0)
 			log_warn("push: window not symbolized: %s", strerror(-r));
 	}
+	if (p->prepare)
+		p->prepare(p->prepare_arg, c);
 	t1 = gpd_now_ns();
 	r = labels_build(&lb, c);
 	if (r == 0)
 		r = pprof_export_labelled(c, NULL, p->period_ns, label_fn, &lb, membuf_write, &mb,
 					  &t);
 	t2 = gpd_now_ns();
-	log_debug("push: window of %zu records, %zu processes: symbolized in %" PRIu64
+	log_debug("push: window of %zu records, %zu processes: symbolized (and prepared) in %" PRIu64
 		  " ms, rendered in %" PRIu64 " ms, %zu bytes",
 		  c->nrecs, lb.n, (t1 - t0) / 1000000, (t2 - t1) / 1000000, mb.len);
 	if (r == 0 && !(it = calloc(1, sizeof(*it))))
@@ -371,7 +375,8 @@ static void name_param(const struct config_push *cfg, char *out, size_t cap)
 	snprintf(out, cap, "%s{host=%s}", cfg->app_name, host);
 }
 
-int push_start(struct gpd *g, struct symbolizer *sym, struct push **ret)
+int push_start(struct gpd *g, struct symbolizer *sym, push_prepare_fn prepare, void *prepare_arg,
+	       struct push **ret)
 {
 	const struct config_push *cfg = &g->cfg.push;
 	char why[512] = "", name[512];
@@ -386,6 +391,8 @@ int push_start(struct gpd *g, struct symbolizer *sym, struct push **ret)
 		return -ENOMEM;
 	p->g = g;
 	p->sym = sym;
+	p->prepare = prepare;
+	p->prepare_arg = prepare_arg;
 	p->period_ns = g->cfg.sample_freq_hz ? 1000000000ull / g->cfg.sample_freq_hz : 0;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
@@ -436,13 +443,21 @@ void push_stop(struct push *p)
 		upload_stop(p->up);
 }
 
-void push_free(struct push *p)
+void push_join(struct push *p)
 {
 	if (!p)
 		return;
 	push_stop(p);
-	if (p->builder_started)
+	if (p->builder_started && !p->builder_joined)
 		pthread_join(p->builder, NULL);
+	p->builder_joined = true;
+}
+
+void push_free(struct push *p)
+{
+	if (!p)
+		return;
+	push_join(p);
 	capture_free(p->pending);
 	upload_free(p->up);
 	dirsink_free(p->dir);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "capreg.h"
+#include "capwindow.h"
 #include "gpd.h"
 #include "store/store.h"
 #include "tlcache.h"
@@ -83,17 +84,18 @@ static int peer_may_read(int32_t pid, uid_t uid, gid_t gid)
 	return 0;
 }
 
-/* Does the ring hold records of pid in the last span_ns that a peer of
+/* Does the ring hold records of pid in the past window w that a peer of
  * uid (unless privileged) may see? The flight-recorder case of a process
  * that has exited: same window and filter as capreg_start() will cut. */
-static bool ring_has_pid(const struct store *s, int32_t pid, uint64_t span_ns, uid_t uid,
+static bool ring_has_pid(const struct store *s, int32_t pid, const struct capwin *w, uid_t uid,
 			 bool privileged)
 {
-	uint64_t now = gpd_now_ns(), t0 = now > span_ns ? now - span_ns : 0;
+	uint64_t t0, t1;
 
+	capwin_span(w, &t0, &t1);
 	for (size_t i = store_count(s); i-- > 0;) {
 		const struct store_rec *r = store_at(s, i);
-		if (r->pid == (uint32_t)pid && r->ts_ns >= t0 && r->ts_ns <= now &&
+		if (r->pid == (uint32_t)pid && r->ts_ns >= t0 && r->ts_ns <= t1 &&
 		    (privileged || r->uid == uid))
 			return true;
 	}
@@ -130,14 +132,13 @@ struct capentry *capture_for_req(struct rpc_req *req, const cJSON *params, bool 
  * flight-recorder case) when the ring holds records of it the peer may
  * see: an empty capture of a mistyped pid would look like a success.
  */
-static bool pid_allowed(struct rpc_req *req, int32_t pid, uint64_t last_ms)
+static bool pid_allowed(struct rpc_req *req, int32_t pid, const struct capwin *w)
 {
 	int r = req->privileged ? (kill(pid, 0) == 0 || errno == EPERM ? 0 : -ESRCH)
 				: peer_may_read(pid, req->uid, req->gid);
 
 	if (r == -ESRCH) {
-		if (last_ms && ring_has_pid(req->gpd->store, pid, last_ms * 1000000ull, req->uid,
-					    req->privileged))
+		if (w->past && ring_has_pid(req->gpd->store, pid, w, req->uid, req->privileged))
 			return true;
 		rpc_error(req, GPUPROF_ERR_NOT_FOUND, NULL, "no process %d", pid);
 		return false;
@@ -202,8 +203,9 @@ void rpc_wait_saved(struct rpc_req *req, struct capentry *e)
 
 void method_capture_start(struct rpc_req *req, const cJSON *params)
 {
-	static const char *const allowed[] = {"pids", "duration_ms", "last_ms",
-					      "wait", "name",	     NULL};
+	static const char *const allowed[] = {"pids",	  "duration_ms", "last_ms",
+					      "start_ns", "end_ns",	 "clock",
+					      "wait",	  "name",	 NULL};
 	if (!params_only(req, params, allowed))
 		return;
 	struct capreg_start o = {
@@ -213,19 +215,21 @@ void method_capture_start(struct rpc_req *req, const cJSON *params)
 	};
 	int32_t pids[CAPTURE_MAX_PIDS];
 	bool wait = false;
-	const uint64_t max_ms = 24ull * 3600 * 1000;
-	if (!param_u64(req, params, "duration_ms", false, max_ms, &o.duration_ms) ||
-	    !param_u64(req, params, "last_ms", false, max_ms, &o.last_ms) ||
-	    !param_bool(req, params, "wait", &wait) ||
-	    !param_name(req, params, "name", CAPTURE_NAME_MAX - 1, &o.name))
+	struct capwin w;
+	if (!param_bool(req, params, "wait", &wait) ||
+	    !param_name(req, params, "name", CAPTURE_NAME_MAX - 1, &o.name) ||
+	    !capwin_param(req, params, &w))
 		return;
-	if ((o.duration_ms == 0) == (o.last_ms == 0)) {
-		rpc_error(req, GPUPROF_ERR_INVALID_PARAMS, NULL,
-			  "give exactly one of \"duration_ms\" and \"last_ms\", above 0");
-		return;
+	o.duration_ms = w.duration_ms;
+	if (w.absolute) {
+		o.start_ns = w.t0_ns;
+		o.end_ns = w.t1_ns;
+	} else {
+		o.last_ms = w.last_ms;
 	}
-	/* A window in the past holds what happened up to now, and whether an
-	 * exited pid had records decides below whether it may be named. */
+	/* A window in the past holds what happened up to its end, and whether
+	 * an exited pid had records decides below whether it may be named
+	 * (capwin_param drained the rings for an absolute one). */
 	if (o.last_ms && req->gpd->drain_rings)
 		req->gpd->drain_rings(req->gpd);
 	const cJSON *jp = params ? cJSON_GetObjectItemCaseSensitive(params, "pids") : NULL;
@@ -245,7 +249,7 @@ void method_capture_start(struct rpc_req *req, const cJSON *params)
 				return;
 			}
 			int32_t pid = (int32_t)d;
-			if (!pid_allowed(req, pid, o.last_ms))
+			if (!pid_allowed(req, pid, &w))
 				return;
 			pids[o.npids++] = pid;
 		}

@@ -5,6 +5,11 @@
  *
  * Counting and ranking (collect/gpu_top.c) walk the ring on the loop
  * thread; naming the call sites may read ELF files, so that runs as a job.
+ * Kernels the launch probes know only by handle ("0x<hex>") are named in
+ * that job too, from the CUPTI kernels joined to their launches, as a
+ * saved capture names them (capture/gpumatch.h): the loop copies the
+ * window's GPU records the requester may see, the job joins and counts
+ * again.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,6 +18,8 @@
 #include <string.h>
 
 #include "gpd.h"
+#include "capture/capture.h"
+#include "capture/gpumatch.h"
 #include "collect/gpu_top.h"
 #include "jobs.h"
 #include "json.h"
@@ -25,7 +32,29 @@ struct top {
 	uint64_t window_ms, now_ns;
 	unsigned nsites;
 	struct gpu_top r;
+	/* for the names: the query again and its window's GPU records
+	 * (NULL when nothing needs naming) */
+	struct gpu_top_query q;
+	uint32_t pids[GPU_TOP_MAX_PIDS];
+	struct capture *cap;
 };
+
+/* Worker: count again from the window's copy, the launches known only by
+ * handle named as a saved capture would name them. The loop's count stays
+ * when nothing gets a name or memory runs out. */
+static void top_name(struct top *t)
+{
+	struct gpu_top r;
+	uint32_t *names = NULL;
+
+	if (gpu_launch_names(t->cap, &names) < 0 || !names)
+		return;
+	if (gpu_top_count_capture(t->cap, names, &t->q, &r) == 0) {
+		gpu_top_free(&t->r);
+		t->r = r;
+	}
+	free(names);
+}
 
 /* Worker: name the reported call sites (return addresses: look up ip - 1). */
 static void top_resolve(void *arg)
@@ -33,6 +62,8 @@ static void top_resolve(void *arg)
 	struct top *t = arg;
 	struct symbolizer *sym = t->sym;
 
+	if (t->cap)
+		top_name(t);
 	for (size_t i = 0; i < t->r.nk; i++)
 		for (unsigned j = 0; j < t->r.k[i].nsites && j < t->nsites; j++) {
 			struct gpu_top_site *st = &t->r.k[i].sites[j];
@@ -43,6 +74,47 @@ static void top_resolve(void *arg)
 						     sizeof(st->name), NULL, 0) < -ENOENT)
 				snprintf(st->name, sizeof(st->name), "0x%" PRIx64, st->ip);
 		}
+}
+
+static void top_free(struct top *t)
+{
+	gpu_top_free(&t->r);
+	capture_free(t->cap);
+	free(t);
+}
+
+/*
+ * The window's launches, CUPTI API calls and intervals that the query may
+ * count, for top_name(): the same pid and uid filters as the count, so a
+ * member joins only its own processes' records and no other user's name
+ * reaches it. Left NULL when memory runs out or the copy is larger than a
+ * capture may be (memory.capture_max): the handles are shown then.
+ */
+static void top_copy_window(struct top *t, const struct gpd *g)
+{
+	int32_t pids[GPU_TOP_MAX_PIDS];
+	struct capture_filter f = {
+		.pids = pids,
+		.npids = t->q.npids,
+		.uid_filter = !t->q.all_uids,
+		.uid = (uint32_t)t->q.uid,
+		.types = 1u << STORE_REC_GPU_LAUNCH | 1u << STORE_REC_GPU_API |
+			 1u << STORE_REC_GPU_INTERVAL,
+	};
+
+	_Static_assert(GPU_TOP_MAX_PIDS <= CAPTURE_MAX_PIDS, "a query's pids fit a capture's");
+	for (size_t i = 0; i < t->q.npids; i++)
+		pids[i] = (int32_t)t->q.pids[i];
+	if (capture_take(g->store, &f, t->q.t0_ns, UINT64_MAX, &t->cap) < 0) {
+		t->cap = NULL;
+		return;
+	}
+	if (t->cap->nrecs * sizeof(*t->cap->recs) + t->cap->str_blob_len +
+		    t->cap->nips * sizeof(*t->cap->ips) >
+	    g->cfg.capture_max_bytes) {
+		capture_free(t->cap);
+		t->cap = NULL;
+	}
 }
 
 static void top_reply(void *arg)
@@ -89,8 +161,7 @@ static void top_reply(void *arg)
 		cJSON_AddItemToArray(ks, ko);
 	}
 	rpc_reply(t->req, o);
-	gpu_top_free(&t->r);
-	free(t);
+	top_free(t);
 }
 
 static bool param_pids(struct rpc_req *req, const cJSON *params, uint32_t *out, size_t *n)
@@ -137,29 +208,31 @@ void method_gpu_top(struct rpc_req *req, const cJSON *params)
 		return;
 	}
 	t = calloc(1, sizeof(*t));
-	if (t) {
-		t->req = req;
-		t->sym = req->gpd->symbolizer;
-		t->window_ms = window_ms;
-		t->now_ns = gpd_now_ns();
-		t->nsites = (unsigned)sites;
+	if (!t) {
+		rpc_error(req, GPUPROF_ERR_INTERNAL, NULL, "out of memory");
+		return;
 	}
-	if (!t || gpu_top_count(req->gpd->store,
-				&(struct gpu_top_query){
-					.t0_ns = t->now_ns > window_ms * 1000000
-							 ? t->now_ns - window_ms * 1000000
-							 : 0,
-					.pids = pids,
-					.npids = npids,
-					.all_uids = req->privileged,
-					.uid = req->uid,
-					.limit = (size_t)limit,
-				},
-				&t->r) < 0) {
+	t->req = req;
+	t->sym = req->gpd->symbolizer;
+	t->window_ms = window_ms;
+	t->now_ns = gpd_now_ns();
+	t->nsites = (unsigned)sites;
+	memcpy(t->pids, pids, npids * sizeof(*pids));
+	t->q = (struct gpu_top_query){
+		.t0_ns = t->now_ns > window_ms * 1000000 ? t->now_ns - window_ms * 1000000 : 0,
+		.pids = t->pids,
+		.npids = npids,
+		.all_uids = req->privileged,
+		.uid = req->uid,
+		.limit = (size_t)limit,
+	};
+	if (gpu_top_count(req->gpd->store, &t->q, &t->r) < 0) {
 		free(t);
 		rpc_error(req, GPUPROF_ERR_INTERNAL, NULL, "out of memory");
 		return;
 	}
+	if (t->r.nameable)
+		top_copy_window(t, req->gpd);
 	if (job_submit(req->gpd, &(struct job_owner){req->uid, req->privileged}, top_resolve,
 		       top_reply, t) < 0) {
 		/* No worker free: answer with addresses rather than wait. */

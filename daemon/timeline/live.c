@@ -83,20 +83,22 @@ static uint32_t str_slot(const struct capture *c, uint32_t id)
 	return id > c->nstrs ? 0 : id;
 }
 
-/* A launch's kernel name: its name string up to the NUL before geometry. */
-static const char *kernel_name(const struct capture *c, const struct store_rec *r, size_t *len)
+/* A kernel name string id's text up to the NUL before a launch's
+ * geometry. */
+static const char *kernel_name(const struct capture *c, uint32_t name, size_t *len)
 {
-	const char *s = capture_str(c, r->name, len);
+	const char *s = capture_str(c, name, len);
 	const char *nul = s ? memchr(s, '\0', *len) : NULL;
 	if (nul)
 		*len = (size_t)(nul - s);
 	return s ? s : "";
 }
 
-/* The name of interval iv: the kernel of its last launch (or NULL) or its
- * engine, "Memcpy …" on a copy engine. */
+/* The name of interval iv: the kernel of its last launch (record index
+ * li, or NULL), as the CUPTI join names a launch known only by handle
+ * (gpumatch.h), or its engine, "Memcpy …" on a copy engine. */
 static const struct name *interval_name(struct live *L, const struct store_rec *iv,
-					const struct store_rec *last, int *err)
+					const struct store_rec *last, uint32_t li, int *err)
 {
 	struct name *slot;
 	const char *s;
@@ -104,9 +106,11 @@ static const struct name *interval_name(struct live *L, const struct store_rec *
 	size_t len;
 
 	if (last) {
-		slot = &L->kname[str_slot(L->c, last->name)];
+		uint32_t kn = gpu_launch_name(L->m.name, li, last);
+
+		slot = &L->kname[str_slot(L->c, kn)];
 		if (!slot->id1) {
-			s = kernel_name(L->c, last, &len);
+			s = kernel_name(L->c, kn, &len);
 			*err = (int)intern(L, slot, s, len);
 		}
 		return slot;
@@ -131,11 +135,14 @@ static int push_interval(struct live *L, struct tl_rank *r, struct tl_build *cap
 {
 	const struct store_rec *iv = &L->c->recs[i];
 	const struct store_rec *last = NULL;
+	uint32_t li = 0;
 	int err = 0;
 
-	if (L->m.count[i])
-		last = &L->c->recs[L->m.launch[L->m.first[i] + L->m.count[i] - 1]];
-	const struct name *nm = interval_name(L, iv, last, &err);
+	if (L->m.count[i]) {
+		li = L->m.launch[L->m.first[i] + L->m.count[i] - 1];
+		last = &L->c->recs[li];
+	}
+	const struct name *nm = interval_name(L, iv, last, li, &err);
 	if (err < 0)
 		return err;
 	struct tl_event e = {

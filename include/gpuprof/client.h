@@ -109,14 +109,30 @@ struct gpuprof_capture_opts {
 	const int32_t *pids; /* processes to keep; NULL/0 = all the peer may see */
 	size_t npids;
 	uint64_t duration_ms; /* record forward this long ... */
-	uint64_t last_ms;     /* ... or cut this much from the past (exactly one != 0) */
+	uint64_t last_ms;     /* ... or cut this much from the past ... */
 	int wait;	      /* non-zero: reply only once the capture is complete */
 	const char *name;     /* optional label, may be NULL */
+	/* Added after the first layout (read when size covers them):
+	 * ... or cut the absolute window [start_ns, end_ns] (exactly one of
+	 * duration_ms, last_ms and has_start). The times are CLOCK_MONOTONIC
+	 * ns as a capture's "window" reports them (start_ns / end_ns of
+	 * capture.info), or with realtime CLOCK_REALTIME ns since the epoch,
+	 * which the daemon converts with its own clock offset. has_end: the
+	 * window ends at end_ns, not now (also with last_ms: the last_ms
+	 * before end_ns). */
+	int has_start, has_end;
+	uint64_t start_ns, end_ns;
+	int realtime;
 };
 
 /* "capture.start": on success *id is the new capture's id. -EINVAL for
- * inconsistent options or a size smaller than the first layout, -E2BIG for
- * a larger struct whose extra bytes are not all zero. */
+ * inconsistent options (not exactly one of duration_ms, last_ms and
+ * has_start; has_end with duration_ms) or a size smaller than the first
+ * layout, -E2BIG for a larger struct whose extra bytes are not all zero.
+ * A window the daemon refuses (reversed, in the future, longer than a
+ * day: GPUPROF_ERR_INVALID_PARAMS; wholly before what its ring holds:
+ * GPUPROF_ERR_NO_DATA) fails with -EREMOTEIO and the daemon's error
+ * (gpuprof_client_error_code() / _message()). */
 int gpuprof_capture_start(struct gpuprof_client *client, const struct gpuprof_capture_opts *opts,
 			  uint64_t *id);
 /* "capture.stop": end a forward recording early. */

@@ -2,6 +2,7 @@
 """The client: one connection to gpuprofd and the CLI's verbs as methods."""
 
 import ctypes
+import datetime
 import json
 import os
 import tempfile
@@ -67,6 +68,12 @@ class Folded:
 
     def __str__(self):
         return self.text
+
+
+def _epoch_ns(dt):
+    """An aware datetime as ns since the epoch, exactly (no float)."""
+    d = dt - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    return (d.days * 86400 + d.seconds) * 10**9 + d.microseconds * 1000
 
 
 def parse_duration_ms(value):
@@ -205,21 +212,43 @@ class Client:
         return self.call("status")
 
     # -- captures -----------------------------------------------------------
-    def capture(self, pids=None, duration=None, last=None, name=None, wait=True):
-        """Take a capture: record forward for `duration`, or cut the `last`
-        from the store (exactly one; "10s", "500ms" or seconds). pids: a pid
-        or a list (None: every process this peer may see). With wait (the
-        default) the reply comes once the capture is ready. Returns its
-        info."""
-        if (duration is None) == (last is None):
-            raise ValueError("give exactly one of duration and last")
+    def capture(self, pids=None, duration=None, last=None, name=None, wait=True, since=None,
+                until=None):
+        """Take a capture: record forward for `duration`, cut the `last`
+        from the store ("10s", "500ms" or seconds), or cut the absolute
+        window from `since` (exactly one of the three) to `until` (default
+        now; with `last`: the last before `until`). since / until: the
+        daemon's CLOCK_MONOTONIC ns (int, as a capture's info["window"]
+        gives them) or timezone-aware datetimes (the daemon converts
+        wall-clock times with its own offset); both of one kind. pids: a
+        pid or a list (None: every process this peer may see). With wait
+        (the default) the reply comes once the capture is ready. Returns
+        its info."""
+        if (duration is not None) + (last is not None) + (since is not None) != 1:
+            raise ValueError("give exactly one of duration, last and since")
+        if until is not None and duration is not None:
+            raise ValueError("until ends a window in the past: not with duration")
         p = {}
         if pids is not None:
             p["pids"] = [int(x) for x in ([pids] if isinstance(pids, int) else pids)]
         if duration is not None:
             p["duration_ms"] = parse_duration_ms(duration)
-        else:
+        elif last is not None:
             p["last_ms"] = parse_duration_ms(last)
+        times = {k: v for k, v in (("start_ns", since), ("end_ns", until)) if v is not None}
+        if times:
+            wall = {isinstance(v, datetime.datetime) for v in times.values()}
+            if len(wall) != 1:
+                raise ValueError("give since and until of one kind: ns ints or datetimes")
+            for k, v in times.items():
+                if isinstance(v, datetime.datetime):
+                    if v.tzinfo is None:
+                        raise ValueError("%s: a datetime with its time zone" % k)
+                    v = _epoch_ns(v)
+                elif isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise ValueError("%s: ns as an int >= 0, or a datetime" % k)
+                p[k] = v
+            p["clock"] = "realtime" if wall.pop() else "monotonic"
         p["wait"] = bool(wait)
         if name is not None:
             p["name"] = name

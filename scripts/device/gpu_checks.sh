@@ -162,29 +162,14 @@ cap() {
 }
 
 # cap_from PID T0 NAME: a capture from 1 s before T0 (CLOCK_MONOTONIC
-# seconds; the process keeps 2 s quiet before it) to now. --last counts
-# back from when the daemon takes the request, which a loaded machine
-# delays: aim with the window the daemon reports and take it again until
-# it starts inside the quiet time
+# seconds; the process keeps 2 s quiet before it) to now: an absolute
+# window (--since takes the daemon's monotonic ns), so however long a
+# loaded machine makes the daemon take the request, it starts there
 cap_from() {
-    local want id last=100 start end
-    want=$(awk -v t="$2" 'BEGIN { printf "%.0f", t * 1e9 - 1e9 }')
-    for _ in 1 2 3 4 5 6; do
-        id=$(cap "$1" "$last" "$3") || return 1
-        read -r start end < <(jget "$R/$3.cap.json" '"%d %d" % (d["window"]["start_ns"], d["window"]["end_ns"])')
-        echo "capture $id: --last ${last}ms starts $(((start - want) / 1000000)) ms from the aim" >&2
-        if awk -v s="$start" -v w="$want" 'BEGIN { exit !(s > w - 9e8 && s < w + 9e8) }'; then
-            echo "$id"
-            return 0
-        fi
-        ctl delete "$id" >/dev/null
-        # from the first (100 ms) probe, aim at the wanted start from its
-        # end; after a miss, also correct by how far that one landed off
-        last=$(awk -v e="$end" -v w="$want" -v l="$last" -v s="$start" \
-            'BEGIN { d = (e - w) / 1e6; if (l != 100) d += (s - w) / 1e6; printf "%d", (d > 1 ? d : 1) }')
-    done
-    echo "no capture window starting in the quiet time before phase A" >&2
-    return 1
+    local since
+    since=$(awk -v t="$2" 'BEGIN { printf "%.0f", t * 1e9 - 1e9 }')
+    ctl --json capture --pid "$1" --since "$since" --name "$3" >"$R/$3.cap.json" &&
+        jget "$R/$3.cap.json" 'd["id"]'
 }
 
 # analyze_three ID PREFIX: kernels (all of them), temporal, idle as JSON

@@ -38,8 +38,14 @@ expect 2 ''
 expect 2 'unrecognized option' --bogus status
 expect 2 'unrecognized option' status --bogus
 expect 2 '--pid PID is required' capture --duration 5s
-expect 2 'exactly one of --duration and --last' capture --pid 1
-expect 2 'exactly one of --duration and --last' capture --pid 1 --duration 1s --last 1s
+expect 2 'exactly one of --duration, --last and --since' capture --pid 1
+expect 2 'exactly one of --duration, --last and --since' capture --pid 1 --duration 1s --last 1s
+expect 2 'exactly one of --duration, --last and --since' capture --pid 1 --last 1s --since 5
+expect 2 'exactly one of --duration, --last and --since' capture --pid 1 --until 5
+expect 2 'not --duration' capture --pid 1 --duration 1s --until 5
+expect 2 'on one clock' capture --pid 1 --since 5 --until @1764315000
+expect 2 'give the time zone' capture --pid 1 --since 2025-11-28T07:30:00
+expect 2 'not a time' capture --pid 1 --since yesterday
 expect 2 'invalid duration' capture --pid 1 --duration soon
 expect 2 'invalid pid' capture --pid abc --last 1s
 expect 2 'drop --no-wait' capture --pid 1 --last 1s --no-wait --out "$tmp/f"

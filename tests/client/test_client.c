@@ -6,6 +6,7 @@
  * test_client_io.c.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -211,8 +212,20 @@ static void test_invalid_params(void)
 	CHECK_EQ_INT(gpuprof_capture_start(c, &o, NULL), -EINVAL);
 	/* The size field: shorter than the first layout, or a newer caller's
 	 * larger struct with a field this library does not know set. */
-	struct gpuprof_capture_opts ok = {.size = sizeof(ok) - 1, .last_ms = 1};
+	struct gpuprof_capture_opts ok = {
+		.size = offsetof(struct gpuprof_capture_opts, name) + sizeof(ok.name) - 1,
+		.last_ms = 1};
 	CHECK_EQ_INT(gpuprof_capture_start(c, &ok, NULL), -EINVAL);
+	/* the window: exactly one of duration, last and start; an end only
+	 * for a window in the past */
+	struct gpuprof_capture_opts win[] = {
+		{.size = sizeof(win[0]), .last_ms = 1, .has_start = 1, .start_ns = 5},
+		{.size = sizeof(win[0]), .duration_ms = 1, .has_start = 1},
+		{.size = sizeof(win[0]), .duration_ms = 1, .has_end = 1, .end_ns = 9},
+		{.size = sizeof(win[0]), .has_end = 1, .end_ns = 9},
+	};
+	for (size_t i = 0; i < sizeof(win) / sizeof(win[0]); i++)
+		CHECK_EQ_INT(gpuprof_capture_start(c, &win[i], NULL), -EINVAL);
 	struct {
 		struct gpuprof_capture_opts o;
 		uint64_t newer;

@@ -5,7 +5,8 @@
  * of the CUPTI interval joined to them, and lend it to the other launches
  * of their handle in the same process (capture/gpumatch.h, m->name); the
  * outputs that draw launches use it: folded (launches, gpu-time), pprof,
- * the Chrome trace.
+ * the Chrome trace, the live timeline's driver-side intervals, and
+ * gpu.top's count from a copy of its window.
  *
  * pid 300 "train" (uid 1000), thread 300; µs from T0:
  *   L1 @10 handle A, S1; c1 [10, 14] -> _Z4gemmPf [20, 40]
@@ -28,11 +29,14 @@
 
 #include "sym/capbuild.h"
 #include "capture/gpumatch.h"
+#include "collect/gpu_top.h"
 #include "flamegraph.h"
 #include "folded.h"
 #include "gunzip.h"
 #include "membuf.h"
 #include "test.h"
+#include "timeline.h"
+#include "timeline/live.h"
 
 #define T0 1000000000000ull
 #define US 1000ull
@@ -313,6 +317,105 @@ out:
 	capture_free(c);
 }
 
+/*
+ * A driver-side job interval (the gpu_jobs collector's, not CUPTI's) of a
+ * process that also loads the CUPTI library is named after its last
+ * launch, as the join names that launch: L1 @10 handle A joined to gemm;
+ * L2 @50 handle A, no call; the job submitted @55 runs [60, 70] and takes
+ * L2: "_Z4gemmPf", not "0x7f00a000".
+ */
+static void test_live_interval(void)
+{
+	struct capture *c;
+	struct timeline *tl = NULL;
+	const struct tl_rank *r;
+	unsigned jobs = 0;
+
+	if (capture_new(&c) < 0)
+		abort();
+	c->kind = CAPTURE_LIVE;
+	c->t0_ns = T0;
+	c->t1_ns = T0 + 1000 * US;
+	struct who w = {300, 1000, cb_str(c, "train")};
+	probe(c, &w, cb_str(c, HA), 10, 0);
+	kernel(c, &w, "_Z4gemmPf", 10, 20, 40, 1);
+	probe(c, &w, cb_str(c, HA), 50, 0);
+	struct store_rec *iv = rec(c, &w);
+	iv->ts_ns = T0 + 60 * US;
+	iv->dur_ns = 10 * US;
+	iv->name = cb_str(c, "xe/ccs");
+	iv->type = STORE_REC_GPU_INTERVAL;
+	iv->cpu = GPU_ENGINE_XE << 8 | 5;
+	iv->aux32 = 5 * US; /* submitted @55 */
+	iv->aux[0] = 7;
+	CHECK_EQ_INT(timeline_from_capture(c, &tl), 0);
+	r = tl ? timeline_rank(tl, 300) : NULL;
+	CHECK(r != NULL);
+	for (uint32_t i = 0; r && i < r->nev; i++) {
+		const struct tl_event *e = &r->ev[i];
+
+		if (e->ts_ns != (int64_t)(T0 + 60 * US) || e->kind != TL_K_KERNEL)
+			continue;
+		jobs++;
+		CHECK_STREQ(timeline_str(tl, e->name, NULL), "_Z4gemmPf");
+	}
+	CHECK_EQ_INT(jobs, 1);
+	timeline_free(tl);
+	capture_free(c);
+}
+
+/* The count of kernel name s in t, -1 when t has no such row. */
+static int64_t top_count(const struct gpu_top *t, const char *s)
+{
+	for (size_t i = 0; i < t->nk; i++)
+		if (!strcmp(t->k[i].name, s))
+			return (int64_t)t->k[i].count;
+	return -1;
+}
+
+/*
+ * gpu.top's count of a window named as the capture names it: the launches
+ * the join named are counted under the kernel's name (with their own
+ * geometry and call sites); a member's query (uid 1001) counts only its
+ * own process's launch, which keeps its handle.
+ */
+static void test_top(void)
+{
+	struct capture *c = scene();
+	struct gpu_top t = {0};
+	uint32_t *names = NULL;
+	struct gpu_top_query q = {.t0_ns = T0, .all_uids = true, .limit = 100};
+
+	CHECK_EQ_INT(gpu_launch_names(c, &names), 0);
+	CHECK(names != NULL);
+	CHECK_EQ_INT(gpu_top_count_capture(c, names, &q, &t), 0);
+	CHECK_EQ_U64(t.total, 10);
+	CHECK_EQ_INT(top_count(&t, "_Z4gemmPf"), 2);
+	CHECK_EQ_INT(top_count(&t, "_Z4reluPf"), 2);
+	CHECK_EQ_INT(top_count(&t, "_Z1xv"), 1);
+	CHECK_EQ_INT(top_count(&t, "_Z1yv"), 1);
+	CHECK_EQ_INT(top_count(&t, HC), 1);
+	CHECK_EQ_INT(top_count(&t, HD), 1);
+	CHECK_EQ_INT(top_count(&t, HA), 2); /* L9 another's, L10 the spoof */
+	for (size_t i = 0; i < t.nk; i++)
+		if (!strcmp(t.k[i].name, "_Z4reluPf")) {
+			CHECK_STREQ(t.k[i].geometry, "grid=4,1,1 block=128,1,1");
+			CHECK_EQ_U64(t.k[i].nsites, 1);
+			CHECK_EQ_U64(t.k[i].sites[0].ip, 0x2002);
+		}
+	gpu_top_free(&t);
+
+	q.all_uids = false;
+	q.uid = 1001;
+	CHECK_EQ_INT(gpu_top_count_capture(c, names, &q, &t), 0);
+	CHECK_EQ_U64(t.total, 1);
+	CHECK_EQ_U64(t.nk, 1);
+	CHECK_EQ_INT(top_count(&t, HA), 1);
+	gpu_top_free(&t);
+	free(names);
+	capture_free(c);
+}
+
 int main(void)
 {
 	RUN(test_match);
@@ -321,5 +424,7 @@ int main(void)
 	RUN(test_folded);
 	RUN(test_chrome);
 	RUN(test_pprof);
+	RUN(test_live_interval);
+	RUN(test_top);
 	return test_summary();
 }

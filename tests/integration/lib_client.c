@@ -51,7 +51,33 @@ static void test_blocking(void)
 	cJSON *info = parse(txt);
 	CHECK_STREQ(cJSON_GetObjectItem(info, "name")->valuestring, "from-lib");
 	CHECK_STREQ(cJSON_GetObjectItem(info, "state")->valuestring, "ready");
+	/* the same window again, absolute, as the info reports it */
+	cJSON *w = cJSON_GetObjectItem(info, "window");
+	struct gpuprof_capture_opts ao = {
+		.size = sizeof(ao),
+		.pids = &pid,
+		.npids = 1,
+		.wait = 1,
+		.has_start = 1,
+		.start_ns = (uint64_t)cJSON_GetObjectItem(w, "start_ns")->valuedouble,
+		.has_end = 1,
+		.end_ns = (uint64_t)cJSON_GetObjectItem(w, "end_ns")->valuedouble,
+	};
 	cJSON_Delete(info);
+	uint64_t id2 = 0;
+	CHECK_EQ_INT(gpuprof_capture_start(c, &ao, &id2), 0);
+	CHECK_EQ_INT(gpuprof_capture_info(c, id2, &txt), 0);
+	info = parse(txt);
+	w = cJSON_GetObjectItem(info, "window");
+	CHECK_EQ_U64((uint64_t)cJSON_GetObjectItem(w, "start_ns")->valuedouble, ao.start_ns);
+	CHECK_EQ_U64((uint64_t)cJSON_GetObjectItem(w, "end_ns")->valuedouble, ao.end_ns);
+	cJSON_Delete(info);
+	CHECK_EQ_INT(gpuprof_capture_delete(c, id2), 0);
+	/* reversed: the daemon's invalid-params error */
+	ao.start_ns = ao.end_ns + 1;
+	CHECK_EQ_INT(gpuprof_capture_start(c, &ao, &id2), -EREMOTEIO);
+	CHECK_EQ_INT(gpuprof_client_error_code(c), GPUPROF_ERR_INVALID_PARAMS);
+	CHECK(strstr(gpuprof_client_error_message(c), "after it ends") != NULL);
 
 	CHECK_EQ_INT(gpuprof_capture_list(c, &txt), 0);
 	cJSON *lst = parse(txt);

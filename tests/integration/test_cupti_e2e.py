@@ -9,7 +9,8 @@ GPU-time flame graph (each kernel's synthetic durations summed exactly on
 the stack that launched it), the live timeline under every analysis
 (against sums and unions computed here from the program's own totals and
 from the Chrome export), kernels named from CUPTI where the launch probes
-attached after the program named them, drops counted while the daemon is
+attached after the program named them (in saved captures and in the live
+top table), drops counted while the daemon is
 down, and a stopped daemon never holding the program up."""
 
 import json
@@ -21,7 +22,7 @@ import subprocess
 import time
 
 from cuda_app import APP, FAKE_CUDA, FAKE_CUPTI, LIB, inject_env, totals
-from gpd import Daemon, Skip, eq, expect, main, test
+from gpd import (GPUPROFCTL, Daemon, Skip, as_attacker, eq, expect, main, open_to_group, test)
 
 
 # two kernels, one with a real Itanium-mangled name (saved captures show
@@ -194,6 +195,30 @@ def live_capture_of_a_cuda_process():
         d.cleanup()
 
 
+def top_names_kernels_known_by_handle(d, pid, n):
+    """gpuprofctl top of a program whose launches the probes know only as
+    "0x<handle>": the live table names them from the CUPTI kernels joined
+    to them, as a saved capture does, with the launches' own geometry and
+    call sites; a member of group gpuprof who does not own the program
+    sees none of its kernels, by handle or by name."""
+    top = d.ctl_json("top", "--pid", str(pid), "--window", "10m")
+    got = {k["name"]: k for k in top["kernels"]}
+    eq(sorted(got), sorted([K_A, K_B]), "top's kernels: %s" % top)
+    for k in got.values():
+        eq((k["launches"], k["pids"]), (n, [pid]), "top's %s" % k["name"])
+        expect(k["geometry"].startswith("grid="), "the launch's geometry kept: %s" % k)
+        expect(any(s["name"].startswith("worker") for s in k["call_sites"]),
+               "launched from the program's worker: %s" % k)
+    table = d.ctl("top", "--pid", str(pid), "--window", "10m", check=0).stdout.decode()
+    expect(K_A in table and K_B in table and " 0x" not in table.split("\n\n", 1)[1],
+           "top's table names the kernels: %s" % table)
+    open_to_group(d)
+    p = subprocess.run(as_attacker([GPUPROFCTL, "--socket", d.sock, "--json", "top", "--pid",
+                                    str(pid), "--window", "10m"]), capture_output=True)
+    eq(p.returncode, 0, "top as a member: %s" % p.stderr)
+    eq(json.loads(p.stdout)["kernels"], [], "another user's kernels shown to a member")
+
+
 @test
 def kernels_named_before_the_daemon_started():
     """A process that got its function handles before gpuprofd attached
@@ -218,6 +243,7 @@ def kernels_named_before_the_daemon_started():
         wait_until(lambda: kernels_stored(d) >= 2 * n, "the library's last batch")
         wait_until(lambda: status(d, "gpu")["unnamed_launches"] >= 2 * n,
                    "the probes counting launches they could not name")
+        top_names_kernels_known_by_handle(d, app.pid, n)
         cid = capture(d, app.pid)
         for weight, per in (("gpu-time", {K_A: 20000, K_B_SHOWN: 5000}),
                             ("launches", {K_A: 1, K_B_SHOWN: 1})):

@@ -6,8 +6,8 @@ names per device, PC samples into the store (STORE_REC_GPU_PC) and into a
 capture with exact sums, cubins reassembled into the daemon's cache within
 their bounds; hostile PC and cubin records (malformed: the connection
 closes; out of bounds: dropped and counted); the SASS text a saved
-capture keeps (after a restart, only the owner's cubins) and the pprof
-export of the stalls."""
+capture keeps (after a restart, only the owner's cubins), the pprof
+export of the stalls, and the same text in continuous profiles' windows."""
 
 import os
 import re
@@ -16,6 +16,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -248,6 +249,83 @@ def sass_text_only_for_the_owners_cubins():
         finally:
             p.kill()
             p.wait()
+        s.close()
+    finally:
+        d.cleanup()
+        shutil.rmtree(tool_dir, ignore_errors=True)
+
+
+@test
+def pushed_windows_carry_sass_text():
+    """A continuous profile's window is never saved, yet its stall frames
+    show the instruction text a saved capture keeps (nvdisasm run on the
+    window's cubins as for a root's capture), and its offset where
+    nvdisasm has no instruction. nvdisasm runs once for the cubin, not
+    once per window: later windows take the texts the first resolved, even
+    once nvdisasm is gone."""
+    tool_dir = tempfile.mkdtemp(prefix="gpnvdis.")
+    os.chmod(tool_dir, 0o755)
+    runs_dir = os.path.join(tool_dir, "runs")
+    os.mkdir(runs_dir)
+    os.chmod(runs_dir, 0o777)  # nvdisasm runs as nobody
+    runs = os.path.join(runs_dir, "n")
+    tool = os.path.join(tool_dir, "nvdisasm")
+    with open(tool, "w") as f:
+        f.write(FAKE_NVDISASM.replace("#!/bin/sh\n", "#!/bin/sh\necho run >> %s\n" % runs, 1))
+    os.chmod(tool, 0o755)
+    pdir = os.path.join(tool_dir, "profiles")
+    d = daemon("cupti.nvdisasm = %s\npush.dir = %s\npush.interval = 1s\n" % (tool, pdir))
+    bar, ldg = b"BAR.SYNC.DEFER_BLOCKING 0x0", b"LDG.E R2, desc[UR4][R2.64]"
+    seen = set()
+
+    def new_profiles():
+        """The profiles written since the last call, decompressed."""
+        out = []
+        for n in sorted(os.listdir(pdir)) if os.path.isdir(pdir) else []:
+            if n.endswith(".pb.gz") and n not in seen:
+                seen.add(n)
+                with open(os.path.join(pdir, n), "rb") as f:
+                    out.append(zlib.decompress(f.read(), 16 + zlib.MAX_WBITS))
+        return out
+
+    def pushed_with(seq, want):
+        """Send the samples each 0.2 s until a pushed profile names the
+        kernel; that profile."""
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            t = W.now()
+            s.send(W.msg([W.pc(t, crc, 0x1a0, 1, 0, 30), W.pc(t, crc, 0x40, 1, 0, 5),
+                          W.pc(t, crc, 0x50, 1, 0, 4)], seq=seq))
+            seq += 1
+            for prof in new_profiles():
+                if b"matmul(float*, float*)" in prof and want in prof:
+                    return prof, seq
+            time.sleep(0.2)
+        raise AssertionError("no pushed profile with %r in %s" % (want, pdir))
+
+    try:
+        s = W.connect(d.cupti)
+        blob = os.urandom(70000)
+        crc = zlib.crc32(blob)
+        s.send(W.msg([W.hello(features=0xff), W.string(1, "_Z6matmulPfS_"),
+                      W.string(2, STALLED + "barrier"), W.stall_name(0, 0, 2)]))
+        for i, ch in enumerate(W.cubin_chunks(crc, blob)):
+            s.send(W.msg([ch], seq=1 + i))
+        wait_status(d, lambda st: st["cubins"] == 1, "the cubin kept")
+        prof, seq = pushed_with(10, bar)
+        expect(ldg in prof, "both instructions' text in the pushed profile")
+        expect(b"+0x50" in prof and b"+0x1a0" not in prof and b"+0x40" not in prof,
+               "an offset only where nvdisasm had no instruction")
+        # later windows: the texts again, nvdisasm not run again, even
+        # once it is unusable (the cubin of a CRC does not change)
+        os.chmod(tool, 0o644)
+        for _ in range(2):
+            new_profiles()
+            prof, seq = pushed_with(seq, bar)
+            expect(ldg in prof and b"+0x50" in prof, "the same frames in a later window")
+        with open(runs) as f:
+            eq(len(f.read().splitlines()), 1, "nvdisasm runs for the cubin over the windows")
+        eq(ctl_json(d, "status")["push"]["build_failures"], 0, "no window failed")
         s.close()
     finally:
         d.cleanup()

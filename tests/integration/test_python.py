@@ -5,6 +5,7 @@ python3: the CLI's verbs as methods, HTA-shaped DataFrames equal to HTA's
 reference numbers and to `gpuprofctl --json`, a live CPU capture's folded
 stacks, errors carrying the JSON-RPC code, and the module without pandas."""
 
+import datetime
 import glob
 import json
 import math
@@ -12,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 from gpd import BUILD, SOURCE, SHARED, Daemon, eq, expect, main, need_sampler, Skip, test
 
@@ -254,6 +256,18 @@ def live_capture_of_a_cpu_burner():
             # --last from the store, and a forward capture stopped early
             last = c.capture(pids=w.pid, last="1s")
             expect(last["by_type"].get("cpu_sample", 0) > 0, "last 1 s has samples: %r" % last)
+            # that window again, absolute: monotonic ns, then aware datetimes
+            s, e = last["window"]["start_ns"], last["window"]["end_ns"]
+            again = c.capture(pids=w.pid, since=s, until=e)
+            eq((again["window"]["start_ns"], again["window"]["end_ns"]), (s, e), "since, until")
+            expect(again["records"] >= last["records"], "its records: %r" % again)
+            off = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(
+                time.CLOCK_MONOTONIC)
+            utc = datetime.timezone.utc
+            wall = c.capture(pids=w.pid, since=datetime.datetime.fromtimestamp((s + off) / 1e9, utc),
+                             until=datetime.datetime.fromtimestamp((e + off) / 1e9, utc))
+            expect(abs(wall["window"]["start_ns"] - s) < 5 * 10**6 and
+                   abs(wall["window"]["end_ns"] - e) < 5 * 10**6, "datetimes: %r" % wall["window"])
             rec = c.capture(pids=[w.pid], duration=60, wait=False)
             eq(rec["state"], "recording", "no wait: recording")
             stopped = c.stop(rec["id"])
@@ -308,8 +322,14 @@ def errors_carry_the_json_rpc_code():
                 eq(e.code, gpuprof.ERR_BAD_INPUT, str(e))
                 expect(isinstance(e.data, dict) and "offset" in e.data, "data: %r" % e.data)
             # local mistakes never reach the daemon
+            now = datetime.datetime.now(datetime.timezone.utc)
             for fn in (lambda: c.capture(pids=[1]), lambda: c.capture(duration="1s", last="1s"),
-                       lambda: c.capture(duration="soon")):
+                       lambda: c.capture(duration="soon"),
+                       lambda: c.capture(pids=[1], last="1s", since=5),
+                       lambda: c.capture(pids=[1], duration="1s", until=5),
+                       lambda: c.capture(pids=[1], since=5, until=now),
+                       lambda: c.capture(pids=[1], since=now.replace(tzinfo=None)),
+                       lambda: c.capture(pids=[1], since=-1)):
                 try:
                     fn()
                     raise AssertionError("accepted")
