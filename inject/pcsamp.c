@@ -222,8 +222,7 @@ void pcsamp_release_names(void)
 		free(held[i].cupti);
 		held[i].cupti = NULL;
 	}
-	nheld = 0;
-	pc_n.names = 0;
+	nheld = 0; /* pc_n.names stays: how many were held */
 out:
 	pthread_mutex_unlock(&mu);
 }

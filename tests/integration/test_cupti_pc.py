@@ -170,6 +170,10 @@ def pc_samples_stall_names_and_cubins():
         eq([(e["pid"], e["pc_library"]["errors"], e["pc_library"]["last_error_call"])
             for e in st["pc_closed"]], [(os.getpid(), 8, "cuptiPCSamplingGetData")],
            "the closed peer's PC counters")
+        out = d.ctl("status", check=0).stdout.decode()
+        expect("pc:         pid %d (gone): 51 samples" % os.getpid() in out and
+               "8 errors; last error 3 from cuptiPCSamplingGetData" in out,
+               "gpuprofctl status says why: %r", out)
         open_to_group(d)
         st = ctl_json(d, "status", user=True)["cupti"]
         eq(st["pc_closed"], [], "another user does not see them")
