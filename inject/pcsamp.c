@@ -491,7 +491,10 @@ static void drain_ctx(struct pctx *c, uint64_t now)
 		pc_n.getdata_calls++;
 		r = f.cuptiPCSamplingGetData(&p);
 		if (r == CUPTI_ERROR_OUT_OF_MEMORY || getbuf.d.hardwareBufferFull) {
-			pc_n.dropped += getbuf.d.droppedSamples;
+			if (r == CUPTI_SUCCESS)
+				take_buf(c, &getbuf, now); /* what it did hand out */
+			else
+				pc_n.dropped += getbuf.d.droppedSamples;
 			recover(c);
 			return;
 		}
@@ -538,6 +541,8 @@ static void ctx_created(CUcontext ctx)
 	c->on = c->started = 0;
 	c->err_streak = 0;
 	c->open_at = 0;
+	c->nreasons = 0;
+	pcbuf_reset(c->cfgbuf, 0); /* empty until configured: Disable reads it */
 	r = enable(c);
 	if (r) {
 		/* this GPU or driver does not let us: none will */
