@@ -94,8 +94,8 @@ static void print_pc(double pid, const char *when, const cJSON *pl)
 	if (!pl)
 		return;
 	if (json_num(pl, "errors", 0) > 0)
-		snprintf(err, sizeof(err), "; last error %.0f from %s", json_num(pl, "last_error", 0),
-			 json_str(pl, "last_error_call", "?"));
+		snprintf(err, sizeof(err), "; last error %.0f from %s",
+			 json_num(pl, "last_error", 0), json_str(pl, "last_error_call", "?"));
 	printf("pc:         pid %.0f%s: %.0f samples, %.0f sent; %.0f GetData, %.0f PCs, CUPTI "
 	       "total %.0f; contexts %.0f on, %.0f ever, %.0f off; %.0f errors%s\n",
 	       pid, when, json_num(pl, "samples", 0), json_num(pl, "sent", 0),
@@ -133,11 +133,15 @@ static void print_cupti(const cJSON *cu)
 	       json_num(dr, "time", 0), json_num(cl, "malformed", 0),
 	       json_num(cl, "limit", 0) + json_num(cl, "credentials", 0));
 	cJSON_ArrayForEach(p, peers)
+	{
 		print_pc(json_num(p, "pid", 0), "",
 			 cJSON_GetObjectItemCaseSensitive(p, "pc_library"));
+	}
 	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(cu, "pc_closed"))
+	{
 		print_pc(json_num(p, "pid", 0), " (gone)",
 			 cJSON_GetObjectItemCaseSensitive(p, "pc_library"));
+	}
 	if (!cJSON_IsArray(peers) || !cJSON_GetArraySize(peers))
 		return;
 	static const char *const hdr[] = {">PID",     "COMM",	  ">UID",      "STATE",

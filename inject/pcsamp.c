@@ -51,10 +51,10 @@
 
 #define MAX_CTX 64
 #define MAX_REASONS 64
-#define GET_PCS 512	  /* PCs per GetData call */
-#define AGG_SLOTS 8192	  /* distinct keys between two sender ticks */
-#define MAX_FNAMES 4096	  /* distinct function names kept */
-#define MAX_NAMES 4096	  /* distinct CUPTI name pointers held (hash, <= 3/4 used) */
+#define GET_PCS 512	/* PCs per GetData call */
+#define AGG_SLOTS 8192	/* distinct keys between two sender ticks */
+#define MAX_FNAMES 4096 /* distinct function names kept */
+#define MAX_NAMES 4096	/* distinct CUPTI name pointers held (hash, <= 1/2 used) */
 #define NAME_SLOTS 8192
 #define PC_ERR_STREAK 8	  /* GetData/Start/Stop errors in a row before a context goes off */
 #define DRAIN_ROUNDS 1024 /* GetData calls per drain at most */
@@ -461,8 +461,8 @@ static void recover(struct pctx *c)
 		note_err(call, r);
 		pc_n.contexts_off++;
 		if (call == GPI_PC_CALL_CONFIGURE) {
-			CUpti_PCSamplingDisableParams d = {
-				.size = CUpti_PCSamplingDisableParamsSize, .ctx = c->ctx};
+			CUpti_PCSamplingDisableParams d = {.size = CUpti_PCSamplingDisableParamsSize,
+							   .ctx = c->ctx};
 
 			f.cuptiPCSamplingDisable(&d);
 		}
