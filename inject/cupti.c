@@ -275,9 +275,10 @@ static void unsubscribe(void)
  * application's threads do. The process idle (no CUDA call in flight)
  * reads 0 at once: the release is prompt, not deferred to the next call.
  *
- * A callback that never returns (one of ours blocked, which none should
- * be) would hold the release forever: after ms we let go anyway, since
- * CUPTI calls the function thread safe.
+ * A callback of ours runs for microseconds, so the next tick (20 ms)
+ * normally reads 0 even in a busy process; should every look find one
+ * running (many threads always inside CUDA calls, or a callback blocked),
+ * we let go after ms anyway, since CUPTI calls the function thread safe.
  */
 void gpi_cupti_release_poll(uint64_t now, unsigned ms)
 {
@@ -290,8 +291,10 @@ void gpi_cupti_release_poll(uint64_t now, unsigned ms)
 		unsubscribe();
 }
 
-/* Sender thread: a release on request (coexist_release) when we already
- * stepped aside but kept the subscription (GPUPROF_CUPTI_YIELD=never) */
+/* Sender thread: asks for the subscription to go (step aside with let_go,
+ * or a release on request after we stepped aside but kept it under
+ * GPUPROF_CUPTI_YIELD=never) and lets it go at once when no callback of
+ * ours runs, else in a later tick (gpi_cupti_release_poll) */
 void gpi_cupti_let_go(void)
 {
 	if (getpid() != gpi.pid || !atomic_load(&subscribed) || atomic_load(&gpi_release_pending))
