@@ -426,14 +426,21 @@ static const struct command commands[] = {
 	 "(access.admin_group).\n",
 	 "xe.folded, xe.iaprof, xe.pause, xe.resume, xe.batch, xe.zebin"},
 	{"cupti", cmd_cupti, "NVIDIA: make a process's CUPTI library give CUPTI up",
-	 "gpuprofctl cupti release PID\n\n"
+	 "gpuprofctl cupti release [--wait DUR | --no-wait] PID\n\n"
 	 "Ask the CUPTI injection library in process PID to stop collecting and\n"
 	 "unsubscribe, so that a profiler started in that process next (the PyTorch\n"
 	 "profiler) gets all of CUPTI. The process keeps running; its GPU timeline\n"
 	 "stops until it restarts. Allowed for root, the daemon's admin group,\n"
 	 "and the user whose process it is (whoever sees it in status).\n"
+	 "\nOPTIONS\n"
+	 "  --wait DUR   wait at most DUR (default 5s) until the library says it no\n"
+	 "               longer holds the CUPTI subscription (status: subscribed\n"
+	 "               false); exit 1 when it has not by then: a profiler started\n"
+	 "               before that gets no GPU activity for the process's life\n"
+	 "  --no-wait    only send the request\n"
 	 "\nEXAMPLES\n"
-	 "  gpuprofctl cupti release 4242     # then start torch.profiler in 4242\n",
+	 "  gpuprofctl cupti release 4242     # then start torch.profiler in 4242\n"
+	 "  gpuprofctl cupti release --wait 10s 4242\n",
 	 "cupti.release"},
 	{"help", cmd_help, "show help for a command",
 	 "gpuprofctl help [COMMAND]\n\n"

@@ -246,27 +246,17 @@ static int failed(CUpti_CallbackDomain dom, const CUpti_CallbackData *cd)
 	return cd->functionReturnValue && *(const int *)cd->functionReturnValue != 0;
 }
 
-void CUPTIAPI gpi_api_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
-			 const void *data)
+static void api_cb(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_CallbackData *cd = data;
 	struct api_ev ev;
 
-	if (dom == CUPTI_CB_DOMAIN_STATE && cbid == CUPTI_CBID_STATE_FATAL_ERROR && data) {
-		gpi_cupti_fatal(((const CUpti_StateData *)data)->notification.result);
-		return;
-	}
 	if (dom == CUPTI_CB_DOMAIN_RESOURCE) {
 		pcsamp_resource(cbid, data);
 		return;
 	}
 	if ((dom != CUPTI_CB_DOMAIN_DRIVER_API && dom != CUPTI_CB_DOMAIN_RUNTIME_API) || !cd)
 		return;
-	if (cd->callbackSite == CUPTI_API_EXIT &&
-	    atomic_load_explicit(&gpi_release_pending, memory_order_relaxed)) {
-		gpi_cupti_exit_site(); /* stepping aside (coexist.c) */
-		return;
-	}
 	if (dom == CUPTI_CB_DOMAIN_DRIVER_API && cd->callbackSite == CUPTI_API_ENTER)
 		pcsamp_launch(cd->context); /* a duty cycle's window opens or closes */
 	if (!(atomic_load_explicit(&gpi.on, memory_order_relaxed) & GPI_F_API))
@@ -285,6 +275,24 @@ void CUPTIAPI gpi_api_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cb
 	ev.domain = dom == CUPTI_CB_DOMAIN_DRIVER_API ? GPI_API_DRIVER : GPI_API_RUNTIME;
 	ev.failed = (uint8_t)failed(dom, cd);
 	apiring_push(&ev);
+}
+
+void CUPTIAPI gpi_api_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
+			 const void *data)
+{
+	if (dom == CUPTI_CB_DOMAIN_STATE && cbid == CUPTI_CBID_STATE_FATAL_ERROR && data) {
+		/* atomics only, and CUPTI is gone with it: no need to count */
+		gpi_cupti_fatal(((const CUpti_StateData *)data)->notification.result);
+		return;
+	}
+	/* counted in, then the release checked, both sequentially
+	 * consistent: the other half of the rule in gpi_cupti_release_poll
+	 * (cupti.c), which lets the subscription go only while no callback
+	 * of ours is past this check */
+	atomic_fetch_add(&gpi_cb_inflight, 1);
+	if (!atomic_load(&gpi_release_pending))
+		api_cb(dom, cbid, data);
+	atomic_fetch_sub_explicit(&gpi_cb_inflight, 1, memory_order_release);
 }
 
 static int enable_list(CUpti_SubscriberHandle sub, CUpti_CallbackDomain dom,

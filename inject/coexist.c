@@ -21,7 +21,11 @@
  *     process is enough: we step aside before its profiler can start, so
  *     Kineto gets a whole CUPTI (its subscription included).
  *   - the daemon asks (GPI_CTL_RELEASE, an operator freeing CUPTI before
- *     running a profiler): the same, under every policy.
+ *     running a profiler): the same, under every policy, and a
+ *     subscription kept after a takeover goes too. The unsubscription
+ *     happens on the sender thread as soon as no callback of ours runs
+ *     (at once in an idle process), and the stats that confirm it
+ *     (GPI_SF_SUBSCRIBED clear) go out in the same tick.
  *
  * The first needs our API callbacks and every activity kind that those
  * calls produce (kernel, memcpy, memset); with fewer it stays off rather
@@ -38,6 +42,8 @@
 #define REPLACED_MIN_CALLS 32u
 #define REPLACED_MIN_FLUSHES 2u
 #define TORCH_CHECK_NS 1000000000ull
+/* the latest a release waits for a callback of ours to return (cupti.c,
+ * gpi_cupti_release_poll): normally none runs and it is immediate */
 #define RELEASE_WAIT_MS 1000u
 #define DETECT_FEATURES (GPI_F_API | GPI_F_KERNEL | GPI_F_MEMCPY | GPI_F_MEMSET)
 
@@ -86,6 +92,8 @@ void coexist_release(void)
 
 	if (gpi_cupti_collecting())
 		gpi_cupti_step_aside("released on request", !suspected, 1);
+	else
+		gpi_cupti_let_go(); /* stepped aside already, the subscription kept */
 }
 
 void coexist_tick(uint64_t now, size_t calls, size_t bufs, int flushed)

@@ -34,9 +34,11 @@ static _Atomic int subscribed;
 static int stepped;
 /* stepped aside: the timestamp callback answers with CUPTI's own clock */
 static _Atomic int clock_default;
-/* an unsubscribe is waiting for an API callback's exit site (read there
- * on every call: callbacks.c) */
+/* Letting the subscription go (gpi_cupti_step_aside): set, callbacks of
+ * ours do nothing (callbacks.c) ... */
 _Atomic int gpi_release_pending;
+/* ... and this counts the callbacks of ours running now, on any thread */
+_Atomic int gpi_cb_inflight;
 static uint64_t release_asked;
 
 static const struct {
@@ -243,6 +245,11 @@ int gpi_cupti_collecting(void)
 	return !stepped && (atomic_load(&activity_ours) || atomic_load(&subscribed));
 }
 
+int gpi_cupti_subscribed(void)
+{
+	return atomic_load(&subscribed);
+}
+
 static void unsubscribe(void)
 {
 	atomic_fetch_and(&gpi.on, ~GPI_F_API);
@@ -250,23 +257,51 @@ static void unsubscribe(void)
 		cl->cuptiUnsubscribe(sub);
 }
 
-/* An API callback's exit site, where CUPTI allows detaching (callbacks.c) */
-void gpi_cupti_exit_site(void)
+/*
+ * Sender thread: lets a subscription go that a release asked for, as soon
+ * as no callback of ours runs. Why wait for that at all: cuptiUnsubscribe
+ * is documented thread safe, but CUPTI does not say what becomes of a
+ * callback it is already running for us on another thread (an application
+ * thread inside a CUDA call, a resource callback in a module load), and
+ * such a callback may still call CUPTI (PC sampling's drains and
+ * toggles) and push records. So the callback and this function follow
+ * the two-flag rule: a callback increments gpi_cb_inflight and then reads
+ * gpi_release_pending; we set gpi_release_pending (before this is called)
+ * and then read gpi_cb_inflight; all sequentially consistent. Either we
+ * see its increment (and wait for the next tick), or it sees the pending
+ * release and returns without doing anything. When we read 0, no callback
+ * of ours is past that check, and none that starts later does anything:
+ * the subscription can go now, from this thread, whatever the
+ * application's threads do. The process idle (no CUDA call in flight)
+ * reads 0 at once: the release is prompt, not deferred to the next call.
+ *
+ * A callback of ours runs for microseconds, so the next tick (20 ms)
+ * normally reads 0 even in a busy process; should every look find one
+ * running (many threads always inside CUDA calls, or a callback blocked),
+ * we let go after ms anyway, since CUPTI calls the function thread safe.
+ */
+void gpi_cupti_release_poll(uint64_t now, unsigned ms)
 {
-	if (atomic_exchange(&gpi_release_pending, 0))
+	if (!atomic_load(&gpi_release_pending) || !atomic_load(&subscribed))
+		return;
+	/* now may be older than release_asked: the tick read the clock
+	 * before a request in the same tick asked for the release */
+	if (atomic_load(&gpi_cb_inflight) == 0 ||
+	    (now >= release_asked && now - release_asked >= (uint64_t)ms * 1000000u))
 		unsubscribe();
 }
 
-void gpi_cupti_release_poll(uint64_t now, unsigned ms)
+/* Sender thread: asks for the subscription to go (step aside with let_go,
+ * or a release on request after we stepped aside but kept it under
+ * GPUPROF_CUPTI_YIELD=never) and lets it go at once when no callback of
+ * ours runs, else in a later tick (gpi_cupti_release_poll) */
+void gpi_cupti_let_go(void)
 {
-	/* now may be older than release_asked: the tick read the clock
-	 * before a request in the same tick asked for the release */
-	/* no CUDA call returned for a while: our callback runs only at a
-	 * call's entry and exit, so at most one can race with this */
-	if (atomic_load(&gpi_release_pending) && now >= release_asked &&
-	    now - release_asked >= (uint64_t)ms * 1000000u &&
-	    atomic_exchange(&gpi_release_pending, 0))
-		unsubscribe();
+	if (getpid() != gpi.pid || !atomic_load(&subscribed) || atomic_load(&gpi_release_pending))
+		return;
+	release_asked = gpi_now();
+	atomic_store(&gpi_release_pending, 1);
+	gpi_cupti_release_poll(release_asked, ~0u);
 }
 
 void gpi_cupti_step_aside(const char *why, int kinds_ours, int let_go)
@@ -300,12 +335,7 @@ void gpi_cupti_step_aside(const char *why, int kinds_ours, int let_go)
 	atomic_store(&gpi.state, GPI_ST_CONFLICT);
 	if (!let_go)
 		return; /* keep the subscription (and the API records) */
-	if (!(atomic_load(&gpi.on) & GPI_F_API)) {
-		unsubscribe(); /* no callback of ours is enabled to run meanwhile */
-		return;
-	}
-	release_asked = gpi_now();
-	atomic_store(&gpi_release_pending, 1);
+	gpi_cupti_let_go();
 }
 
 void gpi_cupti_flush(int forced)

@@ -255,8 +255,18 @@ enum gpi_state {
 	GPI_ST_DISABLED = 3, /* nothing could be enabled (every feature failed) */
 };
 
+/* gpi_stats.flags. A library older than these sent 0 here (the field was
+ * reserved), so GPI_SF_SUB_KNOWN tells "not subscribed" from "not said". */
+enum gpi_stats_flag {
+	GPI_SF_SUB_KNOWN = 1u << 0,  /* GPI_SF_SUBSCRIBED below is meaningful */
+	GPI_SF_SUBSCRIBED = 1u << 1, /* the library holds the process's one CUPTI
+				      * subscription: another tool's cuptiSubscribe
+				      * fails until it is clear */
+};
+
 /* Cumulative since the library started; sent about once a second while
- * connected and at exit. */
+ * connected, at exit, and at once when the state or the subscription
+ * changed (so a release is confirmed without waiting for the second). */
 struct gpi_stats {
 	struct gpi_rec h;
 	uint32_t state;	    /* enum gpi_state */
@@ -264,7 +274,7 @@ struct gpi_stats {
 	uint32_t failed;    /* enum gpi_feature: turned off after a CUPTI error */
 	int32_t last_error; /* the last CUptiResult that turned a feature off, 0 */
 	uint32_t conflict;  /* string id: the other subscriber's name or why we yielded, 0 */
-	uint32_t rsv;
+	uint32_t flags;	    /* enum gpi_stats_flag (0 from a library that predates it) */
 	uint64_t records;	  /* activity records read from CUPTI */
 	uint64_t cupti_dropped;	  /* cuptiActivityGetNumDroppedRecords, summed */
 	uint64_t buffers_refused; /* CUPTI asked for a buffer when the pool was empty */
@@ -369,7 +379,11 @@ enum gpi_control_op {
 	/* Give CUPTI up, as GPUPROF_CUPTI_YIELD does when another tool takes
 	 * it over: stop collecting, unsubscribe (state GPI_ST_CONFLICT,
 	 * conflict "released on request"), so that a profiler started next
-	 * in the process gets all of CUPTI. There is no way back. */
+	 * in the process gets all of CUPTI. The subscription is gone once a
+	 * gpi_stats says GPI_SF_SUB_KNOWN without GPI_SF_SUBSCRIBED (state
+	 * conflict alone does not say so). Also frees a subscription kept
+	 * after a takeover (GPUPROF_CUPTI_YIELD=never). There is no way
+	 * back. */
 	GPI_CTL_RELEASE = 1,
 };
 

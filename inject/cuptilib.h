@@ -34,8 +34,9 @@ void CUPTIAPI gpi_api_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cb
 int callbacks_enable(CUpti_SubscriberHandle sub);
 /* cupti.c: CUPTI reported a fatal error and finalized itself */
 void gpi_cupti_fatal(CUptiResult r);
-/* cupti.c: set when we are to unsubscribe at the next API callback's exit
- * site, which then calls gpi_cupti_exit_site() */
+/* cupti.c: set when the subscription is to go: our callbacks then do
+ * nothing; gpi_cb_inflight counts the callbacks of ours running now
+ * (the rule between the two: gpi_cupti_release_poll) */
 extern _Atomic int gpi_release_pending;
-void gpi_cupti_exit_site(void);
+extern _Atomic int gpi_cb_inflight;
 #endif

@@ -197,9 +197,14 @@ int gpi_cupti_collecting(void);
  * buffers flushed back first. let_go: unsubscribe too (else the API
  * callbacks go on). */
 void gpi_cupti_step_aside(const char *why, int kinds_ours, int let_go);
-/* cupti.c, sender thread: unsubscribes when a release asked for at an
- * API callback's exit site did not happen within ms */
+/* cupti.c, sender thread: lets the subscription go once asked and no
+ * callback of ours runs (or after ms at the latest); every tick */
 void gpi_cupti_release_poll(uint64_t now, unsigned ms);
+/* cupti.c, sender thread: let the subscription go now (or as soon as no
+ * callback of ours runs), whether we stepped aside or not */
+void gpi_cupti_let_go(void);
+/* cupti.c: we hold the process's CUPTI subscription now */
+int gpi_cupti_subscribed(void);
 
 /* ------------------------------------------------------------ coexistence */
 

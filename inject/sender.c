@@ -178,6 +178,21 @@ static void try_connect(void)
 	backoff_ms = backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff_ms * 2;
 }
 
+/* what the daemon was last told of our state and subscription */
+static uint32_t told_state, told_flags = ~0u;
+
+static uint32_t stats_flags(void)
+{
+	return GPI_SF_SUB_KNOWN | (gpi_cupti_subscribed() ? GPI_SF_SUBSCRIBED : 0);
+}
+
+/* The state or the subscription changed since the last stats: the
+ * daemon hears of it in this tick (an operator's release waits on it). */
+static int stats_changed(void)
+{
+	return atomic_load(&gpi.state) != told_state || stats_flags() != told_flags;
+}
+
 static void emit_stats(void)
 {
 	uint32_t conflict = emit_string(gpi.conflict);
@@ -185,7 +200,8 @@ static void emit_stats(void)
 
 	if (!s)
 		return;
-	s->state = atomic_load(&gpi.state);
+	s->state = told_state = atomic_load(&gpi.state);
+	s->flags = told_flags = stats_flags();
 	s->on = atomic_load(&gpi.on);
 	s->failed = atomic_load(&gpi.failed);
 	s->last_error = atomic_load(&gpi.last_error);
@@ -280,7 +296,8 @@ static void tick(int final)
 		read_control();
 	if (!final)
 		coexist_tick(now, calls, bufs, flushed);
-	if (final || (fd >= 0 && now - last_stats >= (uint64_t)STATS_MS * 1000000u)) {
+	if (final ||
+	    (fd >= 0 && (now - last_stats >= (uint64_t)STATS_MS * 1000000u || stats_changed()))) {
 		emit_stats();
 		last_stats = now;
 	}

@@ -354,6 +354,13 @@ static void pc_library_json(cJSON *d, const struct gpi_pc_stats *s)
 					: "unknown");
 }
 
+int cupti_peer_subscribed(const struct cupti_peer *p)
+{
+	if (!p->lib.seen || !(p->lib.s.flags & GPI_SF_SUB_KNOWN))
+		return -1;
+	return !!(p->lib.s.flags & GPI_SF_SUBSCRIBED);
+}
+
 static void peer_json(cJSON *arr, const struct cupti_peer *p)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -375,6 +382,13 @@ static void peer_json(cJSON *arr, const struct cupti_peer *p)
 	cJSON_AddItemToObject(o, "on", features_json(p->lib.seen ? p->lib.s.on : 0));
 	cJSON_AddItemToObject(o, "failed", features_json(p->lib.seen ? p->lib.s.failed : 0));
 	cJSON_AddStringToObject(o, "conflict", p->lib.conflict);
+	/* whether the library holds the process's one CUPTI subscription
+	 * (what another profiler's cuptiSubscribe needs free); null: not
+	 * said yet, or by a library that predates the flag */
+	if (cupti_peer_subscribed(p) < 0)
+		cJSON_AddNullToObject(o, "subscribed");
+	else
+		cJSON_AddBoolToObject(o, "subscribed", cupti_peer_subscribed(p));
 	cJSON_AddNumberToObject(o, "last_cupti_error", p->lib.seen ? p->lib.s.last_error : 0);
 	cJSON_AddStringToObject(o, "last_error", p->last_error);
 	json_add_u64(o, "messages", p->msgs);
@@ -491,7 +505,8 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged)
 	}
 }
 
-int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const char **state)
+int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const char **state,
+		  int *subscribed)
 {
 	struct {
 		struct gpi_hdr h;
@@ -517,6 +532,7 @@ int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const ch
 	if (!p)
 		return -ESRCH;
 	*state = cupti_peer_state_name(p->state);
+	*subscribed = cupti_peer_subscribed(p);
 	if (send(p->fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(m))
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 	return 0;

@@ -34,8 +34,11 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged);
  * a caller who may see that peer in status (privileged, or the owner of
  * its records). 0 sent; -ENODEV no collector; -ESRCH no such peer the
  * caller may see; -EAGAIN the socket is full; other negative errno from
- * send(2). *state: the peer's state name before the request.
+ * send(2). *state: the peer's state name before the request;
+ * *subscribed: whether its library held the CUPTI subscription then (1,
+ * 0, or -1 not said).
  */
-int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const char **state);
+int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const char **state,
+		  int *subscribed);
 
 #endif

@@ -230,5 +230,9 @@ const struct cupti_cubin *cupti_cubin_find(struct cupti *cu, uint64_t crc, uint3
 int cupti_cubin_copy(struct cupti *cu, uint64_t crc, uint32_t uid, void **bytes, size_t *size,
 		     uint32_t *owner);
 const char *cupti_peer_state_name(enum cupti_peer_state st);
+/* cupti.c: 1 the peer's library holds CUPTI's subscription, 0 it does
+ * not, -1 it has not said (no gpi_stats yet, or a library without
+ * GPI_SF_SUB_KNOWN) */
+int cupti_peer_subscribed(const struct cupti_peer *p);
 
 #endif

@@ -13,6 +13,7 @@ void method_cupti_release(struct rpc_req *req, const cJSON *params)
 {
 	static const char *const allowed[] = {"pid", NULL};
 	const char *state = "";
+	int subscribed = -1;
 	uint64_t pid;
 	cJSON *res;
 	int r;
@@ -20,7 +21,8 @@ void method_cupti_release(struct rpc_req *req, const cJSON *params)
 	if (!params_only(req, params, allowed) ||
 	    !param_u64(req, params, "pid", true, 0x7fffffff, &pid))
 		return;
-	r = cupti_release(req->gpd, (pid_t)pid, req->uid, req->privileged, &state);
+	r = cupti_release(req->gpd, (pid_t)pid, req->uid, req->privileged, &state,
+			  &subscribed);
 	if (r == -ENODEV) {
 		rpc_error(req, GPUPROF_ERR_UNAVAILABLE, NULL, "the cupti collector is not running");
 		return;
@@ -43,8 +45,13 @@ void method_cupti_release(struct rpc_req *req, const cJSON *params)
 	}
 	res = cJSON_CreateObject();
 	json_add_u64(res, "pid", pid);
-	/* the library answers in its next stats record (state "conflict") */
+	/* the library answers in its stats, sent as soon as the subscription
+	 * is gone: status' peer_list shows "subscribed": false */
 	cJSON_AddStringToObject(res, "state_before", state);
+	if (subscribed < 0)
+		cJSON_AddNullToObject(res, "subscribed_before");
+	else
+		cJSON_AddBoolToObject(res, "subscribed_before", subscribed);
 	cJSON_AddBoolToObject(res, "sent", 1);
 	rpc_reply(req, res);
 }

@@ -53,10 +53,25 @@ def add(results, name, value, target, verdict):
     print("%-5s %s: %s (target %s)" % (verdict, name, value, target))
 
 
+class InputError(ValueError):
+    """An input file missing, empty or not JSON: the command that wrote it
+    failed (an analysis refused, a capture with no GPU activity). main()
+    turns it into a FAIL line that says which file and why."""
+
+
 def load_json(path):
     op = gzip.open if path.endswith(".gz") else open
-    with op(path, "rt") as f:
-        return json.load(f)
+    try:
+        with op(path, "rt") as f:
+            text = f.read()
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        raise InputError("cannot read %s: %s" % (path, getattr(e, "strerror", None) or e))
+    if not text.strip():
+        raise InputError("%s is empty (the command writing it failed: see the step's log)" % path)
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise InputError("%s is not JSON (%s)" % (path, e))
 
 
 def norm(name):
@@ -750,7 +765,13 @@ def main(argv=None):
     a = p.parse_args(argv)
     if a.tag == "" and a.cmd not in ("summary", "cost", "ratio", "added"):
         a.tag = a.cmd
-    return a.fn(a) or 0
+    try:
+        return a.fn(a) or 0
+    except InputError as e:
+        # a result line under the step's own name, never a traceback: the
+        # step's targets then say why they were not judged
+        add(a.results, (a.tag or a.cmd) + ": inputs", str(e), "readable JSON", "FAIL")
+        return 1
 
 
 if __name__ == "__main__":

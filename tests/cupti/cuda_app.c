@@ -13,7 +13,7 @@
  *            [--until-eof]
  *            [--fork] [--subscribe-first NAME] [--pc CUBIN] [--load LIB[@N]]
  *            [--kineto-after N] [--kineto-kernels K] [--kineto-teardown]
- *            [--probe-subscribe]
+ *            [--probe-subscribe] [--probe-on-line]
  *
  * Each of T threads (default 1) runs N iterations (default 10); one
  * iteration launches every --kernel once (default gpuprof_k_a:20000) on
@@ -60,7 +60,11 @@
  * (skipped, like Kineto, when that subscription fails too). Like Kineto
  * its buffer-complete function ignores a buffer it did not allocate.
  * --probe-subscribe: after the work, tries cuptiSubscribe once (and lets
- * go again) to show whether CUPTI is free.
+ * go again) to show whether CUPTI is free. --probe-on-line: after the
+ * work and its report, prints "idle" and then, for each line read on
+ * stdin, makes no CUDA call but tries cuptiSubscribe (as a profiler
+ * started in an idle process would) and prints "probe subscribe R",
+ * until stdin ends.
  *
  * Prints, once all threads are done:
  *   tid TID                                  one per worker thread
@@ -163,6 +167,7 @@ static size_t cubin_size;
 #define PC_CTX ((void *)(uintptr_t)0xc0de)
 static const char *load_lib;
 static int load_at = -1, kineto_after = -1, kineto_kernels = 10, kineto_teardown, probe;
+static int probe_on_line;
 static pid_t tids[MAX_THREADS];
 static int done_iters[MAX_THREADS];
 static uint64_t cpu_ns[MAX_THREADS];
@@ -591,6 +596,8 @@ static const char *parse(int argc, char **argv)
 			kineto_teardown = 1;
 		else if (!strcmp(a, "--probe-subscribe"))
 			probe = 1;
+		else if (!strcmp(a, "--probe-on-line"))
+			probe_on_line = 1;
 		else if (!strcmp(a, "--until-eof"))
 			until_eof = 1;
 		else if (!strcmp(a, "--fork"))
@@ -712,6 +719,14 @@ int main(int argc, char **argv)
 	if (pc_cubin)
 		pc_close();
 	report();
+	if (probe_on_line) {
+		printf("idle\n");
+		fflush(stdout);
+		while (fgets(line, sizeof(line), stdin)) {
+			printf("probe subscribe %d\n", probe_subscribe());
+			fflush(stdout);
+		}
+	}
 	if (do_fork) {
 		pid_t pid = fork();
 

@@ -19,7 +19,12 @@ HTA's) moves temporal's shares by well under the 2 point tolerance.
 Handshake as torch_parity.py's: DIR/ready (CUDA initialized), DIR/go_a
 (waited for; then the kernels are named, three warm-up steps, a 2 s pause
 and phase A, STEPS steps), DIR/a_done ("T0 T1", CLOCK_MONOTONIC seconds),
-DIR/go_b (waited for; then phase B, the same steps, and in place of a
+DIR/go_b (waited for; then, as Kineto does when torch.profiler starts,
+cuptiSubscribe through ctypes on the stand-in libcupti (GPUPROF_CUPTI_LIB):
+it fails with 39 while the library still holds the subscription (CUPTI's
+one-subscriber rule, which the stand-in keeps), and then this exits
+non-zero with the error, as a profiler without GPU activity must not pass
+for one; then phase B, the same steps, and in place of a
 profiler's trace DIR/kineto_src.json, which the shell wrote, is copied to
 DIR/kineto.json with its CUDA calls made 2 us long where shorter: the fake
 driver's calls last under the microsecond of HTA's time grid, which makes
@@ -94,6 +99,29 @@ def write(name, text):
     os.rename(os.path.join(DIR, name + ".tmp"), os.path.join(DIR, name))
 
 
+CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
+
+
+@CB
+def kineto_cb(ud, domain, cbid, data):
+    pass
+
+
+def subscribe_like_kineto():
+    """Kineto's CuptiCallbackApi: one cuptiSubscribe when the profiler
+    starts, never retried; returns the handle (the profiler holds CUPTI
+    to the end of phase B)."""
+    cupti = ctypes.CDLL(os.environ["GPUPROF_CUPTI_LIB"])
+    h = ctypes.c_void_p()
+    r = cupti.cuptiSubscribe(ctypes.byref(h), kineto_cb, None)
+    print("kineto_subscribe", r, flush=True)
+    if r != 0:
+        sys.exit("phase B: cuptiSubscribe failed with %d%s: the profiler would get no GPU "
+                 "activity" % (r, " (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: "
+                               "CUPTI still held)" if r == 39 else ""))
+    return cupti, h
+
+
 def main():
     cu.cuInit(0)
     blocks = [Block(), Block()]
@@ -115,8 +143,10 @@ def main():
     time.sleep(0.6)
     write("a_done", "%.6f %.6f\n" % (t0, t1))
     wait_for("go_b")
+    cupti, sub = subscribe_like_kineto()
     for _ in range(STEPS):
         train_step(blocks)
+    cupti.cuptiUnsubscribe(sub)
     with open(os.path.join(DIR, "kineto_src.json")) as f:
         trace = json.load(f)
     for e in trace["traceEvents"]:

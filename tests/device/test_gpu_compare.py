@@ -131,6 +131,44 @@ def parity_passes_on_agreeing_windows():
 
 
 @test
+def unreadable_inputs_are_a_fail_line():
+    """An empty kernels file (the analysis of an import with no GPU
+    activity failed), a missing one, invalid JSON, an empty gzip: a FAIL
+    line naming the file and why, exit 1, no traceback."""
+    with tmpdir() as d:
+        live = [(GEMM, 30, 30 * 200.0)]
+        for name, content in (("empty", ""), ("invalid", "{\"kernels\": ["), ("missing", None),
+                              ("blank", "  \n")):
+            os.remove(d.results) if os.path.exists(d.results) else None
+            args = ["parity", "--tag", "Kineto parity",
+                    "--live-kernels", d.write("lk.json", kernels_json(live)),
+                    "--live-temporal", d.write("lt.json", temporal_json(5.0, 90.0)),
+                    "--live-idle", d.write("li.json", idle_json({7: {"host_wait": 4.0}})),
+                    "--import-temporal", d.write("it.json", temporal_json(5.0, 90.0)),
+                    "--import-idle", d.write("ii.json", idle_json({7: {"host_wait": 4.0}}))]
+            ik = d.path("ik_%s.json" % name)
+            if content is not None:
+                d.write("ik_%s.json" % name, content)
+            rc, out = d.run(*(args + ["--import-kernels", ik]))
+            eq(rc, 1, name + " exit status\n" + out)
+            v = d.verdicts()
+            eq(list(v), ["Kineto parity: inputs"], name + ": the one line")
+            value, verdict = v["Kineto parity: inputs"]
+            eq(verdict, "FAIL", name)
+            expect(ik in value, "%s: names the file: %r" % (name, value))
+            expect({"empty": "is empty", "blank": "is empty", "invalid": "is not JSON",
+                    "missing": "cannot read"}[name] in value, "%s: why: %r" % (name, value))
+        # the same for a gzip'd trace that is not one, in another command
+        os.remove(d.results)
+        rc, out = d.run("events", "--tag", "CUDA events", "--program", d.write("p.out", "events records 2 waits 1 synchronizes 1\n"),
+                        "--records", "0", "--chrome", d.write("c.json.gz", "not gzip"),
+                        "--critpath", d.write("cp.json", "{}"))
+        eq(rc, 1, "gzip\n" + out)
+        eq(d.verdicts()["CUDA events: inputs"][1], "FAIL", "gzip")
+        expect("cannot read" in d.verdicts()["CUDA events: inputs"][0], "gzip reason")
+
+
+@test
 def parity_fails_each_target():
     with tmpdir() as d:
         parity_files(

@@ -79,8 +79,8 @@ def marker(start, end, name, tid, domain=0, flags=2):
 
 def stats(state=1, on=0x7f, failed=0, last_error=0, conflict=0, records=10, cupti_dropped=3,
           buffers_refused=0, api_dropped=2, batches_sent=4, batches_dropped=1, records_dropped=5,
-          reconnects=0):
-    return rec(STATS, struct.pack("<IIIiII8Q", state, on, failed, last_error, conflict, 0, records,
+          reconnects=0, flags=0):
+    return rec(STATS, struct.pack("<IIIiII8Q", state, on, failed, last_error, conflict, flags, records,
                                   cupti_dropped, buffers_refused, api_dropped, batches_sent,
                                   batches_dropped, records_dropped, reconnects))
 

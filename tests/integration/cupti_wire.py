@@ -35,6 +35,7 @@ CUBIN_CHUNK = 32768
 F_KERNEL, F_MEMCPY, F_MEMSET, F_SYNC, F_GRAPH, F_API, F_NVTX, F_PC, F_MONO, F_EVENT = \
     (1 << i for i in range(10))
 ST_ACTIVE, ST_CONFLICT, ST_DISABLED = 1, 2, 3
+SF_SUB_KNOWN, SF_SUBSCRIBED = 1, 2  # gpi_stats.flags
 MK_INSTANT, MK_RANGE = 1, 2
 LAYOUT = {
     HELLO: ("<IIiIQ", "lib_version cupti_version driver_version features mono_ns"),
@@ -48,7 +49,7 @@ LAYOUT = {
     GRAPH: ("<QQIIIIII", "start end corr device context stream graph_id rsv"),
     API: ("<QQIIIHBB", "enter exit corr tid name cbid domain failed"),
     MARKER: ("<QQIIII", "start end tid name domain flags"),
-    STATS: ("<IIIiII8Q", "state on failed last_error conflict rsv records cupti_dropped "
+    STATS: ("<IIIiII8Q", "state on failed last_error conflict flags records cupti_dropped "
             "buffers_refused api_dropped batches_sent batches_dropped records_dropped reconnects"),
     STALL_NAME: ("<IIII", "device index name rsv"),
     PC: ("<QQQIIIIII", "time cubin_crc pc function reason samples device corr rsv"),

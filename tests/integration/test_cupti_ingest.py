@@ -192,15 +192,21 @@ def records_attributed_to_the_connecting_process():
         p = st["peer_list"][0]
         eq((p["pid"], p["uid"], p["owner"], p["state"]), (os.getpid(), 0, 0, "active"), "peer")
         eq(p["features"], ["kernel", "memcpy", "memset", "sync", "graph", "api", "nvtx"], "features")
+        # flags 0: a library that does not report its subscription
+        eq(p["subscribed"], None, "subscription not said")
         expect(0 <= p["hello_delay_ns"] < 5e9, "the same clock: %r", p["hello_delay_ns"])
         human = d.ctl("status", check=0).stdout.decode()
         expect("cupti:      1 connections (1 ever), 0 stepped aside, 9 records\n" in human and
                re.search(r"^\s*%d\s+\S+\s+0\s+active\s+9\b" % os.getpid(), human, re.M),
                "human status: %s" % human)
         # a conflict reported by the library shows in status
-        s.send(W.msg([W.stats(state=2, conflict=5, on=0)], seq=2))
+        s.send(W.msg([W.stats(state=2, conflict=5, on=0, flags=3)], seq=2))
         st = wait_status(d, lambda st: st["conflicts"] == 1, "conflict")
         eq(st["peer_list"][0]["conflict"], "cupti-conflict", "conflict name")
+        eq(st["peer_list"][0]["subscribed"], True, "stepped aside, still subscribed")
+        # GPI_SF_SUB_KNOWN without GPI_SF_SUBSCRIBED: the subscription gone
+        s.send(W.msg([W.stats(state=2, conflict=5, on=0, flags=1)], seq=3))
+        st = wait_status(d, lambda st: st["peer_list"][0]["subscribed"] is False, "released")
         s.close()
         wait_status(d, lambda st: st["peers"] == 0, "peer gone")
     finally:

@@ -23,8 +23,8 @@ import zlib
 
 from cupti_wire import (API, CTL_RELEASE, CUDA_EVENT, F_API, F_EVENT, F_GRAPH, F_KERNEL, F_MEMCPY,
                         F_MEMSET, F_MONO, F_NVTX, F_PC, F_SYNC, GRAPH, HELLO, KERNEL, MARKER, MEMCPY, MEMSET, MK_INSTANT,
-                        MK_RANGE, PC, PC_STATS, ST_ACTIVE, ST_CONFLICT, ST_DISABLED, STALL_NAME,
-                        STATS, SYNC, Receiver, control)
+                        MK_RANGE, PC, PC_STATS, SF_SUB_KNOWN, SF_SUBSCRIBED, ST_ACTIVE, ST_CONFLICT,
+                        ST_DISABLED, STALL_NAME, STATS, SYNC, Receiver, control)
 from cuda_app import APP, FAKE_CUDA, FAKE_CUPTI, LIB, inject_env, totals
 from gpd import BUILD, GPUPROFCTL, Daemon, Skip, as_attacker, eq, expect, main, open_to_group, test
 
@@ -635,11 +635,172 @@ def release_on_request(sock):
     st = c.of(STATS)
     expect(any(x["state"] == ST_ACTIVE for x in st), "never active before the release")
     eq((st[-1]["state"], st[-1]["conflict"]), (ST_CONFLICT, "released on request"), "stats")
+    eq(st[0]["flags"], SF_SUB_KNOWN | SF_SUBSCRIBED, "subscribed before the release")
+    eq(st[-1]["flags"], SF_SUB_KNOWN, "the subscription gone after it")
     ks = our_kernels(c)
     launches = [a for a in c.of(API) if a["name"] == "cuLaunchKernel"]
     # the bad requests came first and changed nothing: some 30 iterations ran
     expect(len(ks) >= 20, "kernels before the release: %d", len(ks))
     expect(0 <= len(launches) - len(ks) <= 1, "launches %d, kernels %d", len(launches), len(ks))
+
+
+def idle_app(sock, env=None, args=()):
+    """cuda_app that does its work, then idles (no CUDA call) and tries
+    cuptiSubscribe for each line it reads (--probe-on-line)."""
+    app = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--launches", "20", "--probe-on-line"]
+                           + list(args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, env=inject_env(sock, env), text=True, bufsize=1)
+    line = ""
+    while line.strip() != "idle":
+        line = app.stdout.readline()
+        if not line:
+            raise AssertionError("the app ended before idling: %r" % app.stderr.read())
+    return app
+
+
+def probe(app):
+    """The idle app's cuptiSubscribe now: its CUptiResult."""
+    app.stdin.write("probe\n")
+    app.stdin.flush()
+    line = app.stdout.readline()
+    expect(line.startswith("probe subscribe "), "probe line %r" % line)
+    return int(line.split()[2])
+
+
+@test
+@with_receiver
+def release_of_an_idle_process(sock):
+    """A release while the process makes no CUDA call (an application
+    between its phases, waiting to start its profiler): the library lets
+    the subscription go at once, not at the next call, and its stats say
+    so right away; a profiler subscribing next succeeds (CUPTI allows one
+    subscriber: the stand-in answers 39 while we hold it)."""
+    rx = Receiver(sock)
+    app = None
+    try:
+        app = idle_app(sock)
+        eq(probe(app), 39, "CUPTI held while we collect")
+        deadline = time.time() + 10
+        while not rx.socks and time.time() < deadline:
+            time.sleep(0.02)
+        expect(rx.socks, "the library never connected")
+        t0 = time.time()
+        rx.socks[0].send(control(CTL_RELEASE))
+        released = None
+        while released is None and time.time() < t0 + 5:
+            st = rx.decoded()[0].of(STATS)
+            if st and st[-1]["flags"] == SF_SUB_KNOWN:
+                released = time.time() - t0
+            time.sleep(0.01)
+        expect(released is not None, "no stats saying the subscription is gone within 5 s")
+        # the sender's tick is 20 ms; a second (the old wait for a CUDA
+        # call, or the stats period) would fail this
+        expect(released < 0.5, "confirmed after %.3f s" % released)
+        eq(probe(app), 0, "the next subscriber gets CUPTI")
+        eq(st[-1]["state"], ST_CONFLICT, "state")
+        app.stdin.close()
+        eq(app.wait(timeout=30), 0, "app exit")
+    finally:
+        if app and app.poll() is None:
+            app.kill()
+            app.wait()
+        rx.stop()
+
+
+@test
+@with_receiver
+def release_after_takeover_policy_never(sock):
+    """GPUPROF_CUPTI_YIELD=never keeps the subscription after a takeover;
+    an operator's release still lets it go."""
+    rx = Receiver(sock)
+    app = None
+    try:
+        app = idle_app(sock, {"GPUPROF_CUPTI_YIELD": "never", "GPUPROF_CUPTI_YIELD_QUIET_MS": "300"},
+                       ["--launches", "120", "--pause-ms", "5", "--kineto-after", "20"])
+        deadline = time.time() + 10
+        st = []
+        while time.time() < deadline:
+            st = rx.decoded()[0].of(STATS) if rx.socks else []
+            if st and st[-1]["state"] == ST_CONFLICT:
+                break
+            time.sleep(0.05)
+        eq((st[-1]["state"], st[-1]["flags"]), (ST_CONFLICT, SF_SUB_KNOWN | SF_SUBSCRIBED),
+           "stepped aside, subscription kept")
+        eq(probe(app), 39, "kept")
+        rx.socks[0].send(control(CTL_RELEASE))
+        deadline = time.time() + 5
+        while time.time() < deadline and rx.decoded()[0].of(STATS)[-1]["flags"] != SF_SUB_KNOWN:
+            time.sleep(0.02)
+        eq(rx.decoded()[0].of(STATS)[-1]["flags"], SF_SUB_KNOWN, "let go on request")
+        eq(probe(app), 0, "the next subscriber gets CUPTI")
+        app.stdin.close()
+        eq(app.wait(timeout=30), 0, "app exit")
+    finally:
+        if app and app.poll() is None:
+            app.kill()
+            app.wait()
+        rx.stop()
+
+
+@test
+def release_waits_for_the_subscription():
+    """gpuprofctl cupti release waits until the library says it no longer
+    holds the subscription (status: subscribed false), so a profiler
+    started right after it subscribes, even in an idle process; --no-wait
+    only sends; a library that cannot let go makes it fail after --wait."""
+    need_build()
+    d = Daemon()
+    d.start()
+    apps = []
+    try:
+        sock = os.path.join(d.tmp, "cupti.sock")
+        app = idle_app(sock)
+        apps.append(app)
+        peer = wait_peer(d, app.pid, lambda x: x["subscribed"] is True, "never subscribed")
+        eq(peer["state"], "active", "state")
+        p = d.ctl("cupti", "release", str(app.pid))
+        out = p.stdout.decode()
+        eq(p.returncode, 0, "release: " + p.stderr.decode())
+        expect("released CUPTI" in out, "confirmation: %r" % out)
+        # no sleep, no status poll of ours: the command's return is the signal
+        eq(probe(app), 0, "a profiler started right after the release subscribes")
+        peer = wait_peer(d, app.pid, lambda x: True, "peer")
+        eq((peer["state"], peer["subscribed"]), ("conflict", False), "status")
+        # a process whose CUPTI another tool holds: never subscribed, the
+        # release confirms at once
+        other = idle_app(sock, {"FAKE_CUPTI_SUBSCRIBER": "nsys"})
+        apps.append(other)
+        wait_peer(d, other.pid, lambda x: x["subscribed"] is False, "not subscribed")
+        eq(d.ctl("cupti", "release", str(other.pid)).returncode, 0, "release")
+        # --no-wait: the reply only
+        third = idle_app(sock)
+        apps.append(third)
+        wait_peer(d, third.pid, lambda x: x["subscribed"] is True, "never subscribed")
+        r = d.ctl_json("cupti", "release", "--no-wait", str(third.pid))
+        eq((r["state_before"], r["subscribed_before"], r["sent"]), ("active", True, True), "reply")
+        wait_peer(d, third.pid, lambda x: x["subscribed"] is False, "released")
+        # a library that cannot answer (stopped): the wait ends with exit 1
+        fourth = idle_app(sock)
+        apps.append(fourth)
+        wait_peer(d, fourth.pid, lambda x: x["subscribed"] is True, "never subscribed")
+        os.kill(fourth.pid, 19)  # SIGSTOP
+        t0 = time.time()
+        p = d.ctl("cupti", "release", "--wait", "500ms", str(fourth.pid))
+        eq(p.returncode, 1, "timeout: " + p.stderr.decode())
+        expect("still holds the CUPTI subscription after 500 ms" in p.stderr.decode(),
+               "message: %r" % p.stderr)
+        expect(time.time() - t0 < 10, "bounded")
+        os.kill(fourth.pid, 18)  # SIGCONT
+        eq(d.ctl("cupti", "release", "--wait", "0", "1").returncode, 2, "--wait 0: usage")
+        for a in apps:
+            a.stdin.close()
+            eq(a.wait(timeout=30), 0, "app exit")
+    finally:
+        for a in apps:
+            if a.poll() is None:
+                a.kill()
+                a.wait()
+        d.cleanup()
 
 
 @test
