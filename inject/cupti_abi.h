@@ -80,6 +80,7 @@ enum gpi_type {
 	GPI_CUBIN = 13,	     /* struct gpi_cubin: one chunk of a cubin */
 	GPI_PC_STATS = 14,   /* struct gpi_pc_stats: PC sampling's counters */
 	GPI_CUDA_EVENT = 15, /* struct gpi_cuda_event: a CUDA event recorded on a stream */
+	GPI_WINDOW = 16,     /* struct gpi_window: a duty cycle's collection window */
 	/* daemon -> library (the one message type that travels that way) */
 	GPI_CONTROL = 32, /* struct gpi_control */
 };
@@ -322,6 +323,20 @@ struct gpi_cubin {
 	uint8_t data[]; /* then padding to a multiple of 8 */
 };
 
+/*
+ * One window of the collection's duty cycle (GPUPROF_CUPTI_DUTY below
+ * 100), sent when it closes: between start and end the activity kinds and
+ * API callbacks were on; between windows they were off, so a gap in the
+ * records there says nothing about the GPU. A library that sends no
+ * window collects all the time.
+ */
+struct gpi_window {
+	struct gpi_rec h;
+	uint64_t start, end; /* ns */
+	uint32_t duty;	     /* percent of the time collected, 1 - 99 */
+	uint32_t period_ms;  /* a window opens this often */
+};
+
 /* PC sampling's counters, cumulative, sent with each gpi_stats while PC
  * sampling was asked for. */
 struct gpi_pc_stats {
@@ -373,5 +388,6 @@ _Static_assert(sizeof(struct gpi_api) % 8 == 0, "gpi_api");
 _Static_assert(sizeof(struct gpi_marker) % 8 == 0, "gpi_marker");
 _Static_assert(sizeof(struct gpi_stats) % 8 == 0, "gpi_stats");
 _Static_assert(sizeof(struct gpi_control) == 16, "gpi_control");
+_Static_assert(sizeof(struct gpi_window) == 32, "gpi_window");
 
 #endif

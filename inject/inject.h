@@ -40,7 +40,14 @@ struct gpi_config {
 	unsigned flush_ms; /* GPUPROF_CUPTI_FLUSH_MS: how often to ask CUPTI for buffers */
 	int yield;	   /* GPUPROF_CUPTI_YIELD: enum gpi_yield */
 	unsigned quiet_ms; /* GPUPROF_CUPTI_YIELD_QUIET_MS: see coexist.c */
+	unsigned duty;	   /* GPUPROF_CUPTI_DUTY: percent of the time collected (duty.c) */
+	unsigned window_ms; /* GPUPROF_CUPTI_WINDOW_MS: one collection window */
 };
+
+/* The duty cycle's defaults: 5 % of the time, in windows of 10 ms (one
+ * every 200 ms). docs/collectors.md, "NVIDIA", has the arithmetic. */
+#define GPI_DUTY_DEFAULT 5u
+#define GPI_WINDOW_MS_DEFAULT 10u
 
 /* When the library gives CUPTI up to another tool of the same process
  * (coexist.c; docs/collectors.md, "Other CUPTI users"). */
@@ -200,6 +207,26 @@ void gpi_cupti_step_aside(const char *why, int kinds_ours, int let_go);
 /* cupti.c, sender thread: unsubscribes when a release asked for at an
  * API callback's exit site did not happen within ms */
 void gpi_cupti_release_poll(uint64_t now, unsigned ms);
+
+/* cupti.c, sender thread: switches what costs per launch (the activity
+ * kinds enabled at setup, and the API callbacks unless PC sampling needs
+ * them) on or off for the duty cycle; off also flushes. 0, or -EPERM when
+ * CUPTI is no longer ours (the cycle stops). */
+int gpi_cupti_duty_set(int on);
+
+/* ------------------------------------------------------------ duty cycle */
+
+/* Sender thread (duty.c): starts the cycle once CUPTI is set up (nothing
+ * at GPUPROF_CUPTI_DUTY=100) ... */
+void duty_init(uint64_t now);
+/* ... opens or closes a window when due, every tick; final: the last
+ * tick (the open window is sent) */
+void duty_tick(uint64_t now, int final);
+/* how long the sender may sleep: at most max_ms, less before a switch */
+unsigned duty_wait_ms(uint64_t now, unsigned max_ms);
+/* windows opened so far */
+uint64_t duty_windows(void);
+void duty_atfork_child(void);
 
 /* ------------------------------------------------------------ coexistence */
 

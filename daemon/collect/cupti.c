@@ -295,7 +295,7 @@ static const char *const count_names[CUPTI_N_MAX] = {
 	[CUPTI_N_MARKER] = "marker", [CUPTI_N_STRING] = "string",
 	[CUPTI_N_STATS] = "stats",   [CUPTI_N_STALL_NAME] = "stall_name",
 	[CUPTI_N_PC] = "pc",	     [CUPTI_N_CUBIN] = "cubin",
-	[CUPTI_N_EVENT] = "event",   [CUPTI_N_UNKNOWN] = "unknown",
+	[CUPTI_N_EVENT] = "event",   [CUPTI_N_WINDOW] = "window",  [CUPTI_N_UNKNOWN] = "unknown",
 };
 static const char *const feature_names[] = {"kernel", "memcpy", "memset", "sync", "graph",
 					    "api",    "nvtx",	"pc",	  "mono", "event"};
@@ -351,6 +351,22 @@ static void peer_json(cJSON *arr, const struct cupti_peer *p)
 		json_add_u64(d, "batches_dropped", p->lib.s.batches_dropped);
 		json_add_u64(d, "records_dropped", p->lib.s.records_dropped);
 		json_add_u64(d, "reconnects", p->lib.s.reconnects);
+	}
+	/* the duty cycle: the share of the time since the first window that
+	 * windows covered (100 without one: the library collects always) */
+	d = cJSON_AddObjectToObject(o, "duty");
+	if (d) {
+		uint64_t now = gpd_now_ns();
+		uint64_t span = p->windows && now > p->first_window_ns ? now - p->first_window_ns : 0;
+
+		json_add_u64(d, "percent", p->windows ? p->duty : 100);
+		json_add_u64(d, "period_ms", p->period_ms);
+		json_add_u64(d, "windows", p->windows);
+		json_add_u64(d, "covered_ns", p->covered_ns);
+		cJSON_AddNumberToObject(d, "covered_fraction",
+					span ? (double)(p->covered_ns < span ? p->covered_ns : span) /
+						       (double)span
+					     : 1.0);
 	}
 	/* PC sampling as the library counts it (GPI_PC_STATS) */
 	d = p->pc.lib_seen ? cJSON_AddObjectToObject(o, "pc_library") : NULL;
