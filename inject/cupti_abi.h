@@ -357,7 +357,14 @@ enum gpi_control_op {
 	 * conflict "released on request"), so that a profiler started next
 	 * in the process gets all of CUPTI. There is no way back. */
 	GPI_CTL_RELEASE = 1,
+	/* Collect all the time for arg ms from now (at most GPI_FULL_MAX_MS),
+	 * then go back to the duty cycle: a user's capture of this process
+	 * gets every record. A library that collects all the time anyway, or
+	 * no longer holds CUPTI, ignores it; a later request extends it. The
+	 * window held open is sent in pieces (GPI_WINDOW) while it lasts. */
+	GPI_CTL_FULL = 2,
 };
+#define GPI_FULL_MAX_MS 3600000u
 
 /* The daemon's requests to the library, on the same connection: a
  * message of a struct gpi_hdr and one struct gpi_control. The daemon
@@ -366,8 +373,8 @@ enum gpi_control_op {
  * own, and ignores what it does not know. */
 struct gpi_control {
 	struct gpi_rec h;
-	uint32_t op; /* enum gpi_control_op */
-	uint32_t rsv;
+	uint32_t op;  /* enum gpi_control_op */
+	uint32_t arg; /* the op's argument (GPI_CTL_FULL: ms), else 0 */
 };
 
 _Static_assert(sizeof(struct gpi_hdr) == 16, "gpi_hdr");

@@ -24,6 +24,11 @@ static int active;	 /* cycling: duty < 100 and CUPTI is ours */
 static int open_;	 /* a window is open */
 static uint64_t win_start, next_switch, window_ns, period_ns;
 static uint64_t windows;
+/* GPI_CTL_FULL: the window stays open until then (0: cycling) */
+static uint64_t full_until;
+/* A window held open is sent in pieces this long, so that a capture cut
+ * while it lasts already holds most of it. */
+#define PIECE_NS (50ull * 1000000u)
 
 void duty_init(uint64_t now)
 {
@@ -70,6 +75,13 @@ void duty_tick(uint64_t now, int final)
 		stop(now);
 		return;
 	}
+	if (open_ && now < full_until) {
+		if (now - win_start >= PIECE_NS) {
+			emit_window(now);
+			win_start = now;
+		}
+		return;
+	}
 	if (now < next_switch)
 		return;
 	if (open_) {
@@ -97,11 +109,34 @@ void duty_tick(uint64_t now, int final)
 	}
 }
 
+void duty_full(uint64_t now, uint32_t ms)
+{
+	uint64_t until;
+
+	if (!active)
+		return; /* collecting all the time, or CUPTI is not ours */
+	until = now + (uint64_t)(ms < GPI_FULL_MAX_MS ? ms : GPI_FULL_MAX_MS) * 1000000u;
+	if (until > full_until)
+		full_until = until;
+	if (!open_) {
+		if (gpi_cupti_duty_set(1)) {
+			stop(now);
+			return;
+		}
+		open_ = 1;
+		win_start = gpi_now();
+		windows++;
+	}
+	/* the cycle resumes from the end of the held window */
+	if (next_switch < full_until)
+		next_switch = full_until;
+}
+
 unsigned duty_wait_ms(uint64_t now, unsigned max_ms)
 {
 	uint64_t left;
 
-	if (!active)
+	if (!active || (open_ && now < full_until))
 		return max_ms;
 	left = next_switch > now ? (next_switch - now + 999999u) / 1000000u : 0;
 	return left < max_ms ? (unsigned)left : max_ms;

@@ -224,6 +224,8 @@ void duty_init(uint64_t now);
 void duty_tick(uint64_t now, int final);
 /* how long the sender may sleep: at most max_ms, less before a switch */
 unsigned duty_wait_ms(uint64_t now, unsigned max_ms);
+/* the daemon asked for full collection for ms (GPI_CTL_FULL) */
+void duty_full(uint64_t now, uint32_t ms);
 /* windows opened so far */
 uint64_t duty_windows(void);
 void duty_atfork_child(void);

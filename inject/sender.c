@@ -237,6 +237,8 @@ static void read_control(void)
 			continue;
 		if (c->op == GPI_CTL_RELEASE)
 			coexist_release();
+		else if (c->op == GPI_CTL_FULL)
+			duty_full(gpi_now(), c->arg);
 	}
 }
 

@@ -458,7 +458,8 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged)
 			peer_json(arr, p);
 }
 
-int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const char **state)
+static int control(struct gpd *g, pid_t pid, uid_t uid, bool privileged, uint32_t op,
+		   uint32_t arg, const char **state)
 {
 	struct {
 		struct gpi_hdr h;
@@ -466,7 +467,8 @@ int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const ch
 	} m = {
 		.h = {.magic = GPI_MAGIC, .version = GPI_VERSION, .nrec = 1},
 		.c = {.h = {.type = GPI_CONTROL, .len = sizeof(struct gpi_control)},
-		      .op = GPI_CTL_RELEASE},
+		      .op = op,
+		      .arg = arg},
 	};
 	struct cupti *cu = NULL;
 	struct cupti_peer *p;
@@ -487,6 +489,19 @@ int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const ch
 	if (send(p->fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(m))
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 	return 0;
+}
+
+int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const char **state)
+{
+	return control(g, pid, uid, privileged, GPI_CTL_RELEASE, 0, state);
+}
+
+int cupti_full(struct gpd *g, pid_t pid, uid_t uid, bool privileged, uint64_t ms)
+{
+	const char *state;
+
+	return control(g, pid, uid, privileged, GPI_CTL_FULL,
+		       (uint32_t)(ms < GPI_FULL_MAX_MS ? ms : GPI_FULL_MAX_MS), &state);
 }
 
 const struct collector_ops cupti_collector_ops = {

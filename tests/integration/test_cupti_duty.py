@@ -184,5 +184,40 @@ def daemon_reports_coverage():
         d.cleanup()
 
 
+@test
+def forward_capture_gets_full_collection():
+    """A --duration capture naming the pid: the daemon asks the library
+    to collect all the time while it records (GPI_CTL_FULL), so the
+    capture is covered nearly whole, not at the duty's 20 %."""
+    need_build()
+    d = daemon()
+    try:
+        e = env_with(d.cupti, {"GPUPROF_CUPTI_DUTY": "20", "GPUPROF_CUPTI_WINDOW_MS": "20"})
+        p = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--launches", "3000", "--pause-ms", "1",
+                              "--kernel", "gpuprof_k_duty:20000"], env=e,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 20
+        peer = None
+        while time.time() < deadline:
+            peers = d.ctl_json("status")["cupti"].get("peer_list", [])
+            peer = next((x for x in peers if x["pid"] == p.pid), None)
+            if peer and peer["duty"]["windows"] >= 2:
+                break
+            time.sleep(0.05)
+        expect(peer and peer["duty"]["windows"] >= 2, "status duty: %r", peer)
+        cap = d.ctl_json("capture", "--pid", str(p.pid), "--duration", "800ms")
+        g = d.ctl_json("info", str(cap["id"])).get("gpu_coverage")
+        expect(g and g["covered_fraction"] >= 0.7, "coverage of the forward capture: %r", g)
+        # and the cycle resumes afterwards: by the end of the run the share
+        # since the first window is well below all of it
+        p.communicate(timeout=60)
+        eq(p.returncode, 0, "app exit")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+        d.cleanup()
+
+
 if __name__ == "__main__":
     main()
