@@ -174,6 +174,9 @@ def daemon_reports_coverage():
         expect(0.1 <= g["covered_fraction"] <= 0.45 and g["windows"] >= 4, "coverage %r", g)
         expect(info["by_type"].get("gpu_window", 0) == g["windows"], "by_type %r",
                info["by_type"])
+        human = d.ctl("info", cid, check=0).stdout.decode()
+        expect(re.search(r"^gpu coverage: +\d+\.\d % \(CUPTI duty 20 %", human, re.M),
+               "info's coverage line: %s", human)
         for an in ("idle", "temporal"):
             try:
                 r = d.ctl_json("analyze", an, cid)
