@@ -84,6 +84,12 @@ void duty_tick(uint64_t now, int final)
 	}
 	if (now < next_switch)
 		return;
+	if (coexist_suspected()) {
+		/* another tool may own the kinds now: switching them would cut
+		 * its trace short or feed it records it never asked for. Hold
+		 * still until coexist.c steps aside or our buffers come back */
+		return;
+	}
 	if (open_) {
 		uint64_t end = gpi_now();
 

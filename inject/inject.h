@@ -238,6 +238,10 @@ int coexist_torch_loaded(void);
  * completed activity buffers taken, flushed = a periodic flush was
  * asked for. Decides whether to step aside (GPUPROF_CUPTI_YIELD). */
 void coexist_tick(uint64_t now, size_t calls, size_t bufs, int flushed);
+/* Sender thread: GPU work went on without a buffer of ours for a while:
+ * another tool may hold the activity API (the duty cycle then leaves the
+ * kinds as they are until that is settled). */
+int coexist_suspected(void);
 /* Sender thread: the daemon asked us to give CUPTI up (GPI_CTL_RELEASE). */
 void coexist_release(void);
 /* buffers.c: how many buffers CUPTI has asked us for so far */
