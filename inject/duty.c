@@ -29,6 +29,8 @@ static uint64_t full_until;
 /* A window held open is sent in pieces this long, so that a capture cut
  * while it lasts already holds most of it. */
 #define PIECE_NS (50ull * 1000000u)
+/* how long to hold still before looking at a suspected takeover again */
+#define HOLD_NS (20ull * 1000000u)
 
 void duty_init(uint64_t now)
 {
@@ -87,7 +89,9 @@ void duty_tick(uint64_t now, int final)
 	if (coexist_suspected()) {
 		/* another tool may own the kinds now: switching them would cut
 		 * its trace short or feed it records it never asked for. Hold
-		 * still until coexist.c steps aside or our buffers come back */
+		 * still until coexist.c steps aside or our buffers come back
+		 * (looked at again a little later: no busy wait) */
+		next_switch = now + HOLD_NS;
 		return;
 	}
 	if (open_) {
