@@ -84,6 +84,27 @@ static void print_push(const cJSON *p)
 		       json_num(dir, "removed", 0), json_num(dir, "write_failures", 0));
 }
 
+/* One process's PC sampling as its library counts it: enough to tell why
+ * it got no samples (no GetData, CUPTI gave none, or an error and which
+ * call returned it). */
+static void print_pc(double pid, const char *when, const cJSON *pl)
+{
+	char err[96] = "";
+
+	if (!pl)
+		return;
+	if (json_num(pl, "errors", 0) > 0)
+		snprintf(err, sizeof(err), "; last error %.0f from %s",
+			 json_num(pl, "last_error", 0), json_str(pl, "last_error_call", "?"));
+	printf("pc:         pid %.0f%s: %.0f samples, %.0f sent; %.0f GetData, %.0f PCs, CUPTI "
+	       "total %.0f; contexts %.0f on, %.0f ever, %.0f off; %.0f errors%s\n",
+	       pid, when, json_num(pl, "samples", 0), json_num(pl, "sent", 0),
+	       json_num(pl, "getdata_calls", 0), json_num(pl, "pcs", 0),
+	       json_num(pl, "cupti_total_samples", 0), json_num(pl, "contexts_on", 0),
+	       json_num(pl, "contexts_ever", 0), json_num(pl, "contexts_off", 0),
+	       json_num(pl, "errors", 0), err);
+}
+
 /* The CUPTI library's connections (docs/collectors.md, "NVIDIA"): totals,
  * then the connections the caller may see. */
 static void print_cupti(const cJSON *cu)
@@ -111,6 +132,16 @@ static void print_cupti(const cJSON *cu)
 	       json_num(dr, "rate", 0), json_num(dr, "strings", 0) + json_num(dr, "undefined", 0),
 	       json_num(dr, "time", 0), json_num(cl, "malformed", 0),
 	       json_num(cl, "limit", 0) + json_num(cl, "credentials", 0));
+	cJSON_ArrayForEach(p, peers)
+	{
+		print_pc(json_num(p, "pid", 0), "",
+			 cJSON_GetObjectItemCaseSensitive(p, "pc_library"));
+	}
+	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(cu, "pc_closed"))
+	{
+		print_pc(json_num(p, "pid", 0), " (gone)",
+			 cJSON_GetObjectItemCaseSensitive(p, "pc_library"));
+	}
 	if (!cJSON_IsArray(peers) || !cJSON_GetArraySize(peers))
 		return;
 	static const char *const hdr[] = {">PID",     "COMM",	  ">UID",      "STATE",

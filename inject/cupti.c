@@ -377,6 +377,9 @@ static void at_exit(void)
 			if (kind_on[i])
 				cl->cuptiActivityDisable(kinds[i].kind);
 		cl->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		/* every record that may share CUPTI's function names is read */
+		if (gpi.cfg.features & GPI_F_PC)
+			pcsamp_release_names();
 	}
 	sender_finish(100); /* a bounded wait: exit never hangs on us */
 }

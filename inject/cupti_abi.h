@@ -348,6 +348,35 @@ struct gpi_pc_stats {
 	uint64_t drains, windows;  /* drains started; duty-cycle windows opened */
 	uint64_t contexts_refused; /* contexts beyond what the library tracks */
 	uint64_t cubins, cubins_refused, cubin_bytes; /* kept, refused (cap, CRC), bytes kept */
+	/* added after the first 88 bytes (a daemon reads what it gets,
+	 * zeros for the rest): why a process gets no samples */
+	uint64_t getdata_calls;	  /* cuptiPCSamplingGetData calls */
+	uint64_t pcs;		  /* PC records read */
+	uint64_t total_samples;	  /* CUPTI's totalSamples, summed (user, non-user, dropped) */
+	uint64_t nonuser_samples; /* CUPTI's nonUsrKernelsTotalSamples, summed */
+	uint64_t errors;	  /* CUPTI errors of the PC sampling calls */
+	uint64_t cfgbuf_pcs;	  /* PC records CUPTI left in the configured buffer */
+	uint64_t names;		  /* distinct function-name pointers held */
+	uint64_t names_untracked; /* past the library's bound: never freed by it */
+	uint32_t contexts_on;	  /* contexts sampling now */
+	uint32_t contexts_ever;	  /* contexts enabled and configured */
+	uint32_t contexts_off;	  /* contexts turned off by errors */
+	uint32_t last_call;	  /* enum gpi_pc_call that returned last_error */
+	int32_t last_error;	  /* the last CUptiResult of those calls, 0 none */
+	uint32_t rsv;
+};
+#define GPI_PC_STATS_MIN 88 /* what the first libraries sent */
+
+/* gpi_pc_stats.last_call */
+enum gpi_pc_call {
+	GPI_PC_CALL_NONE = 0,
+	GPI_PC_CALL_ENABLE = 1,
+	GPI_PC_CALL_STALL_REASONS = 2,
+	GPI_PC_CALL_CONFIGURE = 3,
+	GPI_PC_CALL_START = 4,
+	GPI_PC_CALL_STOP = 5,
+	GPI_PC_CALL_GET_DATA = 6,
+	GPI_PC_CALL_DISABLE = 7,
 };
 
 /* gpi_control.op */
@@ -378,7 +407,7 @@ struct gpi_control {
 };
 
 _Static_assert(sizeof(struct gpi_hdr) == 16, "gpi_hdr");
-_Static_assert(sizeof(struct gpi_pc_stats) == 88, "gpi_pc_stats");
+_Static_assert(sizeof(struct gpi_pc_stats) == 176, "gpi_pc_stats");
 _Static_assert(sizeof(struct gpi_stall_name) == 24, "gpi_stall_name");
 _Static_assert(sizeof(struct gpi_pc) == 56, "gpi_pc");
 _Static_assert(sizeof(struct gpi_cubin) == 32, "gpi_cubin");

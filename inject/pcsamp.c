@@ -15,13 +15,28 @@
  *   sender tick, exit       drain every context (GetData never synchronizes
  *                           the device)
  *
- * A drain calls GetData with our own buffer (the configured one belongs to
- * CUPTI) until remainingNumPcs is 0, frees each functionName, and sums
- * identical (device, cubin, function, pc, reason) keys into a bounded table
- * the sender thread empties into GPI_PC records. A full hardware buffer
- * (CUPTI_ERROR_OUT_OF_MEMORY) wedges the context until it is disabled,
- * enabled and configured again, so that is what we do; any other error
- * turns the feature off. One mutex covers all of it: the callbacks run on
+ * A drain calls GetData with our own buffer until remainingNumPcs is 0 and
+ * sums identical (device, cubin, function, pc, reason) keys into a bounded
+ * table the sender thread empties into GPI_PC records. The configured
+ * buffer is CUPTI's to fill, which it does at Disable (what GetData had
+ * not handed out yet: the last samples of a context) and around module
+ * loads: it is read then too.
+ *
+ * functionName: CUPTI may hand the same malloc'd string in many records,
+ * in later GetData calls and in activity records ("should not be freed
+ * until post processing of all the records is done", cupti_pcsampling.h),
+ * and it is ours to free. So each distinct pointer is remembered once
+ * (held[], bounded) and freed once, at exit, after every context's
+ * sampling is disabled and the last activity buffer is read: never
+ * per record. A pointer past the bound is left alone (a leak, counted).
+ *
+ * A full hardware buffer (CUPTI_ERROR_OUT_OF_MEMORY) wedges the context
+ * until it is disabled, enabled and configured again, so that is what we
+ * do. Any other error is counted with its code and the call that returned
+ * it (GPI_PC_STATS); GetData, Start and Stop errors turn the context off
+ * only after PC_ERR_STREAK in a row, and the feature is marked failed
+ * when no context is left: an error that would silence sampling shows in
+ * `gpuprofctl status`. One mutex covers all of it: the callbacks run on
  * the application's threads, drains on the sender's too.
  */
 #include <cupti_pcsampling.h>
@@ -36,9 +51,12 @@
 
 #define MAX_CTX 64
 #define MAX_REASONS 64
-#define GET_PCS 512	  /* PCs per GetData call */
-#define AGG_SLOTS 8192	  /* distinct keys between two sender ticks */
-#define MAX_FNAMES 4096	  /* distinct function names kept */
+#define GET_PCS 512	/* PCs per GetData call */
+#define AGG_SLOTS 8192	/* distinct keys between two sender ticks */
+#define MAX_FNAMES 4096 /* distinct function names kept */
+#define MAX_NAMES 4096	/* distinct CUPTI name pointers held (hash, <= 1/2 used) */
+#define NAME_SLOTS 8192
+#define PC_ERR_STREAK 8	  /* GetData/Start/Stop errors in a row before a context goes off */
 #define DRAIN_ROUNDS 1024 /* GetData calls per drain at most */
 #define TOGGLE_CHECK_NS 1000000ull
 
@@ -70,6 +88,7 @@ struct pctx {
 	CUcontext ctx;
 	uint32_t device;
 	int on, started;
+	unsigned err_streak; /* GetData, Start, Stop errors in a row */
 	uint64_t close_at, open_at;
 	size_t nreasons;
 	uint32_t idx[MAX_REASONS];
@@ -101,6 +120,13 @@ static struct agg agg[AGG_SLOTS], out[AGG_SLOTS];
 static size_t nagg;
 static char *fnames[MAX_FNAMES];
 static size_t nfnames;
+/* CUPTI's functionName pointers, each held once until pcsamp_release_names(),
+ * with the interned copy it reads as (NULL: past MAX_FNAMES) */
+static struct {
+	char *cupti;
+	const char *fn;
+} held[NAME_SLOTS];
+static size_t nheld;
 static _Atomic uint64_t next_check;
 static _Atomic int active;
 static _Atomic int resend; /* stall names must be sent again */
@@ -158,6 +184,49 @@ static const char *fname_intern(const char *s)
 	return fnames[nfnames++];
 }
 
+/* The interned name of one of CUPTI's functionName pointers, which is
+ * held (freed once, by pcsamp_release_names()); NULL when the name cannot be
+ * interned. A pointer that does not fit the table is read now and left
+ * to CUPTI's care: never freed by us (names_untracked). */
+static const char *name_hold(char *p)
+{
+	size_t i = (size_t)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull % NAME_SLOTS);
+
+	for (size_t n = 0; n < NAME_SLOTS; n++, i = (i + 1) % NAME_SLOTS) {
+		if (held[i].cupti == p)
+			return held[i].fn;
+		if (!held[i].cupti)
+			break;
+	}
+	if (nheld >= MAX_NAMES || held[i].cupti) {
+		pc_n.names_untracked++;
+		return fname_intern(p);
+	}
+	held[i].cupti = p;
+	held[i].fn = fname_intern(p);
+	nheld++;
+	pc_n.names = nheld;
+	return held[i].fn;
+}
+
+/* Frees each held pointer once; only once no context samples (nothing
+ * can hand them out again) and the caller has read every activity
+ * record (which may share them). */
+void pcsamp_release_names(void)
+{
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < MAX_CTX; i++)
+		if (ctxs[i].ctx && ctxs[i].on)
+			goto out; /* still sampling: left to the process's end */
+	for (size_t i = 0; i < NAME_SLOTS; i++) {
+		free(held[i].cupti);
+		held[i].cupti = NULL;
+	}
+	nheld = 0; /* pc_n.names stays: how many were held */
+out:
+	pthread_mutex_unlock(&mu);
+}
+
 static uint64_t key_hash(const struct agg *k)
 {
 	uint64_t h = k->crc * 0x9e3779b97f4a7c15ull;
@@ -200,7 +269,8 @@ static void take_pc(struct pctx *c, CUpti_PCSamplingPCData *p, uint64_t now)
 	size_t n = p->stallReasonCount < c->nreasons ? p->stallReasonCount : c->nreasons;
 
 	(void)now;
-	k.fn = p->functionName ? fname_intern(p->functionName) : NULL;
+	pc_n.pcs++;
+	k.fn = p->functionName ? name_hold(p->functionName) : NULL;
 	for (size_t j = 0; j < n; j++) {
 		k.reason = p->stallReason[j].pcSamplingStallReasonIndex;
 		k.samples = p->stallReason[j].samples;
@@ -216,7 +286,7 @@ static void take_pc(struct pctx *c, CUpti_PCSamplingPCData *p, uint64_t now)
 
 static int configure(struct pctx *c)
 {
-	CUpti_PCSamplingConfigurationInfo info[6];
+	CUpti_PCSamplingConfigurationInfo info[7];
 	CUpti_PCSamplingConfigurationInfoParams p = {
 		.size = CUpti_PCSamplingConfigurationInfoParamsSize,
 		.ctx = c->ctx,
@@ -228,6 +298,10 @@ static int configure(struct pctx *c)
 	pcbuf_reset(c->cfgbuf, c->nreasons);
 	info[n].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
 	info[n++].attributeData.samplingDataBufferData.samplingDataBuffer = &c->cfgbuf->d;
+	/* PARSED is the default; said anyway, as NVIDIA's samples do */
+	info[n].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT;
+	info[n++].attributeData.outputDataFormatData.outputDataFormat =
+		CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
 	info[n].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
 	info[n++].attributeData.collectionModeData.collectionMode =
 		CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
@@ -276,6 +350,15 @@ static int reasons(struct pctx *c)
 	return r;
 }
 
+/* an error of CUPTI's: counted, with its code and the call, for status */
+static void note_err(uint32_t call, int r)
+{
+	pc_n.errors++;
+	pc_n.last_error = r;
+	pc_n.last_call = call;
+	atomic_store(&gpi.last_error, r);
+}
+
 static int enable(struct pctx *c)
 {
 	CUpti_PCSamplingEnableParams p = {.size = CUpti_PCSamplingEnableParamsSize, .ctx = c->ctx};
@@ -283,19 +366,64 @@ static int enable(struct pctx *c)
 	return f.cuptiPCSamplingEnable(&p);
 }
 
+/* the PCs of one filled buffer: taken, their names held */
+static void take_buf(struct pctx *c, struct pcbuf *b, uint64_t now)
+{
+	size_t n = b->d.totalNumPcs < GET_PCS ? b->d.totalNumPcs : GET_PCS;
+
+	pc_n.total_samples += b->d.totalSamples;
+	pc_n.nonuser_samples += b->d.nonUsrKernelsTotalSamples;
+	pc_n.dropped += b->d.droppedSamples;
+	for (size_t i = 0; i < n; i++)
+		take_pc(c, &b->pcs[i], now);
+}
+
+/* What CUPTI put in the configured buffer (at Disable, around module
+ * loads), then the buffer ready for it again. */
+static void take_cfgbuf(struct pctx *c, uint64_t now)
+{
+	size_t n = c->cfgbuf->d.totalNumPcs;
+
+	if (n) {
+		pc_n.cfgbuf_pcs += n < GET_PCS ? n : GET_PCS;
+		take_buf(c, c->cfgbuf, now);
+	}
+	pcbuf_reset(c->cfgbuf, c->nreasons);
+}
+
 static void disable(struct pctx *c)
 {
 	CUpti_PCSamplingDisableParams p = {.size = CUpti_PCSamplingDisableParamsSize,
 					   .ctx = c->ctx};
+	int r = f.cuptiPCSamplingDisable(&p);
 
-	f.cuptiPCSamplingDisable(&p);
+	if (r)
+		note_err(GPI_PC_CALL_DISABLE, r);
+	else
+		take_cfgbuf(c, gpi_now());
+	if (c->on)
+		pc_n.contexts_on--;
 	c->on = c->started = 0;
 }
 
-static void off(struct pctx *c, int err)
+/* no context samples any more: the feature shows as failed */
+static void failed_if_none(int err)
 {
-	disable(c);
+	for (size_t i = 0; i < MAX_CTX; i++)
+		if (ctxs[i].ctx && ctxs[i].on)
+			return;
 	gpi_fail(GPI_F_PC, err);
+}
+
+/* an error on a context that samples: off after PC_ERR_STREAK in a row */
+static void ctx_err(struct pctx *c, uint32_t call, int r)
+{
+	note_err(call, r);
+	if (++c->err_streak < PC_ERR_STREAK)
+		return;
+	disable(c);
+	pc_n.contexts_off++;
+	failed_if_none(r);
 }
 
 static int start_stop(struct pctx *c, int start)
@@ -306,10 +434,12 @@ static int start_stop(struct pctx *c, int start)
 	/* the Start and Stop params are the same struct */
 	r = start ? f.cuptiPCSamplingStart(&p)
 		  : f.cuptiPCSamplingStop((CUpti_PCSamplingStopParams *)&p);
-	if (r)
-		off(c, r);
-	else
+	if (r) {
+		ctx_err(c, start ? GPI_PC_CALL_START : GPI_PC_CALL_STOP, r);
+	} else {
 		c->started = start;
+		c->err_streak = 0;
+	}
 	return r;
 }
 
@@ -318,17 +448,29 @@ static int start_stop(struct pctx *c, int start)
 static void recover(struct pctx *c)
 {
 	int was = c->started, r;
+	uint32_t call = GPI_PC_CALL_ENABLE;
 
 	pc_n.oom++;
 	disable(c);
 	r = enable(c);
-	if (!r)
+	if (!r) {
+		call = GPI_PC_CALL_CONFIGURE;
 		r = configure(c);
+	}
 	if (r) {
-		off(c, r);
+		note_err(call, r);
+		pc_n.contexts_off++;
+		if (call == GPI_PC_CALL_CONFIGURE) {
+			CUpti_PCSamplingDisableParams d = {.size = CUpti_PCSamplingDisableParamsSize,
+							   .ctx = c->ctx};
+
+			f.cuptiPCSamplingDisable(&d);
+		}
+		failed_if_none(r);
 		return;
 	}
 	c->on = 1;
+	pc_n.contexts_on++;
 	if (was && pc_cfg.duty < 100)
 		start_stop(c, 1);
 }
@@ -343,28 +485,26 @@ static void drain_ctx(struct pctx *c, uint64_t now)
 		return;
 	pc_n.drains++;
 	for (int round = 0; round < DRAIN_ROUNDS; round++) {
-		size_t n;
 		int r;
 
 		pcbuf_reset(&getbuf, c->nreasons);
+		pc_n.getdata_calls++;
 		r = f.cuptiPCSamplingGetData(&p);
-		n = getbuf.d.totalNumPcs < GET_PCS ? getbuf.d.totalNumPcs : GET_PCS;
-		for (size_t i = 0; i < n; i++) {
-			if (r == CUPTI_SUCCESS)
-				take_pc(c, &getbuf.pcs[i], now);
-			free(getbuf.pcs[i].functionName);
-			getbuf.pcs[i].functionName = NULL;
-		}
-		pc_n.dropped += getbuf.d.droppedSamples;
 		if (r == CUPTI_ERROR_OUT_OF_MEMORY || getbuf.d.hardwareBufferFull) {
+			if (r == CUPTI_SUCCESS)
+				take_buf(c, &getbuf, now); /* what it did hand out */
+			else
+				pc_n.dropped += getbuf.d.droppedSamples;
 			recover(c);
 			return;
 		}
 		if (r) {
-			off(c, r);
+			ctx_err(c, GPI_PC_CALL_GET_DATA, r);
 			return;
 		}
-		if (!getbuf.d.remainingNumPcs || !n)
+		c->err_streak = 0;
+		take_buf(c, &getbuf, now);
+		if (!getbuf.d.remainingNumPcs || !getbuf.d.totalNumPcs)
 			return;
 	}
 }
@@ -380,7 +520,7 @@ static struct pctx *find(CUcontext ctx)
 static void ctx_created(CUcontext ctx)
 {
 	struct pctx *c = NULL;
-	uint32_t dev = 0;
+	uint32_t dev = 0, call;
 	int r;
 
 	for (size_t i = 0; i < MAX_CTX && !c; i++)
@@ -398,23 +538,35 @@ static void ctx_created(CUcontext ctx)
 		dev = 0;
 	c->ctx = ctx;
 	c->device = dev;
-	c->started = 0;
+	c->on = c->started = 0;
+	c->err_streak = 0;
 	c->open_at = 0;
+	c->nreasons = 0;
+	pcbuf_reset(c->cfgbuf, 0); /* empty until configured: Disable reads it */
 	r = enable(c);
 	if (r) {
+		/* this GPU or driver does not let us: none will */
+		note_err(GPI_PC_CALL_ENABLE, r);
 		gpi_fail(GPI_F_PC, r);
 		c->ctx = NULL;
 		return;
 	}
 	r = reasons(c);
-	if (!r)
+	call = GPI_PC_CALL_STALL_REASONS;
+	if (!r) {
 		r = configure(c);
+		call = GPI_PC_CALL_CONFIGURE;
+	}
 	if (r) {
-		off(c, r);
+		note_err(call, r);
+		disable(c);
+		gpi_fail(GPI_F_PC, r);
 		c->ctx = NULL;
 		return;
 	}
 	c->on = 1;
+	pc_n.contexts_on++;
+	pc_n.contexts_ever++;
 	if (dev < MAX_DEV && !devs[dev].have) {
 		devs[dev].have = 1;
 		devs[dev].n = c->nreasons;
@@ -457,9 +609,13 @@ void pcsamp_resource(uint32_t cbid, const void *data)
 		break;
 	case CUPTI_CBID_RESOURCE_MODULE_LOADED:
 	case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
-		/* before the module changes: the samples so far still name it */
-		if ((c = find(rd->context)))
+		/* before the module changes: the samples so far still name
+		 * it; CUPTI may also have flushed into the configured buffer */
+		if ((c = find(rd->context)) && c->on) {
 			drain_ctx(c, now);
+			if (c->on && c->cfgbuf->d.totalNumPcs)
+				take_cfgbuf(c, now);
+		}
 		if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED && rd->resourceDescriptor) {
 			const CUpti_ModuleResourceData *m = rd->resourceDescriptor;
 
@@ -524,10 +680,15 @@ void pcsamp_finish(void)
 	for (size_t i = 0; i < MAX_CTX; i++) {
 		struct pctx *c = &ctxs[i];
 
+		/* Disable hands over what GetData had not yet (into the
+		 * configured buffer): a process that never destroys its
+		 * context loses no samples of its last moments */
 		if (c->ctx && c->on) {
 			if (c->started)
 				start_stop(c, 0);
 			drain_ctx(c, now);
+			if (c->on)
+				disable(c);
 		}
 	}
 	pthread_mutex_unlock(&mu);
@@ -638,6 +799,19 @@ void pcsamp_emit_stats(void)
 	s->drains = pc_n.drains;
 	s->windows = pc_n.windows;
 	s->contexts_refused = pc_n.contexts_refused;
+	s->getdata_calls = pc_n.getdata_calls;
+	s->pcs = pc_n.pcs;
+	s->total_samples = pc_n.total_samples;
+	s->nonuser_samples = pc_n.nonuser_samples;
+	s->errors = pc_n.errors;
+	s->cfgbuf_pcs = pc_n.cfgbuf_pcs;
+	s->names = pc_n.names;
+	s->names_untracked = pc_n.names_untracked;
+	s->contexts_on = pc_n.contexts_on;
+	s->contexts_ever = pc_n.contexts_ever;
+	s->contexts_off = pc_n.contexts_off;
+	s->last_call = pc_n.last_call;
+	s->last_error = pc_n.last_error;
 	cubin_stats(&s->cubins, &s->cubins_refused, &s->cubin_bytes);
 }
 

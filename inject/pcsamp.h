@@ -32,6 +32,17 @@ struct pcsamp_counters {
 	uint64_t oom;		   /* hardware buffer full: context re-enabled */
 	uint64_t drains, windows;  /* GetData rounds started; duty windows opened */
 	uint64_t contexts_refused; /* more contexts than we track */
+	uint64_t getdata_calls;	   /* cuptiPCSamplingGetData calls */
+	uint64_t pcs;		   /* PC records read (GetData and the configured buffer) */
+	uint64_t total_samples;	   /* CUPTI's totalSamples summed: user, non-user, dropped */
+	uint64_t nonuser_samples;  /* nonUsrKernelsTotalSamples summed */
+	uint64_t errors;	   /* CUPTI errors of the PC calls */
+	uint64_t cfgbuf_pcs;	   /* PC records found in the configured buffer */
+	uint64_t names;		   /* distinct functionName pointers held */
+	uint64_t names_untracked;  /* handed out past MAX_NAMES: never freed by us */
+	uint32_t contexts_on, contexts_ever, contexts_off; /* off: by errors */
+	uint32_t last_call;	   /* enum gpi_pc_call of the last error */
+	int32_t last_error;	   /* its CUptiResult */
 };
 extern struct pcsamp_counters pc_n;
 
@@ -48,8 +59,11 @@ void pcsamp_emit(void);
 void pcsamp_forget_sent(void);
 /* sender.c, beside gpi_stats: a GPI_PC_STATS when pc was asked for */
 void pcsamp_emit_stats(void);
-/* cupti.c at exit: close windows, drain; in a forked child: off */
+/* cupti.c at exit: close windows, drain, disable; in a forked child: off */
 void pcsamp_finish(void);
+/* cupti.c at exit, after the last activity buffer was read: CUPTI's
+ * function names freed, once each (not while a context still samples) */
+void pcsamp_release_names(void);
 /* cupti.c, stepping aside for another CUPTI user: drain, then off */
 void pcsamp_stop(void);
 void pcsamp_atfork_child(void);

@@ -310,6 +310,50 @@ static cJSON *features_json(uint32_t mask)
 	return a;
 }
 
+static const char *const pc_call_names[] = {
+	[GPI_PC_CALL_NONE] = "",
+	[GPI_PC_CALL_ENABLE] = "cuptiPCSamplingEnable",
+	[GPI_PC_CALL_STALL_REASONS] = "cuptiPCSamplingGetStallReasons",
+	[GPI_PC_CALL_CONFIGURE] = "cuptiPCSamplingSetConfigurationAttribute",
+	[GPI_PC_CALL_START] = "cuptiPCSamplingStart",
+	[GPI_PC_CALL_STOP] = "cuptiPCSamplingStop",
+	[GPI_PC_CALL_GET_DATA] = "cuptiPCSamplingGetData",
+	[GPI_PC_CALL_DISABLE] = "cuptiPCSamplingDisable",
+};
+
+/* PC sampling as the library counts it (GPI_PC_STATS) */
+static void pc_library_json(cJSON *d, const struct gpi_pc_stats *s)
+{
+	uint32_t call = s->last_call;
+
+	json_add_u64(d, "samples", s->samples);
+	json_add_u64(d, "sent", s->sent);
+	json_add_u64(d, "dropped", s->dropped);
+	json_add_u64(d, "oom", s->oom);
+	json_add_u64(d, "drains", s->drains);
+	json_add_u64(d, "windows", s->windows);
+	json_add_u64(d, "contexts_refused", s->contexts_refused);
+	json_add_u64(d, "cubins", s->cubins);
+	json_add_u64(d, "cubins_refused", s->cubins_refused);
+	json_add_u64(d, "cubin_bytes", s->cubin_bytes);
+	json_add_u64(d, "getdata_calls", s->getdata_calls);
+	json_add_u64(d, "pcs", s->pcs);
+	json_add_u64(d, "cupti_total_samples", s->total_samples);
+	json_add_u64(d, "cupti_nonuser_samples", s->nonuser_samples);
+	json_add_u64(d, "config_buffer_pcs", s->cfgbuf_pcs);
+	json_add_u64(d, "names_held", s->names);
+	json_add_u64(d, "names_untracked", s->names_untracked);
+	json_add_u64(d, "contexts_on", s->contexts_on);
+	json_add_u64(d, "contexts_ever", s->contexts_ever);
+	json_add_u64(d, "contexts_off", s->contexts_off);
+	json_add_u64(d, "errors", s->errors);
+	cJSON_AddNumberToObject(d, "last_error", s->last_error);
+	cJSON_AddStringToObject(d, "last_error_call",
+				call < sizeof(pc_call_names) / sizeof(pc_call_names[0])
+					? pc_call_names[call]
+					: "unknown");
+}
+
 static void peer_json(cJSON *arr, const struct cupti_peer *p)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -370,20 +414,8 @@ static void peer_json(cJSON *arr, const struct cupti_peer *p)
 	}
 	/* PC sampling as the library counts it (GPI_PC_STATS) */
 	d = p->pc.lib_seen ? cJSON_AddObjectToObject(o, "pc_library") : NULL;
-	if (d) {
-		const struct gpi_pc_stats *s = &p->pc.lib;
-
-		json_add_u64(d, "samples", s->samples);
-		json_add_u64(d, "sent", s->sent);
-		json_add_u64(d, "dropped", s->dropped);
-		json_add_u64(d, "oom", s->oom);
-		json_add_u64(d, "drains", s->drains);
-		json_add_u64(d, "windows", s->windows);
-		json_add_u64(d, "contexts_refused", s->contexts_refused);
-		json_add_u64(d, "cubins", s->cubins);
-		json_add_u64(d, "cubins_refused", s->cubins_refused);
-		json_add_u64(d, "cubin_bytes", s->cubin_bytes);
-	}
+	if (d)
+		pc_library_json(d, &p->pc.lib);
 	cJSON_AddItemToArray(arr, o);
 }
 
@@ -456,6 +488,23 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged)
 	for (const struct cupti_peer *p = cu->peers; arr && p; p = p->next)
 		if (privileged || p->owner == uid)
 			peer_json(arr, p);
+	/* the last peers gone with PC counters, the same rule */
+	arr = cJSON_AddArrayToObject(o, "pc_closed");
+	for (unsigned i = 0; arr && i < cu->npc_closed; i++) {
+		const struct cupti_pc_closed *pc = &cu->pc_closed[i];
+		cJSON *e;
+
+		if (!privileged && pc->owner != uid)
+			continue;
+		if (!(e = cJSON_CreateObject()))
+			break;
+		json_add_u64(e, "pid", pc->pid);
+		json_add_u64(e, "closed_ns", pc->closed_ns);
+		x = cJSON_AddObjectToObject(e, "pc_library");
+		if (x)
+			pc_library_json(x, &pc->s);
+		cJSON_AddItemToArray(arr, e);
+	}
 }
 
 static int control(struct gpd *g, pid_t pid, uid_t uid, bool privileged, uint32_t op,

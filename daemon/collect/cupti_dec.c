@@ -55,7 +55,7 @@ static const size_t min_len[] = {
 	[GPI_STALL_NAME] = sizeof(struct gpi_stall_name),
 	[GPI_PC] = sizeof(struct gpi_pc),
 	[GPI_CUBIN] = sizeof(struct gpi_cubin),
-	[GPI_PC_STATS] = sizeof(struct gpi_pc_stats),
+	[GPI_PC_STATS] = GPI_PC_STATS_MIN, /* longer since: read as far as it goes */
 	[GPI_CUDA_EVENT] = sizeof(struct gpi_cuda_event),
 	[GPI_WINDOW] = sizeof(struct gpi_window),
 };
@@ -871,7 +871,8 @@ static void dec_hello(struct cupti_peer *p, const uint8_t *rec, uint64_t now)
 	p->hello_delay_ns = (int64_t)(now - h.mono_ns);
 }
 
-static void dec_record(struct cupti_peer *p, uint16_t type, const uint8_t *rec, uint64_t now)
+static void dec_record(struct cupti_peer *p, uint16_t type, const uint8_t *rec, size_t len,
+		       uint64_t now)
 {
 	if (type == GPI_HELLO) {
 		dec_hello(p, rec, now);
@@ -882,7 +883,8 @@ static void dec_record(struct cupti_peer *p, uint16_t type, const uint8_t *rec, 
 		return;
 	}
 	if (type == GPI_PC_STATS) { /* like gpi_stats: a state, not a record */
-		memcpy(&p->pc.lib, rec, sizeof(p->pc.lib));
+		memset(&p->pc.lib, 0, sizeof(p->pc.lib));
+		memcpy(&p->pc.lib, rec, len < sizeof(p->pc.lib) ? len : sizeof(p->pc.lib));
 		p->pc.lib_seen = true;
 		return;
 	}
@@ -960,7 +962,7 @@ int cupti_decode(struct cupti_peer *p, const void *msg, size_t len, uint64_t now
 		struct gpi_rec rh;
 
 		memcpy(&rh, m + off, sizeof(rh));
-		dec_record(p, rh.type, m + off, now_ns);
+		dec_record(p, rh.type, m + off, rh.len, now_ns);
 		off += rh.len;
 	}
 	return 0;

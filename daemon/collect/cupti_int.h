@@ -194,6 +194,16 @@ struct cupti {
 	struct cupti_cubin *cubins, **cubins_tail;
 	size_t cubins_bytes;
 	struct cupti_totals tot;
+	/* the PC counters of the last peers that closed with some (their
+	 * last GPI_PC_STATS), newest first: why a process that is gone got
+	 * no samples; shown like its peer was (to its owner) */
+#define CUPTI_PC_CLOSED 8
+	struct cupti_pc_closed {
+		uint32_t pid, owner;
+		uint64_t closed_ns;
+		struct gpi_pc_stats s;
+	} pc_closed[CUPTI_PC_CLOSED];
+	unsigned npc_closed;
 	uint64_t log_next_ns; /* rate limit of the peer warnings */
 	unsigned log_suppressed;
 	uint64_t *buf; /* one message, GPI_MSG_MAX bytes */

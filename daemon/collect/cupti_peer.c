@@ -192,6 +192,16 @@ void cupti_peer_close(struct cupti_peer *p, enum cupti_close why, const char *fm
 	if (why == CUPTI_CLOSE_MALFORMED || why == CUPTI_CLOSE_NO_HELLO)
 		cupti_warn(cu, "closed pid %u (uid %u, %s): %s", p->pid, p->uid, p->comm_text,
 			   p->last_error);
+	if (p->pc.lib_seen) {
+		memmove(&cu->pc_closed[1], &cu->pc_closed[0],
+			(CUPTI_PC_CLOSED - 1) * sizeof(cu->pc_closed[0]));
+		cu->pc_closed[0].pid = p->pid;
+		cu->pc_closed[0].owner = p->owner;
+		cu->pc_closed[0].closed_ns = gpd_now_ns();
+		cu->pc_closed[0].s = p->pc.lib;
+		if (cu->npc_closed < CUPTI_PC_CLOSED)
+			cu->npc_closed++;
+	}
 	if (p->lib.seen) {
 		cu->tot.lib_cupti_dropped += p->lib.s.cupti_dropped;
 		cu->tot.lib_api_dropped += p->lib.s.api_dropped;

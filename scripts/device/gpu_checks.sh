@@ -388,7 +388,7 @@ step_pyframes() {
 
 # ---- step 4: PC sampling
 step_pc() {
-    local id s dis=no
+    local id s rc dis=no
     find_nvdisasm
     [ $MODE = stand-in ] && NVDISASM=$W/nvdisasm
     [ -n "$NVDISASM" ] && dis=yes
@@ -407,19 +407,37 @@ step_pc() {
     echo go >&7
     exec 7>&-
     wait $PROG_PID
+    echo "exit $?" >>"$R/pc.out"
     settle
+    # the library's PC counters for this run (its connection is gone:
+    # status keeps them in pc_closed): why no samples, if none
+    status_json "$R/pc.status.json"
+    "$PY" - "$R/pc.status.json" "$PROG_PID" >"$R/pc.library.json" <<'PY'
+import json, sys
+st, pid = json.load(open(sys.argv[1])).get("cupti", {}), int(sys.argv[2])
+for e in st.get("peer_list", []) + st.get("pc_closed", []):
+    if e.get("pid") == pid and "pc_library" in e:
+        print(json.dumps(e["pc_library"], indent=1))
+        break
+else:
+    print("{}")
+PY
     id=$(cap $PROG_PID 60000 pc) || return 1
     ctl folded "$id" --weight stalls >"$R/pc.stalls.folded"
     s=$(awk '$1 == "pc" && $2 == "samples" { print $3 }' "$R/pc.out")
     $CMP pc --results "$RES" --tag "PC sampling" --folded "$R/pc.stalls.folded" --kernel-regex 'sgemm|pc_kernel' \
-        --sass $dis ${s:+--program-samples $s}
+        --sass $dis ${s:+--program-samples $s} --library "$R/pc.library.json"
     # slowdown of a GEMM loop at the default duty cycle: interleaved runs
     : >"$R/pc_rate.out"
     for _ in 1 2 3; do
         if [ $MODE = device ]; then
             env "${CENV[@]}" "$W/cupti_real" 2000 --gemm | awk '/^gemm_per_s/ { print "off", $0 }'
-            env "${CENV[@]}" GPUPROF_CUPTI_FEATURES=default,pc "$W/cupti_real" 2000 --gemm |
-                awk '/^gemm_per_s/ { print "pc", $0 }'
+            # a run that dies (it did: a double free) says so here
+            env "${CENV[@]}" GPUPROF_CUPTI_FEATURES=default,pc "$W/cupti_real" 2000 --gemm \
+                >"$W/pcr.out" 2>"$W/pcr.err"
+            rc=$?
+            awk '/^gemm_per_s/ { print "pc", $0 }' "$W/pcr.out"
+            [ $rc = 0 ] || echo "pc_exit $rc $(tail -c 160 "$W/pcr.err" | tr '\n\t' '  ')"
         else
             for m in default default,pc; do
                 env "${CENV[@]}" GPUPROF_CUPTI_FEATURES=$m "$APP" --cuda "$FAKE_CUDA" --launches 300 \

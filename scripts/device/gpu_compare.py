@@ -384,6 +384,50 @@ def cmd_pyframes(a):
         ">= %d under /%s/" % (a.min, a.python_regex), "PASS" if ok else "FAIL")
 
 
+CUPTI_ERRORS = {1: "INVALID_PARAMETER", 2: "INVALID_DEVICE", 3: "INVALID_CONTEXT",
+                7: "INVALID_OPERATION", 8: "OUT_OF_MEMORY", 9: "HARDWARE", 13: "NOT_READY",
+                15: "NOT_INITIALIZED", 23: "DISABLED", 26: "HARDWARE_BUSY", 27: "NOT_SUPPORTED",
+                35: "INSUFFICIENT_PRIVILEGES", 39: "MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED",
+                43: "MIG_DEVICE_NOT_SUPPORTED"}
+
+
+def pc_library(path):
+    """The library's PC counters for the run (gpu_checks.sh saves the
+    status entry of the program's pid: peer_list's or pc_closed's)."""
+    if not path:
+        return None
+    try:
+        return load_json(path) or None
+    except (OSError, ValueError):
+        return None
+
+
+def pc_why_none(pl):
+    """Why a run got no PC samples, from the library's counters."""
+    if not pl:
+        return "no PC counters from the library (pc not asked for, or it never connected)"
+    err = ""
+    if pl.get("errors"):
+        e = pl.get("last_error", 0)
+        err = "%d CUPTI errors, last %d (%s) from %s" % (
+            pl["errors"], e, CUPTI_ERRORS.get(e, "?"), pl.get("last_error_call") or "?")
+    if not pl.get("contexts_ever"):
+        return "no CUDA context enabled for sampling (%s; refused %d)" % (
+            err or "no error", pl.get("contexts_refused", 0))
+    if not pl.get("getdata_calls"):
+        return "GetData never called (%d drains)%s" % (pl.get("drains", 0), "; " + err if err else "")
+    if not pl.get("pcs"):
+        return ("CUPTI handed no PC in %d GetData calls (its totalSamples %d, non-user %d; "
+                "%d PCs in the configured buffer; contexts %d ever, %d off)%s" % (
+                    pl["getdata_calls"], pl.get("cupti_total_samples", 0),
+                    pl.get("cupti_nonuser_samples", 0), pl.get("config_buffer_pcs", 0),
+                    pl.get("contexts_ever", 0), pl.get("contexts_off", 0),
+                    "; " + err if err else ""))
+    return "the library read %d samples in %d PCs and sent %d (dropped %d)%s" % (
+        pl.get("samples", 0), pl["pcs"], pl.get("sent", 0), pl.get("dropped", 0),
+        "; " + err if err else "")
+
+
 def cmd_pc(a):
     """PC samples in folded --weight stalls: their number (the program's own
     count where it knows it) and the share drawn with SASS text, which the
@@ -406,9 +450,17 @@ def cmd_pc(a):
         print("%7d %s" % (w, s))
     want = a.program_samples
     ok = total > 0 and (want is None or total == want)
-    add(a.results, a.tag + ": PC samples through the daemon", "%d%s" % (
-        total, "" if want is None else " (the program sampled %d)" % want),
+    pl = pc_library(a.library)
+    add(a.results, a.tag + ": PC samples through the daemon", "%d%s%s" % (
+        total, "" if want is None else " (the program sampled %d)" % want,
+        "" if total else ": " + pc_why_none(pl)),
         "> 0" if want is None else "equal", "PASS" if ok else "FAIL")
+    if pl:
+        keys = ("samples sent dropped oom drains windows getdata_calls pcs cupti_total_samples "
+                "cupti_nonuser_samples config_buffer_pcs names_held names_untracked "
+                "contexts_ever contexts_off errors last_error last_error_call").split()
+        add(a.results, a.tag + ": the library's counters",
+            " ".join("%s=%s" % (k, pl.get(k, "-")) for k in keys), "observed", "INFO")
     share = sass / total * 100 if total else 0.0
     if a.sass == "no":
         add(a.results, a.tag + ": pcOffset relative to the function (SASS found)", "%.1f%%" % share,
@@ -667,6 +719,7 @@ def main(argv=None):
     s.add_argument("--program-samples", type=int)
     s.add_argument("--kernel-regex")
     s.add_argument("--sass", choices=("yes", "no"), default="yes")
+    s.add_argument("--library", help="the program's pc_library from status (JSON)")
     s = sp("cost", cmd_cost)
     s.add_argument("--file", required=True)
     s.add_argument("--target-ns", type=int, default=1000)

@@ -894,6 +894,8 @@ API CUptiResult cuptiGetCubinCrc(CUpti_GetCubinCrcParams *p)
 	return CUPTI_SUCCESS;
 }
 
+static CUptiResult fill(struct pcctx *c, CUpti_PCSamplingData *d, size_t cap);
+
 static struct pcctx *pc_find(void *ctx)
 {
 	for (size_t i = 0; i < MAX_PCCTX; i++)
@@ -944,7 +946,11 @@ API CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p)
 	pthread_mutex_lock(&pcmu);
 	c = pc_find(p->ctx);
 	if (c) {
-		memset(c, 0, sizeof(*c)); /* unread samples are lost */
+		/* as the real one does: what was not read goes into the
+		 * configured buffer, as much as it holds; the rest is lost */
+		if (c->cfg_buf && c->nhw)
+			fill(c, c->cfg_buf, (size_t)-1);
+		memset(c, 0, sizeof(*c));
 		pcstat.disable++;
 	}
 	pthread_mutex_unlock(&pcmu);
@@ -1107,40 +1113,39 @@ API CUptiResult cuptiPCSamplingGetStallReasons(CUpti_PCSamplingGetStallReasonsPa
 	return CUPTI_SUCCESS;
 }
 
-/* Hands out the oldest collected PCs, at most collectNumPcs (and at most
- * FAKE_CUPTI_PC_PER_CALL), saying how many remain. FAKE_CUPTI_PC_OOM_AT=N:
- * the Nth call (from 1) with samples to hand out finds the hardware buffer full: the samples are
- * lost and the context collects nothing more until disabled and enabled. */
-API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
-{
-	CUpti_PCSamplingData *d;
-	struct pcctx *c;
-	size_t n, cap = (size_t)env_int("FAKE_CUPTI_PC_PER_CALL", 1 << 30);
-	CUptiResult r = CUPTI_SUCCESS;
+/* One name string per distinct function, for the whole process, handed
+ * out in every PC record and every GetData call, as the real CUPTI's
+ * header allows ("might be shared across all the records"): a client that
+ * frees it once per record frees it twice, one that frees it while it can
+ * still be handed out reads freed memory, and ASan sees both. The client
+ * frees it (free()); the table only finds it again. */
+#define MAX_SHARED_NAMES 256
+static char *shared_names[MAX_SHARED_NAMES];
+static uint64_t shared_fresh; /* past the table: a fresh copy each time */
 
-	if (!p || p->size < CUpti_PCSamplingGetDataParamsSize || !p->pcSamplingData)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	d = p->pcSamplingData;
-	if (d->size < sizeof(*d) || !d->pPcData)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	pthread_mutex_lock(&pcmu);
-	c = pc_find(p->ctx);
-	if (!c || !c->cfg_buf || d == c->cfg_buf) {
-		r = c ? CUPTI_ERROR_INVALID_PARAMETER : CUPTI_ERROR_INVALID_OPERATION;
-		goto out;
+static char *shared_name(const char *s) /* under pcmu */
+{
+	size_t i;
+
+	for (i = 0; i < MAX_SHARED_NAMES && shared_names[i]; i++)
+		if (!strcmp(shared_names[i], s))
+			return shared_names[i];
+	if (i == MAX_SHARED_NAMES) {
+		shared_fresh++;
+		return strdup(s);
 	}
-	pcstat.getdata++;
+	return shared_names[i] = strdup(s);
+}
+
+/* Moves the oldest collected PCs (at most collectNumPcs and cap) into d;
+ * under pcmu. CUPTI_ERROR_INVALID_PARAMETER: d cannot hold them. */
+static CUptiResult fill(struct pcctx *c, CUpti_PCSamplingData *d, size_t cap)
+{
+	size_t n = c->nhw;
+
 	d->totalNumPcs = d->remainingNumPcs = 0;
 	d->totalSamples = d->droppedSamples = 0;
 	d->hardwareBufferFull = 0;
-	if (c->nhw && ++pc_getdata_calls == (uint64_t)env_int("FAKE_CUPTI_PC_OOM_AT", 0)) {
-		c->nhw = 0;
-		c->wedged = 1;
-		d->hardwareBufferFull = 1;
-		r = CUPTI_ERROR_OUT_OF_MEMORY;
-		goto out;
-	}
-	n = c->nhw;
 	if (n > d->collectNumPcs)
 		n = d->collectNumPcs;
 	if (n > cap)
@@ -1150,14 +1155,12 @@ API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
 		CUpti_PCSamplingPCData *o = &d->pPcData[i];
 		size_t k = 0;
 
-		if (o->size < sizeof(*o) || !o->stallReason || o->stallReasonCount < NREASONS) {
-			r = CUPTI_ERROR_INVALID_PARAMETER;
-			goto out;
-		}
+		if (o->size < sizeof(*o) || !o->stallReason || o->stallReasonCount < NREASONS)
+			return CUPTI_ERROR_INVALID_PARAMETER;
 		o->cubinCrc = modules[h->mod].crc;
 		o->pcOffset = h->pc;
 		o->functionIndex = modules[h->mod].fn[h->fn].index;
-		o->functionName = strdup(modules[h->mod].fn[h->fn].name); /* the client frees it */
+		o->functionName = shared_name(modules[h->mod].fn[h->fn].name);
 		o->correlationId = 0;
 		for (size_t j = 0; j < NREASONS; j++) {
 			if (!h->samples[j])
@@ -1172,6 +1175,49 @@ API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
 	c->nhw -= n;
 	d->totalNumPcs = n;
 	d->remainingNumPcs = c->nhw;
+	return CUPTI_SUCCESS;
+}
+
+/* Hands out the oldest collected PCs, at most collectNumPcs (and at most
+ * FAKE_CUPTI_PC_PER_CALL), saying how many remain. FAKE_CUPTI_PC_OOM_AT=N:
+ * the Nth call (from 1) with samples to hand out finds the hardware buffer full: the samples are
+ * lost and the context collects nothing more until disabled and enabled.
+ * FAKE_CUPTI_PC_GETDATA_FAIL=N: the first N calls fail with
+ * CUPTI_ERROR_INVALID_OPERATION (what a client must survive: an error
+ * before the first kernel, say). */
+API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
+{
+	CUpti_PCSamplingData *d;
+	struct pcctx *c;
+	size_t cap = (size_t)env_int("FAKE_CUPTI_PC_PER_CALL", 1 << 30);
+	CUptiResult r = CUPTI_SUCCESS;
+
+	if (!p || p->size < CUpti_PCSamplingGetDataParamsSize || !p->pcSamplingData)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	d = p->pcSamplingData;
+	if (d->size < sizeof(*d) || !d->pPcData)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&pcmu);
+	c = pc_find(p->ctx);
+	if (!c || !c->cfg_buf || d == c->cfg_buf) {
+		r = c ? CUPTI_ERROR_INVALID_PARAMETER : CUPTI_ERROR_INVALID_OPERATION;
+		goto out;
+	}
+	pcstat.getdata++;
+	if (pcstat.getdata <= (uint64_t)env_int("FAKE_CUPTI_PC_GETDATA_FAIL", 0)) {
+		r = CUPTI_ERROR_INVALID_OPERATION;
+		goto out;
+	}
+	if (c->nhw && ++pc_getdata_calls == (uint64_t)env_int("FAKE_CUPTI_PC_OOM_AT", 0)) {
+		d->totalNumPcs = d->remainingNumPcs = 0;
+		d->totalSamples = d->droppedSamples = 0;
+		c->nhw = 0;
+		c->wedged = 1;
+		d->hardwareBufferFull = 1;
+		r = CUPTI_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	r = fill(c, d, cap);
 out:
 	pthread_mutex_unlock(&pcmu);
 	return r;
@@ -1332,10 +1378,11 @@ __attribute__((destructor)) static void pc_report(void)
 	if (env_int("FAKE_CUPTI_PC_REPORT", 0))
 		fprintf(stderr,
 			"fakecupti pc: enable %llu disable %llu start %llu stop %llu getdata %llu "
-			"samples %llu\n",
+			"samples %llu fresh_names %llu\n",
 			(unsigned long long)pcstat.enable, (unsigned long long)pcstat.disable,
 			(unsigned long long)pcstat.start, (unsigned long long)pcstat.stop,
-			(unsigned long long)pcstat.getdata, (unsigned long long)pcstat.samples);
+			(unsigned long long)pcstat.getdata, (unsigned long long)pcstat.samples,
+			(unsigned long long)shared_fresh);
 }
 
 /* FAKE_CUPTI_DUTY_REPORT=1: the switching a duty cycle did, on stderr at

@@ -100,9 +100,18 @@ def cubin_chunk(crc, size, offset, data, declared=None):
 
 
 def pc_stats(samples=0, sent=0, dropped=0, oom=0, drains=0, windows=0, contexts_refused=0,
-             cubins=0, cubins_refused=0, cubin_bytes=0):
-    return rec(14, struct.pack("<10Q", samples, sent, dropped, oom, drains, windows,
-                               contexts_refused, cubins, cubins_refused, cubin_bytes))
+             cubins=0, cubins_refused=0, cubin_bytes=0, extra=None):
+    """The first libraries' 88 bytes; extra (a dict of the fields added
+    since: getdata_calls ... last_error) gives today's 176."""
+    b = struct.pack("<10Q", samples, sent, dropped, oom, drains, windows,
+                    contexts_refused, cubins, cubins_refused, cubin_bytes)
+    if extra is not None:
+        e = dict.fromkeys("getdata_calls pcs total_samples nonuser_samples errors cfgbuf_pcs "
+                          "names names_untracked contexts_on contexts_ever contexts_off "
+                          "last_call last_error".split(), 0)
+        e.update(extra)
+        b += struct.pack("<8Q4Ii4x", *e.values())
+    return rec(14, b)
 
 
 def cubin_chunks(crc, data):

@@ -800,9 +800,51 @@ def pc_sampling(sock):
     eq((ps["samples"], ps["sent"], ps["dropped"], ps["oom"], ps["windows"]),
        (41 * 30, 41 * 30, 0, 0, 0), "the library's PC counters")
     eq((ps["cubins"], ps["cubins_refused"], ps["cubin_bytes"]), (1, 0, len(cubin)), "cubins kept")
+    # one function: one name pointer held (the stand-in hands the same one
+    # in every record and call), freed once at exit (ASan checks that)
+    eq((ps["names"], ps["names_untracked"], ps["errors"], ps["last_call"]), (1, 0, 0, 0),
+       "names held, untracked, errors")
+    eq((ps["contexts_ever"], ps["contexts_off"]), (1, 0), "contexts enabled, off")
+    expect(ps["getdata_calls"] >= ps["drains"] > 0 and ps["pcs"] > 0, "GetData calls: %r", ps)
     s = last_stats(c)
     expect(s["on"] & F_PC and not s["failed"] & F_PC, "PC sampling on: %r", s)
     eq(c.recs[0]["features"] & F_PC, F_PC, "hello asks for pc")
+
+
+@test
+@with_receiver
+def pc_getdata_errors(sock):
+    # a few GetData errors (as before a first kernel): counted with the
+    # call, sampling goes on and every sample arrives
+    c, rep, produced = pc_run(sock, {"GPUPROF_CUPTI_PC_DUTY": "100",
+                                     "FAKE_CUPTI_PC_GETDATA_FAIL": "3"},
+                              ["--launches", "12", "--pause-ms", "25"])
+    ps = c.of(PC_STATS)[-1]
+    eq((ps["errors"], ps["last_call"], ps["last_error"], ps["contexts_off"]), (3, 6, 7, 0),
+       "errors, GetData, CUPTI_ERROR_INVALID_OPERATION, contexts off")
+    eq(sum(pc_sums(c).values()), produced, "every sample arrives")
+    s = last_stats(c)
+    expect(s["on"] & F_PC and not s["failed"] & F_PC, "PC sampling stays on: %r", s)
+
+
+@test
+@with_receiver
+def pc_getdata_always_fails(sock):
+    # GetData never works: the context goes off after 8 errors in a row,
+    # and what CUPTI left in the configured buffer at Disable still comes
+    c, rep, produced = pc_run(sock, {"GPUPROF_CUPTI_PC_DUTY": "100",
+                                     "FAKE_CUPTI_PC_GETDATA_FAIL": "1000000",
+                                     "GPUPROF_CUPTI_FLUSH_MS": "20"},
+                              ["--launches", "12", "--pause-ms", "40"])
+    ps = c.of(PC_STATS)[-1]
+    eq((ps["errors"], ps["last_call"], ps["contexts_off"], ps["contexts_on"]), (8, 6, 1, 0),
+       "8 errors of GetData, the context off")
+    expect(ps["cfgbuf_pcs"] > 0, "PCs from the configured buffer: %r", ps)
+    got = sum(pc_sums(c).values())
+    expect(0 < got <= produced, "samples %d of %d", got, produced)
+    s = last_stats(c)
+    expect(s["failed"] & F_PC, "PC sampling failed once no context samples: %r", s)
+    eq(rep["disable"], 1, "disabled once")
 
 
 @test

@@ -98,9 +98,24 @@ def pc_samples_stall_names_and_cubins():
         pl = st["peer_list"][0]["pc_library"]
         eq((pl["samples"], pl["oom"], pl["drains"], pl["cubin_bytes"]), (51, 2, 7, 70000),
            "the library's PC counters")
+        eq((pl["getdata_calls"], pl["errors"], pl["last_error_call"]), (0, 0, ""),
+           "an older library's 88 bytes: the counters added since read as 0")
+        # today's library: why no samples came, with the call that failed
+        s.send(W.msg([W.pc_stats(samples=51, sent=51, drains=9, extra={
+            "getdata_calls": 12, "pcs": 4, "total_samples": 60, "nonuser_samples": 9,
+            "errors": 8, "cfgbuf_pcs": 2, "names": 1, "contexts_on": 0, "contexts_ever": 1,
+            "contexts_off": 1, "last_call": 6, "last_error": 3})], seq=5))
+        st = wait_status(d, lambda st: st["peer_list"][0]["pc_library"]["drains"] == 9,
+                         "longer pc_library")
+        pl = st["peer_list"][0]["pc_library"]
+        eq((pl["getdata_calls"], pl["pcs"], pl["cupti_total_samples"],
+            pl["cupti_nonuser_samples"], pl["config_buffer_pcs"], pl["names_held"],
+            pl["contexts_ever"], pl["contexts_off"], pl["errors"], pl["last_error"],
+            pl["last_error_call"]),
+           (12, 4, 60, 9, 2, 1, 1, 1, 8, 3, "cuptiPCSamplingGetData"), "the added counters")
         # the same cubin again (a reconnecting library): not kept twice
         for i, ch in enumerate(W.cubin_chunks(crc, blob)):
-            s.send(W.msg([ch], seq=5 + i))
+            s.send(W.msg([ch], seq=6 + i))
         st = wait_status(d, lambda st: st["records"]["cubin"] == 6, "repeat chunks")
         eq((st["cubins"], st["cubin_bytes"]), (1, 70000), "one copy per crc")
 
@@ -149,8 +164,19 @@ def pc_samples_stall_names_and_cubins():
         d.ctl("export", str(cid), "--format", "chrome", "--out", os.path.join(d.tmp, "t.json"),
               check=0)
         s.close()
-        wait_status(d, lambda st: st["peers"] == 0, "peer gone")
+        st = wait_status(d, lambda st: st["peers"] == 0, "peer gone")
         expect(d.proc.poll() is None, "daemon alive")
+        # its PC counters stay in status after it is gone: why it had none
+        eq([(e["pid"], e["pc_library"]["errors"], e["pc_library"]["last_error_call"])
+            for e in st["pc_closed"]], [(os.getpid(), 8, "cuptiPCSamplingGetData")],
+           "the closed peer's PC counters")
+        out = d.ctl("status", check=0).stdout.decode()
+        expect("pc:         pid %d (gone): 51 samples" % os.getpid() in out and
+               "8 errors; last error 3 from cuptiPCSamplingGetData" in out,
+               "gpuprofctl status says why: %r", out)
+        open_to_group(d)
+        st = ctl_json(d, "status", user=True)["cupti"]
+        eq(st["pc_closed"], [], "another user does not see them")
         # after a restart (no cubin, no peer, nvdisasm unusable) the saved
         # capture still shows its instructions
         eq(d.stop(), 0, "clean exit")

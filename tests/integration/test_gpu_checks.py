@@ -10,6 +10,8 @@ cuda_app and tests/device/fake_parity.py. Checked: its exit status, every
 target line the stand-in can judge PASS in results.tsv, the timings and
 the PyTorch-only lines SKIP, and the SUMMARY block on stdout."""
 
+import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -76,6 +78,15 @@ def stand_in_run_passes_its_targets():
             eq(verdict(name), pc, name + "\n" + log)
         for name in SKIP:
             eq(verdict(name), "SKIP", name + "\n" + log)
+        if pc == "PASS":
+            # the library's PC counters of the run, saved and summed up
+            v, val = rows["PC sampling: the library's counters"]
+            eq(v, "INFO", "counters line\n" + log)
+            expect("errors=0 " in val and "names_held=1 " in val and "contexts_ever=1 " in val,
+                   "the library's counters: %r", val)
+            with open(os.path.join(out, "res", "pc.library.json")) as f:
+                pl = json.load(f)
+            expect(pl["getdata_calls"] > 0 and pl["pcs"] > 0, "pc.library.json: %r", pl)
         # behaviours observed, not judged
         expect(rows["CUDA graph (all features): GRAPH_TRACE vs per-node records"][0] == "INFO", log)
         eq([n for n, (v, _) in rows.items() if v == "FAIL"], [], "no target failed\n" + log)
@@ -88,6 +99,30 @@ def stand_in_run_passes_its_targets():
                "summary.txt holds what stdout showed")
     finally:
         shutil.rmtree(out, ignore_errors=True)
+
+
+@test
+def pc_fail_line_says_why():
+    # gpu_compare.py's reason when a run got no PC samples, from the
+    # library's counters (what the next device run reports)
+    spec = importlib.util.spec_from_file_location(
+        "gpu_compare", os.path.join(SOURCE, "scripts", "device", "gpu_compare.py"))
+    gc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gc)
+    why = gc.pc_why_none
+    expect("never connected" in why(None), why(None))
+    r = why({"contexts_ever": 0, "errors": 1, "last_error": 27,
+             "last_error_call": "cuptiPCSamplingEnable", "contexts_refused": 0})
+    expect("no CUDA context" in r and "27 (NOT_SUPPORTED) from cuptiPCSamplingEnable" in r, r)
+    r = why({"contexts_ever": 1, "getdata_calls": 0, "drains": 0})
+    expect("GetData never called" in r, r)
+    r = why({"contexts_ever": 1, "getdata_calls": 9, "pcs": 0, "cupti_total_samples": 0,
+             "errors": 8, "last_error": 7, "last_error_call": "cuptiPCSamplingGetData",
+             "contexts_off": 1})
+    expect("CUPTI handed no PC in 9 GetData calls (its totalSamples 0" in r and
+           "last 7 (INVALID_OPERATION) from cuptiPCSamplingGetData" in r, r)
+    r = why({"contexts_ever": 1, "getdata_calls": 9, "pcs": 4, "samples": 40, "sent": 0})
+    expect("read 40 samples in 4 PCs and sent 0" in r, r)
 
 
 if __name__ == "__main__":
