@@ -44,9 +44,9 @@ struct gpi_config {
 	unsigned window_ms; /* GPUPROF_CUPTI_WINDOW_MS: one collection window */
 };
 
-/* The duty cycle's defaults: 5 % of the time, in windows of 10 ms (one
- * every 200 ms). docs/collectors.md, "NVIDIA", has the arithmetic. */
-#define GPI_DUTY_DEFAULT 5u
+/* The duty cycle's defaults: 2 % of the time, in windows of 10 ms (one
+ * every 500 ms). docs/collectors.md, "NVIDIA", has the arithmetic. */
+#define GPI_DUTY_DEFAULT 2u
 #define GPI_WINDOW_MS_DEFAULT 10u
 
 /* When the library gives CUPTI up to another tool of the same process

@@ -21,7 +21,7 @@ from cuda_app import APP, FAKE_CUDA, FAKE_CUPTI, LIB, inject_env
 from gpd import Daemon, Skip, eq, expect, main, test
 
 # the defaults of inject/inject.h
-DUTY_DEFAULT, WINDOW_MS_DEFAULT = 5, 10
+DUTY_DEFAULT, WINDOW_MS_DEFAULT = 2, 10
 # the paced work: a launch every ~1 ms for ~0.4 s, so many windows open
 # and close while it runs
 PACED = ["--launches", "400", "--pause-ms", "1", "--kernel", "gpuprof_k_duty:20000"]
