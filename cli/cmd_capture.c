@@ -95,6 +95,13 @@ void print_capture_info(const cJSON *info, const char *raw)
 	printf("size:              %s\n", fmt_bytes(b, json_num(info, "file_bytes", 0)));
 	printf("evicted in window: %.0f\n", json_num(info, "evicted_in_window", 0));
 	printf("warnings:          %.0f\n", json_num(info, "warnings", 0));
+	/* a duty-cycled CUPTI library: the rest of the window is unknown */
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(info, "gpu_coverage");
+	if (g)
+		printf("gpu coverage:      %.1f %% (CUPTI duty %.0f %%, %.0f windows): GPU time and "
+		       "idle outside the windows are unknown\n",
+		       100 * json_num(g, "covered_fraction", 0), json_num(g, "duty_percent", 0),
+		       json_num(g, "windows", 0));
 }
 
 int cli_write_folded(struct cli *cli, uint64_t id, int out_fd, cJSON *params, bool print_result)

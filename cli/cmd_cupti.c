@@ -33,7 +33,8 @@ static int release_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 	case OPT_WAIT:
 		if (gpuprof_parse_duration_ms(arg, &a->wait_ms) < 0 || !a->wait_ms ||
 		    a->wait_ms > 600000)
-			return cli_usage_error(cli, "invalid --wait '%s' (e.g. 500ms, 10s; at most 10m)",
+			return cli_usage_error(cli,
+					       "invalid --wait '%s' (e.g. 500ms, 10s; at most 10m)",
 					       arg);
 		break;
 	case OPT_NO_WAIT:
@@ -118,14 +119,16 @@ static int wait_released(struct cli *cli, uint64_t pid, uint64_t wait_ms)
 					"the release",
 					(unsigned long long)pid);
 		if (s == PEER_ERROR)
-			return cli_fail(EXIT_REMOTE, "cupti: status failed while waiting for pid %llu",
+			return cli_fail(EXIT_REMOTE,
+					"cupti: status failed while waiting for pid %llu",
 					(unsigned long long)pid);
 		if (el >= (int64_t)wait_ms)
 			return cli_fail(EXIT_REMOTE,
 					"cupti: pid %llu still holds the CUPTI subscription after "
 					"%llu ms (state %s): a profiler started now would get no GPU "
 					"activity",
-					(unsigned long long)pid, (unsigned long long)wait_ms, state);
+					(unsigned long long)pid, (unsigned long long)wait_ms,
+					state);
 		nanosleep(&(struct timespec){.tv_nsec = POLL_MS * 1000000L}, NULL);
 	}
 }
@@ -156,7 +159,8 @@ int cmd_cupti(struct cli *cli, int argc, char **argv)
 		return r;
 	if (argc - 1 - first != 1 || !cli_parse_u64(argv[1 + first], &pid) || !pid ||
 	    pid > 0x7fffffff)
-		return cli_usage_error(cli, "usage: gpuprofctl cupti release [--wait DUR|--no-wait] PID");
+		return cli_usage_error(cli,
+				       "usage: gpuprofctl cupti release [--wait DUR|--no-wait] PID");
 	snprintf(params, sizeof(params), "{\"pid\":%llu}", (unsigned long long)pid);
 	r = cli_connect(cli);
 	if (r)

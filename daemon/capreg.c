@@ -23,9 +23,10 @@ static const char *const type_names[STORE_REC_TYPE_MAX] = {
 	[STORE_REC_GPU_LAUNCH] = "gpu_launch",
 	[STORE_REC_GPU_INTERVAL] = "gpu_interval",
 	[STORE_REC_MARK] = "mark",
-	[STORE_REC_GPU_API] = "gpu_api",     /* CUPTI runtime / driver calls */
-	[STORE_REC_GPU_PC] = "gpu_pc",	     /* CUPTI PC samples with stall reasons */
-	[STORE_REC_GPU_EVENT] = "gpu_event", /* CUPTI CUDA event records */
+	[STORE_REC_GPU_API] = "gpu_api",       /* CUPTI runtime / driver calls */
+	[STORE_REC_GPU_PC] = "gpu_pc",	       /* CUPTI PC samples with stall reasons */
+	[STORE_REC_GPU_EVENT] = "gpu_event",   /* CUPTI CUDA event records */
+	[STORE_REC_GPU_WINDOW] = "gpu_window", /* CUPTI duty-cycle collection windows */
 };
 
 int capreg_dirfd(const struct capreg *r)
@@ -131,8 +132,26 @@ static void load_next_id(struct capreg *r)
 	}
 }
 
+void capreg_coverage_json(cJSON *o, const struct capture_coverage *cov)
+{
+	cJSON *g;
+
+	if (!o || !cov->pids || !(g = cJSON_AddObjectToObject(o, "gpu_coverage")))
+		return;
+	cJSON_AddNumberToObject(g, "covered_fraction", cov->fraction);
+	cJSON_AddNumberToObject(g, "duty_percent", cov->duty);
+	cJSON_AddNumberToObject(g, "period_ms", cov->period_ms);
+	cJSON_AddNumberToObject(g, "windows", (double)cov->windows);
+	cJSON_AddNumberToObject(g, "covered_ns", (double)cov->covered_ns);
+	cJSON_AddNumberToObject(g, "pids", cov->pids);
+	cJSON_AddStringToObject(g, "note",
+				"CUPTI collected only in its duty-cycle windows: GPU time and "
+				"idle outside them are unknown, not idle");
+}
+
 static void count_types(struct capentry *e)
 {
+	capture_gpu_coverage(e->sum, &e->cov);
 	memset(e->by_type, 0, sizeof(e->by_type));
 	for (size_t i = 0; i < e->sum->nrecs; i++) {
 		unsigned t = e->sum->recs[i].type;
@@ -814,6 +833,7 @@ cJSON *capreg_info(struct capentry *e)
 	json_add_u64(o, "file_bytes", (uint64_t)c->file_bytes);
 	json_add_u64(o, "evicted_in_window", (uint64_t)c->store_evicted_in_window);
 	json_add_u64(o, "warnings", (uint64_t)c->warnings);
+	capreg_coverage_json(o, &e->cov);
 	cJSON *imp = e->info_json ? cJSON_Parse(e->info_json) : NULL;
 	if (imp)
 		cJSON_AddItemToObject(o, "import", imp);

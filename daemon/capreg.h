@@ -22,13 +22,18 @@
 struct gpd;
 struct capreg;
 
+/* Adds cov as "gpu_coverage" to o when a pid was duty-cycled (else
+ * nothing): capture info and the analyses' results carry it. */
+void capreg_coverage_json(cJSON *o, const struct capture_coverage *cov);
+
 struct capentry {
 	struct capentry *next;
 	struct capreg *reg;
 	uint64_t id;
 	struct capture *sum; /* header fields and counts; data arrays only while in flight */
 	uint64_t by_type[STORE_REC_TYPE_MAX];
-	uint64_t duration_ns; /* requested forward window */
+	struct capture_coverage cov; /* kept past strip(), as by_type */
+	uint64_t duration_ns;	     /* requested forward window */
 	struct capture_filter filter;
 	int32_t filter_pids[CAPTURE_MAX_PIDS];
 	uv_timer_t *timer; /* while recording */

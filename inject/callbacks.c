@@ -295,11 +295,11 @@ void CUPTIAPI gpi_api_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cb
 	atomic_fetch_sub_explicit(&gpi_cb_inflight, 1, memory_order_release);
 }
 
-static int enable_list(CUpti_SubscriberHandle sub, CUpti_CallbackDomain dom,
+static int enable_list(CUpti_SubscriberHandle sub, uint32_t on, CUpti_CallbackDomain dom,
 		       const CUpti_CallbackId *ids, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		CUptiResult r = cl->cuptiEnableCallback(1, sub, dom, ids[i]);
+		CUptiResult r = cl->cuptiEnableCallback(on, sub, dom, ids[i]);
 
 		if (r != CUPTI_SUCCESS)
 			return r;
@@ -307,13 +307,20 @@ static int enable_list(CUpti_SubscriberHandle sub, CUpti_CallbackDomain dom,
 	return 0;
 }
 
-int callbacks_enable(CUpti_SubscriberHandle sub)
+int callbacks_set(CUpti_SubscriberHandle sub, int on)
 {
-	int r = enable_list(sub, CUPTI_CB_DOMAIN_DRIVER_API, driver_cbids,
+	/* cbid by cbid both ways: the domain-wide switch would turn on every
+	 * call of the domain, and off the resource callbacks' neighbours */
+	int r = enable_list(sub, !!on, CUPTI_CB_DOMAIN_DRIVER_API, driver_cbids,
 			    sizeof(driver_cbids) / sizeof(driver_cbids[0]));
 
 	if (!r)
-		r = enable_list(sub, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_cbids,
+		r = enable_list(sub, !!on, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_cbids,
 				sizeof(runtime_cbids) / sizeof(runtime_cbids[0]));
 	return r;
+}
+
+int callbacks_enable(CUpti_SubscriberHandle sub)
+{
+	return callbacks_set(sub, 1);
 }

@@ -84,11 +84,16 @@ static int replaced(uint64_t now, size_t calls, size_t bufs, int flushed)
 	       now - quiet_since >= (uint64_t)gpi.cfg.quiet_ms * 1000000u;
 }
 
+int coexist_suspected(void)
+{
+	return quiet_since && calls_since >= REPLACED_MIN_CALLS;
+}
+
 void coexist_release(void)
 {
 	/* our kinds are still ours unless a takeover is already suspected:
 	 * switching them off then would cut the other tool's trace short */
-	int suspected = quiet_since && calls_since >= REPLACED_MIN_CALLS;
+	int suspected = coexist_suspected();
 
 	if (gpi_cupti_collecting())
 		gpi_cupti_step_aside("released on request", !suspected, 1);

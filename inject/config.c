@@ -93,4 +93,8 @@ void config_read(struct gpi_config *cfg)
 	else if (s && !strcmp(s, "torch"))
 		cfg->yield = GPI_YIELD_TORCH;
 	cfg->quiet_ms = config_env_uint("GPUPROF_CUPTI_YIELD_QUIET_MS", 5000, 100, 600000);
+	/* out of range or not a number: the default, not "always on" */
+	cfg->duty = config_env_uint("GPUPROF_CUPTI_DUTY", GPI_DUTY_DEFAULT, 1, 100);
+	cfg->window_ms =
+		config_env_uint("GPUPROF_CUPTI_WINDOW_MS", GPI_WINDOW_MS_DEFAULT, 1, 10000);
 }

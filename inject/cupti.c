@@ -40,6 +40,8 @@ _Atomic int gpi_release_pending;
 /* ... and this counts the callbacks of ours running now, on any thread */
 _Atomic int gpi_cb_inflight;
 static uint64_t release_asked;
+/* the duty cycle switched the API callbacks off (sender thread only) */
+static int api_duty_off;
 
 static const struct {
 	uint32_t feature;
@@ -333,9 +335,60 @@ void gpi_cupti_step_aside(const char *why, int kinds_ours, int let_go)
 	snprintf(gpi.conflict, sizeof(gpi.conflict), "%s", why);
 	atomic_fetch_and(&gpi.on, GPI_F_MONO | GPI_F_API);
 	atomic_store(&gpi.state, GPI_ST_CONFLICT);
+	if (api_duty_off && !let_go && atomic_load(&subscribed)) {
+		/* kept subscribed for the API records: they come back on */
+		if (!callbacks_set(sub, 1))
+			api_duty_off = 0;
+	}
 	if (!let_go)
 		return; /* keep the subscription (and the API records) */
 	gpi_cupti_let_go();
+}
+
+/* The API callbacks follow the duty cycle unless PC sampling's own
+ * cycle needs the launch callbacks, or a release is letting the
+ * subscription go. */
+static int api_switchable(void)
+{
+	uint32_t on = atomic_load(&gpi.on);
+
+	return atomic_load(&subscribed) && (on & GPI_F_API) && !(on & GPI_F_PC) &&
+	       !atomic_load(&gpi_release_pending);
+}
+
+int gpi_cupti_duty_set(int on)
+{
+	if (getpid() != gpi.pid || stepped || !atomic_load(&activity_ours))
+		return -EPERM;
+	if (on) {
+		/* callbacks first, kinds second: a launch between them has
+		 * its API record and no activity, which the daemon takes */
+		if (api_duty_off && api_switchable() && !callbacks_set(sub, 1))
+			api_duty_off = 0;
+		for (size_t i = 0; i < NKINDS; i++) {
+			CUptiResult r;
+
+			if (!kind_on[i])
+				continue;
+			r = cl->cuptiActivityEnable(kinds[i].kind);
+			if (r != CUPTI_SUCCESS) {
+				kind_on[i] = 0;
+				if (!kinds[i].optional)
+					gpi_fail(kinds[i].feature, r);
+			}
+		}
+		return 0;
+	}
+	for (size_t i = 0; i < NKINDS; i++)
+		if (kind_on[i])
+			cl->cuptiActivityDisable(kinds[i].kind);
+	if (!api_duty_off && api_switchable() && !callbacks_set(sub, 0))
+		api_duty_off = 1;
+	/* what completed in the window, now rather than at the next
+	 * periodic flush (not forced: records still being filled in come
+	 * with a later flush) */
+	cl->cuptiActivityFlushAll(0);
+	return 0;
 }
 
 void gpi_cupti_flush(int forced)
@@ -367,6 +420,7 @@ static void atfork_child(void)
 	apiring_atfork_child();
 	buffers_atfork_child();
 	pcsamp_atfork_child();
+	duty_atfork_child();
 	sender_atfork_child();
 }
 

@@ -80,6 +80,7 @@ enum gpi_type {
 	GPI_CUBIN = 13,	     /* struct gpi_cubin: one chunk of a cubin */
 	GPI_PC_STATS = 14,   /* struct gpi_pc_stats: PC sampling's counters */
 	GPI_CUDA_EVENT = 15, /* struct gpi_cuda_event: a CUDA event recorded on a stream */
+	GPI_WINDOW = 16,     /* struct gpi_window: a duty cycle's collection window */
 	/* daemon -> library (the one message type that travels that way) */
 	GPI_CONTROL = 32, /* struct gpi_control */
 };
@@ -269,12 +270,12 @@ enum gpi_stats_flag {
  * changed (so a release is confirmed without waiting for the second). */
 struct gpi_stats {
 	struct gpi_rec h;
-	uint32_t state;	    /* enum gpi_state */
-	uint32_t on;	    /* enum gpi_feature: working now */
-	uint32_t failed;    /* enum gpi_feature: turned off after a CUPTI error */
-	int32_t last_error; /* the last CUptiResult that turned a feature off, 0 */
-	uint32_t conflict;  /* string id: the other subscriber's name or why we yielded, 0 */
-	uint32_t flags;	    /* enum gpi_stats_flag (0 from a library that predates it) */
+	uint32_t state;		  /* enum gpi_state */
+	uint32_t on;		  /* enum gpi_feature: working now */
+	uint32_t failed;	  /* enum gpi_feature: turned off after a CUPTI error */
+	int32_t last_error;	  /* the last CUptiResult that turned a feature off, 0 */
+	uint32_t conflict;	  /* string id: the other subscriber's name or why we yielded, 0 */
+	uint32_t flags;		  /* enum gpi_stats_flag (0 from a library that predates it) */
 	uint64_t records;	  /* activity records read from CUPTI */
 	uint64_t cupti_dropped;	  /* cuptiActivityGetNumDroppedRecords, summed */
 	uint64_t buffers_refused; /* CUPTI asked for a buffer when the pool was empty */
@@ -332,6 +333,20 @@ struct gpi_cubin {
 	uint8_t data[]; /* then padding to a multiple of 8 */
 };
 
+/*
+ * One window of the collection's duty cycle (GPUPROF_CUPTI_DUTY below
+ * 100), sent when it closes: between start and end the activity kinds and
+ * API callbacks were on; between windows they were off, so a gap in the
+ * records there says nothing about the GPU. A library that sends no
+ * window collects all the time.
+ */
+struct gpi_window {
+	struct gpi_rec h;
+	uint64_t start, end; /* ns */
+	uint32_t duty;	     /* percent of the time collected, 1 - 99 */
+	uint32_t period_ms;  /* a window opens this often */
+};
+
 /* PC sampling's counters, cumulative, sent with each gpi_stats while PC
  * sampling was asked for. */
 struct gpi_pc_stats {
@@ -385,7 +400,14 @@ enum gpi_control_op {
 	 * after a takeover (GPUPROF_CUPTI_YIELD=never). There is no way
 	 * back. */
 	GPI_CTL_RELEASE = 1,
+	/* Collect all the time for arg ms from now (at most GPI_FULL_MAX_MS),
+	 * then go back to the duty cycle: a user's capture of this process
+	 * gets every record. A library that collects all the time anyway, or
+	 * no longer holds CUPTI, ignores it; a later request extends it. The
+	 * window held open is sent in pieces (GPI_WINDOW) while it lasts. */
+	GPI_CTL_FULL = 2,
 };
+#define GPI_FULL_MAX_MS 3600000u
 
 /* The daemon's requests to the library, on the same connection: a
  * message of a struct gpi_hdr and one struct gpi_control. The daemon
@@ -394,8 +416,8 @@ enum gpi_control_op {
  * own, and ignores what it does not know. */
 struct gpi_control {
 	struct gpi_rec h;
-	uint32_t op; /* enum gpi_control_op */
-	uint32_t rsv;
+	uint32_t op;  /* enum gpi_control_op */
+	uint32_t arg; /* the op's argument (GPI_CTL_FULL: ms), else 0 */
 };
 
 _Static_assert(sizeof(struct gpi_hdr) == 16, "gpi_hdr");
@@ -416,5 +438,6 @@ _Static_assert(sizeof(struct gpi_api) % 8 == 0, "gpi_api");
 _Static_assert(sizeof(struct gpi_marker) % 8 == 0, "gpi_marker");
 _Static_assert(sizeof(struct gpi_stats) % 8 == 0, "gpi_stats");
 _Static_assert(sizeof(struct gpi_control) == 16, "gpi_control");
+_Static_assert(sizeof(struct gpi_window) == 32, "gpi_window");
 
 #endif

@@ -32,6 +32,8 @@ struct cuptilib {
 void CUPTIAPI gpi_api_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
 			 const void *data);
 int callbacks_enable(CUpti_SubscriberHandle sub);
+/* the same cbids on (1) or off (0): a CUptiResult */
+int callbacks_set(CUpti_SubscriberHandle sub, int on);
 /* cupti.c: CUPTI reported a fatal error and finalized itself */
 void gpi_cupti_fatal(CUptiResult r);
 /* cupti.c: set when the subscription is to go: our callbacks then do

@@ -34,13 +34,20 @@ int InitializeInjection(void);
 #define GPI_FEATURES_ALL (GPI_FEATURES_DEFAULT | GPI_F_GRAPH)
 
 struct gpi_config {
-	int enabled;	   /* GPUPROF_CUPTI != 0 */
-	uint32_t features; /* GPUPROF_CUPTI_FEATURES */
-	char socket[108];  /* GPUPROF_CUPTI_SOCKET */
-	unsigned flush_ms; /* GPUPROF_CUPTI_FLUSH_MS: how often to ask CUPTI for buffers */
-	int yield;	   /* GPUPROF_CUPTI_YIELD: enum gpi_yield */
-	unsigned quiet_ms; /* GPUPROF_CUPTI_YIELD_QUIET_MS: see coexist.c */
+	int enabled;	    /* GPUPROF_CUPTI != 0 */
+	uint32_t features;  /* GPUPROF_CUPTI_FEATURES */
+	char socket[108];   /* GPUPROF_CUPTI_SOCKET */
+	unsigned flush_ms;  /* GPUPROF_CUPTI_FLUSH_MS: how often to ask CUPTI for buffers */
+	int yield;	    /* GPUPROF_CUPTI_YIELD: enum gpi_yield */
+	unsigned quiet_ms;  /* GPUPROF_CUPTI_YIELD_QUIET_MS: see coexist.c */
+	unsigned duty;	    /* GPUPROF_CUPTI_DUTY: percent of the time collected (duty.c) */
+	unsigned window_ms; /* GPUPROF_CUPTI_WINDOW_MS: one collection window */
 };
+
+/* The duty cycle's defaults: 2 % of the time, in windows of 10 ms (one
+ * every 500 ms). docs/collectors.md, "NVIDIA", has the arithmetic. */
+#define GPI_DUTY_DEFAULT 2u
+#define GPI_WINDOW_MS_DEFAULT 10u
 
 /* When the library gives CUPTI up to another tool of the same process
  * (coexist.c; docs/collectors.md, "Other CUPTI users"). */
@@ -206,6 +213,28 @@ void gpi_cupti_let_go(void);
 /* cupti.c: we hold the process's CUPTI subscription now */
 int gpi_cupti_subscribed(void);
 
+/* cupti.c, sender thread: switches what costs per launch (the activity
+ * kinds enabled at setup, and the API callbacks unless PC sampling needs
+ * them) on or off for the duty cycle; off also flushes. 0, or -EPERM when
+ * CUPTI is no longer ours (the cycle stops). */
+int gpi_cupti_duty_set(int on);
+
+/* ------------------------------------------------------------ duty cycle */
+
+/* Sender thread (duty.c): starts the cycle once CUPTI is set up (nothing
+ * at GPUPROF_CUPTI_DUTY=100) ... */
+void duty_init(uint64_t now);
+/* ... opens or closes a window when due, every tick; final: the last
+ * tick (the open window is sent) */
+void duty_tick(uint64_t now, int final);
+/* how long the sender may sleep: at most max_ms, less before a switch */
+unsigned duty_wait_ms(uint64_t now, unsigned max_ms);
+/* the daemon asked for full collection for ms (GPI_CTL_FULL) */
+void duty_full(uint64_t now, uint32_t ms);
+/* windows opened so far */
+uint64_t duty_windows(void);
+void duty_atfork_child(void);
+
 /* ------------------------------------------------------------ coexistence */
 
 /* PyTorch's CUDA library (and with it Kineto) is loaded in the process */
@@ -214,6 +243,10 @@ int coexist_torch_loaded(void);
  * completed activity buffers taken, flushed = a periodic flush was
  * asked for. Decides whether to step aside (GPUPROF_CUPTI_YIELD). */
 void coexist_tick(uint64_t now, size_t calls, size_t bufs, int flushed);
+/* Sender thread: GPU work went on without a buffer of ours for a while:
+ * another tool may hold the activity API (the duty cycle then leaves the
+ * kinds as they are until that is settled). */
+int coexist_suspected(void);
 /* Sender thread: the daemon asked us to give CUPTI up (GPI_CTL_RELEASE). */
 void coexist_release(void);
 /* buffers.c: how many buffers CUPTI has asked us for so far */

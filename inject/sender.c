@@ -253,6 +253,8 @@ static void read_control(void)
 			continue;
 		if (c->op == GPI_CTL_RELEASE)
 			coexist_release();
+		else if (c->op == GPI_CTL_FULL)
+			duty_full(gpi_now(), c->arg);
 	}
 }
 
@@ -291,6 +293,7 @@ static void tick(int final)
 		last_flush = now;
 		flushed = 1;
 	}
+	duty_tick(now, final);
 	drain(&calls, &bufs);
 	if (!final && fd >= 0)
 		read_control();
@@ -306,9 +309,10 @@ static void tick(int final)
 
 static void *sender_main(void *arg)
 {
+	duty_init(gpi_now());
 	while (!atomic_load(&finishing)) {
 		tick(0);
-		buffers_wait(TICK_MS);
+		buffers_wait(duty_wait_ms(gpi_now(), TICK_MS));
 	}
 	tick(1);
 	pthread_mutex_lock(&done_lock);

@@ -6,10 +6,12 @@
 # it, alternating ROUNDS times. Wall and thread-CPU ns per launch; the
 # thread CPU is where the uprobe trap and the BPF program are paid. When
 # the bundle has the CUPTI injection library (libgpuprof-cupti.so, sending
-# to the daemon's cupti.socket), three more runs per round with the daemon:
-# "cupti-off" (loaded, GPUPROF_CUPTI=0), "cupti" (its default features) and
-# "cupti-kernel" (kernel activity only): the added cost of activity
-# collection beyond the probes is each of them minus "with".
+# to the daemon's cupti.socket), four more runs per round with the daemon:
+# "cupti-off" (loaded, GPUPROF_CUPTI=0), "cupti" (its defaults: default
+# features and duty cycle), "cupti-full" (default features, collecting all
+# the time: GPUPROF_CUPTI_DUTY=100) and "cupti-kernel" (kernel activity
+# only, all the time): the added cost of activity collection beyond the
+# probes is each of them minus "with".
 # scripts/device/gpu_checks.sh runs this and judges the medians
 # (scripts/device/gpu_compare.py cost reads the per-run lines).
 # Run from the repository root after scripts/device/bundle.sh, as root.
@@ -37,11 +39,12 @@ for r in $(seq "$ROUNDS"); do
     start_daemon
     "$W/launch_real" "$N" --bench | sed "s/^/with    $r /"
     if [ -f "$BUN/lib/libgpuprof-cupti.so" ]; then
-        for m in cupti-off cupti cupti-kernel; do
+        for m in cupti-off cupti cupti-full cupti-kernel; do
             case $m in
             cupti-off) set -- GPUPROF_CUPTI=0 ;;
             cupti) set -- GPUPROF_CUPTI_FEATURES=default ;;
-            cupti-kernel) set -- GPUPROF_CUPTI_FEATURES=kernel ;;
+            cupti-full) set -- GPUPROF_CUPTI_FEATURES=default GPUPROF_CUPTI_DUTY=100 ;;
+            cupti-kernel) set -- GPUPROF_CUPTI_FEATURES=kernel GPUPROF_CUPTI_DUTY=100 ;;
             esac
             env "$@" CUDA_INJECTION64_PATH="$BUN/lib/libgpuprof-cupti.so" \
                 GPUPROF_CUPTI_SOCKET="$W/cupti.sock" "$W/launch_real" "$N" --bench |
@@ -70,7 +73,7 @@ for api in ("rt", "drv"):
     (wa, ca), (wb, cb) = med(a), med(b)
     print("%-4s without %6.0f ns wall %6.0f ns cpu | with %6.0f ns wall %6.0f ns cpu | added %6.0f ns wall %6.0f ns cpu"
           % (api, wa, ca, wb, cb, wb - wa, cb - ca))
-    for mode in ("cupti-off", "cupti", "cupti-kernel"):
+    for mode in ("cupti-off", "cupti", "cupti-full", "cupti-kernel"):
         c = rows.get((mode, api))
         if c:
             wc, cc = med(c)

@@ -351,3 +351,44 @@ const struct capture_extra *capture_find_extra(const struct capture *c, uint32_t
 			return &c->extras[i];
 	return NULL;
 }
+
+/* Distinct pids counted exactly up to this many; more are each counted
+ * as new (the fraction then errs low, toward "not covered"). */
+#define COVERAGE_PIDS 256u
+
+void capture_gpu_coverage(const struct capture *c, struct capture_coverage *cov)
+{
+	uint32_t seen[COVERAGE_PIDS];
+	uint32_t nseen = 0, extra = 0;
+	uint64_t span = c->t1_ns > c->t0_ns ? c->t1_ns - c->t0_ns : 0;
+
+	memset(cov, 0, sizeof(*cov));
+	for (size_t i = 0; i < c->nrecs; i++) {
+		const struct store_rec *r = &c->recs[i];
+		uint64_t a, b;
+		uint32_t k;
+
+		if (r->type != STORE_REC_GPU_WINDOW)
+			continue;
+		for (k = 0; k < nseen && seen[k] != r->pid; k++)
+			;
+		if (k == nseen) {
+			if (nseen < COVERAGE_PIDS)
+				seen[nseen++] = r->pid;
+			else
+				extra++;
+		}
+		a = r->ts_ns > c->t0_ns ? r->ts_ns : c->t0_ns;
+		b = r->ts_ns + r->dur_ns < c->t1_ns ? r->ts_ns + r->dur_ns : c->t1_ns;
+		if (b > a)
+			cov->covered_ns += b - a;
+		cov->windows++;
+		cov->duty = r->aux32;
+		cov->period_ms = (uint32_t)r->aux[0];
+	}
+	cov->pids = nseen + extra;
+	if (cov->pids && span)
+		cov->fraction = (double)cov->covered_ns / ((double)cov->pids * (double)span);
+	if (cov->fraction > 1.0)
+		cov->fraction = 1.0;
+}

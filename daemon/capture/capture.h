@@ -169,6 +169,18 @@ int capture_add_extra(struct capture *c, uint32_t type, const void *data, size_t
 int capture_adopt_extra(struct capture *c, uint32_t type, void *data, size_t len);
 const struct capture_extra *capture_find_extra(const struct capture *c, uint32_t type);
 
+/* How much of a capture's window duty-cycled CUPTI libraries collected
+ * (their STORE_REC_GPU_WINDOW records): pids = the pids that sent windows
+ * (0: none did, every GPU record is all there was), covered_ns = the sum
+ * over those pids of their windows within [t0, t1], fraction = covered_ns
+ * / (pids * (t1 - t0)). */
+struct capture_coverage {
+	uint32_t pids, duty, period_ms; /* duty, period: of the last window */
+	uint64_t windows, covered_ns;
+	double fraction;
+};
+void capture_gpu_coverage(const struct capture *c, struct capture_coverage *cov);
+
 /*
  * Persist atomically as "<id>.gpc" in dirfd: write "<id>.gpc.tmp"
  * (O_NOFOLLOW), fsync, renameat, fsync(dirfd). Sets c->file_bytes.

@@ -289,13 +289,14 @@ static const char *const close_names[CUPTI_CLOSE_MAX] = {
 	[CUPTI_CLOSE_LIMIT] = "limit",	       [CUPTI_CLOSE_CRED] = "credentials",
 };
 static const char *const count_names[CUPTI_N_MAX] = {
-	[CUPTI_N_KERNEL] = "kernel", [CUPTI_N_MEMCPY] = "memcpy",
-	[CUPTI_N_MEMSET] = "memset", [CUPTI_N_SYNC] = "sync",
-	[CUPTI_N_GRAPH] = "graph",   [CUPTI_N_API] = "api",
-	[CUPTI_N_MARKER] = "marker", [CUPTI_N_STRING] = "string",
-	[CUPTI_N_STATS] = "stats",   [CUPTI_N_STALL_NAME] = "stall_name",
-	[CUPTI_N_PC] = "pc",	     [CUPTI_N_CUBIN] = "cubin",
-	[CUPTI_N_EVENT] = "event",   [CUPTI_N_UNKNOWN] = "unknown",
+	[CUPTI_N_KERNEL] = "kernel",   [CUPTI_N_MEMCPY] = "memcpy",
+	[CUPTI_N_MEMSET] = "memset",   [CUPTI_N_SYNC] = "sync",
+	[CUPTI_N_GRAPH] = "graph",     [CUPTI_N_API] = "api",
+	[CUPTI_N_MARKER] = "marker",   [CUPTI_N_STRING] = "string",
+	[CUPTI_N_STATS] = "stats",     [CUPTI_N_STALL_NAME] = "stall_name",
+	[CUPTI_N_PC] = "pc",	       [CUPTI_N_CUBIN] = "cubin",
+	[CUPTI_N_EVENT] = "event",     [CUPTI_N_WINDOW] = "window",
+	[CUPTI_N_UNKNOWN] = "unknown",
 };
 static const char *const feature_names[] = {"kernel", "memcpy", "memset", "sync", "graph",
 					    "api",    "nvtx",	"pc",	  "mono", "event"};
@@ -410,6 +411,24 @@ static void peer_json(cJSON *arr, const struct cupti_peer *p)
 		json_add_u64(d, "records_dropped", p->lib.s.records_dropped);
 		json_add_u64(d, "reconnects", p->lib.s.reconnects);
 	}
+	/* the duty cycle: the share of the time since the first window that
+	 * windows covered (100 without one: the library collects always) */
+	d = cJSON_AddObjectToObject(o, "duty");
+	if (d) {
+		uint64_t now = gpd_now_ns();
+		uint64_t span = p->windows && now > p->first_window_ns ? now - p->first_window_ns
+								       : 0;
+
+		json_add_u64(d, "percent", p->windows ? p->duty : 100);
+		json_add_u64(d, "period_ms", p->period_ms);
+		json_add_u64(d, "windows", p->windows);
+		json_add_u64(d, "covered_ns", p->covered_ns);
+		cJSON_AddNumberToObject(d, "covered_fraction",
+					span ? (double)(p->covered_ns < span ? p->covered_ns
+									     : span) /
+							(double)span
+					     : 1.0);
+	}
 	/* PC sampling as the library counts it (GPI_PC_STATS) */
 	d = p->pc.lib_seen ? cJSON_AddObjectToObject(o, "pc_library") : NULL;
 	if (d)
@@ -505,8 +524,8 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged)
 	}
 }
 
-int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const char **state,
-		  int *subscribed)
+static int control(struct gpd *g, pid_t pid, uid_t uid, bool privileged, uint32_t op, uint32_t arg,
+		   const char **state, int *subscribed)
 {
 	struct {
 		struct gpi_hdr h;
@@ -514,7 +533,8 @@ int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const ch
 	} m = {
 		.h = {.magic = GPI_MAGIC, .version = GPI_VERSION, .nrec = 1},
 		.c = {.h = {.type = GPI_CONTROL, .len = sizeof(struct gpi_control)},
-		      .op = GPI_CTL_RELEASE},
+		      .op = op,
+		      .arg = arg},
 	};
 	struct cupti *cu = NULL;
 	struct cupti_peer *p;
@@ -536,6 +556,20 @@ int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const ch
 	if (send(p->fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(m))
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 	return 0;
+}
+
+int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const char **state,
+		  int *subscribed)
+{
+	return control(g, pid, uid, privileged, GPI_CTL_RELEASE, 0, state, subscribed);
+}
+
+int cupti_full(struct gpd *g, pid_t pid, uid_t uid, bool privileged, uint64_t ms)
+{
+	const char *state;
+
+	return control(g, pid, uid, privileged, GPI_CTL_FULL,
+		       (uint32_t)(ms < GPI_FULL_MAX_MS ? ms : GPI_FULL_MAX_MS), &state, NULL);
 }
 
 const struct collector_ops cupti_collector_ops = {

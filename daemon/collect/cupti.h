@@ -41,4 +41,12 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged);
 int cupti_release(struct gpd *g, pid_t pid, uid_t uid, bool privileged, const char **state,
 		  int *subscribed);
 
+/*
+ * Asks the library in process pid to collect all the time for ms
+ * (GPI_CTL_FULL, at most GPI_FULL_MAX_MS) instead of its duty cycle, for
+ * the same callers as cupti_release(); a library that collects all the
+ * time anyway ignores it. Returns as cupti_release().
+ */
+int cupti_full(struct gpd *g, pid_t pid, uid_t uid, bool privileged, uint64_t ms);
+
 #endif

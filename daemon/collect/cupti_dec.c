@@ -57,6 +57,7 @@ static const size_t min_len[] = {
 	[GPI_CUBIN] = sizeof(struct gpi_cubin),
 	[GPI_PC_STATS] = GPI_PC_STATS_MIN, /* longer since: read as far as it goes */
 	[GPI_CUDA_EVENT] = sizeof(struct gpi_cuda_event),
+	[GPI_WINDOW] = sizeof(struct gpi_window),
 };
 
 static const char *const state_names[CUPTI_PEER_STATE_MAX] = {
@@ -534,6 +535,28 @@ static void dec_cuda_event(struct cupti_peer *p, const uint8_t *rec, uint64_t no
 	append(p, &r, CUPTI_N_EVENT);
 }
 
+/* A duty cycle's window: kept in the store, so that a capture can tell
+ * the time the library did not look from an idle GPU. */
+static void dec_window(struct cupti_peer *p, const uint8_t *rec, uint64_t now)
+{
+	struct gpi_window w;
+	struct store_rec r;
+
+	memcpy(&w, rec, sizeof(w));
+	if (!time_ok(p, w.start, w.end, now))
+		return;
+	r = base_rec(p, STORE_REC_GPU_WINDOW, w.start, w.end);
+	r.aux32 = w.duty > 100 ? 100 : w.duty;
+	r.aux[0] = w.period_ms;
+	append(p, &r, CUPTI_N_WINDOW);
+	if (!p->windows)
+		p->first_window_ns = w.start;
+	p->windows++;
+	p->covered_ns += w.end - w.start;
+	p->duty = (uint32_t)r.aux32;
+	p->period_ms = w.period_ms;
+}
+
 static void dec_graph(struct cupti_peer *p, const uint8_t *rec, uint64_t now)
 {
 	struct gpi_graph g;
@@ -895,6 +918,9 @@ static void dec_record(struct cupti_peer *p, uint16_t type, const uint8_t *rec, 
 		break;
 	case GPI_CUDA_EVENT:
 		dec_cuda_event(p, rec, now);
+		break;
+	case GPI_WINDOW:
+		dec_window(p, rec, now);
 		break;
 	case GPI_API:
 		dec_api(p, rec, now);

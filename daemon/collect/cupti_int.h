@@ -58,6 +58,7 @@ enum cupti_count {
 	CUPTI_N_PC,	 /* PC sample records (their samples: cupti_totals.pc_samples) */
 	CUPTI_N_CUBIN,	 /* cubin chunks */
 	CUPTI_N_EVENT,	 /* CUDA event records */
+	CUPTI_N_WINDOW,	 /* duty-cycle collection windows */
 	CUPTI_N_UNKNOWN, /* record types this daemon does not know: skipped */
 	CUPTI_N_MAX,
 };
@@ -134,6 +135,9 @@ struct cupti_peer {
 	int32_t driver_version;
 	int64_t hello_delay_ns; /* our clock at the hello - the library's in it */
 	struct cupti_libstats lib;
+	/* the duty cycle (GPI_WINDOW): windows seen, the time they covered */
+	uint32_t duty, period_ms; /* the last window's; 0: none (collects all the time) */
+	uint64_t windows, covered_ns, first_window_ns;
 	uint32_t next_seq;
 	uint64_t seq_gaps; /* messages the library numbered but we never got */
 	/* bounds */

@@ -39,6 +39,7 @@ static void analyze_run(struct capjob *j, struct capture *c)
 		return;
 	cJSON *aparams = cJSON_Duplicate(params, 1);
 	cJSON_DeleteItemFromObjectCaseSensitive(aparams, "__analysis");
+	cJSON_DeleteItemFromObjectCaseSensitive(aparams, "__gpu_coverage");
 	char err[512] = "";
 	cJSON *result = NULL;
 	/* the result is only printed: long number arrays as raw JSON text */
@@ -50,6 +51,14 @@ static void analyze_run(struct capjob *j, struct capture *c)
 		cJSON_Delete(result);
 		return;
 	}
+	/* a duty-cycled CUPTI library's gaps are not an idle GPU: say so
+	 * next to whatever the analysis found (method_analyze took it from
+	 * the entry: c is NULL when the timeline came from the cache) */
+	cJSON *cov = cJSON_DetachItemFromObjectCaseSensitive(params, "__gpu_coverage");
+	if (cov && cJSON_IsObject(result))
+		cJSON_AddItemToObject(result, "gpu_coverage", cov);
+	else
+		cJSON_Delete(cov);
 	j->result = result;
 }
 
@@ -77,6 +86,11 @@ void method_analyze(struct rpc_req *req, const cJSON *params)
 	cJSON *p = cJSON_Duplicate(params, 1);
 	cJSON_DeleteItemFromObjectCaseSensitive(p, "id");
 	cJSON_AddStringToObject(p, "__analysis", name);
+	cJSON_DeleteItemFromObjectCaseSensitive(p, "__gpu_coverage"); /* ours only */
+	capreg_coverage_json(p, &e->cov);
+	cJSON *g = cJSON_DetachItemFromObjectCaseSensitive(p, "gpu_coverage");
+	if (g)
+		cJSON_AddItemToObject(p, "__gpu_coverage", g);
 	capjob_submit_timeline(req, e, -1, false, analyze_run, p, free_json);
 }
 

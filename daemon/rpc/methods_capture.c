@@ -9,6 +9,7 @@
 
 #include "capreg.h"
 #include "capwindow.h"
+#include "collect/cupti.h"
 #include "gpd.h"
 #include "store/store.h"
 #include "tlcache.h"
@@ -272,6 +273,14 @@ void method_capture_start(struct rpc_req *req, const cJSON *params)
 		rpc_error_errno(req, r, why);
 		return;
 	}
+	/* a recording of named processes: their CUPTI libraries collect all
+	 * the time while it lasts (a second more for the request's way
+	 * there and the last buffers), not only in their duty-cycle windows;
+	 * a pid without a library, or one the caller may not see, is none
+	 * of this */
+	for (size_t i = 0; o.duration_ms && i < o.npids; i++)
+		cupti_full(req->gpd, (pid_t)pids[i], req->uid, req->privileged,
+			   o.duration_ms + 1000);
 	if (wait && e->sum->state == CAPTURE_RECORDING)
 		rpc_wait_saved(req, e);
 	else

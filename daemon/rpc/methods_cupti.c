@@ -21,8 +21,7 @@ void method_cupti_release(struct rpc_req *req, const cJSON *params)
 	if (!params_only(req, params, allowed) ||
 	    !param_u64(req, params, "pid", true, 0x7fffffff, &pid))
 		return;
-	r = cupti_release(req->gpd, (pid_t)pid, req->uid, req->privileged, &state,
-			  &subscribed);
+	r = cupti_release(req->gpd, (pid_t)pid, req->uid, req->privileged, &state, &subscribed);
 	if (r == -ENODEV) {
 		rpc_error(req, GPUPROF_ERR_UNAVAILABLE, NULL, "the cupti collector is not running");
 		return;

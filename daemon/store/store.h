@@ -37,6 +37,8 @@ enum store_rec_type {
 				   * see "Records from the CUPTI library" */
 	STORE_REC_GPU_EVENT = 8,    /* a CUDA event recorded on a stream (CUPTI): see
 				   * "Records from the CUPTI library" */
+	STORE_REC_GPU_WINDOW = 9,   /* a CUPTI library's collection window: see
+				   * "Records from the CUPTI library" */
 	STORE_REC_TYPE_MAX,
 };
 
@@ -72,6 +74,12 @@ enum store_rec_type {
  *    record a sync interval that waits on an event (its aux32) waits on, a
  *    join made where a capture is read (capture/gpumatch.h), since the two
  *    come in CUPTI buffers of different threads, in any order.
+ *  - A duty-cycled library's collection windows are STORE_REC_GPU_WINDOW:
+ *    ts..ts + dur_ns the library collected (its activity kinds and API
+ *    callbacks on), tid 0, stack 0, name 0, aux32 = its duty in percent,
+ *    aux[0] = its period in ms. Outside its windows a pid that has any has
+ *    no GPU records for want of collection, not of GPU work
+ *    (capture/capture.h, capture_gpu_coverage()). Never shown themselves.
  */
 #define STORE_CUPTI_WHERE(dev, ctx, stream) \
 	((uint64_t)((dev)&0xff) << 48 | (uint64_t)((ctx)&0xffff) << 32 | (uint32_t)(stream))

@@ -44,7 +44,9 @@ inject() {
     python3 scripts/device/cupti_recv.py "$W/cupti.sock" "$R/$name.json" &
     local rpid=$!
     for _ in $(seq 50); do [ -S "$W/cupti.sock" ] && break; sleep 0.1; done
-    env CUDA_INJECTION64_PATH="$LIB" GPUPROF_CUPTI_SOCKET="$W/cupti.sock" "$@" >"$R/$name.out" 2>&1
+    # every record counted: collecting all the time
+    env CUDA_INJECTION64_PATH="$LIB" GPUPROF_CUPTI_SOCKET="$W/cupti.sock" GPUPROF_CUPTI_DUTY=100 \
+        "$@" >"$R/$name.out" 2>&1
     echo "exit $?" >>"$R/$name.out"
     sleep 0.5
     kill -TERM $rpid

@@ -67,6 +67,11 @@ static struct {
 	uint8_t on[CUPTI_CB_DOMAIN_SIZE][MAX_CBID];
 } subscriber;
 static uint32_t next_corr = 1;
+/* what a client switched, and the kernels that ran while their kind was
+ * off (FAKE_CUPTI_DUTY_REPORT) */
+static struct {
+	uint64_t kind_enable, kind_disable, cb_on, cb_off, kernels, kernels_off;
+} duty;
 static void *cur_ctx; /* the context fakecupti_context made, the calls' context */
 
 static int kind_fails(CUpti_ActivityKind k)
@@ -147,6 +152,8 @@ API CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle h,
 	    dom >= CUPTI_CB_DOMAIN_SIZE || cbid >= MAX_CBID)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	subscriber.on[dom][cbid] = !!enable;
+	if (dom == CUPTI_CB_DOMAIN_DRIVER_API || dom == CUPTI_CB_DOMAIN_RUNTIME_API)
+		__atomic_fetch_add(enable ? &duty.cb_on : &duty.cb_off, 1, __ATOMIC_RELAXED);
 	return CUPTI_SUCCESS;
 }
 
@@ -367,6 +374,10 @@ static void append(const void *rec, CUpti_ActivityKind k)
 	size_t n = rec_size(k);
 
 	pthread_mutex_lock(&mu);
+	if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+		duty.kernels++;
+		duty.kernels_off += !kind_on[k];
+	}
 	if (!kind_on[k] || !req_cb) {
 		pthread_mutex_unlock(&mu);
 		return;
@@ -440,6 +451,7 @@ API CUptiResult cuptiActivityEnable(CUpti_ActivityKind k)
 	pthread_mutex_lock(&mu);
 	kind_on[k] = 1;
 	any_enabled = 1;
+	duty.kind_enable++;
 	pthread_mutex_unlock(&mu);
 	return CUPTI_SUCCESS;
 }
@@ -450,6 +462,7 @@ API CUptiResult cuptiActivityDisable(CUpti_ActivityKind k)
 		return CUPTI_ERROR_INVALID_KIND;
 	pthread_mutex_lock(&mu);
 	kind_on[k] = 0;
+	duty.kind_disable++;
 	pthread_mutex_unlock(&mu);
 	return CUPTI_SUCCESS;
 }
@@ -1370,4 +1383,18 @@ __attribute__((destructor)) static void pc_report(void)
 			(unsigned long long)pcstat.start, (unsigned long long)pcstat.stop,
 			(unsigned long long)pcstat.getdata, (unsigned long long)pcstat.samples,
 			(unsigned long long)shared_fresh);
+}
+
+/* FAKE_CUPTI_DUTY_REPORT=1: the switching a duty cycle did, on stderr at
+ * exit; kernels: kernel records the driver made, kernels_off: those made
+ * while the kernel kind was off (so never recorded) */
+__attribute__((destructor)) static void duty_report(void)
+{
+	if (env_int("FAKE_CUPTI_DUTY_REPORT", 0))
+		fprintf(stderr,
+			"fakecupti duty: kind_enable %llu kind_disable %llu cb_on %llu cb_off %llu "
+			"kernels %llu kernels_off %llu\n",
+			(unsigned long long)duty.kind_enable, (unsigned long long)duty.kind_disable,
+			(unsigned long long)duty.cb_on, (unsigned long long)duty.cb_off,
+			(unsigned long long)duty.kernels, (unsigned long long)duty.kernels_off);
 }

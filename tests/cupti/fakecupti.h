@@ -39,6 +39,11 @@
  *   FAKE_CUPTI_PC_REPORT=1      at exit, on stderr: "fakecupti pc: enable
  *                               E disable D start S stop T getdata G
  *                               samples N"
+ *   FAKE_CUPTI_DUTY_REPORT=1    at exit, on stderr: "fakecupti duty:
+ *                               kind_enable E kind_disable D cb_on A
+ *                               cb_off B kernels K kernels_off O" (driver
+ *                               and runtime callback switches; kernels
+ *                               made while their kind was off)
  *   FAKE_CUPTI_FATAL_AT=N       before the Nth kernel record (from 0):
  *                               the STATE domain's FATAL_ERROR callback,
  *                               then CUPTI is finalized (no more callbacks

@@ -457,9 +457,55 @@ static void test_cuda_event(void)
 	teardown(&f);
 }
 
+/* Duty-cycle windows: kept as records of their time, counted per peer;
+ * a bad time is dropped like any record's and counts nothing. */
+static void test_window(void)
+{
+	struct fixture f;
+	struct msg m;
+	const struct store_rec *r;
+
+	setup(&f);
+	begin(&m, 0);
+	add_hello(&m);
+	struct gpi_window w = {.start = NOW - 300000000, .end = NOW - 290000000, .duty = 5,
+			       .period_ms = 200};
+	add(&m, GPI_WINDOW, &w, sizeof(w));
+	w.start = NOW - 100000000;
+	w.end = NOW - 90000000;
+	add(&m, GPI_WINDOW, &w, sizeof(w));
+	CHECK_EQ_INT(decode(&f, &m), 0);
+	r = last(&f);
+	CHECK(r && r->type == STORE_REC_GPU_WINDOW);
+	CHECK_EQ_INT(r->pid, 4242);
+	CHECK_EQ_U64(r->ts_ns, NOW - 100000000);
+	CHECK_EQ_U64(r->dur_ns, 10000000);
+	CHECK_EQ_INT(r->name, 0);
+	CHECK_EQ_INT(r->aux32, 5);
+	CHECK_EQ_U64(r->aux[0], 200);
+	CHECK_EQ_INT(f.cu.tot.records[CUPTI_N_WINDOW], 2);
+	CHECK_EQ_U64(f.p.windows, 2);
+	CHECK_EQ_U64(f.p.covered_ns, 20000000);
+	CHECK_EQ_U64(f.p.first_window_ns, NOW - 300000000);
+	CHECK_EQ_INT(f.p.duty, 5);
+	CHECK_EQ_INT(f.p.period_ms, 200);
+
+	/* ends before it starts: dropped, nothing counted */
+	begin(&m, 1);
+	w.start = NOW - 10;
+	w.end = NOW - 20;
+	add(&m, GPI_WINDOW, &w, sizeof(w));
+	CHECK_EQ_INT(decode(&f, &m), 0);
+	CHECK_EQ_U64(f.p.windows, 2);
+	CHECK_EQ_U64(f.p.drops[CUPTI_DROP_TIME], 1);
+	CHECK_EQ_INT(store_count(f.s), 2);
+	teardown(&f);
+}
+
 int main(void)
 {
 	RUN(test_kinds);
+	RUN(test_window);
 	RUN(test_cuda_event);
 	RUN(test_drops);
 	RUN(test_malformed);

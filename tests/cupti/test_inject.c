@@ -62,6 +62,42 @@ static void test_config_env(void)
 	CHECK_STREQ(c.socket, "/tmp/x.sock");
 }
 
+/* The duty cycle: the default when unset, empty or invalid (never "all
+ * the time" by accident), the value when in range. */
+static void test_config_duty(void)
+{
+	static const struct {
+		const char *duty, *window;
+		unsigned want_duty, want_window;
+	} cases[] = {
+		{NULL, NULL, GPI_DUTY_DEFAULT, GPI_WINDOW_MS_DEFAULT},
+		{"", "", GPI_DUTY_DEFAULT, GPI_WINDOW_MS_DEFAULT},
+		{"0", "0", GPI_DUTY_DEFAULT, GPI_WINDOW_MS_DEFAULT},
+		{"101", "10001", GPI_DUTY_DEFAULT, GPI_WINDOW_MS_DEFAULT},
+		{"5x", "-1", GPI_DUTY_DEFAULT, GPI_WINDOW_MS_DEFAULT},
+		{"1", "1", 1, 1},
+		{"100", "10000", 100, 10000},
+		{"25", "20", 25, 20},
+	};
+	struct gpi_config c;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (cases[i].duty)
+			setenv("GPUPROF_CUPTI_DUTY", cases[i].duty, 1);
+		else
+			unsetenv("GPUPROF_CUPTI_DUTY");
+		if (cases[i].window)
+			setenv("GPUPROF_CUPTI_WINDOW_MS", cases[i].window, 1);
+		else
+			unsetenv("GPUPROF_CUPTI_WINDOW_MS");
+		config_read(&c);
+		CHECK_EQ_INT(c.duty, cases[i].want_duty);
+		CHECK_EQ_INT(c.window_ms, cases[i].want_window);
+	}
+	unsetenv("GPUPROF_CUPTI_DUTY");
+	unsetenv("GPUPROF_CUPTI_WINDOW_MS");
+}
+
 static void test_config_yield(void)
 {
 	static const struct {
@@ -188,6 +224,7 @@ int main(void)
 	RUN(test_features);
 	RUN(test_config_env);
 	RUN(test_config_yield);
+	RUN(test_config_duty);
 	RUN(test_names);
 	RUN(test_names_const);
 	RUN(test_wire);

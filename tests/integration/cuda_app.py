@@ -18,7 +18,10 @@ def inject_env(sock, extra=None):
     """os.environ with the library injected, sending to the socket sock
     every 50 ms; extra on top."""
     e = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
-             GPUPROF_CUPTI_SOCKET=sock, GPUPROF_CUPTI_FLUSH_MS="50")
+             GPUPROF_CUPTI_SOCKET=sock, GPUPROF_CUPTI_FLUSH_MS="50",
+             # the tests count exact totals: collect all the time (the
+             # duty cycle has tests of its own, which set it over this)
+             GPUPROF_CUPTI_DUTY="100")
     e.update(extra or {})
     return e
 

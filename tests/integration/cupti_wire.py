@@ -31,6 +31,7 @@ def control(op, typ=CONTROL, rlen=16, magic=MAGIC):
 HELLO, STRING, KERNEL, MEMCPY, MEMSET, SYNC, GRAPH, API, MARKER, STATS = range(1, 11)
 STALL_NAME, PC, CUBIN, PC_STATS = 11, 12, 13, 14
 CUDA_EVENT = 15
+WINDOW = 16
 CUBIN_CHUNK = 32768
 F_KERNEL, F_MEMCPY, F_MEMSET, F_SYNC, F_GRAPH, F_API, F_NVTX, F_PC, F_MONO, F_EVENT = \
     (1 << i for i in range(10))
@@ -55,6 +56,7 @@ LAYOUT = {
     PC: ("<QQQIIIIII", "time cubin_crc pc function reason samples device corr rsv"),
     CUBIN: ("<QIIII", "crc size offset len rsv"),
     CUDA_EVENT: ("<QIIIIII", "time corr event device context stream rsv"),
+    WINDOW: ("<QQII", "start end duty period_ms"),
     PC_STATS: ("<18Q4Ii4x", "samples sent dropped oom drains windows contexts_refused cubins "
                "cubins_refused cubin_bytes getdata_calls pcs total_samples nonuser_samples "
                "errors cfgbuf_pcs names names_untracked contexts_on contexts_ever "

@@ -376,7 +376,8 @@ def library_to_folded_stalls():
     try:
         env = dict(os.environ, CUDA_INJECTION64_PATH=LIB, GPUPROF_CUPTI_LIB=FAKE_CUPTI,
                    GPUPROF_CUPTI_SOCKET=d.cupti, GPUPROF_CUPTI_FLUSH_MS="50",
-                   GPUPROF_CUPTI_FEATURES="default,pc", GPUPROF_CUPTI_PC_DUTY="100")
+                   GPUPROF_CUPTI_FEATURES="default,pc", GPUPROF_CUPTI_PC_DUTY="100",
+                   GPUPROF_CUPTI_DUTY="100")
         launches = 12
         p = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--kernel", "gpuprof_pc_kernel:20000",
                               "--pc", CUBIN, "--launches", str(launches), "--threads", "2",

@@ -42,7 +42,9 @@ PC = ["PC sampling: PC samples through the daemon",
 SKIP = ["PC sampling slowdown of a GEMM loop (default duty)", "PyTorch inference loop throughput",
         "launch cost: cudaEventRecord + cudaStreamWaitEvent with the library (default) vs off",
         "launch cost beyond the probes, library off, drv", "launch cost beyond the probes, default, drv",
-        "launch cost beyond the probes, kernels only, drv"]
+        "launch cost beyond the probes, kernels only (duty 100), drv",
+        "launch cost beyond the probes, collecting all the time (duty 100), drv",
+        "launch cost: cudaEventRecord + cudaStreamWaitEvent with the library (duty 100) vs off"]
 
 
 @test
