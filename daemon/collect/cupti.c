@@ -552,7 +552,8 @@ static int control(struct gpd *g, pid_t pid, uid_t uid, bool privileged, uint32_
 	if (!p)
 		return -ESRCH;
 	*state = cupti_peer_state_name(p->state);
-	*subscribed = cupti_peer_subscribed(p);
+	if (subscribed)
+		*subscribed = cupti_peer_subscribed(p);
 	if (send(p->fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(m))
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 	return 0;
