@@ -822,9 +822,13 @@ API CUptiResult cuptiGetDeviceId(CUcontext ctx, uint32_t *dev)
 /* ------------------------------------------------------------ PC sampling */
 
 /* CUPTI's per-GPU stall reasons, with indices that are not 0..n-1 (the
- * client must use GetStallReasons' indices, never positions) */
-#define NREASONS 6
-static const uint32_t reason_idx[NREASONS] = {0, 2, 5, 7, 11, 13};
+ * client must use GetStallReasons' indices, never positions). As on the
+ * real one (an H200, CUPTI 13.0), a reason's "_not_issued" twin counts
+ * again the samples of that reason whose warp issued no instruction: a
+ * subset, outside totalSamples (NOT_ISSUED below). */
+#define NREASONS 7
+#define NOT_ISSUED 3
+static const uint32_t reason_idx[NREASONS] = {0, 2, 5, 7, 11, 13, NOT_ISSUED};
 static const char *const reason_name[NREASONS] = {
 	"smsp__pcsamp_warps_issue_stalled_barrier",
 	"smsp__pcsamp_warps_issue_stalled_long_scoreboard",
@@ -832,6 +836,7 @@ static const char *const reason_name[NREASONS] = {
 	"smsp__pcsamp_warps_issue_stalled_wait",
 	"smsp__pcsamp_warps_issue_stalled_not_selected",
 	"smsp__pcsamp_warps_issue_stalled_selected",
+	"smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued",
 };
 
 #define MAX_PCCTX 4
@@ -1167,7 +1172,8 @@ static CUptiResult fill(struct pcctx *c, CUpti_PCSamplingData *d, size_t cap)
 				continue;
 			o->stallReason[k].pcSamplingStallReasonIndex = reason_idx[j];
 			o->stallReason[k++].samples = h->samples[j];
-			d->totalSamples += h->samples[j];
+			if (reason_idx[j] != NOT_ISSUED)
+				d->totalSamples += h->samples[j];
 		}
 		o->stallReasonCount = k;
 	}
@@ -1326,7 +1332,8 @@ static void hw_add(struct pcctx *c, uint32_t mod, uint32_t fn, uint64_t pc, uint
 		c->nhw++;
 	}
 	c->hw[i].samples[r] += samples;
-	pcstat.samples += samples;
+	if (reason != NOT_ISSUED)
+		pcstat.samples += samples;
 }
 
 /*
@@ -1335,8 +1342,10 @@ static void hw_add(struct pcctx *c, uint32_t mod, uint32_t fn, uint64_t pc, uint
  * start/stop control). The distribution is fixed so tests can sum it:
  * PC i * 0x40 (i = 0..7, clipped into the function's code, 16-byte
  * aligned) gets i + 1 samples of reason {2, 5, 7, 0}[i % 4], and PC 0
- * also 5 samples of reason 11: 41 samples per launch. Returns the number
- * of samples collected.
+ * also 5 samples of reason 11: 41 samples per launch. Those of reason 2
+ * (long_scoreboard) are also counted, (i + 1) / 2 of them, under its
+ * not-issued twin, which adds no sample. Returns the number of samples
+ * collected.
  */
 API uint32_t fakecupti_pc_kernel(void *ctx, const char *fn)
 {
@@ -1360,6 +1369,8 @@ API uint32_t fakecupti_pc_kernel(void *ctx, const char *fn)
 				uint64_t pc = ((uint64_t)i * 0x40 % size) & ~(uint64_t)0xf;
 
 				hw_add(c, m, f, pc, reasons[i % 4], i + 1);
+				if (reasons[i % 4] == 2 && (i + 1) / 2)
+					hw_add(c, m, f, pc, NOT_ISSUED, (i + 1) / 2);
 				added += i + 1;
 			}
 			hw_add(c, m, f, 0, 11, 5);

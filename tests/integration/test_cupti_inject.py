@@ -901,7 +901,7 @@ def release_through_the_daemon():
 
 # the stand-in's CUPTI stall reasons (fake_cupti.c): index -> name
 STALL = {0: "barrier", 2: "long_scoreboard", 5: "math_pipe_throttle", 7: "wait",
-         11: "not_selected", 13: "selected"}
+         11: "not_selected", 13: "selected", 3: "long_scoreboard_not_issued"}
 
 
 def pc_expected(launches):
