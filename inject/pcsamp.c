@@ -94,7 +94,7 @@ struct pctx {
 	size_t nreasons;
 	uint32_t idx[MAX_REASONS];
 	char names[MAX_REASONS][CUPTI_STALL_REASON_STRING_SIZE];
-	uint64_t subset; /* bit i: names[i] is a "_not_issued" twin */
+	uint64_t subset;      /* bit i: names[i] is a "_not_issued" twin */
 	struct pcbuf *cfgbuf; /* handed to CUPTI with SAMPLING_DATA_BUFFER */
 };
 
