@@ -109,6 +109,11 @@ def main():
     t0 = time.monotonic()
     run(STEPS)
     t1 = time.monotonic()
+    # phase B's window ends with torch.profiler's own synchronize when the
+    # profile stops (one more cudaDeviceSynchronize than steps on an H200,
+    # 5 ms after the last step): phase A ends the same way, so that both
+    # windows hold the same sync-dependency edges
+    torch.cuda.synchronize()
     time.sleep(0.6)
     write("a_done", "%.6f %.6f\n" % (t0, t1))
     wait_for("go_b")
