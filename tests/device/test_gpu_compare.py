@@ -413,6 +413,9 @@ def throughput_ratio_and_slowdown():
         d.run("ratio", "--file", f, "--metric", "gemm_per_s", "--base", "off", "--test", "pc20",
               "--min-pct", "98", "--as", "slowdown", "--judge", "info", "--name", "p20")
         eq(d.verdicts()["p20"], ("1.00% slower (pc20 99.0 vs off 100.0)", "INFO"), "pc20 shown")
+        d.run("ratio", "--file", f, "--metric", "gemm_per_s", "--base", "off", "--test", "pc28",
+              "--min-pct", "98", "--judge", "info", "--name", "p28")
+        eq(d.verdict("p28"), "INFO", "no runs of a line only shown: still INFO, not a FAIL")
 
 
 def critpath_json(sync_graph, sync_path, length=1000.0):
