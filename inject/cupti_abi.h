@@ -373,7 +373,10 @@ struct gpi_pc_stats {
 	uint32_t contexts_off;	  /* contexts turned off by errors */
 	uint32_t last_call;	  /* enum gpi_pc_call that returned last_error */
 	int32_t last_error;	  /* the last CUptiResult of those calls, 0 none */
-	uint32_t rsv;
+	/* the sampling period (2^period SM cycles) of the last context
+	 * configured, as CUPTI reports it; 0: unknown (older libraries sent
+	 * zero in this once spare word) */
+	uint32_t period;
 };
 #define GPI_PC_STATS_MIN 88 /* what the first libraries sent */
 

@@ -68,6 +68,7 @@ static struct {
 	PC_FN(cuptiPCSamplingStart);
 	PC_FN(cuptiPCSamplingStop);
 	PC_FN(cuptiPCSamplingSetConfigurationAttribute);
+	PC_FN(cuptiPCSamplingGetConfigurationAttribute); /* optional: the period in force */
 	PC_FN(cuptiPCSamplingGetNumStallReasons);
 	PC_FN(cuptiPCSamplingGetStallReasons);
 	PC_FN(cuptiPCSamplingGetData);
@@ -150,6 +151,7 @@ static int resolve(void)
 #define R(n) (f.n = (__typeof__(f.n))dlsym(h, #n))
 	R(cuptiGetCubinCrc);
 	R(cuptiGetDeviceId);
+	R(cuptiPCSamplingGetConfigurationAttribute);
 	if (!R(cuptiPCSamplingEnable) || !R(cuptiPCSamplingDisable) || !R(cuptiPCSamplingStart) ||
 	    !R(cuptiPCSamplingStop) || !R(cuptiPCSamplingSetConfigurationAttribute) ||
 	    !R(cuptiPCSamplingGetNumStallReasons) || !R(cuptiPCSamplingGetStallReasons) ||
@@ -323,6 +325,32 @@ static int configure(struct pctx *c)
 	}
 	p.numAttributes = n;
 	return f.cuptiPCSamplingSetConfigurationAttribute(&p);
+}
+
+/* The period a configured context samples at, as log2 of cycles, so the
+ * stats say what an unset GPUPROF_CUPTI_PC_PERIOD left CUPTI to pick: read
+ * back where CUPTI lets us, else what we asked for (0: unknown). Only
+ * information, so a failed read is no error. */
+static uint32_t period_in_force(struct pctx *c)
+{
+	CUpti_PCSamplingConfigurationInfo info;
+	CUpti_PCSamplingConfigurationInfoParams p = {
+		.size = CUpti_PCSamplingConfigurationInfoParamsSize,
+		.ctx = c->ctx,
+		.numAttributes = 1,
+		.pPCSamplingConfigurationInfo = &info,
+	};
+	uint32_t v;
+
+	if (!f.cuptiPCSamplingGetConfigurationAttribute)
+		return pc_cfg.period;
+	memset(&info, 0, sizeof(info));
+	info.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+	if (f.cuptiPCSamplingGetConfigurationAttribute(&p) != CUPTI_SUCCESS ||
+	    info.attributeStatus != CUPTI_SUCCESS)
+		return pc_cfg.period;
+	v = info.attributeData.samplingPeriodData.samplingPeriod;
+	return v >= 5 && v <= 31 ? v : pc_cfg.period;
 }
 
 static int reasons(struct pctx *c)
@@ -594,6 +622,7 @@ static void ctx_created(CUcontext ctx)
 	c->on = 1;
 	pc_n.contexts_on++;
 	pc_n.contexts_ever++;
+	pc_n.period = period_in_force(c);
 	if (dev < MAX_DEV && !devs[dev].have) {
 		devs[dev].have = 1;
 		devs[dev].n = c->nreasons;
@@ -839,6 +868,7 @@ void pcsamp_emit_stats(void)
 	s->contexts_off = pc_n.contexts_off;
 	s->last_call = pc_n.last_call;
 	s->last_error = pc_n.last_error;
+	s->period = pc_n.period;
 	cubin_stats(&s->cubins, &s->cubins_refused, &s->cubin_bytes);
 }
 

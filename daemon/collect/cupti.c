@@ -348,6 +348,7 @@ static void pc_library_json(cJSON *d, const struct gpi_pc_stats *s)
 	json_add_u64(d, "contexts_ever", s->contexts_ever);
 	json_add_u64(d, "contexts_off", s->contexts_off);
 	json_add_u64(d, "errors", s->errors);
+	json_add_u64(d, "period_log2", s->period);
 	cJSON_AddNumberToObject(d, "last_error", s->last_error);
 	cJSON_AddStringToObject(d, "last_error_call",
 				call < sizeof(pc_call_names) / sizeof(pc_call_names[0])

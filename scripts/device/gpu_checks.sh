@@ -45,9 +45,13 @@
 #            pcOffset is relative to the function (the daemon finds
 #            nvdisasm's instruction at that offset: >= 95 % of the samples);
 #            the slowdown of a GEMM loop (cupti_real --gemm) at the default
-#            duty cycle (<= 2 %), interleaved runs, median of 3.
+#            duty cycle (<= 2 %), interleaved runs, median of 3; beside it,
+#            shown (INFO), the slowdown at the longer sampling periods of
+#            PC_PERIODS (GPUPROF_CUPTI_PC_PERIOD) in the same rounds.
 #  rate      torch_rate.py (launch-heavy inference) with and without the
-#            library, interleaved, 3 runs each (>= 98 %).
+#            library, interleaved, 3 to 5 runs each as time allows, each
+#            run the median of 0.5 s sub-intervals after a warm-up
+#            (>= 98 %).
 #  nccl      whether NCCL is there; if so a one-rank all_reduce captured live
 #            (NCCL kernels, analyze comm), a behaviour.
 # Steps run under `timeout` each, one failing does not stop the others, and
@@ -119,6 +123,9 @@ jget() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(s
 CENV_LIB=(CUDA_INJECTION64_PATH="$LIB" GPUPROF_CUPTI_SOCKET="$CSOCK" GPUPROF_CUPTI_FLUSH_MS=100)
 [ "$MODE" = stand-in ] && CENV_LIB+=(GPUPROF_CUPTI_LIB="$FAKE_CUPTI")
 CENV=("${CENV_LIB[@]}" GPUPROF_CUPTI_DUTY=100)
+# PC_PERIODS: the sampling periods (GPUPROF_CUPTI_PC_PERIOD, log2 cycles)
+# whose GEMM slowdown the pc step shows beside the default's
+PC_PERIODS=(20 24)
 # PYENV: CENV for a Python process; a sanitized stand-in build's library
 # needs its runtimes first in the process (and Python's leaks ignored)
 PYENV=("${CENV[@]}")
@@ -398,7 +405,7 @@ step_pyframes() {
 
 # ---- step 4: PC sampling
 step_pc() {
-    local id s rc dis=no
+    local id s p dis=no
     find_nvdisasm
     [ $MODE = stand-in ] && NVDISASM=$W/nvdisasm
     [ -n "$NVDISASM" ] && dis=yes
@@ -406,8 +413,14 @@ step_pc() {
         start_prog pc "${CENV[@]}" GPUPROF_CUPTI_FEATURES=default,pc GPUPROF_CUPTI_PC_DUTY=100 -- \
             "$W/cupti_real" 1500 --gemm --wait
     else
-        [ -f "$PC_CUBIN" ] || { skip_results "no $PC_CUBIN (no nvcc at build time)" \
-            "PC sampling: PC samples through the daemon" "PC sampling slowdown"; return 0; }
+        if [ ! -f "$PC_CUBIN" ]; then
+            skip_results "no $PC_CUBIN (no nvcc at build time)" \
+                "PC sampling: PC samples through the daemon" "PC sampling slowdown"
+            for p in "${PC_PERIODS[@]}"; do
+                skip_results "no $PC_CUBIN" "$(pc_period_name "$p")"
+            done
+            return 0
+        fi
         start_prog pc "${CENV[@]}" GPUPROF_CUPTI_FEATURES=default,pc GPUPROF_CUPTI_PC_DUTY=100 -- \
             "$APP" --cuda "$FAKE_CUDA" --wait --launches 30 --kernel gpuprof_pc_kernel:20000 \
             --pc "$PC_CUBIN"
@@ -437,39 +450,68 @@ PY
     s=$(awk '$1 == "pc" && $2 == "samples" { print $3 }' "$R/pc.out")
     $CMP pc --results "$RES" --tag "PC sampling" --folded "$R/pc.stalls.folded" --kernel-regex 'sgemm|pc_kernel' \
         --sass $dis ${s:+--program-samples $s} --library "$R/pc.library.json"
-    # slowdown of a GEMM loop at the default duty cycle: interleaved runs
+    # slowdown of a GEMM loop at the default duty cycle, and (shown, not
+    # judged) at longer sampling periods than CUPTI's own: interleaved
+    # runs of 1.5 s, labelled off, pc (the defaults), pc20, pc24 ...
     : >"$R/pc_rate.out"
     for _ in 1 2 3; do
-        if [ $MODE = device ]; then
-            env "${CENV[@]}" "$W/cupti_real" 2000 --gemm | awk '/^gemm_per_s/ { print "off", $0 }'
-            # a run that dies (it did: a double free) says so here
-            env "${CENV[@]}" GPUPROF_CUPTI_FEATURES=default,pc "$W/cupti_real" 2000 --gemm \
-                >"$W/pcr.out" 2>"$W/pcr.err"
-            rc=$?
-            awk '/^gemm_per_s/ { print "pc", $0 }' "$W/pcr.out"
-            [ $rc = 0 ] || echo "pc_exit $rc $(tail -c 160 "$W/pcr.err" | tr '\n\t' '  ')"
-        else
-            for m in default default,pc; do
-                env "${CENV[@]}" GPUPROF_CUPTI_FEATURES=$m "$APP" --cuda "$FAKE_CUDA" --launches 300 \
-                    --kernel gpuprof_pc_kernel:20000 --pc "$PC_CUBIN" |
-                    awk -v m=$m '/^cpu_ns_per_iteration/ { print (m == "default" ? "off" : "pc"), "gemm_per_s", 1e9 / $2 }'
-            done
-        fi
+        pc_rate_run off GPUPROF_CUPTI_FEATURES=default
+        pc_rate_run pc GPUPROF_CUPTI_FEATURES=default,pc
+        for p in "${PC_PERIODS[@]}"; do
+            pc_rate_run "pc$p" GPUPROF_CUPTI_FEATURES=default,pc GPUPROF_CUPTI_PC_PERIOD="$p"
+        done
     done >>"$R/pc_rate.out"
     $CMP ratio --results "$RES" --file "$R/pc_rate.out" --metric gemm_per_s --base off --test pc \
         --min-pct 98 --as slowdown --name "PC sampling slowdown of a GEMM loop (default duty)" \
         --judge "$([ $MODE = device ] && echo yes || echo no)"
+    for p in "${PC_PERIODS[@]}"; do
+        $CMP ratio --results "$RES" --file "$R/pc_rate.out" --metric gemm_per_s --base off \
+            --test "pc$p" --min-pct 98 --as slowdown \
+            --name "$(pc_period_name "$p")" \
+            --judge "$([ $MODE = device ] && echo info || echo no)"
+    done
+}
+
+pc_period_name() { echo "PC sampling at GPUPROF_CUPTI_PC_PERIOD=$1 (2^$1 cycles, default duty): slowdown of a GEMM loop"; }
+
+# pc_rate_run LABEL ENV...: one run of the GEMM loop (the stand-in's PC
+# kernel without a GPU) with ENV, as "LABEL gemm_per_s X"; a run that dies
+# (one did: a double free) says so on a LABEL_exit line
+pc_rate_run() {
+    local label=$1 rc
+    shift
+    if [ $MODE = device ]; then
+        env "${CENV[@]}" "$@" "$W/cupti_real" 1500 --gemm >"$W/pcr.out" 2>"$W/pcr.err"
+        rc=$?
+        awk -v l="$label" '/^gemm_per_s/ { print l, $0 }' "$W/pcr.out"
+    else
+        env "${CENV[@]}" "$@" "$APP" --cuda "$FAKE_CUDA" --launches 300 \
+            --kernel gpuprof_pc_kernel:20000 --pc "$PC_CUBIN" >"$W/pcr.out" 2>"$W/pcr.err"
+        rc=$?
+        awk -v l="$label" '/^cpu_ns_per_iteration/ { print l, "gemm_per_s", 1e9 / $2 }' "$W/pcr.out"
+    fi
+    [ $rc = 0 ] || echo "${label}_exit $rc $(tail -c 160 "$W/pcr.err" | tr '\n\t' '  ')"
 }
 
 # ---- step 5: a launch-heavy PyTorch loop with and without the library
 # the target is the library at its defaults ("with": the duty cycle);
 # "full" (GPUPROF_CUPTI_DUTY=100) is shown, the figure the default's
 # arithmetic starts from (docs/collectors.md, "What it costs")
+# Each run's figure is already the median of 0.5 s sub-intervals after an
+# in-process warm-up (torch_rate.py); the rounds interleave without, with
+# and full, at least 3 and up to 5 while the step's time limit allows
+# another round (one took about 22 s on an H200: mostly Python's and
+# CUDA's start-up).
 step_rate() {
-    for _ in 1 2 3; do
+    local t0 last=0 r t
+    t0=$(date +%s)
+    for r in 1 2 3 4 5; do
+        t=$(date +%s)
+        [ $r -gt 3 ] && [ $((t - t0 + last + 15)) -gt "${STEP_LIMIT_S:-110}" ] && break
         "$PY" "$SRC/scripts/device/torch_rate.py" 2 | sed 's/^/without /'
         env "${CENV_LIB[@]}" "$PY" "$SRC/scripts/device/torch_rate.py" 2 | sed 's/^/with /'
         env "${CENV[@]}" "$PY" "$SRC/scripts/device/torch_rate.py" 2 | sed 's/^/full /'
+        last=$(($(date +%s) - t))
     done >"$R/rate.out" 2>&1
     $CMP ratio --results "$RES" --file "$R/rate.out" --metric steps_per_s --base without --test with \
         --min-pct 98 --name "PyTorch inference loop throughput with the library (default duty cycle)"
@@ -671,7 +713,8 @@ PY
 start_daemon 1
 
 # run NAME LIMIT_S MIN_S TARGETS...: step NAME under timeout, unless fewer
-# than MIN_S seconds of the budget are left (its TARGETS then SKIP)
+# than MIN_S seconds of the budget are left (its TARGETS then SKIP); the
+# step sees its limit as STEP_LIMIT_S
 run() {
     local name=$1 limit=$2 min=$3 left rc t x
     shift 3
@@ -683,7 +726,8 @@ run() {
     fi
     [ "$limit" -gt $left ] && limit=$left
     t=$(date +%s)
-    timeout -k 5 "$limit" "$SRC/scripts/device/gpu_checks.sh" --step "$name" >"$R/step_$name.log" 2>&1
+    STEP_LIMIT_S=$limit timeout -k 5 "$limit" "$SRC/scripts/device/gpu_checks.sh" --step "$name" \
+        >"$R/step_$name.log" 2>&1
     rc=$?
     say "$name: exit $rc in $(($(date +%s) - t))s (res/step_$name.log)"
     [ $rc = 124 ] && result "step $name" "timed out after ${limit}s" "finishes" FAIL
@@ -728,7 +772,7 @@ if [ $MODE = stand-in ] || [ -x "$W/cupti_real" ]; then
     run pc 90 40 "${T_PC[@]}"
 fi
 if [ $MODE = device ] && [ "$TORCH" = cuda ]; then
-    run rate 110 60 "${T_RATE[@]}"
+    run rate 130 60 "${T_RATE[@]}"
 else
     skip_results "no PyTorch" "${T_RATE[@]}"
 fi

@@ -876,6 +876,7 @@ static pthread_mutex_t pcmu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t pc_getdata_calls;
 static struct {
 	uint64_t enable, disable, start, stop, getdata, samples;
+	uint32_t period; /* the last SAMPLING_PERIOD a client set, 0 none */
 } pcstat;
 
 static uint32_t crc32_bytes(const uint8_t *p, size_t n)
@@ -1009,6 +1010,7 @@ static CUptiResult set_attr(struct pcctx *c, CUpti_PCSamplingConfigurationInfo *
 		    a->attributeData.samplingPeriodData.samplingPeriod > 31)
 			return CUPTI_ERROR_INVALID_PARAMETER;
 		c->period = a->attributeData.samplingPeriodData.samplingPeriod;
+		pcstat.period = c->period;
 		return CUPTI_SUCCESS;
 	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON:
 		for (size_t i = 0; i < a->attributeData.stallReasonData.stallReasonCount; i++)
@@ -1389,11 +1391,11 @@ __attribute__((destructor)) static void pc_report(void)
 	if (env_int("FAKE_CUPTI_PC_REPORT", 0))
 		fprintf(stderr,
 			"fakecupti pc: enable %llu disable %llu start %llu stop %llu getdata %llu "
-			"samples %llu fresh_names %llu\n",
+			"samples %llu fresh_names %llu period %u\n",
 			(unsigned long long)pcstat.enable, (unsigned long long)pcstat.disable,
 			(unsigned long long)pcstat.start, (unsigned long long)pcstat.stop,
 			(unsigned long long)pcstat.getdata, (unsigned long long)pcstat.samples,
-			(unsigned long long)shared_fresh);
+			(unsigned long long)shared_fresh, pcstat.period);
 }
 
 /* FAKE_CUPTI_DUTY_REPORT=1: the switching a duty cycle did, on stderr at

@@ -399,6 +399,23 @@ def throughput_ratio_and_slowdown():
         d.run("ratio", "--file", f, "--metric", "steps_per_s", "--base", "off", "--test", "pc",
               "--min-pct", "98", "--name", "none")
         eq(d.verdict("none"), "FAIL", "no runs")
+        # torch_rate.py's output: the sub-intervals' line beside each
+        # run's median is not a run of steps_per_s
+        f = d.write("t.out", "without intervals_steps_per_s 10 1000 1000 1000\nwithout steps_per_s 1000\n"
+                    "with intervals_steps_per_s 5 990 990 990\nwith steps_per_s 990\n")
+        d.run("ratio", "--file", f, "--metric", "steps_per_s", "--base", "without", "--test", "with",
+              "--min-pct", "98", "--name", "medians")
+        eq(d.verdicts()["medians"], ("99.00% (with 990.0 vs without 1000.0)", "PASS"),
+           "one figure per run")
+        # pc_rate.out with longer periods: each label its own runs
+        f = d.write("p.out", "off gemm_per_s 100\npc gemm_per_s 70\npc20 gemm_per_s 99\n"
+                    "pc24 gemm_per_s 100\npc24_exit 134 double free\n")
+        d.run("ratio", "--file", f, "--metric", "gemm_per_s", "--base", "off", "--test", "pc20",
+              "--min-pct", "98", "--as", "slowdown", "--judge", "info", "--name", "p20")
+        eq(d.verdicts()["p20"], ("1.00% slower (pc20 99.0 vs off 100.0)", "INFO"), "pc20 shown")
+        d.run("ratio", "--file", f, "--metric", "gemm_per_s", "--base", "off", "--test", "pc28",
+              "--min-pct", "98", "--judge", "info", "--name", "p28")
+        eq(d.verdict("p28"), "INFO", "no runs of a line only shown: still INFO, not a FAIL")
 
 
 def critpath_json(sync_graph, sync_path, length=1000.0):

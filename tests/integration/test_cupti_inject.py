@@ -922,9 +922,10 @@ def pc_run(sock, extra_env, args=()):
     p, conns = app_with_receiver(sock, ["--kernel", PC_KERNEL + ":20000", "--pc", CUBIN]
                                  + list(args), env=env, settle=0.3)
     m = re.search(r"fakecupti pc: enable (\d+) disable (\d+) start (\d+) stop (\d+) "
-                  r"getdata (\d+) samples (\d+)", p.stderr)
+                  r"getdata (\d+) samples (\d+) fresh_names \d+ period (\d+)", p.stderr)
     expect(m, "no stand-in report: %r", p.stderr)
-    rep = dict(zip("enable disable start stop getdata samples".split(), map(int, m.groups())))
+    rep = dict(zip("enable disable start stop getdata samples period".split(),
+                   map(int, m.groups())))
     produced = int(re.search(r"^pc samples (\d+)$", p.stdout, re.M).group(1))
     eq(produced, rep["samples"], "samples the app saw taken")
     eq(len(conns), 1, "connections")
@@ -967,6 +968,9 @@ def pc_sampling(sock):
        "names held, untracked, errors")
     eq((ps["contexts_ever"], ps["contexts_off"]), (1, 0), "contexts enabled, off")
     expect(ps["getdata_calls"] >= ps["drains"] > 0 and ps["pcs"] > 0, "GetData calls: %r", ps)
+    # no GPUPROF_CUPTI_PC_PERIOD: no period set, CUPTI's own (the
+    # stand-in's 20) read back and reported
+    eq((rep["period"], ps["period"]), (0, 20), "period set, period reported")
     s = last_stats(c)
     expect(s["on"] & F_PC and not s["failed"] & F_PC, "PC sampling on: %r", s)
     eq(c.recs[0]["features"] & F_PC, F_PC, "hello asks for pc")
@@ -1056,6 +1060,26 @@ def pc_duty_cycle(sock):
     eq(c.of(PC_STATS)[-1]["windows"], rep["start"], "windows counted")
     expect(0 < produced < 41 * 60, "sampled %d of %d", produced, 41 * 60)
     eq(sum(pc_sums(c).values()), produced, "every sample taken arrives")
+
+
+@test
+@with_receiver
+def pc_period(sock):
+    # GPUPROF_CUPTI_PC_PERIOD is handed to CUPTI as it is (log2 of cycles)
+    # and the stats report the period in force
+    c, rep, produced = pc_run(sock, {"GPUPROF_CUPTI_PC_DUTY": "100",
+                                     "GPUPROF_CUPTI_PC_PERIOD": "24"}, ["--launches", "4"])
+    eq((rep["period"], c.of(PC_STATS)[-1]["period"]), (24, 24), "period set, period reported")
+    eq(sum(pc_sums(c).values()), produced, "every sample arrives")
+    # out of CUPTI's 5 - 31 or not a number: none set (CUPTI's choice),
+    # never an error that would turn sampling off
+    for bad in ("4", "32", "20x"):
+        c, rep, produced = pc_run(sock, {"GPUPROF_CUPTI_PC_DUTY": "100",
+                                         "GPUPROF_CUPTI_PC_PERIOD": bad}, ["--launches", "2"])
+        ps = c.of(PC_STATS)[-1]
+        eq((rep["period"], ps["period"], ps["errors"]), (0, 20, 0),
+           "%s: period set, period reported, errors" % bad)
+        expect(produced > 0 and sum(pc_sums(c).values()) == produced, "%s: samples", bad)
 
 
 if __name__ == "__main__":

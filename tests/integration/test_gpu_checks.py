@@ -40,6 +40,7 @@ PASS = ["CUDA program: kernel counts", "CUDA program: folded gpu-time per kernel
 PC = ["PC sampling: PC samples through the daemon",
       "PC sampling: pcOffset relative to the function (SASS found)"]
 SKIP = ["PC sampling slowdown of a GEMM loop (default duty)", "PyTorch inference loop throughput",
+        "PC sampling at GPUPROF_CUPTI_PC_PERIOD=20 ", "PC sampling at GPUPROF_CUPTI_PC_PERIOD=24 ",
         "launch cost: cudaEventRecord + cudaStreamWaitEvent with the library (default) vs off",
         "launch cost beyond the probes, library off, drv", "launch cost beyond the probes, default, drv",
         "launch cost beyond the probes, kernels only (duty 100), drv",
