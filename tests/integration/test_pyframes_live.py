@@ -511,44 +511,57 @@ def agrees_with_an_in_process_sampler():
     interpreter's own view (a thread reading sys._current_frames() of the
     main thread every millisecond in the same run), within 5 percentage
     points, on every version. Both see the program's whole run: the capture
-    is cut after it ended."""
+    is cut after it ended. Shares are statistics of two samplers that the
+    host's load biases differently (the in-process one samples only when
+    the main thread lets the GIL go): a version off target runs once more,
+    and the first try's comparison stays in the log; two misses fail."""
     d = Daemon(CONFIG).start()
     bad = []
+
+    def one(v, exe):
+        out = os.path.join(d.tmp, "inproc-%s.txt" % v)
+        p = subprocess.Popen([exe, BUSY, MIX_SECS, "mix", out], stdout=subprocess.PIPE)
+        try:
+            expect(p.stdout.readline().strip() == b"ready", "%s started" % v)
+            expect(p.wait(60) == 0, "%s mix exit status" % v)
+            cap = d.ctl_json("capture", "--pid", str(p.pid), "--last", "12s")["id"]
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        # the sampler runs only while mix() does: ours from the same
+        # window, without the imports before it and the exit after it
+        # (1-2 % of ours, which lowered the heaviest stack's share by
+        # about a point)
+        ours = {k: n for k, n in our_python_stacks(d, p.pid, cap).items()
+                if re.search(r"(^|;)mix(:|$)", k)}
+        theirs = {}
+        with open(out) as f:
+            for line in f:
+                k, _, n = line.rstrip("\n").rpartition(" ")
+                k = stack_key([f.rpartition(":")[::2] for f in k.split(";")])
+                theirs[k] = theirs.get(k, 0) + int(n)
+        worst, line = compare(v, ours, theirs, "in-process")
+        print(line)
+        if worst <= TARGET_PP:
+            return None
+        # what the daemon knew of the process: why it had no frames,
+        # frames it could not name
+        known = [e for e in d.ctl_json("status")["python"].get("by_process", [])
+                 if e["pid"] == p.pid]
+        return "%s\nours: %s\ntheirs: %s\nstatus: %s" % (
+            line, sorted(ours.items(), key=lambda kv: -kv[1])[:5],
+            sorted(theirs.items(), key=lambda kv: -kv[1])[:5], known)
+
     try:
         need_sampler(d)
         for v, exe in interpreters():
-            out = os.path.join(d.tmp, "inproc-%s.txt" % v)
-            p = subprocess.Popen([exe, BUSY, MIX_SECS, "mix", out], stdout=subprocess.PIPE)
-            try:
-                expect(p.stdout.readline().strip() == b"ready", "%s started" % v)
-                expect(p.wait(60) == 0, "%s mix exit status" % v)
-                cap = d.ctl_json("capture", "--pid", str(p.pid), "--last", "12s")["id"]
-            finally:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            # the sampler runs only while mix() does: ours from the same
-            # window, without the imports before it and the exit after it
-            # (1-2 % of ours, which lowered the heaviest stack's share by
-            # about a point)
-            ours = {k: n for k, n in our_python_stacks(d, p.pid, cap).items()
-                    if re.search(r"(^|;)mix(:|$)", k)}
-            theirs = {}
-            with open(out) as f:
-                for line in f:
-                    k, _, n = line.rstrip("\n").rpartition(" ")
-                    k = stack_key([f.rpartition(":")[::2] for f in k.split(";")])
-                    theirs[k] = theirs.get(k, 0) + int(n)
-            worst, line = compare(v, ours, theirs, "in-process")
-            print(line)
-            if worst > TARGET_PP:
-                # what the daemon knew of the process: why it had no
-                # frames, frames it could not name
-                known = [e for e in d.ctl_json("status")["python"].get("by_process", [])
-                         if e["pid"] == p.pid]
-                bad.append("%s\nours: %s\ntheirs: %s\nstatus: %s" % (
-                    line, sorted(ours.items(), key=lambda kv: -kv[1])[:5],
-                    sorted(theirs.items(), key=lambda kv: -kv[1])[:5], known))
+            miss = one(v, exe)
+            if miss:
+                print("%s off target, once more; the first try:\n%s" % (v, miss))
+                miss = one(v, exe)
+            if miss:
+                bad.append(miss)
         expect(not bad, "\n".join(bad))
     finally:
         d.cleanup()
