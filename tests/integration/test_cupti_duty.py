@@ -143,6 +143,20 @@ def daemon():
     return d
 
 
+def wait_windows(d, pid, n, step):
+    """The pid's peer in status once it has sent n duty windows (20 s)."""
+    deadline = time.time() + 20
+    peer = None
+    while time.time() < deadline:
+        peers = d.ctl_json("status")["cupti"].get("peer_list", [])
+        peer = next((x for x in peers if x["pid"] == pid), None)
+        if peer and peer["duty"]["windows"] >= n:
+            break
+        time.sleep(step)
+    expect(peer and peer["duty"]["windows"] >= n, "status duty: %r", peer)
+    return peer
+
+
 @test
 def daemon_reports_coverage():
     need_build()
@@ -151,15 +165,7 @@ def daemon_reports_coverage():
         e = env_with(d.cupti, {"GPUPROF_CUPTI_DUTY": "20", "GPUPROF_CUPTI_WINDOW_MS": "20"})
         p = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--sleep-ms", "1500"] + PACED, env=e,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 20
-        peer = None
-        while time.time() < deadline:
-            peers = d.ctl_json("status")["cupti"].get("peer_list", [])
-            peer = next((x for x in peers if x["pid"] == p.pid), None)
-            if peer and peer["duty"]["windows"] >= 4:
-                break
-            time.sleep(0.1)
-        expect(peer and peer["duty"]["windows"] >= 4, "status duty: %r", peer)
+        peer = wait_windows(d, p.pid, 4, 0.1)
         eq((peer["duty"]["percent"], peer["duty"]["period_ms"]), (20, 100), "status duty")
         expect(0.1 <= peer["duty"]["covered_fraction"] <= 0.45, "status covered fraction %r",
                peer["duty"])
@@ -199,15 +205,7 @@ def forward_capture_gets_full_collection():
         p = subprocess.Popen([APP, "--cuda", FAKE_CUDA, "--launches", "3000", "--pause-ms", "1",
                               "--kernel", "gpuprof_k_duty:20000"], env=e,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 20
-        peer = None
-        while time.time() < deadline:
-            peers = d.ctl_json("status")["cupti"].get("peer_list", [])
-            peer = next((x for x in peers if x["pid"] == p.pid), None)
-            if peer and peer["duty"]["windows"] >= 2:
-                break
-            time.sleep(0.05)
-        expect(peer and peer["duty"]["windows"] >= 2, "status duty: %r", peer)
+        wait_windows(d, p.pid, 2, 0.05)
         cap = d.ctl_json("capture", "--pid", str(p.pid), "--duration", "800ms")
         g = d.ctl_json("info", str(cap["id"])).get("gpu_coverage")
         expect(g and g["covered_fraction"] >= 0.7, "coverage of the forward capture: %r", g)
