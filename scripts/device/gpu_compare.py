@@ -636,7 +636,9 @@ def cmd_ratio(a):
     """Throughput lines "LABEL METRIC X" (and "round R ..." lines): the
     median over the rounds of TEST / BASE of the same round, with their
     range, and the noise floor: FLOOR / BASE the same way (the library
-    loaded but off)."""
+    loaded but off). "{what}" in NAME: what TEST isolates (the variants
+    list)."""
+    a.name = a.name.replace("{what}", what_of(a.test))
     runs = metric_runs(a.file, a.metric)
     b, t = runs.get(a.base, {}), runs.get(a.test, {})
     pcts = paired(t, b, lambda x, y: x / y * 100 if y else None)
@@ -650,7 +652,7 @@ def cmd_ratio(a):
     print("%s: %s / %s per round: %s" % (a.metric, a.test, a.base, " ".join("%.2f%%" % p for p in pcts)))
     detail = "median of %d rounds' ratios, %s; medians %s %.1f vs %s %.1f" % (
         len(pcts), spread(pcts, "%.2f%%"), a.test, med(list(t.values())), a.base, med(list(b.values())))
-    if a.floor:
+    if a.floor and a.floor != a.test:
         fl = [p for p in paired(runs.get(a.floor, {}), b, lambda x, y: x / y * 100 if y else None)
               if p is not None]
         detail += "; noise floor (%s / %s) %.2f%%, %s" % (a.floor, a.base, med(fl), spread(fl, "%.2f%%")) \

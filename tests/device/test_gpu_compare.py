@@ -480,6 +480,9 @@ def throughput_paired_by_round_lines():
                                 "99.00%..101.00%)", "FAIL"), out)
         expect("steps_per_s: cupti / without per round: 90.00% 90.00% 91.00%" in out, out)
         d.run("ratio", "--file", f, "--metric", "steps_per_s", "--base", "without",
+              "--test", "cupti-off", "--min-pct", "98", "--judge", "info", "--name", "{what}: tp")
+        eq(d.verdict("library off: tp"), "INFO", "named by the variants list")
+        d.run("ratio", "--file", f, "--metric", "steps_per_s", "--base", "without",
               "--test", "cupti", "--floor", "cupti-none", "--min-pct", "80", "--name", "nf")
         eq(d.verdicts()["nf"], ("90.00% (median of 3 rounds' ratios, 90.00%..91.00%; medians cupti 1800.0 "
                                 "vs without 1500.0; no noise floor (no cupti-none runs))", "PASS"),
