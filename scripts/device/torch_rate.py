@@ -31,7 +31,8 @@ its variables): a run costs CUDA's start and the measurement, not an
 interpreter's start and torch's import. --spawn runs each in a process of
 its own instead. After MIN rounds, more (up to MAX) while the next one
 should end within LIMIT s of the start; the first MIN stop short at
-HARD s (a step's time limit must not cut off the judgement).
+HARD s, and no run goes on past HARD s (a step's time limit must not
+cut off the judgement).
 Usage: torch_rate.py [SECONDS [PARTS [WARMUP]]]   (3, 2 * SECONDS, 0.5)
        torch_rate.py --plan PLAN [--rounds MIN MAX] [--limit S] [--hard S]
                      [--seconds S] [--run-timeout S] [--spawn]"""
@@ -122,7 +123,7 @@ def wait_child(pid, timeout):
         child = None
 
 
-def run_forked(label, env, a):
+def run_forked(label, env, a, timeout):
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -139,14 +140,14 @@ def run_forked(label, env, a):
             # no interpreter shutdown in a fork: the parent's state is
             # not the child's to finalize
             os._exit(code)
-    return wait_child(pid, a.run_timeout)
+    return wait_child(pid, timeout)
 
 
-def run_spawned(label, env, a):
+def run_spawned(label, env, a, timeout):
     try:
         p = subprocess.run([sys.executable, os.path.abspath(__file__), str(a.seconds), str(a.parts),
                             str(a.warmup)], env=dict(os.environ, **env), capture_output=True,
-                           text=True, timeout=a.run_timeout)
+                           text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None
     for line in p.stdout.splitlines():
@@ -175,7 +176,13 @@ def run_plan(a):
         order = plan[k:] + plan[:k]
         print("round %d order %s" % (r, " ".join(label for label, _ in order)), flush=True)
         for label, env in order:
-            rc = one(label, env, a)
+            # no run past HARD: a round that hangs leaves the rounds
+            # before it to be judged
+            left = t0 + a.hard - time.monotonic()
+            if left < 1:
+                print("%s_exit not run: past %g s" % (label, a.hard), flush=True)
+                return 0
+            rc = one(label, env, a, min(a.run_timeout, left))
             if rc != 0:
                 print("%s_exit %s" % (label, "timeout" if rc is None else rc), flush=True)
         last = time.monotonic() - ts

@@ -88,10 +88,16 @@ def rounds_bounded_by_the_limit():
     p, _ = run_plan("--rounds", "1", "9", "--limit", "1.5")
     orders = [x for x in p.stdout.splitlines() if x.startswith("round ")]
     expect(1 <= len(orders) <= 2, p.stdout)
-    p, _ = run_plan("--rounds", "5", "9", "--hard", "0.5")
-    orders = [x for x in p.stdout.splitlines() if x.startswith("round ")]
-    eq(len(orders), 1, "hard limit\n" + p.stdout)
-
+    p, _ = run_plan("--rounds", "5", "9", "--hard", "0.8")
+    lines = p.stdout.splitlines()
+    eq(len([x for x in lines if x.startswith("round ")]), 1, "hard limit\n" + p.stdout)
+    # nor a run past it (each takes over 0.3 s): the round ends there
+    expect(len([x for x in lines if " steps_per_s " in x]) <= 2, p.stdout)
+    expect(lines[-1].endswith("_exit not run: past 0.8 s") or lines[-1].endswith("_exit timeout"),
+           p.stdout)
+    p, _ = run_plan("--rounds", "1", "1", "--run-timeout", "0.1")
+    expect(len([x for x in p.stdout.splitlines() if x.endswith("_exit timeout")]) >= 3,
+           "runs past --run-timeout killed\n" + p.stdout)
 
 if __name__ == "__main__":
     main()
