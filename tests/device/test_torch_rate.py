@@ -19,12 +19,12 @@ from gpd import eq, expect, main, test  # noqa: E402
 PLAN = "without\nslow\tSTUB_SLOW=1\tX=a=b\nfails\tSTUB_FAIL=1\nafter\n"
 
 
-def run_plan(*args, plan=PLAN):
+def run_plan(*args, plan=PLAN, env=None):
     with tempfile.TemporaryDirectory(prefix="torchrate-") as d:
         path = os.path.join(d, "plan")
         with open(path, "w") as f:
             f.write(plan)
-        env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "stub_torch"))
+        env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "stub_torch"), **(env or {}))
         env.pop("STUB_SLOW", None)
         p = subprocess.run([sys.executable, SCRIPT, "--plan", path, "--seconds", "0.2",
                             "--warmup", "0.05"] + list(args), env=env, capture_output=True,
@@ -77,6 +77,17 @@ def forked_runs_in_rotated_rounds():
 @test
 def spawned_runs_the_same():
     p, value = run_plan("--rounds", "2", "2", "--spawn")
+    check_rounds(p, 2)
+    expect(35 < float(value.split("%")[0]) < 70, value)
+
+
+@test
+def runs_spawned_where_forking_fails():
+    p, value = run_plan("--rounds", "2", "2", env={"STUB_NO_FORK": "1"})
+    expect("without_exit 1 forked: one process a run from here" in p.stdout, p.stdout)
+    # the failed fork is said; then every run has its figure, spawned
+    lines = [x for x in p.stdout.splitlines() if not x.startswith("without_exit 1 forked")]
+    p.stdout = "\n".join(lines) + "\n"
     check_rounds(p, 2)
     expect(35 < float(value.split("%")[0]) < 70, value)
 

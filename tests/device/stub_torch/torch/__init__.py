@@ -3,9 +3,12 @@
 uses, for tests/device/test_torch_rate.py: a "model" whose call sleeps,
 twice as long when STUB_SLOW is set in the environment at the call (so a
 run's environment is seen in its figure), and a CUDA start that fails
-when STUB_FAIL is set."""
+when STUB_FAIL is set, or with STUB_NO_FORK in a process forked after
+the import (CUDA refuses a fork of a process that initialized it)."""
 import os
 import time
+
+_IMPORTED_BY = os.getpid()
 
 
 class _Module:
@@ -48,4 +51,6 @@ def manual_seed(seed):
 def randn(*shape, device=None):
     if os.environ.get("STUB_FAIL"):
         raise RuntimeError("CUDA error: no device (stub)")
+    if os.environ.get("STUB_NO_FORK") and os.getpid() != _IMPORTED_BY:
+        raise RuntimeError("Cannot re-initialize CUDA in forked subprocess (stub)")
     return shape
