@@ -544,6 +544,11 @@ def spread(xs, fmt):
     return (fmt + ".." + fmt) % (min(xs), max(xs))
 
 
+def against(x, floor):
+    """Whether x lies outside the noise floor's range."""
+    return "clear of the noise" if x < min(floor) or x > max(floor) else "within the noise"
+
+
 def cost_runs(path):
     """{(MODE, API): {ROUND: (wall, cpu)}} of the per-run lines
     "MODE ROUND API ns_per_launch WALL cpu_ns_per_launch CPU"."""
@@ -572,7 +577,7 @@ def cmd_cost(a):
     configuration and MODE with (the daemon's probes alone) in the same
     round, with the range of those differences and the noise floor: the
     same for cupti-off (the library loaded but off, which should add
-    nothing). cupti (the library's defaults) is judged; the others are
+    nothing), and whether the figure lies outside the floor's range. cupti (the library's defaults) is judged; the others are
     shown (what each part of the library costs)."""
     runs = cost_runs(a.file)
     modes = labels_in_order({m for m, _ in runs}, "cost", skip=("with", "without"))
@@ -601,7 +606,8 @@ def cmd_cost(a):
                 verdict = "PASS" if med(w) <= a.target_ns else "FAIL"
             add(a.results, "launch cost beyond the probes, %s, %s" % (what_of(mode), api),
                 "%.0f ns wall, %.0f ns cpu (median of %d rounds' differences to with, %s ns%s)" % (
-                    med(w), med(c), len(w), spread(w, "%.0f"), "" if mode == FLOOR else fl),
+                    med(w), med(c), len(w), spread(w, "%.0f"),
+                    "" if mode == FLOOR else fl + (": " + against(med(w), floor) if floor else "")),
                 "<= %d ns" % a.target_ns, verdict)
     if not found:
         add(a.results, "launch cost beyond the probes", "no rounds with and without the library in "
@@ -655,7 +661,8 @@ def cmd_ratio(a):
     if a.floor and a.floor != a.test:
         fl = [p for p in paired(runs.get(a.floor, {}), b, lambda x, y: x / y * 100 if y else None)
               if p is not None]
-        detail += "; noise floor (%s / %s) %.2f%%, %s" % (a.floor, a.base, med(fl), spread(fl, "%.2f%%")) \
+        detail += "; noise floor (%s / %s) %.2f%%, %s: %s" % (
+            a.floor, a.base, med(fl), spread(fl, "%.2f%%"), against(pct, fl)) \
             if fl else "; no noise floor (no %s runs)" % a.floor
     if a.as_ == "slowdown":
         value, target = "%.2f%% slower (%s)" % (100 - pct, detail), "<= %g%%" % (100 - a.min_pct)

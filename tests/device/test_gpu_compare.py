@@ -375,7 +375,7 @@ def launch_cost_paired_medians():
             ("cupti-api", "rt", [3100, 4100, None]), ("cupti-new", "rt", [3050, 4050, 5050])]))
         rc, out = d.run("cost", "--file", f)
         v = d.verdicts()
-        floor = "noise floor (library off - with) 0 ns, 0..200 over 3 rounds"
+        floor = "noise floor (library off - with) 0 ns, 0..200 over 3 rounds: clear of the noise"
         eq(v["launch cost beyond the probes, default, rt"],
            ("600 ns wall, 600 ns cpu (median of 3 rounds' differences to with, 500..700 ns; %s)" % floor,
             "PASS"), out)
@@ -385,6 +385,9 @@ def launch_cost_paired_medians():
            ("1400 ns wall, 1400 ns cpu (median of 3 rounds' differences to with, 1400..1400 ns; %s)" % floor,
             "INFO"), out)
         eq(v["launch cost beyond the probes, kernels only (duty 100), rt"][1], "INFO", "1200 ns")
+        # within the floor's range: said so
+        expect(v["launch cost beyond the probes, cupti-new, rt"][0].endswith(
+            "0..200 over 3 rounds: within the noise)"), v)
         eq(v["launch cost beyond the probes, library off, rt"],
            ("0 ns wall, 0 ns cpu (median of 3 rounds' differences to with, 0..200 ns)", "INFO"),
            "the floor itself")
@@ -404,7 +407,8 @@ def launch_cost_paired_medians():
         d.run("cost", "--file", f, "--target-ns", "1000")
         eq(d.verdicts()["launch cost beyond the probes, default, rt"],
            ("1191 ns wall, 1191 ns cpu (median of 3 rounds' differences to with, 684..1216 ns; noise floor "
-            "(library off - with) 426 ns, -162..452 over 3 rounds)", "FAIL"), "files without order lines")
+            "(library off - with) 426 ns, -162..452 over 3 rounds: clear of the noise)", "FAIL"),
+           "files without order lines")
     with tmpdir() as d:
         d.run("cost", "--file", d.write("rc.out", real_cuda_out([("with", "rt", [1])]) + "garbage\n"))
         eq(d.verdict("launch cost"), "FAIL", "no runs with the library")
@@ -477,7 +481,7 @@ def throughput_paired_by_round_lines():
                         "--test", "cupti", "--floor", "cupti-off", "--min-pct", "98", "--name", "tp")
         eq(d.verdicts()["tp"], ("90.00% (median of 3 rounds' ratios, 90.00%..91.00%; medians cupti 1800.0 "
                                 "vs without 1500.0; noise floor (cupti-off / without) 100.00%, "
-                                "99.00%..101.00%)", "FAIL"), out)
+                                "99.00%..101.00%: clear of the noise)", "FAIL"), out)
         expect("steps_per_s: cupti / without per round: 90.00% 90.00% 91.00%" in out, out)
         d.run("ratio", "--file", f, "--metric", "steps_per_s", "--base", "without",
               "--test", "cupti-off", "--min-pct", "98", "--judge", "info", "--name", "{what}: tp")
