@@ -2,81 +2,143 @@
 # SPDX-License-Identifier: MIT
 # Launch overhead of the GPU launch probes on a real NVIDIA driver: times N
 # launches of an empty kernel (scripts/device/launch_real.cu --bench)
-# through cudaLaunchKernel and cuLaunchKernel without the daemon and with
-# it, alternating ROUNDS times. Wall and thread-CPU ns per launch; the
-# thread CPU is where the uprobe trap and the BPF program are paid. When
-# the bundle has the CUPTI injection library (libgpuprof-cupti.so, sending
-# to the daemon's cupti.socket), four more runs per round with the daemon:
-# "cupti-off" (loaded, GPUPROF_CUPTI=0), "cupti" (its defaults: default
-# features and duty cycle), "cupti-full" (default features, collecting all
-# the time: GPUPROF_CUPTI_DUTY=100) and "cupti-kernel" (kernel activity
-# only, all the time): the added cost of activity collection beyond the
-# probes is each of them minus "with".
-# scripts/device/gpu_checks.sh runs this and judges the medians
-# (scripts/device/gpu_compare.py cost reads the per-run lines).
+# through cudaLaunchKernel and cuLaunchKernel without the daemon
+# ("without") and with it ("with"), and, when the bundle has the CUPTI
+# injection library (libgpuprof-cupti.so, sending to the daemon's
+# cupti.socket), with the daemon and the library in each configuration of
+# scripts/device/cupti_variants.txt whose steps name "cost" ("cupti-off":
+# loaded but off, the noise floor; "cupti": its defaults, the target;
+# more: what each part of it costs). Wall and thread-CPU ns per launch; the
+# thread CPU is where the uprobe trap and the BPF program are paid.
+#
+# Runs differ by a few hundred ns from one process to the next, as much as
+# the effects measured, and drift over a round: so a figure is the median
+# over ROUNDS rounds of the per-round difference (configuration - "with"
+# of the same round, scripts/device/gpu_compare.py cost), and each round
+# runs its configurations rotated by one place (a "round R order ..."
+# line says the order) so that none always runs first or after the same
+# neighbour. "without" needs the daemon stopped: it runs before the
+# daemon's configurations in odd rounds and after them in even ones.
+# While the daemon runs, a process holding libcuda.so.1 mapped keeps its
+# launch probes attached, so each run waits 0.2 s after CUDA's start
+# instead of 2 s and a round costs little more than its launches.
+#
+# Per-run lines: "LABEL ROUND rt|drv ns_per_launch WALL cpu_ns_per_launch CPU".
+# scripts/device/gpu_checks.sh runs this and judges the paired medians.
 # Run from the repository root after scripts/device/bundle.sh, as root.
-# Usage: bench/gpu/real_cuda.sh [N] [ROUNDS] [CONFIG]   (BUN= another bundle)
+# Usage: bench/gpu/real_cuda.sh [N] [ROUNDS] [CONFIG]   (BUN= another bundle;
+#        LIMIT_S=S: after ROUNDS rounds, more (up to MAX_ROUNDS, 12) while
+#        the next should end within S s of the start)
 set -u
 N=${1:-200000}
 ROUNDS=${2:-3}
 CONF=${3:-}
+LIMIT_S=${LIMIT_S:-0}
+MAX_ROUNDS=${MAX_ROUNDS:-12}
 W=$(mktemp -d /tmp/gpbench.XXXXXX)
 BUN=${BUN:-$PWD/.devbundle}
-DPID=
-trap '[ -n "$DPID" ] && kill $DPID 2>/dev/null' EXIT
+LIB=$BUN/lib/libgpuprof-cupti.so
+. scripts/device/common.sh
 nvcc -O2 -o "$W/launch_real" scripts/device/launch_real.cu -lcuda || exit 1
+
+# the configurations with the daemon: "with" (the probes alone), then the
+# library's (their environment in VENV)
+declare -A VENV
+CONFIGS=(with)
+if [ -f "$LIB" ]; then
+    while read -r label env; do
+        CONFIGS+=("$label")
+        VENV[$label]=$env
+    done < <(cupti_variants cost)
+fi
+
+DPID=''
+KPID=''
+cleanup() {
+    [ -n "$KPID" ] && kill "$KPID" 2>/dev/null
+    [ -n "$DPID" ] && kill "$DPID" 2>/dev/null
+}
 start_daemon() {
     printf '%s\ncupti.socket = %s\n' "$CONF" "$W/cupti.sock" >"$W/conf"
     LD_LIBRARY_PATH=$BUN/lib "$BUN/bin/gpuprofd" -f -s "$W/sock" -d "$W/state" -c "$W/conf" \
         2>>"$W/daemon.log" &
     DPID=$!
     for _ in $(seq 100); do [ -S "$W/sock" ] && return; sleep 0.1; done
-    echo "daemon did not start"; cat "$W/daemon.log"; exit 1
+    echo "daemon did not start"
+    cat "$W/daemon.log"
+    exit 1
 }
 stop_daemon() { kill $DPID; wait $DPID 2>/dev/null; DPID=; rm -f "$W/sock"; }
-for r in $(seq "$ROUNDS"); do
-    "$W/launch_real" "$N" --bench | sed "s/^/without $r /"
-    start_daemon
-    "$W/launch_real" "$N" --bench | sed "s/^/with    $r /"
-    if [ -f "$BUN/lib/libgpuprof-cupti.so" ]; then
-        for m in cupti-off cupti cupti-full cupti-kernel; do
-            case $m in
-            cupti-off) set -- GPUPROF_CUPTI=0 ;;
-            cupti) set -- GPUPROF_CUPTI_FEATURES=default ;;
-            cupti-full) set -- GPUPROF_CUPTI_FEATURES=default GPUPROF_CUPTI_DUTY=100 ;;
-            cupti-kernel) set -- GPUPROF_CUPTI_FEATURES=kernel GPUPROF_CUPTI_DUTY=100 ;;
-            esac
-            env "$@" CUDA_INJECTION64_PATH="$BUN/lib/libgpuprof-cupti.so" \
-                GPUPROF_CUPTI_SOCKET="$W/cupti.sock" "$W/launch_real" "$N" --bench |
-                sed "s/^/$m $r /"
-        done
+status() { LD_LIBRARY_PATH=$BUN/lib "$BUN/bin/gpuprofctl" --socket "$W/sock" --json status; }
+
+# hold_probes: a process keeping libcuda.so.1 mapped (the probes sit on
+# the file while any process maps it) and the probes attached to it; the
+# runs' wait after CUDA's start (SETTLE ms), short where that worked
+hold_probes() {
+    python3 -c 'import ctypes, time; ctypes.CDLL("libcuda.so.1"); time.sleep(3600)' &
+    KPID=$!
+    SETTLE=2000
+    for _ in $(seq 50); do
+        if status 2>/dev/null | python3 -c '
+import json, sys
+g = [c for c in json.load(sys.stdin)["collectors"] if c["name"] == "gpu"][0]
+libs = g.get("libraries", [])
+sys.exit(0 if any(l["processes"] >= 1 and l["probes"] >= 1 for l in libs)
+         and not any(l.get("attaching") for l in libs) else 1)' 2>/dev/null; then
+            SETTLE=200
+            return
+        fi
+        sleep 0.2
+    done
+    echo "  launch probes not seen attached: each run waits 2 s"
+}
+release_probes() { kill "$KPID" 2>/dev/null; wait "$KPID" 2>/dev/null; KPID=; }
+
+# one LABEL ROUND: a run of launch_real in configuration LABEL
+one() {
+    local e=()
+    if [ "$1" != with ] && [ "$1" != without ]; then
+        read -r -a e <<<"${VENV[$1]}"
+        e+=(CUDA_INJECTION64_PATH="$LIB" GPUPROF_CUPTI_SOCKET="$W/cupti.sock")
     fi
-    LD_LIBRARY_PATH=$BUN/lib "$BUN/bin/gpuprofctl" --socket "$W/sock" --json status |
-        python3 -c 'import json,sys; g=[c for c in json.load(sys.stdin)["collectors"] if c["name"]=="gpu"][0]; print("  gpu collector: events", g["events"], "drops", g["drops"], "lost", g.get("lost"), "stacks_taken", g.get("stacks_taken"), "unnamed", g.get("unnamed_launches"))'
-    stop_daemon
-done | tee "$W/out"
-# medians per (mode, api)
-python3 - "$W/out" "$N" <<'PY'
-import statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    f = line.split()
-    if len(f) == 7 and f[3] == "ns_per_launch":
-        rows.setdefault((f[0], f[2]), []).append((float(f[4]), float(f[6])))
-print("N =", sys.argv[2], "launches per API per run; medians over rounds")
-def med(rs):
-    return statistics.median(x[0] for x in rs), statistics.median(x[1] for x in rs)
-for api in ("rt", "drv"):
-    a, b = rows.get(("without", api)), rows.get(("with", api))
-    if not a or not b:
-        continue
-    (wa, ca), (wb, cb) = med(a), med(b)
-    print("%-4s without %6.0f ns wall %6.0f ns cpu | with %6.0f ns wall %6.0f ns cpu | added %6.0f ns wall %6.0f ns cpu"
-          % (api, wa, ca, wb, cb, wb - wa, cb - ca))
-    for mode in ("cupti-off", "cupti", "cupti-full", "cupti-kernel"):
-        c = rows.get((mode, api))
-        if c:
-            wc, cc = med(c)
-            print("%-4s %-12s %6.0f ns wall %6.0f ns cpu | added beyond the probes %6.0f ns wall %6.0f ns cpu (target <= 1000)"
-                  % (api, mode, wc, cc, wc - wb, cc - cb))
-PY
+    env "${e[@]}" "$W/launch_real" "$N" --bench "$SETTLE" | sed "s/^/$1 $2 /"
+}
+
+rounds() {
+    local r=0 t0 t last=0 order
+    trap cleanup EXIT
+    t0=$(date +%s)
+    SETTLE=200
+    while :; do
+        r=$((r + 1))
+        if [ $r -gt "$ROUNDS" ]; then
+            [ $r -gt "$MAX_ROUNDS" ] && break
+            if [ "$LIMIT_S" -le 0 ] || [ $(($(date +%s) - t0 + last)) -gt "$LIMIT_S" ]; then
+                break
+            fi
+        fi
+        t=$(date +%s)
+        order=$(rotated $r "${CONFIGS[@]}")
+        if [ $((r % 2)) = 1 ]; then
+            echo "round $r order without $order"
+            SETTLE=200
+            one without $r
+        else
+            echo "round $r order $order without"
+        fi
+        start_daemon
+        hold_probes
+        for m in $order; do one "$m" $r; done
+        status | python3 -c 'import json,sys; g=[c for c in json.load(sys.stdin)["collectors"] if c["name"]=="gpu"][0]; print("  gpu collector: events", g["events"], "drops", g["drops"], "lost", g.get("lost"), "stacks_taken", g.get("stacks_taken"), "unnamed", g.get("unnamed_launches"))'
+        release_probes
+        stop_daemon
+        if [ $((r % 2)) = 0 ]; then
+            SETTLE=200
+            one without $r
+        fi
+        last=$(($(date +%s) - t))
+    done
+}
+rounds | tee "$W/out"
+echo "N = $N launches per API per run"
+python3 scripts/device/gpu_compare.py cost --results "$W/results.tsv" --file "$W/out"

@@ -37,10 +37,13 @@
 #  pyframes  phase A's folded --weight launches: the model's Python function
 #            (Block.forward) above the cuBLAS GEMM kernel frames.
 #  cost      with our daemon stopped: bench/gpu/real_cuda.sh (daemons of its
-#            own): cost per launch with the library off, at its defaults and
-#            kernels only, beyond the launch probes (<= 1 us), median of 3;
-#            and what the library adds to a cudaEventRecord +
-#            cudaStreamWaitEvent pair (its event and sync callbacks), shown.
+#            own): cost per launch beyond the launch probes of each
+#            configuration of scripts/device/cupti_variants.txt marked
+#            "cost" (<= 1 us at the defaults; the others, library off (the
+#            noise floor) and the anatomy of the cost, shown), in rotated
+#            rounds, the median of the per-round differences; and what the
+#            library adds to a cudaEventRecord + cudaStreamWaitEvent pair
+#            (its event and sync callbacks), shown.
 #  pc        PC sampling (default,pc): samples through the daemon, and whether
 #            pcOffset is relative to the function (the daemon finds
 #            nvdisasm's instruction at that offset: >= 95 % of the samples);
@@ -48,10 +51,12 @@
 #            duty cycle (<= 2 %), interleaved runs, median of 3; beside it,
 #            shown (INFO), the slowdown at the longer sampling periods of
 #            PC_PERIODS (GPUPROF_CUPTI_PC_PERIOD) in the same rounds.
-#  rate      torch_rate.py (launch-heavy inference) with and without the
-#            library, interleaved, 3 to 5 runs each as time allows, each
-#            run the median of 0.5 s sub-intervals after a warm-up
-#            (>= 98 %).
+#  rate      torch_rate.py --plan (launch-heavy inference) without the
+#            library and with it in each configuration of
+#            cupti_variants.txt marked "rate", rotated rounds (3 or more as
+#            time allows) of forked runs, each run the median of 0.5 s
+#            sub-intervals after a warm-up: the median of the per-round
+#            ratios (>= 98 % at the defaults; the others shown).
 #  nccl      whether NCCL is there; if so a one-rank all_reduce captured live
 #            (NCCL kernels, analyze comm), a behaviour.
 # Steps run under `timeout` each, one failing does not stop the others, and
@@ -494,29 +499,48 @@ pc_rate_run() {
 }
 
 # ---- step 5: a launch-heavy PyTorch loop with and without the library
-# the target is the library at its defaults ("with": the duty cycle);
-# "full" (GPUPROF_CUPTI_DUTY=100) is shown, the figure the default's
-# arithmetic starts from (docs/collectors.md, "What it costs")
-# Each run's figure is already the median of 0.5 s sub-intervals after an
-# in-process warm-up (torch_rate.py); the rounds interleave without, with
-# and full, at least 3 and up to 5 while the step's time limit allows
-# another round (one took about 22 s on an H200: mostly Python's and
-# CUDA's start-up).
+# The target is the library at its defaults (cupti: the duty cycle); the
+# other configurations of scripts/device/cupti_variants.txt marked "rate"
+# are shown: collecting all the time (the figure the default's arithmetic
+# starts from, docs/collectors.md, "What it costs"), each part of the
+# library alone, and cupti-off (loaded but off), the noise floor printed
+# on every line. Processes differ by 10 % and more, so the figure is the
+# median over rounds of each round's ratio to "without" (torch_rate.py
+# --plan: one run per configuration a round, rotated; each run a fork of
+# one Python with torch imported, so a run costs CUDA's start and its 1.5
+# s of warm-up and measurement, about 3 s on an H200). At least 3 rounds,
+# more while RATE_S (85 s) allows (the first 3 within the step's limit);
+# should forking fail, one process a run.
 step_rate() {
-    local t0 last=0 r t
+    local label env v limit hard t0 left
+    : >"$W/rate.plan"
+    echo without >>"$W/rate.plan"
+    while read -r label env; do
+        read -r -a v <<<"$env"
+        (IFS=$'\t'; echo "$label"$'\t'"${CENV_LIB[*]}"$'\t'"${v[*]}") >>"$W/rate.plan"
+    done < <(cupti_variants rate)
+    hard=$((${STEP_LIMIT_S:-130} - 20))
+    limit=${RATE_S:-85}
+    [ "$limit" -gt $hard ] && limit=$hard
     t0=$(date +%s)
-    for r in 1 2 3 4 5; do
-        t=$(date +%s)
-        [ $r -gt 3 ] && [ $((t - t0 + last + 15)) -gt "${STEP_LIMIT_S:-110}" ] && break
-        "$PY" "$SRC/scripts/device/torch_rate.py" 2 | sed 's/^/without /'
-        env "${CENV_LIB[@]}" "$PY" "$SRC/scripts/device/torch_rate.py" 2 | sed 's/^/with /'
-        env "${CENV[@]}" "$PY" "$SRC/scripts/device/torch_rate.py" 2 | sed 's/^/full /'
-        last=$(($(date +%s) - t))
-    done >"$R/rate.out" 2>&1
-    $CMP ratio --results "$RES" --file "$R/rate.out" --metric steps_per_s --base without --test with \
-        --min-pct 98 --name "PyTorch inference loop throughput with the library (default duty cycle)"
-    $CMP ratio --results "$RES" --file "$R/rate.out" --metric steps_per_s --base without --test full \
-        --min-pct 98 --judge info --name "collecting all the time (duty 100): PyTorch inference loop throughput"
+    "$PY" "$SRC/scripts/device/torch_rate.py" --plan "$W/rate.plan" --rounds 3 8 --limit "$limit" \
+        --hard $hard >"$R/rate.out" 2>"$R/rate.err"
+    if ! grep -q '^without steps_per_s' "$R/rate.out"; then
+        left=$((hard - ($(date +%s) - t0)))
+        echo "no run by fork (res/rate.err): one process a run, ${left}s left"
+        mv "$R/rate.out" "$R/rate.fork.out"
+        [ $left -gt 20 ] && "$PY" "$SRC/scripts/device/torch_rate.py" --plan "$W/rate.plan" --spawn \
+            --rounds 3 3 --limit $left --hard $left >"$R/rate.out" 2>>"$R/rate.err"
+    fi
+    $CMP ratio --results "$RES" --file "$R/rate.out" --metric steps_per_s --base without --test cupti \
+        --floor cupti-off --min-pct 98 \
+        --name "PyTorch inference loop throughput with the library (default duty cycle)"
+    while read -r label env; do
+        [ "$label" = cupti ] && continue
+        $CMP ratio --results "$RES" --file "$R/rate.out" --metric steps_per_s --base without \
+            --test "$label" --floor cupti-off --min-pct 98 --judge info \
+            --name "{what}: PyTorch inference loop throughput"
+    done < <(cupti_variants rate)
 }
 
 # ---- step 6: NCCL
@@ -560,11 +584,12 @@ PY
 # callbacks, CUDA_EVENT and sync activity) adds to cudaEventRecord +
 # cudaStreamWaitEvent, against the library loaded but off, at its default
 # duty cycle (on) and collecting all the time (full); no daemon listens
-# (its batches are built and dropped), interleaved, 3 runs each
+# (its batches are built and dropped), 3 rounds rotated, paired by round
 ev_cost() {
     local r m e
     for r in 1 2 3; do
-        for m in off on full; do
+        echo "round $r order $(rotated $r off on full)"
+        for m in $(rotated $r off on full); do
             e=("${CENV_LIB[@]}" GPUPROF_CUPTI_SOCKET="$W/none.sock")
             [ $m = off ] && e+=(GPUPROF_CUPTI=0)
             [ $m = full ] && e+=(GPUPROF_CUPTI_DUTY=100)
@@ -586,27 +611,43 @@ ev_cost() {
         --judge "$([ $MODE = device ] && echo yes || echo no)"
 }
 
+# the cost per launch: bench/gpu/real_cuda.sh's rounds (the daemon's
+# probes alone, then the library in each configuration of
+# scripts/device/cupti_variants.txt marked "cost", rotated), judged on
+# the median of the per-round differences; 3 rounds and more while COST_S
+# (90 s) allows, each run 2 x 100000 launches (about one period of the
+# default duty cycle per API)
 step_cost() {
+    local t0 lim ls
+    t0=$(date +%s)
     if [ $MODE = device ]; then
         [ -x "$W/cupti_real" ] && ev_cost
-        BUN=$BUN timeout 170 "$SRC/bench/gpu/real_cuda.sh" 100000 3 >"$R/real_cuda.out" 2>&1
+        # the bench's own limit leaves time for its last round's figures
+        lim=$((${STEP_LIMIT_S:-200} - ($(date +%s) - t0) - 15))
+        [ $lim -lt 30 ] && lim=30
+        ls=${COST_S:-90}
+        [ "$ls" -gt $((lim - 10)) ] && ls=$((lim - 10))
+        BUN=$BUN LIMIT_S=$ls MAX_ROUNDS=8 timeout $lim "$SRC/bench/gpu/real_cuda.sh" 100000 3 \
+            >"$R/real_cuda.out" 2>&1
         $CMP cost --results "$RES" --file "$R/real_cuda.out"
         return
     fi
     ev_cost
     # stand-in: cuda_app's thread CPU per launch with the daemon's probes on
     # the fake driver, in real_cuda.sh's per-run format
-    local r m e
+    local r m label env v
+    declare -A venv
+    local configs=(with)
+    while read -r label env; do
+        configs+=("$label")
+        venv[$label]=$env
+    done < <(cupti_variants cost)
     for r in 1 2 3; do
-        for m in with cupti-off cupti cupti-full cupti-kernel; do
-            case $m in
-            with) e=() ;;
-            cupti-off) e=("${CENV[@]}" GPUPROF_CUPTI=0) ;;
-            cupti) e=("${CENV_LIB[@]}") ;;
-            cupti-full) e=("${CENV[@]}") ;;
-            cupti-kernel) e=("${CENV[@]}" GPUPROF_CUPTI_FEATURES=kernel) ;;
-            esac
-            env "${e[@]}" "$APP" --cuda "$FAKE_CUDA" --launches 3000 --kernel k:1000 |
+        echo "round $r order $(rotated $r "${configs[@]}")"
+        for m in $(rotated $r "${configs[@]}"); do
+            v=()
+            [ $m = with ] || read -r -a v <<<"${venv[$m]} ${CENV_LIB[*]}"
+            env "${v[@]}" "$APP" --cuda "$FAKE_CUDA" --launches 3000 --kernel k:1000 |
                 awk -v m=$m -v r=$r '/^cpu_ns_per_iteration/ { print m, r, "drv ns_per_launch", $2, "cpu_ns_per_launch", $2 }'
         done
     done >"$R/real_cuda.out"

@@ -20,13 +20,21 @@ target met) and prints its details on stdout.
                           [--kernel-regex RE] [--sass yes|no] [--tag T]
   gpu_compare.py cost     --results R --file REAL_CUDA.out [--target-ns N] [--judge yes|no]
   gpu_compare.py ratio    --results R --file F --metric M --base LABEL --test LABEL
-                          --min-pct P [--as ratio|slowdown] [--judge yes|no] --name NAME
+                          --min-pct P [--as ratio|slowdown] [--judge yes|no|info]
+                          [--floor LABEL] --name NAME
   gpu_compare.py graph    --results R --program OUT --kernels KJSON [--tag T]
   gpu_compare.py events   --results R --program OUT --records N --chrome EXPORT.json
                           --critpath CP.json [--tag T]
   gpu_compare.py added    --results R --file F --metric M --base LABEL --test LABEL
                           --name NAME [--judge yes|no]     shown, not judged
   gpu_compare.py summary  --results R       prints SUMMARY; exit 1 when a target FAILed
+
+cost, ratio and added pair the runs by round (the "round R ..." lines
+the scripts write, else each label's count of runs): a figure is the
+median over the rounds of the per-round difference or ratio, shown with
+its range and, for cost and ratio, the noise floor (the library loaded but
+off against the same base). The configurations' labels and what each
+isolates come from cupti_variants.txt beside this script.
 
 Kernel names are compared as the captures show them: demangled (program
 output's mangled names go through c++filt), whitespace removed."""
@@ -35,6 +43,7 @@ import argparse
 import collections
 import gzip
 import json
+import os
 import re
 import shutil
 import statistics
@@ -490,83 +499,175 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
-def cmd_cost(a):
-    """Per-run lines "MODE ROUND API ns_per_launch WALL cpu_ns_per_launch CPU"
-    (bench/gpu/real_cuda.sh's): the median of each (MODE, API), and what the
-    CUPTI library adds per launch beyond the launch probes: MODE cupti
-    (default features), cupti-kernel (kernels only) and cupti-off (loaded,
-    GPUPROF_CUPTI=0) against MODE with (the daemon, no library)."""
-    runs = collections.defaultdict(list)
-    with open(a.file, errors="replace") as f:
-        for line in f:
-            w = line.split()
-            if len(w) == 7 and w[3] == "ns_per_launch" and w[5] == "cpu_ns_per_launch":
-                runs[(w[0], w[2])].append((float(w[4]), float(w[6])))
-    m = {k: (med([x[0] for x in v]), med([x[1] for x in v]), len(v)) for k, v in runs.items()}
-    found = False
-    for api in ("rt", "drv"):
-        base = m.get(("with", api))
-        if not base:
-            continue
-        w0 = m.get(("without", api))
-        if w0:
-            print("%s: the launch probes add %.0f ns wall, %.0f ns cpu per launch" % (
-                api, base[0] - w0[0], base[1] - w0[1]))
-        # the target is the library's defaults (its duty cycle); the
-        # rest is shown: CUPTI's own cost while it collects
-        for mode, what in (("cupti-off", "library off"), ("cupti", "default"),
-                           ("cupti-full", "collecting all the time (duty 100)"),
-                           ("cupti-kernel", "kernels only (duty 100)")):
-            x = m.get((mode, api))
-            if not x:
-                continue
-            found = True
-            added = x[0] - base[0]
-            if a.judge == "no":
-                verdict = "SKIP"
-            elif mode != "cupti":
-                verdict = "INFO"
-            else:
-                verdict = "PASS" if added <= a.target_ns else "FAIL"
-            add(a.results, "launch cost beyond the probes, %s, %s" % (what, api),
-                "%.0f ns wall, %.0f ns cpu (median of %d)" % (added, x[1] - base[1], x[2]),
-                "<= %d ns" % a.target_ns, verdict)
-    if not found:
-        add(a.results, "launch cost beyond the probes", "no runs with and without the library in "
-            + a.file, "<= %d ns" % a.target_ns, "SKIP" if a.judge == "no" else "FAIL")
+# The configurations of the library the cost checks run, their labels and
+# what each isolates: one list for the scripts and these result lines.
+VARIANTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cupti_variants.txt")
+JUDGED, FLOOR = "cupti", "cupti-off"
 
 
-def metric_values(path, metric):
-    """Lines "LABEL METRIC X" of path: the Xs of each label."""
-    vals = collections.defaultdict(list)
+def variants(path=VARIANTS):
+    """[(label, steps, what)] of cupti_variants.txt, in its order; [] when
+    it cannot be read (the labels then name themselves)."""
+    out = []
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                if line.lstrip().startswith("#") or not line.strip():
+                    continue
+                w = [x.strip() for x in line.split("|")]
+                if len(w) >= 4 and w[0]:
+                    out.append((w[0], w[1].split(), w[3]))
+    except OSError:
+        pass
+    return out
+
+
+def labels_in_order(found, step, skip=()):
+    """The labels found, those of the variants list first in its order."""
+    listed = [v[0] for v in variants() if step in v[1]]
+    rest = sorted(k for k in found if k not in listed)
+    return [k for k in listed + rest if k in found and k not in skip]
+
+
+def what_of(label):
+    return {v[0]: v[2] for v in variants()}.get(label, label)
+
+
+def paired(test, base, fn):
+    """fn(test[r], base[r]) for each round r both ran, in round order."""
+    rounds = sorted(set(test) & set(base), key=lambda r: (len(r), r))
+    return [fn(test[r], base[r]) for r in rounds]
+
+
+def spread(xs, fmt):
+    """min..max of xs, as fmt."""
+    return (fmt + ".." + fmt) % (min(xs), max(xs))
+
+
+def against(x, floor):
+    """Whether x lies outside the noise floor's range."""
+    return "clear of the noise" if x < min(floor) or x > max(floor) else "within the noise"
+
+
+def cost_runs(path):
+    """{(MODE, API): {ROUND: (wall, cpu)}} of the per-run lines
+    "MODE ROUND API ns_per_launch WALL cpu_ns_per_launch CPU"."""
+    runs = collections.defaultdict(dict)
     with open(path, errors="replace") as f:
         for line in f:
             w = line.split()
-            if len(w) >= 3 and w[1] == metric:
+            if len(w) == 7 and w[3] == "ns_per_launch" and w[5] == "cpu_ns_per_launch":
                 try:
-                    vals[w[0]].append(float(w[2]))
+                    runs[(w[0], w[2])][w[1]] = (float(w[4]), float(w[6]))
                 except ValueError:
                     pass
-    return vals
+    return runs
+
+
+def cost_diff(runs, mode, api, base="with"):
+    """(wall diffs, cpu diffs) of MODE - BASE, paired by round."""
+    t, b = runs.get((mode, api), {}), runs.get((base, api), {})
+    return (paired(t, b, lambda x, y: x[0] - y[0]), paired(t, b, lambda x, y: x[1] - y[1]))
+
+
+def cmd_cost(a):
+    """Per-run lines of bench/gpu/real_cuda.sh. Runs differ from process
+    to process by as much as the effects, and drift over a round, so each
+    figure is the median over the rounds of the per-round difference of a
+    configuration and MODE with (the daemon's probes alone) in the same
+    round, with the range of those differences and the noise floor: the
+    same for cupti-off (the library loaded but off, which should add
+    nothing), and whether the figure lies outside the floor's range. cupti (the library's defaults) is judged; the others are
+    shown (what each part of the library costs)."""
+    runs = cost_runs(a.file)
+    modes = labels_in_order({m for m, _ in runs}, "cost", skip=("with", "without"))
+    found = False
+    for api in ("rt", "drv"):
+        if not runs.get(("with", api)):
+            continue
+        w, c = cost_diff(runs, "without", api, base="with")
+        if w:  # without - with: the probes' cost is its negative
+            print("%s: the launch probes add %.0f ns wall, %.0f ns cpu per launch (median of %d "
+                  "rounds, %s ns)" % (api, -med(w), -med(c), len(w), spread([-x for x in w], "%.0f")))
+        floor, _ = cost_diff(runs, FLOOR, api)
+        fl = "; noise floor (library off - with) %.0f ns, %s over %d rounds" % (
+            med(floor), spread(floor, "%.0f"), len(floor)) if floor else "; no noise floor (no cupti-off runs)"
+        for mode in modes:
+            w, c = cost_diff(runs, mode, api)
+            if not w:
+                continue
+            found = True
+            print("%s %s - with, per round: %s" % (api, mode, " ".join("%.0f" % x for x in w)))
+            if a.judge == "no":
+                verdict = "SKIP"
+            elif mode != JUDGED:
+                verdict = "INFO"
+            else:
+                verdict = "PASS" if med(w) <= a.target_ns else "FAIL"
+            add(a.results, "launch cost beyond the probes, %s, %s" % (what_of(mode), api),
+                "%.0f ns wall, %.0f ns cpu (median of %d rounds' differences to with, %s ns%s)" % (
+                    med(w), med(c), len(w), spread(w, "%.0f"),
+                    "" if mode == FLOOR else fl + (": " + against(med(w), floor) if floor else "")),
+                "<= %d ns" % a.target_ns, verdict)
+    if not found:
+        add(a.results, "launch cost beyond the probes", "no rounds with and without the library in "
+            + a.file, "<= %d ns" % a.target_ns, "SKIP" if a.judge == "no" else "FAIL")
+
+
+def metric_runs(path, metric):
+    """{LABEL: {ROUND: X}} of the lines "LABEL METRIC X": the round is
+    the latest "round R ..." line's, or where a file has none (files of
+    older runs, interleaved one run of each label a round) the label's
+    own count of runs."""
+    runs = collections.defaultdict(dict)
+    count = collections.Counter()
+    cur = None
+    with open(path, errors="replace") as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 2 and w[0] == "round" and w[1].isdigit():
+                cur = w[1]
+                continue
+            if len(w) >= 3 and w[1] == metric:
+                try:
+                    x = float(w[2])
+                except ValueError:
+                    continue
+                count[w[0]] += 1
+                runs[w[0]][cur if cur is not None else str(count[w[0]])] = x
+    return runs
 
 
 def cmd_ratio(a):
-    """Throughput lines "LABEL METRIC X": medians, TEST as % of BASE."""
-    vals = metric_values(a.file, a.metric)
-    b, t = med(vals.get(a.base)), med(vals.get(a.test))
-    if not b or t is None:
+    """Throughput lines "LABEL METRIC X" (and "round R ..." lines): the
+    median over the rounds of TEST / BASE of the same round, with their
+    range, and the noise floor: FLOOR / BASE the same way (the library
+    loaded but off). "{what}" in NAME: what TEST isolates (the variants
+    list)."""
+    a.name = a.name.replace("{what}", what_of(a.test))
+    runs = metric_runs(a.file, a.metric)
+    b, t = runs.get(a.base, {}), runs.get(a.test, {})
+    pcts = paired(t, b, lambda x, y: x / y * 100 if y else None)
+    pcts = [p for p in pcts if p is not None]
+    if not pcts:
         # a line only shown stays shown: its runs failing is not a target missed
-        add(a.results, a.name, "no %s/%s runs of %s" % (a.base, a.test, a.metric),
+        add(a.results, a.name, "no rounds with both %s and %s runs of %s" % (a.base, a.test, a.metric),
             ">= %g%%" % a.min_pct, {"no": "SKIP", "info": "INFO"}.get(a.judge, "FAIL"))
         return
-    pct = t / b * 100
-    print("%s: %s %s, %s %s (median of %d / %d)" % (a.metric, a.base, b, a.test, t,
-                                                   len(vals[a.base]), len(vals[a.test])))
+    pct = med(pcts)
+    print("%s: %s / %s per round: %s" % (a.metric, a.test, a.base, " ".join("%.2f%%" % p for p in pcts)))
+    detail = "median of %d rounds' ratios, %s; medians %s %.1f vs %s %.1f" % (
+        len(pcts), spread(pcts, "%.2f%%"), a.test, med(list(t.values())), a.base, med(list(b.values())))
+    if a.floor and a.floor != a.test:
+        fl = [p for p in paired(runs.get(a.floor, {}), b, lambda x, y: x / y * 100 if y else None)
+              if p is not None]
+        detail += "; noise floor (%s / %s) %.2f%%, %s: %s" % (
+            a.floor, a.base, med(fl), spread(fl, "%.2f%%"), against(pct, fl)) \
+            if fl else "; no noise floor (no %s runs)" % a.floor
     if a.as_ == "slowdown":
-        value, target = "%.2f%% slower (%s %.1f vs %s %.1f)" % (100 - pct, a.test, t, a.base, b), \
-            "<= %g%%" % (100 - a.min_pct)
+        value, target = "%.2f%% slower (%s)" % (100 - pct, detail), "<= %g%%" % (100 - a.min_pct)
     else:
-        value, target = "%.2f%% (%s %.1f vs %s %.1f)" % (pct, a.test, t, a.base, b), ">= %g%%" % a.min_pct
+        value, target = "%.2f%% (%s)" % (pct, detail), ">= %g%%" % a.min_pct
     verdict = {"no": "SKIP", "info": "INFO"}.get(a.judge, "PASS" if pct >= a.min_pct else "FAIL")
     add(a.results, a.name, value, target, verdict)
 
@@ -659,15 +760,17 @@ def cmd_events(a):
 
 
 def cmd_added(a):
-    """Lines "LABEL METRIC X": what TEST adds to BASE, medians, shown."""
-    vals = metric_values(a.file, a.metric)
-    b, t = med(vals.get(a.base)), med(vals.get(a.test))
-    if b is None or t is None:
+    """Lines "LABEL METRIC X": what TEST adds to BASE, the median of the
+    rounds' differences (paired as cmd_ratio pairs them), shown."""
+    runs = metric_runs(a.file, a.metric)
+    b, t = runs.get(a.base, {}), runs.get(a.test, {})
+    d = paired(t, b, lambda x, y: x - y)
+    if not d:
         add(a.results, a.name, "no %s/%s runs of %s" % (a.base, a.test, a.metric), "shown", "SKIP")
         return
-    add(a.results, a.name, "%+.0f ns (%s %.0f, %s %.0f %s, medians of %d / %d)" % (
-        t - b, a.test, t, a.base, b, a.metric, len(vals[a.test]), len(vals[a.base])),
-        "shown", "INFO" if a.judge == "yes" else "SKIP")
+    add(a.results, a.name, "%+.0f ns (median of %d rounds' differences, %s; medians %s %.0f, %s %.0f %s)" % (
+        med(d), len(d), spread(d, "%+.0f"), a.test, med(list(t.values())), a.base, med(list(b.values())),
+        a.metric), "shown", "INFO" if a.judge == "yes" else "SKIP")
 
 
 def cmd_summary(a):
@@ -747,6 +850,7 @@ def main(argv=None):
     s.add_argument("--test", required=True)
     s.add_argument("--min-pct", type=float, required=True)
     s.add_argument("--as", dest="as_", choices=("ratio", "slowdown"), default="ratio")
+    s.add_argument("--floor", help="the label whose ratio to BASE is the noise floor (cupti-off)")
     s.add_argument("--judge", choices=("yes", "no", "info"), default="yes")
     s.add_argument("--name", required=True)
     s = sp("graph", cmd_graph)

@@ -10,6 +10,10 @@
 //        timed), so the GPU's queue never fills: prints "rt|drv ns_per_launch
 //        X cpu_ns_per_launch Y" (wall clock and this thread's CPU time, where
 //        a uprobe's trap and BPF program run)
+//        launch_real N --bench SETTLE_MS: the same after SETTLE_MS (default
+//        2000) instead of 2 s between CUDA's start and the timing: where
+//        another process keeps libcuda mapped, the probes are attached
+//        already (bench/gpu/real_cuda.sh)
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -100,9 +104,14 @@ static void bench(int n, bool driver, bool quiet)
 
 int main(int argc, char **argv)
 {
-    if (argc == 3 && !strcmp(argv[2], "--bench")) {
+    if ((argc == 3 || argc == 4) && !strcmp(argv[2], "--bench")) {
+        int settle_ms = argc == 4 ? atoi(argv[3]) : 2000;
         CK(cudaFree(0));
-        sleep(2); // the daemon's probes attach after libcuda is mapped
+        // the daemon's probes attach after libcuda is mapped
+        if (settle_ms > 0) {
+            struct timespec ts = { settle_ms / 1000, (long)(settle_ms % 1000) * 1000000L };
+            nanosleep(&ts, NULL);
+        }
         bench(1000, false, true); // warm-up
         bench(atoi(argv[1]), false, false);
         bench(atoi(argv[1]), true, false);

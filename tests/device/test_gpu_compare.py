@@ -345,57 +345,102 @@ def pc_samples_and_sass():
         eq(d.verdict("e: pcOffset"), "SKIP", "no nvdisasm")
 
 
-def real_cuda_out(rows):
-    """rows: (mode, api, [wall ns per round])"""
+def real_cuda_out(rows, order=True):
+    """rows: (mode, api, [wall ns per round]); cpu = wall - 100. order:
+    "round R order ..." lines between the rounds, as real_cuda.sh writes"""
     lines = []
-    for mode, api, walls in rows:
-        for r, w in enumerate(walls, 1):
-            lines.append("%s %d %s ns_per_launch %d cpu_ns_per_launch %d" % (mode, r, api, w, w - 100))
-    return "\n".join(lines) + "\n  gpu collector: events 1\n"
+    rounds = max(len(w) for _, _, w in rows)
+    for r in range(1, rounds + 1):
+        if order:
+            lines.append("round %d order %s" % (r, " ".join(sorted({m for m, _, _ in rows}))))
+        for mode, api, walls in rows:
+            if r <= len(walls) and walls[r - 1] is not None:
+                lines.append("%s %d %s ns_per_launch %d cpu_ns_per_launch %d" % (
+                    mode, r, api, walls[r - 1], walls[r - 1] - 100))
+        lines.append("  gpu collector: events 1")
+    return "\n".join(lines) + "\n"
 
 
 @test
-def launch_cost_medians():
+def launch_cost_paired_medians():
     with tmpdir() as d:
+        # a drift over the rounds that medians of each configuration turn
+        # into a cost: with 3000, 4000, 5000; the default 600 above it in
+        # every round; off equal but for round 2; "without" 900 below
         f = d.write("rc.out", real_cuda_out([
-            ("without", "rt", [2000, 2100, 9000]), ("with", "rt", [3000, 3100, 2900]),
-            ("cupti-off", "rt", [3050, 3000, 3020]), ("cupti", "rt", [3500, 3600, 9999]),
-            ("cupti-full", "rt", [4400, 4300, 4500]),
-            ("cupti-kernel", "rt", [4200, 4100, 4300])]))
+            ("without", "rt", [2100, 3100, 4100]), ("with", "rt", [3000, 4000, 5000]),
+            ("cupti-off", "rt", [3000, 4200, 5000]), ("cupti", "rt", [3600, 4500, 5700]),
+            ("cupti-full", "rt", [4400, 5400, 6400]),
+            ("cupti-kernel", "rt", [4200, 5200, 6200]),
+            ("cupti-api", "rt", [3100, 4100, None]), ("cupti-new", "rt", [3050, 4050, 5050])]))
         rc, out = d.run("cost", "--file", f)
         v = d.verdicts()
+        floor = "noise floor (library off - with) 0 ns, 0..200 over 3 rounds: clear of the noise"
         eq(v["launch cost beyond the probes, default, rt"],
-           ("600 ns wall, 600 ns cpu (median of 3)", "PASS"), out)
+           ("600 ns wall, 600 ns cpu (median of 3 rounds' differences to with, 500..700 ns; %s)" % floor,
+            "PASS"), out)
         # the target is the defaults (the duty cycle): collecting all the
         # time is shown, over the target or not
         eq(v["launch cost beyond the probes, collecting all the time (duty 100), rt"],
-           ("1400 ns wall, 1400 ns cpu (median of 3)", "INFO"), out)
+           ("1400 ns wall, 1400 ns cpu (median of 3 rounds' differences to with, 1400..1400 ns; %s)" % floor,
+            "INFO"), out)
         eq(v["launch cost beyond the probes, kernels only (duty 100), rt"][1], "INFO", "1200 ns")
-        eq(v["launch cost beyond the probes, library off, rt"][1], "INFO", "off is reported")
-        expect("the launch probes add 900 ns wall" in out, out)
+        # within the floor's range: said so
+        expect(v["launch cost beyond the probes, cupti-new, rt"][0].endswith(
+            "0..200 over 3 rounds: within the noise)"), v)
+        eq(v["launch cost beyond the probes, library off, rt"],
+           ("0 ns wall, 0 ns cpu (median of 3 rounds' differences to with, 0..200 ns)", "INFO"),
+           "the floor itself")
+        # a variant of the list, named by what it isolates; one missing a
+        # round: the rounds it ran; a label not in the list: its own name
+        expect(v["launch cost beyond the probes, API callbacks only, no activity kind (default duty), rt"]
+               [0].startswith("100 ns wall, 100 ns cpu (median of 2 rounds'"), v)
+        eq(v["launch cost beyond the probes, cupti-new, rt"][1], "INFO", "a label not in the list")
+        expect("the launch probes add 900 ns wall, 900 ns cpu per launch (median of 3 rounds, 900..900 ns)"
+               in out, out)
+        expect("rt cupti - with, per round: 600 500 700" in out, out)
+    with tmpdir() as d:
+        # run5's rt figures (an H200): medians 1170 ns, paired 1191
+        f = d.write("rc.out", real_cuda_out([
+            ("with", "rt", [4923, 4877, 5273]), ("cupti-off", "rt", [5375, 4715, 5699]),
+            ("cupti", "rt", [5607, 6093, 6464])], order=False))
+        d.run("cost", "--file", f, "--target-ns", "1000")
+        eq(d.verdicts()["launch cost beyond the probes, default, rt"],
+           ("1191 ns wall, 1191 ns cpu (median of 3 rounds' differences to with, 684..1216 ns; noise floor "
+            "(library off - with) 426 ns, -162..452 over 3 rounds: clear of the noise)", "FAIL"),
+           "files without order lines")
     with tmpdir() as d:
         d.run("cost", "--file", d.write("rc.out", real_cuda_out([("with", "rt", [1])]) + "garbage\n"))
         eq(d.verdict("launch cost"), "FAIL", "no runs with the library")
         d.run("cost", "--file", d.path("rc.out"), "--judge", "no")
         eq([x[1] for x in d.verdicts().values()], ["SKIP"], "not judged")
+    with tmpdir() as d:
+        # rounds that never meet are no figure
+        f = d.write("rc.out", "with 1 rt ns_per_launch 10 cpu_ns_per_launch 10\n"
+                    "cupti 2 rt ns_per_launch 20 cpu_ns_per_launch 20\n")
+        d.run("cost", "--file", f)
+        eq(d.verdict("launch cost"), "FAIL", "no paired round")
 
 
 @test
 def throughput_ratio_and_slowdown():
     with tmpdir() as d:
         f = d.write("r.out", "without steps_per_s 1000\nwith steps_per_s 990\nwithout steps_per_s 1010\n"
-                    "with steps_per_s 985\nwithout steps_per_s 500\nwith steps_per_s 992\nnoise\n")
+                    "with steps_per_s 985\nwithout steps_per_s 500\nwith steps_per_s 495\nnoise\n")
         d.run("ratio", "--file", f, "--metric", "steps_per_s", "--base", "without", "--test", "with",
               "--min-pct", "98", "--name", "tp")
+        # rounds by each label's count of runs (older files): 99, 97.52, 99
         v = d.verdicts()["tp"]
-        eq(v, ("99.00% (with 990.0 vs without 1000.0)", "PASS"), "medians")
+        eq(v, ("99.00% (median of 3 rounds' ratios, 97.52%..99.00%; medians with 985.0 vs without 1000.0)",
+               "PASS"), "paired by round")
         f = d.write("g.out", "off gemm_per_s 100\npc gemm_per_s 97\n")
         d.run("ratio", "--file", f, "--metric", "gemm_per_s", "--base", "off", "--test", "pc",
               "--min-pct", "98", "--as", "slowdown", "--name", "pc")
-        eq(d.verdicts()["pc"], ("3.00% slower (pc 97.0 vs off 100.0)", "FAIL"), "3 % slower")
+        eq(d.verdicts()["pc"], ("3.00% slower (median of 1 rounds' ratios, 97.00%..97.00%; medians pc 97.0 vs "
+                                "off 100.0)", "FAIL"), "3 % slower")
         d.run("ratio", "--file", f, "--metric", "gemm_per_s", "--base", "off", "--test", "pc",
               "--min-pct", "98", "--judge", "info", "--name", "shown")
-        eq(d.verdicts()["shown"], ("97.00% (pc 97.0 vs off 100.0)", "INFO"), "shown, not judged")
+        eq(d.verdict("shown"), "INFO", "shown, not judged")
         d.run("ratio", "--file", f, "--metric", "steps_per_s", "--base", "off", "--test", "pc",
               "--min-pct", "98", "--name", "none")
         eq(d.verdict("none"), "FAIL", "no runs")
@@ -405,17 +450,47 @@ def throughput_ratio_and_slowdown():
                     "with intervals_steps_per_s 5 990 990 990\nwith steps_per_s 990\n")
         d.run("ratio", "--file", f, "--metric", "steps_per_s", "--base", "without", "--test", "with",
               "--min-pct", "98", "--name", "medians")
-        eq(d.verdicts()["medians"], ("99.00% (with 990.0 vs without 1000.0)", "PASS"),
-           "one figure per run")
+        eq(d.verdicts()["medians"][0].split(" (")[0], "99.00%", "one figure per run")
         # pc_rate.out with longer periods: each label its own runs
         f = d.write("p.out", "off gemm_per_s 100\npc gemm_per_s 70\npc20 gemm_per_s 99\n"
                     "pc24 gemm_per_s 100\npc24_exit 134 double free\n")
         d.run("ratio", "--file", f, "--metric", "gemm_per_s", "--base", "off", "--test", "pc20",
               "--min-pct", "98", "--as", "slowdown", "--judge", "info", "--name", "p20")
-        eq(d.verdicts()["p20"], ("1.00% slower (pc20 99.0 vs off 100.0)", "INFO"), "pc20 shown")
+        eq(d.verdicts()["p20"][0].split(" (")[0], "1.00% slower", "pc20 shown")
         d.run("ratio", "--file", f, "--metric", "gemm_per_s", "--base", "off", "--test", "pc28",
               "--min-pct", "98", "--judge", "info", "--name", "p28")
         eq(d.verdict("p28"), "INFO", "no runs of a line only shown: still INFO, not a FAIL")
+
+
+@test
+def throughput_paired_by_round_lines():
+    with tmpdir() as d:
+        # the machine twice as fast in round 2 and the order rotated: the
+        # medians of each label (1500 vs 1000: 66.7 %) mislead, the rounds
+        # agree on 90 %; a run missing from round 3 leaves that round out
+        # of its label's ratios; the floor (off) within 1 %
+        f = d.write("r.out", "round 1 order without cupti cupti-off\n"
+                    "without steps_per_s 1000\ncupti steps_per_s 900\ncupti-off steps_per_s 1000\n"
+                    "round 2 order cupti cupti-off without\n"
+                    "cupti steps_per_s 1800\ncupti-off steps_per_s 1980\nwithout steps_per_s 2000\n"
+                    "round 3 order cupti-off without cupti\n"
+                    "cupti-off steps_per_s 1010\nwithout steps_per_s 1000\ncupti_exit 134 crash\n"
+                    "round 4 order without cupti cupti-off\n"
+                    "without steps_per_s 2000\ncupti steps_per_s 1820\ncupti-off steps_per_s 2000\n")
+        rc, out = d.run("ratio", "--file", f, "--metric", "steps_per_s", "--base", "without",
+                        "--test", "cupti", "--floor", "cupti-off", "--min-pct", "98", "--name", "tp")
+        eq(d.verdicts()["tp"], ("90.00% (median of 3 rounds' ratios, 90.00%..91.00%; medians cupti 1800.0 "
+                                "vs without 1500.0; noise floor (cupti-off / without) 100.00%, "
+                                "99.00%..101.00%: clear of the noise)", "FAIL"), out)
+        expect("steps_per_s: cupti / without per round: 90.00% 90.00% 91.00%" in out, out)
+        d.run("ratio", "--file", f, "--metric", "steps_per_s", "--base", "without",
+              "--test", "cupti-off", "--min-pct", "98", "--judge", "info", "--name", "{what}: tp")
+        eq(d.verdict("library off: tp"), "INFO", "named by the variants list")
+        d.run("ratio", "--file", f, "--metric", "steps_per_s", "--base", "without",
+              "--test", "cupti", "--floor", "cupti-none", "--min-pct", "80", "--name", "nf")
+        eq(d.verdicts()["nf"], ("90.00% (median of 3 rounds' ratios, 90.00%..91.00%; medians cupti 1800.0 "
+                                "vs without 1500.0; no noise floor (no cupti-none runs))", "PASS"),
+           "no floor runs: said")
 
 
 def critpath_json(sync_graph, sync_path, length=1000.0):
@@ -533,8 +608,8 @@ def added_cost_shown():
                     "off ns_per_event_pair 1900\non ns_per_event_pair 9000\n")
         d.run("added", "--file", f, "--metric", "ns_per_event_pair", "--base", "off", "--test", "on",
               "--name", "ev")
-        eq(d.verdicts()["ev"], ("+600 ns (on 2600, off 2000 ns_per_event_pair, medians of 3 / 3)", "INFO"),
-           "medians, shown")
+        eq(d.verdicts()["ev"], ("+600 ns (median of 3 rounds' differences, +400..+7100; medians on 2600, "
+                                "off 2000 ns_per_event_pair)", "INFO"), "paired, shown")
         d.run("added", "--file", f, "--metric", "ns_per_event_pair", "--base", "off", "--test", "on",
               "--name", "ev2", "--judge", "no")
         eq(d.verdict("ev2"), "SKIP", "a stand-in's timing")
