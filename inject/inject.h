@@ -253,6 +253,8 @@ unsigned duty_wait_ms(uint64_t now, unsigned max_ms);
 void duty_full(uint64_t now, uint32_t ms);
 /* windows opened so far */
 uint64_t duty_windows(void);
+/* a window is open, or there is no cycle (the kinds are as set up) */
+int duty_collecting(void);
 void duty_atfork_child(void);
 
 /* ------------------------------------------------------------ coexistence */
