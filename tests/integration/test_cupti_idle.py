@@ -321,6 +321,10 @@ def release_while_unsubscribed():
         peer = wait_peer(d, app.pid, lambda x: x["idle"]["unsubscribed_now"], "unsubscribed")
         eq((peer["subscribed"], peer["idle"]["mode"], peer["idle"]["applies"]),
            (False, "unsubscribe", True), "status while out")
+        human = d.ctl("status", check=0).stdout.decode()
+        expect(re.search(r"^cupti idle: pid %d unsubscribes between windows: [1-9]\d* let go, "
+                         r"\d+ taken back, 0 failed" % app.pid, human, re.M),
+               "human status: %s", human)
         p = d.ctl("cupti", "release", str(app.pid))
         out = p.stdout.decode()
         eq(p.returncode, 0, "release: " + p.stderr.decode())
