@@ -77,8 +77,8 @@ static enum peer_says peer_status(struct cli *cli, uint64_t pid, char *state, si
 		sub = cJSON_GetObjectItemCaseSensitive(p, "subscribed");
 		/* let go only until its next duty window
 		 * (GPUPROF_CUPTI_IDLE=unsubscribe): it still holds CUPTI */
-		idle = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(p, "idle"), "unsubscribed_now");
+		idle = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "idle"),
+							"unsubscribed_now");
 		if (cJSON_IsBool(sub))
 			r = cJSON_IsTrue(sub) || cJSON_IsTrue(idle) ? PEER_HOLDS : PEER_RELEASED;
 		else

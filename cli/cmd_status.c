@@ -113,16 +113,17 @@ static void print_idle(double pid, const cJSON *idle)
 	if (strcmp(json_str(idle, "mode", ""), "unsubscribe"))
 		return;
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(idle, "applies"))) {
-		printf("cupti idle: pid %.0f keeps the subscription between windows (for %s)\n", pid,
-		       json_str(idle, "kept_for", "?"));
+		printf("cupti idle: pid %.0f keeps the subscription between windows (for %s)\n",
+		       pid, json_str(idle, "kept_for", "?"));
 		return;
 	}
 	printf("cupti idle: pid %.0f unsubscribes between windows: %.0f let go, %.0f taken back, "
 	       "%.0f failed%s\n",
 	       pid, json_num(idle, "unsubscribes", 0), json_num(idle, "resubscribes", 0),
 	       json_num(idle, "resubscribe_failures", 0),
-	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(idle, "unsubscribed_now")) ? "; out now"
-											: "");
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(idle, "unsubscribed_now"))
+		       ? "; out now"
+		       : "");
 }
 
 /* The CUPTI library's connections (docs/collectors.md, "NVIDIA"): totals,
