@@ -106,12 +106,9 @@ static void test_config_idle(void)
 		const char *val;
 		int want;
 	} cases[] = {
-		{NULL, GPI_IDLE_SUBSCRIBED},
-		{"", GPI_IDLE_SUBSCRIBED},
-		{"subscribed", GPI_IDLE_SUBSCRIBED},
-		{"unsubscribed", GPI_IDLE_SUBSCRIBED},
-		{"Unsubscribe", GPI_IDLE_SUBSCRIBED},
-		{"unsubscribe", GPI_IDLE_UNSUBSCRIBE},
+		{NULL, GPI_IDLE_SUBSCRIBED},	      {"", GPI_IDLE_SUBSCRIBED},
+		{"subscribed", GPI_IDLE_SUBSCRIBED},  {"unsubscribed", GPI_IDLE_SUBSCRIBED},
+		{"Unsubscribe", GPI_IDLE_SUBSCRIBED}, {"unsubscribe", GPI_IDLE_UNSUBSCRIBE},
 	};
 	struct gpi_config c;
 
