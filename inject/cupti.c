@@ -333,11 +333,13 @@ void gpi_cupti_let_go(void)
  * activity state (the other tool may have registered its own), and say
  * so in the stats. Not with PC sampling: its context and module
  * callbacks and its own window's launch callbacks need the subscription
- * all the time (gpi_cupti_idle_unsub).
+ * all the time (gpi_cupti_idle_unsub). Nor at GPUPROF_CUPTI_DUTY=100: no
+ * window ever closes.
  */
 int gpi_cupti_idle_unsub(void)
 {
-	return gpi.cfg.idle == GPI_IDLE_UNSUBSCRIBE && !(gpi.cfg.features & GPI_F_PC);
+	return gpi.cfg.idle == GPI_IDLE_UNSUBSCRIBE && !(gpi.cfg.features & GPI_F_PC) &&
+	       gpi.cfg.duty < 100;
 }
 
 int gpi_cupti_idle_out(void)

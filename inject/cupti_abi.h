@@ -267,7 +267,8 @@ enum gpi_stats_flag {
 	/* GPUPROF_CUPTI_IDLE=unsubscribe was asked for ... */
 	GPI_SF_IDLE_UNSUB = 1u << 2,
 	/* ... and applies: the subscription is let go between duty windows
-	 * (not with PC sampling, which needs it all the time) */
+	 * (not with PC sampling, which needs it all the time, nor at
+	 * GPUPROF_CUPTI_DUTY=100) */
 	GPI_SF_IDLE_APPLIES = 1u << 3,
 	/* let go now for the time between two windows: the next window takes
 	 * it back (so a release is not confirmed by a clear

@@ -224,7 +224,8 @@ void gpi_cupti_let_go(void);
 /* cupti.c: we hold the process's CUPTI subscription now */
 int gpi_cupti_subscribed(void);
 /* cupti.c, sender thread: GPUPROF_CUPTI_IDLE=unsubscribe applies (asked
- * for, and no PC sampling, which needs the subscription all the time) */
+ * for, a duty cycle, and no PC sampling, which needs the subscription all
+ * the time) */
 int gpi_cupti_idle_unsub(void);
 /* cupti.c, sender thread: the subscription was let go for the time
  * between two windows (or is being let go) and comes back at the next */

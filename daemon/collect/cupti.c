@@ -364,7 +364,8 @@ int cupti_peer_subscribed(const struct cupti_peer *p)
 }
 
 /* What the library holds between duty windows (GPUPROF_CUPTI_IDLE): the
- * mode asked for, whether it applies (not with PC sampling), whether the
+ * mode asked for, whether it applies (not with PC sampling, nor without a
+ * duty cycle: the hello's features tell which), whether the
  * subscription is let go right now (it comes back at the next window),
  * and the counts. A library that predates it said nothing: "subscribed",
  * which is what it did. */
@@ -379,7 +380,8 @@ static void idle_json(cJSON *o, const struct cupti_peer *p)
 	cJSON_AddStringToObject(d, "mode", fl & GPI_SF_IDLE_UNSUB ? "unsubscribe" : "subscribed");
 	cJSON_AddBoolToObject(d, "applies", !!(fl & GPI_SF_IDLE_APPLIES));
 	if ((fl & GPI_SF_IDLE_UNSUB) && !(fl & GPI_SF_IDLE_APPLIES))
-		cJSON_AddStringToObject(d, "kept_for", "pc sampling");
+		cJSON_AddStringToObject(d, "kept_for",
+					p->features & GPI_F_PC ? "pc sampling" : "no duty cycle");
 	cJSON_AddBoolToObject(d, "unsubscribed_now", !!(fl & GPI_SF_IDLE_OUT));
 	json_add_u64(d, "unsubscribes", p->lib.seen ? s->idle_unsubs : 0);
 	json_add_u64(d, "resubscribes", p->lib.seen ? s->idle_subs : 0);

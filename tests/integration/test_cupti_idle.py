@@ -136,7 +136,7 @@ def subscribed_stays_the_default():
 
 
 @test
-def pc_sampling_keeps_the_subscription():
+def pc_sampling_and_full_duty_keep_the_subscription():
     p, c, rep = run(dict(FAST, GPUPROF_CUPTI_FEATURES="default,pc"),
                     ["--launches", "150", "--pause-ms", "1"])
     expect(len(c.of(WINDOW)) >= 2, "windows: %r", rep)
@@ -148,6 +148,11 @@ def pc_sampling_keeps_the_subscription():
     # the calls PC sampling's launch callbacks see between windows are no
     # sign of a takeover: the cycle goes on, the library stays active
     eq(st["state"], ST_ACTIVE, "state")
+    # nor without a duty cycle: no window ever closes
+    p, c, rep = run(dict(FAST, GPUPROF_CUPTI_DUTY="100"), ["--launches", "50"])
+    eq((rep["subscribes"], rep["unsubscribes"], c.of(WINDOW)), (1, 0, []), "duty 100")
+    eq(c.of(STATS)[-1]["flags"] & (SF_IDLE_UNSUB | SF_IDLE_APPLIES | SF_IDLE_OUT), SF_IDLE_UNSUB,
+       "asked for, does not apply at 100")
 
 
 def wait_stats(rx, pred, what, timeout=10):
