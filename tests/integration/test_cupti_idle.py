@@ -82,6 +82,9 @@ def windows_let_the_subscription_go():
     expect(len(wins) >= 3, "windows: %d (%r)", len(wins), rep)
     for w in wins:
         eq((w["duty"], w["period_ms"]), (20, 100), "window's duty and period")
+    # a window closes at the first sender wake-up past its end; the last
+    # one may be cut short by the exit
+    for w in wins[:-1]:
         expect(15e6 <= w["end"] - w["start"] <= 60e6, "window of %d ns", w["end"] - w["start"])
     for a, b in zip(wins, wins[1:]):
         expect(b["start"] - a["end"] >= 40e6, "off-time %d ns", b["start"] - a["end"])
@@ -114,8 +117,11 @@ def windows_let_the_subscription_go():
     api = {a["corr"]: a for a in c.of(API)}
     for k in kernels:
         expect(k["corr"] in api, "kernel corr %d without its API record", k["corr"])
+    # the callbacks come back just before a window's start is read, go
+    # just after its end: 5 ms of slack (a loaded machine) against 80 ms
+    # off-times
     for a in api.values():
-        expect(within(a["enter"], wins, 2e6) or within(a["exit"], wins, 2e6),
+        expect(within(a["enter"], wins, 5e6) or within(a["exit"], wins, 5e6),
                "API call at %d outside every window", a["enter"])
     expect(len(api) < 400, "API records: %d of 400 launches", len(api))
 
