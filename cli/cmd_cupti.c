@@ -60,7 +60,7 @@ enum peer_says { PEER_HOLDS, PEER_RELEASED, PEER_UNSAID, PEER_GONE, PEER_ERROR }
 static enum peer_says peer_status(struct cli *cli, uint64_t pid, char *state, size_t len)
 {
 	char *result = NULL;
-	cJSON *st, *list, *p, *sub;
+	cJSON *st, *list, *p, *sub, *idle;
 	enum peer_says r = PEER_GONE;
 
 	if (gpuprof_client_call(cli->client, "status", "{}", NULL, 0, &result) < 0)
@@ -75,8 +75,12 @@ static enum peer_says peer_status(struct cli *cli, uint64_t pid, char *state, si
 			continue;
 		snprintf(state, len, "%s", json_str(p, "state", "?"));
 		sub = cJSON_GetObjectItemCaseSensitive(p, "subscribed");
+		/* let go only until its next duty window
+		 * (GPUPROF_CUPTI_IDLE=unsubscribe): it still holds CUPTI */
+		idle = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "idle"),
+							"unsubscribed_now");
 		if (cJSON_IsBool(sub))
-			r = cJSON_IsTrue(sub) ? PEER_HOLDS : PEER_RELEASED;
+			r = cJSON_IsTrue(sub) || cJSON_IsTrue(idle) ? PEER_HOLDS : PEER_RELEASED;
 		else
 			r = PEER_UNSAID;
 		break;

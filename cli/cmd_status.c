@@ -105,6 +105,27 @@ static void print_pc(double pid, const char *when, const cJSON *pl)
 	       json_num(pl, "errors", 0), err);
 }
 
+/* A connection whose library lets CUPTI's subscription go between duty
+ * windows (GPUPROF_CUPTI_IDLE=unsubscribe): one line; nothing for the
+ * default, which keeps it. */
+static void print_idle(double pid, const cJSON *idle)
+{
+	if (strcmp(json_str(idle, "mode", ""), "unsubscribe"))
+		return;
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(idle, "applies"))) {
+		printf("cupti idle: pid %.0f keeps the subscription between windows (for %s)\n",
+		       pid, json_str(idle, "kept_for", "?"));
+		return;
+	}
+	printf("cupti idle: pid %.0f unsubscribes between windows: %.0f let go, %.0f taken back, "
+	       "%.0f failed%s\n",
+	       pid, json_num(idle, "unsubscribes", 0), json_num(idle, "resubscribes", 0),
+	       json_num(idle, "resubscribe_failures", 0),
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(idle, "unsubscribed_now"))
+		       ? "; out now"
+		       : "");
+}
+
 /* The CUPTI library's connections (docs/collectors.md, "NVIDIA"): totals,
  * then the connections the caller may see. */
 static void print_cupti(const cJSON *cu)
@@ -136,6 +157,7 @@ static void print_cupti(const cJSON *cu)
 	{
 		print_pc(json_num(p, "pid", 0), "",
 			 cJSON_GetObjectItemCaseSensitive(p, "pc_library"));
+		print_idle(json_num(p, "pid", 0), cJSON_GetObjectItemCaseSensitive(p, "idle"));
 	}
 	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(cu, "pc_closed"))
 	{

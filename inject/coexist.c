@@ -106,6 +106,12 @@ void coexist_tick(uint64_t now, size_t calls, size_t bufs, int flushed)
 	gpi_cupti_release_poll(now, RELEASE_WAIT_MS);
 	if (!gpi_cupti_collecting())
 		return;
+	/* Between duty windows our kinds are off, so no buffer is due: the
+	 * calls that PC sampling's launch callbacks still see then say
+	 * nothing of a takeover (counted, they made the cycle hold still
+	 * after its first window and auto step aside after the quiet time). */
+	if (!duty_collecting())
+		calls = 0;
 	if (gpi.cfg.yield == GPI_YIELD_TORCH && now - last_torch_check >= TORCH_CHECK_NS) {
 		last_torch_check = now;
 		if (coexist_torch_loaded()) {

@@ -97,4 +97,7 @@ void config_read(struct gpi_config *cfg)
 	cfg->duty = config_env_uint("GPUPROF_CUPTI_DUTY", GPI_DUTY_DEFAULT, 1, 100);
 	cfg->window_ms =
 		config_env_uint("GPUPROF_CUPTI_WINDOW_MS", GPI_WINDOW_MS_DEFAULT, 1, 10000);
+	/* unset or a typo: keep the subscription, the tested default */
+	s = getenv("GPUPROF_CUPTI_IDLE");
+	cfg->idle = s && !strcmp(s, "unsubscribe") ? GPI_IDLE_UNSUBSCRIBE : GPI_IDLE_SUBSCRIBED;
 }

@@ -42,6 +42,10 @@ _Atomic int gpi_cb_inflight;
 static uint64_t release_asked;
 /* the duty cycle switched the API callbacks off (sender thread only) */
 static int api_duty_off;
+/* GPUPROF_CUPTI_IDLE=unsubscribe: the subscription was let go (or is being
+ * let go) for the time between two windows, and the next window takes it
+ * back (sender thread only) */
+static int idle_out;
 
 static const struct {
 	uint32_t feature;
@@ -254,9 +258,14 @@ int gpi_cupti_subscribed(void)
 
 static void unsubscribe(void)
 {
-	atomic_fetch_and(&gpi.on, ~GPI_F_API);
-	if (atomic_exchange(&subscribed, 0))
+	/* let go between windows, the API records come back with the next */
+	if (!idle_out)
+		atomic_fetch_and(&gpi.on, ~GPI_F_API);
+	if (atomic_exchange(&subscribed, 0)) {
 		cl->cuptiUnsubscribe(sub);
+		if (idle_out)
+			atomic_fetch_add(&gpi.n.idle_unsubs, 1);
+	}
 }
 
 /*
@@ -306,6 +315,93 @@ void gpi_cupti_let_go(void)
 	gpi_cupti_release_poll(release_asked, ~0u);
 }
 
+/*
+ * The idle subscription (GPUPROF_CUPTI_IDLE=unsubscribe). Between two
+ * windows the kinds and our launch callbacks are off, yet a subscribed
+ * process still pays CUPTI's callback dispatch on its CUDA calls. With
+ * unsubscribe a window's close lets the subscription go (kinds off and
+ * buffers flushed first, then the release rule of gpi_cupti_release_poll:
+ * not while a callback of ours runs, never from inside one) and the next
+ * window's open subscribes again, then enables the fatal error callback
+ * and our API callbacks (a new subscription has none), then the kinds.
+ * The activity API (buffer and timestamp callbacks, kinds) belongs to no
+ * subscriber and stays registered throughout.
+ *
+ * While we are out, another tool may subscribe (a profiler started
+ * between two windows gets all of CUPTI, as after a release). Our next
+ * subscribe then fails: we step aside for good, touching none of the
+ * activity state (the other tool may have registered its own), and say
+ * so in the stats. Not with PC sampling: its context and module
+ * callbacks and its own window's launch callbacks need the subscription
+ * all the time (gpi_cupti_idle_unsub). Nor at GPUPROF_CUPTI_DUTY=100: no
+ * window ever closes.
+ */
+int gpi_cupti_idle_unsub(void)
+{
+	return gpi.cfg.idle == GPI_IDLE_UNSUBSCRIBE && !(gpi.cfg.features & GPI_F_PC) &&
+	       gpi.cfg.duty < 100;
+}
+
+int gpi_cupti_idle_out(void)
+{
+	return idle_out && gpi_cupti_collecting();
+}
+
+/* Takes the subscription back after the idle time: 0, -EBUSY (another
+ * tool subscribed meanwhile: its name in gpi.conflict) or -EIO. */
+static int idle_return(void)
+{
+	int r;
+
+	if (atomic_load(&subscribed)) {
+		/* a callback of ours kept it from going: it simply stays
+		 * (our callbacks were never switched off) */
+		atomic_store(&gpi_release_pending, 0);
+		idle_out = 0;
+		return 0;
+	}
+	r = subscribe();
+	if (r) {
+		atomic_fetch_add(&gpi.n.idle_sub_failed, 1);
+		return r;
+	}
+	atomic_fetch_add(&gpi.n.idle_subs, 1);
+	cl->cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR);
+	/* our callbacks work again: the old subscription's went long ago */
+	atomic_store(&gpi_release_pending, 0);
+	idle_out = 0;
+	if ((atomic_load(&gpi.on) & GPI_F_API) && (r = callbacks_set(sub, 1)))
+		gpi_fail(GPI_F_API, r);
+	return 0;
+}
+
+/* Sender thread, at a window's close: kinds off, buffers flushed, then
+ * the subscription goes as soon as no callback of ours runs. */
+static void idle_let_go(void)
+{
+	cl->cuptiActivityFlushAll(0);
+	idle_out = 1;
+	release_asked = gpi_now();
+	atomic_store(&gpi_release_pending, 1);
+	gpi_cupti_release_poll(release_asked, ~0u);
+}
+
+/* The subscription could not be taken back (err from idle_return): step
+ * aside for good, the activity state left as it is (ours are off since
+ * the window closed, and the tool that subscribed may have registered
+ * its own buffers). */
+static void idle_step_aside(int err)
+{
+	char why[64];
+
+	if (err == -EBUSY)
+		snprintf(why, sizeof(why), "%.36s subscribed between windows", gpi.conflict);
+	else
+		snprintf(why, sizeof(why), "subscribing again failed (CUPTI error %d)",
+			 (int)atomic_load(&gpi.last_error));
+	gpi_cupti_step_aside(why, 0, 1);
+}
+
 void gpi_cupti_step_aside(const char *why, int kinds_ours, int let_go)
 {
 	if (getpid() != gpi.pid || !gpi_cupti_collecting())
@@ -335,6 +431,13 @@ void gpi_cupti_step_aside(const char *why, int kinds_ours, int let_go)
 	snprintf(gpi.conflict, sizeof(gpi.conflict), "%s", why);
 	atomic_fetch_and(&gpi.on, GPI_F_MONO | GPI_F_API);
 	atomic_store(&gpi.state, GPI_ST_CONFLICT);
+	/* let go between windows: for good now, unless the policy keeps the
+	 * subscription (for the API records) and it can be taken back */
+	if (idle_out && (let_go || idle_return())) {
+		idle_out = 0;
+		if (!atomic_load(&subscribed))
+			atomic_fetch_and(&gpi.on, ~GPI_F_API);
+	}
 	if (api_duty_off && !let_go && atomic_load(&subscribed)) {
 		/* kept subscribed for the API records: they come back on */
 		if (!callbacks_set(sub, 1))
@@ -358,16 +461,20 @@ static int api_switchable(void)
 
 int gpi_cupti_duty_set(int on)
 {
+	int r;
+
 	if (getpid() != gpi.pid || stepped || !atomic_load(&activity_ours))
 		return -EPERM;
 	if (on) {
+		if (idle_out && (r = idle_return())) {
+			idle_step_aside(r);
+			return -EPERM;
+		}
 		/* callbacks first, kinds second: a launch between them has
 		 * its API record and no activity, which the daemon takes */
 		if (api_duty_off && api_switchable() && !callbacks_set(sub, 1))
 			api_duty_off = 0;
 		for (size_t i = 0; i < NKINDS; i++) {
-			CUptiResult r;
-
 			if (!kind_on[i])
 				continue;
 			r = cl->cuptiActivityEnable(kinds[i].kind);
@@ -382,6 +489,13 @@ int gpi_cupti_duty_set(int on)
 	for (size_t i = 0; i < NKINDS; i++)
 		if (kind_on[i])
 			cl->cuptiActivityDisable(kinds[i].kind);
+	if (gpi_cupti_idle_unsub() && atomic_load(&subscribed) &&
+	    !atomic_load(&gpi_release_pending)) {
+		/* the callbacks need not be switched off one by one: from
+		 * here on they do nothing, and they go with the subscription */
+		idle_let_go();
+		return 0;
+	}
 	if (!api_duty_off && api_switchable() && !callbacks_set(sub, 0))
 		api_duty_off = 1;
 	/* what completed in the window, now rather than at the next

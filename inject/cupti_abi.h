@@ -41,6 +41,7 @@
 #ifndef GPUPROF_INJECT_CUPTI_ABI_H
 #define GPUPROF_INJECT_CUPTI_ABI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define GPI_SOCKET_DEFAULT "/run/gpuprof/cupti.sock"
@@ -263,6 +264,16 @@ enum gpi_stats_flag {
 	GPI_SF_SUBSCRIBED = 1u << 1, /* the library holds the process's one CUPTI
 				      * subscription: another tool's cuptiSubscribe
 				      * fails until it is clear */
+	/* GPUPROF_CUPTI_IDLE=unsubscribe was asked for ... */
+	GPI_SF_IDLE_UNSUB = 1u << 2,
+	/* ... and applies: the subscription is let go between duty windows
+	 * (not with PC sampling, which needs it all the time, nor at
+	 * GPUPROF_CUPTI_DUTY=100) */
+	GPI_SF_IDLE_APPLIES = 1u << 3,
+	/* let go now for the time between two windows: the next window takes
+	 * it back (so a release is not confirmed by a clear
+	 * GPI_SF_SUBSCRIBED alone) */
+	GPI_SF_IDLE_OUT = 1u << 4,
 };
 
 /* Cumulative since the library started; sent about once a second while
@@ -284,7 +295,12 @@ struct gpi_stats {
 	uint64_t batches_dropped; /* socket full, or no daemon */
 	uint64_t records_dropped; /* records in those batches */
 	uint64_t reconnects;
+	/* since: GPUPROF_CUPTI_IDLE=unsubscribe's subscriptions let go at a
+	 * window's close, taken back at an open, and failed attempts to take
+	 * it back (each makes the library step aside) */
+	uint64_t idle_unsubs, idle_subs, idle_sub_failed;
 };
+#define GPI_STATS_MIN 96 /* what libraries before the idle counters sent */
 
 /*
  * PC sampling. Stall reason indices are per device (CUPTI numbers them per
@@ -440,6 +456,7 @@ _Static_assert(sizeof(struct gpi_cuda_event) == 40, "gpi_cuda_event");
 _Static_assert(sizeof(struct gpi_api) % 8 == 0, "gpi_api");
 _Static_assert(sizeof(struct gpi_marker) % 8 == 0, "gpi_marker");
 _Static_assert(sizeof(struct gpi_stats) % 8 == 0, "gpi_stats");
+_Static_assert(offsetof(struct gpi_stats, idle_unsubs) == GPI_STATS_MIN, "gpi_stats");
 _Static_assert(sizeof(struct gpi_control) == 16, "gpi_control");
 _Static_assert(sizeof(struct gpi_window) == 32, "gpi_window");
 

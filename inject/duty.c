@@ -152,6 +152,11 @@ unsigned duty_wait_ms(uint64_t now, unsigned max_ms)
 	return left < max_ms ? (unsigned)left : max_ms;
 }
 
+int duty_collecting(void)
+{
+	return !active || open_;
+}
+
 uint64_t duty_windows(void)
 {
 	return windows;

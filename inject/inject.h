@@ -42,6 +42,7 @@ struct gpi_config {
 	unsigned quiet_ms;  /* GPUPROF_CUPTI_YIELD_QUIET_MS: see coexist.c */
 	unsigned duty;	    /* GPUPROF_CUPTI_DUTY: percent of the time collected (duty.c) */
 	unsigned window_ms; /* GPUPROF_CUPTI_WINDOW_MS: one collection window */
+	int idle;	    /* GPUPROF_CUPTI_IDLE: enum gpi_idle */
 };
 
 /* The duty cycle's defaults: 2 % of the time, in windows of 10 ms (one
@@ -55,6 +56,13 @@ enum gpi_yield {
 	GPI_YIELD_AUTO = 0, /* when our activity callbacks were replaced */
 	GPI_YIELD_NEVER,    /* keep the subscription; a takeover is only reported */
 	GPI_YIELD_TORCH,    /* auto, and as soon as PyTorch's CUDA library is loaded */
+};
+
+/* What the library holds between two duty-cycle windows. */
+enum gpi_idle {
+	GPI_IDLE_SUBSCRIBED = 0, /* the subscription (launch callbacks off) */
+	GPI_IDLE_UNSUBSCRIBE,	 /* nothing: let go at each close, taken back at each open
+				  * (cupti.c, "The idle subscription") */
 };
 
 /* Reads the environment into *cfg (defaults for anything unset or bad). */
@@ -71,6 +79,9 @@ unsigned config_env_uint(const char *name, unsigned def, unsigned lo, unsigned h
 struct gpi_counters {
 	_Atomic uint64_t records, cupti_dropped, buffers_refused, api_dropped;
 	_Atomic uint64_t batches_sent, batches_dropped, records_dropped, reconnects;
+	/* GPUPROF_CUPTI_IDLE=unsubscribe: subscriptions let go at a window's
+	 * close, taken back at an open, and failed attempts to take it back */
+	_Atomic uint64_t idle_unsubs, idle_subs, idle_sub_failed;
 };
 
 struct gpi {
@@ -212,11 +223,21 @@ void gpi_cupti_release_poll(uint64_t now, unsigned ms);
 void gpi_cupti_let_go(void);
 /* cupti.c: we hold the process's CUPTI subscription now */
 int gpi_cupti_subscribed(void);
+/* cupti.c, sender thread: GPUPROF_CUPTI_IDLE=unsubscribe applies (asked
+ * for, a duty cycle, and no PC sampling, which needs the subscription all
+ * the time) */
+int gpi_cupti_idle_unsub(void);
+/* cupti.c, sender thread: the subscription was let go for the time
+ * between two windows (or is being let go) and comes back at the next */
+int gpi_cupti_idle_out(void);
 
 /* cupti.c, sender thread: switches what costs per launch (the activity
  * kinds enabled at setup, and the API callbacks unless PC sampling needs
- * them) on or off for the duty cycle; off also flushes. 0, or -EPERM when
- * CUPTI is no longer ours (the cycle stops). */
+ * them) on or off for the duty cycle; off also flushes, and with
+ * GPUPROF_CUPTI_IDLE=unsubscribe lets the subscription go, which on
+ * takes back first. 0, or -EPERM when CUPTI is no longer ours (the cycle
+ * stops; a subscription that could not be taken back has made us step
+ * aside). */
 int gpi_cupti_duty_set(int on);
 
 /* ------------------------------------------------------------ duty cycle */
@@ -233,6 +254,8 @@ unsigned duty_wait_ms(uint64_t now, unsigned max_ms);
 void duty_full(uint64_t now, uint32_t ms);
 /* windows opened so far */
 uint64_t duty_windows(void);
+/* a window is open, or there is no cycle (the kinds are as set up) */
+int duty_collecting(void);
 void duty_atfork_child(void);
 
 /* ------------------------------------------------------------ coexistence */

@@ -183,7 +183,10 @@ static uint32_t told_state, told_flags = ~0u;
 
 static uint32_t stats_flags(void)
 {
-	return GPI_SF_SUB_KNOWN | (gpi_cupti_subscribed() ? GPI_SF_SUBSCRIBED : 0);
+	return GPI_SF_SUB_KNOWN | (gpi_cupti_subscribed() ? GPI_SF_SUBSCRIBED : 0) |
+	       (gpi.cfg.idle == GPI_IDLE_UNSUBSCRIBE ? GPI_SF_IDLE_UNSUB : 0) |
+	       (gpi_cupti_idle_unsub() ? GPI_SF_IDLE_APPLIES : 0) |
+	       (gpi_cupti_idle_out() ? GPI_SF_IDLE_OUT : 0);
 }
 
 /* The state or the subscription changed since the last stats: the
@@ -214,6 +217,9 @@ static void emit_stats(void)
 	s->batches_dropped = atomic_load(&gpi.n.batches_dropped);
 	s->records_dropped = atomic_load(&gpi.n.records_dropped);
 	s->reconnects = atomic_load(&gpi.n.reconnects);
+	s->idle_unsubs = atomic_load(&gpi.n.idle_unsubs);
+	s->idle_subs = atomic_load(&gpi.n.idle_subs);
+	s->idle_sub_failed = atomic_load(&gpi.n.idle_sub_failed);
 	pcsamp_emit_stats();
 }
 

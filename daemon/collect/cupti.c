@@ -363,6 +363,31 @@ int cupti_peer_subscribed(const struct cupti_peer *p)
 	return !!(p->lib.s.flags & GPI_SF_SUBSCRIBED);
 }
 
+/* What the library holds between duty windows (GPUPROF_CUPTI_IDLE): the
+ * mode asked for, whether it applies (not with PC sampling, nor without a
+ * duty cycle: the hello's features tell which), whether the
+ * subscription is let go right now (it comes back at the next window),
+ * and the counts. A library that predates it said nothing: "subscribed",
+ * which is what it did. */
+static void idle_json(cJSON *o, const struct cupti_peer *p)
+{
+	const struct gpi_stats *s = &p->lib.s;
+	cJSON *d = cJSON_AddObjectToObject(o, "idle");
+	uint32_t fl = p->lib.seen ? s->flags : 0;
+
+	if (!d)
+		return;
+	cJSON_AddStringToObject(d, "mode", fl & GPI_SF_IDLE_UNSUB ? "unsubscribe" : "subscribed");
+	cJSON_AddBoolToObject(d, "applies", !!(fl & GPI_SF_IDLE_APPLIES));
+	if ((fl & GPI_SF_IDLE_UNSUB) && !(fl & GPI_SF_IDLE_APPLIES))
+		cJSON_AddStringToObject(d, "kept_for",
+					p->features & GPI_F_PC ? "pc sampling" : "no duty cycle");
+	cJSON_AddBoolToObject(d, "unsubscribed_now", !!(fl & GPI_SF_IDLE_OUT));
+	json_add_u64(d, "unsubscribes", p->lib.seen ? s->idle_unsubs : 0);
+	json_add_u64(d, "resubscribes", p->lib.seen ? s->idle_subs : 0);
+	json_add_u64(d, "resubscribe_failures", p->lib.seen ? s->idle_sub_failed : 0);
+}
+
 static void peer_json(cJSON *arr, const struct cupti_peer *p)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -391,6 +416,7 @@ static void peer_json(cJSON *arr, const struct cupti_peer *p)
 		cJSON_AddNullToObject(o, "subscribed");
 	else
 		cJSON_AddBoolToObject(o, "subscribed", cupti_peer_subscribed(p));
+	idle_json(o, p);
 	cJSON_AddNumberToObject(o, "last_cupti_error", p->lib.seen ? p->lib.s.last_error : 0);
 	cJSON_AddStringToObject(o, "last_error", p->last_error);
 	json_add_u64(o, "messages", p->msgs);

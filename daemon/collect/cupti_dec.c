@@ -51,7 +51,7 @@ static const size_t min_len[] = {
 	[GPI_GRAPH] = sizeof(struct gpi_graph),
 	[GPI_API] = sizeof(struct gpi_api),
 	[GPI_MARKER] = sizeof(struct gpi_marker),
-	[GPI_STATS] = sizeof(struct gpi_stats),
+	[GPI_STATS] = GPI_STATS_MIN, /* longer since: read as far as it goes */
 	[GPI_STALL_NAME] = sizeof(struct gpi_stall_name),
 	[GPI_PC] = sizeof(struct gpi_pc),
 	[GPI_CUBIN] = sizeof(struct gpi_cubin),
@@ -828,14 +828,16 @@ void cupti_cubins_free(struct cupti *cu)
 	pthread_mutex_unlock(&cu->cubins_mu);
 }
 
-static void dec_stats(struct cupti_peer *p, const uint8_t *rec)
+static void dec_stats(struct cupti_peer *p, const uint8_t *rec, size_t rlen)
 {
 	struct cupti_libstats *l = &p->lib;
 	struct cupti_str *e;
 	size_t len = 0;
 	const char *s = NULL;
 
-	memcpy(&l->s, rec, sizeof(l->s));
+	/* an older library's shorter record: the fields it lacks read 0 */
+	memset(&l->s, 0, sizeof(l->s));
+	memcpy(&l->s, rec, rlen < sizeof(l->s) ? rlen : sizeof(l->s));
 	l->seen = true;
 	l->conflict[0] = '\0';
 	e = l->s.conflict ? str_slot(p->cu, &p->strs, l->s.conflict, false) : NULL;
@@ -879,7 +881,7 @@ static void dec_record(struct cupti_peer *p, uint16_t type, const uint8_t *rec, 
 		return;
 	}
 	if (type == GPI_STATS) {
-		dec_stats(p, rec);
+		dec_stats(p, rec, len);
 		return;
 	}
 	if (type == GPI_PC_STATS) { /* like gpi_stats: a state, not a record */

@@ -13,7 +13,7 @@
  *            [--until-eof]
  *            [--fork] [--subscribe-first NAME] [--pc CUBIN] [--load LIB[@N]]
  *            [--kineto-after N] [--kineto-kernels K] [--kineto-teardown]
- *            [--probe-subscribe] [--probe-on-line]
+ *            [--probe-subscribe] [--probe-on-line] [--kineto-on-line]
  *
  * Each of T threads (default 1) runs N iterations (default 10); one
  * iteration launches every --kernel once (default gpuprof_k_a:20000) on
@@ -64,7 +64,13 @@
  * work and its report, prints "idle" and then, for each line read on
  * stdin, makes no CUDA call but tries cuptiSubscribe (as a profiler
  * started in an idle process would) and prints "probe subscribe R",
- * until stdin ends.
+ * until stdin ends. --kineto-on-line: while the threads work, each line
+ * read on stdin starts Kineto's calls (as --kineto-after) from the main
+ * thread, but only once its cuptiSubscribe succeeds (a profiler started
+ * while the subscription is free, e.g. between the duty windows of
+ * GPUPROF_CUPTI_IDLE=unsubscribe); a line whose subscribe fails prints
+ * "kineto try R" and changes nothing; the threads stop after their
+ * current iteration once stdin ends.
  *
  * Prints, once all threads are done:
  *   tid TID                                  one per worker thread
@@ -167,6 +173,7 @@ static size_t cubin_size;
 #define PC_CTX ((void *)(uintptr_t)0xc0de)
 static const char *load_lib;
 static int load_at = -1, kineto_after = -1, kineto_kernels = 10, kineto_teardown, probe;
+static int kineto_on_line;
 static int probe_on_line;
 static pid_t tids[MAX_THREADS];
 static int done_iters[MAX_THREADS];
@@ -387,7 +394,9 @@ static uint64_t CUPTIAPI k_clock(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-static void kineto_like(void)
+/* only_if_subscribed: give up (nothing else touched) when its
+ * cuptiSubscribe fails; returns its result */
+static int kineto_like(int only_if_subscribed)
 {
 	void *lib = cupti_lib();
 	static void *fn;
@@ -404,6 +413,8 @@ static void kineto_like(void)
 	kc.finalize = (__typeof__(kc.finalize))need(lib, "cuptiFinalize");
 	/* its callback API: subscribed once, never retried (until teardown) */
 	k_sub_result = (int)kc.subscribe(&k_sub, k_callback, NULL);
+	if (only_if_subscribed && k_sub_result != CUPTI_SUCCESS)
+		return k_sub_result;
 	/* trace start */
 	k_ts_result = (int)kc.reg_ts(k_clock);
 	kc.reg(k_request, k_complete);
@@ -418,18 +429,19 @@ static void kineto_like(void)
 	kc.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	kc.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 	if (!kineto_teardown)
-		return;
+		return k_sub_result;
 	if (k_sub_result != CUPTI_SUCCESS) {
 		k_sub_result = (int)kc.subscribe(&k_sub, k_callback, NULL);
 		if (k_sub_result != CUPTI_SUCCESS) {
 			k_teardown = "skipped";
-			return;
+			return k_sub_result;
 		}
 	}
 	kc.enable_domain(1, k_sub, CUPTI_CB_DOMAIN_DRIVER_API);
 	kc.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	atomic_store(&k_finalize_now, 1);
 	cu.ssync(NULL); /* the next driver call's exit callback finalizes */
+	return k_sub_result;
 }
 
 static int probe_subscribe(void)
@@ -518,7 +530,7 @@ static void *worker(void *arg)
 		if (t == 0 && load_lib && i == load_at)
 			load_now();
 		if (t == 0 && i == kineto_after)
-			kineto_like();
+			kineto_like(0);
 		iteration(t, i);
 		done_iters[t]++;
 	}
@@ -598,6 +610,8 @@ static const char *parse(int argc, char **argv)
 			probe = 1;
 		else if (!strcmp(a, "--probe-on-line"))
 			probe_on_line = 1;
+		else if (!strcmp(a, "--kineto-on-line"))
+			kineto_on_line = 1;
 		else if (!strcmp(a, "--until-eof"))
 			until_eof = 1;
 		else if (!strcmp(a, "--fork"))
@@ -661,7 +675,7 @@ static void report(void)
 	if (pc_cubin)
 		printf("pc samples %llu\n", (unsigned long long)pc_samples);
 	printf("cpu_ns_per_iteration %.1f\n", n ? (double)cpu / (double)n : 0.0);
-	if (kineto_after >= 0) {
+	if (kineto_after >= 0 || kineto_on_line) {
 		pthread_mutex_lock(&kmu);
 		printf("kineto subscribe %d timestamp %d kernels %d other_kernels %d unknown_buffers %d "
 		       "teardown %s\n",
@@ -709,9 +723,16 @@ int main(int argc, char **argv)
 		cu.getfn(&kernels[k].fn, NULL, kernels[k].name);
 	for (int t = 0; t < threads; t++)
 		pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);
-	if (until_eof) {
-		while (fgets(line, sizeof(line), stdin))
-			;
+	if (until_eof || kineto_on_line) {
+		int held = 0;
+
+		while (fgets(line, sizeof(line), stdin)) {
+			if (!kineto_on_line || held)
+				continue;
+			held = kineto_like(1) == CUPTI_SUCCESS;
+			printf("kineto try %d\n", k_sub_result);
+			fflush(stdout);
+		}
 		stop = 1;
 	}
 	for (int t = 0; t < threads; t++)

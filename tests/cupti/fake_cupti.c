@@ -71,6 +71,9 @@ static uint32_t next_corr = 1;
  * off (FAKE_CUPTI_DUTY_REPORT) */
 static struct {
 	uint64_t kind_enable, kind_disable, cb_on, cb_off, kernels, kernels_off;
+	/* subscriptions taken and let go (any subscriber), API calls made
+	 * while nobody was subscribed (no callback could run) */
+	uint64_t subs, unsubs, calls_unsub;
 } duty;
 static void *cur_ctx; /* the context fakecupti_context made, the calls' context */
 
@@ -117,6 +120,7 @@ static CUptiResult subscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc cb, v
 			 p && p->subscriberName ? p->subscriberName : "unnamed");
 		memset(subscriber.on, 0, sizeof(subscriber.on));
 		*h = (CUpti_SubscriberHandle)&subscriber;
+		duty.subs++;
 	}
 	pthread_mutex_unlock(&mu);
 	return r;
@@ -141,6 +145,7 @@ API CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle h)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	pthread_mutex_lock(&mu);
 	subscriber.used = 0;
+	duty.unsubs++;
 	pthread_mutex_unlock(&mu);
 	return CUPTI_SUCCESS;
 }
@@ -263,6 +268,8 @@ API void fakecupti_api_enter(struct fakecupti_call *c)
 	if (!c->corr) /* else a driver call made by a runtime call: its id */
 		c->corr = __atomic_fetch_add(&next_corr, 1, __ATOMIC_RELAXED);
 	c->corr_data = 0;
+	if (!__atomic_load_n(&subscriber.used, __ATOMIC_RELAXED))
+		__atomic_fetch_add(&duty.calls_unsub, 1, __ATOMIC_RELAXED);
 	fire(c, CUPTI_API_ENTER);
 }
 
@@ -1406,8 +1413,11 @@ __attribute__((destructor)) static void duty_report(void)
 	if (env_int("FAKE_CUPTI_DUTY_REPORT", 0))
 		fprintf(stderr,
 			"fakecupti duty: kind_enable %llu kind_disable %llu cb_on %llu cb_off %llu "
-			"kernels %llu kernels_off %llu\n",
+			"kernels %llu kernels_off %llu subscribes %llu unsubscribes %llu "
+			"calls_unsubscribed %llu\n",
 			(unsigned long long)duty.kind_enable, (unsigned long long)duty.kind_disable,
 			(unsigned long long)duty.cb_on, (unsigned long long)duty.cb_off,
-			(unsigned long long)duty.kernels, (unsigned long long)duty.kernels_off);
+			(unsigned long long)duty.kernels, (unsigned long long)duty.kernels_off,
+			(unsigned long long)duty.subs, (unsigned long long)duty.unsubs,
+			(unsigned long long)duty.calls_unsub);
 }

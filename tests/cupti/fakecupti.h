@@ -44,6 +44,10 @@
  *                               cb_off B kernels K kernels_off O" (driver
  *                               and runtime callback switches; kernels
  *                               made while their kind was off)
+ *                               "subscribes S unsubscribes U
+ *                               calls_unsubscribed C" (subscriptions
+ *                               taken and let go by any subscriber; API
+ *                               calls entered while none was held)
  *   FAKE_CUPTI_FATAL_AT=N       before the Nth kernel record (from 0):
  *                               the STATE domain's FATAL_ERROR callback,
  *                               then CUPTI is finalized (no more callbacks

@@ -98,6 +98,31 @@ static void test_config_duty(void)
 	unsetenv("GPUPROF_CUPTI_WINDOW_MS");
 }
 
+/* The idle mode: only the exact word lets the subscription go; unset,
+ * empty or anything else keeps it (the measured default). */
+static void test_config_idle(void)
+{
+	static const struct {
+		const char *val;
+		int want;
+	} cases[] = {
+		{NULL, GPI_IDLE_SUBSCRIBED},	      {"", GPI_IDLE_SUBSCRIBED},
+		{"subscribed", GPI_IDLE_SUBSCRIBED},  {"unsubscribed", GPI_IDLE_SUBSCRIBED},
+		{"Unsubscribe", GPI_IDLE_SUBSCRIBED}, {"unsubscribe", GPI_IDLE_UNSUBSCRIBE},
+	};
+	struct gpi_config c;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (cases[i].val)
+			setenv("GPUPROF_CUPTI_IDLE", cases[i].val, 1);
+		else
+			unsetenv("GPUPROF_CUPTI_IDLE");
+		config_read(&c);
+		CHECK_EQ_INT(c.idle, cases[i].want);
+	}
+	unsetenv("GPUPROF_CUPTI_IDLE");
+}
+
 static void test_config_yield(void)
 {
 	static const struct {
@@ -225,6 +250,7 @@ int main(void)
 	RUN(test_config_env);
 	RUN(test_config_yield);
 	RUN(test_config_duty);
+	RUN(test_config_idle);
 	RUN(test_names);
 	RUN(test_names_const);
 	RUN(test_wire);

@@ -79,10 +79,15 @@ def marker(start, end, name, tid, domain=0, flags=2):
 
 def stats(state=1, on=0x7f, failed=0, last_error=0, conflict=0, records=10, cupti_dropped=3,
           buffers_refused=0, api_dropped=2, batches_sent=4, batches_dropped=1, records_dropped=5,
-          reconnects=0, flags=0):
-    return rec(STATS, struct.pack("<IIIiII8Q", state, on, failed, last_error, conflict, flags, records,
-                                  cupti_dropped, buffers_refused, api_dropped, batches_sent,
-                                  batches_dropped, records_dropped, reconnects))
+          reconnects=0, flags=0, idle=None):
+    """idle: (unsubscribes, resubscribes, failures), the counters a newer
+    library appends; None: the record of a library that predates them."""
+    body = struct.pack("<IIIiII8Q", state, on, failed, last_error, conflict, flags, records,
+                       cupti_dropped, buffers_refused, api_dropped, batches_sent,
+                       batches_dropped, records_dropped, reconnects)
+    if idle is not None:
+        body += struct.pack("<3Q", *idle)
+    return rec(STATS, body)
 
 
 def stall_name(device, index, name):

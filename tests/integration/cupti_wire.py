@@ -37,6 +37,7 @@ F_KERNEL, F_MEMCPY, F_MEMSET, F_SYNC, F_GRAPH, F_API, F_NVTX, F_PC, F_MONO, F_EV
     (1 << i for i in range(10))
 ST_ACTIVE, ST_CONFLICT, ST_DISABLED = 1, 2, 3
 SF_SUB_KNOWN, SF_SUBSCRIBED = 1, 2  # gpi_stats.flags
+SF_IDLE_UNSUB, SF_IDLE_APPLIES, SF_IDLE_OUT = 4, 8, 16
 MK_INSTANT, MK_RANGE = 1, 2
 LAYOUT = {
     HELLO: ("<IIiIQ", "lib_version cupti_version driver_version features mono_ns"),
@@ -50,8 +51,9 @@ LAYOUT = {
     GRAPH: ("<QQIIIIII", "start end corr device context stream graph_id rsv"),
     API: ("<QQIIIHBB", "enter exit corr tid name cbid domain failed"),
     MARKER: ("<QQIIII", "start end tid name domain flags"),
-    STATS: ("<IIIiII8Q", "state on failed last_error conflict flags records cupti_dropped "
-            "buffers_refused api_dropped batches_sent batches_dropped records_dropped reconnects"),
+    STATS: ("<IIIiII11Q", "state on failed last_error conflict flags records cupti_dropped "
+            "buffers_refused api_dropped batches_sent batches_dropped records_dropped reconnects "
+            "idle_unsubs idle_subs idle_sub_failed"),
     STALL_NAME: ("<IIII", "device index name rsv"),
     PC: ("<QQQIIIIII", "time cubin_crc pc function reason samples device corr rsv"),
     CUBIN: ("<QIIII", "crc size offset len rsv"),

@@ -207,6 +207,28 @@ def records_attributed_to_the_connecting_process():
         # GPI_SF_SUB_KNOWN without GPI_SF_SUBSCRIBED: the subscription gone
         s.send(W.msg([W.stats(state=2, conflict=5, on=0, flags=1)], seq=3))
         st = wait_status(d, lambda st: st["peer_list"][0]["subscribed"] is False, "released")
+        # GPUPROF_CUPTI_IDLE: a library that predates it did what
+        # "subscribed" does; a newer one's mode, flags and counts (a
+        # shorter record after a longer one reads the counts as 0)
+        eq(st["peer_list"][0]["idle"], {"mode": "subscribed", "applies": False,
+                                        "unsubscribed_now": False, "unsubscribes": 0,
+                                        "resubscribes": 0, "resubscribe_failures": 0}, "idle")
+        s.send(W.msg([W.stats(flags=1 | 4 | 8 | 16, idle=(7, 6, 0))], seq=4))
+        st = wait_status(d, lambda st: st["peer_list"][0]["idle"]["unsubscribes"] == 7, "idle")
+        eq(st["peer_list"][0]["idle"], {"mode": "unsubscribe", "applies": True,
+                                        "unsubscribed_now": True, "unsubscribes": 7,
+                                        "resubscribes": 6, "resubscribe_failures": 0}, "idle")
+        s.send(W.msg([W.stats(flags=1 | 4, idle=(0, 0, 0))], seq=5))
+        st = wait_status(d, lambda st: st["peer_list"][0]["idle"]["unsubscribes"] == 0, "kept")
+        # asked for, does not apply: the hello asked for no PC sampling,
+        # so the library collects all the time
+        eq((st["peer_list"][0]["idle"]["applies"], st["peer_list"][0]["idle"].get("kept_for")),
+           (False, "no duty cycle"), "asked for, kept")
+        s.send(W.msg([W.stats(flags=1 | 4 | 8, idle=(3, 2, 1))], seq=6))
+        wait_status(d, lambda st: st["peer_list"][0]["idle"]["resubscribe_failures"] == 1, "fail")
+        s.send(W.msg([W.stats(flags=1)], seq=7))
+        st = wait_status(d, lambda st: st["peer_list"][0]["idle"]["unsubscribes"] == 0, "older")
+        eq(st["peer_list"][0]["idle"]["mode"], "subscribed", "an older record again")
         s.close()
         wait_status(d, lambda st: st["peers"] == 0, "peer gone")
     finally:
