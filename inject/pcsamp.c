@@ -443,8 +443,11 @@ static void note_err(uint32_t call, int r)
 static int enable(struct pctx *c)
 {
 	CUpti_PCSamplingEnableParams p = {.size = CUpti_PCSamplingEnableParamsSize, .ctx = c->ctx};
+	int r = f.cuptiPCSamplingEnable(&p);
 
-	return f.cuptiPCSamplingEnable(&p);
+	if (!r)
+		pc_n.enables++;
+	return r;
 }
 
 /* the PCs of one filled buffer: taken, their names held */
@@ -569,11 +572,14 @@ static void drain_ctx(struct pctx *c, uint64_t now)
 		return;
 	pc_n.drains++;
 	for (int round = 0; round < DRAIN_ROUNDS; round++) {
+		uint64_t t0;
 		int r;
 
 		pcbuf_reset(&getbuf, c->nreasons);
 		pc_n.getdata_calls++;
+		t0 = gpi_now();
 		r = f.cuptiPCSamplingGetData(&p);
+		pc_n.getdata_ns += gpi_now() - t0;
 		if (r == CUPTI_ERROR_OUT_OF_MEMORY || getbuf.d.hardwareBufferFull) {
 			if (r == CUPTI_SUCCESS)
 				take_buf(c, &getbuf, now); /* what it did hand out */
@@ -825,6 +831,9 @@ void pcsamp_launch(void *ctx)
 		else if (c->on)
 			tick_started(c, now);
 	}
+	/* what the application's launching thread paid here, the wait for
+	 * a drain of the sender's included */
+	pc_n.launch_ns += gpi_now() - now;
 	pthread_mutex_unlock(&mu);
 }
 
@@ -985,6 +994,10 @@ void pcsamp_emit_stats(void)
 	s->last_call = pc_n.last_call;
 	s->last_error = pc_n.last_error;
 	s->period = pc_n.period;
+	s->launch_ns = pc_n.launch_ns;
+	s->getdata_ns = pc_n.getdata_ns;
+	s->enables = pc_n.enables;
+	s->enable_mode = windowed();
 	cubin_stats(&s->cubins, &s->cubins_refused, &s->cubin_bytes);
 }
 
