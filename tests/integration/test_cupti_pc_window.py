@@ -206,6 +206,10 @@ def through_the_daemon():
         eq((pl["enable_mode"], pl["samples"], pl["sent"], pl["errors"]),
            ("window", produced, produced, 0), "the library's counters in status")
         expect(pl["windows"] >= 2 and pl["enables"] == pl["windows"], "windows: %r", pl)
+        out = d.ctl("status", check=0).stdout.decode()
+        expect("pc:         pid %d (gone): %d samples" % (p.pid, produced) in out and
+               "; %d windows, enabled per window" % pl["windows"] in out,
+               "gpuprofctl status: %r", out)
         cid = ctl_json(d, "capture", "--last", "30s", "--pid", str(p.pid))["id"]
         out = d.ctl("folded", str(cid), "--weight", "stalls", check=0).stdout.decode()
         total = 0
