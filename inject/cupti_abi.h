@@ -379,11 +379,11 @@ struct gpi_pc_stats {
 	uint32_t period;
 	/* added after 176 bytes: what the window switching costs the
 	 * application and how the library samples */
-	uint64_t launch_ns;  /* wall time of the launch callbacks that took the lock
-			      * (at most once a ms) to open or close a window, the
-			      * wait for it included */
-	uint64_t getdata_ns; /* wall time in cuptiPCSamplingGetData, every thread */
-	uint32_t enables;    /* cuptiPCSamplingEnable calls that succeeded */
+	/* wall time of the launch callbacks that took the lock (at most
+	 * once a ms) to open or close a window, the wait for it included */
+	uint64_t launch_ns;
+	uint64_t getdata_ns;  /* wall time in cuptiPCSamplingGetData, every thread */
+	uint32_t enables;     /* cuptiPCSamplingEnable calls that succeeded */
 	uint32_t enable_mode; /* 0: enabled per context, 1: per window (GPUPROF_CUPTI_PC_ENABLE) */
 };
 #define GPI_PC_STATS_MIN 88 /* what the first libraries sent */

@@ -98,10 +98,10 @@ struct pcbuf {
 struct pctx {
 	CUcontext ctx;
 	uint32_t device;
-	int on, started; /* Enabled (and configured); Started (context mode) */
-	int off;	 /* turned off by errors: never enabled again */
-	int ever;	 /* enabled at least once */
-	int launched;	 /* its first launch was seen (the first window is timed from it) */
+	int on, started;     /* Enabled (and configured); Started (context mode) */
+	int off;	     /* turned off by errors: never enabled again */
+	int ever;	     /* enabled at least once */
+	int launched;	     /* its first launch was seen (the first window is timed from it) */
 	unsigned err_streak; /* GetData, Start, Stop errors in a row */
 	uint64_t close_at, open_at;
 	size_t nreasons;
@@ -145,7 +145,7 @@ static struct {
 static size_t nheld;
 static _Atomic uint64_t next_check;
 static _Atomic int active;
-static int closing; /* at exit: no window opens any more (under mu) */
+static int closing;	   /* at exit: no window opens any more (under mu) */
 static _Atomic int resend; /* stall names must be sent again */
 struct pcsamp_counters pc_n;
 

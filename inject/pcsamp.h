@@ -51,7 +51,7 @@ struct pcsamp_counters {
 	uint64_t names;		   /* distinct functionName pointers held */
 	uint64_t names_untracked;  /* handed out past MAX_NAMES: never freed by us */
 	uint32_t contexts_on, contexts_ever, contexts_off; /* off: by errors */
-	uint32_t period;    /* log2 cycles of the last context configured, 0 unknown */
+	uint32_t period;		/* log2 cycles of the last context configured, 0 unknown */
 	uint64_t launch_ns, getdata_ns; /* gpi_pc_stats' */
 	uint32_t enables;
 	uint32_t last_call; /* enum gpi_pc_call of the last error */
