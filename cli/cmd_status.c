@@ -97,12 +97,14 @@ static void print_pc(double pid, const char *when, const cJSON *pl)
 		snprintf(err, sizeof(err), "; last error %.0f from %s",
 			 json_num(pl, "last_error", 0), json_str(pl, "last_error_call", "?"));
 	printf("pc:         pid %.0f%s: %.0f samples, %.0f sent; %.0f GetData, %.0f PCs, CUPTI "
-	       "total %.0f; contexts %.0f on, %.0f ever, %.0f off; %.0f errors%s\n",
+	       "total %.0f; contexts %.0f on, %.0f ever, %.0f off; %.0f errors%s; %.0f windows, "
+	       "enabled per %s\n",
 	       pid, when, json_num(pl, "samples", 0), json_num(pl, "sent", 0),
 	       json_num(pl, "getdata_calls", 0), json_num(pl, "pcs", 0),
 	       json_num(pl, "cupti_total_samples", 0), json_num(pl, "contexts_on", 0),
 	       json_num(pl, "contexts_ever", 0), json_num(pl, "contexts_off", 0),
-	       json_num(pl, "errors", 0), err);
+	       json_num(pl, "errors", 0), err, json_num(pl, "windows", 0),
+	       json_str(pl, "enable_mode", "context"));
 }
 
 /* A connection whose library lets CUPTI's subscription go between duty

@@ -393,6 +393,14 @@ struct gpi_pc_stats {
 	 * configured, as CUPTI reports it; 0: unknown (older libraries sent
 	 * zero in this once spare word) */
 	uint32_t period;
+	/* added after 176 bytes: what the window switching costs the
+	 * application and how the library samples */
+	/* wall time of the launch callbacks that took the lock (at most
+	 * once a ms) to open or close a window, the wait for it included */
+	uint64_t launch_ns;
+	uint64_t getdata_ns;  /* wall time in cuptiPCSamplingGetData, every thread */
+	uint32_t enables;     /* cuptiPCSamplingEnable calls that succeeded */
+	uint32_t enable_mode; /* 0: enabled per context, 1: per window (GPUPROF_CUPTI_PC_ENABLE) */
 };
 #define GPI_PC_STATS_MIN 88 /* what the first libraries sent */
 
@@ -440,7 +448,7 @@ struct gpi_control {
 };
 
 _Static_assert(sizeof(struct gpi_hdr) == 16, "gpi_hdr");
-_Static_assert(sizeof(struct gpi_pc_stats) == 176, "gpi_pc_stats");
+_Static_assert(sizeof(struct gpi_pc_stats) == 200, "gpi_pc_stats");
 _Static_assert(sizeof(struct gpi_stall_name) == 24, "gpi_stall_name");
 _Static_assert(sizeof(struct gpi_pc) == 56, "gpi_pc");
 _Static_assert(sizeof(struct gpi_cubin) == 32, "gpi_cubin");

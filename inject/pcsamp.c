@@ -9,6 +9,15 @@
  *   launch ENTER            duty cycle: open a window (Start) every
  *                           window * 100 / duty ms, close it (Stop, drain)
  *                           after window ms
+ *
+ * That is GPUPROF_CUPTI_PC_ENABLE=context. With =window (duty < 100) a
+ * context is only remembered at CONTEXT_CREATED, and each window Enables
+ * and configures it (no start/stop control; the stall reason names were
+ * read at the device's first window) and closes with a drain and
+ * Disable: between windows nothing of PC sampling is enabled, which
+ * tells whether an enabled but stopped context is what slows kernels
+ * down. Both modes handle the rest alike:
+ *
  *   MODULE_LOADED/UNLOADING drain (CUPTI requires it around module loads in
  *                           continuous mode); keep the cubin (cubin.c)
  *   CONTEXT_DESTROY         drain, Disable
@@ -89,7 +98,10 @@ struct pcbuf {
 struct pctx {
 	CUcontext ctx;
 	uint32_t device;
-	int on, started;
+	int on, started;     /* Enabled (and configured); Started (context mode) */
+	int off;	     /* turned off by errors: never enabled again */
+	int ever;	     /* enabled at least once */
+	int launched;	     /* its first launch was seen (the first window is timed from it) */
 	unsigned err_streak; /* GetData, Start, Stop errors in a row */
 	uint64_t close_at, open_at;
 	size_t nreasons;
@@ -112,6 +124,7 @@ struct agg {
 static struct {
 	int have, sent;
 	size_t n;
+	uint64_t subset; /* as pctx's */
 	uint32_t idx[MAX_REASONS];
 	char names[MAX_REASONS][CUPTI_STALL_REASON_STRING_SIZE];
 } devs[MAX_DEV];
@@ -132,16 +145,29 @@ static struct {
 static size_t nheld;
 static _Atomic uint64_t next_check;
 static _Atomic int active;
+static int closing;	   /* at exit: no window opens any more (under mu) */
 static _Atomic int resend; /* stall names must be sent again */
 struct pcsamp_counters pc_n;
 
 void pcsamp_config_read(struct pcsamp_config *c)
 {
+	const char *s;
+
 	c->period = config_env_uint("GPUPROF_CUPTI_PC_PERIOD", 0, 5, 31);
 	c->duty = config_env_uint("GPUPROF_CUPTI_PC_DUTY", PCSAMP_DUTY_DEFAULT, 1, 100);
 	c->window_ms =
 		config_env_uint("GPUPROF_CUPTI_PC_WINDOW_MS", PCSAMP_WINDOW_DEFAULT, 1, 60000);
+	c->first_ms = config_env_uint("GPUPROF_CUPTI_PC_FIRST_MS", 0, 0, 86400000);
 	c->cubin_mb = config_env_uint("GPUPROF_CUPTI_CUBIN_MB", PCSAMP_CUBIN_MB_DEFAULT, 0, 4096);
+	s = getenv("GPUPROF_CUPTI_PC_ENABLE");
+	/* unset or a typo: today's behaviour */
+	c->enable = s && !strcmp(s, "window") ? PCSAMP_ENABLE_WINDOW : PCSAMP_ENABLE_CONTEXT;
+}
+
+/* sampling is enabled only while a window is open */
+static bool windowed(void)
+{
+	return pc_cfg.duty < 100 && pc_cfg.enable == PCSAMP_ENABLE_WINDOW;
 }
 
 static int resolve(void)
@@ -315,8 +341,8 @@ static int configure(struct pctx *c)
 	info[n].attributeData.stallReasonData.stallReasonCount = c->nreasons;
 	info[n++].attributeData.stallReasonData.pStallReasonIndex = c->idx;
 	info[n].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
-	info[n++].attributeData.enableStartStopControlData.enableStartStopControl = pc_cfg.duty <
-										    100;
+	info[n++].attributeData.enableStartStopControlData.enableStartStopControl =
+		pc_cfg.duty < 100 && !windowed();
 	/* unset by default: CUPTI picks one from the SM count, and explicit
 	 * periods were seen to break sampling on some GPUs */
 	if (pc_cfg.period) {
@@ -417,8 +443,11 @@ static void note_err(uint32_t call, int r)
 static int enable(struct pctx *c)
 {
 	CUpti_PCSamplingEnableParams p = {.size = CUpti_PCSamplingEnableParamsSize, .ctx = c->ctx};
+	int r = f.cuptiPCSamplingEnable(&p);
 
-	return f.cuptiPCSamplingEnable(&p);
+	if (!r)
+		pc_n.enables++;
+	return r;
 }
 
 /* the PCs of one filled buffer: taken, their names held */
@@ -461,11 +490,12 @@ static void disable(struct pctx *c)
 	c->on = c->started = 0;
 }
 
-/* no context samples any more: the feature shows as failed */
+/* no context samples any more, nor will between windows: the feature
+ * shows as failed */
 static void failed_if_none(int err)
 {
 	for (size_t i = 0; i < MAX_CTX; i++)
-		if (ctxs[i].ctx && ctxs[i].on)
+		if (ctxs[i].ctx && !ctxs[i].off && (ctxs[i].on || windowed()))
 			return;
 	gpi_fail(GPI_F_PC, err);
 }
@@ -477,6 +507,7 @@ static void ctx_err(struct pctx *c, uint32_t call, int r)
 	if (++c->err_streak < PC_ERR_STREAK)
 		return;
 	disable(c);
+	c->off = 1;
 	pc_n.contexts_off++;
 	failed_if_none(r);
 }
@@ -514,6 +545,7 @@ static void recover(struct pctx *c)
 	}
 	if (r) {
 		note_err(call, r);
+		c->off = 1;
 		pc_n.contexts_off++;
 		if (call == GPI_PC_CALL_CONFIGURE) {
 			CUpti_PCSamplingDisableParams d = {.size = CUpti_PCSamplingDisableParamsSize,
@@ -540,11 +572,14 @@ static void drain_ctx(struct pctx *c, uint64_t now)
 		return;
 	pc_n.drains++;
 	for (int round = 0; round < DRAIN_ROUNDS; round++) {
+		uint64_t t0;
 		int r;
 
 		pcbuf_reset(&getbuf, c->nreasons);
 		pc_n.getdata_calls++;
+		t0 = gpi_now();
 		r = f.cuptiPCSamplingGetData(&p);
+		pc_n.getdata_ns += gpi_now() - t0;
 		if (r == CUPTI_ERROR_OUT_OF_MEMORY || getbuf.d.hardwareBufferFull) {
 			if (r == CUPTI_SUCCESS)
 				take_buf(c, &getbuf, now); /* what it did hand out */
@@ -572,6 +607,67 @@ static struct pctx *find(CUcontext ctx)
 	return NULL;
 }
 
+/* The device's stall reason names and indices into c: read from CUPTI
+ * at the device's first enabled context, copied after that (the same
+ * GPU has the same reasons). 0 or a CUptiResult. */
+static int ctx_reasons(struct pctx *c)
+{
+	uint32_t dev = c->device;
+	int r;
+
+	if (dev < MAX_DEV && devs[dev].have) {
+		c->nreasons = devs[dev].n;
+		memcpy(c->idx, devs[dev].idx, sizeof(c->idx));
+		memcpy(c->names, devs[dev].names, sizeof(c->names));
+		c->subset = devs[dev].subset;
+		return 0;
+	}
+	r = reasons(c);
+	if (!r && dev < MAX_DEV) {
+		devs[dev].have = 1;
+		devs[dev].n = c->nreasons;
+		devs[dev].subset = c->subset;
+		memcpy(devs[dev].idx, c->idx, sizeof(c->idx));
+		memcpy(devs[dev].names, c->names, sizeof(c->names));
+	}
+	return r;
+}
+
+/* Enable, stall reasons, configure: 0, or a CUptiResult (noted, with
+ * the call that returned it in *call; the context is left disabled). */
+static int ctx_enable(struct pctx *c, uint32_t *call)
+{
+	int r;
+
+	*call = GPI_PC_CALL_ENABLE;
+	pcbuf_reset(c->cfgbuf, 0); /* empty until configured: Disable reads it */
+	r = enable(c);
+	if (r) {
+		note_err(*call, r);
+		return r;
+	}
+	*call = GPI_PC_CALL_STALL_REASONS;
+	r = ctx_reasons(c);
+	if (!r) {
+		*call = GPI_PC_CALL_CONFIGURE;
+		r = configure(c);
+	}
+	if (r) {
+		note_err(*call, r);
+		disable(c);
+		return r;
+	}
+	c->on = 1;
+	c->started = 0;
+	pc_n.contexts_on++;
+	if (!c->ever) {
+		c->ever = 1;
+		pc_n.contexts_ever++;
+		pc_n.period = period_in_force(c);
+	}
+	return 0;
+}
+
 static void ctx_created(CUcontext ctx)
 {
 	struct pctx *c = NULL;
@@ -593,41 +689,18 @@ static void ctx_created(CUcontext ctx)
 		dev = 0;
 	c->ctx = ctx;
 	c->device = dev;
-	c->on = c->started = 0;
+	c->on = c->started = c->off = c->ever = c->launched = 0;
 	c->err_streak = 0;
 	c->open_at = 0;
 	c->nreasons = 0;
-	pcbuf_reset(c->cfgbuf, 0); /* empty until configured: Disable reads it */
-	r = enable(c);
+	pcbuf_reset(c->cfgbuf, 0);
+	if (windowed())
+		return; /* enabled by its windows */
+	r = ctx_enable(c, &call);
 	if (r) {
 		/* this GPU or driver does not let us: none will */
-		note_err(GPI_PC_CALL_ENABLE, r);
 		gpi_fail(GPI_F_PC, r);
 		c->ctx = NULL;
-		return;
-	}
-	r = reasons(c);
-	call = GPI_PC_CALL_STALL_REASONS;
-	if (!r) {
-		r = configure(c);
-		call = GPI_PC_CALL_CONFIGURE;
-	}
-	if (r) {
-		note_err(call, r);
-		disable(c);
-		gpi_fail(GPI_F_PC, r);
-		c->ctx = NULL;
-		return;
-	}
-	c->on = 1;
-	pc_n.contexts_on++;
-	pc_n.contexts_ever++;
-	pc_n.period = period_in_force(c);
-	if (dev < MAX_DEV && !devs[dev].have) {
-		devs[dev].have = 1;
-		devs[dev].n = c->nreasons;
-		memcpy(devs[dev].idx, c->idx, sizeof(c->idx));
-		memcpy(devs[dev].names, c->names, sizeof(c->names));
 	}
 }
 
@@ -682,6 +755,59 @@ void pcsamp_resource(uint32_t cbid, const void *data)
 	pthread_mutex_unlock(&mu);
 }
 
+/* the time from one window's close to the next one's opening */
+static uint64_t gap_ns(void)
+{
+	return (uint64_t)pc_cfg.window_ms * 1000000u * (100 - pc_cfg.duty) / pc_cfg.duty;
+}
+
+/* context mode: Start and Stop an enabled context */
+static void tick_started(struct pctx *c, uint64_t now)
+{
+	if (!c->started && now >= c->open_at) {
+		if (!start_stop(c, 1)) {
+			c->close_at = now + (uint64_t)pc_cfg.window_ms * 1000000u;
+			pc_n.windows++;
+		}
+	} else if (c->started && now >= c->close_at) {
+		if (!start_stop(c, 0))
+			drain_ctx(c, now);
+		/* closed for window * (100 / duty - 1) */
+		c->open_at = now + gap_ns();
+	}
+}
+
+/* window mode: Enable at the opening, drain and Disable at the close */
+static void tick_enabled(struct pctx *c, uint64_t now)
+{
+	uint32_t call;
+	int r;
+
+	if (!c->on && now >= c->open_at) {
+		r = ctx_enable(c, &call);
+		if (!r) {
+			c->close_at = now + (uint64_t)pc_cfg.window_ms * 1000000u;
+			c->err_streak = 0;
+			pc_n.windows++;
+			return;
+		}
+		c->open_at = now + gap_ns(); /* tried again at the next window */
+		/* never enabled: this GPU or driver does not let us (as at
+		 * CONTEXT_CREATED in context mode); else off after a streak */
+		if (!c->ever || ++c->err_streak >= PC_ERR_STREAK) {
+			c->off = 1;
+			if (c->ever)
+				pc_n.contexts_off++;
+			failed_if_none(r);
+		}
+	} else if (c->on && now >= c->close_at) {
+		drain_ctx(c, now);
+		if (c->on)
+			disable(c); /* the last samples come in the configured buffer */
+		c->open_at = now + gap_ns();
+	}
+}
+
 void pcsamp_launch(void *ctx)
 {
 	uint64_t now;
@@ -695,21 +821,19 @@ void pcsamp_launch(void *ctx)
 	atomic_store_explicit(&next_check, now + TOGGLE_CHECK_NS, memory_order_relaxed);
 	pthread_mutex_lock(&mu);
 	c = find(ctx);
-	if (c && c->on) {
-		uint64_t win = (uint64_t)pc_cfg.window_ms * 1000000u;
-
-		if (!c->started && now >= c->open_at) {
-			if (!start_stop(c, 1)) {
-				c->close_at = now + win;
-				pc_n.windows++;
-			}
-		} else if (c->started && now >= c->close_at) {
-			if (!start_stop(c, 0))
-				drain_ctx(c, now);
-			/* closed for window * (100 / duty - 1) */
-			c->open_at = now + win * (100 - pc_cfg.duty) / pc_cfg.duty;
-		}
+	if (c && !c->launched) {
+		c->launched = 1;
+		c->open_at = now + (uint64_t)pc_cfg.first_ms * 1000000u;
 	}
+	if (c && !c->off && !closing) {
+		if (windowed())
+			tick_enabled(c, now);
+		else if (c->on)
+			tick_started(c, now);
+	}
+	/* what the application's launching thread paid here, the wait for
+	 * a drain of the sender's included */
+	pc_n.launch_ns += gpi_now() - now;
 	pthread_mutex_unlock(&mu);
 }
 
@@ -733,6 +857,7 @@ void pcsamp_finish(void)
 	if (!atomic_load(&active))
 		return;
 	pthread_mutex_lock(&mu);
+	closing = 1;
 	for (size_t i = 0; i < MAX_CTX; i++) {
 		struct pctx *c = &ctxs[i];
 
@@ -869,6 +994,10 @@ void pcsamp_emit_stats(void)
 	s->last_call = pc_n.last_call;
 	s->last_error = pc_n.last_error;
 	s->period = pc_n.period;
+	s->launch_ns = pc_n.launch_ns;
+	s->getdata_ns = pc_n.getdata_ns;
+	s->enables = pc_n.enables;
+	s->enable_mode = windowed();
 	cubin_stats(&s->cubins, &s->cubins_refused, &s->cubin_bytes);
 }
 

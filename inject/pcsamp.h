@@ -15,11 +15,21 @@
 #define PCSAMP_WINDOW_DEFAULT 100u
 #define PCSAMP_CUBIN_MB_DEFAULT 64u
 
+/* When a duty-cycled context has CUPTI's PC sampling enabled
+ * (GPUPROF_CUPTI_PC_ENABLE; docs/collectors.md, "PC sampling"). */
+enum pcsamp_enable {
+	PCSAMP_ENABLE_CONTEXT = 0, /* from its creation on; windows Start and Stop */
+	PCSAMP_ENABLE_WINDOW,	   /* only while a window is open: Enable, Disable */
+};
+
 struct pcsamp_config {
 	unsigned period;    /* GPUPROF_CUPTI_PC_PERIOD: log2 cycles 5..31, 0 = CUPTI's */
 	unsigned duty;	    /* GPUPROF_CUPTI_PC_DUTY: % of the time sampled, 100 = always */
 	unsigned window_ms; /* GPUPROF_CUPTI_PC_WINDOW_MS: one sampling window */
+	unsigned first_ms;  /* GPUPROF_CUPTI_PC_FIRST_MS: first window this long after
+			     * the context's first launch */
 	unsigned cubin_mb;  /* GPUPROF_CUPTI_CUBIN_MB: cubin bytes kept, 0 = none */
+	int enable;	    /* GPUPROF_CUPTI_PC_ENABLE: enum pcsamp_enable */
 };
 extern struct pcsamp_config pc_cfg;
 void pcsamp_config_read(struct pcsamp_config *c);
@@ -41,7 +51,9 @@ struct pcsamp_counters {
 	uint64_t names;		   /* distinct functionName pointers held */
 	uint64_t names_untracked;  /* handed out past MAX_NAMES: never freed by us */
 	uint32_t contexts_on, contexts_ever, contexts_off; /* off: by errors */
-	uint32_t period;    /* log2 cycles of the last context configured, 0 unknown */
+	uint32_t period;		/* log2 cycles of the last context configured, 0 unknown */
+	uint64_t launch_ns, getdata_ns; /* gpi_pc_stats' */
+	uint32_t enables;
 	uint32_t last_call; /* enum gpi_pc_call of the last error */
 	int32_t last_error; /* its CUptiResult */
 };

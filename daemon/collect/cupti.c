@@ -349,6 +349,10 @@ static void pc_library_json(cJSON *d, const struct gpi_pc_stats *s)
 	json_add_u64(d, "contexts_off", s->contexts_off);
 	json_add_u64(d, "errors", s->errors);
 	json_add_u64(d, "period_log2", s->period);
+	json_add_u64(d, "launch_ns", s->launch_ns);
+	json_add_u64(d, "getdata_ns", s->getdata_ns);
+	json_add_u64(d, "enables", s->enables);
+	cJSON_AddStringToObject(d, "enable_mode", s->enable_mode ? "window" : "context");
 	cJSON_AddNumberToObject(d, "last_error", s->last_error);
 	cJSON_AddStringToObject(d, "last_error_call",
 				call < sizeof(pc_call_names) / sizeof(pc_call_names[0])

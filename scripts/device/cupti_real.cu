@@ -10,7 +10,10 @@
 //                                     batches (not timed): "ns_per_launch X"
 //        cupti_real MS --gemm [--wait]  a GEMM loop for MS ms: a tiled
 //                                     shared-memory SGEMM of 2048 x 2048,
-//                                     16 launches between syncs: "gemm_per_s X"
+//                                     16 launches between syncs, after
+//                                     250 ms untimed: "gemm_per_s X", and
+//                                     the batches' median rate and share
+//                                     of slow batches (gemm_batch_*)
 //        cupti_real N --evbench       times N pairs of cudaEventRecord on one
 //                                     stream + cudaStreamWaitEvent of another
 //                                     (the event and sync callbacks' cost),
@@ -72,6 +75,8 @@ extern "C" __global__ void gpuprof_cupti_node(float *y, int n)
 }
 
 #define TILE 16
+#define GEMM_BATCH 16        // launches between syncs
+#define GEMM_WARMUP_MS 250
 extern "C" __global__ void gpuprof_cupti_sgemm(const float *a, const float *b, float *c, int n)
 {
     __shared__ float ta[TILE][TILE], tb[TILE][TILE];
@@ -137,38 +142,77 @@ static int evbench(int n)
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+// The batches' own rates: their median is the loop's speed outside PC
+// sampling's windows (a cost that only windows have leaves it alone),
+// and the share of batches slower than 90 % of it is about the share of
+// the time a window slowed the GPU down.
+static void gemm_batches(double *ns, long n)
+{
+    if (n < 1)
+        return;
+    qsort(ns, n, sizeof(*ns), cmp_double);
+    double med = ns[n / 2];
+    long slow = 0;
+    for (long i = 0; i < n; i++)
+        slow += ns[i] > med / 0.9;
+    printf("gemm_batches %ld\n", n);
+    printf("gemm_batch_median_per_s %.2f\n", GEMM_BATCH / (med / 1e9));
+    printf("gemm_batch_slow_pct %.2f\n", 100.0 * slow / n);
+}
+
+// MS ms timed after GEMM_WARMUP_MS untimed: the clocks settle, and the
+// timed part starts away from the first launch (where PC sampling's
+// first window opens), so that with MS a multiple of the windows' period
+// (1 s at the defaults) it holds the duty cycle's share of windows.
 static int gemm(int ms)
 {
     const int n = 2048;
     size_t bytes = (size_t)n * n * sizeof(float);
     float *a, *b, *c;
     dim3 grid(n / TILE, n / TILE), block(TILE, TILE);
-    long done = 0;
-    double t0, t;
+    long done = 0, warm = 0, nb = 0, cap = 1 << 20;
+    double t0, t, tb, *batch_ns = (double *)malloc(cap * sizeof(double));
 
     cudaMalloc(&a, bytes);
     cudaMalloc(&b, bytes);
     cudaMalloc(&c, bytes);
     cudaMemset(a, 0, bytes);
     cudaMemset(b, 0, bytes);
-    cudaError_t e;
-    for (int i = 0; i < 4; i++)
-        gpuprof_cupti_sgemm<<<grid, block>>>(a, b, c, n);
-    e = cudaDeviceSynchronize();
+    cudaError_t e = cudaSuccess;
     t0 = now_ns();
     do {
-        for (int i = 0; i < 16 && e == cudaSuccess; i++)
+        for (int i = 0; i < GEMM_BATCH; i++)
+            gpuprof_cupti_sgemm<<<grid, block>>>(a, b, c, n);
+        e = cudaDeviceSynchronize();
+        warm += GEMM_BATCH;
+    } while (now_ns() - t0 < GEMM_WARMUP_MS * 1e6 && e == cudaSuccess);
+    t0 = now_ns();
+    do {
+        tb = now_ns();
+        for (int i = 0; i < GEMM_BATCH && e == cudaSuccess; i++)
             gpuprof_cupti_sgemm<<<grid, block>>>(a, b, c, n);
         if (e == cudaSuccess)
             e = cudaDeviceSynchronize();
-        done += 16;
-        t = now_ns() - t0;
+        done += GEMM_BATCH;
+        t = now_ns();
+        if (batch_ns && nb < cap)
+            batch_ns[nb++] = t - tb;
+        t -= t0;
     } while (t < ms * 1e6 && e == cudaSuccess);
     if (e == cudaSuccess)
         e = cudaGetLastError();
-    printf("kernel gpuprof_cupti_sgemm launches %ld\n", done + 4);
-    if (e == cudaSuccess) // a rate only from GEMMs that ran
+    printf("kernel gpuprof_cupti_sgemm launches %ld\n", done + warm);
+    if (e == cudaSuccess) { // a rate only from GEMMs that ran
         printf("gemm_per_s %.2f\n", done / (t / 1e9));
+        gemm_batches(batch_ns, nb);
+    }
+    free(batch_ns);
     printf("error %s\n", cudaGetErrorString(e));
     printf("done\n");
     return e != cudaSuccess;

@@ -47,10 +47,15 @@
 #  pc        PC sampling (default,pc): samples through the daemon, and whether
 #            pcOffset is relative to the function (the daemon finds
 #            nvdisasm's instruction at that offset: >= 95 % of the samples);
-#            the slowdown of a GEMM loop (cupti_real --gemm) at the default
-#            duty cycle (<= 2 %), interleaved runs, median of 3; beside it,
-#            shown (INFO), the slowdown at the longer sampling periods of
-#            PC_PERIODS (GPUPROF_CUPTI_PC_PERIOD) in the same rounds.
+#            the slowdown of a GEMM loop (cupti_real 2000 --gemm) at the
+#            default duty cycle (<= 2 %), rounds of interleaved runs (up to
+#            3 as the step's limit allows), medians; beside it, shown
+#            (INFO), in the same rounds, the variants that tell where the
+#            cost comes from: enabled but never started
+#            (GPUPROF_CUPTI_PC_FIRST_MS), enabled per window
+#            (GPUPROF_CUPTI_PC_ENABLE=window), the longer sampling periods
+#            of PC_PERIODS; per-round ratios and each run's PC counters
+#            (pc_variants.py), and the cost split between them.
 #  rate      torch_rate.py --plan (launch-heavy inference) without the
 #            library and with it in each configuration of
 #            cupti_variants.txt marked "rate", rotated rounds (3 or more as
@@ -411,6 +416,7 @@ step_pyframes() {
 # ---- step 4: PC sampling
 step_pc() {
     local id s p dis=no
+    PC_T0=$(date +%s)
     find_nvdisasm
     [ $MODE = stand-in ] && NVDISASM=$W/nvdisasm
     [ -n "$NVDISASM" ] && dis=yes
@@ -421,8 +427,8 @@ step_pc() {
         if [ ! -f "$PC_CUBIN" ]; then
             skip_results "no $PC_CUBIN (no nvcc at build time)" \
                 "PC sampling: PC samples through the daemon" "PC sampling slowdown"
-            for p in "${PC_PERIODS[@]}"; do
-                skip_results "no $PC_CUBIN" "$(pc_period_name "$p")"
+            for p in pc-idle pc-window "${PC_PERIODS[@]/#/pc}"; do
+                skip_results "no $PC_CUBIN" "$(pc_variant_name "$p")"
             done
             return 0
         fi
@@ -450,51 +456,129 @@ for e in st.get("peer_list", []) + st.get("pc_closed", []):
 else:
     print("{}")
 PY
-    id=$(cap $PROG_PID 60000 pc) || return 1
-    ctl folded "$id" --weight stalls >"$R/pc.stalls.folded"
-    s=$(awk '$1 == "pc" && $2 == "samples" { print $3 }' "$R/pc.out")
-    $CMP pc --results "$RES" --tag "PC sampling" --folded "$R/pc.stalls.folded" --kernel-regex 'sgemm|pc_kernel' \
-        --sass $dis ${s:+--program-samples $s} --library "$R/pc.library.json"
-    # slowdown of a GEMM loop at the default duty cycle, and (shown, not
-    # judged) at longer sampling periods than CUPTI's own: interleaved
-    # runs of 1.5 s, labelled off, pc (the defaults), pc20, pc24 ...
+    # the rates are measured even when the capture fails: they do not need it
+    if id=$(cap $PROG_PID 60000 pc); then
+        ctl folded "$id" --weight stalls >"$R/pc.stalls.folded"
+        s=$(awk '$1 == "pc" && $2 == "samples" { print $3 }' "$R/pc.out")
+        $CMP pc --results "$RES" --tag "PC sampling" --folded "$R/pc.stalls.folded" \
+            --kernel-regex 'sgemm|pc_kernel' --sass $dis ${s:+--program-samples $s} \
+            --library "$R/pc.library.json"
+    fi
+    pc_rates
+    [ -n "$id" ]
+}
+
+# The GEMM loop's slowdown under PC sampling at the default duty cycle
+# (judged), and beside it, shown, variants that tell apart where the cost
+# comes from (docs/collectors.md, "PC sampling", "What PC sampling costs"):
+#  pc-idle    enabled and configured, never started
+#             (GPUPROF_CUPTI_PC_FIRST_MS past the run): the cost of a
+#             context that only has sampling enabled
+#  pc-window  enabled only while a window is open (GPUPROF_CUPTI_PC_ENABLE)
+#  pcN        the default duty at a longer sampling period (PC_PERIODS):
+#             what the samples' volume costs while a window is open
+# Rounds of one run of each label, rotated each round, as many as the
+# step's time allows (up to 3); after each round the library's PC
+# counters of its runs (status keeps the last closed ones) go to
+# res/pc_rate.lib.jsonl, and pc_variants.py reports per-round ratios
+# against that round's off run, with the counters.
+pc_rates() {
+    local round t0 t_round=0 left labels=(off pc pc-idle pc-window) i n l p
+    for p in "${PC_PERIODS[@]}"; do labels+=("pc$p"); done
+    n=${#labels[@]}
     : >"$R/pc_rate.out"
-    for _ in 1 2 3; do
-        pc_rate_run off GPUPROF_CUPTI_FEATURES=default
-        pc_rate_run pc GPUPROF_CUPTI_FEATURES=default,pc
-        for p in "${PC_PERIODS[@]}"; do
-            pc_rate_run "pc$p" GPUPROF_CUPTI_FEATURES=default,pc GPUPROF_CUPTI_PC_PERIOD="$p"
-        done
-    done >>"$R/pc_rate.out"
+    : >"$R/pc_rate.lib.jsonl"
+    for round in 1 2 3; do
+        left=$((${STEP_LIMIT_S:-90} - $(date +%s) + PC_T0))
+        if [ $round -gt 1 ] && [ $left -lt $((t_round + 15)) ]; then
+            echo "round $round not started: ${left}s of the step left, a round takes ${t_round}s"
+            break
+        fi
+        t0=$(date +%s)
+        for i in $(seq 0 $((n - 1))); do
+            l=${labels[$(((i + round - 1) % n))]}
+            # shellcheck disable=SC2046  # the variant's words
+            pc_rate_run "$l" "$round" $(pc_variant_env "$l")
+        done >>"$R/pc_rate.out"
+        pc_round_libs "$round"
+        t_round=$(($(date +%s) - t0))
+    done
+    local judge=no info=no stand_in=--stand-in
+    [ $MODE = device ] && judge=yes info=info stand_in=
     $CMP ratio --results "$RES" --file "$R/pc_rate.out" --metric gemm_per_s --base off --test pc \
         --min-pct 98 --as slowdown --name "PC sampling slowdown of a GEMM loop (default duty)" \
-        --judge "$([ $MODE = device ] && echo yes || echo no)"
-    for p in "${PC_PERIODS[@]}"; do
+        --judge $judge
+    for l in pc-idle pc-window "${PC_PERIODS[@]/#/pc}"; do
         $CMP ratio --results "$RES" --file "$R/pc_rate.out" --metric gemm_per_s --base off \
-            --test "pc$p" --min-pct 98 --as slowdown \
-            --name "$(pc_period_name "$p")" \
-            --judge "$([ $MODE = device ] && echo info || echo no)"
+            --test "$l" --min-pct 98 --as slowdown --name "$(pc_variant_name "$l")" --judge $info
     done
+    "$PY" "$SRC/scripts/device/pc_variants.py" --results "$RES" --file "$R/pc_rate.out" \
+        --libs "$R/pc_rate.lib.jsonl" --base off --labels "${labels[@]}" ${stand_in:+"$stand_in"}
+}
+
+# pc_variant_env LABEL: the library's environment of a variant
+pc_variant_env() {
+    case $1 in
+    off) echo GPUPROF_CUPTI_FEATURES=default ;;
+    pc) echo GPUPROF_CUPTI_FEATURES=default,pc ;;
+    pc-idle) echo GPUPROF_CUPTI_FEATURES=default,pc GPUPROF_CUPTI_PC_FIRST_MS=3600000 ;;
+    pc-window) echo GPUPROF_CUPTI_FEATURES=default,pc GPUPROF_CUPTI_PC_ENABLE=window ;;
+    pc*) echo GPUPROF_CUPTI_FEATURES=default,pc GPUPROF_CUPTI_PC_PERIOD="${1#pc}" ;;
+    esac
+}
+
+pc_variant_name() {
+    case $1 in
+    pc-idle) echo "PC sampling enabled but never started (diagnostic: GPUPROF_CUPTI_PC_FIRST_MS past the run): slowdown of a GEMM loop" ;;
+    pc-window) echo "PC sampling enabled per window (GPUPROF_CUPTI_PC_ENABLE=window, default duty): slowdown of a GEMM loop" ;;
+    *) pc_period_name "${1#pc}" ;;
+    esac
 }
 
 pc_period_name() { echo "PC sampling at GPUPROF_CUPTI_PC_PERIOD=$1 (2^$1 cycles, default duty): slowdown of a GEMM loop"; }
 
-# pc_rate_run LABEL ENV...: one run of the GEMM loop (the stand-in's PC
-# kernel without a GPU) with ENV, as "LABEL gemm_per_s X"; a run that dies
-# (one did: a double free) says so on a LABEL_exit line
+# pc_round_libs ROUND: the library's PC counters of that round's runs
+# (lines "LABEL pid PID ROUND" of pc_rate.out), from status's pc_closed,
+# as JSON lines into pc_rate.lib.jsonl
+pc_round_libs() {
+    settle
+    status_json "$W/pcr.status.json"
+    "$PY" - "$W/pcr.status.json" "$R/pc_rate.out" "$1" >>"$R/pc_rate.lib.jsonl" <<'PY'
+import json, sys
+st = json.load(open(sys.argv[1])).get("cupti", {})
+libs = {e.get("pid"): e["pc_library"] for e in st.get("peer_list", []) + st.get("pc_closed", [])
+        if "pc_library" in e}
+for line in open(sys.argv[2]):
+    w = line.split()
+    if len(w) == 4 and w[1] == "pid" and w[3] == sys.argv[3] and int(w[2]) in libs:
+        print(json.dumps({"label": w[0], "round": int(w[3]), "pid": int(w[2]),
+                          "lib": libs[int(w[2])]}))
+PY
+}
+
+# pc_rate_run LABEL ROUND ENV...: one run of the GEMM loop (the stand-in's
+# PC kernel without a GPU) with ENV, as "LABEL gemm_per_s X" (and the
+# batches' figures) and "LABEL pid PID ROUND"; a run that dies (one did:
+# a double free) says so on a LABEL_exit line. 2 s timed: two windows'
+# periods at the defaults (cupti_real --gemm)
 pc_rate_run() {
-    local label=$1 rc
-    shift
+    local label=$1 round=$2 rc pid
+    shift 2
     if [ $MODE = device ]; then
-        env "${CENV[@]}" "$@" "$W/cupti_real" 1500 --gemm >"$W/pcr.out" 2>"$W/pcr.err"
+        env "${CENV[@]}" "$@" "$W/cupti_real" 2000 --gemm >"$W/pcr.out" 2>"$W/pcr.err" &
+        pid=$!
+        wait $pid
         rc=$?
-        awk -v l="$label" '/^gemm_per_s/ { print l, $0 }' "$W/pcr.out"
+        awk -v l="$label" '/^gemm_(per_s|batch_median_per_s|batch_slow_pct) / { print l, $0 }' "$W/pcr.out"
     else
         env "${CENV[@]}" "$@" "$APP" --cuda "$FAKE_CUDA" --launches 300 \
-            --kernel gpuprof_pc_kernel:20000 --pc "$PC_CUBIN" >"$W/pcr.out" 2>"$W/pcr.err"
+            --kernel gpuprof_pc_kernel:20000 --pc "$PC_CUBIN" >"$W/pcr.out" 2>"$W/pcr.err" &
+        pid=$!
+        wait $pid
         rc=$?
         awk -v l="$label" '/^cpu_ns_per_iteration/ { print l, "gemm_per_s", 1e9 / $2 }' "$W/pcr.out"
     fi
+    echo "$label pid $pid $round"
     [ $rc = 0 ] || echo "${label}_exit $rc $(tail -c 160 "$W/pcr.err" | tr '\n\t' '  ')"
 }
 

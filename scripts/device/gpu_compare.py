@@ -482,7 +482,8 @@ def cmd_pc(a):
     if pl:
         keys = ("samples sent dropped oom drains windows getdata_calls pcs cupti_total_samples "
                 "cupti_nonuser_samples config_buffer_pcs names_held names_untracked "
-                "contexts_ever contexts_off errors last_error last_error_call period_log2").split()
+                "contexts_ever contexts_off errors last_error last_error_call period_log2 "
+                "enable_mode enables launch_ns getdata_ns").split()
         add(a.results, a.tag + ": the library's counters",
             " ".join("%s=%s" % (k, pl.get(k, "-")) for k in keys), "observed", "INFO")
     share = sass / total * 100 if total else 0.0

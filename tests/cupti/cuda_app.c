@@ -11,7 +11,7 @@
  *            [--events NAME:NS]
  *            [--nvtx] [--pause-ms MS] [--sleep-ms MS] [--wait] [--name-early]
  *            [--until-eof]
- *            [--fork] [--subscribe-first NAME] [--pc CUBIN] [--load LIB[@N]]
+ *            [--fork] [--subscribe-first NAME] [--pc CUBIN] [--pc-keep] [--load LIB[@N]]
  *            [--kineto-after N] [--kineto-kernels K] [--kineto-teardown]
  *            [--probe-subscribe] [--probe-on-line] [--kineto-on-line]
  *
@@ -40,7 +40,8 @@
  * the module CUBIN (a real cubin) after cuInit, and PC sampling of every
  * launch of a --kernel NAME that the cubin defines (the stand-in's fixed
  * sample distribution, fakecupti_pc_kernel); the module unloads and the
- * context goes after the work. The counts printed are of the iterations
+ * context goes after the work (with --pc-keep they stay until the process
+ * exits, as in a program that never destroys its context). The counts printed are of the iterations
  * actually run.
  *
  * A profiler that starts later, the way PyTorch's (Kineto) does, for tests
@@ -163,6 +164,7 @@ static int ev_kernel = -1;
 static void *ev_main[MAX_THREADS], *ev_side[MAX_THREADS];
 static const char *first_subscriber;
 static const char *pc_cubin;
+static int pc_keep;
 static atomic_ullong pc_samples;
 /* the stand-in's context and module hooks (fakecupti.h) */
 static void (*fk_context)(void *, int);
@@ -618,6 +620,8 @@ static const char *parse(int argc, char **argv)
 			do_fork = 1;
 		else if (!strcmp(a, "--pc"))
 			pc_cubin = v, i++;
+		else if (!strcmp(a, "--pc-keep"))
+			pc_keep = 1;
 		else if (!strcmp(a, "--events"))
 			add_kernel(v), ev_kernel = nkernels - 1, i++;
 		else {
@@ -737,7 +741,7 @@ int main(int argc, char **argv)
 	}
 	for (int t = 0; t < threads; t++)
 		pthread_join(th[t], NULL);
-	if (pc_cubin)
+	if (pc_cubin && !pc_keep)
 		pc_close();
 	report();
 	if (probe_on_line) {

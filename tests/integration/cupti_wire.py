@@ -59,10 +59,11 @@ LAYOUT = {
     CUBIN: ("<QIIII", "crc size offset len rsv"),
     CUDA_EVENT: ("<QIIIIII", "time corr event device context stream rsv"),
     WINDOW: ("<QQII", "start end duty period_ms"),
-    PC_STATS: ("<18Q4IiI", "samples sent dropped oom drains windows contexts_refused cubins "
+    PC_STATS: ("<18Q4IiI2Q2I", "samples sent dropped oom drains windows contexts_refused cubins "
                "cubins_refused cubin_bytes getdata_calls pcs total_samples nonuser_samples "
                "errors cfgbuf_pcs names names_untracked contexts_on contexts_ever "
-               "contexts_off last_call last_error period"),
+               "contexts_off last_call last_error period launch_ns getdata_ns enables "
+               "enable_mode"),
 }
 NAMED = {KERNEL: ("name",), API: ("name",), MARKER: ("name", "domain"), STATS: ("conflict",),
          STALL_NAME: ("name",), PC: ("function",)}

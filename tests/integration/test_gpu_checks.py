@@ -41,6 +41,7 @@ PC = ["PC sampling: PC samples through the daemon",
       "PC sampling: pcOffset relative to the function (SASS found)"]
 SKIP = ["PC sampling slowdown of a GEMM loop (default duty)", "PyTorch inference loop throughput",
         "PC sampling at GPUPROF_CUPTI_PC_PERIOD=20 ", "PC sampling at GPUPROF_CUPTI_PC_PERIOD=24 ",
+        "PC sampling enabled but never started (diagnostic", "PC sampling enabled per window (",
         "launch cost: cudaEventRecord + cudaStreamWaitEvent with the library (default) vs off",
         "launch cost: cudaEventRecord + cudaStreamWaitEvent with the library (duty 100) vs off"]
 
@@ -99,6 +100,20 @@ def stand_in_run_passes_its_targets():
             with open(os.path.join(out, "res", "pc.library.json")) as f:
                 pl = json.load(f)
             expect(pl["getdata_calls"] > 0 and pl["pcs"] > 0, "pc.library.json: %r", pl)
+            # the variants' per-round lines carry each run's counters: the
+            # diagnostic never opens a window, window mode Enables per window
+            v, val = rows["PC sampling variant pc-idle (enabled and configured, never started): "
+                          "per-round slowdown"]
+            expect(v == "INFO" and "enable_mode context windows 0 enables 1 samples 0 " in val,
+                   "pc-idle: %r", val)
+            v, val = rows["PC sampling variant pc-window (enabled only while a window is open): "
+                          "per-round slowdown"]
+            expect(v == "INFO" and "enable_mode window windows " in val and " pairs)" in val,
+                   "pc-window: %r", val)
+            w = val.split(" windows ")[1].split()[0].split("/")
+            e = val.split(" enables ")[1].split()[0].split("/")
+            expect(all(int(x) >= 1 for x in w) and w == e, "a window per Enable: %r", val)
+            expect(rows["PC sampling cost split (medians of per-round slowdowns)"][0] == "INFO", log)
         # behaviours observed, not judged
         expect(rows["CUDA graph (all features): GRAPH_TRACE vs per-node records"][0] == "INFO", log)
         eq([n for n, (v, _) in rows.items() if v == "FAIL"], [], "no target failed\n" + log)
