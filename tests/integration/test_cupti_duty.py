@@ -106,9 +106,12 @@ def windows_switch_kinds_and_callbacks():
         a = api.get(k["corr"])
         expect(a is not None, "kernel corr %d without its API record", k["corr"])
     # callbacks go on just before a window's start is read, off just after
-    # its end: a call in flight may straddle either by a little
+    # its end: a call in flight may straddle either, by as long as the
+    # sender thread is preempted between the switch and the clock read (a
+    # few ms on a loaded machine). 20 ms still leaves the middle 40 ms of
+    # every 80 ms off-time where no call may be recorded.
     for a in api.values():
-        expect(within(a["enter"], wins, 2e6) or within(a["exit"], wins, 2e6),
+        expect(within(a["enter"], wins, 20e6) or within(a["exit"], wins, 20e6),
                "API call at %d outside every window", a["enter"])
     expect(len(api) < 400, "API records: %d of 400 launches", len(api))
 

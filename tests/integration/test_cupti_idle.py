@@ -118,10 +118,11 @@ def windows_let_the_subscription_go():
     for k in kernels:
         expect(k["corr"] in api, "kernel corr %d without its API record", k["corr"])
     # the callbacks come back just before a window's start is read, go
-    # just after its end: 5 ms of slack (a loaded machine) against 80 ms
-    # off-times
+    # just after its end: 20 ms of slack (the sender thread preempted
+    # between the switch and its clock read on a loaded machine) against
+    # 80 ms off-times
     for a in api.values():
-        expect(within(a["enter"], wins, 5e6) or within(a["exit"], wins, 5e6),
+        expect(within(a["enter"], wins, 20e6) or within(a["exit"], wins, 20e6),
                "API call at %d outside every window", a["enter"])
     expect(len(api) < 400, "API records: %d of 400 launches", len(api))
 
