@@ -267,7 +267,18 @@ static void api_cb(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *
 		return;
 	}
 	ev.exit = gpi_now();
-	ev.enter = cd->correlationData ? *cd->correlationData : ev.exit;
+	/* 0: the call's ENTER came before our callbacks were on (a duty
+	 * window opening mid-call), so its start is unknown. The exit stands
+	 * in: the daemon gives a call the latest launch probe before its
+	 * start, and this call's probe fired before its exit too. Zeroed after
+	 * use, so storage CUPTI reuses for a later call reads as unknown,
+	 * never as an old call's start. */
+	ev.enter = ev.exit;
+	if (cd->correlationData) {
+		if (*cd->correlationData)
+			ev.enter = *cd->correlationData;
+		*cd->correlationData = 0;
+	}
 	ev.name = cd->functionName;
 	ev.corr = cd->correlationId;
 	ev.tid = tid();

@@ -111,6 +111,10 @@ def windows_switch_kinds_and_callbacks():
     # few ms on a loaded machine). 20 ms still leaves the middle 40 ms of
     # every 80 ms off-time where no call may be recorded.
     for a in api.values():
+        # a call whose ENTER came before the callbacks were on has its
+        # exit for a start, never 0 (which would put it first in its
+        # thread and take it away from its launch probe)
+        expect(0 < a["enter"] <= a["exit"], "API call's enter %d, exit %d", a["enter"], a["exit"])
         expect(within(a["enter"], wins, 20e6) or within(a["exit"], wins, 20e6),
                "API call at %d outside every window", a["enter"])
     expect(len(api) < 400, "API records: %d of 400 launches", len(api))
