@@ -129,7 +129,9 @@ rounds() {
         start_daemon
         hold_probes
         for m in $order; do one "$m" $r; done
-        status | python3 -c 'import json,sys; g=[c for c in json.load(sys.stdin)["collectors"] if c["name"]=="gpu"][0]; print("  gpu collector: events", g["events"], "drops", g["drops"], "lost", g.get("lost"), "stacks_taken", g.get("stacks_taken"), "unnamed", g.get("unnamed_launches"))'
+        # the round's account; "cupti idle" says whether the library really
+        # let its subscription go between windows (GPUPROF_CUPTI_IDLE)
+        status | python3 -c 'import json,sys; st=json.load(sys.stdin); g=[c for c in st["collectors"] if c["name"]=="gpu"][0]; print("  gpu collector: events", g["events"], "drops", g["drops"], "lost", g.get("lost"), "stacks_taken", g.get("stacks_taken"), "unnamed", g.get("unnamed_launches")); i=st.get("cupti", {}).get("library_idle"); i is None or print("  cupti idle: unsubscribes", i["unsubscribes"], "resubscribes", i["resubscribes"], "failures", i["resubscribe_failures"])'
         release_probes
         stop_daemon
         if [ $((r % 2)) = 0 ]; then

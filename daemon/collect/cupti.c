@@ -472,7 +472,7 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged)
 	struct collector *c = NULL;
 	struct cupti *cu;
 	unsigned states[CUPTI_PEER_STATE_MAX] = {0};
-	uint64_t lib_cupti, lib_api, lib_rec, lib_buf;
+	uint64_t lib_cupti, lib_api, lib_rec, lib_buf, unsubs, subs, sub_failed;
 	cJSON *o, *x, *arr;
 
 	for (unsigned i = 0; i < g->ncollectors; i++)
@@ -492,6 +492,9 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged)
 	lib_api = cu->tot.lib_api_dropped;
 	lib_rec = cu->tot.lib_records_dropped;
 	lib_buf = cu->tot.lib_buffers_refused;
+	unsubs = cu->tot.lib_idle_unsubs;
+	subs = cu->tot.lib_idle_subs;
+	sub_failed = cu->tot.lib_idle_sub_failed;
 	for (const struct cupti_peer *p = cu->peers; p; p = p->next) {
 		states[p->state]++;
 		if (p->lib.seen) {
@@ -499,6 +502,9 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged)
 			lib_api += p->lib.s.api_dropped;
 			lib_rec += p->lib.s.records_dropped;
 			lib_buf += p->lib.s.buffers_refused;
+			unsubs += p->lib.s.idle_unsubs;
+			subs += p->lib.s.idle_subs;
+			sub_failed += p->lib.s.idle_sub_failed;
 		}
 	}
 	json_add_u64(o, "peers", cu->npeers);
@@ -529,6 +535,15 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged)
 		json_add_u64(x, "api_dropped", lib_api);
 		json_add_u64(x, "records_dropped", lib_rec);
 		json_add_u64(x, "buffers_refused", lib_buf);
+	}
+	/* how often the libraries let CUPTI's subscription go between duty
+	 * windows, took it back and failed to: whether an unsubscribe mode
+	 * really ran, after its processes are gone */
+	x = cJSON_AddObjectToObject(o, "library_idle");
+	if (x) {
+		json_add_u64(x, "unsubscribes", unsubs);
+		json_add_u64(x, "resubscribes", subs);
+		json_add_u64(x, "resubscribe_failures", sub_failed);
 	}
 	/* a member sees the peers whose records it may see: the owner is
 	 * its uid exactly when the process was its own and readable */

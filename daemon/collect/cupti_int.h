@@ -162,6 +162,8 @@ struct cupti_totals {
 	uint64_t cubins;     /* cubins kept (ever) */
 	/* the library's own counters of closed peers (gpi_stats, summed) */
 	uint64_t lib_cupti_dropped, lib_api_dropped, lib_records_dropped, lib_buffers_refused;
+	/* the libraries' idle subscription counts (GPUPROF_CUPTI_IDLE), summed */
+	uint64_t lib_idle_unsubs, lib_idle_subs, lib_idle_sub_failed;
 };
 
 struct cupti_limits {

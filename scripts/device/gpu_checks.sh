@@ -824,6 +824,8 @@ print("cupti: records", {k: v for k, v in cu["records"].items() if v},
       "drops", {k: v for k, v in cu["drops"].items() if v} or 0,
       "library_drops", {k: v for k, v in cu["library_drops"].items() if v} or 0,
       "closed", {k: v for k, v in cu["closed"].items() if v}, "seq_gaps", cu["seq_gaps"])
+if any(cu.get("library_idle", {}).values()):
+    print("cupti: idle subscription (GPUPROF_CUPTI_IDLE=unsubscribe)", cu["library_idle"])
 for c in st["collectors"]:
     if c["name"] in ("cpu", "gpu"):
         print("%s: %s events %s drops %s lost %s" % (c["name"], c["state"], c.get("events"),

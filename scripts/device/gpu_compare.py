@@ -507,7 +507,7 @@ JUDGED, FLOOR = "cupti", "cupti-off"
 
 
 def variants(path=VARIANTS):
-    """[(label, steps, what)] of cupti_variants.txt, in its order; [] when
+    """[(label, steps, what, environment)] of cupti_variants.txt, in its order; [] when
     it cannot be read (the labels then name themselves)."""
     out = []
     try:
@@ -517,7 +517,7 @@ def variants(path=VARIANTS):
                     continue
                 w = [x.strip() for x in line.split("|")]
                 if len(w) >= 4 and w[0]:
-                    out.append((w[0], w[1].split(), w[3]))
+                    out.append((w[0], w[1].split(), w[3], w[2].split()))
     except OSError:
         pass
     return out
@@ -532,6 +532,25 @@ def labels_in_order(found, step, skip=()):
 
 def what_of(label):
     return {v[0]: v[2] for v in variants()}.get(label, label)
+
+
+def idle_unsubscribes(path):
+    """The libraries' idle unsubscribes that bench/gpu/real_cuda.sh's
+    rounds report ("  cupti idle: unsubscribes N ..."), summed; None when
+    the file has no such line (a daemon that does not count them)."""
+    n = None
+    with open(path, errors="replace") as f:
+        for line in f:
+            w = line.split()
+            if w[:3] == ["cupti", "idle:", "unsubscribes"] and len(w) > 3 and w[3].isdigit():
+                n = (n or 0) + int(w[3])
+    return n
+
+
+def unsubscribing(label):
+    """Whether the variant asks the library to let go of CUPTI between
+    windows."""
+    return any("GPUPROF_CUPTI_IDLE=unsubscribe" in v[3] for v in variants() if v[0] == label)
 
 
 def paired(test, base, fn):
@@ -582,6 +601,7 @@ def cmd_cost(a):
     shown (what each part of the library costs)."""
     runs = cost_runs(a.file)
     modes = labels_in_order({m for m, _ in runs}, "cost", skip=("with", "without"))
+    unsubs = idle_unsubscribes(a.file)
     found = False
     for api in ("rt", "drv"):
         if not runs.get(("with", api)):
@@ -608,7 +628,10 @@ def cmd_cost(a):
             add(a.results, "launch cost beyond the probes, %s, %s" % (what_of(mode), api),
                 "%.0f ns wall, %.0f ns cpu (median of %d rounds' differences to with, %s ns%s)" % (
                     med(w), med(c), len(w), spread(w, "%.0f"),
-                    "" if mode == FLOOR else fl + (": " + against(med(w), floor) if floor else "")),
+                    "" if mode == FLOOR else fl + (": " + against(med(w), floor) if floor else ""))
+                + ("; the libraries never let the subscription go (%s)" % (
+                    "no idle unsubscribe in any round" if unsubs == 0 else "not counted by this daemon")
+                   if unsubscribing(mode) and not unsubs else ""),
                 "<= %d ns" % a.target_ns, verdict)
     if not found:
         add(a.results, "launch cost beyond the probes", "no rounds with and without the library in "

@@ -415,6 +415,24 @@ def launch_cost_paired_medians():
         d.run("cost", "--file", d.path("rc.out"), "--judge", "no")
         eq([x[1] for x in d.verdicts().values()], ["SKIP"], "not judged")
     with tmpdir() as d:
+        # the unsubscribe variant says when its libraries never let go of
+        # CUPTI (the rounds' "cupti idle" lines), and nothing when they did
+        rows = [("with", "rt", [3000, 3000]), ("cupti-unsub", "rt", [3100, 3100])]
+        name = ("launch cost beyond the probes, default, subscription let go between windows "
+                "(GPUPROF_CUPTI_IDLE=unsubscribe), rt")
+        f = d.write("rc.out", real_cuda_out(rows).replace(
+            "  gpu collector: events 1\n",
+            "  gpu collector: events 1\n  cupti idle: unsubscribes 0 resubscribes 0 failures 0\n"))
+        d.run("cost", "--file", f)
+        expect(d.verdicts()[name][0].endswith(
+            "; the libraries never let the subscription go (no idle unsubscribe in any round)"),
+            d.verdicts())
+        f = d.write("rc.out", real_cuda_out(rows).replace(
+            "  gpu collector: events 1\n",
+            "  gpu collector: events 1\n  cupti idle: unsubscribes 40 resubscribes 39 failures 0\n"))
+        d.run("cost", "--file", f)
+        expect("never let" not in d.verdicts()[name][0], d.verdicts())
+    with tmpdir() as d:
         # rounds that never meet are no figure
         f = d.write("rc.out", "with 1 rt ns_per_launch 10 cpu_ns_per_launch 10\n"
                     "cupti 2 rt ns_per_launch 20 cpu_ns_per_launch 20\n")

@@ -307,6 +307,12 @@ def kernels_in_windows_join_their_stacks():
         eq(got, n * 20000, "gpu-time of the %d kernels recorded (%r), ns" % (n, rep))
         info = d.ctl_json("folded", cid, "--weight", "gpu-time", "--out", "/dev/null")
         eq(info["cupti"], {"intervals": n, "no_call": 0, "no_launch": 0}, "the join")
+        # the process is gone: the daemon's totals still say it let the
+        # subscription go (its last stats, summed at close)
+        wait_until(lambda: d.ctl_json("status")["cupti"]["peers"] == 0, "the peer closed")
+        eq(d.ctl_json("status")["cupti"]["library_idle"],
+           {"unsubscribes": rep["unsubscribes"], "resubscribes": rep["subscribes"] - 1,
+            "resubscribe_failures": 0}, "library_idle totals (%r)" % rep)
     finally:
         if app and app.poll() is None:
             app.kill()
