@@ -57,7 +57,7 @@ def load_compare():
 # a cost line (a stand-in's timing: SKIP) for each configuration of the
 # variants list the cost step runs
 SKIP += ["launch cost beyond the probes, %s, drv" % what
-         for _, steps, what in load_compare().variants() if "cost" in steps]
+         for _, steps, what, _ in load_compare().variants() if "cost" in steps]
 
 
 @test
