@@ -5,8 +5,12 @@ it load libgpuprof-cupti.so over the stand-in libcupti, and what it says
 it did."""
 
 import os
+import subprocess
+import tempfile
+import time
 
-from gpd import BUILD, expect
+from cupti_wire import Receiver
+from gpd import BUILD, eq, expect
 
 LIB = os.path.join(BUILD, "inject", "libgpuprof-cupti.so")
 FAKE_CUPTI = os.path.join(BUILD, "tests", "cupti", "libcupti.so.13")
@@ -24,6 +28,25 @@ def inject_env(sock, extra=None):
              GPUPROF_CUPTI_DUTY="100")
     e.update(extra or {})
     return e
+
+
+def run_received(env_for, args, prefix="gpcupti."):
+    """cuda_app ARGS with the library sending to a receiver of its own,
+    no daemon: (its result, the one connection it made). env_for(sock)
+    gives the environment."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as d:
+        sock = os.path.join(d, "cupti.sock")
+        rx = Receiver(sock)
+        try:
+            p = subprocess.run([APP, "--cuda", FAKE_CUDA] + args, env=env_for(sock),
+                               capture_output=True, text=True, timeout=60)
+            eq(p.returncode, 0, "app exit: " + p.stderr)
+            time.sleep(0.3)  # the library's last batch
+        finally:
+            rx.stop()
+        conns = rx.decoded()
+    eq(len(conns), 1, "connections")
+    return p, conns[0]
 
 
 def totals(out):

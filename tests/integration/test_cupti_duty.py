@@ -13,11 +13,10 @@ which share of the time was covered."""
 import os
 import re
 import subprocess
-import tempfile
 import time
 
-from cupti_wire import API, KERNEL, WINDOW, Receiver
-from cuda_app import APP, FAKE_CUDA, FAKE_CUPTI, LIB, inject_env
+from cupti_wire import API, KERNEL, WINDOW
+from cuda_app import APP, FAKE_CUDA, FAKE_CUPTI, LIB, inject_env, run_received
 from gpd import Daemon, Skip, eq, expect, main, test
 
 # the defaults of inject/inject.h
@@ -52,23 +51,12 @@ def run(duty, args=PACED):
     """cuda_app under a receiver: (its result, the one connection, the
     stand-in's switch report)."""
     need_build()
-    with tempfile.TemporaryDirectory(prefix="gpduty.") as d:
-        sock = os.path.join(d, "cupti.sock")
-        rx = Receiver(sock)
-        try:
-            p = subprocess.run([APP, "--cuda", FAKE_CUDA] + args, env=env_with(sock, duty),
-                               capture_output=True, text=True, timeout=60)
-            eq(p.returncode, 0, "app exit: " + p.stderr)
-            time.sleep(0.3)
-        finally:
-            rx.stop()
-        conns = rx.decoded()
-    eq(len(conns), 1, "connections")
+    p, conn = run_received(lambda sock: env_with(sock, duty), args, "gpduty.")
     m = REPORT.search(p.stderr)
     expect(m, "no stand-in report: %r", p.stderr)
     rep = dict(zip("kind_enable kind_disable cb_on cb_off kernels kernels_off".split(),
                    map(int, m.groups())))
-    return p, conns[0], rep
+    return p, conn, rep
 
 
 def within(t, windows, slack_ns):

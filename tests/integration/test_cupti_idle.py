@@ -23,7 +23,7 @@ import time
 
 from cupti_wire import (API, KERNEL, SF_IDLE_APPLIES, SF_IDLE_OUT, SF_IDLE_UNSUB,
                         SF_SUBSCRIBED, ST_ACTIVE, ST_CONFLICT, STATS, WINDOW, Receiver)
-from cuda_app import APP, FAKE_CUDA, FAKE_CUPTI, LIB, inject_env
+from cuda_app import APP, FAKE_CUDA, FAKE_CUPTI, LIB, inject_env, run_received
 from gpd import Daemon, Skip, eq, expect, main, test
 
 UNSUB = {"GPUPROF_CUPTI_IDLE": "unsubscribe", "FAKE_CUPTI_DUTY_REPORT": "1"}
@@ -56,19 +56,8 @@ def run(env, args=PACED):
     """cuda_app under a receiver: (its result, the one connection, the
     stand-in's report)."""
     need_build()
-    with tempfile.TemporaryDirectory(prefix="gpidle.") as d:
-        sock = os.path.join(d, "cupti.sock")
-        rx = Receiver(sock)
-        try:
-            p = subprocess.run([APP, "--cuda", FAKE_CUDA] + args, env=inject_env(sock, env),
-                               capture_output=True, text=True, timeout=60)
-            eq(p.returncode, 0, "app exit: " + p.stderr)
-            time.sleep(0.3)
-        finally:
-            rx.stop()
-        conns = rx.decoded()
-    eq(len(conns), 1, "connections")
-    return p, conns[0], report(p.stderr)
+    p, conn = run_received(lambda sock: inject_env(sock, env), args, "gpidle.")
+    return p, conn, report(p.stderr)
 
 
 def within(t, windows, slack_ns):
