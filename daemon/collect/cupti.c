@@ -360,6 +360,17 @@ static void pc_library_json(cJSON *d, const struct gpi_pc_stats *s)
 					: "unknown");
 }
 
+void cupti_libsum_add(struct cupti_libsum *t, const struct gpi_stats *s)
+{
+	t->cupti_dropped += s->cupti_dropped;
+	t->api_dropped += s->api_dropped;
+	t->records_dropped += s->records_dropped;
+	t->buffers_refused += s->buffers_refused;
+	t->idle_unsubs += s->idle_unsubs;
+	t->idle_subs += s->idle_subs;
+	t->idle_sub_failed += s->idle_sub_failed;
+}
+
 int cupti_peer_subscribed(const struct cupti_peer *p)
 {
 	if (!p->lib.seen || !(p->lib.s.flags & GPI_SF_SUB_KNOWN))
@@ -472,7 +483,7 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged)
 	struct collector *c = NULL;
 	struct cupti *cu;
 	unsigned states[CUPTI_PEER_STATE_MAX] = {0};
-	uint64_t lib_cupti, lib_api, lib_rec, lib_buf, unsubs, subs, sub_failed;
+	struct cupti_libsum lib;
 	cJSON *o, *x, *arr;
 
 	for (unsigned i = 0; i < g->ncollectors; i++)
@@ -488,24 +499,11 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged)
 	cJSON_AddStringToObject(o, "socket", cu ? cu->path : "");
 	if (!cu)
 		return;
-	lib_cupti = cu->tot.lib_cupti_dropped;
-	lib_api = cu->tot.lib_api_dropped;
-	lib_rec = cu->tot.lib_records_dropped;
-	lib_buf = cu->tot.lib_buffers_refused;
-	unsubs = cu->tot.lib_idle_unsubs;
-	subs = cu->tot.lib_idle_subs;
-	sub_failed = cu->tot.lib_idle_sub_failed;
+	lib = cu->tot.lib; /* the closed peers', then the open ones' */
 	for (const struct cupti_peer *p = cu->peers; p; p = p->next) {
 		states[p->state]++;
-		if (p->lib.seen) {
-			lib_cupti += p->lib.s.cupti_dropped;
-			lib_api += p->lib.s.api_dropped;
-			lib_rec += p->lib.s.records_dropped;
-			lib_buf += p->lib.s.buffers_refused;
-			unsubs += p->lib.s.idle_unsubs;
-			subs += p->lib.s.idle_subs;
-			sub_failed += p->lib.s.idle_sub_failed;
-		}
+		if (p->lib.seen)
+			cupti_libsum_add(&lib, &p->lib.s);
 	}
 	json_add_u64(o, "peers", cu->npeers);
 	json_add_u64(o, "peers_ever", cu->tot.peers_ever);
@@ -531,19 +529,19 @@ void cupti_status_json(struct gpd *g, cJSON *obj, uid_t uid, bool privileged)
 		json_add_u64(x, close_names[i], cu->tot.closed[i]);
 	x = cJSON_AddObjectToObject(o, "library_drops");
 	if (x) {
-		json_add_u64(x, "cupti_dropped", lib_cupti);
-		json_add_u64(x, "api_dropped", lib_api);
-		json_add_u64(x, "records_dropped", lib_rec);
-		json_add_u64(x, "buffers_refused", lib_buf);
+		json_add_u64(x, "cupti_dropped", lib.cupti_dropped);
+		json_add_u64(x, "api_dropped", lib.api_dropped);
+		json_add_u64(x, "records_dropped", lib.records_dropped);
+		json_add_u64(x, "buffers_refused", lib.buffers_refused);
 	}
 	/* how often the libraries let CUPTI's subscription go between duty
 	 * windows, took it back and failed to: whether an unsubscribe mode
 	 * really ran, after its processes are gone */
 	x = cJSON_AddObjectToObject(o, "library_idle");
 	if (x) {
-		json_add_u64(x, "unsubscribes", unsubs);
-		json_add_u64(x, "resubscribes", subs);
-		json_add_u64(x, "resubscribe_failures", sub_failed);
+		json_add_u64(x, "unsubscribes", lib.idle_unsubs);
+		json_add_u64(x, "resubscribes", lib.idle_subs);
+		json_add_u64(x, "resubscribe_failures", lib.idle_sub_failed);
 	}
 	/* a member sees the peers whose records it may see: the owner is
 	 * its uid exactly when the process was its own and readable */

@@ -110,6 +110,16 @@ struct cupti_cubin {
 	uint8_t bytes[];
 };
 
+/* The libraries' own counters (their last gpi_stats), summed over peers:
+ * what they lost, and their idle subscription counts (GPUPROF_CUPTI_IDLE) */
+struct cupti_libsum {
+	uint64_t cupti_dropped, api_dropped, records_dropped, buffers_refused;
+	uint64_t idle_unsubs, idle_subs, idle_sub_failed;
+};
+
+/* adds one library's last stats to a sum */
+void cupti_libsum_add(struct cupti_libsum *t, const struct gpi_stats *s);
+
 /* The library's last gpi_stats, and what it says. */
 struct cupti_libstats {
 	struct gpi_stats s;
@@ -158,12 +168,9 @@ struct cupti_totals {
 	uint64_t drops[CUPTI_DROP_MAX];
 	uint64_t closed[CUPTI_CLOSE_MAX];
 	uint64_t seq_gaps;
-	uint64_t pc_samples; /* in the PC records stored */
-	uint64_t cubins;     /* cubins kept (ever) */
-	/* the library's own counters of closed peers (gpi_stats, summed) */
-	uint64_t lib_cupti_dropped, lib_api_dropped, lib_records_dropped, lib_buffers_refused;
-	/* the libraries' idle subscription counts (GPUPROF_CUPTI_IDLE), summed */
-	uint64_t lib_idle_unsubs, lib_idle_subs, lib_idle_sub_failed;
+	uint64_t pc_samples;	 /* in the PC records stored */
+	uint64_t cubins;	 /* cubins kept (ever) */
+	struct cupti_libsum lib; /* the closed peers' */
 };
 
 struct cupti_limits {

@@ -202,15 +202,8 @@ void cupti_peer_close(struct cupti_peer *p, enum cupti_close why, const char *fm
 		if (cu->npc_closed < CUPTI_PC_CLOSED)
 			cu->npc_closed++;
 	}
-	if (p->lib.seen) {
-		cu->tot.lib_cupti_dropped += p->lib.s.cupti_dropped;
-		cu->tot.lib_api_dropped += p->lib.s.api_dropped;
-		cu->tot.lib_records_dropped += p->lib.s.records_dropped;
-		cu->tot.lib_buffers_refused += p->lib.s.buffers_refused;
-		cu->tot.lib_idle_unsubs += p->lib.s.idle_unsubs;
-		cu->tot.lib_idle_subs += p->lib.s.idle_subs;
-		cu->tot.lib_idle_sub_failed += p->lib.s.idle_sub_failed;
-	}
+	if (p->lib.seen)
+		cupti_libsum_add(&cu->tot.lib, &p->lib.s);
 	for (pp = &cu->peers; *pp; pp = &(*pp)->next)
 		if (*pp == p) {
 			*pp = p->next;
