@@ -381,9 +381,7 @@ static void idle_let_go(void)
 {
 	cl->cuptiActivityFlushAll(0);
 	idle_out = 1;
-	release_asked = gpi_now();
-	atomic_store(&gpi_release_pending, 1);
-	gpi_cupti_release_poll(release_asked, ~0u);
+	gpi_cupti_let_go();
 }
 
 /* The subscription could not be taken back (err from idle_return): step
