@@ -671,8 +671,12 @@ def cmd_ratio(a):
     a.name = a.name.replace("{what}", what_of(a.test))
     runs = metric_runs(a.file, a.metric)
     b, t = runs.get(a.base, {}), runs.get(a.test, {})
-    pcts = paired(t, b, lambda x, y: x / y * 100 if y else None)
-    pcts = [p for p in pcts if p is not None]
+
+    def pcts_of(test):
+        # per round, test as a percentage of the base (rounds without a base figure left out)
+        return [p for p in paired(test, b, lambda x, y: x / y * 100 if y else None) if p is not None]
+
+    pcts = pcts_of(t)
     if not pcts:
         # a line only shown stays shown: its runs failing is not a target missed
         add(a.results, a.name, "no rounds with both %s and %s runs of %s" % (a.base, a.test, a.metric),
@@ -683,8 +687,7 @@ def cmd_ratio(a):
     detail = "median of %d rounds' ratios, %s; medians %s %.1f vs %s %.1f" % (
         len(pcts), spread(pcts, "%.2f%%"), a.test, med(list(t.values())), a.base, med(list(b.values())))
     if a.floor and a.floor != a.test:
-        fl = [p for p in paired(runs.get(a.floor, {}), b, lambda x, y: x / y * 100 if y else None)
-              if p is not None]
+        fl = pcts_of(runs.get(a.floor, {}))
         detail += "; noise floor (%s / %s) %.2f%%, %s: %s" % (
             a.floor, a.base, med(fl), spread(fl, "%.2f%%"), against(pct, fl)) \
             if fl else "; no noise floor (no %s runs)" % a.floor
